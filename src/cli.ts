@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+import { startOrrery, type Log } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+
+const usage = `usage: orrery <command>
+
+commands:
+  all       run every role in one process (what npm start runs)
+  serve     run the Flight SQL query server
+  help      print this text
+
+Settings come from the environment; the README lists them.`;
+
+const log: Log = (level, message, error) => {
+  const line = `${new Date().toISOString()} ${level.toUpperCase()} ${message}`;
+  if (level === 'error') console.error(line, error ?? '');
+  else console.log(line);
+};
+
+async function main(argv: string[]): Promise<number> {
+  const command = argv[0] ?? 'all';
+  if (command === 'help' || command === '--help' || command === '-h') {
+    console.log(usage);
+    return 0;
+  }
+  if (command !== 'all' && command !== 'serve') {
+    console.error(`orrery: unknown command '${command}'\n\n${usage}`);
+    return 2;
+  }
+  const orrery = await startOrrery(loadConfig(), log);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      log('info', `${signal} received, shutting down`);
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await orrery.close();
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof ConfigError) console.error(`orrery: ${error.message}`);
+    else console.error('orrery: failed to start:', error);
+    process.exit(error instanceof ConfigError ? 2 : 1);
+  },
+);

@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
+/** A setting that cannot be used; the message names the variable. Start-up stops on it. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface Config {
+  readonly flightAddress: string;
+  readonly httpAddress: string;
+  readonly dataDir: string;
+  readonly apiKeysJson: string | undefined;
+  readonly adminsJson: string | undefined;
+  readonly tls: { cert: Buffer; key: Buffer } | undefined;
+  readonly duckdbThreads: number | undefined;
+  readonly duckdbMemoryLimit: string | undefined;
+}
+
+/** Every setting, from the environment (see the README's table). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const certPath = env.ORRERY_TLS_CERT;
+  const keyPath = env.ORRERY_TLS_KEY;
+  if (Boolean(certPath) !== Boolean(keyPath)) throw new ConfigError('ORRERY_TLS_CERT and ORRERY_TLS_KEY must be set together');
+  return {
+    flightAddress: address(env.ORRERY_FLIGHT_SQL_ADDR, '127.0.0.1:50051', 'ORRERY_FLIGHT_SQL_ADDR'),
+    httpAddress: address(env.ORRERY_HTTP_ADDR, '127.0.0.1:4318', 'ORRERY_HTTP_ADDR'),
+    dataDir: resolve(env.ORRERY_DATA_DIR || './data'),
+    apiKeysJson: env.MICROMEGAS_API_KEYS || undefined,
+    adminsJson: env.MICROMEGAS_ADMINS || undefined,
+    tls: certPath && keyPath ? { cert: readFile(certPath, 'ORRERY_TLS_CERT'), key: readFile(keyPath, 'ORRERY_TLS_KEY') } : undefined,
+    duckdbThreads: positiveInteger(env.ORRERY_DUCKDB_THREADS, 'ORRERY_DUCKDB_THREADS'),
+    duckdbMemoryLimit: env.ORRERY_DUCKDB_MEMORY_LIMIT || undefined,
+  };
+}
+
+function address(value: string | undefined, fallback: string, variable: string): string {
+  const text = value || fallback;
+  if (!/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/.test(text)) throw new ConfigError(`${variable} must be host:port, got '${text}'`);
+  return text;
+}
+
+function positiveInteger(value: string | undefined, variable: string): number | undefined {
+  if (!value) return undefined;
+  if (!/^[1-9]\d*$/.test(value)) throw new ConfigError(`${variable} must be a positive integer, got '${value}'`);
+  return Number(value);
+}
+
+function readFile(path: string, variable: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new ConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}

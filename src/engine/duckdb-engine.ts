@@ -1,0 +1,307 @@
+import {
+  DuckDBInstance,
+  DuckDBTypeId,
+  StatementType,
+  type DuckDBConnection,
+  type DuckDBPreparedStatement,
+  type DuckDBType,
+} from '@duckdb/node-api';
+import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'apache-arrow';
+import { arrowType } from './arrow-types.js';
+import { ChunkConverter } from './chunk-converter.js';
+import { EngineError, sqlError } from './errors.js';
+import { bindRow } from './parameters.js';
+
+export interface EngineOptions {
+  /** Folders queries may read; every other file is out of reach. */
+  readonly readableDirectories?: readonly string[];
+  /** DuckDB worker threads (default: DuckDB's own, the core count). */
+  readonly threads?: number;
+  readonly memoryLimit?: string;
+  /** Target size of each Arrow batch produced (default 1 MiB). */
+  readonly batchBytes?: number;
+}
+
+/** What a statement is, learnt by preparing it (nothing runs). */
+export interface StatementDescription {
+  readonly statementType: StatementType;
+  /** True for statements that return rows (SELECT, EXPLAIN, PRAGMA, CALL). */
+  readonly returnsRows: boolean;
+  /** Result schema (DML answers a `Count` column); columns whose type depends on unbound parameters are Null-typed. */
+  readonly schema: Schema;
+  /** One field per `?`; parameters DuckDB cannot type yet are Utf8. */
+  readonly parameterSchema: Schema;
+}
+
+export interface TableDescription {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+  readonly type: 'TABLE' | 'VIEW';
+}
+
+export interface RunOptions {
+  readonly parameters?: Table;
+  readonly signal?: AbortSignal;
+  /** Stop after this many rows. */
+  readonly limit?: number;
+}
+
+/** The catalog user tables live in. */
+export const catalogName = 'orrery';
+
+const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, StatementType.PRAGMA, StatementType.CALL]);
+
+/**
+ * One DuckDB database, sandboxed: no file access outside the readable folders, no
+ * extension installs, configuration locked after set-up. Each statement runs on its own
+ * connection, so statements run side by side and one failing leaves the others alone.
+ */
+export class DuckDBEngine {
+  private closed = false;
+
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly batchBytes: number,
+  ) {}
+
+  static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
+    const config: Record<string, string> = {};
+    if (options.threads) config.threads = String(options.threads);
+    if (options.memoryLimit) config.memory_limit = options.memoryLimit;
+    const instance = await DuckDBInstance.create(':memory:', config);
+    const setup = await instance.connect();
+    try {
+      await setup.run(`ATTACH ':memory:' AS ${catalogName}`);
+      await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
+      const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
+      await setup.run(`SET allowed_directories = [${dirs}]`);
+      await setup.run('SET enable_external_access = false');
+      await setup.run('SET autoinstall_known_extensions = false');
+      await setup.run('SET lock_configuration = true');
+    } finally {
+      setup.closeSync();
+    }
+    return new DuckDBEngine(instance, options.batchBytes ?? 1024 * 1024);
+  }
+
+  /** Prepares a statement to learn its kind and schemas. */
+  async describe(sql: string, parameters?: Table): Promise<StatementDescription> {
+    return this.withPrepared(sql, async (prepared) => {
+      const description = describePrepared(prepared);
+      if (!parameters || parameters.numRows === 0) return description;
+      bindRow(prepared, parameters, 0);
+      if (description.schema.fields.every((f) => f.typeId !== Type.Null)) return description;
+      // Column types that hang on parameter types are known once bound values meet the
+      // plan: start the statement (streaming, so nothing is computed ahead) and read them.
+      const result = await prepared.stream();
+      const names = Array.from({ length: result.columnCount }, (_, i) => result.columnName(i));
+      const types = columnTypesOf(result);
+      const fields = names.map((name, i) => new Field(name, arrowType(types[i]), true, columnMetadata(types[i])));
+      return { ...description, schema: new Schema(fields) };
+    });
+  }
+
+  /** Runs a row-returning statement; batches stream as DuckDB produces them. */
+  async query(sql: string, options: RunOptions = {}): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
+    const description = await this.describe(sql, options.parameters);
+    const batchBytes = this.batchBytes;
+    const engine = this;
+    async function* batches(): AsyncGenerator<RecordBatch> {
+      const rowSets = Math.max(1, options.parameters?.numRows ?? 0);
+      let remaining = options.limit ?? Number.POSITIVE_INFINITY;
+      for (let row = 0; row < rowSets && remaining > 0; row++) {
+        for await (const batch of engine.stream(sql, description.schema, batchBytes, options, row)) {
+          if (batch.numRows > remaining) {
+            yield batch.slice(0, remaining);
+            remaining = 0;
+            return;
+          }
+          remaining -= batch.numRows;
+          yield batch;
+          if (remaining === 0) return;
+        }
+      }
+    }
+    return { schema: description.schema, batches: batches() };
+  }
+
+  /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
+  async execute(sql: string, options: RunOptions = {}): Promise<number> {
+    return this.withPrepared(sql, async (prepared) => {
+      const rowSets = Math.max(1, options.parameters?.numRows ?? 0);
+      let changed = 0;
+      for (let row = 0; row < rowSets; row++) {
+        if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
+        const result = await prepared.run();
+        changed += result.rowsChanged;
+      }
+      return changed;
+    });
+  }
+
+  /** Tables and views of the user catalog. */
+  async tables(): Promise<TableDescription[]> {
+    const rows = await this.internalRows(
+      `SELECT database_name, schema_name, table_name, 'TABLE' FROM duckdb_tables() WHERE NOT internal AND database_name = '${catalogName}'
+       UNION ALL
+       SELECT database_name, schema_name, view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal AND database_name = '${catalogName}'`,
+    );
+    return rows.map(([catalog, schema, name, type]) => ({ catalog, schema, name, type: type as 'TABLE' | 'VIEW' }));
+  }
+
+  /** Schemas of the user catalog. */
+  async schemas(): Promise<string[]> {
+    const rows = await this.internalRows(
+      `SELECT schema_name FROM duckdb_schemas() WHERE database_name = '${catalogName}' AND NOT internal OR (database_name = '${catalogName}' AND schema_name = 'main')`,
+    );
+    return [...new Set(rows.map(([schema]) => schema))];
+  }
+
+  /** The Arrow schema of a table or view, with Flight SQL column metadata. */
+  async tableSchema(table: TableDescription): Promise<Schema> {
+    const name = [table.catalog, table.schema, table.name].map(quoteIdentifier).join('.');
+    return this.withPrepared(`SELECT * FROM ${name}`, async (prepared) => {
+      const fields = columns(prepared).map(({ name: column, type }) => {
+        const metadata = columnMetadata(type);
+        metadata.set('ARROW:FLIGHT:SQL:CATALOG_NAME', table.catalog);
+        metadata.set('ARROW:FLIGHT:SQL:SCHEMA_NAME', table.schema);
+        metadata.set('ARROW:FLIGHT:SQL:TABLE_NAME', table.name);
+        metadata.set('ARROW:FLIGHT:SQL:IS_READ_ONLY', table.type === 'VIEW' ? '1' : '0');
+        return new Field(column, type ? arrowType(type) : new Null(), true, metadata);
+      });
+      return new Schema(fields);
+    });
+  }
+
+  /** Stops accepting work and releases DuckDB. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.instance.closeSync();
+  }
+
+  private async *stream(
+    sql: string,
+    schema: Schema,
+    batchBytes: number,
+    options: RunOptions,
+    parameterRow: number,
+  ): AsyncGenerator<RecordBatch> {
+    const connection = await this.connect();
+    const onAbort = (): void => connection.interrupt();
+    options.signal?.addEventListener('abort', onAbort);
+    try {
+      const prepared = await prepare(connection, sql);
+      if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, parameterRow);
+      const result = await prepared.stream().catch((error) => {
+        throw sqlError(error);
+      });
+      const converter = new ChunkConverter(schema, columnTypesOf(result), batchBytes);
+      // Ask for the next chunk before converting this one, so DuckDB computes while JS converts.
+      let next = result.fetchChunk();
+      for (;;) {
+        const chunk = await next.catch((error) => {
+          throw sqlError(error);
+        });
+        if (!chunk || chunk.rowCount === 0) break;
+        next = result.fetchChunk();
+        const batch = converter.add(chunk.chunk, chunk.rowCount);
+        if (batch) yield batch;
+        if (options.signal?.aborted) throw new EngineError('CANCELLED', 'query cancelled');
+      }
+      const last = converter.flush();
+      if (last) yield last;
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      connection.closeSync();
+    }
+  }
+
+  private async withPrepared<T>(sql: string, use: (prepared: DuckDBPreparedStatement) => Promise<T>): Promise<T> {
+    const connection = await this.connect();
+    try {
+      const prepared = await prepare(connection, sql);
+      try {
+        return await use(prepared);
+      } catch (error) {
+        if (error instanceof EngineError) throw error;
+        throw sqlError(error);
+      } finally {
+        prepared.destroySync();
+      }
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  private async internalRows(sql: string): Promise<string[][]> {
+    const connection = await this.connect();
+    try {
+      const reader = await connection.runAndReadAll(sql);
+      return reader.getRows().map((row) => row.map((v) => String(v)));
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  private async connect(): Promise<DuckDBConnection> {
+    if (this.closed) throw new EngineError('UNAVAILABLE', 'the query engine has been shut down');
+    const connection = await this.instance.connect();
+    await connection.run(`USE ${catalogName}`);
+    return connection;
+  }
+}
+
+async function prepare(connection: DuckDBConnection, sql: string): Promise<DuckDBPreparedStatement> {
+  try {
+    return await connection.prepare(sql);
+  } catch (error) {
+    throw sqlError(error);
+  }
+}
+
+function columns(prepared: DuckDBPreparedStatement): Array<{ name: string; type: DuckDBType | null }> {
+  const out: Array<{ name: string; type: DuckDBType | null }> = [];
+  for (let i = 0; i < prepared.columnCount; i++) {
+    out.push({ name: prepared.columnName(i), type: prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? null : prepared.columnType(i) });
+  }
+  return out;
+}
+
+function describePrepared(prepared: DuckDBPreparedStatement): StatementDescription {
+  const statementType = prepared.statementType;
+  const returnsRows = rowReturning.has(statementType);
+  const fields = columns(prepared).map(({ name, type }) => new Field(name, type ? arrowType(type) : new Null(), true, columnMetadata(type)));
+  const parameters: Field[] = [];
+  for (let i = 1; i <= prepared.parameterCount; i++) {
+    const typed = prepared.parameterTypeId(i) !== DuckDBTypeId.INVALID && prepared.parameterTypeId(i) !== DuckDBTypeId.ANY;
+    parameters.push(new Field(`$${i}`, typed ? arrowType(prepared.parameterType(i)) : new Utf8(), true));
+  }
+  return { statementType, returnsRows, schema: new Schema(fields), parameterSchema: new Schema(parameters) };
+}
+
+function columnTypesOf(result: { columnCount: number; columnType(i: number): DuckDBType }): DuckDBType[] {
+  return Array.from({ length: result.columnCount }, (_, i) => result.columnType(i));
+}
+
+/** Flight SQL column metadata for a DuckDB type. */
+function columnMetadata(type: DuckDBType | null): Map<string, string> {
+  const metadata = new Map<string, string>();
+  if (!type) return metadata;
+  metadata.set('ARROW:FLIGHT:SQL:TYPE_NAME', type.toString());
+  if (type.typeId === DuckDBTypeId.DECIMAL) {
+    const { width, scale } = type as unknown as { width: number; scale: number };
+    metadata.set('ARROW:FLIGHT:SQL:PRECISION', String(width));
+    metadata.set('ARROW:FLIGHT:SQL:SCALE', String(scale));
+  }
+  metadata.set('ARROW:FLIGHT:SQL:IS_CASE_SENSITIVE', type.typeId === DuckDBTypeId.VARCHAR ? '1' : '0');
+  metadata.set('ARROW:FLIGHT:SQL:IS_SEARCHABLE', '1');
+  metadata.set('ARROW:FLIGHT:SQL:IS_AUTO_INCREMENT', '0');
+  return metadata;
+}
+
+/** Double-quotes an identifier for DuckDB. */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}

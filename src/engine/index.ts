@@ -1,0 +1,6 @@
+// Query engine: one sandboxed DuckDB database; statements in, Arrow record batches out.
+// Knows nothing of gRPC or of telemetry.
+export { DuckDBEngine, catalogName, quoteIdentifier } from './duckdb-engine.js';
+export type { EngineOptions, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
+export { EngineError } from './errors.js';
+export { StatementType } from '@duckdb/node-api';

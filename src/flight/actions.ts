@@ -1,0 +1,130 @@
+import { Schema } from 'apache-arrow';
+import type { CallContext, FlightSqlBackend, PreparedStatementInfo } from './backend.js';
+import { toPlan } from './commands.js';
+import { invalidArgument, unimplemented } from './errors.js';
+import { encapsulateSchema } from './ipc.js';
+import { Flight, FlightSql, decodeSql, encode, packAny, unpackAny } from './proto.js';
+import { encodeHandle, type HandleStatement } from './statement-handle.js';
+
+const descriptions: Record<string, string> = {
+  CreatePreparedStatement: 'Creates a prepared statement (ActionCreatePreparedStatementRequest)',
+  ClosePreparedStatement: 'Closes a prepared statement (ActionClosePreparedStatementRequest)',
+  CreatePreparedSubstraitPlan: 'Creates a prepared Substrait plan (ActionCreatePreparedSubstraitPlanRequest)',
+  BeginTransaction: 'Begins a transaction (ActionBeginTransactionRequest)',
+  EndTransaction: 'Commits or rolls back a transaction (ActionEndTransactionRequest)',
+  BeginSavepoint: 'Creates a savepoint (ActionBeginSavepointRequest)',
+  EndSavepoint: 'Releases or rolls back a savepoint (ActionEndSavepointRequest)',
+  CancelQuery: 'Cancels a query (ActionCancelQueryRequest)',
+  SetSessionOptions: 'Sets session options (SetSessionOptionsRequest)',
+  GetSessionOptions: 'Lists session options (GetSessionOptionsRequest)',
+  CloseSession: 'Closes the session (CloseSessionRequest)',
+};
+
+/** The actions this server answers, given what the backend supports. */
+export function supportedActions<P>(backend: FlightSqlBackend<P>): Array<{ type: string; description: string }> {
+  return Object.entries(descriptions)
+    .filter(([type]) => {
+      if (type === 'CreatePreparedSubstraitPlan') return backend.substrait !== undefined;
+      if (type === 'BeginTransaction' || type === 'EndTransaction') return backend.transactions !== undefined;
+      if (type === 'BeginSavepoint' || type === 'EndSavepoint') return backend.transactions?.beginSavepoint !== undefined;
+      if (type === 'CancelQuery') return backend.cancelQuery !== undefined;
+      return true;
+    })
+    .map(([type, description]) => ({ type, description }));
+}
+
+/** Runs one DoAction; returns the Result bodies to stream back. */
+export async function runAction<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  action: { type?: string; body?: Uint8Array },
+): Promise<Uint8Array[]> {
+  const type = action.type ?? '';
+  const body = action.body ?? new Uint8Array(0);
+  switch (type) {
+    case 'CreatePreparedStatement': {
+      const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>('ActionCreatePreparedStatementRequest', anyBody(body, type));
+      const statement = { query: m.query ?? '', transactionId: m.transactionId };
+      return [preparedResult({ kind: 'sql', statement }, await backend.prepare(ctx, statement))];
+    }
+    case 'CreatePreparedSubstraitPlan': {
+      if (!backend.substrait) throw unimplemented('Substrait');
+      const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
+        'ActionCreatePreparedSubstraitPlanRequest',
+        anyBody(body, type),
+      );
+      const statement = { plan: toPlan(m.plan), transactionId: m.transactionId };
+      return [preparedResult({ kind: 'plan', statement }, await backend.substrait.preparePlan(ctx, statement))];
+    }
+    case 'ClosePreparedStatement':
+      // Handles carry their statement; there is nothing to free.
+      return [];
+    case 'BeginTransaction': {
+      const transactions = needTransactions(backend);
+      const transactionId = await transactions.begin(ctx);
+      return [packAny('ActionBeginTransactionResult', { transactionId })];
+    }
+    case 'EndTransaction': {
+      const m = decodeSql<{ transactionId?: Uint8Array; action?: number }>('ActionEndTransactionRequest', anyBody(body, type));
+      if (m.action !== 1 && m.action !== 2) throw invalidArgument('EndTransaction: action must be COMMIT or ROLLBACK');
+      await needTransactions(backend).end(ctx, m.transactionId ?? new Uint8Array(0), m.action === 1);
+      return [];
+    }
+    case 'BeginSavepoint': {
+      const transactions = needTransactions(backend);
+      if (!transactions.beginSavepoint) throw unimplemented('savepoints');
+      const m = decodeSql<{ transactionId?: Uint8Array; name?: string }>('ActionBeginSavepointRequest', anyBody(body, type));
+      const savepointId = await transactions.beginSavepoint(ctx, m.transactionId ?? new Uint8Array(0), m.name ?? '');
+      return [packAny('ActionBeginSavepointResult', { savepointId })];
+    }
+    case 'EndSavepoint': {
+      const transactions = needTransactions(backend);
+      if (!transactions.endSavepoint) throw unimplemented('savepoints');
+      const m = decodeSql<{ savepointId?: Uint8Array; action?: number }>('ActionEndSavepointRequest', anyBody(body, type));
+      if (m.action !== 1 && m.action !== 2) throw invalidArgument('EndSavepoint: action must be RELEASE or ROLLBACK');
+      await transactions.endSavepoint(ctx, m.savepointId ?? new Uint8Array(0), m.action === 1);
+      return [];
+    }
+    case 'CancelQuery': {
+      if (!backend.cancelQuery) throw unimplemented('CancelQuery');
+      const m = decodeSql<{ info?: Uint8Array }>('ActionCancelQueryRequest', anyBody(body, type));
+      const result = await backend.cancelQuery(ctx, m.info ?? new Uint8Array(0));
+      return [packAny('ActionCancelQueryResult', { result })];
+    }
+    case 'SetSessionOptions': {
+      // No session options are defined yet; each one sent is reported back as an invalid name.
+      const request = Flight.SetSessionOptionsRequest.toObject(Flight.SetSessionOptionsRequest.decode(body)) as {
+        sessionOptions?: Record<string, unknown>;
+      };
+      const errors = Object.fromEntries(Object.keys(request.sessionOptions ?? {}).map((name) => [name, { value: 1 }]));
+      return [encode(Flight.SetSessionOptionsResult, { errors })];
+    }
+    case 'GetSessionOptions':
+      return [encode(Flight.GetSessionOptionsResult, { sessionOptions: {} })];
+    case 'CloseSession':
+      return [encode(Flight.CloseSessionResult, { status: 1 })];
+    default:
+      throw unimplemented(`action '${type}'`);
+  }
+}
+
+function preparedResult(handle: HandleStatement, info: PreparedStatementInfo): Uint8Array {
+  return packAny('ActionCreatePreparedStatementResult', {
+    preparedStatementHandle: encodeHandle(handle),
+    datasetSchema: info.isUpdate ? new Uint8Array(0) : encapsulateSchema(info.datasetSchema),
+    parameterSchema: encapsulateSchema(info.parameterSchema ?? new Schema([])),
+    isUpdate: info.isUpdate,
+  });
+}
+
+function anyBody(body: Uint8Array, action: string): Uint8Array {
+  const any = unpackAny(body);
+  if (!any) throw invalidArgument(`${action}: the action body is not a google.protobuf.Any`);
+  if (!(any.name in FlightSql)) throw invalidArgument(`${action}: unexpected body ${any.name}`);
+  return any.value;
+}
+
+function needTransactions<P>(backend: FlightSqlBackend<P>): NonNullable<FlightSqlBackend<P>['transactions']> {
+  if (!backend.transactions) throw unimplemented('transactions');
+  return backend.transactions;
+}

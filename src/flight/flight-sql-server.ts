@@ -1,0 +1,308 @@
+import { once } from 'node:events';
+import * as grpc from '@grpc/grpc-js';
+import type { RecordBatch, Data } from 'apache-arrow';
+import type { CallContext, FlightSqlBackend, QueryResult } from './backend.js';
+import { authenticate, headerMap, makeContext, readCredentials } from './call-context.js';
+import { runAction, supportedActions } from './actions.js';
+import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
+import { handleDoPut } from './do-put.js';
+import { invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
+import { encodeFlightData } from './flight-data.js';
+import { encapsulateSchema, recordBatchMessages, schemaHeader } from './ipc.js';
+import { Flight } from './proto.js';
+
+export interface FlightSqlServerOptions {
+  /** host:port to listen on; port 0 picks a free one. */
+  readonly address: string;
+  /** PEM certificate chain and key; plaintext when absent. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
+  /** Largest message accepted from clients (default 256 MiB; ADBC sends up to 16 MiB). */
+  readonly maxReceiveMessageBytes?: number;
+  /** Largest FlightData sent; Grafana and arrow-go refuse messages above 4 MiB. */
+  readonly maxSendMessageBytes?: number;
+  readonly log?: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
+}
+
+type Handler = grpc.UntypedHandleCall;
+
+/** An Arrow Flight SQL server in front of a backend. Knows the protocol, nothing about what queries mean. */
+export class FlightSqlServer<P> {
+  private readonly server: grpc.Server;
+  private readonly log: NonNullable<FlightSqlServerOptions['log']>;
+  private readonly maxSendBytes: number;
+  private closed = false;
+  private started = false;
+
+  constructor(
+    private readonly backend: FlightSqlBackend<P>,
+    private readonly options: FlightSqlServerOptions,
+  ) {
+    this.log = options.log ?? (() => {});
+    this.maxSendBytes = options.maxSendMessageBytes ?? 4 * 1024 * 1024;
+    this.server = new grpc.Server({
+      'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? 256 * 1024 * 1024,
+      'grpc.max_send_message_length': -1,
+    });
+    this.server.addService(serviceDefinition, this.handlers());
+  }
+
+  /** Binds and starts listening; resolves with the bound address. */
+  async start(): Promise<{ host: string; port: number }> {
+    if (this.closed) throw new Error('Flight SQL server has already been closed');
+    if (this.started) throw new Error('Flight SQL server has already been started');
+    this.started = true;
+    const credentials = this.options.tls
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: this.options.tls.cert, private_key: this.options.tls.key }], false)
+      : grpc.ServerCredentials.createInsecure();
+    const { host } = splitAddress(this.options.address);
+    const port = await new Promise<number>((resolve, reject) =>
+      this.server.bindAsync(this.options.address, credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
+    );
+    return { host, port };
+  }
+
+  /** Stops accepting calls, lets running calls finish for up to `graceMs`, then cancels them. Idempotent. */
+  async close(graceMs = 5000): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private handlers(): Record<string, Handler> {
+    return {
+      Handshake: (call: grpc.ServerDuplexStream<unknown, unknown>) => void this.handshake(call),
+      ListFlights: this.serverStream(async () => {
+        throw unimplemented('ListFlights');
+      }),
+      GetFlightInfo: this.unary((ctx, request) => this.flightInfo(ctx, request as Descriptor)),
+      PollFlightInfo: this.unary(async (ctx, request) => ({
+        info: await this.flightInfo(ctx, request as Descriptor),
+        progress: 1,
+      })),
+      GetSchema: this.unary(async (ctx, request) => {
+        const descriptor = checkCommand(request as Descriptor);
+        return { schema: encapsulateSchema(await commandSchema(this.backend, ctx, decodeDescriptorCommand(descriptor.cmd))) };
+      }),
+      DoGet: this.serverStream(async (ctx, request, call) => {
+        const ticket = (request as { ticket?: Uint8Array }).ticket ?? new Uint8Array(0);
+        if (ticket.byteLength === 0) throw invalidArgument('empty ticket');
+        await this.stream(call, await executeCommand(this.backend, ctx, decodeTicket(ticket)));
+      }),
+      DoPut: this.bidiStream((ctx, call) => handleDoPut(this.backend, ctx, call)),
+      DoExchange: this.bidiStream(async () => {
+        throw unimplemented('DoExchange');
+      }),
+      DoAction: this.serverStream(async (ctx, request, call) => {
+        for (const body of await runAction(this.backend, ctx, request as { type?: string; body?: Uint8Array })) {
+          call.write({ body });
+        }
+        call.end();
+      }),
+      ListActions: this.serverStream(async (_ctx, _request, call) => {
+        for (const action of supportedActions(this.backend)) call.write(action);
+        call.end();
+      }),
+    };
+  }
+
+  private async flightInfo(ctx: CallContext<P>, request: Descriptor): Promise<Record<string, unknown>> {
+    const descriptor = checkCommand(request);
+    const command = decodeDescriptorCommand(descriptor.cmd);
+    const schema = await commandSchema(this.backend, ctx, command);
+    return {
+      schema: encapsulateSchema(schema),
+      flightDescriptor: request,
+      endpoint: [{ ticket: { ticket: commandTicket(command, descriptor.cmd) } }],
+      totalRecords: -1,
+      totalBytes: -1,
+    };
+  }
+
+  /** Streams a result: the schema message first (also for zero rows), then each batch, with backpressure. */
+  private async stream(call: grpc.ServerWritableStream<unknown, unknown>, result: QueryResult): Promise<void> {
+    const iterator = result.batches[Symbol.asyncIterator]();
+    try {
+      if (!(await write(call, encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 })))) return;
+      const sentDictionaries = new Map<number, Data>();
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+        for (const piece of splitBatch(next.value, this.maxSendBytes - 64 * 1024)) {
+          for (const message of recordBatchMessages(piece, sentDictionaries)) {
+            if (!(await write(call, encodeFlightData(message)))) return;
+          }
+        }
+      }
+      call.end();
+    } finally {
+      await iterator.return?.();
+    }
+  }
+
+  private async handshake(call: grpc.ServerDuplexStream<unknown, unknown>): Promise<void> {
+    try {
+      const credentials = readCredentials(headerMap(call.metadata));
+      const { token } = await authenticate(this.backend, credentials);
+      const response = new grpc.Metadata();
+      if (token) response.set('authorization', `Bearer ${token}`);
+      call.sendMetadata(response);
+      call.on('data', () => {});
+      if (call.readableEnded) call.end();
+      else call.on('end', () => call.end());
+    } catch (error) {
+      this.fail(call, error, 'Handshake');
+    }
+  }
+
+  private async context(call: { metadata: grpc.Metadata; on(event: 'cancelled', f: () => void): unknown }): Promise<CallContext<P>> {
+    const headers = headerMap(call.metadata);
+    const { principal } = await authenticate(this.backend, readCredentials(headers));
+    const controller = new AbortController();
+    call.on('cancelled', () => controller.abort());
+    return makeContext(principal, headers, controller.signal);
+  }
+
+  private unary(handler: (ctx: CallContext<P>, request: unknown) => Promise<unknown>): Handler {
+    return (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      this.context(call)
+        .then((ctx) => handler(ctx, call.request))
+        .then(
+          (response) => callback(null, response),
+          (error) => callback(this.status(error, call.getPath())),
+        );
+    };
+  }
+
+  private serverStream(
+    handler: (ctx: CallContext<P>, request: unknown, call: grpc.ServerWritableStream<unknown, unknown>) => Promise<void>,
+  ): Handler {
+    return (call: grpc.ServerWritableStream<unknown, unknown>) => {
+      this.context(call)
+        .then((ctx) => handler(ctx, call.request, call))
+        .catch((error) => this.fail(call, error, call.getPath()));
+    };
+  }
+
+  private bidiStream(handler: (ctx: CallContext<P>, call: grpc.ServerDuplexStream<unknown, unknown>) => Promise<void>): Handler {
+    return (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+      this.context(call)
+        .then((ctx) => handler(ctx, call))
+        .catch((error) => this.fail(call, error, call.getPath()));
+    };
+  }
+
+  private fail(call: { emit(event: 'error', error: unknown): boolean }, error: unknown, path: string): void {
+    call.emit('error', this.status(error, path));
+  }
+
+  private status(error: unknown, path: string): Partial<grpc.StatusObject> {
+    const status = toGrpcStatus(error);
+    if (status.internal) this.log('error', `${path} failed`, error);
+    return { code: status.code, details: status.details };
+  }
+}
+
+interface Descriptor {
+  type?: number;
+  cmd?: Uint8Array;
+  path?: string[];
+}
+
+function checkCommand(descriptor: Descriptor): { cmd: Uint8Array } {
+  if (descriptor.type !== 2 || !descriptor.cmd || descriptor.cmd.byteLength === 0) {
+    throw unimplemented('a PATH flight descriptor (send a Flight SQL command)');
+  }
+  return { cmd: descriptor.cmd };
+}
+
+/** Writes one message; waits while the client is slow. False when the call has gone away. */
+async function write(call: grpc.ServerWritableStream<unknown, unknown>, message: Buffer): Promise<boolean> {
+  if (call.cancelled || call.destroyed) return false;
+  if (call.write(message)) return true;
+  const controller = new AbortController();
+  const drained = once(call, 'drain', { signal: controller.signal }).then(() => true, () => false);
+  const gone = Promise.race([once(call, 'cancelled', { signal: controller.signal }), once(call, 'close', { signal: controller.signal })]).then(
+    () => false,
+    () => false,
+  );
+  const result = await Promise.race([drained, gone]);
+  controller.abort();
+  return result && !call.cancelled;
+}
+
+/** Splits a batch whose buffers exceed the message limit into row slices that fit. */
+function splitBatch(batch: RecordBatch, maxBytes: number): RecordBatch[] {
+  const bytes = batchBytes(batch.data);
+  if (bytes <= maxBytes || batch.numRows <= 1) return [batch];
+  const pieces = Math.min(batch.numRows, Math.ceil(bytes / maxBytes) + 1);
+  const rowsPerPiece = Math.ceil(batch.numRows / pieces);
+  const out: RecordBatch[] = [];
+  for (let start = 0; start < batch.numRows; start += rowsPerPiece) {
+    out.push(...splitBatch(batch.slice(start, Math.min(start + rowsPerPiece, batch.numRows)), maxBytes));
+  }
+  return out;
+}
+
+function batchBytes(data: Data): number {
+  let bytes = 0;
+  for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as Array<ArrayBufferView | undefined>) {
+    if (buffer) bytes += buffer.byteLength;
+  }
+  return data.children.reduce((sum, child) => sum + batchBytes(child), bytes);
+}
+
+function splitAddress(address: string): { host: string; port: string } {
+  const colon = address.lastIndexOf(':');
+  return { host: address.slice(0, colon).replace(/^\[|\]$/g, ''), port: address.slice(colon + 1) };
+}
+
+const codec = (type: (typeof Flight)[keyof typeof Flight]) => ({
+  serialize: (value: unknown): Buffer =>
+    Buffer.isBuffer(value) ? value : Buffer.from(type.encode(type.fromObject(value as Record<string, unknown>)).finish()),
+  deserialize: (bytes: Buffer): unknown => type.toObject(type.decode(bytes), { longs: Number, defaults: false }),
+});
+
+function method(
+  name: string,
+  requestType: (typeof Flight)[keyof typeof Flight],
+  responseType: (typeof Flight)[keyof typeof Flight],
+  requestStream: boolean,
+  responseStream: boolean,
+): grpc.MethodDefinition<unknown, unknown> {
+  const request = codec(requestType);
+  const response = codec(responseType);
+  return {
+    path: `/arrow.flight.protocol.FlightService/${name}`,
+    requestStream,
+    responseStream,
+    requestSerialize: request.serialize,
+    requestDeserialize: request.deserialize,
+    responseSerialize: response.serialize,
+    responseDeserialize: response.deserialize,
+  };
+}
+
+/** arrow.flight.protocol.FlightService, as grpc-js wants it. */
+export const serviceDefinition: grpc.ServiceDefinition = {
+  Handshake: method('Handshake', Flight.HandshakeRequest, Flight.HandshakeResponse, true, true),
+  ListFlights: method('ListFlights', Flight.Criteria, Flight.FlightInfo, false, true),
+  GetFlightInfo: method('GetFlightInfo', Flight.FlightDescriptor, Flight.FlightInfo, false, false),
+  PollFlightInfo: method('PollFlightInfo', Flight.FlightDescriptor, Flight.PollInfo, false, false),
+  GetSchema: method('GetSchema', Flight.FlightDescriptor, Flight.SchemaResult, false, false),
+  DoGet: method('DoGet', Flight.Ticket, Flight.FlightData, false, true),
+  DoPut: method('DoPut', Flight.FlightData, Flight.PutResult, true, true),
+  DoExchange: method('DoExchange', Flight.FlightData, Flight.FlightData, true, true),
+  DoAction: method('DoAction', Flight.Action, Flight.Result, false, true),
+  ListActions: method('ListActions', Flight.Empty, Flight.ActionType, false, true),
+};

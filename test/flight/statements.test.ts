@@ -1,0 +1,116 @@
+// Statement execution through Flight SQL: types, framing, tickets, headers, errors.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { TestFlightClient, packAny } from '../support/flight-client.js';
+import { adminKey, startTestOrrery } from '../support/orrery-process.js';
+
+describe('statements', () => {
+  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  let c: TestFlightClient;
+  before(async () => {
+    orrery = await startTestOrrery();
+    c = new TestFlightClient(orrery.address);
+    c.headers.authorization = `Bearer ${adminKey.key}`;
+  });
+  after(async () => {
+    c.close();
+    await orrery.close();
+  });
+
+  it('returns each DuckDB type as its Arrow type with exact values', async () => {
+    const table = await c.query(
+      "SELECT 42::BIGINT AS i, 2.5::DOUBLE AS d, 'héllo wörld, longer than twelve bytes' AS s, 'short' AS s2, " +
+        "TIMESTAMPTZ '2024-01-02 03:04:05.123456+00' AS ts, TIMESTAMP_NS '2024-01-02 03:04:05.123456789' AS tns, " +
+        "true AS b, NULL::VARCHAR AS n, [1, 2, NULL] AS l, {'a': 'x', 'b': 7} AS st, 1.25::DECIMAL(10,2) AS dc, " +
+        "DATE '2024-01-02' AS dt, 7::TINYINT AS t8, 3000000000::UBIGINT AS u64, 'a'::ENUM('a', 'b') AS e",
+    );
+    const types = Object.fromEntries(table.schema.fields.map((f) => [f.name, String(f.type)]));
+    assert.deepEqual(types, {
+      i: 'Int64', d: 'Float64', s: 'Utf8', s2: 'Utf8', ts: 'Timestamp<NANOSECOND, UTC>', tns: 'Timestamp<NANOSECOND>',
+      b: 'Bool', n: 'Utf8', l: 'List<Int32>', st: 'Struct<{a:Utf8, b:Int32}>', dc: 'Decimal[10e+2]', dt: 'Date32<DAY>',
+      t8: 'Int8', u64: 'Uint64', e: 'Utf8',
+    });
+    const row = table.get(0)!;
+    assert.equal(row.i, 42n);
+    assert.equal(row.d, 2.5);
+    assert.equal(row.s, 'héllo wörld, longer than twelve bytes');
+    assert.equal(row.s2, 'short');
+    assert.equal((table.getChild('ts')!.data[0].values as BigInt64Array)[0], 1704164645123456000n);
+    assert.equal((table.getChild('tns')!.data[0].values as BigInt64Array)[0], 1704164645123456789n);
+    assert.equal(row.b, true);
+    assert.equal(row.n, null);
+    assert.deepEqual([...row.l], [1, 2, null]);
+    assert.deepEqual(row.st.toJSON(), { a: 'x', b: 7 });
+    assert.equal((table.getChild('dc')!.data[0].values as Uint32Array)[0], 125);
+    assert.equal(row.dt, Date.UTC(2024, 0, 2));
+    assert.equal(row.t8, 7);
+    assert.equal(row.u64, 3000000000n);
+    assert.equal(row.e, 'a');
+  });
+
+  it('sends one endpoint without locations and the schema it streams', async () => {
+    const info = await c.getFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT range AS x FROM range(3)' }));
+    assert.equal(info.endpoints.length, 1);
+    assert.deepEqual(info.endpoints[0].locations, []);
+    assert.equal(info.totalRecords, -1);
+    const { table } = await c.doGet(info.endpoints[0].ticket);
+    assert.deepEqual(table.schema.fields.map((f) => [f.name, String(f.type)]), info.schema.fields.map((f) => [f.name, String(f.type)]));
+    assert.deepEqual([...table.getChild('x')!], [0n, 1n, 2n]);
+  });
+
+  it('sends the schema message first even when there are no rows', async () => {
+    const info = await c.getFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT 1::BIGINT AS x WHERE false' }));
+    const { table, messages } = await c.doGet(info.endpoints[0].ticket);
+    assert.equal(messages, 1);
+    assert.equal(table.numRows, 0);
+    assert.equal(String(table.schema.fields[0].type), 'Int64');
+  });
+
+  it('redeems a ticket that is plain SQL text, and a TicketStatementQuery whose handle is SQL text', async () => {
+    const plain = await c.doGet(new TextEncoder().encode('SELECT 5 AS five'));
+    assert.equal(plain.table.getChild('five')!.get(0), 5);
+    const micromegas = await c.doGet(packAny('TicketStatementQuery', { statementHandle: new TextEncoder().encode('SELECT 6 AS six') }));
+    assert.equal(micromegas.table.getChild('six')!.get(0), 6);
+  });
+
+  it('answers GetSchema and PollFlightInfo with the query schema', async () => {
+    const schema = await c.getSchema(packAny('CommandStatementQuery', { query: 'SELECT 1::BIGINT AS a, 2::DOUBLE AS b' }));
+    assert.deepEqual(schema.fields.map((f) => `${f.name}:${f.type}`), ['a:Int64', 'b:Float64']);
+  });
+
+  it('reports SQL errors as INVALID_ARGUMENT with the engine message', async () => {
+    await assert.rejects(c.query('SELECT * FROM no_such_table'), {
+      code: 3,
+      details: /Table with name no_such_table does not exist/,
+    });
+    await assert.rejects(c.query('SELEC 1'), { code: 3, details: /syntax error/ });
+  });
+
+  it('streams large results in batches, each FlightData under 4 MiB', async () => {
+    const info = await c.getFlightInfo(
+      packAny('CommandStatementQuery', { query: "SELECT range AS i, range * 0.5 AS d, repeat('x', 100) || range AS s FROM range(300000)" }),
+    );
+    const { table, sizes } = await c.doGet(info.endpoints[0].ticket);
+    assert.equal(table.numRows, 300000);
+    assert.equal(table.getChild('i')!.get(299999), 299999n);
+    assert.ok(sizes.length > 10, `expected many messages, got ${sizes.length}`);
+    assert.ok(Math.max(...sizes) < 4 * 1024 * 1024);
+    let sum = 0n;
+    for (const v of table.getChild('i')!) sum += v as bigint;
+    assert.equal(sum, (299999n * 300000n) / 2n);
+  });
+
+  it('applies the limit header and rejects bad per-query headers', async () => {
+    const table = await c.query('SELECT range AS i FROM range(100000)', { limit: '10' });
+    assert.equal(table.numRows, 10);
+    await assert.rejects(c.query('SELECT 1', { limit: 'ten' }), { code: 3, details: /header limit/ });
+    await assert.rejects(c.query('SELECT 1', { query_range_begin: 'yesterday' }), { code: 3, details: /query_range_begin/ });
+  });
+
+  it('runs updates through DoPut and reports the row count', async () => {
+    await c.updateCount('CREATE OR REPLACE TABLE counts (id BIGINT)');
+    assert.equal(await c.updateCount('INSERT INTO counts SELECT range FROM range(7)'), 7);
+    const table = await c.query('SELECT count(*) AS n FROM counts');
+    assert.equal(table.getChild('n')!.get(0), 7n);
+  });
+});
