@@ -1,6 +1,6 @@
 import bindings from '@duckdb/node-bindings';
 import { DuckDBTypeId, DuckDBVector, type DuckDBType } from '@duckdb/node-api';
-import { Field, RecordBatch, Schema, Struct, makeData, type Data, type DataType } from 'apache-arrow';
+import { DataType, RecordBatch, Struct, Utf8, makeData, vectorFromArray, type Data, type Schema, type Vector as Vector_ } from 'apache-arrow';
 import { arrowType } from './arrow-types.js';
 
 // DuckDB result chunks to Arrow record batches, straight from DuckDB's vector memory:
@@ -263,6 +263,36 @@ class StringBuilder extends VarBinaryBuilder {
   }
 }
 
+/** ENUM kept as a dictionary: Int32 indices over one dictionary shared by every batch. */
+class EnumDictionaryBuilder extends ValidityBuilder {
+  private readonly indices = new Bytes();
+  private readonly dictionary: Vector_;
+  constructor(type: DataType, values: readonly string[], private readonly indexWidth: number) {
+    super(type);
+    this.dictionary = vectorFromArray([...values], new Utf8());
+  }
+  protected appendValues(vector: Vector, _mask: Uint8Array | null, start: number, count: number): void {
+    const data = bindings.vector_get_data(vector, (start + count) * this.indexWidth);
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    this.indices.reserve(count * 4);
+    const out = new Int32Array(this.indices.bytes.buffer, this.indices.length, count);
+    for (let i = 0; i < count; i++) {
+      const at = (start + i) * this.indexWidth;
+      out[i] = this.indexWidth === 1 ? view.getUint8(at) : this.indexWidth === 2 ? view.getUint16(at, true) : view.getUint32(at, true);
+    }
+    this.indices.length += count * 4;
+  }
+  get byteLength(): number {
+    return this.indices.length;
+  }
+  flush(): Data {
+    const common = this.takeCommon();
+    const bytes = this.indices.take();
+    const data = new Int32Array(bytes.buffer, 0, bytes.byteLength / 4);
+    return makeData({ type: this.type as never, ...common, data, dictionary: this.dictionary } as never);
+  }
+}
+
 /** ENUM: indices into the type's values, sent as text. */
 class EnumBuilder extends VarBinaryBuilder {
   private readonly encoded: Uint8Array[];
@@ -405,7 +435,8 @@ function columnBuilder(duckType: DuckDBType, type: DataType = arrowType(duckType
     }
     case DuckDBTypeId.ENUM: {
       const { values, internalTypeId } = duckType as unknown as { values: string[]; internalTypeId: DuckDBTypeId };
-      return new EnumBuilder(type, values, internalTypeId === DuckDBTypeId.UTINYINT ? 1 : internalTypeId === DuckDBTypeId.USMALLINT ? 2 : 4);
+      const width = internalTypeId === DuckDBTypeId.UTINYINT ? 1 : internalTypeId === DuckDBTypeId.USMALLINT ? 2 : 4;
+      return DataType.isDictionary(type) ? new EnumDictionaryBuilder(type, values, width) : new EnumBuilder(type, values, width);
     }
     case DuckDBTypeId.LIST: {
       const { valueType } = duckType as unknown as { valueType: DuckDBType };
@@ -429,11 +460,6 @@ function columnBuilder(duckType: DuckDBType, type: DataType = arrowType(duckType
     default:
       return new TextBuilder(type, duckType);
   }
-}
-
-/** The Arrow schema of a DuckDB result (every column nullable: DuckDB does not say). */
-export function arrowSchema(names: readonly string[], types: readonly DuckDBType[]): Schema {
-  return new Schema(names.map((name, i) => new Field(name, arrowType(types[i]), true)));
 }
 
 /** Converts DuckDB chunks to Arrow record batches of about `targetBytes` each. */

@@ -7,7 +7,7 @@ import {
   type DuckDBType,
 } from '@duckdb/node-api';
 import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'apache-arrow';
-import { arrowType } from './arrow-types.js';
+import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
 import { EngineError, sqlError } from './errors.js';
 import { bindRow } from './parameters.js';
@@ -45,6 +45,8 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
   /** Stop after this many rows. */
   readonly limit?: number;
+  /** Send ENUM columns as dictionaries rather than text. */
+  readonly preserveDictionary?: boolean;
 }
 
 /** The catalog user tables live in. */
@@ -86,9 +88,10 @@ export class DuckDBEngine {
   }
 
   /** Prepares a statement to learn its kind and schemas. */
-  async describe(sql: string, parameters?: Table): Promise<StatementDescription> {
+  async describe(sql: string, parameters?: Table, preserveDictionary = false): Promise<StatementDescription> {
+    const typeOptions: ArrowTypeOptions = preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
     return this.withPrepared(sql, async (prepared) => {
-      const description = describePrepared(prepared);
+      const description = describePrepared(prepared, typeOptions);
       if (!parameters || parameters.numRows === 0) return description;
       bindRow(prepared, parameters, 0);
       if (description.schema.fields.every((f) => f.typeId !== Type.Null)) return description;
@@ -97,14 +100,14 @@ export class DuckDBEngine {
       const result = await prepared.stream();
       const names = Array.from({ length: result.columnCount }, (_, i) => result.columnName(i));
       const types = columnTypesOf(result);
-      const fields = names.map((name, i) => new Field(name, arrowType(types[i]), true, columnMetadata(types[i])));
+      const fields = names.map((name, i) => new Field(name, arrowType(types[i], typeOptions), true, columnMetadata(types[i])));
       return { ...description, schema: new Schema(fields) };
     });
   }
 
   /** Runs a row-returning statement; batches stream as DuckDB produces them. */
   async query(sql: string, options: RunOptions = {}): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
-    const description = await this.describe(sql, options.parameters);
+    const description = await this.describe(sql, options.parameters, options.preserveDictionary);
     const batchBytes = this.batchBytes;
     const engine = this;
     async function* batches(): AsyncGenerator<RecordBatch> {
@@ -269,10 +272,12 @@ function columns(prepared: DuckDBPreparedStatement): Array<{ name: string; type:
   return out;
 }
 
-function describePrepared(prepared: DuckDBPreparedStatement): StatementDescription {
+function describePrepared(prepared: DuckDBPreparedStatement, typeOptions: ArrowTypeOptions): StatementDescription {
   const statementType = prepared.statementType;
   const returnsRows = rowReturning.has(statementType);
-  const fields = columns(prepared).map(({ name, type }) => new Field(name, type ? arrowType(type) : new Null(), true, columnMetadata(type)));
+  const fields = columns(prepared).map(
+    ({ name, type }) => new Field(name, type ? arrowType(type, typeOptions) : new Null(), true, columnMetadata(type)),
+  );
   const parameters: Field[] = [];
   for (let i = 1; i <= prepared.parameterCount; i++) {
     const typed = prepared.parameterTypeId(i) !== DuckDBTypeId.INVALID && prepared.parameterTypeId(i) !== DuckDBTypeId.ANY;

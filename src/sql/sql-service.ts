@@ -52,6 +52,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       parameters: statement.parameters,
       signal: ctx.signal,
       limit: ctx.options.limit,
+      preserveDictionary: ctx.options.preserveDictionary,
     });
   }
 
@@ -105,7 +106,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   /** Describes a statement and refuses it when the key may not run it. */
   private async authorize(ctx: CallContext<Principal>, statement: Statement): Promise<StatementDescription> {
-    const description = await this.engine.describe(statement.query, statement.parameters);
+    const description = await this.engine.describe(statement.query, statement.parameters, ctx.options.preserveDictionary);
     if (!ctx.principal.admin && !readOnlyStatements.has(description.statementType)) {
       throw new FlightSqlError(
         'PERMISSION_DENIED',

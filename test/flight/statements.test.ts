@@ -114,3 +114,38 @@ describe('statements', () => {
     assert.equal(table.getChild('n')!.get(0), 7n);
   });
 });
+
+describe('dictionaries', () => {
+  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  let c: TestFlightClient;
+  before(async () => {
+    orrery = await startTestOrrery();
+    c = new TestFlightClient(orrery.address);
+    c.headers.authorization = `Bearer ${adminKey.key}`;
+    await c.updateCount("CREATE TYPE level AS ENUM ('debug', 'info', 'warn')");
+    await c.updateCount("CREATE TABLE events AS SELECT (['debug', 'info', 'warn'])[1 + range % 3]::level AS level FROM range(600000)");
+  });
+  after(async () => {
+    c.close();
+    await orrery.close();
+  });
+
+  it('decodes dictionary columns unless the client sends preserve_dictionary: true', async () => {
+    const decoded = await c.query('SELECT level FROM events');
+    assert.equal(String(decoded.schema.fields[0].type), 'Utf8');
+    assert.deepEqual([...decoded.getChild('level')!].slice(0, 4), ['debug', 'info', 'warn', 'debug']);
+  });
+
+  it('keeps ENUM columns as one dictionary sent once when asked to', async () => {
+    const headers = { preserve_dictionary: 'true' };
+    const info = await c.getFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT level FROM events' }), headers);
+    assert.equal(String(info.schema.fields[0].type), 'Dictionary<Int32, Utf8>');
+    const { table, messages } = await c.doGet(info.endpoints[0].ticket, headers);
+    assert.equal(String(table.schema.fields[0].type), 'Dictionary<Int32, Utf8>');
+    assert.equal(table.numRows, 600000);
+    assert.ok(table.batches.length > 1);
+    assert.equal(messages, 1 + 1 + table.batches.length, 'schema, the dictionary once, then the batches');
+    assert.deepEqual([...table.getChild('level')!].slice(0, 4), ['debug', 'info', 'warn', 'debug']);
+    assert.equal(table.getChild('level')!.get(599999), 'warn');
+  });
+});
