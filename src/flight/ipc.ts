@@ -1,4 +1,4 @@
-import { DataType, RecordBatch, RecordBatchReader, Schema, Table, Vector, type Data, type Field } from 'apache-arrow';
+import { RecordBatch, RecordBatchReader, Table, type Data, type Schema } from 'apache-arrow';
 import {
   DictionaryBatch as DictionaryBatchHeader,
   Message,
@@ -114,10 +114,3 @@ function withEos(bytes: Uint8Array): Uint8Array {
   new DataView(out.buffer).setInt32(bytes.byteLength, -1, true);
   return out;
 }
-
-/** True when a field or any of its children is dictionary-encoded. */
-export function hasDictionary(field: Field): boolean {
-  return DataType.isDictionary(field.type) || (field.type.children ?? []).some(hasDictionary);
-}
-
-export { Vector };

@@ -1,27 +1,21 @@
 // Flight SQL metadata commands: the mandated schemas, exactly, and the filters.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Schema } from 'apache-arrow';
-import { TestFlightClient, decodeSchema } from '../support/flight-client.js';
-import { adminKey, startTestOrrery } from '../support/orrery-process.js';
+import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
+import { useOrrery } from '../support/orrery-process.js';
 
 const describeSchema = (schema: Schema): string[] =>
   schema.fields.map((f) => `${f.name}:${f.type}${f.nullable ? '' : ' NOT NULL'}`);
 
 describe('metadata commands', () => {
-  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  const fixture = useOrrery();
   let c: TestFlightClient;
   before(async () => {
-    orrery = await startTestOrrery();
-    c = new TestFlightClient(orrery.address);
-    c.headers.authorization = `Bearer ${adminKey.key}`;
+    c = fixture.admin;
     await c.updateCount('CREATE TABLE meta_items (id BIGINT, name VARCHAR, price DECIMAL(10,2))');
     await c.updateCount('CREATE TABLE meta_x1 (a INTEGER)');
     await c.updateCount('CREATE VIEW meta_view AS SELECT id FROM meta_items');
-  });
-  after(async () => {
-    c.close();
-    await orrery.close();
   });
 
   it('GetCatalogs', async () => {

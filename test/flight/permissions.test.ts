@@ -1,25 +1,16 @@
 // Who may run what, and what the server refuses as unsupported.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { TestFlightClient, packAny } from '../support/flight-client.js';
-import { adminKey, readerKey, startTestOrrery } from '../support/orrery-process.js';
+import { before, describe, it } from 'node:test';
+import { packAny, type TestFlightClient } from '../support/flight-client.js';
+import { useOrrery } from '../support/orrery-process.js';
 
 describe('permissions and unsupported features', () => {
-  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  const fixture = useOrrery();
   let admin: TestFlightClient;
   let reader: TestFlightClient;
   before(async () => {
-    orrery = await startTestOrrery();
-    admin = new TestFlightClient(orrery.address);
-    admin.headers.authorization = `Bearer ${adminKey.key}`;
-    reader = new TestFlightClient(orrery.address);
-    reader.headers.authorization = `Bearer ${readerKey.key}`;
+    ({ admin, reader } = fixture);
     await admin.updateCount('CREATE TABLE shared AS SELECT 1 AS x');
-  });
-  after(async () => {
-    admin.close();
-    reader.close();
-    await orrery.close();
   });
 
   it('a reader queries tables an admin created', async () => {

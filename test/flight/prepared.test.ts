@@ -1,22 +1,16 @@
 // Prepared statements: schemas at creation, parameter binding with DoPut, execution.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { tableFromArrays } from 'apache-arrow';
-import { FlightSql, TestFlightClient, decodeSchema, packAny } from '../support/flight-client.js';
-import { adminKey, startTestOrrery } from '../support/orrery-process.js';
+import { FlightSql, decodeSchema, packAny, type TestFlightClient } from '../support/flight-client.js';
+import { useOrrery } from '../support/orrery-process.js';
 
 describe('prepared statements', () => {
-  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  const fixture = useOrrery();
   let c: TestFlightClient;
   before(async () => {
-    orrery = await startTestOrrery();
-    c = new TestFlightClient(orrery.address);
-    c.headers.authorization = `Bearer ${adminKey.key}`;
+    c = fixture.admin;
     await c.updateCount("CREATE TABLE people AS SELECT * FROM (VALUES (1::BIGINT, 'ada'), (2, 'bob'), (3, 'cy')) t(id, name)");
-  });
-  after(async () => {
-    c.close();
-    await orrery.close();
   });
 
   it('a query: dataset schema, one parameter field per ?, is_update false', async () => {

@@ -1,20 +1,14 @@
 // Statement execution through Flight SQL: types, framing, tickets, headers, errors.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { TestFlightClient, packAny } from '../support/flight-client.js';
-import { adminKey, startTestOrrery } from '../support/orrery-process.js';
+import { before, describe, it } from 'node:test';
+import { packAny, type TestFlightClient } from '../support/flight-client.js';
+import { useOrrery } from '../support/orrery-process.js';
 
 describe('statements', () => {
-  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  const fixture = useOrrery();
   let c: TestFlightClient;
-  before(async () => {
-    orrery = await startTestOrrery();
-    c = new TestFlightClient(orrery.address);
-    c.headers.authorization = `Bearer ${adminKey.key}`;
-  });
-  after(async () => {
-    c.close();
-    await orrery.close();
+  before(() => {
+    c = fixture.admin;
   });
 
   it('returns each DuckDB type as its Arrow type with exact values', async () => {
@@ -116,18 +110,12 @@ describe('statements', () => {
 });
 
 describe('dictionaries', () => {
-  let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  const fixture = useOrrery();
   let c: TestFlightClient;
   before(async () => {
-    orrery = await startTestOrrery();
-    c = new TestFlightClient(orrery.address);
-    c.headers.authorization = `Bearer ${adminKey.key}`;
+    c = fixture.admin;
     await c.updateCount("CREATE TYPE level AS ENUM ('debug', 'info', 'warn')");
     await c.updateCount("CREATE TABLE events AS SELECT (['debug', 'info', 'warn'])[1 + range % 3]::level AS level FROM range(600000)");
-  });
-  after(async () => {
-    c.close();
-    await orrery.close();
   });
 
   it('decodes dictionary columns unless the client sends preserve_dictionary: true', async () => {

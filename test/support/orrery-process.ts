@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { startOrrery, type Orrery } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { TestFlightClient } from './flight-client.js';
 
 export const adminKey = { name: 'admin', key: 'admin-key-0123' };
 export const readerKey = { name: 'reader', key: 'reader-key-0123' };
@@ -28,4 +30,30 @@ export async function startTestOrrery(env: Record<string, string> = {}): Promise
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+export interface OrreryFixture {
+  orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+  /** A client holding the admin key as a bearer header. */
+  admin: TestFlightClient;
+  /** A client holding the reader (non-admin) key. */
+  reader: TestFlightClient;
+}
+
+/** Registers before/after hooks that start an Orrery with two clients and stop them. */
+export function useOrrery(env: Record<string, string> = {}): OrreryFixture {
+  const fixture = {} as OrreryFixture;
+  before(async () => {
+    fixture.orrery = await startTestOrrery(env);
+    fixture.admin = new TestFlightClient(fixture.orrery.address);
+    fixture.admin.headers.authorization = `Bearer ${adminKey.key}`;
+    fixture.reader = new TestFlightClient(fixture.orrery.address);
+    fixture.reader.headers.authorization = `Bearer ${readerKey.key}`;
+  });
+  after(async () => {
+    fixture.admin.close();
+    fixture.reader.close();
+    await fixture.orrery.close();
+  });
+  return fixture;
 }

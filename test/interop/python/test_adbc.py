@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import uuid
+import warnings
 
 import adbc_driver_flightsql.dbapi as flightsql
 import pyarrow as pa
@@ -174,8 +175,8 @@ def test_get_objects_finds_table_and_columns(py_types_table, admin_conn):
     tables = schemas[0]["db_schema_tables"]
     assert [t["table_name"] for t in tables] == ["py_types"]
     table = tables[0]
-    assert table["table_type"] in admin_conn.adbc_get_table_types()
-    assert table["table_type"].upper() in ("TABLE", "BASE TABLE")
+    assert table["table_type"] == "TABLE"
+    assert "TABLE" in admin_conn.adbc_get_table_types()
     columns = table["table_columns"]
     assert [(c["column_name"], c["ordinal_position"]) for c in columns] == [
         ("id", 1),
@@ -241,6 +242,23 @@ def test_bearer_key_header_without_handshake(orrery):
         with conn.cursor() as cur:
             cur.execute("SELECT 'ok' AS status")
             assert cur.fetchall() == [("ok",)]
+    finally:
+        conn.close()
+
+
+def test_default_connect_options(orrery):
+    # What a plain `connect(uri, db_kwargs=...)` does: autocommit=False, which the
+    # driver can only honour if the server reports transaction support; either
+    # way queries must work.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", flightsql.Warning)
+        conn = flightsql.connect(
+            orrery.uri, db_kwargs={"username": orrery.reader_user, "password": orrery.reader_key}
+        )
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 'plain' AS how")
+            assert cur.fetchall() == [("plain",)]
     finally:
         conn.close()
 
