@@ -1,15 +1,28 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import type { Config } from './config.js';
 import { DuckDBEngine } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
+import { HttpServer, IngestionService } from './ingestion/index.js';
+import { FileObjectStore, objectStoreFromUri, type ObjectStore } from './lakehouse/index.js';
+import { MaintenanceDaemon, Materializer } from './maintenance/index.js';
+import { MetadataStore } from './metadata/index.js';
+import { OrreryMetrics } from './metrics/index.js';
 import { SqlService } from './sql/index.js';
+import { ViewRegistry, builtinViewSets, compatibilityMacros } from './views/index.js';
 
 export type Log = (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
 
-/** A running Orrery: the roles started by `orrery serve|maintain|all`. */
+/** Which parts run: `serve` answers queries and ingests, `maintain` runs the daemon, `all` both. */
+export type Role = 'serve' | 'maintain' | 'all';
+
+/** A running Orrery. */
 export interface Orrery {
+  /** The Flight SQL port (0 when this role serves no queries). */
   readonly flightPort: number;
+  readonly httpPort: number;
+  readonly daemon?: MaintenanceDaemon;
   close(): Promise<void>;
 }
 
@@ -37,31 +50,80 @@ export function keyringFromConfig(config: Config, log: Log): Keyring {
   return new Keyring([key], new Set([key.name]));
 }
 
-/** Starts the query server: DuckDB engine behind the Flight SQL front end. */
-export async function startOrrery(config: Config, log: Log): Promise<Orrery> {
-  const keyring = keyringFromConfig(config, log);
-  const engine = await DuckDBEngine.create({ threads: config.duckdbThreads, memoryLimit: config.duckdbMemoryLimit });
-  const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version), {
-    address: config.flightAddress,
-    tls: config.tls,
-    log,
-  });
-  let port: number;
+/** Starts the roles asked for; on failure, stops what had started. */
+export async function startOrrery(config: Config, log: Log, role: Role = 'all'): Promise<Orrery> {
+  const closers: Array<() => Promise<void> | void> = [];
+  const closeAll = async (): Promise<void> => {
+    for (const close of closers.reverse()) await close();
+  };
   try {
-    ({ port } = await server.start());
+    const keyring = keyringFromConfig(config, log);
+    const metrics = new OrreryMetrics();
+    const metadata = await MetadataStore.open({ connectionString: config.sqlConnectionString, dataDir: config.dataDir, log });
+    closers.push(() => metadata.close());
+    const store: ObjectStore = config.objectStoreUri ? objectStoreFromUri(config.objectStoreUri) : new FileObjectStore(join(config.dataDir, 'lake'));
+    const views = new ViewRegistry(builtinViewSets);
+    const lakehouse = { db: metadata.pool, store, views };
+    const engineOptions = { readableDirectories: [store.root], startupSql: compatibilityMacros, memoryLimit: config.duckdbMemoryLimit };
+
+    let flightPort = 0;
+    let daemon: MaintenanceDaemon | undefined;
+    if (role !== 'maintain') {
+      const engine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
+      closers.push(() => engine.close());
+      const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version, lakehouse), {
+        address: config.flightAddress,
+        tls: config.tls,
+        log,
+      });
+      closers.push(() => server.close());
+      ({ port: flightPort } = await server.start());
+      log('info', `Flight SQL listening on ${hostOf(config.flightAddress)}:${flightPort}${config.tls ? ' (TLS)' : ''}`);
+    }
+    if (role !== 'serve') {
+      const engine = await DuckDBEngine.create({ ...engineOptions, threads: 1 });
+      closers.push(() => engine.close());
+      const materializer = new Materializer({
+        db: metadata.pool,
+        store,
+        engine,
+        viewSet: (name) => views.get(name),
+        retireDelaySeconds: config.retireDelaySeconds,
+      });
+      daemon = new MaintenanceDaemon({
+        db: metadata.pool,
+        store,
+        materializer,
+        viewSets: () => views.all(),
+        retentionDays: config.retentionDays,
+        log,
+        onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
+      });
+      closers.push(() => daemon!.close());
+      daemon.start();
+      log('info', 'maintenance daemon started');
+    }
+    const http = new HttpServer({
+      address: config.httpAddress,
+      keyring,
+      ingestion: role !== 'maintain' ? new IngestionService(metadata.pool, store, metrics) : undefined,
+      metrics,
+      maxBodyBytes: config.maxBodyBytes,
+      readiness: async () => {
+        await metadata.pool.query('SELECT 1');
+        await store.list('.ready-probe');
+      },
+      log,
+    });
+    closers.push(() => http.close());
+    const { port: httpPort } = await http.start();
+    log('info', `HTTP (OTLP, /health, /ready, /metrics) listening on ${hostOf(config.httpAddress)}:${httpPort}`);
+    let closing: Promise<void> | undefined;
+    return { flightPort, httpPort, daemon, close: () => (closing ??= closeAll()) };
   } catch (error) {
-    engine.close();
+    await closeAll();
     throw error;
   }
-  const host = config.flightAddress.slice(0, config.flightAddress.lastIndexOf(':'));
-  log('info', `Flight SQL listening on ${host}:${port}${config.tls ? ' (TLS)' : ''}`);
-  let closing: Promise<void> | undefined;
-  return {
-    flightPort: port,
-    close: () =>
-      (closing ??= (async () => {
-        await server.close();
-        engine.close();
-      })()),
-  };
 }
+
+const hostOf = (address: string): string => address.slice(0, address.lastIndexOf(':'));

@@ -6,7 +6,8 @@ const usage = `usage: orrery <command>
 
 commands:
   all       run every role in one process (what npm start runs)
-  serve     run the Flight SQL query server
+  serve     answer Flight SQL queries and ingest OTLP/HTTP
+  maintain  run the maintenance daemon (materialization, merges, retention)
   help      print this text
 
 Settings come from the environment; the README lists them.`;
@@ -23,11 +24,11 @@ async function main(argv: string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  if (command !== 'all' && command !== 'serve') {
+  if (command !== 'all' && command !== 'serve' && command !== 'maintain') {
     console.error(`orrery: unknown command '${command}'\n\n${usage}`);
     return 2;
   }
-  const orrery = await startOrrery(loadConfig(), log);
+  const orrery = await startOrrery(loadConfig(), log, command);
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       log('info', `${signal} received, shutting down`);

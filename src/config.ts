@@ -18,6 +18,15 @@ export interface Config {
   readonly tls: { cert: Buffer; key: Buffer } | undefined;
   readonly duckdbThreads: number | undefined;
   readonly duckdbMemoryLimit: string | undefined;
+  /** MICROMEGAS_SQL_CONNECTION_STRING; unset: an embedded Postgres under the data folder. */
+  readonly sqlConnectionString: string | undefined;
+  /** MICROMEGAS_OBJECT_STORE_URI; unset: file://<data folder>/lake. */
+  readonly objectStoreUri: string | undefined;
+  readonly retentionDays: number;
+  /** How long a retired partition file stays readable before deletion. */
+  readonly retireDelaySeconds: number;
+  readonly maxBodyBytes: number;
+  readonly viewDefinitionRefreshSeconds: number;
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -34,6 +43,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: certPath && keyPath ? { cert: readFile(certPath, 'ORRERY_TLS_CERT'), key: readFile(keyPath, 'ORRERY_TLS_KEY') } : undefined,
     duckdbThreads: positiveInteger(env.ORRERY_DUCKDB_THREADS, 'ORRERY_DUCKDB_THREADS'),
     duckdbMemoryLimit: env.ORRERY_DUCKDB_MEMORY_LIMIT || undefined,
+    sqlConnectionString: env.MICROMEGAS_SQL_CONNECTION_STRING || undefined,
+    objectStoreUri: env.MICROMEGAS_OBJECT_STORE_URI || undefined,
+    retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,
+    retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
+    maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
+    viewDefinitionRefreshSeconds:
+      positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ?? 60,
   };
 }
 
@@ -46,6 +62,12 @@ function address(value: string | undefined, fallback: string, variable: string):
 function positiveInteger(value: string | undefined, variable: string): number | undefined {
   if (!value) return undefined;
   if (!/^[1-9]\d*$/.test(value)) throw new ConfigError(`${variable} must be a positive integer, got '${value}'`);
+  return Number(value);
+}
+
+function nonNegativeInteger(value: string | undefined, variable: string): number | undefined {
+  if (!value) return undefined;
+  if (!/^\d+$/.test(value)) throw new ConfigError(`${variable} must be a non-negative integer, got '${value}'`);
   return Number(value);
 }
 

@@ -44,8 +44,8 @@ export function arrowType(type: DuckDBType, options: ArrowTypeOptions = {}): Dat
     case DuckDBTypeId.TIME: return new TimeMicrosecond();
     case DuckDBTypeId.TIME_NS: return new TimeNanosecond();
     case DuckDBTypeId.TIMESTAMP: case DuckDBTypeId.TIMESTAMP_S: case DuckDBTypeId.TIMESTAMP_MS: case DuckDBTypeId.TIMESTAMP_NS:
-      return new TimestampNanosecond(null);
-    case DuckDBTypeId.TIMESTAMP_TZ: return new TimestampNanosecond('UTC');
+    case DuckDBTypeId.TIMESTAMP_TZ:
+      return new TimestampNanosecond('UTC');
     case DuckDBTypeId.SQLNULL: case DuckDBTypeId.ANY: return new Null();
     case DuckDBTypeId.LIST: {
       const { valueType } = type as unknown as { valueType: DuckDBType };

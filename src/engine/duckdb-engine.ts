@@ -20,6 +20,8 @@ export interface EngineOptions {
   readonly memoryLimit?: string;
   /** Target size of each Arrow batch produced (default 1 MiB). */
   readonly batchBytes?: number;
+  /** Statements run once at start-up, before the configuration is locked (macros). */
+  readonly startupSql?: readonly string[];
 }
 
 /** What a statement is, learnt by preparing it (nothing runs). */
@@ -47,6 +49,8 @@ export interface RunOptions {
   readonly limit?: number;
   /** Send ENUM columns as dictionaries rather than text. */
   readonly preserveDictionary?: boolean;
+  /** Statements run first on the statement's connection (temporary views, macros). */
+  readonly setup?: readonly string[];
 }
 
 /** The catalog user tables live in. */
@@ -76,6 +80,8 @@ export class DuckDBEngine {
     try {
       await setup.run(`ATTACH ':memory:' AS ${catalogName}`);
       await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
+      await setup.run(`USE ${catalogName}`);
+      for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);
       await setup.run('SET enable_external_access = false');
@@ -88,9 +94,10 @@ export class DuckDBEngine {
   }
 
   /** Prepares a statement to learn its kind and schemas. */
-  async describe(sql: string, parameters?: Table, preserveDictionary = false): Promise<StatementDescription> {
-    const typeOptions: ArrowTypeOptions = preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
-    return this.withPrepared(sql, async (prepared) => {
+  async describe(sql: string, options: RunOptions = {}): Promise<StatementDescription> {
+    const { parameters } = options;
+    const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
+    return this.withPrepared(sql, options.setup, async (prepared) => {
       const description = describePrepared(prepared, typeOptions);
       if (!parameters || parameters.numRows === 0) return description;
       bindRow(prepared, parameters, 0);
@@ -107,7 +114,7 @@ export class DuckDBEngine {
 
   /** Runs a row-returning statement; batches stream as DuckDB produces them. */
   async query(sql: string, options: RunOptions = {}): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
-    const description = await this.describe(sql, options.parameters, options.preserveDictionary);
+    const description = await this.describe(sql, options);
     const batchBytes = this.batchBytes;
     const engine = this;
     async function* batches(): AsyncGenerator<RecordBatch> {
@@ -131,7 +138,7 @@ export class DuckDBEngine {
 
   /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
   async execute(sql: string, options: RunOptions = {}): Promise<number> {
-    return this.withPrepared(sql, async (prepared) => {
+    return this.withPrepared(sql, options.setup, async (prepared) => {
       const rowSets = Math.max(1, options.parameters?.numRows ?? 0);
       let changed = 0;
       for (let row = 0; row < rowSets; row++) {
@@ -141,6 +148,28 @@ export class DuckDBEngine {
       }
       return changed;
     });
+  }
+
+  /**
+   * DuckDB's own parse tree of a SELECT (json_serialize_sql), or null when the text is not
+   * made of SELECT statements; syntax errors throw.
+   */
+  async parseSelect(sql: string): Promise<{ statements: Record<string, unknown>[] } | null> {
+    const connection = await this.connect();
+    try {
+      const reader = await connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
+      const tree = JSON.parse(String(reader.getRows()[0][0])) as {
+        error: boolean;
+        error_type?: string;
+        error_message?: string;
+        statements: Record<string, unknown>[];
+      };
+      if (!tree.error) return tree;
+      if (tree.error_type === 'not implemented') return null;
+      throw new EngineError('INVALID_ARGUMENT', tree.error_message ?? 'cannot parse the statement');
+    } finally {
+      connection.closeSync();
+    }
   }
 
   /** Tables and views of the user catalog. */
@@ -164,7 +193,7 @@ export class DuckDBEngine {
   /** The Arrow schema of a table or view, with Flight SQL column metadata. */
   async tableSchema(table: TableDescription): Promise<Schema> {
     const name = [table.catalog, table.schema, table.name].map(quoteIdentifier).join('.');
-    return this.withPrepared(`SELECT * FROM ${name}`, async (prepared) => {
+    return this.withPrepared(`SELECT * FROM ${name}`, undefined, async (prepared) => {
       const fields = columns(prepared).map(({ name: column, type }) => {
         const metadata = columnMetadata(type);
         metadata.set('ARROW:FLIGHT:SQL:CATALOG_NAME', table.catalog);
@@ -191,7 +220,7 @@ export class DuckDBEngine {
     options: RunOptions,
     parameterRow: number,
   ): AsyncGenerator<RecordBatch> {
-    const connection = await this.connect();
+    const connection = await this.connect(options.setup);
     const onAbort = (): void => connection.interrupt();
     options.signal?.addEventListener('abort', onAbort);
     try {
@@ -221,8 +250,12 @@ export class DuckDBEngine {
     }
   }
 
-  private async withPrepared<T>(sql: string, use: (prepared: DuckDBPreparedStatement) => Promise<T>): Promise<T> {
-    const connection = await this.connect();
+  private async withPrepared<T>(
+    sql: string,
+    setup: readonly string[] | undefined,
+    use: (prepared: DuckDBPreparedStatement) => Promise<T>,
+  ): Promise<T> {
+    const connection = await this.connect(setup);
     try {
       const prepared = await prepare(connection, sql);
       try {
@@ -248,10 +281,16 @@ export class DuckDBEngine {
     }
   }
 
-  private async connect(): Promise<DuckDBConnection> {
+  private async connect(setup: readonly string[] = []): Promise<DuckDBConnection> {
     if (this.closed) throw new EngineError('UNAVAILABLE', 'the query engine has been shut down');
     const connection = await this.instance.connect();
-    await connection.run(`USE ${catalogName}`);
+    try {
+      await connection.run(`USE ${catalogName}`);
+      for (const statement of setup) await connection.run(statement);
+    } catch (error) {
+      connection.closeSync();
+      throw sqlError(error);
+    }
     return connection;
   }
 }

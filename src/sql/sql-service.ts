@@ -1,6 +1,6 @@
 import type { Schema } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
-import { StatementType, type DuckDBEngine, type StatementDescription } from '../engine/index.js';
+import { StatementType, type DuckDBEngine, type RunOptions, type StatementDescription } from '../engine/index.js';
 import {
   FlightSqlError,
   type CallContext,
@@ -13,11 +13,14 @@ import {
   type TableInfo,
   type XdbcTypeInfo,
 } from '../flight/index.js';
+import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
+import { queryShape } from './query-shape.js';
 import { sqlInfo } from './sql-info-values.js';
+import { checkReaderQuery, checkSingleStatement } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 
-/** Statements a non-admin key may run: reads only. */
-const readOnlyStatements = new Set([StatementType.SELECT, StatementType.EXPLAIN]);
+/** Lakehouse table functions any key may call. */
+const readableTableFunctions: ReadonlySet<string> = new Set(['list_partitions', 'list_view_sets', 'view_instance', 'process_spans']);
 
 /**
  * What statements mean in Orrery: keys decide who may run what, and statements run on the
@@ -28,6 +31,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     private readonly keyring: Keyring,
     private readonly engine: DuckDBEngine,
     private readonly serverVersion: string,
+    private readonly lakehouse?: Lakehouse,
   ) {}
 
   async authenticateBasic(username: string, password: string): Promise<{ principal: Principal; token: string }> {
@@ -43,26 +47,21 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
-    return (await this.authorize(ctx, statement)).schema;
+    return (await this.plan(ctx, statement)).description.schema;
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
-    await this.authorize(ctx, statement);
-    return this.engine.query(statement.query, {
-      parameters: statement.parameters,
-      signal: ctx.signal,
-      limit: ctx.options.limit,
-      preserveDictionary: ctx.options.preserveDictionary,
-    });
+    const { options } = await this.plan(ctx, statement);
+    return this.engine.query(statement.query, { ...options, signal: ctx.signal, limit: ctx.options.limit });
   }
 
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
-    await this.authorize(ctx, statement);
-    return this.engine.execute(statement.query, { parameters: statement.parameters });
+    const { options } = await this.plan(ctx, statement);
+    return this.engine.execute(statement.query, options);
   }
 
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
-    const description = await this.authorize(ctx, statement);
+    const { description } = await this.plan(ctx, statement);
     return {
       datasetSchema: description.schema,
       parameterSchema: description.parameterSchema,
@@ -104,15 +103,32 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return sqlInfo(this.serverVersion);
   }
 
-  /** Describes a statement and refuses it when the key may not run it. */
-  private async authorize(ctx: CallContext<Principal>, statement: Statement): Promise<StatementDescription> {
-    const description = await this.engine.describe(statement.query, statement.parameters, ctx.options.preserveDictionary);
-    if (!ctx.principal.admin && !readOnlyStatements.has(description.statementType)) {
-      throw new FlightSqlError(
-        'PERMISSION_DENIED',
-        `permission denied: key '${ctx.principal.name}' may only run SELECT statements (this is ${StatementType[description.statementType]})`,
-      );
+  /**
+   * Works out how a statement runs for this caller: refuses what the key may not do, and
+   * sets up the view sets the statement reads, scoped to the caller's audiences.
+   */
+  private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<{ description: StatementDescription; options: RunOptions }> {
+    const { principal } = ctx;
+    const tree = await this.engine.parseSelect(statement.query);
+    const shape = tree ? queryShape(tree) : null;
+    if (shape) checkSingleStatement(shape);
+    if (!principal.admin) {
+      if (!shape) throw this.selectOnly(principal, await this.engine.describe(statement.query));
+      checkReaderQuery(shape, readableTableFunctions);
     }
-    return description;
+    const views = shape && this.lakehouse ? referencedViews(shape, this.lakehouse) : [];
+    const setup =
+      views.length > 0 && this.lakehouse
+        ? await viewSetup(this.lakehouse, views, scopeOf(principal), { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd })
+        : [];
+    const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup };
+    const description = await this.engine.describe(statement.query, options);
+    if (!principal.admin && description.statementType !== StatementType.SELECT) throw this.selectOnly(principal, description);
+    return { description, options };
+  }
+
+  private selectOnly(principal: Principal, description: StatementDescription): FlightSqlError {
+    const kind = StatementType[description.statementType];
+    return new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may only run SELECT statements (this is ${kind})`);
   }
 }

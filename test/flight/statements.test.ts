@@ -20,7 +20,7 @@ describe('statements', () => {
     );
     const types = Object.fromEntries(table.schema.fields.map((f) => [f.name, String(f.type)]));
     assert.deepEqual(types, {
-      i: 'Int64', d: 'Float64', s: 'Utf8', s2: 'Utf8', ts: 'Timestamp<NANOSECOND, UTC>', tns: 'Timestamp<NANOSECOND>',
+      i: 'Int64', d: 'Float64', s: 'Utf8', s2: 'Utf8', ts: 'Timestamp<NANOSECOND, UTC>', tns: 'Timestamp<NANOSECOND, UTC>',
       b: 'Bool', n: 'Utf8', l: 'List<Int32>', st: 'Struct<{a:Utf8, b:Int32}>', dc: 'Decimal[10e+2]', dt: 'Date32<DAY>',
       t8: 'Int8', u64: 'Uint64', e: 'Utf8',
     });

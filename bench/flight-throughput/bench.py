@@ -1,0 +1,359 @@
+"""Flight SQL throughput: a large result streamed from Orrery to a pyarrow client,
+against DuckDB's own Python package producing the same Arrow data in-process.
+
+Two cases:
+  computed  a result DuckDB computes from range(N): BIGINT, DOUBLE, TIMESTAMP_NS, short VARCHAR
+  stored    SELECT * FROM an in-memory table holding the same N rows (created on the server by
+            the admin key through ADBC; in-process from a Parquet file written here)
+
+Each measurement runs --repeats times (after --warmup untimed runs); the table shows best and
+median, the last line of output is one JSON object with every figure.
+
+Flight path: pyarrow.flight DoGet with the SQL text as the ticket, batches read with
+read_chunk() and dropped (rows, sum(i) and batch.nbytes counted). In-process path: the same SQL
+on a duckdb connection with SET threads=2, read the same way from fetch_record_batch().
+ratio = in-process time / Flight time (1.0 = Flight costs nothing over in-process).
+
+Run through run.sh, which starts the server; by hand:
+  bench/.venv/bin/python bench/flight-throughput/bench.py --port 50051 --rows 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.flight as flight
+
+# `range * 0.5` would be DECIMAL(21,1) in DuckDB and `TIMESTAMP_NS + INTERVAL` is a microsecond
+# TIMESTAMP: cast so the columns are the DOUBLE and nanosecond timestamp intended.
+COMPUTED_SQL = (
+    "SELECT range AS i, range::DOUBLE * 0.5 AS d, "
+    "(TIMESTAMP_NS '2024-01-01' + to_microseconds(range))::TIMESTAMP_NS AS ts, "
+    "'str' || (range % 1000) AS s FROM range({n})"
+)
+STORED_SQL = "SELECT * FROM bench"
+LOAD_AT_START = round(os.getloadavg()[0], 2)
+
+
+@dataclass
+class Run:
+    seconds: float
+    rows: int
+    bytes: int
+    batches: int
+    client_cpu: float
+    server_cpu: float | None
+
+
+@dataclass
+class Measurement:
+    name: str
+    runs: list[Run] = field(default_factory=list)
+
+    def best(self) -> Run:
+        return min(self.runs, key=lambda r: r.seconds)
+
+    def median_seconds(self) -> float:
+        return statistics.median(r.seconds for r in self.runs)
+
+    def summary(self) -> dict:
+        best = self.best()
+        med = self.median_seconds()
+        out = {
+            "rows": best.rows,
+            "bytes": best.bytes,
+            "batches": best.batches,
+            "best_s": round(best.seconds, 4),
+            "median_s": round(med, 4),
+            "runs_s": [round(r.seconds, 4) for r in self.runs],
+            "best_rows_per_s": round(best.rows / best.seconds),
+            "median_rows_per_s": round(best.rows / med),
+            "best_mb_per_s": round(best.bytes / best.seconds / 1e6, 1),
+            "median_mb_per_s": round(best.bytes / med / 1e6, 1),
+            "client_cpu_s": round(statistics.median(r.client_cpu for r in self.runs), 3),
+        }
+        if best.server_cpu is not None:
+            out["server_cpu_s"] = round(statistics.median(r.server_cpu for r in self.runs if r.server_cpu is not None), 3)
+        return out
+
+
+class ServerCpu:
+    """CPU seconds (user + system, all threads) used so far by the server process, from /proc."""
+
+    def __init__(self, pid: int | None):
+        self.pid = pid
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def read(self) -> float | None:
+        if not self.pid:
+            return None
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / self.tick
+        except OSError:
+            return None
+
+
+def drain(next_batch) -> tuple[int, int, int, int]:
+    """Reads batches until the end, keeping none: rows, Arrow bytes, batch count, sum of column 0."""
+    rows = nbytes = batches = total = 0
+    while True:
+        batch = next_batch()
+        if batch is None:
+            break
+        rows += batch.num_rows
+        nbytes += batch.nbytes
+        batches += 1
+        if batch.num_rows:
+            total += pc.sum(batch.column(0)).as_py()
+    return rows, nbytes, batches, total
+
+
+def timed(fn, server: ServerCpu, expected_rows: int, expected_sum: int | None, label: str) -> Run:
+    server_before = server.read()
+    cpu_before = time.process_time()
+    start = time.perf_counter()
+    rows, nbytes, batches, total = fn()
+    seconds = time.perf_counter() - start
+    client_cpu = time.process_time() - cpu_before
+    server_after = server.read()
+    if rows != expected_rows or (expected_sum is not None and total != expected_sum):
+        raise SystemExit(f"{label}: wrong answer: {rows} rows, sum(i) = {total}; expected {expected_rows} rows, sum {expected_sum}")
+    server_cpu = server_after - server_before if server_before is not None and server_after is not None else None
+    return Run(seconds, rows, nbytes, batches, client_cpu, server_cpu)
+
+
+def flight_fetch(client: flight.FlightClient, options: flight.FlightCallOptions, sql: str, schemas: dict, key: str | None):
+    def run():
+        reader = client.do_get(flight.Ticket(sql.encode("utf-8")), options)
+        if key:
+            schemas[key] = reader.schema
+
+        def next_batch():
+            try:
+                return reader.read_chunk().data
+            except StopIteration:
+                return None
+
+        return drain(next_batch)
+
+    return run
+
+
+def inprocess_stream(con: duckdb.DuckDBPyConnection, sql: str, schemas: dict, key: str):
+    def run():
+        relation = con.sql(sql)
+        # to_arrow_reader is fetch_record_batch's newer name (the old one warns in duckdb 1.5).
+        reader = relation.to_arrow_reader() if hasattr(relation, "to_arrow_reader") else relation.fetch_record_batch()
+        schemas[key] = reader.schema
+
+        def next_batch():
+            try:
+                return reader.read_next_batch()
+            except StopIteration:
+                return None
+
+        return drain(next_batch)
+
+    return run
+
+
+def inprocess_table(con: duckdb.DuckDBPyConnection, sql: str):
+    def run():
+        table = con.sql(sql).to_arrow_table()
+        batches = iter(table.to_batches())
+        out = drain(lambda: next(batches, None))
+        del table
+        return out
+
+    return run
+
+
+def measure(name: str, fn, repeats: int, warmup: int, server: ServerCpu, n: int, expected_sum: int | None, log) -> Measurement:
+    if "flight" not in name and "ceiling" not in name:
+        server = ServerCpu(None)  # the server idles during in-process runs
+    m = Measurement(name)
+    for i in range(warmup):
+        timed(fn, server, n, expected_sum, name)
+    for i in range(repeats):
+        run = timed(fn, server, n, expected_sum, name)
+        m.runs.append(run)
+        log(f"  {name:<28} run {i + 1}: {run.seconds:7.3f} s  {run.rows / run.seconds / 1e6:6.2f} M rows/s  {run.bytes / run.seconds / 1e6:7.1f} MB/s")
+    return m
+
+
+def git_state(root: str) -> dict:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    import hashlib
+
+    diff = git("diff", "HEAD", "--", "src")
+    untracked = git("ls-files", "--others", "--exclude-standard", "--", "src")
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "src_dirty": bool(diff or untracked),
+        "src_diff_sha1": hashlib.sha1((diff + untracked).encode()).hexdigest()[:12] if diff or untracked else None,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs before each measurement")
+    parser.add_argument("--key", default="admin-key-0123")
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads in-process (match the server)")
+    parser.add_argument("--server-pid", type=int, default=None, help="read the server's CPU time from /proc")
+    parser.add_argument("--cases", default="computed,stored,ceiling", help="comma-separated: computed, stored, ceiling")
+    parser.add_argument("--ceiling-port", type=int, default=None, help="port of grpc-ceiling.mjs (pre-encoded FlightData, no DuckDB)")
+    parser.add_argument("--ceiling-pid", type=int, default=None)
+    args = parser.parse_args()
+
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    n = args.rows
+    expected_sum = n * (n - 1) // 2
+    computed_sql = COMPUTED_SQL.format(n=n)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    server = ServerCpu(args.server_pid)
+    schemas: dict[str, pa.Schema] = {}
+
+    uri = f"grpc+tcp://{args.host}:{args.port}"
+    client = flight.FlightClient(uri)
+    options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {args.key}".encode())])
+    con = duckdb.connect()
+    con.execute(f"SET threads={args.threads}")
+
+    results: dict[str, Measurement] = {}
+    tmp = tempfile.mkdtemp(prefix="orrery-bench-")
+    try:
+        if "computed" in cases:
+            log(f"computed result, {n:,} rows: {computed_sql}")
+            results["computed.flight"] = measure("computed flight", flight_fetch(client, options, computed_sql, schemas, "computed.flight"), args.repeats, args.warmup, server, n, expected_sum, log)
+            results["computed.duckdb_stream"] = measure("computed in-process stream", inprocess_stream(con, computed_sql, schemas, "computed.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
+            results["computed.duckdb_table"] = measure("computed in-process table", inprocess_table(con, computed_sql), args.repeats, args.warmup, server, n, expected_sum, log)
+
+        if "stored" in cases:
+            log(f"stored table, {n:,} rows")
+            parquet = os.path.join(tmp, "bench.parquet")
+            start = time.perf_counter()
+            con.execute(f"COPY ({computed_sql}) TO '{parquet}' (FORMAT parquet)")
+            con.execute(f"CREATE OR REPLACE TABLE bench AS SELECT * FROM read_parquet('{parquet}')")
+            log(f"  in-process: wrote {os.path.getsize(parquet) / 1e6:.1f} MB of Parquet and loaded it into table bench in {time.perf_counter() - start:.2f} s")
+            # The server's DuckDB is sandboxed (no reading arbitrary files): the admin builds the
+            # same table there with a statement.
+            import adbc_driver_flightsql.dbapi as flightsql
+
+            start = time.perf_counter()
+            with flightsql.connect(f"grpc://{args.host}:{args.port}", db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {args.key}"}, autocommit=True) as adbc:
+                with adbc.cursor() as cur:
+                    cur.execute(f"CREATE OR REPLACE TABLE bench AS {computed_sql}")
+            log(f"  server: CREATE TABLE bench through ADBC in {time.perf_counter() - start:.2f} s")
+            results["stored.flight"] = measure("stored flight", flight_fetch(client, options, STORED_SQL, schemas, "stored.flight"), args.repeats, args.warmup, server, n, expected_sum, log)
+            results["stored.duckdb_stream"] = measure("stored in-process stream", inprocess_stream(con, STORED_SQL, schemas, "stored.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
+            results["stored.duckdb_table"] = measure("stored in-process table", inprocess_table(con, STORED_SQL), args.repeats, args.warmup, server, n, expected_sum, log)
+            results["parquet.duckdb_stream"] = measure("parquet in-process stream", inprocess_stream(con, f"SELECT * FROM read_parquet('{parquet}')", schemas, "parquet.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
+            with flightsql.connect(f"grpc://{args.host}:{args.port}", db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {args.key}"}, autocommit=True) as adbc:
+                with adbc.cursor() as cur:
+                    cur.execute("DROP TABLE IF EXISTS bench")
+        if "ceiling" in cases and args.ceiling_port:
+            log(f"transport ceiling: the same columns as pre-encoded FlightData from a bare grpc-js server, {n:,} rows")
+            ceiling = flight.FlightClient(f"grpc+tcp://{args.host}:{args.ceiling_port}")
+            try:
+                results["ceiling.flight"] = measure("ceiling grpc-js (no DuckDB)", flight_fetch(ceiling, flight.FlightCallOptions(), str(n), schemas, None), args.repeats, args.warmup, ServerCpu(args.ceiling_pid), n, None, log)
+            finally:
+                ceiling.close()
+    finally:
+        client.close()
+        con.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    # Same columns both ways (names and types; Flight adds field metadata).
+    for case in ("computed", "stored"):
+        a, b = schemas.get(f"{case}.flight"), schemas.get(f"{case}.duckdb")
+        if a is not None and b is not None and not a.remove_metadata().equals(b.remove_metadata(), check_metadata=False):
+            stripped = pa.schema([pa.field(f.name, f.type, f.nullable) for f in a])
+            if not stripped.equals(pa.schema([pa.field(f.name, f.type, f.nullable) for f in b])):
+                log(f"note: {case} schemas differ:\n  flight: {a.types}\n  duckdb: {b.types}")
+
+    # Report.
+    summary = {name: m.summary() for name, m in results.items()}
+    figures: dict = {
+        "bench": "flight-throughput",
+        "rows": n,
+        "repeats": args.repeats,
+        "warmup": args.warmup,
+        "threads": args.threads,
+        "cpus": os.cpu_count(),
+        "loadavg_1m_at_start": LOAD_AT_START,
+        "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
+        "pyarrow": pa.__version__,
+        "duckdb": duckdb.__version__,
+        **git_state(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+        "results": summary,
+        "ratios": {},
+    }
+    print()
+    print(f"Orrery Flight SQL throughput, {n:,} rows, {args.repeats} runs each (best / median), DuckDB threads={args.threads}, {os.cpu_count()} CPUs")
+    header = f"{'measurement':<28} {'best s':>8} {'median s':>9} {'M rows/s':>9} {'MB/s':>8} {'Arrow MB':>9} {'batches':>8} {'srv cpu s':>9} {'cli cpu s':>9}"
+    print(header)
+    print("-" * len(header))
+    for name, m in results.items():
+        s = summary[name]
+        srv = f"{s['server_cpu_s']:9.2f}" if "server_cpu_s" in s else f"{'':>9}"
+        print(
+            f"{m.name:<28} {s['best_s']:8.3f} {s['median_s']:9.3f} {s['best_rows_per_s'] / 1e6:9.2f} {s['best_mb_per_s']:8.1f} "
+            f"{s['bytes'] / 1e6:9.1f} {s['batches']:8d} {srv} {s['client_cpu_s']:9.2f}"
+        )
+    print()
+    for case in ("computed", "stored"):
+        fl = results.get(f"{case}.flight")
+        if not fl:
+            continue
+        for base in ("duckdb_stream", "duckdb_table"):
+            ref = results.get(f"{case}.{base}")
+            if not ref:
+                continue
+            best = ref.best().seconds / fl.best().seconds
+            med = ref.median_seconds() / fl.median_seconds()
+            figures["ratios"][f"{case}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
+            print(f"ratio {case}: in-process {base.split('_')[1]:<6} time / Flight time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
+    if "ceiling.flight" in results:
+        c = summary["ceiling.flight"]
+        figures["ceiling_gb_per_s"] = {"best": round(c["best_mb_per_s"] / 1000, 3), "median": round(c["median_mb_per_s"] / 1000, 3)}
+        print(f"transport ceiling (pre-encoded FlightData, bare grpc-js): {c['best_mb_per_s'] / 1000:.3f} GB/s (best), {c['median_mb_per_s'] / 1000:.3f} (median)")
+    if "stored.flight" in results:
+        s = summary["stored.flight"]
+        gbps = s["best_mb_per_s"] / 1000
+        figures["stored_flight_gb_per_s"] = {"best": round(gbps, 3), "median": round(s["median_mb_per_s"] / 1000, 3)}
+        print(f"stored scan over Flight: {gbps:.3f} GB/s of Arrow bytes received (best), {s['median_mb_per_s'] / 1000:.3f} (median)   goal >= 0.6")
+    # The benchmark alone brings the 1-minute average to about 1.5 on 2 cores by its end.
+    if figures["loadavg_1m_at_start"] > 0.7 or figures["loadavg_1m_at_end"] > 2.5:
+        print(
+            f"warning: 1-minute load average was {figures['loadavg_1m_at_start']} at start, {figures['loadavg_1m_at_end']} at end "
+            "(this benchmark itself adds about 1): other work on the machine may have skewed the figures"
+        )
+    print(json.dumps(figures, separators=(",", ":")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Keyring } from '../auth/index.js';
+import type { OrreryMetrics } from '../metrics/index.js';
+import type { IngestionService } from './ingestion-service.js';
+import {
+  OtlpDecodeError,
+  contentTypeOf,
+  decodeBody,
+  encodeErrorStatus,
+  encodeExportResponse,
+  type OtlpContentType,
+  type OtlpSignal,
+} from './otlp/index.js';
+
+export interface HttpServerOptions {
+  readonly address: string;
+  readonly keyring: Keyring;
+  /** Absent in a process that runs no ingestion role: OTLP routes then answer 404. */
+  readonly ingestion?: IngestionService;
+  readonly metrics: OrreryMetrics;
+  /** Checks each dependency for /ready; throws when one is not usable. */
+  readonly readiness: () => Promise<void>;
+  readonly maxBodyBytes?: number;
+  readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
+}
+
+const routes = new Map<string, OtlpSignal>([
+  ['/v1/logs', 'logs'],
+  ['/v1/metrics', 'metrics'],
+  ['/v1/traces', 'traces'],
+  ['/ingestion/otlp/v1/logs', 'logs'],
+  ['/ingestion/otlp/v1/metrics', 'metrics'],
+  ['/ingestion/otlp/v1/traces', 'traces'],
+]);
+
+/** Orrery's HTTP side: OTLP/HTTP ingestion, /health, /ready and /metrics. */
+export class HttpServer {
+  private readonly server: Server;
+  private closed = false;
+
+  constructor(private readonly options: HttpServerOptions) {
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error) => {
+        options.log('error', `${request.method} ${request.url} failed`, error);
+        if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain' });
+        response.end('internal error\n');
+      });
+    });
+  }
+
+  async start(): Promise<{ host: string; port: number }> {
+    const colon = this.options.address.lastIndexOf(':');
+    const host = this.options.address.slice(0, colon).replace(/^\[|\]$/g, '');
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(Number(this.options.address.slice(colon + 1)), host, () => resolve());
+    });
+    return { host, port: (this.server.address() as AddressInfo).port };
+  }
+
+  /** Stops accepting connections and waits for requests in flight. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeIdleConnections();
+    });
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = (request.url ?? '/').split('?')[0];
+    if (request.method === 'GET' && path === '/health') return send(response, 200, 'text/plain', 'ok\n');
+    if (request.method === 'GET' && path === '/ready') {
+      try {
+        await this.options.readiness();
+        return send(response, 200, 'text/plain', 'ready\n');
+      } catch (error) {
+        return send(response, 503, 'text/plain', `not ready: ${(error as Error).message}\n`);
+      }
+    }
+    if (request.method === 'GET' && path === '/metrics') {
+      const { registry } = this.options.metrics;
+      return send(response, 200, registry.contentType, await registry.metrics());
+    }
+    const signal = routes.get(path);
+    if (!signal || !this.options.ingestion) return send(response, 404, 'text/plain', `no route for ${path}\n`);
+    if (request.method !== 'POST') {
+      response.setHeader('allow', 'POST');
+      return send(response, 405, 'text/plain', `${path} accepts POST only\n`);
+    }
+    await this.ingest(signal, request, response);
+  }
+
+  private async ingest(signal: OtlpSignal, request: IncomingMessage, response: ServerResponse): Promise<void> {
+    let contentType: OtlpContentType = 'json';
+    const fail = (status: number, message: string): void => {
+      request.resume();
+      this.options.metrics.ingestionRequests.inc({ signal, status });
+      const body = encodeErrorStatus(contentType, message);
+      send(response, status, contentType === 'json' ? 'application/json' : 'application/x-protobuf', body);
+    };
+    const principal = this.authenticate(request.headers.authorization);
+    if (!principal) return fail(401, 'missing or invalid API key: send "Authorization: Bearer <key>"');
+    try {
+      contentType = contentTypeOf(request.headers['content-type']);
+      const body = await decodeBody(request, request.headers['content-encoding'], { maxBytes: this.options.maxBodyBytes });
+      await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0]);
+    } catch (error) {
+      if (error instanceof OtlpDecodeError) return fail(error.httpStatus, error.message);
+      throw error;
+    }
+    this.options.metrics.ingestionRequests.inc({ signal, status: 200 });
+    send(response, 200, contentType === 'json' ? 'application/json' : 'application/x-protobuf', encodeExportResponse(signal, contentType));
+  }
+
+  private authenticate(header: string | undefined): { audiences: readonly string[] } | null {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    return match ? this.options.keyring.byKey(match[1]) : null;
+  }
+}
+
+function send(response: ServerResponse, status: number, contentType: string, body: string | Uint8Array): void {
+  response.writeHead(status, { 'content-type': contentType });
+  response.end(body);
+}

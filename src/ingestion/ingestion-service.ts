@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { nanosToPg, nowNanos, payloadKey, type ObjectStore } from '../lakehouse/index.js';
+import type { OrreryMetrics } from '../metrics/index.js';
+import {
+  decodeLogs,
+  decodeMetrics,
+  decodeTraces,
+  resourceKey,
+  type Attributes,
+  type OtlpContentType,
+  type OtlpSignal,
+  type ResourceGroup,
+} from './otlp/index.js';
+import { logLine, metricLine, spanLine } from './payload-lines.js';
+
+/** Stream tag of each signal (what the view sets select blocks by). */
+export const signalTags: Record<OtlpSignal, 'log' | 'metrics' | 'traces'> = { logs: 'log', metrics: 'metrics', traces: 'traces' };
+
+/** A UUID (version-8 layout) derived from text: the same input always gives the same id. */
+export function derivedUuid(text: string): string {
+  const hex = createHash('sha256').update(text).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16], 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : value == null ? null : String(value));
+
+/**
+ * Stores OTLP requests: each resource becomes a process (a stable id per audience and
+ * resource), each signal a stream of it, and each request's records for one resource a block:
+ * its payload written once to the object store, then its row inserted. Ids derive from the
+ * content, so a retried request stores nothing twice.
+ */
+export class IngestionService {
+  constructor(
+    private readonly db: pg.Pool,
+    private readonly store: ObjectStore,
+    private readonly metrics?: OrreryMetrics,
+  ) {}
+
+  /** Decodes and stores one request body; returns the number of records stored. */
+  async ingest(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, audience: string): Promise<number> {
+    const now = nowNanos();
+    const blocks = this.blocks(signal, body, contentType, now);
+    let stored = 0;
+    for (const block of blocks) {
+      stored += await this.storeBlock(signal, block, audience);
+    }
+    this.metrics?.ingestedRecords.inc({ signal }, stored);
+    return stored;
+  }
+
+  private blocks(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, now: bigint): PendingBlock[] {
+    const build = <R>(groups: ResourceGroup<R>[], toLine: (r: R) => string, times: (r: R) => [bigint, bigint]): PendingBlock[] =>
+      groups
+        .filter((g) => g.records.length > 0)
+        .map((g) => {
+          let begin = -1n;
+          let end = -1n;
+          for (const record of g.records) {
+            const [b, e] = times(record);
+            if (begin < 0n || b < begin) begin = b;
+            if (e > end) end = e;
+          }
+          return { resource: g.resource.attributes, lines: g.records.map(toLine), count: g.records.length, begin, end };
+        });
+    switch (signal) {
+      case 'logs':
+        return build(decodeLogs(body, contentType), (r) => logLine(r, now), (r) => {
+          const t = r.timeUnixNano || r.observedTimeUnixNano || now;
+          return [t, t];
+        });
+      case 'metrics':
+        return build(decodeMetrics(body, contentType), (p) => metricLine(p, now), (p) => {
+          const t = p.timeUnixNano || now;
+          return [t, t];
+        });
+      case 'traces':
+        return build(decodeTraces(body, contentType), spanLine, (s) => [s.startTimeUnixNano, s.endTimeUnixNano]);
+    }
+  }
+
+  private async storeBlock(signal: OtlpSignal, block: PendingBlock, audience: string): Promise<number> {
+    const processId = derivedUuid(`process\u0000${audience}\u0000${resourceKey(block.resource)}`);
+    const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
+    const payload = Buffer.from(block.lines.join('\n') + '\n');
+    const blockId = derivedUuid(`block\u0000${streamId}\u0000${createHash('sha256').update(payload).digest('hex')}`);
+    await this.store.putIfAbsent(payloadKey(processId, streamId, blockId), payload);
+    const r = block.resource;
+    const client = await this.db.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8, $9) ON CONFLICT (process_id) DO NOTHING`,
+        [
+          processId,
+          text(r['service.name']) ?? text(r['process.executable.name']),
+          text(r['process.owner']),
+          text(r['service.instance.id']),
+          text(r['host.name']),
+          text(r['os.description']) ?? text(r['os.type']),
+          text(r['host.cpu.model.name']),
+          JSON.stringify(r),
+          audience,
+        ],
+      );
+      await client.query(
+        `INSERT INTO streams (stream_id, process_id, tags, properties, format) VALUES ($1, $2, $3, '{}', $4)
+         ON CONFLICT (stream_id) DO NOTHING`,
+        [streamId, processId, [signalTags[signal]], `otlp/v1/${signal}`],
+      );
+      const inserted = await client.query(
+        `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
+                             object_offset, payload_size, audience)
+         VALUES ($1, $2, $3, $4, 0, $5, 0, $6, 0, $7, $8) ON CONFLICT (block_id) DO NOTHING`,
+        [blockId, streamId, processId, nanosToPg(block.begin), nanosToPg(block.end, 'ceil'), block.count, payload.byteLength, audience],
+      );
+      await client.query('COMMIT');
+      return inserted.rowCount === 1 ? block.count : 0;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+}
+
+interface PendingBlock {
+  resource: Attributes;
+  lines: string[];
+  count: number;
+  begin: bigint;
+  end: bigint;
+}

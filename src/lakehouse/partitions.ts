@@ -1,0 +1,192 @@
+import type pg from 'pg';
+import { nanosToPg, pgNanos } from './time.js';
+
+/** A row of lakehouse_partitions: one Parquet file (or an empty range) of a view instance. */
+export interface Partition {
+  readonly viewSetName: string;
+  readonly viewInstanceId: string;
+  /** Insert-time range covered, half-open, nanoseconds. */
+  readonly beginInsertTime: bigint;
+  readonly endInsertTime: bigint;
+  /** Event-time bounds of the rows; null when there are none. */
+  readonly minEventTime: bigint | null;
+  readonly maxEventTime: bigint | null;
+  /** Object key of the Parquet file; null for a partition that records an empty range. */
+  readonly filePath: string | null;
+  readonly fileSize: number;
+  readonly schemaHash: Buffer;
+  /** Source row count the partition was made from. */
+  readonly sourceCount: bigint;
+  readonly numRows: number;
+  readonly sortOrder: readonly string[] | null;
+}
+
+const columns = `view_set_name, view_instance_id, ${pgNanos('begin_insert_time')} AS begin_ns, ${pgNanos('end_insert_time')} AS end_ns,
+  ${pgNanos('min_event_time')} AS min_ns, ${pgNanos('max_event_time')} AS max_ns, file_path, file_size, file_schema_hash,
+  source_data_hash, num_rows, sort_order`;
+
+interface PartitionRow {
+  view_set_name: string;
+  view_instance_id: string;
+  begin_ns: string;
+  end_ns: string;
+  min_ns: string | null;
+  max_ns: string | null;
+  file_path: string | null;
+  file_size: string | null;
+  file_schema_hash: Buffer;
+  source_data_hash: Buffer;
+  num_rows: string;
+  sort_order: string[] | null;
+}
+
+function fromRow(row: PartitionRow): Partition {
+  return {
+    viewSetName: row.view_set_name,
+    viewInstanceId: row.view_instance_id,
+    beginInsertTime: BigInt(row.begin_ns),
+    endInsertTime: BigInt(row.end_ns),
+    minEventTime: row.min_ns === null ? null : BigInt(row.min_ns),
+    maxEventTime: row.max_ns === null ? null : BigInt(row.max_ns),
+    filePath: row.file_path,
+    fileSize: Number(row.file_size ?? 0),
+    schemaHash: row.file_schema_hash,
+    sourceCount: decodeCount(row.source_data_hash),
+    numRows: Number(row.num_rows),
+    sortOrder: row.sort_order,
+  };
+}
+
+/** Source data hash: the source row count as 8 little-endian bytes (micromegas's convention). */
+export function encodeCount(count: bigint): Buffer {
+  const buffer = Buffer.alloc(8);
+  buffer.writeBigInt64LE(count);
+  return buffer;
+}
+
+export function decodeCount(hash: Buffer | null): bigint {
+  return hash && hash.byteLength === 8 ? hash.readBigInt64LE(0) : -1n;
+}
+
+/** Partitions of a view instance with the given schema hash overlapping an insert range. */
+export async function partitionsOverlapping(
+  db: pg.Pool | pg.PoolClient,
+  view: string,
+  instance: string,
+  schemaHash: Buffer,
+  begin: bigint,
+  end: bigint,
+): Promise<Partition[]> {
+  const { rows } = await db.query<PartitionRow>(
+    `SELECT ${columns} FROM lakehouse_partitions
+      WHERE view_set_name = $1 AND view_instance_id = $2 AND file_schema_hash = $3
+        AND begin_insert_time < $5 AND end_insert_time > $4
+      ORDER BY begin_insert_time, file_path`,
+    [view, instance, schemaHash, nanosToPg(begin), nanosToPg(end)],
+  );
+  return rows.map(fromRow);
+}
+
+/** Non-empty partitions a query reads: current schema hash, optionally pruned by event time. */
+export async function queryablePartitions(
+  db: pg.Pool,
+  view: string,
+  instance: string,
+  schemaHash: Buffer,
+  eventRange?: { begin?: bigint; end?: bigint },
+): Promise<Partition[]> {
+  const params: unknown[] = [view, instance, schemaHash];
+  let where = '';
+  if (eventRange?.end !== undefined) {
+    params.push(nanosToPg(eventRange.end, 'ceil'));
+    where += ` AND min_event_time <= $${params.length}`;
+  }
+  if (eventRange?.begin !== undefined) {
+    params.push(nanosToPg(eventRange.begin, 'floor'));
+    where += ` AND max_event_time >= $${params.length}`;
+  }
+  const { rows } = await db.query<PartitionRow>(
+    `SELECT ${columns} FROM lakehouse_partitions
+      WHERE view_set_name = $1 AND view_instance_id = $2 AND file_schema_hash = $3 AND file_path IS NOT NULL${where}
+      ORDER BY begin_insert_time, file_path`,
+    params,
+  );
+  return rows.map(fromRow);
+}
+
+/** Every partition, for list_partitions(). */
+export async function allPartitions(db: pg.Pool): Promise<Partition[]> {
+  const { rows } = await db.query<PartitionRow>(`SELECT ${columns} FROM lakehouse_partitions ORDER BY view_set_name, view_instance_id, begin_insert_time`);
+  return rows.map(fromRow);
+}
+
+/**
+ * Registers a new partition and retires, in the same transaction, every partition of the
+ * same view instance and schema whose insert range lies inside the new one. Retired files
+ * are queued for deletion after `retireDelaySeconds`, so running queries can finish.
+ * Returns the object keys retired.
+ */
+export async function commitPartition(pool: pg.Pool, partition: Partition, retireDelaySeconds: number): Promise<string[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`partition:${partition.viewSetName}:${partition.viewInstanceId}`]);
+    const retired = await retireInside(client, partition.viewSetName, partition.viewInstanceId, partition.beginInsertTime, partition.endInsertTime, retireDelaySeconds, partition.schemaHash);
+    await client.query(
+      `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, min_event_time,
+         max_event_time, updated, file_path, file_size, file_schema_hash, source_data_hash, num_rows, sort_order)
+       VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10, $11, $12)`,
+      [
+        partition.viewSetName,
+        partition.viewInstanceId,
+        nanosToPg(partition.beginInsertTime),
+        nanosToPg(partition.endInsertTime),
+        partition.minEventTime === null ? null : nanosToPg(partition.minEventTime, 'floor'),
+        partition.maxEventTime === null ? null : nanosToPg(partition.maxEventTime, 'ceil'),
+        partition.filePath,
+        partition.fileSize,
+        partition.schemaHash,
+        encodeCount(partition.sourceCount),
+        partition.numRows,
+        partition.sortOrder,
+      ],
+    );
+    await client.query('COMMIT');
+    return retired;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/** Retires the partitions of a view instance inside an insert range (any schema hash unless given). */
+export async function retireInside(
+  client: pg.PoolClient,
+  view: string,
+  instance: string,
+  begin: bigint,
+  end: bigint,
+  retireDelaySeconds: number,
+  schemaHash?: Buffer,
+): Promise<string[]> {
+  const params: unknown[] = [view, instance, nanosToPg(begin), nanosToPg(end)];
+  if (schemaHash) params.push(schemaHash);
+  const { rows } = await client.query<{ file_path: string | null; file_size: string | null }>(
+    `DELETE FROM lakehouse_partitions
+      WHERE view_set_name = $1 AND view_instance_id = $2 AND begin_insert_time >= $3 AND end_insert_time <= $4
+        ${schemaHash ? 'AND file_schema_hash = $5' : ''}
+      RETURNING file_path, file_size`,
+    params,
+  );
+  const files = rows.filter((r) => r.file_path !== null) as Array<{ file_path: string; file_size: string | null }>;
+  for (const file of files) {
+    await client.query(`INSERT INTO temporary_files (file_path, file_size, expiration) VALUES ($1, $2, now() + make_interval(secs => $3))`, [
+      file.file_path,
+      file.file_size ?? 0,
+      retireDelaySeconds,
+    ]);
+  }
+  return files.map((f) => f.file_path);
+}

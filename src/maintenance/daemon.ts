@@ -1,0 +1,145 @@
+import type pg from 'pg';
+import { payloadKey, secondsToNanos, type ObjectStore } from '../lakehouse/index.js';
+import type { InsertRange, ViewSet } from '../views/index.js';
+import type { Materializer, Outcome } from './materializer.js';
+
+/** A materialization pass: how often it runs, and which insert-time window it covers. */
+export interface Pass {
+  readonly name: string;
+  readonly periodSeconds: number;
+  /** Seconds after each period boundary the pass starts (lets late inserts land). */
+  readonly offsetSeconds: number;
+  /** The window, relative to the boundary: [boundary - from, boundary - to), cut in `deltaSeconds` ranges. */
+  readonly fromSeconds: number;
+  readonly toSeconds: number;
+  readonly deltaSeconds: number;
+  /** Also delete retired files and apply retention. */
+  readonly housekeeping?: boolean;
+}
+
+/** micromegas's cron passes: 1 s partitions merged into minutes, hours and days. */
+export const defaultPasses: readonly Pass[] = [
+  { name: 'second', periodSeconds: 1, offsetSeconds: 0.5, fromSeconds: 2, toSeconds: 1, deltaSeconds: 1 },
+  { name: 'minute', periodSeconds: 60, offsetSeconds: 5, fromSeconds: 120, toSeconds: 60, deltaSeconds: 60 },
+  { name: 'hour', periodSeconds: 3600, offsetSeconds: 600, fromSeconds: 7200, toSeconds: 0, deltaSeconds: 3600, housekeeping: true },
+  { name: 'day', periodSeconds: 86400, offsetSeconds: 14400, fromSeconds: 172800, toSeconds: 0, deltaSeconds: 86400 },
+];
+
+export interface DaemonOptions {
+  readonly db: pg.Pool;
+  readonly store: ObjectStore;
+  readonly materializer: Materializer;
+  /** The view sets to maintain, read at each pass (definitions reload while running). */
+  readonly viewSets: () => readonly ViewSet[];
+  readonly retentionDays: number;
+  readonly passes?: readonly Pass[];
+  readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
+  readonly onOutcome?: (view: string, outcome: Outcome | 'failed') => void;
+}
+
+/**
+ * The maintenance daemon: runs each pass on its schedule, materializing every view set in
+ * ascending update group. Each range is claimed with a Postgres advisory lock, so several
+ * daemons on one lake share the work instead of repeating it; a view set that fails is
+ * logged and counted, and the others carry on.
+ */
+export class MaintenanceDaemon {
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly running = new Set<Promise<void>>();
+  private readonly busy = new Set<string>();
+  private closed = false;
+
+  constructor(private readonly options: DaemonOptions) {}
+
+  start(): void {
+    for (const pass of this.options.passes ?? defaultPasses) this.schedule(pass);
+  }
+
+  /** Stops scheduling and waits for running passes. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** Runs one pass for the window ending at `boundary` (nanoseconds). */
+  async runPass(pass: Pass, boundary: bigint): Promise<void> {
+    const begin = boundary - secondsToNanos(pass.fromSeconds);
+    const end = boundary - secondsToNanos(pass.toSeconds);
+    const ranges: InsertRange[] = [];
+    for (let b = begin; b < end; b += secondsToNanos(pass.deltaSeconds)) ranges.push({ begin: b, end: b + secondsToNanos(pass.deltaSeconds) });
+    const views = [...this.options.viewSets()].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
+    for (const view of views) {
+      if (this.closed) return;
+      for (const range of ranges) await this.materializeLocked(view, range);
+    }
+    if (pass.housekeeping) await this.housekeeping();
+  }
+
+  /** Materializes one range unless another daemon holds it. */
+  async materializeLocked(view: ViewSet, range: InsertRange, force = false): Promise<Outcome | 'busy' | 'failed'> {
+    const client = await this.options.db.connect();
+    const key = `materialize:${view.name}:${range.begin}:${range.end}`;
+    try {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [key]);
+      if (!rows[0].locked) return 'busy';
+      try {
+        const outcome = await this.options.materializer.materialize(view, range, force);
+        this.options.onOutcome?.(view.name, outcome);
+        return outcome;
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
+      }
+    } catch (error) {
+      this.options.log('error', `materializing ${view.name} failed`, error);
+      this.options.onOutcome?.(view.name, 'failed');
+      return 'failed';
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Deletes retired files past their delay, then data older than the retention period. */
+  async housekeeping(): Promise<void> {
+    const { db, store } = this.options;
+    const { rows } = await db.query<{ file_path: string }>('DELETE FROM temporary_files WHERE expiration < now() RETURNING file_path');
+    for (const row of rows) await store.delete(row.file_path);
+    const horizon = `now() - make_interval(days => ${Math.floor(this.options.retentionDays)})`;
+    const expired = await db.query<{ process_id: string; stream_id: string; block_id: string }>(
+      `DELETE FROM blocks WHERE insert_time < ${horizon} RETURNING process_id::text, stream_id::text, block_id::text`,
+    );
+    for (const block of expired.rows) await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
+    await db.query(`DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`);
+    await db.query(`DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`);
+    const retired = await db.query<{ file_path: string | null; file_size: string | null }>(
+      `DELETE FROM lakehouse_partitions WHERE end_insert_time < ${horizon} RETURNING file_path, file_size`,
+    );
+    for (const row of retired.rows) if (row.file_path) await store.delete(row.file_path);
+  }
+
+  private schedule(pass: Pass): void {
+    if (this.closed) return;
+    const periodMs = pass.periodSeconds * 1000;
+    const now = Date.now();
+    const next = Math.floor(now / periodMs) * periodMs + pass.offsetSeconds * 1000;
+    const at = next > now ? next : next + periodMs;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.schedule(pass);
+      if (this.busy.has(pass.name)) return;
+      const boundary = BigInt(Math.floor(at / periodMs) * periodMs) * 1_000_000n;
+      this.busy.add(pass.name);
+      const run = this.runPass(pass, boundary)
+        .catch((error) => this.options.log('error', `${pass.name} pass failed`, error))
+        .finally(() => {
+          this.busy.delete(pass.name);
+          this.running.delete(run);
+        });
+      this.running.add(run);
+    }, at - now);
+    this.timers.add(timer);
+  }
+}
+
+

@@ -1,0 +1,4 @@
+// The maintenance daemon: materializes view sets into Parquet partitions, merges them,
+// deletes retired files and applies retention.
+export { MaintenanceDaemon, defaultPasses, type DaemonOptions, type Pass } from './daemon.js';
+export { Materializer, withRange, type MaterializerOptions, type Outcome } from './materializer.js';

@@ -1,0 +1,75 @@
+import type pg from 'pg';
+import { nanosToPg } from '../lakehouse/index.js';
+import type { InsertRange } from '../views/index.js';
+
+// What the daemon reads from Postgres for the view sets built on ingested data.
+
+/** A block with what its payload's rows need of its process and stream. */
+export interface BlockRow {
+  readonly block_id: string;
+  readonly stream_id: string;
+  readonly process_id: string;
+  readonly begin_time: string;
+  readonly end_time: string;
+  readonly nb_objects: number;
+  readonly payload_size: number;
+  readonly insert_time: string;
+  readonly tags: string[];
+  readonly format: string;
+  readonly exe: string | null;
+  readonly username: string | null;
+  readonly computer: string | null;
+  readonly process_properties: unknown;
+  readonly audience: string;
+}
+
+const iso = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** Blocks inserted in a range, optionally only those of streams with a tag. */
+export async function blocksInRange(db: pg.Pool, range: InsertRange, tag?: string): Promise<BlockRow[]> {
+  const params: unknown[] = [nanosToPg(range.begin), nanosToPg(range.end)];
+  if (tag) params.push(tag);
+  const { rows } = await db.query<BlockRow>(
+    `SELECT b.block_id::text, b.stream_id::text, b.process_id::text, ${iso('b.begin_time')} AS begin_time,
+            ${iso('b.end_time')} AS end_time, b.nb_objects, b.payload_size, ${iso('b.insert_time')} AS insert_time,
+            s.tags, s.format, p.exe, p.username, p.computer, p.properties AS process_properties, b.audience
+       FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
+      WHERE b.insert_time >= $1 AND b.insert_time < $2 ${tag ? 'AND $3 = ANY(s.tags)' : ''}
+      ORDER BY b.insert_time, b.block_id`,
+    params,
+  );
+  return rows;
+}
+
+/** Rows of the processes or streams table inserted in a range, as the view sets' columns. */
+export async function metadataRows(db: pg.Pool, table: 'processes' | 'streams', range: InsertRange): Promise<Record<string, unknown>[]> {
+  const query =
+    table === 'processes'
+      ? `SELECT process_id::text, exe, username, realname, computer, distro, cpu_brand, ${iso('start_time')} AS start_time,
+                ${iso('insert_time')} AS insert_time, parent_process_id::text, properties, audience
+           FROM processes WHERE insert_time >= $1 AND insert_time < $2 ORDER BY insert_time, process_id`
+      : `SELECT s.stream_id::text, s.process_id::text, s.tags, s.properties, s.format, ${iso('s.insert_time')} AS insert_time,
+                p.audience
+           FROM streams s JOIN processes p ON p.process_id = s.process_id
+          WHERE s.insert_time >= $1 AND s.insert_time < $2 ORDER BY s.insert_time, s.stream_id`;
+  const { rows } = await db.query(query, [nanosToPg(range.begin), nanosToPg(range.end)]);
+  return rows;
+}
+
+/** The source count of a built-in set over a range: rows for metadata tables, objects for payloads. */
+export async function sourceCount(
+  db: pg.Pool,
+  source: { kind: 'metadata'; table: string } | { kind: 'payload'; tag: string },
+  range: InsertRange,
+): Promise<bigint> {
+  const params = [nanosToPg(range.begin), nanosToPg(range.end)];
+  const sql =
+    source.kind === 'payload'
+      ? `SELECT coalesce(sum(b.nb_objects), 0)::bigint AS count FROM blocks b JOIN streams s ON s.stream_id = b.stream_id
+          WHERE b.insert_time >= $1 AND b.insert_time < $2 AND '${source.tag}' = ANY(s.tags)`
+      : `SELECT count(*)::bigint AS count FROM ${source.table} WHERE insert_time >= $1 AND insert_time < $2`;
+  const { rows } = await db.query<{ count: string }>(sql, params);
+  return BigInt(rows[0].count);
+}
+
+

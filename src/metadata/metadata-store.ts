@@ -1,0 +1,111 @@
+import pg from 'pg';
+import { EmbeddedPostgres } from './embedded-postgres.js';
+import { MetadataError, messageOf } from './errors.js';
+import type { MetadataLog } from './metadata-log.js';
+import { migrate } from './migrations.js';
+
+export interface MetadataStoreOptions {
+  /** An external server (MICROMEGAS_SQL_CONNECTION_STRING); without it, an embedded server under `dataDir`. */
+  readonly connectionString?: string;
+  /** Orrery's data folder (ORRERY_DATA_DIR); the embedded cluster lives in `<dataDir>/postgres`. */
+  readonly dataDir: string;
+  readonly log?: MetadataLog;
+  /** Most connections the pool opens (default 10). */
+  readonly maxConnections?: number;
+}
+
+/**
+ * Orrery's Postgres: the embedded server or an external one, migrated to the current schema,
+ * behind one connection pool. The one owner of the pool and of the embedded server.
+ */
+export class MetadataStore {
+  private closing: Promise<void> | undefined;
+
+  private constructor(
+    /** The connection pool; every access to the metadata goes through it. */
+    readonly pool: pg.Pool,
+    /** Where the database is (the embedded server's address when embedded). */
+    readonly connectionString: string,
+    /** The migrations this open applied (empty when the schema was up to date). */
+    readonly appliedMigrations: readonly number[],
+    private readonly server: EmbeddedPostgres | undefined,
+  ) {}
+
+  /** Starts the embedded server when no connection string is given, connects and migrates. */
+  static async open(options: MetadataStoreOptions): Promise<MetadataStore> {
+    const log = options.log ?? (() => {});
+    const server = options.connectionString ? undefined : await EmbeddedPostgres.start({ dataDir: options.dataDir, log });
+    const connectionString = server?.connectionString ?? options.connectionString ?? '';
+    const pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10, connectionTimeoutMillis: 15_000 });
+    pool.on('error', (error) => log('warn', `metadata database: an idle connection failed: ${error.message}`));
+    try {
+      const client = await pool.connect().catch((error: unknown) => {
+        throw new MetadataError('CONNECT_FAILED', `cannot connect to the metadata database ${redact(connectionString)}: ${messageOf(error)}`, {
+          cause: error,
+        });
+      });
+      let applied: number[];
+      try {
+        applied = await migrate(client, log);
+      } finally {
+        client.release();
+      }
+      return new MetadataStore(pool, connectionString, applied, server);
+    } catch (error) {
+      await pool.end().catch(() => {});
+      await server?.close();
+      throw error;
+    }
+  }
+
+  /** Runs `work` in a transaction on one pooled connection: committed if it resolves, rolled back if it throws. */
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.closing) throw closedError();
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+      throw error;
+    } finally {
+      client.release(broken); // a connection that cannot roll back is discarded
+    }
+  }
+
+  /** Runs one statement on a pooled connection. */
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    if (this.closing) throw closedError();
+    return this.pool.query<R>(text, values);
+  }
+
+  /** Ends the pool (waiting for checked-out connections), then stops the embedded server. Idempotent. */
+  close(): Promise<void> {
+    return (this.closing ??= (async () => {
+      await this.pool.end();
+      await this.server?.close();
+    })());
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+function closedError(): MetadataError {
+  return new MetadataError('CLOSED', 'the metadata store has been closed');
+}
+
+/** The connection string without its password, for messages. */
+function redact(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    if (url.password) url.password = '***';
+    return `'${url.toString()}'`;
+  } catch {
+    return '(from the connection string)';
+  }
+}

@@ -1,0 +1,68 @@
+import type pg from 'pg';
+import { MetadataError, messageOf } from './errors.js';
+import type { MetadataLog } from './metadata-log.js';
+import { initialSchema } from './migration-1-initial-schema.js';
+
+/** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
+export interface Migration {
+  /** Position in the list: 1, 2, 3, … never reused. */
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** Orrery's schema, oldest first. Append only: an applied migration is never edited. */
+export const migrations: readonly Migration[] = [{ version: 1, name: 'telemetry and lakehouse tables', sql: initialSchema }];
+
+/**
+ * Brings the database up to date: in one transaction holding an advisory lock (so two
+ * processes starting together migrate once), applies the migrations not yet recorded in
+ * `orrery_migrations`, in order. All or nothing. Returns the versions it applied.
+ */
+export async function migrate(client: pg.ClientBase, log: MetadataLog = () => {}, list: readonly Migration[] = migrations): Promise<number[]> {
+  checkList(list);
+  const applied: number[] = [];
+  await client.query('BEGIN');
+  try {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_migrations', 0))`);
+    await client.query(`CREATE TABLE IF NOT EXISTS orrery_migrations (
+      version    INT PRIMARY KEY,
+      name       TEXT NOT NULL,
+      applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )`);
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM orrery_migrations');
+    const recorded = new Set(rows.map((row) => row.version));
+    const unknown = [...recorded].filter((version) => !list.some((m) => m.version === version)).sort((a, b) => a - b);
+    if (unknown.length > 0) {
+      throw new MetadataError(
+        'SCHEMA_TOO_NEW',
+        `the database has schema migration(s) ${unknown.join(', ')} that this version of Orrery does not know (it knows 1 to ${list.length}); run a newer Orrery`,
+      );
+    }
+    for (const migration of list) {
+      if (recorded.has(migration.version)) continue;
+      try {
+        await client.query(migration.sql);
+      } catch (error) {
+        throw new MetadataError('MIGRATION_FAILED', `schema migration ${migration.version} (${migration.name}) failed: ${messageOf(error)}`, {
+          cause: error,
+        });
+      }
+      await client.query('INSERT INTO orrery_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      applied.push(migration.version);
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
+  if (applied.length > 0) log('info', `applied schema migration(s) ${applied.join(', ')}`);
+  return applied;
+}
+
+/** Our own list must be 1, 2, 3, … */
+function checkList(list: readonly Migration[]): void {
+  list.forEach((migration, index) => {
+    if (migration.version !== index + 1) throw new Error(`migration list out of order: '${migration.name}' has version ${migration.version}, expected ${index + 1}`);
+  });
+}

@@ -1,0 +1,53 @@
+// Prometheus metrics every component reports to, served at GET /metrics.
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The metrics of one Orrery process. */
+export class OrreryMetrics {
+  readonly registry = new Registry();
+
+  readonly ingestionRequests = new Counter({
+    name: 'orrery_ingestion_requests_total',
+    help: 'OTLP/HTTP requests, by signal and HTTP status',
+    labelNames: ['signal', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly ingestedRecords = new Counter({
+    name: 'orrery_ingested_records_total',
+    help: 'Log records, metric points and spans stored, by signal',
+    labelNames: ['signal'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queries = new Counter({
+    name: 'orrery_queries_total',
+    help: 'Statements run through Flight SQL, by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly queryDuration = new Histogram({
+    name: 'orrery_query_duration_seconds',
+    help: 'Time from a statement reaching the engine to its last batch',
+    buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60],
+    registers: [this.registry],
+  });
+
+  readonly materializations = new Counter({
+    name: 'orrery_materializations_total',
+    help: 'Partition ranges the daemon looked at, by view set and outcome',
+    labelNames: ['view_set', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly viewDefinitionFailures = new Counter({
+    name: 'orrery_view_definition_load_failures_total',
+    help: 'Stored view set definitions that failed to load',
+    labelNames: ['view_set'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'orrery_' });
+  }
+}

@@ -1,0 +1,80 @@
+// What a SELECT reads, from DuckDB's own parse tree (json_serialize_sql): the relations it
+// names, the table functions it calls (with their literal arguments) and the scalar and
+// aggregate functions it uses. Statement routing and permission checks look at this,
+// never at the SQL text.
+
+/** A relation named in FROM: a table, a view, a CTE, or a file path (a replacement scan). */
+export interface RelationRef {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+}
+
+export interface TableFunctionCall {
+  readonly name: string;
+  /** Literal arguments, as DuckDB parsed them; null where an argument is not a constant. */
+  readonly args: unknown[];
+}
+
+export interface QueryShape {
+  /** Number of statements in the text. */
+  readonly statements: number;
+  readonly relations: RelationRef[];
+  readonly cteNames: Set<string>;
+  readonly tableFunctions: TableFunctionCall[];
+  /** Names of scalar and aggregate functions called anywhere. */
+  readonly functions: Set<string>;
+  /** Bare column references (`current_timestamp` parses as one). */
+  readonly columnNames: Set<string>;
+}
+
+type Node = Record<string, unknown>;
+
+/** Walks a json_serialize_sql tree. */
+export function queryShape(tree: { statements: Node[] }): QueryShape {
+  const shape: QueryShape = {
+    statements: tree.statements.length,
+    relations: [],
+    cteNames: new Set(),
+    tableFunctions: [],
+    functions: new Set(),
+    columnNames: new Set(),
+  };
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    const node = value as Node;
+    if (node.type === 'BASE_TABLE') {
+      shape.relations.push({
+        catalog: String(node.catalog_name ?? ''),
+        schema: String(node.schema_name ?? ''),
+        name: String(node.table_name ?? ''),
+      });
+    } else if (node.type === 'TABLE_FUNCTION') {
+      const fn = node.function as Node;
+      shape.tableFunctions.push({ name: String(fn.function_name), args: ((fn.children as Node[]) ?? []).map(constantValue) });
+      visit(fn.children);
+      return;
+    } else if (node.class === 'FUNCTION') {
+      shape.functions.add(String(node.function_name));
+    } else if (node.class === 'COLUMN_REF') {
+      const names = node.column_names as string[];
+      if (names.length === 1) shape.columnNames.add(names[0].toLowerCase());
+    }
+    if (node.cte_map && typeof node.cte_map === 'object') {
+      for (const entry of ((node.cte_map as Node).map as Array<{ key: string }>) ?? []) shape.cteNames.add(entry.key);
+    }
+    for (const child of Object.values(node)) visit(child);
+  };
+  visit(tree.statements);
+  return shape;
+}
+
+function constantValue(node: Node): unknown {
+  if (node.class !== 'CONSTANT') return null;
+  const value = node.value as { is_null: boolean; value: unknown };
+  return value.is_null ? null : value.value;
+}

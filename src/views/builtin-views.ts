@@ -1,0 +1,237 @@
+import type { ColumnSpec, ViewSet } from './view-set.js';
+
+// The view sets Orrery ships. Block payloads are newline-delimited JSON written by the
+// ingestion service (one object per log record, metric point or span); the daemon joins
+// them with their block's metadata, loaded from Postgres into `__blocks`.
+
+const c = (name: string, type: string): ColumnSpec => ({ name, type });
+const blockPrefix = [
+  c('process_id', 'VARCHAR'),
+  c('stream_id', 'VARCHAR'),
+  c('block_id', 'VARCHAR'),
+  c('insert_time', 'TIMESTAMP_NS'),
+  c('exe', 'VARCHAR'),
+  c('username', 'VARCHAR'),
+  c('computer', 'VARCHAR'),
+];
+const processSuffix = [c('process_properties', 'JSON'), c('audience', 'VARCHAR')];
+const day = 86400;
+const hour = 3600;
+
+/** Columns of a block payload line, per signal, as read_json's `columns` argument. */
+export const payloadColumns = {
+  log: "{time: 'BIGINT', target: 'VARCHAR', level: 'INTEGER', msg: 'VARCHAR', properties: 'JSON', trace_id: 'VARCHAR', span_id: 'VARCHAR'}",
+  metrics: "{time: 'BIGINT', target: 'VARCHAR', name: 'VARCHAR', unit: 'VARCHAR', value: 'DOUBLE', properties: 'JSON'}",
+  traces:
+    "{trace_id: 'VARCHAR', span_id: 'VARCHAR', parent_span_id: 'VARCHAR', name: 'VARCHAR', kind: 'INTEGER', target: 'VARCHAR', " +
+    "begin: 'BIGINT', end: 'BIGINT', status_code: 'INTEGER', status_message: 'VARCHAR', properties: 'JSON'}",
+} as const;
+
+const blockColumns = 'b.process_id, b.stream_id, b.block_id, b.insert_time, b.exe, b.username, b.computer';
+const payloadExtract = (tag: keyof typeof payloadColumns, select: string, order: string): string =>
+  `SELECT ${blockColumns}, ${select}, b.process_properties, b.audience
+     FROM read_json({payloads}, format = 'newline_delimited', columns = ${payloadColumns[tag]}, filename = true) r
+     JOIN __blocks b ON r.filename = b.path
+    ORDER BY ${order}`;
+
+export const logEntries: ViewSet = {
+  name: 'log_entries',
+  updateGroup: 2000,
+  columns: [
+    ...blockPrefix,
+    c('time', 'TIMESTAMP_NS'),
+    c('target', 'VARCHAR'),
+    c('level', 'INTEGER'),
+    c('msg', 'VARCHAR'),
+    c('properties', 'JSON'),
+    c('trace_id', 'VARCHAR'),
+    c('span_id', 'VARCHAR'),
+    ...processSuffix,
+  ],
+  minTimeColumn: 'time',
+  maxTimeColumn: 'time',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: hour,
+  mergeDeltaSeconds: hour,
+  mergeQuery: 'SELECT * FROM {source}',
+  mergeSortOrder: ['time'],
+  source: {
+    kind: 'payload',
+    tag: 'log',
+    extract: payloadExtract('log', 'make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id', 'time'),
+  },
+};
+
+export const measures: ViewSet = {
+  name: 'measures',
+  updateGroup: 2000,
+  columns: [
+    ...blockPrefix,
+    c('time', 'TIMESTAMP_NS'),
+    c('target', 'VARCHAR'),
+    c('name', 'VARCHAR'),
+    c('unit', 'VARCHAR'),
+    c('value', 'DOUBLE'),
+    c('properties', 'JSON'),
+    ...processSuffix,
+  ],
+  minTimeColumn: 'time',
+  maxTimeColumn: 'time',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: hour,
+  mergeDeltaSeconds: hour,
+  mergeQuery: 'SELECT * FROM {source}',
+  mergeSortOrder: ['time'],
+  source: {
+    kind: 'payload',
+    tag: 'metrics',
+    extract: payloadExtract('metrics', 'make_timestamp_ns(r.time) AS time, r.target, r.name, r.unit, r.value, r.properties', 'time'),
+  },
+};
+
+export const spans: ViewSet = {
+  name: 'spans',
+  updateGroup: 2000,
+  columns: [
+    ...blockPrefix,
+    c('trace_id', 'VARCHAR'),
+    c('span_id', 'VARCHAR'),
+    c('parent_span_id', 'VARCHAR'),
+    c('name', 'VARCHAR'),
+    c('kind', 'INTEGER'),
+    c('target', 'VARCHAR'),
+    c('begin', 'TIMESTAMP_NS'),
+    c('end', 'TIMESTAMP_NS'),
+    c('duration', 'BIGINT'),
+    c('status_code', 'INTEGER'),
+    c('status_message', 'VARCHAR'),
+    c('properties', 'JSON'),
+    ...processSuffix,
+  ],
+  minTimeColumn: 'begin',
+  maxTimeColumn: 'end',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: hour,
+  mergeDeltaSeconds: hour,
+  mergeQuery: 'SELECT * FROM {source}',
+  mergeSortOrder: ['begin'],
+  source: {
+    kind: 'payload',
+    tag: 'traces',
+    extract: payloadExtract(
+      'traces',
+      'r.trace_id, r.span_id, r.parent_span_id, r.name, r.kind, r.target, make_timestamp_ns(r.begin) AS begin, ' +
+        'make_timestamp_ns(r."end") AS "end", r."end" - r.begin AS duration, r.status_code, r.status_message, r.properties',
+      'begin',
+    ),
+  },
+};
+
+export const blocks: ViewSet = {
+  name: 'blocks',
+  updateGroup: 1000,
+  columns: [
+    c('block_id', 'VARCHAR'),
+    c('stream_id', 'VARCHAR'),
+    c('process_id', 'VARCHAR'),
+    c('begin_time', 'TIMESTAMP_NS'),
+    c('end_time', 'TIMESTAMP_NS'),
+    c('nb_objects', 'INTEGER'),
+    c('payload_size', 'BIGINT'),
+    c('insert_time', 'TIMESTAMP_NS'),
+    c('tags', 'VARCHAR[]'),
+    c('format', 'VARCHAR'),
+    c('exe', 'VARCHAR'),
+    c('username', 'VARCHAR'),
+    c('computer', 'VARCHAR'),
+    c('process_properties', 'JSON'),
+    c('audience', 'VARCHAR'),
+  ],
+  minTimeColumn: 'begin_time',
+  maxTimeColumn: 'end_time',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: hour,
+  mergeDeltaSeconds: day,
+  mergeQuery: 'SELECT * FROM {source}',
+  source: { kind: 'metadata', table: 'blocks' },
+};
+
+export const processes: ViewSet = {
+  name: 'processes',
+  updateGroup: 2000,
+  columns: [
+    c('process_id', 'VARCHAR'),
+    c('exe', 'VARCHAR'),
+    c('username', 'VARCHAR'),
+    c('realname', 'VARCHAR'),
+    c('computer', 'VARCHAR'),
+    c('distro', 'VARCHAR'),
+    c('cpu_brand', 'VARCHAR'),
+    c('start_time', 'TIMESTAMP_NS'),
+    c('insert_time', 'TIMESTAMP_NS'),
+    c('parent_process_id', 'VARCHAR'),
+    c('properties', 'JSON'),
+    c('audience', 'VARCHAR'),
+  ],
+  minTimeColumn: 'insert_time',
+  maxTimeColumn: 'insert_time',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: day,
+  mergeDeltaSeconds: day,
+  mergeQuery: 'SELECT * FROM {source}',
+  source: { kind: 'metadata', table: 'processes' },
+};
+
+export const streams: ViewSet = {
+  name: 'streams',
+  updateGroup: 2000,
+  columns: [
+    c('stream_id', 'VARCHAR'),
+    c('process_id', 'VARCHAR'),
+    c('tags', 'VARCHAR[]'),
+    c('properties', 'JSON'),
+    c('format', 'VARCHAR'),
+    c('insert_time', 'TIMESTAMP_NS'),
+    c('audience', 'VARCHAR'),
+  ],
+  minTimeColumn: 'insert_time',
+  maxTimeColumn: 'insert_time',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: day,
+  mergeDeltaSeconds: day,
+  mergeQuery: 'SELECT * FROM {source}',
+  source: { kind: 'metadata', table: 'streams' },
+};
+
+/** log_stats, defined the way a CREATE MATERIALIZED VIEW defines a set (the DDL issue stores it in Postgres). */
+export const logStats: ViewSet = {
+  name: 'log_stats',
+  updateGroup: 3000,
+  columns: [
+    c('time_bin', 'TIMESTAMP_NS'),
+    c('process_id', 'VARCHAR'),
+    c('level', 'INTEGER'),
+    c('target', 'VARCHAR'),
+    c('count', 'BIGINT'),
+    c('audience', 'VARCHAR'),
+  ],
+  minTimeColumn: 'time_bin',
+  maxTimeColumn: 'time_bin',
+  audienceColumn: 'audience',
+  sourceDeltaSeconds: day,
+  mergeDeltaSeconds: day,
+  mergeQuery:
+    'SELECT time_bin, process_id, level, target, sum(count)::BIGINT AS count, audience FROM {source} GROUP BY time_bin, process_id, level, target, audience',
+  source: {
+    kind: 'sql',
+    extractQuery:
+      "SELECT date_bin(INTERVAL '1 minute', time) AS time_bin, process_id, level, target, count(*) AS count, audience " +
+      "FROM log_entries WHERE insert_time >= '{begin}' AND insert_time < '{end}' GROUP BY time_bin, process_id, level, target, audience",
+    countQuery:
+      "SELECT sum(nb_objects)::BIGINT AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}' AND list_contains(tags, 'log')",
+    reads: ['log_entries', 'blocks'],
+  },
+};
+
+/** Every built-in view set, in materialization order. */
+export const builtinViewSets: readonly ViewSet[] = [blocks, processes, streams, logEntries, measures, spans, logStats];

@@ -1,0 +1,77 @@
+import type { ColumnSpec, ViewSet } from './view-set.js';
+
+// A query session sees each view set as a temporary view: the set's merge query over the
+// Parquet files of its current partitions, filtered to the caller's audiences. Callers
+// run these statements on a connection before their own statement.
+
+/** Which rows a caller may read: every row, or rows of these audiences. */
+export type ReadScope = { kind: 'all' } | { kind: 'audiences'; audiences: readonly string[] };
+
+/** The partitions a session reads for one view set: local Parquet file paths. */
+export interface SessionView {
+  readonly view: ViewSet;
+  readonly files: readonly string[];
+}
+
+export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+export const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+
+/** SQL producing zero rows with the given columns. */
+export function emptyRelation(columns: readonly ColumnSpec[]): string {
+  return `SELECT ${columns.map((col) => `NULL::${col.type} AS ${quoteIdentifier(col.name)}`).join(', ')} LIMIT 0`;
+}
+
+/** SQL reading a list of Parquet files with a set's columns. */
+export function filesRelation(columns: readonly ColumnSpec[], files: readonly string[]): string {
+  if (files.length === 0) return emptyRelation(columns);
+  const list = files.map(quoteLiteral).join(', ');
+  return `SELECT ${columns.map((col) => quoteIdentifier(col.name)).join(', ')} FROM read_parquet([${list}])`;
+}
+
+/** Replaces `{source}` in a merge query. */
+export function withSource(mergeQuery: string, relation: string): string {
+  return mergeQuery.replaceAll('{source}', relation);
+}
+
+/**
+ * The statements that make each set queryable on a connection: one temporary view per set,
+ * its merge query over its partitions. With an audience scope the partitions' rows are
+ * filtered before the merge, by the set's audience column or, for sets keyed by process,
+ * by the audience of the process; a process whose audience is unknown is never served.
+ * No unfiltered relation is left on the connection.
+ */
+export function sessionStatements(
+  views: readonly SessionView[],
+  scope: ReadScope,
+  options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
+): string[] {
+  return views.map(({ view, files }) => {
+    const rows = inEventRange(filesRelation(view.columns, files), view, options.eventRange);
+    const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
+    return `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(view.name)} AS ${withSource(view.mergeQuery, source)}`;
+  });
+}
+
+/** An event-time range from the query_range_* headers, nanoseconds; either end may be open. */
+export interface EventRange {
+  readonly begin?: bigint;
+  readonly end?: bigint;
+}
+
+/** Keeps rows whose event-time span meets the range, as micromegas's time filter does. */
+function inEventRange(rows: string, view: ViewSet, range: EventRange | undefined): string {
+  const conditions: string[] = [];
+  if (range?.end !== undefined) conditions.push(`${quoteIdentifier(view.minTimeColumn)} <= make_timestamp_ns(${range.end})`);
+  if (range?.begin !== undefined) conditions.push(`${quoteIdentifier(view.maxTimeColumn)} >= make_timestamp_ns(${range.begin})`);
+  return conditions.length === 0 ? rows : `SELECT * FROM (${rows}) WHERE ${conditions.join(' AND ')}`;
+}
+
+function scopedRows(rows: string, view: ViewSet, scope: ReadScope, processAudiences?: SessionView): string {
+  if (scope.kind === 'all') return rows;
+  const audiences = scope.audiences.map(quoteLiteral).join(', ');
+  if (view.audienceColumn === 'audience') return `SELECT * FROM (${rows}) WHERE audience IN (${audiences})`;
+  const owners = processAudiences
+    ? `SELECT process_id FROM (${filesRelation(processAudiences.view.columns, processAudiences.files)}) WHERE audience IN (${audiences})`
+    : 'SELECT NULL::VARCHAR AS process_id LIMIT 0';
+  return `SELECT * FROM (${rows}) WHERE process_id IN (${owners})`;
+}

@@ -1,0 +1,64 @@
+import { createHash } from 'node:crypto';
+
+/** A column of a view set: its name and DuckDB type. */
+export interface ColumnSpec {
+  readonly name: string;
+  readonly type: string;
+}
+
+/** The insert-time range a partition covers, half-open, in nanoseconds since the epoch. */
+export interface InsertRange {
+  readonly begin: bigint;
+  readonly end: bigint;
+}
+
+/** How rows of a view are matched to a caller's audiences. */
+export type AudienceColumn = 'audience' | 'process_id';
+
+/**
+ * A view set: a table users query, materialized by the daemon into Parquet partitions.
+ * Built-in sets read the ingested blocks; SQL-defined sets (log_stats, CREATE MATERIALIZED
+ * VIEW) read other view sets through their queries.
+ */
+export interface ViewSet {
+  readonly name: string;
+  /** Materialization order: a set is materialized after every set of a lower group. */
+  readonly updateGroup: number;
+  readonly columns: readonly ColumnSpec[];
+  /** Event-time bounds of a partition, read from these columns. */
+  readonly minTimeColumn: string;
+  readonly maxTimeColumn: string;
+  readonly audienceColumn: AudienceColumn;
+  /** Widest fresh partition and widest merged partition, in seconds. */
+  readonly sourceDeltaSeconds: number;
+  readonly mergeDeltaSeconds: number;
+  /** The query users see, over `{source}` (the set's partitions). */
+  readonly mergeQuery: string;
+  readonly mergeSortOrder?: readonly string[];
+  readonly source: ViewSource;
+}
+
+/** Where a view set's rows come from. */
+export type ViewSource =
+  | { kind: 'metadata'; table: 'blocks' | 'processes' | 'streams' }
+  | { kind: 'payload'; tag: 'log' | 'metrics' | 'traces'; extract: string }
+  | { kind: 'sql'; extractQuery: string; countQuery: string; reads: readonly string[] };
+
+/** Schema hash: derived from the column names and types only, 8 bytes. */
+export function schemaHash(columns: readonly ColumnSpec[]): Buffer {
+  const canonical = columns.map((c) => `${c.name}\u0000${c.type.toUpperCase()}`).join('\u0001');
+  return createHash('sha256').update(canonical).digest().subarray(0, 8);
+}
+
+/** The one instance of a global view set. */
+export const globalInstance = 'global';
+
+/** `<n> <unit>` (second(s), minute(s), hour(s), day(s)) in seconds; null when malformed. */
+export function parseDelta(text: string): number | null {
+  const match = /^\s*(\d+)\s+(second|minute|hour|day)s?\s*$/i.exec(text);
+  if (!match) return null;
+  const n = Number(match[1]);
+  if (n <= 0) return null;
+  const unit = { second: 1, minute: 60, hour: 3600, day: 86400 }[match[2].toLowerCase() as 'second'];
+  return n * unit;
+}

@@ -1,0 +1,173 @@
+// MetadataStore: migrations at open (once, under a lock), the schema's rules, external servers.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { EmbeddedPostgres, MetadataStore, migrate, migrations } from '../../src/metadata/index.js';
+import { freshDatabase, tempDataDir, withClient } from './fixtures.js';
+
+describe('MetadataStore, embedded', () => {
+  const data = tempDataDir();
+  after(() => data.remove());
+
+  it('applies the migrations on first open, none on the next, and keeps data across close/reopen', async () => {
+    const first = await MetadataStore.open({ dataDir: data.dir });
+    try {
+      assert.deepEqual(first.appliedMigrations, [1]);
+      await first.query(`INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`);
+    } finally {
+      await first.close();
+      await first.close();
+    }
+    const second = await MetadataStore.open({ dataDir: data.dir });
+    try {
+      assert.deepEqual(second.appliedMigrations, []);
+      const { rows } = await second.query('SELECT version, name FROM orrery_migrations');
+      assert.deepEqual(rows, [{ version: 1, name: 'telemetry and lakehouse tables' }]);
+      const processes = await second.query('SELECT exe, audience, insert_time IS NOT NULL AS stamped FROM processes');
+      assert.deepEqual(processes.rows, [{ exe: 'svc', audience: 'public', stamped: true }]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses work once closed', async () => {
+    const store = await MetadataStore.open({ dataDir: data.dir });
+    await store.close();
+    await assert.rejects(store.query('SELECT 1'), { name: 'MetadataError', code: 'CLOSED', message: 'the metadata store has been closed' });
+    await assert.rejects(
+      store.transaction(async () => 1),
+      { code: 'CLOSED' },
+    );
+  });
+});
+
+describe('MetadataStore, external server', () => {
+  const data = tempDataDir();
+  let server: EmbeddedPostgres;
+  before(async () => {
+    server = await EmbeddedPostgres.start({ dataDir: data.dir });
+  });
+  after(async () => {
+    await server.close();
+    data.remove();
+  });
+
+  it('uses an external server given by its connection string, and leaves it running on close', async () => {
+    const url = await freshDatabase(server.connectionString, 'external_one');
+    const store = await MetadataStore.open({ connectionString: url, dataDir: '/nonexistent/unused' });
+    assert.deepEqual(store.appliedMigrations, [1]);
+    assert.equal(store.connectionString, url);
+    await store.close();
+    const tables = await withClient(url, async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)).rows[0].n);
+    assert.equal(tables, 8, 'the seven tables and orrery_migrations');
+  });
+
+  it('two stores opening one database at once both succeed, and the migrations run once', async () => {
+    const url = await freshDatabase(server.connectionString, 'concurrent_open');
+    const stores = await Promise.all([MetadataStore.open({ connectionString: url, dataDir: data.dir }), MetadataStore.open({ connectionString: url, dataDir: data.dir })]);
+    try {
+      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1]]);
+      const { rows } = await stores[0].query('SELECT version FROM orrery_migrations');
+      assert.deepEqual(rows, [{ version: 1 }]);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('reports a server it cannot reach without showing the password', async () => {
+    const url = new URL(server.connectionString);
+    url.password = 'wrong-password';
+    await assert.rejects(MetadataStore.open({ connectionString: url.toString(), dataDir: data.dir }), (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'CONNECT_FAILED');
+      assert.match(error.message, /^cannot connect to the metadata database 'postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/orrery': password authentication failed/);
+      assert.doesNotMatch(error.message, /wrong-password/);
+      return true;
+    });
+  });
+
+  it('refuses a database migrated by a newer Orrery', async () => {
+    const url = await freshDatabase(server.connectionString, 'too_new');
+    await (await MetadataStore.open({ connectionString: url, dataDir: data.dir })).close();
+    await withClient(url, (c) => c.query(`INSERT INTO orrery_migrations (version, name) VALUES (2, 'from the future')`));
+    await assert.rejects(MetadataStore.open({ connectionString: url, dataDir: data.dir }), {
+      code: 'SCHEMA_TOO_NEW',
+      message: 'the database has schema migration(s) 2 that this version of Orrery does not know (it knows 1 to 1); run a newer Orrery',
+    });
+  });
+
+  it('applies all pending migrations or none', async () => {
+    const url = await freshDatabase(server.connectionString, 'all_or_nothing');
+    const broken = [...migrations, { version: 2, name: 'broken', sql: 'CREATE TABLE half_done (x int); SELECT no_such_column FROM half_done' }];
+    await withClient(url, async (c) => {
+      await assert.rejects(migrate(c, () => {}, broken), {
+        code: 'MIGRATION_FAILED',
+        message: 'schema migration 2 (broken) failed: column "no_such_column" does not exist',
+      });
+      const { rows } = await c.query(`SELECT to_regclass('half_done') AS half, to_regclass('processes') AS processes, to_regclass('orrery_migrations') AS log`);
+      assert.deepEqual(rows, [{ half: null, processes: null, log: null }]);
+    });
+  });
+
+  describe('schema rules', () => {
+    let store: MetadataStore;
+    before(async () => {
+      store = await MetadataStore.open({ connectionString: await freshDatabase(server.connectionString, 'rules'), dataDir: data.dir });
+    });
+    after(() => store.close());
+
+    const partition = (begin: string, end: string, opts: { instance?: string; hash?: string; path?: string } = {}): Promise<unknown> =>
+      store.query(
+        `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, file_path, file_schema_hash, source_data_hash, num_rows)
+         VALUES ('log_entries', $1, $2, $3, $4, $5, '\\x0100000000000000', 1)`,
+        [opts.instance ?? 'global', begin, end, opts.path ?? `views/log_entries/${opts.instance ?? 'global'}/${begin}.parquet`, Buffer.from(opts.hash ?? '06', 'hex')],
+      );
+
+    it('refuses a partition overlapping another of the same view, instance and schema hash', async () => {
+      await partition('2026-01-01T00:00:00Z', '2026-01-01T01:00:00Z');
+      await assert.rejects(partition('2026-01-01T00:30:00Z', '2026-01-01T01:30:00Z'), {
+        code: '23P01',
+        constraint: 'lakehouse_partitions_no_overlap',
+      });
+      await assert.rejects(partition('2026-01-01T00:10:00Z', '2026-01-01T00:20:00Z'), { code: '23P01' });
+    });
+
+    it('accepts an adjacent partition (ranges are half-open) and overlaps across hashes or instances', async () => {
+      await partition('2026-01-01T01:00:00Z', '2026-01-01T02:00:00Z');
+      await partition('2026-01-01T00:30:00Z', '2026-01-01T01:30:00Z', { hash: '07', path: 'other-hash.parquet' });
+      await partition('2026-01-01T00:30:00Z', '2026-01-01T01:30:00Z', { instance: 'process-1' });
+      const { rows } = await store.query('SELECT count(*)::int AS n FROM lakehouse_partitions');
+      assert.deepEqual(rows, [{ n: 4 }]);
+    });
+
+    it('refuses an inverted insert range', async () => {
+      await assert.rejects(partition('2026-01-02T01:00:00Z', '2026-01-02T00:00:00Z'), {
+        code: '23514',
+        constraint: 'lakehouse_partitions_insert_range',
+      });
+    });
+
+    it('refuses a malformed audience and a duplicate block id', async () => {
+      const block = (audience: string): Promise<unknown> =>
+        store.query(`INSERT INTO blocks (block_id, stream_id, process_id, audience) VALUES ('00000000-0000-4000-8000-000000000001', gen_random_uuid(), gen_random_uuid(), $1)`, [
+          audience,
+        ]);
+      await assert.rejects(block('not an audience'), { code: '23514', constraint: 'blocks_audience_name' });
+      await block('team-a');
+      await assert.rejects(block('team-a'), { code: '23505', constraint: 'blocks_block_id_unique' });
+    });
+
+    it('commits a transaction that resolves and rolls back one that throws', async () => {
+      const rule = (reason: string) => (c: { query(text: string, values: unknown[]): Promise<unknown> }) =>
+        c.query(`INSERT INTO query_deny_list (match_expr, reason, created_by) VALUES ('true', $1, 'admin')`, [reason]);
+      await store.transaction(rule('kept'));
+      await assert.rejects(
+        store.transaction(async (c) => {
+          await rule('dropped')(c);
+          throw new Error('changed my mind');
+        }),
+        { message: 'changed my mind' },
+      );
+      const { rows } = await store.query('SELECT rule_id::int, reason FROM query_deny_list');
+      assert.deepEqual(rows, [{ rule_id: 1, reason: 'kept' }]);
+    });
+  });
+});
