@@ -66,12 +66,23 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const lakehouse = { db: metadata.pool, store, views };
     const engineOptions = { readableDirectories: [store.root], startupSql: compatibilityMacros, memoryLimit: config.duckdbMemoryLimit };
 
+    const maintenanceEngine = await DuckDBEngine.create({ ...engineOptions, threads: 1 });
+    closers.push(() => maintenanceEngine.close());
+    const materializer = new Materializer({
+      db: metadata.pool,
+      store,
+      engine: maintenanceEngine,
+      viewSet: (name) => views.get(name),
+      retireDelaySeconds: config.retireDelaySeconds,
+    });
+
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;
     if (role !== 'maintain') {
       const engine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
       closers.push(() => engine.close());
-      const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version, lakehouse), {
+      const backend = { lakehouse, materializer, retireDelaySeconds: config.retireDelaySeconds };
+      const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version, backend), {
         address: config.flightAddress,
         tls: config.tls,
         log,
@@ -81,15 +92,6 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       log('info', `Flight SQL listening on ${hostOf(config.flightAddress)}:${flightPort}${config.tls ? ' (TLS)' : ''}`);
     }
     if (role !== 'serve') {
-      const engine = await DuckDBEngine.create({ ...engineOptions, threads: 1 });
-      closers.push(() => engine.close());
-      const materializer = new Materializer({
-        db: metadata.pool,
-        store,
-        engine,
-        viewSet: (name) => views.get(name),
-        retireDelaySeconds: config.retireDelaySeconds,
-      });
       daemon = new MaintenanceDaemon({
         db: metadata.pool,
         store,

@@ -6,3 +6,4 @@ export { FlightSqlError, type ErrorStatus } from './errors.js';
 export { parseRfc3339Nanos } from './call-context.js';
 export { likeMatcher } from './metadata-commands.js';
 export { decodeSchema, encapsulateSchema } from './ipc.js';
+export { batchFromRows } from './record-batches.js';

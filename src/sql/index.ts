@@ -1,2 +1,2 @@
 // Statement routing: who may run what, and where each statement goes.
-export { SqlService } from './sql-service.js';
+export { SqlService, type LakehouseBackend } from './sql-service.js';

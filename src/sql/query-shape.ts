@@ -12,6 +12,9 @@ export interface RelationRef {
 
 export interface TableFunctionCall {
   readonly name: string;
+  /** Qualifier as written (`micromegas.admin.f` gives catalog micromegas, schema admin). */
+  readonly catalog: string;
+  readonly schema: string;
   /** Literal arguments, as DuckDB parsed them; null where an argument is not a constant. */
   readonly args: unknown[];
 }
@@ -55,7 +58,12 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
       });
     } else if (node.type === 'TABLE_FUNCTION') {
       const fn = node.function as Node;
-      shape.tableFunctions.push({ name: String(fn.function_name), args: ((fn.children as Node[]) ?? []).map(constantValue) });
+      shape.tableFunctions.push({
+        name: String(fn.function_name),
+        catalog: String(fn.catalog ?? ''),
+        schema: String(fn.schema ?? ''),
+        args: ((fn.children as Node[]) ?? []).map(constantValue),
+      });
       visit(fn.children);
       return;
     } else if (node.class === 'FUNCTION') {
@@ -74,6 +82,8 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
 }
 
 function constantValue(node: Node): unknown {
+  // A literal with a cast (TIMESTAMP '2024-01-01', 3::BIGINT) counts as the literal.
+  if (node.class === 'CAST') return constantValue(node.child as Node);
   if (node.class !== 'CONSTANT') return null;
   const value = node.value as { is_null: boolean; value: unknown };
   return value.is_null ? null : value.value;

@@ -1,8 +1,9 @@
-import type { Schema } from 'apache-arrow';
+import { Field, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
 import { StatementType, type DuckDBEngine, type RunOptions, type StatementDescription } from '../engine/index.js';
 import {
   FlightSqlError,
+  batchFromRows,
   type CallContext,
   type DbSchemaInfo,
   type FlightSqlBackend,
@@ -13,26 +14,42 @@ import {
   type TableInfo,
   type XdbcTypeInfo,
 } from '../flight/index.js';
+import { emptyRelation } from '../views/index.js';
+import { functionSetup, readableFunctionNames, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
-import { queryShape } from './query-shape.js';
+import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
+import { queryShape, type QueryShape, type TableFunctionCall } from './query-shape.js';
 import { sqlInfo } from './sql-info-values.js';
 import { checkReaderQuery, checkSingleStatement } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 
-/** Lakehouse table functions any key may call. */
-const readableTableFunctions: ReadonlySet<string> = new Set(['list_partitions', 'list_view_sets', 'view_instance', 'process_spans']);
+/** The rows every admin procedure streams: when, and what happened. */
+const progressSchema = new Schema([new Field('time', new TimestampNanosecond('UTC'), false), new Field('msg', new Utf8(), false)]);
+
+/** How a statement runs: on DuckDB, or as an admin procedure run by Orrery itself. */
+type Plan =
+  | { kind: 'engine'; description: StatementDescription; options: RunOptions }
+  | { kind: 'procedure'; call: TableFunctionCall };
+
+/** The lakehouse plus what its admin procedures need. */
+export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly lakehouse: Lakehouse };
 
 /**
- * What statements mean in Orrery: keys decide who may run what, and statements run on the
- * DuckDB engine. This is the backend the Flight SQL front end talks to.
+ * What statements mean in Orrery: keys decide who may run what; admin procedures run here;
+ * everything else runs on DuckDB with the view sets it reads set up for the caller's
+ * audiences. This is the backend the Flight SQL front end talks to.
  */
 export class SqlService implements FlightSqlBackend<Principal> {
   constructor(
     private readonly keyring: Keyring,
     private readonly engine: DuckDBEngine,
     private readonly serverVersion: string,
-    private readonly lakehouse?: Lakehouse,
+    private readonly backend?: LakehouseBackend,
   ) {}
+
+  private get lakehouse(): Lakehouse | undefined {
+    return this.backend?.lakehouse;
+  }
 
   async authenticateBasic(username: string, password: string): Promise<{ principal: Principal; token: string }> {
     const principal = this.keyring.byNameAndKey(username, password);
@@ -47,21 +64,28 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
-    return (await this.plan(ctx, statement)).description.schema;
+    const plan = await this.plan(ctx, statement);
+    return plan.kind === 'engine' ? plan.description.schema : progressSchema;
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
-    const { options } = await this.plan(ctx, statement);
-    return this.engine.query(statement.query, { ...options, signal: ctx.signal, limit: ctx.options.limit });
+    const plan = await this.plan(ctx, statement);
+    if (plan.kind === 'procedure') return { schema: progressSchema, batches: this.progress(plan.call) };
+    return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit });
   }
 
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
-    const { options } = await this.plan(ctx, statement);
-    return this.engine.execute(statement.query, options);
+    const plan = await this.plan(ctx, statement);
+    if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
+    let rows = 0;
+    for await (const batch of this.progress(plan.call)) rows += batch.numRows;
+    return rows;
   }
 
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
-    const { description } = await this.plan(ctx, statement);
+    const plan = await this.plan(ctx, statement);
+    if (plan.kind === 'procedure') return { datasetSchema: progressSchema, parameterSchema: new Schema([]), isUpdate: false };
+    const { description } = plan;
     return {
       datasetSchema: description.schema,
       parameterSchema: description.parameterSchema,
@@ -79,9 +103,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async getTables(_ctx: CallContext<Principal>, includeSchema: boolean): Promise<TableInfo[]> {
-    const tables = await this.engine.tables();
-    return Promise.all(
-      tables.map(async (table) => ({
+    const tables: TableInfo[] = await Promise.all(
+      (await this.engine.tables()).map(async (table) => ({
         catalog: table.catalog,
         schema: table.schema,
         name: table.name,
@@ -89,6 +112,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
         arrowSchema: includeSchema ? await this.engine.tableSchema(table) : undefined,
       })),
     );
+    for (const view of this.lakehouse?.views.all() ?? []) {
+      const arrowSchema = includeSchema ? (await this.engine.describe(emptyRelation(view.columns))).schema : undefined;
+      tables.push({ catalog: 'orrery', schema: 'main', name: view.name, type: 'TABLE', arrowSchema });
+    }
+    return tables;
   }
 
   async getTableTypes(): Promise<string[]> {
@@ -104,31 +132,61 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /**
-   * Works out how a statement runs for this caller: refuses what the key may not do, and
-   * sets up the view sets the statement reads, scoped to the caller's audiences.
+   * Works out how a statement runs for this caller: refuses what the key may not do, routes
+   * admin procedures, and sets up the view sets and lakehouse functions the statement reads,
+   * scoped to the caller's audiences.
    */
-  private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<{ description: StatementDescription; options: RunOptions }> {
+  private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<Plan> {
     const { principal } = ctx;
     const tree = await this.engine.parseSelect(statement.query);
     const shape = tree ? queryShape(tree) : null;
-    if (shape) checkSingleStatement(shape);
-    if (!principal.admin) {
-      if (!shape) throw this.selectOnly(principal, await this.engine.describe(statement.query));
-      checkReaderQuery(shape, readableTableFunctions);
+    if (shape) {
+      checkSingleStatement(shape);
+      const procedure = this.procedureCall(shape, principal);
+      if (procedure) return { kind: 'procedure', call: procedure };
     }
-    const views = shape && this.lakehouse ? referencedViews(shape, this.lakehouse) : [];
-    const setup =
-      views.length > 0 && this.lakehouse
-        ? await viewSetup(this.lakehouse, views, scopeOf(principal), { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd })
-        : [];
+    if (!principal.admin) {
+      if (!shape) throw selectOnly(principal, await this.engine.describe(statement.query));
+      checkReaderQuery(shape, readableFunctionNames);
+    }
+    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
     const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup };
     const description = await this.engine.describe(statement.query, options);
-    if (!principal.admin && description.statementType !== StatementType.SELECT) throw this.selectOnly(principal, description);
-    return { description, options };
+    if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal, description);
+    return { kind: 'engine', description, options };
   }
 
-  private selectOnly(principal: Principal, description: StatementDescription): FlightSqlError {
-    const kind = StatementType[description.statementType];
-    return new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may only run SELECT statements (this is ${kind})`);
+  /** The admin procedure a statement calls, if any; it must be the whole statement. */
+  private procedureCall(shape: QueryShape, principal: Principal): TableFunctionCall | undefined {
+    const call = shape.tableFunctions.find((f) => procedureOf(f));
+    if (!call) return undefined;
+    if (!this.lakehouse) throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
+    if (!principal.admin) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
+    if (shape.tableFunctions.length !== 1 || shape.relations.length !== 0) {
+      throw new FlightSqlError('INVALID_ARGUMENT', `${call.name} must be called on its own: SELECT * FROM ${call.name}(...)`);
+    }
+    return call;
   }
+
+  private async lakehouseSetup(ctx: CallContext<Principal>, shape: QueryShape, lakehouse: Lakehouse): Promise<string[]> {
+    const calls = shape.tableFunctions.filter((f) => readableFunctionNames.has(f.name.toLowerCase()));
+    const views = new Map([...referencedViews(shape, lakehouse), ...viewsReadBy(calls, lakehouse)].map((v) => [v.name, v]));
+    const viewStatements =
+      views.size > 0
+        ? await viewSetup(lakehouse, [...views.values()], scopeOf(ctx.principal), { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd })
+        : [];
+    return [...viewStatements, ...(await functionSetup(calls, lakehouse))];
+  }
+
+  /** Runs an admin procedure, one (time, msg) row per message as it comes. */
+  private async *progress(call: TableFunctionCall): AsyncGenerator<RecordBatch> {
+    for await (const message of runProcedure(this.backend!, call)) {
+      yield batchFromRows(progressSchema, [[Date.now(), message]]);
+    }
+  }
+}
+
+function selectOnly(principal: Principal, description: StatementDescription): FlightSqlError {
+  const kind = StatementType[description.statementType];
+  return new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may only run SELECT statements (this is ${kind})`);
 }

@@ -111,6 +111,15 @@ describe('decodeBody', () => {
       message: 'body is not valid gzip: unexpected end of file',
     });
   });
+  it('passes on a failing source (an aborted upload) as it is, not as a bad body', async () => {
+    const aborted = new Error('aborted');
+    async function* source() {
+      yield gzipSync(Buffer.from('partial')).subarray(0, 12);
+      throw aborted;
+    }
+    await assert.rejects(decodeBody(source(), 'gzip'), (error) => error === aborted);
+    await assert.rejects(decodeBody(source(), undefined), (error) => error === aborted);
+  });
 });
 
 describe('contentTypeOf', () => {

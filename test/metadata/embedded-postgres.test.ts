@@ -34,8 +34,9 @@ describe('EmbeddedPostgres', () => {
   after(() => data.remove());
 
   it('starts a real server with its cluster under <dataDir>/postgres, and closes idempotently', async () => {
+    const { log, lines } = recordingLog();
     const started = Date.now();
-    const server = await EmbeddedPostgres.start({ dataDir: data.dir });
+    const server = await EmbeddedPostgres.start({ dataDir: data.dir, log });
     const elapsed = Date.now() - started;
     try {
       assert.match(server.connectionString, /^postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/orrery$/);
@@ -44,7 +45,12 @@ describe('EmbeddedPostgres', () => {
       assert.equal(row.db, 'orrery');
       const cluster = join(data.dir, 'postgres');
       assert.ok(statSync(join(cluster, 'PG_VERSION')).isFile());
-      if (asRoot) assert.notEqual(statSync(cluster).uid, 0, 'the cluster belongs to the non-root server user');
+      if (asRoot) {
+        assert.notEqual(statSync(cluster).uid, 0, 'the cluster belongs to the non-root server user');
+        // mkdtemp made the data folder private: the server user was let in (search permission only)
+        assert.ok(lines.includes(`info: allowed the OS user 'postgres', which runs the embedded Postgres server, to enter ${data.dir} (chmod o+x)`));
+        assert.equal(statSync(data.dir).mode & 0o777, 0o701);
+      }
       assert.ok(elapsed < 30_000, `first start (initdb included) took ${elapsed} ms`);
     } finally {
       await server.close();
@@ -152,6 +158,13 @@ describe('EmbeddedPostgres', () => {
     } finally {
       closed.remove();
     }
+  });
+
+  it('as root, reports an OS user for the server that cannot be created', { skip: !asRoot && 'not running as root' }, async () => {
+    await assert.rejects(EmbeddedPostgres.start({ dataDir: data.dir, osUser: 'Not A User!' }), {
+      code: 'SERVER_USER_UNAVAILABLE',
+      message: /^Postgres cannot run as root and the OS user 'Not A User!' does not exist; creating it with useradd failed: .*invalid user name/,
+    });
   });
 
   it('stops the server when its owner exits without closing it', async () => {

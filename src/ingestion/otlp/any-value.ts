@@ -20,9 +20,12 @@ const VALUE = field('value');
 const ATTRIBUTES = field('attributes');
 const NAME = field('name');
 const VERSION = field('version');
+const SCOPE = field('scope');
 const KINDS: readonly Field[] = [STRING, BOOL, INT, DOUBLE, ARRAY, KVLIST, BYTES];
 const BY_NAME = new Map(KINDS.map((k) => [k.camel, k]));
 const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** Which AnyValue field is set: protobufjs names it in the `value` oneof; JSON must have at most one. */
 function setKind(v: OtlpNode, path: string): Field | undefined {
@@ -54,7 +57,7 @@ export function anyValue(v: OtlpNode | null, path: string, depth = 0): AttrValue
     }
     case INT: {
       const n = int64(v, INT, path);
-      return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
+      return n >= MIN_SAFE && n <= MAX_SAFE ? Number(n) : n.toString();
     }
     case DOUBLE:
       return optDouble(v, DOUBLE, path) ?? 0;
@@ -108,7 +111,7 @@ export const attributes = (o: OtlpNode, path: string): Attributes => keyValues(o
 
 /** The `scope` field (InstrumentationScope) of a ScopeLogs / ScopeMetrics / ScopeSpans. */
 export function scopeOf(o: OtlpNode, path: string): OtlpScope {
-  const scope = message(o, field('scope'), path);
+  const scope = message(o, SCOPE, path);
   if (scope === null) return { name: '', version: '' };
   return { name: str(scope, NAME, `${path}.scope`), version: str(scope, VERSION, `${path}.scope`) };
 }

@@ -70,7 +70,9 @@ export async function decodeBody(
     });
   } catch (error) {
     if (refusal instanceof OtlpDecodeError) throw refusal;
-    throw malformed(`body is not valid gzip: ${(error as Error).message}`);
+    // zlib's own errors (Z_DATA_ERROR, Z_BUF_ERROR, ...) are the body's fault; a failing source is not.
+    if (String((error as { code?: unknown }).code).startsWith('Z_')) throw malformed(`body is not valid gzip: ${(error as Error).message}`);
+    throw error;
   }
   return result;
 }

@@ -1,0 +1,128 @@
+import { FlightSqlError } from '../flight/index.js';
+import { allPartitions } from '../lakehouse/index.js';
+import { quoteIdentifier, quoteLiteral, schemaHash, type ViewSet } from '../views/index.js';
+import type { Lakehouse } from './lakehouse-session.js';
+import type { TableFunctionCall } from './query-shape.js';
+
+// Lakehouse table functions any key may call. Each becomes a temporary table macro on the
+// statement's connection, so they compose with the rest of the query (WHERE, JOIN, ...).
+// Rows of view_instance and process_spans come from the caller's audience-scoped view sets:
+// a process of another audience looks exactly like one that does not exist.
+
+export const readableFunctionNames: ReadonlySet<string> = new Set(['list_partitions', 'list_view_sets', 'view_instance', 'process_spans']);
+
+const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
+
+/** The view sets the calls read (they must be set up on the connection too). */
+export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): ViewSet[] {
+  const out: ViewSet[] = [];
+  for (const call of calls) {
+    const name = call.name.toLowerCase();
+    if (name === 'view_instance') {
+      const view = typeof call.args[0] === 'string' ? lakehouse.views.get(call.args[0]) : undefined;
+      if (!view) throw invalid(`view_instance: view set '${String(call.args[0])}' does not exist`);
+      out.push(view);
+    } else if (name === 'process_spans') {
+      const spans = lakehouse.views.get('spans');
+      if (spans) out.push(spans);
+    }
+  }
+  return out;
+}
+
+/** Setup statements defining the called functions as temporary table macros. */
+export async function functionSetup(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): Promise<string[]> {
+  const statements: string[] = [];
+  const seen = new Map<string, string>();
+  for (const call of calls) {
+    const name = call.name.toLowerCase();
+    if (!readableFunctionNames.has(name)) continue;
+    const signature = JSON.stringify(call.args);
+    if (seen.has(name)) {
+      if (seen.get(name) !== signature) throw invalid(`${name} may be called with one set of arguments per statement`);
+      continue;
+    }
+    seen.set(name, signature);
+    statements.push(...(await define(name, call.args, lakehouse)));
+  }
+  return statements;
+}
+
+async function define(name: string, args: unknown[], lakehouse: Lakehouse): Promise<string[]> {
+  switch (name) {
+    case 'list_partitions': {
+      arity(name, args, 0);
+      const rows = (await allPartitions(lakehouse.db)).map((p) =>
+        [
+          quoteLiteral(p.viewSetName),
+          quoteLiteral(p.viewInstanceId),
+          `make_timestamp_ns(${p.beginInsertTime})`,
+          `make_timestamp_ns(${p.endInsertTime})`,
+          p.minEventTime === null ? 'NULL' : `make_timestamp_ns(${p.minEventTime})`,
+          p.maxEventTime === null ? 'NULL' : `make_timestamp_ns(${p.maxEventTime})`,
+          p.filePath === null ? 'NULL' : quoteLiteral(p.filePath),
+          String(p.fileSize),
+          `from_hex('${p.schemaHash.toString('hex')}')`,
+          String(p.sourceCount),
+          String(p.numRows),
+        ].join(', '),
+      );
+      const columns =
+        'view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, end_insert_time TIMESTAMP_NS, ' +
+        'min_event_time TIMESTAMP_NS, max_event_time TIMESTAMP_NS, file_path VARCHAR, file_size BIGINT, file_schema_hash BLOB, ' +
+        'source_count BIGINT, num_rows BIGINT';
+      return table(name, columns, rows);
+    }
+    case 'list_view_sets': {
+      arity(name, args, 0);
+      const rows = lakehouse.views.all().map((v) =>
+        [
+          quoteLiteral(v.name),
+          `from_hex('${schemaHash(v.columns).toString('hex')}')`,
+          quoteLiteral(v.columns.map((c) => `${c.name} ${c.type}`).join(', ')),
+          'false',
+          'true',
+          String(v.updateGroup),
+        ].join(', '),
+      );
+      return table(
+        name,
+        'view_set_name VARCHAR, current_schema_hash BLOB, schema VARCHAR, has_view_maker BOOLEAN, global_instance_available BOOLEAN, update_group INTEGER',
+        rows,
+      );
+    }
+    case 'view_instance': {
+      arity(name, args, 2);
+      const [view, instance] = args as [string, unknown];
+      if (typeof instance !== 'string') throw invalid('view_instance: instance_id must be a string literal');
+      const filter = instance === 'global' ? '' : ` WHERE process_id = ${quoteLiteral(instance)}`;
+      return [`CREATE OR REPLACE TEMP MACRO view_instance(view_set, instance_id) AS TABLE SELECT * FROM ${quoteIdentifier(view)}${filter}`];
+    }
+    case 'process_spans': {
+      arity(name, args, 2);
+      const [process, kind] = args;
+      if (typeof process !== 'string') throw invalid('process_spans: process_id must be a string literal');
+      if (kind !== 'thread' && kind !== 'async' && kind !== 'both') throw invalid(`process_spans: kind must be 'thread', 'async' or 'both'`);
+      return [
+        `CREATE OR REPLACE TEMP MACRO process_spans(process_id, kind) AS TABLE SELECT * FROM spans WHERE process_id = ${quoteLiteral(process)}`,
+      ];
+    }
+    default:
+      return [];
+  }
+}
+
+function arity(name: string, args: unknown[], count: number): void {
+  if (args.length !== count) throw invalid(`${name} takes ${count} argument(s), got ${args.length}`);
+  if (args.some((a) => a === null)) throw invalid(`${name}: arguments must be literals`);
+}
+
+function table(name: string, columns: string, rows: string[]): string[] {
+  const relation = `__${name}`;
+  const statements = [`CREATE OR REPLACE TEMP TABLE ${relation} (${columns})`];
+  for (let i = 0; i < rows.length; i += 500) {
+    statements.push(`INSERT INTO ${relation} VALUES ${rows.slice(i, i + 500).map((r) => `(${r})`).join(', ')}`);
+  }
+  statements.push(`CREATE OR REPLACE TEMP MACRO ${name}() AS TABLE SELECT * FROM ${relation}`);
+  return statements;
+}

@@ -1,0 +1,201 @@
+import type pg from 'pg';
+import { FlightSqlError, parseRfc3339Nanos } from '../flight/index.js';
+import { allPartitions, nanosToIso, nanosToPg, retireInside, secondsToNanos } from '../lakehouse/index.js';
+import type { Materializer } from '../maintenance/index.js';
+import { schemaHash } from '../views/index.js';
+import type { Lakehouse } from './lakehouse-session.js';
+import type { TableFunctionCall } from './query-shape.js';
+
+// Admin procedures: mutating lakehouse functions called as `SELECT * FROM f(...)`. They run
+// in Orrery, not in DuckDB, and stream their progress as (time, msg) rows as they go.
+
+export interface ProcedureContext {
+  readonly lakehouse: Lakehouse;
+  readonly materializer: Materializer;
+  readonly retireDelaySeconds: number;
+}
+
+type Run = (ctx: ProcedureContext, args: unknown[]) => AsyncGenerator<string>;
+
+interface Procedure {
+  readonly params: readonly string[];
+  readonly run: Run;
+}
+
+const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
+
+function text(args: unknown[], index: number, fn: string, params: readonly string[]): string {
+  const value = args[index];
+  if (typeof value !== 'string' || value === '') throw invalid(`${fn}: argument ${params[index]} must be a non-empty string literal`);
+  return value;
+}
+
+function time(args: unknown[], index: number, fn: string, params: readonly string[]): bigint {
+  const value = text(args, index, fn, params);
+  const withTime = /^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value;
+  try {
+    return parseRfc3339Nanos(withTime, `${fn} argument ${params[index]}`);
+  } catch (error) {
+    throw invalid((error as Error).message.replace(/^header /, ''));
+  }
+}
+
+function seconds(args: unknown[], index: number, fn: string, params: readonly string[]): number {
+  const value = Number(args[index]);
+  if (!Number.isInteger(value) || value <= 0) throw invalid(`${fn}: argument ${params[index]} must be a positive number of seconds`);
+  return value;
+}
+
+function range(args: unknown[], first: number, fn: string, params: readonly string[]): { begin: bigint; end: bigint } {
+  const begin = time(args, first, fn, params);
+  const end = time(args, first + 1, fn, params);
+  if (end <= begin) throw invalid(`${fn}: ${params[first + 1]} must be after ${params[first]}`);
+  return { begin, end };
+}
+
+function viewSetOf(ctx: ProcedureContext, name: string, fn: string) {
+  const view = ctx.lakehouse.views.get(name);
+  if (!view) throw invalid(`${fn}: view set '${name}' does not exist`);
+  return view;
+}
+
+async function inTransaction<T>(db: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+const show = (b: bigint, e: bigint): string => `[${nanosToIso(b)}, ${nanosToIso(e)})`;
+
+const procedureList: Record<string, Procedure> = {
+  retire_partitions: {
+    params: ['view_set', 'instance', 'begin', 'end'],
+    async *run(ctx, args) {
+      const p = procedureList.retire_partitions.params;
+      const view = text(args, 0, 'retire_partitions', p);
+      const instance = text(args, 1, 'retire_partitions', p);
+      const { begin, end } = range(args, 2, 'retire_partitions', p);
+      const files = await inTransaction(ctx.lakehouse.db, (client) => retireInside(client, view, instance, begin, end, ctx.retireDelaySeconds));
+      for (const file of files) yield `retired ${file}`;
+      yield `retired ${files.length} partition file(s) of ${view}/${instance} in ${show(begin, end)}`;
+    },
+  },
+  materialize_partitions: {
+    params: ['view_name', 'begin', 'end', 'delta_seconds'],
+    async *run(ctx, args) {
+      yield* materialize(ctx, args, 'materialize_partitions', false);
+    },
+  },
+  regenerate_partitions: {
+    params: ['view_name', 'begin', 'end', 'delta_seconds'],
+    async *run(ctx, args) {
+      yield* materialize(ctx, args, 'regenerate_partitions', true);
+    },
+  },
+  retire_partition_by_metadata: {
+    params: ['view_set', 'instance', 'begin_insert_time', 'end_insert_time'],
+    async *run(ctx, args) {
+      const p = procedureList.retire_partition_by_metadata.params;
+      const view = text(args, 0, 'retire_partition_by_metadata', p);
+      const instance = text(args, 1, 'retire_partition_by_metadata', p);
+      const { begin, end } = range(args, 2, 'retire_partition_by_metadata', p);
+      const { rows } = await ctx.lakehouse.db.query<{ file_path: string | null }>(
+        `WITH gone AS (
+           DELETE FROM lakehouse_partitions
+            WHERE view_set_name = $1 AND view_instance_id = $2 AND begin_insert_time = $3 AND end_insert_time = $4
+            RETURNING file_path, file_size)
+         , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
+             SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $5) FROM gone WHERE file_path IS NOT NULL)
+         SELECT file_path FROM gone`,
+        [view, instance, nanosToPg(begin), nanosToPg(end), ctx.retireDelaySeconds],
+      );
+      yield rows.length > 0
+        ? `SUCCESS: retired the partition of ${view}/${instance} ${show(begin, end)}`
+        : `ERROR: no partition of ${view}/${instance} covers exactly ${show(begin, end)}`;
+    },
+  },
+  retire_partition_by_file: {
+    params: ['file_path'],
+    async *run(ctx, args) {
+      const path = text(args, 0, 'retire_partition_by_file', procedureList.retire_partition_by_file.params);
+      const { rows } = await ctx.lakehouse.db.query<{ file_path: string }>(
+        `WITH gone AS (DELETE FROM lakehouse_partitions WHERE file_path = $1 RETURNING file_path, file_size)
+         , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
+             SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $2) FROM gone)
+         SELECT file_path FROM gone`,
+        [path, ctx.retireDelaySeconds],
+      );
+      yield rows.length > 0 ? `SUCCESS: retired ${path}` : `ERROR: no partition has the file ${path}`;
+    },
+  },
+  retire_incompatible_partitions: {
+    params: [],
+    async *run(ctx) {
+      let retired = 0;
+      for (const partition of await allPartitions(ctx.lakehouse.db)) {
+        const view = ctx.lakehouse.views.get(partition.viewSetName);
+        if (!view || schemaHash(view.columns).equals(partition.schemaHash)) continue;
+        await ctx.lakehouse.db.query(
+          `WITH gone AS (
+             DELETE FROM lakehouse_partitions WHERE view_set_name = $1 AND view_instance_id = $2 AND file_schema_hash = $3
+               AND begin_insert_time = $4 AND end_insert_time = $5 RETURNING file_path, file_size)
+           INSERT INTO temporary_files (file_path, file_size, expiration)
+             SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $6) FROM gone WHERE file_path IS NOT NULL`,
+          [
+            partition.viewSetName,
+            partition.viewInstanceId,
+            partition.schemaHash,
+            nanosToPg(partition.beginInsertTime),
+            nanosToPg(partition.endInsertTime),
+            ctx.retireDelaySeconds,
+          ],
+        );
+        retired++;
+        yield `retired ${partition.viewSetName}/${partition.viewInstanceId} ${show(partition.beginInsertTime, partition.endInsertTime)} (schema hash ${partition.schemaHash.toString('hex')})`;
+      }
+      yield `retired ${retired} incompatible partition(s)`;
+    },
+  },
+};
+
+async function* materialize(ctx: ProcedureContext, args: unknown[], fn: string, force: boolean): AsyncGenerator<string> {
+  const params = procedureList[fn].params;
+  const view = viewSetOf(ctx, text(args, 0, fn, params), fn);
+  const { begin, end } = range(args, 1, fn, params);
+  const delta = seconds(args, 3, fn, params);
+  const step = secondsToNanos(delta);
+  if (force && (end - begin) % step !== 0n) throw invalid(`${fn}: delta_seconds (${delta}) must divide the range exactly`);
+  for (let b = begin; b < end; b += step) {
+    const e = b + step < end ? b + step : end;
+    const outcome = await ctx.materializer.materialize(view, { begin: b, end: e }, force);
+    yield `${view.name} ${show(b, e)}: ${outcome}`;
+  }
+}
+
+/** Whether a table function call names an admin procedure (also as micromegas.admin.<name>). */
+export function procedureOf(call: TableFunctionCall): Procedure | undefined {
+  const qualified = call.catalog === '' && call.schema === '' ? true : call.catalog === 'micromegas' && call.schema === 'admin';
+  return qualified ? procedureList[call.name.toLowerCase()] : undefined;
+}
+
+/** Names of every admin procedure. */
+export const procedureNames: ReadonlySet<string> = new Set(Object.keys(procedureList));
+
+/** Runs a procedure with its literal arguments, checking their count. */
+export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall): AsyncGenerator<string> {
+  const procedure = procedureOf(call)!;
+  if (call.args.length !== procedure.params.length) {
+    throw invalid(`${call.name} takes ${procedure.params.length} argument(s) (${procedure.params.join(', ')}), got ${call.args.length}`);
+  }
+  if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be literals`);
+  return procedure.run(ctx, call.args);
+}
