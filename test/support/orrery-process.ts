@@ -2,15 +2,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { startOrrery, type Orrery } from '../../src/app.js';
+import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { TestFlightClient } from './flight-client.js';
 
 export const adminKey = { name: 'admin', key: 'admin-key-0123' };
 export const readerKey = { name: 'reader', key: 'reader-key-0123' };
 
-/** Starts Orrery in this process on a free port with a temporary data folder. */
-export async function startTestOrrery(env: Record<string, string> = {}): Promise<Orrery & { address: string; dataDir: string }> {
+/** Starts Orrery in this process on free ports with a temporary data folder. */
+export async function startTestOrrery(
+  env: Record<string, string> = {},
+  role: Role = 'all',
+): Promise<Orrery & { address: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
   const config = loadConfig({
     ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
@@ -20,7 +23,7 @@ export async function startTestOrrery(env: Record<string, string> = {}): Promise
     MICROMEGAS_ADMINS: JSON.stringify([adminKey.name]),
     ...env,
   });
-  const orrery = await startOrrery(config, () => {});
+  const orrery = await startOrrery(config, () => {}, role);
   return {
     ...orrery,
     address: `127.0.0.1:${orrery.flightPort}`,
@@ -41,10 +44,10 @@ export interface OrreryFixture {
 }
 
 /** Registers before/after hooks that start an Orrery with two clients and stop them. */
-export function useOrrery(env: Record<string, string> = {}): OrreryFixture {
+export function useOrrery(env: Record<string, string> = {}, role: Role = 'all'): OrreryFixture {
   const fixture = {} as OrreryFixture;
   before(async () => {
-    fixture.orrery = await startTestOrrery(env);
+    fixture.orrery = await startTestOrrery(env, role);
     fixture.admin = new TestFlightClient(fixture.orrery.address);
     fixture.admin.headers.authorization = `Bearer ${adminKey.key}`;
     fixture.reader = new TestFlightClient(fixture.orrery.address);
