@@ -9,7 +9,7 @@ import { FileObjectStore, objectStoreFromUri, type ObjectStore } from './lakehou
 import { MaintenanceDaemon, Materializer } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
-import { SqlService } from './sql/index.js';
+import { DenyRules, SqlService } from './sql/index.js';
 import { ViewRegistry, builtinViewSets, compatibilityMacros } from './views/index.js';
 
 export type Log = (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
@@ -81,7 +81,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     if (role !== 'maintain') {
       const engine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
       closers.push(() => engine.close());
-      const backend = { lakehouse, materializer, retireDelaySeconds: config.retireDelaySeconds };
+      const denyRules = new DenyRules(metadata.pool, engine);
+      const backend = { lakehouse, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules };
       const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version, backend), {
         address: config.flightAddress,
         tls: config.tls,

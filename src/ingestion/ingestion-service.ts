@@ -62,7 +62,7 @@ export class IngestionService {
             if (begin < 0n || b < begin) begin = b;
             if (e > end) end = e;
           }
-          return { resource: g.resource.attributes, lines: g.records.map(toLine), count: g.records.length, begin, end };
+          return { resource: withoutReserved(g.resource.attributes), lines: g.records.map(toLine), count: g.records.length, begin, end };
         });
     switch (signal) {
       case 'logs':
@@ -125,6 +125,14 @@ export class IngestionService {
       client.release();
     }
   }
+}
+
+/**
+ * Resource attributes without the `micromegas.` ones: those are the server's to set (the
+ * audience comes from the key), so a client cannot choose them.
+ */
+function withoutReserved(attributes: Attributes): Attributes {
+  return Object.fromEntries(Object.entries(attributes).filter(([key]) => !key.startsWith('micromegas.')));
 }
 
 interface PendingBlock {

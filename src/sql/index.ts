@@ -1,2 +1,3 @@
 // Statement routing: who may run what, and where each statement goes.
 export { SqlService, type LakehouseBackend } from './sql-service.js';
+export { DenyRules, type DenyRule, type QueryAttributes } from './deny-rules.js';

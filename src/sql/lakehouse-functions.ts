@@ -1,6 +1,7 @@
 import { FlightSqlError } from '../flight/index.js';
 import { allPartitions } from '../lakehouse/index.js';
 import { quoteIdentifier, quoteLiteral, schemaHash, type ViewSet } from '../views/index.js';
+import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from './query-shape.js';
 
@@ -10,6 +11,9 @@ import type { TableFunctionCall } from './query-shape.js';
 // a process of another audience looks exactly like one that does not exist.
 
 export const readableFunctionNames: ReadonlySet<string> = new Set(['list_partitions', 'list_view_sets', 'view_instance', 'process_spans']);
+
+/** Table functions only admins may call. */
+export const adminFunctionNames: ReadonlySet<string> = new Set(['list_query_denials']);
 
 const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
 
@@ -31,25 +35,32 @@ export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lake
 }
 
 /** Setup statements defining the called functions as temporary table macros. */
-export async function functionSetup(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): Promise<string[]> {
+export async function functionSetup(calls: readonly TableFunctionCall[], lakehouse: Lakehouse, denyRules?: DenyRules): Promise<string[]> {
   const statements: string[] = [];
   const seen = new Map<string, string>();
   for (const call of calls) {
     const name = call.name.toLowerCase();
-    if (!readableFunctionNames.has(name)) continue;
+    if (!readableFunctionNames.has(name) && !adminFunctionNames.has(name)) continue;
     const signature = JSON.stringify(call.args);
     if (seen.has(name)) {
       if (seen.get(name) !== signature) throw invalid(`${name} may be called with one set of arguments per statement`);
       continue;
     }
     seen.set(name, signature);
-    statements.push(...(await define(name, call.args, lakehouse)));
+    statements.push(...(await define(name, call.args, lakehouse, denyRules)));
   }
   return statements;
 }
 
-async function define(name: string, args: unknown[], lakehouse: Lakehouse): Promise<string[]> {
+async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyRules?: DenyRules): Promise<string[]> {
   switch (name) {
+    case 'list_query_denials': {
+      arity(name, args, 0);
+      const rows = (await denyRules?.list() ?? []).map((r) =>
+        [String(r.ruleId), quoteLiteral(r.matchExpr), quoteLiteral(r.reason), `${quoteLiteral(r.createdAt)}::TIMESTAMPTZ`, r.createdBy === null ? 'NULL' : quoteLiteral(r.createdBy)].join(', '),
+      );
+      return table(name, 'rule_id BIGINT, match_expr VARCHAR, reason VARCHAR, created_at TIMESTAMPTZ, created_by VARCHAR', rows);
+    }
     case 'list_partitions': {
       arity(name, args, 0);
       const rows = (await allPartitions(lakehouse.db)).map((p) =>

@@ -3,6 +3,7 @@ import { FlightSqlError, parseRfc3339Nanos } from '../flight/index.js';
 import { allPartitions, nanosToIso, nanosToPg, retireInside, secondsToNanos } from '../lakehouse/index.js';
 import type { Materializer } from '../maintenance/index.js';
 import { schemaHash } from '../views/index.js';
+import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from './query-shape.js';
 
@@ -13,9 +14,11 @@ export interface ProcedureContext {
   readonly lakehouse: Lakehouse;
   readonly materializer: Materializer;
   readonly retireDelaySeconds: number;
+  readonly denyRules: DenyRules;
 }
 
-type Run = (ctx: ProcedureContext, args: unknown[]) => AsyncGenerator<string>;
+/** Runs with the call's literal arguments and the caller's key name. */
+type Run = (ctx: ProcedureContext, args: unknown[], caller: string) => AsyncGenerator<string>;
 
 interface Procedure {
   readonly params: readonly string[];
@@ -137,6 +140,22 @@ const procedureList: Record<string, Procedure> = {
       yield rows.length > 0 ? `SUCCESS: retired ${path}` : `ERROR: no partition has the file ${path}`;
     },
   },
+  deny_queries: {
+    params: ['match_expr', 'reason'],
+    async *run(ctx, args, caller) {
+      const p = procedureList.deny_queries.params;
+      const ruleId = await ctx.denyRules.add(text(args, 0, 'deny_queries', p), text(args, 1, 'deny_queries', p), caller);
+      yield `added rule ${ruleId}`;
+    },
+  },
+  remove_query_denial: {
+    params: ['rule_id'],
+    async *run(ctx, args) {
+      const ruleId = Number(args[0]);
+      if (!Number.isInteger(ruleId)) throw invalid('remove_query_denial: rule_id must be an integer');
+      yield (await ctx.denyRules.remove(ruleId)) ? `removed rule ${ruleId}` : `ERROR: no rule ${ruleId}`;
+    },
+  },
   retire_incompatible_partitions: {
     params: [],
     async *run(ctx) {
@@ -190,12 +209,15 @@ export function procedureOf(call: TableFunctionCall): Procedure | undefined {
 /** Names of every admin procedure. */
 export const procedureNames: ReadonlySet<string> = new Set(Object.keys(procedureList));
 
+/** Statements that manage deny rules are never denied themselves, so a rule cannot lock admins out. */
+export const denyManagement: ReadonlySet<string> = new Set(['deny_queries', 'remove_query_denial', 'list_query_denials']);
+
 /** Runs a procedure with its literal arguments, checking their count. */
-export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall): AsyncGenerator<string> {
+export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, caller: string): AsyncGenerator<string> {
   const procedure = procedureOf(call)!;
   if (call.args.length !== procedure.params.length) {
     throw invalid(`${call.name} takes ${procedure.params.length} argument(s) (${procedure.params.join(', ')}), got ${call.args.length}`);
   }
   if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be literals`);
-  return procedure.run(ctx, call.args);
+  return procedure.run(ctx, call.args, caller);
 }

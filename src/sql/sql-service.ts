@@ -15,9 +15,9 @@ import {
   type XdbcTypeInfo,
 } from '../flight/index.js';
 import { emptyRelation } from '../views/index.js';
-import { functionSetup, readableFunctionNames, viewsReadBy } from './lakehouse-functions.js';
+import { adminFunctionNames, functionSetup, readableFunctionNames, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
-import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
+import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
 import { queryShape, type QueryShape, type TableFunctionCall } from './query-shape.js';
 import { sqlInfo } from './sql-info-values.js';
 import { checkReaderQuery, checkSingleStatement } from './statement-policy.js';
@@ -70,7 +70,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
     const plan = await this.plan(ctx, statement);
-    if (plan.kind === 'procedure') return { schema: progressSchema, batches: this.progress(plan.call) };
+    if (plan.kind === 'procedure') return { schema: progressSchema, batches: this.progress(plan.call, ctx.principal.name) };
     return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit });
   }
 
@@ -78,7 +78,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const plan = await this.plan(ctx, statement);
     if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
     let rows = 0;
-    for await (const batch of this.progress(plan.call)) rows += batch.numRows;
+    for await (const batch of this.progress(plan.call, ctx.principal.name)) rows += batch.numRows;
     return rows;
   }
 
@@ -140,6 +140,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const { principal } = ctx;
     const tree = await this.engine.parseSelect(statement.query);
     const shape = tree ? queryShape(tree) : null;
+    if (this.backend && !shape?.tableFunctions.some((f) => denyManagement.has(f.name.toLowerCase()))) {
+      await this.backend.denyRules.check({
+        user_id: principal.name,
+        sql: statement.query,
+        admin: principal.admin,
+        client: ctx.headers.get('x-client-type') ?? '',
+      });
+    }
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
@@ -147,6 +155,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     if (!principal.admin) {
       if (!shape) throw selectOnly(principal, await this.engine.describe(statement.query));
+      const adminOnly = shape.tableFunctions.find((f) => adminFunctionNames.has(f.name.toLowerCase()));
+      if (adminOnly) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
       checkReaderQuery(shape, readableFunctionNames);
     }
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
@@ -169,18 +179,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   private async lakehouseSetup(ctx: CallContext<Principal>, shape: QueryShape, lakehouse: Lakehouse): Promise<string[]> {
-    const calls = shape.tableFunctions.filter((f) => readableFunctionNames.has(f.name.toLowerCase()));
+    const calls = shape.tableFunctions.filter((f) => readableFunctionNames.has(f.name.toLowerCase()) || adminFunctionNames.has(f.name.toLowerCase()));
     const views = new Map([...referencedViews(shape, lakehouse), ...viewsReadBy(calls, lakehouse)].map((v) => [v.name, v]));
     const viewStatements =
       views.size > 0
         ? await viewSetup(lakehouse, [...views.values()], scopeOf(ctx.principal), { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd })
         : [];
-    return [...viewStatements, ...(await functionSetup(calls, lakehouse))];
+    return [...viewStatements, ...(await functionSetup(calls, lakehouse, this.backend?.denyRules))];
   }
 
   /** Runs an admin procedure, one (time, msg) row per message as it comes. */
-  private async *progress(call: TableFunctionCall): AsyncGenerator<RecordBatch> {
-    for await (const message of runProcedure(this.backend!, call)) {
+  private async *progress(call: TableFunctionCall, caller: string): AsyncGenerator<RecordBatch> {
+    for await (const message of runProcedure(this.backend!, call, caller)) {
       yield batchFromRows(progressSchema, [[Date.now(), message]]);
     }
   }

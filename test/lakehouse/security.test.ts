@@ -1,0 +1,99 @@
+// Security rules users rely on: identity from the key alone, server-stamped audiences,
+// deny rules, and admin rights only where configured.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey, readerKey, startTestOrrery, useOrrery } from '../support/orrery-process.js';
+import { TestFlightClient } from '../support/flight-client.js';
+
+const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
+const keys = JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]);
+const count = async (c: TestFlightClient, sql: string, headers?: Record<string, string>): Promise<number> =>
+  Number((await c.query(sql, headers)).getChildAt(0)!.get(0));
+
+describe('security', () => {
+  const fixture = useOrrery({ MICROMEGAS_API_KEYS: keys, ORRERY_RETIRE_DELAY_SECONDS: '0' }, 'serve');
+  let admin: TestFlightClient;
+  let reader: TestFlightClient;
+  let range: string;
+
+  before(async () => {
+    ({ admin, reader } = fixture);
+    const port = fixture.orrery.httpPort;
+    const logs = [{ time: 1704164645000000000n, severity: 9, body: 'hello' }];
+    // A client naming an audience in its resource does not choose it: the key does.
+    const spoof = logsRequest({ 'service.name': 'spoofer', 'micromegas.audience': 'team_x', audience: 'team_x' }, logs);
+    assert.equal((await postOtlp(port, 'logs', readerKey.key, spoof)).status, 200);
+    assert.equal((await postOtlp(port, 'logs', teamKey.key, logsRequest({ 'service.name': 'team' }, logs))).status, 200);
+    const now = Math.floor(Date.now() / 1000);
+    const begin = new Date((Math.floor(now / 60) * 60 - 60) * 1000).toISOString();
+    const end = new Date((Math.floor(now / 60) * 60 + 120) * 1000).toISOString();
+    range = `'${begin}', '${end}', 180`;
+    for (const view of ['processes', 'log_entries']) await admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
+  });
+
+  it('stamps the audience from the key, and drops micromegas.* resource attributes', async () => {
+    const table = await admin.query("SELECT audience, properties FROM processes WHERE exe = 'spoofer'");
+    assert.equal(table.getChild('audience')!.get(0), 'public');
+    assert.deepEqual(JSON.parse(String(table.getChild('properties')!.get(0))), { 'service.name': 'spoofer', audience: 'team_x' });
+  });
+
+  it('takes identity from the key alone: identity, admin and audience headers are ignored', async () => {
+    const headers = { 'x-auth-is-admin': 'true', audience: 'team_x', 'x-user': 'admin', 'x-audiences': 'team_x' };
+    assert.equal(await count(reader, 'SELECT count(*) FROM log_entries', headers), 1);
+    assert.equal(await count(reader, "SELECT count(*) FROM log_entries WHERE audience = 'team_x'", headers), 0);
+    await assert.rejects(reader.query(`SELECT * FROM materialize_partitions('log_entries', ${range})`, headers), { code: 7 });
+    assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 2);
+  });
+
+  it('deny rules refuse matching statements with RESOURCE_EXHAUSTED, admins included', async () => {
+    const [added] = [...(await admin.query(
+      "SELECT * FROM deny_queries('user_id = ''reader'' AND sql ILIKE ''%log_entries%''', 'log_entries is being rebuilt')",
+    )).getChild('msg')!] as string[];
+    const ruleId = Number(/^added rule (\d+)$/.exec(added)![1]);
+    await assert.rejects(reader.query('SELECT count(*) FROM log_entries'), {
+      code: 8,
+      details: `query denied by rule ${ruleId}: log_entries is being rebuilt`,
+    });
+    assert.equal(await count(reader, 'SELECT 41 + 1'), 42);
+    assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 2);
+
+    const [everything] = [...(await admin.query("SELECT * FROM deny_queries('true', 'maintenance window')")).getChild('msg')!] as string[];
+    const everythingId = Number(/^added rule (\d+)$/.exec(everything)![1]);
+    await assert.rejects(admin.query('SELECT 1'), { code: 8, details: `query denied by rule ${everythingId}: maintenance window` });
+    const rules = await admin.query('SELECT rule_id, reason, created_by FROM list_query_denials() ORDER BY rule_id');
+    assert.deepEqual(rules.toArray().map((r) => [Number(r.rule_id), r.reason, r.created_by]), [
+      [ruleId, 'log_entries is being rebuilt', 'admin'],
+      [everythingId, 'maintenance window', 'admin'],
+    ]);
+    assert.deepEqual([...(await admin.query(`SELECT * FROM remove_query_denial(${everythingId})`)).getChild('msg')!], [`removed rule ${everythingId}`]);
+    assert.equal(await count(admin, 'SELECT 1'), 1);
+    await admin.query(`SELECT * FROM remove_query_denial(${ruleId})`);
+    assert.equal(await count(reader, 'SELECT count(*) FROM log_entries'), 1);
+  });
+
+  it('validates a deny rule before storing it, and keeps rule management to admins', async () => {
+    await assert.rejects(admin.query("SELECT * FROM deny_queries('user_id', 'not a boolean')"), { code: 3, details: /must be a boolean expression/ });
+    await assert.rejects(admin.query("SELECT * FROM deny_queries('no_such_column = 1', 'bad')"), { code: 3, details: /not valid over/ });
+    await assert.rejects(admin.query("SELECT * FROM deny_queries('true); DROP TABLE x; (', 'bad')"), { code: 3 });
+    assert.equal(await count(admin, 'SELECT count(*) FROM list_query_denials()'), 0);
+    await assert.rejects(reader.query('SELECT * FROM list_query_denials()'), { code: 7, details: 'permission denied: list_query_denials is an admin function' });
+    await assert.rejects(reader.query("SELECT * FROM deny_queries('true', 'x')"), { code: 7, details: 'permission denied: deny_queries is an admin function' });
+  });
+});
+
+describe('keys without admins', () => {
+  it('refuses admin statements to every key when MICROMEGAS_ADMINS names none', async () => {
+    const orrery = await startTestOrrery({ MICROMEGAS_API_KEYS: keys, MICROMEGAS_ADMINS: '' }, 'serve');
+    const client = new TestFlightClient(orrery.address);
+    client.headers.authorization = `Bearer ${adminKey.key}`;
+    try {
+      await assert.rejects(client.query('SELECT * FROM retire_incompatible_partitions()'), { code: 7 });
+      await assert.rejects(client.updateCount('CREATE TABLE t (a INT)'), { code: 7 });
+      assert.equal(await count(client, 'SELECT 1'), 1);
+    } finally {
+      client.close();
+      await orrery.close();
+    }
+  });
+});
