@@ -50,6 +50,17 @@ describe('admin functions', () => {
     assert.equal(await count(admin, "SELECT sum(count) FROM log_stats WHERE level = 2"), 12);
   });
 
+  it('merges smaller partitions whose source counts still match into one', async () => {
+    await messages(admin, `SELECT * FROM retire_partitions('blocks', 'global', '${iso(begin)}', '${iso(end)}')`);
+    const pieces = await messages(admin, `SELECT * FROM materialize_partitions('blocks', '${iso(begin)}', '${iso(end)}', 60)`);
+    assert.deepEqual(pieces.map((m) => m.slice(m.lastIndexOf(':') + 2)), ['created', 'created', 'created']);
+    assert.equal(await count(admin, "SELECT count(*) FROM list_partitions() WHERE view_set_name = 'blocks'"), 3);
+    const [merged] = await materialize('blocks');
+    assert.match(merged, /: merged$/);
+    assert.equal(await count(admin, "SELECT count(*) FROM list_partitions() WHERE view_set_name = 'blocks'"), 1);
+    assert.equal(await count(admin, 'SELECT sum(nb_objects) FROM blocks'), 35);
+  });
+
   it('list_partitions and list_view_sets are readable by every key', async () => {
     const partitions = await reader.query("SELECT view_set_name, num_rows, source_count FROM list_partitions() WHERE view_set_name = 'log_entries'");
     assert.deepEqual(partitions.toArray().map((r) => [r.view_set_name, Number(r.num_rows), Number(r.source_count)]), [['log_entries', 35, 35]]);

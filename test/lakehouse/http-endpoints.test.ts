@@ -1,0 +1,42 @@
+// The HTTP side besides ingestion: /health, /ready, /metrics, unknown routes and methods.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+
+describe('HTTP endpoints', () => {
+  const fixture = useOrrery({}, 'serve');
+  const get = (path: string, init?: RequestInit) => fetch(`http://127.0.0.1:${fixture.orrery.httpPort}${path}`, init);
+
+  it('/health answers while the process runs', async () => {
+    const response = await get('/health');
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), 'ok\n');
+  });
+
+  it('/ready checks Postgres and the object store', async () => {
+    const response = await get('/ready');
+    assert.equal(response.status, 200);
+    assert.equal(await response.text(), 'ready\n');
+  });
+
+  it('/metrics counts ingestion requests and records in Prometheus text format', async () => {
+    const body = logsRequest({ 'service.name': 'metrics-test' }, [{ time: 1704164645000000000n, severity: 9, body: 'x' }]);
+    assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, body)).status, 200);
+    assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', null, body)).status, 401);
+    const response = await get('/metrics');
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
+    const text = await response.text();
+    assert.match(text, /^orrery_ingestion_requests_total\{signal="logs",status="200"\} 1$/m);
+    assert.match(text, /^orrery_ingestion_requests_total\{signal="logs",status="401"\} 1$/m);
+    assert.match(text, /^orrery_ingested_records_total\{signal="logs"\} 1$/m);
+  });
+
+  it('answers 404 for unknown paths and 405 for GET on an OTLP route', async () => {
+    assert.equal((await get('/nope')).status, 404);
+    const response = await get('/v1/logs');
+    assert.equal(response.status, 405);
+    assert.equal(response.headers.get('allow'), 'POST');
+  });
+});
