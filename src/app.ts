@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type pg from 'pg';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import type { Config } from './config.js';
@@ -23,6 +24,9 @@ export interface Orrery {
   readonly flightPort: number;
   readonly httpPort: number;
   readonly daemon?: MaintenanceDaemon;
+  /** The metadata pool, for embedding and tests. */
+  readonly db: pg.Pool;
+  readonly store: ObjectStore;
   close(): Promise<void>;
 }
 
@@ -122,7 +126,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const { port: httpPort } = await http.start();
     log('info', `HTTP (OTLP, /health, /ready, /metrics) listening on ${hostOf(config.httpAddress)}:${httpPort}`);
     let closing: Promise<void> | undefined;
-    return { flightPort, httpPort, daemon, close: () => (closing ??= closeAll()) };
+    return { flightPort, httpPort, daemon, db: metadata.pool, store, close: () => (closing ??= closeAll()) };
   } catch (error) {
     await closeAll();
     throw error;

@@ -1,0 +1,56 @@
+// The daemon's own passes: automatic materialization, housekeeping of retired files, retention.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+
+const count = async (c: TestFlightClient, sql: string, headers?: Record<string, string>): Promise<number> =>
+  Number((await c.query(sql, headers)).getChildAt(0)!.get(0) ?? 0);
+
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 20000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('maintenance daemon', () => {
+  const fixture = useOrrery({ ORRERY_RETIRE_DELAY_SECONDS: '0', MICROMEGAS_RETENTION_DAYS: '30' }, 'all');
+  let admin: TestFlightClient;
+  const times = [1704164645000000000n, 1704164705000000000n, 1704168245000000000n]; // 03:04:05, 03:05:05, 04:04:05 UTC
+
+  before(async () => {
+    admin = fixture.admin;
+    const logs = times.map((time, i) => ({ time, severity: 9, body: `m${i}` }));
+    assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, logsRequest({ 'service.name': 'd' }, logs))).status, 200);
+  });
+
+  it('materializes new data within seconds, without being asked', async () => {
+    await eventually('log_entries to hold 3 rows', async () => (await count(admin, 'SELECT count(*) FROM log_entries')) === 3);
+    await eventually('log_stats to count 3 rows', async () => (await count(admin, 'SELECT sum(count) FROM log_stats')) === 3);
+  });
+
+  it('prunes by the query_range headers', async () => {
+    const headers = { query_range_begin: '2024-01-02T03:04:00Z', query_range_end: '2024-01-02T03:06:00Z' };
+    assert.equal(await count(admin, 'SELECT count(*) FROM log_entries', headers), 2);
+    assert.equal(await count(admin, 'SELECT count(*) FROM log_entries', { query_range_begin: '2024-01-02T04:00:00Z', query_range_end: '2024-01-02T05:00:00Z' }), 1);
+  });
+
+  it('housekeeping deletes retired files and everything older than the retention period', async () => {
+    const { db, store, daemon } = fixture.orrery;
+    const files = (await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')).rows;
+    const payloads = await store.list('blobs/');
+    assert.ok(files.length > 0 && payloads.length === 1);
+    for (const table of ['blocks', 'streams', 'processes']) await db.query(`UPDATE ${table} SET insert_time = now() - interval '40 days'`);
+    await db.query(`UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days', end_insert_time = end_insert_time - interval '40 days'`);
+    await daemon!.housekeeping();
+    assert.equal(Number((await db.query('SELECT count(*) AS n FROM blocks')).rows[0].n), 0);
+    assert.equal(Number((await db.query('SELECT count(*) AS n FROM processes')).rows[0].n), 0);
+    assert.equal(Number((await db.query('SELECT count(*) AS n FROM lakehouse_partitions')).rows[0].n), 0);
+    assert.deepEqual(await store.list('blobs/'), []);
+    for (const { file_path } of files) assert.equal(await store.size(file_path), null, file_path);
+    assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 0);
+  });
+});

@@ -1,0 +1,37 @@
+// The file object store: atomic writes, create-only writes, listing, keys that stay inside.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { FileObjectStore, objectStoreFromUri } from '../../src/lakehouse/index.js';
+
+describe('FileObjectStore', () => {
+  const root = mkdtempSync(join(tmpdir(), 'orrery-store-'));
+  const store = new FileObjectStore(root);
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it('puts, gets, sizes, lists and deletes', async () => {
+    await store.put('a/b/one.txt', Buffer.from('one'));
+    await store.put('a/two.txt', Buffer.from('two!'));
+    assert.equal(Buffer.from(await store.get('a/b/one.txt')).toString(), 'one');
+    assert.equal(await store.size('a/two.txt'), 4);
+    assert.deepEqual(await store.list('a/'), ['a/b/one.txt', 'a/two.txt']);
+    await store.delete('a/two.txt');
+    await store.delete('a/two.txt');
+    assert.equal(await store.size('a/two.txt'), null);
+    assert.deepEqual(readdirSync(join(root, 'a')).filter((f) => f.startsWith('.tmp-')), []);
+  });
+
+  it('putIfAbsent writes once', async () => {
+    assert.equal(await store.putIfAbsent('c/x', Buffer.from('first')), true);
+    assert.equal(await store.putIfAbsent('c/x', Buffer.from('second')), false);
+    assert.equal(Buffer.from(await store.get('c/x')).toString(), 'first');
+  });
+
+  it('refuses keys that leave the store and URIs it cannot serve', () => {
+    assert.throws(() => store.localPath('../escape'), /leaves the store/);
+    assert.throws(() => objectStoreFromUri('s3://bucket/x'), /only file:\/\/ URIs are supported/);
+    assert.equal(objectStoreFromUri(`file://${root}`).root, root);
+  });
+});
