@@ -10,8 +10,15 @@ import { FileObjectStore, objectStoreFromUri, type ObjectStore } from './lakehou
 import { MaintenanceDaemon, Materializer } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
-import { DenyRules, SqlService } from './sql/index.js';
-import { ViewRegistry, builtinViewSets, compatibilityMacros } from './views/index.js';
+import { DdlService, DenyRules, SqlService } from './sql/index.js';
+import {
+  ViewLoader,
+  ViewRegistry,
+  builtinViewSets,
+  compatibilityMacros,
+  findStaticTables,
+  staticTableStatements,
+} from './views/index.js';
 
 export type Log = (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
 
@@ -67,11 +74,30 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     closers.push(() => metadata.close());
     const store: ObjectStore = config.objectStoreUri ? objectStoreFromUri(config.objectStoreUri) : new FileObjectStore(join(config.dataDir, 'lake'));
     const views = new ViewRegistry(builtinViewSets);
-    const lakehouse = { db: metadata.pool, store, views };
-    const engineOptions = { readableDirectories: [store.root], startupSql: compatibilityMacros, memoryLimit: config.duckdbMemoryLimit };
+    const statics = config.staticTablesUrl ? await findStaticTables(config.staticTablesUrl) : undefined;
+    for (const file of statics?.skipped ?? []) log('warn', `static tables: skipped ${file} (not CSV/JSON/Parquet, or not a valid table name)`);
+    const reservedNames = new Set([...builtinViewSets.map((v) => v.name), ...(statics?.tables ?? []).map((t) => t.name)]);
+    const engineOptions = {
+      readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
+      startupSql: [...compatibilityMacros, ...staticTableStatements(statics?.tables ?? [])],
+      memoryLimit: config.duckdbMemoryLimit,
+    };
 
     const maintenanceEngine = await DuckDBEngine.create({ ...engineOptions, threads: 1 });
     closers.push(() => maintenanceEngine.close());
+    const loader = new ViewLoader({
+      db: metadata.pool,
+      engine: maintenanceEngine,
+      registry: views,
+      builtins: builtinViewSets,
+      refreshSeconds: config.viewDefinitionRefreshSeconds,
+      log,
+      onFailure: (name) => metrics.viewDefinitionFailures.inc({ view_set: name }),
+    });
+    await loader.load();
+    loader.start();
+    closers.push(() => loader.close());
+    const lakehouse = { db: metadata.pool, store, views, loader };
     const materializer = new Materializer({
       db: metadata.pool,
       store,
@@ -86,7 +112,15 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const engine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
       closers.push(() => engine.close());
       const denyRules = new DenyRules(metadata.pool, engine);
-      const backend = { lakehouse, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules };
+      const ddl = new DdlService({
+        db: metadata.pool,
+        engine,
+        registry: views,
+        loader,
+        reservedNames: () => reservedNames,
+        retireDelaySeconds: config.retireDelaySeconds,
+      });
+      const backend = { lakehouse, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules, ddl };
       const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version, backend), {
         address: config.flightAddress,
         tls: config.tls,

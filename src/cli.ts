@@ -8,6 +8,7 @@ commands:
   all       run every role in one process (what npm start runs)
   serve     answer Flight SQL queries and ingest OTLP/HTTP
   maintain  run the maintenance daemon (materialization, merges, retention)
+  views     manage materialized view sets as code (orrery views help)
   help      print this text
 
 Settings come from the environment; the README lists them.`;
@@ -23,6 +24,14 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'help' || command === '--help' || command === '-h') {
     console.log(usage);
     return 0;
+  }
+  if (command === 'views') {
+    const { runViewsCli } = await import('./views-cli/index.js');
+    return runViewsCli(argv.slice(1), {
+      env: process.env,
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+    });
   }
   if (command !== 'all' && command !== 'serve' && command !== 'maintain') {
     console.error(`orrery: unknown command '${command}'\n\n${usage}`);

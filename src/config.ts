@@ -27,6 +27,8 @@ export interface Config {
   readonly retireDelaySeconds: number;
   readonly maxBodyBytes: number;
   readonly viewDefinitionRefreshSeconds: number;
+  /** MICROMEGAS_STATIC_TABLES_URL: a file:// folder of CSV/JSON/Parquet files. */
+  readonly staticTablesUrl: string | undefined;
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -50,6 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     viewDefinitionRefreshSeconds:
       positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ?? 60,
+    staticTablesUrl: env.MICROMEGAS_STATIC_TABLES_URL || undefined,
   };
 }
 

@@ -4,3 +4,4 @@ export { DuckDBEngine, catalogName, quoteIdentifier } from './duckdb-engine.js';
 export type { EngineOptions, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
 export { EngineError } from './errors.js';
 export { StatementType } from '@duckdb/node-api';
+export { queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';

@@ -7,6 +7,7 @@ export {
   encodeCount,
   partitionsOverlapping,
   queryablePartitions,
+  retireEverything,
   retireInside,
   type Partition,
 } from './partitions.js';

@@ -190,3 +190,15 @@ export async function retireInside(
   }
   return files.map((f) => f.file_path);
 }
+
+/** Retires every partition of a view set, all instances and schemas (DROP MATERIALIZED VIEW). */
+export async function retireEverything(client: pg.PoolClient, view: string, retireDelaySeconds: number): Promise<number> {
+  const { rows } = await client.query<{ file_path: string | null }>(
+    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE view_set_name = $1 RETURNING file_path, file_size)
+     , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
+         SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $2) FROM gone WHERE file_path IS NOT NULL)
+     SELECT file_path FROM gone`,
+    [view, retireDelaySeconds],
+  );
+  return rows.length;
+}

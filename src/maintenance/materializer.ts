@@ -19,6 +19,7 @@ import {
   quoteLiteral,
   schemaHash,
   sessionStatements,
+  typedColumns,
   type ColumnSpec,
   type InsertRange,
   type ViewSet,
@@ -101,7 +102,7 @@ export class Materializer {
     const path = store.localPath(key);
     await mkdir(dirname(path), { recursive: true });
     const rows = await engine.execute(
-      `COPY (${typed(view.columns, sql)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
+      `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
       { setup },
     );
     let stats: { min: bigint | null; max: bigint | null } = { min: null, max: null };
@@ -201,10 +202,6 @@ export function withRange(query: string, range: InsertRange): string {
   return query.replaceAll('{begin}', nanosToIso(range.begin)).replaceAll('{end}', nanosToIso(range.end));
 }
 
-/** The set's columns, in order, with its types, whatever the query produced. */
-function typed(columns: readonly ColumnSpec[], sql: string): string {
-  return `SELECT ${columns.map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`).join(', ')} FROM (${sql})`;
-}
 
 function emptyOf(columns: readonly ColumnSpec[]): string {
   return filesRelation(columns, []);

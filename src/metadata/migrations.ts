@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { MetadataError, messageOf } from './errors.js';
 import type { MetadataLog } from './metadata-log.js';
 import { initialSchema } from './migration-1-initial-schema.js';
+import { logStatsDefinition } from './migration-2-log-stats-definition.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
 export interface Migration {
@@ -12,7 +13,10 @@ export interface Migration {
 }
 
 /** Orrery's schema, oldest first. Append only: an applied migration is never edited. */
-export const migrations: readonly Migration[] = [{ version: 1, name: 'telemetry and lakehouse tables', sql: initialSchema }];
+export const migrations: readonly Migration[] = [
+  { version: 1, name: 'telemetry and lakehouse tables', sql: initialSchema },
+  { version: 2, name: 'log_stats as a stored view set definition', sql: logStatsDefinition },
+];
 
 /**
  * Brings the database up to date: in one transaction holding an advisory lock (so two

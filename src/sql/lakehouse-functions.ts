@@ -1,16 +1,22 @@
 import { FlightSqlError } from '../flight/index.js';
 import { allPartitions } from '../lakehouse/index.js';
-import { quoteIdentifier, quoteLiteral, schemaHash, type ViewSet } from '../views/index.js';
+import { quoteIdentifier, quoteLiteral, schemaHash, storedDefinitions, type ViewSet } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
-import type { TableFunctionCall } from './query-shape.js';
+import type { TableFunctionCall } from '../engine/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
 // statement's connection, so they compose with the rest of the query (WHERE, JOIN, ...).
 // Rows of view_instance and process_spans come from the caller's audience-scoped view sets:
 // a process of another audience looks exactly like one that does not exist.
 
-export const readableFunctionNames: ReadonlySet<string> = new Set(['list_partitions', 'list_view_sets', 'view_instance', 'process_spans']);
+export const readableFunctionNames: ReadonlySet<string> = new Set([
+  'list_partitions',
+  'list_view_sets',
+  'list_view_set_definitions',
+  'view_instance',
+  'process_spans',
+]);
 
 /** Table functions only admins may call. */
 export const adminFunctionNames: ReadonlySet<string> = new Set(['list_query_denials']);
@@ -84,6 +90,30 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyR
         'source_count BIGINT, num_rows BIGINT';
       return table(name, columns, rows);
     }
+    case 'list_view_set_definitions': {
+      arity(name, args, 0);
+      const failures = lakehouse.loader?.failures ?? new Map<string, string>();
+      const rows = (await storedDefinitions(lakehouse.db)).map((d) =>
+        [
+          quoteLiteral(d.name),
+          quoteLiteral(d.definitionSql),
+          quoteLiteral(d.extractQuery),
+          quoteLiteral(d.countQuery),
+          quoteLiteral(d.mergeQuery),
+          String(d.updateGroup),
+          `${quoteLiteral(d.createdAt.toISOString())}::TIMESTAMPTZ`,
+          `${quoteLiteral(d.updatedAt.toISOString())}::TIMESTAMPTZ`,
+          d.updatedBy === null ? 'NULL' : quoteLiteral(d.updatedBy),
+          failures.has(d.name) ? quoteLiteral(failures.get(d.name)!) : 'NULL',
+        ].join(', '),
+      );
+      return table(
+        name,
+        'view_set_name VARCHAR, definition_sql VARCHAR, extract_query VARCHAR, count_src_query VARCHAR, merge_partitions_query VARCHAR, ' +
+          'update_group INTEGER, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ, updated_by VARCHAR, load_error VARCHAR',
+        rows,
+      );
+    }
     case 'list_view_sets': {
       arity(name, args, 0);
       const rows = lakehouse.views.all().map((v) =>
@@ -107,7 +137,7 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyR
       const [view, instance] = args as [string, unknown];
       if (typeof instance !== 'string') throw invalid('view_instance: instance_id must be a string literal');
       const filter = instance === 'global' ? '' : ` WHERE process_id = ${quoteLiteral(instance)}`;
-      return [`CREATE OR REPLACE TEMP MACRO view_instance(view_set, instance_id) AS TABLE SELECT * FROM ${quoteIdentifier(view)}${filter}`];
+      return [`CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE SELECT * FROM ${quoteIdentifier(view)}${filter}`];
     }
     case 'process_spans': {
       arity(name, args, 2);
@@ -115,7 +145,7 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyR
       if (typeof process !== 'string') throw invalid('process_spans: process_id must be a string literal');
       if (kind !== 'thread' && kind !== 'async' && kind !== 'both') throw invalid(`process_spans: kind must be 'thread', 'async' or 'both'`);
       return [
-        `CREATE OR REPLACE TEMP MACRO process_spans(process_id, kind) AS TABLE SELECT * FROM spans WHERE process_id = ${quoteLiteral(process)}`,
+        `CREATE OR REPLACE TEMP MACRO process_spans(__process_id, __kind) AS TABLE SELECT * FROM spans WHERE process_id = ${quoteLiteral(process)}`,
       ];
     }
     default:

@@ -7,16 +7,19 @@ import {
   sessionStatements,
   type EventRange,
   type ReadScope,
+  type ViewLoader,
   type ViewRegistry,
   type ViewSet,
 } from '../views/index.js';
-import type { QueryShape } from './query-shape.js';
+import type { QueryShape } from '../engine/index.js';
 
 /** What the lakehouse needs to answer queries: partitions in Postgres, files in the store, loaded view sets. */
 export interface Lakehouse {
   readonly db: pg.Pool;
   readonly store: ObjectStore;
   readonly views: ViewRegistry;
+  /** Keeps DDL-defined sets loaded; knows which stored definitions failed to load and why. */
+  readonly loader?: ViewLoader;
 }
 
 /** The rows a key reads: admins every row, others their audiences (which always include public). */

@@ -5,7 +5,7 @@ import type { Materializer } from '../maintenance/index.js';
 import { schemaHash } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
-import type { TableFunctionCall } from './query-shape.js';
+import type { TableFunctionCall } from '../engine/index.js';
 
 // Admin procedures: mutating lakehouse functions called as `SELECT * FROM f(...)`. They run
 // in Orrery, not in DuckDB, and stream their progress as (time, msg) rows as they go.

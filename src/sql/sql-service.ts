@@ -17,8 +17,10 @@ import {
 import { emptyRelation } from '../views/index.js';
 import { adminFunctionNames, functionSetup, readableFunctionNames, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
+import { parseDdl, type DdlStatement } from './ddl-parser.js';
+import { permissionDenied, type DdlService } from './ddl-service.js';
 import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
-import { queryShape, type QueryShape, type TableFunctionCall } from './query-shape.js';
+import { queryShape, type QueryShape, type TableFunctionCall } from '../engine/index.js';
 import { sqlInfo } from './sql-info-values.js';
 import { checkReaderQuery, checkSingleStatement } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
@@ -26,13 +28,17 @@ import { xdbcTypes } from './xdbc-types.js';
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([new Field('time', new TimestampNanosecond('UTC'), false), new Field('msg', new Utf8(), false)]);
 
-/** How a statement runs: on DuckDB, or as an admin procedure run by Orrery itself. */
+/** What a CREATE or DROP MATERIALIZED VIEW answers: one row. */
+const ddlSchema = new Schema([new Field('view_set_name', new Utf8(), false), new Field('action', new Utf8(), false)]);
+
+/** How a statement runs: on DuckDB, as an admin procedure, or as view set DDL, the last two run by Orrery itself. */
 type Plan =
   | { kind: 'engine'; description: StatementDescription; options: RunOptions }
-  | { kind: 'procedure'; call: TableFunctionCall };
+  | { kind: 'procedure'; call: TableFunctionCall }
+  | { kind: 'ddl'; statement: DdlStatement };
 
-/** The lakehouse plus what its admin procedures need. */
-export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly lakehouse: Lakehouse };
+/** The lakehouse plus what its admin procedures and DDL need. */
+export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly lakehouse: Lakehouse; readonly ddl: DdlService };
 
 /**
  * What statements mean in Orrery: keys decide who may run what; admin procedures run here;
@@ -65,12 +71,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
     const plan = await this.plan(ctx, statement);
-    return plan.kind === 'engine' ? plan.description.schema : progressSchema;
+    return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : progressSchema;
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
     const plan = await this.plan(ctx, statement);
     if (plan.kind === 'procedure') return { schema: progressSchema, batches: this.progress(plan.call, ctx.principal.name) };
+    if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
     return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit });
   }
 
@@ -78,13 +85,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const plan = await this.plan(ctx, statement);
     if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
     let rows = 0;
-    for await (const batch of this.progress(plan.call, ctx.principal.name)) rows += batch.numRows;
+    const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan.call, ctx.principal.name);
+    for await (const batch of batches) rows += batch.numRows;
     return rows;
   }
 
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
     const plan = await this.plan(ctx, statement);
     if (plan.kind === 'procedure') return { datasetSchema: progressSchema, parameterSchema: new Schema([]), isUpdate: false };
+    if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
     const { description } = plan;
     return {
       datasetSchema: description.schema,
@@ -138,16 +147,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<Plan> {
     const { principal } = ctx;
+    const ddl = this.backend ? parseDdl(statement.query) : null;
+    if (ddl) {
+      await this.checkDenied(ctx, statement);
+      if (!principal.admin) throw permissionDenied(principal);
+      return { kind: 'ddl', statement: ddl };
+    }
     const tree = await this.engine.parseSelect(statement.query);
     const shape = tree ? queryShape(tree) : null;
-    if (this.backend && !shape?.tableFunctions.some((f) => denyManagement.has(f.name.toLowerCase()))) {
-      await this.backend.denyRules.check({
-        user_id: principal.name,
-        sql: statement.query,
-        admin: principal.admin,
-        client: ctx.headers.get('x-client-type') ?? '',
-      });
-    }
+    if (!shape?.tableFunctions.some((f) => denyManagement.has(f.name.toLowerCase()))) await this.checkDenied(ctx, statement);
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
@@ -164,6 +172,21 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const description = await this.engine.describe(statement.query, options);
     if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal, description);
     return { kind: 'engine', description, options };
+  }
+
+  private async checkDenied(ctx: CallContext<Principal>, statement: Statement): Promise<void> {
+    await this.backend?.denyRules.check({
+      user_id: ctx.principal.name,
+      sql: statement.query,
+      admin: ctx.principal.admin,
+      client: ctx.headers.get('x-client-type') ?? '',
+    });
+  }
+
+  /** Runs a DDL statement: one row saying what it did. */
+  private async *ddl(statement: DdlStatement, principal: Principal): AsyncGenerator<RecordBatch> {
+    const { name, action } = await this.backend!.ddl.run(statement, principal);
+    yield batchFromRows(ddlSchema, [[name, action]]);
   }
 
   /** The admin procedure a statement calls, if any; it must be the whole statement. */

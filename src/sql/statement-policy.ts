@@ -1,5 +1,5 @@
 import { FlightSqlError } from '../flight/index.js';
-import type { QueryShape } from './query-shape.js';
+import type { QueryShape } from '../engine/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
 // away from files outside the lake; this keeps callers away from the lake's files

@@ -203,35 +203,5 @@ export const streams: ViewSet = {
   source: { kind: 'metadata', table: 'streams' },
 };
 
-/** log_stats, defined the way a CREATE MATERIALIZED VIEW defines a set (the DDL issue stores it in Postgres). */
-export const logStats: ViewSet = {
-  name: 'log_stats',
-  updateGroup: 3000,
-  columns: [
-    c('time_bin', 'TIMESTAMP_NS'),
-    c('process_id', 'VARCHAR'),
-    c('level', 'INTEGER'),
-    c('target', 'VARCHAR'),
-    c('count', 'BIGINT'),
-    c('audience', 'VARCHAR'),
-  ],
-  minTimeColumn: 'time_bin',
-  maxTimeColumn: 'time_bin',
-  audienceColumn: 'audience',
-  sourceDeltaSeconds: day,
-  mergeDeltaSeconds: day,
-  mergeQuery:
-    'SELECT time_bin, process_id, level, target, sum(count)::BIGINT AS count, audience FROM {source} GROUP BY time_bin, process_id, level, target, audience',
-  source: {
-    kind: 'sql',
-    extractQuery:
-      "SELECT date_bin(INTERVAL '1 minute', time) AS time_bin, process_id, level, target, count(*) AS count, audience " +
-      "FROM log_entries WHERE insert_time >= '{begin}' AND insert_time < '{end}' GROUP BY time_bin, process_id, level, target, audience",
-    countQuery:
-      "SELECT sum(nb_objects)::BIGINT AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}' AND list_contains(tags, 'log')",
-    reads: ['log_entries', 'blocks'],
-  },
-};
-
-/** Every built-in view set, in materialization order. */
-export const builtinViewSets: readonly ViewSet[] = [blocks, processes, streams, logEntries, measures, spans, logStats];
+/** Every built-in view set, in materialization order (log_stats is a stored definition, seeded by a migration). */
+export const builtinViewSets: readonly ViewSet[] = [blocks, processes, streams, logEntries, measures, spans];

@@ -8,9 +8,16 @@ export {
   quoteIdentifier,
   quoteLiteral,
   sessionStatements,
+  typedColumns,
   withSource,
   type EventRange,
   type ReadScope,
   type SessionView,
 } from './view-session.js';
 export { ViewRegistry } from './view-registry.js';
+export { ViewDefinitionError } from './errors.js';
+export type { StoredDefinition, ViewDefinition } from './view-definition.js';
+export { deleteDefinition, saveDefinition, storedDefinitions } from './definition-store.js';
+export { buildViewSet, viewSetsRead } from './view-validation.js';
+export { ViewLoader } from './view-loader.js';
+export { findStaticTables, staticTableStatements, type StaticTable } from './static-tables.js';

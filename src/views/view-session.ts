@@ -28,6 +28,12 @@ export function filesRelation(columns: readonly ColumnSpec[], files: readonly st
   return `SELECT ${columns.map((col) => quoteIdentifier(col.name)).join(', ')} FROM read_parquet([${list}])`;
 }
 
+/** A query's columns cast to a set's types (a merge may widen sum(BIGINT) to HUGEINT; users see the extract's type). */
+export function typedColumns(columns: readonly ColumnSpec[], query: string): string {
+  const list = columns.map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`).join(', ');
+  return `SELECT ${list} FROM (${query})`;
+}
+
 /** Replaces `{source}` in a merge query. */
 export function withSource(mergeQuery: string, relation: string): string {
   return mergeQuery.replaceAll('{source}', relation);
@@ -48,7 +54,7 @@ export function sessionStatements(
   return views.map(({ view, files }) => {
     const rows = inEventRange(filesRelation(view.columns, files), view, options.eventRange);
     const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
-    return `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(view.name)} AS ${withSource(view.mergeQuery, source)}`;
+    return `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(view.name)} AS ${typedColumns(view.columns, withSource(view.mergeQuery, source))}`;
   });
 }
 

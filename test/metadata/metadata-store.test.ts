@@ -11,7 +11,7 @@ describe('MetadataStore, embedded', () => {
   it('applies the migrations on first open, none on the next, and keeps data across close/reopen', async () => {
     const first = await MetadataStore.open({ dataDir: data.dir });
     try {
-      assert.deepEqual(first.appliedMigrations, [1]);
+      assert.deepEqual(first.appliedMigrations, [1, 2]);
       await first.query(`INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`);
     } finally {
       await first.close();
@@ -21,7 +21,12 @@ describe('MetadataStore, embedded', () => {
     try {
       assert.deepEqual(second.appliedMigrations, []);
       const { rows } = await second.query('SELECT version, name FROM orrery_migrations');
-      assert.deepEqual(rows, [{ version: 1, name: 'telemetry and lakehouse tables' }]);
+      assert.deepEqual(rows, [
+        { version: 1, name: 'telemetry and lakehouse tables' },
+        { version: 2, name: 'log_stats as a stored view set definition' },
+      ]);
+      const definitions = await second.query('SELECT view_set_name, update_group FROM lakehouse_view_set_definitions');
+      assert.deepEqual(definitions.rows, [{ view_set_name: 'log_stats', update_group: 3000 }]);
       const processes = await second.query('SELECT exe, audience, insert_time IS NOT NULL AS stamped FROM processes');
       assert.deepEqual(processes.rows, [{ exe: 'svc', audience: 'public', stamped: true }]);
     } finally {
@@ -54,7 +59,7 @@ describe('MetadataStore, external server', () => {
   it('uses an external server given by its connection string, and leaves it running on close', async () => {
     const url = await freshDatabase(server.connectionString, 'external_one');
     const store = await MetadataStore.open({ connectionString: url, dataDir: '/nonexistent/unused' });
-    assert.deepEqual(store.appliedMigrations, [1]);
+    assert.deepEqual(store.appliedMigrations, [1, 2]);
     assert.equal(store.connectionString, url);
     await store.close();
     const tables = await withClient(url, async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)).rows[0].n);
@@ -65,9 +70,9 @@ describe('MetadataStore, external server', () => {
     const url = await freshDatabase(server.connectionString, 'concurrent_open');
     const stores = await Promise.all([MetadataStore.open({ connectionString: url, dataDir: data.dir }), MetadataStore.open({ connectionString: url, dataDir: data.dir })]);
     try {
-      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1]]);
-      const { rows } = await stores[0].query('SELECT version FROM orrery_migrations');
-      assert.deepEqual(rows, [{ version: 1 }]);
+      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2]]);
+      const { rows } = await stores[0].query('SELECT version FROM orrery_migrations ORDER BY version');
+      assert.deepEqual(rows, [{ version: 1 }, { version: 2 }]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
@@ -87,20 +92,22 @@ describe('MetadataStore, external server', () => {
   it('refuses a database migrated by a newer Orrery', async () => {
     const url = await freshDatabase(server.connectionString, 'too_new');
     await (await MetadataStore.open({ connectionString: url, dataDir: data.dir })).close();
-    await withClient(url, (c) => c.query(`INSERT INTO orrery_migrations (version, name) VALUES (2, 'from the future')`));
+    const future = migrations.length + 1;
+    await withClient(url, (c) => c.query(`INSERT INTO orrery_migrations (version, name) VALUES (${future}, 'from the future')`));
     await assert.rejects(MetadataStore.open({ connectionString: url, dataDir: data.dir }), {
       code: 'SCHEMA_TOO_NEW',
-      message: 'the database has schema migration(s) 2 that this version of Orrery does not know (it knows 1 to 1); run a newer Orrery',
+      message: `the database has schema migration(s) ${future} that this version of Orrery does not know (it knows 1 to ${migrations.length}); run a newer Orrery`,
     });
   });
 
   it('applies all pending migrations or none', async () => {
     const url = await freshDatabase(server.connectionString, 'all_or_nothing');
-    const broken = [...migrations, { version: 2, name: 'broken', sql: 'CREATE TABLE half_done (x int); SELECT no_such_column FROM half_done' }];
+    const version = migrations.length + 1;
+    const broken = [...migrations, { version, name: 'broken', sql: 'CREATE TABLE half_done (x int); SELECT no_such_column FROM half_done' }];
     await withClient(url, async (c) => {
       await assert.rejects(migrate(c, () => {}, broken), {
         code: 'MIGRATION_FAILED',
-        message: 'schema migration 2 (broken) failed: column "no_such_column" does not exist',
+        message: `schema migration ${version} (broken) failed: column "no_such_column" does not exist`,
       });
       const { rows } = await c.query(`SELECT to_regclass('half_done') AS half, to_regclass('processes') AS processes, to_regclass('orrery_migrations') AS log`);
       assert.deepEqual(rows, [{ half: null, processes: null, log: null }]);

@@ -1,0 +1,40 @@
+import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+
+/**
+ * A failed Flight SQL call: the gRPC status (`code`, as grpc-js numbers it, and its name in
+ * `status`) and the server's message (`details`). The message reads `STATUS: details`.
+ */
+export class FlightClientError extends Error {
+  /** The gRPC status name, e.g. `INVALID_ARGUMENT`. */
+  readonly status: string;
+
+  constructor(
+    /** The gRPC status code (`grpc.status`). */
+    readonly code: GrpcStatus,
+    /** What the server (or the channel) said, without the status. */
+    readonly details: string,
+  ) {
+    const name = GrpcStatus[code] ?? `STATUS_${code}`;
+    super(`${name}: ${details}`);
+    this.name = 'FlightClientError';
+    this.status = name;
+  }
+}
+
+/** The error every call gets after `close()`. */
+export const clientClosed = (): FlightClientError =>
+  new FlightClientError(GrpcStatus.FAILED_PRECONDITION, 'the Flight SQL client has been closed');
+
+/** A readable error for anything a gRPC call rejects with; other values pass through unchanged. */
+export function toClientError(error: unknown, address: string): unknown {
+  if (error instanceof FlightClientError || !isServiceError(error)) return error;
+  const details = (error.details || error.message).replace(/\.?\s*Resolution note:\s*$/, '');
+  if (error.code === GrpcStatus.UNAVAILABLE || error.code === GrpcStatus.DEADLINE_EXCEEDED) {
+    return new FlightClientError(error.code, `cannot reach the Flight SQL server at ${address}: ${details}`);
+  }
+  return new FlightClientError(error.code, details);
+}
+
+function isServiceError(error: unknown): error is ServiceError {
+  return error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number' && 'details' in error;
+}

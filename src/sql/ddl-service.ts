@@ -1,0 +1,134 @@
+import type pg from 'pg';
+import type { Principal } from '../auth/index.js';
+import type { DuckDBEngine } from '../engine/index.js';
+import { FlightSqlError } from '../flight/index.js';
+import { retireEverything } from '../lakehouse/index.js';
+import {
+  ViewDefinitionError,
+  buildViewSet,
+  deleteDefinition,
+  saveDefinition,
+  storedDefinitions,
+  viewSetsRead,
+  type ViewDefinition,
+  type ViewLoader,
+  type ViewRegistry,
+  type ViewSet,
+} from '../views/index.js';
+import type { DdlStatement } from './ddl-parser.js';
+
+/** What a DDL statement did (or, under EXPLAIN, would do). */
+export type DdlAction = 'created' | 'replaced' | 'dropped' | 'not_found' | 'would_create' | 'would_replace' | 'unchanged' | 'would_drop';
+
+export interface DdlServiceOptions {
+  readonly db: pg.Pool;
+  readonly engine: DuckDBEngine;
+  readonly registry: ViewRegistry;
+  readonly loader: ViewLoader;
+  /** Names users cannot take: built-in view sets and static tables. */
+  readonly reservedNames: () => ReadonlySet<string>;
+  readonly retireDelaySeconds: number;
+}
+
+/**
+ * CREATE [OR REPLACE] MATERIALIZED VIEW and DROP MATERIALIZED VIEW: everything is checked
+ * before anything is written, including every other definition the change would break;
+ * then the definition is stored and this server reloads at once (others within the
+ * refresh interval).
+ */
+export class DdlService {
+  constructor(private readonly options: DdlServiceOptions) {}
+
+  async run(statement: DdlStatement, principal: Principal): Promise<{ name: string; action: DdlAction }> {
+    if (statement.kind === 'create') return this.create(statement, principal);
+    return this.drop(statement);
+  }
+
+  private async create(statement: Extract<DdlStatement, { kind: 'create' }>, principal: Principal): Promise<{ name: string; action: DdlAction }> {
+    const { name, options } = statement;
+    this.checkName(name);
+    const stored = await storedDefinitions(this.options.db);
+    const existing = stored.find((d) => d.name === name);
+    if (existing && !statement.orReplace) {
+      throw new ViewDefinitionError(`view set ${name} already exists (use CREATE OR REPLACE MATERIALIZED VIEW to replace it)`, 'ALREADY_EXISTS');
+    }
+    const definition: ViewDefinition = {
+      name,
+      definitionSql: statement.text,
+      extractQuery: options.extractQuery,
+      countQuery: options.countSrcQuery,
+      mergeQuery: options.mergePartitionsQuery,
+      updateGroup: options.updateGroup,
+      minTimeColumn: options.minTimeColumn,
+      maxTimeColumn: options.maxTimeColumn,
+      sourcePartitionDelta: options.sourcePartitionDelta,
+      mergePartitionDelta: options.mergePartitionDelta,
+      mergeSortOrder: options.mergeSortOrder,
+    };
+    const lookup = (other: string): ViewSet | undefined => this.options.registry.get(other);
+    const view = await buildViewSet(this.options.engine, definition, lookup);
+    await this.checkDependents(name, view);
+    if (statement.explain) {
+      return { name, action: !existing ? 'would_create' : existing.definitionSql === statement.text ? 'unchanged' : 'would_replace' };
+    }
+    await saveDefinition(this.options.db, definition, principal.name);
+    await this.options.loader.load(true);
+    return { name, action: existing ? 'replaced' : 'created' };
+  }
+
+  private async drop(statement: Extract<DdlStatement, { kind: 'drop' }>): Promise<{ name: string; action: DdlAction }> {
+    const { name } = statement;
+    if (this.options.reservedNames().has(name)) throw new ViewDefinitionError(`${name} is built in and cannot be dropped`, 'FAILED_PRECONDITION');
+    const stored = await storedDefinitions(this.options.db);
+    if (!stored.some((d) => d.name === name)) {
+      if (statement.ifExists) return { name, action: 'not_found' };
+      throw new ViewDefinitionError(`view set ${name} does not exist`, 'NOT_FOUND');
+    }
+    const dependents = this.options.registry.all().filter((v) => v.name !== name && viewSetsRead(v).includes(name));
+    if (dependents.length > 0) {
+      throw new ViewDefinitionError(
+        `dropping ${name} would break ${dependents.map((v) => v.name).join(', ')}, which read(s) it; drop the dependent first`,
+        'FAILED_PRECONDITION',
+      );
+    }
+    if (statement.explain) return { name, action: 'would_drop' };
+    const client = await this.options.db.connect();
+    try {
+      await client.query('BEGIN');
+      await deleteDefinition(client, name);
+      await retireEverything(client, name, this.options.retireDelaySeconds);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+    await this.options.loader.load(true);
+    return { name, action: 'dropped' };
+  }
+
+  private checkName(name: string): void {
+    if (this.options.reservedNames().has(name)) {
+      throw new ViewDefinitionError(`the name ${name} is taken by a built-in view set or a static table`);
+    }
+  }
+
+  /** Every loaded set that reads `name` must still build with the new definition in its place. */
+  private async checkDependents(name: string, replacement: ViewSet): Promise<void> {
+    const stored = await storedDefinitions(this.options.db);
+    for (const dependent of this.options.registry.all()) {
+      if (dependent.name === name || !viewSetsRead(dependent).includes(name)) continue;
+      const definition = stored.find((d) => d.name === dependent.name);
+      if (!definition) continue;
+      try {
+        await buildViewSet(this.options.engine, definition, (other) => (other === name ? replacement : this.options.registry.get(other)));
+      } catch (error) {
+        throw new ViewDefinitionError(`replacing ${name} would break ${dependent.name}: ${(error as Error).message}`, 'FAILED_PRECONDITION');
+      }
+    }
+  }
+}
+
+export const permissionDenied = (principal: Principal): FlightSqlError =>
+  new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may not create or drop materialized views (admins only)`);
