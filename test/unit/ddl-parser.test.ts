@@ -4,30 +4,9 @@ import { describe, it } from 'node:test';
 import { FlightSqlError } from '../../src/flight/index.js';
 import type { DdlErrorCode } from '../../src/sql/ddl-errors.js';
 import { parseDdl, type MaterializedViewOptions } from '../../src/sql/ddl-parser.js';
+import { specExample as specExampleOf } from '../support/spec-example.js';
 
-// The spec's example, verbatim but for the name.
-const specExample = `CREATE OR REPLACE MATERIALIZED VIEW log_stats_copy WITH (
-  extract_query = $$
-    SELECT date_bin('1 minute', time) as time_bin, target, count(*) as count,
-           arrow_cast(max(audience), 'Dictionary(Int32, Utf8)') as audience
-      FROM log_entries
-     WHERE insert_time >= '{begin}' AND insert_time < '{end}'
-     GROUP BY time_bin, target, audience
-  $$,
-  count_src_query = $$
-    SELECT sum(nb_objects) as count FROM blocks
-     WHERE insert_time >= '{begin}' AND insert_time < '{end}'
-  $$,
-  merge_partitions_query = $$
-    SELECT time_bin, target, sum(count) as count, audience
-      FROM {source} GROUP BY time_bin, target, audience
-  $$,
-  update_group           = 4000,
-  time_column            = 'time_bin',
-  source_partition_delta = '1 day',
-  merge_partition_delta  = '1 day',
-  merge_sort_order       = 'time_bin, target'
-);`;
+const specExample = specExampleOf('log_stats_copy', 'CREATE OR REPLACE MATERIALIZED VIEW');
 
 /** The required options, each as small as it gets. */
 const required = "extract_query = 'e', count_src_query = 'c', merge_partitions_query = 'm', update_group = 1, time_column = 't'";

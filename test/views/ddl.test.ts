@@ -7,30 +7,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { specExample as specExampleOf } from '../support/spec-example.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 
-const specExample = `CREATE MATERIALIZED VIEW target_counts WITH (
-  extract_query = $$
-    SELECT date_bin('1 minute', time) as time_bin, target, count(*) as count,
-           arrow_cast(max(audience), 'Dictionary(Int32, Utf8)') as audience
-      FROM log_entries
-     WHERE insert_time >= '{begin}' AND insert_time < '{end}'
-     GROUP BY time_bin, target, audience
-  $$,
-  count_src_query = $$
-    SELECT sum(nb_objects) as count FROM blocks
-     WHERE insert_time >= '{begin}' AND insert_time < '{end}'
-  $$,
-  merge_partitions_query = $$
-    SELECT time_bin, target, sum(count) as count, audience
-      FROM {source} GROUP BY time_bin, target, audience
-  $$,
-  update_group           = 4000,
-  time_column            = 'time_bin',
-  source_partition_delta = '1 day',
-  merge_partition_delta  = '1 day',
-  merge_sort_order       = 'time_bin, target'
-);`;
+const specExample = specExampleOf('target_counts');
 
 /** A valid definition with one part swapped out. */
 function definition(name: string, parts: Partial<Record<'extract' | 'count' | 'merge' | 'group' | 'extra', string>> = {}): string {
