@@ -17,6 +17,7 @@ import {
 import { emptyRelation } from '../views/index.js';
 import { adminFunctionNames, functionSetup, readableFunctionNames, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
+import { DdlError } from './ddl-errors.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
@@ -147,7 +148,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<Plan> {
     const { principal } = ctx;
-    const ddl = this.backend ? parseDdl(statement.query) : null;
+    const ddl = this.backend ? parseDdlFor(principal, statement.query) : null;
     if (ddl) {
       await this.checkDenied(ctx, statement);
       if (!principal.admin) throw permissionDenied(principal);
@@ -216,6 +217,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
     for await (const message of runProcedure(this.backend!, call, caller)) {
       yield batchFromRows(progressSchema, [[Date.now(), message]]);
     }
+  }
+}
+
+/** A non-admin gets permission denied for any materialized-view DDL, well-formed or not. */
+function parseDdlFor(principal: Principal, text: string): DdlStatement | null {
+  try {
+    return parseDdl(text);
+  } catch (error) {
+    if (!principal.admin && error instanceof DdlError) throw permissionDenied(principal);
+    throw error;
   }
 }
 

@@ -94,6 +94,7 @@ describe('materialized view DDL', () => {
   it('refuses non-admins', async () => {
     await assert.rejects(reader.query(definition('by_reader')), { code: 7, details: /admins only/ });
     await assert.rejects(reader.query('DROP MATERIALIZED VIEW target_counts'), { code: 7 });
+    await assert.rejects(reader.query('CREATE MATERIALIZED VIEW x WITH (nonsense'), { code: 7, details: /admins only/ });
   });
 
   it('refuses a replace or a drop that would break a dependent, naming it', async () => {
