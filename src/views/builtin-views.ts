@@ -24,7 +24,7 @@ export const payloadColumns = {
   metrics: "{time: 'BIGINT', target: 'VARCHAR', name: 'VARCHAR', unit: 'VARCHAR', value: 'DOUBLE', properties: 'JSON'}",
   traces:
     "{trace_id: 'VARCHAR', span_id: 'VARCHAR', parent_span_id: 'VARCHAR', name: 'VARCHAR', kind: 'INTEGER', target: 'VARCHAR', " +
-    "begin: 'BIGINT', end: 'BIGINT', status_code: 'INTEGER', status_message: 'VARCHAR', properties: 'JSON'}",
+    "\"begin\": 'BIGINT', \"end\": 'BIGINT', status_code: 'INTEGER', status_message: 'VARCHAR', properties: 'JSON'}",
 } as const;
 
 const blockColumns = 'b.process_id, b.stream_id, b.block_id, b.insert_time, b.exe, b.username, b.computer';
