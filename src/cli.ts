@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { startOrrery, type Log } from './app.js';
+import type { Log } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 
 const usage = `usage: orrery <command>
@@ -37,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
     console.error(`orrery: unknown command '${command}'\n\n${usage}`);
     return 2;
   }
+  // Loaded only here, so `orrery views` does not start DuckDB and the rest of the server.
+  const { startOrrery } = await import('./app.js');
   const orrery = await startOrrery(loadConfig(), log, command);
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {

@@ -30,11 +30,16 @@ async function* ipcStream(messages: AsyncIterable<FlightData>): AsyncGenerator<U
  * The record batches of a DoGet stream, decoded as they arrive. The stream's schema is set on
  * `onSchema` before the first batch (also when there are no batches).
  */
-export async function* decodeBatches(messages: AsyncIterable<FlightData>, onSchema: (schema: Schema) => void): AsyncGenerator<RecordBatch> {
-  const reader = await RecordBatchReader.from(ipcStream(messages));
-  await reader.open();
-  if (reader.schema) onSchema(reader.schema);
-  for await (const batch of reader) yield batch;
+export async function* decodeBatches(messages: AsyncGenerator<FlightData>, onSchema: (schema: Schema) => void): AsyncGenerator<RecordBatch> {
+  try {
+    const reader = await RecordBatchReader.from(ipcStream(messages));
+    await reader.open();
+    if (reader.schema) onSchema(reader.schema);
+    for await (const batch of reader) yield batch;
+  } finally {
+    // The reader does not pass an early stop on to its source: end the messages (the call) here.
+    await messages.return(undefined);
+  }
 }
 
 /** The schema in FlightInfo.schema or SchemaResult.schema (an encapsulated IPC schema message). */

@@ -6,11 +6,16 @@ import { ViewsCliError } from './errors.js';
 export const viewsUsage = `usage: orrery views <command> [options]
 
 Manages materialized view sets as code: a folder of .sql files, each holding one
-CREATE [OR REPLACE] MATERIALIZED VIEW statement and named <view name>.sql.
+CREATE [OR REPLACE] MATERIALIZED VIEW statement and named <view name>.sql. A file
+matches the server when its text equals the stored statement, ignoring surrounding
+whitespace, a trailing ';' and CREATE versus CREATE OR REPLACE.
 
 commands:
   plan --dir <folder> [--prune]   show what apply would create, replace and drop, and what
-                                  the server would refuse (with the reason); changes nothing
+                                  the server would refuse (with the reason); changes nothing.
+                                  Each change is checked (EXPLAIN) against the server as it is,
+                                  so a view reading another view this plan creates shows as
+                                  refused until that view exists
   apply --dir <folder> [--prune]  run that plan: creates and replaces by ascending
                                   update_group, then drops by descending update_group;
                                   stops at the first refusal

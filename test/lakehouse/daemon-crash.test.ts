@@ -1,0 +1,212 @@
+// Issue 3, "Done when": kill -9 of the maintenance daemon mid-run, then two daemons started at once on
+// the same lake, leave exact counts: nothing lost, nothing counted twice, no overlapping partitions.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { TestFlightClient } from '../support/flight-client.js';
+import { adminKey } from '../support/orrery-process.js';
+import {
+  OrreryChild,
+  clientFor,
+  plainRows,
+  pollUntil,
+  sharedEnv,
+  sleep,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestKey,
+  type TestPostgres,
+} from './lakehouse-fixtures.js';
+
+const admin: TestKey = { ...adminKey, audiences: ['public'] };
+const recordsPerRequest = 100;
+/** OTLP severity numbers sent in turn, and the micromegas levels they become. */
+const severities = [
+  { severityNumber: 9, level: 4 },
+  { severityNumber: 13, level: 3 },
+  { severityNumber: 17, level: 2 },
+];
+
+/** One OTLP/JSON logs request: `recordsPerRequest` records with unique messages `r<request>-<i>`. */
+function logsRequest(request: number): string {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const logRecords = Array.from({ length: recordsPerRequest }, (_, i) => ({
+    timeUnixNano: String(now + BigInt(i)),
+    severityNumber: severities[i % severities.length].severityNumber,
+    body: { stringValue: `r${request}-${i}` },
+    attributes: [{ key: 'request', value: { intValue: String(request) } }],
+  }));
+  return JSON.stringify({
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'crash-test' } }] },
+        scopeLogs: [{ scope: { name: 'crash' }, logRecords }],
+      },
+    ],
+  });
+}
+
+describe('maintenance daemon killed mid-run, then two daemons at once', { timeout: 330_000 }, () => {
+  let postgres: TestPostgres;
+  let serve: InProcessOrrery;
+  let client: TestFlightClient;
+  let dataDir: string;
+  let env: Record<string, string>;
+  const daemons: OrreryChild[] = [];
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    dataDir = mkdtempSync(join(tmpdir(), 'orrery-daemon-crash-'));
+    env = { ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir: join(dataDir, 'lake') }), ORRERY_DATA_DIR: dataDir };
+    serve = await startRole('serve', env); // ingestion and queries, no daemon
+    client = clientFor(serve.flightPort, admin);
+  });
+
+  after(async () => {
+    for (const daemon of daemons) await daemon.stop('SIGKILL');
+    client?.close();
+    await serve?.close();
+    await postgres?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('loses nothing and counts nothing twice', async (t) => {
+    let sent = 0;
+    let requests = 0;
+    let lastInsertMs = 0;
+    const send = async (): Promise<void> => {
+      const request = requests++;
+      const response = await fetch(`http://127.0.0.1:${serve.httpPort}/v1/logs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${admin.key}`, 'content-type': 'application/json' },
+        body: logsRequest(request),
+      });
+      assert.equal(response.status, 200, `request ${request}: ${await response.text()}`);
+      await response.arrayBuffer().catch(() => {});
+      sent += recordsPerRequest;
+      lastInsertMs = Date.now();
+    };
+    const sendSome = async (n: number): Promise<void> => {
+      for (let i = 0; i < n; i++) {
+        await send();
+        await sleep(200);
+      }
+    };
+    const partitionsWithRows = async (): Promise<number> =>
+      Number(
+        (await postgres.pool.query<{ n: string }>("SELECT count(*) AS n FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND num_rows > 0"))
+          .rows[0].n,
+      );
+    const scratch = join(dataDir, 'lake', 'tmp');
+    const materializing = (): boolean => existsSync(scratch) && readdirSync(scratch).length > 0;
+
+    // 1. Data no daemon sees in its second pass: only the minute pass can pick it up.
+    await sendSome(5);
+
+    // 2. Daemon A materializes as data keeps coming; it is killed while a materialization is in progress
+    //    (a scratch file of the extract exists), once it has written at least one log_entries partition.
+    const a = new OrreryChild('daemon A', 'maintain', env);
+    daemons.push(a);
+    await a.waitForLine(/maintenance daemon started/, 30_000);
+    let killedMidMaterialization = false;
+    let killerDone = false;
+    const killer = (async () => {
+      try {
+        await pollUntil('daemon A to write a log_entries partition with rows', partitionsWithRows, (n) => n > 0, { timeoutMs: 30_000, intervalMs: 50 });
+        const deadline = Date.now() + 10_000;
+        while (Date.now() < deadline && !(killedMidMaterialization = materializing())) await sleep(1);
+        const exit = await a.stop('SIGKILL');
+        assert.equal(exit.signal, 'SIGKILL', `daemon A was not killed by SIGKILL: ${JSON.stringify(exit)}\n${a.tail()}`);
+      } finally {
+        killerDone = true;
+      }
+    })();
+    while (!killerDone) await sendSome(1);
+    await killer;
+    t.diagnostic(`daemon A killed ${killedMidMaterialization ? 'while a materialization was in progress' : 'between materializations'} after ${requests} requests`);
+
+    // 3. Data sent while no daemon runs.
+    await sendSome(3);
+
+    // 4. Two daemons started at once on the same lake, with more data arriving.
+    const b = new OrreryChild('daemon B', 'maintain', env);
+    const c = new OrreryChild('daemon C', 'maintain', env);
+    daemons.push(b, c);
+    await Promise.all([b.waitForLine(/maintenance daemon started/, 30_000), c.waitForLine(/maintenance daemon started/, 30_000)]);
+    await sendSome(10);
+
+    // 5. Ranges a second pass missed (before A, A's last range, the gap) are rebuilt by the minute pass,
+    //    which covers [boundary - 120 s, boundary - 60 s) at 5 s past each minute boundary.
+    const minutePassMs = Math.floor(lastInsertMs / 60_000) * 60_000 + 125_000;
+    const timeoutMs = minutePassMs + 30_000 - Date.now();
+    t.diagnostic(`${sent} records in ${requests} requests; waiting up to ${Math.round(timeoutMs / 1000)} s for the minute pass`);
+    const started = Date.now();
+    const early = (await plainRows(client, 'SELECT count(*) AS n FROM log_entries'))[0].n;
+    t.diagnostic(`log_entries holds ${early} of ${sent} records before the minute pass`);
+    const withDaemonOutput = (error: unknown): never => {
+      throw new Error(`${(error as Error).message}\n--- ${b.name}:\n${b.tail(20)}\n--- ${c.name}:\n${c.tail(20)}`, { cause: error });
+    };
+    await pollUntil(
+      `log_entries and log_stats to hold exactly the ${sent} records sent`,
+      async () =>
+        (
+          await plainRows(
+            client,
+            `SELECT (SELECT count(*) FROM log_entries) AS n, (SELECT count(DISTINCT msg) FROM log_entries) AS distinct_messages,
+                    (SELECT coalesce(sum(count), 0)::BIGINT FROM log_stats) AS stats`,
+          )
+        )[0],
+      (seen) => seen.n === sent && seen.distinct_messages === sent && seen.stats === sent,
+      {
+        timeoutMs,
+        intervalMs: 1000,
+        failFast: (seen) => ((seen.n as number) > sent || (seen.stats as number) > sent ? 'more rows than were sent: counted twice' : undefined),
+      },
+    ).catch(withDaemonOutput);
+    t.diagnostic(`exact counts reached ${Math.round((Date.now() - started) / 1000)} s after the last request`);
+
+    // Exact counts through Flight SQL, per level as well.
+    const perRequest = (s: number): number => Array.from({ length: recordsPerRequest }, (_, i) => i).filter((i) => i % severities.length === s).length;
+    const perLevel = severities.map(({ level }, s) => ({ level, n: requests * perRequest(s) }));
+    assert.deepEqual(await plainRows(client, 'SELECT level, count(*) AS n FROM log_entries GROUP BY level ORDER BY level DESC'), perLevel);
+    assert.deepEqual(await plainRows(client, 'SELECT level, sum(count)::BIGINT AS n FROM log_stats GROUP BY level ORDER BY level DESC'), perLevel);
+    assert.deepEqual(await plainRows(client, 'SELECT count(DISTINCT block_id) AS blocks FROM log_entries'), [{ blocks: requests }]);
+
+    // The metadata agrees: one block per request, no overlapping partitions, every registered file present.
+    const db = postgres.pool;
+    assert.deepEqual((await db.query('SELECT count(*)::int AS blocks, sum(nb_objects)::int AS objects FROM blocks')).rows, [{ blocks: requests, objects: sent }]);
+    const overlaps = await db.query(
+      `SELECT a.view_set_name, a.begin_insert_time AS a_begin, a.end_insert_time AS a_end, b.begin_insert_time AS b_begin, b.end_insert_time AS b_end
+         FROM lakehouse_partitions a JOIN lakehouse_partitions b
+           ON a.view_set_name = b.view_set_name AND a.view_instance_id = b.view_instance_id AND a.file_schema_hash = b.file_schema_hash
+          AND a.ctid < b.ctid AND a.begin_insert_time < b.end_insert_time AND b.begin_insert_time < a.end_insert_time`,
+    );
+    assert.deepEqual(overlaps.rows, [], 'partitions of one view set and schema overlap in insert time');
+    const logPartitions = (
+      await db.query<{ hashes: number; rows: number }>(
+        "SELECT count(DISTINCT file_schema_hash)::int AS hashes, sum(num_rows)::int AS rows FROM lakehouse_partitions WHERE view_set_name = 'log_entries'",
+      )
+    ).rows[0];
+    assert.deepEqual(logPartitions, { hashes: 1, rows: sent });
+    const files = (await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')).rows;
+    assert.deepEqual(
+      files.filter((f) => !existsSync(join(dataDir, 'lake', f.file_path))),
+      [],
+      'registered partition files missing from the lake',
+    );
+
+    // Both daemons are still up, reported no failure, and stop cleanly.
+    for (const daemon of [b, c]) {
+      assert.ok(daemon.running, `${daemon.name} exited:\n${daemon.tail()}`);
+      assert.deepEqual(daemon.output.filter((line) => /\bERROR\b/.test(line)), [], `${daemon.name} logged errors`);
+    }
+    const exits = await Promise.all([b.stop('SIGTERM'), c.stop('SIGTERM')]);
+    assert.deepEqual(exits, [
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
+  });
+});

@@ -1,0 +1,227 @@
+// Shared by the lakehouse tests: a Postgres of their own, Orrery in any role, daemons as child
+// processes, bounded polling, and row helpers for Flight SQL answers.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { startOrrery, type Orrery, type Role } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { EmbeddedPostgres } from '../../src/metadata/index.js';
+import { TestFlightClient } from '../support/flight-client.js';
+
+export { sleep };
+
+/** A key as MICROMEGAS_API_KEYS lists it. */
+export interface TestKey {
+  readonly name: string;
+  readonly key: string;
+  readonly audiences: readonly string[];
+}
+
+/** An embedded Postgres the test owns (Orrery's own is not reachable from outside), with a pool on it. */
+export interface TestPostgres {
+  readonly connectionString: string;
+  readonly pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+/** Starts a real Postgres in a temporary folder; `close` stops it and removes the folder. */
+export async function startTestPostgres(): Promise<TestPostgres> {
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-lakehouse-pg-'));
+  let server: EmbeddedPostgres;
+  try {
+    server = await EmbeddedPostgres.start({ dataDir: dir });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const pool = new pg.Pool({ connectionString: server.connectionString, max: 4 });
+  pool.on('error', () => {}); // the server stopping under an idle connection is expected at close
+  let closing: Promise<void> | undefined;
+  return {
+    connectionString: server.connectionString,
+    pool,
+    close: () =>
+      (closing ??= (async () => {
+        await pool.end().catch(() => {});
+        await server.close();
+        rmSync(dir, { recursive: true, force: true });
+      })()),
+  };
+}
+
+/** The settings every Orrery of a test shares: keys, admins, metadata database, object store. */
+export function sharedEnv(options: { keys: readonly TestKey[]; admins: readonly string[]; connectionString: string; lakeDir?: string }): Record<string, string> {
+  return {
+    MICROMEGAS_API_KEYS: JSON.stringify(options.keys),
+    MICROMEGAS_ADMINS: JSON.stringify(options.admins),
+    MICROMEGAS_SQL_CONNECTION_STRING: options.connectionString,
+    ...(options.lakeDir ? { MICROMEGAS_OBJECT_STORE_URI: pathToFileURL(options.lakeDir).href } : {}),
+  };
+}
+
+/** An Orrery running in this process, with the lines it logged. */
+export interface InProcessOrrery extends Orrery {
+  readonly dataDir: string;
+  readonly lines: string[];
+}
+
+/** Starts Orrery in this process in one role, on free ports, with a temporary data folder (removed at close). */
+export async function startRole(role: Role, env: Record<string, string>): Promise<InProcessOrrery> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-lakehouse-'));
+  const lines: string[] = [];
+  const config = loadConfig({ ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0', ORRERY_DATA_DIR: dataDir, ...env });
+  let orrery: Orrery;
+  try {
+    orrery = await startOrrery(config, (level, message, error) => lines.push(`${level} ${message}${error ? ` ${String(error)}` : ''}`), role);
+  } catch (error) {
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    ...orrery,
+    dataDir,
+    lines,
+    close: () =>
+      (closing ??= (async () => {
+        await orrery.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      })()),
+  };
+}
+
+/** A Flight SQL client holding a key as its bearer header. */
+export function clientFor(flightPort: number, key: TestKey): TestFlightClient {
+  const client = new TestFlightClient(`127.0.0.1:${flightPort}`);
+  client.headers.authorization = `Bearer ${key.key}`;
+  return client;
+}
+
+/** The rows of a query as plain objects; Int64 values come back as bigint. */
+export async function queryRows(client: TestFlightClient, sql: string): Promise<Array<Record<string, unknown>>> {
+  const table = await client.query(sql);
+  return table.toArray().map((row) => row.toJSON() as Record<string, unknown>);
+}
+
+/** Converts every bigint of a row to a number (the counts these tests compare are small). */
+export function plain(row: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v]));
+}
+
+/** Rows with bigints as numbers, for deepEqual against literals. */
+export async function plainRows(client: TestFlightClient, sql: string): Promise<Array<Record<string, unknown>>> {
+  return (await queryRows(client, sql)).map(plain);
+}
+
+/** The single value of a one-row, one-column query, as a number (null as 0). */
+export async function scalar(client: TestFlightClient, sql: string): Promise<number> {
+  const rows = await queryRows(client, sql);
+  if (rows.length !== 1) throw new Error(`expected one row from ${sql}, got ${rows.length}`);
+  const value = Object.values(rows[0])[0];
+  return value === null ? 0 : Number(value);
+}
+
+/**
+ * Calls `probe` every `intervalMs` until `done(value)` holds; throws after `timeoutMs` with `what`
+ * and the last value seen (or the last error), so a failure says how far things got.
+ */
+export async function pollUntil<T>(
+  what: string,
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  options: { timeoutMs: number; intervalMs?: number; failFast?: (value: T) => string | undefined },
+): Promise<T> {
+  const deadline = Date.now() + options.timeoutMs;
+  let last: { value?: T; error?: unknown } = {};
+  for (;;) {
+    try {
+      const value = await probe();
+      last = { value };
+      if (done(value)) return value;
+      const fatal = options.failFast?.(value);
+      if (fatal) throw new Error(`${what}: ${fatal} (seen ${show(value)})`, { cause: 'fail-fast' });
+    } catch (error) {
+      if ((error as Error).cause === 'fail-fast') throw error;
+      last = { error };
+    }
+    if (Date.now() > deadline) {
+      const seen = 'error' in last ? `last error: ${(last.error as Error)?.message ?? String(last.error)}` : `last seen: ${show(last.value)}`;
+      throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${what}; ${seen}`);
+    }
+    await sleep(options.intervalMs ?? 500);
+  }
+}
+
+const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? Number(v) : v));
+
+/** This process's environment without Orrery's own settings, so that a child sees only what the test gives it. */
+function inheritedEnv(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !/^(ORRERY|MICROMEGAS)_/.test(entry[0])),
+  );
+}
+
+/** A `node dist/src/cli.js <role>` child process with its output kept. */
+export class OrreryChild {
+  readonly child: ChildProcess;
+  readonly output: string[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitStatus: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+
+  constructor(
+    readonly name: string,
+    role: Role,
+    env: Record<string, string>,
+  ) {
+    const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
+    this.child = spawn(process.execPath, [cli, role], {
+      env: { ...inheritedEnv(), ORRERY_HTTP_ADDR: '127.0.0.1:0', ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer): void => {
+      this.output.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
+    };
+    this.child.stdout!.on('data', keep);
+    this.child.stderr!.on('data', keep);
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code, signal) => {
+        this.exitStatus = { code, signal };
+        resolve(this.exitStatus);
+      }),
+    );
+  }
+
+  get running(): boolean {
+    return this.exitStatus === undefined;
+  }
+
+  /** Waits until a line of its output matches, failing early if it exits. */
+  async waitForLine(pattern: RegExp, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.output.some((line) => pattern.test(line))) {
+      if (!this.running) throw new Error(`${this.name} exited (${show(this.exitStatus)}) before printing ${pattern}:\n${this.tail()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} did not print ${pattern} within ${timeoutMs} ms:\n${this.tail()}`);
+      await sleep(25);
+    }
+  }
+
+  /** Sends a signal and waits for the exit; SIGKILL after `graceMs` if it is still running. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (!this.running) return this.exitStatus!;
+    this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  tail(lines = 40): string {
+    return this.output.slice(-lines).join('\n');
+  }
+}
