@@ -83,7 +83,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       memoryLimit: config.duckdbMemoryLimit,
     };
 
-    const maintenanceEngine = await DuckDBEngine.create({ ...engineOptions, threads: 1 });
+    const maintenanceEngine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
     closers.push(() => maintenanceEngine.close());
     const loader = new ViewLoader({
       db: metadata.pool,

@@ -112,9 +112,17 @@ export class DuckDBEngine {
     });
   }
 
-  /** Runs a row-returning statement; batches stream as DuckDB produces them. */
-  async query(sql: string, options: RunOptions = {}): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
-    const description = await this.describe(sql, options);
+  /**
+   * Runs a row-returning statement; batches stream as DuckDB produces them. Pass the
+   * description a caller already has (from describe with the same options) to skip
+   * preparing the statement twice.
+   */
+  async query(
+    sql: string,
+    options: RunOptions = {},
+    described?: StatementDescription,
+  ): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
+    const description = described ?? (await this.describe(sql, options));
     const batchBytes = this.batchBytes;
     const engine = this;
     async function* batches(): AsyncGenerator<RecordBatch> {

@@ -79,7 +79,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const plan = await this.plan(ctx, statement);
     if (plan.kind === 'procedure') return { schema: progressSchema, batches: this.progress(plan.call, ctx.principal.name) };
     if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
-    return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit });
+    return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit }, plan.description);
   }
 
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
