@@ -60,7 +60,10 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
   before(async () => {
     postgres = await startTestPostgres();
     dataDir = mkdtempSync(join(tmpdir(), 'orrery-daemon-crash-'));
-    env = { ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir: join(dataDir, 'lake') }), ORRERY_DATA_DIR: dataDir };
+    env = {
+      ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir: join(dataDir, 'lake') }),
+      ORRERY_DATA_DIR: dataDir,
+    };
     serve = await startRole('serve', env); // ingestion and queries, no daemon
     client = clientFor(serve.flightPort, admin);
   });
@@ -84,8 +87,8 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
         headers: { authorization: `Bearer ${admin.key}`, 'content-type': 'application/json' },
         body: logsRequest(request),
       });
-      assert.equal(response.status, 200, `request ${request}: ${await response.text()}`);
-      await response.arrayBuffer().catch(() => {});
+      const answer = await response.text();
+      assert.equal(response.status, 200, `request ${request}: ${answer}`);
       sent += recordsPerRequest;
       lastInsertMs = Date.now();
     };
@@ -124,9 +127,11 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
         killerDone = true;
       }
     })();
+    killer.catch(() => {}); // awaited below, once the requests stop
     while (!killerDone) await sendSome(1);
     await killer;
-    t.diagnostic(`daemon A killed ${killedMidMaterialization ? 'while a materialization was in progress' : 'between materializations'} after ${requests} requests`);
+    const when = killedMidMaterialization ? 'while a materialization was in progress' : 'between materializations';
+    t.diagnostic(`daemon A killed ${when} after ${requests} requests`);
 
     // 3. Data sent while no daemon runs.
     await sendSome(3);
@@ -177,7 +182,8 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
 
     // The metadata agrees: one block per request, no overlapping partitions, every registered file present.
     const db = postgres.pool;
-    assert.deepEqual((await db.query('SELECT count(*)::int AS blocks, sum(nb_objects)::int AS objects FROM blocks')).rows, [{ blocks: requests, objects: sent }]);
+    const blocks = await db.query('SELECT count(*)::int AS blocks, sum(nb_objects)::int AS objects FROM blocks');
+    assert.deepEqual(blocks.rows, [{ blocks: requests, objects: sent }]);
     const overlaps = await db.query(
       `SELECT a.view_set_name, a.begin_insert_time AS a_begin, a.end_insert_time AS a_end, b.begin_insert_time AS b_begin, b.end_insert_time AS b_end
          FROM lakehouse_partitions a JOIN lakehouse_partitions b

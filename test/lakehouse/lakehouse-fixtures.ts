@@ -54,7 +54,12 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 }
 
 /** The settings every Orrery of a test shares: keys, admins, metadata database, object store. */
-export function sharedEnv(options: { keys: readonly TestKey[]; admins: readonly string[]; connectionString: string; lakeDir?: string }): Record<string, string> {
+export function sharedEnv(options: {
+  keys: readonly TestKey[];
+  admins: readonly string[];
+  connectionString: string;
+  lakeDir?: string;
+}): Record<string, string> {
   return {
     MICROMEGAS_API_KEYS: JSON.stringify(options.keys),
     MICROMEGAS_ADMINS: JSON.stringify(options.admins),
@@ -143,9 +148,9 @@ export async function pollUntil<T>(
       last = { value };
       if (done(value)) return value;
       const fatal = options.failFast?.(value);
-      if (fatal) throw new Error(`${what}: ${fatal} (seen ${show(value)})`, { cause: 'fail-fast' });
+      if (fatal) throw new FailFast(`${what}: ${fatal} (seen ${show(value)})`);
     } catch (error) {
-      if ((error as Error).cause === 'fail-fast') throw error;
+      if (error instanceof FailFast) throw error;
       last = { error };
     }
     if (Date.now() > deadline) {
@@ -155,6 +160,9 @@ export async function pollUntil<T>(
     await sleep(options.intervalMs ?? 500);
   }
 }
+
+/** A state that polling longer cannot fix (more rows than were sent). */
+class FailFast extends Error {}
 
 const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? Number(v) : v));
 
@@ -182,13 +190,24 @@ export class OrreryChild {
       env: { ...inheritedEnv(), ORRERY_HTTP_ADDR: '127.0.0.1:0', ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const keep = (chunk: Buffer): void => {
-      this.output.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
+    const lines = (stream: NodeJS.ReadableStream): void => {
+      let partial = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const parts = (partial + chunk).split('\n');
+        partial = parts.pop()!;
+        this.output.push(...parts.filter((line) => line !== ''));
+      });
+      stream.on('end', () => partial && this.output.push(partial));
     };
-    this.child.stdout!.on('data', keep);
-    this.child.stderr!.on('data', keep);
+    lines(this.child.stdout!);
+    lines(this.child.stderr!);
+    // Should the test process end first, the child does not outlive it.
+    const killOnExit = (): void => void this.child.kill('SIGKILL');
+    process.once('exit', killOnExit);
     this.exited = new Promise((resolve) =>
       this.child.once('exit', (code, signal) => {
+        process.off('exit', killOnExit);
         this.exitStatus = { code, signal };
         resolve(this.exitStatus);
       }),

@@ -33,7 +33,6 @@ import {
   clientFor,
   plainRows,
   pollUntil,
-  queryRows,
   scalar,
   sharedEnv,
   startRole,
@@ -96,6 +95,20 @@ const dataPoints = (items: unknown): number =>
     (n, s) => n + s.metrics.reduce((m, metric) => m + metric.dataPoints.length, 0),
     0,
   );
+
+/** Log records made by an SDK LoggerProvider for one service, kept in memory to be exported by hand. */
+async function sdkRecords(service: string, emit: (logger: Logger) => void): Promise<ReadableLogRecord[]> {
+  const memory = new InMemoryLogRecordExporter();
+  const provider = new LoggerProvider({
+    resource: resourceFromAttributes({ 'service.name': service }),
+    processors: [new SimpleLogRecordProcessor({ exporter: memory })],
+  });
+  emit(provider.getLogger(service));
+  await provider.forceFlush();
+  const records = memory.getFinishedLogRecords();
+  await provider.shutdown();
+  return records;
+}
 
 /** Exports records once through an exporter and returns the SDK's result. */
 const exportOnce = (exporter: LogRecordExporter, records: ReadableLogRecord[]): Promise<ExportResult> =>
@@ -364,7 +377,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
   });
 
   it('gives two audiences sending identical resource attributes two processes', async () => {
-    const rows = await plainRows(asAdmin, "SELECT process_id, audience, properties::VARCHAR AS properties FROM processes WHERE exe = 'checkout' ORDER BY audience");
+    const rows = await plainRows(
+      asAdmin,
+      "SELECT process_id, audience, properties::VARCHAR AS properties FROM processes WHERE exe = 'checkout' ORDER BY audience",
+    );
     assert.equal(rows.length, 2);
     assert.notEqual(rows[0].process_id, rows[1].process_id);
     assert.deepEqual(JSON.parse(rows[0].properties as string), sharedResource);
@@ -422,15 +438,9 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
   }
 
   it('stores a request sent twice once: ids derive from the content', async () => {
-    const memory = new InMemoryLogRecordExporter();
-    const provider = new LoggerProvider({
-      resource: resourceFromAttributes({ 'service.name': 'retry-svc' }),
-      processors: [new SimpleLogRecordProcessor({ exporter: memory })],
+    const records = await sdkRecords('retry-svc', (logger) => {
+      for (let i = 0; i < 5; i++) logger.emit({ severityNumber: SeverityNumber.INFO, body: `retried #${i}` });
     });
-    for (let i = 0; i < 5; i++) provider.getLogger('retry').emit({ severityNumber: SeverityNumber.INFO, body: `retried #${i}` });
-    await provider.forceFlush();
-    const records = memory.getFinishedLogRecords();
-    await provider.shutdown();
     const exporter = new ProtoLogExporter({ url: url('logs'), headers: headers(teamA) });
     try {
       assert.equal((await exportOnce(exporter, records)).code, ExportResultCode.SUCCESS);
@@ -477,7 +487,12 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
   }
 
   const validJson = JSON.stringify({
-    resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'refused' } }] }, scopeLogs: [{ logRecords: [{ body: { stringValue: 'x' } }] }] }],
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'refused' } }] },
+        scopeLogs: [{ logRecords: [{ body: { stringValue: 'x' } }] }],
+      },
+    ],
   });
 
   it('answers bad requests with the OTLP status and stores nothing', async () => {
@@ -492,9 +507,11 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const bearer = headers(teamA);
 
     const noKey = await post({ headers: json, body: validJson });
-    assert.deepEqual(noKey, { status: 401, type: 'application/json', text: JSON.stringify({ message: 'missing or invalid API key: send "Authorization: Bearer <key>"' }) });
+    const noKeyMessage = 'missing or invalid API key: send "Authorization: Bearer <key>"';
+    assert.deepEqual(noKey, { status: 401, type: 'application/json', text: JSON.stringify({ message: noKeyMessage }) });
     assert.equal((await post({ headers: { ...json, Authorization: 'Bearer not-a-key-at-all' }, body: validJson })).status, 401);
-    assert.equal((await post({ headers: { ...json, Authorization: `Basic ${Buffer.from(`team_a:${teamA.key}`).toString('base64')}` }, body: validJson })).status, 401);
+    const basic = `Basic ${Buffer.from(`team_a:${teamA.key}`).toString('base64')}`; // OTLP takes bearer keys only
+    assert.equal((await post({ headers: { ...json, Authorization: basic }, body: validJson })).status, 401);
 
     const wrongType = await post({ headers: { ...bearer, 'content-type': 'text/plain' }, body: validJson });
     assert.deepEqual(wrongType, {
@@ -513,24 +530,24 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     assert.equal(badJson.status, 400);
     assert.match(JSON.parse(badJson.text).message, /^body is not valid JSON: /);
     const badShape = await post({ headers: { ...bearer, ...json }, body: JSON.stringify({ resourceMetrics: {} }) }, '/v1/metrics');
-    assert.deepEqual(badShape, { status: 400, type: 'application/json', text: JSON.stringify({ message: '$.resourceMetrics: expected an array, got an object' }) });
+    assert.deepEqual(badShape, {
+      status: 400,
+      type: 'application/json',
+      text: JSON.stringify({ message: '$.resourceMetrics: expected an array, got an object' }),
+    });
     const badGzip = await post({ headers: { ...bearer, ...json, 'content-encoding': 'gzip' }, body: validJson });
     assert.equal(badGzip.status, 400);
     assert.match(JSON.parse(badGzip.text).message, /^body is not valid gzip/);
 
     // The real exporter, without a key: the SDK reports the 401 and does not retry.
-    const memory = new InMemoryLogRecordExporter();
-    const provider = new LoggerProvider({ resource: resourceFromAttributes({ 'service.name': 'refused' }), processors: [new SimpleLogRecordProcessor({ exporter: memory })] });
-    provider.getLogger('refused').emit({ body: 'no key' });
-    await provider.forceFlush();
+    const refused = await sdkRecords('refused', (logger) => logger.emit({ body: 'no key' }));
     const exporter = new ProtoLogExporter({ url: url('logs') });
     try {
-      const result = await exportOnce(exporter, memory.getFinishedLogRecords());
+      const result = await exportOnce(exporter, refused);
       assert.equal(result.code, ExportResultCode.FAILED);
       assert.equal((result.error as { code?: number }).code, 401);
     } finally {
       await exporter.shutdown();
-      await provider.shutdown();
     }
     assert.deepEqual(await stored(), before);
   });
@@ -541,7 +558,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const database = new URL(postgres.connectionString);
     database.pathname = '/small_bodies';
     const smallPool = new pg.Pool({ connectionString: database.toString(), max: 1 });
-    const small = await startRole('serve', { ...sharedEnv({ keys, admins: [admin.name], connectionString: database.toString() }), ORRERY_MAX_BODY_BYTES: '65536' });
+    const small = await startRole('serve', {
+      ...sharedEnv({ keys, admins: [admin.name], connectionString: database.toString() }),
+      ORRERY_MAX_BODY_BYTES: '65536',
+    });
     try {
       const smallUrl = `http://127.0.0.1:${small.httpPort}/v1/logs`;
       const count = async (): Promise<number> =>
@@ -568,18 +588,16 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       assert.deepEqual(await gzipped.json(), { message: 'request body is larger than 65536 bytes once decoded' });
 
       // The real exporter sending a batch over the cap gets the 413 back.
-      const memory = new InMemoryLogRecordExporter();
-      const provider = new LoggerProvider({ resource: resourceFromAttributes({ 'service.name': 'big' }), processors: [new SimpleLogRecordProcessor({ exporter: memory })] });
-      for (let i = 0; i < 100; i++) provider.getLogger('big').emit({ body: `${i} ${'y'.repeat(1000)}` });
-      await provider.forceFlush();
+      const large = await sdkRecords('big', (logger) => {
+        for (let i = 0; i < 100; i++) logger.emit({ body: `${i} ${'y'.repeat(1000)}` });
+      });
       const exporter = new ProtoLogExporter({ url: smallUrl, headers: headers(teamA) });
       try {
-        const result = await exportOnce(exporter, memory.getFinishedLogRecords());
+        const result = await exportOnce(exporter, large);
         assert.equal(result.code, ExportResultCode.FAILED);
         assert.equal((result.error as { code?: number }).code, 413);
       } finally {
         await exporter.shutdown();
-        await provider.shutdown();
       }
       assert.equal(await count(), 1);
     } finally {
