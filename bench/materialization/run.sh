@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Materialization benchmark: starts `orrery serve` with a fresh data folder, ingests RECORDS log
+# records over OTLP/HTTP, times materialize_partitions('log_entries', ...) over the whole insert range
+# (one partition) through Flight SQL, and compares with DuckDB in-process (Python duckdb, same
+# release) running the same extract with COPY TO Parquet/zstd on the same payload files.
+#
+#   bash bench/materialization/run.sh                     # 2 M records, 3 runs each
+#   RECORDS=300000 REPEATS=2 bash bench/materialization/run.sh   # quick check
+#   ORRERY_REF=HEAD bash bench/materialization/run.sh     # measure the last commit (see bench/lib.sh)
+#
+# Environment: RECORDS (default 2000000), REPEATS (default 3), CONNECTIONS (ingestion, default 8),
+# THREADS (in-process DuckDB thread counts, default 1,2), PROFILE=1 (node --cpu-prof of the server;
+# profile in PROFILE_DIR, default bench/materialization/profiles), KEEP_DATA=1 keeps the data folder.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
+
+records="${RECORDS:-2000000}"
+repeats="${REPEATS:-3}"
+profile_dir="${PROFILE_DIR:-$here/profiles}"
+node_flags=()
+if [ "${PROFILE:-0}" = "1" ]; then
+  mkdir -p "$profile_dir"
+  rm -f "$profile_dir"/*.cpuprofile "$profile_dir"/*.top.txt
+  node_flags=(--cpu-prof --cpu-prof-dir="$profile_dir")
+fi
+
+bench_ensure_built
+python="$(bench_venv)"
+data_dir="$(mktemp -d -t orrery-bench-materialization-XXXXXX)"
+chmod 755 "$data_dir" # the embedded Postgres runs as the OS user postgres, which must enter it
+cleanup() {
+  orrery_stop
+  if [ "${KEEP_DATA:-0}" = "1" ]; then echo "bench: data kept in $data_dir" >&2; else rm -rf "$data_dir"; fi
+}
+trap cleanup EXIT
+
+orrery_start serve "$data_dir/orrery" "${node_flags[@]}" || exit 1
+echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT, data $data_dir/orrery" >&2
+status=0
+"$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
+  --data-dir "$data_dir/orrery" --records "$records" --repeats "$repeats" --connections "${CONNECTIONS:-8}" \
+  --threads "${THREADS:-1,2}" "$@" || status=$?
+orrery_stop
+if [ "$status" -ne 0 ]; then
+  echo "bench: bench.py failed ($status); server log:" >&2
+  tail -30 "$ORRERY_LOG" >&2
+fi
+if [ "${PROFILE:-0}" = "1" ]; then cpu_profile_top "$profile_dir" 30; fi
+exit "$status"
