@@ -51,8 +51,25 @@ export class MaintenanceDaemon {
 
   constructor(private readonly options: DaemonOptions) {}
 
+  /** Schedules the passes, and catches up at once on what arrived while no daemon ran. */
   start(): void {
     for (const pass of this.options.passes ?? defaultPasses) this.schedule(pass);
+    const run = this.catchUp()
+      .catch((error) => this.options.log('error', 'catch-up pass failed', error))
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+
+  /**
+   * The scheduled passes only look at recent windows, so data inserted while no daemon ran
+   * (before a start, or after a crash) would wait for the minute or hour pass. This covers
+   * the last hour by minutes and the current minute by seconds, right away.
+   */
+  async catchUp(now = Date.now()): Promise<void> {
+    const minute = BigInt(Math.floor(now / 60_000) * 60) * 1_000_000_000n;
+    const second = BigInt(Math.floor(now / 1000)) * 1_000_000_000n;
+    await this.runRanges(minute - secondsToNanos(3600), minute, 60);
+    await this.runRanges(minute, second - secondsToNanos(1), 1);
   }
 
   /** Stops scheduling and waits for running passes. Idempotent. */
@@ -65,16 +82,21 @@ export class MaintenanceDaemon {
 
   /** Runs one pass for the window ending at `boundary` (nanoseconds). */
   async runPass(pass: Pass, boundary: bigint): Promise<void> {
-    const begin = boundary - secondsToNanos(pass.fromSeconds);
-    const end = boundary - secondsToNanos(pass.toSeconds);
+    await this.runRanges(boundary - secondsToNanos(pass.fromSeconds), boundary - secondsToNanos(pass.toSeconds), pass.deltaSeconds);
+    if (pass.housekeeping) await this.housekeeping();
+  }
+
+  /** Materializes [begin, end) cut in `deltaSeconds` ranges, every view set in ascending update group. */
+  private async runRanges(begin: bigint, end: bigint, deltaSeconds: number): Promise<void> {
     const ranges: InsertRange[] = [];
-    for (let b = begin; b < end; b += secondsToNanos(pass.deltaSeconds)) ranges.push({ begin: b, end: b + secondsToNanos(pass.deltaSeconds) });
+    for (let b = begin; b < end; b += secondsToNanos(deltaSeconds)) ranges.push({ begin: b, end: b + secondsToNanos(deltaSeconds) });
     const views = [...this.options.viewSets()].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
     for (const view of views) {
-      if (this.closed) return;
-      for (const range of ranges) await this.materializeLocked(view, range);
+      for (const range of ranges) {
+        if (this.closed) return;
+        await this.materializeLocked(view, range);
+      }
     }
-    if (pass.housekeeping) await this.housekeeping();
   }
 
   /** Materializes one range unless another daemon holds it. */
