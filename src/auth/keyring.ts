@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config.js';
 
@@ -84,7 +84,18 @@ export function loadOrCreateLocalCredentials(dataDir: string): { key: ApiKey; cr
   }
   mkdirSync(dataDir, { recursive: true });
   const key: ApiKey = { name: 'admin', key: `orr_${randomBytes(24).toString('base64url')}`, audiences: ['public'] };
-  writeFileSync(path, `${JSON.stringify([key], null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+  // Written whole under a temporary name, then linked into place: a process starting at the
+  // same moment either wins the link or reads the other's complete file.
+  const temporary = `${path}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify([key], null, 2)}\n`, { mode: 0o600 });
+  try {
+    linkSync(temporary, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return loadOrCreateLocalCredentials(dataDir);
+  } finally {
+    unlinkSync(temporary);
+  }
   return { key, created: true, path };
 }
 

@@ -35,3 +35,24 @@ describe('Keyring', () => {
     assert.equal(keyring.byKey('zzzzzzzz'), null);
   });
 });
+
+describe('loadOrCreateLocalCredentials', () => {
+  it('creates one admin key on first use and returns the same key after', async () => {
+    const { mkdtempSync, rmSync, statSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { loadOrCreateLocalCredentials } = await import('../../src/auth/index.js');
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-credentials-'));
+    try {
+      const first = loadOrCreateLocalCredentials(dir);
+      assert.equal(first.created, true);
+      assert.equal(first.key.name, 'admin');
+      assert.match(first.key.key, /^orr_[A-Za-z0-9_-]{32}$/);
+      assert.equal(statSync(first.path).mode & 0o777, 0o600);
+      const second = loadOrCreateLocalCredentials(dir);
+      assert.deepEqual(second, { ...first, created: false });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
