@@ -9,10 +9,10 @@ import { TestFlightClient } from './flight-client.js';
 export const adminKey = { name: 'admin', key: 'admin-key-0123' };
 export const readerKey = { name: 'reader', key: 'reader-key-0123' };
 
-/** Starts Orrery in this process on free ports with a temporary data folder. */
+/** Starts Orrery in this process on free ports with a temporary data folder (no daemon unless asked). */
 export async function startTestOrrery(
   env: Record<string, string> = {},
-  role: Role = 'all',
+  role: Role = 'serve',
 ): Promise<Orrery & { address: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
   const config = loadConfig({
@@ -44,7 +44,7 @@ export interface OrreryFixture {
 }
 
 /** Registers before/after hooks that start an Orrery with two clients and stop them. */
-export function useOrrery(env: Record<string, string> = {}, role: Role = 'all'): OrreryFixture {
+export function useOrrery(env: Record<string, string> = {}, role: Role = 'serve'): OrreryFixture {
   const fixture = {} as OrreryFixture;
   before(async () => {
     fixture.orrery = await startTestOrrery(env, role);
