@@ -90,7 +90,8 @@ class Measurement:
 
 
 class ServerCpu:
-    """CPU seconds (user + system, all threads) used so far by the server process, from /proc."""
+    """CPU seconds (user + system, all threads) used so far by the server process and its live
+    descendants (the embedded Postgres), from /proc."""
 
     def __init__(self, pid: int | None):
         self.pid = pid
@@ -99,12 +100,25 @@ class ServerCpu:
     def read(self) -> float | None:
         if not self.pid:
             return None
-        try:
-            with open(f"/proc/{self.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / self.tick
-        except OSError:
+        stats: dict[int, tuple[int, int]] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat") as f:
+                        rest = f.read().rsplit(")", 1)[1].split()
+                    stats[int(name)] = (int(rest[1]), int(rest[11]) + int(rest[12]))
+                except OSError:
+                    pass
+        if self.pid not in stats:
             return None
+        keep, changed = {self.pid}, True
+        while changed:
+            changed = False
+            for pid, (ppid, _) in stats.items():
+                if ppid in keep and pid not in keep:
+                    keep.add(pid)
+                    changed = True
+        return sum(stats[p][1] for p in keep) / self.tick
 
 
 def drain(next_batch) -> tuple[int, int, int, int]:
@@ -195,7 +209,23 @@ def measure(name: str, fn, repeats: int, warmup: int, server: ServerCpu, n: int,
     return m
 
 
+def measure_pair(name: str, fn_a, fn_b, repeats: int, warmup: int, server_a: ServerCpu, server_b: ServerCpu, n: int, expected_sum: int | None, log) -> tuple[Measurement, Measurement]:
+    """Two servers measured run by run in alternation, so that load drifting on a shared machine hits both alike."""
+    a, b = Measurement(name), Measurement(f"{name} [B]")
+    for _ in range(warmup):
+        timed(fn_a, server_a, n, expected_sum, a.name)
+        timed(fn_b, server_b, n, expected_sum, b.name)
+    for i in range(repeats):
+        for m, fn, server in ((a, fn_a, server_a), (b, fn_b, server_b)) if i % 2 == 0 else ((b, fn_b, server_b), (a, fn_a, server_a)):
+            run = timed(fn, server, n, expected_sum, m.name)
+            m.runs.append(run)
+            log(f"  {m.name:<28} run {i + 1}: {run.seconds:7.3f} s  {run.rows / run.seconds / 1e6:6.2f} M rows/s  {run.bytes / run.seconds / 1e6:7.1f} MB/s")
+    return a, b
+
+
 def git_state(root: str) -> dict:
+    if os.environ.get("ORRERY_REF_SHA"):  # run.sh served a snapshot (ORRERY_REF) or another tree (ORRERY_ROOT)
+        return {"commit": os.environ["ORRERY_REF_SHA"], "src_dirty": False, "src_diff_sha1": None, "snapshot": True}
     def git(*args: str) -> str:
         try:
             return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
@@ -226,6 +256,9 @@ def main() -> int:
     parser.add_argument("--cases", default="computed,stored,ceiling", help="comma-separated: computed, stored, ceiling")
     parser.add_argument("--ceiling-port", type=int, default=None, help="port of grpc-ceiling.mjs (pre-encoded FlightData, no DuckDB)")
     parser.add_argument("--ceiling-pid", type=int, default=None)
+    parser.add_argument("--compare-port", type=int, default=None, help="a second server (build B) measured in alternation with the first")
+    parser.add_argument("--compare-pid", type=int, default=None)
+    parser.add_argument("--compare-label", default="B")
     args = parser.parse_args()
 
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -241,13 +274,23 @@ def main() -> int:
     options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {args.key}".encode())])
     con = duckdb.connect()
     con.execute(f"SET threads={args.threads}")
+    client_b = flight.FlightClient(f"grpc+tcp://{args.host}:{args.compare_port}") if args.compare_port else None
+    server_b = ServerCpu(args.compare_pid)
+
+    def flight_measure(key: str, label: str, sql: str, expected: int | None = expected_sum) -> None:
+        fn_a = flight_fetch(client, options, sql, schemas, key)
+        if client_b is None:
+            results[key] = measure(label, fn_a, args.repeats, args.warmup, server, n, expected, log)
+            return
+        fn_b = flight_fetch(client_b, options, sql, schemas, f"{key}.b")
+        results[key], results[f"{key}_b"] = measure_pair(label, fn_a, fn_b, args.repeats, args.warmup, server, server_b, n, expected, log)
 
     results: dict[str, Measurement] = {}
     tmp = tempfile.mkdtemp(prefix="orrery-bench-")
     try:
         if "computed" in cases:
             log(f"computed result, {n:,} rows: {computed_sql}")
-            results["computed.flight"] = measure("computed flight", flight_fetch(client, options, computed_sql, schemas, "computed.flight"), args.repeats, args.warmup, server, n, expected_sum, log)
+            flight_measure("computed.flight", "computed flight", computed_sql)
             results["computed.duckdb_stream"] = measure("computed in-process stream", inprocess_stream(con, computed_sql, schemas, "computed.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
             results["computed.duckdb_table"] = measure("computed in-process table", inprocess_table(con, computed_sql), args.repeats, args.warmup, server, n, expected_sum, log)
 
@@ -262,18 +305,21 @@ def main() -> int:
             # same table there with a statement.
             import adbc_driver_flightsql.dbapi as flightsql
 
-            start = time.perf_counter()
-            with flightsql.connect(f"grpc://{args.host}:{args.port}", db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {args.key}"}, autocommit=True) as adbc:
-                with adbc.cursor() as cur:
-                    cur.execute(f"CREATE OR REPLACE TABLE bench AS {computed_sql}")
-            log(f"  server: CREATE TABLE bench through ADBC in {time.perf_counter() - start:.2f} s")
-            results["stored.flight"] = measure("stored flight", flight_fetch(client, options, STORED_SQL, schemas, "stored.flight"), args.repeats, args.warmup, server, n, expected_sum, log)
+            ports = [args.port] + ([args.compare_port] if args.compare_port else [])
+            for port in ports:
+                start = time.perf_counter()
+                with flightsql.connect(f"grpc://{args.host}:{port}", db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {args.key}"}, autocommit=True) as adbc:
+                    with adbc.cursor() as cur:
+                        cur.execute(f"CREATE OR REPLACE TABLE bench AS {computed_sql}")
+                log(f"  server on port {port}: CREATE TABLE bench through ADBC in {time.perf_counter() - start:.2f} s")
+            flight_measure("stored.flight", "stored flight", STORED_SQL)
             results["stored.duckdb_stream"] = measure("stored in-process stream", inprocess_stream(con, STORED_SQL, schemas, "stored.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
             results["stored.duckdb_table"] = measure("stored in-process table", inprocess_table(con, STORED_SQL), args.repeats, args.warmup, server, n, expected_sum, log)
             results["parquet.duckdb_stream"] = measure("parquet in-process stream", inprocess_stream(con, f"SELECT * FROM read_parquet('{parquet}')", schemas, "parquet.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
-            with flightsql.connect(f"grpc://{args.host}:{args.port}", db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {args.key}"}, autocommit=True) as adbc:
-                with adbc.cursor() as cur:
-                    cur.execute("DROP TABLE IF EXISTS bench")
+            for port in ports:
+                with flightsql.connect(f"grpc://{args.host}:{port}", db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {args.key}"}, autocommit=True) as adbc:
+                    with adbc.cursor() as cur:
+                        cur.execute("DROP TABLE IF EXISTS bench")
         if "ceiling" in cases and args.ceiling_port:
             log(f"transport ceiling: the same columns as pre-encoded FlightData from a bare grpc-js server, {n:,} rows")
             ceiling = flight.FlightClient(f"grpc+tcp://{args.host}:{args.ceiling_port}")
@@ -283,6 +329,8 @@ def main() -> int:
                 ceiling.close()
     finally:
         client.close()
+        if client_b is not None:
+            client_b.close()
         con.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -308,6 +356,7 @@ def main() -> int:
         "pyarrow": pa.__version__,
         "duckdb": duckdb.__version__,
         **git_state(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+        "compare": {"label": args.compare_label} if args.compare_port else None,
         "results": summary,
         "ratios": {},
     }
@@ -324,27 +373,36 @@ def main() -> int:
             f"{s['bytes'] / 1e6:9.1f} {s['batches']:8d} {srv} {s['client_cpu_s']:9.2f}"
         )
     print()
-    for case in ("computed", "stored"):
-        fl = results.get(f"{case}.flight")
+    for case, suffix in (("computed", ""), ("stored", ""), ("computed", "_b"), ("stored", "_b")):
+        fl = results.get(f"{case}.flight{suffix}")
         if not fl:
             continue
+        if suffix:
+            a = results[f"{case}.flight"]
+            speedup = a.median_seconds() / fl.median_seconds()
+            figures["ratios"][f"{case}.b_vs_a"] = round(speedup, 3)
+            print(f"{case}: {args.compare_label} is {speedup:.2f}x as fast as A (median time A / median time {args.compare_label}); runs alternated")
         for base in ("duckdb_stream", "duckdb_table"):
             ref = results.get(f"{case}.{base}")
             if not ref:
                 continue
             best = ref.best().seconds / fl.best().seconds
             med = ref.median_seconds() / fl.median_seconds()
-            figures["ratios"][f"{case}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
-            print(f"ratio {case}: in-process {base.split('_')[1]:<6} time / Flight time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
+            figures["ratios"][f"{case}{suffix}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
+            tag = f" [{args.compare_label}]" if suffix else ""
+            print(f"ratio {case}{tag}: in-process {base.split('_')[1]:<6} time / Flight time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
     if "ceiling.flight" in results:
         c = summary["ceiling.flight"]
         figures["ceiling_gb_per_s"] = {"best": round(c["best_mb_per_s"] / 1000, 3), "median": round(c["median_mb_per_s"] / 1000, 3)}
         print(f"transport ceiling (pre-encoded FlightData, bare grpc-js): {c['best_mb_per_s'] / 1000:.3f} GB/s (best), {c['median_mb_per_s'] / 1000:.3f} (median)")
-    if "stored.flight" in results:
-        s = summary["stored.flight"]
+    for suffix in ("", "_b"):
+        if f"stored.flight{suffix}" not in results:
+            continue
+        s = summary[f"stored.flight{suffix}"]
         gbps = s["best_mb_per_s"] / 1000
-        figures["stored_flight_gb_per_s"] = {"best": round(gbps, 3), "median": round(s["median_mb_per_s"] / 1000, 3)}
-        print(f"stored scan over Flight: {gbps:.3f} GB/s of Arrow bytes received (best), {s['median_mb_per_s'] / 1000:.3f} (median)   goal >= 0.6")
+        figures[f"stored_flight{suffix}_gb_per_s"] = {"best": round(gbps, 3), "median": round(s["median_mb_per_s"] / 1000, 3)}
+        tag = f" [{args.compare_label}]" if suffix else ""
+        print(f"stored scan over Flight{tag}: {gbps:.3f} GB/s of Arrow bytes received (best), {s['median_mb_per_s'] / 1000:.3f} (median)   goal >= 0.6")
     # The benchmark alone brings the 1-minute average to about 1.5 on 2 cores by its end.
     if figures["loadavg_1m_at_start"] > 0.7 or figures["loadavg_1m_at_end"] > 2.5:
         print(

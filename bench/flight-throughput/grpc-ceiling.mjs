@@ -2,14 +2,16 @@
 // (one ~1 MiB record batch of the benchmark's columns, made once by Orrery's own converter and
 // encoder) until the requested row count is reached. No DuckDB and no conversion per request,
 // so what a client measures against it is what grpc-js + HTTP/2 + the client cost on this machine.
-//   node bench/flight-throughput/grpc-ceiling.mjs        prints "ceiling listening on 127.0.0.1:<port>"
+//   node bench/flight-throughput/grpc-ceiling.mjs [orrery root]   prints "ceiling listening on 127.0.0.1:<port>"
+// The root (default: this repository) is the tree whose dist/ provides the converter and encoder.
 // The ticket is the row count as ASCII digits. Stop with SIGINT/SIGTERM.
 import { once } from 'node:events';
+import { pathToFileURL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { Field, Schema } from 'apache-arrow';
 
-const root = new URL('../../', import.meta.url);
+const root = process.argv[2] ? pathToFileURL(`${process.argv[2]}/`) : new URL('../../', import.meta.url);
 const { ChunkConverter } = await import(new URL('dist/src/engine/chunk-converter.js', root));
 const { arrowType } = await import(new URL('dist/src/engine/arrow-types.js', root));
 const { recordBatchMessages, schemaHeader } = await import(new URL('dist/src/flight/ipc.js', root));

@@ -3,12 +3,14 @@
 //   fetch     only fetching DuckDB chunks (result.fetchChunk loop, next chunk requested ahead)
 //   convert   + ChunkConverter to Arrow record batches (dist/src/engine/chunk-converter.js)
 //   encode    + IPC messages and FlightData bytes (dist/src/flight/ipc.js, flight-data.js)
-// Uses Orrery's compiled internals, so it follows whatever src/ currently does.
+// Uses Orrery's compiled internals (dist/ of this repository, or of ORRERY_ROOT when set), so it
+// follows whatever src/ currently does; build first (node scripts/ensure-built.mjs).
 //   node bench/flight-throughput/stages.mjs [rows=10000000] [repeats=3] [threads=2]
+import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { Field, Schema } from 'apache-arrow';
 
-const root = new URL('../../', import.meta.url);
+const root = process.env.ORRERY_ROOT ? pathToFileURL(`${process.env.ORRERY_ROOT}/`) : new URL('../../', import.meta.url);
 const { ChunkConverter } = await import(new URL('dist/src/engine/chunk-converter.js', root));
 const { arrowType } = await import(new URL('dist/src/engine/arrow-types.js', root));
 const arrowSchema = (names, types) => new Schema(names.map((name, i) => new Field(name, arrowType(types[i]), true)));
