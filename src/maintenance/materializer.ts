@@ -107,8 +107,11 @@ export class Materializer {
     );
     let stats: { min: bigint | null; max: bigint | null } = { min: null, max: null };
     if (rows > 0) {
+      // Event-time bounds from the row groups' statistics in the footer: no data is read again.
       const [row] = await this.rows(
-        `SELECT epoch_ns(min(${quoteIdentifier(view.minTimeColumn)})), epoch_ns(max(${quoteIdentifier(view.maxTimeColumn)})) FROM read_parquet(${quoteLiteral(path)})`,
+        `SELECT epoch_ns(min(TRY_CAST(stats_min AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.minTimeColumn)})),
+                epoch_ns(max(TRY_CAST(stats_max AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.maxTimeColumn)}))
+           FROM parquet_metadata(${quoteLiteral(path)})`,
         [],
       );
       stats = { min: row[0] === null ? null : BigInt(row[0] as bigint), max: row[1] === null ? null : BigInt(row[1] as bigint) };
