@@ -173,7 +173,8 @@ export class DuckDBEngine {
         statements: Record<string, unknown>[];
       };
       if (!tree.error) return tree;
-      if (tree.error_type === 'not implemented') return null;
+      // DuckDB serializes SELECT statements only; anything else is not a read.
+      if (/only SELECT statements/i.test(tree.error_message ?? '')) return null;
       throw new EngineError('INVALID_ARGUMENT', tree.error_message ?? 'cannot parse the statement');
     } finally {
       connection.closeSync();
