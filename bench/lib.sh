@@ -146,3 +146,27 @@ cpu_profile_top() {
   echo "bench: CPU profile $latest" >&2
   node "$bench_root/bench/flight-throughput/cpuprofile-top.mjs" "$latest" "$top" --callers | tee "${latest%.cpuprofile}.top.txt"
 }
+
+# bench_profile_flags DIR: prints the node flags for a CPU profile into DIR when PROFILE=1
+# (clearing earlier profiles there), nothing otherwise. Use: mapfile -t node_flags < <(...)
+bench_profile_flags() {
+  local dir="$1"
+  [ "${PROFILE:-0}" = "1" ] || return 0
+  mkdir -p "$dir"
+  rm -f "$dir"/*.cpuprofile "$dir"/*.top.txt
+  printf '%s\n' --cpu-prof "--cpu-prof-dir=$dir"
+}
+
+# bench_data_dir NAME: a fresh temporary folder the embedded Postgres (run as the OS user
+# postgres) can enter.
+bench_data_dir() {
+  local dir
+  dir="$(mktemp -d -t "orrery-bench-$1-XXXXXX")"
+  chmod 755 "$dir"
+  echo "$dir"
+}
+
+# bench_cleanup_data DIR: removes DIR unless KEEP_DATA=1.
+bench_cleanup_data() {
+  if [ "${KEEP_DATA:-0}" = "1" ]; then echo "bench: data kept in $1" >&2; else rm -rf "$1"; fi
+}

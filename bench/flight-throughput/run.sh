@@ -30,17 +30,11 @@ rows="${ROWS:-10000000}"
 threads="${THREADS:-2}"
 server_threads="${SERVER_THREADS:-$threads}"
 profile_dir="${PROFILE_DIR:-$here/profiles}"
-node_flags=()
-if [ "${PROFILE:-0}" = "1" ]; then
-  mkdir -p "$profile_dir"
-  rm -f "$profile_dir"/*.cpuprofile "$profile_dir"/*.top.txt
-  node_flags=(--cpu-prof --cpu-prof-dir="$profile_dir")
-fi
+mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
 
 bench_ensure_built
 python="$(bench_venv)"
-work_dir="$(mktemp -d -t orrery-bench-flight-XXXXXX)"
-chmod 755 "$work_dir" # the embedded Postgres runs as the OS user postgres, which must enter it
+work_dir="$(bench_data_dir flight)"
 
 server_a="" server_b="" ceiling=""
 stop_pid() {

@@ -27,11 +27,10 @@ profile_dir="${PROFILE_DIR:-$here/profiles}"
 
 bench_ensure_built
 python="$(bench_venv)"
-data_dir="$(mktemp -d -t orrery-bench-ingestion-XXXXXX)"
-chmod 755 "$data_dir" # the embedded Postgres runs as the OS user postgres, which must enter it
+data_dir="$(bench_data_dir ingestion)"
 cleanup() {
   orrery_stop
-  if [ "${KEEP_DATA:-0}" = "1" ]; then echo "bench: data kept in $data_dir" >&2; else rm -rf "$data_dir"; fi
+  bench_cleanup_data "$data_dir"
 }
 trap cleanup EXIT
 

@@ -19,20 +19,14 @@ source "$here/../lib.sh"
 records="${RECORDS:-2000000}"
 repeats="${REPEATS:-3}"
 profile_dir="${PROFILE_DIR:-$here/profiles}"
-node_flags=()
-if [ "${PROFILE:-0}" = "1" ]; then
-  mkdir -p "$profile_dir"
-  rm -f "$profile_dir"/*.cpuprofile "$profile_dir"/*.top.txt
-  node_flags=(--cpu-prof --cpu-prof-dir="$profile_dir")
-fi
+mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
 
 bench_ensure_built
 python="$(bench_venv)"
-data_dir="$(mktemp -d -t orrery-bench-materialization-XXXXXX)"
-chmod 755 "$data_dir" # the embedded Postgres runs as the OS user postgres, which must enter it
+data_dir="$(bench_data_dir materialization)"
 cleanup() {
   orrery_stop
-  if [ "${KEEP_DATA:-0}" = "1" ]; then echo "bench: data kept in $data_dir" >&2; else rm -rf "$data_dir"; fi
+  bench_cleanup_data "$data_dir"
 }
 trap cleanup EXIT
 
