@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +34,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.flight as flight
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchlib import git_state  # noqa: E402
 
 # `range * 0.5` would be DECIMAL(21,1) in DuckDB and `TIMESTAMP_NS + INTERVAL` is a microsecond
 # TIMESTAMP: cast so the columns are the DOUBLE and nanosecond timestamp intended.
@@ -223,26 +225,6 @@ def measure_pair(name: str, fn_a, fn_b, repeats: int, warmup: int, server_a: Ser
     return a, b
 
 
-def git_state(root: str) -> dict:
-    if os.environ.get("ORRERY_REF_SHA"):  # run.sh served a snapshot (ORRERY_REF) or another tree (ORRERY_ROOT)
-        return {"commit": os.environ["ORRERY_REF_SHA"], "src_dirty": False, "src_diff_sha1": None, "snapshot": True}
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return ""
-
-    import hashlib
-
-    diff = git("diff", "HEAD", "--", "src")
-    untracked = git("ls-files", "--others", "--exclude-standard", "--", "src")
-    return {
-        "commit": git("rev-parse", "--short", "HEAD"),
-        "src_dirty": bool(diff or untracked),
-        "src_diff_sha1": hashlib.sha1((diff + untracked).encode()).hexdigest()[:12] if diff or untracked else None,
-    }
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default="127.0.0.1")
@@ -355,7 +337,7 @@ def main() -> int:
         "loadavg_1m_at_end": round(os.getloadavg()[0], 2),
         "pyarrow": pa.__version__,
         "duckdb": duckdb.__version__,
-        **git_state(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+        **git_state(),
         "compare": {"label": args.compare_label} if args.compare_port else None,
         "results": summary,
         "ratios": {},
