@@ -156,52 +156,44 @@ export const blocks: ViewSet = {
   source: { kind: 'metadata', table: 'blocks' },
 };
 
-export const processes: ViewSet = {
-  name: 'processes',
+/** A set copied from a Postgres table by insert time, one row per entity. */
+const metadataTable = (table: 'processes' | 'streams', columns: ColumnSpec[]): ViewSet => ({
+  name: table,
   updateGroup: 2000,
-  columns: [
-    c('process_id', 'VARCHAR'),
-    c('exe', 'VARCHAR'),
-    c('username', 'VARCHAR'),
-    c('realname', 'VARCHAR'),
-    c('computer', 'VARCHAR'),
-    c('distro', 'VARCHAR'),
-    c('cpu_brand', 'VARCHAR'),
-    c('start_time', 'TIMESTAMP_NS'),
-    c('insert_time', 'TIMESTAMP_NS'),
-    c('parent_process_id', 'VARCHAR'),
-    c('properties', 'JSON'),
-    c('audience', 'VARCHAR'),
-  ],
+  columns,
   minTimeColumn: 'insert_time',
   maxTimeColumn: 'insert_time',
   audienceColumn: 'audience',
   sourceDeltaSeconds: day,
   mergeDeltaSeconds: day,
   mergeQuery: 'SELECT * FROM {source}',
-  source: { kind: 'metadata', table: 'processes' },
-};
+  source: { kind: 'metadata', table },
+});
 
-export const streams: ViewSet = {
-  name: 'streams',
-  updateGroup: 2000,
-  columns: [
-    c('stream_id', 'VARCHAR'),
-    c('process_id', 'VARCHAR'),
-    c('tags', 'VARCHAR[]'),
-    c('properties', 'JSON'),
-    c('format', 'VARCHAR'),
-    c('insert_time', 'TIMESTAMP_NS'),
-    c('audience', 'VARCHAR'),
-  ],
-  minTimeColumn: 'insert_time',
-  maxTimeColumn: 'insert_time',
-  audienceColumn: 'audience',
-  sourceDeltaSeconds: day,
-  mergeDeltaSeconds: day,
-  mergeQuery: 'SELECT * FROM {source}',
-  source: { kind: 'metadata', table: 'streams' },
-};
+export const processes = metadataTable('processes', [
+  c('process_id', 'VARCHAR'),
+  c('exe', 'VARCHAR'),
+  c('username', 'VARCHAR'),
+  c('realname', 'VARCHAR'),
+  c('computer', 'VARCHAR'),
+  c('distro', 'VARCHAR'),
+  c('cpu_brand', 'VARCHAR'),
+  c('start_time', 'TIMESTAMP_NS'),
+  c('insert_time', 'TIMESTAMP_NS'),
+  c('parent_process_id', 'VARCHAR'),
+  c('properties', 'JSON'),
+  c('audience', 'VARCHAR'),
+]);
+
+export const streams = metadataTable('streams', [
+  c('stream_id', 'VARCHAR'),
+  c('process_id', 'VARCHAR'),
+  c('tags', 'VARCHAR[]'),
+  c('properties', 'JSON'),
+  c('format', 'VARCHAR'),
+  c('insert_time', 'TIMESTAMP_NS'),
+  c('audience', 'VARCHAR'),
+]);
 
 /** Every built-in view set, in materialization order (log_stats is a stored definition, seeded by a migration). */
 export const builtinViewSets: readonly ViewSet[] = [blocks, processes, streams, logEntries, measures, spans];
