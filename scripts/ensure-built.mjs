@@ -28,3 +28,4 @@ if (force || !existsSync(built) || Math.max(...sources) > statSync(built).mtimeM
   console.log('orrery: compiling TypeScript');
   run('npx tsc -p tsconfig.json');
 }
+run('node scripts/build-native.mjs');

@@ -56,7 +56,10 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof ConfigError) console.error(`orrery: ${error.message}`);
-    else console.error('orrery: failed to start:', error);
+    // Orrery's own errors (they carry a status) explain themselves; anything else is a bug, shown whole.
+    else if (error instanceof Error && typeof (error as { status?: unknown }).status === 'string') {
+      console.error(`orrery: failed to start: ${error.message}`);
+    } else console.error('orrery: failed to start:', error);
     process.exit(error instanceof ConfigError ? 2 : 1);
   },
 );

@@ -2,6 +2,7 @@ import bindings from '@duckdb/node-bindings';
 import { DuckDBTypeId, DuckDBVector, type DuckDBType } from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, Utf8, makeData, vectorFromArray, type Data, type Schema, type Vector as Vector_ } from 'apache-arrow';
 import { arrowType } from './arrow-types.js';
+import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
 // DuckDB result chunks to Arrow record batches, straight from DuckDB's vector memory:
 // fixed-width values and validity masks are copied byte for byte (both use Arrow's
@@ -408,17 +409,6 @@ class NullBuilder implements ColumnBuilder {
   }
 }
 
-const fixedWidths: Partial<Record<DuckDBTypeId, number>> = {
-  [DuckDBTypeId.TINYINT]: 1, [DuckDBTypeId.SMALLINT]: 2, [DuckDBTypeId.INTEGER]: 4, [DuckDBTypeId.BIGINT]: 8,
-  [DuckDBTypeId.UTINYINT]: 1, [DuckDBTypeId.USMALLINT]: 2, [DuckDBTypeId.UINTEGER]: 4, [DuckDBTypeId.UBIGINT]: 8,
-  [DuckDBTypeId.FLOAT]: 4, [DuckDBTypeId.DOUBLE]: 8, [DuckDBTypeId.DATE]: 4, [DuckDBTypeId.TIME]: 8, [DuckDBTypeId.TIME_NS]: 8,
-};
-
-const timestampFactors: Partial<Record<DuckDBTypeId, bigint>> = {
-  [DuckDBTypeId.TIMESTAMP_S]: 1_000_000_000n, [DuckDBTypeId.TIMESTAMP_MS]: 1_000_000n, [DuckDBTypeId.TIMESTAMP]: 1000n,
-  [DuckDBTypeId.TIMESTAMP_TZ]: 1000n, [DuckDBTypeId.TIMESTAMP_NS]: 1n,
-};
-
 function columnBuilder(duckType: DuckDBType, type: DataType = arrowType(duckType)): ColumnBuilder {
   const id = duckType.typeId;
   const width = fixedWidths[id];
@@ -428,11 +418,8 @@ function columnBuilder(duckType: DuckDBType, type: DataType = arrowType(duckType
   switch (id) {
     case DuckDBTypeId.BOOLEAN: return new BoolBuilder(type);
     case DuckDBTypeId.VARCHAR: case DuckDBTypeId.BLOB: return new StringBuilder(type);
-    case DuckDBTypeId.HUGEINT: return new Decimal128Builder(type, 16);
-    case DuckDBTypeId.DECIMAL: {
-      const w = (duckType as unknown as { width: number }).width;
-      return new Decimal128Builder(type, w <= 4 ? 2 : w <= 9 ? 4 : w <= 18 ? 8 : 16);
-    }
+    case DuckDBTypeId.HUGEINT: case DuckDBTypeId.DECIMAL:
+      return new Decimal128Builder(type, decimalStorageWidth(duckType));
     case DuckDBTypeId.ENUM: {
       const { values, internalTypeId } = duckType as unknown as { values: string[]; internalTypeId: DuckDBTypeId };
       const width = internalTypeId === DuckDBTypeId.UTINYINT ? 1 : internalTypeId === DuckDBTypeId.USMALLINT ? 2 : 4;

@@ -4,11 +4,13 @@ import {
   StatementType,
   type DuckDBConnection,
   type DuckDBPreparedStatement,
+  type DuckDBResult,
   type DuckDBType,
 } from '@duckdb/node-api';
 import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'apache-arrow';
 import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
+import { nativeBatches, type BatchSource } from './native-export.js';
 import { EngineError, sqlError } from './errors.js';
 import { bindRow } from './parameters.js';
 
@@ -22,6 +24,11 @@ export interface EngineOptions {
   readonly batchBytes?: number;
   /** Statements run once at start-up, before the configuration is locked (macros). */
   readonly startupSql?: readonly string[];
+  /**
+   * Fill Arrow batches of flat column types in native code off the event loop (default: when
+   * the module is built). False keeps every result on the JavaScript converter.
+   */
+  readonly nativeExport?: boolean;
 }
 
 /** What a statement is, learnt by preparing it (nothing runs). */
@@ -69,6 +76,7 @@ export class DuckDBEngine {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly batchBytes: number,
+    private readonly nativeExport: boolean,
   ) {}
 
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
@@ -90,7 +98,7 @@ export class DuckDBEngine {
     } finally {
       setup.closeSync();
     }
-    return new DuckDBEngine(instance, options.batchBytes ?? 1024 * 1024);
+    return new DuckDBEngine(instance, options.batchBytes ?? 1024 * 1024, options.nativeExport ?? true);
   }
 
   /** Prepares a statement to learn its kind and schemas. */
@@ -238,21 +246,29 @@ export class DuckDBEngine {
       const result = await prepared.stream().catch((error) => {
         throw sqlError(error);
       });
-      const converter = new ChunkConverter(schema, columnTypesOf(result), batchBytes);
-      // Ask for the next chunk before converting this one, so DuckDB computes while JS converts.
-      let next = result.fetchChunk();
-      for (;;) {
-        const chunk = await next.catch((error) => {
-          throw sqlError(error);
-        });
-        if (!chunk || chunk.rowCount === 0) break;
-        next = result.fetchChunk();
-        const batch = converter.add(chunk.chunk, chunk.rowCount);
-        if (batch) yield batch;
-        if (options.signal?.aborted) throw new EngineError('CANCELLED', 'query cancelled');
+      const types = columnTypesOf(result);
+      const source = (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) || chunkBatches(result, schema, types, batchBytes);
+      // Ask for the next batch before handing this one on, so DuckDB works while the consumer sends.
+      let pending: Promise<RecordBatch | null> | null = source.next();
+      try {
+        for (;;) {
+          const batch = await pending.catch((error) => {
+            throw sqlError(error);
+          });
+          pending = null;
+          if (!batch) break;
+          pending = source.next();
+          yield batch;
+          if (options.signal?.aborted) throw new EngineError('CANCELLED', 'query cancelled');
+        }
+      } finally {
+        if (pending) {
+          // The consumer stopped early: stop DuckDB and let the batch in flight settle before closing.
+          connection.interrupt();
+          await pending.catch(() => null);
+        }
+        source.close();
       }
-      const last = converter.flush();
-      if (last) yield last;
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
       connection.closeSync();
@@ -302,6 +318,26 @@ export class DuckDBEngine {
     }
     return connection;
   }
+}
+
+/** Batches converted from DuckDB chunks in JavaScript: any column type. */
+function chunkBatches(result: DuckDBResult, schema: Schema, types: DuckDBType[], batchBytes: number): BatchSource {
+  const converter = new ChunkConverter(schema, types, batchBytes);
+  let done = false;
+  return {
+    async next() {
+      while (!done) {
+        const chunk = await result.fetchChunk();
+        if (!chunk || chunk.rowCount === 0) done = true;
+        else {
+          const batch = converter.add(chunk.chunk, chunk.rowCount);
+          if (batch) return batch;
+        }
+      }
+      return converter.flush();
+    },
+    close() {},
+  };
 }
 
 async function prepare(connection: DuckDBConnection, sql: string): Promise<DuckDBPreparedStatement> {

@@ -80,6 +80,13 @@ describe('statements', () => {
     await assert.rejects(c.query('SELEC 1'), { code: 3, details: /syntax error/ });
   });
 
+  it('reports an error raised after rows have been sent as INVALID_ARGUMENT', async () => {
+    await assert.rejects(c.query("SELECT CASE WHEN range = 250000 THEN error('failed at row 250000') ELSE range END AS i FROM range(500000)"), {
+      code: 3,
+      details: /failed at row 250000/,
+    });
+  });
+
   it('streams large results in batches, each FlightData under 4 MiB', async () => {
     const info = await c.getFlightInfo(
       packAny('CommandStatementQuery', { query: "SELECT range AS i, range * 0.5 AS d, repeat('x', 100) || range AS s FROM range(300000)" }),

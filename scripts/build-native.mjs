@@ -1,0 +1,53 @@
+// Builds the native Arrow exporter (src/engine/native) into dist/native/arrow_export.node with
+// the machine's C++ compiler, linked against the libduckdb that @duckdb/node-bindings ships.
+// Without a compiler or on an unsupported platform it says so and leaves results to the
+// JavaScript converter. Dependency-free, like ensure-built.mjs which runs it.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const sourceDir = join(root, 'src', 'engine', 'native');
+const sources = ['arrow-export.cc', 'duckdb-c-api.h'].map((f) => join(sourceDir, f));
+const output = join(root, 'dist', 'native', 'arrow_export.node');
+
+function skip(reason) {
+  console.log(`orrery: native Arrow exporter not built (${reason}); results use the JavaScript converter`);
+  process.exit(0);
+}
+
+if (process.platform !== 'linux') skip(`no build recipe for ${process.platform}`);
+const require = createRequire(join(root, 'package.json'));
+let libraryDir;
+let includeDirs;
+try {
+  libraryDir = dirname(require.resolve(`@duckdb/node-bindings-linux-${process.arch}/libduckdb.so`));
+  includeDirs = [dirname(require.resolve('node-api-headers/include/node_api.h')), dirname(require.resolve('node-addon-api/napi.h'))];
+} catch (error) {
+  skip(`missing package: ${error.message.split('\n')[0]}`);
+}
+
+const newestSource = Math.max(...sources.map((f) => statSync(f).mtimeMs));
+if (existsSync(output) && statSync(output).mtimeMs >= newestSource) process.exit(0);
+
+const compiler = process.env.CXX || 'g++';
+console.log(`orrery: compiling the native Arrow exporter (${compiler})`);
+mkdirSync(dirname(output), { recursive: true });
+const partial = `${output}.${process.pid}.tmp`;
+try {
+  execFileSync(
+    compiler,
+    [
+      '-std=c++17', '-O3', '-shared', '-fPIC', '-Wall', '-Wextra', '-DNAPI_CPP_EXCEPTIONS', '-fvisibility=hidden',
+      ...includeDirs.map((d) => `-I${d}`),
+      join(sourceDir, 'arrow-export.cc'),
+      '-o', partial,
+      `-L${libraryDir}`, '-l:libduckdb.so', `-Wl,-rpath,$ORIGIN/${relative(dirname(output), libraryDir)}`,
+    ],
+    { stdio: 'inherit' },
+  );
+} catch (error) {
+  skip(error.code === 'ENOENT' ? `no ${compiler} on this machine` : `${compiler} failed`);
+}
+renameSync(partial, output);

@@ -1,0 +1,113 @@
+import { createRequire } from 'node:module';
+import { DuckDBTypeId, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
+import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
+import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
+
+// The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a libuv
+// worker pulls chunks from DuckDB and fills Arrow buffers, and this side wraps them in Arrow
+// data without copying. It covers the flat column types; a result with any other column
+// (lists, structs, enums, types sent as text) goes through the JavaScript converter.
+
+/** Column layouts, numbered as in arrow-export.cc. */
+const enum Kind {
+  Fixed = 1,
+  Scaled = 2,
+  Bool = 3,
+  Decimal128 = 4,
+  Binary = 5,
+}
+
+/** Per column: null count, validity (null without nulls), then values, or offsets and bytes. */
+type NativeColumn = [number, ArrayBuffer | null, ArrayBuffer, ArrayBuffer?];
+
+interface NativeExporter {
+  next(): Promise<{ rows: number; columns: NativeColumn[] } | null>;
+  close(): void;
+}
+
+interface NativeModule {
+  Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number) => NativeExporter;
+}
+
+/** A source of record batches; `next` resolves to null after the last one. */
+export interface BatchSource {
+  next(): Promise<RecordBatch | null>;
+  /** Releases what the source holds; only when no `next` is pending. */
+  close(): void;
+}
+
+let loaded: NativeModule | null | undefined;
+let loadError = '';
+
+/** The native module, or null when it is not built for this platform (the reason is in `nativeExportProblem`). */
+export function nativeExportModule(): NativeModule | null {
+  if (loaded !== undefined) return loaded;
+  try {
+    loaded = createRequire(import.meta.url)('../../native/arrow_export.node') as NativeModule;
+  } catch (error) {
+    loaded = null;
+    loadError = error instanceof Error ? error.message : String(error);
+  }
+  return loaded;
+}
+
+/** Why the native exporter is unavailable, or '' when it is loaded. */
+export function nativeExportProblem(): string {
+  nativeExportModule();
+  return loadError;
+}
+
+/** [kind, parameter] of a column the native exporter fills, or null when it cannot. */
+function nativeKind(type: DuckDBType, arrow: DataType): [Kind, number] | null {
+  const id = type.typeId;
+  const width = fixedWidths[id];
+  if (width !== undefined) return [Kind.Fixed, width];
+  const factor = timestampFactors[id];
+  if (factor !== undefined) return factor === 1n ? [Kind.Fixed, 8] : [Kind.Scaled, Number(factor)];
+  switch (id) {
+    case DuckDBTypeId.BOOLEAN: return [Kind.Bool, 0];
+    case DuckDBTypeId.HUGEINT: case DuckDBTypeId.DECIMAL: return [Kind.Decimal128, decimalStorageWidth(type)];
+    case DuckDBTypeId.VARCHAR: case DuckDBTypeId.BLOB:
+      return DataType.isUtf8(arrow) || DataType.isBinary(arrow) ? [Kind.Binary, 0] : null;
+    default: return null;
+  }
+}
+
+/**
+ * Batches of a streaming DuckDB result filled by the native exporter, or null when the
+ * module is missing or a column type is not one it fills. The result must stay open (and
+ * its connection too) until the source is closed.
+ */
+export function nativeBatches(result: DuckDBResult, schema: Schema, types: readonly DuckDBType[], batchBytes: number): BatchSource | null {
+  const module = nativeExportModule();
+  if (!module) return null;
+  const kinds = types.map((type, i) => nativeKind(type, schema.fields[i].type));
+  if (kinds.some((k) => k === null)) return null;
+  // The result's handle as @duckdb/node-bindings holds it (an External over duckdb_result*).
+  const handle = (result as unknown as { result: unknown }).result;
+  const exporter = new module.Exporter(handle, Int32Array.from(kinds.flatMap((k) => k!)), batchBytes);
+  const structType = new Struct(schema.fields);
+  return {
+    async next() {
+      const batch = await exporter.next();
+      if (!batch) return null;
+      const children = batch.columns.map((column, i) => columnData(schema.fields[i].type, kinds[i]![0], batch.rows, column));
+      return new RecordBatch(schema, makeData({ type: structType, length: batch.rows, nullCount: 0, children }));
+    },
+    close: () => exporter.close(),
+  };
+}
+
+function columnData(type: DataType, kind: Kind, length: number, [nullCount, validity, values, bytes]: NativeColumn): Data {
+  const common = { type: type as never, length, nullCount, nullBitmap: validity ? new Uint8Array(validity) : undefined };
+  switch (kind) {
+    case Kind.Binary:
+      return makeData({ ...common, valueOffsets: new Int32Array(values), data: new Uint8Array(bytes!) } as never);
+    case Kind.Bool:
+      return makeData({ ...common, data: new Uint8Array(values) } as never);
+    default: {
+      const ArrayType = (type as unknown as { ArrayType: new (buffer: ArrayBuffer) => ArrayBufferView }).ArrayType;
+      return makeData({ ...common, data: new ArrayType(values) } as never);
+    }
+  }
+}

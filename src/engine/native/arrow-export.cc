@@ -1,0 +1,408 @@
+// Streams a DuckDB query result out as Arrow record batch bodies, off the JavaScript thread.
+//
+// The JavaScript converter pays one thread hop per 2048-row chunk and builds every buffer on
+// the event loop. Here a libuv worker fetches chunks straight from DuckDB, appends them to
+// per-column Arrow buffers until a batch reaches its byte target, and hands back one body
+// (the buffers, each padded to 8 bytes, in Arrow IPC order) plus its layout. JavaScript wraps
+// the body in Arrow data without copying it. Column layouts are chosen by the caller (the
+// Arrow types are decided in TypeScript); this file only knows how to fill them.
+
+#define NAPI_VERSION 8
+#include <napi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "duckdb-c-api.h"
+
+namespace {
+
+// Column layouts, as numbered in arrow-export.ts.
+enum Kind : int32_t {
+  kFixed = 1,      // param: value width in bytes; copied as is
+  kScaled = 2,     // int64 multiplied by param (timestamps to nanoseconds)
+  kBool = 3,       // one byte per value to one bit
+  kDecimal128 = 4, // param: source width (2, 4, 8 or 16), sign-extended to 16 bytes
+  kBinary = 5,     // string_t slots to int32 offsets and bytes (VARCHAR, BLOB)
+};
+
+inline bool rowValid(const uint64_t *mask, idx_t row) {
+  return !mask || (mask[row >> 6] >> (row & 63)) & 1;
+}
+
+// A malloc'd byte buffer that grows without zero-filling and is handed to JavaScript whole.
+struct Buffer {
+  uint8_t *bytes = nullptr;
+  size_t size = 0;
+  size_t capacity = 0;
+
+  Buffer() = default;
+  Buffer(Buffer &&other) noexcept : bytes(other.bytes), size(other.size), capacity(other.capacity) {
+    other.bytes = nullptr;
+    other.size = other.capacity = 0;
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer() { std::free(bytes); }
+
+  uint8_t *extend(size_t extra) {
+    if (size + extra > capacity) {
+      size_t grown = capacity ? capacity * 2 : 4096;
+      while (grown < size + extra) grown *= 2;
+      bytes = static_cast<uint8_t *>(std::realloc(bytes, grown));
+      if (!bytes) throw std::bad_alloc();
+      capacity = grown;
+    }
+    uint8_t *at = bytes + size;
+    size += extra;
+    return at;
+  }
+
+  // Gives up the bytes; the next batch starts with the same capacity.
+  uint8_t *release() {
+    uint8_t *out = bytes;
+    bytes = nullptr;
+    size = 0;
+    if (capacity) {
+      bytes = static_cast<uint8_t *>(std::malloc(capacity));
+      if (!bytes) throw std::bad_alloc();
+    }
+    return out;
+  }
+};
+
+// Sets `count` bits from `at` to the bits of `mask` from `start` (or to 1 without a mask).
+void copyBits(uint8_t *out, size_t at, const uint64_t *mask, idx_t start, idx_t count) {
+  if (!mask) {
+    size_t i = 0;
+    for (; i < count && ((at + i) & 7); i++) out[(at + i) >> 3] |= uint8_t(1u << ((at + i) & 7));
+    const size_t whole = (count - i) >> 3;
+    std::memset(out + ((at + i) >> 3), 0xff, whole);
+    i += whole * 8;
+    for (; i < count; i++) out[(at + i) >> 3] |= uint8_t(1u << ((at + i) & 7));
+    return;
+  }
+  if ((at & 7) == 0 && (start & 7) == 0) {
+    std::memcpy(out + (at >> 3), reinterpret_cast<const uint8_t *>(mask) + (start >> 3), (count + 7) >> 3);
+    return;
+  }
+  for (idx_t i = 0; i < count; i++) {
+    if (rowValid(mask, start + i)) out[(at + i) >> 3] |= uint8_t(1u << ((at + i) & 7));
+    else out[(at + i) >> 3] &= uint8_t(~(1u << ((at + i) & 7)));
+  }
+}
+
+size_t countNulls(const uint64_t *mask, idx_t start, idx_t count) {
+  size_t nulls = 0;
+  for (idx_t i = 0; i < count; i++) nulls += !rowValid(mask, start + i);
+  return nulls;
+}
+
+struct Column {
+  Column(Kind kind, int32_t param) : kind(kind), param(param) {}
+
+  Kind kind;
+  int32_t param;
+  // Built only once a null shows up: a batch without nulls sends no validity buffer.
+  Buffer validity;
+  size_t nullCount = 0;
+  Buffer values;   // fixed-width values, bool bits, or binary offsets
+  Buffer data;     // binary: the bytes
+
+  size_t byteLength() const { return validity.size + values.size + data.size; }
+
+  void start() {
+    if (kind == kBinary) *reinterpret_cast<int32_t *>(values.extend(4)) = 0;
+  }
+
+  // Appends rows [start, start + count) of a flat vector; `at` is the batch row they land on.
+  void append(duckdb_vector vector, idx_t start, idx_t count, size_t at) {
+    const uint64_t *mask = duckdb_vector_get_validity(vector);
+    const size_t nulls = mask ? countNulls(mask, start, count) : 0;
+    if (nulls == 0) mask = nullptr;
+    if (nulls > 0 && nullCount == 0) {
+      // First null of the batch: every earlier row was valid.
+      std::memset(validity.extend(((at + count + 7) >> 3)), 0, (at + count + 7) >> 3);
+      copyBits(validity.bytes, 0, nullptr, 0, at);
+    } else if (nullCount > 0) {
+      const size_t bytes = (at + count + 7) >> 3;
+      if (bytes > validity.size) std::memset(validity.extend(bytes - validity.size), 0, bytes - validity.size);
+    }
+    if (nullCount > 0 || nulls > 0) copyBits(validity.bytes, at, mask, start, count);
+    nullCount += nulls;
+
+    const uint8_t *source = static_cast<const uint8_t *>(duckdb_vector_get_data(vector));
+    switch (kind) {
+      case kFixed: {
+        const size_t width = size_t(param);
+        std::memcpy(values.extend(count * width), source + start * width, count * width);
+        break;
+      }
+      case kScaled: {
+        int64_t *out = reinterpret_cast<int64_t *>(values.extend(count * 8));
+        const int64_t *in = reinterpret_cast<const int64_t *>(source) + start;
+        // Unsigned, so the garbage under a null cannot overflow into undefined behaviour.
+        for (idx_t i = 0; i < count; i++) out[i] = int64_t(uint64_t(in[i]) * uint64_t(param));
+        break;
+      }
+      case kBool: {
+        const size_t bytes = (at + count + 7) >> 3;
+        if (bytes > values.size) std::memset(values.extend(bytes - values.size), 0, bytes - values.size);
+        for (idx_t i = 0; i < count; i++) {
+          if (source[start + i]) values.bytes[(at + i) >> 3] |= uint8_t(1u << ((at + i) & 7));
+        }
+        break;
+      }
+      case kDecimal128: {
+        int64_t *out = reinterpret_cast<int64_t *>(values.extend(count * 16));
+        for (idx_t i = 0; i < count; i++) {
+          const uint8_t *v = source + (start + i) * size_t(param);
+          int64_t low;
+          switch (param) {
+            case 2: low = *reinterpret_cast<const int16_t *>(v); break;
+            case 4: low = *reinterpret_cast<const int32_t *>(v); break;
+            case 8: low = *reinterpret_cast<const int64_t *>(v); break;
+            default:
+              std::memcpy(out + i * 2, v, 16);
+              continue;
+          }
+          out[i * 2] = low;
+          out[i * 2 + 1] = low < 0 ? -1 : 0;
+        }
+        break;
+      }
+      case kBinary: {
+        const duckdb_string_t *slots = reinterpret_cast<const duckdb_string_t *>(source) + start;
+        size_t total = 0;
+        for (idx_t i = 0; i < count; i++) {
+          if (rowValid(mask, start + i)) total += slots[i].value.inlined.length;
+        }
+        int32_t *offsets = reinterpret_cast<int32_t *>(values.extend(count * 4));
+        uint8_t *out = data.extend(total);
+        int32_t offset = int32_t(data.size - total);
+        for (idx_t i = 0; i < count; i++) {
+          if (rowValid(mask, start + i)) {
+            const duckdb_string_t &s = slots[i];
+            const uint32_t length = s.value.inlined.length;
+            std::memcpy(out, length <= 12 ? s.value.inlined.inlined : s.value.pointer.ptr, length);
+            out += length;
+            offset += int32_t(length);
+          }
+          offsets[i] = offset;
+        }
+        break;
+      }
+    }
+  }
+};
+
+// One finished batch: per column, its null count and its buffers in Arrow IPC order (validity,
+// null without nulls; then values, or offsets and bytes). The batch owns the bytes until
+// JavaScript takes them.
+struct Batch {
+  struct Part {
+    uint8_t *bytes;
+    size_t length;
+  };
+  struct ColumnParts {
+    size_t nullCount;
+    std::vector<Part> parts;
+  };
+  size_t rows = 0;
+  std::vector<ColumnParts> columns;
+
+  Batch() = default;
+  Batch(const Batch &) = delete;
+  Batch &operator=(const Batch &) = delete;
+  ~Batch() {
+    for (ColumnParts &c : columns)
+      for (Part &p : c.parts) std::free(p.bytes);
+  }
+};
+
+class Exporter : public Napi::ObjectWrap<Exporter> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "Exporter", {InstanceMethod("next", &Exporter::Next), InstanceMethod("close", &Exporter::Close)});
+  }
+
+  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes)
+  Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 3 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber()) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes)");
+    }
+    resultRef_ = Napi::Persistent(info[0]);
+    result_ = info[0].As<Napi::External<duckdb_result>>().Data();
+    Napi::Int32Array kinds = info[1].As<Napi::Int32Array>();
+    for (size_t i = 0; i + 1 < kinds.ElementLength(); i += 2) columns_.emplace_back(Kind(kinds[i]), kinds[i + 1]);
+    batchBytes_ = size_t(info[2].As<Napi::Number>().Int64Value());
+  }
+
+  ~Exporter() { DropChunk(); }
+
+  // Fills the next batch on a worker thread; resolves to null at the end of the result.
+  Napi::Value Next(const Napi::CallbackInfo &info);
+
+  // Releases the chunk held between batches (the result itself belongs to its JS owner).
+  Napi::Value Close(const Napi::CallbackInfo &info) {
+    if (busy_) throw Napi::Error::New(info.Env(), "the exporter is busy");
+    DropChunk();
+    finished_ = true;
+    return info.Env().Undefined();
+  }
+
+  // Runs on the worker thread. Returns false with `error` set when DuckDB reports one.
+  bool Fill(Batch &batch, std::string &error) {
+    for (Column &c : columns_) c.start();
+    size_t rows = 0;
+    bool hasBinary = false;
+    for (const Column &c : columns_) hasBinary |= c.kind == kBinary;
+    while (!finished_) {
+      if (!chunk_) {
+        chunk_ = duckdb_fetch_chunk(*result_);
+        chunkOffset_ = 0;
+        chunkSize_ = chunk_ ? duckdb_data_chunk_get_size(chunk_) : 0;
+        if (!chunk_ || chunkSize_ == 0) {
+          DropChunk();
+          finished_ = true;
+          const char *message = duckdb_result_error(result_);
+          if (message && *message) {
+            error = message;
+            return false;
+          }
+          break;
+        }
+      }
+      // Variable-width rows go in slices, so one chunk of long strings cannot overshoot the target by much.
+      const idx_t count = hasBinary ? std::min<idx_t>(chunkSize_ - chunkOffset_, 256) : chunkSize_ - chunkOffset_;
+      for (size_t c = 0; c < columns_.size(); c++) {
+        columns_[c].append(duckdb_data_chunk_get_vector(chunk_, c), chunkOffset_, count, rows);
+      }
+      rows += count;
+      chunkOffset_ += count;
+      if (chunkOffset_ == chunkSize_) DropChunk();
+      size_t bytes = 0;
+      for (const Column &c : columns_) bytes += c.byteLength();
+      if (bytes >= batchBytes_) break;
+    }
+    batch.rows = rows;
+    for (Column &c : columns_) {
+      Batch::ColumnParts out{c.nullCount, {}};
+      const size_t validityLength = c.validity.size;
+      out.parts.push_back({c.nullCount > 0 ? c.validity.release() : nullptr, c.nullCount > 0 ? validityLength : 0});
+      c.validity.size = 0;
+      c.nullCount = 0;
+      const size_t valuesLength = c.values.size;
+      out.parts.push_back({c.values.release(), valuesLength});
+      if (c.kind == kBinary) {
+        const size_t dataLength = c.data.size;
+        out.parts.push_back({c.data.release(), dataLength});
+      }
+      batch.columns.push_back(std::move(out));
+    }
+    return true;
+  }
+
+  void Done() { busy_ = false; }
+
+ private:
+  void DropChunk() {
+    if (chunk_) duckdb_destroy_data_chunk(&chunk_);
+    chunk_ = nullptr;
+  }
+
+  Napi::Reference<Napi::Value> resultRef_;
+  duckdb_result *result_ = nullptr;
+  std::vector<Column> columns_;
+  size_t batchBytes_ = 1 << 20;
+  duckdb_data_chunk chunk_ = nullptr;
+  idx_t chunkOffset_ = 0;
+  idx_t chunkSize_ = 0;
+  bool finished_ = false;
+  bool busy_ = false;
+};
+
+class FillWorker : public Napi::AsyncWorker {
+ public:
+  FillWorker(Napi::Env env, Exporter *exporter, Napi::Object owner)
+      : Napi::AsyncWorker(env), exporter_(exporter), owner_(Napi::Persistent(owner)), deferred_(Napi::Promise::Deferred::New(env)) {}
+
+  Napi::Promise Promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    std::string error;
+    if (!exporter_->Fill(batch_, error)) SetError(error);
+  }
+
+  // Resolves to { rows, columns } with one [nullCount, validity | null, values, bytes?] per column.
+  void OnOK() override {
+    exporter_->Done();
+    Napi::Env env = Env();
+    if (batch_.rows == 0) {
+      deferred_.Resolve(env.Null());
+      return;
+    }
+    Napi::Array columns = Napi::Array::New(env, batch_.columns.size());
+    for (size_t c = 0; c < batch_.columns.size(); c++) {
+      Batch::ColumnParts &column = batch_.columns[c];
+      Napi::Array out = Napi::Array::New(env, column.parts.size() + 1);
+      out.Set(uint32_t(0), Napi::Number::New(env, double(column.nullCount)));
+      for (size_t p = 0; p < column.parts.size(); p++) {
+        Batch::Part &part = column.parts[p];
+        out.Set(uint32_t(p + 1), part.bytes ? TakeArrayBuffer(env, part) : env.Null());
+      }
+      columns.Set(uint32_t(c), out);
+    }
+    Napi::Object result = Napi::Object::New(env);
+    result.Set("rows", Napi::Number::New(env, double(batch_.rows)));
+    result.Set("columns", columns);
+    deferred_.Resolve(result);
+  }
+
+  void OnError(const Napi::Error &error) override {
+    exporter_->Done();
+    deferred_.Reject(error.Value());
+  }
+
+
+ private:
+  // Hands malloc'd bytes to V8, which frees them when the ArrayBuffer is collected (and counts
+  // them as external memory on its own).
+  static Napi::ArrayBuffer TakeArrayBuffer(Napi::Env env, Batch::Part &part) {
+    Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, part.bytes, part.length, [](Napi::Env, void *bytes) { std::free(bytes); });
+    part.bytes = nullptr;
+    return buffer;
+  }
+
+  Exporter *exporter_;
+  Napi::ObjectReference owner_;  // keeps the exporter (and through it the result) alive meanwhile
+  Napi::Promise::Deferred deferred_;
+  Batch batch_;
+};
+
+Napi::Value Exporter::Next(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (busy_) throw Napi::Error::New(env, "a batch is already being filled");
+  if (finished_) {
+    auto deferred = Napi::Promise::Deferred::New(env);
+    deferred.Resolve(env.Null());
+    return deferred.Promise();
+  }
+  busy_ = true;
+  auto *worker = new FillWorker(env, this, info.This().As<Napi::Object>());
+  worker->Queue();
+  return worker->Promise();
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("Exporter", Exporter::Define(env));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(arrow_export, Init)
