@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { DuckDBTypeId, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
+import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
 // The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a libuv
@@ -17,16 +18,24 @@ const enum Kind {
   Binary = 5,
 }
 
-/** Per column: null count, validity (null without nulls), then values, or offsets and bytes. */
-type NativeColumn = [number, ArrayBuffer | null, ArrayBuffer, ArrayBuffer?];
+/**
+ * One batch: a single allocation with framing room, then the body; `layout` holds per column its
+ * null count and (offset, length) of each buffer: validity (empty without nulls), then values, or
+ * offsets and bytes.
+ */
+interface NativeBatch {
+  rows: number;
+  bytes: ArrayBuffer;
+  layout: Float64Array;
+}
 
 interface NativeExporter {
-  next(): Promise<{ rows: number; columns: NativeColumn[] } | null>;
+  next(): Promise<NativeBatch | null>;
   close(): void;
 }
 
 interface NativeModule {
-  Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number) => NativeExporter;
+  Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number, framingRoom: number) => NativeExporter;
 }
 
 /** A source of record batches; `next` resolves to null after the last one. */
@@ -85,29 +94,43 @@ export function nativeBatches(result: DuckDBResult, schema: Schema, types: reado
   if (kinds.some((k) => k === null)) return null;
   // The result's handle as @duckdb/node-bindings holds it (an External over duckdb_result*).
   const handle = (result as unknown as { result: unknown }).result;
-  const exporter = new module.Exporter(handle, Int32Array.from(kinds.flatMap((k) => k!)), batchBytes);
+  const room = framingRoomFor(types.length);
+  const exporter = new module.Exporter(handle, Int32Array.from(kinds.flatMap((k) => k!)), batchBytes, room);
   const structType = new Struct(schema.fields);
   return {
     async next() {
       const batch = await exporter.next();
       if (!batch) return null;
-      const children = batch.columns.map((column, i) => columnData(schema.fields[i].type, kinds[i]![0], batch.rows, column));
+      markFramingRoom(batch.bytes, batch.layout[1]);
+      let at = 0;
+      const children = schema.fields.map((field, i) => {
+        const kind = kinds[i]![0];
+        const nullCount = batch.layout[at];
+        const buffers: Array<[number, number]> = [];
+        for (let b = 0; b < (kind === Kind.Binary ? 3 : 2); b++) buffers.push([batch.layout[at + 1 + 2 * b], batch.layout[at + 2 + 2 * b]]);
+        at += 1 + 2 * buffers.length;
+        return columnData(field.type, kind, batch.rows, nullCount, batch.bytes, buffers);
+      });
       return new RecordBatch(schema, makeData({ type: structType, length: batch.rows, nullCount: 0, children }));
     },
     close: () => exporter.close(),
   };
 }
 
-function columnData(type: DataType, kind: Kind, length: number, [nullCount, validity, values, bytes]: NativeColumn): Data {
-  const common = { type: type as never, length, nullCount, nullBitmap: validity ? new Uint8Array(validity) : undefined };
+/** Views over one column's buffers; bitmaps span their padding, as an IPC writer would send them. */
+function columnData(type: DataType, kind: Kind, length: number, nullCount: number, bytes: ArrayBuffer, buffers: Array<[number, number]>): Data {
+  const bitmap = ([offset, size]: [number, number]): Uint8Array => new Uint8Array(bytes, offset, (size + 7) & ~7);
+  const view = <T>(Type: new (buffer: ArrayBuffer, offset: number, length: number) => T, [offset, size]: [number, number], width: number): T =>
+    new Type(bytes, offset, size / width);
+  const common = { type: type as never, length, nullCount, nullBitmap: nullCount > 0 ? bitmap(buffers[0]) : undefined };
   switch (kind) {
     case Kind.Binary:
-      return makeData({ ...common, valueOffsets: new Int32Array(values), data: new Uint8Array(bytes!) } as never);
+      return makeData({ ...common, valueOffsets: view(Int32Array, buffers[1], 4), data: view(Uint8Array, buffers[2], 1) } as never);
     case Kind.Bool:
-      return makeData({ ...common, data: new Uint8Array(values) } as never);
+      return makeData({ ...common, data: bitmap(buffers[1]) } as never);
     default: {
-      const ArrayType = (type as unknown as { ArrayType: new (buffer: ArrayBuffer) => ArrayBufferView }).ArrayType;
-      return makeData({ ...common, data: new ArrayType(values) } as never);
+      const ArrayType = (type as unknown as { ArrayType: { new (b: ArrayBuffer, o: number, l: number): ArrayBufferView; BYTES_PER_ELEMENT: number } }).ArrayType;
+      return makeData({ ...common, data: view(ArrayType, buffers[1], ArrayType.BYTES_PER_ELEMENT) } as never);
     }
   }
 }

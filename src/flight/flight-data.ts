@@ -22,26 +22,28 @@ function writeVarint(out: Buffer, offset: number, n: number): number {
   return offset;
 }
 
-/** Serialises one IPC message as a FlightData protobuf. */
+/**
+ * Serialises one IPC message as a FlightData protobuf. A body that lies after free room is
+ * framed in place: the fields before it are written into the room and the body is not copied.
+ */
 export function encodeFlightData(message: IpcMessage): Buffer {
-  const headerLength = message.header.byteLength;
-  const bodyLength = message.body.reduce((sum, part) => sum + part.byteLength, 0);
-  const size =
-    1 + varintLength(headerLength) + headerLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) + bodyLength : 0);
-  const out = Buffer.allocUnsafe(size);
+  const { header, bodyLength, inPlace } = message;
+  const prefix = 1 + varintLength(header.byteLength) + header.byteLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) : 0);
+  const start = inPlace ? inPlace.bodyStart - prefix : -1;
+  const out = start >= 0 ? Buffer.from(inPlace!.buffer, start, prefix + bodyLength) : Buffer.allocUnsafe(prefix + bodyLength);
   let offset = 0;
   out[offset++] = 0x12;
-  offset = writeVarint(out, offset, headerLength);
-  out.set(message.header, offset);
-  offset += headerLength;
-  if (bodyLength > 0) {
-    out[offset++] = 0xc2;
-    out[offset++] = 0x3e;
-    offset = writeVarint(out, offset, bodyLength);
-    for (const part of message.body) {
-      out.set(part, offset);
-      offset += part.byteLength;
-    }
+  offset = writeVarint(out, offset, header.byteLength);
+  out.set(header, offset);
+  offset += header.byteLength;
+  if (bodyLength === 0) return out;
+  out[offset++] = 0xc2;
+  out[offset++] = 0x3e;
+  offset = writeVarint(out, offset, bodyLength);
+  if (start >= 0) return out;
+  for (const part of message.body) {
+    out.set(part, offset);
+    offset += part.byteLength;
   }
   return out;
 }

@@ -5,6 +5,7 @@ import {
   RecordBatch as RecordBatchHeader,
 } from 'apache-arrow/ipc/metadata/message';
 import { VectorAssembler } from 'apache-arrow/visitor/vectorassembler';
+import { bodyInPlace } from '../arrow/index.js';
 
 /** One IPC message as Flight carries it: flatbuffer header (no prefix) and body. */
 export interface IpcMessage {
@@ -12,6 +13,8 @@ export interface IpcMessage {
   /** Body buffers, each padded to 8 bytes; concatenated they are `data_body`. */
   readonly body: Uint8Array[];
   readonly bodyLength: number;
+  /** Set when the body already lies contiguous after free room in one buffer (see arrow/framing-room). */
+  readonly inPlace?: { readonly buffer: ArrayBufferLike; readonly bodyStart: number };
 }
 
 /** The unprefixed flatbuffer Message of a schema. */
@@ -55,7 +58,13 @@ export function recordBatchMessages(batch: RecordBatch, sentDictionaries: Map<nu
   const assembled = VectorAssembler.assemble(batch);
   const header = new RecordBatchHeader(batch.numRows, assembled.nodes, assembled.bufferRegions, null);
   const message = Message.from(header, assembled.byteLength);
-  messages.push({ header: Message.encode(message), body: padBuffers(assembled.buffers), bodyLength: assembled.byteLength });
+  const inPlace = bodyInPlace(assembled.buffers, assembled.bufferRegions, assembled.byteLength) ?? undefined;
+  messages.push({
+    header: Message.encode(message),
+    body: padBuffers(assembled.buffers),
+    bodyLength: assembled.byteLength,
+    inPlace,
+  });
   return messages;
 }
 

@@ -1,7 +1,7 @@
 // The embedded Postgres server: cluster under the data folder, restarts, crashes, refusals.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { EmbeddedPostgres } from '../../src/metadata/index.js';
@@ -80,6 +80,10 @@ describe('EmbeddedPostgres', () => {
     const client = await withClientKept(first.connectionString);
     process.kill(first.pid, 'SIGKILL');
     assert.ok(readFileSync(join(data.dir, 'postgres', 'postmaster.pid'), 'utf8').startsWith(`${first.pid}\n`));
+    // After a real crash the next start is a new process and the old server is gone. Here the
+    // killed server is this process's child, a zombie until Node reaps it, and Postgres takes a
+    // zombie's pid for a live postmaster: wait for the reaping.
+    assert.ok(await waitFor(() => !existsSync(`/proc/${first.pid}`)));
     const second = await EmbeddedPostgres.start({ dataDir: data.dir });
     try {
       const rows = await withClient(second.connectionString, async (c) => (await c.query('SELECT x FROM kept')).rows);

@@ -33,7 +33,7 @@ inline bool rowValid(const uint64_t *mask, idx_t row) {
   return !mask || (mask[row >> 6] >> (row & 63)) & 1;
 }
 
-// A malloc'd byte buffer that grows without zero-filling and is handed to JavaScript whole.
+// A malloc'd byte buffer that grows without zero-filling; kept from batch to batch.
 struct Buffer {
   uint8_t *bytes = nullptr;
   size_t size = 0;
@@ -59,18 +59,6 @@ struct Buffer {
     uint8_t *at = bytes + size;
     size += extra;
     return at;
-  }
-
-  // Gives up the bytes; the next batch starts with the same capacity.
-  uint8_t *release() {
-    uint8_t *out = bytes;
-    bytes = nullptr;
-    size = 0;
-    if (capacity) {
-      bytes = static_cast<uint8_t *>(std::malloc(capacity));
-      if (!bytes) throw std::bad_alloc();
-    }
-    return out;
   }
 };
 
@@ -199,28 +187,22 @@ struct Column {
   }
 };
 
-// One finished batch: per column, its null count and its buffers in Arrow IPC order (validity,
-// null without nulls; then values, or offsets and bytes). The batch owns the bytes until
-// JavaScript takes them.
+constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
+
+// One finished batch: a single allocation holding `headroom` free bytes, then the body in Arrow
+// IPC order (per column: validity, empty without nulls; then values, or offsets and bytes; each
+// padded to 8 bytes with zeros); and per column its null count and (offset, length) of each buffer
+// from the start of the allocation. The free bytes let the sender frame the body in place.
 struct Batch {
-  struct Part {
-    uint8_t *bytes;
-    size_t length;
-  };
-  struct ColumnParts {
-    size_t nullCount;
-    std::vector<Part> parts;
-  };
   size_t rows = 0;
-  std::vector<ColumnParts> columns;
+  uint8_t *bytes = nullptr;
+  size_t length = 0;
+  std::vector<double> layout;
 
   Batch() = default;
   Batch(const Batch &) = delete;
   Batch &operator=(const Batch &) = delete;
-  ~Batch() {
-    for (ColumnParts &c : columns)
-      for (Part &p : c.parts) std::free(p.bytes);
-  }
+  ~Batch() { std::free(bytes); }
 };
 
 class Exporter : public Napi::ObjectWrap<Exporter> {
@@ -229,17 +211,18 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     return DefineClass(env, "Exporter", {InstanceMethod("next", &Exporter::Next), InstanceMethod("close", &Exporter::Close)});
   }
 
-  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes)
+  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom)
   Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 3 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber()) {
-      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes)");
+    if (info.Length() < 4 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber()) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom)");
     }
     resultRef_ = Napi::Persistent(info[0]);
     result_ = info[0].As<Napi::External<duckdb_result>>().Data();
     Napi::Int32Array kinds = info[1].As<Napi::Int32Array>();
     for (size_t i = 0; i + 1 < kinds.ElementLength(); i += 2) columns_.emplace_back(Kind(kinds[i]), kinds[i + 1]);
     batchBytes_ = size_t(info[2].As<Napi::Number>().Int64Value());
+    headroom_ = pad8(size_t(info[3].As<Napi::Number>().Int64Value()));
   }
 
   ~Exporter() { DropChunk(); }
@@ -290,19 +273,10 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       if (bytes >= batchBytes_) break;
     }
     batch.rows = rows;
+    if (rows > 0) Assemble(batch);
     for (Column &c : columns_) {
-      Batch::ColumnParts out{c.nullCount, {}};
-      const size_t validityLength = c.validity.size;
-      out.parts.push_back({c.nullCount > 0 ? c.validity.release() : nullptr, c.nullCount > 0 ? validityLength : 0});
-      c.validity.size = 0;
+      c.validity.size = c.values.size = c.data.size = 0;
       c.nullCount = 0;
-      const size_t valuesLength = c.values.size;
-      out.parts.push_back({c.values.release(), valuesLength});
-      if (c.kind == kBinary) {
-        const size_t dataLength = c.data.size;
-        out.parts.push_back({c.data.release(), dataLength});
-      }
-      batch.columns.push_back(std::move(out));
     }
     return true;
   }
@@ -310,6 +284,37 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   void Done() { busy_ = false; }
 
  private:
+  void Assemble(Batch &batch) {
+    struct Part {
+      const uint8_t *bytes;
+      size_t length;
+    };
+    std::vector<Part> parts;
+    for (const Column &c : columns_) {
+      parts.push_back({c.validity.bytes, c.nullCount > 0 ? c.validity.size : 0});
+      parts.push_back({c.values.bytes, c.values.size});
+      if (c.kind == kBinary) parts.push_back({c.data.bytes, c.data.size});
+    }
+    size_t total = headroom_;
+    for (const Part &p : parts) total += pad8(p.length);
+    batch.bytes = static_cast<uint8_t *>(std::malloc(total));
+    if (!batch.bytes) throw std::bad_alloc();
+    batch.length = total;
+    size_t offset = headroom_;
+    size_t part = 0;
+    for (const Column &c : columns_) {
+      batch.layout.push_back(double(c.nullCount));
+      for (size_t b = 0; b < (c.kind == kBinary ? 3u : 2u); b++, part++) {
+        const Part &p = parts[part];
+        if (p.length > 0) std::memcpy(batch.bytes + offset, p.bytes, p.length);
+        std::memset(batch.bytes + offset + p.length, 0, pad8(p.length) - p.length);
+        batch.layout.push_back(double(offset));
+        batch.layout.push_back(double(p.length));
+        offset += pad8(p.length);
+      }
+    }
+  }
+
   void DropChunk() {
     if (chunk_) duckdb_destroy_data_chunk(&chunk_);
     chunk_ = nullptr;
@@ -319,6 +324,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   duckdb_result *result_ = nullptr;
   std::vector<Column> columns_;
   size_t batchBytes_ = 1 << 20;
+  size_t headroom_ = 0;
   duckdb_data_chunk chunk_ = nullptr;
   idx_t chunkOffset_ = 0;
   idx_t chunkSize_ = 0;
@@ -338,7 +344,7 @@ class FillWorker : public Napi::AsyncWorker {
     if (!exporter_->Fill(batch_, error)) SetError(error);
   }
 
-  // Resolves to { rows, columns } with one [nullCount, validity | null, values, bytes?] per column.
+  // Resolves to { rows, bytes: ArrayBuffer, layout: Float64Array }, or null at the end.
   void OnOK() override {
     exporter_->Done();
     Napi::Env env = Env();
@@ -346,20 +352,14 @@ class FillWorker : public Napi::AsyncWorker {
       deferred_.Resolve(env.Null());
       return;
     }
-    Napi::Array columns = Napi::Array::New(env, batch_.columns.size());
-    for (size_t c = 0; c < batch_.columns.size(); c++) {
-      Batch::ColumnParts &column = batch_.columns[c];
-      Napi::Array out = Napi::Array::New(env, column.parts.size() + 1);
-      out.Set(uint32_t(0), Napi::Number::New(env, double(column.nullCount)));
-      for (size_t p = 0; p < column.parts.size(); p++) {
-        Batch::Part &part = column.parts[p];
-        out.Set(uint32_t(p + 1), part.bytes ? TakeArrayBuffer(env, part) : env.Null());
-      }
-      columns.Set(uint32_t(c), out);
-    }
     Napi::Object result = Napi::Object::New(env);
     result.Set("rows", Napi::Number::New(env, double(batch_.rows)));
-    result.Set("columns", columns);
+    // V8 frees the bytes when the ArrayBuffer is collected (and counts them as external memory).
+    result.Set("bytes", Napi::ArrayBuffer::New(env, batch_.bytes, batch_.length, [](Napi::Env, void *bytes) { std::free(bytes); }));
+    batch_.bytes = nullptr;
+    Napi::Float64Array layout = Napi::Float64Array::New(env, batch_.layout.size());
+    std::copy(batch_.layout.begin(), batch_.layout.end(), layout.Data());
+    result.Set("layout", layout);
     deferred_.Resolve(result);
   }
 
@@ -370,14 +370,6 @@ class FillWorker : public Napi::AsyncWorker {
 
 
  private:
-  // Hands malloc'd bytes to V8, which frees them when the ArrayBuffer is collected (and counts
-  // them as external memory on its own).
-  static Napi::ArrayBuffer TakeArrayBuffer(Napi::Env env, Batch::Part &part) {
-    Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, part.bytes, part.length, [](Napi::Env, void *bytes) { std::free(bytes); });
-    part.bytes = nullptr;
-    return buffer;
-  }
-
   Exporter *exporter_;
   Napi::ObjectReference owner_;  // keeps the exporter (and through it the result) alive meanwhile
   Napi::Promise::Deferred deferred_;
