@@ -11,6 +11,7 @@
 #include <napi.h>
 
 #include <cstdlib>
+#include <malloc.h>
 #include <cstring>
 #include <new>
 #include <string>
@@ -391,6 +392,13 @@ Napi::Value Exporter::Next(const Napi::CallbackInfo &info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  // Each batch is a fresh ~1 MiB allocation, as is each gRPC frame Node allocates for it. With
+  // glibc's defaults those come from mmap or from arena tops that are trimmed as soon as they are
+  // freed, so every batch paid its pages' faults and zeroing again (50 k faults per 10 M rows).
+  // Serving them from the arenas and keeping up to 256 MiB of freed top lets the memory be
+  // reused: stored scan 0.44 -> 0.37 s per 10 M rows (bench/flight-throughput, A/B).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   exports.Set("Exporter", Exporter::Define(env));
   return exports;
 }
