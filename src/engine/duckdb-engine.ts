@@ -10,7 +10,7 @@ import {
 import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'apache-arrow';
 import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
-import { nativeBatches, type BatchSource } from './native-export.js';
+import { nativeBatches, resultError, type BatchSource } from './native-export.js';
 import { EngineError, sqlError } from './errors.js';
 import { bindRow } from './parameters.js';
 
@@ -248,8 +248,15 @@ export class DuckDBEngine {
       });
       const types = columnTypesOf(result);
       const source = (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) || chunkBatches(result, schema, types, batchBytes);
-      // Ask for the next batch before handing this one on, so DuckDB works while the consumer sends.
-      let pending: Promise<RecordBatch | null> | null = source.next();
+      // Ask for the next batch before handing this one on, so DuckDB works while the consumer
+      // sends. It is awaited only later: until then its failure must not count as an unhandled
+      // rejection (which ends the process).
+      const ahead = (): Promise<RecordBatch | null> => {
+        const next = source.next();
+        next.catch(() => {});
+        return next;
+      };
+      let pending: Promise<RecordBatch | null> | null = ahead();
       try {
         for (;;) {
           const batch = await pending.catch((error) => {
@@ -257,7 +264,7 @@ export class DuckDBEngine {
           });
           pending = null;
           if (!batch) break;
-          pending = source.next();
+          pending = ahead();
           yield batch;
           if (options.signal?.aborted) throw new EngineError('CANCELLED', 'query cancelled');
         }
@@ -328,8 +335,11 @@ function chunkBatches(result: DuckDBResult, schema: Schema, types: DuckDBType[],
     async next() {
       while (!done) {
         const chunk = await result.fetchChunk();
-        if (!chunk || chunk.rowCount === 0) done = true;
-        else {
+        if (!chunk || chunk.rowCount === 0) {
+          done = true;
+          const error = resultError(result);
+          if (error) throw new Error(error);
+        } else {
           const batch = converter.add(chunk.chunk, chunk.rowCount);
           if (batch) return batch;
         }

@@ -36,6 +36,7 @@ interface NativeExporter {
 
 interface NativeModule {
   Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number, framingRoom: number) => NativeExporter;
+  resultError(result: unknown): string | null;
 }
 
 /** A source of record batches; `next` resolves to null after the last one. */
@@ -66,6 +67,20 @@ export function nativeExportProblem(): string {
   return loadError;
 }
 
+/**
+ * The error a streaming result ended with, or null. @duckdb/node-api's fetchChunk answers a
+ * failure midway like the end of the result; only the C API tells them apart. Without the
+ * native module the answer is always null.
+ */
+export function resultError(result: DuckDBResult): string | null {
+  return nativeExportModule()?.resultError(resultHandle(result)) ?? null;
+}
+
+/** The result's handle as @duckdb/node-bindings holds it (an External over duckdb_result*). */
+function resultHandle(result: DuckDBResult): unknown {
+  return (result as unknown as { result: unknown }).result;
+}
+
 /** [kind, parameter] of a column the native exporter fills, or null when it cannot. */
 function nativeKind(type: DuckDBType, arrow: DataType): [Kind, number] | null {
   const id = type.typeId;
@@ -92,10 +107,8 @@ export function nativeBatches(result: DuckDBResult, schema: Schema, types: reado
   if (!module) return null;
   const kinds = types.map((type, i) => nativeKind(type, schema.fields[i].type));
   if (kinds.some((k) => k === null)) return null;
-  // The result's handle as @duckdb/node-bindings holds it (an External over duckdb_result*).
-  const handle = (result as unknown as { result: unknown }).result;
   const room = framingRoomFor(types.length);
-  const exporter = new module.Exporter(handle, Int32Array.from(kinds.flatMap((k) => k!)), batchBytes, room);
+  const exporter = new module.Exporter(resultHandle(result), Int32Array.from(kinds.flatMap((k) => k!)), batchBytes, room);
   const structType = new Struct(schema.fields);
   return {
     async next() {

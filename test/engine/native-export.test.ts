@@ -153,16 +153,35 @@ describe('native Arrow export', () => {
     assert.equal(table.getChild('b')!.nullCount, 5000);
   });
 
-  it('reports an error raised in the middle of the stream', async () => {
-    const { batches } = await native.query(
-      "SELECT CASE WHEN range = 150000 THEN error('boom at 150000') ELSE range END AS i FROM range(300000)",
-    );
-    await assert.rejects(
-      (async () => {
-        for await (const _ of batches);
-      })(),
-      { status: 'INVALID_ARGUMENT', message: /boom at 150000/ },
-    );
+  it('reports an error raised in the middle of the stream, also to a consumer that is slow', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      for (const engine of [native, javascript]) {
+        const { batches } = await engine.query(
+          "SELECT CASE WHEN range = 1500000 THEN error('boom at 1500000') ELSE range END AS i FROM range(3000000)",
+        );
+        let rows = 0;
+        await assert.rejects(
+          (async () => {
+            for await (const batch of batches) {
+              rows += batch.numRows;
+              // While the consumer is away, the batch being fetched ahead fails.
+              await new Promise((resolve) => setTimeout(resolve, 20));
+            }
+          })(),
+          { status: 'INVALID_ARGUMENT', message: /boom at 1500000/ },
+        );
+        assert.ok(rows > 0 && rows < 1500000, `${rows} rows before the error`);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('stops cleanly when the consumer stops early, and keeps serving', async () => {

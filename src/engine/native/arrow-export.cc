@@ -1,20 +1,26 @@
 // Streams a DuckDB query result out as Arrow record batch bodies, off the JavaScript thread.
 //
 // The JavaScript converter pays one thread hop per 2048-row chunk and builds every buffer on
-// the event loop. Here a libuv worker fetches chunks straight from DuckDB, appends them to
-// per-column Arrow buffers until a batch reaches its byte target, and hands back one body
-// (the buffers, each padded to 8 bytes, in Arrow IPC order) plus its layout. JavaScript wraps
+// the event loop. Here a thread of the exporter's own fetches chunks from DuckDB a few ahead,
+// and a libuv worker appends them to per-column Arrow buffers until a batch reaches its byte
+// target, then hands back one allocation: free room for the sender's framing, then the body
+// (the buffers, each padded to 8 bytes, in Arrow IPC order), plus its layout. JavaScript wraps
 // the body in Arrow data without copying it. Column layouts are chosen by the caller (the
 // Arrow types are decided in TypeScript); this file only knows how to fill them.
 
 #define NAPI_VERSION 8
 #include <napi.h>
 
-#include <cstdlib>
 #include <malloc.h>
+
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "duckdb-c-api.h"
@@ -224,16 +230,23 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     for (size_t i = 0; i + 1 < kinds.ElementLength(); i += 2) columns_.emplace_back(Kind(kinds[i]), kinds[i + 1]);
     batchBytes_ = size_t(info[2].As<Napi::Number>().Int64Value());
     headroom_ = pad8(size_t(info[3].As<Napi::Number>().Int64Value()));
+    fetcher_ = std::thread([this] { FetchLoop(); });
   }
 
-  ~Exporter() { DropChunk(); }
+  ~Exporter() {
+    StopFetcher();
+    DropChunk();
+  }
 
   // Fills the next batch on a worker thread; resolves to null at the end of the result.
   Napi::Value Next(const Napi::CallbackInfo &info);
 
-  // Releases the chunk held between batches (the result itself belongs to its JS owner).
+  // Stops fetching and releases the chunks held (the result itself belongs to its JS owner).
+  // Interrupt the connection first when the result is not exhausted: a fetch in progress ends
+  // only when DuckDB returns.
   Napi::Value Close(const Napi::CallbackInfo &info) {
     if (busy_) throw Napi::Error::New(info.Env(), "the exporter is busy");
+    StopFetcher();
     DropChunk();
     finished_ = true;
     return info.Env().Undefined();
@@ -247,17 +260,12 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     for (const Column &c : columns_) hasBinary |= c.kind == kBinary;
     while (!finished_) {
       if (!chunk_) {
-        chunk_ = duckdb_fetch_chunk(*result_);
+        chunk_ = TakeChunk(error);
         chunkOffset_ = 0;
         chunkSize_ = chunk_ ? duckdb_data_chunk_get_size(chunk_) : 0;
-        if (!chunk_ || chunkSize_ == 0) {
-          DropChunk();
+        if (!chunk_) {
           finished_ = true;
-          const char *message = duckdb_result_error(result_);
-          if (message && *message) {
-            error = message;
-            return false;
-          }
+          if (!error.empty()) return false;
           break;
         }
       }
@@ -316,6 +324,58 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     }
   }
 
+  // DuckDB runs a streaming query's pipeline on the thread that fetches, so fetching runs on a
+  // thread of its own, a few chunks ahead: DuckDB computes while batches are filled and sent.
+  static constexpr size_t kChunksAhead = 16;
+
+  void FetchLoop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        fetchable_.wait(lock, [this] { return stopping_ || ahead_.size() < kChunksAhead; });
+        if (stopping_) break;
+      }
+      duckdb_data_chunk chunk = duckdb_fetch_chunk(*result_);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!chunk || duckdb_data_chunk_get_size(chunk) == 0) {
+        if (chunk) duckdb_destroy_data_chunk(&chunk);
+        const char *message = duckdb_result_error(result_);
+        if (message && *message) fetchError_ = message;
+        break;
+      }
+      ahead_.push_back(chunk);
+      available_.notify_one();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    fetched_ = true;
+    available_.notify_one();
+  }
+
+  // The next chunk, or null at the end (with `error` set when DuckDB failed).
+  duckdb_data_chunk TakeChunk(std::string &error) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    available_.wait(lock, [this] { return !ahead_.empty() || fetched_; });
+    if (ahead_.empty()) {
+      error = fetchError_;
+      return nullptr;
+    }
+    duckdb_data_chunk chunk = ahead_.front();
+    ahead_.pop_front();
+    fetchable_.notify_one();
+    return chunk;
+  }
+
+  void StopFetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    fetchable_.notify_one();
+    if (fetcher_.joinable()) fetcher_.join();
+    for (duckdb_data_chunk &chunk : ahead_) duckdb_destroy_data_chunk(&chunk);
+    ahead_.clear();
+  }
+
   void DropChunk() {
     if (chunk_) duckdb_destroy_data_chunk(&chunk_);
     chunk_ = nullptr;
@@ -331,6 +391,15 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   idx_t chunkSize_ = 0;
   bool finished_ = false;
   bool busy_ = false;
+
+  std::thread fetcher_;
+  std::mutex mutex_;
+  std::condition_variable fetchable_;  // room ahead, or stopping
+  std::condition_variable available_;  // a chunk ahead, or fetching is over
+  std::deque<duckdb_data_chunk> ahead_;
+  bool fetched_ = false;
+  bool stopping_ = false;
+  std::string fetchError_;
 };
 
 class FillWorker : public Napi::AsyncWorker {
@@ -391,6 +460,15 @@ Napi::Value Exporter::Next(const Napi::CallbackInfo &info) {
   return worker->Promise();
 }
 
+// resultError(resultExternal): the error a result ended with, or null. @duckdb/node-api ends a
+// streaming result that fails midway as if it were complete, so its callers ask here.
+Napi::Value ResultError(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsExternal()) throw Napi::TypeError::New(env, "resultError(result)");
+  const char *message = duckdb_result_error(info[0].As<Napi::External<duckdb_result>>().Data());
+  return message && *message ? Napi::String::New(env, message) : env.Null();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // Each batch is a fresh ~1 MiB allocation, as is each gRPC frame Node allocates for it. With
   // glibc's defaults those come from mmap or from arena tops that are trimmed as soon as they are
@@ -400,6 +478,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   exports.Set("Exporter", Exporter::Define(env));
+  exports.Set("resultError", Napi::Function::New(env, ResultError));
   return exports;
 }
 
