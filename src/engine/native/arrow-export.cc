@@ -27,7 +27,7 @@
 
 namespace {
 
-// Column layouts, as numbered in arrow-export.ts.
+// Column layouts, as numbered in native-export.ts.
 enum Kind : int32_t {
   kFixed = 1,      // param: value width in bytes; copied as is
   kScaled = 2,     // int64 multiplied by param (timestamps to nanoseconds)
