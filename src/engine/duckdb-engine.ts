@@ -247,7 +247,8 @@ export class DuckDBEngine {
         throw sqlError(error);
       });
       const types = columnTypesOf(result);
-      const source = (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) || chunkBatches(result, schema, types, batchBytes);
+      const source =
+        (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) || chunkBatches(result, schema, types, batchBytes);
       // Ask for the next batch before handing this one on, so DuckDB works while the consumer
       // sends. It is awaited only later: until then its failure must not count as an unhandled
       // rejection (which ends the process).
@@ -270,7 +271,8 @@ export class DuckDBEngine {
         }
       } finally {
         if (pending) {
-          // The consumer stopped early: stop DuckDB and let the batch in flight settle before closing.
+          // The consumer stopped early (or a batch failed): stop DuckDB and let the batch in
+          // flight settle before closing.
           connection.interrupt();
           await pending.catch(() => null);
         }
