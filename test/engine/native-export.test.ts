@@ -173,7 +173,8 @@ describe('native Arrow export', () => {
               await new Promise((resolve) => setTimeout(resolve, 20));
             }
           })(),
-          { status: 'INVALID_ARGUMENT', message: /boom at 1500000/ },
+          // DuckDB now and then reports the failure as an interruption; it must still fail, not cancel.
+          { status: 'INVALID_ARGUMENT', message: /boom at 1500000|reported only that it was interrupted/ },
         );
         assert.ok(rows > 0 && rows < 1500000, `${rows} rows before the error`);
       }
