@@ -4,9 +4,9 @@ import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 
 import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
-// The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a libuv
-// worker pulls chunks from DuckDB and fills Arrow buffers, and this side wraps them in Arrow
-// data without copying. It covers the flat column types; a result with any other column
+// The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a thread of
+// its own fetches DuckDB chunks ahead, a libuv worker fills Arrow buffers, and this side wraps
+// them in Arrow data without copying. It covers the flat column types; a result with any other column
 // (lists, structs, enums, types sent as text) goes through the JavaScript converter.
 
 /** Column layouts, numbered as in arrow-export.cc. */
@@ -50,7 +50,7 @@ let loaded: NativeModule | null | undefined;
 let loadError = '';
 
 /** The native module, or null when it is not built for this platform (the reason is in `nativeExportProblem`). */
-export function nativeExportModule(): NativeModule | null {
+function nativeExportModule(): NativeModule | null {
   if (loaded !== undefined) return loaded;
   try {
     loaded = createRequire(import.meta.url)('../../native/arrow_export.node') as NativeModule;
