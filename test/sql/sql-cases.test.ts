@@ -1,0 +1,139 @@
+// Runs every test/sql/*.test case file (format: test/sql/README.md) against an Orrery of its own, each
+// record a subtest, every statement a real Flight SQL call over a socket with the record's key.
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { tableFromArrays, type Table } from 'apache-arrow';
+import { FlightClientError } from '../../src/client/index.js';
+import { packAny, TestFlightClient } from '../support/flight-client.js';
+import { adminKey, readerKey, startTestOrrery } from '../support/orrery-process.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { parseCaseFile, renderRows, typeLetter, type CasePath, type CaseRecord, type CaseUser } from '../support/sql-cases.js';
+
+const root = fileURLToPath(new URL('../../..', import.meta.url));
+const casesDir = join(root, 'test', 'sql');
+const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
+const keys: Record<Exclude<CaseUser, 'anonymous'>, string> = { admin: adminKey.key, reader: readerKey.key, team_x: teamKey.key };
+/** The times ingested log records carry: 2024-01-02T03:04:05Z plus one second per record. */
+const firstLogTime = 1704164645000000000n;
+
+/** ${WINDOW_BEGIN} / ${WINDOW_END}: a 180 s range of whole minutes around now, holding what a file ingests. */
+function windowVars(): Record<string, string> {
+  const minute = Math.floor(Date.now() / 60_000) * 60;
+  return {
+    WINDOW_BEGIN: new Date((minute - 60) * 1000).toISOString(),
+    WINDOW_END: new Date((minute + 120) * 1000).toISOString(),
+    CASES_DIR: casesDir,
+  };
+}
+
+const only = process.env.ORRERY_SQL_CASES; // e.g. ORRERY_SQL_CASES=permissions runs test/sql/permissions.test alone
+for (const entry of readdirSync(casesDir).filter((f) => f.endsWith('.test')).sort()) {
+  if (only && entry !== `${only}.test`) continue;
+  const path = relative(root, join(casesDir, entry));
+  const file = parseCaseFile(path, readFileSync(join(casesDir, entry), 'utf8'), windowVars());
+
+  describe(`${path}: ${file.description}`, () => {
+    let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
+    const clients = new Map<CaseUser, TestFlightClient>();
+    before(async () => {
+      orrery = await startTestOrrery({
+        MICROMEGAS_API_KEYS: JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]),
+        ...file.settings,
+      });
+      for (const user of ['admin', 'reader', 'team_x', 'anonymous'] as const) {
+        const client = new TestFlightClient(orrery.address);
+        if (user !== 'anonymous') client.headers.authorization = `Bearer ${keys[user]}`;
+        clients.set(user, client);
+      }
+    });
+    after(async () => {
+      for (const client of clients.values()) client.close();
+      await orrery?.close();
+    });
+
+    for (const record of file.records) {
+      it(`${path}:${record.line} ${title(record)}`, () => run(record, clients.get(record.user)!, orrery.httpPort, `${path}:${record.line}`));
+    }
+  });
+}
+
+function title(record: CaseRecord): string {
+  if (record.kind === 'ingest') return `ingest logs ${record.exe} ${record.count} (${record.user})`;
+  const sql = record.sql.replace(/\s+/g, ' ');
+  return `${record.kind} (${record.user}) ${sql.length > 80 ? `${sql.slice(0, 77)}...` : sql}`;
+}
+
+async function run(record: CaseRecord, client: TestFlightClient, httpPort: number, where: string): Promise<void> {
+  switch (record.kind) {
+    case 'ingest': {
+      const logs = Array.from({ length: record.count }, (_, i) => ({
+        time: firstLogTime + BigInt(i) * 1_000_000_000n,
+        severity: i % 2 ? 9 : 17,
+        body: `${record.exe} ${i}`,
+      }));
+      const key = keys[record.user as Exclude<CaseUser, 'anonymous'>];
+      const response = await postOtlp(httpPort, 'logs', key, logsRequest({ 'service.name': record.exe }, logs));
+      assert.equal(response.status, 200, `${where}: OTLP ingestion answered ${response.status} ${response.text}`);
+      return;
+    }
+    case 'statement ok':
+      await execute(client, record.sql, record.path).catch((error: unknown) => assert.fail(`${where}: expected success, got ${describeError(error)}`));
+      return;
+    case 'statement error': {
+      const outcome = await execute(client, record.sql, record.path).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      if (outcome === undefined) assert.fail(`${where}: expected ${record.status} '${record.message}', but the statement succeeded`);
+      if (!(outcome instanceof FlightClientError)) throw outcome;
+      const pattern = record.message.startsWith('<REGEX>:') ? new RegExp(`^(?:${record.message.slice(8)})$`) : undefined;
+      const message = pattern?.test(outcome.details) ? record.message : outcome.details;
+      assert.deepEqual({ status: outcome.status, message }, { status: record.status, message: record.message }, `${where}: wrong error`);
+      return;
+    }
+    case 'query': {
+      const table = await execute(client, record.sql, record.path).catch((error: unknown) =>
+        assert.fail(`${where}: expected rows, got ${describeError(error)}`),
+      );
+      const declared = record.types.split('');
+      const actualTypes = table.schema.fields.map((f) => typeLetter(f.type));
+      assert.equal(
+        actualTypes.join(''),
+        declared.join(''),
+        `${where}: column types (${table.schema.fields.map((f) => `${f.name}: ${String(f.type)}`).join(', ')})`,
+      );
+      const rows = renderRows(table);
+      if (record.rowsort) rows.sort();
+      assert.deepEqual(rows, record.rows, `${where}: wrong rows`);
+      return;
+    }
+  }
+}
+
+/** Runs a statement through one Flight SQL path and returns what it answered as a table. */
+async function execute(client: TestFlightClient, sql: string, path: CasePath): Promise<Table> {
+  switch (path) {
+    case 'query':
+      return client.query(sql);
+    case 'update': {
+      const count = await client.updateCount(sql);
+      return tableFromArrays({ count: BigInt64Array.from([BigInt(count)]) });
+    }
+    case 'prepared': {
+      const prepared = await client.prepare(sql);
+      try {
+        const info = await client.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }));
+        return (await client.doGet(info.endpoints[0].ticket)).table;
+      } finally {
+        await client.doAction('ClosePreparedStatement', packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle: prepared.handle }));
+      }
+    }
+  }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof FlightClientError ? `${error.status} '${error.details}'` : String(error);
+}

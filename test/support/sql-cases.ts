@@ -1,0 +1,203 @@
+// The sqllogictest-style case format of test/sql/*.test (described in test/sql/README.md): parsing a
+// file into records, and rendering an Arrow table as the text rows a `query` record expects.
+import { DataType, type Table, type Vector } from 'apache-arrow';
+
+/** Who runs a statement: a key of the test server, or `anonymous` (no key at all). */
+export type CaseUser = 'admin' | 'reader' | 'team_x' | 'anonymous';
+export const caseUsers: readonly CaseUser[] = ['admin', 'reader', 'team_x', 'anonymous'];
+
+/** The Flight SQL call a statement goes through. */
+export type CasePath = 'query' | 'update' | 'prepared';
+const casePaths: readonly CasePath[] = ['query', 'update', 'prepared'];
+
+interface RecordBase {
+  /** 1-based line of the record's first line in its file. */
+  readonly line: number;
+  readonly user: CaseUser;
+}
+
+export type CaseRecord =
+  | (RecordBase & { kind: 'statement ok'; sql: string; path: CasePath })
+  | (RecordBase & { kind: 'statement error'; sql: string; path: CasePath; status: string; message: string })
+  | (RecordBase & { kind: 'query'; sql: string; path: CasePath; types: string; rowsort: boolean; rows: string[] })
+  | (RecordBase & { kind: 'ingest'; exe: string; count: number });
+
+export interface CaseFile {
+  readonly name: string;
+  readonly description: string;
+  /** Settings the file's server starts with (`setting NAME VALUE` lines). */
+  readonly settings: Record<string, string>;
+  readonly records: readonly CaseRecord[];
+}
+
+/** gRPC status names a `statement error` may expect. */
+export const grpcStatusNames = [
+  'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE',
+  'DATA_LOSS', 'UNAUTHENTICATED',
+];
+
+/** A mistake in a case file, reported with its file and line. */
+export class CaseFileError extends Error {}
+
+/**
+ * Parses a case file. `vars` are substituted for `${NAME}` in SQL, expected text and settings;
+ * an unknown `${NAME}` is an error, so a typo cannot silently become part of the SQL.
+ */
+export function parseCaseFile(file: string, text: string, vars: Readonly<Record<string, string>>): CaseFile {
+  const lines = text.split('\n').map((l) => l.replace(/\r$/, ''));
+  const fail = (line: number, message: string): never => {
+    throw new CaseFileError(`${file}:${line}: ${message}`);
+  };
+  const substitute = (value: string, line: number): string =>
+    value.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => vars[name] ?? fail(line, `unknown variable \${${name}}`));
+  const header = (key: string): string => {
+    const found = lines.find((l) => l.startsWith(`# ${key}:`));
+    return found ? found.slice(key.length + 3).trim() : fail(1, `the file must start with a '# ${key}:' header`);
+  };
+  const name = header('name');
+  if (name !== file) fail(1, `'# name: ${name}' does not match the file's path ${file}`);
+  const description = header('description');
+
+  const settings: Record<string, string> = {};
+  const records: CaseRecord[] = [];
+  let user: CaseUser = 'admin';
+  let i = 0;
+  /** Lines from i up to a blank line or a `----` separator (not consumed). */
+  const block = (): string[] => {
+    const out: string[] = [];
+    while (i < lines.length && lines[i].trim() !== '' && lines[i] !== '----') out.push(lines[i++]);
+    return out;
+  };
+  /** Lines after a `----` up to a blank line (or the end of the file). */
+  const expected = (): string[] => {
+    i++; // the separator
+    const out: string[] = [];
+    while (i < lines.length && lines[i] !== '') out.push(lines[i++]);
+    return out;
+  };
+  const takePath = (words: string[], line: number): CasePath => {
+    const at = words.indexOf('via');
+    if (at < 0) return 'query';
+    const path = words[at + 1] as CasePath;
+    if (!casePaths.includes(path)) fail(line, `'via' takes one of ${casePaths.join(', ')}`);
+    words.splice(at, 2);
+    return path;
+  };
+
+  while (i < lines.length) {
+    const raw = lines[i];
+    const line = i + 1;
+    if (raw.trim() === '' || raw.startsWith('#')) {
+      i++;
+      continue;
+    }
+    const words = raw.trim().split(/\s+/);
+    i++;
+    switch (words[0]) {
+      case 'user': {
+        if (words.length !== 2 || !caseUsers.includes(words[1] as CaseUser)) fail(line, `'user' takes one of ${caseUsers.join(', ')}`);
+        user = words[1] as CaseUser;
+        break;
+      }
+      case 'setting': {
+        if (records.length > 0) fail(line, "'setting' lines come before the first record: they configure the server the file starts");
+        if (words.length < 3) fail(line, "'setting' takes a name and a value");
+        settings[words[1]] = substitute(raw.trim().split(/\s+/).slice(2).join(' '), line);
+        break;
+      }
+      case 'ingest': {
+        // ingest logs <exe> <count>: <count> OTLP log records of a process named <exe>, sent with the current user's key.
+        const count = Number(words[3]);
+        if (words.length !== 4 || words[1] !== 'logs' || !Number.isInteger(count) || count < 1) fail(line, "'ingest' reads: ingest logs <exe> <count>");
+        if (user === 'anonymous') fail(line, "'ingest' needs a key: set 'user' first");
+        records.push({ kind: 'ingest', line, user, exe: words[2], count });
+        break;
+      }
+      case 'statement': {
+        const path = takePath(words, line);
+        const sql = substitute(block().join('\n'), line);
+        if (sql === '') fail(line, 'the statement has no SQL');
+        if (words[1] === 'ok' && words.length === 2) {
+          if (lines[i] === '----') fail(i + 1, "'statement ok' expects no result: use 'query' to check rows");
+          records.push({ kind: 'statement ok', line, user, sql, path });
+        } else if (words[1] === 'error' && words.length === 3) {
+          if (!grpcStatusNames.includes(words[2])) fail(line, `'${words[2]}' is not a gRPC status name (${grpcStatusNames.join(', ')})`);
+          if (lines[i] !== '----') fail(i + 1, "'statement error' needs '----' and the exact error message after the SQL");
+          // A blank line inside a message (DuckDB's 'LINE 1:' context follows one) is written '(empty)'.
+          const message = substitute(expected().map((l) => (l === '(empty)' ? '' : l)).join('\n'), line);
+          if (message === '') fail(line, "'statement error' needs the exact error message after '----'");
+          records.push({ kind: 'statement error', line, user, sql, path, status: words[2], message });
+        } else {
+          fail(line, "a statement reads 'statement ok' or 'statement error <gRPC status>', optionally followed by 'via <path>'");
+        }
+        break;
+      }
+      case 'query': {
+        const path = takePath(words, line);
+        const types = words[1] ?? '';
+        const sort = words.slice(2);
+        if (!/^[IRT]+$/.test(types) || sort.length > 1 || (sort.length === 1 && sort[0] !== 'rowsort')) {
+          fail(line, "a query reads 'query <column types: I, R or T per column> [rowsort]'");
+        }
+        const sql = substitute(block().join('\n'), line);
+        if (sql === '') fail(line, 'the query has no SQL');
+        if (lines[i] !== '----') fail(i + 1, "a query needs '----' and its expected rows after the SQL");
+        const rows = expected().map((r) => substitute(r, line));
+        records.push({ kind: 'query', line, user, sql, path, types, rowsort: sort.length === 1, rows });
+        break;
+      }
+      default:
+        fail(line, `unknown record '${words[0]}' (statement, query, user, setting, ingest)`);
+    }
+  }
+  return { name, description, settings, records };
+}
+
+/** The letter a column of this Arrow type must be declared with. */
+export function typeLetter(type: DataType): 'I' | 'R' | 'T' {
+  if (DataType.isInt(type)) return 'I';
+  if (DataType.isFloat(type) || DataType.isDecimal(type)) return 'R';
+  return 'T';
+}
+
+/** The rows of a table as the case format writes them: columns joined by a tab, NULL, (empty), ISO times. */
+export function renderRows(table: Table): string[] {
+  const columns = table.schema.fields.map((field, c) => renderColumn(field.type, table.getChildAt(c)!));
+  return Array.from({ length: table.numRows }, (_, r) => columns.map((column) => column[r]).join('\t'));
+}
+
+function renderColumn(type: DataType, vector: Vector): string[] {
+  if (DataType.isTimestamp(type)) {
+    // Arrow's getter rounds timestamps to milliseconds: read the raw values.
+    const out: string[] = [];
+    for (const data of vector.data) {
+      for (let j = 0; j < data.length; j++) {
+        out.push(data.getValid(j) ? renderTimestamp(type.unit, (data.values as BigInt64Array)[j]) : 'NULL');
+      }
+    }
+    return out;
+  }
+  if (DataType.isDate(type)) return [...vector].map((ms) => (ms === null ? 'NULL' : new Date(ms as number).toISOString().slice(0, 10)));
+  return [...vector].map(renderValue);
+}
+
+/** Nanoseconds (or the type's unit) since the epoch as `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction without trailing zeros. */
+function renderTimestamp(unit: number, raw: bigint): string {
+  const perSecond = [1n, 1_000n, 1_000_000n, 1_000_000_000n][unit];
+  const seconds = raw / perSecond - (raw % perSecond < 0n ? 1n : 0n);
+  const fraction = raw - seconds * perSecond;
+  const base = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
+  const digits = String(perSecond).length - 1;
+  const fractionText = digits === 0 ? '' : String(fraction).padStart(digits, '0').replace(/0+$/, '');
+  return `${base}${fractionText ? `.${fractionText}` : ''}Z`;
+}
+
+function renderValue(value: unknown): string {
+  if (value === null || value === undefined) return 'NULL';
+  if (value === '') return '(empty)';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  const json = (value as { toJSON?: () => unknown }).toJSON?.() ?? value;
+  return JSON.stringify(json, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}
