@@ -29,6 +29,12 @@ export interface QueryShape {
   readonly functions: Set<string>;
   /** Bare column references (`current_timestamp` parses as one). */
   readonly columnNames: Set<string>;
+  /**
+   * For a statement that only selects columns from one table function (`SELECT * FROM f(...)`,
+   * `SELECT msg FROM f(...)`: no WHERE, GROUP BY, ORDER BY, LIMIT, alias or CTE), its select list:
+   * '*' or the column names. Undefined for any other statement.
+   */
+  readonly plainSelectList: '*' | readonly string[] | undefined;
 }
 
 type Node = Record<string, unknown>;
@@ -42,6 +48,7 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
     tableFunctions: [],
     functions: new Set(),
     columnNames: new Set(),
+    plainSelectList: tree.statements.length === 1 ? plainSelectList(tree.statements[0].node as Node | undefined) : undefined,
   };
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) {
@@ -79,6 +86,22 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
   };
   visit(tree.statements);
   return shape;
+}
+
+function plainSelectList(node: Node | undefined): '*' | string[] | undefined {
+  if (node?.type !== 'SELECT_NODE' || (node.from_table as Node | undefined)?.type !== 'TABLE_FUNCTION') return undefined;
+  const bare =
+    node.where_clause === null && node.having === null && node.qualify === null && node.sample === null &&
+    (node.modifiers as unknown[]).length === 0 && (node.group_expressions as unknown[]).length === 0 &&
+    ((node.cte_map as Node).map as unknown[]).length === 0 && (node.from_table as Node).alias === '';
+  if (!bare) return undefined;
+  const list = node.select_list as Node[];
+  const isPlainStar = (e: Node): boolean =>
+    e.class === 'STAR' && e.relation_name === '' && e.expr === null && e.columns === false &&
+    [e.exclude_list, e.replace_list, e.qualified_exclude_list, e.rename_list].every((l) => (l as unknown[] | undefined)?.length !== undefined && (l as unknown[]).length === 0);
+  if (list.length === 1 && isPlainStar(list[0])) return '*';
+  if (!list.every((e) => e.class === 'COLUMN_REF' && e.alias === '' && (e.column_names as string[]).length === 1)) return undefined;
+  return list.map((e) => (e.column_names as string[])[0].toLowerCase());
 }
 
 function constantValue(node: Node): unknown {

@@ -35,7 +35,7 @@ const ddlSchema = new Schema([new Field('view_set_name', new Utf8(), false), new
 /** How a statement runs: on DuckDB, as an admin procedure, or as view set DDL, the last two run by Orrery itself. */
 type Plan =
   | { kind: 'engine'; description: StatementDescription; options: RunOptions }
-  | { kind: 'procedure'; call: TableFunctionCall }
+  | { kind: 'procedure'; call: TableFunctionCall; schema: Schema }
   | { kind: 'ddl'; statement: DdlStatement };
 
 /** The lakehouse plus what its admin procedures and DDL need. */
@@ -72,12 +72,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
     const plan = await this.plan(ctx, statement);
-    return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : progressSchema;
+    return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : plan.schema;
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
     const plan = await this.plan(ctx, statement);
-    if (plan.kind === 'procedure') return { schema: progressSchema, batches: this.progress(plan.call, ctx.principal.name) };
+    if (plan.kind === 'procedure') return { schema: plan.schema, batches: this.progress(plan, ctx.principal.name) };
     if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
     return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit }, plan.description);
   }
@@ -86,14 +86,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const plan = await this.plan(ctx, statement);
     if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
     let rows = 0;
-    const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan.call, ctx.principal.name);
+    const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
     for await (const batch of batches) rows += batch.numRows;
     return rows;
   }
 
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
     const plan = await this.plan(ctx, statement);
-    if (plan.kind === 'procedure') return { datasetSchema: progressSchema, parameterSchema: new Schema([]), isUpdate: false };
+    if (plan.kind === 'procedure') return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
     if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
     const { description } = plan;
     return {
@@ -160,7 +160,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
-      if (procedure) return { kind: 'procedure', call: procedure };
+      if (procedure) return { kind: 'procedure', ...procedure };
     }
     if (!principal.admin) {
       if (!shape) throw selectOnly(principal, await this.engine.describe(statement.query));
@@ -190,16 +190,24 @@ export class SqlService implements FlightSqlBackend<Principal> {
     yield batchFromRows(ddlSchema, [[name, action]]);
   }
 
-  /** The admin procedure a statement calls, if any; it must be the whole statement. */
-  private procedureCall(shape: QueryShape, principal: Principal): TableFunctionCall | undefined {
+  /**
+   * The admin procedure a statement calls, if any, and the progress columns it selects: the call
+   * must be the whole statement, selecting `*` or some of `time` and `msg`.
+   */
+  private procedureCall(shape: QueryShape, principal: Principal): { call: TableFunctionCall; schema: Schema } | undefined {
     const call = shape.tableFunctions.find((f) => procedureOf(f));
     if (!call) return undefined;
     if (!this.lakehouse) throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
     if (!principal.admin) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
-    if (shape.tableFunctions.length !== 1 || shape.relations.length !== 0) {
-      throw new FlightSqlError('INVALID_ARGUMENT', `${call.name} must be called on its own: SELECT * FROM ${call.name}(...)`);
+    const columns = shape.plainSelectList === '*' ? progressSchema.fields.map((f) => f.name) : shape.plainSelectList;
+    const fields = columns?.map((name) => progressSchema.fields.find((f) => f.name === name));
+    if (shape.tableFunctions.length !== 1 || shape.relations.length !== 0 || !fields || fields.some((f) => !f)) {
+      throw new FlightSqlError(
+        'INVALID_ARGUMENT',
+        `${call.name} must be called on its own, selecting * or its columns time and msg: SELECT * FROM ${call.name}(...)`,
+      );
     }
-    return call;
+    return { call, schema: new Schema(fields as Field[]) };
   }
 
   private async lakehouseSetup(ctx: CallContext<Principal>, shape: QueryShape, lakehouse: Lakehouse): Promise<string[]> {
@@ -212,10 +220,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return [...viewStatements, ...(await functionSetup(calls, lakehouse, this.backend?.denyRules))];
   }
 
-  /** Runs an admin procedure, one (time, msg) row per message as it comes. */
-  private async *progress(call: TableFunctionCall, caller: string): AsyncGenerator<RecordBatch> {
-    for await (const message of runProcedure(this.backend!, call, caller)) {
-      yield batchFromRows(progressSchema, [[Date.now(), message]]);
+  /** Runs an admin procedure, one row per message as it comes: its time and text, as selected. */
+  private async *progress(plan: { call: TableFunctionCall; schema: Schema }, caller: string): AsyncGenerator<RecordBatch> {
+    for await (const message of runProcedure(this.backend!, plan.call, caller)) {
+      const values: Record<string, unknown> = { time: Date.now(), msg: message };
+      yield batchFromRows(plan.schema, [plan.schema.fields.map((f) => values[f.name])]);
     }
   }
 }

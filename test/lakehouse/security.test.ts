@@ -1,5 +1,6 @@
-// Security rules users rely on: identity from the key alone, server-stamped audiences,
-// deny rules, and admin rights only where configured.
+// Security rules users rely on: identity from the key alone, server-stamped audiences, and admin rights
+// only where configured. (Audience filtering and deny rules as SQL cases: test/sql/audiences.test,
+// test/sql/deny-rules.test.)
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
@@ -44,41 +45,6 @@ describe('security', () => {
     assert.equal(await count(reader, "SELECT count(*) FROM log_entries WHERE audience = 'team_x'", headers), 0);
     await assert.rejects(reader.query(`SELECT * FROM materialize_partitions('log_entries', ${range})`, headers), { code: 7 });
     assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 2);
-  });
-
-  it('deny rules refuse matching statements with RESOURCE_EXHAUSTED, admins included', async () => {
-    const [added] = [...(await admin.query(
-      "SELECT * FROM deny_queries('user_id = ''reader'' AND sql ILIKE ''%log_entries%''', 'log_entries is being rebuilt')",
-    )).getChild('msg')!] as string[];
-    const ruleId = Number(/^added rule (\d+)$/.exec(added)![1]);
-    await assert.rejects(reader.query('SELECT count(*) FROM log_entries'), {
-      code: 8,
-      details: `query denied by rule ${ruleId}: log_entries is being rebuilt`,
-    });
-    assert.equal(await count(reader, 'SELECT 41 + 1'), 42);
-    assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 2);
-
-    const [everything] = [...(await admin.query("SELECT * FROM deny_queries('true', 'maintenance window')")).getChild('msg')!] as string[];
-    const everythingId = Number(/^added rule (\d+)$/.exec(everything)![1]);
-    await assert.rejects(admin.query('SELECT 1'), { code: 8, details: `query denied by rule ${everythingId}: maintenance window` });
-    const rules = await admin.query('SELECT rule_id, reason, created_by FROM list_query_denials() ORDER BY rule_id');
-    assert.deepEqual(rules.toArray().map((r) => [Number(r.rule_id), r.reason, r.created_by]), [
-      [ruleId, 'log_entries is being rebuilt', 'admin'],
-      [everythingId, 'maintenance window', 'admin'],
-    ]);
-    assert.deepEqual([...(await admin.query(`SELECT * FROM remove_query_denial(${everythingId})`)).getChild('msg')!], [`removed rule ${everythingId}`]);
-    assert.equal(await count(admin, 'SELECT 1'), 1);
-    await admin.query(`SELECT * FROM remove_query_denial(${ruleId})`);
-    assert.equal(await count(reader, 'SELECT count(*) FROM log_entries'), 1);
-  });
-
-  it('validates a deny rule before storing it, and keeps rule management to admins', async () => {
-    await assert.rejects(admin.query("SELECT * FROM deny_queries('user_id', 'not a boolean')"), { code: 3, details: /must be a boolean expression/ });
-    await assert.rejects(admin.query("SELECT * FROM deny_queries('no_such_column = 1', 'bad')"), { code: 3, details: /not valid over/ });
-    await assert.rejects(admin.query("SELECT * FROM deny_queries('true); DROP TABLE x; (', 'bad')"), { code: 3 });
-    assert.equal(await count(admin, 'SELECT count(*) FROM list_query_denials()'), 0);
-    await assert.rejects(reader.query('SELECT * FROM list_query_denials()'), { code: 7, details: 'permission denied: list_query_denials is an admin function' });
-    await assert.rejects(reader.query("SELECT * FROM deny_queries('true', 'x')"), { code: 7, details: 'permission denied: deny_queries is an admin function' });
   });
 });
 

@@ -10,7 +10,7 @@ import { FlightClientError } from '../../src/client/index.js';
 import { packAny, TestFlightClient } from '../support/flight-client.js';
 import { adminKey, readerKey, startTestOrrery } from '../support/orrery-process.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
-import { parseCaseFile, renderRows, typeLetter, type CasePath, type CaseRecord, type CaseUser } from '../support/sql-cases.js';
+import { parseCaseFile, renderRows, substitute, typeLetter, type CasePath, type CaseRecord, type CaseUser } from '../support/sql-cases.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const casesDir = join(root, 'test', 'sql');
@@ -19,29 +19,34 @@ const keys: Record<Exclude<CaseUser, 'anonymous'>, string> = { admin: adminKey.k
 /** The times ingested log records carry: 2024-01-02T03:04:05Z plus one second per record. */
 const firstLogTime = 1704164645000000000n;
 
-/** ${WINDOW_BEGIN} / ${WINDOW_END}: a 180 s range of whole minutes around now, holding what a file ingests. */
-function windowVars(): Record<string, string> {
+const variables = ['WINDOW_BEGIN', 'WINDOW_END', 'CASES_DIR'];
+
+/**
+ * The variables' values for a file starting now. ${WINDOW_BEGIN} / ${WINDOW_END}: a 180 s range of
+ * whole minutes around now, holding what the file ingests, written as Orrery writes times in messages.
+ */
+function variableValues(): Record<string, string> {
   const minute = Math.floor(Date.now() / 60_000) * 60;
-  return {
-    WINDOW_BEGIN: new Date((minute - 60) * 1000).toISOString(),
-    WINDOW_END: new Date((minute + 120) * 1000).toISOString(),
-    CASES_DIR: casesDir,
-  };
+  const rfc3339 = (seconds: number): string => new Date(seconds * 1000).toISOString().replace('.000Z', '.000000000Z');
+  return { WINDOW_BEGIN: rfc3339(minute - 60), WINDOW_END: rfc3339(minute + 120), CASES_DIR: casesDir };
 }
 
 const only = process.env.ORRERY_SQL_CASES; // e.g. ORRERY_SQL_CASES=permissions runs test/sql/permissions.test alone
 for (const entry of readdirSync(casesDir).filter((f) => f.endsWith('.test')).sort()) {
   if (only && entry !== `${only}.test`) continue;
   const path = relative(root, join(casesDir, entry));
-  const file = parseCaseFile(path, readFileSync(join(casesDir, entry), 'utf8'), windowVars());
+  const file = parseCaseFile(path, readFileSync(join(casesDir, entry), 'utf8'), variables);
 
   describe(`${path}: ${file.description}`, () => {
     let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
     const clients = new Map<CaseUser, TestFlightClient>();
+    let values: Record<string, string>;
     before(async () => {
+      values = variableValues();
+      const settings = Object.fromEntries(Object.entries(file.settings).map(([name, value]) => [name, substitute(value, values)]));
       orrery = await startTestOrrery({
         MICROMEGAS_API_KEYS: JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]),
-        ...file.settings,
+        ...settings,
       });
       for (const user of ['admin', 'reader', 'team_x', 'anonymous'] as const) {
         const client = new TestFlightClient(orrery.address);
@@ -55,9 +60,24 @@ for (const entry of readdirSync(casesDir).filter((f) => f.endsWith('.test')).sor
     });
 
     for (const record of file.records) {
-      it(`${path}:${record.line} ${title(record)}`, () => run(record, clients.get(record.user)!, orrery.httpPort, `${path}:${record.line}`));
+      it(`${path}:${record.line} ${title(record)}`, () =>
+        run(withValues(record, values), clients.get(record.user)!, orrery.httpPort, `${path}:${record.line}`),
+      );
     }
   });
+}
+
+function withValues(record: CaseRecord, values: Record<string, string>): CaseRecord {
+  switch (record.kind) {
+    case 'ingest':
+      return record;
+    case 'statement ok':
+      return { ...record, sql: substitute(record.sql, values) };
+    case 'statement error':
+      return { ...record, sql: substitute(record.sql, values), message: substitute(record.message, values) };
+    case 'query':
+      return { ...record, sql: substitute(record.sql, values), rows: record.rows.map((row) => substitute(row, values)) };
+  }
 }
 
 function title(record: CaseRecord): string {

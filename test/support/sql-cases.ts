@@ -40,17 +40,22 @@ export const grpcStatusNames = [
 /** A mistake in a case file, reported with its file and line. */
 export class CaseFileError extends Error {}
 
+/** `${NAME}` in a case's SQL, expected text or setting: replaced when the case runs. */
+const variable = /\$\{([A-Z_]+)\}/g;
+
 /**
- * Parses a case file. `vars` are substituted for `${NAME}` in SQL, expected text and settings;
- * an unknown `${NAME}` is an error, so a typo cannot silently become part of the SQL.
+ * Parses a case file. `${NAME}` may name one of `variables` (substituted when the file runs, by
+ * {@link substitute}); any other name is an error, so a typo cannot silently become part of the SQL.
  */
-export function parseCaseFile(file: string, text: string, vars: Readonly<Record<string, string>>): CaseFile {
+export function parseCaseFile(file: string, text: string, variables: readonly string[]): CaseFile {
   const lines = text.split('\n').map((l) => l.replace(/\r$/, ''));
   const fail = (line: number, message: string): never => {
     throw new CaseFileError(`${file}:${line}: ${message}`);
   };
-  const substitute = (value: string, line: number): string =>
-    value.replace(/\$\{([A-Z_]+)\}/g, (_, name: string) => vars[name] ?? fail(line, `unknown variable \${${name}}`));
+  const checked = (value: string, line: number): string => {
+    for (const [, name] of value.matchAll(variable)) if (!variables.includes(name)) fail(line, `unknown variable \${${name}}`);
+    return value;
+  };
   const header = (key: string): string => {
     const found = lines.find((l) => l.startsWith(`# ${key}:`));
     return found ? found.slice(key.length + 3).trim() : fail(1, `the file must start with a '# ${key}:' header`);
@@ -103,7 +108,7 @@ export function parseCaseFile(file: string, text: string, vars: Readonly<Record<
       case 'setting': {
         if (records.length > 0) fail(line, "'setting' lines come before the first record: they configure the server the file starts");
         if (words.length < 3) fail(line, "'setting' takes a name and a value");
-        settings[words[1]] = substitute(raw.trim().split(/\s+/).slice(2).join(' '), line);
+        settings[words[1]] = checked(raw.trim().split(/\s+/).slice(2).join(' '), line);
         break;
       }
       case 'ingest': {
@@ -116,7 +121,7 @@ export function parseCaseFile(file: string, text: string, vars: Readonly<Record<
       }
       case 'statement': {
         const path = takePath(words, line);
-        const sql = substitute(block().join('\n'), line);
+        const sql = checked(block().join('\n'), line);
         if (sql === '') fail(line, 'the statement has no SQL');
         if (words[1] === 'ok' && words.length === 2) {
           if (lines[i] === '----') fail(i + 1, "'statement ok' expects no result: use 'query' to check rows");
@@ -125,7 +130,7 @@ export function parseCaseFile(file: string, text: string, vars: Readonly<Record<
           if (!grpcStatusNames.includes(words[2])) fail(line, `'${words[2]}' is not a gRPC status name (${grpcStatusNames.join(', ')})`);
           if (lines[i] !== '----') fail(i + 1, "'statement error' needs '----' and the exact error message after the SQL");
           // A blank line inside a message (DuckDB's 'LINE 1:' context follows one) is written '(empty)'.
-          const message = substitute(expected().map((l) => (l === '(empty)' ? '' : l)).join('\n'), line);
+          const message = checked(expected().map((l) => (l === '(empty)' ? '' : l)).join('\n'), line);
           if (message === '') fail(line, "'statement error' needs the exact error message after '----'");
           records.push({ kind: 'statement error', line, user, sql, path, status: words[2], message });
         } else {
@@ -140,10 +145,10 @@ export function parseCaseFile(file: string, text: string, vars: Readonly<Record<
         if (!/^[IRT]+$/.test(types) || sort.length > 1 || (sort.length === 1 && sort[0] !== 'rowsort')) {
           fail(line, "a query reads 'query <column types: I, R or T per column> [rowsort]'");
         }
-        const sql = substitute(block().join('\n'), line);
+        const sql = checked(block().join('\n'), line);
         if (sql === '') fail(line, 'the query has no SQL');
         if (lines[i] !== '----') fail(i + 1, "a query needs '----' and its expected rows after the SQL");
-        const rows = expected().map((r) => substitute(r, line));
+        const rows = expected().map((r) => checked(r, line));
         records.push({ kind: 'query', line, user, sql, path, types, rowsort: sort.length === 1, rows });
         break;
       }
@@ -152,6 +157,11 @@ export function parseCaseFile(file: string, text: string, vars: Readonly<Record<
     }
   }
   return { name, description, settings, records };
+}
+
+/** `text` with each `${NAME}` replaced by its value. */
+export function substitute(text: string, values: Readonly<Record<string, string>>): string {
+  return text.replace(variable, (whole, name: string) => values[name] ?? whole);
 }
 
 /** The letter a column of this Arrow type must be declared with. */
@@ -168,18 +178,31 @@ export function renderRows(table: Table): string[] {
 }
 
 function renderColumn(type: DataType, vector: Vector): string[] {
-  if (DataType.isTimestamp(type)) {
-    // Arrow's getter rounds timestamps to milliseconds: read the raw values.
-    const out: string[] = [];
-    for (const data of vector.data) {
-      for (let j = 0; j < data.length; j++) {
-        out.push(data.getValid(j) ? renderTimestamp(type.unit, (data.values as BigInt64Array)[j]) : 'NULL');
-      }
-    }
-    return out;
-  }
+  // Arrow's getters round timestamps to milliseconds and give decimals as words: read the raw values.
+  if (DataType.isTimestamp(type)) return rawValues(vector, 1, (values) => renderTimestamp(type.unit, values[0] as bigint));
+  if (DataType.isDecimal(type)) return rawValues(vector, 4, (words) => renderDecimal(words, type.scale));
   if (DataType.isDate(type)) return [...vector].map((ms) => (ms === null ? 'NULL' : new Date(ms as number).toISOString().slice(0, 10)));
   return [...vector].map(renderValue);
+}
+
+/** Each value of a column as its `stride` raw elements (NULL for nulls), rendered. */
+function rawValues(vector: Vector, stride: number, render: (values: ArrayLike<number | bigint>) => string): string[] {
+  const out: string[] = [];
+  for (const data of vector.data) {
+    const values = data.values as ArrayLike<number | bigint> & { subarray(begin: number, end: number): ArrayLike<number | bigint> };
+    for (let j = 0; j < data.length; j++) out.push(data.getValid(j) ? render(values.subarray(j * stride, (j + 1) * stride)) : 'NULL');
+  }
+  return out;
+}
+
+/** A 128-bit two's complement decimal (four little-endian 32-bit words) with its scale, e.g. 12.50. */
+function renderDecimal(words: ArrayLike<number | bigint>, scale: number): string {
+  let unscaled = 0n;
+  for (let w = 3; w >= 0; w--) unscaled = (unscaled << 32n) | BigInt(Number(words[w]) >>> 0);
+  if (unscaled >= 1n << 127n) unscaled -= 1n << 128n;
+  const sign = unscaled < 0n ? '-' : '';
+  const digits = (unscaled < 0n ? -unscaled : unscaled).toString().padStart(scale + 1, '0');
+  return scale === 0 ? `${sign}${digits}` : `${sign}${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
 }
 
 /** Nanoseconds (or the type's unit) since the epoch as `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the fraction without trailing zeros. */
