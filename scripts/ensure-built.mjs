@@ -1,5 +1,6 @@
 // Installs dependencies and compiles when they are missing or stale, so that `npm start`
-// and `npm test` work on a fresh clone. Dependency-free on purpose: it runs before them.
+// and `npm test` work on a fresh clone (dependencies, TypeScript, the native addon, the DuckDB
+// extensions series tables need). Dependency-free on purpose: it runs before them.
 import { execSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,3 +30,4 @@ if (force || !existsSync(built) || Math.max(...sources) > statSync(built).mtimeM
   run('npx tsc -p tsconfig.json');
 }
 run('node scripts/build-native.mjs');
+run('node scripts/fetch-extensions.mjs');

@@ -3,7 +3,15 @@ import type pg from 'pg';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import type { Config } from './config.js';
-import { DuckDBEngine } from './engine/index.js';
+import {
+  DuckDBEngine,
+  EngineError,
+  duckdbBuild,
+  extensionCacheFolder,
+  findExtensions,
+  missingExtensionsHelp,
+  type EngineOptions,
+} from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
 import { HttpServer, IngestionService } from './ingestion/index.js';
 import { FileObjectStore, objectStoreFromUri, type ObjectStore } from './lakehouse/index.js';
@@ -77,13 +85,15 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const statics = config.staticTablesUrl ? await findStaticTables(config.staticTablesUrl) : undefined;
     for (const file of statics?.skipped ?? []) log('warn', `static tables: skipped ${file} (not CSV/JSON/Parquet, or not a valid table name)`);
     const reservedNames = new Set([...builtinViewSets.map((v) => v.name), ...(statics?.tables ?? []).map((t) => t.name)]);
-    const engineOptions = {
+    const engineOptions: EngineOptions = {
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
       startupSql: [...compatibilityMacros, ...staticTableStatements(statics?.tables ?? [])],
       memoryLimit: config.duckdbMemoryLimit,
+      threads: config.duckdbThreads,
     };
+    const extensions = await lakeExtensions(config, log);
 
-    const maintenanceEngine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
+    const maintenanceEngine = await createEngine(engineOptions, extensions, log);
     closers.push(() => maintenanceEngine.close());
     const loader = new ViewLoader({
       db: metadata.pool,
@@ -109,7 +119,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;
     if (role !== 'maintain') {
-      const engine = await DuckDBEngine.create({ ...engineOptions, threads: config.duckdbThreads });
+      const engine = await createEngine(engineOptions, extensions, log);
       closers.push(() => engine.close());
       const denyRules = new DenyRules(metadata.pool, engine);
       const ddl = new DdlService({
@@ -164,6 +174,36 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
   } catch (error) {
     await closeAll();
     throw error;
+  }
+}
+
+interface LakeExtensions {
+  readonly files: string[];
+  /** What to log when they do not load. */
+  readonly help: (problem: string) => string;
+}
+
+/** The signed extension files series tables need; none, with a warning saying how to supply them, when one is missing. */
+async function lakeExtensions(config: Config, log: Log): Promise<LakeExtensions> {
+  const build = await duckdbBuild();
+  const folder = config.duckdbExtensionDir ?? extensionCacheFolder(build);
+  const help = (problem: string): string => missingExtensionsHelp(build, folder, problem);
+  const { files, missing } = findExtensions(folder);
+  if (missing.length === 0) return { files, help };
+  log('warn', help(`missing ${missing.join(', ')}`));
+  return { files: [], help };
+}
+
+/** An engine with the extensions loaded, or without them (and a warning) when DuckDB refuses one. */
+async function createEngine(options: EngineOptions, extensions: LakeExtensions, log: Log): Promise<DuckDBEngine> {
+  if (extensions.files.length === 0) return DuckDBEngine.create(options);
+  try {
+    return await DuckDBEngine.create({ ...options, extensions: extensions.files });
+  } catch (error) {
+    if (!(error instanceof EngineError) || error.status !== 'UNAVAILABLE') throw error;
+    log('warn', extensions.help(error.message));
+    extensions.files.length = 0;
+    return DuckDBEngine.create(options);
   }
 }
 

@@ -18,6 +18,8 @@ export interface Config {
   readonly tls: { cert: Buffer; key: Buffer } | undefined;
   readonly duckdbThreads: number | undefined;
   readonly duckdbMemoryLimit: string | undefined;
+  /** ORRERY_DUCKDB_EXTENSION_DIR: a folder of the signed extension files; unset: the install step's cache. */
+  readonly duckdbExtensionDir: string | undefined;
   /** MICROMEGAS_SQL_CONNECTION_STRING; unset: an embedded Postgres under the data folder. */
   readonly sqlConnectionString: string | undefined;
   /** MICROMEGAS_OBJECT_STORE_URI; unset: file://<data folder>/lake. */
@@ -45,6 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: certPath && keyPath ? { cert: readFile(certPath, 'ORRERY_TLS_CERT'), key: readFile(keyPath, 'ORRERY_TLS_KEY') } : undefined,
     duckdbThreads: positiveInteger(env.ORRERY_DUCKDB_THREADS, 'ORRERY_DUCKDB_THREADS'),
     duckdbMemoryLimit: env.ORRERY_DUCKDB_MEMORY_LIMIT || undefined,
+    duckdbExtensionDir: env.ORRERY_DUCKDB_EXTENSION_DIR ? resolve(env.ORRERY_DUCKDB_EXTENSION_DIR) : undefined,
     sqlConnectionString: env.MICROMEGAS_SQL_CONNECTION_STRING || undefined,
     objectStoreUri: env.MICROMEGAS_OBJECT_STORE_URI || undefined,
     retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,

@@ -22,6 +22,11 @@ export interface EngineOptions {
   readonly memoryLimit?: string;
   /** Target size of each Arrow batch produced (default 1 MiB). */
   readonly batchBytes?: number;
+  /**
+   * Extension files LOADed at start-up, before anything else, with DuckDB's signature checks on
+   * (unsigned extensions are never allowed). A file that does not load fails create().
+   */
+  readonly extensions?: readonly string[];
   /** Statements run once at start-up, before the configuration is locked (macros). */
   readonly startupSql?: readonly string[];
   /**
@@ -80,7 +85,8 @@ export class DuckDBEngine {
   ) {}
 
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
-    const config: Record<string, string> = {};
+    // Said outright although it is DuckDB's default: extensions load only when DuckDB's signature checks pass.
+    const config: Record<string, string> = { allow_unsigned_extensions: 'false' };
     if (options.threads) config.threads = String(options.threads);
     if (options.memoryLimit) config.memory_limit = options.memoryLimit;
     const instance = await DuckDBInstance.create(':memory:', config);
@@ -89,15 +95,20 @@ export class DuckDBEngine {
       await setup.run(`ATTACH ':memory:' AS ${catalogName}`);
       await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
       await setup.run(`USE ${catalogName}`);
+      for (const file of options.extensions ?? []) await loadExtension(setup, file);
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);
       await setup.run('SET enable_external_access = false');
       await setup.run('SET autoinstall_known_extensions = false');
+      await setup.run('SET autoload_known_extensions = false');
       await setup.run('SET lock_configuration = true');
-    } finally {
+    } catch (error) {
       setup.closeSync();
+      instance.closeSync();
+      throw error;
     }
+    setup.closeSync();
     return new DuckDBEngine(instance, options.batchBytes ?? 1024 * 1024, options.nativeExport ?? true);
   }
 
@@ -365,6 +376,14 @@ function chunkBatches(result: DuckDBResult, schema: Schema, types: DuckDBType[],
     },
     close() {},
   };
+}
+
+async function loadExtension(connection: DuckDBConnection, file: string): Promise<void> {
+  try {
+    await connection.run(`LOAD '${file.replaceAll("'", "''")}'`);
+  } catch (error) {
+    throw new EngineError('UNAVAILABLE', `cannot load the DuckDB extension ${file}: ${(error as Error).message}`);
+  }
 }
 
 async function prepare(connection: DuckDBConnection, sql: string): Promise<DuckDBPreparedStatement> {

@@ -5,3 +5,13 @@ export type { EngineOptions, RunOptions, StatementDescription, TableDescription 
 export { EngineError } from './errors.js';
 export { StatementType } from '@duckdb/node-api';
 export { queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
+export {
+  duckdbBuild,
+  extensionCacheFolder,
+  extensionCacheRoot,
+  extensionFile,
+  findExtensions,
+  lakeExtensions,
+  missingExtensionsHelp,
+  type DuckDBBuild,
+} from './extensions.js';
