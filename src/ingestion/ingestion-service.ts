@@ -28,8 +28,7 @@ const text = (value: unknown): string | null => (typeof value === 'string' && va
 /**
  * Stores OTLP requests: each resource becomes a process (a stable id per audience and
  * resource), each signal a stream of it, and each request's records for one resource a block:
- * its payload written once to the object store, then its row inserted. Ids derive from the
- * content, so a retried request stores nothing twice.
+ * its payload written once to the object store, then its row inserted.
  */
 export class IngestionService {
   constructor(
@@ -38,13 +37,32 @@ export class IngestionService {
     private readonly metrics?: OrreryMetrics,
   ) {}
 
-  /** Decodes and stores one request body; returns the number of records stored. */
+  /**
+   * Decodes and stores one request body; returns the number of records stored. The whole body is
+   * decoded and checked before anything is written, and its rows go into Postgres in one transaction,
+   * so a request is stored whole or not at all. (Payloads are written first: a payload whose rows never
+   * commit is read by nothing, and a retry of the request finds it in place.)
+   */
   async ingest(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, audience: string): Promise<number> {
     const now = nowNanos();
-    const blocks = this.blocks(signal, body, contentType, now);
+    const blocks = this.blocks(signal, body, contentType, now).map((block) => identified(signal, block, audience));
+    for (const block of blocks) await this.store.putIfAbsent(payloadKey(block.processId, block.streamId, block.blockId), block.payload);
+    // Rows in one order (processes, streams, blocks, each by id), so concurrent requests naming the same
+    // processes wait on each other instead of deadlocking.
+    const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+    const client = await this.db.connect();
     let stored = 0;
-    for (const block of blocks) {
-      stored += await this.storeBlock(signal, block, audience);
+    try {
+      await client.query('BEGIN');
+      for (const block of uniqueBy(blocks, (b) => b.processId).sort((a, b) => byId(a.processId, b.processId))) await insertProcess(client, block, audience);
+      for (const block of uniqueBy(blocks, (b) => b.streamId).sort((a, b) => byId(a.streamId, b.streamId))) await insertStream(client, signal, block);
+      for (const block of [...blocks].sort((a, b) => byId(a.blockId, b.blockId))) stored += await insertBlock(client, block, audience);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
     }
     this.metrics?.ingestedRecords.inc({ signal }, stored);
     return stored;
@@ -79,53 +97,56 @@ export class IngestionService {
         return build(decodeTraces(body, contentType), spanLine, (s) => [s.startTimeUnixNano, s.endTimeUnixNano]);
     }
   }
-
-  private async storeBlock(signal: OtlpSignal, block: PendingBlock, audience: string): Promise<number> {
-    const processId = derivedUuid(`process\u0000${audience}\u0000${resourceKey(block.resource)}`);
-    const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
-    const payload = Buffer.from(block.lines.join('\n') + '\n');
-    const blockId = derivedUuid(`block\u0000${streamId}\u0000${createHash('sha256').update(payload).digest('hex')}`);
-    await this.store.putIfAbsent(payloadKey(processId, streamId, blockId), payload);
-    const r = block.resource;
-    const client = await this.db.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(
-        `INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8, $9) ON CONFLICT (process_id) DO NOTHING`,
-        [
-          processId,
-          text(r['service.name']) ?? text(r['process.executable.name']),
-          text(r['process.owner']),
-          text(r['service.instance.id']),
-          text(r['host.name']),
-          text(r['os.description']) ?? text(r['os.type']),
-          text(r['host.cpu.model.name']),
-          JSON.stringify(r),
-          audience,
-        ],
-      );
-      await client.query(
-        `INSERT INTO streams (stream_id, process_id, tags, properties, format) VALUES ($1, $2, $3, '{}', $4)
-         ON CONFLICT (stream_id) DO NOTHING`,
-        [streamId, processId, [signalTags[signal]], `otlp/v1/${signal}`],
-      );
-      const inserted = await client.query(
-        `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
-                             object_offset, payload_size, audience)
-         VALUES ($1, $2, $3, $4, 0, $5, 0, $6, 0, $7, $8) ON CONFLICT (block_id) DO NOTHING`,
-        [blockId, streamId, processId, nanosToPg(block.begin), nanosToPg(block.end, 'ceil'), block.count, payload.byteLength, audience],
-      );
-      await client.query('COMMIT');
-      return inserted.rowCount === 1 ? block.count : 0;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
 }
+
+/** A block with its ids and payload: ids derive from the content, so a retried request stores nothing twice. */
+function identified(signal: OtlpSignal, block: PendingBlock, audience: string): StoredBlock {
+  const processId = derivedUuid(`process\u0000${audience}\u0000${resourceKey(block.resource)}`);
+  const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
+  const payload = Buffer.from(block.lines.join('\n') + '\n');
+  const blockId = derivedUuid(`block\u0000${streamId}\u0000${createHash('sha256').update(payload).digest('hex')}`);
+  return { ...block, processId, streamId, blockId, payload };
+}
+
+async function insertProcess(client: pg.PoolClient, block: StoredBlock, audience: string): Promise<void> {
+  const r = block.resource;
+  await client.query(
+    `INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8, $9) ON CONFLICT (process_id) DO NOTHING`,
+    [
+      block.processId,
+      text(r['service.name']) ?? text(r['process.executable.name']),
+      text(r['process.owner']),
+      text(r['service.instance.id']),
+      text(r['host.name']),
+      text(r['os.description']) ?? text(r['os.type']),
+      text(r['host.cpu.model.name']),
+      JSON.stringify(r),
+      audience,
+    ],
+  );
+}
+
+async function insertStream(client: pg.PoolClient, signal: OtlpSignal, block: StoredBlock): Promise<void> {
+  await client.query(
+    `INSERT INTO streams (stream_id, process_id, tags, properties, format) VALUES ($1, $2, $3, '{}', $4)
+     ON CONFLICT (stream_id) DO NOTHING`,
+    [block.streamId, block.processId, [signalTags[signal]], `otlp/v1/${signal}`],
+  );
+}
+
+/** Inserts a block's row; returns its record count, or 0 when it was already stored. */
+async function insertBlock(client: pg.PoolClient, block: StoredBlock, audience: string): Promise<number> {
+  const inserted = await client.query(
+    `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
+                         object_offset, payload_size, audience)
+     VALUES ($1, $2, $3, $4, 0, $5, 0, $6, 0, $7, $8) ON CONFLICT (block_id) DO NOTHING`,
+    [block.blockId, block.streamId, block.processId, nanosToPg(block.begin), nanosToPg(block.end, 'ceil'), block.count, block.payload.byteLength, audience],
+  );
+  return inserted.rowCount === 1 ? block.count : 0;
+}
+
+const uniqueBy = <T>(items: readonly T[], key: (item: T) => string): T[] => [...new Map(items.map((item) => [key(item), item])).values()];
 
 /**
  * Resource attributes without the `micromegas.` ones: those are the server's to set (the
@@ -141,4 +162,11 @@ interface PendingBlock {
   count: number;
   begin: bigint;
   end: bigint;
+}
+
+interface StoredBlock extends PendingBlock {
+  processId: string;
+  streamId: string;
+  blockId: string;
+  payload: Buffer;
 }

@@ -1,6 +1,6 @@
 // ExportLogsServiceRequest to log records grouped by resource.
 import { anyValueText, attributes } from './any-value.js';
-import { enumValue, field, id, message, str, uint64, type OtlpNode } from './otlp-fields.js';
+import { enumValue, field, id, message, str, timestamp, type OtlpNode } from './otlp-fields.js';
 import type { OtlpContentType, OtlpLogRecord, OtlpScope, ResourceGroup } from './otlp-types.js';
 import { parseRequest, readGroups } from './request-reader.js';
 
@@ -25,8 +25,8 @@ function decodeLogRecord(record: OtlpNode, scope: OtlpScope, path: string, out: 
   const traceId = id(record, TRACE_ID, 16, path);
   const spanId = id(record, SPAN_ID, 8, path);
   out.push({
-    timeUnixNano: uint64(record, TIME, path),
-    observedTimeUnixNano: uint64(record, OBSERVED, path),
+    timeUnixNano: timestamp(record, TIME, path),
+    observedTimeUnixNano: timestamp(record, OBSERVED, path),
     severityNumber: enumValue(record, SEVERITY_NUMBER, path, SEVERITIES),
     severityText: str(record, SEVERITY_TEXT, path),
     body: anyValueText(message(record, BODY, path), `${path}.body`),

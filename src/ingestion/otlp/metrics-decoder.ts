@@ -1,7 +1,7 @@
 // ExportMetricsServiceRequest to metric data points grouped by resource.
 import { attributes } from './any-value.js';
 import { malformed } from './errors.js';
-import { double, element, field, has, int64, list, message, optDouble, str, uint32, uint64, type Field, type OtlpNode } from './otlp-fields.js';
+import { double, element, field, has, int64, list, message, optDouble, str, uint32, timestamp, uint64, type Field, type OtlpNode } from './otlp-fields.js';
 import { isProtoMessage } from './otlp-proto.js';
 import type { MetricKind, OtlpContentType, OtlpMetricPoint, OtlpScope, ResourceGroup } from './otlp-types.js';
 import { parseRequest, readGroups } from './request-reader.js';
@@ -88,8 +88,8 @@ function decodeMetric(metric: OtlpNode, scope: OtlpScope, path: string, out: Otl
       unit,
       description,
       kind,
-      timeUnixNano: uint64(point, TIME, pPath),
-      startTimeUnixNano: uint64(point, START, pPath),
+      timeUnixNano: timestamp(point, TIME, pPath),
+      startTimeUnixNano: timestamp(point, START, pPath),
       value: scalar ? numberValue(point, pPath) : null,
       count: scalar ? null : Number(uint64(point, COUNT, pPath)),
       sum: scalar ? null : histogram ? optDouble(point, SUM, pPath) : double(point, SUM, pPath),

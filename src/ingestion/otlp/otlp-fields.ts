@@ -36,10 +36,21 @@ export const badField = (path: string, f: Field | string, expected: string, got:
 
 const isNode = (value: unknown): value is OtlpNode => typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
 
-/** A string field; '' when unset. */
+// With the u flag a surrogate pair is one code point, so this matches only lone surrogates.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * A string field; '' when unset. Strings must be valid Unicode, as protobuf strings must be valid UTF-8
+ * (protobufjs refuses those that are not): OTLP/JSON can still spell a lone surrogate as a `"\ud800"`
+ * escape, which DuckDB and Postgres cannot read, so it is refused here.
+ */
 export function str(o: OtlpNode, f: Field, path: string): string {
   const value = read(o, f);
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string') {
+    const lone = LONE_SURROGATE.exec(value);
+    if (lone) throw malformed(`${path}.${f.camel}: not valid Unicode (a lone surrogate U+${lone[0].charCodeAt(0).toString(16).toUpperCase()} at index ${lone.index})`);
+    return value;
+  }
   if (value === undefined || value === null) return '';
   throw badField(path, f, 'a string', value);
 }
@@ -99,6 +110,22 @@ export function uint64(o: OtlpNode, f: Field, path: string): bigint {
   if (value === undefined || value === null) return 0n;
   const n = toBigInt(value, false);
   if (n === undefined) throw badField(path, f, 'an unsigned 64-bit integer', value);
+  return n;
+}
+
+/**
+ * Timestamps Orrery stores: nanoseconds since the Unix epoch, below 2262-04-11T23:47:16Z. DuckDB's
+ * TIMESTAMP_NS ends at 2^63 - 1 ns (that value itself meaning infinity), and Postgres keeps microseconds,
+ * so a bound on whole seconds below it survives rounding either way.
+ */
+export const MAX_TIME_UNIX_NANO = 9_223_372_036_000_000_000n;
+
+/** A uint64 timestamp field (`*TimeUnixNano`); 0n when unset; refused at or past {@link MAX_TIME_UNIX_NANO}. */
+export function timestamp(o: OtlpNode, f: Field, path: string): bigint {
+  const n = uint64(o, f, path);
+  if (n >= MAX_TIME_UNIX_NANO) {
+    throw malformed(`${path}.${f.camel}: ${n} is out of range: timestamps must be nanoseconds since 1970 before 2262-04-11T23:47:16Z (below ${MAX_TIME_UNIX_NANO})`);
+  }
   return n;
 }
 

@@ -3,7 +3,7 @@ import { attributes, scopeOf } from './any-value.js';
 import { malformed } from './errors.js';
 import { element, field, list, message, str, uint32, type Field, type OtlpNode } from './otlp-fields.js';
 import { exportRequestTypes } from './otlp-proto.js';
-import type { OtlpContentType, OtlpScope, OtlpSignal, ResourceGroup } from './otlp-types.js';
+import type { Attributes, AttrValue, OtlpContentType, OtlpScope, OtlpSignal, ResourceGroup } from './otlp-types.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -40,6 +40,25 @@ const RESOURCE = field('resource');
 const SCHEMA_URL = field('schemaUrl');
 const DROPPED = field('droppedAttributesCount');
 
+/**
+ * Resource attributes are stored in Postgres (the process's properties), whose text and JSON types
+ * cannot hold NUL: a NUL in a key or value is refused here, before anything of the request is stored.
+ */
+function storableResource(attrs: Attributes, path: string): Attributes {
+  const check = (value: AttrValue, where: string): void => {
+    if (typeof value === 'string' && value.includes('\u0000')) throw malformed(`${where}: a resource attribute may not contain NUL (U+0000)`);
+    if (Array.isArray(value)) value.forEach((item, i) => check(item, `${where}[${i}]`));
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, item] of Object.entries(value)) {
+        if (key.includes('\u0000')) throw malformed(`${where}: a resource attribute key may not contain NUL (U+0000)`);
+        check(item, `${where}[${JSON.stringify(key)}]`);
+      }
+    }
+  };
+  check(attrs, path);
+  return attrs;
+}
+
 /** The field names of one signal's levels: resourceLogs / scopeLogs / logRecords and so on. */
 export interface SignalLevels {
   readonly resources: Field;
@@ -65,7 +84,7 @@ export function readGroups<R>(
     const resPath = `${rPath}.resource`;
     const group: ResourceGroup<R> = {
       resource: {
-        attributes: resource === null ? {} : attributes(resource, resPath),
+        attributes: resource === null ? {} : storableResource(attributes(resource, resPath), `${resPath}.attributes`),
         droppedAttributesCount: resource === null ? 0 : uint32(resource, DROPPED, resPath),
       },
       schemaUrl: str(entry, SCHEMA_URL, rPath),

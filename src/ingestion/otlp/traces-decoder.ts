@@ -1,7 +1,7 @@
 // ExportTraceServiceRequest to spans grouped by resource.
 import { attributes } from './any-value.js';
 import { malformed } from './errors.js';
-import { enumValue, field, id, list, message, str, uint64, type OtlpNode } from './otlp-fields.js';
+import { enumValue, field, id, list, message, str, timestamp, type OtlpNode } from './otlp-fields.js';
 import type { OtlpContentType, OtlpScope, OtlpSpan, ResourceGroup } from './otlp-types.js';
 import { parseRequest, readGroups } from './request-reader.js';
 
@@ -41,8 +41,8 @@ function decodeSpan(span: OtlpNode, scope: OtlpScope, path: string, out: OtlpSpa
     parentSpanId: parentSpanId === '0000000000000000' ? null : parentSpanId,
     name: str(span, NAME, path),
     kind: enumValue(span, KIND, path, KINDS),
-    startTimeUnixNano: uint64(span, START, path),
-    endTimeUnixNano: uint64(span, END, path),
+    startTimeUnixNano: timestamp(span, START, path),
+    endTimeUnixNano: timestamp(span, END, path),
     attributes: attributes(span, path),
     statusCode: status === null ? 0 : enumValue(status, CODE, statusPath, STATUS_CODES),
     statusMessage: status === null ? '' : str(status, MESSAGE, statusPath),

@@ -1,0 +1,131 @@
+// Issue 9, item 1: one team's payload cannot keep another team's rows of the same window from becoming
+// queryable. Each poison kind, in both encodings, is sent next to another audience's rows; those rows must
+// come back through Flight SQL once the window is materialized.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
+import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
+import type { OtlpSignal } from '../../src/ingestion/otlp/index.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { TestFlightClient } from '../support/flight-client.js';
+
+const teamA = { name: 'team_a', key: 'team-a-key-0123' };
+const teamB = { name: 'team_b', key: 'team-b-key-0123' };
+const keys = JSON.stringify([adminKey, { ...teamA, audiences: ['team_a'] }, { ...teamB, audiences: ['team_b'] }]);
+const traceId = '0af7651916cd43dd8448eb211c80319c';
+const kv = (key: string, value: string) => ({ key, value: { stringValue: value } });
+const now = (): bigint => BigInt(Date.now()) * 1_000_000n;
+
+const logs = (resource: object[], record: object) => ({
+  resourceLogs: [{ resource: { attributes: resource }, scopeLogs: [{ scope: { name: 'lib' }, logRecords: [record] }] }],
+});
+const metric = (name: string, time: bigint) => ({
+  resourceMetrics: [{ resource: { attributes: [kv('service.name', name)] }, scopeMetrics: [{ metrics: [{ name, gauge: { dataPoints: [{ timeUnixNano: String(time), asDouble: 1 }] } }] }] }],
+});
+const span = (name: string, spanId: string, begin: bigint, end: bigint) => ({
+  resourceSpans: [{ resource: { attributes: [kv('service.name', name)] }, scopeSpans: [{ spans: [{ traceId, spanId, name, startTimeUnixNano: String(begin), endTimeUnixNano: String(end) }] }] }],
+});
+
+function encode(signal: OtlpSignal, request: object, contentType: 'json' | 'protobuf'): { body: Uint8Array; type: string } {
+  if (contentType === 'json') return { body: Buffer.from(JSON.stringify(request)), type: 'application/json' };
+  const object = JSON.parse(JSON.stringify(request), (key, value) =>
+    (key === 'traceId' || key === 'spanId') && typeof value === 'string' ? Buffer.from(value, 'hex').toString('base64') : value,
+  );
+  const type = exportRequestTypes[signal];
+  return { body: type.encode(type.fromObject(object)).finish(), type: 'application/x-protobuf' };
+}
+
+/**
+ * The poison the issue saw (and its relatives); each is refused with a 400 before anything is stored. The
+ * bad strings are short: protobufjs writes a lone surrogate in a string under 40 characters as bytes that
+ * are not UTF-8 (longer ones become U+FFFD on the client already).
+ */
+const refusedPoison: Array<[string, OtlpSignal, (tag: string) => object]> = [
+  ['a lone surrogate in a log body', 'logs', (tag) => logs([kv('service.name', tag)], { timeUnixNano: String(now()), body: { stringValue: 'x\ud800' } })],
+  ['a lone surrogate in a log attribute value', 'logs', (tag) => logs([kv('service.name', tag)], { body: { stringValue: tag }, attributes: [kv('k', '\udc00')] })],
+  ['a lone surrogate in a resource attribute', 'logs', (tag) => logs([kv('service.name', 'x\ud800')], { body: { stringValue: tag } })],
+  ['NUL in a resource attribute', 'logs', (tag) => logs([kv('service.name', 'x\u0000')], { body: { stringValue: tag } })],
+  ['timeUnixNano 2^64 - 1', 'logs', (tag) => logs([kv('service.name', tag)], { timeUnixNano: '18446744073709551615', body: { stringValue: tag } })],
+  ['timeUnixNano 2^63 - 1', 'logs', (tag) => logs([kv('service.name', tag)], { timeUnixNano: '9223372036854775807', body: { stringValue: tag } })],
+  ['observedTimeUnixNano 2^63 - 1', 'logs', (tag) => logs([kv('service.name', tag)], { observedTimeUnixNano: '9223372036854775807', body: { stringValue: tag } })],
+  ['a metric time of 2^64 - 1', 'metrics', (tag) => metric(tag, (1n << 64n) - 1n)],
+  ['a span end of 2^63 - 1', 'traces', (tag) => span(tag, 'b7ad6b7169203331', now(), (1n << 63n) - 1n)],
+];
+
+describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
+  const fixture = useOrrery({ MICROMEGAS_API_KEYS: keys }, 'serve');
+  let admin: TestFlightClient;
+  let b: TestFlightClient;
+  let a: TestFlightClient;
+  const post = async (key: string, signal: OtlpSignal, body: { body: Uint8Array; type: string }) => {
+    const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/${signal}`, {
+      method: 'POST',
+      headers: { 'content-type': body.type, authorization: `Bearer ${key}` },
+      body: new Uint8Array(body.body),
+    });
+    return { status: response.status, text: await response.text() };
+  };
+  const client = (key: string): TestFlightClient => {
+    const c = new TestFlightClient(fixture.orrery.address);
+    c.headers.authorization = `Bearer ${key}`;
+    return c;
+  };
+  const rows = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
+    (await c.query(sql)).toArray().map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? v.toString() : v)));
+  const materializeAll = async (): Promise<void> => {
+    const minute = Math.floor(Date.now() / 60_000) * 60;
+    const range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
+    for (const view of ['blocks', 'processes', 'streams', 'log_entries', 'measures', 'spans', 'log_stats']) {
+      await admin.query(`SELECT * FROM regenerate_partitions('${view}', ${range})`);
+    }
+  };
+
+  before(() => {
+    admin = fixture.admin;
+    a = client(teamA.key);
+    b = client(teamB.key);
+  });
+
+  it('refuses each poison kind with a 400 naming the field, in both encodings, while the other team\'s rows materialize', async () => {
+    const expected: string[] = [];
+    for (const [what, signal, poison] of refusedPoison) {
+      for (const contentType of ['json', 'protobuf'] as const) {
+        const tag = `${what} ${contentType}`;
+        const refused = await post(teamA.key, signal, encode(signal, poison(tag), contentType));
+        assert.equal(refused.status, 400, `${tag}: ${refused.text}`);
+        const body = `b next to ${tag}`;
+        const good = await post(teamB.key, 'logs', encode('logs', logs([kv('service.name', 'b')], { timeUnixNano: String(now()), body: { stringValue: body } }), contentType));
+        assert.equal(good.status, 200);
+        expected.push(body);
+      }
+    }
+    await materializeAll();
+    assert.deepEqual(await rows(b, 'SELECT msg FROM log_entries ORDER BY msg'), expected.sort().map((m) => [m]));
+    assert.deepEqual(await rows(admin, "SELECT count(*) FROM log_entries WHERE audience = 'team_a'"), [['0']]);
+    assert.deepEqual(await rows(b, 'SELECT sum(count)::BIGINT FROM log_stats'), [[String(expected.length)]]);
+  });
+
+  it('stores and serves the edge values it accepts: the last representable nanosecond, NUL in a record', async () => {
+    const last = MAX_TIME_UNIX_NANO - 1n;
+    for (const contentType of ['json', 'protobuf'] as const) {
+      const sent = [
+        await post(teamA.key, 'logs', encode('logs', logs([kv('service.name', 'edge')], { timeUnixNano: String(last), body: { stringValue: `nul\u0000${contentType}` }, attributes: [kv('k', '\u0000')] }), contentType)),
+        await post(teamA.key, 'metrics', encode('metrics', metric(`edge_${contentType}`, last), contentType)),
+        await post(teamA.key, 'traces', encode('traces', span(`edge_${contentType}`, contentType === 'json' ? 'b7ad6b7169203332' : 'b7ad6b7169203333', last - 10n, last), contentType)),
+        await post(teamB.key, 'metrics', encode('metrics', metric(`b_${contentType}`, now()), contentType)),
+        await post(teamB.key, 'traces', encode('traces', span(`b_${contentType}`, contentType === 'json' ? 'c7ad6b7169203332' : 'c7ad6b7169203333', now(), now()), contentType)),
+      ];
+      assert.deepEqual(sent.map((s) => s.status), [200, 200, 200, 200, 200], JSON.stringify(sent));
+    }
+    await materializeAll();
+    assert.deepEqual(await rows(b, 'SELECT name FROM measures ORDER BY name'), [['b_json'], ['b_protobuf']]);
+    assert.deepEqual(await rows(b, 'SELECT name FROM spans ORDER BY name'), [['b_json'], ['b_protobuf']]);
+    assert.deepEqual(await rows(a, "SELECT epoch_ns(time), msg, properties->>'k' FROM log_entries WHERE exe = 'edge' ORDER BY msg"), [
+      [String(last), 'nul\u0000json', '\u0000'],
+      [String(last), 'nul\u0000protobuf', '\u0000'],
+    ]);
+    assert.deepEqual(await rows(a, 'SELECT name, epoch_ns(time) FROM measures ORDER BY name'), [['edge_json', String(last)], ['edge_protobuf', String(last)]]);
+    assert.deepEqual(await rows(a, 'SELECT name, epoch_ns("end"), duration FROM spans ORDER BY name'), [['edge_json', String(last), '10'], ['edge_protobuf', String(last), '10']]);
+    assert.deepEqual(await rows(a, "SELECT epoch_ns(max(end_time)) >= epoch_ns(max(begin_time)) FROM blocks WHERE exe = 'edge'"), [[true]]);
+  });
+});
