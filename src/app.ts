@@ -15,7 +15,7 @@ import {
 import { FlightSqlServer } from './flight/index.js';
 import { HttpServer, IngestionService } from './ingestion/index.js';
 import { FileObjectStore, objectStoreFromUri, type ObjectStore } from './lakehouse/index.js';
-import { MaintenanceDaemon, Materializer } from './maintenance/index.js';
+import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
@@ -114,7 +114,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       engine: maintenanceEngine,
       viewSet: (name) => views.get(name),
       retireDelaySeconds: config.retireDelaySeconds,
+      version,
+      log,
     });
+    metrics.countQuarantinedBlocksWith(() => quarantineCounts(metadata.pool));
 
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;

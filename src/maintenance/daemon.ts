@@ -51,10 +51,15 @@ export class MaintenanceDaemon {
 
   constructor(private readonly options: DaemonOptions) {}
 
-  /** Schedules the passes, and catches up at once on what arrived while no daemon ran. */
+  /**
+   * Schedules the passes, and catches up at once on what arrived while no daemon ran. Blocks that
+   * another version quarantined are retried first: the new version may read them.
+   */
   start(): void {
     for (const pass of this.options.passes ?? defaultPasses) this.schedule(pass);
-    const run = this.catchUp()
+    const run = this.retryOtherVersions()
+      .catch((error) => this.options.log('error', 'retrying quarantined blocks failed', error))
+      .then(() => this.catchUp())
       .catch((error) => this.options.log('error', 'catch-up pass failed', error))
       .finally(() => this.running.delete(run));
     this.running.add(run);
@@ -70,6 +75,12 @@ export class MaintenanceDaemon {
     const second = BigInt(Math.floor(now / 1000)) * 1_000_000_000n;
     await this.runRanges(minute - secondsToNanos(3600), minute, 60);
     await this.runRanges(minute, second - secondsToNanos(1), 1);
+  }
+
+  private async retryOtherVersions(): Promise<void> {
+    for await (const line of this.options.materializer.retryQuarantined(this.options.viewSets(), { otherVersionsOnly: true })) {
+      this.options.log('info', `quarantine: ${line}`);
+    }
   }
 
   /** Stops scheduling and waits for running passes. Idempotent. */
@@ -132,6 +143,7 @@ export class MaintenanceDaemon {
       `DELETE FROM blocks WHERE insert_time < ${horizon} RETURNING process_id::text, stream_id::text, block_id::text`,
     );
     for (const block of expired.rows) await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
+    await db.query('DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)');
     await db.query(`DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`);
     await db.query(`DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`);
     const retired = await db.query<{ file_path: string | null; file_size: string | null }>(

@@ -2,3 +2,4 @@
 // deletes retired files and applies retention.
 export { MaintenanceDaemon, defaultPasses, type DaemonOptions, type Pass } from './daemon.js';
 export { Materializer, withRange, type MaterializerOptions, type Outcome } from './materializer.js';
+export { quarantineCounts, quarantinedBlocks, type QuarantinedBlock } from './quarantine.js';

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type pg from 'pg';
-import type { DuckDBEngine } from '../engine/index.js';
+import { EngineError, type DuckDBEngine } from '../engine/index.js';
 import {
   commitPartition,
   nanosToIso,
@@ -24,7 +24,8 @@ import {
   type InsertRange,
   type ViewSet,
 } from '../views/index.js';
-import { blocksInRange, metadataRows, sourceCount } from './sources.js';
+import { quarantine, release } from './quarantine.js';
+import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
 /** What materializing one range did. */
 export type Outcome = 'created' | 'merged' | 'up to date' | 'skipped';
@@ -38,7 +39,15 @@ export interface MaterializerOptions {
   readonly viewSet: (name: string) => ViewSet | undefined;
   /** Seconds a retired file stays readable before deletion. */
   readonly retireDelaySeconds: number;
+  /** This Orrery's version, recorded with each block it quarantines. */
+  readonly version: string;
+  readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void;
 }
+
+type PayloadSource = Extract<ViewSet['source'], { kind: 'payload' }>;
+
+/** An error in the data DuckDB read (malformed JSON, a failed cast), as opposed to the system failing. */
+const isDataError = (error: unknown): boolean => error instanceof EngineError && error.status === 'INVALID_ARGUMENT';
 
 /**
  * Brings one insert-time range of one view set up to date, the way micromegas decides it:
@@ -46,7 +55,8 @@ export interface MaterializerOptions {
  * source; several partitions that together match are merged into one; a single matching
  * partition is left alone. Files are written before they are registered, and registering
  * retires what they replace in the same transaction, so a crash at any point loses nothing
- * and counts nothing twice.
+ * and counts nothing twice. A block whose payload cannot be read is quarantined, and the rest
+ * of its window materializes without it.
  */
 export class Materializer {
   constructor(private readonly options: MaterializerOptions) {}
@@ -72,20 +82,125 @@ export class Materializer {
   /** The source count a partition of this range must carry to be fresh. */
   async sourceCount(view: ViewSet, range: InsertRange): Promise<bigint> {
     const { source } = view;
-    if (source.kind !== 'sql') return sourceCount(this.options.db, source, range);
+    if (source.kind !== 'sql') return sourceCount(this.options.db, view.name, source, range);
     const setup = await this.readSession(source.reads, range);
     const rows = await this.rows(withRange(source.countQuery, range), setup);
     if (rows.length !== 1 || rows[0].length !== 1) throw new Error(`${view.name}: count_src_query must return one row with one column`);
     return BigInt(rows[0][0] === null ? 0 : (rows[0][0] as number | bigint));
   }
 
+  /**
+   * Builds the range's partition from its source. When the payload extract fails on the data, the
+   * blocks that fail on their own are quarantined and the range is built from the others.
+   */
   private async create(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
+    try {
+      await this.createFrom(view, range, count);
+    } catch (error) {
+      if (view.source.kind !== 'payload' || !isDataError(error)) throw error;
+      if ((await this.quarantineUnreadable(view, view.source, range, (error as Error).message)) === 0) throw error;
+      await this.createFrom(view, range, await this.sourceCount(view, range));
+    }
+  }
+
+  private async createFrom(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
     const { sql, setup, cleanup } = await this.extract(view, range);
     try {
       await this.write(view, range, count, sql, setup);
     } finally {
       await cleanup();
     }
+  }
+
+  /**
+   * Finds the blocks of a range whose payload fails the extract on its own (halving the set, so k bad
+   * blocks among n cost about k log n reads) and quarantines them; returns how many. When every block
+   * of a window of several fails, the fault is the system's (memory, disk) rather than the data's, and
+   * none is quarantined.
+   */
+  private async quarantineUnreadable(view: ViewSet, source: PayloadSource, range: InsertRange, windowError: string): Promise<number> {
+    const blocks = await blocksInRange(this.options.db, range, { view: view.name, tag: source.tag });
+    const bad = await this.unreadable(view, source, blocks, windowError);
+    if (bad.length === 0 || (blocks.length > 1 && bad.length === blocks.length)) return 0;
+    for (const { block, error } of bad) {
+      await quarantine(this.options.db, { blockId: block.block_id, insertTime: block.insert_time }, view.name, error, this.options.version);
+      this.options.log?.('warn', `quarantined block ${block.block_id} (audience ${block.audience}) of ${view.name}: ${error}`);
+    }
+    return bad.length;
+  }
+
+  private async unreadable(
+    view: ViewSet,
+    source: PayloadSource,
+    blocks: BlockRow[],
+    knownError?: string,
+  ): Promise<Array<{ block: BlockRow; error: string }>> {
+    const error = knownError ?? (await this.probe(view, source, blocks));
+    if (error === null) return [];
+    if (blocks.length === 1) return [{ block: blocks[0], error }];
+    const half = Math.ceil(blocks.length / 2);
+    return [...(await this.unreadable(view, source, blocks.slice(0, half))), ...(await this.unreadable(view, source, blocks.slice(half)))];
+  }
+
+  /** Runs the extract over these blocks alone into a scratch file: null when it succeeds, else DuckDB's message. */
+  private async probe(view: ViewSet, source: PayloadSource, blocks: BlockRow[]): Promise<string | null> {
+    const { store, engine } = this.options;
+    const { sql, setup, cleanup } = await this.payloadExtract(view, source, blocks);
+    const key = scratchKey('parquet');
+    try {
+      await mkdir(dirname(store.localPath(key)), { recursive: true });
+      await engine.execute(`COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(store.localPath(key))} (FORMAT parquet)`, { setup });
+      return null;
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      return (error as Error).message;
+    } finally {
+      await store.delete(key);
+      await cleanup();
+    }
+  }
+
+  /**
+   * Releases quarantined blocks (every one, or those another version recorded) and rebuilds what they
+   * were left out of: each released set's partition covering the block, then those of the sets defined
+   * in SQL that read it, directly or not. A block that still fails is quarantined again. Yields one
+   * message per step, nothing when no block was quarantined.
+   */
+  async *retryQuarantined(views: readonly ViewSet[], options: { otherVersionsOnly?: boolean } = {}): AsyncGenerator<string> {
+    const released = await release(this.options.db, options.otherVersionsOnly ? this.options.version : undefined);
+    if (released.length === 0) return;
+    const times = new Map<string, bigint[]>();
+    for (const block of released) {
+      times.set(block.viewSetName, [...(times.get(block.viewSetName) ?? []), block.insertTime]);
+      yield `released block ${block.blockId} of ${block.viewSetName}`;
+    }
+    const ordered = [...views].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
+    for (const view of ordered) {
+      if (view.source.kind !== 'sql') continue;
+      const read = view.source.reads.flatMap((name) => times.get(name) ?? []);
+      if (read.length > 0) times.set(view.name, read);
+    }
+    for (const view of ordered) {
+      const viewTimes = times.get(view.name);
+      if (!viewTimes) continue;
+      for (const range of await this.coveringRanges(view, viewTimes)) {
+        const outcome = await this.materialize(view, range, view.source.kind === 'sql');
+        yield `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): ${outcome}`;
+      }
+    }
+    yield `retried ${released.length} quarantined block(s)`;
+  }
+
+  /** The ranges of a set's partitions holding these insert times; a one-second range where none does. */
+  private async coveringRanges(view: ViewSet, insertTimes: readonly bigint[]): Promise<InsertRange[]> {
+    const ranges = new Map<string, InsertRange>();
+    const second = 1_000_000_000n;
+    for (const time of insertTimes) {
+      const partitions = await partitionsOverlapping(this.options.db, view.name, globalInstance, schemaHash(view.columns), time, time + 1000n);
+      const found = partitions.length > 0 ? partitions.map((p) => ({ begin: p.beginInsertTime, end: p.endInsertTime })) : [{ begin: time - (time % second), end: time - (time % second) + second }];
+      for (const range of found) ranges.set(`${range.begin}:${range.end}`, range);
+    }
+    return [...ranges.values()].sort((a, b) => (a.begin < b.begin ? -1 : a.begin > b.begin ? 1 : 0));
   }
 
   private async merge(view: ViewSet, range: InsertRange, inputs: Partition[], count: bigint): Promise<void> {
@@ -156,8 +271,19 @@ export class Materializer {
       await store.put(tempKey, jsonLines(rows));
       return { sql: readJson(store.localPath(tempKey), view.columns), setup: [], cleanup };
     }
-    const blocks = await blocksInRange(this.options.db, range, source.tag);
-    if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: none };
+    return this.payloadExtract(view, source, await blocksInRange(this.options.db, range, { view: view.name, tag: source.tag }));
+  }
+
+  /** The extract of a payload set over these blocks: their metadata in `__blocks`, their payload files read as JSON. */
+  private async payloadExtract(
+    view: ViewSet,
+    source: PayloadSource,
+    blocks: readonly BlockRow[],
+  ): Promise<{ sql: string; setup: string[]; cleanup: () => Promise<void> }> {
+    const { store } = this.options;
+    if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: async () => {} };
+    const tempKey = scratchKey('jsonl');
+    const cleanup = (): Promise<void> => store.delete(tempKey);
     const withPaths = blocks.map((b) => ({ ...b, path: store.localPath(payloadKey(b.process_id, b.stream_id, b.block_id)) }));
     await store.put(tempKey, jsonLines(withPaths));
     const blockColumns: ColumnSpec[] = [

@@ -25,16 +25,20 @@ export interface BlockRow {
 
 const iso = (column: string): string => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
-/** Blocks inserted in a range, optionally only those of streams with a tag. */
-export async function blocksInRange(db: pg.Pool, range: InsertRange, tag?: string): Promise<BlockRow[]> {
+/** Blocks the view set has quarantined are left out of its extract and of its source count. */
+const notQuarantined = (viewParam: string): string =>
+  `NOT EXISTS (SELECT 1 FROM quarantined_blocks q WHERE q.block_id = b.block_id AND q.view_set_name = ${viewParam})`;
+
+/** Blocks inserted in a range; with `payloadsOf`, only those of streams with its tag that its view set has not quarantined. */
+export async function blocksInRange(db: pg.Pool, range: InsertRange, payloadsOf?: { view: string; tag: string }): Promise<BlockRow[]> {
   const params: unknown[] = [nanosToPg(range.begin), nanosToPg(range.end)];
-  if (tag) params.push(tag);
+  if (payloadsOf) params.push(payloadsOf.tag, payloadsOf.view);
   const { rows } = await db.query<BlockRow>(
     `SELECT b.block_id::text, b.stream_id::text, b.process_id::text, ${iso('b.begin_time')} AS begin_time,
             ${iso('b.end_time')} AS end_time, b.nb_objects, b.payload_size, ${iso('b.insert_time')} AS insert_time,
             s.tags, s.format, p.exe, p.username, p.computer, p.properties AS process_properties, b.audience
        FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
-      WHERE b.insert_time >= $1 AND b.insert_time < $2 ${tag ? 'AND $3 = ANY(s.tags)' : ''}
+      WHERE b.insert_time >= $1 AND b.insert_time < $2 ${payloadsOf ? `AND $3 = ANY(s.tags) AND ${notQuarantined('$4')}` : ''}
       ORDER BY b.insert_time, b.block_id`,
     params,
   );
@@ -56,17 +60,22 @@ export async function metadataRows(db: pg.Pool, table: 'processes' | 'streams', 
   return rows;
 }
 
-/** The source count of a built-in set over a range: rows for metadata tables, objects for payloads. */
+/**
+ * The source count of a built-in set over a range: rows for metadata tables, objects of the blocks it has
+ * not quarantined for payloads (so releasing a block makes the range's partition stale).
+ */
 export async function sourceCount(
   db: pg.Pool,
+  view: string,
   source: { kind: 'metadata'; table: string } | { kind: 'payload'; tag: string },
   range: InsertRange,
 ): Promise<bigint> {
   const params = [nanosToPg(range.begin), nanosToPg(range.end)];
+  if (source.kind === 'payload') params.push(source.tag, view);
   const sql =
     source.kind === 'payload'
       ? `SELECT coalesce(sum(b.nb_objects), 0)::bigint AS count FROM blocks b JOIN streams s ON s.stream_id = b.stream_id
-          WHERE b.insert_time >= $1 AND b.insert_time < $2 AND '${source.tag}' = ANY(s.tags)`
+          WHERE b.insert_time >= $1 AND b.insert_time < $2 AND $3 = ANY(s.tags) AND ${notQuarantined('$4')}`
       : `SELECT count(*)::bigint AS count FROM ${source.table} WHERE insert_time >= $1 AND insert_time < $2`;
   const { rows } = await db.query<{ count: string }>(sql, params);
   return BigInt(rows[0].count);

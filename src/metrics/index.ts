@@ -1,5 +1,5 @@
 // Prometheus metrics every component reports to, served at GET /metrics.
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** The metrics of one Orrery process. */
 export class OrreryMetrics {
@@ -46,6 +46,29 @@ export class OrreryMetrics {
     labelNames: ['view_set'] as const,
     registers: [this.registry],
   });
+
+  private quarantineSource?: () => Promise<ReadonlyMap<string, number>>;
+  private readonly quarantinedViewSets = new Set<string>();
+
+  /** Read from Postgres at each scrape (see countQuarantinedBlocksWith), so every process reports the same. */
+  readonly quarantinedBlocks = new Gauge({
+    name: 'orrery_quarantined_blocks',
+    help: 'Blocks left out of a view set because their payload could not be read (list_quarantined_blocks())',
+    labelNames: ['view_set'] as const,
+    registers: [this.registry],
+    collect: async () => {
+      if (!this.quarantineSource) return;
+      const counts = await this.quarantineSource().catch(() => undefined);
+      if (!counts) return; // Postgres unreachable: keep the last values
+      for (const name of counts.keys()) this.quarantinedViewSets.add(name);
+      for (const name of this.quarantinedViewSets) this.quarantinedBlocks.set({ view_set: name }, counts.get(name) ?? 0);
+    },
+  });
+
+  /** Where the quarantined block counts come from (the process's Postgres). */
+  countQuarantinedBlocksWith(source: () => Promise<ReadonlyMap<string, number>>): void {
+    this.quarantineSource = source;
+  }
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'orrery_' });

@@ -1,5 +1,6 @@
 import { FlightSqlError } from '../flight/index.js';
 import { allPartitions } from '../lakehouse/index.js';
+import { quarantinedBlocks } from '../maintenance/index.js';
 import { quoteIdentifier, quoteLiteral, schemaHash, storedDefinitions, type ViewSet } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
@@ -19,7 +20,7 @@ export const readableFunctionNames: ReadonlySet<string> = new Set([
 ]);
 
 /** Table functions only admins may call. */
-export const adminFunctionNames: ReadonlySet<string> = new Set(['list_query_denials']);
+export const adminFunctionNames: ReadonlySet<string> = new Set(['list_query_denials', 'list_quarantined_blocks']);
 
 const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
 
@@ -66,6 +67,29 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyR
         [String(r.ruleId), quoteLiteral(r.matchExpr), quoteLiteral(r.reason), `${quoteLiteral(r.createdAt)}::TIMESTAMPTZ`, r.createdBy === null ? 'NULL' : quoteLiteral(r.createdBy)].join(', '),
       );
       return table(name, 'rule_id BIGINT, match_expr VARCHAR, reason VARCHAR, created_at TIMESTAMPTZ, created_by VARCHAR', rows);
+    }
+    case 'list_quarantined_blocks': {
+      arity(name, args, 0);
+      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
+      const rows = (await quarantinedBlocks(lakehouse.db)).map((q) =>
+        [
+          quoteLiteral(q.blockId),
+          quoteLiteral(q.viewSetName),
+          text(q.processId),
+          text(q.streamId),
+          text(q.audience),
+          `make_timestamp_ns(${q.insertTime})`,
+          quoteLiteral(q.error),
+          quoteLiteral(q.orreryVersion),
+          `${quoteLiteral(q.quarantinedAt.toISOString())}::TIMESTAMPTZ`,
+        ].join(', '),
+      );
+      return table(
+        name,
+        'block_id VARCHAR, view_set_name VARCHAR, process_id VARCHAR, stream_id VARCHAR, audience VARCHAR, insert_time TIMESTAMP_NS, ' +
+          'error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
+        rows,
+      );
     }
     case 'list_partitions': {
       arity(name, args, 0);

@@ -156,6 +156,17 @@ const procedureList: Record<string, Procedure> = {
       yield (await ctx.denyRules.remove(ruleId)) ? `removed rule ${ruleId}` : `ERROR: no rule ${ruleId}`;
     },
   },
+  retry_quarantined_blocks: {
+    params: [],
+    async *run(ctx) {
+      let any = false;
+      for await (const line of ctx.materializer.retryQuarantined(ctx.lakehouse.views.all())) {
+        any = true;
+        yield line;
+      }
+      if (!any) yield 'no quarantined blocks';
+    },
+  },
   retire_incompatible_partitions: {
     params: [],
     async *run(ctx) {

@@ -2,12 +2,18 @@
 // queryable. Each poison kind, in both encodings, is sent next to another audience's rows; those rows must
 // come back through Flight SQL once the window is materialized.
 import assert from 'node:assert/strict';
-import { before, describe, it } from 'node:test';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { version } from '../../src/app.js';
 import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
 import type { OtlpSignal } from '../../src/ingestion/otlp/index.js';
+import { payloadKey } from '../../src/lakehouse/index.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { TestFlightClient } from '../support/flight-client.js';
+import { clientFor, pollUntil, sharedEnv, startRole, startTestPostgres, type InProcessOrrery, type TestPostgres } from './lakehouse-fixtures.js';
 
 const teamA = { name: 'team_a', key: 'team-a-key-0123' };
 const teamB = { name: 'team_b', key: 'team-b-key-0123' };
@@ -127,5 +133,129 @@ describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
     assert.deepEqual(await rows(a, 'SELECT name, epoch_ns(time) FROM measures ORDER BY name'), [['edge_json', String(last)], ['edge_protobuf', String(last)]]);
     assert.deepEqual(await rows(a, 'SELECT name, epoch_ns("end"), duration FROM spans ORDER BY name'), [['edge_json', String(last), '10'], ['edge_protobuf', String(last), '10']]);
     assert.deepEqual(await rows(a, "SELECT epoch_ns(max(end_time)) >= epoch_ns(max(begin_time)) FROM blocks WHERE exe = 'edge'"), [[true]]);
+  });
+});
+
+describe('issue 9: an unreadable block is quarantined, and the rest of its window materializes', () => {
+  const keyList = [
+    { name: adminKey.name, key: adminKey.key, audiences: ['public'] },
+    { ...teamA, audiences: ['team_a'] },
+    { ...teamB, audiences: ['team_b'] },
+  ];
+  let postgres: TestPostgres;
+  let lakeDir: string;
+  let env: Record<string, string>;
+  let serve: InProcessOrrery;
+  let admin: TestFlightClient;
+  let a: TestFlightClient;
+  let range: string;
+  let badBlock: string;
+  let badPath: string;
+  let badPayload: Buffer;
+
+  const messages = async (sql: string): Promise<string[]> => [...(await admin.query(sql)).getChild('msg')!] as string[];
+  const values = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
+    (await c.query(sql)).toArray().map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+  const gauge = async (): Promise<string[]> =>
+    (await (await fetch(`http://127.0.0.1:${serve.httpPort}/metrics`)).text()).split('\n').filter((l) => l.startsWith('orrery_quarantined_blocks{'));
+  const postLog = async (key: string, service: string, body: string): Promise<void> => {
+    const request = logs([kv('service.name', service)], { timeUnixNano: String(now()), body: { stringValue: body } });
+    const response = await fetch(`http://127.0.0.1:${serve.httpPort}/v1/logs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(request),
+    });
+    assert.equal(response.status, 200);
+  };
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-poison-lake-'));
+    env = sharedEnv({ keys: keyList, admins: [adminKey.name], connectionString: postgres.connectionString, lakeDir });
+    serve = await startRole('serve', env);
+    admin = clientFor(serve.flightPort, keyList[0]);
+    a = clientFor(serve.flightPort, keyList[1]);
+    await postLog(teamA.key, 'a_good', 'a readable');
+    await postLog(teamB.key, 'b', 'b readable');
+    await postLog(teamA.key, 'a_bad', 'a unreadable');
+    const { rows } = await serve.db.query<{ process_id: string; stream_id: string; block_id: string }>(
+      "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'",
+    );
+    badBlock = rows[0].block_id;
+    badPath = serve.store.localPath(payloadKey(rows[0].process_id, rows[0].stream_id, rows[0].block_id));
+    badPayload = readFileSync(badPath);
+    writeFileSync(badPath, '{"time": 1, "msg": \n'); // the block's payload, made unreadable on purpose
+    const minute = Math.floor(Date.now() / 60_000) * 60;
+    range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
+  });
+
+  after(async () => {
+    admin?.close();
+    a?.close();
+    await serve?.close();
+    await postgres?.close();
+    rmSync(lakeDir, { recursive: true, force: true });
+  });
+
+  it('materializes the window without the unreadable block, through a real Flight SQL query', async () => {
+    for (const view of ['blocks', 'processes', 'streams', 'log_entries', 'log_stats']) {
+      assert.match((await messages(`SELECT * FROM materialize_partitions('${view}', ${range})`))[0], /: created$/, view);
+    }
+    const b = clientFor(serve.flightPort, keyList[2]);
+    try {
+      assert.deepEqual(await values(b, 'SELECT msg FROM log_entries'), [['b readable']]);
+    } finally {
+      b.close();
+    }
+    assert.deepEqual(await values(a, 'SELECT msg FROM log_entries'), [['a readable']]);
+    assert.deepEqual(await values(admin, 'SELECT msg FROM log_entries ORDER BY msg'), [['a readable'], ['b readable']]);
+    assert.deepEqual(await values(admin, 'SELECT sum(count)::INT FROM log_stats'), [[2]]);
+    assert.deepEqual(await values(admin, "SELECT count(*)::INT FROM blocks WHERE exe = 'a_bad'"), [[1]], 'the block itself is listed');
+  });
+
+  it('shows the quarantined block to admins (list_quarantined_blocks, orrery_quarantined_blocks) and to no one else', async () => {
+    const rows = await values(admin, 'SELECT block_id, view_set_name, audience, orrery_version, error FROM list_quarantined_blocks()');
+    assert.equal(rows.length, 1);
+    const [blockId, viewSet, audience, orreryVersion, error] = rows[0];
+    assert.deepEqual([blockId, viewSet, audience, orreryVersion], [badBlock, 'log_entries', 'team_a', version]);
+    assert.match(String(error), /Malformed JSON/);
+    assert.deepEqual(await gauge(), ['orrery_quarantined_blocks{view_set="log_entries"} 1']);
+    for (const call of ['list_quarantined_blocks()', 'retry_quarantined_blocks()']) {
+      await assert.rejects(a.query(`SELECT * FROM ${call}`), { code: 7, details: `permission denied: ${call.slice(0, -2)} is an admin function` });
+    }
+  });
+
+  it('retry_quarantined_blocks quarantines a block that still fails again, and nothing else changes', async () => {
+    const out = await messages('SELECT * FROM retry_quarantined_blocks()');
+    assert.equal(out[0], `released block ${badBlock} of log_entries`);
+    assert.match(out[1], /^log_entries \[.*\): created$/);
+    assert.equal(out.at(-1), 'retried 1 quarantined block(s)');
+    assert.deepEqual(await values(admin, 'SELECT block_id FROM list_quarantined_blocks()'), [[badBlock]]);
+    assert.deepEqual(await values(admin, 'SELECT msg FROM log_entries ORDER BY msg'), [['a readable'], ['b readable']]);
+  });
+
+  it('a daemon of another version retries it at start; once readable, its rows reach log_entries and log_stats', async () => {
+    writeFileSync(badPath, badPayload); // the fix
+    await serve.db.query("UPDATE quarantined_blocks SET orrery_version = '0.0.0-older'");
+    const daemon = await startRole('maintain', env);
+    try {
+      await pollUntil('the daemon to release the block', async () => (await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'))[0][0], (n) => n === 0, { timeoutMs: 30_000 });
+      await pollUntil('log_stats to count the released rows', async () => (await values(admin, 'SELECT sum(count)::INT FROM log_stats'))[0][0], (n) => n === 3, { timeoutMs: 30_000 });
+    } finally {
+      await daemon.close();
+    }
+    assert.ok(daemon.lines.some((line) => line === `info quarantine: released block ${badBlock} of log_entries`), daemon.lines.join('\n'));
+    assert.deepEqual(await values(a, 'SELECT msg FROM log_entries ORDER BY msg'), [['a readable'], ['a unreadable']]);
+    assert.deepEqual(await gauge(), ['orrery_quarantined_blocks{view_set="log_entries"} 0']);
+    assert.deepEqual(await messages('SELECT * FROM retry_quarantined_blocks()'), ['no quarantined blocks']);
+  });
+
+  it('quarantines nothing when every block of the window fails (the system, not the data, is at fault)', async () => {
+    const { rows } = await serve.db.query<{ process_id: string; stream_id: string; block_id: string }>(
+      "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)",
+    );
+    for (const row of rows) writeFileSync(serve.store.localPath(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
+    await assert.rejects(admin.query(`SELECT * FROM regenerate_partitions('log_entries', ${range})`), { code: 3, details: /Malformed JSON/ });
+    assert.deepEqual(await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'), [[0]]);
   });
 });

@@ -11,7 +11,7 @@ describe('MetadataStore, embedded', () => {
   it('applies the migrations on first open, none on the next, and keeps data across close/reopen', async () => {
     const first = await MetadataStore.open({ dataDir: data.dir });
     try {
-      assert.deepEqual(first.appliedMigrations, [1, 2]);
+      assert.deepEqual(first.appliedMigrations, [1, 2, 3]);
       await first.query(`INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`);
     } finally {
       await first.close();
@@ -24,6 +24,7 @@ describe('MetadataStore, embedded', () => {
       assert.deepEqual(rows, [
         { version: 1, name: 'telemetry and lakehouse tables' },
         { version: 2, name: 'log_stats as a stored view set definition' },
+        { version: 3, name: 'quarantined blocks' },
       ]);
       const definitions = await second.query('SELECT view_set_name, update_group FROM lakehouse_view_set_definitions');
       assert.deepEqual(definitions.rows, [{ view_set_name: 'log_stats', update_group: 3000 }]);
@@ -59,20 +60,20 @@ describe('MetadataStore, external server', () => {
   it('uses an external server given by its connection string, and leaves it running on close', async () => {
     const url = await freshDatabase(server.connectionString, 'external_one');
     const store = await MetadataStore.open({ connectionString: url, dataDir: '/nonexistent/unused' });
-    assert.deepEqual(store.appliedMigrations, [1, 2]);
+    assert.deepEqual(store.appliedMigrations, [1, 2, 3]);
     assert.equal(store.connectionString, url);
     await store.close();
     const tables = await withClient(url, async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)).rows[0].n);
-    assert.equal(tables, 8, 'the seven tables and orrery_migrations');
+    assert.equal(tables, 9, 'the eight tables and orrery_migrations');
   });
 
   it('two stores opening one database at once both succeed, and the migrations run once', async () => {
     const url = await freshDatabase(server.connectionString, 'concurrent_open');
     const stores = await Promise.all([MetadataStore.open({ connectionString: url, dataDir: data.dir }), MetadataStore.open({ connectionString: url, dataDir: data.dir })]);
     try {
-      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2]]);
+      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2, 3]]);
       const { rows } = await stores[0].query('SELECT version FROM orrery_migrations ORDER BY version');
-      assert.deepEqual(rows, [{ version: 1 }, { version: 2 }]);
+      assert.deepEqual(rows, [{ version: 1 }, { version: 2 }, { version: 3 }]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
