@@ -132,4 +132,17 @@ describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
       assert.equal(after.streams - before.streams, 3);
     });
   }
+
+  it('requests naming the same resources in opposite orders, at once, are all stored (rows are written in one order)', async () => {
+    const pair = (i: number, reversed: boolean): Uint8Array => {
+      const resources = [0, 1].map((r) => ({ attributes: [{ key: 'service.name', value: { stringValue: `order${i}_${r}` } }], record: goodRecord('logs', r + (reversed ? 10 : 0)) }));
+      return Buffer.from(JSON.stringify(request('logs', reversed ? resources.reverse() : resources)));
+    };
+    const before = await stored();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => [post('logs', pair(i, false), 'application/json'), post('logs', pair(i, true), 'application/json')]).flat());
+    assert.deepEqual(answers.map((a) => a.status), answers.map(() => 200), answers.map((a) => a.body.toString()).join('\n'));
+    const after = await stored();
+    assert.equal(after.processes - before.processes, 40);
+    assert.equal(after.blocks - before.blocks, 80);
+  });
 });

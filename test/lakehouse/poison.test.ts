@@ -258,4 +258,21 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     await assert.rejects(admin.query(`SELECT * FROM regenerate_partitions('log_entries', ${range})`), { code: 3, details: /Malformed JSON/ });
     assert.deepEqual(await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'), [[0]]);
   });
+
+  it('retention deletes a quarantine record with its block', async () => {
+    await serve.db.query(
+      `INSERT INTO quarantined_blocks (block_id, view_set_name, insert_time, error, orrery_version)
+       SELECT b.block_id, 'log_entries', b.insert_time, 'unreadable', $1 FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'`,
+      [version],
+    );
+    await serve.db.query("UPDATE blocks SET insert_time = now() - interval '100 days' WHERE block_id = $1", [badBlock]);
+    const daemon = await startRole('maintain', env);
+    try {
+      await daemon.daemon!.housekeeping();
+    } finally {
+      await daemon.close();
+    }
+    assert.deepEqual((await serve.db.query('SELECT count(*)::int AS n FROM quarantined_blocks')).rows, [{ n: 0 }]);
+    assert.deepEqual((await serve.db.query('SELECT count(*)::int AS n FROM blocks WHERE block_id = $1', [badBlock])).rows, [{ n: 0 }]);
+  });
 });
