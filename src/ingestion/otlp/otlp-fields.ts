@@ -38,6 +38,9 @@ const isNode = (value: unknown): value is OtlpNode => typeof value === 'object' 
 
 // With the u flag a surrogate pair is one code point, so this matches only lone surrogates.
 const LONE_SURROGATE = /\p{Cs}/u;
+// Node 20's String.prototype.isWellFormed (ES2024, not in the ES2022 lib types): native, and immediate
+// for one-byte strings, unlike the regular expression, which only names the culprit.
+const isWellFormed = (String.prototype as unknown as { isWellFormed(this: string): boolean }).isWellFormed;
 
 /**
  * A string field; '' when unset. Strings must be valid Unicode, as protobuf strings must be valid UTF-8
@@ -47,9 +50,9 @@ const LONE_SURROGATE = /\p{Cs}/u;
 export function str(o: OtlpNode, f: Field, path: string): string {
   const value = read(o, f);
   if (typeof value === 'string') {
-    const lone = LONE_SURROGATE.exec(value);
-    if (lone) throw malformed(`${path}.${f.camel}: not valid Unicode (a lone surrogate U+${lone[0].charCodeAt(0).toString(16).toUpperCase()} at index ${lone.index})`);
-    return value;
+    if (isWellFormed.call(value)) return value;
+    const lone = LONE_SURROGATE.exec(value)!;
+    throw malformed(`${path}.${f.camel}: not valid Unicode (a lone surrogate U+${lone[0].charCodeAt(0).toString(16).toUpperCase()} at index ${lone.index})`);
   }
   if (value === undefined || value === null) return '';
   throw badField(path, f, 'a string', value);
