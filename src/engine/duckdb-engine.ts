@@ -47,6 +47,19 @@ export interface StatementDescription {
   readonly parameterSchema: Schema;
 }
 
+/** One overload of a function DuckDB knows (duckdb_functions()). */
+export interface FunctionDescription {
+  readonly catalog: string;
+  readonly schema: string;
+  readonly name: string;
+  /** scalar, aggregate, macro, table, table_macro, pragma */
+  readonly type: string;
+  /** CONSISTENT, CONSISTENT_WITHIN_QUERY, VOLATILE; null for macros and table functions. */
+  readonly stability: string | null;
+  /** A macro's body, parsed as `SELECT <body>` (json_serialize_sql); null for other functions. */
+  readonly macroTree: { statements: Record<string, unknown>[] } | null;
+}
+
 export interface TableDescription {
   readonly catalog: string;
   readonly schema: string;
@@ -195,6 +208,31 @@ export class DuckDBEngine {
       // DuckDB serializes SELECT statements only; anything else is not a read.
       if (/only SELECT statements/i.test(tree.error_message ?? '')) return null;
       throw new EngineError('INVALID_ARGUMENT', tree.error_message ?? 'cannot parse the statement');
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  /** Every function of the database: DuckDB's built-ins and the macros created at start-up. */
+  async functions(): Promise<FunctionDescription[]> {
+    const connection = await this.connect();
+    try {
+      const reader = await connection.runAndReadAll(
+        `SELECT database_name, schema_name, function_name, function_type, stability,
+                CASE WHEN function_type = 'macro' THEN json_serialize_sql('SELECT ' || macro_definition) END
+           FROM duckdb_functions()`,
+      );
+      return reader.getRows().map(([catalog, schema, name, type, stability, macro]) => {
+        const tree = macro === null ? null : (JSON.parse(String(macro)) as { error: boolean; statements: Record<string, unknown>[] });
+        return {
+          catalog: String(catalog),
+          schema: String(schema),
+          name: String(name),
+          type: String(type),
+          stability: stability === null ? null : String(stability),
+          macroTree: tree && !tree.error ? tree : null,
+        };
+      });
     } finally {
       connection.closeSync();
     }

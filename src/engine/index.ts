@@ -1,10 +1,10 @@
 // Query engine: one sandboxed DuckDB database; statements in, Arrow record batches out.
 // Knows nothing of gRPC or of telemetry.
 export { DuckDBEngine, catalogName, quoteIdentifier } from './duckdb-engine.js';
-export type { EngineOptions, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
+export type { EngineOptions, FunctionDescription, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
 export { EngineError } from './errors.js';
 export { StatementType } from '@duckdb/node-api';
-export { queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
+export { queryShape, type FunctionCall, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
 export {
   duckdbBuild,
   extensionCacheFolder,

@@ -8,6 +8,15 @@ export interface RelationRef {
   readonly catalog: string;
   readonly schema: string;
   readonly name: string;
+  /** True when the name is a CTE in scope where it appears (a CTE shadows tables and views). */
+  readonly cte: boolean;
+}
+
+/** A scalar or aggregate function call, with its qualifier as written. */
+export interface FunctionCall {
+  readonly name: string;
+  readonly catalog: string;
+  readonly schema: string;
 }
 
 export interface TableFunctionCall {
@@ -23,10 +32,13 @@ export interface QueryShape {
   /** Number of statements in the text. */
   readonly statements: number;
   readonly relations: RelationRef[];
-  readonly cteNames: Set<string>;
   readonly tableFunctions: TableFunctionCall[];
   /** Names of scalar and aggregate functions called anywhere. */
   readonly functions: Set<string>;
+  /** The same calls with their qualifiers. */
+  readonly functionCalls: FunctionCall[];
+  /** SHOW statements that name no query (`SHOW TABLES`, `SHOW DATABASES`): what they list. */
+  readonly catalogListings: string[];
   /** Bare column references (`current_timestamp` parses as one). */
   readonly columnNames: Set<string>;
   /**
@@ -44,25 +56,42 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
   const shape: QueryShape = {
     statements: tree.statements.length,
     relations: [],
-    cteNames: new Set(),
     tableFunctions: [],
     functions: new Set(),
+    functionCalls: [],
+    catalogListings: [],
     columnNames: new Set(),
     plainSelectList: tree.statements.length === 1 ? plainSelectList(tree.statements[0].node as Node | undefined) : undefined,
   };
-  const visit = (value: unknown): void => {
+  // CTE names in scope: a WITH's main query sees all its CTEs; each CTE's body sees those before
+  // it, and itself only when it is recursive (otherwise its own name means the table).
+  const visit = (value: unknown, ctes: ReadonlySet<string>): void => {
     if (Array.isArray(value)) {
-      for (const item of value) visit(item);
+      for (const item of value) visit(item, ctes);
       return;
     }
     if (value === null || typeof value !== 'object') return;
     const node = value as Node;
+    const entries = ((node.cte_map as Node | undefined)?.map as Array<{ key: string; value: Node }> | undefined) ?? [];
+    if (entries.length > 0) {
+      const inScope = new Set(ctes);
+      for (const entry of entries) {
+        const body = (entry.value?.query as Node | undefined)?.node as Node | undefined;
+        const recursive = body?.type === 'RECURSIVE_CTE_NODE';
+        visit(entry.value, recursive ? new Set([...inScope, entry.key]) : inScope);
+        inScope.add(entry.key);
+      }
+      const { cte_map: _definitions, ...rest } = node;
+      visit(Object.values(rest), inScope);
+      return;
+    }
     if (node.type === 'BASE_TABLE') {
-      shape.relations.push({
-        catalog: String(node.catalog_name ?? ''),
-        schema: String(node.schema_name ?? ''),
-        name: String(node.table_name ?? ''),
-      });
+      const name = String(node.table_name ?? '');
+      const catalog = String(node.catalog_name ?? '');
+      const schema = String(node.schema_name ?? '');
+      shape.relations.push({ catalog, schema, name, cte: catalog === '' && schema === '' && ctes.has(name) });
+    } else if (node.type === 'SHOW_REF' && !node.query) {
+      shape.catalogListings.push(String(node.table_name ?? ''));
     } else if (node.type === 'TABLE_FUNCTION') {
       const fn = node.function as Node;
       shape.tableFunctions.push({
@@ -71,20 +100,18 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
         schema: String(fn.schema ?? ''),
         args: ((fn.children as Node[]) ?? []).map(constantValue),
       });
-      visit(fn.children);
+      visit(fn.children, ctes);
       return;
     } else if (node.class === 'FUNCTION') {
       shape.functions.add(String(node.function_name));
+      shape.functionCalls.push({ name: String(node.function_name), catalog: String(node.catalog ?? ''), schema: String(node.schema ?? '') });
     } else if (node.class === 'COLUMN_REF') {
       const names = node.column_names as string[];
       if (names.length === 1) shape.columnNames.add(names[0].toLowerCase());
     }
-    if (node.cte_map && typeof node.cte_map === 'object') {
-      for (const entry of ((node.cte_map as Node).map as Array<{ key: string }>) ?? []) shape.cteNames.add(entry.key);
-    }
-    for (const child of Object.values(node)) visit(child);
+    for (const child of Object.values(node)) visit(child, ctes);
   };
-  visit(tree.statements);
+  visit(tree.statements, new Set());
   return shape;
 }
 

@@ -5,7 +5,9 @@ import { quoteLiteral } from '../views/index.js';
 
 // Query deny rules: DuckDB boolean expressions over a statement's attributes, stored in
 // Postgres and checked before every statement, admins included. Each server rereads them
-// every few seconds, so a rule takes effect everywhere within that delay.
+// every few seconds, so a rule takes effect everywhere within that delay. Besides the text,
+// a rule sees what the statement reads as DuckDB parsed it, so spelling a name another way
+// (E'log\x5fentries', a quoted identifier, a comment inside it) does not evade a rule on it.
 
 /** The attributes a rule's expression can use. */
 export interface QueryAttributes {
@@ -15,6 +17,14 @@ export interface QueryAttributes {
   readonly admin: boolean;
   /** The `x-client-type` header, or ''. */
   readonly client: string;
+  /**
+   * What a SELECT reads, from its parse tree, lower case: the relations it names (view sets,
+   * tables; not CTEs) and the view sets its lakehouse functions read (view_instance's first
+   * argument, spans for process_spans). Empty for other statements (DuckDB parses only SELECT).
+   */
+  readonly tables: readonly string[];
+  /** Every function a SELECT calls, scalar, aggregate and table functions alike, lower case. */
+  readonly functions: readonly string[];
 }
 
 export interface DenyRule {
@@ -25,10 +35,15 @@ export interface DenyRule {
   readonly createdBy: string | null;
 }
 
+const list = (items: readonly string[]): string => `[${items.map(quoteLiteral).join(', ')}]::VARCHAR[]`;
+
 const attributesRelation = (a: QueryAttributes): string =>
   `(SELECT ${quoteLiteral(a.user_id)}::VARCHAR AS user_id, ${quoteLiteral(a.sql)}::VARCHAR AS sql, ${a.admin} AS admin, ${quoteLiteral(
     a.client,
-  )}::VARCHAR AS client)`;
+  )}::VARCHAR AS client, ${list(a.tables)} AS tables, ${list(a.functions)} AS functions)`;
+
+const denied = (rule: DenyRule, note = ''): FlightSqlError =>
+  new FlightSqlError('RESOURCE_EXHAUSTED', `query denied by rule ${rule.ruleId}: ${rule.reason}${note}`);
 
 export class DenyRules {
   private cache: { rules: DenyRule[]; at: number } | undefined;
@@ -39,19 +54,34 @@ export class DenyRules {
     private readonly refreshMs = 2000,
   ) {}
 
-  /** Refuses a statement a rule matches: RESOURCE_EXHAUSTED naming the rule and its reason. */
+  /**
+   * Refuses a statement a rule matches: RESOURCE_EXHAUSTED naming the rule and its reason. A rule
+   * that fails on this statement (a cast of its text, say) refuses it too, and the error it
+   * raised is not passed on: it would quote the check's own SQL, other rules included.
+   */
   async check(attributes: QueryAttributes): Promise<void> {
     const rules = await this.rules();
     if (rules.length === 0) return;
+    const matches = await this.evaluate(rules, attributes).catch(() => null);
+    if (matches) {
+      const rule = rules.find((_, i) => matches[i]);
+      if (rule) throw denied(rule);
+      return;
+    }
+    for (const rule of rules) {
+      const match = await this.evaluate([rule], attributes).catch(() => null);
+      if (!match) throw denied(rule, ' (the rule could not be evaluated on this statement)');
+      if (match[0]) throw denied(rule);
+    }
+  }
+
+  /** Whether each rule matches, in one query. */
+  private async evaluate(rules: readonly DenyRule[], attributes: QueryAttributes): Promise<boolean[]> {
     const columns = rules.map((r, i) => `coalesce((${r.matchExpr}), false) AS r${i}`).join(', ');
     const { batches } = await this.engine.query(`SELECT ${columns} FROM ${attributesRelation(attributes)}`);
-    for await (const batch of batches) {
-      rules.forEach((rule, i) => {
-        if (batch.getChildAt(i)?.get(0) === true) {
-          throw new FlightSqlError('RESOURCE_EXHAUSTED', `query denied by rule ${rule.ruleId}: ${rule.reason}`);
-        }
-      });
-    }
+    const matches = rules.map(() => false);
+    for await (const batch of batches) rules.forEach((_, i) => (matches[i] ||= batch.getChildAt(i)?.get(0) === true));
+    return matches;
   }
 
   /** Validates an expression (it must be a boolean over the attributes) and stores it. */
@@ -95,13 +125,13 @@ export class DenyRules {
     if (matchExpr.trim() === '' || matchExpr.includes(';')) {
       throw new FlightSqlError('INVALID_ARGUMENT', 'deny_queries: match_expr must be one boolean expression');
     }
-    const probe = `SELECT (${matchExpr}) AS denied FROM ${attributesRelation({ user_id: '', sql: '', admin: false, client: '' })}`;
+    const probe = `SELECT (${matchExpr}) AS denied FROM ${attributesRelation({ user_id: '', sql: '', admin: false, client: '', tables: [], functions: [] })}`;
     const tree = await this.engine.parseSelect(probe).catch((error: Error) => {
       throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr does not parse: ${error.message}`);
     });
     if (!tree || tree.statements.length !== 1) throw new FlightSqlError('INVALID_ARGUMENT', 'deny_queries: match_expr must be one boolean expression');
     const description = await this.engine.describe(probe).catch((error: Error) => {
-      throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr is not valid over (user_id, sql, admin, client): ${error.message}`);
+      throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr is not valid over (user_id, sql, admin, client, tables, functions): ${error.message}`);
     });
     const type = description.schema.fields[0]?.type;
     if (description.schema.fields.length !== 1 || String(type) !== 'Bool') {

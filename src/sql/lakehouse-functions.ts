@@ -24,21 +24,28 @@ export const adminFunctionNames: ReadonlySet<string> = new Set(['list_query_deni
 
 const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
 
-/** The view sets the calls read (they must be set up on the connection too). */
-export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): ViewSet[] {
-  const out: ViewSet[] = [];
+/**
+ * The view set names the calls read, as DuckDB parsed their constant arguments (so E'log\x5fentries'
+ * is log_entries); null for a view_instance whose view set argument is not a constant.
+ */
+export function viewSetsNamedBy(calls: readonly TableFunctionCall[]): Array<string | null> {
+  const out: Array<string | null> = [];
   for (const call of calls) {
     const name = call.name.toLowerCase();
-    if (name === 'view_instance') {
-      const view = typeof call.args[0] === 'string' ? lakehouse.views.get(call.args[0]) : undefined;
-      if (!view) throw invalid(`view_instance: view set '${String(call.args[0])}' does not exist`);
-      out.push(view);
-    } else if (name === 'process_spans') {
-      const spans = lakehouse.views.get('spans');
-      if (spans) out.push(spans);
-    }
+    if (name === 'view_instance') out.push(typeof call.args[0] === 'string' ? call.args[0] : null);
+    else if (name === 'process_spans') out.push('spans');
   }
   return out;
+}
+
+/** The view sets the calls read (they must be set up on the connection too). */
+export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): ViewSet[] {
+  return viewSetsNamedBy(calls).flatMap((name) => {
+    const view = name === null ? undefined : lakehouse.views.get(name);
+    if (view) return [view];
+    if (name === 'spans') return [];
+    throw invalid(`view_instance: view set '${String(name)}' does not exist`);
+  });
 }
 
 /** Setup statements defining the called functions as temporary table macros. */

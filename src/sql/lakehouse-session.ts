@@ -31,7 +31,7 @@ export function scopeOf(principal: Principal): ReadScope {
 export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSet[] {
   const found = new Map<string, ViewSet>();
   for (const relation of shape.relations) {
-    if (shape.cteNames.has(relation.name)) continue;
+    if (relation.cte) continue;
     const view = lakehouse.views.get(relation.name);
     if (view) found.set(view.name, view);
   }

@@ -15,15 +15,16 @@ import {
   type XdbcTypeInfo,
 } from '../flight/index.js';
 import { emptyRelation } from '../views/index.js';
-import { adminFunctionNames, functionSetup, readableFunctionNames, viewsReadBy } from './lakehouse-functions.js';
+import { adminFunctionNames, functionSetup, readableFunctionNames, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
 import { DdlError } from './ddl-errors.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
-import { queryShape, type QueryShape, type TableFunctionCall } from '../engine/index.js';
+import { queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from '../engine/index.js';
 import { sqlInfo } from './sql-info-values.js';
-import { checkReaderQuery, checkSingleStatement } from './statement-policy.js';
+import { readerFunctionNames } from './reader-functions.js';
+import { checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 
 /** The rows every admin procedure streams: when, and what happened. */
@@ -47,6 +48,9 @@ export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly 
  * audiences. This is the backend the Flight SQL front end talks to.
  */
 export class SqlService implements FlightSqlBackend<Principal> {
+  /** The functions non-admins may call, worked out once from the engine's own list. */
+  private readerFunctions: Promise<ReadonlySet<string>> | undefined;
+
   constructor(
     private readonly keyring: Keyring,
     private readonly engine: DuckDBEngine,
@@ -150,37 +154,75 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const { principal } = ctx;
     const ddl = this.backend ? parseDdlFor(principal, statement.query) : null;
     if (ddl) {
-      await this.checkDenied(ctx, statement);
+      await this.checkDenied(ctx, statement, null);
       if (!principal.admin) throw permissionDenied(principal);
       return { kind: 'ddl', statement: ddl };
     }
     const tree = await this.engine.parseSelect(statement.query);
     const shape = tree ? queryShape(tree) : null;
-    if (!shape?.tableFunctions.some((f) => denyManagement.has(f.name.toLowerCase()))) await this.checkDenied(ctx, statement);
+    if (!(shape && (await this.isRuleManagementAlone(shape)))) await this.checkDenied(ctx, statement, shape);
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
       if (procedure) return { kind: 'procedure', ...procedure };
     }
     if (!principal.admin) {
-      if (!shape) throw selectOnly(principal, await this.engine.describe(statement.query));
+      // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
+      // run (preparing EXPORT DATABASE already creates its folder).
+      if (!shape) throw selectOnly(principal);
       const adminOnly = shape.tableFunctions.find((f) => adminFunctionNames.has(f.name.toLowerCase()));
       if (adminOnly) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
-      checkReaderQuery(shape, readableFunctionNames);
+      await checkReaderQuery(shape, await this.readerCatalog());
     }
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
     const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup };
     const description = await this.engine.describe(statement.query, options);
-    if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal, description);
+    if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
     return { kind: 'engine', description, options };
   }
 
-  private async checkDenied(ctx: CallContext<Principal>, statement: Statement): Promise<void> {
+  /** The functions non-admins may call. */
+  private async readerFunctionNames(): Promise<ReadonlySet<string>> {
+    this.readerFunctions ??= this.engine.functions().then(readerFunctionNames);
+    return this.readerFunctions.catch((error) => {
+      this.readerFunctions = undefined;
+      throw error;
+    });
+  }
+
+  /**
+   * Statements that only list, add or remove deny rules skip the rules, so a rule cannot lock
+   * admins out of removing it: one rule-management call, no relation, harmless functions only.
+   */
+  private async isRuleManagementAlone(shape: QueryShape): Promise<boolean> {
+    if (shape.tableFunctions.length !== 1 || !denyManagement.has(shape.tableFunctions[0].name.toLowerCase())) return false;
+    if (shape.relations.length > 0 || shape.catalogListings.length > 0) return false;
+    const harmless = await this.readerFunctionNames();
+    return shape.functionCalls.every((f) => harmless.has(f.name.toLowerCase()));
+  }
+
+  /** What a non-admin statement may name. */
+  private async readerCatalog(): Promise<ReaderCatalog> {
+    const functions = await this.readerFunctionNames();
+    let tables: Promise<Array<{ schema: string; name: string }>> | undefined;
+    const readable = async (relation: RelationRef): Promise<boolean> => {
+      const catalog = relation.catalog.toLowerCase();
+      if ((catalog === '' || catalog === 'temp') && this.lakehouse?.views.get(relation.name)) return true;
+      if (catalog === 'temp') return false;
+      tables ??= this.engine.tables();
+      const name = relation.name.toLowerCase();
+      return (await tables).some((t) => t.schema === 'main' && t.name.toLowerCase() === name);
+    };
+    return { tableFunctions: readableFunctionNames, functions, readable };
+  }
+
+  private async checkDenied(ctx: CallContext<Principal>, statement: Statement, shape: QueryShape | null): Promise<void> {
     await this.backend?.denyRules.check({
       user_id: ctx.principal.name,
       sql: statement.query,
       admin: ctx.principal.admin,
       client: ctx.headers.get('x-client-type') ?? '',
+      ...readsOf(shape),
     });
   }
 
@@ -229,6 +271,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 }
 
+/** What a deny rule sees a statement read: relations and view sets, and every function it calls. */
+function readsOf(shape: QueryShape | null): { tables: string[]; functions: string[] } {
+  if (!shape) return { tables: [], functions: [] };
+  const tables = [...shape.relations.filter((r) => !r.cte).map((r) => r.name), ...viewSetsNamedBy(shape.tableFunctions).filter((n) => n !== null)];
+  const functions = [...shape.functions, ...shape.tableFunctions.map((f) => f.name)];
+  const unique = (names: string[]): string[] => [...new Set(names.map((n) => n.toLowerCase()))];
+  return { tables: unique(tables), functions: unique(functions) };
+}
+
 /** A non-admin gets permission denied for any materialized-view DDL, well-formed or not. */
 function parseDdlFor(principal: Principal, text: string): DdlStatement | null {
   try {
@@ -239,7 +290,6 @@ function parseDdlFor(principal: Principal, text: string): DdlStatement | null {
   }
 }
 
-function selectOnly(principal: Principal, description: StatementDescription): FlightSqlError {
-  const kind = StatementType[description.statementType];
-  return new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may only run SELECT statements (this is ${kind})`);
+function selectOnly(principal: Principal): FlightSqlError {
+  return new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may only run SELECT statements`);
 }

@@ -1,5 +1,5 @@
 import { FlightSqlError } from '../flight/index.js';
-import type { QueryShape } from '../engine/index.js';
+import type { QueryShape, RelationRef } from '../engine/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
 // away from files outside the lake; this keeps callers away from the lake's files
@@ -8,25 +8,45 @@ import type { QueryShape } from '../engine/index.js';
 /** Table functions that compute rather than read anything. */
 const harmlessTableFunctions = new Set(['range', 'generate_series', 'unnest', 'repeat', 'generate_subscripts']);
 
-/** Schemas a relation may be qualified with. */
+/** Qualifiers a relation or a function may be written with. */
 const visibleCatalogs = new Set(['', 'orrery', 'temp']);
+const functionCatalogs = new Set(['', 'orrery', 'system']);
 const visibleSchemas = new Set(['', 'main']);
+
+/** What a non-admin may name: table functions, scalar and aggregate functions, relations. */
+export interface ReaderCatalog {
+  readonly tableFunctions: ReadonlySet<string>;
+  readonly functions: ReadonlySet<string>;
+  /** True when the relation, as written, is a view set or a table or view of the user catalog. */
+  readable(relation: RelationRef): Promise<boolean>;
+}
 
 const denied = (message: string): FlightSqlError => new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
 
 /**
- * Refuses what a non-admin SELECT may not do: several statements, table functions that read
- * files or run SQL text (read_parquet, query, ...), relations that name files (replacement
- * scans) or internal relations, and qualified names outside the user catalog.
+ * Refuses what a non-admin SELECT may not do: table functions that read files, metadata or SQL
+ * text (read_parquet, parquet_metadata, duckdb_views, query, ...), functions that read the
+ * engine's state (stats, current_setting, ...), relations that name files (replacement scans),
+ * internal relations or anything but view sets and the user catalog's tables (DuckDB's own
+ * catalog views such as pg_views or duckdb_views), and SHOW listings of the catalog.
  */
-export function checkReaderQuery(shape: QueryShape, allowedTableFunctions: ReadonlySet<string>): void {
+export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog): Promise<void> {
   for (const call of shape.tableFunctions) {
     const name = call.name.toLowerCase();
-    if (!harmlessTableFunctions.has(name) && !allowedTableFunctions.has(name)) {
+    if (!harmlessTableFunctions.has(name) && !catalog.tableFunctions.has(name)) {
       throw denied(`table function '${call.name}' is not available to this key`);
     }
   }
+  for (const call of shape.functionCalls) {
+    const qualified = [call.catalog, call.schema, call.name].filter(Boolean).join('.');
+    const onPath = functionCatalogs.has(call.catalog.toLowerCase()) && visibleSchemas.has(call.schema.toLowerCase());
+    if (!onPath || !catalog.functions.has(call.name.toLowerCase())) {
+      throw denied(`function '${qualified}' does not exist or is not available to this key`);
+    }
+  }
+  if (shape.catalogListings.length > 0) throw denied('SHOW lists the engine\'s catalog; list_view_sets() lists what this key can query');
   for (const relation of shape.relations) {
+    if (relation.cte) continue;
     const qualified = [relation.catalog, relation.schema, relation.name].filter(Boolean).join('.');
     if (/[./\\]/.test(relation.name) || relation.name.includes(':')) {
       throw denied(`'${relation.name}' names a file; query the view sets instead`);
@@ -35,6 +55,7 @@ export function checkReaderQuery(shape: QueryShape, allowedTableFunctions: Reado
     if (!visibleCatalogs.has(relation.catalog.toLowerCase()) || !visibleSchemas.has(relation.schema.toLowerCase())) {
       throw denied(`relation '${qualified}' is outside the orrery catalog`);
     }
+    if (!(await catalog.readable(relation))) throw denied(`relation '${qualified}' does not exist or is not available to this key`);
   }
 }
 

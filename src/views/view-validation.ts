@@ -137,7 +137,7 @@ function readViews(shapes: readonly QueryShape[], lookup: (name: string) => View
   const found = new Map<string, ViewSet>();
   for (const shape of shapes) {
     for (const relation of shape.relations) {
-      if (shape.cteNames.has(relation.name)) continue;
+      if (relation.cte) continue;
       const view = lookup(relation.name);
       if (view) found.set(view.name, view);
     }

@@ -1,0 +1,77 @@
+import { queryShape, type FunctionDescription } from '../engine/index.js';
+
+// The scalar and aggregate functions a key that is not an admin may call. A function is in
+// when it computes from its arguments alone: DuckDB marks those CONSISTENT. Functions whose
+// result depends on something else are out unless listed below as harmless (a clock, a random
+// source), because what they depend on is the engine's state: storage statistics (stats),
+// settings and their folders (current_setting), sequences, logs, the plans of other SQL text.
+// Macros, DuckDB's and Orrery's own (compatibility functions made at start-up), are in when
+// their body reads no relation and calls only functions that are in, so adding an Orrery
+// function is adding its macro: it is judged by the same rule.
+
+/** Not CONSISTENT, yet harmless: they read a clock, a random source or the caller's own statement. */
+const harmlessVolatile = new Set([
+  'random',
+  'setseed',
+  'uuid',
+  'uuidv4',
+  'uuidv7',
+  'gen_random_uuid',
+  'error',
+  'now',
+  'today',
+  'current_date',
+  'get_current_time',
+  'get_current_timestamp',
+  'transaction_timestamp',
+  'current_database',
+  'current_schema',
+  'current_schemas',
+  'current_query',
+]);
+
+/** CONSISTENT by DuckDB's account, but they read the engine's state rather than their arguments. */
+const engineState = new Set(['current_setting', 'getvariable', 'json_serialize_plan']);
+
+/** Names the parser produces for syntax (`SELECT unnest(list)`), not listed among DuckDB's scalar functions. */
+const syntaxForms = ['unnest', 'unlist'];
+
+const callable = new Set(['scalar', 'aggregate', 'macro']);
+
+/** Functions of the default search path (DuckDB's `main` schema and the user catalog's). */
+const onSearchPath = (f: FunctionDescription): boolean => f.schema === 'main' && callable.has(f.type);
+
+/** The names a non-admin may call, lower case: every overload of each passes the rule above. */
+export function readerFunctionNames(functions: readonly FunctionDescription[]): ReadonlySet<string> {
+  const overloads = new Map<string, FunctionDescription[]>();
+  for (const f of functions.filter(onSearchPath)) {
+    const name = f.name.toLowerCase();
+    overloads.set(name, [...(overloads.get(name) ?? []), f]);
+  }
+  const allowed = new Set<string>(syntaxForms);
+  const pure = (f: FunctionDescription): boolean =>
+    f.type !== 'macro' && (harmlessVolatile.has(f.name.toLowerCase()) || (f.stability === 'CONSISTENT' && !engineState.has(f.name.toLowerCase())));
+  for (const [name, list] of overloads) if (list.every(pure)) allowed.add(name);
+  // A macro may call other macros: admit them until nothing changes.
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [name, list] of overloads) {
+      if (allowed.has(name) || !list.every((f) => f.type !== 'macro' || macroIsPure(f, allowed))) continue;
+      if (list.some((f) => f.type !== 'macro' && !pure(f))) continue;
+      allowed.add(name);
+      changed = true;
+    }
+  }
+  return allowed;
+}
+
+function macroIsPure(macro: FunctionDescription, allowed: ReadonlySet<string>): boolean {
+  if (!macro.macroTree) return false;
+  const shape = queryShape(macro.macroTree);
+  return (
+    shape.relations.length === 0 &&
+    shape.tableFunctions.length === 0 &&
+    shape.catalogListings.length === 0 &&
+    [...shape.functions].every((name) => allowed.has(name.toLowerCase()))
+  );
+}
