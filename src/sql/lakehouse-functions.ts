@@ -41,10 +41,11 @@ export function viewSetsNamedBy(calls: readonly TableFunctionCall[]): Array<stri
 /** The view sets the calls read (they must be set up on the connection too). */
 export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): ViewSet[] {
   return viewSetsNamedBy(calls).flatMap((name) => {
-    const view = name === null ? undefined : lakehouse.views.get(name);
+    if (name === null) throw invalid('view_instance: view_set must be a string literal');
+    const view = lakehouse.views.get(name);
     if (view) return [view];
     if (name === 'spans') return [];
-    throw invalid(`view_instance: view set '${String(name)}' does not exist`);
+    throw invalid(`view_instance: view set '${name}' does not exist`);
   });
 }
 
