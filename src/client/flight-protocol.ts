@@ -42,6 +42,7 @@ function method(name: string, request: string, response: string, requestStream: 
 export const flightService: grpc.ServiceDefinition = {
   Handshake: method('Handshake', 'HandshakeRequest', 'HandshakeResponse', true, true),
   GetFlightInfo: method('GetFlightInfo', 'FlightDescriptor', 'FlightInfo', false, false),
+  PollFlightInfo: method('PollFlightInfo', 'FlightDescriptor', 'PollInfo', false, false),
   GetSchema: method('GetSchema', 'FlightDescriptor', 'SchemaResult', false, false),
   DoGet: method('DoGet', 'Ticket', 'FlightData', false, true),
   DoPut: method('DoPut', 'FlightData', 'PutResult', true, true),

@@ -38,6 +38,18 @@ interface RawFlightInfo {
   totalBytes?: number;
 }
 
+function flightInfoOf(info: RawFlightInfo): FlightInfo {
+  return {
+    schema: decodeSchema(info.schema ?? new Uint8Array(0)),
+    endpoints: (info.endpoint ?? []).map((e) => ({
+      ticket: e.ticket?.ticket ?? new Uint8Array(0),
+      locations: (e.location ?? []).map((l) => l.uri),
+    })),
+    totalRecords: info.totalRecords ?? 0,
+    totalBytes: info.totalBytes ?? 0,
+  };
+}
+
 type GenericClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 const Client = grpc.makeGenericClientConstructor(flightService, 'FlightService');
 
@@ -133,16 +145,16 @@ export class FlightSqlClient {
 
   /** GetFlightInfo for a command descriptor (the `cmd` bytes, usually a packed Flight SQL command). */
   async getFlightInfo(cmd: Uint8Array, options: CallOptions = {}): Promise<FlightInfo> {
-    const info = await this.unary<RawFlightInfo>('GetFlightInfo', { type: 2, cmd }, options);
-    return {
-      schema: decodeSchema(info.schema ?? new Uint8Array(0)),
-      endpoints: (info.endpoint ?? []).map((e) => ({
-        ticket: e.ticket?.ticket ?? new Uint8Array(0),
-        locations: (e.location ?? []).map((l) => l.uri),
-      })),
-      totalRecords: info.totalRecords ?? 0,
-      totalBytes: info.totalBytes ?? 0,
-    };
+    return flightInfoOf(await this.unary<RawFlightInfo>('GetFlightInfo', { type: 2, cmd }, options));
+  }
+
+  /**
+   * PollFlightInfo for a command descriptor: the FlightInfo so far, the progress (0 to 1, when the
+   * server says), and whether the query is complete (no descriptor to poll again).
+   */
+  async pollFlightInfo(cmd: Uint8Array, options: CallOptions = {}): Promise<{ info: FlightInfo | undefined; progress: number | undefined; complete: boolean }> {
+    const poll = await this.unary<{ info?: RawFlightInfo; progress?: number; flightDescriptor?: unknown }>('PollFlightInfo', { type: 2, cmd }, options);
+    return { info: poll.info ? flightInfoOf(poll.info) : undefined, progress: poll.progress, complete: poll.flightDescriptor === undefined };
   }
 
   /** GetSchema for a command descriptor. */
