@@ -1,12 +1,25 @@
-// Runs every compiled *.test.js under dist/test with node's test runner (Node 20 takes no globs).
+// Runs every compiled *.test.js under dist/test with node's test runner (Node 20 takes no globs),
+// then the statement suites once more with the native Arrow exporter off (ORRERY_NATIVE=off), so
+// the JavaScript converter's path is held to the same answers and errors.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-const files = readdirSync(join(root, 'dist', 'test'), { recursive: true, withFileTypes: true })
+const testDir = join(root, 'dist', 'test');
+const files = readdirSync(testDir, { recursive: true, withFileTypes: true })
   .filter((entry) => entry.isFile() && entry.name.endsWith('.test.js'))
   .map((entry) => join(entry.parentPath ?? entry.path, entry.name))
   .sort();
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...process.argv.slice(2), ...files], { stdio: 'inherit' });
-process.exit(result.status ?? 1);
+const statementSuites = ['sql/sql-cases.test.js', 'flight/statements.test.js', 'flight/prepared.test.js'].map((f) => join(testDir, f));
+
+const run = (label, testFiles, env) => {
+  console.log(`# ${label}`);
+  const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', ...process.argv.slice(2), ...testFiles], {
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+  });
+  return result.status ?? 1;
+};
+const status = run('every suite', files, {}) || run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' });
+process.exit(status);

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import {
   DuckDBEngine,
   EngineError,
@@ -10,6 +10,7 @@ import {
   extensionCacheFolder,
   findExtensions,
   missingExtensionsHelp,
+  nativeExportProblem,
   type EngineOptions,
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
@@ -86,6 +87,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     for (const file of statics?.skipped ?? []) log('warn', `static tables: skipped ${file} (not CSV/JSON/Parquet, or not a valid table name)`);
     const reservedNames = new Set([...builtinViewSets.map((v) => v.name), ...(statics?.tables ?? []).map((t) => t.name)]);
     const engineOptions: EngineOptions = {
+      nativeExport: nativeExportSetting(config, log),
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
       startupSql: [...compatibilityMacros, ...staticTableStatements(statics?.tables ?? [])],
       memoryLimit: config.duckdbMemoryLimit,
@@ -208,6 +210,17 @@ async function createEngine(options: EngineOptions, extensions: LakeExtensions, 
     extensions.files.length = 0;
     return DuckDBEngine.create(options);
   }
+}
+
+/** Whether results use the native Arrow exporter: ORRERY_NATIVE, and whether the exporter is built. */
+function nativeExportSetting(config: Config, log: Log): boolean {
+  if (config.native === 'off') return false;
+  const problem = nativeExportProblem();
+  if (!problem) return true;
+  const reason = `the native Arrow exporter is not available (${problem.split('\n')[0]}); node scripts/build-native.mjs builds it with g++ on Linux`;
+  if (config.native === 'on') throw new ConfigError(`ORRERY_NATIVE=on: ${reason}`);
+  log('warn', `${reason}. Results use the JavaScript converter, and a query failing after its first rows fails without DuckDB's reason`);
+  return false;
 }
 
 const hostOf = (address: string): string => address.slice(0, address.lastIndexOf(':'));

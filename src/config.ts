@@ -31,6 +31,8 @@ export interface Config {
   readonly viewDefinitionRefreshSeconds: number;
   /** MICROMEGAS_STATIC_TABLES_URL: a file:// folder of CSV/JSON/Parquet files. */
   readonly staticTablesUrl: string | undefined;
+  /** ORRERY_NATIVE: use the native Arrow exporter when built (auto), require it (on), or never (off). */
+  readonly native: 'auto' | 'on' | 'off';
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -56,6 +58,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     viewDefinitionRefreshSeconds:
       positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ?? 60,
     staticTablesUrl: env.MICROMEGAS_STATIC_TABLES_URL || undefined,
+    native: oneOf(env.ORRERY_NATIVE, ['auto', 'on', 'off'], 'ORRERY_NATIVE') ?? 'auto',
   };
 }
 
@@ -75,6 +78,12 @@ function nonNegativeInteger(value: string | undefined, variable: string): number
   if (!value) return undefined;
   if (!/^\d+$/.test(value)) throw new ConfigError(`${variable} must be a non-negative integer, got '${value}'`);
   return Number(value);
+}
+
+function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], variable: string): T | undefined {
+  if (!value) return undefined;
+  if (!allowed.includes(value as T)) throw new ConfigError(`${variable} must be one of ${allowed.join(', ')}, got '${value}'`);
+  return value as T;
 }
 
 function readFile(path: string, variable: string): Buffer {

@@ -297,7 +297,8 @@ export class DuckDBEngine {
       });
       const types = columnTypesOf(result);
       const source =
-        (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) || chunkBatches(result, schema, types, batchBytes);
+        (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) ||
+        chunkBatches(result, schema, types, batchBytes, this.nativeExport);
       // Ask for the next batch before handing this one on, so DuckDB works while the consumer
       // sends. It is awaited only later: until then its failure must not count as an unhandled
       // rejection (which ends the process).
@@ -393,19 +394,24 @@ function fetchError(error: unknown, signal: AbortSignal | undefined): EngineErro
   );
 }
 
-/** Batches converted from DuckDB chunks in JavaScript: any column type. */
-function chunkBatches(result: DuckDBResult, schema: Schema, types: DuckDBType[], batchBytes: number): BatchSource {
+/**
+ * Batches converted from DuckDB chunks in JavaScript: any column type. `useNative`: the native
+ * module may be asked for the error a result ended with.
+ */
+function chunkBatches(result: DuckDBResult, schema: Schema, types: DuckDBType[], batchBytes: number, useNative: boolean): BatchSource {
   const converter = new ChunkConverter(schema, types, batchBytes);
   let done = false;
+  let rows = 0;
   return {
     async next() {
       while (!done) {
         const chunk = await result.fetchChunk();
         if (!chunk || chunk.rowCount === 0) {
           done = true;
-          const error = resultError(result);
+          const error = resultError(result, rows, useNative);
           if (error) throw new Error(error);
         } else {
+          rows += chunk.rowCount;
           const batch = converter.add(chunk.chunk, chunk.rowCount);
           if (batch) return batch;
         }

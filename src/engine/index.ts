@@ -3,6 +3,7 @@
 export { DuckDBEngine, catalogName, quoteIdentifier } from './duckdb-engine.js';
 export type { EngineOptions, FunctionDescription, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
 export { EngineError } from './errors.js';
+export { nativeExportProblem } from './native-export.js';
 export { StatementType } from '@duckdb/node-api';
 export { queryShape, type FunctionCall, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
 export {

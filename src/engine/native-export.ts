@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { DuckDBTypeId, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
+import { DuckDBTypeId, ResultReturnType, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
 import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
@@ -69,11 +69,17 @@ export function nativeExportProblem(): string {
 
 /**
  * The error a streaming result ended with, or null. @duckdb/node-api's fetchChunk answers a
- * failure midway like the end of the result; only the C API tells them apart. Without the
- * native module the answer is always null.
+ * failure midway like the end of the result. The C API's duckdb_result_error tells them apart,
+ * with DuckDB's message, through the native module (when `useNative`); @duckdb/node-bindings does
+ * not expose it, but its result_return_type answers INVALID once the result holds an error
+ * (duckdb_result_return_type checks duckdb_result_error), so without the native module the failure
+ * is still seen, only without DuckDB's reason. `rows` is how many rows were fetched before the end.
  */
-export function resultError(result: DuckDBResult): string | null {
-  return nativeExportModule()?.resultError(resultHandle(result)) ?? null;
+export function resultError(result: DuckDBResult, rows: number, useNative: boolean): string | null {
+  const message = useNative ? nativeExportModule()?.resultError(resultHandle(result)) : null;
+  if (message) return message;
+  if (result.returnType !== ResultReturnType.INVALID) return null;
+  return `the query failed after ${rows} row(s); DuckDB gives its reason only to the native Arrow exporter, which this server runs without`;
 }
 
 /** The result's handle as @duckdb/node-bindings holds it (an External over duckdb_result*). */

@@ -1,4 +1,4 @@
-// What `orrery` prints when it cannot start: one line saying why, no stack trace, exit 1.
+// What `orrery` prints when it cannot start: one line saying why, no stack trace, exit 1 (2 for a bad setting).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
@@ -31,5 +31,15 @@ describe('startup errors', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+
+  it('refuses an ORRERY_NATIVE other than auto, on or off, naming the variable', () => {
+    const run = spawnSync(process.execPath, [cli, 'serve'], {
+      env: { ...process.env, ORRERY_NATIVE: 'maybe', ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0' },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(run.status, 2);
+    assert.equal(run.stderr.trim(), "orrery: ORRERY_NATIVE must be one of auto, on, off, got 'maybe'");
   });
 });

@@ -21,6 +21,8 @@ export async function startTestOrrery(
     ORRERY_DATA_DIR: dataDir,
     MICROMEGAS_API_KEYS: JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }]),
     MICROMEGAS_ADMINS: JSON.stringify([adminKey.name]),
+    // npm test runs the statement suites once more with ORRERY_NATIVE=off (scripts/run-tests.mjs).
+    ...(process.env.ORRERY_NATIVE ? { ORRERY_NATIVE: process.env.ORRERY_NATIVE } : {}),
     ...env,
   });
   const orrery = await startOrrery(config, () => {}, role);

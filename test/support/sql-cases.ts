@@ -10,10 +10,15 @@ export const caseUsers: readonly CaseUser[] = ['admin', 'reader', 'team_x', 'ano
 export type CasePath = 'query' | 'update' | 'prepared';
 const casePaths: readonly CasePath[] = ['query', 'update', 'prepared'];
 
+/** A condition a record may run under (`onlyif native` / `skipif native`): the server uses the native Arrow exporter. */
+export type CaseCondition = 'native';
+
 interface RecordBase {
   /** 1-based line of the record's first line in its file. */
   readonly line: number;
   readonly user: CaseUser;
+  /** `onlyif native`: run only when the condition holds; `skipif native`: only when it does not. */
+  readonly only?: { readonly condition: CaseCondition; readonly holds: boolean };
 }
 
 export type CaseRecord =
@@ -67,6 +72,7 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
   const settings: Record<string, string> = {};
   const records: CaseRecord[] = [];
   let user: CaseUser = 'admin';
+  let only: RecordBase['only'];
   let i = 0;
   /** Lines from i up to a blank line or a `----` separator (not consumed). */
   const block = (): string[] => {
@@ -99,7 +105,14 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
     }
     const words = raw.trim().split(/\s+/);
     i++;
+    if (only && !['statement', 'query'].includes(words[0])) fail(line, `'${only.holds ? 'onlyif' : 'skipif'}' must be followed by a statement or a query`);
     switch (words[0]) {
+      case 'onlyif':
+      case 'skipif': {
+        if (words.length !== 2 || words[1] !== 'native') fail(line, `'${words[0]}' takes a condition: native`);
+        only = { condition: 'native', holds: words[0] === 'onlyif' };
+        break;
+      }
       case 'user': {
         if (words.length !== 2 || !caseUsers.includes(words[1] as CaseUser)) fail(line, `'user' takes one of ${caseUsers.join(', ')}`);
         user = words[1] as CaseUser;
@@ -120,25 +133,29 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
         break;
       }
       case 'statement': {
+        const when = only ? { only } : {};
+        only = undefined;
         const path = takePath(words, line);
         const sql = checked(block().join('\n'), line);
         if (sql === '') fail(line, 'the statement has no SQL');
         if (words[1] === 'ok' && words.length === 2) {
           if (lines[i] === '----') fail(i + 1, "'statement ok' expects no result: use 'query' to check rows");
-          records.push({ kind: 'statement ok', line, user, sql, path });
+          records.push({ kind: 'statement ok', line, user, ...when, sql, path });
         } else if (words[1] === 'error' && words.length === 3) {
           if (!grpcStatusNames.includes(words[2])) fail(line, `'${words[2]}' is not a gRPC status name (${grpcStatusNames.join(', ')})`);
           if (lines[i] !== '----') fail(i + 1, "'statement error' needs '----' and the exact error message after the SQL");
           // A blank line inside a message (DuckDB's 'LINE 1:' context follows one) is written '(empty)'.
           const message = checked(expected().map((l) => (l === '(empty)' ? '' : l)).join('\n'), line);
           if (message === '') fail(line, "'statement error' needs the exact error message after '----'");
-          records.push({ kind: 'statement error', line, user, sql, path, status: words[2], message });
+          records.push({ kind: 'statement error', line, user, ...when, sql, path, status: words[2], message });
         } else {
           fail(line, "a statement reads 'statement ok' or 'statement error <gRPC status>', optionally followed by 'via <path>'");
         }
         break;
       }
       case 'query': {
+        const when = only ? { only } : {};
+        only = undefined;
         const path = takePath(words, line);
         const types = words[1] ?? '';
         const sort = words.slice(2);
@@ -149,13 +166,14 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
         if (sql === '') fail(line, 'the query has no SQL');
         if (lines[i] !== '----') fail(i + 1, "a query needs '----' and its expected rows after the SQL");
         const rows = expected().map((r) => checked(r, line));
-        records.push({ kind: 'query', line, user, sql, path, types, rowsort: sort.length === 1, rows });
+        records.push({ kind: 'query', line, user, ...when, sql, path, types, rowsort: sort.length === 1, rows });
         break;
       }
       default:
-        fail(line, `unknown record '${words[0]}' (statement, query, user, setting, ingest)`);
+        fail(line, `unknown record '${words[0]}' (statement, query, user, setting, ingest, onlyif, skipif)`);
     }
   }
+  if (only) fail(lines.length, `'${only.holds ? 'onlyif' : 'skipif'}' at the end of the file applies to nothing`);
   return { name, description, settings, records };
 }
 

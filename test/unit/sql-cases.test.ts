@@ -24,6 +24,14 @@ describe('sql case files', () => {
     ]);
   });
 
+  it('reads onlyif / skipif native for the next record only', () => {
+    const file = parse('onlyif native\nstatement ok\nSELECT 1\n\nskipif native\nquery I\nSELECT 2\n----\n2\n\nstatement ok\nSELECT 3\n');
+    assert.deepEqual(
+      file.records.map((r) => r.only),
+      [{ condition: 'native', holds: true }, { condition: 'native', holds: false }, undefined],
+    );
+  });
+
   it('substitutes variables, leaving other dollar text alone', () => {
     assert.equal(substitute("SELECT '${WINDOW_BEGIN}', $$'{begin}'$$", { WINDOW_BEGIN: 'B' }), "SELECT 'B', $$'{begin}'$$");
   });
@@ -39,6 +47,9 @@ describe('sql case files', () => {
       ['user root\n', /x\.test:4: 'user' takes one of/],
       ['statement ok\nSELECT 1\n\nsetting A b\n', /x\.test:7: 'setting' lines come before the first record/],
       ['selectt 1\n', /x\.test:4: unknown record 'selectt'/],
+      ['onlyif linux\nstatement ok\nSELECT 1\n', /x\.test:4: 'onlyif' takes a condition: native/],
+      ['skipif native\nuser reader\n', /x\.test:5: 'skipif' must be followed by a statement or a query/],
+      ['statement ok\nSELECT 1\n\nonlyif native\n', /'onlyif' at the end of the file applies to nothing/],
     ];
     for (const [body, message] of refused) assert.throws(() => parse(body), message, body);
     assert.throws(() => parseCaseFile('test/sql/y.test', header, []), /'# name: test\/sql\/x.test' does not match the file's path test\/sql\/y.test/);
