@@ -77,13 +77,11 @@ describe('decodeBody', () => {
   it('stops a gzip bomb at the cap instead of inflating it', async () => {
     const bomb = Buffer.concat(Array.from({ length: 64 }, () => member));
     const before = process.memoryUsage().arrayBuffers;
-    const started = performance.now();
     await assert.rejects(decodeBody(bomb, 'gzip', { maxBytes: MiB }), {
       code: 'OTLP_BODY_TOO_LARGE',
       message: `request body is larger than ${MiB} bytes once decoded`,
     });
-    // Inflating 4 GiB would take seconds and gigabytes; stopping at 1 MiB takes neither.
-    assert.ok(performance.now() - started < 2_000, `took ${performance.now() - started} ms`);
+    // Inflating 4 GiB would take gigabytes; stopping at 1 MiB does not.
     assert.ok(process.memoryUsage().arrayBuffers - before < 256 * MiB);
   });
 

@@ -35,9 +35,7 @@ describe('EmbeddedPostgres', () => {
 
   it('starts a real server with its cluster under <dataDir>/postgres, and closes idempotently', async () => {
     const { log, lines } = recordingLog();
-    const started = Date.now();
     const server = await EmbeddedPostgres.start({ dataDir: data.dir, log });
-    const elapsed = Date.now() - started;
     try {
       assert.match(server.connectionString, /^postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/orrery$/);
       const row = await withClient(server.connectionString, async (c) => (await c.query('SELECT version() AS v, current_database() AS db')).rows[0]);
@@ -51,7 +49,6 @@ describe('EmbeddedPostgres', () => {
         assert.ok(lines.includes(`info: allowed the OS user 'postgres', which runs the embedded Postgres server, to enter ${data.dir} (chmod o+x)`));
         assert.equal(statSync(data.dir).mode & 0o777, 0o701);
       }
-      assert.ok(elapsed < 30_000, `first start (initdb included) took ${elapsed} ms`);
     } finally {
       await server.close();
       await server.close();
@@ -63,13 +60,10 @@ describe('EmbeddedPostgres', () => {
     const first = await EmbeddedPostgres.start({ dataDir: data.dir });
     await withClient(first.connectionString, (c) => c.query('CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)'));
     await first.close();
-    const started = Date.now();
     const second = await EmbeddedPostgres.start({ dataDir: data.dir });
-    const restart = Date.now() - started;
     try {
       const rows = await withClient(second.connectionString, async (c) => (await c.query('SELECT x FROM kept')).rows);
       assert.deepEqual(rows, [{ x: 42 }]);
-      assert.ok(restart < 10_000, `restart took ${restart} ms`);
     } finally {
       await second.close();
     }
@@ -101,7 +95,14 @@ describe('EmbeddedPostgres', () => {
     writeFileSync(pidFile, `${stranger.pid}\n${join(data.dir, 'postgres')}\n0\n5432\n\n127.0.0.1\n0 0\nready   \n`);
     try {
       const server = await EmbeddedPostgres.start({ dataDir: data.dir });
-      await server.close();
+      try {
+        const row = await withClient(server.connectionString, async (c) => (await c.query('SELECT 1 AS one')).rows[0]);
+        assert.deepEqual(row, { one: 1 });
+        assert.notEqual(server.pid, stranger.pid);
+        assert.equal(isRunning(stranger.pid!), true, 'the process the stale postmaster.pid named was left alone');
+      } finally {
+        await server.close();
+      }
     } finally {
       stranger.kill('SIGKILL');
     }
