@@ -17,6 +17,9 @@ export interface Pass {
   readonly housekeeping?: boolean;
 }
 
+/** How many skipped windows a pass makes up for when it runs late. */
+const maxCatchUpWindows = 60;
+
 /** micromegas's cron passes: 1 s partitions merged into minutes, hours and days. */
 export const defaultPasses: readonly Pass[] = [
   { name: 'second', periodSeconds: 1, offsetSeconds: 0.5, fromSeconds: 2, toSeconds: 1, deltaSeconds: 1 },
@@ -47,6 +50,8 @@ export class MaintenanceDaemon {
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly running = new Set<Promise<void>>();
   private readonly busy = new Set<string>();
+  /** Per pass, where the windows it has run end (nanoseconds), so a window skipped while busy is not lost. */
+  private readonly coveredUntil = new Map<string, bigint>();
   private closed = false;
 
   constructor(private readonly options: DaemonOptions) {}
@@ -91,9 +96,20 @@ export class MaintenanceDaemon {
     await Promise.allSettled([...this.running]);
   }
 
-  /** Runs one pass for the window ending at `boundary` (nanoseconds). */
+  /**
+   * Runs one pass for the window ending at `boundary` (nanoseconds). When the pass was still busy
+   * at earlier boundaries (a slow machine, a long materialization), the window starts where the
+   * last one it ran ended, so those ranges are materialized now rather than left to the next
+   * coarser pass; at most `maxCatchUpWindows` windows back.
+   */
   async runPass(pass: Pass, boundary: bigint): Promise<void> {
-    await this.runRanges(boundary - secondsToNanos(pass.fromSeconds), boundary - secondsToNanos(pass.toSeconds), pass.deltaSeconds);
+    const end = boundary - secondsToNanos(pass.toSeconds);
+    const window = boundary - secondsToNanos(pass.fromSeconds);
+    const since = this.coveredUntil.get(pass.name);
+    const earliest = window - secondsToNanos(pass.periodSeconds * maxCatchUpWindows);
+    const begin = since !== undefined && since < window ? (since > earliest ? since : earliest) : window;
+    await this.runRanges(begin, end, pass.deltaSeconds);
+    if (!this.closed) this.coveredUntil.set(pass.name, end);
     if (pass.housekeeping) await this.housekeeping();
   }
 
