@@ -17,6 +17,9 @@ export interface Pass {
   readonly housekeeping?: boolean;
 }
 
+/** Postgres's exclusion_violation: lakehouse_partitions_no_overlap refused a partition. */
+const overlappingPartition = '23P01';
+
 /** How many skipped windows a pass makes up for when it runs late. */
 const maxCatchUpWindows = 60;
 
@@ -141,6 +144,13 @@ export class MaintenanceDaemon {
         await client.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
       }
     } catch (error) {
+      if ((error as { code?: unknown }).code === overlappingPartition) {
+        // Another daemon committed a partition overlapping this range (ranges of different passes
+        // overlap, and only equal ranges share a lock): the range is covered, and a later pass
+        // rebuilds it if its source count no longer matches.
+        this.options.log('info', `materializing ${view.name}: another daemon wrote an overlapping partition first`);
+        return 'busy';
+      }
       this.options.log('error', `materializing ${view.name} failed`, error);
       this.options.onOutcome?.(view.name, 'failed');
       return 'failed';
