@@ -92,6 +92,8 @@ export class DuckDBEngine {
   private closed = false;
 
   private constructor(
+    /** The folders queries may read (error messages may name files in them). */
+    readonly readableDirectories: readonly string[],
     private readonly instance: DuckDBInstance,
     private readonly batchBytes: number,
     private readonly nativeExport: boolean,
@@ -122,7 +124,7 @@ export class DuckDBEngine {
       throw error;
     }
     setup.closeSync();
-    return new DuckDBEngine(instance, options.batchBytes ?? 1024 * 1024, options.nativeExport ?? true);
+    return new DuckDBEngine(options.readableDirectories ?? [], instance, options.batchBytes ?? 1024 * 1024, options.nativeExport ?? true);
   }
 
   /** Prepares a statement to learn its kind and schemas. */

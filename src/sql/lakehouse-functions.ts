@@ -1,9 +1,9 @@
 import { FlightSqlError } from '../flight/index.js';
-import { allPartitions } from '../lakehouse/index.js';
+import { allPartitions, type Partition } from '../lakehouse/index.js';
 import { quarantinedBlocks } from '../maintenance/index.js';
-import { quoteIdentifier, quoteLiteral, schemaHash, storedDefinitions, type ViewSet } from '../views/index.js';
+import { quoteIdentifier, quoteLiteral, schemaHash, scopedFileSummary, storedDefinitions, type ReadScope, type ViewSet } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
-import type { Lakehouse } from './lakehouse-session.js';
+import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
@@ -50,7 +50,12 @@ export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lake
 }
 
 /** Setup statements defining the called functions as temporary table macros. */
-export async function functionSetup(calls: readonly TableFunctionCall[], lakehouse: Lakehouse, denyRules?: DenyRules): Promise<string[]> {
+export async function functionSetup(
+  calls: readonly TableFunctionCall[],
+  lakehouse: Lakehouse,
+  scope: ReadScope,
+  denyRules?: DenyRules,
+): Promise<string[]> {
   const statements: string[] = [];
   const seen = new Map<string, string>();
   for (const call of calls) {
@@ -62,12 +67,12 @@ export async function functionSetup(calls: readonly TableFunctionCall[], lakehou
       continue;
     }
     seen.set(name, signature);
-    statements.push(...(await define(name, call.args, lakehouse, denyRules)));
+    statements.push(...(await define(name, call.args, lakehouse, scope, denyRules)));
   }
   return statements;
 }
 
-async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyRules?: DenyRules): Promise<string[]> {
+async function define(name: string, args: unknown[], lakehouse: Lakehouse, scope: ReadScope, denyRules?: DenyRules): Promise<string[]> {
   switch (name) {
     case 'list_query_denials': {
       arity(name, args, 0);
@@ -101,26 +106,9 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyR
     }
     case 'list_partitions': {
       arity(name, args, 0);
-      const rows = (await allPartitions(lakehouse.db)).map((p) =>
-        [
-          quoteLiteral(p.viewSetName),
-          quoteLiteral(p.viewInstanceId),
-          `make_timestamp_ns(${p.beginInsertTime})`,
-          `make_timestamp_ns(${p.endInsertTime})`,
-          p.minEventTime === null ? 'NULL' : `make_timestamp_ns(${p.minEventTime})`,
-          p.maxEventTime === null ? 'NULL' : `make_timestamp_ns(${p.maxEventTime})`,
-          p.filePath === null ? 'NULL' : quoteLiteral(p.filePath),
-          String(p.fileSize),
-          `from_hex('${p.schemaHash.toString('hex')}')`,
-          String(p.sourceCount),
-          String(p.numRows),
-        ].join(', '),
-      );
-      const columns =
-        'view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, end_insert_time TIMESTAMP_NS, ' +
-        'min_event_time TIMESTAMP_NS, max_event_time TIMESTAMP_NS, file_path VARCHAR, file_size BIGINT, file_schema_hash BLOB, ' +
-        'source_count BIGINT, num_rows BIGINT';
-      return table(name, columns, rows);
+      const partitions = await allPartitions(lakehouse.db);
+      if (scope.kind === 'all') return table(name, partitionColumns, partitions.map(partitionRow));
+      return readerPartitions(partitions, lakehouse, scope);
     }
     case 'list_view_set_definitions': {
       arity(name, args, 0);
@@ -185,6 +173,57 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, denyR
   }
 }
 
+const partitionColumns =
+  'view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, end_insert_time TIMESTAMP_NS, ' +
+  'min_event_time TIMESTAMP_NS, max_event_time TIMESTAMP_NS, file_path VARCHAR, file_size BIGINT, file_schema_hash BLOB, ' +
+  'source_count BIGINT, num_rows BIGINT';
+
+const timestamp = (nanos: bigint | null): string => (nanos === null ? 'NULL' : `make_timestamp_ns(${nanos})`);
+
+function partitionRow(p: Partition): string {
+  return [
+    quoteLiteral(p.viewSetName),
+    quoteLiteral(p.viewInstanceId),
+    timestamp(p.beginInsertTime),
+    timestamp(p.endInsertTime),
+    timestamp(p.minEventTime),
+    timestamp(p.maxEventTime),
+    p.filePath === null ? 'NULL' : quoteLiteral(p.filePath),
+    String(p.fileSize),
+    `from_hex('${p.schemaHash.toString('hex')}')`,
+    String(p.sourceCount),
+    String(p.numRows),
+  ].join(', ');
+}
+
+/**
+ * list_partitions for a key that is not an admin. A partition file holds the rows of every
+ * audience of its time range, so its own figures (rows, event times, size, source blocks)
+ * describe other audiences too: here the rows and event times are counted over the caller's
+ * rows, read from the files when the function is called; size and source count are NULL; a
+ * partition holding none of the caller's rows, or of a schema no longer current, is not listed.
+ */
+async function readerPartitions(partitions: readonly Partition[], lakehouse: Lakehouse, scope: ReadScope): Promise<string[]> {
+  const files = new Map<ViewSet, Array<{ partition: Partition; file: string }>>();
+  for (const p of partitions) {
+    const view = lakehouse.views.get(p.viewSetName);
+    if (!view || p.filePath === null || !p.schemaHash.equals(schemaHash(view.columns))) continue;
+    files.set(view, [...(files.get(view) ?? []), { partition: p, file: lakehouse.store.localPath(p.filePath) }]);
+  }
+  const processAudiences = await processAudiencesFor(lakehouse, [...files.keys()], scope);
+  const summaries = [...files].map(([view, list]) => scopedFileSummary(view, list.map((f) => f.file), scope, processAudiences));
+  const rows = [...files.values()].flat().map(({ partition, file }) => `${partitionRow(partition)}, ${quoteLiteral(file)}`);
+  const statements = tempTable('__list_partitions_files', `${partitionColumns}, file VARCHAR`, rows);
+  const body =
+    summaries.length === 0
+      ? 'SELECT * EXCLUDE (file) FROM __list_partitions_files WHERE false'
+      : `SELECT p.view_set_name, p.view_instance_id, p.begin_insert_time, p.end_insert_time, s.min_event_time, s.max_event_time,
+                p.file_path, NULL::BIGINT AS file_size, p.file_schema_hash, NULL::BIGINT AS source_count, s.num_rows
+           FROM __list_partitions_files p JOIN (${summaries.join(' UNION ALL ')}) s USING (file)
+          ORDER BY p.view_set_name, p.view_instance_id, p.begin_insert_time`;
+  return [...statements, `CREATE OR REPLACE TEMP MACRO list_partitions() AS TABLE ${body}`];
+}
+
 function arity(name: string, args: unknown[], count: number): void {
   if (args.length !== count) throw invalid(`${name} takes ${count} argument(s), got ${args.length}`);
   if (args.some((a) => a === null)) throw invalid(`${name}: arguments must be literals`);
@@ -192,10 +231,13 @@ function arity(name: string, args: unknown[], count: number): void {
 
 function table(name: string, columns: string, rows: string[]): string[] {
   const relation = `__${name}`;
+  return [...tempTable(relation, columns, rows), `CREATE OR REPLACE TEMP MACRO ${name}() AS TABLE SELECT * FROM ${relation}`];
+}
+
+function tempTable(relation: string, columns: string, rows: string[]): string[] {
   const statements = [`CREATE OR REPLACE TEMP TABLE ${relation} (${columns})`];
   for (let i = 0; i < rows.length; i += 500) {
     statements.push(`INSERT INTO ${relation} VALUES ${rows.slice(i, i + 500).map((r) => `(${r})`).join(', ')}`);
   }
-  statements.push(`CREATE OR REPLACE TEMP MACRO ${name}() AS TABLE SELECT * FROM ${relation}`);
   return statements;
 }

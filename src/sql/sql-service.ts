@@ -23,6 +23,7 @@ import { permissionDenied, type DdlService } from './ddl-service.js';
 import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
 import { queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from '../engine/index.js';
 import { sqlInfo } from './sql-info-values.js';
+import { readerError } from './reader-errors.js';
 import { readerFunctionNames } from './reader-functions.js';
 import { checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
@@ -75,28 +76,34 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
-    const plan = await this.plan(ctx, statement);
+    const plan = await this.guarded(ctx, statement, () => this.plan(ctx, statement));
     return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : plan.schema;
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
-    const plan = await this.plan(ctx, statement);
-    if (plan.kind === 'procedure') return { schema: plan.schema, batches: this.progress(plan, ctx.principal.name) };
-    if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
-    return this.engine.query(statement.query, { ...plan.options, signal: ctx.signal, limit: ctx.options.limit }, plan.description);
+    return this.guarded(ctx, statement, async () => {
+      const plan = await this.plan(ctx, statement);
+      if (plan.kind === 'procedure') return { schema: plan.schema, batches: this.progress(plan, ctx.principal.name) };
+      if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
+      const options = { ...plan.options, signal: ctx.signal, limit: ctx.options.limit };
+      const result = await this.engine.query(statement.query, options, plan.description);
+      return ctx.principal.admin ? result : { schema: result.schema, batches: this.guardedBatches(statement, result.batches) };
+    });
   }
 
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
-    const plan = await this.plan(ctx, statement);
-    if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
-    let rows = 0;
-    const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
-    for await (const batch of batches) rows += batch.numRows;
-    return rows;
+    return this.guarded(ctx, statement, async () => {
+      const plan = await this.plan(ctx, statement);
+      if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
+      let rows = 0;
+      const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
+      for await (const batch of batches) rows += batch.numRows;
+      return rows;
+    });
   }
 
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
-    const plan = await this.plan(ctx, statement);
+    const plan = await this.guarded(ctx, statement, () => this.plan(ctx, statement));
     if (plan.kind === 'procedure') return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
     if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
     const { description } = plan;
@@ -181,6 +188,23 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return { kind: 'engine', description, options };
   }
 
+  /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
+  private async guarded<T>(ctx: CallContext<Principal>, statement: Statement, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (error) {
+      throw ctx.principal.admin ? error : readerError(error, statement.query, this.engine.readableDirectories);
+    }
+  }
+
+  private async *guardedBatches(statement: Statement, batches: AsyncIterable<RecordBatch>): AsyncGenerator<RecordBatch> {
+    try {
+      yield* batches;
+    } catch (error) {
+      throw readerError(error, statement.query, this.engine.readableDirectories);
+    }
+  }
+
   /** The functions non-admins may call. */
   private async readerFunctionNames(): Promise<ReadonlySet<string>> {
     this.readerFunctions ??= this.engine.functions().then(readerFunctionNames);
@@ -259,7 +283,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       views.size > 0
         ? await viewSetup(lakehouse, [...views.values()], scopeOf(ctx.principal), { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd })
         : [];
-    return [...viewStatements, ...(await functionSetup(calls, lakehouse, this.backend?.denyRules))];
+    return [...viewStatements, ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules))];
   }
 
   /** Runs an admin procedure, one row per message as it comes: its time and text, as selected. */

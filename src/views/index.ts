@@ -7,6 +7,7 @@ export {
   filesRelation,
   quoteIdentifier,
   quoteLiteral,
+  scopedFileSummary,
   sessionStatements,
   typedColumns,
   withSource,

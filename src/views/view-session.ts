@@ -58,6 +58,20 @@ export function sessionStatements(
   });
 }
 
+/**
+ * Per partition file of a set, the rows of the scope it holds and their event-time span
+ * (columns file, num_rows, min_event_time, max_event_time): what list_partitions shows a key
+ * that is not an admin, since a file holds the rows of every audience of its time range.
+ */
+export function scopedFileSummary(view: ViewSet, files: readonly string[], scope: ReadScope, processAudiences?: SessionView): string {
+  const [min, max, owner] = [view.minTimeColumn, view.maxTimeColumn, view.audienceColumn].map(quoteIdentifier);
+  const rows = `SELECT ${min} AS __min, ${max} AS __max, ${owner}, filename FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true)`;
+  return (
+    'SELECT filename AS file, count(*) AS num_rows, min(__min)::TIMESTAMP_NS AS min_event_time, max(__max)::TIMESTAMP_NS AS max_event_time ' +
+    `FROM (${scopedRows(rows, view, scope, processAudiences)}) GROUP BY filename`
+  );
+}
+
 /** An event-time range from the query_range_* headers, nanoseconds; either end may be open. */
 export interface EventRange {
   readonly begin?: bigint;

@@ -3,7 +3,7 @@
 // client, and must learn nothing of team_a: no statistic, no metadata, no path, no internal SQL,
 // no side effect of a statement it may not run.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
@@ -295,5 +295,32 @@ describe('issue 9: what a non-admin statement reveals', () => {
       await removeRule(failing);
       await removeRule(marker);
     }
+  });
+
+  it('list_partitions shows a non-admin only partitions holding its rows, counted over its rows (item 7)', async () => {
+    const sql = 'SELECT view_set_name, num_rows, file_size, source_count FROM list_partitions() ORDER BY view_set_name';
+    assert.deepEqual(await rows(b, sql), [
+      ['log_entries', 1, null, null],
+      ['processes', 1, null, null],
+    ]);
+    const times = "SELECT min_event_time::VARCHAR, max_event_time::VARCHAR FROM list_partitions() WHERE view_set_name = 'log_entries'";
+    assert.deepEqual(await rows(b, times), [['2024-01-02 03:04:05.000000005', '2024-01-02 03:04:05.000000005']]);
+    const everything = await rows(admin, "SELECT view_set_name, num_rows FROM list_partitions() WHERE num_rows > 0 ORDER BY view_set_name");
+    assert.deepEqual(everything, [['errors_only', 2], ['log_entries', 3], ['processes', 2]]);
+  });
+
+  it('errors name no server path and quote no internal SQL (item 7)', async () => {
+    const [path] = (await rows(admin, "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND num_rows > 0"))[0] as string[];
+    rmSync(join(lake, path));
+    for (const sql of ['SELECT count(*) FROM log_entries', 'SELECT * FROM list_partitions()', "SELECT * FROM view_instance('log_entries', 'global')"]) {
+      await assert.rejects(b.query(sql), (error: { code: number; details: string }) => {
+        assert.equal(error.code, 3, error.details);
+        for (const leak of [lake, fixture.orrery.dataDir, 'read_parquet', 'audience IN', secret]) {
+          assert.ok(!error.details.includes(leak), `${sql} revealed ${leak}: ${error.details}`);
+        }
+        return true;
+      });
+    }
+    await assert.rejects(admin.query('SELECT count(*) FROM log_entries'), (error: { details: string }) => error.details.includes(lake));
   });
 });
