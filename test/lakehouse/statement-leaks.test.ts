@@ -297,6 +297,24 @@ describe('issue 9: what a non-admin statement reveals', () => {
     }
   });
 
+  it('an expression that fails on a row names no row of another audience (item 7)', async () => {
+    for (const sql of [
+      'SELECT count(*) FROM log_entries WHERE CAST(msg AS INTEGER) = 1',
+      'SELECT count(*) FROM log_entries WHERE CAST(exe AS INTEGER) = 1 AND level > 0',
+      'SELECT CAST(msg AS INTEGER) FROM log_entries',
+      "SELECT count(*) FROM log_entries WHERE error(msg) IS NULL",
+      'SELECT count(*) FROM processes WHERE CAST(exe AS DATE) IS NULL',
+      'SELECT count(*) FROM errors_only WHERE CAST(msg AS INTEGER) = 1',
+      "SELECT count(*) FROM log_entries WHERE regexp_matches(msg, '(' || msg)",
+    ]) {
+      try {
+        await b.query(sql);
+      } catch (error) {
+        assertClean(sql, (error as { details: string }).details);
+      }
+    }
+  });
+
   it('list_partitions shows a non-admin only partitions holding its rows, counted over its rows (item 7)', async () => {
     const sql = 'SELECT view_set_name, num_rows, file_size, source_count FROM list_partitions() ORDER BY view_set_name';
     assert.deepEqual(await rows(b, sql), [
