@@ -7,7 +7,8 @@ import { queryShape, type FunctionDescription } from '../engine/index.js';
 // settings and their folders (current_setting), sequences, logs, the plans of other SQL text.
 // Macros, DuckDB's and Orrery's own (compatibility functions made at start-up), are in when
 // their body reads no relation and calls only functions that are in, so adding an Orrery
-// function is adding its macro: it is judged by the same rule.
+// function is adding its macro: it is judged by the same rule. A function Orrery registers
+// otherwise (a UDF) is in when it is registered CONSISTENT, or listed in harmlessVolatile.
 
 /** Not CONSISTENT, yet harmless: they read a clock, a random source or the caller's own statement. */
 const harmlessVolatile = new Set([
