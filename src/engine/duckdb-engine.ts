@@ -13,6 +13,7 @@ import { ChunkConverter } from './chunk-converter.js';
 import { nativeBatches, resultError, type BatchSource } from './native-export.js';
 import { EngineError, sqlError } from './errors.js';
 import { bindRow } from './parameters.js';
+import { nanosecondTimestamps } from './dialect.js';
 
 export interface EngineOptions {
   /** Folders queries may read; every other file is out of reach. */
@@ -200,7 +201,7 @@ export class DuckDBEngine {
     const connection = await this.connect();
     try {
       const reader = await connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-      const tree = JSON.parse(String(reader.getRows()[0][0])) as {
+      const tree = JSON.parse(markBigIntegers(String(reader.getRows()[0][0]))) as {
         error: boolean;
         error_type?: string;
         error_message?: string;
@@ -235,6 +236,43 @@ export class DuckDBEngine {
           macroTree: tree && !tree.error ? tree : null,
         };
       });
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  /** SQL text of a json_serialize_sql tree (after a rewrite of it). */
+  async deparse(tree: { statements: Record<string, unknown>[] }): Promise<string> {
+    const connection = await this.connect();
+    try {
+      const json = JSON.stringify({ error: false, ...tree }).replace(markedInteger, '$1');
+      const reader = await connection.runAndReadAll('SELECT json_deserialize_sql($1::JSON)', [json]);
+      return String(reader.getRows()[0][0]);
+    } finally {
+      connection.closeSync();
+    }
+  }
+
+  /**
+   * The values of constant expressions (parse trees of a call's arguments, such as
+   * `now() - INTERVAL 1 DAY`) as text; timestamps as UTC nanosecond text. Throws DuckDB's
+   * error for an expression that is not constant.
+   */
+  async constantTexts(expressions: readonly Record<string, unknown>[]): Promise<Array<string | null>> {
+    if (expressions.length === 0) return [];
+    const tree = (await this.parseSelect('SELECT 1'))!;
+    const node = tree.statements[0].node as Record<string, unknown>;
+    node.select_list = expressions.map((child) => ({
+      class: 'CAST', type: 'OPERATOR_CAST', alias: '', query_location: (child as { query_location?: unknown }).query_location,
+      child, cast_type: { id: 'VARCHAR', type_info: null }, try_cast: false,
+    }));
+    nanosecondTimestamps(tree);
+    const connection = await this.connect();
+    try {
+      const reader = await connection.runAndReadAll(await this.deparse(tree));
+      return reader.getRows()[0].map((value) => (value === null ? null : String(value)));
+    } catch (error) {
+      throw sqlError(error);
     } finally {
       connection.closeSync();
     }
@@ -387,6 +425,16 @@ export class DuckDBEngine {
  * error (about 1 run in 15 of a query failing midway): not a cancellation unless the caller
  * asked for one.
  */
+// Integers past 2^53 (literals, positions) would lose digits in JSON.parse: they stay text,
+// marked, in a parse tree, and become numbers again when a tree is turned back into SQL.
+const bigIntegerMark = '#orrery-integer#';
+const bareBigInteger = /"(?:[^"\\]|\\.)*"|(?<![\d.])-?\d{16,}(?![\d.eE])/g;
+const markedInteger = new RegExp(`"${bigIntegerMark}(-?\\d+)"`, 'g');
+
+function markBigIntegers(json: string): string {
+  return json.replace(bareBigInteger, (token) => (token.startsWith('"') ? token : `"${bigIntegerMark}${token}"`));
+}
+
 function fetchError(error: unknown, signal: AbortSignal | undefined): EngineError {
   const reported = sqlError(error);
   if (reported.status !== 'CANCELLED' || signal?.aborted) return reported;

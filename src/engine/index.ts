@@ -5,7 +5,7 @@ export type { EngineOptions, FunctionDescription, RunOptions, StatementDescripti
 export { EngineError } from './errors.js';
 export { nativeExportProblem } from './native-export.js';
 export { StatementType } from '@duckdb/node-api';
-export { queryShape, type FunctionCall, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
+export { queryShape, type FunctionCall, type LoneCall, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
 export {
   duckdbBuild,
   extensionCacheFolder,
@@ -16,3 +16,4 @@ export {
   missingExtensionsHelp,
   type DuckDBBuild,
 } from './extensions.js';
+export { nanosecondTimestamps } from './dialect.js';

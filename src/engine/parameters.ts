@@ -1,9 +1,4 @@
-import {
-  DuckDBDateValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
-  type DuckDBPreparedStatement,
-} from '@duckdb/node-api';
+import { DuckDBDateValue, DuckDBTimestampNanosecondsValue, type DuckDBPreparedStatement } from '@duckdb/node-api';
 import { DataType, TimeUnit, type Table, type Timestamp } from 'apache-arrow';
 
 /** The number of parameter rows of a bound parameter table (0 when none). */
@@ -35,11 +30,11 @@ export function bindRow(prepared: DuckDBPreparedStatement, parameters: Table, ro
     if (DataType.isUtf8(type) || DataType.isLargeUtf8(type)) return prepared.bindVarchar(index, String(value));
     if (DataType.isBinary(type) || DataType.isLargeBinary(type)) return prepared.bindBlob(index, value as Uint8Array);
     if (DataType.isTimestamp(type)) {
-      const raw = rawInt64(parameters, column, row);
-      const micros = (raw * 1_000_000n) / perSecond[(type as Timestamp).unit];
-      return (type as Timestamp).timezone
-        ? prepared.bindTimestampTZ(index, new DuckDBTimestampTZValue(micros))
-        : prepared.bindTimestamp(index, new DuckDBTimestampValue(micros));
+      // Every timestamp is an instant bound as TIMESTAMP_NS, whatever its zone (a naive one is
+      // UTC, as DuckDB runs in UTC): that is the time columns' type, so the comparison binds,
+      // and nanoseconds survive.
+      const nanos = (rawInt64(parameters, column, row) * 1_000_000_000n) / perSecond[(type as Timestamp).unit];
+      return prepared.bindTimestampNanoseconds(index, new DuckDBTimestampNanosecondsValue(nanos));
     }
     if (DataType.isDate(type)) {
       return prepared.bindDate(index, new DuckDBDateValue(Math.floor((value as number) / 86_400_000)));

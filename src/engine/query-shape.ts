@@ -26,6 +26,13 @@ export interface TableFunctionCall {
   readonly schema: string;
   /** Literal arguments, as DuckDB parsed them; null where an argument is not a constant. */
   readonly args: unknown[];
+  /** The arguments' parse trees, for evaluating those that are constant expressions. */
+  readonly argTrees: readonly Record<string, unknown>[];
+}
+
+/** A statement that is one scalar function call and nothing else: `SELECT f(...) [AS alias]`. */
+export interface LoneCall extends TableFunctionCall {
+  readonly alias: string;
 }
 
 export interface QueryShape {
@@ -47,6 +54,8 @@ export interface QueryShape {
    * '*' or the column names. Undefined for any other statement.
    */
   readonly plainSelectList: '*' | readonly string[] | undefined;
+  /** Set when the statement is a lone scalar call (micromegas's form of its admin functions). */
+  readonly loneCall?: LoneCall;
 }
 
 type Node = Record<string, unknown>;
@@ -99,6 +108,7 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
         catalog: String(fn.catalog ?? ''),
         schema: String(fn.schema ?? ''),
         args: ((fn.children as Node[]) ?? []).map(constantValue),
+        argTrees: (fn.children as Node[]) ?? [],
       });
       visit(fn.children, ctes);
       return;
@@ -112,7 +122,25 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
     for (const child of Object.values(node)) visit(child, ctes);
   };
   visit(tree.statements, new Set());
-  return shape;
+  const loneCall = tree.statements.length === 1 ? loneCallOf(tree.statements[0]) : undefined;
+  return loneCall ? { ...shape, loneCall } : shape;
+}
+
+function loneCallOf(statement: Node): LoneCall | undefined {
+  const node = statement.node as Node | undefined;
+  if (node?.type !== 'SELECT_NODE' || (node.from_table as Node | undefined)?.type !== 'EMPTY') return undefined;
+  const list = node.select_list as Node[];
+  if (list.length !== 1 || list[0].class !== 'FUNCTION' || node.where_clause || (node.modifiers as unknown[]).length > 0) return undefined;
+  const [call] = list;
+  const children = (call.children as Node[]) ?? [];
+  return {
+    name: String(call.function_name),
+    catalog: String(call.catalog ?? ''),
+    schema: String(call.schema ?? ''),
+    args: children.map(constantValue),
+    argTrees: children,
+    alias: String(call.alias ?? ''),
+  };
 }
 
 function plainSelectList(node: Node | undefined): '*' | string[] | undefined {

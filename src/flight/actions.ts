@@ -2,6 +2,7 @@ import { Schema } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, PreparedStatementInfo } from './backend.js';
 import { toPlan } from './commands.js';
 import { invalidArgument, unimplemented } from './errors.js';
+import { announcedParameterSchema, schemaForClient } from './client-timestamps.js';
 import { encapsulateSchema } from './ipc.js';
 import { Flight, FlightSql, decodeSql, encode, packAny, unpackAny } from './proto.js';
 import { encodeHandle, type HandleStatement } from './statement-handle.js';
@@ -45,7 +46,7 @@ export async function runAction<P>(
     case 'CreatePreparedStatement': {
       const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>('ActionCreatePreparedStatementRequest', anyBody(body, type));
       const statement = { query: m.query ?? '', transactionId: m.transactionId };
-      return [preparedResult({ kind: 'sql', statement }, await backend.prepare(ctx, statement))];
+      return [preparedResult({ kind: 'sql', statement }, await backend.prepare(ctx, statement), ctx.options.zonedTimestamps)];
     }
     case 'CreatePreparedSubstraitPlan': {
       if (!backend.substrait) throw unimplemented('Substrait');
@@ -54,7 +55,7 @@ export async function runAction<P>(
         anyBody(body, type),
       );
       const statement = { plan: toPlan(m.plan), transactionId: m.transactionId };
-      return [preparedResult({ kind: 'plan', statement }, await backend.substrait.preparePlan(ctx, statement))];
+      return [preparedResult({ kind: 'plan', statement }, await backend.substrait.preparePlan(ctx, statement), ctx.options.zonedTimestamps)];
     }
     case 'ClosePreparedStatement':
       // Handles carry their statement; there is nothing to free.
@@ -108,11 +109,11 @@ export async function runAction<P>(
   }
 }
 
-function preparedResult(handle: HandleStatement, info: PreparedStatementInfo): Uint8Array {
+function preparedResult(handle: HandleStatement, info: PreparedStatementInfo, zonedTimestamps: boolean): Uint8Array {
   return packAny('ActionCreatePreparedStatementResult', {
     preparedStatementHandle: encodeHandle(handle),
-    datasetSchema: info.isUpdate ? new Uint8Array(0) : encapsulateSchema(info.datasetSchema),
-    parameterSchema: encapsulateSchema(info.parameterSchema ?? new Schema([])),
+    datasetSchema: info.isUpdate ? new Uint8Array(0) : encapsulateSchema(schemaForClient(info.datasetSchema, zonedTimestamps)),
+    parameterSchema: encapsulateSchema(announcedParameterSchema(info.parameterSchema ?? new Schema([]))),
     isUpdate: info.isUpdate,
   });
 }

@@ -69,6 +69,8 @@ export interface QueryOptions {
   readonly limit?: number;
   /** `preserve_dictionary: true`: dictionary columns may stay dictionary-encoded. */
   readonly preserveDictionary: boolean;
+  /** Whether result timestamps keep their zone for this client (client-timestamps.ts). */
+  readonly zonedTimestamps: boolean;
 }
 
 export interface QueryResult {

@@ -1,5 +1,6 @@
 import type { Metadata } from '@grpc/grpc-js';
 import type { CallContext, FlightSqlBackend, QueryOptions } from './backend.js';
+import { zonedTimestamps } from './client-timestamps.js';
 import { FlightSqlError, invalidArgument, unauthenticated } from './errors.js';
 
 /** Request headers as a map: names lower-cased, binary headers left out, last value wins. */
@@ -70,6 +71,7 @@ export function queryOptions(headers: ReadonlyMap<string, string>): QueryOptions
     rangeEnd: end ? parseRfc3339Nanos(end, 'query_range_end') : undefined,
     limit: parsedLimit,
     preserveDictionary: headers.get('preserve_dictionary')?.trim().toLowerCase() === 'true',
+    zonedTimestamps: zonedTimestamps(headers),
   };
 }
 

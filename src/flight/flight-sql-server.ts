@@ -8,6 +8,7 @@ import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, ex
 import { handleDoPut } from './do-put.js';
 import { invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { encodeFlightData } from './flight-data.js';
+import { schemaForClient } from './client-timestamps.js';
 import { encapsulateSchema, recordBatchMessages, schemaHeader } from './ipc.js';
 import { Flight } from './proto.js';
 
@@ -94,12 +95,14 @@ export class FlightSqlServer<P> {
       })),
       GetSchema: this.unary(async (ctx, request) => {
         const descriptor = checkCommand(request as Descriptor);
-        return { schema: encapsulateSchema(await commandSchema(this.backend, ctx, decodeDescriptorCommand(descriptor.cmd))) };
+        const schema = await commandSchema(this.backend, ctx, decodeDescriptorCommand(descriptor.cmd));
+        return { schema: encapsulateSchema(schemaForClient(schema, ctx.options.zonedTimestamps)) };
       }),
       DoGet: this.serverStream(async (ctx, request, call) => {
         const ticket = (request as { ticket?: Uint8Array }).ticket ?? new Uint8Array(0);
         if (ticket.byteLength === 0) throw invalidArgument('empty ticket');
-        await this.stream(call, await executeCommand(this.backend, ctx, decodeTicket(ticket)));
+        const result = await executeCommand(this.backend, ctx, decodeTicket(ticket));
+        await this.stream(call, { ...result, schema: schemaForClient(result.schema, ctx.options.zonedTimestamps) });
       }),
       DoPut: this.bidiStream((ctx, call) => handleDoPut(this.backend, ctx, call)),
       DoExchange: this.bidiStream(async () => {
@@ -123,7 +126,7 @@ export class FlightSqlServer<P> {
     const command = decodeDescriptorCommand(descriptor.cmd);
     const schema = await commandSchema(this.backend, ctx, command);
     return {
-      schema: encapsulateSchema(schema),
+      schema: encapsulateSchema(schemaForClient(schema, ctx.options.zonedTimestamps)),
       flightDescriptor: request,
       endpoint: [{ ticket: { ticket: commandTicket(command, descriptor.cmd) } }],
       totalRecords: -1,

@@ -1,5 +1,6 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, TableRef } from './backend.js';
+import { schemaForClient } from './client-timestamps.js';
 import { encapsulateSchema } from './ipc.js';
 import * as schemas from './metadata-schemas.js';
 import { batchFromRows } from './record-batches.js';
@@ -139,7 +140,7 @@ async function tableRows<P>(backend: FlightSqlBackend<P>, ctx: CallContext<P>, c
     );
   return tables.map((t) => {
     const row: unknown[] = [t.catalog, t.schema, t.name, t.type];
-    if (command.includeSchema) row.push(t.arrowSchema ? encapsulateSchema(t.arrowSchema) : new Uint8Array(0));
+    if (command.includeSchema) row.push(t.arrowSchema ? encapsulateSchema(schemaForClient(t.arrowSchema, ctx.options.zonedTimestamps)) : new Uint8Array(0));
     return row;
   });
 }

@@ -229,6 +229,6 @@ export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, cal
   if (call.args.length !== procedure.params.length) {
     throw invalid(`${call.name} takes ${procedure.params.length} argument(s) (${procedure.params.join(', ')}), got ${call.args.length}`);
   }
-  if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be literals`);
+  if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be constant and not NULL`);
   return procedure.run(ctx, call.args, caller);
 }

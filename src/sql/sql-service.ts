@@ -21,7 +21,7 @@ import { DdlError } from './ddl-errors.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
-import { queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from '../engine/index.js';
+import { nanosecondTimestamps, queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from '../engine/index.js';
 import { sqlInfo } from './sql-info-values.js';
 import { readerError } from './reader-errors.js';
 import { readerFunctionNames } from './reader-functions.js';
@@ -36,8 +36,8 @@ const ddlSchema = new Schema([new Field('view_set_name', new Utf8(), false), new
 
 /** How a statement runs: on DuckDB, as an admin procedure, or as view set DDL, the last two run by Orrery itself. */
 type Plan =
-  | { kind: 'engine'; description: StatementDescription; options: RunOptions }
-  | { kind: 'procedure'; call: TableFunctionCall; schema: Schema }
+  | { kind: 'engine'; sql: string; description: StatementDescription; options: RunOptions }
+  | { kind: 'procedure'; call: TableFunctionCall; schema: Schema; scalar?: boolean }
   | { kind: 'ddl'; statement: DdlStatement };
 
 /** The lakehouse plus what its admin procedures and DDL need. */
@@ -86,7 +86,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       if (plan.kind === 'procedure') return { schema: plan.schema, batches: this.progress(plan, ctx.principal.name) };
       if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
       const options = { ...plan.options, signal: ctx.signal, limit: ctx.options.limit };
-      const result = await this.engine.query(statement.query, options, plan.description);
+      const result = await this.engine.query(plan.sql, options, plan.description);
       return ctx.principal.admin ? result : { schema: result.schema, batches: this.guardedBatches(statement, result.batches) };
     });
   }
@@ -94,7 +94,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
     return this.guarded(ctx, statement, async () => {
       const plan = await this.plan(ctx, statement);
-      if (plan.kind === 'engine') return this.engine.execute(statement.query, plan.options);
+      if (plan.kind === 'engine') return this.engine.execute(plan.sql, plan.options);
       let rows = 0;
       const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
       for await (const batch of batches) rows += batch.numRows;
@@ -171,7 +171,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
-      if (procedure) return { kind: 'procedure', ...procedure };
+      if (procedure) return { kind: 'procedure', ...procedure, call: { ...procedure.call, args: await this.argumentValues(procedure.call) } };
     }
     if (!principal.admin) {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
@@ -183,9 +183,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
     const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup };
-    const description = await this.engine.describe(statement.query, options);
+    const sql = tree && nanosecondTimestamps(tree) ? await this.engine.deparse(tree) : statement.query;
+    const description = dataFusionNames(await this.engine.describe(sql, options));
     if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
-    return { kind: 'engine', description, options };
+    return { kind: 'engine', sql, description, options };
   }
 
   /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
@@ -219,7 +220,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * admins out of removing it: one rule-management call, no relation, harmless functions only.
    */
   private async isRuleManagementAlone(shape: QueryShape): Promise<boolean> {
-    if (shape.tableFunctions.length !== 1 || !denyManagement.has(shape.tableFunctions[0].name.toLowerCase())) return false;
+    const calls = shape.loneCall ? [shape.loneCall] : shape.tableFunctions;
+    if (calls.length !== 1 || !denyManagement.has(calls[0].name.toLowerCase())) return false;
     if (shape.relations.length > 0 || shape.catalogListings.length > 0) return false;
     const harmless = await this.readerFunctionNames();
     return shape.functionCalls.every((f) => harmless.has(f.name.toLowerCase()));
@@ -258,13 +260,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   /**
    * The admin procedure a statement calls, if any, and the progress columns it selects: the call
-   * must be the whole statement, selecting `*` or some of `time` and `msg`.
+   * must be the whole statement, selecting `*` or some of `time` and `msg`. In micromegas's
+   * scalar form (`SELECT f(...) [AS alias]`) it answers one text column.
    */
-  private procedureCall(shape: QueryShape, principal: Principal): { call: TableFunctionCall; schema: Schema } | undefined {
+  private procedureCall(shape: QueryShape, principal: Principal): { call: TableFunctionCall; schema: Schema; scalar?: boolean } | undefined {
+    const scalar = shape.loneCall && procedureOf(shape.loneCall) ? shape.loneCall : undefined;
+    if (scalar) {
+      this.checkProcedureCaller(scalar, principal);
+      return { call: scalar, schema: new Schema([new Field(scalar.alias || scalar.name, new Utf8(), false)]), scalar: true };
+    }
     const call = shape.tableFunctions.find((f) => procedureOf(f));
     if (!call) return undefined;
-    if (!this.lakehouse) throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
-    if (!principal.admin) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
+    this.checkProcedureCaller(call, principal);
     const columns = shape.plainSelectList === '*' ? progressSchema.fields.map((f) => f.name) : shape.plainSelectList;
     const fields = columns?.map((name) => progressSchema.fields.find((f) => f.name === name));
     if (shape.tableFunctions.length !== 1 || shape.relations.length !== 0 || !fields || fields.some((f) => !f)) {
@@ -274,6 +281,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
       );
     }
     return { call, schema: new Schema(fields as Field[]) };
+  }
+
+  private checkProcedureCaller(call: TableFunctionCall, principal: Principal): void {
+    if (!this.lakehouse) throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
+    if (!principal.admin) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
+  }
+
+  /** A procedure's arguments: literals as written, constant expressions (now() - INTERVAL 1 DAY) evaluated. */
+  private async argumentValues(call: TableFunctionCall): Promise<unknown[]> {
+    if (call.args.every((arg) => arg !== null)) return call.args;
+    const values = await this.engine.constantTexts(call.argTrees);
+    return call.args.map((arg, i) => arg ?? values[i]);
   }
 
   private async lakehouseSetup(ctx: CallContext<Principal>, shape: QueryShape, lakehouse: Lakehouse): Promise<string[]> {
@@ -286,13 +305,34 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return [...viewStatements, ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules))];
   }
 
-  /** Runs an admin procedure, one row per message as it comes: its time and text, as selected. */
-  private async *progress(plan: { call: TableFunctionCall; schema: Schema }, caller: string): AsyncGenerator<RecordBatch> {
-    for await (const message of runProcedure(this.backend!, plan.call, caller)) {
+  /**
+   * Runs an admin procedure, one row per message as it comes: its time and text, as selected;
+   * in the scalar form, one row holding its messages.
+   */
+  private async *progress(plan: { call: TableFunctionCall; schema: Schema; scalar?: boolean }, caller: string): AsyncGenerator<RecordBatch> {
+    const messages = runProcedure(this.backend!, plan.call, caller);
+    if (plan.scalar) {
+      const all: string[] = [];
+      for await (const message of messages) all.push(message);
+      yield batchFromRows(plan.schema, [[all.join('\n')]]);
+      return;
+    }
+    for await (const message of messages) {
       const values: Record<string, unknown> = { time: Date.now(), msg: message };
       yield batchFromRows(plan.schema, [plan.schema.fields.map((f) => values[f.name])]);
     }
   }
+}
+
+/**
+ * Result columns named as DataFusion names them where clients index by name: DuckDB names an
+ * unaliased `count(*)` `count_star()`, micromegas users read `count(*)`.
+ */
+function dataFusionNames(description: StatementDescription): StatementDescription {
+  const { schema } = description;
+  if (!schema.fields.some((f) => f.name === 'count_star()')) return description;
+  const fields = schema.fields.map((f) => (f.name === 'count_star()' ? new Field('count(*)', f.type, f.nullable, f.metadata) : f));
+  return { ...description, schema: new Schema(fields, schema.metadata) };
 }
 
 /** What a deny rule sees a statement read: relations and view sets, and every function it calls. */

@@ -7,7 +7,72 @@ export const compatibilityMacros: readonly string[] = [
   `CREATE OR REPLACE MACRO date_bin
      (stride, source) AS time_bucket(CAST(stride AS INTERVAL), CAST(source AS TIMESTAMP), TIMESTAMP '1970-01-01')::TIMESTAMP_NS,
      (stride, source, origin) AS time_bucket(CAST(stride AS INTERVAL), CAST(source AS TIMESTAMP), CAST(origin AS TIMESTAMP))::TIMESTAMP_NS`,
-  // arrow_cast(value, 'Arrow type'): the Arrow type of a column is Orrery's choice when it
+  // arrow_cast(value, 'Arrow type'): a literal Arrow type becomes a cast before the statement
+  // runs (engine/dialect.ts); otherwise the Arrow type of a column is Orrery's choice when it
   // sends results, so the value passes through unchanged.
   'CREATE OR REPLACE MACRO arrow_cast(value, arrow_type) AS value',
+  // Time columns are TIMESTAMP_NS and DuckDB cannot compare TIMESTAMP_NS with TIMESTAMPTZ, so
+  // the functions that return TIMESTAMPTZ return the same instant as TIMESTAMP_NS, as the
+  // DataFusion functions of the same names do (`current_timestamp` is get_current_timestamp()).
+  'CREATE OR REPLACE MACRO now() AS CAST(system.main.now() AS TIMESTAMP_NS)',
+  'CREATE OR REPLACE MACRO get_current_timestamp() AS CAST(system.main.get_current_timestamp() AS TIMESTAMP_NS)',
+  'CREATE OR REPLACE MACRO transaction_timestamp() AS CAST(system.main.transaction_timestamp() AS TIMESTAMP_NS)',
+  // to_timestamp* as DataFusion: numbers count units since the epoch (seconds for
+  // to_timestamp), text is parsed (RFC 3339, offsets honoured, nanoseconds kept).
+  `CREATE OR REPLACE MACRO __orrery_timestamp_ns(value, unit_nanos) AS CASE
+     WHEN typeof(value) IN ('TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'UTINYINT', 'USMALLINT', 'UINTEGER', 'UBIGINT', 'HUGEINT')
+       THEN make_timestamp_ns(TRY_CAST(value AS BIGINT) * unit_nanos)
+     WHEN typeof(value) IN ('FLOAT', 'DOUBLE') OR typeof(value) LIKE 'DECIMAL%'
+       THEN make_timestamp_ns(CAST(round(TRY_CAST(value AS DOUBLE) * unit_nanos) AS BIGINT))
+     ELSE CAST(CAST(value AS VARCHAR) AS TIMESTAMP_NS) END`,
+  'CREATE OR REPLACE MACRO to_timestamp(value) AS __orrery_timestamp_ns(value, 1000000000)',
+  'CREATE OR REPLACE MACRO to_timestamp_seconds(value) AS __orrery_timestamp_ns(value, 1000000000)',
+  'CREATE OR REPLACE MACRO to_timestamp_millis(value) AS __orrery_timestamp_ns(value, 1000000)',
+  'CREATE OR REPLACE MACRO to_timestamp_micros(value) AS __orrery_timestamp_ns(value, 1000)',
+  'CREATE OR REPLACE MACRO to_timestamp_nanos(value) AS __orrery_timestamp_ns(value, 1)',
+  // approx_percentile_cont(value, fraction) as DataFusion's (DuckDB's approx_quantile).
+  'CREATE OR REPLACE MACRO approx_percentile_cont(value, fraction) AS approx_quantile(value, fraction)',
+  // arrow_typeof(value): the Arrow type the value is sent as, named as DataFusion names it.
+  `CREATE OR REPLACE MACRO arrow_typeof(value) AS CASE
+     WHEN typeof(value) LIKE 'TIMESTAMP%' THEN 'Timestamp(Nanosecond, Some("UTC"))'
+     WHEN typeof(value) LIKE 'DECIMAL%' THEN replace(replace(typeof(value), 'DECIMAL', 'Decimal128'), ',', ', ')
+     ELSE coalesce(map {'BOOLEAN': 'Boolean', 'TINYINT': 'Int8', 'SMALLINT': 'Int16', 'INTEGER': 'Int32', 'BIGINT': 'Int64',
+       'UTINYINT': 'UInt8', 'USMALLINT': 'UInt16', 'UINTEGER': 'UInt32', 'UBIGINT': 'UInt64', 'FLOAT': 'Float32',
+       'DOUBLE': 'Float64', 'VARCHAR': 'Utf8', 'JSON': 'Utf8', 'BLOB': 'Binary', 'DATE': 'Date32', 'HUGEINT': 'Decimal128(38, 0)',
+       'TIME': 'Time64(Microsecond)', '"NULL"': 'Null'}[typeof(value)], typeof(value)) END`,
+  // micromegas's property and JSONB functions over Orrery's JSON properties.
+  `CREATE OR REPLACE MACRO property_get(properties, name) AS json_extract_string(properties, '$."' || replace(name, '"', '\\"') || '"')`,
+  'CREATE OR REPLACE MACRO properties_length(properties) AS len(json_keys(properties))',
+  'CREATE OR REPLACE MACRO properties_to_jsonb(properties) AS CAST(properties AS JSON)',
+  'CREATE OR REPLACE MACRO properties_to_dict(properties) AS CAST(properties AS JSON)',
+  'CREATE OR REPLACE MACRO jsonb_parse(text) AS json(text)',
+  'CREATE OR REPLACE MACRO jsonb_format_json(value) AS CAST(value AS VARCHAR)',
+  `CREATE OR REPLACE MACRO jsonb_get(value, name) AS json_extract(value, '$."' || replace(name, '"', '\\"') || '"')`,
+  `CREATE OR REPLACE MACRO jsonb_as_string(value) AS CASE WHEN json_type(value) = 'VARCHAR' THEN json_extract_string(value, '$') END`,
+  `CREATE OR REPLACE MACRO jsonb_as_f64(value) AS
+     CASE WHEN json_type(value) IN ('DOUBLE', 'BIGINT', 'UBIGINT') THEN CAST(json_extract_string(value, '$') AS DOUBLE) END`,
+  `CREATE OR REPLACE MACRO jsonb_as_i64(value) AS
+     CASE WHEN json_type(value) IN ('BIGINT', 'UBIGINT') THEN CAST(json_extract_string(value, '$') AS BIGINT) END`,
+  'CREATE OR REPLACE MACRO jsonb_array_length(value) AS json_array_length(value)',
+  'CREATE OR REPLACE MACRO jsonb_object_keys(value) AS json_keys(value)',
+  'CREATE OR REPLACE MACRO jsonb_path_query_first(value, path) AS json_extract(value, path)',
+  // Histograms as micromegas's make_histogram builds them: a struct of start, end, min, max,
+  // sum, sum_sq, count and a list of nb_bins counts; values outside [start, end) count in
+  // the first or last bin.
+  'CREATE OR REPLACE MACRO __orrery_histogram_bins(counts, nb_bins) AS list_transform(range(nb_bins), i -> CAST(coalesce(counts[i], 0) AS UBIGINT))',
+  `CREATE OR REPLACE MACRO make_histogram(start, "end", nb_bins, value) AS {
+     'start': CAST(start AS DOUBLE), 'end': CAST("end" AS DOUBLE), 'min': min(CAST(value AS DOUBLE)),
+     'max': max(CAST(value AS DOUBLE)), 'sum': sum(CAST(value AS DOUBLE)), 'sum_sq': sum(CAST(value AS DOUBLE) * value),
+     'count': CAST(count(value) AS UBIGINT),
+     'bins': __orrery_histogram_bins(histogram(CAST(least(greatest(floor((value - start) / ("end" - start) * nb_bins), 0), nb_bins - 1) AS BIGINT)), nb_bins)}`,
+  'CREATE OR REPLACE MACRO count_from_histogram(h) AS h.count',
+  'CREATE OR REPLACE MACRO sum_from_histogram(h) AS h.sum',
+  'CREATE OR REPLACE MACRO variance_from_histogram(h) AS ((h.sum_sq / h.count) - (h.sum / h.count) ^ 2) * (h.count / (h.count - 1.0))',
+  `CREATE OR REPLACE MACRO __orrery_histogram_quantile(h, wanted, running) AS coalesce(list_first(list_filter(list_transform(range(len(h.bins)),
+       i -> CASE WHEN running[i + 1] >= wanted AND h.bins[i + 1] > 0 THEN
+         h.start + (i + (wanted - (running[i + 1] - h.bins[i + 1])) / h.bins[i + 1]) * (h."end" - h.start) / len(h.bins) END),
+       x -> x IS NOT NULL)), h."end")`,
+  // The quantile as micromegas estimates it: linear within the first bin where the running count reaches it.
+  `CREATE OR REPLACE MACRO quantile_from_histogram(h, ratio) AS __orrery_histogram_quantile(
+     h, ratio * h.count, list_transform(range(len(h.bins)), i -> list_sum(h.bins[1:i + 1])))`,
 ];

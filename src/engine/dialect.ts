@@ -1,0 +1,75 @@
+// DataFusion's timestamp semantics on DuckDB's parse tree. DataFusion (and micromegas) has one
+// timestamp type family, nanoseconds, and compares any of them with any other; DuckDB has
+// TIMESTAMP (microseconds), TIMESTAMP_NS and TIMESTAMPTZ (microseconds, no nanosecond variant)
+// and refuses to compare TIMESTAMP_NS with TIMESTAMPTZ. Orrery's time columns are TIMESTAMP_NS
+// (UTC instants), so every timestamp a statement writes is made a TIMESTAMP_NS: casts to
+// TIMESTAMP or TIMESTAMPTZ (the `TIMESTAMP '…'` and `TIMESTAMPTZ '…'` literals are casts) and
+// arrow_cast to an Arrow timestamp type. A string with an offset keeps its instant, and
+// nanosecond digits are kept. The functions that return TIMESTAMPTZ (now(), to_timestamp, …)
+// are redefined as macros (views/sql-functions.ts).
+
+type Node = Record<string, unknown>;
+
+const nanosecondCast = new Set(['TIMESTAMP', 'TIMESTAMP WITH TIME ZONE']);
+
+/** Arrow type names arrow_cast takes, for the types whose DuckDB twin differs from the value's own. */
+function duckdbTypeOfArrow(arrowType: string): string | undefined {
+  const name = arrowType.trim();
+  if (/^Timestamp\s*\(/i.test(name)) return 'TIMESTAMP_NS';
+  const simple: Record<string, string> = {
+    Int8: 'TINYINT', Int16: 'SMALLINT', Int32: 'INTEGER', Int64: 'BIGINT',
+    UInt8: 'UTINYINT', UInt16: 'USMALLINT', UInt32: 'UINTEGER', UInt64: 'UBIGINT',
+    Float32: 'FLOAT', Float64: 'DOUBLE', Utf8: 'VARCHAR', LargeUtf8: 'VARCHAR', Utf8View: 'VARCHAR',
+    Boolean: 'BOOLEAN', Date32: 'DATE', Date64: 'DATE', Binary: 'BLOB', LargeBinary: 'BLOB',
+  };
+  return simple[name];
+}
+
+/** A cast standing where `replaced` stood (its alias and position). */
+const castNode = (replaced: Node, child: unknown, id: string): Node => ({
+  class: 'CAST',
+  type: 'OPERATOR_CAST',
+  alias: replaced.alias ?? '',
+  query_location: replaced.query_location,
+  child,
+  cast_type: { id, type_info: null },
+  try_cast: false,
+});
+
+/**
+ * Rewrites, in place, the timestamp casts of a json_serialize_sql tree to TIMESTAMP_NS and
+ * arrow_cast calls with a literal Arrow type to casts. True when anything changed (the
+ * statement must then be run from the rewritten tree).
+ */
+export function nanosecondTimestamps(tree: { statements: Node[] }): boolean {
+  let changed = false;
+  const visit = (value: unknown): unknown => {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = visit(value[i]);
+      return value;
+    }
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Node;
+    for (const key of Object.keys(node)) node[key] = visit(node[key]);
+    if (node.class === 'CAST') {
+      const target = node.cast_type as Node;
+      if (typeof target?.id === 'string' && nanosecondCast.has(target.id)) {
+        node.cast_type = { id: 'TIMESTAMP_NS', type_info: null };
+        changed = true;
+      }
+      return node;
+    }
+    if (node.class === 'FUNCTION' && String(node.function_name).toLowerCase() === 'arrow_cast' && !node.schema) {
+      const [arg, type] = (node.children as Node[]) ?? [];
+      const literal = type?.class === 'CONSTANT' ? ((type.value as Node)?.value as unknown) : undefined;
+      const target = typeof literal === 'string' ? duckdbTypeOfArrow(literal) : undefined;
+      if (arg && target) {
+        changed = true;
+        return castNode(node, arg, target);
+      }
+    }
+    return node;
+  };
+  visit(tree.statements);
+  return changed;
+}
