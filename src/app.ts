@@ -152,8 +152,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         materializer,
         viewSets: () => views.all(),
         retentionDays: config.retentionDays,
+        backfillSeconds: config.viewBackfillHours * 3600,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
+        onBackfill: (view, outcome) => metrics.backfilledRanges.inc({ view_set: view, outcome }),
       });
       closers.push(() => daemon!.close());
       daemon.start();

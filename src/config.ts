@@ -25,6 +25,8 @@ export interface Config {
   /** MICROMEGAS_OBJECT_STORE_URI; unset: file://<data folder>/lake. */
   readonly objectStoreUri: string | undefined;
   readonly retentionDays: number;
+  /** ORRERY_VIEW_BACKFILL_HOURS: how far back a new view set defined by DDL is materialized by itself (0: not). */
+  readonly viewBackfillHours: number;
   /** How long a retired partition file stays readable before deletion. */
   readonly retireDelaySeconds: number;
   readonly maxBodyBytes: number;
@@ -53,6 +55,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sqlConnectionString: env.MICROMEGAS_SQL_CONNECTION_STRING || undefined,
     objectStoreUri: env.MICROMEGAS_OBJECT_STORE_URI || undefined,
     retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,
+    viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     viewDefinitionRefreshSeconds:

@@ -3,6 +3,7 @@ export { FileObjectStore, objectStoreFromUri, type ObjectStore } from './object-
 export {
   allPartitions,
   commitPartition,
+  commitPartitions,
   decodeCount,
   encodeCount,
   partitionsOverlapping,

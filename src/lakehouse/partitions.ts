@@ -127,30 +127,26 @@ export async function allPartitions(db: pg.Pool): Promise<Partition[]> {
  * Returns the object keys retired.
  */
 export async function commitPartition(pool: pg.Pool, partition: Partition, retireDelaySeconds: number): Promise<string[]> {
+  return commitPartitions(pool, [partition], { begin: partition.beginInsertTime, end: partition.endInsertTime }, retireDelaySeconds);
+}
+
+/**
+ * Registers partitions of one view instance and schema hash that together replace every
+ * partition inside `replacing` (a wider partition split in pieces), in one transaction.
+ */
+export async function commitPartitions(
+  pool: pg.Pool,
+  partitions: readonly Partition[],
+  replacing: { begin: bigint; end: bigint },
+  retireDelaySeconds: number,
+): Promise<string[]> {
+  const [first] = partitions;
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`partition:${partition.viewSetName}:${partition.viewInstanceId}`]);
-    const retired = await retireInside(client, partition.viewSetName, partition.viewInstanceId, partition.beginInsertTime, partition.endInsertTime, retireDelaySeconds, partition.schemaHash);
-    await client.query(
-      `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, min_event_time,
-         max_event_time, updated, file_path, file_size, file_schema_hash, source_data_hash, num_rows, sort_order)
-       VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10, $11, $12)`,
-      [
-        partition.viewSetName,
-        partition.viewInstanceId,
-        nanosToPg(partition.beginInsertTime),
-        nanosToPg(partition.endInsertTime),
-        partition.minEventTime === null ? null : nanosToPg(partition.minEventTime, 'floor'),
-        partition.maxEventTime === null ? null : nanosToPg(partition.maxEventTime, 'ceil'),
-        partition.filePath,
-        partition.fileSize,
-        partition.schemaHash,
-        encodeCount(partition.sourceCount),
-        partition.numRows,
-        partition.sortOrder,
-      ],
-    );
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`partition:${first.viewSetName}:${first.viewInstanceId}`]);
+    const retired = await retireInside(client, first.viewSetName, first.viewInstanceId, replacing.begin, replacing.end, retireDelaySeconds, first.schemaHash);
+    for (const partition of partitions) await insertPartition(client, partition);
     await client.query('COMMIT');
     return retired;
   } catch (error) {
@@ -159,6 +155,28 @@ export async function commitPartition(pool: pg.Pool, partition: Partition, retir
   } finally {
     client.release();
   }
+}
+
+async function insertPartition(client: pg.PoolClient, partition: Partition): Promise<void> {
+  await client.query(
+    `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, min_event_time,
+       max_event_time, updated, file_path, file_size, file_schema_hash, source_data_hash, num_rows, sort_order)
+     VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10, $11, $12)`,
+    [
+      partition.viewSetName,
+      partition.viewInstanceId,
+      nanosToPg(partition.beginInsertTime),
+      nanosToPg(partition.endInsertTime),
+      partition.minEventTime === null ? null : nanosToPg(partition.minEventTime, 'floor'),
+      partition.maxEventTime === null ? null : nanosToPg(partition.maxEventTime, 'ceil'),
+      partition.filePath,
+      partition.fileSize,
+      partition.schemaHash,
+      encodeCount(partition.sourceCount),
+      partition.numRows,
+      partition.sortOrder,
+    ],
+  );
 }
 
 /** Retires the partitions of a view instance inside an insert range (any schema hash unless given). */

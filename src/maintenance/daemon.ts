@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { payloadKey, secondsToNanos, type ObjectStore } from '../lakehouse/index.js';
+import { nanosToIso, payloadKey, secondsToNanos, type ObjectStore } from '../lakehouse/index.js';
 import type { InsertRange, ViewSet } from '../views/index.js';
 import type { Materializer, Outcome } from './materializer.js';
 
@@ -38,9 +38,12 @@ export interface DaemonOptions {
   /** The view sets to maintain, read at each pass (definitions reload while running). */
   readonly viewSets: () => readonly ViewSet[];
   readonly retentionDays: number;
+  /** How far back a DDL-defined view set without partitions is materialized when first seen (0: not). */
+  readonly backfillSeconds?: number;
   readonly passes?: readonly Pass[];
   readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
   readonly onOutcome?: (view: string, outcome: Outcome | 'failed') => void;
+  readonly onBackfill?: (view: string, outcome: Outcome | 'busy' | 'failed') => void;
 }
 
 /**
@@ -55,6 +58,8 @@ export class MaintenanceDaemon {
   private readonly busy = new Set<string>();
   /** Per pass, where the windows it has run end (nanoseconds), so a window skipped while busy is not lost. */
   private readonly coveredUntil = new Map<string, bigint>();
+  /** The definition of each view set last checked for a backfill. */
+  private readonly backfillChecked = new Map<string, ViewSet>();
   private closed = false;
 
   constructor(private readonly options: DaemonOptions) {}
@@ -121,11 +126,45 @@ export class MaintenanceDaemon {
     const ranges: InsertRange[] = [];
     for (let b = begin; b < end; b += secondsToNanos(deltaSeconds)) ranges.push({ begin: b, end: b + secondsToNanos(deltaSeconds) });
     const views = [...this.options.viewSets()].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
+    for (const view of views) await this.backfillIfNew(view);
+    // A range another daemon holds (or that failed) for one set is left alone for the sets of
+    // higher groups in this run: they read it, and would record its source count as covered.
+    const heldAtGroup = new Map<bigint, number>();
     for (const view of views) {
       for (const range of ranges) {
         if (this.closed) return;
-        await this.materializeLocked(view, range);
+        const held = heldAtGroup.get(range.begin);
+        if (held !== undefined && view.updateGroup > held) continue;
+        const outcome = await this.materializeLocked(view, range);
+        if ((outcome === 'busy' || outcome === 'failed') && held === undefined) heldAtGroup.set(range.begin, view.updateGroup);
       }
+    }
+  }
+
+  /**
+   * A view set defined by DDL only gets partitions for the ranges the passes cover from its
+   * creation on. Once per definition, a set without any partition is materialized over the
+   * last `backfillSeconds` of insert time, in ranges of its source delta, up to the minute
+   * before the passes' window, with its progress logged and counted.
+   */
+  async backfillIfNew(view: ViewSet, now = Date.now()): Promise<void> {
+    const window = this.options.backfillSeconds ?? 0;
+    if (this.backfillChecked.get(view.name) === view || view.source.kind !== 'sql' || window <= 0) return;
+    this.backfillChecked.set(view.name, view);
+    const { rows } = await this.options.db.query('SELECT 1 FROM lakehouse_partitions WHERE view_set_name = $1 LIMIT 1', [view.name]);
+    if (rows.length > 0) return;
+    const delta = secondsToNanos(view.sourceDeltaSeconds);
+    const end = BigInt(Math.floor(now / 60_000) * 60 - 60) * 1_000_000_000n;
+    const from = end - secondsToNanos(window);
+    const ranges: InsertRange[] = [];
+    for (let b = from - (from % delta); b < end; b += delta) ranges.push({ begin: b, end: b + delta < end ? b + delta : end });
+    const show = (r: InsertRange): string => `[${nanosToIso(r.begin)}, ${nanosToIso(r.end)})`;
+    this.options.log('info', `backfilling new view set ${view.name} over ${show({ begin: ranges[0].begin, end })}: ${ranges.length} range(s)`);
+    for (const [i, range] of ranges.entries()) {
+      if (this.closed) return;
+      const outcome = await this.materializeLocked(view, range);
+      this.options.onBackfill?.(view.name, outcome);
+      this.options.log('info', `backfill of ${view.name} ${show(range)}: ${outcome} (${i + 1}/${ranges.length})`);
     }
   }
 

@@ -4,11 +4,13 @@ import type pg from 'pg';
 import { EngineError, type DuckDBEngine } from '../engine/index.js';
 import {
   commitPartition,
+  commitPartitions,
   nanosToIso,
   partitionKey,
   partitionsOverlapping,
   payloadKey,
   scratchKey,
+  secondsToNanos,
   type ObjectStore,
   type Partition,
 } from '../lakehouse/index.js';
@@ -64,7 +66,7 @@ export class Materializer {
   async materialize(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
     const hash = schemaHash(view.columns);
     const existing = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, range.begin, range.end);
-    if (existing.some((p) => p.beginInsertTime < range.begin || p.endInsertTime > range.end)) return 'skipped';
+    if (existing.some((p) => p.beginInsertTime < range.begin || p.endInsertTime > range.end)) return this.split(view, range, hash);
     const count = await this.sourceCount(view, range);
     const existingCount = existing.reduce((sum, p) => sum + p.sourceCount, 0n);
     const width = Number((range.end - range.begin) / 1_000_000_000n);
@@ -90,25 +92,70 @@ export class Materializer {
   }
 
   /**
-   * Builds the range's partition from its source. When the payload extract fails on the data, the
-   * blocks that fail on their own are quarantined and the range is built from the others.
+   * A range inside wider partitions (a manual hour-wide call, a backfill, a merge) while the
+   * passes work second by second: up to date if they still count their sources, otherwise the
+   * span they cover is rebuilt in pieces, before the range, the range itself and after it, so
+   * that the next range finds a partition of its own width instead of a wide one to rebuild.
    */
-  private async create(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
+  private async split(view: ViewSet, range: InsertRange, hash: Buffer): Promise<Outcome> {
+    const around = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, range.begin, range.end);
+    const span = {
+      begin: around.reduce((b, p) => (p.beginInsertTime < b ? p.beginInsertTime : b), range.begin),
+      end: around.reduce((e, p) => (p.endInsertTime > e ? p.endInsertTime : e), range.end),
+    };
+    const inSpan = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, span.begin, span.end);
+    if (inSpan.some((p) => p.beginInsertTime < span.begin || p.endInsertTime > span.end)) return 'skipped';
+    const count = await this.sourceCount(view, span);
+    if (inSpan.reduce((sum, p) => sum + p.sourceCount, 0n) === count) return 'up to date';
+    const pieces = [{ begin: span.begin, end: range.begin }, range, { begin: range.end, end: span.end }]
+      .filter((piece) => piece.end > piece.begin)
+      .flatMap((piece) => cut(piece, secondsToNanos(view.sourceDeltaSeconds)));
+    const partitions: Partition[] = [];
     try {
-      await this.createFrom(view, range, count);
+      for (const piece of pieces) partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
+      await commitPartitions(this.options.db, partitions, span, this.options.retireDelaySeconds);
+    } catch (error) {
+      for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
+      throw error;
+    }
+    return 'created';
+  }
+
+  private async create(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
+    await this.commit(await this.extracted(view, range, count));
+  }
+
+  /**
+   * A range's partition file written from its source (not yet registered). When the payload
+   * extract fails on the data, the blocks that fail on their own are quarantined and the range is
+   * built from the others.
+   */
+  private async extracted(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
+    try {
+      return await this.extractedFrom(view, range, count);
     } catch (error) {
       if (view.source.kind !== 'payload' || !isDataError(error)) throw error;
       if ((await this.quarantineUnreadable(view, view.source, range, (error as Error).message)) === 0) throw error;
-      await this.createFrom(view, range, await this.sourceCount(view, range));
+      return await this.extractedFrom(view, range, await this.sourceCount(view, range));
     }
   }
 
-  private async createFrom(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
+  private async extractedFrom(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
     const { sql, setup, cleanup } = await this.extract(view, range);
     try {
-      await this.write(view, range, count, sql, setup);
+      return await this.write(view, range, count, sql, setup);
     } finally {
       await cleanup();
+    }
+  }
+
+  /** Registers a written partition, retiring what it replaces; its file goes if that fails. */
+  private async commit(partition: Partition): Promise<void> {
+    try {
+      await commitPartition(this.options.db, partition, this.options.retireDelaySeconds);
+    } catch (error) {
+      if (partition.filePath) await this.options.store.delete(partition.filePath);
+      throw error;
     }
   }
 
@@ -207,11 +254,11 @@ export class Materializer {
     const files = inputs.filter((p) => p.filePath !== null).map((p) => this.options.store.localPath(p.filePath!));
     const source = `(${filesRelation(view.columns, files)})`;
     const order = view.mergeSortOrder?.length ? ` ORDER BY ${view.mergeSortOrder.map(quoteIdentifier).join(', ')}` : '';
-    await this.write(view, range, count, `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`, []);
+    await this.commit(await this.write(view, range, count, `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`, []));
   }
 
-  /** Writes the rows of `sql` as the range's new partition and registers it. */
-  private async write(view: ViewSet, range: InsertRange, count: bigint, sql: string, setup: string[]): Promise<void> {
+  /** Writes the rows of `sql` as the range's new partition file. */
+  private async write(view: ViewSet, range: InsertRange, count: bigint, sql: string, setup: string[]): Promise<Partition> {
     const { store, engine } = this.options;
     const key = partitionKey(view.name, globalInstance, range.begin);
     const path = store.localPath(key);
@@ -233,7 +280,7 @@ export class Materializer {
     } else {
       await store.delete(key);
     }
-    const partition: Partition = {
+    return {
       viewSetName: view.name,
       viewInstanceId: globalInstance,
       beginInsertTime: range.begin,
@@ -247,12 +294,6 @@ export class Materializer {
       numRows: rows,
       sortOrder: view.mergeSortOrder ? [...view.mergeSortOrder] : null,
     };
-    try {
-      await commitPartition(this.options.db, partition, this.options.retireDelaySeconds);
-    } catch (error) {
-      if (rows > 0) await store.delete(key);
-      throw error;
-    }
   }
 
   /** The extract query of a range, with what it needs set up on its connection. */
@@ -324,6 +365,13 @@ export class Materializer {
     }
     return out;
   }
+}
+
+/** A range cut in consecutive pieces at most `width` wide. */
+function cut(range: InsertRange, width: bigint): InsertRange[] {
+  const pieces: InsertRange[] = [];
+  for (let b = range.begin; b < range.end; b += width) pieces.push({ begin: b, end: b + width < range.end ? b + width : range.end });
+  return pieces;
 }
 
 /** `{begin}` and `{end}` as RFC 3339 with nanoseconds. */

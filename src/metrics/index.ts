@@ -40,6 +40,13 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly backfilledRanges = new Counter({
+    name: 'orrery_view_backfill_ranges_total',
+    help: 'Ranges of a new DDL-defined view set materialized by its backfill, by view set and outcome',
+    labelNames: ['view_set', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly viewDefinitionFailures = new Counter({
     name: 'orrery_view_definition_load_failures_total',
     help: 'Stored view set definitions that failed to load',
