@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type pg from 'pg';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
@@ -49,35 +49,39 @@ export interface Orrery {
 export const version: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
   .version;
 
-/** Builds the keyring from the settings, or from the generated local admin key when none are set. */
-export function keyringFromConfig(config: Config, log: Log): Keyring {
+/**
+ * Builds the keyring from the settings, or from the generated local admin key when none are
+ * set: then also how to connect with it (said once the server listens) and, when this start
+ * created the key's file, its path (removed if the start fails).
+ */
+export function keyringFromConfig(config: Config, log: Log): { keyring: Keyring; connectHint?: string; createdFile?: string } {
   if (config.apiKeysJson) {
     const keys = parseApiKeys(config.apiKeysJson);
     const admins = config.adminsJson ? parseAdmins(config.adminsJson, keys) : new Set<string>();
     if (admins.size === 0) log('warn', 'MICROMEGAS_ADMINS names no key: admin statements are refused for everyone');
-    return new Keyring(keys, admins);
+    return { keyring: new Keyring(keys, admins) };
   }
   if (config.adminsJson) parseAdmins(config.adminsJson, []);
   const { key, created, path } = loadOrCreateLocalCredentials(config.dataDir);
   const [host, port] = [config.flightAddress.slice(0, config.flightAddress.lastIndexOf(':')), config.flightAddress.slice(config.flightAddress.lastIndexOf(':') + 1)];
-  log(
-    'info',
+  const connectHint =
     `${created ? 'created' : 'using'} the local admin key in ${path} (no MICROMEGAS_API_KEYS set). Connect with:\n` +
-      `  JDBC:    jdbc:arrow-flight-sql://${host}:${port}?useEncryption=false&user=${key.name}&password=${key.key}\n` +
-      `  ADBC:    adbc_driver_flightsql.dbapi.connect("grpc://${host}:${port}", db_kwargs={"username": "${key.name}", "password": "${key.key}"})\n` +
-      `  headers: authorization: Bearer ${key.key}`,
-  );
-  return new Keyring([key], new Set([key.name]));
+    `  JDBC:    jdbc:arrow-flight-sql://${host}:${port}?useEncryption=false&user=${key.name}&password=${key.key}\n` +
+    `  ADBC:    adbc_driver_flightsql.dbapi.connect("grpc://${host}:${port}", db_kwargs={"username": "${key.name}", "password": "${key.key}"})\n` +
+    `  headers: authorization: Bearer ${key.key}`;
+  return { keyring: new Keyring([key], new Set([key.name])), connectHint, createdFile: created ? path : undefined };
 }
 
 /** Starts the roles asked for; on failure, stops what had started. */
 export async function startOrrery(config: Config, log: Log, role: Role = 'all'): Promise<Orrery> {
   const closers: Array<() => Promise<void> | void> = [];
+  let started = false;
   const closeAll = async (): Promise<void> => {
     for (const close of closers.reverse()) await close();
   };
   try {
-    const keyring = keyringFromConfig(config, log);
+    const { keyring, connectHint, createdFile } = keyringFromConfig(config, log);
+    if (createdFile) closers.push(() => (started ? undefined : rmSync(createdFile, { force: true })));
     const metrics = new OrreryMetrics();
     const metadata = await MetadataStore.open({ connectionString: config.sqlConnectionString, dataDir: config.dataDir, log });
     closers.push(() => metadata.close());
@@ -176,6 +180,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     closers.push(() => http.close());
     const { port: httpPort } = await http.start();
     log('info', `HTTP (OTLP, /health, /ready, /metrics) listening on ${hostOf(config.httpAddress)}:${httpPort}`);
+    if (connectHint) log('info', connectHint);
+    started = true;
     let closing: Promise<void> | undefined;
     return { flightPort, httpPort, daemon, db: metadata.pool, store, close: () => (closing ??= closeAll()) };
   } catch (error) {

@@ -50,15 +50,13 @@ async function main(argv: string[]): Promise<number> {
   }
   // Loaded only here, so `orrery views` does not start DuckDB and the rest of the server.
   const { startOrrery } = await import('./app.js');
-  const orrery = await startOrrery(loadConfig(), log, command);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string): void => {
-      log('info', `${signal} received, shutting down`);
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+  // Listening from the start: a signal that comes while starting stops the server once it is up.
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
   });
+  const orrery = await startOrrery(loadConfig(), log, command);
+  log('info', `${await stopSignal} received, shutting down`);
   await orrery.close();
   return 0;
 }

@@ -84,6 +84,11 @@ export class EmbeddedPostgres {
     }
   }
 
+  /** True once close() has been called. */
+  get stopping(): boolean {
+    return this.closing !== undefined;
+  }
+
   /** Stops the server (fast shutdown: clients are disconnected, data is flushed). Idempotent. */
   close(): Promise<void> {
     return (this.closing ??= this.stop());
@@ -153,7 +158,7 @@ async function launch(
   const command = commandAs(user, binaries.postgres, args);
   // Own process group: a Ctrl-C in the terminal reaches Orrery, which stops the server in its turn.
   const child = spawn(command.command, command.args, { ...command.ids, env: serverEnvironment(), stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-  const output = forwardOutput(child, log);
+  const output = forwardOutput(child, log, () => !ownServers.has(child.pid ?? -1));
   let exitStatus: string | undefined;
   let ready = false;
   const exited = new Promise<void>((done) => {
@@ -203,9 +208,10 @@ const continuation = new Set(['DETAIL', 'HINT', 'CONTEXT', 'STATEMENT', 'QUERY',
 
 /**
  * Sends the server's warnings, errors and fatal messages to `log` (routine LOG lines only
- * go to the tail kept for start-up failure messages).
+ * go to the tail kept for start-up failure messages). Once Orrery has asked the server to
+ * stop, what it says while shutting down (connections it terminates) is routine too.
  */
-function forwardOutput(child: ChildProcess, log: MetadataLog): { tail(): string[] } {
+function forwardOutput(child: ChildProcess, log: MetadataLog, stopping: () => boolean): { tail(): string[] } {
   const lines: string[] = [];
   let partial = '';
   let level: 'warn' | 'error' | undefined;
@@ -220,7 +226,7 @@ function forwardOutput(child: ChildProcess, log: MetadataLog): { tail(): string[
       if (severity && !continuation.has(severity)) {
         level = severity === 'FATAL' || severity === 'PANIC' ? 'error' : severity === 'WARNING' || severity === 'ERROR' ? 'warn' : undefined;
       }
-      if (level) log(level, `postgres: ${line}`);
+      if (level && !stopping()) log(level, `postgres: ${line}`);
     }
   });
   return { tail: () => (partial ? [...lines, partial] : lines) };

@@ -37,7 +37,10 @@ export class MetadataStore {
     const server = options.connectionString ? undefined : await EmbeddedPostgres.start({ dataDir: options.dataDir, log });
     const connectionString = server?.connectionString ?? options.connectionString ?? '';
     const pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10, connectionTimeoutMillis: 15_000 });
-    pool.on('error', (error) => log('warn', `metadata database: an idle connection failed: ${error.message}`));
+    // Connections the server ends while it is being stopped are not failures.
+    pool.on('error', (error) => {
+      if (!pool.ending && !server?.stopping) log('warn', `metadata database: an idle connection failed: ${error.message}`);
+    });
     try {
       const client = await pool.connect().catch((error: unknown) => {
         throw new MetadataError('CONNECT_FAILED', `cannot connect to the metadata database ${redact(connectionString)}: ${messageOf(error)}`, {

@@ -1,7 +1,7 @@
 // What `orrery` prints when it cannot start: one line saying why, no stack trace, exit 1 (2 for a bad setting).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -41,5 +41,61 @@ describe('startup errors', () => {
     });
     assert.equal(run.status, 2);
     assert.equal(run.stderr.trim(), "orrery: ORRERY_NATIVE must be one of auto, on, off, got 'maybe'");
+  });
+
+  it('issue 11: a failed start prints no connection hints and leaves no generated key behind', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'orrery-start-'));
+    chmodSync(dataDir, 0o755);
+    try {
+      const run = spawnSync(process.execPath, [cli, 'serve'], {
+        env: {
+          ...process.env,
+          ORRERY_DATA_DIR: dataDir,
+          ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
+          ORRERY_HTTP_ADDR: '127.0.0.1:0',
+          MICROMEGAS_API_KEYS: '',
+          MICROMEGAS_SQL_CONNECTION_STRING: 'postgres://orrery@127.0.0.1:1/telemetry',
+        },
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
+      assert.equal(run.status, 1);
+      assert.match(run.stderr, /^orrery: failed to start: cannot connect to the metadata database/m);
+      assert.doesNotMatch(run.stdout + run.stderr, /Connect with|jdbc:arrow-flight-sql/);
+      assert.equal(existsSync(join(dataDir, 'credentials.json')), false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('issue 11: SIGTERM stops every role and the embedded Postgres without an ERROR or WARN line', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'orrery-stop-'));
+    chmodSync(dataDir, 0o755);
+    try {
+      const child = spawn(process.execPath, [cli, 'all'], {
+        env: { ...process.env, ORRERY_DATA_DIR: dataDir, ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0', MICROMEGAS_API_KEYS: '' },
+      });
+      let output = '';
+      const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+      await new Promise<void>((ready, fail) => {
+        const timer = setTimeout(() => fail(new Error(`no start within 120 s:\n${output}`)), 120_000);
+        const read = (chunk: Buffer): void => {
+          output += chunk.toString();
+          if (/Connect with/.test(output)) {
+            clearTimeout(timer);
+            ready();
+          }
+        };
+        child.stdout.on('data', read);
+        child.stderr.on('data', read);
+      });
+      assert.match(output, /HTTP \(OTLP.*listening[\s\S]*Connect with/, 'the hints come once the server listens');
+      await new Promise((r) => setTimeout(r, 5000)); // the daemon's passes hold connections by now
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      assert.doesNotMatch(output, / (ERROR|WARN) /, output);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
