@@ -144,8 +144,8 @@ export class MaintenanceDaemon {
   /**
    * A view set defined by DDL only gets partitions for the ranges the passes cover from its
    * creation on. Once per definition, a set without any partition is materialized over the
-   * last `backfillSeconds` of insert time, in ranges of its source delta, up to the minute
-   * before the passes' window, with its progress logged and counted.
+   * last `backfillSeconds` of insert time, in ranges of its source delta, up to where the
+   * second pass takes over, with its progress logged and counted.
    */
   async backfillIfNew(view: ViewSet, now = Date.now()): Promise<void> {
     const window = this.options.backfillSeconds ?? 0;
@@ -154,7 +154,7 @@ export class MaintenanceDaemon {
     const { rows } = await this.options.db.query('SELECT 1 FROM lakehouse_partitions WHERE view_set_name = $1 LIMIT 1', [view.name]);
     if (rows.length > 0) return;
     const delta = secondsToNanos(view.sourceDeltaSeconds);
-    const end = BigInt(Math.floor(now / 60_000) * 60 - 60) * 1_000_000_000n;
+    const end = BigInt(Math.floor(now / 1000) - 2) * 1_000_000_000n; // the second pass covers from here on
     const from = end - secondsToNanos(window);
     const ranges: InsertRange[] = [];
     for (let b = from - (from % delta); b < end; b += delta) ranges.push({ begin: b, end: b + delta < end ? b + delta : end });
