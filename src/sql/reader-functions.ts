@@ -57,8 +57,11 @@ export function readerFunctionNames(functions: readonly FunctionDescription[]): 
   for (let changed = true; changed; ) {
     changed = false;
     for (const [name, list] of overloads) {
-      if (allowed.has(name) || !list.every((f) => f.type !== 'macro' || macroIsPure(f, allowed))) continue;
-      if (list.some((f) => f.type !== 'macro' && !pure(f))) continue;
+      if (allowed.has(name) || list.some((f) => f.type !== 'macro' && !pure(f))) continue;
+      // A macro shadowing a built-in of its name (Orrery's now() calls system.main.now()) may call it.
+      const builtIn = list.some((f) => f.type !== 'macro');
+      const callable = builtIn ? new Set([...allowed, name]) : allowed;
+      if (!list.every((f) => f.type !== 'macro' || macroIsPure(f, callable))) continue;
       allowed.add(name);
       changed = true;
     }
