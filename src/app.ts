@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import type pg from 'pg';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
@@ -20,6 +20,7 @@ import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
+import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
 import {
   ViewLoader,
   ViewRegistry,
@@ -98,8 +99,16 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       threads: config.duckdbThreads,
     };
     const extensions = await lakeExtensions(config, log);
+    if (extensions.files.length > 0) {
+      await prepareLakeMetadata(metadata.pool);
+      // DuckLake creates a table's folder, not the folders above it.
+      const tablesDir = join(store.root, 'tables');
+      mkdirSync(tablesDir, { recursive: true });
+      extensions.attach.push(attachLakeSql(metadata.connectionString, tablesDir));
+    }
 
-    const maintenanceEngine = await createEngine(engineOptions, extensions, log);
+    const { engine: maintenanceEngine, lake: maintenanceLake } = await createEngine(engineOptions, extensions, log);
+    const seriesNames = (): Set<string> => new Set([...reservedNames, ...views.all().map((v) => v.name)]);
     closers.push(() => maintenanceEngine.close());
     const loader = new ViewLoader({
       db: metadata.pool,
@@ -128,8 +137,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;
     if (role !== 'maintain') {
-      const engine = await createEngine(engineOptions, extensions, log);
+      const { engine, lake } = await createEngine(engineOptions, extensions, log);
       closers.push(() => engine.close());
+      const tables = lake ? new SeriesTables(engine, seriesNames) : undefined;
       const denyRules = new DenyRules(metadata.pool, engine);
       const ddl = new DdlService({
         db: metadata.pool,
@@ -139,8 +149,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         reservedNames: () => reservedNames,
         retireDelaySeconds: config.retireDelaySeconds,
       });
-      const backend = { lakehouse, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules, ddl };
-      const server = new FlightSqlServer<Principal>(new SqlService(keyring, engine, version, backend), {
+      const backend = { lakehouse: { ...lakehouse, tables }, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules, ddl };
+      const service = new SqlService(keyring, engine, version, backend);
+      closers.push(() => service.close());
+      const server = new FlightSqlServer<Principal>(service, {
         address: config.flightAddress,
         tls: config.tls,
         log,
@@ -157,6 +169,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         viewSets: () => views.all(),
         retentionDays: config.retentionDays,
         backfillSeconds: config.viewBackfillHours * 3600,
+        seriesRetention: maintenanceLake ? () => new SeriesTables(maintenanceEngine, seriesNames).applyRetention() : undefined,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
         onBackfill: (view, outcome) => metrics.backfilledRanges.inc({ view_set: view, outcome }),
@@ -192,6 +205,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
 
 interface LakeExtensions {
   readonly files: string[];
+  /** The DuckLake catalog's ATTACH, once the extensions are known to be there. */
+  readonly attach: string[];
   /** What to log when they do not load. */
   readonly help: (problem: string) => string;
 }
@@ -202,21 +217,26 @@ async function lakeExtensions(config: Config, log: Log): Promise<LakeExtensions>
   const folder = config.duckdbExtensionDir ?? extensionCacheFolder(build);
   const help = (problem: string): string => missingExtensionsHelp(build, folder, problem);
   const { files, missing } = findExtensions(folder);
-  if (missing.length === 0) return { files, help };
+  if (missing.length === 0) return { files, attach: [], help };
   log('warn', help(`missing ${missing.join(', ')}`));
-  return { files: [], help };
+  return { files: [], attach: [], help };
 }
 
-/** An engine with the extensions loaded, or without them (and a warning) when DuckDB refuses one. */
-async function createEngine(options: EngineOptions, extensions: LakeExtensions, log: Log): Promise<DuckDBEngine> {
-  if (extensions.files.length === 0) return DuckDBEngine.create(options);
+/**
+ * An engine with the extensions loaded and the DuckLake catalog attached (`lake`), or without
+ * them and a warning when DuckDB refuses either; the next engine then does not try again.
+ */
+async function createEngine(options: EngineOptions, extensions: LakeExtensions, log: Log): Promise<{ engine: DuckDBEngine; lake: boolean }> {
+  if (extensions.files.length === 0) return { engine: await DuckDBEngine.create(options), lake: false };
   try {
-    return await DuckDBEngine.create({ ...options, extensions: extensions.files });
+    const engine = await DuckDBEngine.create({ ...options, extensions: extensions.files, attach: extensions.attach });
+    return { engine, lake: extensions.attach.length > 0 };
   } catch (error) {
     if (!(error instanceof EngineError) || error.status !== 'UNAVAILABLE') throw error;
     log('warn', extensions.help(error.message));
     extensions.files.length = 0;
-    return DuckDBEngine.create(options);
+    extensions.attach.length = 0;
+    return { engine: await DuckDBEngine.create(options), lake: false };
   }
 }
 

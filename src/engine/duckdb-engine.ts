@@ -2,6 +2,7 @@ import {
   DuckDBInstance,
   DuckDBTypeId,
   StatementType,
+  type DuckDBAppender,
   type DuckDBConnection,
   type DuckDBPreparedStatement,
   type DuckDBResult,
@@ -14,6 +15,7 @@ import { nativeBatches, resultError, type BatchSource } from './native-export.js
 import { EngineError, sqlError } from './errors.js';
 import { bindRow } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
+import { appendBatch } from './arrow-append.js';
 
 export interface EngineOptions {
   /** Folders queries may read; every other file is out of reach. */
@@ -28,6 +30,8 @@ export interface EngineOptions {
    * (unsigned extensions are never allowed). A file that does not load fails create().
    */
   readonly extensions?: readonly string[];
+  /** ATTACH statements run after the extensions load (the DuckLake catalog); one that fails fails create(). */
+  readonly attach?: readonly string[];
   /** Statements run once at start-up, before the configuration is locked (macros). */
   readonly startupSql?: readonly string[];
   /**
@@ -77,6 +81,34 @@ export interface RunOptions {
   readonly preserveDictionary?: boolean;
   /** Statements run first on the statement's connection (temporary views, macros). */
   readonly setup?: readonly string[];
+  /** Run on this held connection (a transaction) instead of a fresh one. */
+  readonly session?: EngineSession;
+}
+
+/**
+ * One DuckDB connection held across statements, for a transaction: what runs with it as
+ * `RunOptions.session` sees the same uncommitted changes. One statement at a time. Idempotent close.
+ */
+export class EngineSession {
+  private closed = false;
+
+  constructor(readonly connection: DuckDBConnection) {}
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.connection.closeSync();
+  }
+}
+
+/** A connection for one statement: `release` closes it unless it is a session's. */
+interface Lease {
+  readonly connection: DuckDBConnection;
+  release(): void;
 }
 
 /** The catalog user tables live in. */
@@ -112,6 +144,7 @@ export class DuckDBEngine {
       await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
       await setup.run(`USE ${catalogName}`);
       for (const file of options.extensions ?? []) await loadExtension(setup, file);
+      for (const statement of options.attach ?? []) await attach(setup, statement);
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);
@@ -132,7 +165,7 @@ export class DuckDBEngine {
   async describe(sql: string, options: RunOptions = {}): Promise<StatementDescription> {
     const { parameters } = options;
     const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
-    return this.withPrepared(sql, options.setup, async (prepared) => {
+    return this.withPrepared(sql, options, async (prepared) => {
       const description = describePrepared(prepared, typeOptions);
       if (!parameters || parameters.numRows === 0) return description;
       bindRow(prepared, parameters, 0);
@@ -181,7 +214,7 @@ export class DuckDBEngine {
 
   /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
   async execute(sql: string, options: RunOptions = {}): Promise<number> {
-    return this.withPrepared(sql, options.setup, async (prepared) => {
+    return this.withPrepared(sql, options, async (prepared) => {
       const rowSets = Math.max(1, options.parameters?.numRows ?? 0);
       let changed = 0;
       for (let row = 0; row < rowSets; row++) {
@@ -253,6 +286,18 @@ export class DuckDBEngine {
     }
   }
 
+  /** The rows of an internal query (catalog functions), as DuckDB's JS values. */
+  async values(sql: string, session?: EngineSession): Promise<unknown[][]> {
+    const { connection, release } = await this.lease([], session);
+    try {
+      return (await connection.runAndReadAll(sql)).getRows();
+    } catch (error) {
+      throw sqlError(error);
+    } finally {
+      release();
+    }
+  }
+
   /**
    * The values of constant expressions (parse trees of a call's arguments, such as
    * `now() - INTERVAL 1 DAY`) as text; timestamps as UTC nanosecond text. Throws DuckDB's
@@ -278,6 +323,24 @@ export class DuckDBEngine {
     }
   }
 
+  /**
+   * Appends a record batch to a temporary table of the session's connection whose columns are
+   * the batch's, in order, typed as `duckdbTypeOf` says (bulk ingest stages batches there).
+   */
+  async appendToTemp(session: EngineSession, table: string, batch: RecordBatch): Promise<void> {
+    let appender: DuckDBAppender | undefined;
+    try {
+      appender = await session.connection.createAppender(table, 'main', 'temp');
+      appendBatch(appender, batch);
+      appender.flushSync();
+    } catch (error) {
+      if (error instanceof EngineError) throw error;
+      throw sqlError(error);
+    } finally {
+      appender?.closeSync();
+    }
+  }
+
   /** Tables and views of the user catalog. */
   async tables(): Promise<TableDescription[]> {
     const rows = await this.internalRows(
@@ -299,7 +362,7 @@ export class DuckDBEngine {
   /** The Arrow schema of a table or view, with Flight SQL column metadata. */
   async tableSchema(table: TableDescription): Promise<Schema> {
     const name = [table.catalog, table.schema, table.name].map(quoteIdentifier).join('.');
-    return this.withPrepared(`SELECT * FROM ${name}`, undefined, async (prepared) => {
+    return this.withPrepared(`SELECT * FROM ${name}`, {}, async (prepared) => {
       const fields = columns(prepared).map(({ name: column, type }) => {
         const metadata = columnMetadata(type);
         metadata.set('ARROW:FLIGHT:SQL:CATALOG_NAME', table.catalog);
@@ -326,7 +389,7 @@ export class DuckDBEngine {
     options: RunOptions,
     parameterRow: number,
   ): AsyncGenerator<RecordBatch> {
-    const connection = await this.connect(options.setup);
+    const { connection, release } = await this.lease(options.setup, options.session);
     const onAbort = (): void => connection.interrupt();
     options.signal?.addEventListener('abort', onAbort);
     try {
@@ -370,16 +433,16 @@ export class DuckDBEngine {
       }
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
-      connection.closeSync();
+      release();
     }
   }
 
   private async withPrepared<T>(
     sql: string,
-    setup: readonly string[] | undefined,
+    { setup, session }: Pick<RunOptions, 'setup' | 'session'>,
     use: (prepared: DuckDBPreparedStatement) => Promise<T>,
   ): Promise<T> {
-    const connection = await this.connect(setup);
+    const { connection, release } = await this.lease(setup, session);
     try {
       const prepared = await prepare(connection, sql);
       try {
@@ -391,7 +454,7 @@ export class DuckDBEngine {
         prepared.destroySync();
       }
     } finally {
-      connection.closeSync();
+      release();
     }
   }
 
@@ -405,6 +468,11 @@ export class DuckDBEngine {
     }
   }
 
+  /** A connection held for a transaction (see EngineSession). */
+  async openSession(): Promise<EngineSession> {
+    return new EngineSession(await this.connect());
+  }
+
   private async connect(setup: readonly string[] = []): Promise<DuckDBConnection> {
     if (this.closed) throw new EngineError('UNAVAILABLE', 'the query engine has been shut down');
     const connection = await this.instance.connect();
@@ -416,6 +484,21 @@ export class DuckDBEngine {
       throw sqlError(error);
     }
     return connection;
+  }
+
+  /** The session's connection (with the setup run on it), or a fresh one. */
+  private async lease(setup: readonly string[] = [], session?: EngineSession): Promise<Lease> {
+    if (!session) {
+      const connection = await this.connect(setup);
+      return { connection, release: () => connection.closeSync() };
+    }
+    if (session.isClosed) throw new EngineError('INVALID_ARGUMENT', 'the transaction has ended');
+    try {
+      for (const statement of setup) await session.connection.run(statement);
+    } catch (error) {
+      throw sqlError(error);
+    }
+    return { connection: session.connection, release: () => {} };
   }
 }
 
@@ -477,6 +560,14 @@ async function loadExtension(connection: DuckDBConnection, file: string): Promis
     await connection.run(`LOAD '${file.replaceAll("'", "''")}'`);
   } catch (error) {
     throw new EngineError('UNAVAILABLE', `cannot load the DuckDB extension ${file}: ${(error as Error).message}`);
+  }
+}
+
+async function attach(connection: DuckDBConnection, statement: string): Promise<void> {
+  try {
+    await connection.run(statement);
+  } catch (error) {
+    throw new EngineError('UNAVAILABLE', `cannot attach the DuckLake catalog: ${(error as Error).message}`);
   }
 }
 

@@ -1,6 +1,6 @@
 // Query engine: one sandboxed DuckDB database; statements in, Arrow record batches out.
 // Knows nothing of gRPC or of telemetry.
-export { DuckDBEngine, catalogName, quoteIdentifier } from './duckdb-engine.js';
+export { DuckDBEngine, EngineSession, catalogName, quoteIdentifier } from './duckdb-engine.js';
 export type { EngineOptions, FunctionDescription, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
 export { EngineError } from './errors.js';
 export { nativeExportProblem } from './native-export.js';
@@ -17,3 +17,4 @@ export {
   type DuckDBBuild,
 } from './extensions.js';
 export { nanosecondTimestamps } from './dialect.js';
+export { duckdbTypeOf } from './arrow-append.js';

@@ -36,7 +36,8 @@ export interface FlightSqlBackend<P = unknown> {
   getForeignKeys?(ctx: CallContext<P>, filter: ForeignKeyFilter): Promise<ForeignKeyInfo[]>;
   transactions?: TransactionSupport<P>;
   substrait?: SubstraitSupport<P>;
-  ingest?(ctx: CallContext<P>, request: IngestRequest, data: AsyncIterable<RecordBatch>): Promise<number>;
+  /** Bulk ingest; batches arrive as the client sends them (iterate them once, in order). */
+  ingest?(ctx: CallContext<P>, request: IngestRequest, data: IngestStream): Promise<number>;
   cancelQuery?(ctx: CallContext<P>, info: Uint8Array): Promise<CancelResult>;
 }
 
@@ -203,6 +204,12 @@ export interface IngestRequest {
   readonly ifExists: number;
   readonly transactionId?: Uint8Array;
   readonly options: ReadonlyMap<string, string>;
+}
+
+/** The Arrow stream of a CommandStatementIngest: its schema, then its batches as they come. */
+export interface IngestStream {
+  readonly schema: Schema;
+  readonly batches: AsyncIterable<RecordBatch>;
 }
 
 /** ActionCancelQueryResult.CancelResult. */

@@ -3,7 +3,7 @@ import type { Table } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, IngestRequest } from './backend.js';
 import { executeUpdate, toPlan } from './commands.js';
 import { invalidArgument, unimplemented } from './errors.js';
-import { readIpcMessages } from './ipc.js';
+import { readIpcMessages, readIpcStream } from './ipc.js';
 import { FlightSql, decodeSql, encode, unpackAny } from './proto.js';
 import { decodeHandle, encodeHandle } from './statement-handle.js';
 
@@ -13,33 +13,117 @@ interface FlightDataMessage {
   dataBody?: Uint8Array;
 }
 
+/** FlightData messages buffered ahead of the consumer before the call is paused (backpressure). */
+const readAhead = 8;
+
 /**
  * DoPut: statement updates, parameter binding for prepared statements, and ingest.
- * Results go in PutResult.app_metadata as raw (not Any-packed) messages.
+ * Results go in PutResult.app_metadata as raw (not Any-packed) messages. Ingest streams: its
+ * batches reach the backend as they arrive, the call paused while the backend is behind.
  */
 export async function handleDoPut<P>(
   backend: FlightSqlBackend<P>,
   ctx: CallContext<P>,
   call: grpc.ServerDuplexStream<unknown, unknown>,
 ): Promise<void> {
-  let cmd: Uint8Array | undefined;
-  const messages: Array<{ header: Uint8Array; body: Uint8Array }> = [];
-  // Events rather than `for await`: grpc-js server streams do not always end their async iterator.
-  await new Promise<void>((resolve, reject) => {
-    call.on('data', (data: FlightDataMessage) => {
-      cmd ??= data.flightDescriptor?.cmd;
-      if (data.dataHeader && data.dataHeader.byteLength > 0) {
-        messages.push({ header: data.dataHeader, body: data.dataBody ?? new Uint8Array(0) });
-      }
-    });
-    call.on('end', resolve);
-    call.on('error', reject);
-  });
+  const incoming = messageQueue(call);
+  const first = await incoming.next();
+  const cmd = first.done ? undefined : first.value.flightDescriptor?.cmd;
   const any = cmd ? unpackAny(cmd) : null;
   if (!any) throw invalidArgument('DoPut: the first message must carry a Flight SQL command descriptor');
-  const appMetadata = await putResult(backend, ctx, any.name, any.value, messages);
+  const data = (async function* (): AsyncGenerator<{ header: Uint8Array; body: Uint8Array }> {
+    if (!first.done) yield* withData([first.value]);
+    for await (const message of incoming) yield* withData([message]);
+  })();
+  let appMetadata: Uint8Array;
+  if (any.name === 'CommandStatementIngest') {
+    appMetadata = await ingestResult(backend, ctx, any.value, data);
+  } else {
+    const messages: Array<{ header: Uint8Array; body: Uint8Array }> = [];
+    for await (const message of data) messages.push(message);
+    appMetadata = await putResult(backend, ctx, any.name, any.value, messages);
+  }
   call.write({ appMetadata });
   call.end();
+}
+
+function* withData(messages: FlightDataMessage[]): Generator<{ header: Uint8Array; body: Uint8Array }> {
+  for (const m of messages) if (m.dataHeader && m.dataHeader.byteLength > 0) yield { header: m.dataHeader, body: m.dataBody ?? new Uint8Array(0) };
+}
+
+/**
+ * The call's messages as an async iterator. Events rather than `for await`: grpc-js server
+ * streams do not always end their async iterator. Pauses the call while `readAhead` messages wait.
+ */
+function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIterableIterator<FlightDataMessage> {
+  const queue: FlightDataMessage[] = [];
+  let ended = false;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const notify = (): void => {
+    wake?.();
+    wake = undefined;
+  };
+  call.on('data', (data: FlightDataMessage) => {
+    queue.push(data);
+    if (queue.length >= readAhead) call.pause();
+    notify();
+  });
+  call.on('end', () => {
+    ended = true;
+    notify();
+  });
+  call.on('error', (error) => {
+    failure = error;
+    notify();
+  });
+  const iterator: AsyncIterableIterator<FlightDataMessage> = {
+    async next(): Promise<IteratorResult<FlightDataMessage>> {
+      for (;;) {
+        if (failure) throw failure;
+        const message = queue.shift();
+        if (message) {
+          if (queue.length < readAhead / 2) call.resume();
+          return { value: message, done: false };
+        }
+        if (ended) return { value: undefined, done: true };
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+    },
+    [Symbol.asyncIterator]: () => iterator,
+  };
+  return iterator;
+}
+
+async function ingestResult<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  value: Uint8Array,
+  data: AsyncIterable<{ header: Uint8Array; body: Uint8Array }>,
+): Promise<Uint8Array> {
+  if (!backend.ingest) throw unimplemented('bulk ingestion (CommandStatementIngest)');
+  const m = decodeSql<{
+    tableDefinitionOptions?: { ifNotExist?: number; ifExists?: number };
+    table?: string;
+    schema?: string;
+    catalog?: string;
+    temporary?: boolean;
+    transactionId?: Uint8Array;
+    options?: Record<string, string>;
+  }>('CommandStatementIngest', value);
+  const request: IngestRequest = {
+    table: m.table ?? '',
+    schema: m.schema ?? null,
+    catalog: m.catalog ?? null,
+    temporary: m.temporary ?? false,
+    ifNotExist: m.tableDefinitionOptions?.ifNotExist ?? 0,
+    ifExists: m.tableDefinitionOptions?.ifExists ?? 0,
+    transactionId: m.transactionId,
+    options: new Map(Object.entries(m.options ?? {})),
+  };
+  const stream = await readIpcStream(data);
+  if (!stream) throw invalidArgument('CommandStatementIngest: the stream holds no Arrow schema');
+  return updateResult(await backend.ingest(ctx, request, stream));
 }
 
 async function putResult<P>(
@@ -71,33 +155,6 @@ async function putResult<P>(
       const parameters = parameterTable(messages) ?? handle.statement.parameters;
       const bound = { ...handle, statement: { ...handle.statement, parameters, prepared: true } } as typeof handle;
       return updateResult(await executeUpdate(backend, ctx, bound));
-    }
-    case 'CommandStatementIngest': {
-      if (!backend.ingest) throw unimplemented('bulk ingestion (CommandStatementIngest)');
-      const m = decodeSql<{
-        tableDefinitionOptions?: { ifNotExist?: number; ifExists?: number };
-        table?: string;
-        schema?: string;
-        catalog?: string;
-        temporary?: boolean;
-        transactionId?: Uint8Array;
-        options?: Record<string, string>;
-      }>(name, value);
-      const request: IngestRequest = {
-        table: m.table ?? '',
-        schema: m.schema ?? null,
-        catalog: m.catalog ?? null,
-        temporary: m.temporary ?? false,
-        ifNotExist: m.tableDefinitionOptions?.ifNotExist ?? 0,
-        ifExists: m.tableDefinitionOptions?.ifExists ?? 0,
-        transactionId: m.transactionId,
-        options: new Map(Object.entries(m.options ?? {})),
-      };
-      const table = readIpcMessages(messages);
-      async function* batches() {
-        if (table) yield* table.batches;
-      }
-      return updateResult(await backend.ingest(ctx, request, batches()));
     }
     default:
       throw unimplemented(`DoPut with ${name}`);

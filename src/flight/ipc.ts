@@ -1,4 +1,5 @@
-import { RecordBatch, RecordBatchReader, Table, type Data, type Schema } from 'apache-arrow';
+import { RecordBatch, RecordBatchReader, Table, type AsyncRecordBatchStreamReader, type Data, type Schema } from 'apache-arrow';
+import { invalidArgument } from './errors.js';
 import {
   DictionaryBatch as DictionaryBatchHeader,
   Message,
@@ -110,6 +111,45 @@ export function readIpcMessages(messages: ReadonlyArray<{ header: Uint8Array; bo
 }
 
 const pad8 = (n: number): number => (n + 7) & ~7;
+
+/**
+ * Reads an IPC stream as its (header, body) pairs arrive: the schema, then batches one at a time,
+ * each message copied into an aligned buffer of its own. Null when the stream has no schema.
+ * Malformed messages are INVALID_ARGUMENT.
+ */
+export async function readIpcStream(
+  messages: AsyncIterable<{ header: Uint8Array; body: Uint8Array }>,
+): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> } | null> {
+  async function* bytes(): AsyncGenerator<Uint8Array> {
+    for await (const m of messages) {
+      const headerLength = pad8(m.header.byteLength);
+      const out = new Uint8Array(8 + headerLength + pad8(m.body.byteLength));
+      const view = new DataView(out.buffer);
+      view.setInt32(0, -1, true);
+      view.setInt32(4, headerLength, true);
+      out.set(m.header, 8);
+      out.set(m.body, 8 + headerLength);
+      yield out;
+    }
+    yield new Uint8Array([255, 255, 255, 255, 0, 0, 0, 0]);
+  }
+  let reader: AsyncRecordBatchStreamReader;
+  try {
+    reader = (await RecordBatchReader.from(bytes())) as AsyncRecordBatchStreamReader;
+    await reader.open();
+  } catch (error) {
+    throw invalidArgument(`the Arrow stream cannot be read: ${(error as Error).message}`);
+  }
+  if (reader.closed || !reader.schema) return null;
+  async function* batches(): AsyncGenerator<RecordBatch> {
+    try {
+      for await (const batch of reader) yield batch as RecordBatch;
+    } catch (error) {
+      throw invalidArgument(`the Arrow stream cannot be read: ${(error as Error).message}`);
+    }
+  }
+  return { schema: reader.schema, batches: batches() };
+}
 
 function copyAligned(bytes: Uint8Array): Uint8Array {
   const out = new Uint8Array(bytes.byteLength);

@@ -40,6 +40,8 @@ export interface DaemonOptions {
   readonly retentionDays: number;
   /** How far back a DDL-defined view set without partitions is materialized when first seen (0: not). */
   readonly backfillSeconds?: number;
+  /** Deletes series-table rows past their set_retention (absent: no series tables here). */
+  readonly seriesRetention?: () => Promise<Array<{ table: string; deleted: number }>>;
   readonly passes?: readonly Pass[];
   readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
   readonly onOutcome?: (view: string, outcome: Outcome | 'failed') => void;
@@ -215,6 +217,9 @@ export class MaintenanceDaemon {
       `DELETE FROM lakehouse_partitions WHERE end_insert_time < ${horizon} RETURNING file_path, file_size`,
     );
     for (const row of retired.rows) if (row.file_path) await store.delete(row.file_path);
+    for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
+      if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
+    }
   }
 
   private schedule(pass: Pass): void {

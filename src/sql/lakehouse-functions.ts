@@ -136,14 +136,16 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, scope
     }
     case 'list_view_sets': {
       arity(name, args, 0);
-      const rows = lakehouse.views.all().map((v) =>
+      // Series tables are view sets too: no view maker, one global instance, no update group.
+      const series = lakehouse.tables ? [...(await lakehouse.tables.list()).values()] : [];
+      const rows = [...lakehouse.views.all(), ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null }))].map((v) =>
         [
           quoteLiteral(v.name),
           `from_hex('${schemaHash(v.columns).toString('hex')}')`,
           quoteLiteral(v.columns.map((c) => `${c.name} ${c.type}`).join(', ')),
           'false',
           'true',
-          String(v.updateGroup),
+          v.updateGroup === null ? 'NULL' : String(v.updateGroup),
         ].join(', '),
       );
       return table(

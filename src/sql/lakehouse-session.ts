@@ -13,6 +13,7 @@ import {
   type ViewSet,
 } from '../views/index.js';
 import type { QueryShape } from '../engine/index.js';
+import type { SeriesTables } from '../tables/index.js';
 
 /** What the lakehouse needs to answer queries: partitions in Postgres, files in the store, loaded view sets. */
 export interface Lakehouse {
@@ -21,6 +22,8 @@ export interface Lakehouse {
   readonly views: ViewRegistry;
   /** Keeps DDL-defined sets loaded; knows which stored definitions failed to load and why. */
   readonly loader?: ViewLoader;
+  /** Series tables, when the DuckLake catalog is attached. */
+  readonly tables?: SeriesTables;
 }
 
 /** The rows a key reads: admins every row, others their audiences (which always include public). */

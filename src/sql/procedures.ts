@@ -6,6 +6,7 @@ import { schemaHash } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
+import { SeriesStatementError } from '../tables/index.js';
 
 // Admin procedures: mutating lakehouse functions called as `SELECT * FROM f(...)`. They run
 // in Orrery, not in DuckDB, and stream their progress as (time, msg) rows as they go.
@@ -154,6 +155,24 @@ const procedureList: Record<string, Procedure> = {
       const ruleId = Number(args[0]);
       if (!Number.isInteger(ruleId)) throw invalid('remove_query_denial: rule_id must be an integer');
       yield (await ctx.denyRules.remove(ruleId)) ? `removed rule ${ruleId}` : `ERROR: no rule ${ruleId}`;
+    },
+  },
+  set_retention: {
+    params: ['table', 'keep'],
+    async *run(ctx, args) {
+      const p = procedureList.set_retention.params;
+      const tables = ctx.lakehouse.tables;
+      if (!tables) throw new FlightSqlError('UNIMPLEMENTED', 'set_retention: this server runs without series tables (see its start-up log)');
+      const keep = args[1];
+      if (typeof keep !== 'string' && typeof keep !== 'number' && typeof keep !== 'bigint') {
+        throw invalid(`set_retention: argument ${p[1]} must be an interval text ('30 days'), a count for integer time, or 'forever'`);
+      }
+      try {
+        yield await tables.setRetention(text(args, 0, 'set_retention', p), keep === 'forever' ? null : keep);
+      } catch (error) {
+        if (error instanceof SeriesStatementError) throw invalid(error.message);
+        throw error;
+      }
     },
   },
   retry_quarantined_blocks: {

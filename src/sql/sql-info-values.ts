@@ -18,8 +18,22 @@ const datetimeFunctions = [
   'time_bucket', 'to_timestamp',
 ];
 
-export function sqlInfo(version: string): SqlInfoValues {
+/** `transactions`: BeginTransaction / EndTransaction are answered (where series tables are). */
+export function sqlInfo(version: string, supports: { transactions: boolean }): SqlInfoValues {
   return new Map<number, SqlInfoValue>([
+    // SqlInfo 8 (FLIGHT_SQL_SERVER_TRANSACTION): 1 = transactions, no savepoints. ADBC begins one at
+    // connect when autocommit is off, which is why it stays 0 where nothing could be committed.
+    [8, supports.transactions ? 1 : 0],
+    ...(supports.transactions
+      ? ([
+          [10, true], // bulk ingestion (CommandStatementIngest) into series tables
+          [11, true], // ... inside a transaction too
+          [562, 3n], // default isolation: DuckDB's snapshot isolation, reported as REPEATABLE READ
+          [563, true], // transactions
+          [564, 1 << 3], // isolation levels offered: REPEATABLE READ
+          [572, true], // batch updates (executeBatch, executemany)
+        ] as Array<[number, SqlInfoValue]>)
+      : []),
     [0, 'Orrery'],
     [1, version],
     [2, '21.2.0'],

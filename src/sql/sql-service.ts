@@ -1,11 +1,14 @@
-import { Field, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, Int64, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
-import { StatementType, type DuckDBEngine, type RunOptions, type StatementDescription } from '../engine/index.js';
+import { StatementType, quoteIdentifier, type DuckDBEngine, type EngineSession, type RunOptions, type StatementDescription } from '../engine/index.js';
+import { attachesDatabases, ingest, lakeTable, namesLakeInternals, type SeriesTables } from '../tables/index.js';
 import {
   FlightSqlError,
   batchFromRows,
   type CallContext,
   type DbSchemaInfo,
+  type IngestRequest,
+  type IngestStream,
   type FlightSqlBackend,
   type PreparedStatementInfo,
   type QueryResult,
@@ -27,6 +30,8 @@ import { readerError } from './reader-errors.js';
 import { readerFunctionNames } from './reader-functions.js';
 import { checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
+import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } from './series-plans.js';
+import { Transactions } from './transactions.js';
 
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([new Field('time', new TimestampNanosecond('UTC'), false), new Field('msg', new Utf8(), false)]);
@@ -34,11 +39,15 @@ const progressSchema = new Schema([new Field('time', new TimestampNanosecond('UT
 /** What a CREATE or DROP MATERIALIZED VIEW answers: one row. */
 const ddlSchema = new Schema([new Field('view_set_name', new Utf8(), false), new Field('action', new Utf8(), false)]);
 
+/** What a write to a series table answers when run as a query: the rows changed, as DuckDB's DML does. */
+const countSchema = new Schema([new Field('Count', new Int64(), false)]);
+
 /** How a statement runs: on DuckDB, as an admin procedure, or as view set DDL, the last two run by Orrery itself. */
 type Plan =
   | { kind: 'engine'; sql: string; description: StatementDescription; options: RunOptions }
   | { kind: 'procedure'; call: TableFunctionCall; schema: Schema; scalar?: boolean }
-  | { kind: 'ddl'; statement: DdlStatement };
+  | { kind: 'ddl'; statement: DdlStatement }
+  | { kind: 'series'; write: SeriesWrite; session?: EngineSession };
 
 /** The lakehouse plus what its admin procedures and DDL need. */
 export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly lakehouse: Lakehouse; readonly ddl: DdlService };
@@ -51,13 +60,26 @@ export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly 
 export class SqlService implements FlightSqlBackend<Principal> {
   /** The functions non-admins may call, worked out once from the engine's own list. */
   private readerFunctions: Promise<ReadonlySet<string>> | undefined;
+  /** Flight SQL transactions, offered where series tables are (there is something to commit). */
+  readonly transactions?: Transactions;
 
   constructor(
     private readonly keyring: Keyring,
     private readonly engine: DuckDBEngine,
     private readonly serverVersion: string,
     private readonly backend?: LakehouseBackend,
-  ) {}
+  ) {
+    if (backend?.lakehouse.tables) this.transactions = new Transactions(engine);
+  }
+
+  private get tables(): SeriesTables | undefined {
+    return this.backend?.lakehouse.tables;
+  }
+
+  /** Rolls back open transactions. Idempotent. */
+  close(): void {
+    this.transactions?.close();
+  }
 
   private get lakehouse(): Lakehouse | undefined {
     return this.backend?.lakehouse;
@@ -77,6 +99,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
     const plan = await this.guarded(ctx, statement, () => this.plan(ctx, statement));
+    if (plan.kind === 'series') return countSchema;
     return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : plan.schema;
   }
 
@@ -85,6 +108,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const plan = await this.plan(ctx, statement);
       if (plan.kind === 'procedure') return { schema: plan.schema, batches: this.progress(plan, ctx.principal.name) };
       if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
+      if (plan.kind === 'series') {
+        const { write, session } = plan;
+        const counted = async function* (): AsyncGenerator<RecordBatch> {
+          yield batchFromRows(countSchema, [[BigInt(await write.run(session))]]);
+        };
+        return { schema: countSchema, batches: counted() };
+      }
       const options = { ...plan.options, signal: ctx.signal, limit: ctx.options.limit };
       const result = await this.engine.query(plan.sql, options, plan.description);
       return ctx.principal.admin ? result : { schema: result.schema, batches: this.guardedBatches(statement, result.batches) };
@@ -95,6 +125,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.guarded(ctx, statement, async () => {
       const plan = await this.plan(ctx, statement);
       if (plan.kind === 'engine') return this.engine.execute(plan.sql, plan.options);
+      if (plan.kind === 'series') return plan.write.run(plan.session);
       let rows = 0;
       const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
       for await (const batch of batches) rows += batch.numRows;
@@ -106,12 +137,40 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const plan = await this.guarded(ctx, statement, () => this.plan(ctx, statement));
     if (plan.kind === 'procedure') return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
     if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
+    if (plan.kind === 'series') {
+      const { sql, setup, parameterTypes } = plan.write;
+      const parameterSchema = parameterTypes
+        ? new Schema((await this.engine.describe(parameterTypes)).schema.fields.map((f, i) => new Field(`$${i + 1}`, f.type, true)))
+        : sql
+          ? (await this.engine.describe(sql, { setup, session: plan.session })).parameterSchema
+          : new Schema([]);
+      return { datasetSchema: countSchema, parameterSchema, isUpdate: true };
+    }
     const { description } = plan;
     return {
       datasetSchema: description.schema,
       parameterSchema: description.parameterSchema,
       isUpdate: !description.returnsRows,
     };
+  }
+
+  /** CommandStatementIngest into a series table, in the client's transaction or one of its own. */
+  async ingest(ctx: CallContext<Principal>, request: IngestRequest, data: IngestStream): Promise<number> {
+    const tables = this.tables;
+    if (!tables) throw new FlightSqlError('UNIMPLEMENTED', 'bulk ingestion needs series tables, which this server runs without (see its start-up log)');
+    if (request.temporary) throw new FlightSqlError('INVALID_ARGUMENT', 'ingest: temporary tables are not supported; ingest into a series table');
+    if ((request.catalog ?? 'orrery') !== 'orrery' || (request.schema ?? 'main') !== 'main') {
+      throw new FlightSqlError('INVALID_ARGUMENT', `ingest: series tables live in orrery.main, not ${request.catalog ?? 'orrery'}.${request.schema ?? 'main'}`);
+    }
+    if (!request.table) throw new FlightSqlError('INVALID_ARGUMENT', 'ingest: no table named');
+    const internal = namesLakeInternals(request.table);
+    if (internal) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: '${internal}' is internal to Orrery's series tables`);
+    await this.checkDenied(ctx, { query: `INSERT INTO ${quoteIdentifier(request.table)} /* bulk ingest */` }, null);
+    const session = request.transactionId && this.transactions ? this.transactions.session(ctx, request.transactionId) : undefined;
+    const { principal } = ctx;
+    const writer = { admin: principal.admin, audience: principal.audiences[0] ?? 'public' };
+    const mode = { ifNotExist: request.ifNotExist, ifExists: request.ifExists };
+    return inTransaction(this.engine, session, (s) => ingest(this.engine, tables, writer, request.table, mode, data, s));
   }
 
   async getCatalogs(): Promise<string[]> {
@@ -137,6 +196,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const arrowSchema = includeSchema ? (await this.engine.describe(emptyRelation(view.columns))).schema : undefined;
       tables.push({ catalog: 'orrery', schema: 'main', name: view.name, type: 'TABLE', arrowSchema });
     }
+    for (const table of (await this.tables?.list())?.values() ?? []) {
+      const arrowSchema = includeSchema ? (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema : undefined;
+      tables.push({ catalog: 'orrery', schema: 'main', name: table.name, type: 'TABLE', arrowSchema });
+    }
     return tables;
   }
 
@@ -149,7 +212,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   sqlInfo(): SqlInfoValues {
-    return sqlInfo(this.serverVersion);
+    return sqlInfo(this.serverVersion, { transactions: this.transactions !== undefined });
   }
 
   /**
@@ -159,11 +222,25 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<Plan> {
     const { principal } = ctx;
+    const internal = namesLakeInternals(statement.query);
+    if (internal) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: '${internal}' is internal to Orrery's series tables`);
+    if (attachesDatabases(statement.query)) {
+      throw new FlightSqlError('PERMISSION_DENIED', 'permission denied: ATTACH and DETACH are not available (Orrery attaches its own databases)');
+    }
+    const session = statement.transactionId && this.transactions ? this.transactions.session(ctx, statement.transactionId) : undefined;
     const ddl = this.backend ? parseDdlFor(principal, statement.query) : null;
     if (ddl) {
       await this.checkDenied(ctx, statement, null);
       if (!principal.admin) throw permissionDenied(principal);
       return { kind: 'ddl', statement: ddl };
+    }
+    const tables = this.tables;
+    if (tables) {
+      const write = await planSeriesWrite(this.engine, tables, principal, statement, (body) => this.checkReadable(body));
+      if (write) {
+        await this.checkDenied(ctx, statement, null);
+        return { kind: 'series', write, session };
+      }
     }
     const tree = await this.engine.parseSelect(statement.query);
     const shape = tree ? queryShape(tree) : null;
@@ -177,12 +254,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
       // run (preparing EXPORT DATABASE already creates its folder).
       if (!shape) throw selectOnly(principal);
-      const adminOnly = shape.tableFunctions.find((f) => adminFunctionNames.has(f.name.toLowerCase()));
-      if (adminOnly) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
-      await checkReaderQuery(shape, await this.readerCatalog());
+      await this.checkReadable(shape);
     }
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
-    const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup };
+    if (tables) setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
+    const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup, session };
     const sql = tree && nanosecondTimestamps(tree) ? await this.engine.deparse(tree) : statement.query;
     const description = dataFusionNames(await this.engine.describe(sql, options));
     if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
@@ -234,12 +310,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const readable = async (relation: RelationRef): Promise<boolean> => {
       const catalog = relation.catalog.toLowerCase();
       if ((catalog === '' || catalog === 'temp') && this.lakehouse?.views.get(relation.name)) return true;
+      if (catalog === '' && (await this.tables?.list())?.has(relation.name)) return true;
       if (catalog === 'temp') return false;
       tables ??= this.engine.tables();
       const name = relation.name.toLowerCase();
       return (await tables).some((t) => t.schema === 'main' && t.name.toLowerCase() === name);
     };
     return { tableFunctions: readableFunctionNames, functions, readable };
+  }
+
+  /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */
+  private async checkReadable(shape: QueryShape): Promise<void> {
+    const adminOnly = shape.tableFunctions.find((f) => adminFunctionNames.has(f.name.toLowerCase()));
+    if (adminOnly) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
+    await checkReaderQuery(shape, await this.readerCatalog());
   }
 
   private async checkDenied(ctx: CallContext<Principal>, statement: Statement, shape: QueryShape | null): Promise<void> {

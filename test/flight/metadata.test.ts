@@ -97,8 +97,8 @@ describe('metadata commands', () => {
     assert.deepEqual(rows, [[0, 0], [1, 0], [4, 1], [8, 3], [504, 0], [508, 4], [562, 2]]);
     assert.equal(value.get(0), 'Orrery');
     assert.equal(value.get(2), true);
-    assert.equal(value.get(3), 0);
-    assert.equal(value.get(6), 0n);
+    assert.equal(value.get(3), 1); // transactions (issue 12)
+    assert.equal(value.get(6), 3n); // default isolation REPEATABLE READ (issue 12)
   });
 
   it('GetSqlInfo with no ids lists 17 rows below 508, then the keyword and function lists', async () => {

@@ -1,0 +1,173 @@
+import type { Principal } from '../auth/index.js';
+import { queryShape, quoteIdentifier, type DuckDBEngine, type EngineSession, type QueryShape } from '../engine/index.js';
+import { FlightSqlError, type Statement } from '../flight/index.js';
+import {
+  SeriesStatementError,
+  lakeTable,
+  parseSeriesStatement,
+  splitTopLevel,
+  type SeriesStatement,
+  type SeriesTable,
+  type SeriesTables,
+} from '../tables/index.js';
+import { scopeOf } from './lakehouse-session.js';
+
+/** A write to a series table, ready to run: on a transaction's session, or in a transaction of its own. */
+export interface SeriesWrite {
+  /** The statement as DuckDB runs it, when it is one statement (its `?` are the client's). */
+  readonly sql?: string;
+  /**
+   * For an INSERT whose VALUES are all `?`: a query whose columns have the types of the columns the
+   * parameters fill, in order (DuckDB cannot type a `?` in VALUES; JDBC binds by the type it is told).
+   */
+  readonly parameterTypes?: string;
+  readonly setup: readonly string[];
+  run(session: EngineSession | undefined): Promise<number>;
+}
+
+const denied = (message: string): FlightSqlError => new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
+const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
+
+/** The temporary views through which a statement reads the series tables it names (all, when it names none in a way we can see). */
+export function seriesReadSetup(tables: SeriesTables, all: Map<string, SeriesTable>, principal: Principal, shape?: QueryShape): string[] {
+  const named = shape ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte)) : [...all.values()];
+  return tables.readViews(named, scopeOf(principal));
+}
+
+/**
+ * The plan of a statement that writes a series table, or null when the text is not one (a
+ * CREATE TABLE without a time column and statements on other tables run as before).
+ * `checkBody` applies the reader checks to an INSERT's SELECT for keys that are not admins.
+ */
+export async function planSeriesWrite(
+  engine: DuckDBEngine,
+  tables: SeriesTables,
+  principal: Principal,
+  statement: Statement,
+  checkBody: (shape: QueryShape) => Promise<void>,
+): Promise<SeriesWrite | null> {
+  let parsed: SeriesStatement | null;
+  try {
+    parsed = parseSeriesStatement(statement.query);
+  } catch (error) {
+    if (error instanceof SeriesStatementError) throw invalid(error.message);
+    throw error;
+  }
+  if (!parsed) return null;
+  const all = await tables.list();
+  const adminOnly = (): void => {
+    if (!principal.admin) throw denied(`key '${principal.name}' may only run SELECT statements`);
+  };
+  const wrap = async (work: () => Promise<number>): Promise<number> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof SeriesStatementError) throw invalid(error.message);
+      throw error;
+    }
+  };
+  if (parsed.kind === 'create') {
+    adminOnly();
+    const create = parsed;
+    return {
+      setup: [],
+      run: (session) =>
+        wrap(async () => {
+          if (await openTransactionless(engine, (own) => tables.create(create, own))) return 0;
+          // No time column: no series table, but a scratch table in memory, as before series tables.
+          return engine.execute(statement.query, { session });
+        }),
+    };
+  }
+  const table = all.get(parsed.table);
+  if (!table) return null;
+  const setup = seriesReadSetup(tables, all, principal);
+  if (parsed.kind === 'alter') {
+    adminOnly();
+    const action = parsed.action;
+    return { setup, run: () => wrap(async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0)) };
+  }
+  if (parsed.kind !== 'insert') adminOnly();
+  let bodyWidth = 0;
+  if (parsed.kind === 'insert') {
+    if (!principal.admin) {
+      const tree = await engine.parseSelect(parsed.body);
+      if (!tree) throw denied(`key '${principal.name}' may insert VALUES or the rows of a SELECT only`);
+      await checkBody(queryShape(tree));
+    }
+    bodyWidth = parsed.columns?.length ?? (await insertWidth(engine, parsed.body, setup));
+  }
+  let sql: string;
+  try {
+    sql = tables.rewrite(parsed, table, { admin: principal.admin, audience: principal.audiences[0] ?? 'public' }, bodyWidth);
+  } catch (error) {
+    if (error instanceof SeriesStatementError) throw invalid(error.message);
+    throw error;
+  }
+  const parameters = statement.parameters;
+  let parameterTypes: string | undefined;
+  if (parsed.kind === 'insert' && /^VALUES\s*(\(\s*\?(\s*,\s*\?)*\s*\)\s*,?\s*)+$/i.test(parsed.body)) {
+    const named = parsed.columns ?? table.columns.slice(0, bodyWidth).map((c) => c.name);
+    const rows = (parsed.body.match(/\?/g) ?? []).length / Math.max(1, named.length);
+    const columns = Array.from({ length: rows }, () => named.map((c) => quoteIdentifier(c))).flat();
+    parameterTypes = `SELECT ${columns.join(', ')} FROM ${lakeTable(table.name)} LIMIT 0`;
+  }
+  return {
+    sql,
+    parameterTypes,
+    setup,
+    // Several parameter rows (executemany, JDBC batches) are one transaction: one DuckLake snapshot.
+    run: (session) =>
+      parameters && parameters.numRows > 1
+        ? inTransaction(engine, session, (s) => engine.execute(sql, { parameters, setup, session: s }))
+        : engine.execute(sql, { parameters, setup, session }),
+  };
+}
+
+/** Runs work on a connection of its own (DDL runs in a transaction of its own, apart from the client's). */
+async function openTransactionless<T>(engine: DuckDBEngine, work: (session: EngineSession) => Promise<T>): Promise<T> {
+  const session = await engine.openSession();
+  try {
+    return await work(session);
+  } finally {
+    session.close();
+  }
+}
+
+/** Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds. */
+export async function inTransaction<T>(engine: DuckDBEngine, session: EngineSession | undefined, work: (session: EngineSession) => Promise<T>): Promise<T> {
+  if (session) return work(session);
+  return openTransactionless(engine, async (own) => {
+    await engine.execute('BEGIN TRANSACTION', { session: own });
+    try {
+      const result = await work(own);
+      await engine.execute('COMMIT', { session: own });
+      return result;
+    } catch (error) {
+      await engine.execute('ROLLBACK', { session: own }).catch(() => {});
+      throw error;
+    }
+  });
+}
+
+/**
+ * How many columns an INSERT's body gives. DuckDB cannot say for a body with unbound `?` (it
+ * reports one unknown column), so a VALUES body is counted from its first row instead.
+ */
+async function insertWidth(engine: DuckDBEngine, body: string, setup: readonly string[]): Promise<number> {
+  const values = /^VALUES\s*\(/i.exec(body);
+  if (values) {
+    const rest = body.slice(values[0].length);
+    let depth = 1;
+    let end = 0;
+    for (; end < rest.length && depth > 0; end++) {
+      const c = rest[end];
+      if (c === "'" || c === '"') end = rest.indexOf(c, end + 1);
+      else if (c === '(') depth++;
+      else if (c === ')') depth--;
+      if (end < 0) break;
+    }
+    if (depth === 0) return splitTopLevel(rest.slice(0, end - 1)).length;
+  }
+  return (await engine.describe(`SELECT * FROM (${body})`, { setup })).schema.fields.length;
+}

@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import type { Principal } from '../auth/index.js';
+import type { DuckDBEngine, EngineSession } from '../engine/index.js';
+import { FlightSqlError, type CallContext, type TransactionSupport } from '../flight/index.js';
+
+/** Open transactions a server holds at most (each is a DuckDB connection). */
+const maxOpen = 256;
+
+/**
+ * Flight SQL transactions: each is a DuckDB connection held between BeginTransaction and
+ * EndTransaction, inside `BEGIN TRANSACTION`; statements that carry its id run on it. Only the
+ * key that began one may use or end it. DuckLake commits all of it or none of it.
+ */
+export class Transactions implements TransactionSupport<Principal> {
+  readonly level = 1 as const;
+  private readonly open = new Map<string, { session: EngineSession; owner: string }>();
+  private closed = false;
+
+  constructor(private readonly engine: DuckDBEngine) {}
+
+  async begin(ctx: CallContext<Principal>): Promise<Uint8Array> {
+    if (this.closed) throw new FlightSqlError('UNAVAILABLE', 'the server is shutting down');
+    if (this.open.size >= maxOpen) throw new FlightSqlError('RESOURCE_EXHAUSTED', `too many open transactions (at most ${maxOpen})`);
+    const session = await this.engine.openSession();
+    try {
+      await this.engine.execute('BEGIN TRANSACTION', { session });
+    } catch (error) {
+      session.close();
+      throw error;
+    }
+    const id = randomBytes(16);
+    this.open.set(id.toString('hex'), { session, owner: ctx.principal.name });
+    return id;
+  }
+
+  async end(ctx: CallContext<Principal>, transactionId: Uint8Array, commit: boolean): Promise<void> {
+    const key = Buffer.from(transactionId).toString('hex');
+    const session = this.session(ctx, transactionId);
+    this.open.delete(key);
+    try {
+      await this.engine.execute(commit ? 'COMMIT' : 'ROLLBACK', { session });
+    } finally {
+      session.close();
+    }
+  }
+
+  /** The session of a transaction the caller began; an unknown or foreign id is INVALID_ARGUMENT. */
+  session(ctx: CallContext<Principal>, transactionId: Uint8Array): EngineSession {
+    const entry = this.open.get(Buffer.from(transactionId).toString('hex'));
+    if (!entry || entry.owner !== ctx.principal.name) {
+      throw new FlightSqlError('INVALID_ARGUMENT', 'unknown transaction id (it has ended, or was never begun by this key)');
+    }
+    return entry.session;
+  }
+
+  /** Rolls back every open transaction (their connections close). Idempotent. */
+  close(): void {
+    this.closed = true;
+    for (const { session } of this.open.values()) session.close();
+    this.open.clear();
+  }
+}

@@ -1,0 +1,287 @@
+import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
+import { lakeCatalog } from './lake-catalog.js';
+import { SeriesStatementError, splitTopLevel, unquote, type SeriesStatement } from './series-statements.js';
+
+/** The column Orrery adds to every series table: who may read a row. */
+export const audienceColumn = 'audience';
+
+export interface SeriesColumn {
+  readonly name: string;
+  /** DuckDB's type name. */
+  readonly type: string;
+}
+
+/** A series table as the DuckLake catalog holds it; Orrery's settings ride in the table comment. */
+export interface SeriesTable {
+  readonly name: string;
+  readonly columns: readonly SeriesColumn[];
+  readonly timeColumn: string;
+  /** set_retention: an interval (`30 days`) for a time column, a count for an integer one. */
+  readonly retention?: string;
+}
+
+/** Who writes: admins may set the audience; others' rows get their first audience. */
+export interface Writer {
+  readonly admin: boolean;
+  readonly audience: string;
+}
+
+/** The rows a reader sees: every row, or those of its audiences. */
+export type TableScope = { readonly kind: 'all' } | { readonly kind: 'audiences'; readonly audiences: readonly string[] };
+
+interface TableSettings {
+  time_column: string;
+  retention?: string;
+}
+
+const timeTypes = /^(TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|DATE)$/i;
+const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|HUGEINT)$/i;
+
+const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+
+/** A series table's name in the DuckLake catalog. */
+export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteIdentifier(name)}`;
+
+/**
+ * Series tables: tables clients write, kept in DuckLake (catalog in Orrery's Postgres, Parquet
+ * under the lake), read through views filtered by audience. Every process attached to the
+ * same catalog sees the same tables, so nothing is cached here.
+ */
+export class SeriesTables {
+  constructor(
+    private readonly engine: DuckDBEngine,
+    /** Names taken by view sets and static tables. */
+    private readonly reservedNames: () => ReadonlySet<string>,
+  ) {}
+
+  /** Every series table, by name. */
+  async list(session?: EngineSession): Promise<Map<string, SeriesTable>> {
+    const rows = await this.engine.values(
+      `SELECT t.table_name, t.comment, c.column_name, c.data_type
+       FROM duckdb_tables() t JOIN duckdb_columns() c USING (database_name, schema_name, table_name)
+       WHERE t.database_name = '${lakeCatalog}' AND t.schema_name = 'main'
+       ORDER BY t.table_name, c.column_index`,
+      session,
+    );
+    const tables = new Map<string, { columns: SeriesColumn[]; settings: TableSettings }>();
+    for (const [name, comment, column, type] of rows as string[][]) {
+      let entry = tables.get(name);
+      if (!entry) tables.set(name, (entry = { columns: [], settings: settingsOf(comment) }));
+      entry.columns.push({ name: column, type });
+    }
+    return new Map(
+      [...tables].map(([name, { columns, settings }]) => [
+        name,
+        { name, columns, timeColumn: settings.time_column, retention: settings.retention },
+      ]),
+    );
+  }
+
+  /** Temporary views that make the tables readable under their own names, filtered for the scope. */
+  readViews(tables: Iterable<SeriesTable>, scope: TableScope): string[] {
+    const filter =
+      scope.kind === 'all'
+        ? ''
+        : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
+    return [...tables].map(
+      (table) => `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT * FROM ${lakeTable(table.name)}${filter}`,
+    );
+  }
+
+  /**
+   * CREATE TABLE of a series table, in its own transaction: the table with the audience column
+   * added, its time column checked and recorded. Returns false, changing nothing, for a table
+   * without a time column (not a series table), which then runs as an ordinary statement.
+   */
+  async create(
+    statement: Extract<SeriesStatement, { kind: 'create' }>,
+    session: EngineSession,
+    { inTransaction = false }: { inTransaction?: boolean } = {},
+  ): Promise<boolean> {
+    const { table } = statement;
+    if (this.reservedNames().has(table)) throw new SeriesStatementError(`'${table}' is the name of a view set or static table`);
+    const existing = await this.list(session);
+    if (existing.has(table)) {
+      if (statement.ifNotExists) return true;
+      throw new SeriesStatementError(`series table '${table}' already exists`);
+    }
+    if (splitTopLevel(statement.columns).some((c) => unquote(c.trim().split(/\s+/)[0] ?? '') === audienceColumn)) {
+      throw new SeriesStatementError(`CREATE TABLE ${table}: the '${audienceColumn}' column is added by Orrery; leave it out`);
+    }
+    const work = async (): Promise<boolean> => {
+      await this.run(`CREATE TABLE ${lakeTable(table)} (${statement.columns}, ${audienceColumn} VARCHAR NOT NULL DEFAULT 'public')`, session);
+      const timeColumn = pickTimeColumn((await this.list(session)).get(table)!, statement.timeColumn);
+      if (!timeColumn) return false;
+      await this.writeSettings(table, { time_column: timeColumn }, session);
+      return true;
+    };
+    if (inTransaction) {
+      if (await work()) return true;
+      await this.run(`DROP TABLE ${lakeTable(table)}`, session);
+      return false;
+    }
+    await this.run('BEGIN TRANSACTION', session);
+    try {
+      const created = await work();
+      await this.run(created ? 'COMMIT' : 'ROLLBACK', session);
+      return created;
+    } catch (error) {
+      await this.run('ROLLBACK', session).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed). */
+  async alter(table: SeriesTable, action: string, session: EngineSession): Promise<void> {
+    const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
+    const rename = /^RENAME\s+(?:COLUMN\s+)?("(?:[^"]|"")+"|\w+)\s+TO\s+("(?:[^"]|"")+"|\w+)\s*$/i.exec(action);
+    const touched = drop ? unquote(drop[1]) : rename ? unquote(rename[1]) : undefined;
+    if (touched === audienceColumn) throw new SeriesStatementError(`the '${audienceColumn}' column of a series table cannot be dropped or renamed`);
+    if (drop && touched === table.timeColumn) {
+      throw new SeriesStatementError(`'${touched}' is the time column of '${table.name}' and cannot be dropped`);
+    }
+    if (!rename && !drop && !/^ADD\b/i.test(action)) throw new SeriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
+    await this.run('BEGIN TRANSACTION', session);
+    try {
+      await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);
+      if (rename && touched === table.timeColumn) {
+        await this.writeSettings(table.name, { time_column: unquote(rename[2]), retention: table.retention }, session);
+      }
+      await this.run('COMMIT', session);
+    } catch (error) {
+      await this.run('ROLLBACK', session).catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * set_retention: rows older than `keep` are deleted by the daemon (`applyRetention`). `keep` is
+   * an interval for a time column, a count of its units for an integer one; null keeps every row.
+   */
+  async setRetention(name: string, keep: string | number | bigint | null): Promise<string> {
+    const table = (await this.list()).get(name);
+    if (!table) throw new SeriesStatementError(`set_retention: series table '${name}' does not exist`);
+    const column = table.columns.find((c) => c.name === table.timeColumn);
+    const integer = column !== undefined && integerTypes.test(column.type);
+    let retention: string | undefined;
+    if (keep !== null) {
+      if (integer) {
+        if (!/^[1-9]\d*$/.test(String(keep))) throw new SeriesStatementError(`set_retention: '${name}' keeps integer time (${table.timeColumn}): give a positive count`);
+        retention = String(keep);
+      } else {
+        if (typeof keep !== 'string') throw new SeriesStatementError(`set_retention: '${name}' keeps time in ${table.timeColumn}: give an interval such as '30 days'`);
+        const [[positive]] = await this.engine.values(`SELECT TRY_CAST(${quoteLiteral(keep)} AS INTERVAL) > INTERVAL 0 SECOND`);
+        if (positive !== true) throw new SeriesStatementError(`set_retention: '${keep}' is not a positive interval`);
+        retention = keep;
+      }
+    }
+    const session = await this.engine.openSession();
+    try {
+      await this.writeSettings(name, { time_column: table.timeColumn, retention }, session);
+    } finally {
+      session.close();
+    }
+    return retention === undefined ? `${name} keeps every row` : `${name} keeps ${integer ? `the last ${retention} of ${table.timeColumn}` : retention}`;
+  }
+
+  /** Deletes, as ordinary DELETEs (which DuckLake's change feed shows), the rows past each table's retention. */
+  async applyRetention(): Promise<Array<{ table: string; deleted: number }>> {
+    const out: Array<{ table: string; deleted: number }> = [];
+    for (const table of (await this.list()).values()) {
+      if (!table.retention) continue;
+      const column = table.columns.find((c) => c.name === table.timeColumn);
+      if (!column) continue;
+      const target = lakeTable(table.name);
+      const time = quoteIdentifier(table.timeColumn);
+      const horizon = integerTypes.test(column.type)
+        ? `(SELECT max(${time}) FROM ${target}) - ${BigInt(table.retention)}`
+        : `now() - INTERVAL ${quoteLiteral(table.retention)}`;
+      out.push({ table: table.name, deleted: await this.engine.execute(`DELETE FROM ${target} WHERE ${time} < ${horizon}`) });
+    }
+    return out;
+  }
+
+  /**
+   * The SQL that runs a write on the DuckLake table. INSERT bodies are wrapped so that the
+   * audience column of a non-admin's rows is its audience, whatever the body says.
+   */
+  rewrite(statement: SeriesStatement, table: SeriesTable, writer: Writer, bodyWidth: number): string {
+    const target = lakeTable(table.name);
+    switch (statement.kind) {
+      case 'drop':
+        return `DROP TABLE ${target}`;
+      case 'update':
+        return `UPDATE ${target} ${statement.rest}`;
+      case 'delete':
+        return `DELETE FROM ${target}${statement.rest}`;
+      case 'truncate':
+        return `DELETE FROM ${target}`;
+      case 'insert':
+        return insertSql(statement, table, writer, bodyWidth);
+      default:
+        throw new Error(`rewrite: ${statement.kind} is not rewritten`);
+    }
+  }
+
+  private async writeSettings(table: string, settings: TableSettings, session: EngineSession): Promise<void> {
+    await this.run(`COMMENT ON TABLE ${lakeTable(table)} IS ${quoteLiteral(JSON.stringify(settings))}`, session);
+  }
+
+  private async run(sql: string, session: EngineSession): Promise<void> {
+    await this.engine.execute(sql, { session });
+  }
+}
+
+function settingsOf(comment: string | null): TableSettings {
+  try {
+    const parsed = JSON.parse(comment ?? '') as TableSettings;
+    if (typeof parsed.time_column === 'string') return parsed;
+  } catch {
+    // a table whose comment is not Orrery's: no time column known
+  }
+  return { time_column: '' };
+}
+
+/** The time column: the one named (which must be a timestamp, date or integer), else the only timestamp. */
+function pickTimeColumn(table: SeriesTable, named: string | undefined): string | null {
+  if (named !== undefined) {
+    const column = table.columns.find((c) => c.name === named) ?? table.columns.find((c) => c.name.toLowerCase() === named.toLowerCase());
+    if (!column) throw new SeriesStatementError(`time_column '${named}' is not a column of '${table.name}'`);
+    if (!timeTypes.test(column.type) && !integerTypes.test(column.type)) {
+      throw new SeriesStatementError(`time_column '${named}' is ${column.type}: it must be a TIMESTAMP, TIMESTAMPTZ, DATE or integer column`);
+    }
+    return column.name;
+  }
+  const candidates = table.columns.filter((c) => /^TIMESTAMP/i.test(c.type));
+  if (candidates.length > 1) {
+    throw new SeriesStatementError(
+      `'${table.name}' has several timestamp columns (${candidates.map((c) => c.name).join(', ')}): name one with WITH (time_column = '...')`,
+    );
+  }
+  return candidates[0]?.name ?? null;
+}
+
+/**
+ * INSERT INTO the lake table. The body's columns are named after the target columns they fill
+ * (the list given, or the table's columns in order); for a non-admin the audience column is then
+ * replaced, or added, with the writer's audience.
+ */
+function insertSql(statement: Extract<SeriesStatement, { kind: 'insert' }>, table: SeriesTable, writer: Writer, bodyWidth: number): string {
+  const known = new Map(table.columns.map((c) => [c.name.toLowerCase(), c.name]));
+  const named = (statement.columns ?? table.columns.slice(0, bodyWidth).map((c) => c.name)).map((c) => {
+    const column = known.get(c.toLowerCase());
+    if (!column) throw new SeriesStatementError(`column '${c}' is not in series table '${table.name}'`);
+    return column;
+  });
+  if (named.length !== bodyWidth) {
+    throw new SeriesStatementError(`INSERT INTO ${table.name}: ${named.length} columns named but the values have ${bodyWidth}`);
+  }
+  const target = lakeTable(table.name);
+  const list = (names: readonly string[]): string => names.map(quoteIdentifier).join(', ');
+  if (writer.admin) return `INSERT INTO ${target} (${list(named)}) SELECT * FROM (${statement.body}) AS __values(${list(named)})`;
+  const stamped = quoteLiteral(writer.audience);
+  const hasAudience = named.includes(audienceColumn);
+  const select = hasAudience ? `* REPLACE (${stamped} AS ${audienceColumn})` : `*, ${stamped}`;
+  const columns = hasAudience ? named : [...named, audienceColumn];
+  return `INSERT INTO ${target} (${list(columns)}) SELECT ${select} FROM (${statement.body}) AS __values(${list(named)})`;
+}

@@ -1,0 +1,232 @@
+// Issue 12: bulk ingest (CommandStatementIngest, as ADBC's adbc_ingest sends it), transactions
+// (BeginTransaction / EndTransaction) and prepared writes into series tables, over a real socket.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  Bool,
+  Field,
+  Float64,
+  Int32,
+  RecordBatch,
+  Schema,
+  Struct,
+  Table,
+  TimestampNanosecond,
+  Utf8,
+  makeData,
+  makeVector,
+  vectorFromArray,
+} from 'apache-arrow';
+import {
+  clientFor,
+  plainRows,
+  scalar,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestKey,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
+
+const admin: TestKey = { name: 'admin', key: 'admin-key-ingest-0001', audiences: ['ops'] };
+const teamA: TestKey = { name: 'team-a', key: 'team-a-key-ingest-0001', audiences: ['team-a'] };
+
+/** ADBC's ingest modes as TableDefinitionOptions (if_not_exist, if_exists). */
+const modes = {
+  create: { ifNotExist: 1, ifExists: 1 },
+  append: { ifNotExist: 2, ifExists: 2 },
+  replace: { ifNotExist: 1, ifExists: 3 },
+  createAppend: { ifNotExist: 1, ifExists: 2 },
+};
+
+async function ingest(client: TestFlightClient, table: string, mode: keyof typeof modes, data: Table, transactionId?: Uint8Array): Promise<number> {
+  const [meta] = await client.doPut(packAny('CommandStatementIngest', { table, tableDefinitionOptions: modes[mode], transactionId }), data);
+  return Number((FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number }).recordCount);
+}
+
+async function update(client: TestFlightClient, query: string, transactionId?: Uint8Array): Promise<number> {
+  const [meta] = await client.doPut(packAny('CommandStatementUpdate', { query, transactionId }));
+  return Number((FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number }).recordCount);
+}
+
+async function begin(client: TestFlightClient): Promise<Uint8Array> {
+  const [body] = await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+  const any = unpackAny(body)!;
+  return (FlightSql.ActionBeginTransactionResult.decode(any.value) as unknown as { transactionId: Uint8Array }).transactionId;
+}
+
+async function end(client: TestFlightClient, transactionId: Uint8Array, commit: boolean): Promise<void> {
+  await client.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: commit ? 1 : 2 }));
+}
+
+async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
+  try {
+    await call;
+  } catch (error) {
+    return error as { code: number; details: string };
+  }
+  throw new Error('the call was not refused');
+}
+
+/** `rows` deploys starting at `first`, in batches of `batchRows`. */
+function deploys(first: number, rows: number, batchRows = rows): Table {
+  const batches: RecordBatch[] = [];
+  for (let start = first; start < first + rows; start += batchRows) {
+    const n = Math.min(batchRows, first + rows - start);
+    const ids = Array.from({ length: n }, (_, i) => start + i);
+    batches.push(
+      new Table({
+        ts: makeVector({ type: new TimestampNanosecond('UTC'), data: BigInt64Array.from(ids, (i) => 1_714_557_600_000_000_000n + BigInt(i) * 1_000_000_000n) } as never),
+        service: vectorFromArray(ids.map((i) => `svc-${i % 3}`), new Utf8()),
+        version: vectorFromArray(ids.map((i) => (i % 5 === 0 ? null : `v${i}`)), new Utf8()),
+        duration: vectorFromArray(ids.map((i) => i / 4), new Float64()),
+        attempts: makeVector(BigInt64Array.from(ids, (i) => BigInt(i % 7))),
+        ok: vectorFromArray(ids.map((i) => i % 2 === 0), new Bool()),
+      } as never).batches[0],
+    );
+  }
+  return new Table(batches);
+}
+
+describe('series table ingest and transactions (issue 12)', () => {
+  let postgres: TestPostgres;
+  let lakeDir: string;
+  let orrery: InProcessOrrery;
+  let asAdmin: TestFlightClient;
+  let asTeamA: TestFlightClient;
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-ingest-lake-'));
+    orrery = await startRole('serve', sharedEnv({ keys: [admin, teamA], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }));
+    asAdmin = clientFor(orrery.flightPort, admin);
+    asTeamA = clientFor(orrery.flightPort, teamA);
+  });
+  after(async () => {
+    asAdmin?.close();
+    asTeamA?.close();
+    await orrery?.close();
+    await postgres?.close();
+    rmSync(lakeDir, { recursive: true, force: true });
+  });
+
+  it('mode create makes a series table from the stream (admin); the rows read back exactly', async () => {
+    assert.equal(await ingest(asAdmin, 'deploys', 'create', deploys(0, 10, 4)), 10);
+    assert.deepEqual(await plainRows(asAdmin, `SELECT column_name, column_type AS data_type FROM (DESCRIBE deploys)`), [
+      { column_name: 'ts', data_type: 'TIMESTAMP WITH TIME ZONE' },
+      { column_name: 'service', data_type: 'VARCHAR' },
+      { column_name: 'version', data_type: 'VARCHAR' },
+      { column_name: 'duration', data_type: 'DOUBLE' },
+      { column_name: 'attempts', data_type: 'BIGINT' },
+      { column_name: 'ok', data_type: 'BOOLEAN' },
+      { column_name: 'audience', data_type: 'VARCHAR' },
+    ]);
+    assert.deepEqual(
+      await plainRows(asAdmin, `SELECT epoch_ns(ts) AS ns, service, version, duration, attempts, ok, audience FROM deploys WHERE duration IN (0, 1.75) ORDER BY ts`),
+      [
+        { ns: 1_714_557_600_000_000_000, service: 'svc-0', version: null, duration: 0, attempts: 0, ok: true, audience: 'public' },
+        { ns: 1_714_557_607_000_000_000, service: 'svc-1', version: 'v7', duration: 1.75, attempts: 0, ok: false, audience: 'public' },
+      ],
+    );
+    assert.equal((await refusal(ingest(asAdmin, 'deploys', 'create', deploys(0, 1)))).code, 6);
+  });
+
+  it('any key appends; a non-admin cannot create or replace; its rows carry its audience', async () => {
+    assert.equal(await ingest(asTeamA, 'deploys', 'append', deploys(100, 5)), 5);
+    const withAudience = new Table({ ts: deploys(200, 1).getChild('ts')!, audience: vectorFromArray(['public'], new Utf8()) } as never);
+    assert.equal(await ingest(asTeamA, 'deploys', 'append', withAudience), 1);
+    assert.deepEqual(await plainRows(asAdmin, 'SELECT audience, count(*) AS n FROM deploys GROUP BY 1 ORDER BY 1'), [
+      { audience: 'public', n: 10 },
+      { audience: 'team-a', n: 6 },
+    ]);
+    assert.equal((await refusal(ingest(asTeamA, 'other', 'create', deploys(0, 1)))).code, 7);
+    assert.equal((await refusal(ingest(asTeamA, 'deploys', 'replace', deploys(0, 1)))).code, 7);
+    assert.equal((await refusal(ingest(asTeamA, 'missing', 'append', deploys(0, 1)))).code, 5);
+  });
+
+  it('a mistyped or unknown column is INVALID_ARGUMENT naming it, and nothing of the stream is written', async () => {
+    const before = await scalar(asAdmin, 'SELECT count(*) FROM deploys');
+    const mistyped = new Table({ ts: deploys(0, 2).getChild('ts')!, duration: vectorFromArray(['fast', 'slow'], new Utf8()) } as never);
+    const wrongType = await refusal(ingest(asAdmin, 'deploys', 'append', mistyped));
+    assert.equal(wrongType.code, 3);
+    assert.match(wrongType.details, /column 'duration': VARCHAR .* cannot be stored in DOUBLE/);
+    const unknown = new Table({ ts: deploys(0, 1).getChild('ts')!, colour: vectorFromArray(['red'], new Utf8()) } as never);
+    assert.match((await refusal(ingest(asAdmin, 'deploys', 'append', unknown))).details, /column 'colour' is not in series table 'deploys'/);
+    // A bad value in the last of several batches: the whole stream is rolled back.
+    const good = deploys(300, 4, 2);
+    const bad = new Table({ ts: deploys(400, 1).getChild('ts')!, audience: vectorFromArray([null], new Utf8()) } as never);
+    const mixed = new Table([
+      ...good.batches.map((b) => new RecordBatch(new Schema([b.schema.fields[0], new Field('audience', new Utf8(), true)]), makeData({
+        type: new Struct([b.schema.fields[0], new Field('audience', new Utf8(), true)]),
+        length: b.numRows,
+        nullCount: 0,
+        children: [b.getChildAt(0)!.data[0], vectorFromArray(Array.from({ length: b.numRows }, () => 'ops'), new Utf8()).data[0]],
+      }))),
+      ...bad.batches,
+    ]);
+    const failed = await refusal(ingest(asAdmin, 'deploys', 'append', mixed));
+    assert.equal(failed.code, 3);
+    assert.match(failed.details, /audience/);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), before);
+  });
+
+  it('mode replace swaps the table (admin); create_append creates or appends', async () => {
+    assert.equal(await ingest(asAdmin, 'deploys', 'replace', deploys(0, 3)), 3);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), 3);
+    assert.equal(await ingest(asAdmin, 'fresh', 'createAppend', deploys(0, 2)), 2);
+    assert.equal(await ingest(asAdmin, 'fresh', 'createAppend', deploys(2, 2)), 2);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM fresh'), 4);
+  });
+
+  it('transactions: what a transaction writes is seen by others only after COMMIT, and never after ROLLBACK', async () => {
+    const tx = await begin(asTeamA);
+    assert.equal(await update(asTeamA, `INSERT INTO deploys (ts, service) VALUES ('2024-06-01 00:00:00+00', 'tx-1')`, tx), 1);
+    assert.equal(await ingest(asTeamA, 'deploys', 'append', deploys(500, 3), tx), 3);
+    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM deploys WHERE service = 'tx-1' OR ts >= '2024-05-01 10:08:20+00'`), 0);
+    await end(asTeamA, tx, true);
+    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM deploys WHERE service = 'tx-1' OR ts >= '2024-05-01 10:08:20+00'`), 4);
+
+    const rolled = await begin(asAdmin);
+    assert.equal(await update(asAdmin, `DELETE FROM deploys`, rolled), 7);
+    assert.equal(await ingest(asAdmin, 'deploys', 'append', deploys(600, 2), rolled), 2);
+    await end(asAdmin, rolled, false);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), 7);
+    // A transaction is its key's alone, and ends once.
+    const mine = await begin(asAdmin);
+    assert.equal((await refusal(update(asTeamA, `INSERT INTO deploys (ts) VALUES (now())`, mine))).code, 3);
+    await end(asAdmin, mine, true);
+    assert.equal((await refusal(end(asAdmin, mine, true))).code, 3);
+  });
+
+  it('a prepared INSERT with several parameter rows (executemany) writes them all, as one transaction', async () => {
+    const prepared = await asTeamA.prepare('INSERT INTO deploys (ts, service, attempts) VALUES (?, ?, ?)');
+    assert.equal(prepared.isUpdate, true);
+    const parameters = new Table({
+      ts: vectorFromArray(['2024-07-01 00:00:00+00', '2024-07-02 00:00:00+00'], new Utf8()),
+      service: vectorFromArray(['p-1', 'p-2'], new Utf8()),
+      attempts: vectorFromArray([1, 2], new Int32()),
+    });
+    const [meta] = await asTeamA.doPut(packAny('CommandPreparedStatementUpdate', { preparedStatementHandle: prepared.handle }), parameters);
+    const result = FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number };
+    assert.equal(result.recordCount, 2);
+    assert.deepEqual(await plainRows(asAdmin, `SELECT service, attempts, audience FROM deploys WHERE service LIKE 'p-%' ORDER BY 1`), [
+      { service: 'p-1', attempts: 1, audience: 'team-a' },
+      { service: 'p-2', attempts: 2, audience: 'team-a' },
+    ]);
+  });
+
+  it('SqlInfo says transactions and ingest are supported, savepoints not', async () => {
+    const { table } = await asAdmin.command('CommandGetSqlInfo', { info: [8, 10, 11, 563, 572] });
+    const values = new Map(table.toArray().map((row) => [Number(row.info_name), row.value]));
+    assert.equal(values.get(8), 1);
+    assert.equal(values.get(10), true);
+    assert.equal(values.get(11), true);
+    assert.equal(values.get(563), true);
+    assert.equal(values.get(572), true);
+  });
+});
