@@ -1,5 +1,4 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import type pg from 'pg';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import { ConfigError, type Config } from './config.js';
@@ -41,8 +40,8 @@ export interface Orrery {
   readonly flightPort: number;
   readonly httpPort: number;
   readonly daemon?: MaintenanceDaemon;
-  /** The metadata pool, for embedding and tests. */
-  readonly db: pg.Pool;
+  /** The metadata store, for embedding and tests. */
+  readonly metadata: MetadataStore;
   readonly store: ObjectStore;
   close(): Promise<void>;
 }
@@ -100,7 +99,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     };
     const extensions = await lakeExtensions(config, log);
     if (extensions.files.length > 0) {
-      await prepareLakeMetadata(metadata.pool);
+      await prepareLakeMetadata(metadata);
       // DuckLake creates a table's folder, not the folders above it.
       const tablesDir = join(store.root, 'tables');
       mkdirSync(tablesDir, { recursive: true });
@@ -111,7 +110,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const seriesNames = (): Set<string> => new Set([...reservedNames, ...views.all().map((v) => v.name)]);
     closers.push(() => maintenanceEngine.close());
     const loader = new ViewLoader({
-      db: metadata.pool,
+      db: metadata,
       engine: maintenanceEngine,
       registry: views,
       builtins: builtinViewSets,
@@ -122,9 +121,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     await loader.load();
     loader.start();
     closers.push(() => loader.close());
-    const lakehouse = { db: metadata.pool, store, views, loader };
+    const lakehouse = { db: metadata, store, views, loader };
     const materializer = new Materializer({
-      db: metadata.pool,
+      db: metadata,
       store,
       engine: maintenanceEngine,
       viewSet: (name) => views.get(name),
@@ -132,7 +131,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       version,
       log,
     });
-    metrics.countQuarantinedBlocksWith(() => quarantineCounts(metadata.pool));
+    metrics.countQuarantinedBlocksWith(() => quarantineCounts(metadata));
 
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;
@@ -140,9 +139,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const { engine, lake } = await createEngine(engineOptions, extensions, log);
       closers.push(() => engine.close());
       const tables = lake ? new SeriesTables(engine, seriesNames) : undefined;
-      const denyRules = new DenyRules(metadata.pool, engine);
+      const denyRules = new DenyRules(metadata, engine);
       const ddl = new DdlService({
-        db: metadata.pool,
+        db: metadata,
         engine,
         registry: views,
         loader,
@@ -163,7 +162,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     }
     if (role !== 'serve') {
       daemon = new MaintenanceDaemon({
-        db: metadata.pool,
+        db: metadata,
         store,
         materializer,
         viewSets: () => views.all(),
@@ -181,11 +180,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const http = new HttpServer({
       address: config.httpAddress,
       keyring,
-      ingestion: role !== 'maintain' ? new IngestionService(metadata.pool, store, metrics) : undefined,
+      ingestion: role !== 'maintain' ? new IngestionService(metadata, store, metrics) : undefined,
       metrics,
       maxBodyBytes: config.maxBodyBytes,
       readiness: async () => {
-        await metadata.pool.query('SELECT 1');
+        await metadata.query('SELECT 1');
         await store.list('.ready-probe');
       },
       log,
@@ -196,7 +195,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     if (connectHint) log('info', connectHint);
     started = true;
     let closing: Promise<void> | undefined;
-    return { flightPort, httpPort, daemon, db: metadata.pool, store, close: () => (closing ??= closeAll()) };
+    return { flightPort, httpPort, daemon, metadata, store, close: () => (closing ??= closeAll()) };
   } catch (error) {
     await closeAll();
     throw error;

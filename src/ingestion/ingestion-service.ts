@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type pg from 'pg';
+import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import {
@@ -32,7 +32,7 @@ const text = (value: unknown): string | null => (typeof value === 'string' && va
  */
 export class IngestionService {
   constructor(
-    private readonly db: pg.Pool,
+    private readonly db: MetadataStore,
     private readonly store: ObjectStore,
     private readonly metrics?: OrreryMetrics,
   ) {}
@@ -50,20 +50,13 @@ export class IngestionService {
     // Rows in one order (processes, streams, blocks, each by id), so concurrent requests naming the same
     // processes wait on each other instead of deadlocking.
     const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-    const client = await this.db.connect();
-    let stored = 0;
-    try {
-      await client.query('BEGIN');
-      for (const block of uniqueBy(blocks, (b) => b.processId).sort((a, b) => byId(a.processId, b.processId))) await insertProcess(client, block, audience);
-      for (const block of uniqueBy(blocks, (b) => b.streamId).sort((a, b) => byId(a.streamId, b.streamId))) await insertStream(client, signal, block);
-      for (const block of [...blocks].sort((a, b) => byId(a.blockId, b.blockId))) stored += await insertBlock(client, block, audience);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    const stored = await this.db.transaction(async (tx) => {
+      let count = 0;
+      for (const block of uniqueBy(blocks, (b) => b.processId).sort((a, b) => byId(a.processId, b.processId))) await insertProcess(tx, block, audience);
+      for (const block of uniqueBy(blocks, (b) => b.streamId).sort((a, b) => byId(a.streamId, b.streamId))) await insertStream(tx, signal, block);
+      for (const block of [...blocks].sort((a, b) => byId(a.blockId, b.blockId))) count += await insertBlock(tx, block, audience);
+      return count;
+    });
     this.metrics?.ingestedRecords.inc({ signal }, stored);
     return stored;
   }
@@ -108,7 +101,7 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
   return { ...block, processId, streamId, blockId, payload };
 }
 
-async function insertProcess(client: pg.PoolClient, block: StoredBlock, audience: string): Promise<void> {
+async function insertProcess(client: MetadataQueries, block: StoredBlock, audience: string): Promise<void> {
   const r = block.resource;
   await client.query(
     `INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
@@ -127,7 +120,7 @@ async function insertProcess(client: pg.PoolClient, block: StoredBlock, audience
   );
 }
 
-async function insertStream(client: pg.PoolClient, signal: OtlpSignal, block: StoredBlock): Promise<void> {
+async function insertStream(client: MetadataQueries, signal: OtlpSignal, block: StoredBlock): Promise<void> {
   await client.query(
     `INSERT INTO streams (stream_id, process_id, tags, properties, format) VALUES ($1, $2, $3, '{}', $4)
      ON CONFLICT (stream_id) DO NOTHING`,
@@ -136,7 +129,7 @@ async function insertStream(client: pg.PoolClient, signal: OtlpSignal, block: St
 }
 
 /** Inserts a block's row; returns its record count, or 0 when it was already stored. */
-async function insertBlock(client: pg.PoolClient, block: StoredBlock, audience: string): Promise<number> {
+async function insertBlock(client: MetadataQueries, block: StoredBlock, audience: string): Promise<number> {
   const inserted = await client.query(
     `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
                          object_offset, payload_size, audience)

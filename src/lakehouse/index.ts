@@ -1,15 +1,21 @@
-// The lake: objects (payloads, Parquet partitions) and the partitions table that indexes them.
+// The lake: objects (payloads, Parquet partitions), the partitions table that indexes them and the
+// retired files awaiting deletion (both tables are written only through this component).
 export { FileObjectStore, objectStoreFromUri, type ObjectStore } from './object-store.js';
 export {
   allPartitions,
   commitPartition,
   commitPartitions,
   decodeCount,
+  deleteExpiredFiles,
+  deletePartitionsOlderThan,
   encodeCount,
   partitionsOverlapping,
   queryablePartitions,
   retireEverything,
+  retireExactly,
+  retireFile,
   retireInside,
+  retirePartition,
   type Partition,
 } from './partitions.js';
 export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';

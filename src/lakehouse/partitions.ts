@@ -1,5 +1,10 @@
-import type pg from 'pg';
+import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
+import type { ObjectStore } from './object-store.js';
 import { nanosToPg, pgNanos } from './time.js';
+
+// The lakehouse_partitions and temporary_files tables are written here and nowhere else: a
+// partition leaves the first only by moving its file to the second, which queues the file's
+// deletion once running queries are done with it.
 
 /** A row of lakehouse_partitions: one Parquet file (or an empty range) of a view instance. */
 export interface Partition {
@@ -70,7 +75,7 @@ export function decodeCount(hash: Buffer | null): bigint {
 
 /** Partitions of a view instance with the given schema hash overlapping an insert range. */
 export async function partitionsOverlapping(
-  db: pg.Pool | pg.PoolClient,
+  db: MetadataQueries,
   view: string,
   instance: string,
   schemaHash: Buffer,
@@ -89,7 +94,7 @@ export async function partitionsOverlapping(
 
 /** Non-empty partitions a query reads: current schema hash, optionally pruned by event time. */
 export async function queryablePartitions(
-  db: pg.Pool,
+  db: MetadataQueries,
   view: string,
   instance: string,
   schemaHash: Buffer,
@@ -115,7 +120,7 @@ export async function queryablePartitions(
 }
 
 /** Every partition, for list_partitions(). */
-export async function allPartitions(db: pg.Pool): Promise<Partition[]> {
+export async function allPartitions(db: MetadataQueries): Promise<Partition[]> {
   const { rows } = await db.query<PartitionRow>(`SELECT ${columns} FROM lakehouse_partitions ORDER BY view_set_name, view_instance_id, begin_insert_time`);
   return rows.map(fromRow);
 }
@@ -126,8 +131,8 @@ export async function allPartitions(db: pg.Pool): Promise<Partition[]> {
  * are queued for deletion after `retireDelaySeconds`, so running queries can finish.
  * Returns the object keys retired.
  */
-export async function commitPartition(pool: pg.Pool, partition: Partition, retireDelaySeconds: number): Promise<string[]> {
-  return commitPartitions(pool, [partition], { begin: partition.beginInsertTime, end: partition.endInsertTime }, retireDelaySeconds);
+export async function commitPartition(metadata: MetadataStore, partition: Partition, retireDelaySeconds: number): Promise<string[]> {
+  return commitPartitions(metadata, [partition], { begin: partition.beginInsertTime, end: partition.endInsertTime }, retireDelaySeconds);
 }
 
 /**
@@ -135,30 +140,22 @@ export async function commitPartition(pool: pg.Pool, partition: Partition, retir
  * partition inside `replacing` (a wider partition split in pieces), in one transaction.
  */
 export async function commitPartitions(
-  pool: pg.Pool,
+  metadata: MetadataStore,
   partitions: readonly Partition[],
   replacing: { begin: bigint; end: bigint },
   retireDelaySeconds: number,
 ): Promise<string[]> {
   const [first] = partitions;
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`partition:${first.viewSetName}:${first.viewInstanceId}`]);
-    const retired = await retireInside(client, first.viewSetName, first.viewInstanceId, replacing.begin, replacing.end, retireDelaySeconds, first.schemaHash);
-    for (const partition of partitions) await insertPartition(client, partition);
-    await client.query('COMMIT');
+  return metadata.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`partition:${first.viewSetName}:${first.viewInstanceId}`]);
+    const retired = await retireInside(tx, first.viewSetName, first.viewInstanceId, replacing.begin, replacing.end, retireDelaySeconds, first.schemaHash);
+    for (const partition of partitions) await insertPartition(tx, partition);
     return retired;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
-async function insertPartition(client: pg.PoolClient, partition: Partition): Promise<void> {
-  await client.query(
+async function insertPartition(db: MetadataQueries, partition: Partition): Promise<void> {
+  await db.query(
     `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, min_event_time,
        max_event_time, updated, file_path, file_size, file_schema_hash, source_data_hash, num_rows, sort_order)
      VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10, $11, $12)`,
@@ -179,9 +176,25 @@ async function insertPartition(client: pg.PoolClient, partition: Partition): Pro
   );
 }
 
-/** Retires the partitions of a view instance inside an insert range (any schema hash unless given). */
+/**
+ * Deletes the partitions `where` selects (over lakehouse_partitions, parameters from $2 on) and
+ * queues their files for deletion after `retireDelaySeconds`; returns the files retired, in
+ * insert-time order, and how many partitions (empty ones included) went.
+ */
+async function retireWhere(db: MetadataQueries, where: string, params: unknown[], retireDelaySeconds: number): Promise<{ files: string[]; partitions: number }> {
+  const { rows } = await db.query<{ file_path: string | null }>(
+    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE ${where} RETURNING file_path, file_size, begin_insert_time)
+     , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
+         SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $1) FROM gone WHERE file_path IS NOT NULL)
+     SELECT file_path FROM gone ORDER BY begin_insert_time, file_path`,
+    [retireDelaySeconds, ...params],
+  );
+  return { files: rows.flatMap((r) => (r.file_path === null ? [] : [r.file_path])), partitions: rows.length };
+}
+
+/** Retires the partitions of a view instance inside an insert range (any schema hash unless given); returns their files. */
 export async function retireInside(
-  client: pg.PoolClient,
+  db: MetadataQueries,
   view: string,
   instance: string,
   begin: bigint,
@@ -189,34 +202,50 @@ export async function retireInside(
   retireDelaySeconds: number,
   schemaHash?: Buffer,
 ): Promise<string[]> {
-  const params: unknown[] = [view, instance, nanosToPg(begin), nanosToPg(end)];
-  if (schemaHash) params.push(schemaHash);
-  const { rows } = await client.query<{ file_path: string | null; file_size: string | null }>(
-    `DELETE FROM lakehouse_partitions
-      WHERE view_set_name = $1 AND view_instance_id = $2 AND begin_insert_time >= $3 AND end_insert_time <= $4
-        ${schemaHash ? 'AND file_schema_hash = $5' : ''}
-      RETURNING file_path, file_size`,
-    params,
-  );
-  const files = rows.filter((r) => r.file_path !== null) as Array<{ file_path: string; file_size: string | null }>;
-  for (const file of files) {
-    await client.query(`INSERT INTO temporary_files (file_path, file_size, expiration) VALUES ($1, $2, now() + make_interval(secs => $3))`, [
-      file.file_path,
-      file.file_size ?? 0,
-      retireDelaySeconds,
-    ]);
-  }
-  return files.map((f) => f.file_path);
+  const where = `view_set_name = $2 AND view_instance_id = $3 AND begin_insert_time >= $4 AND end_insert_time <= $5${schemaHash ? ' AND file_schema_hash = $6' : ''}`;
+  const params: unknown[] = [view, instance, nanosToPg(begin), nanosToPg(end), ...(schemaHash ? [schemaHash] : [])];
+  return (await retireWhere(db, where, params, retireDelaySeconds)).files;
 }
 
-/** Retires every partition of a view set, all instances and schemas (DROP MATERIALIZED VIEW). */
-export async function retireEverything(client: pg.PoolClient, view: string, retireDelaySeconds: number): Promise<number> {
-  const { rows } = await client.query<{ file_path: string | null }>(
-    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE view_set_name = $1 RETURNING file_path, file_size)
-     , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
-         SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $2) FROM gone WHERE file_path IS NOT NULL)
-     SELECT file_path FROM gone`,
-    [view, retireDelaySeconds],
+/** Retires the partition of a view instance covering exactly [begin, end) (any schema hash); false when there is none. */
+export async function retireExactly(db: MetadataQueries, view: string, instance: string, begin: bigint, end: bigint, retireDelaySeconds: number): Promise<boolean> {
+  const where = 'view_set_name = $2 AND view_instance_id = $3 AND begin_insert_time = $4 AND end_insert_time = $5';
+  return (await retireWhere(db, where, [view, instance, nanosToPg(begin), nanosToPg(end)], retireDelaySeconds)).partitions > 0;
+}
+
+/** Retires one partition as listed (its view instance, range and schema hash); false when it is already gone. */
+export async function retirePartition(db: MetadataQueries, partition: Partition, retireDelaySeconds: number): Promise<boolean> {
+  const where = 'view_set_name = $2 AND view_instance_id = $3 AND file_schema_hash = $4 AND begin_insert_time = $5 AND end_insert_time = $6';
+  const params = [partition.viewSetName, partition.viewInstanceId, partition.schemaHash, nanosToPg(partition.beginInsertTime), nanosToPg(partition.endInsertTime)];
+  return (await retireWhere(db, where, params, retireDelaySeconds)).partitions > 0;
+}
+
+/** Retires the partition whose file is `path`; false when no partition has it. */
+export async function retireFile(db: MetadataQueries, path: string, retireDelaySeconds: number): Promise<boolean> {
+  return (await retireWhere(db, 'file_path = $2', [path], retireDelaySeconds)).partitions > 0;
+}
+
+/** Retires every partition of a view set, all instances and schemas (DROP MATERIALIZED VIEW); returns how many. */
+export async function retireEverything(db: MetadataQueries, view: string, retireDelaySeconds: number): Promise<number> {
+  return (await retireWhere(db, 'view_set_name = $2', [view], retireDelaySeconds)).partitions;
+}
+
+/** Deletes the retired files whose delay has passed, from the store and from temporary_files; returns how many. */
+export async function deleteExpiredFiles(db: MetadataQueries, store: ObjectStore): Promise<number> {
+  const { rows } = await db.query<{ file_path: string }>('DELETE FROM temporary_files WHERE expiration < now() RETURNING file_path');
+  for (const row of rows) await store.delete(row.file_path);
+  return rows.length;
+}
+
+/**
+ * Retention: deletes the partitions whose insert range ended more than `days` ago, with their
+ * files at once (what they cover is past retention, so no query may read it any more).
+ */
+export async function deletePartitionsOlderThan(db: MetadataQueries, store: ObjectStore, days: number): Promise<number> {
+  const { rows } = await db.query<{ file_path: string | null }>(
+    'DELETE FROM lakehouse_partitions WHERE end_insert_time < now() - make_interval(days => $1) RETURNING file_path',
+    [Math.floor(days)],
   );
+  for (const row of rows) if (row.file_path) await store.delete(row.file_path);
   return rows.length;
 }

@@ -1,5 +1,5 @@
-import type pg from 'pg';
-import { nanosToIso, payloadKey, secondsToNanos, type ObjectStore } from '../lakehouse/index.js';
+import type { MetadataStore } from '../metadata/index.js';
+import { deleteExpiredFiles, deletePartitionsOlderThan, nanosToIso, payloadKey, secondsToNanos, type ObjectStore } from '../lakehouse/index.js';
 import type { InsertRange, ViewSet } from '../views/index.js';
 import type { Materializer, Outcome } from './materializer.js';
 
@@ -32,7 +32,7 @@ export const defaultPasses: readonly Pass[] = [
 ];
 
 export interface DaemonOptions {
-  readonly db: pg.Pool;
+  readonly db: MetadataStore;
   readonly store: ObjectStore;
   readonly materializer: Materializer;
   /** The view sets to maintain, read at each pass (definitions reload while running). */
@@ -170,20 +170,17 @@ export class MaintenanceDaemon {
     }
   }
 
-  /** Materializes one range unless another daemon holds it. */
+  /**
+   * Materializes one range unless another daemon (or pass) holds it. The lock is held on the
+   * metadata store's lock connection, so the materializer has the whole pool for its work.
+   */
   async materializeLocked(view: ViewSet, range: InsertRange, force = false): Promise<Outcome | 'busy' | 'failed'> {
-    const client = await this.options.db.connect();
     const key = `materialize:${view.name}:${range.begin}:${range.end}`;
     try {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [key]);
-      if (!rows[0].locked) return 'busy';
-      try {
-        const outcome = await this.options.materializer.materialize(view, range, force);
-        this.options.onOutcome?.(view.name, outcome);
-        return outcome;
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [key]);
-      }
+      const outcome = await this.options.db.locks.tryWhileHolding(key, () => this.options.materializer.materialize(view, range, force));
+      if (outcome === undefined) return 'busy';
+      this.options.onOutcome?.(view.name, outcome);
+      return outcome;
     } catch (error) {
       if ((error as { code?: unknown }).code === overlappingPartition) {
         // Another daemon committed a partition overlapping this range (ranges of different passes
@@ -195,17 +192,14 @@ export class MaintenanceDaemon {
       this.options.log('error', `materializing ${view.name} failed`, error);
       this.options.onOutcome?.(view.name, 'failed');
       return 'failed';
-    } finally {
-      client.release();
     }
   }
 
   /** Deletes retired files past their delay, then data older than the retention period. */
   async housekeeping(): Promise<void> {
-    const { db, store } = this.options;
-    const { rows } = await db.query<{ file_path: string }>('DELETE FROM temporary_files WHERE expiration < now() RETURNING file_path');
-    for (const row of rows) await store.delete(row.file_path);
-    const horizon = `now() - make_interval(days => ${Math.floor(this.options.retentionDays)})`;
+    const { db, store, retentionDays } = this.options;
+    await deleteExpiredFiles(db, store);
+    const horizon = `now() - make_interval(days => ${Math.floor(retentionDays)})`;
     const expired = await db.query<{ process_id: string; stream_id: string; block_id: string }>(
       `DELETE FROM blocks WHERE insert_time < ${horizon} RETURNING process_id::text, stream_id::text, block_id::text`,
     );
@@ -213,10 +207,7 @@ export class MaintenanceDaemon {
     await db.query('DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)');
     await db.query(`DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`);
     await db.query(`DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`);
-    const retired = await db.query<{ file_path: string | null; file_size: string | null }>(
-      `DELETE FROM lakehouse_partitions WHERE end_insert_time < ${horizon} RETURNING file_path, file_size`,
-    );
-    for (const row of retired.rows) if (row.file_path) await store.delete(row.file_path);
+    await deletePartitionsOlderThan(db, store, retentionDays);
     for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
       if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
     }

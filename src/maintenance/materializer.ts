@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type pg from 'pg';
+import type { MetadataStore } from '../metadata/index.js';
 import { EngineError, type DuckDBEngine } from '../engine/index.js';
 import {
   commitPartition,
@@ -33,7 +33,7 @@ import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sourc
 export type Outcome = 'created' | 'merged' | 'up to date' | 'skipped';
 
 export interface MaterializerOptions {
-  readonly db: pg.Pool;
+  readonly db: MetadataStore;
   readonly store: ObjectStore;
   /** A DuckDB engine whose readable folder is the lake. */
   readonly engine: DuckDBEngine;

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataQueries } from '../metadata/index.js';
 import { pgNanos } from '../lakehouse/index.js';
 
 // Quarantined blocks: blocks whose payload a view set's extract could not read. They are left out of
@@ -21,7 +21,7 @@ export interface QuarantinedBlock {
 }
 
 /** Records a block as unreadable for a view set (once: a second failure keeps the first record). */
-export async function quarantine(db: pg.Pool, block: { blockId: string; insertTime: string }, viewSet: string, error: string, version: string): Promise<void> {
+export async function quarantine(db: MetadataQueries, block: { blockId: string; insertTime: string }, viewSet: string, error: string, version: string): Promise<void> {
   await db.query(
     `INSERT INTO quarantined_blocks (block_id, view_set_name, insert_time, error, orrery_version) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (block_id, view_set_name) DO NOTHING`,
@@ -30,7 +30,7 @@ export async function quarantine(db: pg.Pool, block: { blockId: string; insertTi
 }
 
 /** Every quarantined block, oldest first. */
-export async function quarantinedBlocks(db: pg.Pool): Promise<QuarantinedBlock[]> {
+export async function quarantinedBlocks(db: MetadataQueries): Promise<QuarantinedBlock[]> {
   const { rows } = await db.query<{
     block_id: string;
     view_set_name: string;
@@ -61,7 +61,7 @@ export async function quarantinedBlocks(db: pg.Pool): Promise<QuarantinedBlock[]
 }
 
 /** How many blocks each view set has quarantined. */
-export async function quarantineCounts(db: pg.Pool): Promise<Map<string, number>> {
+export async function quarantineCounts(db: MetadataQueries): Promise<Map<string, number>> {
   const { rows } = await db.query<{ view_set_name: string; n: number }>(
     'SELECT view_set_name, count(*)::int AS n FROM quarantined_blocks GROUP BY view_set_name',
   );
@@ -69,7 +69,7 @@ export async function quarantineCounts(db: pg.Pool): Promise<Map<string, number>
 }
 
 /** Deletes quarantine records (all, or those another version made) and returns what they held. */
-export async function release(db: pg.Pool, otherThanVersion?: string): Promise<Array<{ blockId: string; viewSetName: string; insertTime: bigint }>> {
+export async function release(db: MetadataQueries, otherThanVersion?: string): Promise<Array<{ blockId: string; viewSetName: string; insertTime: bigint }>> {
   const { rows } = await db.query<{ block_id: string; view_set_name: string; insert_time: string }>(
     `DELETE FROM quarantined_blocks ${otherThanVersion === undefined ? '' : 'WHERE orrery_version <> $1'}
      RETURNING block_id::text, view_set_name, (${pgNanos('insert_time')})::text AS insert_time`,

@@ -1,8 +1,10 @@
 import pg from 'pg';
+import { AdvisoryLocks } from './advisory-locks.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { MetadataError, messageOf } from './errors.js';
 import type { MetadataLog } from './metadata-log.js';
 import { migrate } from './migrations.js';
+import { transaction, type MetadataQueries } from './transaction.js';
 
 export interface MetadataStoreOptions {
   /** An external server (MICROMEGAS_SQL_CONNECTION_STRING); without it, an embedded server under `dataDir`. */
@@ -16,20 +18,25 @@ export interface MetadataStoreOptions {
 
 /**
  * Orrery's Postgres: the embedded server or an external one, migrated to the current schema,
- * behind one connection pool. The one owner of the pool and of the embedded server.
+ * behind one connection pool. The one owner of the pool and of the embedded server: other
+ * components receive the store and reach the metadata through its methods only.
  */
-export class MetadataStore {
+export class MetadataStore implements MetadataQueries {
   private closing: Promise<void> | undefined;
+  /** Locks held across a piece of work (a materialization range), on a connection outside the pool. */
+  readonly locks: AdvisoryLocks;
 
   private constructor(
-    /** The connection pool; every access to the metadata goes through it. */
-    readonly pool: pg.Pool,
+    private readonly pool: pg.Pool,
     /** Where the database is (the embedded server's address when embedded). */
     readonly connectionString: string,
     /** The migrations this open applied (empty when the schema was up to date). */
     readonly appliedMigrations: readonly number[],
     private readonly server: EmbeddedPostgres | undefined,
-  ) {}
+    log: MetadataLog,
+  ) {
+    this.locks = new AdvisoryLocks(connectionString, log);
+  }
 
   /** Starts the embedded server when no connection string is given, connects and migrates. */
   static async open(options: MetadataStoreOptions): Promise<MetadataStore> {
@@ -47,13 +54,9 @@ export class MetadataStore {
           cause: error,
         });
       });
-      let applied: number[];
-      try {
-        applied = await migrate(client, log);
-      } finally {
-        client.release();
-      }
-      return new MetadataStore(pool, connectionString, applied, server);
+      client.release();
+      const applied = await migrate(pool, log);
+      return new MetadataStore(pool, connectionString, applied, server, log);
     } catch (error) {
       await pool.end().catch(() => {});
       await server?.close();
@@ -61,22 +64,10 @@ export class MetadataStore {
     }
   }
 
-  /** Runs `work` in a transaction on one pooled connection: committed if it resolves, rolled back if it throws. */
-  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /** Runs `work` in a transaction on one pooled connection: committed if it resolves, rolled back if it throws (see {@link transaction}). */
+  async transaction<T>(work: (tx: MetadataQueries) => Promise<T>): Promise<T> {
     if (this.closing) throw closedError();
-    const client = await this.pool.connect();
-    let broken: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-      throw error;
-    } finally {
-      client.release(broken); // a connection that cannot roll back is discarded
-    }
+    return transaction(this.pool, work);
   }
 
   /** Runs one statement on a pooled connection. */
@@ -85,9 +76,10 @@ export class MetadataStore {
     return this.pool.query<R>(text, values);
   }
 
-  /** Ends the pool (waiting for checked-out connections), then stops the embedded server. Idempotent. */
+  /** Releases the locks, ends the pool (waiting for checked-out connections), then stops the embedded server. Idempotent. */
   close(): Promise<void> {
     return (this.closing ??= (async () => {
+      await this.locks.close();
       await this.pool.end();
       await this.server?.close();
     })());

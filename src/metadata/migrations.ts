@@ -4,6 +4,7 @@ import type { MetadataLog } from './metadata-log.js';
 import { initialSchema } from './migration-1-initial-schema.js';
 import { logStatsDefinition } from './migration-2-log-stats-definition.js';
 import { quarantinedBlocks } from './migration-3-quarantined-blocks.js';
+import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
 export interface Migration {
@@ -25,11 +26,10 @@ export const migrations: readonly Migration[] = [
  * processes starting together migrate once), applies the migrations not yet recorded in
  * `orrery_migrations`, in order. All or nothing. Returns the versions it applied.
  */
-export async function migrate(client: pg.ClientBase, log: MetadataLog = () => {}, list: readonly Migration[] = migrations): Promise<number[]> {
+export async function migrate(pool: pg.Pool, log: MetadataLog = () => {}, list: readonly Migration[] = migrations): Promise<number[]> {
   checkList(list);
   const applied: number[] = [];
-  await client.query('BEGIN');
-  try {
+  await transaction(pool, async (client) => {
     await client.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_migrations', 0))`);
     await client.query(`CREATE TABLE IF NOT EXISTS orrery_migrations (
       version    INT PRIMARY KEY,
@@ -57,11 +57,7 @@ export async function migrate(client: pg.ClientBase, log: MetadataLog = () => {}
       await client.query('INSERT INTO orrery_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
       applied.push(migration.version);
     }
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  }
+  });
   if (applied.length > 0) log('info', `applied schema migration(s) ${applied.join(', ')}`);
   return applied;
 }

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataStore } from '../metadata/index.js';
 import type { Principal } from '../auth/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
 import { FlightSqlError } from '../flight/index.js';
@@ -21,7 +21,7 @@ import type { DdlStatement } from './ddl-parser.js';
 export type DdlAction = 'created' | 'replaced' | 'dropped' | 'not_found' | 'would_create' | 'would_replace' | 'unchanged' | 'would_drop';
 
 export interface DdlServiceOptions {
-  readonly db: pg.Pool;
+  readonly db: MetadataStore;
   readonly engine: DuckDBEngine;
   readonly registry: ViewRegistry;
   readonly loader: ViewLoader;
@@ -92,18 +92,10 @@ export class DdlService {
       );
     }
     if (statement.explain) return { name, action: 'would_drop' };
-    const client = await this.options.db.connect();
-    try {
-      await client.query('BEGIN');
-      await deleteDefinition(client, name);
-      await retireEverything(client, name, this.options.retireDelaySeconds);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    await this.options.db.transaction(async (tx) => {
+      await deleteDefinition(tx, name);
+      await retireEverything(tx, name, this.options.retireDelaySeconds);
+    });
     await this.options.loader.load(true);
     return { name, action: 'dropped' };
   }

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataQueries } from '../metadata/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
 import { FlightSqlError } from '../flight/index.js';
 import { quoteLiteral } from '../views/index.js';
@@ -49,7 +49,7 @@ export class DenyRules {
   private cache: { rules: DenyRule[]; at: number } | undefined;
 
   constructor(
-    private readonly db: pg.Pool,
+    private readonly db: MetadataQueries,
     private readonly engine: DuckDBEngine,
     private readonly refreshMs = 2000,
   ) {}

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataQueries } from '../metadata/index.js';
 import type { Principal } from '../auth/index.js';
 import { queryablePartitions, type ObjectStore } from '../lakehouse/index.js';
 import {
@@ -17,7 +17,7 @@ import type { SeriesTables } from '../tables/index.js';
 
 /** What the lakehouse needs to answer queries: partitions in Postgres, files in the store, loaded view sets. */
 export interface Lakehouse {
-  readonly db: pg.Pool;
+  readonly db: MetadataQueries;
   readonly store: ObjectStore;
   readonly views: ViewRegistry;
   /** Keeps DDL-defined sets loaded; knows which stored definitions failed to load and why. */

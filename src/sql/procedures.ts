@@ -1,6 +1,13 @@
-import type pg from 'pg';
 import { FlightSqlError, parseRfc3339Nanos } from '../flight/index.js';
-import { allPartitions, nanosToIso, nanosToPg, retireInside, secondsToNanos } from '../lakehouse/index.js';
+import {
+  allPartitions,
+  nanosToIso,
+  retireExactly,
+  retireFile,
+  retireInside,
+  retirePartition,
+  secondsToNanos,
+} from '../lakehouse/index.js';
 import type { Materializer } from '../maintenance/index.js';
 import { schemaHash } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
@@ -63,21 +70,6 @@ function viewSetOf(ctx: ProcedureContext, name: string, fn: string) {
   return view;
 }
 
-async function inTransaction<T>(db: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
 const show = (b: bigint, e: bigint): string => `[${nanosToIso(b)}, ${nanosToIso(e)})`;
 
 const procedureList: Record<string, Procedure> = {
@@ -88,7 +80,7 @@ const procedureList: Record<string, Procedure> = {
       const view = text(args, 0, 'retire_partitions', p);
       const instance = text(args, 1, 'retire_partitions', p);
       const { begin, end } = range(args, 2, 'retire_partitions', p);
-      const files = await inTransaction(ctx.lakehouse.db, (client) => retireInside(client, view, instance, begin, end, ctx.retireDelaySeconds));
+      const files = await retireInside(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds);
       for (const file of files) yield `retired ${file}`;
       yield `retired ${files.length} partition file(s) of ${view}/${instance} in ${show(begin, end)}`;
     },
@@ -112,17 +104,8 @@ const procedureList: Record<string, Procedure> = {
       const view = text(args, 0, 'retire_partition_by_metadata', p);
       const instance = text(args, 1, 'retire_partition_by_metadata', p);
       const { begin, end } = range(args, 2, 'retire_partition_by_metadata', p);
-      const { rows } = await ctx.lakehouse.db.query<{ file_path: string | null }>(
-        `WITH gone AS (
-           DELETE FROM lakehouse_partitions
-            WHERE view_set_name = $1 AND view_instance_id = $2 AND begin_insert_time = $3 AND end_insert_time = $4
-            RETURNING file_path, file_size)
-         , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
-             SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $5) FROM gone WHERE file_path IS NOT NULL)
-         SELECT file_path FROM gone`,
-        [view, instance, nanosToPg(begin), nanosToPg(end), ctx.retireDelaySeconds],
-      );
-      yield rows.length > 0
+      const retired = await retireExactly(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds);
+      yield retired
         ? `SUCCESS: retired the partition of ${view}/${instance} ${show(begin, end)}`
         : `ERROR: no partition of ${view}/${instance} covers exactly ${show(begin, end)}`;
     },
@@ -131,14 +114,8 @@ const procedureList: Record<string, Procedure> = {
     params: ['file_path'],
     async *run(ctx, args) {
       const path = text(args, 0, 'retire_partition_by_file', procedureList.retire_partition_by_file.params);
-      const { rows } = await ctx.lakehouse.db.query<{ file_path: string }>(
-        `WITH gone AS (DELETE FROM lakehouse_partitions WHERE file_path = $1 RETURNING file_path, file_size)
-         , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
-             SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $2) FROM gone)
-         SELECT file_path FROM gone`,
-        [path, ctx.retireDelaySeconds],
-      );
-      yield rows.length > 0 ? `SUCCESS: retired ${path}` : `ERROR: no partition has the file ${path}`;
+      const retired = await retireFile(ctx.lakehouse.db, path, ctx.retireDelaySeconds);
+      yield retired ? `SUCCESS: retired ${path}` : `ERROR: no partition has the file ${path}`;
     },
   },
   deny_queries: {
@@ -193,21 +170,7 @@ const procedureList: Record<string, Procedure> = {
       for (const partition of await allPartitions(ctx.lakehouse.db)) {
         const view = ctx.lakehouse.views.get(partition.viewSetName);
         if (!view || schemaHash(view.columns).equals(partition.schemaHash)) continue;
-        await ctx.lakehouse.db.query(
-          `WITH gone AS (
-             DELETE FROM lakehouse_partitions WHERE view_set_name = $1 AND view_instance_id = $2 AND file_schema_hash = $3
-               AND begin_insert_time = $4 AND end_insert_time = $5 RETURNING file_path, file_size)
-           INSERT INTO temporary_files (file_path, file_size, expiration)
-             SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $6) FROM gone WHERE file_path IS NOT NULL`,
-          [
-            partition.viewSetName,
-            partition.viewInstanceId,
-            partition.schemaHash,
-            nanosToPg(partition.beginInsertTime),
-            nanosToPg(partition.endInsertTime),
-            ctx.retireDelaySeconds,
-          ],
-        );
+        if (!(await retirePartition(ctx.lakehouse.db, partition, ctx.retireDelaySeconds))) continue;
         retired++;
         yield `retired ${partition.viewSetName}/${partition.viewInstanceId} ${show(partition.beginInsertTime, partition.endInsertTime)} (schema hash ${partition.schemaHash.toString('hex')})`;
       }

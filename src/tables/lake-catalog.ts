@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataStore } from '../metadata/index.js';
 import { stripComments } from './series-statements.js';
 
 /**
@@ -14,15 +14,11 @@ export const lakeMetadataSchema = 'ducklake';
 const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 
 /** Makes the Postgres schema DuckLake writes its catalog into; idempotent, safe for servers starting together. */
-export async function prepareLakeMetadata(db: pg.Pool): Promise<void> {
-  const client = await db.connect();
-  try {
-    await client.query(`SELECT pg_advisory_lock(hashtextextended('orrery_ducklake_schema', 0))`);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${lakeMetadataSchema}`);
-    await client.query(`SELECT pg_advisory_unlock(hashtextextended('orrery_ducklake_schema', 0))`);
-  } finally {
-    client.release();
-  }
+export async function prepareLakeMetadata(metadata: MetadataStore): Promise<void> {
+  await metadata.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_ducklake_schema', 0))`);
+    await tx.query(`CREATE SCHEMA IF NOT EXISTS ${lakeMetadataSchema}`);
+  });
 }
 
 /**

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataQueries } from '../metadata/index.js';
 import type { StoredDefinition, ViewDefinition, ViewOptionsJson } from './view-definition.js';
 
 // lakehouse_view_set_definitions: where CREATE MATERIALIZED VIEW writes and every server reads.
@@ -17,7 +17,7 @@ interface Row {
 }
 
 /** Every stored definition, in load order: update group, then name. */
-export async function storedDefinitions(db: pg.Pool): Promise<StoredDefinition[]> {
+export async function storedDefinitions(db: MetadataQueries): Promise<StoredDefinition[]> {
   const { rows } = await db.query<Row>('SELECT * FROM lakehouse_view_set_definitions ORDER BY update_group, view_set_name');
   return rows.map((row) => ({
     name: row.view_set_name,
@@ -38,7 +38,7 @@ export async function storedDefinitions(db: pg.Pool): Promise<StoredDefinition[]
 }
 
 /** Inserts or replaces a definition. */
-export async function saveDefinition(db: pg.Pool | pg.PoolClient, definition: ViewDefinition, by: string): Promise<void> {
+export async function saveDefinition(db: MetadataQueries, definition: ViewDefinition, by: string): Promise<void> {
   const options: ViewOptionsJson = {
     minTimeColumn: definition.minTimeColumn,
     maxTimeColumn: definition.maxTimeColumn,
@@ -67,7 +67,7 @@ export async function saveDefinition(db: pg.Pool | pg.PoolClient, definition: Vi
 }
 
 /** Deletes a definition; false when there was none. */
-export async function deleteDefinition(db: pg.Pool | pg.PoolClient, name: string): Promise<boolean> {
+export async function deleteDefinition(db: MetadataQueries, name: string): Promise<boolean> {
   const { rowCount } = await db.query('DELETE FROM lakehouse_view_set_definitions WHERE view_set_name = $1', [name]);
   return rowCount === 1;
 }

@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import type { MetadataQueries } from '../metadata/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
 import { storedDefinitions } from './definition-store.js';
 import type { StoredDefinition } from './view-definition.js';
@@ -7,7 +7,7 @@ import { buildViewSet } from './view-validation.js';
 import type { ViewSet } from './view-set.js';
 
 export interface ViewLoaderOptions {
-  readonly db: pg.Pool;
+  readonly db: MetadataQueries;
   readonly engine: DuckDBEngine;
   readonly registry: ViewRegistry;
   /** The view sets built into Orrery, always loaded. */

@@ -75,7 +75,7 @@ describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
     return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
   };
   const stored = async (): Promise<Record<string, number>> => {
-    const { rows } = await fixture.orrery.db.query(
+    const { rows } = await fixture.orrery.metadata.query(
       'SELECT (SELECT count(*) FROM processes)::int AS processes, (SELECT count(*) FROM streams)::int AS streams, (SELECT count(*) FROM blocks)::int AS blocks',
     );
     const blobs = join(fixture.orrery.dataDir, 'lake', 'blobs');

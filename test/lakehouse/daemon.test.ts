@@ -54,7 +54,7 @@ describe('maintenance daemon', () => {
   });
 
   it('housekeeping deletes retired files and everything older than the retention period', async () => {
-    const { db, store, daemon } = fixture.orrery;
+    const { metadata: db, store, daemon } = fixture.orrery;
     const files = (await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')).rows;
     const payloads = await store.list('blobs/');
     assert.ok(files.length > 0 && payloads.length === 2);

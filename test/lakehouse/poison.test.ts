@@ -178,7 +178,7 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     await postLog(teamA.key, 'a_good', 'a readable');
     await postLog(teamB.key, 'b', 'b readable');
     await postLog(teamA.key, 'a_bad', 'a unreadable');
-    const { rows } = await serve.db.query<{ process_id: string; stream_id: string; block_id: string }>(
+    const { rows } = await serve.metadata.query<{ process_id: string; stream_id: string; block_id: string }>(
       "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'",
     );
     badBlock = rows[0].block_id;
@@ -236,7 +236,7 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
 
   it('a daemon of another version retries it at start; once readable, its rows reach log_entries and log_stats', async () => {
     writeFileSync(badPath, badPayload); // the fix
-    await serve.db.query("UPDATE quarantined_blocks SET orrery_version = '0.0.0-older'");
+    await serve.metadata.query("UPDATE quarantined_blocks SET orrery_version = '0.0.0-older'");
     const daemon = await startRole('maintain', env);
     try {
       await pollUntil('the daemon to release the block', async () => (await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'))[0][0], (n) => n === 0, { timeoutMs: 30_000 });
@@ -251,7 +251,7 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
   });
 
   it('quarantines nothing when every block of the window fails (the system, not the data, is at fault)', async () => {
-    const { rows } = await serve.db.query<{ process_id: string; stream_id: string; block_id: string }>(
+    const { rows } = await serve.metadata.query<{ process_id: string; stream_id: string; block_id: string }>(
       "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)",
     );
     for (const row of rows) writeFileSync(serve.store.localPath(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
@@ -260,19 +260,19 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
   });
 
   it('retention deletes a quarantine record with its block', async () => {
-    await serve.db.query(
+    await serve.metadata.query(
       `INSERT INTO quarantined_blocks (block_id, view_set_name, insert_time, error, orrery_version)
        SELECT b.block_id, 'log_entries', b.insert_time, 'unreadable', $1 FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'`,
       [version],
     );
-    await serve.db.query("UPDATE blocks SET insert_time = now() - interval '100 days' WHERE block_id = $1", [badBlock]);
+    await serve.metadata.query("UPDATE blocks SET insert_time = now() - interval '100 days' WHERE block_id = $1", [badBlock]);
     const daemon = await startRole('maintain', env);
     try {
       await daemon.daemon!.housekeeping();
     } finally {
       await daemon.close();
     }
-    assert.deepEqual((await serve.db.query('SELECT count(*)::int AS n FROM quarantined_blocks')).rows, [{ n: 0 }]);
-    assert.deepEqual((await serve.db.query('SELECT count(*)::int AS n FROM blocks WHERE block_id = $1', [badBlock])).rows, [{ n: 0 }]);
+    assert.deepEqual((await serve.metadata.query('SELECT count(*)::int AS n FROM quarantined_blocks')).rows, [{ n: 0 }]);
+    assert.deepEqual((await serve.metadata.query('SELECT count(*)::int AS n FROM blocks WHERE block_id = $1', [badBlock])).rows, [{ n: 0 }]);
   });
 });

@@ -57,3 +57,14 @@ export async function withClient<T>(connectionString: string, work: (client: pg.
     await client.end();
   }
 }
+
+/** Runs `work` on a pool of its own (one connection), ended afterwards. */
+export async function withPool<T>(connectionString: string, work: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const pool = new pg.Pool({ connectionString, max: 1 });
+  pool.on('error', () => {});
+  try {
+    return await work(pool);
+  } finally {
+    await pool.end();
+  }
+}

@@ -1,8 +1,9 @@
 // MetadataStore: migrations at open (once, under a lock), the schema's rules, external servers.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { EmbeddedPostgres, MetadataStore, migrate, migrations } from '../../src/metadata/index.js';
-import { freshDatabase, tempDataDir, withClient } from './fixtures.js';
+import pg from 'pg';
+import { EmbeddedPostgres, MetadataStore, migrate, migrations, transaction } from '../../src/metadata/index.js';
+import { freshDatabase, tempDataDir, withClient, withPool } from './fixtures.js';
 
 describe('MetadataStore, embedded', () => {
   const data = tempDataDir();
@@ -105,7 +106,7 @@ describe('MetadataStore, external server', () => {
     const url = await freshDatabase(server.connectionString, 'all_or_nothing');
     const version = migrations.length + 1;
     const broken = [...migrations, { version, name: 'broken', sql: 'CREATE TABLE half_done (x int); SELECT no_such_column FROM half_done' }];
-    await withClient(url, async (c) => {
+    await withPool(url, async (c) => {
       await assert.rejects(migrate(c, () => {}, broken), {
         code: 'MIGRATION_FAILED',
         message: `schema migration ${version} (broken) failed: column "no_such_column" does not exist`,
@@ -176,6 +177,83 @@ describe('MetadataStore, external server', () => {
       );
       const { rows } = await store.query('SELECT rule_id::int, reason FROM query_deny_list');
       assert.deepEqual(rows, [{ rule_id: 1, reason: 'kept' }]);
+    });
+  });
+
+  describe('the transaction helper (issue 8)', () => {
+    let url: string;
+    before(async () => {
+      url = await freshDatabase(server.connectionString, 'transactions');
+    });
+
+    const backendPid = async (db: { query(text: string): Promise<pg.QueryResult> }): Promise<number> =>
+      (await db.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+
+    it('destroys a connection whose ROLLBACK failed instead of handing it to the next caller', async () => {
+      // query_timeout gives up on a statement without ending the connection, which stays busy
+      // with it: the ROLLBACK queued behind the work's long statement times out as well.
+      const pool = new pg.Pool({ connectionString: url, max: 1, query_timeout: 500 });
+      pool.on('error', () => {});
+      try {
+        const before = await backendPid(pool);
+        await assert.rejects(
+          transaction(pool, (tx) => tx.query('SELECT pg_sleep(3)')),
+          { message: 'Query read timeout' },
+        );
+        assert.equal(pool.totalCount, 0, 'the broken connection left the pool');
+        assert.notEqual(await backendPid(pool), before, 'the next caller got a new connection');
+      } finally {
+        await pool.end();
+      }
+    });
+
+    it('returns a connection whose transaction rolled back cleanly to the pool', async () => {
+      await withPool(url, async (pool) => {
+        const before = await backendPid(pool);
+        await assert.rejects(transaction(pool, (tx) => tx.query('SELECT no_such_column')), { code: '42703' });
+        assert.equal(await backendPid(pool), before);
+      });
+    });
+
+    it('holds an advisory lock across work without keeping a pooled connection from it', async () => {
+      const [store, other] = await Promise.all([
+        MetadataStore.open({ connectionString: url, dataDir: data.dir, maxConnections: 1 }),
+        MetadataStore.open({ connectionString: url, dataDir: data.dir, maxConnections: 1 }),
+      ]);
+      try {
+        const inside = await store.locks.tryWhileHolding('range-1', async () => ({
+          // With the lock on the pool's only connection, this statement would wait for it forever.
+          pid: await backendPid(store),
+          sameProcess: await store.locks.tryWhileHolding('range-1', async () => 'ran twice'),
+          otherProcess: await other.locks.tryWhileHolding('range-1', async () => 'ran twice'),
+          otherKey: await other.locks.tryWhileHolding('range-2', async () => 'ran'),
+        }));
+        assert.deepEqual({ ...inside, pid: typeof inside?.pid }, { pid: 'number', sameProcess: undefined, otherProcess: undefined, otherKey: 'ran' });
+        assert.equal(await other.locks.tryWhileHolding('range-1', async () => 'ran after release'), 'ran after release');
+      } finally {
+        await Promise.all([store.close(), other.close()]);
+      }
+    });
+
+    it('releases the locks when the store closes', async () => {
+      const [store, other] = await Promise.all([
+        MetadataStore.open({ connectionString: url, dataDir: data.dir }),
+        MetadataStore.open({ connectionString: url, dataDir: data.dir }),
+      ]);
+      try {
+        let release!: () => void;
+        const held = store.locks.tryWhileHolding('range-3', () => new Promise<void>((resolve) => (release = resolve)));
+        while (!release) await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.equal(await other.locks.tryWhileHolding('range-3', async () => 'ran'), undefined);
+        const closing = store.close();
+        release();
+        await held;
+        await closing;
+        assert.equal(await other.locks.tryWhileHolding('range-3', async () => 'ran'), 'ran');
+        await assert.rejects(store.locks.tryWhileHolding('range-4', async () => 'ran'), { code: 'CLOSED' });
+      } finally {
+        await Promise.all([store.close(), other.close()]);
+      }
     });
   });
 });

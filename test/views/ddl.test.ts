@@ -99,7 +99,7 @@ describe('materialized view DDL', () => {
   });
 
   it('picks up a definition written by another server, and shows one that fails to load without blocking the others', async () => {
-    const { db } = fixture.orrery;
+    const { metadata: db } = fixture.orrery;
     const insert = (name: string, extract: string) =>
       db.query(
         `INSERT INTO lakehouse_view_set_definitions (view_set_name, definition_sql, extract_query, count_src_query, merge_partitions_query, update_group, view_options, updated_by)
