@@ -14,8 +14,7 @@ import { Field, Schema } from 'apache-arrow';
 const root = process.argv[2] ? pathToFileURL(`${process.argv[2]}/`) : new URL('../../', import.meta.url);
 const { ChunkConverter } = await import(new URL('dist/src/engine/chunk-converter.js', root));
 const { arrowType } = await import(new URL('dist/src/engine/arrow-types.js', root));
-const { recordBatchMessages, schemaHeader } = await import(new URL('dist/src/flight/ipc.js', root));
-const { encodeFlightData } = await import(new URL('dist/src/flight/flight-data.js', root));
+const { encodeFlightData, recordBatchMessages, schemaHeader } = await import(new URL('dist/src/wire/index.js', root));
 
 const batchBytes = 1024 * 1024; // DuckDBEngine's default batch target
 const sql = `SELECT range AS i, range::DOUBLE * 0.5 AS d, (TIMESTAMP_NS '2024-01-01' + to_microseconds(range))::TIMESTAMP_NS AS ts, 'str' || (range % 1000) AS s FROM range(200000)`;

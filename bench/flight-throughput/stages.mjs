@@ -2,7 +2,7 @@
 // through @duckdb/node-api in this process, then
 //   fetch     only fetching DuckDB chunks (result.fetchChunk loop, next chunk requested ahead)
 //   convert   + ChunkConverter to Arrow record batches (dist/src/engine/chunk-converter.js)
-//   encode    + IPC messages and FlightData bytes (dist/src/flight/ipc.js, flight-data.js)
+//   encode    + IPC messages and FlightData bytes (dist/src/wire/)
 //   native    the native exporter instead (fetch and convert on a worker: dist/src/engine/native-export.js)
 //   native encode  + IPC messages and FlightData bytes, framed in place
 // Uses Orrery's compiled internals (dist/ of this repository, or of ORRERY_ROOT when set), so it
@@ -16,8 +16,7 @@ const root = process.env.ORRERY_ROOT ? pathToFileURL(`${process.env.ORRERY_ROOT}
 const { ChunkConverter } = await import(new URL('dist/src/engine/chunk-converter.js', root));
 const { arrowType } = await import(new URL('dist/src/engine/arrow-types.js', root));
 const arrowSchema = (names, types) => new Schema(names.map((name, i) => new Field(name, arrowType(types[i]), true)));
-const { recordBatchMessages } = await import(new URL('dist/src/flight/ipc.js', root));
-const { encodeFlightData } = await import(new URL('dist/src/flight/flight-data.js', root));
+const { encodeFlightData, recordBatchMessages } = await import(new URL('dist/src/wire/index.js', root));
 const { nativeBatches, nativeExportProblem } = await import(new URL('dist/src/engine/native-export.js', root));
 
 const rows = Number(process.argv[2] ?? 10_000_000);

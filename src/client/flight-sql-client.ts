@@ -1,8 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { Table, type RecordBatch, type Schema } from 'apache-arrow';
 import { FlightClientError, clientClosed, toClientError } from './errors.js';
-import { decodeUpdateCount, flightService, packCommand, type FlightData } from './flight-protocol.js';
-import { decodeBatches, decodeSchema } from './ipc-stream.js';
+import { decodeBatches, decodeSchema, decodeSql, packAny, serviceDefinition, type FlightData } from '../wire/index.js';
 
 /** How to reach a Flight SQL server and who to be. */
 export interface FlightSqlClientOptions {
@@ -40,7 +39,7 @@ interface RawFlightInfo {
 
 function flightInfoOf(info: RawFlightInfo): FlightInfo {
   return {
-    schema: decodeSchema(info.schema ?? new Uint8Array(0)),
+    schema: info.schema?.byteLength ? decodeSchema(info.schema) : undefined,
     endpoints: (info.endpoint ?? []).map((e) => ({
       ticket: e.ticket?.ticket ?? new Uint8Array(0),
       locations: (e.location ?? []).map((l) => l.uri),
@@ -51,7 +50,7 @@ function flightInfoOf(info: RawFlightInfo): FlightInfo {
 }
 
 type GenericClient = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
-const Client = grpc.makeGenericClientConstructor(flightService, 'FlightService');
+const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'FlightService');
 
 /**
  * A Flight SQL client over one gRPC channel. Errors are {@link FlightClientError}s carrying the
@@ -121,7 +120,7 @@ export class FlightSqlClient {
 
   /** Runs a query and collects every batch of every endpoint into one table. */
   async query(sql: string, options: CallOptions = {}): Promise<Table> {
-    const info = await this.getFlightInfo(packCommand('CommandStatementQuery', { query: sql }), options);
+    const info = await this.getFlightInfo(packAny('CommandStatementQuery', { query: sql }), options);
     let schema = info.schema;
     const batches: RecordBatch[] = [];
     for (const endpoint of info.endpoints) {
@@ -133,14 +132,14 @@ export class FlightSqlClient {
 
   /** Runs a query and yields its record batches as they arrive (stopping early cancels the stream). */
   async *queryBatches(sql: string, options: CallOptions = {}): AsyncGenerator<RecordBatch> {
-    const info = await this.getFlightInfo(packCommand('CommandStatementQuery', { query: sql }), options);
+    const info = await this.getFlightInfo(packAny('CommandStatementQuery', { query: sql }), options);
     for (const endpoint of info.endpoints) yield* this.readTicket(endpoint.ticket, options);
   }
 
   /** Runs a statement as a Flight SQL update and returns the affected row count. */
   async executeUpdate(sql: string, options: CallOptions = {}): Promise<number> {
-    const [result] = await this.doPut(packCommand('CommandStatementUpdate', { query: sql }), [], options);
-    return result ? decodeUpdateCount(result) : 0;
+    const [result] = await this.doPut(packAny('CommandStatementUpdate', { query: sql }), [], options);
+    return result ? Number(decodeSql<{ recordCount?: number }>('DoPutUpdateResult', result).recordCount ?? 0) : 0;
   }
 
   /** GetFlightInfo for a command descriptor (the `cmd` bytes, usually a packed Flight SQL command). */
@@ -160,20 +159,14 @@ export class FlightSqlClient {
   /** GetSchema for a command descriptor. */
   async getSchema(cmd: Uint8Array, options: CallOptions = {}): Promise<Schema | undefined> {
     const result = await this.unary<{ schema?: Uint8Array }>('GetSchema', { type: 2, cmd }, options);
-    return decodeSchema(result.schema ?? new Uint8Array(0));
+    return result.schema?.byteLength ? decodeSchema(result.schema) : undefined;
   }
 
   /** DoGet: the raw FlightData messages of a ticket, as they arrive. */
   async *doGet(ticket: Uint8Array, options: CallOptions = {}): AsyncGenerator<FlightData> {
     const call = this.open<grpc.ClientReadableStream<unknown>>('DoGet', { ticket }, this.metadata(options));
     try {
-      for await (const data of call as AsyncIterable<Partial<FlightData>>) {
-        yield {
-          dataHeader: data.dataHeader ?? new Uint8Array(0),
-          dataBody: data.dataBody ?? new Uint8Array(0),
-          ...(data.appMetadata ? { appMetadata: data.appMetadata } : {}),
-        };
-      }
+      for await (const data of call as AsyncIterable<FlightData>) yield data;
     } catch (error) {
       throw toClientError(error, this.options.address);
     } finally {

@@ -2,4 +2,4 @@
 // Basic handshake or bearer key, queries as Arrow tables or streamed batches, readable errors.
 export { FlightSqlClient, type CallOptions, type FlightInfo, type FlightSqlClientOptions } from './flight-sql-client.js';
 export { FlightClientError } from './errors.js';
-export type { FlightData } from './flight-protocol.js';
+export type { FlightData } from '../wire/index.js';

@@ -3,8 +3,7 @@ import type { CallContext, FlightSqlBackend, PreparedStatementInfo } from './bac
 import { toPlan } from './commands.js';
 import { invalidArgument, unimplemented } from './errors.js';
 import { announcedParameterSchema, schemaForClient } from './client-timestamps.js';
-import { encapsulateSchema } from './ipc.js';
-import { Flight, FlightSql, decodeSql, encode, packAny, unpackAny } from './proto.js';
+import { Flight, FlightSql, decodeSql, encapsulateSchema, encode, packAny, unpackAny } from '../wire/index.js';
 import { encodeHandle, type HandleStatement } from './statement-handle.js';
 
 const descriptions: Record<string, string> = {

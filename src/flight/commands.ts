@@ -2,7 +2,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, PlanStatement, QueryResult, Statement, SubstraitPlan } from './backend.js';
 import { invalidArgument, unimplemented } from './errors.js';
 import { metadataCommands, metadataSchema, runMetadataCommand, type MetadataCommand } from './metadata-commands.js';
-import { decodeSql, packAny, unpackAny } from './proto.js';
+import { decodeSql, packAny, unpackAny } from '../wire/index.js';
 import { decodeHandle, encodeHandle, type HandleStatement } from './statement-handle.js';
 
 // Dispatch of the commands carried by FlightDescriptor.cmd and Ticket.ticket.

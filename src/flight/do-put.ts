@@ -3,8 +3,7 @@ import type { Table } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, IngestRequest } from './backend.js';
 import { executeUpdate, toPlan } from './commands.js';
 import { invalidArgument, unimplemented } from './errors.js';
-import { readIpcMessages, readIpcStream } from './ipc.js';
-import { FlightSql, decodeSql, encode, unpackAny } from './proto.js';
+import { FlightSql, decodeSql, encode, readFlightDataStream, tableFromFlightData, unpackAny, type FlightData } from '../wire/index.js';
 import { decodeHandle, encodeHandle } from './statement-handle.js';
 
 interface FlightDataMessage {
@@ -121,7 +120,7 @@ async function ingestResult<P>(
     transactionId: m.transactionId,
     options: new Map(Object.entries(m.options ?? {})),
   };
-  const stream = await readIpcStream(data);
+  const stream = await readFlightDataStream(asFlightData(data), invalidArgument);
   if (!stream) throw invalidArgument('CommandStatementIngest: the stream holds no Arrow schema');
   return updateResult(await backend.ingest(ctx, request, stream));
 }
@@ -163,11 +162,15 @@ async function putResult<P>(
 
 /** Bound parameters; a batch with no columns (ADBC's "execute once") binds nothing. */
 function parameterTable(messages: Array<{ header: Uint8Array; body: Uint8Array }>): Table | undefined {
-  const table = readIpcMessages(messages);
+  const table = tableFromFlightData(messages.map((m) => ({ dataHeader: m.header, dataBody: m.body })));
   if (!table || table.numCols === 0) return undefined;
   return table;
 }
 
 function updateResult(recordCount: number): Uint8Array {
   return encode(FlightSql.DoPutUpdateResult, { recordCount });
+}
+
+async function* asFlightData(messages: AsyncIterable<{ header: Uint8Array; body: Uint8Array }>): AsyncGenerator<FlightData> {
+  for await (const m of messages) yield { dataHeader: m.header, dataBody: m.body };
 }

@@ -7,10 +7,8 @@ import { runAction, supportedActions } from './actions.js';
 import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
 import { invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
-import { encodeFlightData } from './flight-data.js';
 import { schemaForClient } from './client-timestamps.js';
-import { encapsulateSchema, recordBatchMessages, schemaHeader } from './ipc.js';
-import { Flight } from './proto.js';
+import { encapsulateSchema, encodeFlightData, recordBatchMessages, schemaHeader, serviceDefinition } from '../wire/index.js';
 
 export interface FlightSqlServerOptions {
   /** host:port to listen on; port 0 picks a free one. */
@@ -269,43 +267,3 @@ function splitAddress(address: string): { host: string; port: string } {
   const colon = address.lastIndexOf(':');
   return { host: address.slice(0, colon).replace(/^\[|\]$/g, ''), port: address.slice(colon + 1) };
 }
-
-const codec = (type: (typeof Flight)[keyof typeof Flight]) => ({
-  serialize: (value: unknown): Buffer =>
-    Buffer.isBuffer(value) ? value : Buffer.from(type.encode(type.fromObject(value as Record<string, unknown>)).finish()),
-  deserialize: (bytes: Buffer): unknown => type.toObject(type.decode(bytes), { longs: Number, defaults: false }),
-});
-
-function method(
-  name: string,
-  requestType: (typeof Flight)[keyof typeof Flight],
-  responseType: (typeof Flight)[keyof typeof Flight],
-  requestStream: boolean,
-  responseStream: boolean,
-): grpc.MethodDefinition<unknown, unknown> {
-  const request = codec(requestType);
-  const response = codec(responseType);
-  return {
-    path: `/arrow.flight.protocol.FlightService/${name}`,
-    requestStream,
-    responseStream,
-    requestSerialize: request.serialize,
-    requestDeserialize: request.deserialize,
-    responseSerialize: response.serialize,
-    responseDeserialize: response.deserialize,
-  };
-}
-
-/** arrow.flight.protocol.FlightService, as grpc-js wants it. */
-export const serviceDefinition: grpc.ServiceDefinition = {
-  Handshake: method('Handshake', Flight.HandshakeRequest, Flight.HandshakeResponse, true, true),
-  ListFlights: method('ListFlights', Flight.Criteria, Flight.FlightInfo, false, true),
-  GetFlightInfo: method('GetFlightInfo', Flight.FlightDescriptor, Flight.FlightInfo, false, false),
-  PollFlightInfo: method('PollFlightInfo', Flight.FlightDescriptor, Flight.PollInfo, false, false),
-  GetSchema: method('GetSchema', Flight.FlightDescriptor, Flight.SchemaResult, false, false),
-  DoGet: method('DoGet', Flight.Ticket, Flight.FlightData, false, true),
-  DoPut: method('DoPut', Flight.FlightData, Flight.PutResult, true, true),
-  DoExchange: method('DoExchange', Flight.FlightData, Flight.FlightData, true, true),
-  DoAction: method('DoAction', Flight.Action, Flight.Result, false, true),
-  ListActions: method('ListActions', Flight.Empty, Flight.ActionType, false, true),
-};

@@ -1,9 +1,8 @@
-// Arrow Flight SQL front end: gRPC service, commands, auth headers and IPC framing.
+// Arrow Flight SQL front end: the gRPC server, commands, auth headers, streaming (wire/ has the format).
 // Knows nothing about telemetry: everything a statement means is up to the backend.
 export type * from './backend.js';
 export { FlightSqlServer, type FlightSqlServerOptions } from './flight-sql-server.js';
 export { FlightSqlError, type ErrorStatus } from './errors.js';
 export { parseRfc3339Nanos } from './call-context.js';
 export { likeMatcher } from './metadata-commands.js';
-export { decodeSchema, encapsulateSchema } from './ipc.js';
 export { batchFromRows } from './record-batches.js';

@@ -1,7 +1,7 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, TableRef } from './backend.js';
 import { schemaForClient } from './client-timestamps.js';
-import { encapsulateSchema } from './ipc.js';
+import { encapsulateSchema } from '../wire/index.js';
 import * as schemas from './metadata-schemas.js';
 import { batchFromRows } from './record-batches.js';
 import { selectSqlInfo, sqlInfoArms } from './sql-info.js';

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Field, Float64, RecordBatch, Schema, Struct, makeData } from 'apache-arrow';
 import { FlightSqlServer, type FlightSqlBackend, type QueryResult } from '../../src/flight/index.js';
-import { serviceDefinition } from '../../src/flight/flight-sql-server.js';
+import { serviceDefinition } from '../../src/wire/index.js';
 
 const schema = new Schema([new Field('v', new Float64(), false)]);
 const rowsPerBatch = 32 * 1024; // 256 KiB of float64 per batch

@@ -6,34 +6,12 @@ import { after, before, describe, it } from 'node:test';
 import { Table, type RecordBatch } from 'apache-arrow';
 import { markFramingRoom } from '../../src/arrow/index.js';
 import { DuckDBEngine } from '../../src/engine/index.js';
-import { encodeFlightData } from '../../src/flight/flight-data.js';
-import { readIpcMessages, recordBatchMessages, schemaHeader } from '../../src/flight/ipc.js';
-
-/** Splits FlightData bytes into data_header (field 2) and data_body (field 1000). */
-function decodeFlightData(bytes: Uint8Array): { header: Uint8Array; body: Uint8Array } {
-  const fields = new Map<number, Uint8Array>();
-  let at = 0;
-  const varint = (): number => {
-    let value = 0;
-    for (let shift = 1; ; shift *= 128) {
-      const byte = bytes[at++];
-      value += (byte & 0x7f) * shift;
-      if (byte < 0x80) return value;
-    }
-  };
-  while (at < bytes.byteLength) {
-    const field = Math.floor(varint() / 8);
-    const length = varint();
-    fields.set(field, bytes.subarray(at, at + length));
-    at += length;
-  }
-  return { header: fields.get(2)!, body: fields.get(1000) ?? new Uint8Array(0) };
-}
+import { decodeFlightData, encodeFlightData, recordBatchMessages, schemaHeader, tableFromFlightData } from '../../src/wire/index.js';
 
 function roundTrip(batch: RecordBatch): { table: Table; shared: boolean } {
   const [message] = recordBatchMessages(batch, new Map());
   const bytes = encodeFlightData(message);
-  const table = readIpcMessages([{ header: schemaHeader(batch.schema), body: new Uint8Array(0) }, decodeFlightData(bytes)])!;
+  const table = tableFromFlightData([{ dataHeader: schemaHeader(batch.schema), dataBody: new Uint8Array(0) }, decodeFlightData(bytes)])!;
   return { table, shared: bytes.buffer === batch.data.children[0].values.buffer };
 }
 
@@ -76,6 +54,6 @@ describe('in-place FlightData framing', () => {
     assert.ok(message.inPlace);
     const tight = encodeFlightData({ ...message, inPlace: { buffer, bodyStart: 8 } });
     assert.notEqual(tight.buffer, buffer);
-    assert.deepEqual(decodeFlightData(tight).body, decodeFlightData(encodeFlightData(message)).body);
+    assert.deepEqual(decodeFlightData(tight).dataBody, decodeFlightData(encodeFlightData(message)).dataBody);
   });
 });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { serviceDefinition } from '../../src/flight/flight-sql-server.js';
+import { serviceDefinition } from '../../src/wire/index.js';
 import { adminKey, startTestOrrery } from '../support/orrery-process.js';
 
 describe('TLS', () => {

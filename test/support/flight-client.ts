@@ -1,8 +1,6 @@
-import { RecordBatchReader, Table, tableToIPC, type Schema } from 'apache-arrow';
-import { Message } from 'apache-arrow/ipc/metadata/message';
-import { FlightSqlClient, type FlightData } from '../../src/client/index.js';
-import { decodeSchema } from '../../src/flight/index.js';
-import { FlightSql, packAny, unpackAny } from '../../src/flight/proto.js';
+import { Schema, type Table } from 'apache-arrow';
+import { FlightSqlClient } from '../../src/client/index.js';
+import { FlightSql, decodeSchema, packAny, tableFromFlightData, tableToFlightData, unpackAny, type FlightData } from '../../src/wire/index.js';
 
 // The tests' Flight SQL client: src/client's FlightSqlClient (every call goes over a real socket),
 // plus the raw views tests need (message counts and sizes, prepared statements, Arrow DoPut).
@@ -38,7 +36,7 @@ export class TestFlightClient {
   async getFlightInfo(cmd: Uint8Array, headers?: Record<string, string>): Promise<FlightInfo> {
     const info = await this.client.getFlightInfo(cmd, { headers });
     return {
-      schema: info.schema ?? decodeSchema(new Uint8Array(0)),
+      schema: info.schema ?? new Schema([]),
       endpoints: info.endpoints.map((e) => ({ ticket: e.ticket, locations: [...e.locations] })),
       totalRecords: info.totalRecords,
       totalBytes: info.totalBytes,
@@ -46,14 +44,14 @@ export class TestFlightClient {
   }
 
   async getSchema(cmd: Uint8Array): Promise<Schema> {
-    return (await this.client.getSchema(cmd)) ?? decodeSchema(new Uint8Array(0));
+    return (await this.client.getSchema(cmd)) ?? new Schema([]);
   }
 
   /** DoGet, returning the raw FlightData messages and the decoded table. */
   async doGet(ticket: Uint8Array, headers?: Record<string, string>): Promise<{ table: Table; messages: number; sizes: number[] }> {
     const parts: FlightData[] = [];
     for await (const data of this.client.doGet(ticket, { headers })) parts.push(data);
-    return { table: readStream(parts), messages: parts.length, sizes: parts.map((p) => p.dataHeader.byteLength + p.dataBody.byteLength) };
+    return { table: tableFromFlightData(parts)!, messages: parts.length, sizes: parts.map((p) => p.dataHeader.byteLength + p.dataBody.byteLength) };
   }
 
   /** GetFlightInfo then DoGet of its single endpoint. */
@@ -87,51 +85,12 @@ export class TestFlightClient {
 
   /** DoPut with a descriptor command and optional Arrow data; returns the PutResult app_metadata values. */
   doPut(cmd: Uint8Array, data?: Table): Promise<Uint8Array[]> {
-    return this.client.doPut(cmd, data ? ipcMessages(data) : []);
+    return this.client.doPut(cmd, data ? tableToFlightData(data) : []);
   }
 
   updateCount(query: string): Promise<number> {
     return this.client.executeUpdate(query);
   }
-}
-
-/** The table of a whole DoGet stream, decoded at once (what the server sent, message by message). */
-function readStream(parts: readonly FlightData[]): Table {
-  const pad = (n: number) => (n + 7) & ~7;
-  let size = 8;
-  for (const p of parts) size += 8 + pad(p.dataHeader.byteLength) + pad(p.dataBody.byteLength);
-  const out = new Uint8Array(size);
-  const view = new DataView(out.buffer);
-  let offset = 0;
-  for (const p of parts) {
-    view.setInt32(offset, -1, true);
-    view.setInt32(offset + 4, pad(p.dataHeader.byteLength), true);
-    out.set(p.dataHeader, offset + 8);
-    offset += 8 + pad(p.dataHeader.byteLength);
-    out.set(p.dataBody, offset);
-    offset += pad(p.dataBody.byteLength);
-  }
-  view.setInt32(offset, -1, true);
-  const reader = RecordBatchReader.from(out);
-  reader.open();
-  return new Table(reader.schema, [...reader]);
-}
-
-/** Splits an IPC stream into FlightData messages, as a Flight client sends them. */
-function ipcMessages(table: Table): FlightData[] {
-  const bytes = new Uint8Array(tableToIPC(table, 'stream'));
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out: FlightData[] = [];
-  let offset = 0;
-  while (offset + 8 <= bytes.byteLength) {
-    const length = view.getInt32(offset + 4, true);
-    if (length === 0) break;
-    const dataHeader = bytes.subarray(offset + 8, offset + 8 + length);
-    const bodyLength = Number(Message.decode(dataHeader).bodyLength);
-    out.push({ dataHeader, dataBody: bytes.subarray(offset + 8 + length, offset + 8 + length + bodyLength) });
-    offset += 8 + length + bodyLength;
-  }
-  return out;
 }
 
 export { decodeSchema, packAny, unpackAny, FlightSql };

@@ -1,4 +1,14 @@
 import type { IpcMessage } from './ipc.js';
+import { Flight } from './proto.js';
+
+/** One FlightData message as decoded from the wire: flatbuffer IPC header (no prefix) and body. */
+export interface FlightData {
+  readonly dataHeader: Uint8Array;
+  readonly dataBody: Uint8Array;
+  readonly appMetadata?: Uint8Array;
+  /** Set on the first message of a DoPut or DoExchange. */
+  readonly flightDescriptor?: { readonly type?: number; readonly cmd?: Uint8Array; readonly path?: string[] };
+}
 
 // FlightData is written by hand rather than through protobufjs: it is the one message on
 // the hot path, and this way the body is copied once, straight into the outgoing buffer.
@@ -46,4 +56,10 @@ export function encodeFlightData(message: IpcMessage): Buffer {
     offset += part.byteLength;
   }
   return out;
+}
+
+/** Reads FlightData bytes as the service's deserializer does (absent fields as empty bytes). */
+export function decodeFlightData(bytes: Uint8Array): FlightData {
+  const data = Flight.FlightData.toObject(Flight.FlightData.decode(bytes), { longs: Number, defaults: false }) as Partial<FlightData>;
+  return { ...data, dataHeader: data.dataHeader ?? new Uint8Array(0), dataBody: data.dataBody ?? new Uint8Array(0) };
 }
