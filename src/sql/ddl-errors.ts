@@ -33,19 +33,6 @@ export class DdlError extends FlightSqlError {
   }
 }
 
-/** `line:column` (both 1-based) of an offset into `text`. */
-export function positionOf(text: string, offset: number): string {
-  let line = 1;
-  let lineStart = 0;
-  for (let i = 0; i < offset && i < text.length; i++) {
-    if (text[i] === '\n') {
-      line++;
-      lineStart = i + 1;
-    }
-  }
-  return `${line}:${offset - lineStart + 1}`;
-}
-
 export const syntax = (message: string): DdlError => new DdlError('DDL_SYNTAX_ERROR', message);
 export const unsupported = (message: string): DdlError => new DdlError('DDL_UNSUPPORTED_CLAUSE', message);
 export const invalidValue = (message: string): DdlError => new DdlError('DDL_INVALID_OPTION_VALUE', message);

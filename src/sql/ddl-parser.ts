@@ -1,9 +1,10 @@
 import { parseDelta } from '../views/index.js';
-import { clip, DdlError, invalidValue, positionOf, syntax, unsupported } from './ddl-errors.js';
+import { SqlLexer, type SqlToken } from '../sql-text/index.js';
+import { clip, DdlError, invalidValue, syntax, unsupported } from './ddl-errors.js';
 
 // CREATE [OR REPLACE] MATERIALIZED VIEW <name> WITH (opt = value, ...) and
 // DROP MATERIALIZED VIEW [IF EXISTS] <name>, optionally behind EXPLAIN (a dry run).
-// A small tokenizer feeds a recursive-descent reader. Until the words [EXPLAIN] CREATE
+// The shared SQL tokenizer (sql-text/) feeds a recursive-descent reader. Until the words [EXPLAIN] CREATE
 // [OR REPLACE] MATERIALIZED or [EXPLAIN] DROP MATERIALIZED have been read, the text may be
 // any SQL, so nothing is reported and the statement goes on to DuckDB; after them it is ours,
 // and every problem is a DdlError (INVALID_ARGUMENT) naming it.
@@ -54,126 +55,11 @@ const optionNames = Object.keys(optionKinds) as OptionName[];
 const maxUpdateGroup = 2147483647;
 const namePattern = /^[a-z_][a-z0-9_]{0,254}$/;
 
-interface Token {
-  readonly kind: 'word' | 'ident' | 'string' | 'punct' | 'end';
-  /** The token's source text. */
-  readonly raw: string;
-  /** Its content: a literal's text without quotes, a quoted identifier's name. */
-  readonly value: string;
-  readonly start: number;
-}
-
-const wordPattern = /[A-Za-z_\u0080-\uffff][A-Za-z0-9_$\u0080-\uffff]*|[0-9][A-Za-z0-9_$.]*/y;
-const dollarPattern = /\$(?:[A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$/y;
-
-/** Splits SQL text into tokens on demand, skipping whitespace and comments. */
-class Lexer {
-  private pos = 0;
-  private readonly ahead: Token[] = [];
-
-  constructor(readonly text: string) {}
-
-  /** The token `n` places ahead, without consuming it. */
-  peek(n = 0): Token {
-    while (this.ahead.length <= n) this.ahead.push(this.scan());
-    return this.ahead[n];
-  }
-
-  next(): Token {
-    const token = this.peek();
-    this.ahead.shift();
-    return token;
-  }
-
-  /** Where the first character after any whitespace and comments is; the text's length when none. */
-  restOffset(): number {
-    return this.ahead[0]?.start ?? (this.skipBlank(), this.pos);
-  }
-
-  at(offset: number): string {
-    return positionOf(this.text, offset);
-  }
-
-  private scan(): Token {
-    this.skipBlank();
-    const { text } = this;
-    const start = this.pos;
-    const c = text[start];
-    if (c === undefined) return { kind: 'end', raw: '', value: '', start };
-    if (c === "'") return this.quoted("'", 'string', 'string literal');
-    if (c === '"') return this.quoted('"', 'ident', 'quoted identifier');
-    if (c === '$') {
-      dollarPattern.lastIndex = start;
-      const delimiter = dollarPattern.exec(text)?.[0];
-      if (delimiter !== undefined) {
-        const close = text.indexOf(delimiter, start + delimiter.length);
-        if (close < 0) throw syntax(`unterminated dollar-quoted string: ${delimiter} at ${this.at(start)} is never closed`);
-        this.pos = close + delimiter.length;
-        return { kind: 'string', raw: text.slice(start, this.pos), value: text.slice(start + delimiter.length, close), start };
-      }
-    }
-    wordPattern.lastIndex = start;
-    const word = wordPattern.exec(text)?.[0];
-    if (word !== undefined) {
-      this.pos += word.length;
-      return { kind: 'word', raw: word, value: word, start };
-    }
-    this.pos++;
-    return { kind: 'punct', raw: c, value: c, start };
-  }
-
-  /** A '...' literal or "..." identifier; a doubled quote inside stands for one. */
-  private quoted(quote: string, kind: 'string' | 'ident', what: string): Token {
-    const { text } = this;
-    const start = this.pos;
-    let value = '';
-    for (let from = start + 1; ; ) {
-      const close = text.indexOf(quote, from);
-      if (close < 0) throw syntax(`unterminated ${what} starting at ${this.at(start)}`);
-      value += text.slice(from, close);
-      if (text[close + 1] !== quote) {
-        this.pos = close + 1;
-        return { kind, raw: text.slice(start, this.pos), value, start };
-      }
-      value += quote;
-      from = close + 2;
-    }
-  }
-
-  /** Skips whitespace, `--` line comments and (nested) block comments. */
-  private skipBlank(): void {
-    const { text } = this;
-    for (;;) {
-      if (/\s/.test(text[this.pos] ?? '')) {
-        this.pos++;
-      } else if (text.startsWith('--', this.pos)) {
-        const newline = text.indexOf('\n', this.pos);
-        this.pos = newline < 0 ? text.length : newline + 1;
-      } else if (text.startsWith('/*', this.pos)) {
-        const start = this.pos;
-        let depth = 0;
-        do {
-          if (this.pos >= text.length) throw syntax(`unterminated comment starting at ${this.at(start)}`);
-          if (text.startsWith('/*', this.pos)) depth++;
-          else if (text.startsWith('*/', this.pos)) depth--;
-          else {
-            this.pos++;
-            continue;
-          }
-          this.pos += 2;
-        } while (depth > 0);
-      } else {
-        return;
-      }
-    }
-  }
-}
-
-const isKeyword = (token: Token, keyword: string): boolean => token.kind === 'word' && token.value.toUpperCase() === keyword;
-const isPunct = (token: Token, char: string): boolean => token.kind === 'punct' && token.value === char;
+const isKeyword = (token: SqlToken, keyword: string): boolean => token.kind === 'word' && token.value.toUpperCase() === keyword;
+const isPunct = (token: SqlToken, char: string): boolean => token.kind === 'punct' && token.value === char;
 
 /** A token as a message shows it: `end of statement`, `')'`, `AS`, `'1 week'`. */
-function describe(token: Token): string {
+function describe(token: SqlToken): string {
   if (token.kind === 'end') return 'end of statement';
   return token.kind === 'punct' ? `'${token.raw}'` : clip(token.raw);
 }
@@ -190,7 +76,7 @@ function describe(token: Token): string {
  * parseDdl('SELECT 1') // null
  */
 export function parseDdl(text: string): DdlStatement | null {
-  const lexer = new Lexer(text);
+  const lexer = new SqlLexer(text, syntax);
   let head: Head | null;
   try {
     head = readHead(lexer);
@@ -234,7 +120,7 @@ interface Head {
 }
 
 /** [EXPLAIN] CREATE [OR REPLACE] MATERIALIZED | [EXPLAIN] DROP MATERIALIZED; null for any other statement. */
-function readHead(lexer: Lexer): Head | null {
+function readHead(lexer: SqlLexer): Head | null {
   const accept = (keyword: string): boolean => isKeyword(lexer.peek(), keyword) && lexer.next() !== undefined;
   const explain = accept('EXPLAIN');
   const kind = accept('CREATE') ? 'create' : accept('DROP') ? 'drop' : null;
@@ -244,14 +130,14 @@ function readHead(lexer: Lexer): Head | null {
   return accept('MATERIALIZED') ? { kind, orReplace, explain } : null;
 }
 
-function expectView(lexer: Lexer): void {
+function expectView(lexer: SqlLexer): void {
   const token = lexer.next();
   if (!isKeyword(token, 'VIEW')) {
     throw syntax(`expected VIEW after MATERIALIZED, found ${describe(token)} at ${lexer.at(token.start)}`);
   }
 }
 
-function asUnsupported(lexer: Lexer, token: Token): DdlError {
+function asUnsupported(lexer: SqlLexer, token: SqlToken): DdlError {
   return unsupported(
     `CREATE MATERIALIZED VIEW requires WITH (extract_query = ..., count_src_query = ..., merge_partitions_query = ..., ` +
       `update_group = ..., time_column = ...): AS <query> is not supported at ${lexer.at(token.start)}`,
@@ -259,7 +145,7 @@ function asUnsupported(lexer: Lexer, token: Token): DdlError {
 }
 
 /** A view name: an identifier (folded to lower case) or a "quoted identifier" (taken as is). */
-function readName(lexer: Lexer, after: string): string {
+function readName(lexer: SqlLexer, after: string): string {
   const token = lexer.next();
   if (token.kind !== 'word' && token.kind !== 'ident') {
     throw syntax(`expected a view name after ${after}, found ${describe(token)} at ${lexer.at(token.start)}`);
@@ -277,7 +163,7 @@ function readName(lexer: Lexer, after: string): string {
 }
 
 /** The end of the statement: nothing, or one `;` followed by nothing but whitespace and comments. */
-function finish(lexer: Lexer, kind: Head['kind'], after: string): void {
+function finish(lexer: SqlLexer, kind: Head['kind'], after: string): void {
   const token = lexer.next();
   if (token.kind === 'end') return;
   if (isPunct(token, ';')) {
@@ -295,10 +181,10 @@ function finish(lexer: Lexer, kind: Head['kind'], after: string): void {
 }
 
 /** `( opt = value [, ...] )` after WITH, checked and with defaults applied. */
-function readOptions(lexer: Lexer): MaterializedViewOptions {
+function readOptions(lexer: SqlLexer): MaterializedViewOptions {
   const open = lexer.next();
   if (!isPunct(open, '(')) throw syntax(`expected '(' after WITH, found ${describe(open)} at ${lexer.at(open.start)}`);
-  const next = (): Token => {
+  const next = (): SqlToken => {
     const token = lexer.next();
     if (token.kind === 'end') throw syntax(`unterminated WITH (...) list: the '(' at ${lexer.at(open.start)} is never closed`);
     return token;
@@ -340,7 +226,7 @@ function readOptions(lexer: Lexer): MaterializedViewOptions {
 }
 
 /** An option's value checked against the option's kind: a literal's content, or an integer's digits. */
-function checkValue(option: OptionName, token: Token, at: string): string {
+function checkValue(option: OptionName, token: SqlToken, at: string): string {
   const kind: OptionKind = optionKinds[option];
   if (token.kind === 'punct') throw syntax(`expected a value for option '${option}', found ${describe(token)} at ${at}`);
   if (kind === 'integer') {

@@ -1,7 +1,7 @@
 import { FlightSqlError } from '../flight/index.js';
 import { allPartitions, type Partition } from '../lakehouse/index.js';
 import { quarantinedBlocks } from '../maintenance/index.js';
-import { quoteIdentifier, quoteLiteral, schemaHash, scopedFileSummary, storedDefinitions, type ReadScope, type ViewSet } from '../views/index.js';
+import { orreryFunctionKind, quoteIdentifier, quoteLiteral, schemaHash, scopedFileSummary, storedDefinitions, type ReadScope, type ViewSet } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
@@ -11,16 +11,11 @@ import type { TableFunctionCall } from '../engine/index.js';
 // Rows of view_instance and process_spans come from the caller's audience-scoped view sets:
 // a process of another audience looks exactly like one that does not exist.
 
-export const readableFunctionNames: ReadonlySet<string> = new Set([
-  'list_partitions',
-  'list_view_sets',
-  'list_view_set_definitions',
-  'view_instance',
-  'process_spans',
-]);
-
-/** Table functions only admins may call. */
-export const adminFunctionNames: ReadonlySet<string> = new Set(['list_query_denials', 'list_quarantined_blocks']);
+/** Whether a call names a lakehouse table function (any key's or an admin's), defined per statement below. */
+export const isLakehouseFunction = (call: TableFunctionCall): boolean => {
+  const kind = orreryFunctionKind(call.name);
+  return kind === 'table' || kind === 'admin table';
+};
 
 const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
 
@@ -59,8 +54,8 @@ export async function functionSetup(
   const statements: string[] = [];
   const seen = new Map<string, string>();
   for (const call of calls) {
+    if (!isLakehouseFunction(call)) continue;
     const name = call.name.toLowerCase();
-    if (!readableFunctionNames.has(name) && !adminFunctionNames.has(name)) continue;
     const signature = JSON.stringify(call.args);
     if (seen.has(name)) {
       if (seen.get(name) !== signature) throw invalid(`${name} may be called with one set of arguments per statement`);

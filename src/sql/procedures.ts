@@ -9,7 +9,7 @@ import {
   secondsToNanos,
 } from '../lakehouse/index.js';
 import type { Materializer } from '../maintenance/index.js';
-import { schemaHash } from '../views/index.js';
+import { orreryFunctionKind, schemaHash, type OrreryFunctionOf } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
@@ -72,7 +72,7 @@ function viewSetOf(ctx: ProcedureContext, name: string, fn: string) {
 
 const show = (b: bigint, e: bigint): string => `[${nanosToIso(b)}, ${nanosToIso(e)})`;
 
-const procedureList: Record<string, Procedure> = {
+const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   retire_partitions: {
     params: ['view_set', 'instance', 'begin', 'end'],
     async *run(ctx, args) {
@@ -179,7 +179,7 @@ const procedureList: Record<string, Procedure> = {
   },
 };
 
-async function* materialize(ctx: ProcedureContext, args: unknown[], fn: string, force: boolean): AsyncGenerator<string> {
+async function* materialize(ctx: ProcedureContext, args: unknown[], fn: 'materialize_partitions' | 'regenerate_partitions', force: boolean): AsyncGenerator<string> {
   const params = procedureList[fn].params;
   const view = viewSetOf(ctx, text(args, 0, fn, params), fn);
   const { begin, end } = range(args, 1, fn, params);
@@ -196,14 +196,8 @@ async function* materialize(ctx: ProcedureContext, args: unknown[], fn: string, 
 /** Whether a table function call names an admin procedure (also as micromegas.admin.<name>). */
 export function procedureOf(call: TableFunctionCall): Procedure | undefined {
   const qualified = call.catalog === '' && call.schema === '' ? true : call.catalog === 'micromegas' && call.schema === 'admin';
-  return qualified ? procedureList[call.name.toLowerCase()] : undefined;
+  return qualified && orreryFunctionKind(call.name) === 'procedure' ? procedureList[call.name.toLowerCase() as OrreryFunctionOf<'procedure'>] : undefined;
 }
-
-/** Names of every admin procedure. */
-export const procedureNames: ReadonlySet<string> = new Set(Object.keys(procedureList));
-
-/** Statements that manage deny rules are never denied themselves, so a rule cannot lock admins out. */
-export const denyManagement: ReadonlySet<string> = new Set(['deny_queries', 'remove_query_denial', 'list_query_denials']);
 
 /** Runs a procedure with its literal arguments, checking their count. */
 export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, caller: string): AsyncGenerator<string> {

@@ -17,13 +17,13 @@ import {
   type TableInfo,
   type XdbcTypeInfo,
 } from '../flight/index.js';
-import { emptyRelation } from '../views/index.js';
-import { adminFunctionNames, functionSetup, readableFunctionNames, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
+import { denyManagementFunctions, emptyRelation, orreryFunctionKind, orreryFunctionNames } from '../views/index.js';
+import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
 import { DdlError } from './ddl-errors.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
-import { denyManagement, procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
+import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
 import { nanosecondTimestamps, queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from '../engine/index.js';
 import { sqlInfo } from './sql-info-values.js';
 import { readerError } from './reader-errors.js';
@@ -297,7 +297,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   private async isRuleManagementAlone(shape: QueryShape): Promise<boolean> {
     const calls = shape.loneCall ? [shape.loneCall] : shape.tableFunctions;
-    if (calls.length !== 1 || !denyManagement.has(calls[0].name.toLowerCase())) return false;
+    if (calls.length !== 1 || !denyManagementFunctions.has(calls[0].name.toLowerCase())) return false;
     if (shape.relations.length > 0 || shape.catalogListings.length > 0) return false;
     const harmless = await this.readerFunctionNames();
     return shape.functionCalls.every((f) => harmless.has(f.name.toLowerCase()));
@@ -316,12 +316,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const name = relation.name.toLowerCase();
       return (await tables).some((t) => t.schema === 'main' && t.name.toLowerCase() === name);
     };
-    return { tableFunctions: readableFunctionNames, functions, readable };
+    return { tableFunctions: orreryFunctionNames('table'), functions, readable };
   }
 
   /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */
   private async checkReadable(shape: QueryShape): Promise<void> {
-    const adminOnly = shape.tableFunctions.find((f) => adminFunctionNames.has(f.name.toLowerCase()));
+    const adminOnly = shape.tableFunctions.find((f) => orreryFunctionKind(f.name) === 'admin table');
     if (adminOnly) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
     await checkReaderQuery(shape, await this.readerCatalog());
   }
@@ -380,7 +380,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   private async lakehouseSetup(ctx: CallContext<Principal>, shape: QueryShape, lakehouse: Lakehouse): Promise<string[]> {
-    const calls = shape.tableFunctions.filter((f) => readableFunctionNames.has(f.name.toLowerCase()) || adminFunctionNames.has(f.name.toLowerCase()));
+    const calls = shape.tableFunctions.filter(isLakehouseFunction);
     const views = new Map([...referencedViews(shape, lakehouse), ...viewsReadBy(calls, lakehouse)].map((v) => [v.name, v]));
     const viewStatements =
       views.size > 0

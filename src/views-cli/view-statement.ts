@@ -1,77 +1,17 @@
 // Reading the few things the CLI needs from a CREATE MATERIALIZED VIEW statement's text: where it
 // starts (after leading comments), the view name, update_group, and whether a second statement
-// follows. Query texts inside quotes are skipped whole, never looked into.
+// follows. Query texts inside quotes are skipped whole, never looked into (sql-text/ tokenizes).
+import { SqlLexer, tokenize, type SqlToken } from '../sql-text/index.js';
 
 /** A view set name, as the server accepts it. */
 export const viewNamePattern = /^[a-z_][a-z0-9_]{0,254}$/;
 
-interface Token {
-  readonly kind: 'word' | 'number' | 'string' | 'quoted_identifier' | 'symbol';
-  readonly text: string;
-  readonly start: number;
-}
-
 /** The index of the first character that is neither whitespace nor part of a comment. */
 export function statementStart(sql: string): number {
-  let i = 0;
-  for (;;) {
-    while (i < sql.length && /\s/.test(sql[i])) i++;
-    if (sql.startsWith('--', i)) {
-      const end = sql.indexOf('\n', i);
-      i = end < 0 ? sql.length : end + 1;
-    } else if (sql.startsWith('/*', i)) {
-      const end = sql.indexOf('*/', i + 2);
-      i = end < 0 ? sql.length : end + 2;
-    } else {
-      return i;
-    }
-  }
+  return new SqlLexer(sql, unreadable).restOffset();
 }
 
-/** The statement's tokens; strings (single-, dollar-quoted) and comments are skipped as wholes. */
-function tokenize(sql: string): Token[] {
-  const tokens: Token[] = [];
-  let i = statementStart(sql);
-  while (i < sql.length) {
-    const start = i;
-    const rest = sql.slice(i);
-    const dollar = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(rest);
-    if (dollar) {
-      const end = sql.indexOf(dollar[0], i + dollar[0].length);
-      i = end < 0 ? sql.length : end + dollar[0].length;
-      tokens.push({ kind: 'string', text: sql.slice(start + dollar[0].length, end < 0 ? sql.length : end), start });
-    } else if (sql[i] === "'" || sql[i] === '"') {
-      const quote = sql[i];
-      let text = '';
-      i++;
-      while (i < sql.length) {
-        if (sql[i] === quote && sql[i + 1] === quote) {
-          text += quote;
-          i += 2;
-        } else if (sql[i] === quote) {
-          i++;
-          break;
-        } else {
-          text += sql[i++];
-        }
-      }
-      tokens.push({ kind: quote === "'" ? 'string' : 'quoted_identifier', text, start });
-    } else if (/^[A-Za-z_]/.test(rest)) {
-      const word = /^[A-Za-z_][A-Za-z0-9_]*/.exec(rest)![0];
-      tokens.push({ kind: 'word', text: word, start });
-      i += word.length;
-    } else if (/^[0-9]/.test(rest)) {
-      const number = /^[0-9][0-9_.]*/.exec(rest)![0];
-      tokens.push({ kind: 'number', text: number, start });
-      i += number.length;
-    } else {
-      tokens.push({ kind: 'symbol', text: sql[i], start });
-      i++;
-    }
-    i += statementStart(sql.slice(i));
-  }
-  return tokens;
-}
+const unreadable = (message: string): Error => new Error(`cannot be read: ${message}`);
 
 /** What the CLI reads from one file's statement. */
 export interface StatementSummary {
@@ -85,8 +25,8 @@ export interface StatementSummary {
 
 /** Reads a CREATE [OR REPLACE] MATERIALIZED VIEW statement; throws an Error naming what is wrong. */
 export function summarizeStatement(sql: string): StatementSummary {
-  const tokens = tokenize(sql);
-  const words = tokens.slice(0, 5).map((t) => (t.kind === 'word' ? t.text.toUpperCase() : ''));
+  const tokens = tokenize(sql, unreadable);
+  const words = tokens.slice(0, 5).map((t) => (t.kind === 'word' ? t.value.toUpperCase() : ''));
   const orReplace = words[1] === 'OR' && words[2] === 'REPLACE';
   const head = orReplace ? 3 : 1;
   if (tokens.length === 0) throw new Error('holds no statement');
@@ -94,19 +34,19 @@ export function summarizeStatement(sql: string): StatementSummary {
     throw new Error('is not a CREATE [OR REPLACE] MATERIALIZED VIEW statement');
   }
   const nameToken = tokens[head + 2];
-  if (!nameToken || (nameToken.kind !== 'word' && nameToken.kind !== 'quoted_identifier')) {
+  if (!nameToken || (nameToken.kind !== 'word' && nameToken.kind !== 'ident')) {
     throw new Error('names no view after MATERIALIZED VIEW');
   }
-  const semicolon = tokens.findIndex((t) => t.kind === 'symbol' && t.text === ';');
+  const semicolon = tokens.findIndex((t) => t.kind === 'punct' && t.value === ';');
   if (semicolon >= 0 && semicolon < tokens.length - 1) throw new Error('holds more than one statement (one CREATE statement per file)');
-  return { name: nameToken.text, orReplace, updateGroup: readUpdateGroup(tokens) };
+  return { name: nameToken.value, orReplace, updateGroup: readUpdateGroup(tokens) };
 }
 
-function readUpdateGroup(tokens: readonly Token[]): number | null {
+function readUpdateGroup(tokens: readonly SqlToken[]): number | null {
   for (let i = 0; i + 2 < tokens.length; i++) {
-    if (tokens[i].kind === 'word' && tokens[i].text.toLowerCase() === 'update_group' && tokens[i + 1].text === '=') {
+    if (tokens[i].kind === 'word' && tokens[i].value.toLowerCase() === 'update_group' && tokens[i + 1].value === '=') {
       const value = tokens[i + 2];
-      const number = value.kind === 'number' || value.kind === 'string' ? Number(value.text.trim()) : NaN;
+      const number = value.kind === 'word' || value.kind === 'string' ? Number(value.value.trim()) : NaN;
       return Number.isFinite(number) ? number : null;
     }
   }

@@ -3,6 +3,15 @@ export * from './view-set.js';
 export { builtinViewSets, payloadColumns } from './builtin-views.js';
 export { compatibilityMacros } from './sql-functions.js';
 export {
+  denyManagementFunctions,
+  orreryFunctionKind,
+  orreryFunctionNames,
+  orreryFunctions,
+  type OrreryFunctionKind,
+  type OrreryFunctionName,
+  type OrreryFunctionOf,
+} from './orrery-functions.js';
+export {
   emptyRelation,
   filesRelation,
   quoteIdentifier,

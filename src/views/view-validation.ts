@@ -1,6 +1,7 @@
 import type { Field } from 'apache-arrow';
 import { queryShape, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import { ViewDefinitionError } from './errors.js';
+import { orreryFunctionKind } from './orrery-functions.js';
 import type { ViewDefinition } from './view-definition.js';
 import { emptyRelation, sessionStatements, withSource } from './view-session.js';
 import { parseDelta, type ColumnSpec, type ViewSet } from './view-set.js';
@@ -16,11 +17,6 @@ const volatileFunctions = new Set([
 ]);
 /** `current_timestamp` and friends parse as column references, not function calls. */
 const volatileKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
-const forbiddenTableFunctions = new Set([
-  'retire_partitions', 'materialize_partitions', 'regenerate_partitions', 'retire_partition_by_metadata',
-  'retire_partition_by_file', 'retire_incompatible_partitions', 'deny_queries', 'remove_query_denial', 'list_query_denials',
-  'view_instance', 'process_spans', 'perfetto_trace_chunks',
-]);
 const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|DECIMAL\(\d+,0\))$/;
 
 const fail = (message: string): never => {
@@ -127,8 +123,8 @@ function checkFunctions(label: string, shape: QueryShape): void {
     if (volatileKeywords.has(keyword)) fail(`${label} uses ${keyword}, which is volatile: its value would be frozen into partitions`);
   }
   for (const call of shape.tableFunctions) {
-    if (forbiddenTableFunctions.has(call.name.toLowerCase())) {
-      fail(`${label} calls ${call.name}(), an admin or per-instance function that may not be stored in a view definition`);
+    if (orreryFunctionKind(call.name) !== undefined) {
+      fail(`${label} calls ${call.name}(), an Orrery function answered per statement, which may not be stored in a view definition`);
     }
   }
 }

@@ -96,7 +96,7 @@ describe('views plan computation', () => {
 
 describe('views statement text', () => {
   it('reads the name, OR REPLACE and update_group, ignoring what is inside quoted query texts', () => {
-    const text = createStatement('error_rate', 4000, " AND body != 'update_group = 1' AND $$x$$ = 'x'");
+    const text = createStatement('error_rate', 4000, " AND body != 'update_group = 1' AND $q$x$q$ = 'x'");
     assert.deepEqual(summarizeStatement(text), { name: 'error_rate', orReplace: false, updateGroup: 4000 });
     assert.deepEqual(summarizeStatement(`-- leading\n/* comments */ create or replace materialized view "quoted" with (update_group = '12')`), {
       name: 'quoted',
