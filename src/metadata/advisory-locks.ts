@@ -40,12 +40,14 @@ export class AdvisoryLocks {
     }
   }
 
-  /** Closes the connection, which releases every lock still held. Idempotent. */
+  /** Releases every lock still held, then closes the connection. Idempotent. */
   close(): Promise<void> {
     return (this.closing ??= (async () => {
       const connection = this.connection;
       this.connection = undefined;
       const client = await connection?.catch(() => undefined);
+      // Explicitly: the server drops a closed session's locks only once its backend has exited.
+      await client?.query('SELECT pg_advisory_unlock_all()').catch(() => {});
       await client?.end().catch(() => {});
     })());
   }
