@@ -29,7 +29,9 @@ export const clientClosed = (): FlightClientError =>
 export function toClientError(error: unknown, address: string): unknown {
   if (error instanceof FlightClientError || !isServiceError(error)) return error;
   const details = (error.details || error.message).replace(/\.?\s*Resolution note:\s*$/, '');
-  if (error.code === GrpcStatus.UNAVAILABLE || error.code === GrpcStatus.DEADLINE_EXCEEDED) {
+  // DEADLINE_EXCEEDED is not a connection problem: the server answers it when a statement ran past
+  // its timeout, and grpc-js when the call's own deadline passed.
+  if (error.code === GrpcStatus.UNAVAILABLE) {
     return new FlightClientError(error.code, `cannot reach the Flight SQL server at ${address}: ${details}`);
   }
   return new FlightClientError(error.code, details);

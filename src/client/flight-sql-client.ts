@@ -19,6 +19,8 @@ export interface FlightSqlClientOptions {
 export interface CallOptions {
   /** Headers for this call only; they win over the client's. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** The gRPC deadline of the call (a Date, or ms since the epoch): past it the call fails with DEADLINE_EXCEEDED. */
+  readonly deadline?: Date | number;
 }
 
 /** What GetFlightInfo answered. */
@@ -164,7 +166,7 @@ export class FlightSqlClient {
 
   /** DoGet: the raw FlightData messages of a ticket, as they arrive. */
   async *doGet(ticket: Uint8Array, options: CallOptions = {}): AsyncGenerator<FlightData> {
-    const call = this.open<grpc.ClientReadableStream<unknown>>('DoGet', { ticket }, this.metadata(options));
+    const call = this.open<grpc.ClientReadableStream<unknown>>('DoGet', { ticket }, this.metadata(options), grpcOptions(options));
     try {
       for await (const data of call as AsyncIterable<FlightData>) yield data;
     } catch (error) {
@@ -181,7 +183,7 @@ export class FlightSqlClient {
 
   /** DoAction: the body of every Result. */
   async doAction(type: string, body: Uint8Array, options: CallOptions = {}): Promise<Uint8Array[]> {
-    const call = this.open<grpc.ClientReadableStream<unknown>>('DoAction', { type, body }, this.metadata(options));
+    const call = this.open<grpc.ClientReadableStream<unknown>>('DoAction', { type, body }, this.metadata(options), grpcOptions(options));
     const out: Uint8Array[] = [];
     try {
       for await (const result of call as AsyncIterable<{ body?: Uint8Array }>) out.push(result.body ?? new Uint8Array(0));
@@ -193,7 +195,7 @@ export class FlightSqlClient {
 
   /** DoPut: sends the descriptor with the first message (or alone), returns every PutResult's app_metadata. */
   async doPut(cmd: Uint8Array, messages: readonly FlightData[] = [], options: CallOptions = {}): Promise<Uint8Array[]> {
-    const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>('DoPut', this.metadata(options));
+    const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>('DoPut', this.metadata(options), grpcOptions(options));
     const results: Uint8Array[] = [];
     const done = new Promise<void>((resolve, reject) => {
       call.on('data', (result: { appMetadata?: Uint8Array }) => results.push(result.appMetadata ?? new Uint8Array(0)));
@@ -234,7 +236,7 @@ export class FlightSqlClient {
     if (this.closed) return Promise.reject(clientClosed());
     return this.mapErrors(
       new Promise<T>((resolve, reject) =>
-        this.client[method](request, this.metadata(options), (error: grpc.ServiceError | null, response: T) =>
+        this.client[method](request, this.metadata(options), grpcOptions(options), (error: grpc.ServiceError | null, response: T) =>
           error ? reject(error) : resolve(response),
         ),
       ),
@@ -248,4 +250,8 @@ export class FlightSqlClient {
       throw toClientError(error, this.options.address);
     }
   }
+}
+
+function grpcOptions(options: CallOptions): grpc.CallOptions {
+  return options.deadline === undefined ? {} : { deadline: options.deadline };
 }

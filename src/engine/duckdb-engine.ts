@@ -13,9 +13,10 @@ import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
 import { nativeBatches, resultError, type BatchSource } from './native-export.js';
 import { EngineError, sqlError } from './errors.js';
-import { bindRow } from './parameters.js';
+import { bindRow, parameterRowCount } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
 import { appendBatch } from './arrow-append.js';
+import { StatementGuard, type Deadline } from './statement-guard.js';
 
 export interface EngineOptions {
   /** Folders queries may read; every other file is out of reach. */
@@ -74,7 +75,10 @@ export interface TableDescription {
 
 export interface RunOptions {
   readonly parameters?: Table;
+  /** Stops the statement (CANCELLED) when aborted. */
   readonly signal?: AbortSignal;
+  /** Stops the statement (DEADLINE_EXCEEDED, with the deadline's message) when it passes. */
+  readonly deadline?: Deadline;
   /** Stop after this many rows. */
   readonly limit?: number;
   /** Send ENUM columns as dictionaries rather than text. */
@@ -165,13 +169,14 @@ export class DuckDBEngine {
   async describe(sql: string, options: RunOptions = {}): Promise<StatementDescription> {
     const { parameters } = options;
     const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
-    return this.withPrepared(sql, options, async (prepared) => {
+    return this.withPrepared(sql, options, async (prepared, guard) => {
       const description = describePrepared(prepared, typeOptions);
       if (!parameters || parameters.numRows === 0) return description;
       bindRow(prepared, parameters, 0);
       if (description.schema.fields.every((f) => f.typeId !== Type.Null)) return description;
       // Column types that hang on parameter types are known once bound values meet the
       // plan: start the statement (streaming, so nothing is computed ahead) and read them.
+      guard.check();
       const result = await prepared.stream();
       const names = Array.from({ length: result.columnCount }, (_, i) => result.columnName(i));
       const types = columnTypesOf(result);
@@ -181,7 +186,8 @@ export class DuckDBEngine {
   }
 
   /**
-   * Runs a row-returning statement; batches stream as DuckDB produces them. Pass the
+   * Runs a row-returning statement; batches stream as DuckDB produces them, the results of
+   * each parameter row in turn (one connection, one prepared statement for them all). Pass the
    * description a caller already has (from describe with the same options) to skip
    * preparing the statement twice.
    */
@@ -191,22 +197,17 @@ export class DuckDBEngine {
     described?: StatementDescription,
   ): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
     const description = described ?? (await this.describe(sql, options));
-    const batchBytes = this.batchBytes;
     const engine = this;
     async function* batches(): AsyncGenerator<RecordBatch> {
-      const rowSets = Math.max(1, options.parameters?.numRows ?? 0);
       let remaining = options.limit ?? Number.POSITIVE_INFINITY;
-      for (let row = 0; row < rowSets && remaining > 0; row++) {
-        for await (const batch of engine.stream(sql, description.schema, batchBytes, options, row)) {
-          if (batch.numRows > remaining) {
-            yield batch.slice(0, remaining);
-            remaining = 0;
-            return;
-          }
-          remaining -= batch.numRows;
-          yield batch;
-          if (remaining === 0) return;
+      if (remaining === 0) return;
+      for await (const batch of engine.stream(sql, description.schema, options)) {
+        if (batch.numRows >= remaining) {
+          yield batch.numRows > remaining ? batch.slice(0, remaining) : batch;
+          return;
         }
+        remaining -= batch.numRows;
+        yield batch;
       }
     }
     return { schema: description.schema, batches: batches() };
@@ -214,10 +215,11 @@ export class DuckDBEngine {
 
   /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
   async execute(sql: string, options: RunOptions = {}): Promise<number> {
-    return this.withPrepared(sql, options, async (prepared) => {
-      const rowSets = Math.max(1, options.parameters?.numRows ?? 0);
+    return this.withPrepared(sql, options, async (prepared, guard) => {
+      const rowSets = Math.max(1, parameterRowCount(options.parameters));
       let changed = 0;
       for (let row = 0; row < rowSets; row++) {
+        guard.check();
         if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
         const result = await prepared.run();
         changed += result.rowsChanged;
@@ -382,78 +384,89 @@ export class DuckDBEngine {
     this.instance.closeSync();
   }
 
-  private async *stream(
-    sql: string,
-    schema: Schema,
-    batchBytes: number,
-    options: RunOptions,
-    parameterRow: number,
-  ): AsyncGenerator<RecordBatch> {
+  /** Streams the statement's batches, for each parameter row in turn. */
+  private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
     const { connection, release } = await this.lease(options.setup, options.session);
-    const onAbort = (): void => connection.interrupt();
-    options.signal?.addEventListener('abort', onAbort);
+    const guard = new StatementGuard(connection, options.signal, options.deadline);
     try {
-      const prepared = await prepare(connection, sql);
-      if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, parameterRow);
-      const result = await prepared.stream().catch((error) => {
-        throw sqlError(error);
+      const prepared = await prepare(connection, sql).catch((error: EngineError) => {
+        throw guard.reported(error);
       });
-      const types = columnTypesOf(result);
-      const source =
-        (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) ||
-        chunkBatches(result, schema, types, batchBytes, this.nativeExport);
-      // Ask for the next batch before handing this one on, so DuckDB works while the consumer
-      // sends. It is awaited only later: until then its failure must not count as an unhandled
-      // rejection (which ends the process).
-      const ahead = (): Promise<RecordBatch | null> => {
-        const next = source.next();
-        next.catch(() => {});
-        return next;
-      };
-      let pending: Promise<RecordBatch | null> | null = ahead();
-      try {
-        for (;;) {
-          const batch = await pending.catch((error) => {
-            throw fetchError(error, options.signal);
-          });
-          pending = null;
-          if (!batch) break;
-          pending = ahead();
-          yield batch;
-          if (options.signal?.aborted) throw new EngineError('CANCELLED', 'query cancelled');
-        }
-      } finally {
-        if (pending) {
-          // The consumer stopped early (or a batch failed): stop DuckDB and let the batch in
-          // flight settle before closing.
-          connection.interrupt();
-          await pending.catch(() => null);
-        }
-        source.close();
+      const rowSets = Math.max(1, parameterRowCount(options.parameters));
+      for (let row = 0; row < rowSets; row++) {
+        guard.check();
+        if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
+        yield* this.streamResult(prepared, schema, guard);
       }
     } finally {
-      options.signal?.removeEventListener('abort', onAbort);
+      guard.dispose();
       release();
+    }
+  }
+
+  /** Streams one execution of a prepared statement. */
+  private async *streamResult(prepared: DuckDBPreparedStatement, schema: Schema, guard: StatementGuard): AsyncGenerator<RecordBatch> {
+    const result = await prepared.stream().catch((error) => {
+      throw guard.reported(sqlError(error));
+    });
+    const types = columnTypesOf(result);
+    const batchBytes = this.batchBytes;
+    const source =
+      (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) ||
+      chunkBatches(result, schema, types, batchBytes, this.nativeExport);
+    // Ask for the next batch before handing this one on, so DuckDB works while the consumer
+    // sends. It is awaited only later: until then its failure must not count as an unhandled
+    // rejection (which ends the process).
+    const ahead = (): Promise<RecordBatch | null> => {
+      const next = source.next();
+      next.catch(() => {});
+      return next;
+    };
+    let pending: Promise<RecordBatch | null> | null = ahead();
+    try {
+      for (;;) {
+        const batch = await pending.catch((error) => {
+          throw fetchError(error, guard);
+        });
+        pending = null;
+        if (!batch) break;
+        pending = ahead();
+        yield batch;
+        guard.check();
+      }
+    } finally {
+      if (pending) {
+        // The consumer stopped early (or a batch failed): stop DuckDB and let the batch in
+        // flight settle before closing.
+        guard.halt();
+        await pending.catch(() => null);
+      }
+      source.close();
     }
   }
 
   private async withPrepared<T>(
     sql: string,
-    { setup, session }: Pick<RunOptions, 'setup' | 'session'>,
-    use: (prepared: DuckDBPreparedStatement) => Promise<T>,
+    options: Pick<RunOptions, 'setup' | 'session' | 'signal' | 'deadline'>,
+    use: (prepared: DuckDBPreparedStatement, guard: StatementGuard) => Promise<T>,
   ): Promise<T> {
-    const { connection, release } = await this.lease(setup, session);
+    const { connection, release } = await this.lease(options.setup, options.session);
+    const guard = new StatementGuard(connection, options.signal, options.deadline);
     try {
       const prepared = await prepare(connection, sql);
       try {
-        return await use(prepared);
+        guard.check();
+        return await use(prepared, guard);
       } catch (error) {
         if (error instanceof EngineError) throw error;
         throw sqlError(error);
       } finally {
         prepared.destroySync();
       }
+    } catch (error) {
+      throw guard.reported(error as EngineError);
     } finally {
+      guard.dispose();
       release();
     }
   }
@@ -502,12 +515,6 @@ export class DuckDBEngine {
   }
 }
 
-/**
- * The error of a failed fetch. When a query fails in one of DuckDB's threads, DuckDB interrupts
- * the others, and now and then the fetching thread reports that interruption instead of the
- * error (about 1 run in 15 of a query failing midway): not a cancellation unless the caller
- * asked for one.
- */
 // Integers past 2^53 (literals, positions) would lose digits in JSON.parse: they stay text,
 // marked, in a parse tree, and become numbers again when a tree is turned back into SQL.
 const bigIntegerMark = '#orrery-integer#';
@@ -518,9 +525,16 @@ function markBigIntegers(json: string): string {
   return json.replace(bareBigInteger, (token) => (token.startsWith('"') ? token : `"${bigIntegerMark}${token}"`));
 }
 
-function fetchError(error: unknown, signal: AbortSignal | undefined): EngineError {
+/**
+ * The error of a failed fetch. When a query fails in one of DuckDB's threads, DuckDB interrupts
+ * the others, and now and then the fetching thread reports that interruption instead of the
+ * error (about 1 run in 15 of a query failing midway): not a cancellation unless the caller
+ * asked for one.
+ */
+function fetchError(error: unknown, guard: StatementGuard): EngineError {
   const reported = sqlError(error);
-  if (reported.status !== 'CANCELLED' || signal?.aborted) return reported;
+  if (guard.stopped) return guard.stopped;
+  if (reported.status !== 'CANCELLED') return reported;
   return new EngineError(
     'INVALID_ARGUMENT',
     'the query failed in one of DuckDB\'s threads and DuckDB reported only that it was interrupted; run it again to see the error',

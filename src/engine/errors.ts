@@ -1,7 +1,7 @@
 /** Errors the engine reports; `status` is the gRPC status name the front end sends. */
 export class EngineError extends Error {
   constructor(
-    readonly status: 'INVALID_ARGUMENT' | 'PERMISSION_DENIED' | 'CANCELLED' | 'UNAVAILABLE',
+    readonly status: 'INVALID_ARGUMENT' | 'PERMISSION_DENIED' | 'CANCELLED' | 'DEADLINE_EXCEEDED' | 'UNAVAILABLE',
     message: string,
   ) {
     super(message);

@@ -4,6 +4,7 @@ export { DuckDBEngine, EngineSession, catalogName, quoteIdentifier } from './duc
 export type { EngineOptions, FunctionDescription, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
 export { EngineError } from './errors.js';
 export { nativeExportProblem } from './native-export.js';
+export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
 export { queryShape, type FunctionCall, type LoneCall, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
 export {

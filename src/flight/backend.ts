@@ -58,8 +58,10 @@ export interface CallContext<P = unknown> {
   readonly headers: ReadonlyMap<string, string>;
   /** The per-query headers micromegas clients send, already parsed. */
   readonly options: QueryOptions;
-  /** Aborted when the client cancels or disconnects. */
+  /** Aborted when the client cancels or disconnects, or when its deadline passes. */
   readonly signal: AbortSignal;
+  /** The client's gRPC deadline (ms since the epoch), when it set one. */
+  readonly deadline?: number;
 }
 
 export interface QueryOptions {

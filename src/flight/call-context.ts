@@ -94,6 +94,12 @@ function normaliseZone(zone: string | undefined): string {
 }
 
 /** Builds the context for one call after authentication. */
-export function makeContext<P>(principal: P, headers: Map<string, string>, signal: AbortSignal): CallContext<P> {
-  return { principal, headers, options: queryOptions(headers), signal };
+export function makeContext<P>(principal: P, headers: Map<string, string>, signal: AbortSignal, deadline?: number): CallContext<P> {
+  return { principal, headers, options: queryOptions(headers), signal, deadline };
+}
+
+/** A gRPC call's deadline in ms since the epoch; undefined when the client set none. */
+export function deadlineMillis(deadline: Date | number): number | undefined {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(at) ? at : undefined;
 }

@@ -11,6 +11,7 @@ export type ErrorStatus =
   | 'FAILED_PRECONDITION'
   | 'UNIMPLEMENTED'
   | 'CANCELLED'
+  | 'DEADLINE_EXCEEDED'
   | 'UNAVAILABLE'
   | 'INTERNAL';
 

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import type { RecordBatch, Data } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, QueryResult } from './backend.js';
-import { authenticate, headerMap, makeContext, readCredentials } from './call-context.js';
+import { authenticate, deadlineMillis, headerMap, makeContext, readCredentials } from './call-context.js';
 import { runAction, supportedActions } from './actions.js';
 import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
@@ -166,12 +166,18 @@ export class FlightSqlServer<P> {
     }
   }
 
-  private async context(call: { metadata: grpc.Metadata; on(event: 'cancelled', f: () => void): unknown }): Promise<CallContext<P>> {
+  private async context(call: {
+    metadata: grpc.Metadata;
+    getDeadline(): grpc.Deadline;
+    on(event: 'cancelled', f: () => void): unknown;
+  }): Promise<CallContext<P>> {
     const headers = headerMap(call.metadata);
     const { principal } = await authenticate(this.backend, readCredentials(headers));
     const controller = new AbortController();
+    // grpc-js answers DEADLINE_EXCEEDED itself when the client's deadline passes and reports the
+    // call cancelled: the abort stops the statement's work then.
     call.on('cancelled', () => controller.abort());
-    return makeContext(principal, headers, controller.signal);
+    return makeContext(principal, headers, controller.signal, deadlineMillis(call.getDeadline()));
   }
 
   private unary(handler: (ctx: CallContext<P>, request: unknown) => Promise<unknown>): Handler {
