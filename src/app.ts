@@ -82,6 +82,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
   try {
     const { keyring, connectHint, createdFile } = keyringFromConfig(config, log);
     if (createdFile) closers.push(() => (started ? undefined : rmSync(createdFile, { force: true })));
+    const threadPool = Number(process.env.UV_THREADPOOL_SIZE || 4);
+    if (role !== 'maintain' && threadPool < config.queryLimits.admission.running + 4) {
+      log(
+        'warn',
+        `libuv's thread pool has ${threadPool} threads, fewer than ORRERY_MAX_CONCURRENT_QUERIES + 4: heavy statements can hold up ` +
+          'OTLP ingestion and other statements. Start Orrery with the orrery command (dist/src/orrery.cjs), which sizes it, or set UV_THREADPOOL_SIZE',
+      );
+    }
     const metrics = new OrreryMetrics();
     const metadata = await MetadataStore.open({ connectionString: config.sqlConnectionString, dataDir: config.dataDir, log });
     closers.push(() => metadata.close());
@@ -149,7 +157,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         retireDelaySeconds: config.retireDelaySeconds,
       });
       const backend = { lakehouse: { ...lakehouse, tables }, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules, ddl };
-      const service = new SqlService(keyring, engine, version, backend);
+      const service = new SqlService(keyring, engine, version, backend, { limits: config.queryLimits, metrics });
       closers.push(() => service.close());
       const server = new FlightSqlServer<Principal>(service, {
         address: config.flightAddress,

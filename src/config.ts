@@ -35,6 +35,20 @@ export interface Config {
   readonly staticTablesUrl: string | undefined;
   /** ORRERY_NATIVE: use the native Arrow exporter when built (auto), require it (on), or never (off). */
   readonly native: 'auto' | 'on' | 'off';
+  readonly queryLimits: {
+    /** ORRERY_QUERY_TIMEOUT_SECONDS; 0: none. */
+    readonly timeoutSeconds: number;
+    /** ORRERY_MAX_BIND_ROWS */
+    readonly maxBindRows: number;
+    readonly admission: {
+      /** ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY */
+      readonly runningPerKey: number;
+      /** ORRERY_MAX_QUEUED_QUERIES_PER_KEY */
+      readonly queuedPerKey: number;
+      /** ORRERY_MAX_CONCURRENT_QUERIES */
+      readonly running: number;
+    };
+  };
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -62,7 +76,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ?? 60,
     staticTablesUrl: env.MICROMEGAS_STATIC_TABLES_URL || undefined,
     native: oneOf(env.ORRERY_NATIVE, ['auto', 'on', 'off'], 'ORRERY_NATIVE') ?? 'auto',
+    queryLimits: {
+      timeoutSeconds: nonNegativeSeconds(env.ORRERY_QUERY_TIMEOUT_SECONDS, 'ORRERY_QUERY_TIMEOUT_SECONDS') ?? 300,
+      maxBindRows: positiveInteger(env.ORRERY_MAX_BIND_ROWS, 'ORRERY_MAX_BIND_ROWS') ?? 1000,
+      admission: {
+        runningPerKey: positiveInteger(env.ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, 'ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY') ?? 4,
+        queuedPerKey: nonNegativeInteger(env.ORRERY_MAX_QUEUED_QUERIES_PER_KEY, 'ORRERY_MAX_QUEUED_QUERIES_PER_KEY') ?? 32,
+        running: positiveInteger(env.ORRERY_MAX_CONCURRENT_QUERIES, 'ORRERY_MAX_CONCURRENT_QUERIES') ?? 16,
+      },
+    },
   };
+}
+
+/** Seconds, fractions allowed (0.5); 0 means no limit. */
+function nonNegativeSeconds(value: string | undefined, variable: string): number | undefined {
+  if (!value) return undefined;
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new ConfigError(`${variable} must be a number of seconds (0: no limit), got '${value}'`);
+  return Number(value);
 }
 
 function address(value: string | undefined, fallback: string, variable: string): string {

@@ -21,15 +21,47 @@ export class OrreryMetrics {
 
   readonly queries = new Counter({
     name: 'orrery_queries_total',
-    help: 'Statements run through Flight SQL, by outcome',
+    help: 'Statements sent through Flight SQL, by outcome: ok, or the gRPC status they failed with (invalid_argument, deadline_exceeded, ...)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
 
   readonly queryDuration = new Histogram({
     name: 'orrery_query_duration_seconds',
-    help: 'Time from a statement reaching the engine to its last batch',
-    buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60],
+    help: 'Time from a statement getting its turn to its last batch (or its failure)',
+    buckets: [0.005, 0.02, 0.1, 0.5, 2, 10, 60, 300],
+    registers: [this.registry],
+  });
+
+  readonly queryTimeouts = new Counter({
+    name: 'orrery_query_timeouts_total',
+    help: "Statements stopped because the statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS) or the client's deadline passed",
+    registers: [this.registry],
+  });
+
+  readonly queriesRunning = new Gauge({
+    name: 'orrery_queries_running',
+    help: 'Statements holding a slot (running), all keys together',
+    registers: [this.registry],
+  });
+
+  readonly queriesQueued = new Gauge({
+    name: 'orrery_queries_queued',
+    help: 'Statements waiting for a slot (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, ORRERY_MAX_CONCURRENT_QUERIES)',
+    registers: [this.registry],
+  });
+
+  readonly queryQueueWait = new Histogram({
+    name: 'orrery_query_queue_wait_seconds',
+    help: 'Time statements waited for a slot',
+    buckets: [0.01, 0.1, 1, 10, 60],
+    registers: [this.registry],
+  });
+
+  readonly queriesRefused = new Counter({
+    name: 'orrery_queries_refused_total',
+    help: "Statements refused with RESOURCE_EXHAUSTED because their key's queue was full, by key name",
+    labelNames: ['key'] as const,
     registers: [this.registry],
   });
 

@@ -2,3 +2,4 @@
 export { SqlService, type LakehouseBackend } from './sql-service.js';
 export { DenyRules, type DenyRule, type QueryAttributes } from './deny-rules.js';
 export { DdlService, type DdlAction } from './ddl-service.js';
+export { defaultQueryLimits, type QueryLimits } from './statement-limits.js';

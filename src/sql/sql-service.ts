@@ -32,6 +32,8 @@ import { checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './st
 import { xdbcTypes } from './xdbc-types.js';
 import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } from './series-plans.js';
 import { Transactions } from './transactions.js';
+import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
+import type { OrreryMetrics } from '../metrics/index.js';
 
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([new Field('time', new TimestampNanosecond('UTC'), false), new Field('msg', new Utf8(), false)]);
@@ -62,13 +64,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
   private readerFunctions: Promise<ReadonlySet<string>> | undefined;
   /** Flight SQL transactions, offered where series tables are (there is something to commit). */
   readonly transactions?: Transactions;
+  private readonly limits: StatementLimits;
 
   constructor(
     private readonly keyring: Keyring,
     private readonly engine: DuckDBEngine,
     private readonly serverVersion: string,
     private readonly backend?: LakehouseBackend,
+    options: { limits?: QueryLimits; metrics?: OrreryMetrics } = {},
   ) {
+    this.limits = new StatementLimits(options.limits ?? defaultQueryLimits, options.metrics);
     if (backend?.lakehouse.tables) this.transactions = new Transactions(engine);
   }
 
@@ -98,32 +103,39 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
-    const plan = await this.guarded(ctx, statement, () => this.plan(ctx, statement));
-    if (plan.kind === 'series') return countSchema;
-    return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : plan.schema;
+    return this.limited(ctx, statement, false, async (run) => {
+      const plan = await this.plan(ctx, statement, run);
+      if (plan.kind === 'series') return countSchema;
+      return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : plan.schema;
+    });
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
-    return this.guarded(ctx, statement, async () => {
-      const plan = await this.plan(ctx, statement);
-      if (plan.kind === 'procedure') return { schema: plan.schema, batches: this.progress(plan, ctx.principal.name) };
-      if (plan.kind === 'ddl') return { schema: ddlSchema, batches: this.ddl(plan.statement, ctx.principal) };
+    const run = await this.limits.begin(ctx.principal.name, ctx, true);
+    try {
+      const plan = await this.plan(ctx, statement, run);
+      if (plan.kind === 'procedure') return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
+      if (plan.kind === 'ddl') return { schema: ddlSchema, batches: run.track(this.ddl(plan.statement, ctx.principal)) };
       if (plan.kind === 'series') {
         const { write, session } = plan;
         const counted = async function* (): AsyncGenerator<RecordBatch> {
           yield batchFromRows(countSchema, [[BigInt(await write.run(session))]]);
         };
-        return { schema: countSchema, batches: counted() };
+        return { schema: countSchema, batches: run.track(counted()) };
       }
-      const options = { ...plan.options, signal: ctx.signal, limit: ctx.options.limit };
-      const result = await this.engine.query(plan.sql, options, plan.description);
-      return ctx.principal.admin ? result : { schema: result.schema, batches: this.guardedBatches(statement, result.batches) };
-    });
+      const result = await this.engine.query(plan.sql, { ...plan.options, limit: ctx.options.limit }, plan.description);
+      const batches = ctx.principal.admin ? result.batches : this.guardedBatches(statement, result.batches);
+      return { schema: result.schema, batches: run.track(batches) };
+    } catch (error) {
+      const reported = this.reported(ctx, statement, error);
+      run.end(reported);
+      throw reported;
+    }
   }
 
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
-    return this.guarded(ctx, statement, async () => {
-      const plan = await this.plan(ctx, statement);
+    return this.limited(ctx, statement, true, async (run) => {
+      const plan = await this.plan(ctx, statement, run);
       if (plan.kind === 'engine') return this.engine.execute(plan.sql, plan.options);
       if (plan.kind === 'series') return plan.write.run(plan.session);
       let rows = 0;
@@ -134,24 +146,26 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
-    const plan = await this.guarded(ctx, statement, () => this.plan(ctx, statement));
-    if (plan.kind === 'procedure') return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
-    if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
-    if (plan.kind === 'series') {
-      const { sql, setup, parameterTypes } = plan.write;
-      const parameterSchema = parameterTypes
-        ? new Schema((await this.engine.describe(parameterTypes)).schema.fields.map((f, i) => new Field(`$${i + 1}`, f.type, true)))
-        : sql
-          ? (await this.engine.describe(sql, { setup, session: plan.session })).parameterSchema
-          : new Schema([]);
-      return { datasetSchema: countSchema, parameterSchema, isUpdate: true };
-    }
-    const { description } = plan;
-    return {
-      datasetSchema: description.schema,
-      parameterSchema: description.parameterSchema,
-      isUpdate: !description.returnsRows,
-    };
+    return this.limited(ctx, statement, false, async (run) => {
+      const plan = await this.plan(ctx, statement, run);
+      if (plan.kind === 'procedure') return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
+      if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
+      if (plan.kind === 'series') {
+        const { sql, setup, parameterTypes } = plan.write;
+        const parameterSchema = parameterTypes
+          ? new Schema((await this.engine.describe(parameterTypes)).schema.fields.map((f, i) => new Field(`$${i + 1}`, f.type, true)))
+          : sql
+            ? (await this.engine.describe(sql, { setup, session: plan.session })).parameterSchema
+            : new Schema([]);
+        return { datasetSchema: countSchema, parameterSchema, isUpdate: true };
+      }
+      const { description } = plan;
+      return {
+        datasetSchema: description.schema,
+        parameterSchema: description.parameterSchema,
+        isUpdate: !description.returnsRows,
+      };
+    });
   }
 
   /** CommandStatementIngest into a series table, in the client's transaction or one of its own. */
@@ -220,8 +234,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * admin procedures, and sets up the view sets and lakehouse functions the statement reads,
    * scoped to the caller's audiences.
    */
-  private async plan(ctx: CallContext<Principal>, statement: Statement): Promise<Plan> {
+  private async plan(ctx: CallContext<Principal>, statement: Statement, run: StatementRun): Promise<Plan> {
     const { principal } = ctx;
+    this.limits.checkParameters(statement.parameters);
     const internal = namesLakeInternals(statement.query);
     if (internal) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: '${internal}' is internal to Orrery's series tables`);
     if (attachesDatabases(statement.query)) {
@@ -258,7 +273,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
     if (tables) setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
-    const options: RunOptions = { parameters: statement.parameters, preserveDictionary: ctx.options.preserveDictionary, setup, session };
+    const options: RunOptions = {
+      parameters: statement.parameters,
+      preserveDictionary: ctx.options.preserveDictionary,
+      setup,
+      session,
+      signal: ctx.signal,
+      deadline: run.deadline,
+    };
     const sql = tree && nanosecondTimestamps(tree) ? await this.engine.deparse(tree) : statement.query;
     const description = dataFusionNames(await this.engine.describe(sql, options));
     if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
@@ -266,12 +288,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
-  private async guarded<T>(ctx: CallContext<Principal>, statement: Statement, run: () => Promise<T>): Promise<T> {
-    try {
-      return await run();
-    } catch (error) {
-      throw ctx.principal.admin ? error : readerError(error, statement.query, this.engine.readableDirectories);
-    }
+  /** What the caller is told of a failure: for a key that is not an admin, no server path or internal SQL. */
+  private reported(ctx: CallContext<Principal>, statement: Statement, error: unknown): unknown {
+    return ctx.principal.admin ? error : readerError(error, statement.query, this.engine.readableDirectories);
   }
 
   private async *guardedBatches(statement: Statement, batches: AsyncIterable<RecordBatch>): AsyncGenerator<RecordBatch> {
@@ -279,6 +298,25 @@ export class SqlService implements FlightSqlBackend<Principal> {
       yield* batches;
     } catch (error) {
       throw readerError(error, statement.query, this.engine.readableDirectories);
+    }
+  }
+
+  /** Runs `use` within the key's limits (admitted, timed, recorded), its failure as the caller may see it. */
+  private async limited<T>(
+    ctx: CallContext<Principal>,
+    statement: Statement,
+    executes: boolean,
+    use: (run: StatementRun) => Promise<T>,
+  ): Promise<T> {
+    const run = await this.limits.begin(ctx.principal.name, ctx, executes);
+    try {
+      const result = await use(run);
+      run.end();
+      return result;
+    } catch (error) {
+      const reported = this.reported(ctx, statement, error);
+      run.end(reported);
+      throw reported;
     }
   }
 

@@ -1,0 +1,145 @@
+// Issue 9, item 3: one caller's statements are bounded. A statement timeout stops DuckDB's work
+// (DEADLINE_EXCEEDED), the client's gRPC deadline does too, each key runs a bounded number of
+// statements with a bounded queue behind them (RESOURCE_EXHAUSTED beyond), and another key is not
+// held up by a key that has used up its share.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FlightClientError, type FlightSqlClient } from '../../src/client/index.js';
+import { useOrrery } from '../support/orrery-process.js';
+
+/** Runs forever (a counter with no stop). */
+const endlessRecursion = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r';
+/** A cross join of 10^16 pairs: hours of DuckDB work, a few bytes of answer. */
+const hugeCrossJoin = 'SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0';
+const timeoutMessage = 'statement timeout: the statement did not finish within 1 s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped';
+
+/** DoGet with the SQL text as the ticket. */
+async function doGetSql(client: FlightSqlClient, sql: string): Promise<void> {
+  for await (const _ of client.doGet(new TextEncoder().encode(sql)));
+}
+
+async function failure(promise: Promise<unknown>): Promise<FlightClientError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof FlightClientError) return error;
+    throw error;
+  }
+  assert.fail('expected the call to fail');
+}
+
+/**
+ * Resolves once this process (which hosts the server and its DuckDB) spends less than a tenth
+ * of a core over a quarter of a second: a statement DuckDB still ran would keep a core busy.
+ * Fails when that never happens within 40 tries.
+ */
+async function cpuSettles(): Promise<void> {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const before = process.cpuUsage();
+    const start = process.hrtime.bigint();
+    await sleep(250);
+    const used = process.cpuUsage(before);
+    const elapsedMicros = Number(process.hrtime.bigint() - start) / 1000;
+    if (used.user + used.system < 0.1 * elapsedMicros) return;
+  }
+  assert.fail('DuckDB kept a core busy after the statement was stopped');
+}
+
+describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout: 180_000 }, () => {
+  const fixture = useOrrery({ ORRERY_QUERY_TIMEOUT_SECONDS: '1', ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1' });
+
+  for (const [name, sql] of [
+    ['a recursive CTE that never ends', endlessRecursion],
+    ['a cross join of 10^16 pairs', hugeCrossJoin],
+  ]) {
+    it(`stops ${name} with DEADLINE_EXCEEDED, and DuckDB stops working on it`, async () => {
+      const error = await failure(fixture.reader.client.query(sql));
+      assert.equal(error.status, 'DEADLINE_EXCEEDED');
+      assert.equal(error.details, timeoutMessage);
+      await cpuSettles();
+      // The key's only slot is free again: its next statement runs.
+      assert.equal(Number((await fixture.reader.query('SELECT 41 + 1 AS n')).getChild('n')?.get(0)), 42);
+    });
+  }
+
+  it('stops an update sent through DoPut', async () => {
+    const error = await failure(fixture.admin.updateCount(`CREATE TABLE timed_out AS ${hugeCrossJoin}`));
+    assert.equal(error.status, 'DEADLINE_EXCEEDED');
+    assert.equal(error.details, timeoutMessage);
+    await cpuSettles();
+    const tables = await fixture.admin.query("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'timed_out'");
+    assert.equal(Number(tables.getChild('n')?.get(0)), 0);
+  });
+
+  it('stops a statement whose result streams for longer than the timeout', async () => {
+    let rows = 0;
+    const error = await failure(
+      (async () => {
+        for await (const batch of fixture.reader.client.queryBatches('SELECT range AS n FROM range(1000000000000)')) rows += batch.numRows;
+      })(),
+    );
+    assert.equal(error.status, 'DEADLINE_EXCEEDED');
+    assert.equal(error.details, timeoutMessage);
+    assert.ok(rows > 0, 'some rows arrived before the stop');
+    await cpuSettles();
+  });
+
+  it('honours a client deadline shorter than the timeout: the statement stops when it passes', async () => {
+    const error = await failure(fixture.reader.client.query(endlessRecursion, { deadline: Date.now() + 300 }));
+    assert.equal(error.status, 'DEADLINE_EXCEEDED');
+    await cpuSettles();
+    assert.equal((await fixture.reader.query('SELECT 1 AS n')).numRows, 1);
+  });
+});
+
+describe('issue 9: per-key concurrency (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, ORRERY_MAX_QUEUED_QUERIES_PER_KEY)', { timeout: 180_000 }, () => {
+  const fixture = useOrrery({
+    ORRERY_QUERY_TIMEOUT_SECONDS: '2',
+    ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1',
+    ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1',
+  });
+  const gauge = async (name: string): Promise<number> => {
+    const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  };
+  const until = async (name: string, value: number): Promise<void> => {
+    while ((await gauge(name)) !== value) await sleep(20);
+  };
+
+  it('queues a statement beyond the key\'s limit, refuses one beyond its queue, and lets another key through', async () => {
+    // DoGet of the SQL text (one call per statement, as micromegas clients send them), so each
+    // statement takes its slot once.
+    const running = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
+    await until('orrery_queries_running', 1);
+    const queued = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
+    await until('orrery_queries_queued', 1);
+
+    const refused = await failure(fixture.reader.client.query('SELECT 1'));
+    assert.equal(refused.status, 'RESOURCE_EXHAUSTED');
+    assert.equal(
+      refused.details,
+      "too many statements from key 'reader': 1 running and 1 waiting (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY=1, " +
+        'ORRERY_MAX_QUEUED_QUERIES_PER_KEY=1); retry when one has finished',
+    );
+    // Another key has slots of its own.
+    assert.equal(Number((await fixture.admin.query('SELECT 7 AS n')).getChild('n')?.get(0)), 7);
+
+    // Both heavy statements end at their timeout (the second one waited, then ran or timed out in line).
+    assert.equal((await running).status, 'DEADLINE_EXCEEDED');
+    assert.equal((await queued).status, 'DEADLINE_EXCEEDED');
+    await until('orrery_queries_running', 0);
+    assert.equal(await gauge('orrery_queries_queued'), 0);
+    assert.equal((await fixture.reader.query('SELECT 1 AS n')).numRows, 1);
+  });
+
+  it('a statement whose client gives up while it waits leaves the queue', async () => {
+    const running = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
+    await until('orrery_queries_running', 1);
+    const gaveUp = await failure(fixture.reader.client.query('SELECT 2', { deadline: Date.now() + 200 }));
+    assert.equal(gaveUp.status, 'DEADLINE_EXCEEDED');
+    await until('orrery_queries_queued', 0);
+    assert.equal((await running).status, 'DEADLINE_EXCEEDED');
+    await until('orrery_queries_running', 0);
+  });
+});

@@ -1,0 +1,168 @@
+// Issue 9, item 9: every metric the README lists moves, with its labels, after real traffic:
+// OTLP requests, Flight SQL statements (succeeding, failing, timed out, queued, refused), the
+// daemon's materializations and a stored view definition that fails to load.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FlightClientError, type FlightSqlClient } from '../../src/client/index.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+
+const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+
+/** The metric names of the README's Metrics table (a `orrery_x_*` row stands for a family). */
+function listedMetrics(): string[] {
+  const section = readme.slice(readme.indexOf('\n## Metrics'), readme.indexOf('\n## ', readme.indexOf('\n## Metrics') + 1));
+  return [...section.matchAll(/^\| `([a-z_*]+)`(?:, `([a-z_*]+)`)? \|/gm)].flatMap((m) => [m[1], m[2]].filter(Boolean));
+}
+
+/** DoGet with the SQL text as the ticket. */
+async function doGetSql(client: FlightSqlClient, sql: string, deadline?: number): Promise<void> {
+  for await (const _ of client.doGet(new TextEncoder().encode(sql), { deadline }));
+}
+
+const hugeCrossJoin = 'SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0';
+const now = BigInt(Date.now()) * 1_000_000n;
+
+const metricsBody = JSON.stringify({
+  resourceMetrics: [
+    {
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'metrics-test' } }] },
+      scopeMetrics: [{ metrics: [{ name: 'm', gauge: { dataPoints: [{ timeUnixNano: String(now), asDouble: 1.5 }] } }] }],
+    },
+  ],
+});
+const tracesBody = JSON.stringify({
+  resourceSpans: [
+    {
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'metrics-test' } }] },
+      scopeSpans: [
+        {
+          spans: [
+            {
+              traceId: '0af7651916cd43dd8448eb211c80319c',
+              spanId: 'b7ad6b7169203331',
+              name: 's',
+              startTimeUnixNano: String(now),
+              endTimeUnixNano: String(now + 1000n),
+            },
+          ],
+        },
+      ],
+    },
+  ],
+});
+
+describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
+  const fixture = useOrrery(
+    {
+      ORRERY_QUERY_TIMEOUT_SECONDS: '60',
+      ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1',
+      ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1',
+      MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS: '1',
+    },
+    'all',
+  );
+  const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+  const sample = (text: string, series: string): number | undefined => {
+    const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+    return line === undefined ? undefined : Number(line.slice(series.length + 1));
+  };
+  /** Waits until a series reaches `at least`; fails after 60 s of scrapes. */
+  const until = async (series: string, atLeast: number): Promise<void> => {
+    for (let i = 0; i < 600; i++) {
+      if ((sample(await scrape(), series) ?? -1) >= atLeast) return;
+      await sleep(100);
+    }
+    assert.fail(`${series} did not reach ${atLeast}`);
+  };
+  const failure = async (promise: Promise<unknown>): Promise<string> => {
+    try {
+      await promise;
+    } catch (error) {
+      if (error instanceof FlightClientError) return error.status;
+      throw error;
+    }
+    return 'OK';
+  };
+
+  it('moves each of them with the labels the README gives', async () => {
+    const port = fixture.orrery.httpPort;
+    const logs = logsRequest({ 'service.name': 'metrics-test' }, [
+      { time: now, severity: 9, body: 'a' },
+      { time: now + 1n, severity: 17, body: 'b' },
+    ]);
+    assert.equal((await postOtlp(port, 'logs', adminKey.key, logs)).status, 200);
+    assert.equal((await postOtlp(port, 'logs', null, logs)).status, 401);
+    assert.equal((await postOtlp(port, 'metrics', adminKey.key, metricsBody)).status, 200);
+    assert.equal((await postOtlp(port, 'traces', adminKey.key, tracesBody)).status, 200);
+
+    // Statements: two queries and two updates that succeed, one failing in DuckDB, one refused by the policy.
+    const { reader, admin } = fixture;
+    assert.equal((await reader.query('SELECT 1 AS n')).numRows, 1);
+    assert.equal((await admin.query('SELECT 2 AS n')).numRows, 1);
+    assert.equal(await failure(reader.query("SELECT 'x'::INTEGER")), 'INVALID_ARGUMENT');
+    assert.equal(await failure(reader.query('CREATE TABLE t (x INTEGER)')), 'PERMISSION_DENIED');
+    await admin.updateCount('CREATE TABLE metrics_t (x INTEGER)');
+    assert.equal(await admin.updateCount('INSERT INTO metrics_t VALUES (1), (2)'), 2);
+    // The limits: one statement of the reader runs into its deadline, one waits behind it, one is refused.
+    // (DoGet of the SQL text, as micromegas clients send it: one call per statement, so the
+    // statement holds its slot from the first moment.)
+    const running = failure(doGetSql(reader.client, hugeCrossJoin, Date.now() + 2000));
+    await until('orrery_queries_running', 1);
+    const queued = failure(doGetSql(reader.client, 'SELECT 3'));
+    await until('orrery_queries_queued', 1);
+    assert.equal(await failure(reader.query('SELECT 4')), 'RESOURCE_EXHAUSTED');
+    assert.equal(await running, 'DEADLINE_EXCEEDED');
+    assert.equal(await queued, 'OK');
+
+    // A stored definition that cannot load, as another server could have written it.
+    await fixture.orrery.db.query(
+      `INSERT INTO lakehouse_view_set_definitions (view_set_name, definition_sql, extract_query, count_src_query, merge_partitions_query, update_group, view_options, updated_by)
+       VALUES ('broken_metrics', '-- broken', 'SELECT no_such_column FROM log_entries', 'SELECT 1 AS count', 'SELECT * FROM {source}', 5000,
+               '{"minTimeColumn":"time_bin","maxTimeColumn":"time_bin","sourcePartitionDelta":"1 day","mergePartitionDelta":"1 day"}', 'elsewhere')`,
+    );
+    await until('orrery_view_definition_load_failures_total{view_set="broken_metrics"}', 1);
+    // The daemon (role all) materializes the blocks just ingested.
+    await until('orrery_materializations_total{view_set="log_entries",outcome="created"}', 1);
+    await until('orrery_queries_running', 0);
+
+    const text = await scrape();
+    const expected: Record<string, () => void> = {
+      orrery_ingestion_requests_total: () => {
+        assert.equal(sample(text, 'orrery_ingestion_requests_total{signal="logs",status="200"}'), 1);
+        assert.equal(sample(text, 'orrery_ingestion_requests_total{signal="logs",status="401"}'), 1);
+        assert.equal(sample(text, 'orrery_ingestion_requests_total{signal="metrics",status="200"}'), 1);
+        assert.equal(sample(text, 'orrery_ingestion_requests_total{signal="traces",status="200"}'), 1);
+      },
+      orrery_ingested_records_total: () => {
+        assert.equal(sample(text, 'orrery_ingested_records_total{signal="logs"}'), 2);
+        assert.equal(sample(text, 'orrery_ingested_records_total{signal="metrics"}'), 1);
+        assert.equal(sample(text, 'orrery_ingested_records_total{signal="traces"}'), 1);
+      },
+      orrery_queries_total: () => {
+        assert.equal(sample(text, 'orrery_queries_total{outcome="ok"}'), 5);
+        assert.equal(sample(text, 'orrery_queries_total{outcome="invalid_argument"}'), 1);
+        assert.equal(sample(text, 'orrery_queries_total{outcome="permission_denied"}'), 1);
+        assert.equal(sample(text, 'orrery_queries_total{outcome="deadline_exceeded"}'), 1);
+        assert.equal(sample(text, 'orrery_queries_total{outcome="resource_exhausted"}'), 1);
+      },
+      // Executions: the five that succeeded, the failing cast (it fails running, in DoGet) and the
+      // one stopped; the PERMISSION_DENIED one failed at GetFlightInfo, before executing.
+      orrery_query_duration_seconds: () => assert.equal(sample(text, 'orrery_query_duration_seconds_count'), 7),
+      orrery_query_timeouts_total: () => assert.equal(sample(text, 'orrery_query_timeouts_total'), 1),
+      orrery_queries_running: () => assert.equal(sample(text, 'orrery_queries_running'), 0),
+      orrery_queries_queued: () => assert.equal(sample(text, 'orrery_queries_queued'), 0),
+      orrery_query_queue_wait_seconds: () => assert.equal(sample(text, 'orrery_query_queue_wait_seconds_count'), 1),
+      orrery_queries_refused_total: () => assert.equal(sample(text, 'orrery_queries_refused_total{key="reader"}'), 1),
+      orrery_materializations_total: () => assert.ok((sample(text, 'orrery_materializations_total{view_set="log_entries",outcome="created"}') ?? 0) >= 1),
+      orrery_view_definition_load_failures_total: () =>
+        assert.ok((sample(text, 'orrery_view_definition_load_failures_total{view_set="broken_metrics"}') ?? 0) >= 1),
+      'orrery_process_*': () => assert.ok((sample(text, 'orrery_process_cpu_seconds_total') ?? 0) > 0),
+      'orrery_nodejs_*': () => assert.ok((sample(text, 'orrery_nodejs_heap_size_used_bytes') ?? 0) > 0),
+    };
+    assert.deepEqual(listedMetrics().sort(), Object.keys(expected).sort(), 'the README lists exactly the metrics this test checks');
+    for (const check of Object.values(expected)) check();
+  });
+});
