@@ -9,7 +9,7 @@
 #                                  With ORRERY_ROOT=<another tree with dist/ built> set, that tree runs as is.
 #   bench_venv                     creates or refreshes bench/.venv (pinned pyarrow, duckdb, ADBC); prints its python
 #   orrery_start ROLE DATA_DIR [node flags...]
-#                                  starts `node [flags] dist/src/cli.js ROLE` with the bench keys (admin key
+#                                  starts `node [flags] dist/src/orrery.cjs ROLE` with the bench keys (admin key
 #                                  admin-key-0123) on free loopback ports; waits until it listens and sets
 #                                  ORRERY_PID, ORRERY_FLIGHT_PORT (serve/all), ORRERY_HTTP_PORT, ORRERY_LOG.
 #                                  Extra settings: export them before the call (ORRERY_DUCKDB_THREADS, ...).
@@ -76,7 +76,7 @@ orrery_start() {
   local keys='[{"name":"admin","key":"admin-key-0123"}]' admins='["admin"]'
   MICROMEGAS_API_KEYS="${BENCH_API_KEYS:-$keys}" MICROMEGAS_ADMINS="${BENCH_ADMINS:-$admins}" \
   ORRERY_FLIGHT_SQL_ADDR=127.0.0.1:0 ORRERY_HTTP_ADDR=127.0.0.1:0 ORRERY_DATA_DIR="$data_dir" \
-    node "$@" "${ORRERY_ROOT:-$bench_root}/dist/src/cli.js" "$role" >>"$ORRERY_LOG" 2>&1 &
+    node "$@" "$(orrery_entry)" "$role" >>"$ORRERY_LOG" 2>&1 &
   ORRERY_PID=$!
   local want_flight=1
   [ "$role" = "maintain" ] && want_flight=0
@@ -93,6 +93,13 @@ orrery_start() {
   cat "$ORRERY_LOG" >&2
   orrery_stop
   return 1
+}
+
+# orrery_entry: the built `orrery` command (dist/src/orrery.cjs, which sizes libuv's thread pool;
+# dist/src/cli.js in trees built before it existed).
+orrery_entry() {
+  local root="${ORRERY_ROOT:-$bench_root}"
+  if [ -f "$root/dist/src/orrery.cjs" ]; then echo "$root/dist/src/orrery.cjs"; else echo "$root/dist/src/cli.js"; fi
 }
 
 orrery_stop() {
