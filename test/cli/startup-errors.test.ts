@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 const cli = new URL('../../src/cli.js', import.meta.url).pathname;
+/** The `orrery` command as installed (it sizes libuv's thread pool, then runs cli.js). */
+const orrery = new URL('../../src/orrery.cjs', import.meta.url).pathname;
 
 describe('startup errors', () => {
   it('names an unreachable metadata database in one line and exits 1', () => {
@@ -72,7 +74,7 @@ describe('startup errors', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'orrery-stop-'));
     chmodSync(dataDir, 0o755);
     try {
-      const child = spawn(process.execPath, [cli, 'all'], {
+      const child = spawn(process.execPath, [orrery, 'all'], {
         env: { ...process.env, ORRERY_DATA_DIR: dataDir, ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0', MICROMEGAS_API_KEYS: '' },
       });
       let output = '';
