@@ -118,7 +118,7 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
     assert.equal(await queued, 'OK');
 
     // A stored definition that cannot load, as another server could have written it.
-    await fixture.orrery.db.query(
+    await fixture.orrery.metadata.query(
       `INSERT INTO lakehouse_view_set_definitions (view_set_name, definition_sql, extract_query, count_src_query, merge_partitions_query, update_group, view_options, updated_by)
        VALUES ('broken_metrics', '-- broken', 'SELECT no_such_column FROM log_entries', 'SELECT 1 AS count', 'SELECT * FROM {source}', 5000,
                '{"minTimeColumn":"time_bin","maxTimeColumn":"time_bin","sourcePartitionDelta":"1 day","mergePartitionDelta":"1 day"}', 'elsewhere')`,
