@@ -1,6 +1,7 @@
-// Runs every compiled *.test.js under dist/test with node's test runner (Node 20 takes no globs),
-// then the statement suites once more with the native Arrow exporter off (ORRERY_NATIVE=off), so
-// the JavaScript converter's path is held to the same answers and errors.
+// Lints (ESLint with typescript-eslint's type-aware rules), then runs every compiled *.test.js under
+// dist/test with node's test runner (Node 20 takes no globs), then the statement suites once more with
+// the native Arrow exporter off (ORRERY_NATIVE=off), so the JavaScript converter's path is held to the
+// same answers and errors.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,5 +22,10 @@ const run = (label, testFiles, env) => {
   });
   return result.status ?? 1;
 };
-const status = run('every suite', files, {}) || run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' });
+const eslint = () => {
+  console.log('# eslint');
+  return spawnSync(process.execPath, [join(root, 'node_modules', 'eslint', 'bin', 'eslint.js'), '.'], { cwd: root, stdio: 'inherit' }).status ?? 1;
+};
+const status =
+  eslint() || run('every suite', files, {}) || run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' });
 process.exit(status);

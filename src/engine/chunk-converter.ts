@@ -81,7 +81,7 @@ class Validity {
 }
 
 function validityMask(vector: Vector, rows: number): Uint8Array | null {
-  return (bindings.vector_get_validity(vector, Math.ceil(rows / 64) * 8) as Uint8Array | null) ?? null;
+  return bindings.vector_get_validity(vector, Math.ceil(rows / 64) * 8) ?? null;
 }
 
 const isValid = (mask: Uint8Array | null, row: number): boolean => !mask || (mask[row >> 3] & (1 << (row & 7))) !== 0;

@@ -197,11 +197,10 @@ export class DuckDBEngine {
     described?: StatementDescription,
   ): Promise<{ schema: Schema; batches: AsyncIterable<RecordBatch> }> {
     const description = described ?? (await this.describe(sql, options));
-    const engine = this;
-    async function* batches(): AsyncGenerator<RecordBatch> {
+    const batches = async function* (this: DuckDBEngine): AsyncGenerator<RecordBatch> {
       let remaining = options.limit ?? Number.POSITIVE_INFINITY;
       if (remaining === 0) return;
-      for await (const batch of engine.stream(sql, description.schema, options)) {
+      for await (const batch of this.stream(sql, description.schema, options)) {
         if (batch.numRows >= remaining) {
           yield batch.numRows > remaining ? batch.slice(0, remaining) : batch;
           return;
@@ -209,8 +208,8 @@ export class DuckDBEngine {
         remaining -= batch.numRows;
         yield batch;
       }
-    }
-    return { schema: description.schema, batches: batches() };
+    };
+    return { schema: description.schema, batches: batches.call(this) };
   }
 
   /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */

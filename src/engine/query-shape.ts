@@ -95,18 +95,18 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
       return;
     }
     if (node.type === 'BASE_TABLE') {
-      const name = String(node.table_name ?? '');
-      const catalog = String(node.catalog_name ?? '');
-      const schema = String(node.schema_name ?? '');
+      const name = ((node.table_name as string | undefined) ?? '');
+      const catalog = ((node.catalog_name as string | undefined) ?? '');
+      const schema = ((node.schema_name as string | undefined) ?? '');
       shape.relations.push({ catalog, schema, name, cte: catalog === '' && schema === '' && ctes.has(name) });
     } else if (node.type === 'SHOW_REF' && !node.query) {
-      shape.catalogListings.push(String(node.table_name ?? ''));
+      shape.catalogListings.push(((node.table_name as string | undefined) ?? ''));
     } else if (node.type === 'TABLE_FUNCTION') {
       const fn = node.function as Node;
       shape.tableFunctions.push({
         name: String(fn.function_name),
-        catalog: String(fn.catalog ?? ''),
-        schema: String(fn.schema ?? ''),
+        catalog: ((fn.catalog as string | undefined) ?? ''),
+        schema: ((fn.schema as string | undefined) ?? ''),
         args: ((fn.children as Node[]) ?? []).map(constantValue),
         argTrees: (fn.children as Node[]) ?? [],
       });

@@ -23,7 +23,7 @@ export function derivedUuid(text: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16], 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : value == null ? null : String(value));
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : value == null ? null : String(value as string));
 
 /**
  * Stores OTLP requests: each resource becomes a process (a stable id per audience and

@@ -83,7 +83,7 @@ export function definitionsFromTable(table: Table): StoredDefinition[] {
   for (let row = 0; row < table.numRows; row++) {
     definitions.push({
       name: String(name(row)),
-      definitionSql: String(definitionSql(row) ?? ''),
+      definitionSql: (definitionSql(row) as string | null) ?? '',
       updateGroup: Number(updateGroup(row)),
       updatedAt: isoTime(updatedAt(row)),
       updatedBy: nullableString(updatedBy(row)),
@@ -93,14 +93,14 @@ export function definitionsFromTable(table: Table): StoredDefinition[] {
   return definitions.sort((a, b) => a.updateGroup - b.updateGroup || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-const nullableString = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
+const nullableString = (value: unknown): string | null => (value === null || value === undefined ? null : String(value as string));
 
 /** An Arrow timestamp (apache-arrow reads them as epoch milliseconds) as ISO 8601 UTC. */
 function isoTime(value: unknown): string | null {
   if (value === null || value === undefined) return null;
   if (value instanceof Date) return value.toISOString();
   const ms = Number(value);
-  return Number.isFinite(ms) ? new Date(Math.floor(ms)).toISOString() : String(value);
+  return Number.isFinite(ms) ? new Date(Math.floor(ms)).toISOString() : String(value as string);
 }
 
 const firstLine = (sql: string): string => sql.trim().split('\n')[0].slice(0, 120);

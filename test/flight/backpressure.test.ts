@@ -28,25 +28,24 @@ class CountingBackend implements Partial<FlightSqlBackend<string>> {
     return 'tester';
   }
   async executeQuery(): Promise<QueryResult> {
-    const self = this;
-    async function* batches() {
+    const batches = async function* (this: CountingBackend) {
       try {
         for (let i = 0; i < totalBatches; i++) {
-          self.produced++;
+          this.produced++;
           yield batch(i);
         }
       } finally {
-        self.finished = true;
+        this.finished = true;
       }
-    }
-    return { schema, batches: batches() };
+    };
+    return { schema, batches: batches.call(this) };
   }
 }
 
 describe('backpressure', () => {
   const backend = new CountingBackend();
   const server = new FlightSqlServer(backend as unknown as FlightSqlBackend<string>, { address: '127.0.0.1:0' });
-  let client: grpc.Client & Record<string, Function>;
+  let client: grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientReadableStream<unknown>>;
   before(async () => {
     const { port } = await server.start();
     const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'FlightService');
@@ -60,7 +59,7 @@ describe('backpressure', () => {
   it('stops producing while the client does not read, and resumes when it does', async () => {
     const metadata = new grpc.Metadata();
     metadata.set('authorization', 'Bearer x');
-    const call = client.DoGet({ ticket: new TextEncoder().encode('SELECT anything') }, metadata) as grpc.ClientReadableStream<unknown>;
+    const call = client.DoGet({ ticket: new TextEncoder().encode('SELECT anything') }, metadata);
     let received = 0;
     const firstMessages = new Promise<void>((resolve) =>
       call.on('data', () => {

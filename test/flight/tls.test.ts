@@ -28,7 +28,7 @@ describe('TLS', () => {
 
   const listActions = (credentials: grpc.ChannelCredentials): Promise<number> => {
     const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'FlightService');
-    const client = new Client(orrery.address, credentials) as unknown as Record<string, Function> & grpc.Client;
+    const client = new Client(orrery.address, credentials) as unknown as Record<string, (...args: unknown[]) => unknown> & grpc.Client;
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${adminKey.key}`);
     const deadline = new Date(Date.now() + 3000);

@@ -47,7 +47,7 @@ describe('decodeMetrics on SDK bodies', () => {
       assert.deepEqual(groups[0].resource, { attributes: { 'service.name': 'shop' }, droppedAttributesCount: 0 });
       const points = [...groups[0].records].sort(byNameAndAttributes);
       assert.deepEqual(
-        points.map(({ timeUnixNano, startTimeUnixNano, scope, ...rest }) => rest),
+        points.map(({ timeUnixNano: _time, startTimeUnixNano: _start, scope: _scope, ...rest }) => rest),
         expected,
       );
       // Timestamps are the SDK's own, to the nanosecond.

@@ -82,7 +82,9 @@ describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
     let payloads = 0;
     try {
       payloads = readdirSync(blobs, { recursive: true }).filter((f) => String(f).endsWith('.jsonl')).length;
-    } catch {}
+    } catch {
+      // no payload folder yet: nothing stored
+    }
     return { ...rows[0], payloads };
   };
 

@@ -178,7 +178,7 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     t.diagnostic(`${sent} records in ${requests} requests; waiting up to ${Math.round(timeoutMs / 1000)} s for the minute pass`);
     const started = Date.now();
     const early = (await plainRows(client, 'SELECT count(*) AS n FROM log_entries'))[0].n;
-    t.diagnostic(`log_entries holds ${early} of ${sent} records before the minute pass`);
+    t.diagnostic(`log_entries holds ${String(early)} of ${sent} records before the minute pass`);
     const withDaemonOutput = (error: unknown): never => {
       throw new Error(`${(error as Error).message}\n--- ${b.name}:\n${b.tail(20)}\n--- ${c.name}:\n${c.tail(20)}`, { cause: error });
     };

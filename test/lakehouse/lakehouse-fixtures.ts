@@ -81,7 +81,7 @@ export async function startRole(role: Role, env: Record<string, string>): Promis
   const config = loadConfig({ ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0', ORRERY_DATA_DIR: dataDir, ...env });
   let orrery: Orrery;
   try {
-    orrery = await startOrrery(config, (level, message, error) => lines.push(`${level} ${message}${error ? ` ${String(error)}` : ''}`), role);
+    orrery = await startOrrery(config, (level, message, error) => lines.push(`${level} ${message}${error ? ` ${error instanceof Error ? error.message : String(error as string)}` : ''}`), role);
   } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });
     throw error;

@@ -113,7 +113,7 @@ async function run(record: CaseRecord, client: TestFlightClient, httpPort: numbe
         (error: unknown) => error,
       );
       if (outcome === undefined) assert.fail(`${where}: expected ${record.status} '${record.message}', but the statement succeeded`);
-      if (!(outcome instanceof FlightClientError)) throw outcome;
+      if (!(outcome instanceof FlightClientError)) throw outcome instanceof Error ? outcome : new Error(String(outcome as string));
       const pattern = record.message.startsWith('<REGEX>:') ? new RegExp(`^(?:${record.message.slice(8)})$`) : undefined;
       const message = pattern?.test(outcome.details) ? record.message : outcome.details;
       assert.deepEqual({ status: outcome.status, message }, { status: record.status, message: record.message }, `${where}: wrong error`);

@@ -1,7 +1,10 @@
 // MICROMEGAS_API_KEYS / MICROMEGAS_ADMINS parsing and key lookup.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { Keyring, parseAdmins, parseApiKeys } from '../../src/auth/index.js';
+import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys } from '../../src/auth/index.js';
 
 describe('parseApiKeys', () => {
   it('defaults audiences to public', () => {
@@ -38,10 +41,6 @@ describe('Keyring', () => {
 
 describe('loadOrCreateLocalCredentials', () => {
   it('creates one admin key on first use and returns the same key after', async () => {
-    const { mkdtempSync, rmSync, statSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const { loadOrCreateLocalCredentials } = await import('../../src/auth/index.js');
     const dir = mkdtempSync(join(tmpdir(), 'orrery-credentials-'));
     try {
       const first = loadOrCreateLocalCredentials(dir);

@@ -12,7 +12,7 @@ export function parseRequest(body: Uint8Array, contentType: OtlpContentType, sig
   const type = exportRequestTypes[signal];
   if (contentType === 'protobuf') {
     try {
-      return type.decode(body) as unknown as OtlpNode;
+      return type.decode(body) as OtlpNode;
     } catch (error) {
       throw malformed(`body is not a valid ${type.name} protobuf message: ${(error as Error).message}`);
     }
