@@ -114,7 +114,7 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
       return;
     } else if (node.class === 'FUNCTION') {
       shape.functions.add(String(node.function_name));
-      shape.functionCalls.push({ name: String(node.function_name), catalog: String(node.catalog ?? ''), schema: String(node.schema ?? '') });
+      shape.functionCalls.push({ name: String(node.function_name), catalog: (node.catalog as string | undefined) ?? '', schema: (node.schema as string | undefined) ?? '' });
     } else if (node.class === 'COLUMN_REF') {
       const names = node.column_names as string[];
       if (names.length === 1) shape.columnNames.add(names[0].toLowerCase());

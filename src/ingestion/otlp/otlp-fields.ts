@@ -40,7 +40,7 @@ const isNode = (value: unknown): value is OtlpNode => typeof value === 'object' 
 const LONE_SURROGATE = /\p{Cs}/u;
 // Node 20's String.prototype.isWellFormed (ES2024, not in the ES2022 lib types): native, and immediate
 // for one-byte strings, unlike the regular expression, which only names the culprit.
-const isWellFormed = (String.prototype as unknown as { isWellFormed(this: string): boolean }).isWellFormed;
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean }).isWellFormed;
 
 /**
  * A string field; '' when unset. Strings must be valid Unicode, as protobuf strings must be valid UTF-8
