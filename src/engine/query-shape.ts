@@ -135,11 +135,11 @@ function loneCallOf(statement: Node): LoneCall | undefined {
   const children = (call.children as Node[]) ?? [];
   return {
     name: String(call.function_name),
-    catalog: String(call.catalog ?? ''),
-    schema: String(call.schema ?? ''),
+    catalog: ((call.catalog as string | undefined) ?? ''),
+    schema: ((call.schema as string | undefined) ?? ''),
     args: children.map(constantValue),
     argTrees: children,
-    alias: String(call.alias ?? ''),
+    alias: ((call.alias as string | undefined) ?? ''),
   };
 }
 
