@@ -68,8 +68,7 @@ export const sqlInfoValueType = new DenseUnion(
     new Field(
       'int32_to_int32_list_map',
       new Map_(
-        // eslint-disable-next-line @typescript-eslint/no-explicit-any -- apache-arrow's Map_ types its entries loosely
-        new Field('entries', new Struct<any>([int32('key', false), new Field('value', new List(int32('item')), true)]), false),
+        new Field('entries', new Struct<{ key: Int32; value: List<Int32> }>([int32('key', false), new Field('value', new List(int32('item')), true)]), false),
       ),
       false,
     ),
