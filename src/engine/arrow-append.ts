@@ -12,7 +12,7 @@ import {
   type DuckDBAppender,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { DataType, TimeUnit, makeVector, type Data, type Decimal, type Field, type RecordBatch, type Time, type Timestamp } from 'apache-arrow';
+import { DataType, DateUnit, Precision, TimeUnit, makeVector, type Data, type Decimal, type Field, type RecordBatch, type Time, type Timestamp } from 'apache-arrow';
 import { EngineError } from './errors.js';
 
 // Arrow record batches appended to a DuckDB table (bulk ingest): each Arrow type has the DuckDB
@@ -36,7 +36,7 @@ export function duckdbTypeOf(field: Field): string {
     const names: Record<number, string> = { 8: 'TINYINT', 16: 'SMALLINT', 32: 'INTEGER', 64: 'BIGINT' };
     return `${type.isSigned ? '' : 'U'}${names[type.bitWidth]}`;
   }
-  if (DataType.isFloat(type)) return type.precision === 2 ? 'DOUBLE' : 'FLOAT';
+  if (DataType.isFloat(type)) return type.precision === Precision.DOUBLE ? 'DOUBLE' : 'FLOAT';
   if (DataType.isBool(type)) return 'BOOLEAN';
   if (DataType.isUtf8(type) || DataType.isLargeUtf8(type)) return 'VARCHAR';
   if (DataType.isBinary(type) || DataType.isLargeBinary(type)) return 'BLOB';
@@ -48,7 +48,7 @@ export function duckdbTypeOf(field: Field): string {
     if (timezone) return 'TIMESTAMPTZ';
     return { [TimeUnit.SECOND]: 'TIMESTAMP_S', [TimeUnit.MILLISECOND]: 'TIMESTAMP_MS', [TimeUnit.MICROSECOND]: 'TIMESTAMP', [TimeUnit.NANOSECOND]: 'TIMESTAMP_NS' }[unit];
   }
-  throw new EngineError('INVALID_ARGUMENT', `column '${field.name}': Arrow type ${String(type)} cannot be ingested`);
+  throw new EngineError('INVALID_ARGUMENT', `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`);
 }
 
 /** Appends every row of a batch whose columns are, in order, the appender's table columns. */
@@ -84,7 +84,7 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
     value = (row) => new DuckDBBlobValue(get(row) as Uint8Array);
   } else if (DataType.isDate(type)) {
     // Date32 counts days; Date64 milliseconds.
-    value = type.unit === 0 ? (row) => new DuckDBDateValue(Number(at(row))) : (row) => new DuckDBDateValue(Math.floor(Number(at(row)) / 86_400_000));
+    value = type.unit === DateUnit.DAY ? (row) => new DuckDBDateValue(Number(at(row))) : (row) => new DuckDBDateValue(Math.floor(Number(at(row)) / 86_400_000));
   } else if (DataType.isTime(type)) {
     const { unit } = type as Time;
     value = (row) => {
@@ -98,7 +98,7 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
     const words = data.values as Uint32Array;
     value = (row) => new DuckDBDecimalValue(decimal128(words, data.offset + row), precision, scale);
   } else {
-    throw new EngineError('INVALID_ARGUMENT', `column '${field.name}': Arrow type ${String(type)} cannot be ingested`);
+    throw new EngineError('INVALID_ARGUMENT', `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`);
   }
   for (let i = 0; i < count; i++) out[i] = valid(start + i) ? value(start + i) : null;
   return out;

@@ -112,7 +112,7 @@ export class EngineSession {
 /** A connection for one statement: `release` closes it unless it is a session's. */
 interface Lease {
   readonly connection: DuckDBConnection;
-  release(): void;
+  readonly release: () => void;
 }
 
 /** The catalog user tables live in. */

@@ -57,7 +57,7 @@ function* withData(messages: FlightDataMessage[]): Generator<{ header: Uint8Arra
 function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIterableIterator<FlightDataMessage> {
   const queue: FlightDataMessage[] = [];
   let ended = false;
-  let failure: unknown;
+  let failure: Error | undefined;
   let wake: (() => void) | undefined;
   const notify = (): void => {
     wake?.();
