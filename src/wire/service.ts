@@ -1,5 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
-import { decodeFlightData, type FlightData } from './flight-data.js';
+import { decodeFlightData } from './flight-data.js';
 import { Flight } from './proto.js';
 
 // arrow.flight.protocol.FlightService as grpc-js wants it, for the server and for clients alike.
@@ -32,7 +32,7 @@ function method(
   };
 }
 
-/** arrow.flight.protocol.FlightService, every call (FlightData decoded as {@link FlightData}, header and body always set). */
+/** arrow.flight.protocol.FlightService, every call (FlightData decoded as `FlightData` (flight-data.ts), header and body always set). */
 export const serviceDefinition: grpc.ServiceDefinition = {
   Handshake: method('Handshake', Flight.HandshakeRequest, Flight.HandshakeResponse, true, true),
   ListFlights: method('ListFlights', Flight.Criteria, Flight.FlightInfo, false, true),
