@@ -104,7 +104,7 @@ export class StatementLimits {
   /** Counts the outcome; `started` is when the statement got its slot (undefined: it never did). */
   private record(error: unknown, started: number | undefined, executes: boolean): void {
     if (!this.metrics || (!executes && !error)) return;
-    const status = error ? String((error as { status?: unknown }).status ?? 'INTERNAL') : 'OK';
+    const status = error ? ((error as { status?: string }).status ?? 'INTERNAL') : 'OK';
     this.metrics.queries.inc({ outcome: status.toLowerCase() });
     if (status === 'DEADLINE_EXCEEDED') this.metrics.queryTimeouts.inc();
     if (executes && started !== undefined) this.metrics.queryDuration.observe((Date.now() - started) / 1000);
