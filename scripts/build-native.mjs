@@ -23,7 +23,10 @@ let libraryDir;
 let includeDirs;
 try {
   libraryDir = dirname(require.resolve(`@duckdb/node-bindings-linux-${process.arch}/libduckdb.so`));
-  includeDirs = [dirname(require.resolve('node-api-headers/include/node_api.h')), dirname(require.resolve('node-addon-api/napi.h'))];
+  includeDirs = [
+    dirname(require.resolve('node-api-headers/include/node_api.h')),
+    dirname(require.resolve('node-addon-api/napi.h')),
+  ];
 } catch (error) {
   skip(`missing package: ${error.message.split('\n')[0]}`);
 }
@@ -39,11 +42,21 @@ try {
   execFileSync(
     compiler,
     [
-      '-std=c++17', '-O3', '-shared', '-fPIC', '-Wall', '-Wextra', '-DNAPI_CPP_EXCEPTIONS', '-fvisibility=hidden',
+      '-std=c++17',
+      '-O3',
+      '-shared',
+      '-fPIC',
+      '-Wall',
+      '-Wextra',
+      '-DNAPI_CPP_EXCEPTIONS',
+      '-fvisibility=hidden',
       ...includeDirs.map((d) => `-I${d}`),
       join(sourceDir, 'arrow-export.cc'),
-      '-o', partial,
-      `-L${libraryDir}`, '-l:libduckdb.so', `-Wl,-rpath,$ORIGIN/${relative(dirname(output), libraryDir)}`,
+      '-o',
+      partial,
+      `-L${libraryDir}`,
+      '-l:libduckdb.so',
+      `-Wl,-rpath,$ORIGIN/${relative(dirname(output), libraryDir)}`,
     ],
     { stdio: 'inherit' },
   );

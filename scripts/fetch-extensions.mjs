@@ -26,7 +26,8 @@ const build = await engine.duckdbBuild();
 if (process.env.ORRERY_DUCKDB_EXTENSION_DIR) {
   const folder = process.env.ORRERY_DUCKDB_EXTENSION_DIR;
   const { missing } = engine.findExtensions(folder);
-  if (missing.length > 0) console.log(`orrery: ${engine.missingExtensionsHelp(build, folder, `missing ${missing.join(', ')}`)}`);
+  if (missing.length > 0)
+    console.log(`orrery: ${engine.missingExtensionsHelp(build, folder, `missing ${missing.join(', ')}`)}`);
   process.exit(0);
 }
 
@@ -65,7 +66,10 @@ if (failures.length > 0) {
 
 /** DuckDB's INSTALL, into a scratch extension directory. */
 async function fromDuckDBRepository(extension, scratch, reasons) {
-  const instance = await DuckDBInstance.create(':memory:', { extension_directory: scratch, allow_unsigned_extensions: 'false' });
+  const instance = await DuckDBInstance.create(':memory:', {
+    extension_directory: scratch,
+    allow_unsigned_extensions: 'false',
+  });
   try {
     const connection = await instance.connect();
     await connection.run(`INSTALL ${extension.name}`);
@@ -90,16 +94,25 @@ function fromPyPI(extension, scratch, reasons) {
     return null;
   }
   try {
-    execFileSync(python, ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', scratch, requirement], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    execFileSync(
+      python,
+      ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', scratch, requirement],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     const wheel = readdirSync(scratch).find((f) => f.endsWith('.whl'));
     const member = `extensions/${build.version}/${extension.pypiPackage}.duckdb_extension`;
     const out = join(scratch, `${extension.name}.duckdb_extension`);
     execFileSync(python, ['-c', unzipMember, join(scratch, wheel), member, out]);
     return out;
   } catch (error) {
-    reasons.push(`PyPI ${requirement}: ${String(error.stderr || error.message).trim().split('\n').pop()}`);
+    reasons.push(
+      `PyPI ${requirement}: ${String(error.stderr || error.message)
+        .trim()
+        .split('\n')
+        .pop()}`,
+    );
     return null;
   }
 }

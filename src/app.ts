@@ -46,15 +46,19 @@ export interface Orrery {
   close(): Promise<void>;
 }
 
-export const version: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
-  .version;
+export const version: string = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 /**
  * Builds the keyring from the settings, or from the generated local admin key when none are
  * set: then also how to connect with it (said once the server listens) and, when this start
  * created the key's file, its path (removed if the start fails).
  */
-export function keyringFromConfig(config: Config, log: Log): { keyring: Keyring; connectHint?: string; createdFile?: string } {
+export function keyringFromConfig(
+  config: Config,
+  log: Log,
+): { keyring: Keyring; connectHint?: string; createdFile?: string } {
   if (config.apiKeysJson) {
     const keys = parseApiKeys(config.apiKeysJson);
     const admins = config.adminsJson ? parseAdmins(config.adminsJson, keys) : new Set<string>();
@@ -63,7 +67,10 @@ export function keyringFromConfig(config: Config, log: Log): { keyring: Keyring;
   }
   if (config.adminsJson) parseAdmins(config.adminsJson, []);
   const { key, created, path } = loadOrCreateLocalCredentials(config.dataDir);
-  const [host, port] = [config.flightAddress.slice(0, config.flightAddress.lastIndexOf(':')), config.flightAddress.slice(config.flightAddress.lastIndexOf(':') + 1)];
+  const [host, port] = [
+    config.flightAddress.slice(0, config.flightAddress.lastIndexOf(':')),
+    config.flightAddress.slice(config.flightAddress.lastIndexOf(':') + 1),
+  ];
   const connectHint =
     `${created ? 'created' : 'using'} the local admin key in ${path} (no MICROMEGAS_API_KEYS set). Connect with:\n` +
     `  JDBC:    jdbc:arrow-flight-sql://${host}:${port}?useEncryption=false&user=${key.name}&password=${key.key}\n` +
@@ -91,13 +98,23 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       );
     }
     const metrics = new OrreryMetrics();
-    const metadata = await MetadataStore.open({ connectionString: config.sqlConnectionString, dataDir: config.dataDir, log });
+    const metadata = await MetadataStore.open({
+      connectionString: config.sqlConnectionString,
+      dataDir: config.dataDir,
+      log,
+    });
     closers.push(() => metadata.close());
-    const store: ObjectStore = config.objectStoreUri ? objectStoreFromUri(config.objectStoreUri) : new FileObjectStore(join(config.dataDir, 'lake'));
+    const store: ObjectStore = config.objectStoreUri
+      ? objectStoreFromUri(config.objectStoreUri)
+      : new FileObjectStore(join(config.dataDir, 'lake'));
     const views = new ViewRegistry(builtinViewSets);
     const statics = config.staticTablesUrl ? await findStaticTables(config.staticTablesUrl) : undefined;
-    for (const file of statics?.skipped ?? []) log('warn', `static tables: skipped ${file} (not CSV/JSON/Parquet, or not a valid table name)`);
-    const reservedNames = new Set([...builtinViewSets.map((v) => v.name), ...(statics?.tables ?? []).map((t) => t.name)]);
+    for (const file of statics?.skipped ?? [])
+      log('warn', `static tables: skipped ${file} (not CSV/JSON/Parquet, or not a valid table name)`);
+    const reservedNames = new Set([
+      ...builtinViewSets.map((v) => v.name),
+      ...(statics?.tables ?? []).map((t) => t.name),
+    ]);
     const engineOptions: EngineOptions = {
       nativeExport: nativeExportSetting(config, log),
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
@@ -156,7 +173,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         reservedNames: () => reservedNames,
         retireDelaySeconds: config.retireDelaySeconds,
       });
-      const backend = { lakehouse: { ...lakehouse, tables }, materializer, retireDelaySeconds: config.retireDelaySeconds, denyRules, ddl };
+      const backend = {
+        lakehouse: { ...lakehouse, tables },
+        materializer,
+        retireDelaySeconds: config.retireDelaySeconds,
+        denyRules,
+        ddl,
+      };
       const service = new SqlService(keyring, engine, version, backend, { limits: config.queryLimits, metrics });
       closers.push(() => service.close());
       const server = new FlightSqlServer<Principal>(service, {
@@ -176,7 +199,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         viewSets: () => views.all(),
         retentionDays: config.retentionDays,
         backfillSeconds: config.viewBackfillHours * 3600,
-        seriesRetention: maintenanceLake ? () => new SeriesTables(maintenanceEngine, seriesNames).applyRetention() : undefined,
+        seriesRetention: maintenanceLake
+          ? () => new SeriesTables(maintenanceEngine, seriesNames).applyRetention()
+          : undefined,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
         onBackfill: (view, outcome) => metrics.backfilledRanges.inc({ view_set: view, outcome }),
@@ -233,7 +258,11 @@ async function lakeExtensions(config: Config, log: Log): Promise<LakeExtensions>
  * An engine with the extensions loaded and the DuckLake catalog attached (`lake`), or without
  * them and a warning when DuckDB refuses either; the next engine then does not try again.
  */
-async function createEngine(options: EngineOptions, extensions: LakeExtensions, log: Log): Promise<{ engine: DuckDBEngine; lake: boolean }> {
+async function createEngine(
+  options: EngineOptions,
+  extensions: LakeExtensions,
+  log: Log,
+): Promise<{ engine: DuckDBEngine; lake: boolean }> {
   if (extensions.files.length === 0) return { engine: await DuckDBEngine.create(options), lake: false };
   try {
     const engine = await DuckDBEngine.create({ ...options, extensions: extensions.files, attach: extensions.attach });
@@ -254,7 +283,10 @@ function nativeExportSetting(config: Config, log: Log): boolean {
   if (!problem) return true;
   const reason = `the native Arrow exporter is not available (${problem.split('\n')[0]}); node scripts/build-native.mjs builds it with g++ on Linux`;
   if (config.native === 'on') throw new ConfigError(`ORRERY_NATIVE=on: ${reason}`);
-  log('warn', `${reason}. Results use the JavaScript converter, and a query failing after its first rows fails without DuckDB's reason`);
+  log(
+    'warn',
+    `${reason}. Results use the JavaScript converter, and a query failing after its first rows fails without DuckDB's reason`,
+  );
   return false;
 }
 

@@ -55,14 +55,18 @@ export interface Config {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const certPath = env.ORRERY_TLS_CERT;
   const keyPath = env.ORRERY_TLS_KEY;
-  if (Boolean(certPath) !== Boolean(keyPath)) throw new ConfigError('ORRERY_TLS_CERT and ORRERY_TLS_KEY must be set together');
+  if (Boolean(certPath) !== Boolean(keyPath))
+    throw new ConfigError('ORRERY_TLS_CERT and ORRERY_TLS_KEY must be set together');
   return {
     flightAddress: address(env.ORRERY_FLIGHT_SQL_ADDR, '127.0.0.1:50051', 'ORRERY_FLIGHT_SQL_ADDR'),
     httpAddress: address(env.ORRERY_HTTP_ADDR, '127.0.0.1:4318', 'ORRERY_HTTP_ADDR'),
     dataDir: resolve(env.ORRERY_DATA_DIR || './data'),
     apiKeysJson: env.MICROMEGAS_API_KEYS || undefined,
     adminsJson: env.MICROMEGAS_ADMINS || undefined,
-    tls: certPath && keyPath ? { cert: readFile(certPath, 'ORRERY_TLS_CERT'), key: readFile(keyPath, 'ORRERY_TLS_KEY') } : undefined,
+    tls:
+      certPath && keyPath
+        ? { cert: readFile(certPath, 'ORRERY_TLS_CERT'), key: readFile(keyPath, 'ORRERY_TLS_KEY') }
+        : undefined,
     duckdbThreads: positiveInteger(env.ORRERY_DUCKDB_THREADS, 'ORRERY_DUCKDB_THREADS'),
     duckdbMemoryLimit: env.ORRERY_DUCKDB_MEMORY_LIMIT || undefined,
     duckdbExtensionDir: env.ORRERY_DUCKDB_EXTENSION_DIR ? resolve(env.ORRERY_DUCKDB_EXTENSION_DIR) : undefined,
@@ -73,15 +77,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     viewDefinitionRefreshSeconds:
-      positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ?? 60,
+      positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ??
+      60,
     staticTablesUrl: env.MICROMEGAS_STATIC_TABLES_URL || undefined,
     native: oneOf(env.ORRERY_NATIVE, ['auto', 'on', 'off'], 'ORRERY_NATIVE') ?? 'auto',
     queryLimits: {
       timeoutSeconds: nonNegativeSeconds(env.ORRERY_QUERY_TIMEOUT_SECONDS, 'ORRERY_QUERY_TIMEOUT_SECONDS') ?? 300,
       maxBindRows: positiveInteger(env.ORRERY_MAX_BIND_ROWS, 'ORRERY_MAX_BIND_ROWS') ?? 1000,
       admission: {
-        runningPerKey: positiveInteger(env.ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, 'ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY') ?? 4,
-        queuedPerKey: nonNegativeInteger(env.ORRERY_MAX_QUEUED_QUERIES_PER_KEY, 'ORRERY_MAX_QUEUED_QUERIES_PER_KEY') ?? 32,
+        runningPerKey:
+          positiveInteger(env.ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, 'ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY') ?? 4,
+        queuedPerKey:
+          nonNegativeInteger(env.ORRERY_MAX_QUEUED_QUERIES_PER_KEY, 'ORRERY_MAX_QUEUED_QUERIES_PER_KEY') ?? 32,
         running: positiveInteger(env.ORRERY_MAX_CONCURRENT_QUERIES, 'ORRERY_MAX_CONCURRENT_QUERIES') ?? 16,
       },
     },
@@ -91,13 +98,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /** Seconds, fractions allowed (0.5); 0 means no limit. */
 function nonNegativeSeconds(value: string | undefined, variable: string): number | undefined {
   if (!value) return undefined;
-  if (!/^\d+(\.\d+)?$/.test(value)) throw new ConfigError(`${variable} must be a number of seconds (0: no limit), got '${value}'`);
+  if (!/^\d+(\.\d+)?$/.test(value))
+    throw new ConfigError(`${variable} must be a number of seconds (0: no limit), got '${value}'`);
   return Number(value);
 }
 
 function address(value: string | undefined, fallback: string, variable: string): string {
   const text = value || fallback;
-  if (!/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/.test(text)) throw new ConfigError(`${variable} must be host:port, got '${text}'`);
+  if (!/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/.test(text))
+    throw new ConfigError(`${variable} must be host:port, got '${text}'`);
   return text;
 }
 
@@ -115,7 +124,8 @@ function nonNegativeInteger(value: string | undefined, variable: string): number
 
 function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], variable: string): T | undefined {
   if (!value) return undefined;
-  if (!allowed.includes(value as T)) throw new ConfigError(`${variable} must be one of ${allowed.join(', ')}, got '${value}'`);
+  if (!allowed.includes(value as T))
+    throw new ConfigError(`${variable} must be one of ${allowed.join(', ')}, got '${value}'`);
   return value as T;
 }
 

@@ -6,5 +6,7 @@
 // ingestion and every other statement. The pool gets a thread per statement that may run at once
 // (ORRERY_MAX_CONCURRENT_QUERIES, default 16) and 4 for the rest; an explicit UV_THREADPOOL_SIZE wins.
 const running = Number(process.env.ORRERY_MAX_CONCURRENT_QUERIES || 16);
-process.env.UV_THREADPOOL_SIZE ||= String(Math.min(1024, (Number.isInteger(running) && running > 0 ? running : 16) + 4));
+process.env.UV_THREADPOOL_SIZE ||= String(
+  Math.min(1024, (Number.isInteger(running) && running > 0 ? running : 16) + 4),
+);
 void import('./cli.js');

@@ -66,7 +66,9 @@ const pct = (us, of) => `${((100 * us) / of).toFixed(1).padStart(5)}%`;
 const ms = (us) => `${(us / 1000).toFixed(0).padStart(7)} ms`;
 
 console.log(`${file}`);
-console.log(`total ${(total / 1e6).toFixed(2)} s sampled on the main thread, busy ${(busy / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s`);
+console.log(
+  `total ${(total / 1e6).toFixed(2)} s sampled on the main thread, busy ${(busy / 1e6).toFixed(2)} s, idle ${(idle / 1e6).toFixed(2)} s`,
+);
 console.log(`\ntop ${top} functions by self time          self      %all  %busy`);
 for (const [key, us] of [...functions].sort((a, b) => b[1] - a[1]).slice(0, top)) {
   console.log(`${ms(us)} ${pct(us, total)} ${key === '(idle)' ? '     ' : pct(us, busy)}  ${key}`);

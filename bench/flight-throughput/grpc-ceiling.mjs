@@ -87,9 +87,13 @@ server.addService(
   },
 );
 const port = await new Promise((resolve, reject) =>
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+    error ? reject(error) : resolve(bound),
+  ),
 );
-console.log(`ceiling listening on 127.0.0.1:${port} (batch of ${batch.numRows} rows, ${full.reduce((s, m) => s + m.byteLength, 0)} bytes of FlightData)`);
+console.log(
+  `ceiling listening on 127.0.0.1:${port} (batch of ${batch.numRows} rows, ${full.reduce((s, m) => s + m.byteLength, 0)} bytes of FlightData)`,
+);
 const stop = () => server.tryShutdown(() => process.exit(0));
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

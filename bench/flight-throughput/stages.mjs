@@ -12,7 +12,9 @@ import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { Field, Schema } from 'apache-arrow';
 
-const root = process.env.ORRERY_ROOT ? pathToFileURL(`${process.env.ORRERY_ROOT}/`) : new URL('../../', import.meta.url);
+const root = process.env.ORRERY_ROOT
+  ? pathToFileURL(`${process.env.ORRERY_ROOT}/`)
+  : new URL('../../', import.meta.url);
 const { ChunkConverter } = await import(new URL('dist/src/engine/chunk-converter.js', root));
 const { arrowType } = await import(new URL('dist/src/engine/arrow-types.js', root));
 const arrowSchema = (names, types) => new Schema(names.map((name, i) => new Field(name, arrowType(types[i]), true)));
@@ -76,16 +78,26 @@ async function once(sql, stage) {
 }
 
 const figures = {};
-if (nativeExportProblem()) console.log(`native exporter unavailable (${nativeExportProblem()}): its stages are skipped`);
-console.log(`stages, ${rows.toLocaleString('en')} rows, DuckDB threads=${threads}, best of ${repeats} (process CPU s incl. DuckDB threads)`);
-for (const [name, sql] of [['computed', computed], ['stored', 'SELECT * FROM bench']]) {
+if (nativeExportProblem())
+  console.log(`native exporter unavailable (${nativeExportProblem()}): its stages are skipped`);
+console.log(
+  `stages, ${rows.toLocaleString('en')} rows, DuckDB threads=${threads}, best of ${repeats} (process CPU s incl. DuckDB threads)`,
+);
+for (const [name, sql] of [
+  ['computed', computed],
+  ['stored', 'SELECT * FROM bench'],
+]) {
   const stages = ['fetch', 'convert', 'encode', ...(nativeExportProblem() ? [] : ['native', 'native encode'])];
   for (const stage of stages) {
     await once(sql, stage); // warm-up
     const runs = [];
     for (let i = 0; i < repeats; i++) runs.push(await once(sql, stage));
     const best = runs.reduce((a, b) => (b.seconds < a.seconds ? b : a));
-    figures[`${name}.${stage}`] = { best_s: +best.seconds.toFixed(4), cpu_s: +best.cpu.toFixed(3), flight_data_bytes: best.bytes || undefined };
+    figures[`${name}.${stage}`] = {
+      best_s: +best.seconds.toFixed(4),
+      cpu_s: +best.cpu.toFixed(3),
+      flight_data_bytes: best.bytes || undefined,
+    };
     console.log(
       `${`${name} ${stage}`.padEnd(22)} ${best.seconds.toFixed(3).padStart(7)} s  ${(rows / best.seconds / 1e6).toFixed(2).padStart(6)} M rows/s  cpu ${best.cpu.toFixed(2)} s` +
         (best.bytes ? `  ${(best.bytes / best.seconds / 1e9).toFixed(3)} GB/s FlightData` : ''),

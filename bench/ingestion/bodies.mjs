@@ -67,7 +67,8 @@ export function buildTemplate(service, variant, batch) {
   }
   const bytes = Buffer.from(ProtobufLogsSerializer.serializeRequest(records));
   const tokenOffset = bytes.indexOf(PLACEHOLDER);
-  if (tokenOffset < 0 || bytes.indexOf(PLACEHOLDER, tokenOffset + 1) >= 0) throw new Error('template: token placeholder not found once');
+  if (tokenOffset < 0 || bytes.indexOf(PLACEHOLDER, tokenOffset + 1) >= 0)
+    throw new Error('template: token placeholder not found once');
   // time_unix_nano is LogRecord field 1, fixed64: tag byte 0x09 then 8 little-endian bytes.
   const timeOffsets = new Int32Array(batch).fill(-1);
   for (let p = 0; p + 9 <= bytes.length; p++) {
@@ -96,4 +97,3 @@ export function makeBody(templates, n, runId, batch) {
   for (let i = 0; i < batch; i++) body.writeBigUInt64LE(base + BigInt(i) * 1000n, t.timeOffsets[i]);
   return { body, template: t, base };
 }
-

@@ -159,7 +159,9 @@ async function worker() {
 
 const progress = setInterval(() => {
   const s = (performance.now() - start) / 1000;
-  process.stderr.write(`loadgen: ${s.toFixed(0)} s  ${okRecords.toLocaleString('en-US')} records  ${(okRecords / s / 1000).toFixed(1)} k/s  ${failed} failed\n`);
+  process.stderr.write(
+    `loadgen: ${s.toFixed(0)} s  ${okRecords.toLocaleString('en-US')} records  ${(okRecords / s / 1000).toFixed(1)} k/s  ${failed} failed\n`,
+  );
 }, 5000);
 await Promise.all(Array.from({ length: connections }, worker));
 clearInterval(progress);
@@ -169,7 +171,8 @@ agent.destroy();
 const cpu = process.cpuUsage(cpuStart);
 
 latencies.sort((a, b) => a - b);
-const pct = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] : null);
+const pct = (p) =>
+  latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] : null;
 const elapsedS = (end - start) / 1000;
 const measuredS = measureStart === null ? null : (lastDone - measureStart) / 1000;
 const result = {
@@ -200,7 +203,9 @@ const result = {
   event_time_min_ns: minTime === null ? null : String(minTime),
   event_time_max_ns: maxTime === null ? null : String(maxTime),
   per_level: perLevel,
-  per_minute: Object.fromEntries([...perMinute].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([m, c]) => [String(m * 60n), c])),
+  per_minute: Object.fromEntries(
+    [...perMinute].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([m, c]) => [String(m * 60n), c]),
+  ),
   loadgen_cpu_s: +((cpu.user + cpu.system) / 1e6).toFixed(2),
 };
 process.stdout.write(JSON.stringify(result) + '\n');

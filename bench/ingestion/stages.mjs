@@ -38,7 +38,11 @@ const q = JSON.stringify;
 function directLine(r) {
   const time = r.timeUnixNano || r.observedTimeUnixNano || now;
   let props = q(r.attributes);
-  if (r.severityText) props = props === '{}' ? `{"otel.severity_text":${q(r.severityText)}}` : `${props.slice(0, -1)},"otel.severity_text":${q(r.severityText)}}`;
+  if (r.severityText)
+    props =
+      props === '{}'
+        ? `{"otel.severity_text":${q(r.severityText)}}`
+        : `${props.slice(0, -1)},"otel.severity_text":${q(r.severityText)}}`;
   return `{"time":${time},"target":${q(r.scope.name)},"level":${levelOf(r.severityNumber)},"msg":${q(r.body)},"properties":${props},"trace_id":${r.traceId === null ? 'null' : q(r.traceId)},"span_id":${r.spanId === null ? 'null' : q(r.spanId)}}`;
 }
 
@@ -78,12 +82,17 @@ const stages = {
 // Check the direct line builder against logLine on every record of one body.
 for (const g of decodeLogs(bodies[0], 'protobuf')) {
   for (const r of g.records) {
-    if (directLine(r) !== logLine(r, now)) throw new Error(`lines-direct differs:\n${directLine(r)}\n${logLine(r, now)}`);
+    if (directLine(r) !== logLine(r, now))
+      throw new Error(`lines-direct differs:\n${directLine(r)}\n${logLine(r, now)}`);
   }
 }
 
-console.log(`ingestion stages: ${requests} requests of ${batch} log records (${(bodies[0].length / 1024).toFixed(0)} KiB), main thread, cumulative`);
-console.log(`${'stage'.padEnd(14)} ${'ms/request'.padStart(10)} ${'records/s'.padStart(11)} ${'cpu ms/req'.padStart(10)}`);
+console.log(
+  `ingestion stages: ${requests} requests of ${batch} log records (${(bodies[0].length / 1024).toFixed(0)} KiB), main thread, cumulative`,
+);
+console.log(
+  `${'stage'.padEnd(14)} ${'ms/request'.padStart(10)} ${'records/s'.padStart(11)} ${'cpu ms/req'.padStart(10)}`,
+);
 const figures = {};
 for (const [name, fn] of Object.entries(stages)) {
   for (let i = 0; i < Math.min(50, requests); i++) await fn(bodies[i], i); // warm-up (JIT)
@@ -94,8 +103,16 @@ for (const [name, fn] of Object.entries(stages)) {
   const ms = (performance.now() - t0) / requests;
   const cpu = process.cpuUsage(cpu0);
   const cpuMs = (cpu.user + cpu.system) / 1000 / requests;
-  figures[name] = { ms_per_request: +ms.toFixed(3), records_per_s: Math.round((batch * 1000) / ms), cpu_ms_per_request: +cpuMs.toFixed(3) };
-  console.log(`${name.padEnd(14)} ${ms.toFixed(2).padStart(10)} ${Math.round((batch * 1000) / ms).toLocaleString('en-US').padStart(11)} ${cpuMs.toFixed(2).padStart(10)}`);
+  figures[name] = {
+    ms_per_request: +ms.toFixed(3),
+    records_per_s: Math.round((batch * 1000) / ms),
+    cpu_ms_per_request: +cpuMs.toFixed(3),
+  };
+  console.log(
+    `${name.padEnd(14)} ${ms.toFixed(2).padStart(10)} ${Math.round((batch * 1000) / ms)
+      .toLocaleString('en-US')
+      .padStart(11)} ${cpuMs.toFixed(2).padStart(10)}`,
+  );
 }
 rmSync(dir, { recursive: true, force: true });
 console.log(JSON.stringify({ bench: 'ingestion-stages', requests, batch, stages: figures }));

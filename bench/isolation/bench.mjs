@@ -97,20 +97,31 @@ async function measure(action, until, failures) {
 function summary(latencies) {
   const sorted = [...latencies].sort((a, b) => a - b);
   const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-  return { count: sorted.length, p50_ms: round(at(0.5)), p99_ms: round(at(0.99)), max_ms: round(sorted[sorted.length - 1]) };
+  return {
+    count: sorted.length,
+    p50_ms: round(at(0.5)),
+    p99_ms: round(at(0.99)),
+    max_ms: round(sorted[sorted.length - 1]),
+  };
 }
 const round = (x) => Math.round(x * 10) / 10;
 
 async function phase(seconds) {
   const until = Date.now() + seconds * 1000;
   const failed = { query: { timeouts: 0 }, post: { timeouts: 0 } };
-  const [query, post] = await Promise.all([measure(smallQuery, until, failed.query), measure(postLogs, until, failed.post)]);
+  const [query, post] = await Promise.all([
+    measure(smallQuery, until, failed.query),
+    measure(postLogs, until, failed.post),
+  ]);
   return { query: { ...summary(query), ...failed.query }, post: { ...summary(post), ...failed.post } };
 }
 
 /** Keeps `heavyCount` heavy queries running over `heavyKeys` keys until stopped; counts how they ended. */
 function startHeavy() {
-  const clients = Array.from({ length: heavyKeys }, (_, i) => new FlightSqlClient({ address, apiKey: `heavy-key-${i + 1}` }));
+  const clients = Array.from(
+    { length: heavyKeys },
+    (_, i) => new FlightSqlClient({ address, apiKey: `heavy-key-${i + 1}` }),
+  );
   const outcomes = {};
   let stopping = false;
   const loops = Array.from({ length: heavyCount }, async (_, i) => {
@@ -149,11 +160,17 @@ function gitState() {
       return '';
     }
   };
-  return { commit: process.env.ORRERY_REF_SHA || git('rev-parse', '--short', 'HEAD'), src_dirty: git('status', '--porcelain', '--', 'src') !== '' };
+  return {
+    commit: process.env.ORRERY_REF_SHA || git('rev-parse', '--short', 'HEAD'),
+    src_dirty: git('status', '--porcelain', '--', 'src') !== '',
+  };
 }
 
 const load = loadavg()[0];
-if (load > cpus().length) log(`bench: warning: the 1-minute load average is ${load.toFixed(1)} on ${cpus().length} cores; figures will be noisy`);
+if (load > cpus().length)
+  log(
+    `bench: warning: the 1-minute load average is ${load.toFixed(1)} on ${cpus().length} cores; figures will be noisy`,
+  );
 
 // Warm up: a few of each, and data for the small query to count.
 for (let i = 0; i < 5; i++) {
@@ -164,7 +181,8 @@ log(`idle: ${args.idle} s of small queries and OTLP POSTs`);
 const idle = await phase(Number(args.idle));
 log(`loaded: ${heavyCount} heavy queries from ${heavyKeys} key(s), ${args.loaded} s`);
 const heavy = startHeavy();
-for (let i = 0; i < 200 && (await gauge('orrery_queries_running')) < Math.min(heavyCount, 4 * heavyKeys); i++) await sleep(50);
+for (let i = 0; i < 200 && (await gauge('orrery_queries_running')) < Math.min(heavyCount, 4 * heavyKeys); i++)
+  await sleep(50);
 const heavyRunning = await gauge('orrery_queries_running');
 const heavyQueued = await gauge('orrery_queries_queued');
 const loaded = await phase(Number(args.loaded));
@@ -175,15 +193,21 @@ const rows = [
   ['small query', idle.query, loaded.query],
   ['OTLP POST (100 records)', idle.post, loaded.post],
 ];
-console.log(`\n${heavyCount} heavy queries (${heavyRunning} running, ${heavyQueued} queued when measured) from ${heavyKeys} key(s), ${cpus().length} cores`);
-console.log('what                      idle p50   idle p99 | loaded p50  loaded p99  loaded max | p99 ratio   n idle/loaded  timed out (30 s)');
+console.log(
+  `\n${heavyCount} heavy queries (${heavyRunning} running, ${heavyQueued} queued when measured) from ${heavyKeys} key(s), ${cpus().length} cores`,
+);
+console.log(
+  'what                      idle p50   idle p99 | loaded p50  loaded p99  loaded max | p99 ratio   n idle/loaded  timed out (30 s)',
+);
 for (const [name, a, b] of rows) {
   console.log(
     `${name.padEnd(24)} ${String(a.p50_ms).padStart(8)} ms ${String(a.p99_ms).padStart(7)} ms | ${String(b.p50_ms).padStart(8)} ms ${String(b.p99_ms).padStart(8)} ms ${String(b.max_ms).padStart(8)} ms | ${(b.p99_ms / a.p99_ms).toFixed(1).padStart(7)}x   ${a.count}/${b.count}  ${a.timeouts}/${b.timeouts}`,
   );
 }
 const goal = loaded.query.p99_ms < 100 && loaded.post.p99_ms < 100;
-console.log(`goal (loaded p99 < 100 ms for both): ${goal ? 'met' : 'NOT met'}; heavy outcomes: ${JSON.stringify(heavy.outcomes)}`);
+console.log(
+  `goal (loaded p99 < 100 ms for both): ${goal ? 'met' : 'NOT met'}; heavy outcomes: ${JSON.stringify(heavy.outcomes)}`,
+);
 console.log(
   JSON.stringify({
     bench: 'isolation',
@@ -193,7 +217,10 @@ console.log(
     heavy_queued: heavyQueued,
     idle,
     loaded,
-    ratio_p99: { query: round(loaded.query.p99_ms / idle.query.p99_ms), post: round(loaded.post.p99_ms / idle.post.p99_ms) },
+    ratio_p99: {
+      query: round(loaded.query.p99_ms / idle.query.p99_ms),
+      post: round(loaded.post.p99_ms / idle.post.p99_ms),
+    },
     goal_met: goal,
     loadavg_1m: round(load),
     cpus: cpus().length,

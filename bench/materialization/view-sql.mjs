@@ -8,4 +8,6 @@ const views = await import(`${root}/dist/src/views/builtin-views.js`);
 const view = views.builtinViewSets.find((v) => v.name === name);
 if (!view) throw new Error(`no built-in view set ${name}`);
 if (view.source.kind !== 'payload') throw new Error(`${name} is not built from block payloads`);
-console.log(JSON.stringify({ name, extract: view.source.extract, columns: view.columns, sortOrder: view.mergeSortOrder ?? null }));
+console.log(
+  JSON.stringify({ name, extract: view.source.extract, columns: view.columns, sortOrder: view.mergeSortOrder ?? null }),
+);

@@ -27,15 +27,18 @@ export function parseApiKeys(text: string, variable = 'MICROMEGAS_API_KEYS'): Ap
   } catch (error) {
     throw new ConfigError(`${variable} is not valid JSON: ${(error as Error).message}`);
   }
-  if (!Array.isArray(parsed)) throw new ConfigError(`${variable} must be a JSON array of {"name", "key", "audiences"?}`);
+  if (!Array.isArray(parsed))
+    throw new ConfigError(`${variable} must be a JSON array of {"name", "key", "audiences"?}`);
   const names = new Set<string>();
   const keys = new Set<string>();
   return parsed.map((entry, i) => {
     const where = `${variable}[${i}]`;
     if (typeof entry !== 'object' || entry === null) throw new ConfigError(`${where} must be an object`);
     const { name, key, audiences } = entry as Record<string, unknown>;
-    if (typeof name !== 'string' || name.length === 0) throw new ConfigError(`${where}: "name" must be a non-empty string`);
-    if (typeof key !== 'string' || key.length < 8) throw new ConfigError(`${where} (${name}): "key" must be a string of at least 8 characters`);
+    if (typeof name !== 'string' || name.length === 0)
+      throw new ConfigError(`${where}: "name" must be a non-empty string`);
+    if (typeof key !== 'string' || key.length < 8)
+      throw new ConfigError(`${where} (${name}): "key" must be a string of at least 8 characters`);
     if (names.has(name)) throw new ConfigError(`${variable}: duplicate key name '${name}'`);
     if (keys.has(key)) throw new ConfigError(`${variable}: key of '${name}' is also used by another entry`);
     names.add(name);
@@ -69,7 +72,8 @@ export function parseAdmins(text: string, keys: readonly ApiKey[], variable = 'M
   }
   const known = new Set(keys.map((k) => k.name));
   for (const name of parsed as string[]) {
-    if (!known.has(name)) throw new ConfigError(`${variable} names '${name}', which is not a key name in MICROMEGAS_API_KEYS`);
+    if (!known.has(name))
+      throw new ConfigError(`${variable} names '${name}', which is not a key name in MICROMEGAS_API_KEYS`);
   }
   return new Set(parsed as string[]);
 }
@@ -109,7 +113,10 @@ export class Keyring {
     for (const key of keys) {
       const hash = digest(key.key);
       const audiences = key.audiences.includes('public') ? key.audiences : [...key.audiences, 'public'];
-      this.byDigest.set(hash.toString('hex'), { digest: hash, principal: { name: key.name, admin: admins.has(key.name), audiences } });
+      this.byDigest.set(hash.toString('hex'), {
+        digest: hash,
+        principal: { name: key.name, admin: admins.has(key.name), audiences },
+      });
     }
   }
 

@@ -76,7 +76,9 @@ export class FlightSqlClient {
     const credentials = !options.tls
       ? grpc.credentials.createInsecure()
       : grpc.credentials.createSsl(options.tls === true ? undefined : options.tls.ca);
-    this.client = new Client(options.address, credentials, { 'grpc.max_receive_message_length': -1 }) as unknown as GenericClient;
+    this.client = new Client(options.address, credentials, {
+      'grpc.max_receive_message_length': -1,
+    }) as unknown as GenericClient;
     this.headers = { ...options.headers };
     if (options.apiKey) this.headers.authorization = `Bearer ${options.apiKey}`;
   }
@@ -91,7 +93,10 @@ export class FlightSqlClient {
     } catch (error) {
       client.close();
       const reason = error instanceof Error ? error.message : String(error);
-      throw new FlightClientError(grpc.status.UNAVAILABLE, `cannot reach the Flight SQL server at ${options.address} within ${timeoutMs} ms (${reason})`);
+      throw new FlightClientError(
+        grpc.status.UNAVAILABLE,
+        `cannot reach the Flight SQL server at ${options.address} within ${timeoutMs} ms (${reason})`,
+      );
     }
     return client;
   }
@@ -103,7 +108,10 @@ export class FlightSqlClient {
   async handshake(username: string, password: string, options: { padded?: boolean } = {}): Promise<string | undefined> {
     let basic = Buffer.from(`${username}:${password}`).toString('base64');
     if (options.padded === false) basic = basic.replace(/=+$/, '');
-    const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>('Handshake', this.metadata({ headers: { authorization: `Basic ${basic}` } }));
+    const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>(
+      'Handshake',
+      this.metadata({ headers: { authorization: `Basic ${basic}` } }),
+    );
     const header = new Promise<string | undefined>((resolve) =>
       call.on('metadata', (md: grpc.Metadata) => resolve(md.get('authorization')[0] as string | undefined)),
     );
@@ -153,9 +161,20 @@ export class FlightSqlClient {
    * PollFlightInfo for a command descriptor: the FlightInfo so far, the progress (0 to 1, when the
    * server says), and whether the query is complete (no descriptor to poll again).
    */
-  async pollFlightInfo(cmd: Uint8Array, options: CallOptions = {}): Promise<{ info: FlightInfo | undefined; progress: number | undefined; complete: boolean }> {
-    const poll = await this.unary<{ info?: RawFlightInfo; progress?: number; flightDescriptor?: unknown }>('PollFlightInfo', { type: 2, cmd }, options);
-    return { info: poll.info ? flightInfoOf(poll.info) : undefined, progress: poll.progress, complete: poll.flightDescriptor === undefined };
+  async pollFlightInfo(
+    cmd: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<{ info: FlightInfo | undefined; progress: number | undefined; complete: boolean }> {
+    const poll = await this.unary<{ info?: RawFlightInfo; progress?: number; flightDescriptor?: unknown }>(
+      'PollFlightInfo',
+      { type: 2, cmd },
+      options,
+    );
+    return {
+      info: poll.info ? flightInfoOf(poll.info) : undefined,
+      progress: poll.progress,
+      complete: poll.flightDescriptor === undefined,
+    };
   }
 
   /** GetSchema for a command descriptor. */
@@ -166,7 +185,12 @@ export class FlightSqlClient {
 
   /** DoGet: the raw FlightData messages of a ticket, as they arrive. */
   async *doGet(ticket: Uint8Array, options: CallOptions = {}): AsyncGenerator<FlightData> {
-    const call = this.open<grpc.ClientReadableStream<unknown>>('DoGet', { ticket }, this.metadata(options), grpcOptions(options));
+    const call = this.open<grpc.ClientReadableStream<unknown>>(
+      'DoGet',
+      { ticket },
+      this.metadata(options),
+      grpcOptions(options),
+    );
     try {
       for await (const data of call as AsyncIterable<FlightData>) yield data;
     } catch (error) {
@@ -177,16 +201,26 @@ export class FlightSqlClient {
   }
 
   /** DoGet decoded: the record batches of a ticket, as they arrive. */
-  readTicket(ticket: Uint8Array, options: CallOptions = {}, onSchema: (schema: Schema) => void = () => {}): AsyncGenerator<RecordBatch> {
+  readTicket(
+    ticket: Uint8Array,
+    options: CallOptions = {},
+    onSchema: (schema: Schema) => void = () => {},
+  ): AsyncGenerator<RecordBatch> {
     return decodeBatches(this.doGet(ticket, options), onSchema);
   }
 
   /** DoAction: the body of every Result. */
   async doAction(type: string, body: Uint8Array, options: CallOptions = {}): Promise<Uint8Array[]> {
-    const call = this.open<grpc.ClientReadableStream<unknown>>('DoAction', { type, body }, this.metadata(options), grpcOptions(options));
+    const call = this.open<grpc.ClientReadableStream<unknown>>(
+      'DoAction',
+      { type, body },
+      this.metadata(options),
+      grpcOptions(options),
+    );
     const out: Uint8Array[] = [];
     try {
-      for await (const result of call as AsyncIterable<{ body?: Uint8Array }>) out.push(result.body ?? new Uint8Array(0));
+      for await (const result of call as AsyncIterable<{ body?: Uint8Array }>)
+        out.push(result.body ?? new Uint8Array(0));
     } catch (error) {
       throw toClientError(error, this.options.address);
     }
@@ -195,7 +229,11 @@ export class FlightSqlClient {
 
   /** DoPut: sends the descriptor with the first message (or alone), returns every PutResult's app_metadata. */
   async doPut(cmd: Uint8Array, messages: readonly FlightData[] = [], options: CallOptions = {}): Promise<Uint8Array[]> {
-    const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>('DoPut', this.metadata(options), grpcOptions(options));
+    const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>(
+      'DoPut',
+      this.metadata(options),
+      grpcOptions(options),
+    );
     const results: Uint8Array[] = [];
     const done = new Promise<void>((resolve, reject) => {
       call.on('data', (result: { appMetadata?: Uint8Array }) => results.push(result.appMetadata ?? new Uint8Array(0)));
@@ -236,8 +274,11 @@ export class FlightSqlClient {
     if (this.closed) return Promise.reject(clientClosed());
     return this.mapErrors(
       new Promise<T>((resolve, reject) =>
-        this.client[method](request, this.metadata(options), grpcOptions(options), (error: grpc.ServiceError | null, response: T) =>
-          error ? reject(error) : resolve(response),
+        this.client[method](
+          request,
+          this.metadata(options),
+          grpcOptions(options),
+          (error: grpc.ServiceError | null, response: T) => (error ? reject(error) : resolve(response)),
         ),
       ),
     );

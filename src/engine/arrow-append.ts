@@ -12,7 +12,19 @@ import {
   type DuckDBAppender,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { DataType, DateUnit, Precision, TimeUnit, makeVector, type Data, type Decimal, type Field, type RecordBatch, type Time, type Timestamp } from 'apache-arrow';
+import {
+  DataType,
+  DateUnit,
+  Precision,
+  TimeUnit,
+  makeVector,
+  type Data,
+  type Decimal,
+  type Field,
+  type RecordBatch,
+  type Time,
+  type Timestamp,
+} from 'apache-arrow';
 import { EngineError } from './errors.js';
 
 // Arrow record batches appended to a DuckDB table (bulk ingest): each Arrow type has the DuckDB
@@ -46,9 +58,17 @@ export function duckdbTypeOf(field: Field): string {
   if (DataType.isTimestamp(type)) {
     const { unit, timezone } = type as Timestamp;
     if (timezone) return 'TIMESTAMPTZ';
-    return { [TimeUnit.SECOND]: 'TIMESTAMP_S', [TimeUnit.MILLISECOND]: 'TIMESTAMP_MS', [TimeUnit.MICROSECOND]: 'TIMESTAMP', [TimeUnit.NANOSECOND]: 'TIMESTAMP_NS' }[unit];
+    return {
+      [TimeUnit.SECOND]: 'TIMESTAMP_S',
+      [TimeUnit.MILLISECOND]: 'TIMESTAMP_MS',
+      [TimeUnit.MICROSECOND]: 'TIMESTAMP',
+      [TimeUnit.NANOSECOND]: 'TIMESTAMP_NS',
+    }[unit];
   }
-  throw new EngineError('INVALID_ARGUMENT', `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`);
+  throw new EngineError(
+    'INVALID_ARGUMENT',
+    `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`,
+  );
 }
 
 /** Appends every row of a batch whose columns are, in order, the appender's table columns. */
@@ -84,7 +104,10 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
     value = (row) => new DuckDBBlobValue(get(row) as Uint8Array);
   } else if (DataType.isDate(type)) {
     // Date32 counts days; Date64 milliseconds.
-    value = type.unit === DateUnit.DAY ? (row) => new DuckDBDateValue(Number(at(row))) : (row) => new DuckDBDateValue(Math.floor(Number(at(row)) / 86_400_000));
+    value =
+      type.unit === DateUnit.DAY
+        ? (row) => new DuckDBDateValue(Number(at(row)))
+        : (row) => new DuckDBDateValue(Math.floor(Number(at(row)) / 86_400_000));
   } else if (DataType.isTime(type)) {
     const { unit } = type as Time;
     value = (row) => {
@@ -98,7 +121,10 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
     const words = data.values as Uint32Array;
     value = (row) => new DuckDBDecimalValue(decimal128(words, data.offset + row), precision, scale);
   } else {
-    throw new EngineError('INVALID_ARGUMENT', `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`);
+    throw new EngineError(
+      'INVALID_ARGUMENT',
+      `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`,
+    );
   }
   for (let i = 0; i < count; i++) out[i] = valid(start + i) ? value(start + i) : null;
   return out;

@@ -1,6 +1,16 @@
 import bindings from '@duckdb/node-bindings';
 import { DuckDBTypeId, DuckDBVector, type DuckDBType } from '@duckdb/node-api';
-import { DataType, RecordBatch, Struct, Utf8, makeData, vectorFromArray, type Data, type Schema, type Vector as Vector_ } from 'apache-arrow';
+import {
+  DataType,
+  RecordBatch,
+  Struct,
+  Utf8,
+  makeData,
+  vectorFromArray,
+  type Data,
+  type Schema,
+  type Vector as Vector_,
+} from 'apache-arrow';
 import { arrowType } from './arrow-types.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
@@ -11,7 +21,10 @@ import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-lay
 // that each one fills a FlightData of useful size.
 
 type Vector = bindings.Vector;
-type TypedArrayConstructor = { new (buffer: ArrayBuffer, offset: number, length: number): ArrayBufferView; BYTES_PER_ELEMENT: number };
+type TypedArrayConstructor = {
+  new (buffer: ArrayBuffer, offset: number, length: number): ArrayBufferView;
+  BYTES_PER_ELEMENT: number;
+};
 
 /** Growable byte buffer. */
 class Bytes {
@@ -55,7 +68,8 @@ class Validity {
       const bytes = (count + 7) >> 3;
       if (mask) out.set(mask.subarray(start >> 3, (start >> 3) + bytes), first);
       else out.fill(0xff, first, first + bytes);
-      if (mask) for (let i = 0; i < count; i++) if ((mask[(start + i) >> 3] & (1 << ((start + i) & 7))) === 0) this.nullCount++;
+      if (mask)
+        for (let i = 0; i < count; i++) if ((mask[(start + i) >> 3] & (1 << ((start + i) & 7))) === 0) this.nullCount++;
     } else {
       for (let i = 0; i < count; i++) {
         const valid = !mask || (mask[(start + i) >> 3] & (1 << ((start + i) & 7))) !== 0;
@@ -118,7 +132,10 @@ abstract class ValidityBuilder implements ColumnBuilder {
 /** Integers, floats, dates and times: a straight copy. */
 class FixedWidthBuilder extends ValidityBuilder {
   private readonly values = new Bytes();
-  constructor(type: DataType, private readonly width: number) {
+  constructor(
+    type: DataType,
+    private readonly width: number,
+  ) {
     super(type);
   }
   protected appendValues(vector: Vector, _mask: Uint8Array | null, start: number, count: number): void {
@@ -140,7 +157,10 @@ class FixedWidthBuilder extends ValidityBuilder {
 /** Timestamps of any unit, scaled to nanoseconds. */
 class TimestampBuilder extends ValidityBuilder {
   private readonly values = new Bytes();
-  constructor(type: DataType, private readonly factor: bigint) {
+  constructor(
+    type: DataType,
+    private readonly factor: bigint,
+  ) {
     super(type);
   }
   protected appendValues(vector: Vector, _mask: Uint8Array | null, start: number, count: number): void {
@@ -161,7 +181,11 @@ class TimestampBuilder extends ValidityBuilder {
   flush(): Data {
     const common = this.takeCommon();
     const bytes = this.values.take();
-    return makeData({ type: this.type as never, ...common, data: new BigInt64Array(bytes.buffer, 0, bytes.byteLength / 8) as never });
+    return makeData({
+      type: this.type as never,
+      ...common,
+      data: new BigInt64Array(bytes.buffer, 0, bytes.byteLength / 8) as never,
+    });
   }
 }
 
@@ -180,14 +204,21 @@ class BoolBuilder extends ValidityBuilder {
   flush(): Data {
     const common = this.takeCommon();
     const { nullBitmap } = this.bits.take();
-    return makeData({ type: this.type as never, ...common, data: (nullBitmap ?? new Uint8Array((common.length + 7) >> 3).fill(0xff)) as never });
+    return makeData({
+      type: this.type as never,
+      ...common,
+      data: (nullBitmap ?? new Uint8Array((common.length + 7) >> 3).fill(0xff)) as never,
+    });
   }
 }
 
 /** Decimals of any DuckDB width and HUGEINT, as 128-bit little-endian two's complement. */
 class Decimal128Builder extends ValidityBuilder {
   private readonly values = new Bytes();
-  constructor(type: DataType, private readonly sourceWidth: 2 | 4 | 8 | 16) {
+  constructor(
+    type: DataType,
+    private readonly sourceWidth: 2 | 4 | 8 | 16,
+  ) {
     super(type);
   }
   protected appendValues(vector: Vector, _mask: Uint8Array | null, start: number, count: number): void {
@@ -202,7 +233,8 @@ class Decimal128Builder extends ValidityBuilder {
     const out = new BigInt64Array(this.values.bytes.buffer, this.values.length, count * 2);
     for (let i = 0; i < count; i++) {
       const at = (start + i) * w;
-      const value = w === 8 ? view.getBigInt64(at, true) : BigInt(w === 4 ? view.getInt32(at, true) : view.getInt16(at, true));
+      const value =
+        w === 8 ? view.getBigInt64(at, true) : BigInt(w === 4 ? view.getInt32(at, true) : view.getInt16(at, true));
       out[i * 2] = value;
       out[i * 2 + 1] = value < 0n ? -1n : 0n;
     }
@@ -214,7 +246,11 @@ class Decimal128Builder extends ValidityBuilder {
   flush(): Data {
     const common = this.takeCommon();
     const bytes = this.values.take();
-    return makeData({ type: this.type as never, ...common, data: new Uint32Array(bytes.buffer, 0, bytes.byteLength / 4) as never });
+    return makeData({
+      type: this.type as never,
+      ...common,
+      data: new Uint32Array(bytes.buffer, 0, bytes.byteLength / 4) as never,
+    });
   }
 }
 
@@ -256,7 +292,9 @@ class StringBuilder extends VarBinaryBuilder {
           this.data.bytes.set(slots.subarray(at + 4, at + 4 + length), this.data.length);
           this.data.length += length;
         } else {
-          this.data.append(bindings.get_data_from_pointer(slots.buffer as ArrayBuffer, slots.byteOffset + at + 8, length));
+          this.data.append(
+            bindings.get_data_from_pointer(slots.buffer as ArrayBuffer, slots.byteOffset + at + 8, length),
+          );
         }
       }
       this.pushOffset(this.rows + i);
@@ -268,7 +306,11 @@ class StringBuilder extends VarBinaryBuilder {
 class EnumDictionaryBuilder extends ValidityBuilder {
   private readonly indices = new Bytes();
   private readonly dictionary: Vector_;
-  constructor(type: DataType, values: readonly string[], private readonly indexWidth: number) {
+  constructor(
+    type: DataType,
+    values: readonly string[],
+    private readonly indexWidth: number,
+  ) {
     super(type);
     this.dictionary = vectorFromArray([...values], new Utf8());
   }
@@ -279,7 +321,12 @@ class EnumDictionaryBuilder extends ValidityBuilder {
     const out = new Int32Array(this.indices.bytes.buffer, this.indices.length, count);
     for (let i = 0; i < count; i++) {
       const at = (start + i) * this.indexWidth;
-      out[i] = this.indexWidth === 1 ? view.getUint8(at) : this.indexWidth === 2 ? view.getUint16(at, true) : view.getUint32(at, true);
+      out[i] =
+        this.indexWidth === 1
+          ? view.getUint8(at)
+          : this.indexWidth === 2
+            ? view.getUint16(at, true)
+            : view.getUint32(at, true);
     }
     this.indices.length += count * 4;
   }
@@ -297,7 +344,11 @@ class EnumDictionaryBuilder extends ValidityBuilder {
 /** ENUM: indices into the type's values, sent as text. */
 class EnumBuilder extends VarBinaryBuilder {
   private readonly encoded: Uint8Array[];
-  constructor(type: DataType, values: readonly string[], private readonly indexWidth: number) {
+  constructor(
+    type: DataType,
+    values: readonly string[],
+    private readonly indexWidth: number,
+  ) {
     super(type);
     this.encoded = values.map((value) => new TextEncoder().encode(value));
   }
@@ -308,7 +359,12 @@ class EnumBuilder extends VarBinaryBuilder {
       const row = start + i;
       if (isValid(mask, row)) {
         const at = row * this.indexWidth;
-        const index = this.indexWidth === 1 ? view.getUint8(at) : this.indexWidth === 2 ? view.getUint16(at, true) : view.getUint32(at, true);
+        const index =
+          this.indexWidth === 1
+            ? view.getUint8(at)
+            : this.indexWidth === 2
+              ? view.getUint16(at, true)
+              : view.getUint32(at, true);
         this.data.append(this.encoded[index]);
       }
       this.pushOffset(this.rows + i);
@@ -318,7 +374,10 @@ class EnumBuilder extends VarBinaryBuilder {
 
 /** Types sent as their text form, read value by value through the DuckDB Node API. */
 class TextBuilder extends VarBinaryBuilder {
-  constructor(type: DataType, private readonly duckType: DuckDBType) {
+  constructor(
+    type: DataType,
+    private readonly duckType: DuckDBType,
+  ) {
     super(type);
   }
   protected appendValues(vector: Vector, mask: Uint8Array | null, start: number, count: number): void {
@@ -336,7 +395,10 @@ class TextBuilder extends VarBinaryBuilder {
 class ListBuilder extends ValidityBuilder {
   private offsets = new Int32Array(1024);
   private childRows = 0;
-  constructor(type: DataType, private readonly child: ColumnBuilder) {
+  constructor(
+    type: DataType,
+    private readonly child: ColumnBuilder,
+  ) {
     super(type);
   }
   protected appendValues(vector: Vector, mask: Uint8Array | null, start: number, count: number): void {
@@ -380,7 +442,10 @@ class ListBuilder extends ValidityBuilder {
 }
 
 class StructBuilder extends ValidityBuilder {
-  constructor(type: DataType, private readonly children: ColumnBuilder[]) {
+  constructor(
+    type: DataType,
+    private readonly children: ColumnBuilder[],
+  ) {
     super(type);
   }
   protected appendValues(vector: Vector, _mask: Uint8Array | null, start: number, count: number): void {
@@ -416,14 +481,20 @@ function columnBuilder(duckType: DuckDBType, type: DataType = arrowType(duckType
   const factor = timestampFactors[id];
   if (factor !== undefined) return new TimestampBuilder(type, factor);
   switch (id) {
-    case DuckDBTypeId.BOOLEAN: return new BoolBuilder(type);
-    case DuckDBTypeId.VARCHAR: case DuckDBTypeId.BLOB: return new StringBuilder(type);
-    case DuckDBTypeId.HUGEINT: case DuckDBTypeId.DECIMAL:
+    case DuckDBTypeId.BOOLEAN:
+      return new BoolBuilder(type);
+    case DuckDBTypeId.VARCHAR:
+    case DuckDBTypeId.BLOB:
+      return new StringBuilder(type);
+    case DuckDBTypeId.HUGEINT:
+    case DuckDBTypeId.DECIMAL:
       return new Decimal128Builder(type, decimalStorageWidth(duckType));
     case DuckDBTypeId.ENUM: {
       const { values, internalTypeId } = duckType as unknown as { values: string[]; internalTypeId: DuckDBTypeId };
       const width = internalTypeId === DuckDBTypeId.UTINYINT ? 1 : internalTypeId === DuckDBTypeId.USMALLINT ? 2 : 4;
-      return DataType.isDictionary(type) ? new EnumDictionaryBuilder(type, values, width) : new EnumBuilder(type, values, width);
+      return DataType.isDictionary(type)
+        ? new EnumDictionaryBuilder(type, values, width)
+        : new EnumBuilder(type, values, width);
     }
     case DuckDBTypeId.LIST: {
       const { valueType } = duckType as unknown as { valueType: DuckDBType };
@@ -440,9 +511,13 @@ function columnBuilder(duckType: DuckDBType, type: DataType = arrowType(duckType
     }
     case DuckDBTypeId.STRUCT: {
       const { entryTypes } = duckType as unknown as { entryTypes: DuckDBType[] };
-      return new StructBuilder(type, entryTypes.map((t, i) => columnBuilder(t, type.children[i].type)));
+      return new StructBuilder(
+        type,
+        entryTypes.map((t, i) => columnBuilder(t, type.children[i].type)),
+      );
     }
-    case DuckDBTypeId.SQLNULL: case DuckDBTypeId.ANY:
+    case DuckDBTypeId.SQLNULL:
+    case DuckDBTypeId.ANY:
       return new NullBuilder(type);
     default:
       return new TextBuilder(type, duckType);
@@ -475,7 +550,10 @@ export class ChunkConverter {
     const length = this.rows;
     this.rows = 0;
     const children = this.builders.map((b) => b.flush());
-    return new RecordBatch(this.schema, makeData({ type: new Struct(this.schema.fields), length, nullCount: 0, children }));
+    return new RecordBatch(
+      this.schema,
+      makeData({ type: new Struct(this.schema.fields), length, nullCount: 0, children }),
+    );
   }
 
   private pendingBytes(): number {

@@ -17,10 +17,24 @@ function duckdbTypeOfArrow(arrowType: string): string | undefined {
   const name = arrowType.trim();
   if (/^Timestamp\s*\(/i.test(name)) return 'TIMESTAMP_NS';
   const simple: Record<string, string> = {
-    Int8: 'TINYINT', Int16: 'SMALLINT', Int32: 'INTEGER', Int64: 'BIGINT',
-    UInt8: 'UTINYINT', UInt16: 'USMALLINT', UInt32: 'UINTEGER', UInt64: 'UBIGINT',
-    Float32: 'FLOAT', Float64: 'DOUBLE', Utf8: 'VARCHAR', LargeUtf8: 'VARCHAR', Utf8View: 'VARCHAR',
-    Boolean: 'BOOLEAN', Date32: 'DATE', Date64: 'DATE', Binary: 'BLOB', LargeBinary: 'BLOB',
+    Int8: 'TINYINT',
+    Int16: 'SMALLINT',
+    Int32: 'INTEGER',
+    Int64: 'BIGINT',
+    UInt8: 'UTINYINT',
+    UInt16: 'USMALLINT',
+    UInt32: 'UINTEGER',
+    UInt64: 'UBIGINT',
+    Float32: 'FLOAT',
+    Float64: 'DOUBLE',
+    Utf8: 'VARCHAR',
+    LargeUtf8: 'VARCHAR',
+    Utf8View: 'VARCHAR',
+    Boolean: 'BOOLEAN',
+    Date32: 'DATE',
+    Date64: 'DATE',
+    Binary: 'BLOB',
+    LargeBinary: 'BLOB',
   };
   return simple[name];
 }

@@ -162,7 +162,12 @@ export class DuckDBEngine {
       throw error;
     }
     setup.closeSync();
-    return new DuckDBEngine(options.readableDirectories ?? [], instance, options.batchBytes ?? 1024 * 1024, options.nativeExport ?? true);
+    return new DuckDBEngine(
+      options.readableDirectories ?? [],
+      instance,
+      options.batchBytes ?? 1024 * 1024,
+      options.nativeExport ?? true,
+    );
   }
 
   /** Prepares a statement to learn its kind and schemas. */
@@ -180,7 +185,9 @@ export class DuckDBEngine {
       const result = await prepared.stream();
       const names = Array.from({ length: result.columnCount }, (_, i) => result.columnName(i));
       const types = columnTypesOf(result);
-      const fields = names.map((name, i) => new Field(name, arrowType(types[i], typeOptions), true, columnMetadata(types[i])));
+      const fields = names.map(
+        (name, i) => new Field(name, arrowType(types[i], typeOptions), true, columnMetadata(types[i])),
+      );
       return { ...description, schema: new Schema(fields) };
     });
   }
@@ -260,7 +267,10 @@ export class DuckDBEngine {
            FROM duckdb_functions()`,
       );
       return reader.getRows().map(([catalog, schema, name, type, stability, macro]) => {
-        const tree = macro === null ? null : (JSON.parse(String(macro)) as { error: boolean; statements: Record<string, unknown>[] });
+        const tree =
+          macro === null
+            ? null
+            : (JSON.parse(String(macro)) as { error: boolean; statements: Record<string, unknown>[] });
         return {
           catalog: String(catalog),
           schema: String(schema),
@@ -309,8 +319,13 @@ export class DuckDBEngine {
     const tree = (await this.parseSelect('SELECT 1'))!;
     const node = tree.statements[0].node as Record<string, unknown>;
     node.select_list = expressions.map((child) => ({
-      class: 'CAST', type: 'OPERATOR_CAST', alias: '', query_location: (child as { query_location?: unknown }).query_location,
-      child, cast_type: { id: 'VARCHAR', type_info: null }, try_cast: false,
+      class: 'CAST',
+      type: 'OPERATOR_CAST',
+      alias: '',
+      query_location: (child as { query_location?: unknown }).query_location,
+      child,
+      cast_type: { id: 'VARCHAR', type_info: null },
+      try_cast: false,
     }));
     nanosecondTimestamps(tree);
     const connection = await this.connect();
@@ -404,7 +419,11 @@ export class DuckDBEngine {
   }
 
   /** Streams one execution of a prepared statement. */
-  private async *streamResult(prepared: DuckDBPreparedStatement, schema: Schema, guard: StatementGuard): AsyncGenerator<RecordBatch> {
+  private async *streamResult(
+    prepared: DuckDBPreparedStatement,
+    schema: Schema,
+    guard: StatementGuard,
+  ): AsyncGenerator<RecordBatch> {
     const result = await prepared.stream().catch((error) => {
       throw guard.reported(sqlError(error));
     });
@@ -536,7 +555,7 @@ function fetchError(error: unknown, guard: StatementGuard): EngineError {
   if (reported.status !== 'CANCELLED') return reported;
   return new EngineError(
     'INVALID_ARGUMENT',
-    'the query failed in one of DuckDB\'s threads and DuckDB reported only that it was interrupted; run it again to see the error',
+    "the query failed in one of DuckDB's threads and DuckDB reported only that it was interrupted; run it again to see the error",
   );
 }
 
@@ -544,7 +563,13 @@ function fetchError(error: unknown, guard: StatementGuard): EngineError {
  * Batches converted from DuckDB chunks in JavaScript: any column type. `useNative`: the native
  * module may be asked for the error a result ended with.
  */
-function chunkBatches(result: DuckDBResult, schema: Schema, types: DuckDBType[], batchBytes: number, useNative: boolean): BatchSource {
+function chunkBatches(
+  result: DuckDBResult,
+  schema: Schema,
+  types: DuckDBType[],
+  batchBytes: number,
+  useNative: boolean,
+): BatchSource {
   const converter = new ChunkConverter(schema, types, batchBytes);
   let done = false;
   let rows = 0;
@@ -595,7 +620,10 @@ async function prepare(connection: DuckDBConnection, sql: string): Promise<DuckD
 function columns(prepared: DuckDBPreparedStatement): Array<{ name: string; type: DuckDBType | null }> {
   const out: Array<{ name: string; type: DuckDBType | null }> = [];
   for (let i = 0; i < prepared.columnCount; i++) {
-    out.push({ name: prepared.columnName(i), type: prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? null : prepared.columnType(i) });
+    out.push({
+      name: prepared.columnName(i),
+      type: prepared.columnTypeId(i) === DuckDBTypeId.INVALID ? null : prepared.columnType(i),
+    });
   }
   return out;
 }
@@ -608,7 +636,8 @@ function describePrepared(prepared: DuckDBPreparedStatement, typeOptions: ArrowT
   );
   const parameters: Field[] = [];
   for (let i = 1; i <= prepared.parameterCount; i++) {
-    const typed = prepared.parameterTypeId(i) !== DuckDBTypeId.INVALID && prepared.parameterTypeId(i) !== DuckDBTypeId.ANY;
+    const typed =
+      prepared.parameterTypeId(i) !== DuckDBTypeId.INVALID && prepared.parameterTypeId(i) !== DuckDBTypeId.ANY;
     parameters.push(new Field(`$${i}`, typed ? arrowType(prepared.parameterType(i)) : new Utf8(), true));
   }
   return { statementType, returnsRows, schema: new Schema(fields), parameterSchema: new Schema(parameters) };

@@ -1,12 +1,25 @@
 // Query engine: one sandboxed DuckDB database; statements in, Arrow record batches out.
 // Knows nothing of gRPC or of telemetry.
 export { DuckDBEngine, EngineSession, catalogName, quoteIdentifier } from './duckdb-engine.js';
-export type { EngineOptions, FunctionDescription, RunOptions, StatementDescription, TableDescription } from './duckdb-engine.js';
+export type {
+  EngineOptions,
+  FunctionDescription,
+  RunOptions,
+  StatementDescription,
+  TableDescription,
+} from './duckdb-engine.js';
 export { EngineError } from './errors.js';
 export { nativeExportProblem } from './native-export.js';
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
-export { queryShape, type FunctionCall, type LoneCall, type QueryShape, type RelationRef, type TableFunctionCall } from './query-shape.js';
+export {
+  queryShape,
+  type FunctionCall,
+  type LoneCall,
+  type QueryShape,
+  type RelationRef,
+  type TableFunctionCall,
+} from './query-shape.js';
 export {
   duckdbBuild,
   extensionCacheFolder,

@@ -95,11 +95,16 @@ function nativeKind(type: DuckDBType, arrow: DataType): [Kind, number] | null {
   const factor = timestampFactors[id];
   if (factor !== undefined) return factor === 1n ? [Kind.Fixed, 8] : [Kind.Scaled, Number(factor)];
   switch (id) {
-    case DuckDBTypeId.BOOLEAN: return [Kind.Bool, 0];
-    case DuckDBTypeId.HUGEINT: case DuckDBTypeId.DECIMAL: return [Kind.Decimal128, decimalStorageWidth(type)];
-    case DuckDBTypeId.VARCHAR: case DuckDBTypeId.BLOB:
+    case DuckDBTypeId.BOOLEAN:
+      return [Kind.Bool, 0];
+    case DuckDBTypeId.HUGEINT:
+    case DuckDBTypeId.DECIMAL:
+      return [Kind.Decimal128, decimalStorageWidth(type)];
+    case DuckDBTypeId.VARCHAR:
+    case DuckDBTypeId.BLOB:
       return DataType.isUtf8(arrow) || DataType.isBinary(arrow) ? [Kind.Binary, 0] : null;
-    default: return null;
+    default:
+      return null;
   }
 }
 
@@ -108,13 +113,23 @@ function nativeKind(type: DuckDBType, arrow: DataType): [Kind, number] | null {
  * module is missing or a column type is not one it fills. The result must stay open (and
  * its connection too) until the source is closed.
  */
-export function nativeBatches(result: DuckDBResult, schema: Schema, types: readonly DuckDBType[], batchBytes: number): BatchSource | null {
+export function nativeBatches(
+  result: DuckDBResult,
+  schema: Schema,
+  types: readonly DuckDBType[],
+  batchBytes: number,
+): BatchSource | null {
   const module = nativeExportModule();
   if (!module) return null;
   const kinds = types.map((type, i) => nativeKind(type, schema.fields[i].type));
   if (kinds.some((k) => k === null)) return null;
   const room = framingRoomFor(types.length);
-  const exporter = new module.Exporter(resultHandle(result), Int32Array.from(kinds.flatMap((k) => k!)), batchBytes, room);
+  const exporter = new module.Exporter(
+    resultHandle(result),
+    Int32Array.from(kinds.flatMap((k) => k!)),
+    batchBytes,
+    room,
+  );
   const structType = new Struct(schema.fields);
   return {
     async next() {
@@ -126,7 +141,8 @@ export function nativeBatches(result: DuckDBResult, schema: Schema, types: reado
         const kind = kinds[i]![0];
         const nullCount = batch.layout[at];
         const buffers: Array<[number, number]> = [];
-        for (let b = 0; b < (kind === Kind.Binary ? 3 : 2); b++) buffers.push([batch.layout[at + 1 + 2 * b], batch.layout[at + 2 + 2 * b]]);
+        for (let b = 0; b < (kind === Kind.Binary ? 3 : 2); b++)
+          buffers.push([batch.layout[at + 1 + 2 * b], batch.layout[at + 2 + 2 * b]]);
         at += 1 + 2 * buffers.length;
         return columnData(field.type, kind, batch.rows, nullCount, batch.bytes, buffers);
       });
@@ -137,18 +153,36 @@ export function nativeBatches(result: DuckDBResult, schema: Schema, types: reado
 }
 
 /** Views over one column's buffers; bitmaps span their padding, as an IPC writer would send them. */
-function columnData(type: DataType, kind: Kind, length: number, nullCount: number, bytes: ArrayBuffer, buffers: Array<[number, number]>): Data {
+function columnData(
+  type: DataType,
+  kind: Kind,
+  length: number,
+  nullCount: number,
+  bytes: ArrayBuffer,
+  buffers: Array<[number, number]>,
+): Data {
   const bitmap = ([offset, size]: [number, number]): Uint8Array => new Uint8Array(bytes, offset, (size + 7) & ~7);
-  const view = <T>(Type: new (buffer: ArrayBuffer, offset: number, length: number) => T, [offset, size]: [number, number], width: number): T =>
-    new Type(bytes, offset, size / width);
+  const view = <T>(
+    Type: new (buffer: ArrayBuffer, offset: number, length: number) => T,
+    [offset, size]: [number, number],
+    width: number,
+  ): T => new Type(bytes, offset, size / width);
   const common = { type: type as never, length, nullCount, nullBitmap: nullCount > 0 ? bitmap(buffers[0]) : undefined };
   switch (kind) {
     case Kind.Binary:
-      return makeData({ ...common, valueOffsets: view(Int32Array, buffers[1], 4), data: view(Uint8Array, buffers[2], 1) } as never);
+      return makeData({
+        ...common,
+        valueOffsets: view(Int32Array, buffers[1], 4),
+        data: view(Uint8Array, buffers[2], 1),
+      } as never);
     case Kind.Bool:
       return makeData({ ...common, data: bitmap(buffers[1]) } as never);
     default: {
-      const ArrayType = (type as unknown as { ArrayType: { new (b: ArrayBuffer, o: number, l: number): ArrayBufferView; BYTES_PER_ELEMENT: number } }).ArrayType;
+      const ArrayType = (
+        type as unknown as {
+          ArrayType: { new (b: ArrayBuffer, o: number, l: number): ArrayBufferView; BYTES_PER_ELEMENT: number };
+        }
+      ).ArrayType;
       return makeData({ ...common, data: view(ArrayType, buffers[1], ArrayType.BYTES_PER_ELEMENT) } as never);
     }
   }

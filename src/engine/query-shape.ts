@@ -70,7 +70,8 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
     functionCalls: [],
     catalogListings: [],
     columnNames: new Set(),
-    plainSelectList: tree.statements.length === 1 ? plainSelectList(tree.statements[0].node as Node | undefined) : undefined,
+    plainSelectList:
+      tree.statements.length === 1 ? plainSelectList(tree.statements[0].node as Node | undefined) : undefined,
   };
   // CTE names in scope: a WITH's main query sees all its CTEs; each CTE's body sees those before
   // it, and itself only when it is recursive (otherwise its own name means the table).
@@ -95,18 +96,18 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
       return;
     }
     if (node.type === 'BASE_TABLE') {
-      const name = ((node.table_name as string | undefined) ?? '');
-      const catalog = ((node.catalog_name as string | undefined) ?? '');
-      const schema = ((node.schema_name as string | undefined) ?? '');
+      const name = (node.table_name as string | undefined) ?? '';
+      const catalog = (node.catalog_name as string | undefined) ?? '';
+      const schema = (node.schema_name as string | undefined) ?? '';
       shape.relations.push({ catalog, schema, name, cte: catalog === '' && schema === '' && ctes.has(name) });
     } else if (node.type === 'SHOW_REF' && !node.query) {
-      shape.catalogListings.push(((node.table_name as string | undefined) ?? ''));
+      shape.catalogListings.push((node.table_name as string | undefined) ?? '');
     } else if (node.type === 'TABLE_FUNCTION') {
       const fn = node.function as Node;
       shape.tableFunctions.push({
         name: String(fn.function_name),
-        catalog: ((fn.catalog as string | undefined) ?? ''),
-        schema: ((fn.schema as string | undefined) ?? ''),
+        catalog: (fn.catalog as string | undefined) ?? '',
+        schema: (fn.schema as string | undefined) ?? '',
         args: ((fn.children as Node[]) ?? []).map(constantValue),
         argTrees: (fn.children as Node[]) ?? [],
       });
@@ -114,7 +115,11 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
       return;
     } else if (node.class === 'FUNCTION') {
       shape.functions.add(String(node.function_name));
-      shape.functionCalls.push({ name: String(node.function_name), catalog: (node.catalog as string | undefined) ?? '', schema: (node.schema as string | undefined) ?? '' });
+      shape.functionCalls.push({
+        name: String(node.function_name),
+        catalog: (node.catalog as string | undefined) ?? '',
+        schema: (node.schema as string | undefined) ?? '',
+      });
     } else if (node.class === 'COLUMN_REF') {
       const names = node.column_names as string[];
       if (names.length === 1) shape.columnNames.add(names[0].toLowerCase());
@@ -130,32 +135,50 @@ function loneCallOf(statement: Node): LoneCall | undefined {
   const node = statement.node as Node | undefined;
   if (node?.type !== 'SELECT_NODE' || (node.from_table as Node | undefined)?.type !== 'EMPTY') return undefined;
   const list = node.select_list as Node[];
-  if (list.length !== 1 || list[0].class !== 'FUNCTION' || node.where_clause || (node.modifiers as unknown[]).length > 0) return undefined;
+  if (
+    list.length !== 1 ||
+    list[0].class !== 'FUNCTION' ||
+    node.where_clause ||
+    (node.modifiers as unknown[]).length > 0
+  )
+    return undefined;
   const [call] = list;
   const children = (call.children as Node[]) ?? [];
   return {
     name: String(call.function_name),
-    catalog: ((call.catalog as string | undefined) ?? ''),
-    schema: ((call.schema as string | undefined) ?? ''),
+    catalog: (call.catalog as string | undefined) ?? '',
+    schema: (call.schema as string | undefined) ?? '',
     args: children.map(constantValue),
     argTrees: children,
-    alias: ((call.alias as string | undefined) ?? ''),
+    alias: (call.alias as string | undefined) ?? '',
   };
 }
 
 function plainSelectList(node: Node | undefined): '*' | string[] | undefined {
-  if (node?.type !== 'SELECT_NODE' || (node.from_table as Node | undefined)?.type !== 'TABLE_FUNCTION') return undefined;
+  if (node?.type !== 'SELECT_NODE' || (node.from_table as Node | undefined)?.type !== 'TABLE_FUNCTION')
+    return undefined;
   const bare =
-    node.where_clause === null && node.having === null && node.qualify === null && node.sample === null &&
-    (node.modifiers as unknown[]).length === 0 && (node.group_expressions as unknown[]).length === 0 &&
-    ((node.cte_map as Node).map as unknown[]).length === 0 && (node.from_table as Node).alias === '';
+    node.where_clause === null &&
+    node.having === null &&
+    node.qualify === null &&
+    node.sample === null &&
+    (node.modifiers as unknown[]).length === 0 &&
+    (node.group_expressions as unknown[]).length === 0 &&
+    ((node.cte_map as Node).map as unknown[]).length === 0 &&
+    (node.from_table as Node).alias === '';
   if (!bare) return undefined;
   const list = node.select_list as Node[];
   const isPlainStar = (e: Node): boolean =>
-    e.class === 'STAR' && e.relation_name === '' && e.expr === null && e.columns === false &&
-    [e.exclude_list, e.replace_list, e.qualified_exclude_list, e.rename_list].every((l) => (l as unknown[] | undefined)?.length !== undefined && (l as unknown[]).length === 0);
+    e.class === 'STAR' &&
+    e.relation_name === '' &&
+    e.expr === null &&
+    e.columns === false &&
+    [e.exclude_list, e.replace_list, e.qualified_exclude_list, e.rename_list].every(
+      (l) => (l as unknown[] | undefined)?.length !== undefined && (l as unknown[]).length === 0,
+    );
   if (list.length === 1 && isPlainStar(list[0])) return '*';
-  if (!list.every((e) => e.class === 'COLUMN_REF' && e.alias === '' && (e.column_names as string[]).length === 1)) return undefined;
+  if (!list.every((e) => e.class === 'COLUMN_REF' && e.alias === '' && (e.column_names as string[]).length === 1))
+    return undefined;
   return list.map((e) => (e.column_names as string[])[0].toLowerCase());
 }
 

@@ -26,7 +26,8 @@ export function supportedActions<P>(backend: FlightSqlBackend<P>): Array<{ type:
     .filter(([type]) => {
       if (type === 'CreatePreparedSubstraitPlan') return backend.substrait !== undefined;
       if (type === 'BeginTransaction' || type === 'EndTransaction') return backend.transactions !== undefined;
-      if (type === 'BeginSavepoint' || type === 'EndSavepoint') return backend.transactions?.beginSavepoint !== undefined;
+      if (type === 'BeginSavepoint' || type === 'EndSavepoint')
+        return backend.transactions?.beginSavepoint !== undefined;
       if (type === 'CancelQuery') return backend.cancelQuery !== undefined;
       return true;
     })
@@ -43,9 +44,14 @@ export async function runAction<P>(
   const body = action.body ?? new Uint8Array(0);
   switch (type) {
     case 'CreatePreparedStatement': {
-      const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>('ActionCreatePreparedStatementRequest', anyBody(body, type));
+      const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>(
+        'ActionCreatePreparedStatementRequest',
+        anyBody(body, type),
+      );
       const statement = { query: m.query ?? '', transactionId: m.transactionId };
-      return [preparedResult({ kind: 'sql', statement }, await backend.prepare(ctx, statement), ctx.options.zonedTimestamps)];
+      return [
+        preparedResult({ kind: 'sql', statement }, await backend.prepare(ctx, statement), ctx.options.zonedTimestamps),
+      ];
     }
     case 'CreatePreparedSubstraitPlan': {
       if (!backend.substrait) throw unimplemented('Substrait');
@@ -54,7 +60,13 @@ export async function runAction<P>(
         anyBody(body, type),
       );
       const statement = { plan: toPlan(m.plan), transactionId: m.transactionId };
-      return [preparedResult({ kind: 'plan', statement }, await backend.substrait.preparePlan(ctx, statement), ctx.options.zonedTimestamps)];
+      return [
+        preparedResult(
+          { kind: 'plan', statement },
+          await backend.substrait.preparePlan(ctx, statement),
+          ctx.options.zonedTimestamps,
+        ),
+      ];
     }
     case 'ClosePreparedStatement':
       // Handles carry their statement; there is nothing to free.
@@ -65,7 +77,10 @@ export async function runAction<P>(
       return [packAny('ActionBeginTransactionResult', { transactionId })];
     }
     case 'EndTransaction': {
-      const m = decodeSql<{ transactionId?: Uint8Array; action?: number }>('ActionEndTransactionRequest', anyBody(body, type));
+      const m = decodeSql<{ transactionId?: Uint8Array; action?: number }>(
+        'ActionEndTransactionRequest',
+        anyBody(body, type),
+      );
       if (m.action !== 1 && m.action !== 2) throw invalidArgument('EndTransaction: action must be COMMIT or ROLLBACK');
       await needTransactions(backend).end(ctx, m.transactionId ?? new Uint8Array(0), m.action === 1);
       return [];
@@ -73,14 +88,20 @@ export async function runAction<P>(
     case 'BeginSavepoint': {
       const transactions = needTransactions(backend);
       if (!transactions.beginSavepoint) throw unimplemented('savepoints');
-      const m = decodeSql<{ transactionId?: Uint8Array; name?: string }>('ActionBeginSavepointRequest', anyBody(body, type));
+      const m = decodeSql<{ transactionId?: Uint8Array; name?: string }>(
+        'ActionBeginSavepointRequest',
+        anyBody(body, type),
+      );
       const savepointId = await transactions.beginSavepoint(ctx, m.transactionId ?? new Uint8Array(0), m.name ?? '');
       return [packAny('ActionBeginSavepointResult', { savepointId })];
     }
     case 'EndSavepoint': {
       const transactions = needTransactions(backend);
       if (!transactions.endSavepoint) throw unimplemented('savepoints');
-      const m = decodeSql<{ savepointId?: Uint8Array; action?: number }>('ActionEndSavepointRequest', anyBody(body, type));
+      const m = decodeSql<{ savepointId?: Uint8Array; action?: number }>(
+        'ActionEndSavepointRequest',
+        anyBody(body, type),
+      );
       if (m.action !== 1 && m.action !== 2) throw invalidArgument('EndSavepoint: action must be RELEASE or ROLLBACK');
       await transactions.endSavepoint(ctx, m.savepointId ?? new Uint8Array(0), m.action === 1);
       return [];
@@ -111,7 +132,9 @@ export async function runAction<P>(
 function preparedResult(handle: HandleStatement, info: PreparedStatementInfo, zonedTimestamps: boolean): Uint8Array {
   return packAny('ActionCreatePreparedStatementResult', {
     preparedStatementHandle: encodeHandle(handle),
-    datasetSchema: info.isUpdate ? new Uint8Array(0) : encapsulateSchema(schemaForClient(info.datasetSchema, zonedTimestamps)),
+    datasetSchema: info.isUpdate
+      ? new Uint8Array(0)
+      : encapsulateSchema(schemaForClient(info.datasetSchema, zonedTimestamps)),
     parameterSchema: encapsulateSchema(announcedParameterSchema(info.parameterSchema ?? new Schema([]))),
     isUpdate: info.isUpdate,
   });

@@ -13,9 +13,7 @@ export function headerMap(metadata: Metadata): Map<string, string> {
 }
 
 export type Credentials =
-  | { kind: 'basic'; username: string; password: string }
-  | { kind: 'bearer'; token: string }
-  | { kind: 'none' };
+  { kind: 'basic'; username: string; password: string } | { kind: 'bearer'; token: string } | { kind: 'none' };
 
 /** Reads the `authorization` header; Basic accepts padded and unpadded base64. */
 export function readCredentials(headers: ReadonlyMap<string, string>): Credentials {
@@ -45,7 +43,8 @@ export async function authenticate<P>(
       case 'bearer':
         return { principal: await backend.authenticateBearer(credentials.token) };
       case 'none':
-        if (!backend.authenticateAnonymous) throw unauthenticated('missing credentials: send "authorization: Bearer <key>" or use a Basic handshake');
+        if (!backend.authenticateAnonymous)
+          throw unauthenticated('missing credentials: send "authorization: Bearer <key>" or use a Basic handshake');
         return { principal: await backend.authenticateAnonymous() };
     }
   } catch (error) {
@@ -63,7 +62,8 @@ export function queryOptions(headers: ReadonlyMap<string, string>): QueryOptions
   const limit = headers.get('limit');
   let parsedLimit: number | undefined;
   if (limit !== undefined && limit !== '') {
-    if (!/^\d+$/.test(limit.trim())) throw invalidArgument(`header limit: expected a non-negative integer, got '${limit}'`);
+    if (!/^\d+$/.test(limit.trim()))
+      throw invalidArgument(`header limit: expected a non-negative integer, got '${limit}'`);
     parsedLimit = Number(limit.trim());
   }
   return {
@@ -94,7 +94,12 @@ function normaliseZone(zone: string | undefined): string {
 }
 
 /** Builds the context for one call after authentication. */
-export function makeContext<P>(principal: P, headers: Map<string, string>, signal: AbortSignal, deadline?: number): CallContext<P> {
+export function makeContext<P>(
+  principal: P,
+  headers: Map<string, string>,
+  signal: AbortSignal,
+  deadline?: number,
+): CallContext<P> {
   return { principal, headers, options: queryOptions(headers), signal, deadline };
 }
 

@@ -1,4 +1,14 @@
-import { Field, Schema, Timestamp, type DataType, DataType as ArrowDataType, List, Struct, Map_, TimestampMillisecond } from 'apache-arrow';
+import {
+  Field,
+  Schema,
+  Timestamp,
+  type DataType,
+  DataType as ArrowDataType,
+  List,
+  Struct,
+  Map_,
+  TimestampMillisecond,
+} from 'apache-arrow';
 
 // Timestamps as each client can read them. Results carry `timestamp[ns, UTC]`, which ADBC,
 // pyarrow and arrow-go read as UTC instants. The Arrow Flight SQL JDBC driver before 19.0
@@ -31,7 +41,11 @@ export function schemaForClient(schema: Schema, zoned: boolean): Schema {
 export function announcedParameterSchema(schema: Schema): Schema {
   if (!schema.fields.some((f) => ArrowDataType.isTimestamp(f.type))) return schema;
   return new Schema(
-    schema.fields.map((f) => (ArrowDataType.isTimestamp(f.type) ? new Field(f.name, new TimestampMillisecond((f.type as Timestamp).timezone), f.nullable, f.metadata) : f)),
+    schema.fields.map((f) =>
+      ArrowDataType.isTimestamp(f.type)
+        ? new Field(f.name, new TimestampMillisecond((f.type as Timestamp).timezone), f.nullable, f.metadata)
+        : f,
+    ),
     schema.metadata,
   );
 }

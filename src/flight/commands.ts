@@ -16,20 +16,31 @@ export type Command =
 /** Decodes FlightDescriptor.cmd for GetFlightInfo, GetSchema and PollFlightInfo. */
 export function decodeDescriptorCommand(cmd: Uint8Array): Command {
   const any = unpackAny(cmd);
-  if (!any) throw invalidArgument('the descriptor command is not a Flight SQL command (expected a google.protobuf.Any)');
+  if (!any)
+    throw invalidArgument('the descriptor command is not a Flight SQL command (expected a google.protobuf.Any)');
   switch (any.name) {
     case 'CommandStatementQuery': {
       const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>(any.name, any.value);
-      return { kind: 'statement', handle: { kind: 'sql', statement: { query: m.query ?? '', transactionId: m.transactionId } } };
+      return {
+        kind: 'statement',
+        handle: { kind: 'sql', statement: { query: m.query ?? '', transactionId: m.transactionId } },
+      };
     }
     case 'CommandStatementSubstraitPlan': {
-      const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(any.name, any.value);
-      return { kind: 'statement', handle: { kind: 'plan', statement: { plan: toPlan(m.plan), transactionId: m.transactionId } } };
+      const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
+        any.name,
+        any.value,
+      );
+      return {
+        kind: 'statement',
+        handle: { kind: 'plan', statement: { plan: toPlan(m.plan), transactionId: m.transactionId } },
+      };
     }
     case 'CommandPreparedStatementQuery':
       return prepared(any.value);
     default:
-      if (metadataCommands.has(any.name)) return { kind: 'metadata', name: any.name, command: decodeSql(any.name, any.value) };
+      if (metadataCommands.has(any.name))
+        return { kind: 'metadata', name: any.name, command: decodeSql(any.name, any.value) };
       throw unimplemented(`command ${any.name}`);
   }
 }
@@ -42,7 +53,11 @@ export function decodeTicket(ticket: Uint8Array): Command {
     const m = decodeSql<{ statementHandle?: Uint8Array }>(any.name, any.value);
     return { kind: 'statement', handle: decodeHandle(m.statementHandle ?? new Uint8Array(0)) };
   }
-  if (any.name === 'CommandStatementQuery' || any.name === 'CommandPreparedStatementQuery' || metadataCommands.has(any.name)) {
+  if (
+    any.name === 'CommandStatementQuery' ||
+    any.name === 'CommandPreparedStatementQuery' ||
+    metadataCommands.has(any.name)
+  ) {
     return decodeDescriptorCommand(ticket);
   }
   throw invalidArgument(`ticket carries ${any.name}, which cannot be redeemed with DoGet`);
@@ -64,7 +79,11 @@ export function toPlan(plan: { plan?: Uint8Array; version?: string } | undefined
 }
 
 /** The schema a command's result will have. */
-export async function commandSchema<P>(backend: FlightSqlBackend<P>, ctx: CallContext<P>, command: Command): Promise<Schema> {
+export async function commandSchema<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  command: Command,
+): Promise<Schema> {
   if (command.kind === 'metadata') return metadataSchema(command.name, command.command);
   const { handle } = command;
   if (handle.kind === 'plan') return substrait(backend).describePlan(ctx, handle.statement);
@@ -73,12 +92,17 @@ export async function commandSchema<P>(backend: FlightSqlBackend<P>, ctx: CallCo
 
 /** The ticket DoGet will redeem for a command: self-contained, so any server can serve it. */
 export function commandTicket(command: Command, cmd: Uint8Array): Uint8Array {
-  if (command.kind === 'statement') return packAny('TicketStatementQuery', { statementHandle: encodeHandle(command.handle) });
+  if (command.kind === 'statement')
+    return packAny('TicketStatementQuery', { statementHandle: encodeHandle(command.handle) });
   return cmd;
 }
 
 /** Runs a command for DoGet. */
-export async function executeCommand<P>(backend: FlightSqlBackend<P>, ctx: CallContext<P>, command: Command): Promise<QueryResult> {
+export async function executeCommand<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  command: Command,
+): Promise<QueryResult> {
   if (command.kind === 'metadata') {
     const batch = await runMetadataCommand(backend, ctx, command.name, command.command);
     return { schema: batch.schema, batches: single(batch) };
@@ -89,7 +113,11 @@ export async function executeCommand<P>(backend: FlightSqlBackend<P>, ctx: CallC
 }
 
 /** Runs a statement for its effect (DoPut updates). */
-export async function executeUpdate<P>(backend: FlightSqlBackend<P>, ctx: CallContext<P>, handle: HandleStatement): Promise<number> {
+export async function executeUpdate<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  handle: HandleStatement,
+): Promise<number> {
   if (handle.kind === 'plan') return substrait(backend).executePlanUpdate(ctx, handle.statement);
   return backend.executeUpdate(ctx, handle.statement);
 }

@@ -3,7 +3,15 @@ import type { Table } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, IngestRequest } from './backend.js';
 import { executeUpdate, toPlan } from './commands.js';
 import { invalidArgument, unimplemented } from './errors.js';
-import { FlightSql, decodeSql, encode, readFlightDataStream, tableFromFlightData, unpackAny, type FlightData } from '../wire/index.js';
+import {
+  FlightSql,
+  decodeSql,
+  encode,
+  readFlightDataStream,
+  tableFromFlightData,
+  unpackAny,
+  type FlightData,
+} from '../wire/index.js';
 import { decodeHandle, encodeHandle } from './statement-handle.js';
 
 interface FlightDataMessage {
@@ -47,7 +55,9 @@ export async function handleDoPut<P>(
 }
 
 function* withData(messages: FlightDataMessage[]): Generator<{ header: Uint8Array; body: Uint8Array }> {
-  for (const m of messages) if (m.dataHeader && m.dataHeader.byteLength > 0) yield { header: m.dataHeader, body: m.dataBody ?? new Uint8Array(0) };
+  for (const m of messages)
+    if (m.dataHeader && m.dataHeader.byteLength > 0)
+      yield { header: m.dataHeader, body: m.dataBody ?? new Uint8Array(0) };
 }
 
 /**
@@ -139,7 +149,12 @@ async function putResult<P>(
     }
     case 'CommandStatementSubstraitPlan': {
       const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(name, value);
-      return updateResult(await executeUpdate(backend, ctx, { kind: 'plan', statement: { plan: toPlan(m.plan), transactionId: m.transactionId } }));
+      return updateResult(
+        await executeUpdate(backend, ctx, {
+          kind: 'plan',
+          statement: { plan: toPlan(m.plan), transactionId: m.transactionId },
+        }),
+      );
     }
     case 'CommandPreparedStatementQuery': {
       const m = decodeSql<{ preparedStatementHandle?: Uint8Array }>(name, value);
@@ -171,6 +186,8 @@ function updateResult(recordCount: number): Uint8Array {
   return encode(FlightSql.DoPutUpdateResult, { recordCount });
 }
 
-async function* asFlightData(messages: AsyncIterable<{ header: Uint8Array; body: Uint8Array }>): AsyncGenerator<FlightData> {
+async function* asFlightData(
+  messages: AsyncIterable<{ header: Uint8Array; body: Uint8Array }>,
+): AsyncGenerator<FlightData> {
   for await (const m of messages) yield { dataHeader: m.header, dataBody: m.body };
 }

@@ -8,7 +8,13 @@ import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, ex
 import { handleDoPut } from './do-put.js';
 import { invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
-import { encapsulateSchema, encodeFlightData, recordBatchMessages, schemaHeader, serviceDefinition } from '../wire/index.js';
+import {
+  encapsulateSchema,
+  encodeFlightData,
+  recordBatchMessages,
+  schemaHeader,
+  serviceDefinition,
+} from '../wire/index.js';
 
 export interface FlightSqlServerOptions {
   /** host:port to listen on; port 0 picks a free one. */
@@ -51,11 +57,17 @@ export class FlightSqlServer<P> {
     if (this.started) throw new Error('Flight SQL server has already been started');
     this.started = true;
     const credentials = this.options.tls
-      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: this.options.tls.cert, private_key: this.options.tls.key }], false)
+      ? grpc.ServerCredentials.createSsl(
+          null,
+          [{ cert_chain: this.options.tls.cert, private_key: this.options.tls.key }],
+          false,
+        )
       : grpc.ServerCredentials.createInsecure();
     const { host } = splitAddress(this.options.address);
     const port = await new Promise<number>((resolve, reject) =>
-      this.server.bindAsync(this.options.address, credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
+      this.server.bindAsync(this.options.address, credentials, (error, bound) =>
+        error ? reject(error) : resolve(bound),
+      ),
     );
     return { host, port };
   }
@@ -136,7 +148,8 @@ export class FlightSqlServer<P> {
   private async stream(call: grpc.ServerWritableStream<unknown, unknown>, result: QueryResult): Promise<void> {
     const iterator = result.batches[Symbol.asyncIterator]();
     try {
-      if (!(await write(call, encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 })))) return;
+      if (!(await write(call, encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 }))))
+        return;
       const sentDictionaries = new Map<number, Data>();
       for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
         for (const piece of splitBatch(next.value, this.maxSendBytes - 64 * 1024)) {
@@ -192,7 +205,11 @@ export class FlightSqlServer<P> {
   }
 
   private serverStream(
-    handler: (ctx: CallContext<P>, request: unknown, call: grpc.ServerWritableStream<unknown, unknown>) => Promise<void>,
+    handler: (
+      ctx: CallContext<P>,
+      request: unknown,
+      call: grpc.ServerWritableStream<unknown, unknown>,
+    ) => Promise<void>,
   ): Handler {
     return (call: grpc.ServerWritableStream<unknown, unknown>) => {
       this.context(call)
@@ -201,7 +218,9 @@ export class FlightSqlServer<P> {
     };
   }
 
-  private bidiStream(handler: (ctx: CallContext<P>, call: grpc.ServerDuplexStream<unknown, unknown>) => Promise<void>): Handler {
+  private bidiStream(
+    handler: (ctx: CallContext<P>, call: grpc.ServerDuplexStream<unknown, unknown>) => Promise<void>,
+  ): Handler {
     return (call: grpc.ServerDuplexStream<unknown, unknown>) => {
       this.context(call)
         .then((ctx) => handler(ctx, call))
@@ -238,8 +257,14 @@ async function write(call: grpc.ServerWritableStream<unknown, unknown>, message:
   if (call.cancelled || call.destroyed) return false;
   if (call.write(message)) return true;
   const controller = new AbortController();
-  const drained = once(call, 'drain', { signal: controller.signal }).then(() => true, () => false);
-  const gone = Promise.race([once(call, 'cancelled', { signal: controller.signal }), once(call, 'close', { signal: controller.signal })]).then(
+  const drained = once(call, 'drain', { signal: controller.signal }).then(
+    () => true,
+    () => false,
+  );
+  const gone = Promise.race([
+    once(call, 'cancelled', { signal: controller.signal }),
+    once(call, 'close', { signal: controller.signal }),
+  ]).then(
     () => false,
     () => false,
   );
@@ -263,7 +288,9 @@ function splitBatch(batch: RecordBatch, maxBytes: number): RecordBatch[] {
 
 function batchBytes(data: Data): number {
   let bytes = 0;
-  for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as Array<ArrayBufferView | undefined>) {
+  for (const buffer of [data.values, data.valueOffsets, data.nullBitmap, data.typeIds] as Array<
+    ArrayBufferView | undefined
+  >) {
     if (buffer) bytes += buffer.byteLength;
   }
   return data.children.reduce((sum, child) => sum + batchBytes(child), bytes);

@@ -96,7 +96,13 @@ async function metadataRows<P>(
       const ref = { catalog: command.catalog ?? null, schema: command.dbSchema ?? null, table: command.table ?? '' };
       const keys = backend.getPrimaryKeys ? await backend.getPrimaryKeys(ctx, ref) : [];
       return keys
-        .sort((a, b) => compare(a.catalog, b.catalog) || compare(a.schema, b.schema) || compare(a.table, b.table) || a.keySequence - b.keySequence)
+        .sort(
+          (a, b) =>
+            compare(a.catalog, b.catalog) ||
+            compare(a.schema, b.schema) ||
+            compare(a.table, b.table) ||
+            a.keySequence - b.keySequence,
+        )
         .map((k) => [k.catalog, k.schema, k.table, k.column, k.keySequence, k.keyName]);
     }
     case 'CommandGetXdbcTypeInfo': {
@@ -105,9 +111,25 @@ async function metadataRows<P>(
         .filter((t) => command.dataType == null || t.dataType === command.dataType)
         .sort((a, b) => a.dataType - b.dataType || compare(a.typeName, b.typeName))
         .map((t) => [
-          t.typeName, t.dataType, t.columnSize, t.literalPrefix, t.literalSuffix, t.createParams, t.nullable,
-          t.caseSensitive, t.searchable, t.unsignedAttribute, t.fixedPrecScale, t.autoIncrement, t.localTypeName,
-          t.minimumScale, t.maximumScale, t.sqlDataType, t.datetimeSubcode, t.numPrecRadix, t.intervalPrecision,
+          t.typeName,
+          t.dataType,
+          t.columnSize,
+          t.literalPrefix,
+          t.literalSuffix,
+          t.createParams,
+          t.nullable,
+          t.caseSensitive,
+          t.searchable,
+          t.unsignedAttribute,
+          t.fixedPrecScale,
+          t.autoIncrement,
+          t.localTypeName,
+          t.minimumScale,
+          t.maximumScale,
+          t.sqlDataType,
+          t.datetimeSubcode,
+          t.numPrecRadix,
+          t.intervalPrecision,
         ]);
     }
     case 'CommandGetSqlInfo':
@@ -120,7 +142,11 @@ async function metadataRows<P>(
   }
 }
 
-async function tableRows<P>(backend: FlightSqlBackend<P>, ctx: CallContext<P>, command: MetadataCommand): Promise<unknown[][]> {
+async function tableRows<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  command: MetadataCommand,
+): Promise<unknown[][]> {
   const schemaMatches = likeMatcher(command.dbSchemaFilterPattern);
   const tableMatches = likeMatcher(command.tableNameFilterPattern);
   const wantedTypes = new Set((command.tableTypes ?? []).map(normaliseTableType));
@@ -136,11 +162,19 @@ async function tableRows<P>(backend: FlightSqlBackend<P>, ctx: CallContext<P>, c
     .sort(
       (a, b) =>
         Number(b.name === command.tableNameFilterPattern) - Number(a.name === command.tableNameFilterPattern) ||
-        compare(a.catalog, b.catalog) || compare(a.schema, b.schema) || compare(a.name, b.name) || compare(a.type, b.type),
+        compare(a.catalog, b.catalog) ||
+        compare(a.schema, b.schema) ||
+        compare(a.name, b.name) ||
+        compare(a.type, b.type),
     );
   return tables.map((t) => {
     const row: unknown[] = [t.catalog, t.schema, t.name, t.type];
-    if (command.includeSchema) row.push(t.arrowSchema ? encapsulateSchema(schemaForClient(t.arrowSchema, ctx.options.zonedTimestamps)) : new Uint8Array(0));
+    if (command.includeSchema)
+      row.push(
+        t.arrowSchema
+          ? encapsulateSchema(schemaForClient(t.arrowSchema, ctx.options.zonedTimestamps))
+          : new Uint8Array(0),
+      );
     return row;
   });
 }
@@ -162,18 +196,38 @@ async function foreignKeyRows<P>(
       ? { pk: ref(command.catalog, command.dbSchema, command.table) }
       : name === 'CommandGetImportedKeys'
         ? { fk: ref(command.catalog, command.dbSchema, command.table) }
-        : { pk: ref(command.pkCatalog, command.pkDbSchema, command.pkTable), fk: ref(command.fkCatalog, command.fkDbSchema, command.fkTable) };
+        : {
+            pk: ref(command.pkCatalog, command.pkDbSchema, command.pkTable),
+            fk: ref(command.fkCatalog, command.fkDbSchema, command.fkTable),
+          };
   const keys = await backend.getForeignKeys(ctx, filter);
   const byFk = name === 'CommandGetImportedKeys';
   return keys
     .sort((a, b) =>
       byFk
-        ? compare(a.pkCatalog, b.pkCatalog) || compare(a.pkSchema, b.pkSchema) || compare(a.pkTable, b.pkTable) || a.keySequence - b.keySequence
-        : compare(a.fkCatalog, b.fkCatalog) || compare(a.fkSchema, b.fkSchema) || compare(a.fkTable, b.fkTable) || a.keySequence - b.keySequence,
+        ? compare(a.pkCatalog, b.pkCatalog) ||
+          compare(a.pkSchema, b.pkSchema) ||
+          compare(a.pkTable, b.pkTable) ||
+          a.keySequence - b.keySequence
+        : compare(a.fkCatalog, b.fkCatalog) ||
+          compare(a.fkSchema, b.fkSchema) ||
+          compare(a.fkTable, b.fkTable) ||
+          a.keySequence - b.keySequence,
     )
     .map((k) => [
-      k.pkCatalog, k.pkSchema, k.pkTable, k.pkColumn, k.fkCatalog, k.fkSchema, k.fkTable, k.fkColumn,
-      k.keySequence, k.fkKeyName, k.pkKeyName, k.updateRule, k.deleteRule,
+      k.pkCatalog,
+      k.pkSchema,
+      k.pkTable,
+      k.pkColumn,
+      k.fkCatalog,
+      k.fkSchema,
+      k.fkTable,
+      k.fkColumn,
+      k.keySequence,
+      k.fkKeyName,
+      k.pkKeyName,
+      k.updateRule,
+      k.deleteRule,
     ]);
 }
 

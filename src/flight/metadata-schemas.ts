@@ -25,7 +25,12 @@ export const catalogsSchema = new Schema([utf8('catalog_name', false)]);
 
 export const dbSchemasSchema = new Schema([utf8('catalog_name'), utf8('db_schema_name', false)]);
 
-const tablesFields = [utf8('catalog_name'), utf8('db_schema_name'), utf8('table_name', false), utf8('table_type', false)];
+const tablesFields = [
+  utf8('catalog_name'),
+  utf8('db_schema_name'),
+  utf8('table_name', false),
+  utf8('table_type', false),
+];
 export const tablesSchema = new Schema(tablesFields);
 export const tablesWithSchemaSchema = new Schema([...tablesFields, new Field('table_schema', new Binary(), false)]);
 
@@ -68,7 +73,14 @@ export const sqlInfoValueType = new DenseUnion(
     new Field(
       'int32_to_int32_list_map',
       new Map_(
-        new Field('entries', new Struct<{ key: Int32; value: List<Int32> }>([int32('key', false), new Field('value', new List(int32('item')), true)]), false),
+        new Field(
+          'entries',
+          new Struct<{ key: Int32; value: List<Int32> }>([
+            int32('key', false),
+            new Field('value', new List(int32('item')), true),
+          ]),
+          false,
+        ),
       ),
       false,
     ),

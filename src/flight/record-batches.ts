@@ -1,4 +1,14 @@
-import { DataType, RecordBatch, Schema, Struct, makeBuilder, makeData, type Data, type DenseUnion, type Field } from 'apache-arrow';
+import {
+  DataType,
+  RecordBatch,
+  Schema,
+  Struct,
+  makeBuilder,
+  makeData,
+  type Data,
+  type DenseUnion,
+  type Field,
+} from 'apache-arrow';
 
 /**
  * Builds one record batch of an exact schema from rows of plain values (null for null;
@@ -6,13 +16,19 @@ import { DataType, RecordBatch, Schema, Struct, makeBuilder, makeData, type Data
  * commands; query results never come through here.
  */
 export function batchFromRows(schema: Schema, rows: ReadonlyArray<readonly unknown[]>): RecordBatch {
-  const children = schema.fields.map((field, column) => buildData(field, rows.map((row) => row[column])));
+  const children = schema.fields.map((field, column) =>
+    buildData(
+      field,
+      rows.map((row) => row[column]),
+    ),
+  );
   const struct = makeData({ type: new Struct(schema.fields), length: rows.length, nullCount: 0, children });
   return new RecordBatch(schema, struct);
 }
 
 function buildData(field: Field, values: unknown[]): Data {
-  if (DataType.isUnion(field.type)) return buildDenseUnion(field.type as DenseUnion, values as Array<[number, unknown]>);
+  if (DataType.isUnion(field.type))
+    return buildDenseUnion(field.type as DenseUnion, values as Array<[number, unknown]>);
   const builder = makeBuilder({ type: field.type, nullValues: [null, undefined] });
   for (const value of values) builder.append(value);
   return builder.finish().flush();

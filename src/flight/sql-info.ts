@@ -5,8 +5,13 @@ export type SqlInfoArm = 0 | 1 | 2 | 3 | 4 | 5;
 
 const ranges: Array<[SqlInfoArm, number[]]> = [
   [0, [0, 1, 2, 6, 7, 504, 513, 514, 529, 530, 531]],
-  [1, [3, 4, 5, 9, 10, 11, 500, 501, 502, 506, 515, 516, 518, 519, 520, 521, 523, 524, 527, 532, 536, 537, 539,
-    556, 563, 565, 566, 572, 573, 574, 575, 576]],
+  [
+    1,
+    [
+      3, 4, 5, 9, 10, 11, 500, 501, 502, 506, 515, 516, 518, 519, 520, 521, 523, 524, 527, 532, 536, 537, 539, 556, 563,
+      565, 566, 572, 573, 574, 575, 576,
+    ],
+  ],
   [2, [...span(541, 555), ...span(557, 562)]],
   [3, [8, 100, 101, 503, 505, 507, 522, 525, 526, 528, 533, 534, 535, 538, 540, 564, 567, 568, 569, 570, 571]],
   [4, [508, 509, 510, 511, 512]],
@@ -99,7 +104,8 @@ export const defaultSqlInfo: SqlInfoValues = new Map<number, SqlInfoValue>([
 /** Resolves the (id, value) rows to answer, ascending by id. Unknown ids are skipped. */
 export function selectSqlInfo(values: SqlInfoValues, requested: readonly number[]): Array<[number, SqlInfoValue]> {
   const merged = new Map([...defaultSqlInfo, ...values]);
-  const ids = requested.length > 0 ? [...new Set(requested)] : [...merged.keys()].filter((id) => !onlyWhenAsked.has(id));
+  const ids =
+    requested.length > 0 ? [...new Set(requested)] : [...merged.keys()].filter((id) => !onlyWhenAsked.has(id));
   return ids
     .filter((id) => merged.has(id) && sqlInfoArms.has(id))
     .sort((a, b) => a - b)

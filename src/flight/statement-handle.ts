@@ -55,7 +55,9 @@ export function decodeHandle(bytes: Uint8Array): HandleStatement {
 }
 
 function startsWithMagic(bytes: Uint8Array): boolean {
-  return bytes.byteLength > magic.byteLength && magic.every((b, i) => bytes[i + 1] === b) && bytes[0] === magic.byteLength;
+  return (
+    bytes.byteLength > magic.byteLength && magic.every((b, i) => bytes[i + 1] === b) && bytes[0] === magic.byteLength
+  );
 }
 
 function readParameters(ipc: Uint8Array): Table {

@@ -105,14 +105,21 @@ export class HttpServer {
     if (!principal) return fail(401, 'missing or invalid API key: send "Authorization: Bearer <key>"');
     try {
       contentType = contentTypeOf(request.headers['content-type']);
-      const body = await decodeBody(request, request.headers['content-encoding'], { maxBytes: this.options.maxBodyBytes });
+      const body = await decodeBody(request, request.headers['content-encoding'], {
+        maxBytes: this.options.maxBodyBytes,
+      });
       await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0]);
     } catch (error) {
       if (error instanceof OtlpDecodeError) return fail(error.httpStatus, error.message);
       throw error;
     }
     this.options.metrics.ingestionRequests.inc({ signal, status: 200 });
-    send(response, 200, contentType === 'json' ? 'application/json' : 'application/x-protobuf', encodeExportResponse(signal, contentType));
+    send(
+      response,
+      200,
+      contentType === 'json' ? 'application/json' : 'application/x-protobuf',
+      encodeExportResponse(signal, contentType),
+    );
   }
 
   private authenticate(header: string | undefined): { audiences: readonly string[] } | null {

@@ -15,7 +15,11 @@ import {
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
 /** Stream tag of each signal (what the view sets select blocks by). */
-export const signalTags: Record<OtlpSignal, 'log' | 'metrics' | 'traces'> = { logs: 'log', metrics: 'metrics', traces: 'traces' };
+export const signalTags: Record<OtlpSignal, 'log' | 'metrics' | 'traces'> = {
+  logs: 'log',
+  metrics: 'metrics',
+  traces: 'traces',
+};
 
 /** A UUID (version-8 layout) derived from text: the same input always gives the same id. */
 export function derivedUuid(text: string): string {
@@ -23,7 +27,8 @@ export function derivedUuid(text: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16], 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : value == null ? null : String(value as string));
+const text = (value: unknown): string | null =>
+  typeof value === 'string' && value !== '' ? value : value == null ? null : String(value as string);
 
 /**
  * Stores OTLP requests: each resource becomes a process (a stable id per audience and
@@ -46,15 +51,19 @@ export class IngestionService {
   async ingest(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, audience: string): Promise<number> {
     const now = nowNanos();
     const blocks = this.blocks(signal, body, contentType, now).map((block) => identified(signal, block, audience));
-    for (const block of blocks) await this.store.putIfAbsent(payloadKey(block.processId, block.streamId, block.blockId), block.payload);
+    for (const block of blocks)
+      await this.store.putIfAbsent(payloadKey(block.processId, block.streamId, block.blockId), block.payload);
     // Rows in one order (processes, streams, blocks, each by id), so concurrent requests naming the same
     // processes wait on each other instead of deadlocking.
     const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
     const stored = await this.db.transaction(async (tx) => {
       let count = 0;
-      for (const block of uniqueBy(blocks, (b) => b.processId).sort((a, b) => byId(a.processId, b.processId))) await insertProcess(tx, block, audience);
-      for (const block of uniqueBy(blocks, (b) => b.streamId).sort((a, b) => byId(a.streamId, b.streamId))) await insertStream(tx, signal, block);
-      for (const block of [...blocks].sort((a, b) => byId(a.blockId, b.blockId))) count += await insertBlock(tx, block, audience);
+      for (const block of uniqueBy(blocks, (b) => b.processId).sort((a, b) => byId(a.processId, b.processId)))
+        await insertProcess(tx, block, audience);
+      for (const block of uniqueBy(blocks, (b) => b.streamId).sort((a, b) => byId(a.streamId, b.streamId)))
+        await insertStream(tx, signal, block);
+      for (const block of [...blocks].sort((a, b) => byId(a.blockId, b.blockId)))
+        count += await insertBlock(tx, block, audience);
       return count;
     });
     this.metrics?.ingestedRecords.inc({ signal }, stored);
@@ -62,7 +71,11 @@ export class IngestionService {
   }
 
   private blocks(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, now: bigint): PendingBlock[] {
-    const build = <R>(groups: ResourceGroup<R>[], toLine: (r: R) => string, times: (r: R) => [bigint, bigint]): PendingBlock[] =>
+    const build = <R>(
+      groups: ResourceGroup<R>[],
+      toLine: (r: R) => string,
+      times: (r: R) => [bigint, bigint],
+    ): PendingBlock[] =>
       groups
         .filter((g) => g.records.length > 0)
         .map((g) => {
@@ -73,19 +86,33 @@ export class IngestionService {
             if (begin < 0n || b < begin) begin = b;
             if (e > end) end = e;
           }
-          return { resource: withoutReserved(g.resource.attributes), lines: g.records.map(toLine), count: g.records.length, begin, end };
+          return {
+            resource: withoutReserved(g.resource.attributes),
+            lines: g.records.map(toLine),
+            count: g.records.length,
+            begin,
+            end,
+          };
         });
     switch (signal) {
       case 'logs':
-        return build(decodeLogs(body, contentType), (r) => logLine(r, now), (r) => {
-          const t = r.timeUnixNano || r.observedTimeUnixNano || now;
-          return [t, t];
-        });
+        return build(
+          decodeLogs(body, contentType),
+          (r) => logLine(r, now),
+          (r) => {
+            const t = r.timeUnixNano || r.observedTimeUnixNano || now;
+            return [t, t];
+          },
+        );
       case 'metrics':
-        return build(decodeMetrics(body, contentType), (p) => metricLine(p, now), (p) => {
-          const t = p.timeUnixNano || now;
-          return [t, t];
-        });
+        return build(
+          decodeMetrics(body, contentType),
+          (p) => metricLine(p, now),
+          (p) => {
+            const t = p.timeUnixNano || now;
+            return [t, t];
+          },
+        );
       case 'traces':
         return build(decodeTraces(body, contentType), spanLine, (s) => [s.startTimeUnixNano, s.endTimeUnixNano]);
     }
@@ -134,12 +161,23 @@ async function insertBlock(client: MetadataQueries, block: StoredBlock, audience
     `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
                          object_offset, payload_size, audience)
      VALUES ($1, $2, $3, $4, 0, $5, 0, $6, 0, $7, $8) ON CONFLICT (block_id) DO NOTHING`,
-    [block.blockId, block.streamId, block.processId, nanosToPg(block.begin), nanosToPg(block.end, 'ceil'), block.count, block.payload.byteLength, audience],
+    [
+      block.blockId,
+      block.streamId,
+      block.processId,
+      nanosToPg(block.begin),
+      nanosToPg(block.end, 'ceil'),
+      block.count,
+      block.payload.byteLength,
+      audience,
+    ],
   );
   return inserted.rowCount === 1 ? block.count : 0;
 }
 
-const uniqueBy = <T>(items: readonly T[], key: (item: T) => string): T[] => [...new Map(items.map((item) => [key(item), item])).values()];
+const uniqueBy = <T>(items: readonly T[], key: (item: T) => string): T[] => [
+  ...new Map(items.map((item) => [key(item), item])).values(),
+];
 
 /**
  * Resource attributes without the `micromegas.` ones: those are the server's to set (the

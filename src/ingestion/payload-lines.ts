@@ -22,7 +22,9 @@ const str = (value: string | null): string => (value === null ? 'null' : JSON.st
 /** A log record as a payload line; a record without a time takes its observed time, else `fallback`. */
 export function logLine(record: OtlpLogRecord, fallback: bigint): string {
   const time = record.timeUnixNano || record.observedTimeUnixNano || fallback;
-  const properties = record.severityText ? { ...record.attributes, 'otel.severity_text': record.severityText } : record.attributes;
+  const properties = record.severityText
+    ? { ...record.attributes, 'otel.severity_text': record.severityText }
+    : record.attributes;
   return (
     `{"time":${time},"target":${str(record.scope.name)},"level":${levelOf(record.severityNumber)},"msg":${str(record.body)},` +
     `"properties":${JSON.stringify(properties)},"trace_id":${str(record.traceId)},"span_id":${str(record.spanId)}}`

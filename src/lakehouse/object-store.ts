@@ -46,7 +46,8 @@ export class FileObjectStore implements ObjectStore {
 
   localPath(key: string): string {
     const path = resolve(this.root, key);
-    if (path !== this.root && !path.startsWith(this.root + sep)) throw new Error(`object key '${key}' leaves the store`);
+    if (path !== this.root && !path.startsWith(this.root + sep))
+      throw new Error(`object key '${key}' leaves the store`);
     return path;
   }
 

@@ -121,7 +121,9 @@ export async function queryablePartitions(
 
 /** Every partition, for list_partitions(). */
 export async function allPartitions(db: MetadataQueries): Promise<Partition[]> {
-  const { rows } = await db.query<PartitionRow>(`SELECT ${columns} FROM lakehouse_partitions ORDER BY view_set_name, view_instance_id, begin_insert_time`);
+  const { rows } = await db.query<PartitionRow>(
+    `SELECT ${columns} FROM lakehouse_partitions ORDER BY view_set_name, view_instance_id, begin_insert_time`,
+  );
   return rows.map(fromRow);
 }
 
@@ -131,8 +133,17 @@ export async function allPartitions(db: MetadataQueries): Promise<Partition[]> {
  * are queued for deletion after `retireDelaySeconds`, so running queries can finish.
  * Returns the object keys retired.
  */
-export async function commitPartition(metadata: MetadataStore, partition: Partition, retireDelaySeconds: number): Promise<string[]> {
-  return commitPartitions(metadata, [partition], { begin: partition.beginInsertTime, end: partition.endInsertTime }, retireDelaySeconds);
+export async function commitPartition(
+  metadata: MetadataStore,
+  partition: Partition,
+  retireDelaySeconds: number,
+): Promise<string[]> {
+  return commitPartitions(
+    metadata,
+    [partition],
+    { begin: partition.beginInsertTime, end: partition.endInsertTime },
+    retireDelaySeconds,
+  );
 }
 
 /**
@@ -147,8 +158,18 @@ export async function commitPartitions(
 ): Promise<string[]> {
   const [first] = partitions;
   return metadata.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`partition:${first.viewSetName}:${first.viewInstanceId}`]);
-    const retired = await retireInside(tx, first.viewSetName, first.viewInstanceId, replacing.begin, replacing.end, retireDelaySeconds, first.schemaHash);
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+      `partition:${first.viewSetName}:${first.viewInstanceId}`,
+    ]);
+    const retired = await retireInside(
+      tx,
+      first.viewSetName,
+      first.viewInstanceId,
+      replacing.begin,
+      replacing.end,
+      retireDelaySeconds,
+      first.schemaHash,
+    );
     for (const partition of partitions) await insertPartition(tx, partition);
     return retired;
   });
@@ -181,7 +202,12 @@ async function insertPartition(db: MetadataQueries, partition: Partition): Promi
  * queues their files for deletion after `retireDelaySeconds`; returns the files retired, in
  * insert-time order, and how many partitions (empty ones included) went.
  */
-async function retireWhere(db: MetadataQueries, where: string, params: unknown[], retireDelaySeconds: number): Promise<{ files: string[]; partitions: number }> {
+async function retireWhere(
+  db: MetadataQueries,
+  where: string,
+  params: unknown[],
+  retireDelaySeconds: number,
+): Promise<{ files: string[]; partitions: number }> {
   const { rows } = await db.query<{ file_path: string | null }>(
     `WITH gone AS (DELETE FROM lakehouse_partitions WHERE ${where} RETURNING file_path, file_size, begin_insert_time)
      , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
@@ -208,15 +234,36 @@ export async function retireInside(
 }
 
 /** Retires the partition of a view instance covering exactly [begin, end) (any schema hash); false when there is none. */
-export async function retireExactly(db: MetadataQueries, view: string, instance: string, begin: bigint, end: bigint, retireDelaySeconds: number): Promise<boolean> {
+export async function retireExactly(
+  db: MetadataQueries,
+  view: string,
+  instance: string,
+  begin: bigint,
+  end: bigint,
+  retireDelaySeconds: number,
+): Promise<boolean> {
   const where = 'view_set_name = $2 AND view_instance_id = $3 AND begin_insert_time = $4 AND end_insert_time = $5';
-  return (await retireWhere(db, where, [view, instance, nanosToPg(begin), nanosToPg(end)], retireDelaySeconds)).partitions > 0;
+  return (
+    (await retireWhere(db, where, [view, instance, nanosToPg(begin), nanosToPg(end)], retireDelaySeconds)).partitions >
+    0
+  );
 }
 
 /** Retires one partition as listed (its view instance, range and schema hash); false when it is already gone. */
-export async function retirePartition(db: MetadataQueries, partition: Partition, retireDelaySeconds: number): Promise<boolean> {
-  const where = 'view_set_name = $2 AND view_instance_id = $3 AND file_schema_hash = $4 AND begin_insert_time = $5 AND end_insert_time = $6';
-  const params = [partition.viewSetName, partition.viewInstanceId, partition.schemaHash, nanosToPg(partition.beginInsertTime), nanosToPg(partition.endInsertTime)];
+export async function retirePartition(
+  db: MetadataQueries,
+  partition: Partition,
+  retireDelaySeconds: number,
+): Promise<boolean> {
+  const where =
+    'view_set_name = $2 AND view_instance_id = $3 AND file_schema_hash = $4 AND begin_insert_time = $5 AND end_insert_time = $6';
+  const params = [
+    partition.viewSetName,
+    partition.viewInstanceId,
+    partition.schemaHash,
+    nanosToPg(partition.beginInsertTime),
+    nanosToPg(partition.endInsertTime),
+  ];
   return (await retireWhere(db, where, params, retireDelaySeconds)).partitions > 0;
 }
 
@@ -232,7 +279,9 @@ export async function retireEverything(db: MetadataQueries, view: string, retire
 
 /** Deletes the retired files whose delay has passed, from the store and from temporary_files; returns how many. */
 export async function deleteExpiredFiles(db: MetadataQueries, store: ObjectStore): Promise<number> {
-  const { rows } = await db.query<{ file_path: string }>('DELETE FROM temporary_files WHERE expiration < now() RETURNING file_path');
+  const { rows } = await db.query<{ file_path: string }>(
+    'DELETE FROM temporary_files WHERE expiration < now() RETURNING file_path',
+  );
   for (const row of rows) await store.delete(row.file_path);
   return rows.length;
 }
@@ -241,7 +290,11 @@ export async function deleteExpiredFiles(db: MetadataQueries, store: ObjectStore
  * Retention: deletes the partitions whose insert range ended more than `days` ago, with their
  * files at once (what they cover is past retention, so no query may read it any more).
  */
-export async function deletePartitionsOlderThan(db: MetadataQueries, store: ObjectStore, days: number): Promise<number> {
+export async function deletePartitionsOlderThan(
+  db: MetadataQueries,
+  store: ObjectStore,
+  days: number,
+): Promise<number> {
   const { rows } = await db.query<{ file_path: string | null }>(
     'DELETE FROM lakehouse_partitions WHERE end_insert_time < now() - make_interval(days => $1) RETURNING file_path',
     [Math.floor(days)],

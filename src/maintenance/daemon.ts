@@ -1,5 +1,12 @@
 import type { MetadataStore } from '../metadata/index.js';
-import { deleteExpiredFiles, deletePartitionsOlderThan, nanosToIso, payloadKey, secondsToNanos, type ObjectStore } from '../lakehouse/index.js';
+import {
+  deleteExpiredFiles,
+  deletePartitionsOlderThan,
+  nanosToIso,
+  payloadKey,
+  secondsToNanos,
+  type ObjectStore,
+} from '../lakehouse/index.js';
 import type { InsertRange, ViewSet } from '../views/index.js';
 import type { Materializer, Outcome } from './materializer.js';
 
@@ -27,7 +34,15 @@ const maxCatchUpWindows = 60;
 export const defaultPasses: readonly Pass[] = [
   { name: 'second', periodSeconds: 1, offsetSeconds: 0.5, fromSeconds: 2, toSeconds: 1, deltaSeconds: 1 },
   { name: 'minute', periodSeconds: 60, offsetSeconds: 5, fromSeconds: 120, toSeconds: 60, deltaSeconds: 60 },
-  { name: 'hour', periodSeconds: 3600, offsetSeconds: 600, fromSeconds: 7200, toSeconds: 0, deltaSeconds: 3600, housekeeping: true },
+  {
+    name: 'hour',
+    periodSeconds: 3600,
+    offsetSeconds: 600,
+    fromSeconds: 7200,
+    toSeconds: 0,
+    deltaSeconds: 3600,
+    housekeeping: true,
+  },
   { name: 'day', periodSeconds: 86400, offsetSeconds: 14400, fromSeconds: 172800, toSeconds: 0, deltaSeconds: 86400 },
 ];
 
@@ -93,7 +108,9 @@ export class MaintenanceDaemon {
   }
 
   private async retryOtherVersions(): Promise<void> {
-    for await (const line of this.options.materializer.retryQuarantined(this.options.viewSets(), { otherVersionsOnly: true })) {
+    for await (const line of this.options.materializer.retryQuarantined(this.options.viewSets(), {
+      otherVersionsOnly: true,
+    })) {
       this.options.log('info', `quarantine: ${line}`);
     }
   }
@@ -126,8 +143,11 @@ export class MaintenanceDaemon {
   /** Materializes [begin, end) cut in `deltaSeconds` ranges, every view set in ascending update group. */
   private async runRanges(begin: bigint, end: bigint, deltaSeconds: number): Promise<void> {
     const ranges: InsertRange[] = [];
-    for (let b = begin; b < end; b += secondsToNanos(deltaSeconds)) ranges.push({ begin: b, end: b + secondsToNanos(deltaSeconds) });
-    const views = [...this.options.viewSets()].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
+    for (let b = begin; b < end; b += secondsToNanos(deltaSeconds))
+      ranges.push({ begin: b, end: b + secondsToNanos(deltaSeconds) });
+    const views = [...this.options.viewSets()].sort(
+      (a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name),
+    );
     for (const view of views) await this.backfillIfNew(view);
     // A range another daemon holds (or that failed) for one set is left alone for the sets of
     // higher groups in this run: they read it, and would record its source count as covered.
@@ -138,7 +158,8 @@ export class MaintenanceDaemon {
         const held = heldAtGroup.get(range.begin);
         if (held !== undefined && view.updateGroup > held) continue;
         const outcome = await this.materializeLocked(view, range);
-        if ((outcome === 'busy' || outcome === 'failed') && held === undefined) heldAtGroup.set(range.begin, view.updateGroup);
+        if ((outcome === 'busy' || outcome === 'failed') && held === undefined)
+          heldAtGroup.set(range.begin, view.updateGroup);
       }
     }
   }
@@ -153,15 +174,22 @@ export class MaintenanceDaemon {
     const window = this.options.backfillSeconds ?? 0;
     if (this.backfillChecked.get(view.name) === view || view.source.kind !== 'sql' || window <= 0) return;
     this.backfillChecked.set(view.name, view);
-    const { rows } = await this.options.db.query('SELECT 1 FROM lakehouse_partitions WHERE view_set_name = $1 LIMIT 1', [view.name]);
+    const { rows } = await this.options.db.query(
+      'SELECT 1 FROM lakehouse_partitions WHERE view_set_name = $1 LIMIT 1',
+      [view.name],
+    );
     if (rows.length > 0) return;
     const delta = secondsToNanos(view.sourceDeltaSeconds);
     const end = BigInt(Math.floor(now / 1000) - 2) * 1_000_000_000n; // the second pass covers from here on
     const from = end - secondsToNanos(window);
     const ranges: InsertRange[] = [];
-    for (let b = from - (from % delta); b < end; b += delta) ranges.push({ begin: b, end: b + delta < end ? b + delta : end });
+    for (let b = from - (from % delta); b < end; b += delta)
+      ranges.push({ begin: b, end: b + delta < end ? b + delta : end });
     const show = (r: InsertRange): string => `[${nanosToIso(r.begin)}, ${nanosToIso(r.end)})`;
-    this.options.log('info', `backfilling new view set ${view.name} over ${show({ begin: ranges[0].begin, end })}: ${ranges.length} range(s)`);
+    this.options.log(
+      'info',
+      `backfilling new view set ${view.name} over ${show({ begin: ranges[0].begin, end })}: ${ranges.length} range(s)`,
+    );
     for (const [i, range] of ranges.entries()) {
       if (this.closed) return;
       const outcome = await this.materializeLocked(view, range);
@@ -177,7 +205,9 @@ export class MaintenanceDaemon {
   async materializeLocked(view: ViewSet, range: InsertRange, force = false): Promise<Outcome | 'busy' | 'failed'> {
     const key = `materialize:${view.name}:${range.begin}:${range.end}`;
     try {
-      const outcome = await this.options.db.locks.tryWhileHolding(key, () => this.options.materializer.materialize(view, range, force));
+      const outcome = await this.options.db.locks.tryWhileHolding(key, () =>
+        this.options.materializer.materialize(view, range, force),
+      );
       if (outcome === undefined) return 'busy';
       this.options.onOutcome?.(view.name, outcome);
       return outcome;
@@ -204,9 +234,15 @@ export class MaintenanceDaemon {
       `DELETE FROM blocks WHERE insert_time < ${horizon} RETURNING process_id::text, stream_id::text, block_id::text`,
     );
     for (const block of expired.rows) await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
-    await db.query('DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)');
-    await db.query(`DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`);
-    await db.query(`DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`);
+    await db.query(
+      'DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)',
+    );
+    await db.query(
+      `DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`,
+    );
+    await db.query(
+      `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
+    );
     await deletePartitionsOlderThan(db, store, retentionDays);
     for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
       if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
@@ -236,5 +272,3 @@ export class MaintenanceDaemon {
     this.timers.add(timer);
   }
 }
-
-

@@ -65,8 +65,16 @@ export class Materializer {
 
   async materialize(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
     const hash = schemaHash(view.columns);
-    const existing = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, range.begin, range.end);
-    if (existing.some((p) => p.beginInsertTime < range.begin || p.endInsertTime > range.end)) return this.split(view, range, hash);
+    const existing = await partitionsOverlapping(
+      this.options.db,
+      view.name,
+      globalInstance,
+      hash,
+      range.begin,
+      range.end,
+    );
+    if (existing.some((p) => p.beginInsertTime < range.begin || p.endInsertTime > range.end))
+      return this.split(view, range, hash);
     const count = await this.sourceCount(view, range);
     const existingCount = existing.reduce((sum, p) => sum + p.sourceCount, 0n);
     const width = Number((range.end - range.begin) / 1_000_000_000n);
@@ -87,7 +95,8 @@ export class Materializer {
     if (source.kind !== 'sql') return sourceCount(this.options.db, view.name, source, range);
     const setup = await this.readSession(source.reads, range);
     const rows = await this.rows(withRange(source.countQuery, range), setup);
-    if (rows.length !== 1 || rows[0].length !== 1) throw new Error(`${view.name}: count_src_query must return one row with one column`);
+    if (rows.length !== 1 || rows[0].length !== 1)
+      throw new Error(`${view.name}: count_src_query must return one row with one column`);
     return BigInt(rows[0][0] === null ? 0 : (rows[0][0] as number | bigint));
   }
 
@@ -98,7 +107,14 @@ export class Materializer {
    * that the next range finds a partition of its own width instead of a wide one to rebuild.
    */
   private async split(view: ViewSet, range: InsertRange, hash: Buffer): Promise<Outcome> {
-    const around = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, range.begin, range.end);
+    const around = await partitionsOverlapping(
+      this.options.db,
+      view.name,
+      globalInstance,
+      hash,
+      range.begin,
+      range.end,
+    );
     const span = {
       begin: around.reduce((b, p) => (p.beginInsertTime < b ? p.beginInsertTime : b), range.begin),
       end: around.reduce((e, p) => (p.endInsertTime > e ? p.endInsertTime : e), range.end),
@@ -112,7 +128,8 @@ export class Materializer {
       .flatMap((piece) => cut(piece, secondsToNanos(view.sourceDeltaSeconds)));
     const partitions: Partition[] = [];
     try {
-      for (const piece of pieces) partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
+      for (const piece of pieces)
+        partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
       await commitPartitions(this.options.db, partitions, span, this.options.retireDelaySeconds);
     } catch (error) {
       for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
@@ -165,13 +182,27 @@ export class Materializer {
    * of a window of several fails, the fault is the system's (memory, disk) rather than the data's, and
    * none is quarantined.
    */
-  private async quarantineUnreadable(view: ViewSet, source: PayloadSource, range: InsertRange, windowError: string): Promise<number> {
+  private async quarantineUnreadable(
+    view: ViewSet,
+    source: PayloadSource,
+    range: InsertRange,
+    windowError: string,
+  ): Promise<number> {
     const blocks = await blocksInRange(this.options.db, range, { view: view.name, tag: source.tag });
     const bad = await this.unreadable(view, source, blocks, windowError);
     if (bad.length === 0 || (blocks.length > 1 && bad.length === blocks.length)) return 0;
     for (const { block, error } of bad) {
-      await quarantine(this.options.db, { blockId: block.block_id, insertTime: block.insert_time }, view.name, error, this.options.version);
-      this.options.log?.('warn', `quarantined block ${block.block_id} (audience ${block.audience}) of ${view.name}: ${error}`);
+      await quarantine(
+        this.options.db,
+        { blockId: block.block_id, insertTime: block.insert_time },
+        view.name,
+        error,
+        this.options.version,
+      );
+      this.options.log?.(
+        'warn',
+        `quarantined block ${block.block_id} (audience ${block.audience}) of ${view.name}: ${error}`,
+      );
     }
     return bad.length;
   }
@@ -186,7 +217,10 @@ export class Materializer {
     if (error === null) return [];
     if (blocks.length === 1) return [{ block: blocks[0], error }];
     const half = Math.ceil(blocks.length / 2);
-    return [...(await this.unreadable(view, source, blocks.slice(0, half))), ...(await this.unreadable(view, source, blocks.slice(half)))];
+    return [
+      ...(await this.unreadable(view, source, blocks.slice(0, half))),
+      ...(await this.unreadable(view, source, blocks.slice(half))),
+    ];
   }
 
   /** Runs the extract over these blocks alone into a scratch file: null when it succeeds, else DuckDB's message. */
@@ -196,7 +230,10 @@ export class Materializer {
     const key = scratchKey('parquet');
     try {
       await mkdir(dirname(store.localPath(key)), { recursive: true });
-      await engine.execute(`COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(store.localPath(key))} (FORMAT parquet)`, { setup });
+      await engine.execute(
+        `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(store.localPath(key))} (FORMAT parquet)`,
+        { setup },
+      );
       return null;
     } catch (error) {
       if (!isDataError(error)) throw error;
@@ -213,7 +250,10 @@ export class Materializer {
    * in SQL that read it, directly or not. A block that still fails is quarantined again. Yields one
    * message per step, nothing when no block was quarantined.
    */
-  async *retryQuarantined(views: readonly ViewSet[], options: { otherVersionsOnly?: boolean } = {}): AsyncGenerator<string> {
+  async *retryQuarantined(
+    views: readonly ViewSet[],
+    options: { otherVersionsOnly?: boolean } = {},
+  ): AsyncGenerator<string> {
     const released = await release(this.options.db, options.otherVersionsOnly ? this.options.version : undefined);
     if (released.length === 0) return;
     const times = new Map<string, bigint[]>();
@@ -243,8 +283,18 @@ export class Materializer {
     const ranges = new Map<string, InsertRange>();
     const second = 1_000_000_000n;
     for (const time of insertTimes) {
-      const partitions = await partitionsOverlapping(this.options.db, view.name, globalInstance, schemaHash(view.columns), time, time + 1000n);
-      const found = partitions.length > 0 ? partitions.map((p) => ({ begin: p.beginInsertTime, end: p.endInsertTime })) : [{ begin: time - (time % second), end: time - (time % second) + second }];
+      const partitions = await partitionsOverlapping(
+        this.options.db,
+        view.name,
+        globalInstance,
+        schemaHash(view.columns),
+        time,
+        time + 1000n,
+      );
+      const found =
+        partitions.length > 0
+          ? partitions.map((p) => ({ begin: p.beginInsertTime, end: p.endInsertTime }))
+          : [{ begin: time - (time % second), end: time - (time % second) + second }];
       for (const range of found) ranges.set(`${range.begin}:${range.end}`, range);
     }
     return [...ranges.values()].sort((a, b) => (a.begin < b.begin ? -1 : a.begin > b.begin ? 1 : 0));
@@ -254,11 +304,25 @@ export class Materializer {
     const files = inputs.filter((p) => p.filePath !== null).map((p) => this.options.store.localPath(p.filePath!));
     const source = `(${filesRelation(view.columns, files)})`;
     const order = view.mergeSortOrder?.length ? ` ORDER BY ${view.mergeSortOrder.map(quoteIdentifier).join(', ')}` : '';
-    await this.commit(await this.write(view, range, count, `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`, []));
+    await this.commit(
+      await this.write(
+        view,
+        range,
+        count,
+        `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`,
+        [],
+      ),
+    );
   }
 
   /** Writes the rows of `sql` as the range's new partition file. */
-  private async write(view: ViewSet, range: InsertRange, count: bigint, sql: string, setup: string[]): Promise<Partition> {
+  private async write(
+    view: ViewSet,
+    range: InsertRange,
+    count: bigint,
+    sql: string,
+    setup: string[],
+  ): Promise<Partition> {
     const { store, engine } = this.options;
     const key = partitionKey(view.name, globalInstance, range.begin);
     const path = store.localPath(key);
@@ -276,7 +340,10 @@ export class Materializer {
            FROM parquet_metadata(${quoteLiteral(path)})`,
         [],
       );
-      stats = { min: row[0] === null ? null : BigInt(row[0] as bigint), max: row[1] === null ? null : BigInt(row[1] as bigint) };
+      stats = {
+        min: row[0] === null ? null : BigInt(row[0] as bigint),
+        max: row[1] === null ? null : BigInt(row[1] as bigint),
+      };
     } else {
       await store.delete(key);
     }
@@ -297,22 +364,36 @@ export class Materializer {
   }
 
   /** The extract query of a range, with what it needs set up on its connection. */
-  private async extract(view: ViewSet, range: InsertRange): Promise<{ sql: string; setup: string[]; cleanup: () => Promise<void> }> {
+  private async extract(
+    view: ViewSet,
+    range: InsertRange,
+  ): Promise<{ sql: string; setup: string[]; cleanup: () => Promise<void> }> {
     const { source } = view;
     const none = async (): Promise<void> => {};
     if (source.kind === 'sql') {
-      return { sql: withRange(source.extractQuery, range), setup: await this.readSession(source.reads, range), cleanup: none };
+      return {
+        sql: withRange(source.extractQuery, range),
+        setup: await this.readSession(source.reads, range),
+        cleanup: none,
+      };
     }
     const { store } = this.options;
     const tempKey = scratchKey('jsonl');
     const cleanup = (): Promise<void> => store.delete(tempKey);
     if (source.kind === 'metadata') {
-      const rows = source.table === 'blocks' ? await blocksInRange(this.options.db, range) : await metadataRows(this.options.db, source.table, range);
+      const rows =
+        source.table === 'blocks'
+          ? await blocksInRange(this.options.db, range)
+          : await metadataRows(this.options.db, source.table, range);
       if (rows.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: none };
       await store.put(tempKey, jsonLines(rows));
       return { sql: readJson(store.localPath(tempKey), view.columns), setup: [], cleanup };
     }
-    return this.payloadExtract(view, source, await blocksInRange(this.options.db, range, { view: view.name, tag: source.tag }));
+    return this.payloadExtract(
+      view,
+      source,
+      await blocksInRange(this.options.db, range, { view: view.name, tag: source.tag }),
+    );
   }
 
   /** The extract of a payload set over these blocks: their metadata in `__blocks`, their payload files read as JSON. */
@@ -325,7 +406,10 @@ export class Materializer {
     if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: async () => {} };
     const tempKey = scratchKey('jsonl');
     const cleanup = (): Promise<void> => store.delete(tempKey);
-    const withPaths = blocks.map((b) => ({ ...b, path: store.localPath(payloadKey(b.process_id, b.stream_id, b.block_id)) }));
+    const withPaths = blocks.map((b) => ({
+      ...b,
+      path: store.localPath(payloadKey(b.process_id, b.stream_id, b.block_id)),
+    }));
     await store.put(tempKey, jsonLines(withPaths));
     const blockColumns: ColumnSpec[] = [
       { name: 'block_id', type: 'VARCHAR' },
@@ -350,7 +434,14 @@ export class Materializer {
     for (const name of names) {
       const view = this.options.viewSet(name);
       if (!view) throw new Error(`view set '${name}' is not loaded`);
-      const partitions = await partitionsOverlapping(this.options.db, view.name, globalInstance, schemaHash(view.columns), range.begin, range.end);
+      const partitions = await partitionsOverlapping(
+        this.options.db,
+        view.name,
+        globalInstance,
+        schemaHash(view.columns),
+        range.begin,
+        range.end,
+      );
       const files = partitions.filter((p) => p.filePath !== null).map((p) => this.options.store.localPath(p.filePath!));
       views.push({ view, files });
     }
@@ -370,7 +461,8 @@ export class Materializer {
 /** A range cut in consecutive pieces at most `width` wide. */
 function cut(range: InsertRange, width: bigint): InsertRange[] {
   const pieces: InsertRange[] = [];
-  for (let b = range.begin; b < range.end; b += width) pieces.push({ begin: b, end: b + width < range.end ? b + width : range.end });
+  for (let b = range.begin; b < range.end; b += width)
+    pieces.push({ begin: b, end: b + width < range.end ? b + width : range.end });
   return pieces;
 }
 
@@ -378,7 +470,6 @@ function cut(range: InsertRange, width: bigint): InsertRange[] {
 export function withRange(query: string, range: InsertRange): string {
   return query.replaceAll('{begin}', nanosToIso(range.begin)).replaceAll('{end}', nanosToIso(range.end));
 }
-
 
 function emptyOf(columns: readonly ColumnSpec[]): string {
   return filesRelation(columns, []);

@@ -21,7 +21,13 @@ export interface QuarantinedBlock {
 }
 
 /** Records a block as unreadable for a view set (once: a second failure keeps the first record). */
-export async function quarantine(db: MetadataQueries, block: { blockId: string; insertTime: string }, viewSet: string, error: string, version: string): Promise<void> {
+export async function quarantine(
+  db: MetadataQueries,
+  block: { blockId: string; insertTime: string },
+  viewSet: string,
+  error: string,
+  version: string,
+): Promise<void> {
   await db.query(
     `INSERT INTO quarantined_blocks (block_id, view_set_name, insert_time, error, orrery_version) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (block_id, view_set_name) DO NOTHING`,
@@ -69,7 +75,10 @@ export async function quarantineCounts(db: MetadataQueries): Promise<Map<string,
 }
 
 /** Deletes quarantine records (all, or those another version made) and returns what they held. */
-export async function release(db: MetadataQueries, otherThanVersion?: string): Promise<Array<{ blockId: string; viewSetName: string; insertTime: bigint }>> {
+export async function release(
+  db: MetadataQueries,
+  otherThanVersion?: string,
+): Promise<Array<{ blockId: string; viewSetName: string; insertTime: bigint }>> {
   const { rows } = await db.query<{ block_id: string; view_set_name: string; insert_time: string }>(
     `DELETE FROM quarantined_blocks ${otherThanVersion === undefined ? '' : 'WHERE orrery_version <> $1'}
      RETURNING block_id::text, view_set_name, (${pgNanos('insert_time')})::text AS insert_time`,

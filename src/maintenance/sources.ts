@@ -30,7 +30,11 @@ const notQuarantined = (viewParam: string): string =>
   `NOT EXISTS (SELECT 1 FROM quarantined_blocks q WHERE q.block_id = b.block_id AND q.view_set_name = ${viewParam})`;
 
 /** Blocks inserted in a range; with `payloadsOf`, only those of streams with its tag that its view set has not quarantined. */
-export async function blocksInRange(db: MetadataQueries, range: InsertRange, payloadsOf?: { view: string; tag: string }): Promise<BlockRow[]> {
+export async function blocksInRange(
+  db: MetadataQueries,
+  range: InsertRange,
+  payloadsOf?: { view: string; tag: string },
+): Promise<BlockRow[]> {
   const params: unknown[] = [nanosToPg(range.begin), nanosToPg(range.end)];
   if (payloadsOf) params.push(payloadsOf.tag, payloadsOf.view);
   const { rows } = await db.query<BlockRow>(
@@ -46,7 +50,11 @@ export async function blocksInRange(db: MetadataQueries, range: InsertRange, pay
 }
 
 /** Rows of the processes or streams table inserted in a range, as the view sets' columns. */
-export async function metadataRows(db: MetadataQueries, table: 'processes' | 'streams', range: InsertRange): Promise<Record<string, unknown>[]> {
+export async function metadataRows(
+  db: MetadataQueries,
+  table: 'processes' | 'streams',
+  range: InsertRange,
+): Promise<Record<string, unknown>[]> {
   const query =
     table === 'processes'
       ? `SELECT process_id::text, exe, username, realname, computer, distro, cpu_brand, ${iso('start_time')} AS start_time,
@@ -80,5 +88,3 @@ export async function sourceCount(
   const { rows } = await db.query<{ count: string }>(sql, params);
   return BigInt(rows[0].count);
 }
-
-

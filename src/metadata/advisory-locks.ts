@@ -27,7 +27,9 @@ export class AdvisoryLocks {
     this.held.add(key);
     try {
       const client = await this.connect();
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [key]);
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
+        key,
+      ]);
       if (!rows[0].locked) return undefined;
       try {
         return await work();

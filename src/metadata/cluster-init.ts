@@ -1,6 +1,15 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { MetadataError } from './errors.js';
 import type { MetadataLog } from './metadata-log.js';
@@ -26,18 +35,30 @@ export async function ensureCluster(
 ): Promise<string> {
   if (!existsSync(join(clusterDir, 'PG_VERSION'))) {
     if (existsSync(clusterDir) && readdirSync(clusterDir).length > 0) {
-      throw new MetadataError('CLUSTER_INVALID', `${clusterDir} is not empty but holds no Postgres cluster (no PG_VERSION); move it away`);
+      throw new MetadataError(
+        'CLUSTER_INVALID',
+        `${clusterDir} is not empty but holds no Postgres cluster (no PG_VERSION); move it away`,
+      );
     }
     await initialise(binaries, clusterDir, user, log);
   }
   try {
     return readFileSync(join(clusterDir, passwordFileName), 'utf8').trim();
   } catch (error) {
-    throw new MetadataError('CLUSTER_INVALID', `${clusterDir} has no ${passwordFileName} file: it was not created by Orrery`, { cause: error });
+    throw new MetadataError(
+      'CLUSTER_INVALID',
+      `${clusterDir} has no ${passwordFileName} file: it was not created by Orrery`,
+      { cause: error },
+    );
   }
 }
 
-async function initialise(binaries: PostgresBinaries, clusterDir: string, user: ServerUser | undefined, log: MetadataLog): Promise<void> {
+async function initialise(
+  binaries: PostgresBinaries,
+  clusterDir: string,
+  user: ServerUser | undefined,
+  log: MetadataLog,
+): Promise<void> {
   const started = Date.now();
   removeAbandonedStaging(clusterDir);
   const staging = `${clusterDir}.initdb-${process.pid}`;
@@ -51,7 +72,19 @@ async function initialise(binaries: PostgresBinaries, clusterDir: string, user: 
       chownSync(staging, user.uid, user.gid);
       chownSync(passwordInput, user.uid, user.gid);
     }
-    const args = ['-D', staging, '-U', superuser, `--pwfile=${passwordInput}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--no-locale', '--no-instructions'];
+    const args = [
+      '-D',
+      staging,
+      '-U',
+      superuser,
+      `--pwfile=${passwordInput}`,
+      '-A',
+      'scram-sha-256',
+      '-E',
+      'UTF8',
+      '--no-locale',
+      '--no-instructions',
+    ];
     await run(commandAs(user, binaries.initdb, args), staging);
   } catch (error) {
     rmSync(staging, { recursive: true, force: true });
@@ -65,7 +98,11 @@ async function initialise(binaries: PostgresBinaries, clusterDir: string, user: 
   } catch (error) {
     rmSync(staging, { recursive: true, force: true });
     if (existsSync(join(clusterDir, 'PG_VERSION'))) return; // another process initialised it meanwhile
-    throw new MetadataError('EMBEDDED_START_FAILED', `cannot move the new cluster into ${clusterDir}: ${(error as Error).message}`, { cause: error });
+    throw new MetadataError(
+      'EMBEDDED_START_FAILED',
+      `cannot move the new cluster into ${clusterDir}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   log('info', `created the embedded Postgres cluster in ${clusterDir} (${Date.now() - started} ms)`);
 }
@@ -75,17 +112,24 @@ function removeAbandonedStaging(clusterDir: string): void {
   const parent = join(clusterDir, '..');
   const prefix = `${clusterDir.slice(parent.length + 1)}.initdb-`;
   for (const name of readdirSync(parent)) {
-    if (name.startsWith(prefix) && !isRunning(Number(name.slice(prefix.length)))) rmSync(join(parent, name), { recursive: true, force: true });
+    if (name.startsWith(prefix) && !isRunning(Number(name.slice(prefix.length))))
+      rmSync(join(parent, name), { recursive: true, force: true });
   }
 }
 
 function run(command: ReturnType<typeof commandAs>, staging: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command.command, command.args, { ...command.ids, env: serverEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command.command, command.args, {
+      ...command.ids,
+      env: serverEnvironment(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', (error) => reject(new MetadataError('EMBEDDED_START_FAILED', `cannot run initdb: ${error.message}`, { cause: error })));
+    child.on('error', (error) =>
+      reject(new MetadataError('EMBEDDED_START_FAILED', `cannot run initdb: ${error.message}`, { cause: error })),
+    );
     child.on('close', (code, signal) => {
       if (code === 0) return resolve();
       reject(

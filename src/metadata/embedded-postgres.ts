@@ -55,7 +55,10 @@ export class EmbeddedPostgres {
     }
     const password = await ensureCluster(binaries, clusterDir, user, log);
     if (user && statSync(clusterDir).uid !== user.uid) {
-      log('warn', `${clusterDir} is not owned by the OS user '${user.name}' that runs Postgres: giving it to that user`);
+      log(
+        'warn',
+        `${clusterDir} is not owned by the OS user '${user.name}' that runs Postgres: giving it to that user`,
+      );
       chownTree(clusterDir, user);
     }
     chmodSync(clusterDir, 0o700); // Postgres refuses a cluster others can read
@@ -70,9 +73,13 @@ export class EmbeddedPostgres {
           await createDatabase(connectionString(password, port, 'postgres'));
         } catch (error) {
           await server.close();
-          throw new MetadataError('EMBEDDED_START_FAILED', `embedded Postgres on ${clusterDir} started but refused the connection: ${messageOf(error)}`, {
-            cause: error,
-          });
+          throw new MetadataError(
+            'EMBEDDED_START_FAILED',
+            `embedded Postgres on ${clusterDir} started but refused the connection: ${messageOf(error)}`,
+            {
+              cause: error,
+            },
+          );
         }
         log('info', `embedded Postgres ready on 127.0.0.1:${port} (cluster ${clusterDir}, ${Date.now() - started} ms)`);
         return server;
@@ -157,7 +164,12 @@ async function launch(
   const args = ['-D', clusterDir, ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])];
   const command = commandAs(user, binaries.postgres, args);
   // Own process group: a Ctrl-C in the terminal reaches Orrery, which stops the server in its turn.
-  const child = spawn(command.command, command.args, { ...command.ids, env: serverEnvironment(), stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(command.command, command.args, {
+    ...command.ids,
+    env: serverEnvironment(),
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   const output = forwardOutput(child, log, () => !ownServers.has(child.pid ?? -1));
   let exitStatus: string | undefined;
   let ready = false;
@@ -169,7 +181,8 @@ async function launch(
     child.on('exit', (code, sig) => {
       exitStatus ??= sig ? `signal ${sig}` : `exit code ${code}`;
       // Still listed: nobody asked it to stop.
-      if (ownServers.delete(child.pid ?? -1) && ready) log('error', `the embedded Postgres server (pid ${child.pid}) exited unexpectedly (${exitStatus})`);
+      if (ownServers.delete(child.pid ?? -1) && ready)
+        log('error', `the embedded Postgres server (pid ${child.pid}) exited unexpectedly (${exitStatus})`);
       done();
     });
   });
@@ -196,7 +209,10 @@ async function launch(
     if (Date.now() > deadline) {
       signal(pid, 'SIGKILL');
       await exited;
-      throw new LaunchError(`embedded Postgres on ${clusterDir} was not ready after ${timeoutMs} ms: ${output.tail().join('\n') || 'no output'}`, false);
+      throw new LaunchError(
+        `embedded Postgres on ${clusterDir} was not ready after ${timeoutMs} ms: ${output.tail().join('\n') || 'no output'}`,
+        false,
+      );
     }
     await sleep(20);
   }
@@ -224,7 +240,12 @@ function forwardOutput(child: ChildProcess, log: MetadataLog, stopping: () => bo
       if (lines.length > 20) lines.shift();
       const severity = /\[\d+\] ([A-Z]+):/.exec(line)?.[1];
       if (severity && !continuation.has(severity)) {
-        level = severity === 'FATAL' || severity === 'PANIC' ? 'error' : severity === 'WARNING' || severity === 'ERROR' ? 'warn' : undefined;
+        level =
+          severity === 'FATAL' || severity === 'PANIC'
+            ? 'error'
+            : severity === 'WARNING' || severity === 'ERROR'
+              ? 'warn'
+              : undefined;
       }
       if (level && !stopping()) log(level, `postgres: ${line}`);
     }

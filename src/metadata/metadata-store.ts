@@ -41,18 +41,25 @@ export class MetadataStore implements MetadataQueries {
   /** Starts the embedded server when no connection string is given, connects and migrates. */
   static async open(options: MetadataStoreOptions): Promise<MetadataStore> {
     const log = options.log ?? (() => {});
-    const server = options.connectionString ? undefined : await EmbeddedPostgres.start({ dataDir: options.dataDir, log });
+    const server = options.connectionString
+      ? undefined
+      : await EmbeddedPostgres.start({ dataDir: options.dataDir, log });
     const connectionString = server?.connectionString ?? options.connectionString ?? '';
     const pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10, connectionTimeoutMillis: 15_000 });
     // Connections the server ends while it is being stopped are not failures.
     pool.on('error', (error) => {
-      if (!pool.ending && !server?.stopping) log('warn', `metadata database: an idle connection failed: ${error.message}`);
+      if (!pool.ending && !server?.stopping)
+        log('warn', `metadata database: an idle connection failed: ${error.message}`);
     });
     try {
       const client = await pool.connect().catch((error: unknown) => {
-        throw new MetadataError('CONNECT_FAILED', `cannot connect to the metadata database ${redact(connectionString)}: ${messageOf(error)}`, {
-          cause: error,
-        });
+        throw new MetadataError(
+          'CONNECT_FAILED',
+          `cannot connect to the metadata database ${redact(connectionString)}: ${messageOf(error)}`,
+          {
+            cause: error,
+          },
+        );
       });
       client.release();
       const applied = await migrate(pool, log);
@@ -71,7 +78,10 @@ export class MetadataStore implements MetadataQueries {
   }
 
   /** Runs one statement on a pooled connection. */
-  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>> {
     if (this.closing) throw closedError();
     return this.pool.query<R>(text, values);
   }

@@ -3,7 +3,8 @@
 // audience columns. Column names follow micromegas; strings are TEXT (micromegas: VARCHAR(255),
 // which long OTLP attribute values would overflow); properties are JSONB objects.
 
-const audienceCheck = (table: string): string => `CONSTRAINT ${table}_audience_name CHECK (audience ~ '^[A-Za-z0-9_-]{1,255}$')`;
+const audienceCheck = (table: string): string =>
+  `CONSTRAINT ${table}_audience_name CHECK (audience ~ '^[A-Za-z0-9_-]{1,255}$')`;
 
 export const initialSchema = `
 CREATE EXTENSION IF NOT EXISTS btree_gist;

@@ -26,7 +26,11 @@ export const migrations: readonly Migration[] = [
  * processes starting together migrate once), applies the migrations not yet recorded in
  * `orrery_migrations`, in order. All or nothing. Returns the versions it applied.
  */
-export async function migrate(pool: pg.Pool, log: MetadataLog = () => {}, list: readonly Migration[] = migrations): Promise<number[]> {
+export async function migrate(
+  pool: pg.Pool,
+  log: MetadataLog = () => {},
+  list: readonly Migration[] = migrations,
+): Promise<number[]> {
   checkList(list);
   const applied: number[] = [];
   await transaction(pool, async (client) => {
@@ -50,11 +54,18 @@ export async function migrate(pool: pg.Pool, log: MetadataLog = () => {}, list: 
       try {
         await client.query(migration.sql);
       } catch (error) {
-        throw new MetadataError('MIGRATION_FAILED', `schema migration ${migration.version} (${migration.name}) failed: ${messageOf(error)}`, {
-          cause: error,
-        });
+        throw new MetadataError(
+          'MIGRATION_FAILED',
+          `schema migration ${migration.version} (${migration.name}) failed: ${messageOf(error)}`,
+          {
+            cause: error,
+          },
+        );
       }
-      await client.query('INSERT INTO orrery_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      await client.query('INSERT INTO orrery_migrations (version, name) VALUES ($1, $2)', [
+        migration.version,
+        migration.name,
+      ]);
       applied.push(migration.version);
     }
   });
@@ -65,6 +76,9 @@ export async function migrate(pool: pg.Pool, log: MetadataLog = () => {}, list: 
 /** Our own list must be 1, 2, 3, … */
 function checkList(list: readonly Migration[]): void {
   list.forEach((migration, index) => {
-    if (migration.version !== index + 1) throw new Error(`migration list out of order: '${migration.name}' has version ${migration.version}, expected ${index + 1}`);
+    if (migration.version !== index + 1)
+      throw new Error(
+        `migration list out of order: '${migration.name}' has version ${migration.version}, expected ${index + 1}`,
+      );
   });
 }

@@ -24,7 +24,10 @@ export async function clearStaleServer(clusterDir: string, log: MetadataLog): Pr
   if (pid !== undefined && members.includes(pid)) {
     const parent = parentOf(pid);
     if (ownServers.has(pid)) {
-      throw new MetadataError('DATA_DIR_IN_USE', `${clusterDir} is already served by an embedded Postgres server of this process (pid ${pid})`);
+      throw new MetadataError(
+        'DATA_DIR_IN_USE',
+        `${clusterDir} is already served by an embedded Postgres server of this process (pid ${pid})`,
+      );
     }
     if (parent !== undefined && parent !== 1 && parent !== process.pid && isRunning(parent)) {
       throw new MetadataError(
@@ -32,7 +35,10 @@ export async function clearStaleServer(clusterDir: string, log: MetadataLog): Pr
         `${clusterDir} is in use by a running Postgres server (pid ${pid}, started by pid ${parent}); stop it or choose another ORRERY_DATA_DIR`,
       );
     }
-    log('warn', `stopping the embedded Postgres server left running on ${clusterDir} by a process that has died (pid ${pid})`);
+    log(
+      'warn',
+      `stopping the embedded Postgres server left running on ${clusterDir} by a process that has died (pid ${pid})`,
+    );
     signal(pid, 'SIGINT');
     if (!(await waitUntilGone([pid], 30_000))) signal(pid, 'SIGKILL');
     await waitUntilGone([pid], 5_000);
@@ -46,7 +52,10 @@ export async function clearStaleServer(clusterDir: string, log: MetadataLog): Pr
   if (await waitUntilGone(members, 5_000)) return;
   for (const member of members) signal(member, 'SIGKILL');
   if (!(await waitUntilGone(members, 5_000))) {
-    throw new MetadataError('DATA_DIR_IN_USE', `processes ${members.join(', ')} still use ${clusterDir} and could not be stopped`);
+    throw new MetadataError(
+      'DATA_DIR_IN_USE',
+      `processes ${members.join(', ')} still use ${clusterDir} and could not be stopped`,
+    );
   }
 }
 

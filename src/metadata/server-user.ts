@@ -22,7 +22,16 @@ export function serverUser(name: string, log: MetadataLog): ServerUser | undefin
   if (!user) {
     const created = spawnSync(
       'useradd',
-      ['--system', '--user-group', '--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', name],
+      [
+        '--system',
+        '--user-group',
+        '--no-create-home',
+        '--home-dir',
+        '/nonexistent',
+        '--shell',
+        '/usr/sbin/nologin',
+        name,
+      ],
       { encoding: 'utf8' },
     );
     user = lookUp(name); // another process may have created it at the same moment
@@ -33,9 +42,16 @@ export function serverUser(name: string, log: MetadataLog): ServerUser | undefin
         `Postgres cannot run as root and the OS user '${name}' does not exist; creating it with useradd failed: ${why}. Create a non-root user '${name}' and start again`,
       );
     }
-    log('info', `created the OS user '${name}' (uid ${user.uid}) to run the embedded Postgres server, which refuses root`);
+    log(
+      'info',
+      `created the OS user '${name}' (uid ${user.uid}) to run the embedded Postgres server, which refuses root`,
+    );
   }
-  if (user.uid === 0) throw new MetadataError('SERVER_USER_UNAVAILABLE', `the OS user '${name}' has uid 0; Postgres needs a non-root user`);
+  if (user.uid === 0)
+    throw new MetadataError(
+      'SERVER_USER_UNAVAILABLE',
+      `the OS user '${name}' has uid 0; Postgres needs a non-root user`,
+    );
   return user;
 }
 
@@ -56,7 +72,10 @@ export function letEnter(user: ServerUser, dir: string, log: MetadataLog): void 
   const stat = statSync(dir);
   if (stat.uid !== process.getuid?.()) return;
   chmodSync(dir, (stat.mode & 0o7777) | 0o001);
-  log('info', `allowed the OS user '${user.name}', which runs the embedded Postgres server, to enter ${dir} (chmod o+x)`);
+  log(
+    'info',
+    `allowed the OS user '${user.name}', which runs the embedded Postgres server, to enter ${dir} (chmod o+x)`,
+  );
 }
 
 /** Fails naming the first folder on the way to `paths` that `user` may not enter. */

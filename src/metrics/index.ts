@@ -100,7 +100,8 @@ export class OrreryMetrics {
       const counts = await this.quarantineSource().catch(() => undefined);
       if (!counts) return; // Postgres unreachable: keep the last values
       for (const name of counts.keys()) this.quarantinedViewSets.add(name);
-      for (const name of this.quarantinedViewSets) this.quarantinedBlocks.set({ view_set: name }, counts.get(name) ?? 0);
+      for (const name of this.quarantinedViewSets)
+        this.quarantinedBlocks.set({ view_set: name }, counts.get(name) ?? 0);
     },
   });
 

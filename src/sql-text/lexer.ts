@@ -85,9 +85,15 @@ export class SqlLexer {
       const delimiter = dollarPattern.exec(text)?.[0];
       if (delimiter !== undefined) {
         const close = text.indexOf(delimiter, start + delimiter.length);
-        if (close < 0) throw this.fail(`unterminated dollar-quoted string: ${delimiter} at ${this.at(start)} is never closed`);
+        if (close < 0)
+          throw this.fail(`unterminated dollar-quoted string: ${delimiter} at ${this.at(start)} is never closed`);
         this.pos = close + delimiter.length;
-        return { kind: 'string', raw: text.slice(start, this.pos), value: text.slice(start + delimiter.length, close), start };
+        return {
+          kind: 'string',
+          raw: text.slice(start, this.pos),
+          value: text.slice(start + delimiter.length, close),
+          start,
+        };
       }
     }
     wordPattern.lastIndex = start;
@@ -105,7 +111,7 @@ export class SqlLexer {
     const { text } = this;
     const start = this.pos;
     let value = '';
-    for (let from = start + 1; ; ) {
+    for (let from = start + 1; ;) {
       const close = text.indexOf(quote, from);
       if (close < 0) throw this.fail(`unterminated ${what} starting at ${this.at(start)}`);
       value += text.slice(from, close);

@@ -11,7 +11,14 @@ import { clip, DdlError, invalidValue, syntax, unsupported } from './ddl-errors.
 
 /** A materialized-view DDL statement; `text` is the statement exactly as sent. */
 export type DdlStatement =
-  | { kind: 'create'; orReplace: boolean; name: string; options: MaterializedViewOptions; explain: boolean; text: string }
+  | {
+      kind: 'create';
+      orReplace: boolean;
+      name: string;
+      options: MaterializedViewOptions;
+      explain: boolean;
+      text: string;
+    }
   | { kind: 'drop'; ifExists: boolean; name: string; explain: boolean; text: string };
 
 /** The WITH options of CREATE MATERIALIZED VIEW, defaults applied. */
@@ -55,7 +62,8 @@ const optionNames = Object.keys(optionKinds) as OptionName[];
 const maxUpdateGroup = 2147483647;
 const namePattern = /^[a-z_][a-z0-9_]{0,254}$/;
 
-const isKeyword = (token: SqlToken, keyword: string): boolean => token.kind === 'word' && token.value.toUpperCase() === keyword;
+const isKeyword = (token: SqlToken, keyword: string): boolean =>
+  token.kind === 'word' && token.value.toUpperCase() === keyword;
 const isPunct = (token: SqlToken, char: string): boolean => token.kind === 'punct' && token.value === char;
 
 /** A token as a message shows it: `end of statement`, `')'`, `AS`, `'1 week'`. */
@@ -105,7 +113,9 @@ export function parseDdl(text: string): DdlStatement | null {
   const withToken = lexer.next();
   if (isKeyword(withToken, 'AS')) throw asUnsupported(lexer, withToken);
   if (!isKeyword(withToken, 'WITH')) {
-    throw syntax(`expected WITH (...) after view name '${name}', found ${describe(withToken)} at ${lexer.at(withToken.start)}`);
+    throw syntax(
+      `expected WITH (...) after view name '${name}', found ${describe(withToken)} at ${lexer.at(withToken.start)}`,
+    );
   }
   const options = readOptions(lexer);
   finish(lexer, kind, 'after WITH (...)');
@@ -152,9 +162,12 @@ function readName(lexer: SqlLexer, after: string): string {
   }
   const name = token.kind === 'word' ? token.value.toLowerCase() : token.value;
   if (isPunct(lexer.peek(), '.')) {
-    throw unsupported(`view name '${clip(name)}.…' is qualified: a view set takes an unqualified name at ${lexer.at(token.start)}`);
+    throw unsupported(
+      `view name '${clip(name)}.…' is qualified: a view set takes an unqualified name at ${lexer.at(token.start)}`,
+    );
   }
-  const invalid = (rule: string): DdlError => new DdlError('DDL_INVALID_NAME', `invalid view name '${clip(name)}': ${rule}`);
+  const invalid = (rule: string): DdlError =>
+    new DdlError('DDL_INVALID_NAME', `invalid view name '${clip(name)}': ${rule}`);
   if (name.length > 255) throw invalid('a name is at most 255 characters long');
   if (!namePattern.test(name)) throw invalid(`a name must match ${namePattern.source}`);
   if (name.startsWith('__')) throw invalid("names starting with '__' are reserved");
@@ -169,7 +182,10 @@ function finish(lexer: SqlLexer, kind: Head['kind'], after: string): void {
   if (isPunct(token, ';')) {
     const rest = lexer.restOffset();
     if (rest < lexer.text.length) {
-      throw new DdlError('DDL_MULTIPLE_STATEMENTS', `one statement per call: text follows the ';' at ${lexer.at(rest)}`);
+      throw new DdlError(
+        'DDL_MULTIPLE_STATEMENTS',
+        `one statement per call: text follows the ';' at ${lexer.at(rest)}`,
+      );
     }
     return;
   }
@@ -186,15 +202,17 @@ function readOptions(lexer: SqlLexer): MaterializedViewOptions {
   if (!isPunct(open, '(')) throw syntax(`expected '(' after WITH, found ${describe(open)} at ${lexer.at(open.start)}`);
   const next = (): SqlToken => {
     const token = lexer.next();
-    if (token.kind === 'end') throw syntax(`unterminated WITH (...) list: the '(' at ${lexer.at(open.start)} is never closed`);
+    if (token.kind === 'end')
+      throw syntax(`unterminated WITH (...) list: the '(' at ${lexer.at(open.start)} is never closed`);
     return token;
   };
   const given = new Map<OptionName, string>();
   if (isPunct(lexer.peek(), ')')) lexer.next();
   else {
-    for (let separator = ','; separator === ','; ) {
+    for (let separator = ','; separator === ',';) {
       const key = next();
-      if (key.kind !== 'word') throw syntax(`expected an option name, found ${describe(key)} at ${lexer.at(key.start)}`);
+      if (key.kind !== 'word')
+        throw syntax(`expected an option name, found ${describe(key)} at ${lexer.at(key.start)}`);
       const option = key.value.toLowerCase() as OptionName;
       if (!Object.hasOwn(optionKinds, option)) {
         throw new DdlError(
@@ -218,7 +236,9 @@ function readOptions(lexer: SqlLexer): MaterializedViewOptions {
       const after = next();
       separator = after.value;
       if (!isPunct(after, ',') && !isPunct(after, ')')) {
-        throw syntax(`expected ',' or ')' after option '${option}', found ${describe(after)} at ${lexer.at(after.start)}`);
+        throw syntax(
+          `expected ',' or ')' after option '${option}', found ${describe(after)} at ${lexer.at(after.start)}`,
+        );
       }
     }
   }
@@ -228,10 +248,13 @@ function readOptions(lexer: SqlLexer): MaterializedViewOptions {
 /** An option's value checked against the option's kind: a literal's content, or an integer's digits. */
 function checkValue(option: OptionName, token: SqlToken, at: string): string {
   const kind: OptionKind = optionKinds[option];
-  if (token.kind === 'punct') throw syntax(`expected a value for option '${option}', found ${describe(token)} at ${at}`);
+  if (token.kind === 'punct')
+    throw syntax(`expected a value for option '${option}', found ${describe(token)} at ${at}`);
   if (kind === 'integer') {
     if (token.kind !== 'word' || !/^[0-9]+$/.test(token.value)) {
-      throw invalidValue(`option '${option}' must be a non-negative integer literal, found ${describe(token)} at ${at}`);
+      throw invalidValue(
+        `option '${option}' must be a non-negative integer literal, found ${describe(token)} at ${at}`,
+      );
     }
     if (Number(token.value) > maxUpdateGroup) {
       throw invalidValue(`option '${option}' must be at most ${maxUpdateGroup}, found ${describe(token)} at ${at}`);
@@ -239,7 +262,9 @@ function checkValue(option: OptionName, token: SqlToken, at: string): string {
     return token.value;
   }
   if (token.kind !== 'string') {
-    throw invalidValue(`option '${option}' takes a quoted string ('...' or $$...$$), found ${describe(token)} at ${at}`);
+    throw invalidValue(
+      `option '${option}' takes a quoted string ('...' or $$...$$), found ${describe(token)} at ${at}`,
+    );
   }
   const value = token.value;
   if (value.trim() === '') throw invalidValue(`option '${option}' must not be empty at ${at}`);
@@ -265,7 +290,10 @@ function withDefaults(given: Map<OptionName, string>): MaterializedViewOptions {
     missing.push("'time_column' (or both 'min_time_column' and 'max_time_column')");
   }
   if (missing.length > 0) {
-    throw new DdlError('DDL_MISSING_OPTION', `missing required option${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+    throw new DdlError(
+      'DDL_MISSING_OPTION',
+      `missing required option${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`,
+    );
   }
   const get = (option: OptionName): string => given.get(option) ?? '';
   const timeColumn = given.get('time_column');

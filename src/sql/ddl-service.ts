@@ -18,7 +18,8 @@ import {
 import type { DdlStatement } from './ddl-parser.js';
 
 /** What a DDL statement did (or, under EXPLAIN, would do). */
-export type DdlAction = 'created' | 'replaced' | 'dropped' | 'not_found' | 'would_create' | 'would_replace' | 'unchanged' | 'would_drop';
+export type DdlAction =
+  'created' | 'replaced' | 'dropped' | 'not_found' | 'would_create' | 'would_replace' | 'unchanged' | 'would_drop';
 
 export interface DdlServiceOptions {
   readonly db: MetadataStore;
@@ -44,13 +45,19 @@ export class DdlService {
     return this.drop(statement);
   }
 
-  private async create(statement: Extract<DdlStatement, { kind: 'create' }>, principal: Principal): Promise<{ name: string; action: DdlAction }> {
+  private async create(
+    statement: Extract<DdlStatement, { kind: 'create' }>,
+    principal: Principal,
+  ): Promise<{ name: string; action: DdlAction }> {
     const { name, options } = statement;
     this.checkName(name);
     const stored = await storedDefinitions(this.options.db);
     const existing = stored.find((d) => d.name === name);
     if (existing && !statement.orReplace) {
-      throw new ViewDefinitionError(`view set ${name} already exists (use CREATE OR REPLACE MATERIALIZED VIEW to replace it)`, 'ALREADY_EXISTS');
+      throw new ViewDefinitionError(
+        `view set ${name} already exists (use CREATE OR REPLACE MATERIALIZED VIEW to replace it)`,
+        'ALREADY_EXISTS',
+      );
     }
     const definition: ViewDefinition = {
       name,
@@ -69,7 +76,10 @@ export class DdlService {
     const view = await buildViewSet(this.options.engine, definition, lookup);
     await this.checkDependents(name, view);
     if (statement.explain) {
-      return { name, action: !existing ? 'would_create' : existing.definitionSql === statement.text ? 'unchanged' : 'would_replace' };
+      return {
+        name,
+        action: !existing ? 'would_create' : existing.definitionSql === statement.text ? 'unchanged' : 'would_replace',
+      };
     }
     await saveDefinition(this.options.db, definition, principal.name);
     await this.options.loader.load(true);
@@ -78,7 +88,8 @@ export class DdlService {
 
   private async drop(statement: Extract<DdlStatement, { kind: 'drop' }>): Promise<{ name: string; action: DdlAction }> {
     const { name } = statement;
-    if (this.options.reservedNames().has(name)) throw new ViewDefinitionError(`${name} is built in and cannot be dropped`, 'FAILED_PRECONDITION');
+    if (this.options.reservedNames().has(name))
+      throw new ViewDefinitionError(`${name} is built in and cannot be dropped`, 'FAILED_PRECONDITION');
     const stored = await storedDefinitions(this.options.db);
     if (!stored.some((d) => d.name === name)) {
       if (statement.ifExists) return { name, action: 'not_found' };
@@ -114,13 +125,21 @@ export class DdlService {
       const definition = stored.find((d) => d.name === dependent.name);
       if (!definition) continue;
       try {
-        await buildViewSet(this.options.engine, definition, (other) => (other === name ? replacement : this.options.registry.get(other)));
+        await buildViewSet(this.options.engine, definition, (other) =>
+          other === name ? replacement : this.options.registry.get(other),
+        );
       } catch (error) {
-        throw new ViewDefinitionError(`replacing ${name} would break ${dependent.name}: ${(error as Error).message}`, 'FAILED_PRECONDITION');
+        throw new ViewDefinitionError(
+          `replacing ${name} would break ${dependent.name}: ${(error as Error).message}`,
+          'FAILED_PRECONDITION',
+        );
       }
     }
   }
 }
 
 export const permissionDenied = (principal: Principal): FlightSqlError =>
-  new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may not create or drop materialized views (admins only)`);
+  new FlightSqlError(
+    'PERMISSION_DENIED',
+    `permission denied: key '${principal.name}' may not create or drop materialized views (admins only)`,
+  );

@@ -102,9 +102,13 @@ export class DenyRules {
   }
 
   async list(): Promise<DenyRule[]> {
-    const { rows } = await this.db.query<{ rule_id: string; match_expr: string; reason: string; created_at: Date; created_by: string | null }>(
-      'SELECT rule_id, match_expr, reason, created_at, created_by FROM query_deny_list ORDER BY rule_id',
-    );
+    const { rows } = await this.db.query<{
+      rule_id: string;
+      match_expr: string;
+      reason: string;
+      created_at: Date;
+      created_by: string | null;
+    }>('SELECT rule_id, match_expr, reason, created_at, created_by FROM query_deny_list ORDER BY rule_id');
     return rows.map((r) => ({
       ruleId: Number(r.rule_id),
       matchExpr: r.match_expr,
@@ -129,13 +133,20 @@ export class DenyRules {
     const tree = await this.engine.parseSelect(probe).catch((error: Error) => {
       throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr does not parse: ${error.message}`);
     });
-    if (!tree || tree.statements.length !== 1) throw new FlightSqlError('INVALID_ARGUMENT', 'deny_queries: match_expr must be one boolean expression');
+    if (!tree || tree.statements.length !== 1)
+      throw new FlightSqlError('INVALID_ARGUMENT', 'deny_queries: match_expr must be one boolean expression');
     const description = await this.engine.describe(probe).catch((error: Error) => {
-      throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr is not valid over (user_id, sql, admin, client, tables, functions): ${error.message}`);
+      throw new FlightSqlError(
+        'INVALID_ARGUMENT',
+        `deny_queries: match_expr is not valid over (user_id, sql, admin, client, tables, functions): ${error.message}`,
+      );
     });
     const type = description.schema.fields[0]?.type;
     if (description.schema.fields.length !== 1 || String(type) !== 'Bool') {
-      throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr must be a boolean expression, not ${String(type)}`);
+      throw new FlightSqlError(
+        'INVALID_ARGUMENT',
+        `deny_queries: match_expr must be a boolean expression, not ${String(type)}`,
+      );
     }
   }
 }

@@ -1,7 +1,16 @@
 import { FlightSqlError } from '../flight/index.js';
 import { allPartitions, type Partition } from '../lakehouse/index.js';
 import { quarantinedBlocks } from '../maintenance/index.js';
-import { orreryFunctionKind, quoteIdentifier, quoteLiteral, schemaHash, scopedFileSummary, storedDefinitions, type ReadScope, type ViewSet } from '../views/index.js';
+import {
+  orreryFunctionKind,
+  quoteIdentifier,
+  quoteLiteral,
+  schemaHash,
+  scopedFileSummary,
+  storedDefinitions,
+  type ReadScope,
+  type ViewSet,
+} from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
@@ -67,14 +76,30 @@ export async function functionSetup(
   return statements;
 }
 
-async function define(name: string, args: unknown[], lakehouse: Lakehouse, scope: ReadScope, denyRules?: DenyRules): Promise<string[]> {
+async function define(
+  name: string,
+  args: unknown[],
+  lakehouse: Lakehouse,
+  scope: ReadScope,
+  denyRules?: DenyRules,
+): Promise<string[]> {
   switch (name) {
     case 'list_query_denials': {
       arity(name, args, 0);
-      const rows = (await denyRules?.list() ?? []).map((r) =>
-        [String(r.ruleId), quoteLiteral(r.matchExpr), quoteLiteral(r.reason), `${quoteLiteral(r.createdAt)}::TIMESTAMPTZ`, r.createdBy === null ? 'NULL' : quoteLiteral(r.createdBy)].join(', '),
+      const rows = ((await denyRules?.list()) ?? []).map((r) =>
+        [
+          String(r.ruleId),
+          quoteLiteral(r.matchExpr),
+          quoteLiteral(r.reason),
+          `${quoteLiteral(r.createdAt)}::TIMESTAMPTZ`,
+          r.createdBy === null ? 'NULL' : quoteLiteral(r.createdBy),
+        ].join(', '),
       );
-      return table(name, 'rule_id BIGINT, match_expr VARCHAR, reason VARCHAR, created_at TIMESTAMPTZ, created_by VARCHAR', rows);
+      return table(
+        name,
+        'rule_id BIGINT, match_expr VARCHAR, reason VARCHAR, created_at TIMESTAMPTZ, created_by VARCHAR',
+        rows,
+      );
     }
     case 'list_quarantined_blocks': {
       arity(name, args, 0);
@@ -133,7 +158,10 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, scope
       arity(name, args, 0);
       // Series tables are view sets too: no view maker, one global instance, no update group.
       const series = lakehouse.tables ? [...(await lakehouse.tables.list()).values()] : [];
-      const rows = [...lakehouse.views.all(), ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null }))].map((v) =>
+      const rows = [
+        ...lakehouse.views.all(),
+        ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null })),
+      ].map((v) =>
         [
           quoteLiteral(v.name),
           `from_hex('${schemaHash(v.columns).toString('hex')}')`,
@@ -154,13 +182,16 @@ async function define(name: string, args: unknown[], lakehouse: Lakehouse, scope
       const [view, instance] = args as [string, unknown];
       if (typeof instance !== 'string') throw invalid('view_instance: instance_id must be a string literal');
       const filter = instance === 'global' ? '' : ` WHERE process_id = ${quoteLiteral(instance)}`;
-      return [`CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE SELECT * FROM ${quoteIdentifier(view)}${filter}`];
+      return [
+        `CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE SELECT * FROM ${quoteIdentifier(view)}${filter}`,
+      ];
     }
     case 'process_spans': {
       arity(name, args, 2);
       const [process, kind] = args;
       if (typeof process !== 'string') throw invalid('process_spans: process_id must be a string literal');
-      if (kind !== 'thread' && kind !== 'async' && kind !== 'both') throw invalid(`process_spans: kind must be 'thread', 'async' or 'both'`);
+      if (kind !== 'thread' && kind !== 'async' && kind !== 'both')
+        throw invalid(`process_spans: kind must be 'thread', 'async' or 'both'`);
       return [
         `CREATE OR REPLACE TEMP MACRO process_spans(__process_id, __kind) AS TABLE SELECT * FROM spans WHERE process_id = ${quoteLiteral(process)}`,
       ];
@@ -200,7 +231,11 @@ function partitionRow(p: Partition): string {
  * rows, read from the files when the function is called; size and source count are NULL; a
  * partition holding none of the caller's rows, or of a schema no longer current, is not listed.
  */
-async function readerPartitions(partitions: readonly Partition[], lakehouse: Lakehouse, scope: ReadScope): Promise<string[]> {
+async function readerPartitions(
+  partitions: readonly Partition[],
+  lakehouse: Lakehouse,
+  scope: ReadScope,
+): Promise<string[]> {
   const files = new Map<ViewSet, Array<{ partition: Partition; file: string }>>();
   for (const p of partitions) {
     const view = lakehouse.views.get(p.viewSetName);
@@ -208,8 +243,17 @@ async function readerPartitions(partitions: readonly Partition[], lakehouse: Lak
     files.set(view, [...(files.get(view) ?? []), { partition: p, file: lakehouse.store.localPath(p.filePath) }]);
   }
   const processAudiences = await processAudiencesFor(lakehouse, [...files.keys()], scope);
-  const summaries = [...files].map(([view, list]) => scopedFileSummary(view, list.map((f) => f.file), scope, processAudiences));
-  const rows = [...files.values()].flat().map(({ partition, file }) => `${partitionRow(partition)}, ${quoteLiteral(file)}`);
+  const summaries = [...files].map(([view, list]) =>
+    scopedFileSummary(
+      view,
+      list.map((f) => f.file),
+      scope,
+      processAudiences,
+    ),
+  );
+  const rows = [...files.values()]
+    .flat()
+    .map(({ partition, file }) => `${partitionRow(partition)}, ${quoteLiteral(file)}`);
   const statements = tempTable('__list_partitions_files', `${partitionColumns}, file VARCHAR`, rows);
   const body =
     summaries.length === 0
@@ -228,13 +272,21 @@ function arity(name: string, args: unknown[], count: number): void {
 
 function table(name: string, columns: string, rows: string[]): string[] {
   const relation = `__${name}`;
-  return [...tempTable(relation, columns, rows), `CREATE OR REPLACE TEMP MACRO ${name}() AS TABLE SELECT * FROM ${relation}`];
+  return [
+    ...tempTable(relation, columns, rows),
+    `CREATE OR REPLACE TEMP MACRO ${name}() AS TABLE SELECT * FROM ${relation}`,
+  ];
 }
 
 function tempTable(relation: string, columns: string, rows: string[]): string[] {
   const statements = [`CREATE OR REPLACE TEMP TABLE ${relation} (${columns})`];
   for (let i = 0; i < rows.length; i += 500) {
-    statements.push(`INSERT INTO ${relation} VALUES ${rows.slice(i, i + 500).map((r) => `(${r})`).join(', ')}`);
+    statements.push(
+      `INSERT INTO ${relation} VALUES ${rows
+        .slice(i, i + 500)
+        .map((r) => `(${r})`)
+        .join(', ')}`,
+    );
   }
   return statements;
 }

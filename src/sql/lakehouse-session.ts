@@ -44,13 +44,17 @@ export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSe
 
 /** The local files of a set's current partitions, those meeting the event range. */
 async function filesOf(lakehouse: Lakehouse, view: ViewSet, eventRange: EventRange = {}): Promise<string[]> {
-  return (await queryablePartitions(lakehouse.db, view.name, globalInstance, schemaHash(view.columns), eventRange)).map((p) =>
-    lakehouse.store.localPath(p.filePath!),
+  return (await queryablePartitions(lakehouse.db, view.name, globalInstance, schemaHash(view.columns), eventRange)).map(
+    (p) => lakehouse.store.localPath(p.filePath!),
   );
 }
 
 /** The processes set's files, which tell the audience of each process, when an audience scope needs them. */
-export async function processAudiencesFor(lakehouse: Lakehouse, views: readonly ViewSet[], scope: ReadScope): Promise<SessionView | undefined> {
+export async function processAudiencesFor(
+  lakehouse: Lakehouse,
+  views: readonly ViewSet[],
+  scope: ReadScope,
+): Promise<SessionView | undefined> {
   const needsOwners = scope.kind === 'audiences' && views.some((v) => v.audienceColumn === 'process_id');
   const processes = needsOwners ? lakehouse.views.get('processes') : undefined;
   return processes ? { view: processes, files: await filesOf(lakehouse, processes) } : undefined;
@@ -63,7 +67,9 @@ export async function viewSetup(
   scope: ReadScope,
   eventRange: EventRange,
 ): Promise<string[]> {
-  const sessionViews = await Promise.all(views.map(async (view) => ({ view, files: await filesOf(lakehouse, view, eventRange) })));
+  const sessionViews = await Promise.all(
+    views.map(async (view) => ({ view, files: await filesOf(lakehouse, view, eventRange) })),
+  );
   const processAudiences = await processAudiencesFor(lakehouse, views, scope);
   return sessionStatements(sessionViews, scope, { processAudiences, eventRange });
 }

@@ -37,7 +37,8 @@ const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID
 
 function text(args: unknown[], index: number, fn: string, params: readonly string[]): string {
   const value = args[index];
-  if (typeof value !== 'string' || value === '') throw invalid(`${fn}: argument ${params[index]} must be a non-empty string literal`);
+  if (typeof value !== 'string' || value === '')
+    throw invalid(`${fn}: argument ${params[index]} must be a non-empty string literal`);
   return value;
 }
 
@@ -53,7 +54,8 @@ function time(args: unknown[], index: number, fn: string, params: readonly strin
 
 function seconds(args: unknown[], index: number, fn: string, params: readonly string[]): number {
   const value = Number(args[index]);
-  if (!Number.isInteger(value) || value <= 0) throw invalid(`${fn}: argument ${params[index]} must be a positive number of seconds`);
+  if (!Number.isInteger(value) || value <= 0)
+    throw invalid(`${fn}: argument ${params[index]} must be a positive number of seconds`);
   return value;
 }
 
@@ -122,7 +124,11 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     params: ['match_expr', 'reason'],
     async *run(ctx, args, caller) {
       const p = procedureList.deny_queries.params;
-      const ruleId = await ctx.denyRules.add(text(args, 0, 'deny_queries', p), text(args, 1, 'deny_queries', p), caller);
+      const ruleId = await ctx.denyRules.add(
+        text(args, 0, 'deny_queries', p),
+        text(args, 1, 'deny_queries', p),
+        caller,
+      );
       yield `added rule ${ruleId}`;
     },
   },
@@ -139,10 +145,16 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     async *run(ctx, args) {
       const p = procedureList.set_retention.params;
       const tables = ctx.lakehouse.tables;
-      if (!tables) throw new FlightSqlError('UNIMPLEMENTED', 'set_retention: this server runs without series tables (see its start-up log)');
+      if (!tables)
+        throw new FlightSqlError(
+          'UNIMPLEMENTED',
+          'set_retention: this server runs without series tables (see its start-up log)',
+        );
       const keep = args[1];
       if (typeof keep !== 'string' && typeof keep !== 'number' && typeof keep !== 'bigint') {
-        throw invalid(`set_retention: argument ${p[1]} must be an interval text ('30 days'), a count for integer time, or 'forever'`);
+        throw invalid(
+          `set_retention: argument ${p[1]} must be an interval text ('30 days'), a count for integer time, or 'forever'`,
+        );
       }
       try {
         yield await tables.setRetention(text(args, 0, 'set_retention', p), keep === 'forever' ? null : keep);
@@ -179,13 +191,19 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   },
 };
 
-async function* materialize(ctx: ProcedureContext, args: unknown[], fn: 'materialize_partitions' | 'regenerate_partitions', force: boolean): AsyncGenerator<string> {
+async function* materialize(
+  ctx: ProcedureContext,
+  args: unknown[],
+  fn: 'materialize_partitions' | 'regenerate_partitions',
+  force: boolean,
+): AsyncGenerator<string> {
   const params = procedureList[fn].params;
   const view = viewSetOf(ctx, text(args, 0, fn, params), fn);
   const { begin, end } = range(args, 1, fn, params);
   const delta = seconds(args, 3, fn, params);
   const step = secondsToNanos(delta);
-  if (force && (end - begin) % step !== 0n) throw invalid(`${fn}: delta_seconds (${delta}) must divide the range exactly`);
+  if (force && (end - begin) % step !== 0n)
+    throw invalid(`${fn}: delta_seconds (${delta}) must divide the range exactly`);
   for (let b = begin; b < end; b += step) {
     const e = b + step < end ? b + step : end;
     const outcome = await ctx.materializer.materialize(view, { begin: b, end: e }, force);
@@ -195,15 +213,20 @@ async function* materialize(ctx: ProcedureContext, args: unknown[], fn: 'materia
 
 /** Whether a table function call names an admin procedure (also as micromegas.admin.<name>). */
 export function procedureOf(call: TableFunctionCall): Procedure | undefined {
-  const qualified = call.catalog === '' && call.schema === '' ? true : call.catalog === 'micromegas' && call.schema === 'admin';
-  return qualified && orreryFunctionKind(call.name) === 'procedure' ? procedureList[call.name.toLowerCase() as OrreryFunctionOf<'procedure'>] : undefined;
+  const qualified =
+    call.catalog === '' && call.schema === '' ? true : call.catalog === 'micromegas' && call.schema === 'admin';
+  return qualified && orreryFunctionKind(call.name) === 'procedure'
+    ? procedureList[call.name.toLowerCase() as OrreryFunctionOf<'procedure'>]
+    : undefined;
 }
 
 /** Runs a procedure with its literal arguments, checking their count. */
 export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, caller: string): AsyncGenerator<string> {
   const procedure = procedureOf(call)!;
   if (call.args.length !== procedure.params.length) {
-    throw invalid(`${call.name} takes ${procedure.params.length} argument(s) (${procedure.params.join(', ')}), got ${call.args.length}`);
+    throw invalid(
+      `${call.name} takes ${procedure.params.length} argument(s) (${procedure.params.join(', ')}), got ${call.args.length}`,
+    );
   }
   if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be constant and not NULL`);
   return procedure.run(ctx, call.args, caller);

@@ -90,7 +90,11 @@ export class QueryAdmission {
       this.line.push(waiter);
       this.queuedByKey.set(key, queued + 1);
       signal.addEventListener('abort', onAbort);
-      if (deadline) timer = setTimeout(() => giveUp(new FlightSqlError('DEADLINE_EXCEEDED', deadline.message)), Math.max(0, deadline.at - Date.now()));
+      if (deadline)
+        timer = setTimeout(
+          () => giveUp(new FlightSqlError('DEADLINE_EXCEEDED', deadline.message)),
+          Math.max(0, deadline.at - Date.now()),
+        );
       this.report();
     });
   }
@@ -118,7 +122,7 @@ export class QueryAdmission {
 
   /** Lets in, in order, every waiting statement whose key now has room. */
   private admitWaiting(): void {
-    for (let i = 0; i < this.line.length && this.runningTotal < this.limits.running; ) {
+    for (let i = 0; i < this.line.length && this.runningTotal < this.limits.running;) {
       const waiter = this.line[i];
       if (this.hasRoom(waiter.key)) waiter.admit();
       else i++;

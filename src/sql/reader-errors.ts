@@ -22,7 +22,8 @@ export function readerError(error: unknown, statementText: string, folders: read
   });
   const own = statementText.toLowerCase();
   if (internalMarkers.some((marker) => message.toLowerCase().includes(marker) && !own.includes(marker))) {
-    message = 'the statement failed inside a view set (details are withheld from keys that are not admins: they show internal SQL)';
+    message =
+      'the statement failed inside a view set (details are withheld from keys that are not admins: they show internal SQL)';
   }
   error.message = message;
   return error;

@@ -51,10 +51,12 @@ export function readerFunctionNames(functions: readonly FunctionDescription[]): 
   }
   const allowed = new Set<string>(syntaxForms);
   const pure = (f: FunctionDescription): boolean =>
-    f.type !== 'macro' && (harmlessVolatile.has(f.name.toLowerCase()) || (f.stability === 'CONSISTENT' && !engineState.has(f.name.toLowerCase())));
+    f.type !== 'macro' &&
+    (harmlessVolatile.has(f.name.toLowerCase()) ||
+      (f.stability === 'CONSISTENT' && !engineState.has(f.name.toLowerCase())));
   for (const [name, list] of overloads) if (list.every(pure)) allowed.add(name);
   // A macro may call other macros: admit them until nothing changes.
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const [name, list] of overloads) {
       if (allowed.has(name) || list.some((f) => f.type !== 'macro' && !pure(f))) continue;

@@ -1,5 +1,11 @@
 import type { Principal } from '../auth/index.js';
-import { queryShape, quoteIdentifier, type DuckDBEngine, type EngineSession, type QueryShape } from '../engine/index.js';
+import {
+  queryShape,
+  quoteIdentifier,
+  type DuckDBEngine,
+  type EngineSession,
+  type QueryShape,
+} from '../engine/index.js';
 import { FlightSqlError, type Statement } from '../flight/index.js';
 import {
   SeriesStatementError,
@@ -25,12 +31,20 @@ export interface SeriesWrite {
   run(session: EngineSession | undefined): Promise<number>;
 }
 
-const denied = (message: string): FlightSqlError => new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
+const denied = (message: string): FlightSqlError =>
+  new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
 const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
 
 /** The temporary views through which a statement reads the series tables it names (all, when it names none in a way we can see). */
-export function seriesReadSetup(tables: SeriesTables, all: Map<string, SeriesTable>, principal: Principal, shape?: QueryShape): string[] {
-  const named = shape ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte)) : [...all.values()];
+export function seriesReadSetup(
+  tables: SeriesTables,
+  all: Map<string, SeriesTable>,
+  principal: Principal,
+  shape?: QueryShape,
+): string[] {
+  const named = shape
+    ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte))
+    : [...all.values()];
   return tables.readViews(named, scopeOf(principal));
 }
 
@@ -85,7 +99,10 @@ export async function planSeriesWrite(
   if (parsed.kind === 'alter') {
     adminOnly();
     const action = parsed.action;
-    return { setup, run: () => wrap(async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0)) };
+    return {
+      setup,
+      run: () => wrap(async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0)),
+    };
   }
   if (parsed.kind !== 'insert') adminOnly();
   let bodyWidth = 0;
@@ -99,7 +116,12 @@ export async function planSeriesWrite(
   }
   let sql: string;
   try {
-    sql = tables.rewrite(parsed, table, { admin: principal.admin, audience: principal.audiences[0] ?? 'public' }, bodyWidth);
+    sql = tables.rewrite(
+      parsed,
+      table,
+      { admin: principal.admin, audience: principal.audiences[0] ?? 'public' },
+      bodyWidth,
+    );
   } catch (error) {
     if (error instanceof SeriesStatementError) throw invalid(error.message);
     throw error;
@@ -135,7 +157,11 @@ async function openTransactionless<T>(engine: DuckDBEngine, work: (session: Engi
 }
 
 /** Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds. */
-export async function inTransaction<T>(engine: DuckDBEngine, session: EngineSession | undefined, work: (session: EngineSession) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  engine: DuckDBEngine,
+  session: EngineSession | undefined,
+  work: (session: EngineSession) => Promise<T>,
+): Promise<T> {
   if (session) return work(session);
   return openTransactionless(engine, async (own) => {
     await engine.execute('BEGIN TRANSACTION', { session: own });

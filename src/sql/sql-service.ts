@@ -1,6 +1,13 @@
 import { Field, Int64, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
-import { StatementType, quoteIdentifier, type DuckDBEngine, type EngineSession, type RunOptions, type StatementDescription } from '../engine/index.js';
+import {
+  StatementType,
+  quoteIdentifier,
+  type DuckDBEngine,
+  type EngineSession,
+  type RunOptions,
+  type StatementDescription,
+} from '../engine/index.js';
 import { attachesDatabases, ingest, lakeTable, namesLakeInternals, type SeriesTables } from '../tables/index.js';
 import {
   FlightSqlError,
@@ -24,7 +31,13 @@ import { DdlError } from './ddl-errors.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
-import { nanosecondTimestamps, queryShape, type QueryShape, type RelationRef, type TableFunctionCall } from '../engine/index.js';
+import {
+  nanosecondTimestamps,
+  queryShape,
+  type QueryShape,
+  type RelationRef,
+  type TableFunctionCall,
+} from '../engine/index.js';
 import { sqlInfo } from './sql-info-values.js';
 import { readerError } from './reader-errors.js';
 import { readerFunctionNames } from './reader-functions.js';
@@ -36,7 +49,10 @@ import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRu
 import type { OrreryMetrics } from '../metrics/index.js';
 
 /** The rows every admin procedure streams: when, and what happened. */
-const progressSchema = new Schema([new Field('time', new TimestampNanosecond('UTC'), false), new Field('msg', new Utf8(), false)]);
+const progressSchema = new Schema([
+  new Field('time', new TimestampNanosecond('UTC'), false),
+  new Field('msg', new Utf8(), false),
+]);
 
 /** What a CREATE or DROP MATERIALIZED VIEW answers: one row. */
 const ddlSchema = new Schema([new Field('view_set_name', new Utf8(), false), new Field('action', new Utf8(), false)]);
@@ -52,7 +68,10 @@ type Plan =
   | { kind: 'series'; write: SeriesWrite; session?: EngineSession };
 
 /** The lakehouse plus what its admin procedures and DDL need. */
-export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & { readonly lakehouse: Lakehouse; readonly ddl: DdlService };
+export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & {
+  readonly lakehouse: Lakehouse;
+  readonly ddl: DdlService;
+};
 
 /**
  * What statements mean in Orrery: keys decide who may run what; admin procedures run here;
@@ -114,8 +133,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const run = await this.limits.begin(ctx.principal.name, ctx, true);
     try {
       const plan = await this.plan(ctx, statement, run);
-      if (plan.kind === 'procedure') return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
-      if (plan.kind === 'ddl') return { schema: ddlSchema, batches: run.track(this.ddl(plan.statement, ctx.principal)) };
+      if (plan.kind === 'procedure')
+        return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
+      if (plan.kind === 'ddl')
+        return { schema: ddlSchema, batches: run.track(this.ddl(plan.statement, ctx.principal)) };
       if (plan.kind === 'series') {
         const { write, session } = plan;
         const counted = async function* (): AsyncGenerator<RecordBatch> {
@@ -139,7 +160,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
       if (plan.kind === 'engine') return this.engine.execute(plan.sql, plan.options);
       if (plan.kind === 'series') return plan.write.run(plan.session);
       let rows = 0;
-      const batches = plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
+      const batches =
+        plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
       for await (const batch of batches) rows += batch.numRows;
       return rows;
     });
@@ -148,12 +170,17 @@ export class SqlService implements FlightSqlBackend<Principal> {
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
     return this.limited(ctx, statement, false, async (run) => {
       const plan = await this.plan(ctx, statement, run);
-      if (plan.kind === 'procedure') return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
+      if (plan.kind === 'procedure')
+        return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
       if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };
       if (plan.kind === 'series') {
         const { sql, setup, parameterTypes } = plan.write;
         const parameterSchema = parameterTypes
-          ? new Schema((await this.engine.describe(parameterTypes)).schema.fields.map((f, i) => new Field(`$${i + 1}`, f.type, true)))
+          ? new Schema(
+              (await this.engine.describe(parameterTypes)).schema.fields.map(
+                (f, i) => new Field(`$${i + 1}`, f.type, true),
+              ),
+            )
           : sql
             ? (await this.engine.describe(sql, { setup, session: plan.session })).parameterSchema
             : new Schema([]);
@@ -171,20 +198,38 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** CommandStatementIngest into a series table, in the client's transaction or one of its own. */
   async ingest(ctx: CallContext<Principal>, request: IngestRequest, data: IngestStream): Promise<number> {
     const tables = this.tables;
-    if (!tables) throw new FlightSqlError('UNIMPLEMENTED', 'bulk ingestion needs series tables, which this server runs without (see its start-up log)');
-    if (request.temporary) throw new FlightSqlError('INVALID_ARGUMENT', 'ingest: temporary tables are not supported; ingest into a series table');
+    if (!tables)
+      throw new FlightSqlError(
+        'UNIMPLEMENTED',
+        'bulk ingestion needs series tables, which this server runs without (see its start-up log)',
+      );
+    if (request.temporary)
+      throw new FlightSqlError(
+        'INVALID_ARGUMENT',
+        'ingest: temporary tables are not supported; ingest into a series table',
+      );
     if ((request.catalog ?? 'orrery') !== 'orrery' || (request.schema ?? 'main') !== 'main') {
-      throw new FlightSqlError('INVALID_ARGUMENT', `ingest: series tables live in orrery.main, not ${request.catalog ?? 'orrery'}.${request.schema ?? 'main'}`);
+      throw new FlightSqlError(
+        'INVALID_ARGUMENT',
+        `ingest: series tables live in orrery.main, not ${request.catalog ?? 'orrery'}.${request.schema ?? 'main'}`,
+      );
     }
     if (!request.table) throw new FlightSqlError('INVALID_ARGUMENT', 'ingest: no table named');
     const internal = namesLakeInternals(request.table);
-    if (internal) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: '${internal}' is internal to Orrery's series tables`);
+    if (internal)
+      throw new FlightSqlError(
+        'PERMISSION_DENIED',
+        `permission denied: '${internal}' is internal to Orrery's series tables`,
+      );
     await this.checkDenied(ctx, { query: `INSERT INTO ${quoteIdentifier(request.table)} /* bulk ingest */` }, null);
-    const session = request.transactionId && this.transactions ? this.transactions.session(ctx, request.transactionId) : undefined;
+    const session =
+      request.transactionId && this.transactions ? this.transactions.session(ctx, request.transactionId) : undefined;
     const { principal } = ctx;
     const writer = { admin: principal.admin, audience: principal.audiences[0] ?? 'public' };
     const mode = { ifNotExist: request.ifNotExist, ifExists: request.ifExists };
-    return inTransaction(this.engine, session, (s) => ingest(this.engine, tables, writer, request.table, mode, data, s));
+    return inTransaction(this.engine, session, (s) =>
+      ingest(this.engine, tables, writer, request.table, mode, data, s),
+    );
   }
 
   async getCatalogs(): Promise<string[]> {
@@ -211,7 +256,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
       tables.push({ catalog: 'orrery', schema: 'main', name: view.name, type: 'TABLE', arrowSchema });
     }
     for (const table of (await this.tables?.list())?.values() ?? []) {
-      const arrowSchema = includeSchema ? (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema : undefined;
+      const arrowSchema = includeSchema
+        ? (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema
+        : undefined;
       tables.push({ catalog: 'orrery', schema: 'main', name: table.name, type: 'TABLE', arrowSchema });
     }
     return tables;
@@ -238,11 +285,21 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const { principal } = ctx;
     this.limits.checkParameters(statement.parameters);
     const internal = namesLakeInternals(statement.query);
-    if (internal) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: '${internal}' is internal to Orrery's series tables`);
+    if (internal)
+      throw new FlightSqlError(
+        'PERMISSION_DENIED',
+        `permission denied: '${internal}' is internal to Orrery's series tables`,
+      );
     if (attachesDatabases(statement.query)) {
-      throw new FlightSqlError('PERMISSION_DENIED', 'permission denied: ATTACH and DETACH are not available (Orrery attaches its own databases)');
+      throw new FlightSqlError(
+        'PERMISSION_DENIED',
+        'permission denied: ATTACH and DETACH are not available (Orrery attaches its own databases)',
+      );
     }
-    const session = statement.transactionId && this.transactions ? this.transactions.session(ctx, statement.transactionId) : undefined;
+    const session =
+      statement.transactionId && this.transactions
+        ? this.transactions.session(ctx, statement.transactionId)
+        : undefined;
     const ddl = this.backend ? parseDdlFor(principal, statement.query) : null;
     if (ddl) {
       await this.checkDenied(ctx, statement, null);
@@ -251,7 +308,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     const tables = this.tables;
     if (tables) {
-      const write = await planSeriesWrite(this.engine, tables, principal, statement, (body) => this.checkReadable(body));
+      const write = await planSeriesWrite(this.engine, tables, principal, statement, (body) =>
+        this.checkReadable(body),
+      );
       if (write) {
         await this.checkDenied(ctx, statement, null);
         return { kind: 'series', write, session };
@@ -263,7 +322,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
-      if (procedure) return { kind: 'procedure', ...procedure, call: { ...procedure.call, args: await this.argumentValues(procedure.call) } };
+      if (procedure)
+        return {
+          kind: 'procedure',
+          ...procedure,
+          call: { ...procedure.call, args: await this.argumentValues(procedure.call) },
+        };
     }
     if (!principal.admin) {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
@@ -293,7 +357,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return ctx.principal.admin ? error : readerError(error, statement.query, this.engine.readableDirectories);
   }
 
-  private async *guardedBatches(statement: Statement, batches: AsyncIterable<RecordBatch>): AsyncGenerator<RecordBatch> {
+  private async *guardedBatches(
+    statement: Statement,
+    batches: AsyncIterable<RecordBatch>,
+  ): AsyncGenerator<RecordBatch> {
     try {
       yield* batches;
     } catch (error) {
@@ -360,11 +427,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */
   private async checkReadable(shape: QueryShape): Promise<void> {
     const adminOnly = shape.tableFunctions.find((f) => orreryFunctionKind(f.name) === 'admin table');
-    if (adminOnly) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
+    if (adminOnly)
+      throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
     await checkReaderQuery(shape, await this.readerCatalog());
   }
 
-  private async checkDenied(ctx: CallContext<Principal>, statement: Statement, shape: QueryShape | null): Promise<void> {
+  private async checkDenied(
+    ctx: CallContext<Principal>,
+    statement: Statement,
+    shape: QueryShape | null,
+  ): Promise<void> {
     await this.backend?.denyRules.check({
       user_id: ctx.principal.name,
       sql: statement.query,
@@ -385,11 +457,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * must be the whole statement, selecting `*` or some of `time` and `msg`. In micromegas's
    * scalar form (`SELECT f(...) [AS alias]`) it answers one text column.
    */
-  private procedureCall(shape: QueryShape, principal: Principal): { call: TableFunctionCall; schema: Schema; scalar?: boolean } | undefined {
+  private procedureCall(
+    shape: QueryShape,
+    principal: Principal,
+  ): { call: TableFunctionCall; schema: Schema; scalar?: boolean } | undefined {
     const scalar = shape.loneCall && procedureOf(shape.loneCall) ? shape.loneCall : undefined;
     if (scalar) {
       this.checkProcedureCaller(scalar, principal);
-      return { call: scalar, schema: new Schema([new Field(scalar.alias || scalar.name, new Utf8(), false)]), scalar: true };
+      return {
+        call: scalar,
+        schema: new Schema([new Field(scalar.alias || scalar.name, new Utf8(), false)]),
+        scalar: true,
+      };
     }
     const call = shape.tableFunctions.find((f) => procedureOf(f));
     if (!call) return undefined;
@@ -406,8 +485,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   private checkProcedureCaller(call: TableFunctionCall, principal: Principal): void {
-    if (!this.lakehouse) throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
-    if (!principal.admin) throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
+    if (!this.lakehouse)
+      throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
+    if (!principal.admin)
+      throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
   }
 
   /** A procedure's arguments: literals as written, constant expressions (now() - INTERVAL 1 DAY) evaluated. */
@@ -417,21 +498,36 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return call.args.map((arg, i) => arg ?? values[i]);
   }
 
-  private async lakehouseSetup(ctx: CallContext<Principal>, shape: QueryShape, lakehouse: Lakehouse): Promise<string[]> {
+  private async lakehouseSetup(
+    ctx: CallContext<Principal>,
+    shape: QueryShape,
+    lakehouse: Lakehouse,
+  ): Promise<string[]> {
     const calls = shape.tableFunctions.filter(isLakehouseFunction);
-    const views = new Map([...referencedViews(shape, lakehouse), ...viewsReadBy(calls, lakehouse)].map((v) => [v.name, v]));
+    const views = new Map(
+      [...referencedViews(shape, lakehouse), ...viewsReadBy(calls, lakehouse)].map((v) => [v.name, v]),
+    );
     const viewStatements =
       views.size > 0
-        ? await viewSetup(lakehouse, [...views.values()], scopeOf(ctx.principal), { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd })
+        ? await viewSetup(lakehouse, [...views.values()], scopeOf(ctx.principal), {
+            begin: ctx.options.rangeBegin,
+            end: ctx.options.rangeEnd,
+          })
         : [];
-    return [...viewStatements, ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules))];
+    return [
+      ...viewStatements,
+      ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules)),
+    ];
   }
 
   /**
    * Runs an admin procedure, one row per message as it comes: its time and text, as selected;
    * in the scalar form, one row holding its messages.
    */
-  private async *progress(plan: { call: TableFunctionCall; schema: Schema; scalar?: boolean }, caller: string): AsyncGenerator<RecordBatch> {
+  private async *progress(
+    plan: { call: TableFunctionCall; schema: Schema; scalar?: boolean },
+    caller: string,
+  ): AsyncGenerator<RecordBatch> {
     const messages = runProcedure(this.backend!, plan.call, caller);
     if (plan.scalar) {
       const all: string[] = [];
@@ -453,14 +549,19 @@ export class SqlService implements FlightSqlBackend<Principal> {
 function dataFusionNames(description: StatementDescription): StatementDescription {
   const { schema } = description;
   if (!schema.fields.some((f) => f.name === 'count_star()')) return description;
-  const fields = schema.fields.map((f) => (f.name === 'count_star()' ? new Field('count(*)', f.type, f.nullable, f.metadata) : f));
+  const fields = schema.fields.map((f) =>
+    f.name === 'count_star()' ? new Field('count(*)', f.type, f.nullable, f.metadata) : f,
+  );
   return { ...description, schema: new Schema(fields, schema.metadata) };
 }
 
 /** What a deny rule sees a statement read: relations and view sets, and every function it calls. */
 function readsOf(shape: QueryShape | null): { tables: string[]; functions: string[] } {
   if (!shape) return { tables: [], functions: [] };
-  const tables = [...shape.relations.filter((r) => !r.cte).map((r) => r.name), ...viewSetsNamedBy(shape.tableFunctions).filter((n) => n !== null)];
+  const tables = [
+    ...shape.relations.filter((r) => !r.cte).map((r) => r.name),
+    ...viewSetsNamedBy(shape.tableFunctions).filter((n) => n !== null),
+  ];
   const functions = [...shape.functions, ...shape.tableFunctions.map((f) => f.name)];
   const unique = (names: string[]): string[] => [...new Set(names.map((n) => n.toLowerCase()))];
   return { tables: unique(tables), functions: unique(functions) };
@@ -477,5 +578,8 @@ function parseDdlFor(principal: Principal, text: string): DdlStatement | null {
 }
 
 function selectOnly(principal: Principal): FlightSqlError {
-  return new FlightSqlError('PERMISSION_DENIED', `permission denied: key '${principal.name}' may only run SELECT statements`);
+  return new FlightSqlError(
+    'PERMISSION_DENIED',
+    `permission denied: key '${principal.name}' may only run SELECT statements`,
+  );
 }

@@ -92,7 +92,10 @@ export class StatementLimits {
     const seconds = this.limits.timeoutSeconds;
     const timeout: Deadline | undefined =
       seconds > 0
-        ? { at: arrival + seconds * 1000, message: `statement timeout: the statement did not finish within ${seconds} s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped` }
+        ? {
+            at: arrival + seconds * 1000,
+            message: `statement timeout: the statement did not finish within ${seconds} s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped`,
+          }
         : undefined;
     // Stopped a little before the client's deadline, so that the client reads why rather than
     // grpc-js's bare "Deadline exceeded".

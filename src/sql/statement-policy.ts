@@ -21,7 +21,8 @@ export interface ReaderCatalog {
   readable(relation: RelationRef): Promise<boolean>;
 }
 
-const denied = (message: string): FlightSqlError => new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
+const denied = (message: string): FlightSqlError =>
+  new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
 
 /**
  * Refuses what a non-admin SELECT may not do: table functions that read files, metadata or SQL
@@ -44,7 +45,8 @@ export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog
       throw denied(`function '${qualified}' does not exist or is not available to this key`);
     }
   }
-  if (shape.catalogListings.length > 0) throw denied('SHOW lists the engine\'s catalog; list_view_sets() lists what this key can query');
+  if (shape.catalogListings.length > 0)
+    throw denied("SHOW lists the engine's catalog; list_view_sets() lists what this key can query");
   for (const relation of shape.relations) {
     if (relation.cte) continue;
     const qualified = [relation.catalog, relation.schema, relation.name].filter(Boolean).join('.');
@@ -55,13 +57,17 @@ export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog
     if (!visibleCatalogs.has(relation.catalog.toLowerCase()) || !visibleSchemas.has(relation.schema.toLowerCase())) {
       throw denied(`relation '${qualified}' is outside the orrery catalog`);
     }
-    if (!(await catalog.readable(relation))) throw denied(`relation '${qualified}' does not exist or is not available to this key`);
+    if (!(await catalog.readable(relation)))
+      throw denied(`relation '${qualified}' does not exist or is not available to this key`);
   }
 }
 
 /** One statement per call: leading comments and a trailing `;` are fine, a second statement is not. */
 export function checkSingleStatement(shape: QueryShape): void {
   if (shape.statements > 1) {
-    throw new FlightSqlError('INVALID_ARGUMENT', `one statement per call: this text holds ${shape.statements} statements`);
+    throw new FlightSqlError(
+      'INVALID_ARGUMENT',
+      `one statement per call: this text holds ${shape.statements} statements`,
+    );
   }
 }

@@ -20,7 +20,8 @@ export class Transactions implements TransactionSupport<Principal> {
 
   async begin(ctx: CallContext<Principal>): Promise<Uint8Array> {
     if (this.closed) throw new FlightSqlError('UNAVAILABLE', 'the server is shutting down');
-    if (this.open.size >= maxOpen) throw new FlightSqlError('RESOURCE_EXHAUSTED', `too many open transactions (at most ${maxOpen})`);
+    if (this.open.size >= maxOpen)
+      throw new FlightSqlError('RESOURCE_EXHAUSTED', `too many open transactions (at most ${maxOpen})`);
     const session = await this.engine.openSession();
     try {
       await this.engine.execute('BEGIN TRANSACTION', { session });
@@ -48,7 +49,10 @@ export class Transactions implements TransactionSupport<Principal> {
   session(ctx: CallContext<Principal>, transactionId: Uint8Array): EngineSession {
     const entry = this.open.get(Buffer.from(transactionId).toString('hex'));
     if (!entry || entry.owner !== ctx.principal.name) {
-      throw new FlightSqlError('INVALID_ARGUMENT', 'unknown transaction id (it has ended, or was never begun by this key)');
+      throw new FlightSqlError(
+        'INVALID_ARGUMENT',
+        'unknown transaction id (it has ended, or was never begun by this key)',
+      );
     }
     return entry.session;
   }

@@ -1,7 +1,27 @@
 // Series tables: tables clients create and write through Flight SQL (statements, bulk ingest,
 // transactions), kept as DuckLake tables whose catalog lives in Orrery's Postgres and whose
 // Parquet files live under the lake. Knows DuckDB and DuckLake; nothing of gRPC.
-export { attachLakeSql, attachesDatabases, lakeCatalog, lakeMetadataSchema, namesLakeInternals, prepareLakeMetadata } from './lake-catalog.js';
-export { SeriesStatementError, parseSeriesStatement, splitTopLevel, type SeriesStatement } from './series-statements.js';
-export { SeriesTables, audienceColumn, lakeTable, type SeriesColumn, type SeriesTable, type TableScope, type Writer } from './series-tables.js';
+export {
+  attachLakeSql,
+  attachesDatabases,
+  lakeCatalog,
+  lakeMetadataSchema,
+  namesLakeInternals,
+  prepareLakeMetadata,
+} from './lake-catalog.js';
+export {
+  SeriesStatementError,
+  parseSeriesStatement,
+  splitTopLevel,
+  type SeriesStatement,
+} from './series-statements.js';
+export {
+  SeriesTables,
+  audienceColumn,
+  lakeTable,
+  type SeriesColumn,
+  type SeriesTable,
+  type TableScope,
+  type Writer,
+} from './series-tables.js';
 export { IngestError, ingest, type IngestData, type IngestMode } from './ingest.js';

@@ -49,15 +49,31 @@ export async function ingest(
   const existing = (await tables.list(session)).get(name);
   let table: SeriesTable;
   if (existing && mode.ifExists === 3) {
-    if (!writer.admin) throw new IngestError('PERMISSION_DENIED', `permission denied: replacing series table '${name}' needs an admin key`);
+    if (!writer.admin)
+      throw new IngestError(
+        'PERMISSION_DENIED',
+        `permission denied: replacing series table '${name}' needs an admin key`,
+      );
     await engine.execute(`DROP TABLE ${lakeTable(name)}`, { session });
     table = await createFor(engine, tables, name, data.schema, session);
   } else if (existing) {
-    if (mode.ifExists !== 2) throw new IngestError('ALREADY_EXISTS', `series table '${name}' already exists (ingest with mode append or create_append to add rows)`);
+    if (mode.ifExists !== 2)
+      throw new IngestError(
+        'ALREADY_EXISTS',
+        `series table '${name}' already exists (ingest with mode append or create_append to add rows)`,
+      );
     table = existing;
   } else {
-    if (mode.ifNotExist !== 1) throw new IngestError('NOT_FOUND', `series table '${name}' does not exist (ingest with mode create to create it)`);
-    if (!writer.admin) throw new IngestError('PERMISSION_DENIED', `permission denied: creating series table '${name}' needs an admin key`);
+    if (mode.ifNotExist !== 1)
+      throw new IngestError(
+        'NOT_FOUND',
+        `series table '${name}' does not exist (ingest with mode create to create it)`,
+      );
+    if (!writer.admin)
+      throw new IngestError(
+        'PERMISSION_DENIED',
+        `permission denied: creating series table '${name}' needs an admin key`,
+      );
     table = await createFor(engine, tables, name, data.schema, session);
   }
 
@@ -68,7 +84,10 @@ export async function ingest(
   try {
     const sources = data.schema.fields.map((f) => quoteIdentifier(f.name));
     const stamped = !writer.admin || !targets.includes(audienceColumn);
-    const columnList = [...targets.filter((c) => !(stamped && c === audienceColumn)), ...(stamped ? [audienceColumn] : [])];
+    const columnList = [
+      ...targets.filter((c) => !(stamped && c === audienceColumn)),
+      ...(stamped ? [audienceColumn] : []),
+    ];
     const selectList = [
       ...sources.filter((_, i) => !(stamped && targets[i] === audienceColumn)),
       ...(stamped ? [`'${(writer.admin ? 'public' : writer.audience).replaceAll("'", "''")}'`] : []),
@@ -99,15 +118,30 @@ export async function ingest(
  * A series table with the stream's columns. Its time column is its first timestamp column: an
  * ingest has no WITH clause to name one (ALTER and CREATE TABLE ... WITH can, before ingesting).
  */
-async function createFor(engine: DuckDBEngine, tables: SeriesTables, name: string, schema: Schema, session: EngineSession): Promise<SeriesTable> {
+async function createFor(
+  engine: DuckDBEngine,
+  tables: SeriesTables,
+  name: string,
+  schema: Schema,
+  session: EngineSession,
+): Promise<SeriesTable> {
   const fields = schema.fields.filter((f) => f.name !== audienceColumn);
   const columns = fields.map((f) => `${quoteIdentifier(f.name)} ${duckdbTypeOf(f)}`);
   const timeColumn = fields.find((f) => duckdbTypeOf(f).startsWith('TIMESTAMP'))?.name;
   try {
-    const statement = { kind: 'create' as const, table: name, ifNotExists: false, columns: columns.join(', '), timeColumn };
+    const statement = {
+      kind: 'create' as const,
+      table: name,
+      ifNotExists: false,
+      columns: columns.join(', '),
+      timeColumn,
+    };
     const created = await tables.create(statement, session, { inTransaction: true });
     if (!created) {
-      throw new IngestError('INVALID_ARGUMENT', `cannot create series table '${name}': the stream has no timestamp column to be its time column`);
+      throw new IngestError(
+        'INVALID_ARGUMENT',
+        `cannot create series table '${name}': the stream has no timestamp column to be its time column`,
+      );
     }
   } catch (error) {
     if (error instanceof SeriesStatementError) throw new IngestError('INVALID_ARGUMENT', error.message);
@@ -120,21 +154,32 @@ async function createFor(engine: DuckDBEngine, tables: SeriesTables, name: strin
  * The table column each stream column fills, in stream order; a column the table lacks, or
  * whose type DuckDB will not convert implicitly, is INVALID_ARGUMENT naming it.
  */
-async function checkColumns(engine: DuckDBEngine, table: SeriesTable, schema: Schema, session: EngineSession): Promise<string[]> {
+async function checkColumns(
+  engine: DuckDBEngine,
+  table: SeriesTable,
+  schema: Schema,
+  session: EngineSession,
+): Promise<string[]> {
   const byName = new Map(table.columns.map((c) => [c.name.toLowerCase(), c]));
   const targets = schema.fields.map((field) => {
     const column = byName.get(field.name.toLowerCase());
-    if (!column) throw new IngestError('INVALID_ARGUMENT', `column '${field.name}' is not in series table '${table.name}'`);
+    if (!column)
+      throw new IngestError('INVALID_ARGUMENT', `column '${field.name}' is not in series table '${table.name}'`);
     return { field, column };
   });
-  const checks = targets.map(({ field, column }) => `can_cast_implicitly(NULL::${duckdbTypeOf(field)}, NULL::${column.type})`);
+  const checks = targets.map(
+    ({ field, column }) => `can_cast_implicitly(NULL::${duckdbTypeOf(field)}, NULL::${column.type})`,
+  );
   if (checks.length > 0) {
     const [row] = await engine.values(`SELECT ${checks.join(', ')}`, session);
     row.forEach((castable, i) => {
       const { field, column } = targets[i];
       const source = duckdbTypeOf(field);
       if (!castable && source !== column.type) {
-        throw new IngestError('INVALID_ARGUMENT', `column '${field.name}': ${source} (Arrow ${String(field.type)}) cannot be stored in ${column.type}`);
+        throw new IngestError(
+          'INVALID_ARGUMENT',
+          `column '${field.name}': ${source} (Arrow ${String(field.type)}) cannot be stored in ${column.type}`,
+        );
       }
     });
   }

@@ -4,7 +4,13 @@
 // Orrery needs to read; everything after it is DuckDB's to parse.
 
 export type SeriesStatement =
-  | { readonly kind: 'create'; readonly table: string; readonly ifNotExists: boolean; readonly columns: string; readonly timeColumn?: string }
+  | {
+      readonly kind: 'create';
+      readonly table: string;
+      readonly ifNotExists: boolean;
+      readonly columns: string;
+      readonly timeColumn?: string;
+    }
   | { readonly kind: 'drop'; readonly table: string; readonly ifExists: boolean }
   | { readonly kind: 'alter'; readonly table: string; readonly action: string }
   | { readonly kind: 'insert'; readonly table: string; readonly columns?: readonly string[]; readonly body: string }
@@ -32,7 +38,10 @@ const patterns: Array<[RegExp, (m: RegExpExecArray) => SeriesStatement | null]> 
     new RegExp(String.raw`^ALTER\s+TABLE\s+${tableName}\s+((?:ADD|DROP|RENAME)\b[\s\S]*)$`, 'i'),
     (m) => ({ kind: 'alter', table: lastPart(m[1]), action: m[2] }),
   ],
-  [new RegExp(String.raw`^INSERT\s+INTO\s+${tableName}\s*([\s\S]*)$`, 'i'), (m) => insertStatement(lastPart(m[1]), m[2])],
+  [
+    new RegExp(String.raw`^INSERT\s+INTO\s+${tableName}\s*([\s\S]*)$`, 'i'),
+    (m) => insertStatement(lastPart(m[1]), m[2]),
+  ],
   [
     new RegExp(String.raw`^UPDATE\s+${tableName}\s+(SET\b[\s\S]*)$`, 'i'),
     (m) => ({ kind: 'update', table: lastPart(m[1]), rest: m[2] }),
@@ -41,7 +50,10 @@ const patterns: Array<[RegExp, (m: RegExpExecArray) => SeriesStatement | null]> 
     new RegExp(String.raw`^DELETE\s+FROM\s+${tableName}((?:\s+(?:WHERE|USING)\b[\s\S]*)?)$`, 'i'),
     (m) => ({ kind: 'delete', table: lastPart(m[1]), rest: m[2] }),
   ],
-  [new RegExp(String.raw`^TRUNCATE\s+(?:TABLE\s+)?${tableName}$`, 'i'), (m) => ({ kind: 'truncate', table: lastPart(m[1]) })],
+  [
+    new RegExp(String.raw`^TRUNCATE\s+(?:TABLE\s+)?${tableName}$`, 'i'),
+    (m) => ({ kind: 'truncate', table: lastPart(m[1]) }),
+  ],
 ];
 
 /** The series-table statement a text is, or null when it is none of them. */
@@ -87,9 +99,14 @@ function createStatement(name: string, ifNotExists: boolean, afterParen: string)
   let timeColumn: string | undefined;
   for (const option of splitTopLevel(withMatch[1])) {
     const m = /^\s*([A-Za-z_]\w*)\s*=\s*'((?:[^']|'')*)'\s*$/.exec(option);
-    if (!m) throw new SeriesStatementError(`CREATE TABLE ${lastPart(name)}: cannot read the option '${option.trim()}' (write time_column = 'column')`);
+    if (!m)
+      throw new SeriesStatementError(
+        `CREATE TABLE ${lastPart(name)}: cannot read the option '${option.trim()}' (write time_column = 'column')`,
+      );
     if (m[1].toLowerCase() !== 'time_column') {
-      throw new SeriesStatementError(`CREATE TABLE ${lastPart(name)}: unknown option '${m[1]}' (the only option is time_column)`);
+      throw new SeriesStatementError(
+        `CREATE TABLE ${lastPart(name)}: unknown option '${m[1]}' (the only option is time_column)`,
+      );
     }
     timeColumn = m[2].replaceAll("''", "'");
   }

@@ -27,7 +27,8 @@ export interface Writer {
 }
 
 /** The rows a reader sees: every row, or those of its audiences. */
-export type TableScope = { readonly kind: 'all' } | { readonly kind: 'audiences'; readonly audiences: readonly string[] };
+export type TableScope =
+  { readonly kind: 'all' } | { readonly kind: 'audiences'; readonly audiences: readonly string[] };
 
 interface TableSettings {
   time_column: string;
@@ -84,7 +85,8 @@ export class SeriesTables {
         ? ''
         : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
     return [...tables].map(
-      (table) => `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT * FROM ${lakeTable(table.name)}${filter}`,
+      (table) =>
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT * FROM ${lakeTable(table.name)}${filter}`,
     );
   }
 
@@ -99,17 +101,23 @@ export class SeriesTables {
     { inTransaction = false }: { inTransaction?: boolean } = {},
   ): Promise<boolean> {
     const { table } = statement;
-    if (this.reservedNames().has(table)) throw new SeriesStatementError(`'${table}' is the name of a view set or static table`);
+    if (this.reservedNames().has(table))
+      throw new SeriesStatementError(`'${table}' is the name of a view set or static table`);
     const existing = await this.list(session);
     if (existing.has(table)) {
       if (statement.ifNotExists) return true;
       throw new SeriesStatementError(`series table '${table}' already exists`);
     }
     if (splitTopLevel(statement.columns).some((c) => unquote(c.trim().split(/\s+/)[0] ?? '') === audienceColumn)) {
-      throw new SeriesStatementError(`CREATE TABLE ${table}: the '${audienceColumn}' column is added by Orrery; leave it out`);
+      throw new SeriesStatementError(
+        `CREATE TABLE ${table}: the '${audienceColumn}' column is added by Orrery; leave it out`,
+      );
     }
     const work = async (): Promise<boolean> => {
-      await this.run(`CREATE TABLE ${lakeTable(table)} (${statement.columns}, ${audienceColumn} VARCHAR NOT NULL DEFAULT 'public')`, session);
+      await this.run(
+        `CREATE TABLE ${lakeTable(table)} (${statement.columns}, ${audienceColumn} VARCHAR NOT NULL DEFAULT 'public')`,
+        session,
+      );
       const timeColumn = pickTimeColumn((await this.list(session)).get(table)!, statement.timeColumn);
       if (!timeColumn) return false;
       await this.writeSettings(table, { time_column: timeColumn }, session);
@@ -136,11 +144,13 @@ export class SeriesTables {
     const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
     const rename = /^RENAME\s+(?:COLUMN\s+)?("(?:[^"]|"")+"|\w+)\s+TO\s+("(?:[^"]|"")+"|\w+)\s*$/i.exec(action);
     const touched = drop ? unquote(drop[1]) : rename ? unquote(rename[1]) : undefined;
-    if (touched === audienceColumn) throw new SeriesStatementError(`the '${audienceColumn}' column of a series table cannot be dropped or renamed`);
+    if (touched === audienceColumn)
+      throw new SeriesStatementError(`the '${audienceColumn}' column of a series table cannot be dropped or renamed`);
     if (drop && touched === table.timeColumn) {
       throw new SeriesStatementError(`'${touched}' is the time column of '${table.name}' and cannot be dropped`);
     }
-    if (!rename && !drop && !/^ADD\b/i.test(action)) throw new SeriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
+    if (!rename && !drop && !/^ADD\b/i.test(action))
+      throw new SeriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
     await this.run('BEGIN TRANSACTION', session);
     try {
       await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);
@@ -166,11 +176,19 @@ export class SeriesTables {
     let retention: string | undefined;
     if (keep !== null) {
       if (integer) {
-        if (!/^[1-9]\d*$/.test(String(keep))) throw new SeriesStatementError(`set_retention: '${name}' keeps integer time (${table.timeColumn}): give a positive count`);
+        if (!/^[1-9]\d*$/.test(String(keep)))
+          throw new SeriesStatementError(
+            `set_retention: '${name}' keeps integer time (${table.timeColumn}): give a positive count`,
+          );
         retention = String(keep);
       } else {
-        if (typeof keep !== 'string') throw new SeriesStatementError(`set_retention: '${name}' keeps time in ${table.timeColumn}: give an interval such as '30 days'`);
-        const [[positive]] = await this.engine.values(`SELECT TRY_CAST(${quoteLiteral(keep)} AS INTERVAL) > INTERVAL 0 SECOND`);
+        if (typeof keep !== 'string')
+          throw new SeriesStatementError(
+            `set_retention: '${name}' keeps time in ${table.timeColumn}: give an interval such as '30 days'`,
+          );
+        const [[positive]] = await this.engine.values(
+          `SELECT TRY_CAST(${quoteLiteral(keep)} AS INTERVAL) > INTERVAL 0 SECOND`,
+        );
         if (positive !== true) throw new SeriesStatementError(`set_retention: '${keep}' is not a positive interval`);
         retention = keep;
       }
@@ -181,7 +199,9 @@ export class SeriesTables {
     } finally {
       session.close();
     }
-    return retention === undefined ? `${name} keeps every row` : `${name} keeps ${integer ? `the last ${retention} of ${table.timeColumn}` : retention}`;
+    return retention === undefined
+      ? `${name} keeps every row`
+      : `${name} keeps ${integer ? `the last ${retention} of ${table.timeColumn}` : retention}`;
   }
 
   /** Deletes, as ordinary DELETEs (which DuckLake's change feed shows), the rows past each table's retention. */
@@ -196,7 +216,10 @@ export class SeriesTables {
       const horizon = integerTypes.test(column.type)
         ? `(SELECT max(${time}) FROM ${target}) - ${BigInt(table.retention)}`
         : `now() - INTERVAL ${quoteLiteral(table.retention)}`;
-      out.push({ table: table.name, deleted: await this.engine.execute(`DELETE FROM ${target} WHERE ${time} < ${horizon}`) });
+      out.push({
+        table: table.name,
+        deleted: await this.engine.execute(`DELETE FROM ${target} WHERE ${time} < ${horizon}`),
+      });
     }
     return out;
   }
@@ -245,10 +268,14 @@ function settingsOf(comment: string | null): TableSettings {
 /** The time column: the one named (which must be a timestamp, date or integer), else the only timestamp. */
 function pickTimeColumn(table: SeriesTable, named: string | undefined): string | null {
   if (named !== undefined) {
-    const column = table.columns.find((c) => c.name === named) ?? table.columns.find((c) => c.name.toLowerCase() === named.toLowerCase());
+    const column =
+      table.columns.find((c) => c.name === named) ??
+      table.columns.find((c) => c.name.toLowerCase() === named.toLowerCase());
     if (!column) throw new SeriesStatementError(`time_column '${named}' is not a column of '${table.name}'`);
     if (!timeTypes.test(column.type) && !integerTypes.test(column.type)) {
-      throw new SeriesStatementError(`time_column '${named}' is ${column.type}: it must be a TIMESTAMP, TIMESTAMPTZ, DATE or integer column`);
+      throw new SeriesStatementError(
+        `time_column '${named}' is ${column.type}: it must be a TIMESTAMP, TIMESTAMPTZ, DATE or integer column`,
+      );
     }
     return column.name;
   }
@@ -266,7 +293,12 @@ function pickTimeColumn(table: SeriesTable, named: string | undefined): string |
  * (the list given, or the table's columns in order); for a non-admin the audience column is then
  * replaced, or added, with the writer's audience.
  */
-function insertSql(statement: Extract<SeriesStatement, { kind: 'insert' }>, table: SeriesTable, writer: Writer, bodyWidth: number): string {
+function insertSql(
+  statement: Extract<SeriesStatement, { kind: 'insert' }>,
+  table: SeriesTable,
+  writer: Writer,
+  bodyWidth: number,
+): string {
   const known = new Map(table.columns.map((c) => [c.name.toLowerCase(), c.name]));
   const named = (statement.columns ?? table.columns.slice(0, bodyWidth).map((c) => c.name)).map((c) => {
     const column = known.get(c.toLowerCase());
@@ -274,11 +306,14 @@ function insertSql(statement: Extract<SeriesStatement, { kind: 'insert' }>, tabl
     return column;
   });
   if (named.length !== bodyWidth) {
-    throw new SeriesStatementError(`INSERT INTO ${table.name}: ${named.length} columns named but the values have ${bodyWidth}`);
+    throw new SeriesStatementError(
+      `INSERT INTO ${table.name}: ${named.length} columns named but the values have ${bodyWidth}`,
+    );
   }
   const target = lakeTable(table.name);
   const list = (names: readonly string[]): string => names.map(quoteIdentifier).join(', ');
-  if (writer.admin) return `INSERT INTO ${target} (${list(named)}) SELECT * FROM (${statement.body}) AS __values(${list(named)})`;
+  if (writer.admin)
+    return `INSERT INTO ${target} (${list(named)}) SELECT * FROM (${statement.body}) AS __values(${list(named)})`;
   const stamped = quoteLiteral(writer.audience);
   const hasAudience = named.includes(audienceColumn);
   const select = hasAudience ? `* REPLACE (${stamped} AS ${audienceColumn})` : `*, ${stamped}`;

@@ -20,7 +20,13 @@ export interface DefinitionServer {
 }
 
 /** The statuses the server refuses a definition with; any other error stops the command. */
-const refusalStatuses = new Set(['INVALID_ARGUMENT', 'FAILED_PRECONDITION', 'PERMISSION_DENIED', 'ALREADY_EXISTS', 'NOT_FOUND']);
+const refusalStatuses = new Set([
+  'INVALID_ARGUMENT',
+  'FAILED_PRECONDITION',
+  'PERMISSION_DENIED',
+  'ALREADY_EXISTS',
+  'NOT_FOUND',
+]);
 
 /** The refusal a statement got, or null when the error is not one (unreachable server, bad key, …). */
 export function refusalOf(error: unknown): FlightClientError | null {
@@ -50,7 +56,10 @@ export class FlightDefinitionServer implements DefinitionServer {
     const name = table.getChild('view_set_name')?.get(0);
     const action = table.getChild('action')?.get(0);
     if (table.numRows !== 1 || typeof name !== 'string' || typeof action !== 'string') {
-      throw new ViewsCliError('BAD_DEFINITIONS_RESULT', `the server answered ${table.numRows} row(s) without view_set_name and action to: ${firstLine(sql)}`);
+      throw new ViewsCliError(
+        'BAD_DEFINITIONS_RESULT',
+        `the server answered ${table.numRows} row(s) without view_set_name and action to: ${firstLine(sql)}`,
+      );
     }
     return { name, action };
   }
@@ -60,7 +69,10 @@ export class FlightDefinitionServer implements DefinitionServer {
 export function serverError(error: unknown, what: string): ViewsCliError {
   if (error instanceof ViewsCliError) return error;
   const message = error instanceof Error ? error.message : String(error);
-  const hint = error instanceof FlightClientError && error.status === 'UNAUTHENTICATED' ? ' (pass --key or set ORRERY_API_KEY)' : '';
+  const hint =
+    error instanceof FlightClientError && error.status === 'UNAUTHENTICATED'
+      ? ' (pass --key or set ORRERY_API_KEY)'
+      : '';
   return new ViewsCliError('SERVER_ERROR', `${what}: ${message}${hint}`);
 }
 
@@ -69,7 +81,10 @@ export function definitionsFromTable(table: Table): StoredDefinition[] {
   const column = (name: string, required: boolean) => {
     const vector = table.getChild(name);
     if (!vector && required) {
-      throw new ViewsCliError('BAD_DEFINITIONS_RESULT', `list_view_set_definitions() answered without a '${name}' column`);
+      throw new ViewsCliError(
+        'BAD_DEFINITIONS_RESULT',
+        `list_view_set_definitions() answered without a '${name}' column`,
+      );
     }
     return (row: number): unknown => vector?.get(row) ?? null;
   };
@@ -93,7 +108,8 @@ export function definitionsFromTable(table: Table): StoredDefinition[] {
   return definitions.sort((a, b) => a.updateGroup - b.updateGroup || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-const nullableString = (value: unknown): string | null => (value === null || value === undefined ? null : String(value as string));
+const nullableString = (value: unknown): string | null =>
+  value === null || value === undefined ? null : String(value as string);
 
 /** An Arrow timestamp (apache-arrow reads them as epoch milliseconds) as ISO 8601 UTC. */
 function isoTime(value: unknown): string | null {

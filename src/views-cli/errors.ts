@@ -11,12 +11,7 @@ export const exitStatus = {
 } as const;
 
 export type ViewsCliErrorCode =
-  | 'USAGE'
-  | 'DIR_NOT_FOUND'
-  | 'FILE_ERROR'
-  | 'SERVER_ERROR'
-  | 'BAD_DEFINITIONS_RESULT'
-  | 'DEFINITION_NOT_FOUND';
+  'USAGE' | 'DIR_NOT_FOUND' | 'FILE_ERROR' | 'SERVER_ERROR' | 'BAD_DEFINITIONS_RESULT' | 'DEFINITION_NOT_FOUND';
 
 const exitStatusOf: Record<ViewsCliErrorCode, number> = {
   USAGE: exitStatus.refused,

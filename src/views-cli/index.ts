@@ -18,9 +18,24 @@ export {
   type StoredDefinition,
   type ViewPlan,
 } from './view-plan.js';
-export { comparableDefinition, explainOf, summarizeStatement, withOrReplace, type StatementSummary } from './view-statement.js';
+export {
+  comparableDefinition,
+  explainOf,
+  summarizeStatement,
+  withOrReplace,
+  type StatementSummary,
+} from './view-statement.js';
 export { definitionsFromTable, type DdlOutcome, type DefinitionServer } from './definition-server.js';
-export { applyCommand, checkChanges, listCommand, planCommand, pullCommand, showCommand, type CheckedChange, type Output } from './views-commands.js';
+export {
+  applyCommand,
+  checkChanges,
+  listCommand,
+  planCommand,
+  pullCommand,
+  showCommand,
+  type CheckedChange,
+  type Output,
+} from './views-commands.js';
 
 /** What `runViewsCli` reads and writes besides the server. */
 export interface ViewsCliIo extends Output {

@@ -48,9 +48,11 @@ export interface ViewPlan {
   readonly entries: readonly PlanEntry[];
 }
 
-const isChange = (entry: PlanEntry): boolean => entry.action === 'create' || entry.action === 'replace' || entry.action === 'drop';
+const isChange = (entry: PlanEntry): boolean =>
+  entry.action === 'create' || entry.action === 'replace' || entry.action === 'drop';
 const group = (entry: PlanEntry): number => entry.updateGroup ?? Number.POSITIVE_INFINITY;
-const byGroupThenName = (a: PlanEntry, b: PlanEntry): number => group(a) - group(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+const byGroupThenName = (a: PlanEntry, b: PlanEntry): number =>
+  group(a) - group(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 /**
  * Compares a folder (file name without `.sql` → file text) with the server's definitions.
@@ -60,7 +62,11 @@ const byGroupThenName = (a: PlanEntry, b: PlanEntry): number => group(a) - group
  * computePlan(new Map([['errors', 'CREATE MATERIALIZED VIEW errors WITH (…, update_group = 4000)']]), [], { prune: false })
  * // { entries: [{ name: 'errors', action: 'create', updateGroup: 4000, statement: 'CREATE MATERIALIZED VIEW errors WITH (…)' }] }
  */
-export function computePlan(files: ReadonlyMap<string, string>, stored: readonly StoredDefinition[], options: { prune: boolean }): ViewPlan {
+export function computePlan(
+  files: ReadonlyMap<string, string>,
+  stored: readonly StoredDefinition[],
+  options: { prune: boolean },
+): ViewPlan {
   const storedByName = new Map(stored.map((definition) => [definition.name, definition]));
   const entries: PlanEntry[] = [];
   for (const [name, text] of files) {
@@ -84,7 +90,12 @@ export function computePlan(files: ReadonlyMap<string, string>, stored: readonly
     if (files.has(definition.name)) continue;
     entries.push(
       options.prune
-        ? { name: definition.name, action: 'drop', updateGroup: definition.updateGroup, statement: dropStatement(definition.name) }
+        ? {
+            name: definition.name,
+            action: 'drop',
+            updateGroup: definition.updateGroup,
+            statement: dropStatement(definition.name),
+          }
         : { name: definition.name, action: 'not_managed', updateGroup: definition.updateGroup, statement: null },
     );
   }
@@ -103,7 +114,8 @@ function fileProblem(name: string, text: string): string | null {
   } catch (error) {
     return `${name}.sql ${(error as Error).message}`;
   }
-  if (summary.name !== name) return `${name}.sql defines view '${summary.name}'; the file must be named ${summary.name}.sql`;
+  if (summary.name !== name)
+    return `${name}.sql defines view '${summary.name}'; the file must be named ${summary.name}.sql`;
   return null;
 }
 
@@ -120,7 +132,14 @@ export function changesInApplyOrder(plan: ViewPlan): PlanEntry[] {
 
 /** How many entries take each action. */
 export function countActions(plan: ViewPlan): Record<PlanAction, number> {
-  const counts: Record<PlanAction, number> = { create: 0, replace: 0, drop: 0, unchanged: 0, not_managed: 0, invalid: 0 };
+  const counts: Record<PlanAction, number> = {
+    create: 0,
+    replace: 0,
+    drop: 0,
+    unchanged: 0,
+    not_managed: 0,
+    invalid: 0,
+  };
   for (const entry of plan.entries) counts[entry.action]++;
   return counts;
 }

@@ -38,7 +38,8 @@ export function summarizeStatement(sql: string): StatementSummary {
     throw new Error('names no view after MATERIALIZED VIEW');
   }
   const semicolon = tokens.findIndex((t) => t.kind === 'punct' && t.value === ';');
-  if (semicolon >= 0 && semicolon < tokens.length - 1) throw new Error('holds more than one statement (one CREATE statement per file)');
+  if (semicolon >= 0 && semicolon < tokens.length - 1)
+    throw new Error('holds more than one statement (one CREATE statement per file)');
   return { name: nameToken.value, orReplace, updateGroup: readUpdateGroup(tokens) };
 }
 

@@ -90,12 +90,17 @@ export function parseViewsArgs(argv: readonly string[], env: Readonly<Record<str
   if (!commands.includes(word as ViewsCommand)) throw new ViewsCliError('USAGE', `unknown command '${word}'`);
   const command = word as ViewsCommand;
   for (const option of Object.keys(values)) {
-    if (!allowed[command].includes(option)) throw new ViewsCliError('USAGE', `option --${option} does not apply to '${command}'`);
+    if (!allowed[command].includes(option))
+      throw new ViewsCliError('USAGE', `option --${option} does not apply to '${command}'`);
   }
   if (command === 'show' ? rest.length !== 1 : rest.length > 0) {
-    throw new ViewsCliError('USAGE', command === 'show' ? "'show' takes one view name" : `unexpected argument '${rest[0]}'`);
+    throw new ViewsCliError(
+      'USAGE',
+      command === 'show' ? "'show' takes one view name" : `unexpected argument '${rest[0]}'`,
+    );
   }
-  if (allowed[command].includes('dir') && !values.dir) throw new ViewsCliError('USAGE', `'${command}' needs --dir <folder>`);
+  if (allowed[command].includes('dir') && !values.dir)
+    throw new ViewsCliError('USAGE', `'${command}' needs --dir <folder>`);
   const server = values.server ?? defaults(env).server;
   if (!/^.+:\d+$/.test(server)) throw new ViewsCliError('USAGE', `server address '${server}' is not host:port`);
   return {
@@ -114,7 +119,9 @@ function optionProblem(error: Error & { code?: string }): string {
   const option = /'(--?[^' ]+)/.exec(error.message)?.[1] ?? '?';
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option '${option}'`;
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-    return /does not take/.test(error.message) ? `option ${option} does not take a value` : `option ${option} needs a value`;
+    return /does not take/.test(error.message)
+      ? `option ${option} does not take a value`
+      : `option ${option} needs a value`;
   }
   return error.message;
 }

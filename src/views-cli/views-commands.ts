@@ -46,7 +46,12 @@ export async function checkChanges(server: DefinitionServer, plan: ViewPlan): Pr
 }
 
 /** `plan`: prints the plan with the server's verdict on each change; 2 when anything is invalid or would be refused. */
-export async function planCommand(server: DefinitionServer, dir: string, prune: boolean, output: Output): Promise<number> {
+export async function planCommand(
+  server: DefinitionServer,
+  dir: string,
+  prune: boolean,
+  output: Output,
+): Promise<number> {
   const plan = await loadPlan(server, dir, prune);
   const checked = await checkChanges(server, plan);
   const rows = [
@@ -78,7 +83,9 @@ export async function planCommand(server: DefinitionServer, dir: string, prune: 
 /** Rows of the entries that are not changes: invalid files, then stored definitions without a file. */
 function otherRows(plan: ViewPlan): string[][] {
   return [
-    ...plan.entries.filter((e) => e.action === 'invalid').map((e) => [e.name, actionLabel(e), groupLabel(e), e.problem ?? '']),
+    ...plan.entries
+      .filter((e) => e.action === 'invalid')
+      .map((e) => [e.name, actionLabel(e), groupLabel(e), e.problem ?? '']),
     ...plan.entries
       .filter((e) => e.action === 'not_managed')
       .map((e) => [e.name, actionLabel(e), groupLabel(e), 'no file; left alone (--prune drops it)']),
@@ -87,7 +94,12 @@ function otherRows(plan: ViewPlan): string[][] {
 
 function summary(plan: ViewPlan, refused: number): string {
   const counts = countActions(plan);
-  const parts = [`${counts.create} to create`, `${counts.replace} to replace`, `${counts.drop} to drop`, `${counts.unchanged} unchanged`];
+  const parts = [
+    `${counts.create} to create`,
+    `${counts.replace} to replace`,
+    `${counts.drop} to drop`,
+    `${counts.unchanged} unchanged`,
+  ];
   if (counts.not_managed > 0) parts.push(`${counts.not_managed} not managed`);
   if (refused > 0) parts.push(`${refused} refused`);
   if (counts.invalid > 0) parts.push(`${counts.invalid} invalid file(s)`);
@@ -95,11 +107,19 @@ function summary(plan: ViewPlan, refused: number): string {
 }
 
 /** `apply`: runs the plan's changes in order, stopping at the first refusal. */
-export async function applyCommand(server: DefinitionServer, dir: string, prune: boolean, output: Output): Promise<number> {
+export async function applyCommand(
+  server: DefinitionServer,
+  dir: string,
+  prune: boolean,
+  output: Output,
+): Promise<number> {
   const plan = await loadPlan(server, dir, prune);
   const counts = countActions(plan);
   if (counts.invalid > 0) {
-    for (const line of textTable(['NAME', 'ACTION', 'UPDATE_GROUP', 'PROBLEM'], otherRows(plan).filter((r) => r[1] === 'invalid'))) {
+    for (const line of textTable(
+      ['NAME', 'ACTION', 'UPDATE_GROUP', 'PROBLEM'],
+      otherRows(plan).filter((r) => r[1] === 'invalid'),
+    )) {
       output.err(line);
     }
     output.err(`Nothing applied: fix the ${counts.invalid} invalid file(s) in ${dir} first.`);
@@ -107,7 +127,9 @@ export async function applyCommand(server: DefinitionServer, dir: string, prune:
   }
   const changes = changesInApplyOrder(plan);
   const notManaged =
-    counts.not_managed > 0 ? ` ${counts.not_managed} stored definition(s) without a file left alone (--prune drops them).` : '';
+    counts.not_managed > 0
+      ? ` ${counts.not_managed} stored definition(s) without a file left alone (--prune drops them).`
+      : '';
   if (changes.length === 0) {
     output.out(`Nothing to do: ${counts.unchanged} view set(s) match the server.${notManaged}`);
     return exitStatus.ok;
@@ -180,7 +202,10 @@ export async function showCommand(server: DefinitionServer, name: string, output
   const definition = definitions.find((d) => d.name === name);
   if (!definition) {
     const known = definitions.map((d) => d.name).join(', ') || 'none';
-    throw new ViewsCliError('DEFINITION_NOT_FOUND', `no view set definition named '${name}' on ${server.address} (it has: ${known})`);
+    throw new ViewsCliError(
+      'DEFINITION_NOT_FOUND',
+      `no view set definition named '${name}' on ${server.address} (it has: ${known})`,
+    );
   }
   output.out(definition.definitionSql.replace(/\n$/, ''));
   return exitStatus.ok;

@@ -58,7 +58,11 @@ export const logEntries: ViewSet = {
   source: {
     kind: 'payload',
     tag: 'log',
-    extract: payloadExtract('log', 'make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id', 'time'),
+    extract: payloadExtract(
+      'log',
+      'make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id',
+      'time',
+    ),
   },
 };
 
@@ -85,7 +89,11 @@ export const measures: ViewSet = {
   source: {
     kind: 'payload',
     tag: 'metrics',
-    extract: payloadExtract('metrics', 'make_timestamp_ns(r.time) AS time, r.target, r.name, r.unit, r.value, r.properties', 'time'),
+    extract: payloadExtract(
+      'metrics',
+      'make_timestamp_ns(r.time) AS time, r.target, r.name, r.unit, r.value, r.properties',
+      'time',
+    ),
   },
 };
 

@@ -18,7 +18,9 @@ interface Row {
 
 /** Every stored definition, in load order: update group, then name. */
 export async function storedDefinitions(db: MetadataQueries): Promise<StoredDefinition[]> {
-  const { rows } = await db.query<Row>('SELECT * FROM lakehouse_view_set_definitions ORDER BY update_group, view_set_name');
+  const { rows } = await db.query<Row>(
+    'SELECT * FROM lakehouse_view_set_definitions ORDER BY update_group, view_set_name',
+  );
   return rows.map((row) => ({
     name: row.view_set_name,
     definitionSql: row.definition_sql,

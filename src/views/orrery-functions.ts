@@ -33,7 +33,9 @@ export const orreryFunctions = {
 
 export type OrreryFunctionName = keyof typeof orreryFunctions;
 /** The names of the functions of one kind. */
-export type OrreryFunctionOf<K extends OrreryFunctionKind> = { [N in OrreryFunctionName]: (typeof orreryFunctions)[N] extends K ? N : never }[OrreryFunctionName];
+export type OrreryFunctionOf<K extends OrreryFunctionKind> = {
+  [N in OrreryFunctionName]: (typeof orreryFunctions)[N] extends K ? N : never;
+}[OrreryFunctionName];
 
 /** The kind of the Orrery function a (case-insensitive) name calls; undefined for any other name. */
 export function orreryFunctionKind(name: string): OrreryFunctionKind | undefined {
@@ -47,4 +49,8 @@ export function orreryFunctionNames(kind: OrreryFunctionKind): ReadonlySet<strin
 }
 
 /** Statements that manage deny rules are never denied themselves, so a rule cannot lock admins out. */
-export const denyManagementFunctions: ReadonlySet<string> = new Set<OrreryFunctionName>(['deny_queries', 'remove_query_denial', 'list_query_denials']);
+export const denyManagementFunctions: ReadonlySet<string> = new Set<OrreryFunctionName>([
+  'deny_queries',
+  'remove_query_denial',
+  'list_query_denials',
+]);

@@ -22,8 +22,11 @@ export interface StaticTable {
 }
 
 /** The tables of a static tables folder (`file://` URL), sorted by name. */
-export async function findStaticTables(url: string): Promise<{ folder: string; tables: StaticTable[]; skipped: string[] }> {
-  if (!url.startsWith('file://')) throw new Error(`MICROMEGAS_STATIC_TABLES_URL: only file:// URLs are supported, got '${url}'`);
+export async function findStaticTables(
+  url: string,
+): Promise<{ folder: string; tables: StaticTable[]; skipped: string[] }> {
+  if (!url.startsWith('file://'))
+    throw new Error(`MICROMEGAS_STATIC_TABLES_URL: only file:// URLs are supported, got '${url}'`);
   const folder = fileURLToPath(url);
   let entries;
   try {
@@ -49,5 +52,7 @@ export async function findStaticTables(url: string): Promise<{ folder: string; t
 
 /** Statements that expose each static table as a view of the user catalog. */
 export function staticTableStatements(tables: readonly StaticTable[]): string[] {
-  return tables.map((t) => `CREATE OR REPLACE VIEW ${quoteIdentifier(t.name)} AS SELECT * FROM ${t.reader}(${quoteLiteral(t.path)})`);
+  return tables.map(
+    (t) => `CREATE OR REPLACE VIEW ${quoteIdentifier(t.name)} AS SELECT * FROM ${t.reader}(${quoteLiteral(t.path)})`,
+  );
 }

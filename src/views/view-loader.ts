@@ -83,7 +83,8 @@ export class ViewLoader {
   }
 
   private async build(definition: StoredDefinition, loaded: Map<string, ViewSet>): Promise<ViewSet | string> {
-    if (this.options.builtins.some((v) => v.name === definition.name)) return `the name ${definition.name} is taken by a built-in view set`;
+    if (this.options.builtins.some((v) => v.name === definition.name))
+      return `the name ${definition.name} is taken by a built-in view set`;
     try {
       return await buildViewSet(this.options.engine, definition, (name) => loaded.get(name.toLowerCase()));
     } catch (error) {

@@ -30,7 +30,9 @@ export function filesRelation(columns: readonly ColumnSpec[], files: readonly st
 
 /** A query's columns cast to a set's types (a merge may widen sum(BIGINT) to HUGEINT; users see the extract's type). */
 export function typedColumns(columns: readonly ColumnSpec[], query: string): string {
-  const list = columns.map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`).join(', ');
+  const list = columns
+    .map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`)
+    .join(', ');
   return `SELECT ${list} FROM (${query})`;
 }
 
@@ -63,7 +65,12 @@ export function sessionStatements(
  * (columns file, num_rows, min_event_time, max_event_time): what list_partitions shows a key
  * that is not an admin, since a file holds the rows of every audience of its time range.
  */
-export function scopedFileSummary(view: ViewSet, files: readonly string[], scope: ReadScope, processAudiences?: SessionView): string {
+export function scopedFileSummary(
+  view: ViewSet,
+  files: readonly string[],
+  scope: ReadScope,
+  processAudiences?: SessionView,
+): string {
   const [min, max, owner] = [view.minTimeColumn, view.maxTimeColumn, view.audienceColumn].map(quoteIdentifier);
   const rows = `SELECT ${min} AS __min, ${max} AS __max, ${owner}, filename FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true)`;
   return (
@@ -81,8 +88,10 @@ export interface EventRange {
 /** Keeps rows whose event-time span meets the range, as micromegas's time filter does. */
 function inEventRange(rows: string, view: ViewSet, range: EventRange | undefined): string {
   const conditions: string[] = [];
-  if (range?.end !== undefined) conditions.push(`${quoteIdentifier(view.minTimeColumn)} <= make_timestamp_ns(${range.end})`);
-  if (range?.begin !== undefined) conditions.push(`${quoteIdentifier(view.maxTimeColumn)} >= make_timestamp_ns(${range.begin})`);
+  if (range?.end !== undefined)
+    conditions.push(`${quoteIdentifier(view.minTimeColumn)} <= make_timestamp_ns(${range.end})`);
+  if (range?.begin !== undefined)
+    conditions.push(`${quoteIdentifier(view.maxTimeColumn)} >= make_timestamp_ns(${range.begin})`);
   return conditions.length === 0 ? rows : `SELECT * FROM (${rows}) WHERE ${conditions.join(' AND ')}`;
 }
 

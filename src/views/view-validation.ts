@@ -11,13 +11,32 @@ import { parseDelta, type ColumnSpec, type ViewSet } from './view-set.js';
 // inspected through DuckDB's own parse tree.
 
 const volatileFunctions = new Set([
-  'random', 'setseed', 'uuid', 'gen_random_uuid', 'uuidv4', 'uuidv7', 'now', 'get_current_time', 'get_current_timestamp',
-  'current_timestamp', 'current_date', 'current_time', 'current_localtime', 'current_localtimestamp', 'localtime',
-  'localtimestamp', 'transaction_timestamp', 'statement_timestamp', 'today', 'nextval', 'currval',
+  'random',
+  'setseed',
+  'uuid',
+  'gen_random_uuid',
+  'uuidv4',
+  'uuidv7',
+  'now',
+  'get_current_time',
+  'get_current_timestamp',
+  'current_timestamp',
+  'current_date',
+  'current_time',
+  'current_localtime',
+  'current_localtimestamp',
+  'localtime',
+  'localtimestamp',
+  'transaction_timestamp',
+  'statement_timestamp',
+  'today',
+  'nextval',
+  'currval',
 ]);
 /** `current_timestamp` and friends parse as column references, not function calls. */
 const volatileKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
-const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|DECIMAL\(\d+,0\))$/;
+const integerTypes =
+  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|DECIMAL\(\d+,0\))$/;
 
 const fail = (message: string): never => {
   throw new ViewDefinitionError(message);
@@ -41,12 +60,20 @@ export async function buildViewSet(
   const { name } = definition;
   const extract = await inspect(engine, 'extract_query', definition.extractQuery);
   const count = await inspect(engine, 'count_src_query', definition.countQuery);
-  const merge = await inspect(engine, 'merge_partitions_query', definition.mergeQuery.replaceAll('{source}', '__source'));
+  const merge = await inspect(
+    engine,
+    'merge_partitions_query',
+    definition.mergeQuery.replaceAll('{source}', '__source'),
+  );
   if (!definition.countQuery.includes('{begin}') || !definition.countQuery.includes('{end}')) {
     fail('count_src_query must reference both {begin} and {end}');
   }
   if (!definition.mergeQuery.includes('{source}')) fail('merge_partitions_query must reference {source}');
-  for (const [label, shape] of [['extract_query', extract], ['count_src_query', count], ['merge_partitions_query', merge]] as const) {
+  for (const [label, shape] of [
+    ['extract_query', extract],
+    ['count_src_query', count],
+    ['merge_partitions_query', merge],
+  ] as const) {
     checkFunctions(label, shape);
   }
 
@@ -54,33 +81,53 @@ export async function buildViewSet(
   for (const view of reads) {
     if (view.name === name) fail(`${name} may not read itself`);
     if (definition.updateGroup <= view.updateGroup) {
-      fail(`update_group ${definition.updateGroup} must be greater than the update_group of ${view.name} (${view.updateGroup}), which this definition reads`);
+      fail(
+        `update_group ${definition.updateGroup} must be greater than the update_group of ${view.name} (${view.updateGroup}), which this definition reads`,
+      );
     }
   }
   for (const view of readViews([count], lookup)) {
-    if (view.source.kind === 'sql') fail(`count_src_query must count a raw source table such as blocks, not the materialized view ${view.name}`);
+    if (view.source.kind === 'sql')
+      fail(`count_src_query must count a raw source table such as blocks, not the materialized view ${view.name}`);
   }
 
-  const setup = sessionStatements(reads.map((view) => ({ view, files: [] })), { kind: 'all' });
+  const setup = sessionStatements(
+    reads.map((view) => ({ view, files: [] })),
+    { kind: 'all' },
+  );
   const columns = await plannedColumns(engine, 'extract_query', sampleRange(definition.extractQuery), setup);
   const countColumns = await plannedColumns(engine, 'count_src_query', sampleRange(definition.countQuery), setup);
   if (countColumns.length !== 1 || countColumns[0].name !== 'count' || !integerTypes.test(countColumns[0].type)) {
     fail(`count_src_query must return a single integer column named count, not (${describe(countColumns)})`);
   }
-  const mergeColumns = await plannedColumns(engine, 'merge_partitions_query', withSource(definition.mergeQuery, `(${emptyRelation(columns)})`), []);
+  const mergeColumns = await plannedColumns(
+    engine,
+    'merge_partitions_query',
+    withSource(definition.mergeQuery, `(${emptyRelation(columns)})`),
+    [],
+  );
   checkMergeAgrees(columns, mergeColumns);
 
   const audienceColumn = audienceColumnOf(columns);
-  for (const [option, column] of [['min_time_column', definition.minTimeColumn], ['max_time_column', definition.maxTimeColumn]] as const) {
+  for (const [option, column] of [
+    ['min_time_column', definition.minTimeColumn],
+    ['max_time_column', definition.maxTimeColumn],
+  ] as const) {
     const spec = columns.find((c) => c.name === column);
     if (!spec) fail(`${option} '${column}' is not a column of the extract query (${describe(columns)})`);
-    if (spec!.type !== 'TIMESTAMP_NS') fail(`${option} '${column}' must be a nanosecond timestamp (TIMESTAMP_NS), not ${spec!.type}`);
+    if (spec!.type !== 'TIMESTAMP_NS')
+      fail(`${option} '${column}' must be a nanosecond timestamp (TIMESTAMP_NS), not ${spec!.type}`);
   }
   for (const column of definition.mergeSortOrder ?? []) {
-    if (!columns.some((c) => c.name === column)) fail(`merge_sort_order column '${column}' is not a column of the extract query (${describe(columns)})`);
+    if (!columns.some((c) => c.name === column))
+      fail(`merge_sort_order column '${column}' is not a column of the extract query (${describe(columns)})`);
   }
-  const sourceDelta = parseDelta(definition.sourcePartitionDelta) ?? fail(`source_partition_delta '${definition.sourcePartitionDelta}' is not '<n> <unit>'`);
-  const mergeDelta = parseDelta(definition.mergePartitionDelta) ?? fail(`merge_partition_delta '${definition.mergePartitionDelta}' is not '<n> <unit>'`);
+  const sourceDelta =
+    parseDelta(definition.sourcePartitionDelta) ??
+    fail(`source_partition_delta '${definition.sourcePartitionDelta}' is not '<n> <unit>'`);
+  const mergeDelta =
+    parseDelta(definition.mergePartitionDelta) ??
+    fail(`merge_partition_delta '${definition.mergePartitionDelta}' is not '<n> <unit>'`);
   return {
     name,
     updateGroup: definition.updateGroup,
@@ -92,7 +139,12 @@ export async function buildViewSet(
     mergeDeltaSeconds: mergeDelta,
     mergeQuery: definition.mergeQuery,
     mergeSortOrder: definition.mergeSortOrder,
-    source: { kind: 'sql', extractQuery: definition.extractQuery, countQuery: definition.countQuery, reads: reads.map((v) => v.name) },
+    source: {
+      kind: 'sql',
+      extractQuery: definition.extractQuery,
+      countQuery: definition.countQuery,
+      reads: reads.map((v) => v.name),
+    },
   };
 }
 
@@ -109,7 +161,8 @@ async function inspect(engine: DuckDBEngine, label: string, query: string): Prom
   } catch (error) {
     fail(`${label} does not parse: ${(error as Error).message}`);
   }
-  if (!tree) fail(`${label} must be a SELECT: no DDL or DML (CREATE, COPY ... TO, INSERT, ...) inside a view definition`);
+  if (!tree)
+    fail(`${label} must be a SELECT: no DDL or DML (CREATE, COPY ... TO, INSERT, ...) inside a view definition`);
   const shape = queryShape(tree!);
   if (shape.statements !== 1) fail(`${label} must be a single SELECT statement`);
   return shape;
@@ -117,14 +170,18 @@ async function inspect(engine: DuckDBEngine, label: string, query: string): Prom
 
 function checkFunctions(label: string, shape: QueryShape): void {
   for (const fn of shape.functions) {
-    if (volatileFunctions.has(fn.toLowerCase())) fail(`${label} calls ${fn}(), a volatile function: its result would be frozen into partitions`);
+    if (volatileFunctions.has(fn.toLowerCase()))
+      fail(`${label} calls ${fn}(), a volatile function: its result would be frozen into partitions`);
   }
   for (const keyword of shape.columnNames) {
-    if (volatileKeywords.has(keyword)) fail(`${label} uses ${keyword}, which is volatile: its value would be frozen into partitions`);
+    if (volatileKeywords.has(keyword))
+      fail(`${label} uses ${keyword}, which is volatile: its value would be frozen into partitions`);
   }
   for (const call of shape.tableFunctions) {
     if (orreryFunctionKind(call.name) !== undefined) {
-      fail(`${label} calls ${call.name}(), an Orrery function answered per statement, which may not be stored in a view definition`);
+      fail(
+        `${label} calls ${call.name}(), an Orrery function answered per statement, which may not be stored in a view definition`,
+      );
     }
   }
 }
@@ -141,7 +198,12 @@ function readViews(shapes: readonly QueryShape[], lookup: (name: string) => View
   return [...found.values()];
 }
 
-async function plannedColumns(engine: DuckDBEngine, label: string, query: string, setup: string[]): Promise<ColumnSpec[]> {
+async function plannedColumns(
+  engine: DuckDBEngine,
+  label: string,
+  query: string,
+  setup: string[],
+): Promise<ColumnSpec[]> {
   try {
     const { schema } = await engine.describe(query, { setup });
     return schema.fields.map((field) => ({ name: field.name, type: typeName(field) }));
@@ -157,7 +219,9 @@ async function plannedColumns(engine: DuckDBEngine, label: string, query: string
  */
 function checkMergeAgrees(extract: ColumnSpec[], merge: ColumnSpec[]): void {
   const mismatch = (): never =>
-    fail(`merge_partitions_query must return the extract query's columns in order (${describe(extract)}), not (${describe(merge)})`);
+    fail(
+      `merge_partitions_query must return the extract query's columns in order (${describe(extract)}), not (${describe(merge)})`,
+    );
   if (extract.length !== merge.length) mismatch();
   extract.forEach((column, i) => {
     const other = merge[i];
@@ -173,7 +237,9 @@ function audienceColumnOf(columns: ColumnSpec[]): 'audience' | 'process_id' {
     if (column.type !== 'VARCHAR') fail(`column ${candidate} must be a string (VARCHAR), not ${column.type}`);
     return candidate;
   }
-  return fail(`the extract query must return an audience or process_id column of a string type, so rows can be filtered by audience (columns: ${describe(columns)})`);
+  return fail(
+    `the extract query must return an audience or process_id column of a string type, so rows can be filtered by audience (columns: ${describe(columns)})`,
+  );
 }
 
 const describe = (columns: readonly ColumnSpec[]): string => columns.map((c) => `${c.name} ${c.type}`).join(', ');

@@ -38,9 +38,11 @@ function writeVarint(out: Buffer, offset: number, n: number): number {
  */
 export function encodeFlightData(message: IpcMessage): Buffer {
   const { header, bodyLength, inPlace } = message;
-  const prefix = 1 + varintLength(header.byteLength) + header.byteLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) : 0);
+  const prefix =
+    1 + varintLength(header.byteLength) + header.byteLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) : 0);
   const start = inPlace ? inPlace.bodyStart - prefix : -1;
-  const out = start >= 0 ? Buffer.from(inPlace!.buffer, start, prefix + bodyLength) : Buffer.allocUnsafe(prefix + bodyLength);
+  const out =
+    start >= 0 ? Buffer.from(inPlace!.buffer, start, prefix + bodyLength) : Buffer.allocUnsafe(prefix + bodyLength);
   let offset = 0;
   out[offset++] = 0x12;
   offset = writeVarint(out, offset, header.byteLength);
@@ -60,6 +62,9 @@ export function encodeFlightData(message: IpcMessage): Buffer {
 
 /** Reads FlightData bytes as the service's deserializer does (absent fields as empty bytes). */
 export function decodeFlightData(bytes: Uint8Array): FlightData {
-  const data = Flight.FlightData.toObject(Flight.FlightData.decode(bytes), { longs: Number, defaults: false }) as Partial<FlightData>;
+  const data = Flight.FlightData.toObject(Flight.FlightData.decode(bytes), {
+    longs: Number,
+    defaults: false,
+  }) as Partial<FlightData>;
   return { ...data, dataHeader: data.dataHeader ?? new Uint8Array(0), dataBody: data.dataBody ?? new Uint8Array(0) };
 }

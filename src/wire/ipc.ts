@@ -1,4 +1,11 @@
-import { RecordBatch, RecordBatchReader, Table, type AsyncRecordBatchStreamReader, type Data, type Schema } from 'apache-arrow';
+import {
+  RecordBatch,
+  RecordBatchReader,
+  Table,
+  type AsyncRecordBatchStreamReader,
+  type Data,
+  type Schema,
+} from 'apache-arrow';
 import { bodyInPlace } from '../arrow/index.js';
 import { DictionaryBatchHeader, Message, RecordBatchHeader, VectorAssembler } from './arrow-internals.js';
 import type { FlightData } from './flight-data.js';
@@ -36,10 +43,12 @@ export function encapsulateSchema(schema: Schema): Uint8Array {
 /** Reads an encapsulated schema (continuation marker optional, a trailing end-of-stream tolerated). */
 export function decodeSchema(bytes: Uint8Array): Schema {
   if (bytes.byteLength < 8) throw new Error(`not an encapsulated IPC schema (${bytes.byteLength} bytes)`);
-  const prefixed = bytes.byteLength >= 4 && new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(0, true) === -1;
+  const prefixed =
+    bytes.byteLength >= 4 && new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(0, true) === -1;
   const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getInt32(prefixed ? 4 : 0, true);
   const start = prefixed ? 8 : 4;
-  return tableFromFlightData([{ dataHeader: bytes.subarray(start, start + length), dataBody: new Uint8Array(0) }])!.schema;
+  return tableFromFlightData([{ dataHeader: bytes.subarray(start, start + length), dataBody: new Uint8Array(0) }])!
+    .schema;
 }
 
 /** The IPC messages of one record batch: its dictionaries first (when not sent before), then itself. */
@@ -50,7 +59,11 @@ export function recordBatchMessages(batch: RecordBatch, sentDictionaries: Map<nu
     const assembled = VectorAssembler.assemble(dictionary);
     const header = new RecordBatchHeader(dictionary.length, assembled.nodes, assembled.bufferRegions, null);
     const message = Message.from(new DictionaryBatchHeader(header, id, false), assembled.byteLength);
-    messages.push({ header: Message.encode(message), body: padBuffers(assembled.buffers), bodyLength: assembled.byteLength });
+    messages.push({
+      header: Message.encode(message),
+      body: padBuffers(assembled.buffers),
+      bodyLength: assembled.byteLength,
+    });
     sentDictionaries.set(id, dictionary.data[0]);
   }
   const assembled = VectorAssembler.assemble(batch);
@@ -103,7 +116,8 @@ export function frameMessage(data: FlightData): Uint8Array {
   return out;
 }
 
-const framedLength = (data: FlightData): number => 8 + pad8(data.dataHeader.byteLength) + pad8(data.dataBody.byteLength);
+const framedLength = (data: FlightData): number =>
+  8 + pad8(data.dataHeader.byteLength) + pad8(data.dataBody.byteLength);
 
 function writeFramed(out: Uint8Array, offset: number, data: FlightData): number {
   const headerLength = pad8(data.dataHeader.byteLength);
@@ -143,7 +157,10 @@ async function* ipcStream(messages: AsyncIterable<FlightData>): AsyncGenerator<U
  * The record batches of a stream of FlightData (a DoGet), decoded as they arrive. The stream's
  * schema is passed to `onSchema` before the first batch (also when there are no batches).
  */
-export async function* decodeBatches(messages: AsyncGenerator<FlightData>, onSchema: (schema: Schema) => void): AsyncGenerator<RecordBatch> {
+export async function* decodeBatches(
+  messages: AsyncGenerator<FlightData>,
+  onSchema: (schema: Schema) => void,
+): AsyncGenerator<RecordBatch> {
   try {
     const reader = await RecordBatchReader.from(ipcStream(messages));
     await reader.open();

@@ -34,16 +34,37 @@ export const Flight = {
 /** Flight SQL command types (proto/FlightSql.proto), by message name. */
 export const FlightSql = Object.fromEntries(
   [
-    'CommandGetSqlInfo', 'CommandGetXdbcTypeInfo', 'CommandGetCatalogs', 'CommandGetDbSchemas',
-    'CommandGetTables', 'CommandGetTableTypes', 'CommandGetPrimaryKeys', 'CommandGetExportedKeys',
-    'CommandGetImportedKeys', 'CommandGetCrossReference', 'ActionCreatePreparedStatementRequest',
-    'ActionCreatePreparedSubstraitPlanRequest', 'ActionCreatePreparedStatementResult',
-    'ActionClosePreparedStatementRequest', 'ActionBeginTransactionRequest', 'ActionBeginSavepointRequest',
-    'ActionBeginTransactionResult', 'ActionBeginSavepointResult', 'ActionEndTransactionRequest',
-    'ActionEndSavepointRequest', 'CommandStatementQuery', 'CommandStatementSubstraitPlan',
-    'TicketStatementQuery', 'CommandPreparedStatementQuery', 'CommandStatementUpdate',
-    'CommandPreparedStatementUpdate', 'CommandStatementIngest', 'DoPutUpdateResult',
-    'DoPutPreparedStatementResult', 'ActionCancelQueryRequest', 'ActionCancelQueryResult',
+    'CommandGetSqlInfo',
+    'CommandGetXdbcTypeInfo',
+    'CommandGetCatalogs',
+    'CommandGetDbSchemas',
+    'CommandGetTables',
+    'CommandGetTableTypes',
+    'CommandGetPrimaryKeys',
+    'CommandGetExportedKeys',
+    'CommandGetImportedKeys',
+    'CommandGetCrossReference',
+    'ActionCreatePreparedStatementRequest',
+    'ActionCreatePreparedSubstraitPlanRequest',
+    'ActionCreatePreparedStatementResult',
+    'ActionClosePreparedStatementRequest',
+    'ActionBeginTransactionRequest',
+    'ActionBeginSavepointRequest',
+    'ActionBeginTransactionResult',
+    'ActionBeginSavepointResult',
+    'ActionEndTransactionRequest',
+    'ActionEndSavepointRequest',
+    'CommandStatementQuery',
+    'CommandStatementSubstraitPlan',
+    'TicketStatementQuery',
+    'CommandPreparedStatementQuery',
+    'CommandStatementUpdate',
+    'CommandPreparedStatementUpdate',
+    'CommandStatementIngest',
+    'DoPutUpdateResult',
+    'DoPutPreparedStatementResult',
+    'ActionCancelQueryRequest',
+    'ActionCancelQueryResult',
   ].map((name) => [name, sql(name)]),
 ) as Record<string, protobuf.Type>;
 
@@ -58,7 +79,12 @@ export function encode(type: protobuf.Type, value: Record<string, unknown>): Uin
 /** Packs a Flight SQL message into google.protobuf.Any bytes. */
 export function packAny(messageName: string, value: Record<string, unknown>): Uint8Array {
   const body = encode(FlightSql[messageName], value);
-  return anyWriter().uint32(10).string(typeUrlPrefix + messageName).uint32(18).bytes(body).finish();
+  return anyWriter()
+    .uint32(10)
+    .string(typeUrlPrefix + messageName)
+    .uint32(18)
+    .bytes(body)
+    .finish();
 }
 
 function anyWriter(): protobuf.Writer {

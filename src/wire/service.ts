@@ -7,9 +7,13 @@ import { Flight } from './proto.js';
 
 const codec = (type: (typeof Flight)[keyof typeof Flight]) => ({
   serialize: (value: unknown): Buffer =>
-    Buffer.isBuffer(value) ? value : Buffer.from(type.encode(type.fromObject(value as Record<string, unknown>)).finish()),
+    Buffer.isBuffer(value)
+      ? value
+      : Buffer.from(type.encode(type.fromObject(value as Record<string, unknown>)).finish()),
   deserialize: (bytes: Buffer): unknown =>
-    type === Flight.FlightData ? decodeFlightData(bytes) : type.toObject(type.decode(bytes), { longs: Number, defaults: false }),
+    type === Flight.FlightData
+      ? decodeFlightData(bytes)
+      : type.toObject(type.decode(bytes), { longs: Number, defaults: false }),
 });
 
 function method(

@@ -39,20 +39,29 @@ describe('FlightSqlClient', () => {
       table.schema.fields.map((f) => `${f.name} ${f.type}`),
       ['answer Int32', 'label Utf8', 'nothing Utf8'],
     );
-    assert.deepEqual(table.toArray().map((r) => r.toJSON()), [{ answer: 42, label: 'x', nothing: null }]);
+    assert.deepEqual(
+      table.toArray().map((r) => r.toJSON()),
+      [{ answer: 42, label: 'x', nothing: null }],
+    );
   });
 
   it('keeps the schema of an empty result', async () => {
     const table = await client.query('SELECT 1::BIGINT AS x WHERE false');
     assert.equal(table.numRows, 0);
-    assert.deepEqual(table.schema.fields.map((f) => `${f.name} ${f.type}`), ['x Int64']);
+    assert.deepEqual(
+      table.schema.fields.map((f) => `${f.name} ${f.type}`),
+      ['x Int64'],
+    );
   });
 
   it('streams batches as they arrive, and stopping early ends the call', async () => {
     const sizes: number[] = [];
     for await (const batch of client.queryBatches('SELECT range AS n FROM range(300000)')) sizes.push(batch.numRows);
     assert.ok(sizes.length > 1, `one batch of ${sizes[0]} rows`);
-    assert.equal(sizes.reduce((a, b) => a + b, 0), 300000);
+    assert.equal(
+      sizes.reduce((a, b) => a + b, 0),
+      300000,
+    );
     const watched = new WatchedClient({ address: orrery.address, apiKey: adminKey.key });
     for await (const batch of watched.queryBatches('SELECT range AS n FROM range(10000000)')) {
       assert.ok(batch.numRows > 0);
@@ -125,7 +134,11 @@ describe('FlightSqlClient', () => {
     await c.query('SELECT 1');
     c.close();
     c.close();
-    const closed = { code: 9, status: 'FAILED_PRECONDITION', message: 'FAILED_PRECONDITION: the Flight SQL client has been closed' };
+    const closed = {
+      code: 9,
+      status: 'FAILED_PRECONDITION',
+      message: 'FAILED_PRECONDITION: the Flight SQL client has been closed',
+    };
     await assert.rejects(c.query('SELECT 1'), closed);
     await assert.rejects(c.executeUpdate('SELECT 1'), closed);
     await assert.rejects(c.handshake(adminKey.name, adminKey.key), closed);
@@ -142,10 +155,27 @@ describe('FlightSqlClient over TLS', () => {
   const key = join(dir, 'key.pem');
   let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
   before(async () => {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', key, '-out', cert,
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
     orrery = await startTestOrrery({ ORRERY_TLS_CERT: cert, ORRERY_TLS_KEY: key }, 'serve');
   });
   after(async () => {

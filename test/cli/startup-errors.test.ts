@@ -28,7 +28,10 @@ describe('startup errors', () => {
         timeout: 30_000,
       });
       assert.equal(run.status, 1);
-      assert.match(run.stderr, /^orrery: failed to start: cannot connect to the metadata database .*127\.0\.0\.1:1.*ECONNREFUSED/m);
+      assert.match(
+        run.stderr,
+        /^orrery: failed to start: cannot connect to the metadata database .*127\.0\.0\.1:1.*ECONNREFUSED/m,
+      );
       assert.doesNotMatch(run.stderr, /^\s+at /m);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
@@ -37,7 +40,12 @@ describe('startup errors', () => {
 
   it('refuses an ORRERY_NATIVE other than auto, on or off, naming the variable', () => {
     const run = spawnSync(process.execPath, [cli, 'serve'], {
-      env: { ...process.env, ORRERY_NATIVE: 'maybe', ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0' },
+      env: {
+        ...process.env,
+        ORRERY_NATIVE: 'maybe',
+        ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
+        ORRERY_HTTP_ADDR: '127.0.0.1:0',
+      },
       encoding: 'utf8',
       timeout: 30_000,
     });
@@ -75,7 +83,13 @@ describe('startup errors', () => {
     chmodSync(dataDir, 0o755);
     try {
       const child = spawn(process.execPath, [orrery, 'all'], {
-        env: { ...process.env, ORRERY_DATA_DIR: dataDir, ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0', MICROMEGAS_API_KEYS: '' },
+        env: {
+          ...process.env,
+          ORRERY_DATA_DIR: dataDir,
+          ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
+          ORRERY_HTTP_ADDR: '127.0.0.1:0',
+          MICROMEGAS_API_KEYS: '',
+        },
       });
       let output = '';
       const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));

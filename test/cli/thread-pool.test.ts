@@ -17,7 +17,9 @@ function start(entry: string, env: Record<string, string>): string {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-pool-'));
   chmodSync(dataDir, 0o755);
   try {
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(ORRERY|MICROMEGAS)_|^UV_THREADPOOL_SIZE$/.test(name)));
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !/^(ORRERY|MICROMEGAS)_|^UV_THREADPOOL_SIZE$/.test(name)),
+    );
     const run = spawnSync(process.execPath, [entry, 'serve'], {
       env: {
         ...inherited,
@@ -44,7 +46,7 @@ describe('issue 9: the thread pool of the orrery command', () => {
     assert.doesNotMatch(start(launcher, { ORRERY_MAX_CONCURRENT_QUERIES: '60' }), warning);
   });
 
-  it('is reported when too small: an explicit UV_THREADPOOL_SIZE, or the ES module entry with libuv\'s default', () => {
+  it("is reported when too small: an explicit UV_THREADPOOL_SIZE, or the ES module entry with libuv's default", () => {
     assert.equal(warning.exec(start(launcher, { UV_THREADPOOL_SIZE: '8' }))?.[1], '8');
     assert.equal(warning.exec(start(cli, {}))?.[1], '4');
   });

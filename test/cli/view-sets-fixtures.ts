@@ -28,6 +28,11 @@ export function createStatement(name: string, updateGroup: number, extra = '', o
 }
 
 /** A stored row as list_view_set_definitions() would give it. */
-export function stored(name: string, updateGroup: number, definitionSql = createStatement(name, updateGroup), loadError: string | null = null): StoredDefinition {
+export function stored(
+  name: string,
+  updateGroup: number,
+  definitionSql = createStatement(name, updateGroup),
+  loadError: string | null = null,
+): StoredDefinition {
   return { name, definitionSql, updateGroup, updatedAt: '2026-08-01T10:00:00.000Z', updatedBy: 'admin', loadError };
 }

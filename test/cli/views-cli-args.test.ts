@@ -7,7 +7,10 @@ import { parseViewsArgs, runViewsCli, viewsUsage } from '../../src/views-cli/ind
 
 const cli = fileURLToPath(new URL('../../src/cli.js', import.meta.url));
 
-async function run(argv: string[], env: Record<string, string> = {}): Promise<{ status: number; out: string[]; err: string[] }> {
+async function run(
+  argv: string[],
+  env: Record<string, string> = {},
+): Promise<{ status: number; out: string[]; err: string[] }> {
   const out: string[] = [];
   const err: string[] = [];
   const status = await runViewsCli(argv, { env, out: (l) => out.push(l), err: (l) => err.push(l) });
@@ -58,10 +61,14 @@ describe('views command line', () => {
       [['list', '--server', 'no-port'], "server address 'no-port' is not host:port"],
       [['list', '--colour'], "unknown option '--colour'"],
       [['plan', '--dir'], 'option --dir needs a value'],
-      [['list', '--tls=yes'], "option --tls does not take a value"],
+      [['list', '--tls=yes'], 'option --tls does not take a value'],
     ];
     for (const [argv, message] of cases) {
-      assert.deepEqual(await run(argv), { status: 2, out: [], err: [`orrery views: ${message}`, "run 'orrery views help' for usage"] }, argv.join(' '));
+      assert.deepEqual(
+        await run(argv),
+        { status: 2, out: [], err: [`orrery views: ${message}`, "run 'orrery views help' for usage"] },
+        argv.join(' '),
+      );
     }
   });
 
@@ -70,7 +77,10 @@ describe('views command line', () => {
     assert.equal(status, 1);
     assert.deepEqual(out, []);
     assert.equal(err.length, 1);
-    assert.match(err[0], /^orrery views: cannot list the view set definitions of 127\.0\.0\.1:1: UNAVAILABLE: cannot reach the Flight SQL server at 127\.0\.0\.1:1: .*ECONNREFUSED/);
+    assert.match(
+      err[0],
+      /^orrery views: cannot list the view set definitions of 127\.0\.0\.1:1: UNAVAILABLE: cannot reach the Flight SQL server at 127\.0\.0\.1:1: .*ECONNREFUSED/,
+    );
   });
 
   it('fails with exit status 1 when the --tls-ca file cannot be read', async () => {

@@ -52,21 +52,33 @@ describe('orrery views against a running server', () => {
       .map((r) => String(r.view_set_name));
   const storedSql = async (name: string): Promise<string> =>
     String(
-      (await fixture.admin.query(`SELECT definition_sql FROM list_view_set_definitions() WHERE view_set_name = '${name}'`))
+      (
+        await fixture.admin.query(
+          `SELECT definition_sql FROM list_view_set_definitions() WHERE view_set_name = '${name}'`,
+        )
+      )
         .getChild('definition_sql')!
         .get(0),
     );
-  const plan = (lines: string[]): string => [`Plan for ${dir} against ${fixture.orrery.address}:`, ...lines, ''].join('\n');
+  const plan = (lines: string[]): string =>
+    [`Plan for ${dir} against ${fixture.orrery.address}:`, ...lines, ''].join('\n');
 
   it('list shows the built-in log_stats definition, loaded', async () => {
     const { status, stdout, stderr } = await views(['list']);
     assert.equal(stderr, '');
     assert.equal(status, 0);
-    assert.match(stdout, /^NAME {7}UPDATE_GROUP {2}UPDATED_AT {16}STATUS\nlog_stats {2}3000 {10}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z {2}loaded\n$/);
+    assert.match(
+      stdout,
+      /^NAME {7}UPDATE_GROUP {2}UPDATED_AT {16}STATUS\nlog_stats {2}3000 {10}\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z {2}loaded\n$/,
+    );
   });
 
   it('show prints the stored statement exactly', async () => {
-    assert.deepEqual(await views(['show', 'log_stats']), { status: 0, stdout: `${await storedSql('log_stats')}\n`, stderr: '' });
+    assert.deepEqual(await views(['show', 'log_stats']), {
+      status: 0,
+      stdout: `${await storedSql('log_stats')}\n`,
+      stderr: '',
+    });
     assert.deepEqual(await views(['show', 'log_statz']), {
       status: 1,
       stdout: '',
@@ -82,13 +94,20 @@ describe('orrery views against a running server', () => {
       stderr: '',
     });
     assert.equal(readFileSync(join(dir, 'log_stats.sql'), 'utf8'), `${await storedSql('log_stats')}\n`);
-    assert.deepEqual(await views(['plan', '--dir', dir]), { status: 0, stdout: plan(['Nothing to do: 1 view set(s) match the server.']), stderr: '' });
+    assert.deepEqual(await views(['plan', '--dir', dir]), {
+      status: 0,
+      stdout: plan(['Nothing to do: 1 view set(s) match the server.']),
+      stderr: '',
+    });
   });
 
   it('plan shows a create and a replace, checked by the server, without changing anything', async () => {
     writeFileSync(join(dir, 'target_counts.sql'), `${specExample('target_counts')}\n`);
     const logStats = readFileSync(join(dir, 'log_stats.sql'), 'utf8');
-    writeFileSync(join(dir, 'log_stats.sql'), logStats.replace("merge_sort_order = 'time_bin'", "merge_sort_order = 'time_bin, target'"));
+    writeFileSync(
+      join(dir, 'log_stats.sql'),
+      logStats.replace("merge_sort_order = 'time_bin'", "merge_sort_order = 'time_bin, target'"),
+    );
     const before = await storedSql('log_stats');
     assert.deepEqual(await views(['plan', '--dir', dir]), {
       status: 0,
@@ -120,14 +139,24 @@ describe('orrery views against a running server', () => {
     });
     assert.deepEqual(await names(), ['log_stats', 'target_counts']);
     assert.equal(await storedSql('target_counts'), specExample('target_counts'));
-    assert.equal(await storedSql('log_stats'), readFileSync(join(dir, 'log_stats.sql'), 'utf8').trim().replace(/^CREATE /, 'CREATE OR REPLACE '));
-    assert.deepEqual(await views(['plan', '--dir', dir]), { status: 0, stdout: plan(['Nothing to do: 2 view set(s) match the server.']), stderr: '' });
+    assert.equal(
+      await storedSql('log_stats'),
+      readFileSync(join(dir, 'log_stats.sql'), 'utf8')
+        .trim()
+        .replace(/^CREATE /, 'CREATE OR REPLACE '),
+    );
+    assert.deepEqual(await views(['plan', '--dir', dir]), {
+      status: 0,
+      stdout: plan(['Nothing to do: 2 view set(s) match the server.']),
+      stderr: '',
+    });
   });
 
   it('plan shows a refusal with its reason and exits 2; apply stops there and attempts nothing after it', async () => {
     writeFileSync(join(dir, 'target_rollup.sql'), rollup('target_rollup', 5000));
     writeFileSync(join(dir, 'bad_group.sql'), rollup('bad_group', 3500));
-    const refusal = 'INVALID_ARGUMENT: update_group 3500 must be greater than the update_group of target_counts (4000), which this definition reads';
+    const refusal =
+      'INVALID_ARGUMENT: update_group 3500 must be greater than the update_group of target_counts (4000), which this definition reads';
     assert.deepEqual(await views(['plan', '--dir', dir]), {
       status: 2,
       stdout: plan([
@@ -166,7 +195,10 @@ describe('orrery views against a running server', () => {
     });
     const pruned = await views(['plan', '--dir', dir, '--prune']);
     assert.equal(pruned.status, 2);
-    assert.match(pruned.stdout, /\n {2}target_counts {2}drop {4}4000 {10}refused: FAILED_PRECONDITION: .*target_rollup.*\n/);
+    assert.match(
+      pruned.stdout,
+      /\n {2}target_counts {2}drop {4}4000 {10}refused: FAILED_PRECONDITION: .*target_rollup.*\n/,
+    );
   });
 
   it('apply --prune drops by descending update_group, dependents first', async () => {
@@ -195,7 +227,11 @@ describe('orrery views against a running server', () => {
       stderr: '',
     });
     const after = await views(['plan', '--dir', fresh, '--prune']);
-    assert.deepEqual(after, { status: 0, stdout: `Plan for ${fresh} against ${fixture.orrery.address}:\nNothing to do: 1 view set(s) match the server.\n`, stderr: '' });
+    assert.deepEqual(after, {
+      status: 0,
+      stdout: `Plan for ${fresh} against ${fixture.orrery.address}:\nNothing to do: 1 view set(s) match the server.\n`,
+      stderr: '',
+    });
   });
 
   it('a non-admin key gets each change refused with PERMISSION_DENIED; no key fails with a hint', async () => {

@@ -97,7 +97,10 @@ describe('views commands', () => {
     const server = new FakeServer([stored('log_stats', 3000), stored('error_rate', 4000)]);
     server.refuse.set(
       'log_stats',
-      new FlightClientError(status.FAILED_PRECONDITION, "dropping 'log_stats' would break view set 'error_rate', which reads it"),
+      new FlightClientError(
+        status.FAILED_PRECONDITION,
+        "dropping 'log_stats' would break view set 'error_rate', which reads it",
+      ),
     );
     write('error_rate.sql', createStatement('error_rate', 4000));
     write('bad.sql', 'CREATE TABLE bad (a INT)');
@@ -146,7 +149,10 @@ describe('views commands', () => {
 
   it('apply stops at the first refusal, names it, and leaves the rest unattempted', async () => {
     const server = new FakeServer([stored('legacy', 5000)]);
-    server.refuse.set('b_mid', new FlightClientError(status.INVALID_ARGUMENT, "view set 'b_mid': unknown option 'update_grup'"));
+    server.refuse.set(
+      'b_mid',
+      new FlightClientError(status.INVALID_ARGUMENT, "view set 'b_mid': unknown option 'update_grup'"),
+    );
     write('a_base.sql', createStatement('a_base', 4000));
     write('b_mid.sql', createStatement('b_mid', 4100));
     write('c_top.sql', createStatement('c_top', 4200));
@@ -180,7 +186,9 @@ describe('views commands', () => {
     const server = new FakeServer([stored('log_stats', 3000)]);
     const { out, output } = capture();
     assert.equal(await applyCommand(server, dir, false, output), 0);
-    assert.deepEqual(out, ['Nothing to do: 0 view set(s) match the server. 1 stored definition(s) without a file left alone (--prune drops them).']);
+    assert.deepEqual(out, [
+      'Nothing to do: 0 view set(s) match the server. 1 stored definition(s) without a file left alone (--prune drops them).',
+    ]);
     assert.deepEqual(server.sent, []);
   });
 
@@ -192,7 +200,11 @@ describe('views commands', () => {
     write('other.sql', createStatement('other', 4200));
     const { out, output } = capture();
     assert.equal(await pullCommand(server, dir, output), 0);
-    assert.deepEqual(out, ['  updated    log_stats.sql', '  new        error_rate.sql', `Pulled 2 definition(s) from fake:50051 into ${dir}: 1 new, 1 updated, 0 unchanged.`]);
+    assert.deepEqual(out, [
+      '  updated    log_stats.sql',
+      '  new        error_rate.sql',
+      `Pulled 2 definition(s) from fake:50051 into ${dir}: 1 new, 1 updated, 0 unchanged.`,
+    ]);
     assert.equal(readFileSync(join(dir, 'error_rate.sql'), 'utf8'), `${withComment}\n`);
     assert.equal(readFileSync(join(dir, 'log_stats.sql'), 'utf8'), `${createStatement('log_stats', 3000)}\n`);
     assert.deepEqual(readdirSync(dir).sort(), ['error_rate.sql', 'log_stats.sql', 'notes.txt', 'other.sql']);
@@ -214,7 +226,10 @@ describe('views commands', () => {
   });
 
   it('list prints name, update_group, updated_at and load status in load order', async () => {
-    const server = new FakeServer([stored('error_rate', 4000, undefined, 'extract query: Catalog Error:\nTable "gone" does not exist'), stored('log_stats', 3000)]);
+    const server = new FakeServer([
+      stored('error_rate', 4000, undefined, 'extract query: Catalog Error:\nTable "gone" does not exist'),
+      stored('log_stats', 3000),
+    ]);
     const { out, output } = capture();
     assert.equal(await listCommand(server, output), 0);
     assert.deepEqual(out, [

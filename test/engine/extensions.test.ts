@@ -5,7 +5,14 @@ import { closeSync, copyFileSync, mkdtempSync, openSync, readSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DuckDBEngine, EngineError, duckdbBuild, extensionCacheFolder, extensionFile, findExtensions } from '../../src/engine/index.js';
+import {
+  DuckDBEngine,
+  EngineError,
+  duckdbBuild,
+  extensionCacheFolder,
+  extensionFile,
+  findExtensions,
+} from '../../src/engine/index.js';
 import { clientFor, scalar, startRole } from '../lakehouse/lakehouse-fixtures.js';
 
 async function rows(engine: DuckDBEngine, sql: string): Promise<unknown[][]> {

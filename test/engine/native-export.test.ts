@@ -9,7 +9,11 @@ import { arrowType } from '../../src/engine/arrow-types.js';
 import { DuckDBEngine } from '../../src/engine/index.js';
 import { nativeBatches, nativeExportProblem } from '../../src/engine/native-export.js';
 
-async function collect(engine: DuckDBEngine, sql: string, limit?: number): Promise<{ table: Table; batches: RecordBatch[] }> {
+async function collect(
+  engine: DuckDBEngine,
+  sql: string,
+  limit?: number,
+): Promise<{ table: Table; batches: RecordBatch[] }> {
   const { schema, batches } = await engine.query(sql, { limit });
   const all: RecordBatch[] = [];
   for await (const batch of batches) all.push(batch);
@@ -45,7 +49,8 @@ async function nativeTakes(sql: string): Promise<boolean> {
 
 function rows(table: Table): unknown[][] {
   const out: unknown[][] = [];
-  for (let r = 0; r < table.numRows; r++) out.push(table.schema.fields.map((_, c) => plain(table.getChildAt(c)!.get(r))));
+  for (let r = 0; r < table.numRows; r++)
+    out.push(table.schema.fields.map((_, c) => plain(table.getChildAt(c)!.get(r))));
   return out;
 }
 
@@ -63,7 +68,11 @@ describe('native Arrow export', () => {
   });
 
   async function same(sql: string, byNativeCode = true): Promise<Table> {
-    assert.equal(await nativeTakes(sql), byNativeCode, `expected ${byNativeCode ? 'native code' : 'JavaScript'} to convert: ${sql}`);
+    assert.equal(
+      await nativeTakes(sql),
+      byNativeCode,
+      `expected ${byNativeCode ? 'native code' : 'JavaScript'} to convert: ${sql}`,
+    );
     const [a, b] = await Promise.all([collect(native, sql), collect(javascript, sql)]);
     assert.deepEqual(
       a.table.schema.fields.map((f) => `${f.name}:${f.type}`),
@@ -104,7 +113,8 @@ describe('native Arrow export', () => {
     assert.equal(nanos('ts'), 1704164645678901000n);
     assert.equal(nanos('tstz'), 1704164645678901000n);
     assert.equal(nanos('ts_ns'), 1704164645678901234n);
-    const decimal = (name: string): number[] => Array.from((table.getChild(name)!.data[0].values as Uint32Array).subarray(0, 4));
+    const decimal = (name: string): number[] =>
+      Array.from((table.getChild(name)!.data[0].values as Uint32Array).subarray(0, 4));
     assert.deepEqual(decimal('d4'), [0xfffffb2e, 0xffffffff, 0xffffffff, 0xffffffff]); // -1234
     assert.deepEqual(decimal('h'), [1, 0, 0, 0x80000000]); // -(2^127 - 1)
     assert.equal(first.s12, 'exactly twelve');
@@ -139,7 +149,10 @@ describe('native Arrow export', () => {
 
   it('cuts results into batches near the byte target', async () => {
     const { batches } = await collect(native, "SELECT range AS i, 'row ' || range AS s FROM range(300000)");
-    assert.equal(batches.reduce((n, b) => n + b.numRows, 0), 300000);
+    assert.equal(
+      batches.reduce((n, b) => n + b.numRows, 0),
+      300000,
+    );
     assert.ok(batches.length > 20, `${batches.length} batches`);
     const sizes = batches.slice(0, -1).map((b) => b.data.children.reduce((n, c) => n + c.byteLength, 0));
     assert.ok(Math.min(...sizes) >= 64 * 1024, `smallest batch ${Math.min(...sizes)} bytes`);
@@ -204,7 +217,10 @@ describe('native Arrow export', () => {
   });
 
   it('leaves lists, structs and enums to the JavaScript converter, with the same answers', async () => {
-    await same("SELECT [range, NULL] AS l, {'a': range} AS st, 'x'::ENUM('x', 'y') AS e, range AS i FROM range(5000)", false);
+    await same(
+      "SELECT [range, NULL] AS l, {'a': range} AS st, 'x'::ENUM('x', 'y') AS e, range AS i FROM range(5000)",
+      false,
+    );
     await same("SELECT 'x'::ENUM('x', 'y') AS e FROM range(10)", false);
   });
 });

@@ -31,7 +31,10 @@ describe('authentication', () => {
   });
 
   it('refuses a right key under another name', async () => {
-    await assert.rejects(client().handshake(readerKey.name, adminKey.key), { code: 16, details: 'invalid user name or key' });
+    await assert.rejects(client().handshake(readerKey.name, adminKey.key), {
+      code: 16,
+      details: 'invalid user name or key',
+    });
   });
 
   it('refuses calls without credentials', async () => {

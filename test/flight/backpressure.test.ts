@@ -14,7 +14,10 @@ const totalBatches = 400; // 100 MiB in all
 function batch(seed: number): RecordBatch {
   const values = new Float64Array(rowsPerBatch).fill(seed);
   const column = makeData({ type: new Float64(), length: rowsPerBatch, nullCount: 0, data: values });
-  return new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rowsPerBatch, nullCount: 0, children: [column] }));
+  return new RecordBatch(
+    schema,
+    makeData({ type: new Struct(schema.fields), length: rowsPerBatch, nullCount: 0, children: [column] }),
+  );
 }
 
 /** A backend whose one query produces batches on demand and counts them. */
@@ -73,7 +76,10 @@ describe('backpressure', () => {
     await firstMessages;
     await new Promise((r) => setTimeout(r, 1000));
     const producedWhilePaused = backend.produced;
-    assert.ok(producedWhilePaused < 80, `the server produced ${producedWhilePaused} of ${totalBatches} batches for a paused client`);
+    assert.ok(
+      producedWhilePaused < 80,
+      `the server produced ${producedWhilePaused} of ${totalBatches} batches for a paused client`,
+    );
     const ended = new Promise<void>((resolve, reject) => {
       call.on('end', resolve);
       call.on('error', reject);
@@ -89,7 +95,10 @@ describe('backpressure', () => {
     backend.finished = false;
     const metadata = new grpc.Metadata();
     metadata.set('authorization', 'Bearer x');
-    const call = client.DoGet({ ticket: new TextEncoder().encode('SELECT anything') }, metadata) as grpc.ClientReadableStream<unknown>;
+    const call = client.DoGet(
+      { ticket: new TextEncoder().encode('SELECT anything') },
+      metadata,
+    ) as grpc.ClientReadableStream<unknown>;
     await new Promise<void>((resolve) => call.once('data', () => resolve()));
     call.on('error', () => {});
     call.cancel();

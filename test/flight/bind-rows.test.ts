@@ -34,18 +34,27 @@ describe(`issue 9: parameter rows per execution (ORRERY_MAX_BIND_ROWS=${limit})`
   /** Binds the ids to a prepared query and runs it: GetFlightInfo, then DoGet. */
   async function runQuery(sql: string, n: number, headers?: Record<string, string>) {
     const prepared = await c.prepare(sql);
-    const [meta] = await c.doPut(packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }), tableFromArrays({ id: ids(n) }));
-    const { preparedStatementHandle } = FlightSql.DoPutPreparedStatementResult.decode(meta) as unknown as { preparedStatementHandle: Uint8Array };
+    const [meta] = await c.doPut(
+      packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }),
+      tableFromArrays({ id: ids(n) }),
+    );
+    const { preparedStatementHandle } = FlightSql.DoPutPreparedStatementResult.decode(meta) as unknown as {
+      preparedStatementHandle: Uint8Array;
+    };
     const info = await c.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle }), headers);
     return (await c.doGet(info.endpoints[0].ticket, headers)).table;
   }
 
   async function runUpdate(sql: string, n: number): Promise<void> {
     const prepared = await c.prepare(sql);
-    await c.doPut(packAny('CommandPreparedStatementUpdate', { preparedStatementHandle: prepared.handle }), tableFromArrays({ id: ids(n) }));
+    await c.doPut(
+      packAny('CommandPreparedStatementUpdate', { preparedStatementHandle: prepared.handle }),
+      tableFromArrays({ id: ids(n) }),
+    );
   }
 
-  const count = async (): Promise<number> => Number((await c.query('SELECT count(*) AS n FROM bound')).getChild('n')?.get(0));
+  const count = async (): Promise<number> =>
+    Number((await c.query('SELECT count(*) AS n FROM bound')).getChild('n')?.get(0));
 
   it('a query with as many rows as allowed answers each row in turn', async () => {
     const table = await runQuery('SELECT ? * 10 AS tens', limit);

@@ -6,12 +6,21 @@ import { after, before, describe, it } from 'node:test';
 import { Table, type RecordBatch } from 'apache-arrow';
 import { markFramingRoom } from '../../src/arrow/index.js';
 import { DuckDBEngine } from '../../src/engine/index.js';
-import { decodeFlightData, encodeFlightData, recordBatchMessages, schemaHeader, tableFromFlightData } from '../../src/wire/index.js';
+import {
+  decodeFlightData,
+  encodeFlightData,
+  recordBatchMessages,
+  schemaHeader,
+  tableFromFlightData,
+} from '../../src/wire/index.js';
 
 function roundTrip(batch: RecordBatch): { table: Table; shared: boolean } {
   const [message] = recordBatchMessages(batch, new Map());
   const bytes = encodeFlightData(message);
-  const table = tableFromFlightData([{ dataHeader: schemaHeader(batch.schema), dataBody: new Uint8Array(0) }, decodeFlightData(bytes)])!;
+  const table = tableFromFlightData([
+    { dataHeader: schemaHeader(batch.schema), dataBody: new Uint8Array(0) },
+    decodeFlightData(bytes),
+  ])!;
   return { table, shared: bytes.buffer === batch.data.children[0].values.buffer };
 }
 

@@ -27,18 +27,32 @@ describe('metadata commands', () => {
   it('GetDbSchemas with a pattern', async () => {
     const { info, table } = await c.command('CommandGetDbSchemas', { catalog: 'orrery', dbSchemaFilterPattern: 'ma%' });
     assert.deepEqual(describeSchema(info.schema), ['catalog_name:Utf8', 'db_schema_name:Utf8 NOT NULL']);
-    assert.deepEqual(table.toArray().map((r) => [r.catalog_name, r.db_schema_name]), [['orrery', 'main']]);
+    assert.deepEqual(
+      table.toArray().map((r) => [r.catalog_name, r.db_schema_name]),
+      [['orrery', 'main']],
+    );
     const none = await c.command('CommandGetDbSchemas', { catalog: 'elsewhere' });
     assert.equal(none.table.numRows, 0);
   });
 
   it('GetTables filters by name pattern and by type, case-insensitively, BASE TABLE meaning TABLE', async () => {
-    const { info, table } = await c.command('CommandGetTables', { tableNameFilterPattern: 'meta\\_%', tableTypes: ['BASE TABLE', 'table'] });
-    assert.deepEqual(describeSchema(info.schema), ['catalog_name:Utf8', 'db_schema_name:Utf8', 'table_name:Utf8 NOT NULL', 'table_type:Utf8 NOT NULL']);
-    assert.deepEqual(table.toArray().map((r) => [r.catalog_name, r.db_schema_name, r.table_name, r.table_type]), [
-      ['orrery', 'main', 'meta_items', 'TABLE'],
-      ['orrery', 'main', 'meta_x1', 'TABLE'],
+    const { info, table } = await c.command('CommandGetTables', {
+      tableNameFilterPattern: 'meta\\_%',
+      tableTypes: ['BASE TABLE', 'table'],
+    });
+    assert.deepEqual(describeSchema(info.schema), [
+      'catalog_name:Utf8',
+      'db_schema_name:Utf8',
+      'table_name:Utf8 NOT NULL',
+      'table_type:Utf8 NOT NULL',
     ]);
+    assert.deepEqual(
+      table.toArray().map((r) => [r.catalog_name, r.db_schema_name, r.table_name, r.table_type]),
+      [
+        ['orrery', 'main', 'meta_items', 'TABLE'],
+        ['orrery', 'main', 'meta_x1', 'TABLE'],
+      ],
+    );
     const views = await c.command('CommandGetTables', { tableTypes: ['view'] });
     assert.deepEqual([...views.table.getChild('table_name')!], ['meta_view']);
     const underscore = await c.command('CommandGetTables', { tableNameFilterPattern: 'meta_x_' });
@@ -46,7 +60,10 @@ describe('metadata commands', () => {
   });
 
   it('GetTables with include_schema returns each table schema with column metadata', async () => {
-    const { info, table } = await c.command('CommandGetTables', { tableNameFilterPattern: 'meta_items', includeSchema: true });
+    const { info, table } = await c.command('CommandGetTables', {
+      tableNameFilterPattern: 'meta_items',
+      includeSchema: true,
+    });
     assert.equal(describeSchema(info.schema)[4], 'table_schema:Binary NOT NULL');
     assert.equal(table.numRows, 1);
     const schema = decodeSchema(table.getChild('table_schema')!.get(0) as Uint8Array);
@@ -66,14 +83,28 @@ describe('metadata commands', () => {
   it('key commands answer zero rows in their mandated schemas', async () => {
     const pk = await c.command('CommandGetPrimaryKeys', { table: 'meta_items' });
     assert.deepEqual(describeSchema(pk.info.schema), [
-      'catalog_name:Utf8', 'db_schema_name:Utf8', 'table_name:Utf8 NOT NULL', 'column_name:Utf8 NOT NULL',
-      'key_sequence:Int32 NOT NULL', 'key_name:Utf8',
+      'catalog_name:Utf8',
+      'db_schema_name:Utf8',
+      'table_name:Utf8 NOT NULL',
+      'column_name:Utf8 NOT NULL',
+      'key_sequence:Int32 NOT NULL',
+      'key_name:Utf8',
     ]);
     assert.equal(pk.table.numRows, 0);
     const fkSchema = [
-      'pk_catalog_name:Utf8', 'pk_db_schema_name:Utf8', 'pk_table_name:Utf8 NOT NULL', 'pk_column_name:Utf8 NOT NULL',
-      'fk_catalog_name:Utf8', 'fk_db_schema_name:Utf8', 'fk_table_name:Utf8 NOT NULL', 'fk_column_name:Utf8 NOT NULL',
-      'key_sequence:Int32 NOT NULL', 'fk_key_name:Utf8', 'pk_key_name:Utf8', 'update_rule:Uint8 NOT NULL', 'delete_rule:Uint8 NOT NULL',
+      'pk_catalog_name:Utf8',
+      'pk_db_schema_name:Utf8',
+      'pk_table_name:Utf8 NOT NULL',
+      'pk_column_name:Utf8 NOT NULL',
+      'fk_catalog_name:Utf8',
+      'fk_db_schema_name:Utf8',
+      'fk_table_name:Utf8 NOT NULL',
+      'fk_column_name:Utf8 NOT NULL',
+      'key_sequence:Int32 NOT NULL',
+      'fk_key_name:Utf8',
+      'pk_key_name:Utf8',
+      'update_rule:Uint8 NOT NULL',
+      'delete_rule:Uint8 NOT NULL',
     ];
     for (const [name, value] of [
       ['CommandGetExportedKeys', { table: 'meta_items' }],
@@ -94,7 +125,15 @@ describe('metadata commands', () => {
     ]);
     const value = table.getChild('value')!;
     const rows = table.toArray().map((r, i) => [r.info_name, value.data[0].typeIds[i]]);
-    assert.deepEqual(rows, [[0, 0], [1, 0], [4, 1], [8, 3], [504, 0], [508, 4], [562, 2]]);
+    assert.deepEqual(rows, [
+      [0, 0],
+      [1, 0],
+      [4, 1],
+      [8, 3],
+      [504, 0],
+      [508, 4],
+      [562, 2],
+    ]);
     assert.equal(value.get(0), 'Orrery');
     assert.equal(value.get(2), true);
     assert.equal(value.get(3), 1); // transactions (issue 12)
@@ -104,7 +143,10 @@ describe('metadata commands', () => {
   it('GetSqlInfo with no ids lists 17 rows below 508, then the keyword and function lists', async () => {
     const { table } = await c.command('CommandGetSqlInfo');
     const ids = [...table.getChild('info_name')!] as number[];
-    assert.deepEqual(ids, [...ids].sort((a, b) => a - b));
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => a - b),
+    );
     assert.equal(ids.filter((id) => id < 508).length, 17);
     assert.deepEqual(ids.slice(17, 22), [508, 509, 510, 511, 512]);
   });

@@ -10,14 +10,22 @@ describe('prepared statements', () => {
   let c: TestFlightClient;
   before(async () => {
     c = fixture.admin;
-    await c.updateCount("CREATE TABLE people AS SELECT * FROM (VALUES (1::BIGINT, 'ada'), (2, 'bob'), (3, 'cy')) t(id, name)");
+    await c.updateCount(
+      "CREATE TABLE people AS SELECT * FROM (VALUES (1::BIGINT, 'ada'), (2, 'bob'), (3, 'cy')) t(id, name)",
+    );
   });
 
   it('a query: dataset schema, one parameter field per ?, is_update false', async () => {
     const prepared = await c.prepare('SELECT name FROM people WHERE id = ? OR name = ?');
     assert.equal(prepared.isUpdate, false);
-    assert.deepEqual(decodeSchema(prepared.datasetSchema).fields.map((f) => `${f.name}:${f.type}`), ['name:Utf8']);
-    assert.deepEqual(decodeSchema(prepared.parameterSchema).fields.map((f) => String(f.type)), ['Int64', 'Utf8']);
+    assert.deepEqual(
+      decodeSchema(prepared.datasetSchema).fields.map((f) => `${f.name}:${f.type}`),
+      ['name:Utf8'],
+    );
+    assert.deepEqual(
+      decodeSchema(prepared.parameterSchema).fields.map((f) => String(f.type)),
+      ['Int64', 'Utf8'],
+    );
   });
 
   it('an update: is_update true and no dataset schema', async () => {
@@ -39,7 +47,13 @@ describe('prepared statements', () => {
     const info = await c.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle }));
     const { table } = await c.doGet(info.endpoints[0].ticket);
     assert.deepEqual([...table.getChild('name')!], ['bob']);
-    assert.deepEqual(await c.doAction('ClosePreparedStatement', packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle })), []);
+    assert.deepEqual(
+      await c.doAction(
+        'ClosePreparedStatement',
+        packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle }),
+      ),
+      [],
+    );
   });
 
   it('executes a prepared update once per parameter row', async () => {
@@ -56,7 +70,9 @@ describe('prepared statements', () => {
 
   it('runs a statement through the query path when DB-API clients send DML that way', async () => {
     const prepared = await c.prepare("INSERT INTO people VALUES (20, 'z')");
-    const info = await c.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }));
+    const info = await c.getFlightInfo(
+      packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }),
+    );
     const { table } = await c.doGet(info.endpoints[0].ticket);
     assert.deepEqual([...table.getChild('Count')!], [1n]);
   });

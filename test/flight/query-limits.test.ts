@@ -12,7 +12,8 @@ import { useOrrery } from '../support/orrery-process.js';
 const endlessRecursion = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r';
 /** A cross join of 10^16 pairs: hours of DuckDB work, a few bytes of answer. */
 const hugeCrossJoin = 'SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0';
-const timeoutMessage = 'statement timeout: the statement did not finish within 1 s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped';
+const timeoutMessage =
+  'statement timeout: the statement did not finish within 1 s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped';
 
 /** DoGet with the SQL text as the ticket. */
 async function doGetSql(client: FlightSqlClient, sql: string): Promise<void> {
@@ -68,7 +69,9 @@ describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout:
     assert.equal(error.status, 'DEADLINE_EXCEEDED');
     assert.equal(error.details, timeoutMessage);
     await cpuSettles();
-    const tables = await fixture.admin.query("SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'timed_out'");
+    const tables = await fixture.admin.query(
+      "SELECT count(*) AS n FROM duckdb_tables() WHERE table_name = 'timed_out'",
+    );
     assert.equal(Number(tables.getChild('n')?.get(0)), 0);
   });
 
@@ -76,7 +79,8 @@ describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout:
     let rows = 0;
     const error = await failure(
       (async () => {
-        for await (const batch of fixture.reader.client.queryBatches('SELECT range AS n FROM range(1000000000000)')) rows += batch.numRows;
+        for await (const batch of fixture.reader.client.queryBatches('SELECT range AS n FROM range(1000000000000)'))
+          rows += batch.numRows;
       })(),
     );
     assert.equal(error.status, 'DEADLINE_EXCEEDED');
@@ -93,53 +97,57 @@ describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout:
   });
 });
 
-describe('issue 9: per-key concurrency (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, ORRERY_MAX_QUEUED_QUERIES_PER_KEY)', { timeout: 180_000 }, () => {
-  const fixture = useOrrery({
-    ORRERY_QUERY_TIMEOUT_SECONDS: '2',
-    ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1',
-    ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1',
-  });
-  const gauge = async (name: string): Promise<number> => {
-    const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
-    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
-  };
-  const until = async (name: string, value: number): Promise<void> => {
-    while ((await gauge(name)) !== value) await sleep(20);
-  };
+describe(
+  'issue 9: per-key concurrency (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY, ORRERY_MAX_QUEUED_QUERIES_PER_KEY)',
+  { timeout: 180_000 },
+  () => {
+    const fixture = useOrrery({
+      ORRERY_QUERY_TIMEOUT_SECONDS: '2',
+      ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1',
+      ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1',
+    });
+    const gauge = async (name: string): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    const until = async (name: string, value: number): Promise<void> => {
+      while ((await gauge(name)) !== value) await sleep(20);
+    };
 
-  it('queues a statement beyond the key\'s limit, refuses one beyond its queue, and lets another key through', async () => {
-    // DoGet of the SQL text (one call per statement, as micromegas clients send them), so each
-    // statement takes its slot once.
-    const running = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
-    await until('orrery_queries_running', 1);
-    const queued = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
-    await until('orrery_queries_queued', 1);
+    it("queues a statement beyond the key's limit, refuses one beyond its queue, and lets another key through", async () => {
+      // DoGet of the SQL text (one call per statement, as micromegas clients send them), so each
+      // statement takes its slot once.
+      const running = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
+      await until('orrery_queries_running', 1);
+      const queued = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
+      await until('orrery_queries_queued', 1);
 
-    const refused = await failure(fixture.reader.client.query('SELECT 1'));
-    assert.equal(refused.status, 'RESOURCE_EXHAUSTED');
-    assert.equal(
-      refused.details,
-      "too many statements from key 'reader': 1 running and 1 waiting (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY=1, " +
-        'ORRERY_MAX_QUEUED_QUERIES_PER_KEY=1); retry when one has finished',
-    );
-    // Another key has slots of its own.
-    assert.equal(Number((await fixture.admin.query('SELECT 7 AS n')).getChild('n')?.get(0)), 7);
+      const refused = await failure(fixture.reader.client.query('SELECT 1'));
+      assert.equal(refused.status, 'RESOURCE_EXHAUSTED');
+      assert.equal(
+        refused.details,
+        "too many statements from key 'reader': 1 running and 1 waiting (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY=1, " +
+          'ORRERY_MAX_QUEUED_QUERIES_PER_KEY=1); retry when one has finished',
+      );
+      // Another key has slots of its own.
+      assert.equal(Number((await fixture.admin.query('SELECT 7 AS n')).getChild('n')?.get(0)), 7);
 
-    // Both heavy statements end at their timeout (the second one waited, then ran or timed out in line).
-    assert.equal((await running).status, 'DEADLINE_EXCEEDED');
-    assert.equal((await queued).status, 'DEADLINE_EXCEEDED');
-    await until('orrery_queries_running', 0);
-    assert.equal(await gauge('orrery_queries_queued'), 0);
-    assert.equal((await fixture.reader.query('SELECT 1 AS n')).numRows, 1);
-  });
+      // Both heavy statements end at their timeout (the second one waited, then ran or timed out in line).
+      assert.equal((await running).status, 'DEADLINE_EXCEEDED');
+      assert.equal((await queued).status, 'DEADLINE_EXCEEDED');
+      await until('orrery_queries_running', 0);
+      assert.equal(await gauge('orrery_queries_queued'), 0);
+      assert.equal((await fixture.reader.query('SELECT 1 AS n')).numRows, 1);
+    });
 
-  it('a statement whose client gives up while it waits leaves the queue', async () => {
-    const running = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
-    await until('orrery_queries_running', 1);
-    const gaveUp = await failure(fixture.reader.client.query('SELECT 2', { deadline: Date.now() + 200 }));
-    assert.equal(gaveUp.status, 'DEADLINE_EXCEEDED');
-    await until('orrery_queries_queued', 0);
-    assert.equal((await running).status, 'DEADLINE_EXCEEDED');
-    await until('orrery_queries_running', 0);
-  });
-});
+    it('a statement whose client gives up while it waits leaves the queue', async () => {
+      const running = failure(doGetSql(fixture.reader.client, hugeCrossJoin));
+      await until('orrery_queries_running', 1);
+      const gaveUp = await failure(fixture.reader.client.query('SELECT 2', { deadline: Date.now() + 200 }));
+      assert.equal(gaveUp.status, 'DEADLINE_EXCEEDED');
+      await until('orrery_queries_queued', 0);
+      assert.equal((await running).status, 'DEADLINE_EXCEEDED');
+      await until('orrery_queries_running', 0);
+    });
+  },
+);

@@ -20,9 +20,21 @@ describe('statements', () => {
     );
     const types = Object.fromEntries(table.schema.fields.map((f) => [f.name, String(f.type)]));
     assert.deepEqual(types, {
-      i: 'Int64', d: 'Float64', s: 'Utf8', s2: 'Utf8', ts: 'Timestamp<NANOSECOND, UTC>', tns: 'Timestamp<NANOSECOND, UTC>',
-      b: 'Bool', n: 'Utf8', l: 'List<Int32>', st: 'Struct<{a:Utf8, b:Int32}>', dc: 'Decimal[10e+2]', dt: 'Date32<DAY>',
-      t8: 'Int8', u64: 'Uint64', e: 'Utf8',
+      i: 'Int64',
+      d: 'Float64',
+      s: 'Utf8',
+      s2: 'Utf8',
+      ts: 'Timestamp<NANOSECOND, UTC>',
+      tns: 'Timestamp<NANOSECOND, UTC>',
+      b: 'Bool',
+      n: 'Utf8',
+      l: 'List<Int32>',
+      st: 'Struct<{a:Utf8, b:Int32}>',
+      dc: 'Decimal[10e+2]',
+      dt: 'Date32<DAY>',
+      t8: 'Int8',
+      u64: 'Uint64',
+      e: 'Utf8',
     });
     const row = table.get(0)!;
     assert.equal(row.i, 42n);
@@ -48,12 +60,17 @@ describe('statements', () => {
     assert.deepEqual(info.endpoints[0].locations, []);
     assert.equal(info.totalRecords, -1);
     const { table } = await c.doGet(info.endpoints[0].ticket);
-    assert.deepEqual(table.schema.fields.map((f) => [f.name, String(f.type)]), info.schema.fields.map((f) => [f.name, String(f.type)]));
+    assert.deepEqual(
+      table.schema.fields.map((f) => [f.name, String(f.type)]),
+      info.schema.fields.map((f) => [f.name, String(f.type)]),
+    );
     assert.deepEqual([...table.getChild('x')!], [0n, 1n, 2n]);
   });
 
   it('sends the schema message first even when there are no rows', async () => {
-    const info = await c.getFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT 1::BIGINT AS x WHERE false' }));
+    const info = await c.getFlightInfo(
+      packAny('CommandStatementQuery', { query: 'SELECT 1::BIGINT AS x WHERE false' }),
+    );
     const { table, messages } = await c.doGet(info.endpoints[0].ticket);
     assert.equal(messages, 1);
     assert.equal(table.numRows, 0);
@@ -63,28 +80,45 @@ describe('statements', () => {
   it('redeems a ticket that is plain SQL text, and a TicketStatementQuery whose handle is SQL text', async () => {
     const plain = await c.doGet(new TextEncoder().encode('SELECT 5 AS five'));
     assert.equal(plain.table.getChild('five')!.get(0), 5);
-    const micromegas = await c.doGet(packAny('TicketStatementQuery', { statementHandle: new TextEncoder().encode('SELECT 6 AS six') }));
+    const micromegas = await c.doGet(
+      packAny('TicketStatementQuery', { statementHandle: new TextEncoder().encode('SELECT 6 AS six') }),
+    );
     assert.equal(micromegas.table.getChild('six')!.get(0), 6);
   });
 
   it('answers GetSchema with the query schema', async () => {
-    const schema = await c.getSchema(packAny('CommandStatementQuery', { query: 'SELECT 1::BIGINT AS a, 2::DOUBLE AS b' }));
-    assert.deepEqual(schema.fields.map((f) => `${f.name}:${f.type}`), ['a:Int64', 'b:Float64']);
+    const schema = await c.getSchema(
+      packAny('CommandStatementQuery', { query: 'SELECT 1::BIGINT AS a, 2::DOUBLE AS b' }),
+    );
+    assert.deepEqual(
+      schema.fields.map((f) => `${f.name}:${f.type}`),
+      ['a:Int64', 'b:Float64'],
+    );
   });
 
   it('answers PollFlightInfo as complete, with the schema and a ticket that streams the rows', async () => {
-    const poll = await c.client.pollFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT range::BIGINT AS a FROM range(3)' }));
+    const poll = await c.client.pollFlightInfo(
+      packAny('CommandStatementQuery', { query: 'SELECT range::BIGINT AS a FROM range(3)' }),
+    );
     assert.equal(poll.complete, true);
     assert.equal(poll.progress, 1);
-    assert.deepEqual(poll.info!.schema!.fields.map((f) => `${f.name}:${f.type}`), ['a:Int64']);
+    assert.deepEqual(
+      poll.info!.schema!.fields.map((f) => `${f.name}:${f.type}`),
+      ['a:Int64'],
+    );
     const { table } = await c.doGet(poll.info!.endpoints[0].ticket);
     assert.deepEqual([...table.getChild('a')!], [0n, 1n, 2n]);
-    await assert.rejects(c.client.pollFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT * FROM nowhere' })), { code: 3 });
+    await assert.rejects(
+      c.client.pollFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT * FROM nowhere' })),
+      { code: 3 },
+    );
   });
 
   it('streams large results in batches, each FlightData under 4 MiB', async () => {
     const info = await c.getFlightInfo(
-      packAny('CommandStatementQuery', { query: "SELECT range AS i, range * 0.5 AS d, repeat('x', 100) || range AS s FROM range(300000)" }),
+      packAny('CommandStatementQuery', {
+        query: "SELECT range AS i, range * 0.5 AS d, repeat('x', 100) || range AS s FROM range(300000)",
+      }),
     );
     const { table, sizes } = await c.doGet(info.endpoints[0].ticket);
     assert.equal(table.numRows, 300000);
@@ -100,7 +134,10 @@ describe('statements', () => {
     const table = await c.query('SELECT range AS i FROM range(100000)', { limit: '10' });
     assert.equal(table.numRows, 10);
     await assert.rejects(c.query('SELECT 1', { limit: 'ten' }), { code: 3, details: /header limit/ });
-    await assert.rejects(c.query('SELECT 1', { query_range_begin: 'yesterday' }), { code: 3, details: /query_range_begin/ });
+    await assert.rejects(c.query('SELECT 1', { query_range_begin: 'yesterday' }), {
+      code: 3,
+      details: /query_range_begin/,
+    });
   });
 
   it('runs updates through DoPut and reports the row count', async () => {
@@ -117,7 +154,9 @@ describe('dictionaries', () => {
   before(async () => {
     c = fixture.admin;
     await c.updateCount("CREATE TYPE level AS ENUM ('debug', 'info', 'warn')");
-    await c.updateCount("CREATE TABLE events AS SELECT (['debug', 'info', 'warn'])[1 + range % 3]::level AS level FROM range(600000)");
+    await c.updateCount(
+      "CREATE TABLE events AS SELECT (['debug', 'info', 'warn'])[1 + range % 3]::level AS level FROM range(600000)",
+    );
   });
 
   it('decodes dictionary columns unless the client sends preserve_dictionary: true', async () => {
@@ -128,7 +167,10 @@ describe('dictionaries', () => {
 
   it('keeps ENUM columns as one dictionary sent once when asked to', async () => {
     const headers = { preserve_dictionary: 'true' };
-    const info = await c.getFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT level FROM events' }), headers);
+    const info = await c.getFlightInfo(
+      packAny('CommandStatementQuery', { query: 'SELECT level FROM events' }),
+      headers,
+    );
     assert.equal(String(info.schema.fields[0].type), 'Dictionary<Int32, Utf8>');
     const { table, messages } = await c.doGet(info.endpoints[0].ticket, headers);
     assert.equal(String(table.schema.fields[0].type), 'Dictionary<Int32, Utf8>');

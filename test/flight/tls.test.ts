@@ -15,10 +15,27 @@ describe('TLS', () => {
   const key = join(dir, 'key.pem');
   let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
   before(async () => {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-keyout', key, '-out', cert,
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
     orrery = await startTestOrrery({ ORRERY_TLS_CERT: cert, ORRERY_TLS_KEY: key });
   });
   after(async () => {
@@ -28,7 +45,11 @@ describe('TLS', () => {
 
   const listActions = (credentials: grpc.ChannelCredentials): Promise<number> => {
     const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'FlightService');
-    const client = new Client(orrery.address, credentials) as unknown as Record<string, (...args: unknown[]) => unknown> & grpc.Client;
+    const client = new Client(orrery.address, credentials) as unknown as Record<
+      string,
+      (...args: unknown[]) => unknown
+    > &
+      grpc.Client;
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${adminKey.key}`);
     const deadline = new Date(Date.now() + 3000);

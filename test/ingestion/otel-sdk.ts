@@ -11,9 +11,19 @@ import {
   ProtobufTraceSerializer,
 } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { InMemoryLogRecordExporter, LoggerProvider, SimpleLogRecordProcessor, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
+import {
+  InMemoryLogRecordExporter,
+  LoggerProvider,
+  SimpleLogRecordProcessor,
+  type ReadableLogRecord,
+} from '@opentelemetry/sdk-logs';
 import { AggregationType, MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
 
 /** Resource attributes given to every provider. */
 export type ResourceAttributes = Record<string, string | number | boolean | string[]>;
@@ -38,7 +48,10 @@ export async function sdkLogs(
   emit: (logger: (name: string, version?: string) => Logger) => void,
 ): Promise<Bodies & { records: ReadableLogRecord[] }> {
   const exporter = new InMemoryLogRecordExporter();
-  const provider = new LoggerProvider({ resource: resourceFromAttributes(resource), processors: [new SimpleLogRecordProcessor({ exporter })] });
+  const provider = new LoggerProvider({
+    resource: resourceFromAttributes(resource),
+    processors: [new SimpleLogRecordProcessor({ exporter })],
+  });
   emit((name, version) => provider.getLogger(name, version));
   await provider.forceFlush();
   const records = exporter.getFinishedLogRecords();

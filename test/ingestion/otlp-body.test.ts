@@ -5,7 +5,12 @@ import { Readable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { SeverityNumber } from '@opentelemetry/api-logs';
-import { JsonTraceSerializer, ProtobufLogsSerializer, ProtobufMetricsSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import {
+  JsonTraceSerializer,
+  ProtobufLogsSerializer,
+  ProtobufMetricsSerializer,
+  ProtobufTraceSerializer,
+} from '@opentelemetry/otlp-transformer';
 import {
   contentTypeOf,
   decodeBody,
@@ -37,7 +42,8 @@ describe('decodeBody', () => {
 
   it('passes identity bodies through, whole or streamed', async () => {
     const body = Buffer.from('abc');
-    for (const encoding of [undefined, '', 'identity', 'Identity']) assert.equal(await decodeBody(body, encoding), body);
+    for (const encoding of [undefined, '', 'identity', 'Identity'])
+      assert.equal(await decodeBody(body, encoding), body);
     async function* chunks() {
       yield Buffer.from('ab');
       yield Buffer.from('c');
@@ -59,7 +65,11 @@ describe('decodeBody', () => {
   });
 
   it('refuses bodies over the cap with 413, plain or streamed', async () => {
-    const tooLarge = { code: 'OTLP_BODY_TOO_LARGE', httpStatus: 413, message: 'request body is larger than 10 bytes once decoded' };
+    const tooLarge = {
+      code: 'OTLP_BODY_TOO_LARGE',
+      httpStatus: 413,
+      message: 'request body is larger than 10 bytes once decoded',
+    };
     assert.equal((await decodeBody(Buffer.alloc(10), undefined, { maxBytes: 10 })).length, 10);
     await assert.rejects(decodeBody(Buffer.alloc(11), undefined, { maxBytes: 10 }), tooLarge);
     async function* chunks() {
@@ -151,15 +161,22 @@ describe('encodeExportResponse', () => {
     assert.deepEqual(ProtobufLogsSerializer.deserializeResponse(encodeExportResponse('logs', 'protobuf', partial)), {
       partialSuccess: { rejectedLogRecords: 2, errorMessage: 'two records had no body' },
     });
-    assert.deepEqual(ProtobufMetricsSerializer.deserializeResponse(encodeExportResponse('metrics', 'protobuf', { ...partial, rejected: 7n })), {
-      partialSuccess: { rejectedDataPoints: 7, errorMessage: 'two records had no body' },
-    });
+    assert.deepEqual(
+      ProtobufMetricsSerializer.deserializeResponse(
+        encodeExportResponse('metrics', 'protobuf', { ...partial, rejected: 7n }),
+      ),
+      {
+        partialSuccess: { rejectedDataPoints: 7, errorMessage: 'two records had no body' },
+      },
+    );
     assert.deepEqual(ProtobufTraceSerializer.deserializeResponse(encodeExportResponse('traces', 'protobuf', partial)), {
       partialSuccess: { rejectedSpans: 2, errorMessage: 'two records had no body' },
     });
     const json = encodeExportResponse('traces', 'json', partial);
     assert.equal(text(json), '{"partialSuccess":{"rejectedSpans":"2","errorMessage":"two records had no body"}}');
-    assert.deepEqual(JsonTraceSerializer.deserializeResponse(json), { partialSuccess: { rejectedSpans: '2', errorMessage: 'two records had no body' } });
+    assert.deepEqual(JsonTraceSerializer.deserializeResponse(json), {
+      partialSuccess: { rejectedSpans: '2', errorMessage: 'two records had no body' },
+    });
   });
 });
 

@@ -19,17 +19,31 @@ async function sdkBodies() {
       severityNumber: SeverityNumber.INFO,
       severityText: 'INFO',
       body: 'order placed',
-      attributes: { 'order.id': 'o-1', items: 3, total: 12.5, paid: true, tags: ['a', 'b'], raw: new Uint8Array([1, 2, 255]) },
+      attributes: {
+        'order.id': 'o-1',
+        items: 3,
+        total: 12.5,
+        paid: true,
+        tags: ['a', 'b'],
+        raw: new Uint8Array([1, 2, 255]),
+      },
       context: trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: 1 }),
     });
-    log.emit({ timestamp: [1_700_000_002, 0], severityNumber: SeverityNumber.ERROR2, body: { code: 7, reasons: ['late', null] } });
+    log.emit({
+      timestamp: [1_700_000_002, 0],
+      severityNumber: SeverityNumber.ERROR2,
+      body: { code: 7, reasons: ['late', null] },
+    });
     logger('audit').emit({ timestamp: [1_700_000_003, 999], severityNumber: SeverityNumber.WARN, body: 42 });
   });
 }
 
 const expected: ResourceGroup<OtlpLogRecord>[] = [
   {
-    resource: { attributes: { 'service.name': 'shop', 'host.name': 'h1', 'process.pid': 4242 }, droppedAttributesCount: 0 },
+    resource: {
+      attributes: { 'service.name': 'shop', 'host.name': 'h1', 'process.pid': 4242 },
+      droppedAttributesCount: 0,
+    },
     schemaUrl: '',
     records: [
       {
@@ -103,7 +117,12 @@ describe('decodeLogs on hand-written OTLP/JSON', () => {
             { key: 'big', value: { intValue: '9007199254740993' } },
             { key: 'neg', value: { intValue: '-5' } },
             { key: 'nan', value: { doubleValue: 'NaN' } },
-            { key: 'nested', value: { kvlistValue: { values: [{ key: 'k', value: { arrayValue: { values: [{ boolValue: false }, {}] } } }] } } },
+            {
+              key: 'nested',
+              value: {
+                kvlistValue: { values: [{ key: 'k', value: { arrayValue: { values: [{ boolValue: false }, {}] } } }] },
+              },
+            },
             { key: 'empty' },
           ],
         }),
@@ -113,7 +132,13 @@ describe('decodeLogs on hand-written OTLP/JSON', () => {
     assert.equal(record.timeUnixNano, 1_700_000_000_123_456_789n);
     assert.equal(record.observedTimeUnixNano, 1_700_000_000n);
     assert.equal(record.severityNumber, 15);
-    assert.deepEqual(record.attributes, { big: '9007199254740993', neg: -5, nan: Number.NaN, nested: { k: [false, null] }, empty: null });
+    assert.deepEqual(record.attributes, {
+      big: '9007199254740993',
+      neg: -5,
+      nan: Number.NaN,
+      nested: { k: [false, null] },
+      empty: null,
+    });
   });
 
   it('lowercases hex ids and treats empty or all-zero ids as absent', () => {
@@ -172,7 +197,8 @@ describe('decodeLogs on hand-written OTLP/JSON', () => {
       [{ kvlistValue: {} }, '{}'],
       [{}, ''],
     ] as const;
-    for (const [body, text] of bodies) assert.equal(only(decodeLogs(request({ body }), 'json')).body, text, JSON.stringify(body));
+    for (const [body, text] of bodies)
+      assert.equal(only(decodeLogs(request({ body }), 'json')).body, text, JSON.stringify(body));
   });
 
   it('keeps the last of duplicate attribute keys and a __proto__ key as data', () => {

@@ -9,7 +9,11 @@ import { jsonBody, nanos, sdkMetrics, snakeCaseJson } from './otel-sdk.js';
 async function sdkBodies() {
   return sdkMetrics({ 'service.name': 'shop' }, (meter) => {
     const m = meter('shop.metrics', '2.0.0');
-    const requests = m.createCounter('requests', { valueType: ValueType.INT, unit: '{request}', description: 'Handled requests' });
+    const requests = m.createCounter('requests', {
+      valueType: ValueType.INT,
+      unit: '{request}',
+      description: 'Handled requests',
+    });
     requests.add(3, { route: '/a' });
     requests.add(4, { route: '/a' });
     requests.add(1, { route: '/b' });
@@ -27,16 +31,64 @@ async function sdkBodies() {
 type Expected = Omit<OtlpMetricPoint, 'timeUnixNano' | 'startTimeUnixNano' | 'scope'>;
 const scalar = { count: null, sum: null, min: null, max: null };
 const expected: Expected[] = [
-  { name: 'exp.size', unit: 'By', description: '', kind: 'exponential_histogram', value: null, count: 3, sum: 7, min: 1, max: 4, attributes: {} },
-  { name: 'latency', unit: 'ms', description: '', kind: 'histogram', value: null, count: 3, sum: 555, min: 5, max: 500, attributes: {} },
+  {
+    name: 'exp.size',
+    unit: 'By',
+    description: '',
+    kind: 'exponential_histogram',
+    value: null,
+    count: 3,
+    sum: 7,
+    min: 1,
+    max: 4,
+    attributes: {},
+  },
+  {
+    name: 'latency',
+    unit: 'ms',
+    description: '',
+    kind: 'histogram',
+    value: null,
+    count: 3,
+    sum: 555,
+    min: 5,
+    max: 500,
+    attributes: {},
+  },
   { name: 'queue.depth', unit: '', description: '', kind: 'sum', value: 1.5, ...scalar, attributes: {} },
-  { name: 'requests', unit: '{request}', description: 'Handled requests', kind: 'sum', value: 7, ...scalar, attributes: { route: '/a' } },
-  { name: 'requests', unit: '{request}', description: 'Handled requests', kind: 'sum', value: 1, ...scalar, attributes: { route: '/b' } },
-  { name: 'temperature', unit: 'Cel', description: '', kind: 'gauge', value: 21.5, ...scalar, attributes: { room: 'lab' } },
+  {
+    name: 'requests',
+    unit: '{request}',
+    description: 'Handled requests',
+    kind: 'sum',
+    value: 7,
+    ...scalar,
+    attributes: { route: '/a' },
+  },
+  {
+    name: 'requests',
+    unit: '{request}',
+    description: 'Handled requests',
+    kind: 'sum',
+    value: 1,
+    ...scalar,
+    attributes: { route: '/b' },
+  },
+  {
+    name: 'temperature',
+    unit: 'Cel',
+    description: '',
+    kind: 'gauge',
+    value: 21.5,
+    ...scalar,
+    attributes: { room: 'lab' },
+  },
 ];
 
-const byNameAndAttributes = (a: { name: string; attributes: object }, b: { name: string; attributes: object }): number =>
-  `${a.name}${JSON.stringify(a.attributes)}`.localeCompare(`${b.name}${JSON.stringify(b.attributes)}`);
+const byNameAndAttributes = (
+  a: { name: string; attributes: object },
+  b: { name: string; attributes: object },
+): number => `${a.name}${JSON.stringify(a.attributes)}`.localeCompare(`${b.name}${JSON.stringify(b.attributes)}`);
 
 describe('decodeMetrics on SDK bodies', () => {
   for (const contentType of ['protobuf', 'json'] as const) {
@@ -52,7 +104,9 @@ describe('decodeMetrics on SDK bodies', () => {
       );
       // Timestamps are the SDK's own, to the nanosecond.
       const sdkPoints = sdk.metrics.scopeMetrics
-        .flatMap((s) => s.metrics.flatMap((m) => m.dataPoints.map((p) => ({ name: m.descriptor.name, attributes: p.attributes, p }))))
+        .flatMap((s) =>
+          s.metrics.flatMap((m) => m.dataPoints.map((p) => ({ name: m.descriptor.name, attributes: p.attributes, p }))),
+        )
         .sort(byNameAndAttributes);
       assert.deepEqual(
         points.map((p) => [p.startTimeUnixNano, p.timeUnixNano]),
@@ -133,11 +187,25 @@ describe('decodeMetrics on hand-written OTLP/JSON', () => {
 
   it('reads asInt as a string, asDouble specials, and histogram fields left unset as null', () => {
     const gauge = decodeMetrics(
-      request({ name: 'g', gauge: { dataPoints: [{ timeUnixNano: '1', asInt: '-3' }, { timeUnixNano: '2', asDouble: '-Infinity' }] } }),
+      request({
+        name: 'g',
+        gauge: {
+          dataPoints: [
+            { timeUnixNano: '1', asInt: '-3' },
+            { timeUnixNano: '2', asDouble: '-Infinity' },
+          ],
+        },
+      }),
       'json',
     )[0].records;
-    assert.deepEqual(gauge.map((p) => p.value), [-3, -Infinity]);
-    const [histogram] = decodeMetrics(request({ name: 'h', histogram: { dataPoints: [{ timeUnixNano: '1', count: '4' }] } }), 'json')[0].records;
+    assert.deepEqual(
+      gauge.map((p) => p.value),
+      [-3, -Infinity],
+    );
+    const [histogram] = decodeMetrics(
+      request({ name: 'h', histogram: { dataPoints: [{ timeUnixNano: '1', count: '4' }] } }),
+      'json',
+    )[0].records;
     assert.deepEqual([histogram.count, histogram.sum, histogram.min, histogram.max], [4, null, null, null]);
   });
 
@@ -149,7 +217,15 @@ describe('decodeMetrics on hand-written OTLP/JSON', () => {
             scopeMetrics: [
               {
                 metrics: [
-                  { name: 'stale', sum: { dataPoints: [{ timeUnixNano: '1', flags: 1 }, { timeUnixNano: '2', asInt: 9 }] } },
+                  {
+                    name: 'stale',
+                    sum: {
+                      dataPoints: [
+                        { timeUnixNano: '1', flags: 1 },
+                        { timeUnixNano: '2', asInt: 9 },
+                      ],
+                    },
+                  },
                   { name: 'nothing' },
                 ],
               },
@@ -159,6 +235,9 @@ describe('decodeMetrics on hand-written OTLP/JSON', () => {
       }),
       'json',
     );
-    assert.deepEqual(groups[0].records.map((p) => [p.name, p.timeUnixNano, p.value]), [['stale', 2n, 9]]);
+    assert.deepEqual(
+      groups[0].records.map((p) => [p.name, p.timeUnixNano, p.value]),
+      [['stale', 2n, 9]],
+    );
   });
 });

@@ -19,10 +19,30 @@ describe('resourceKey', () => {
   it('gives the same key for the same attributes sent in another order', () => {
     const a = resourceOf([
       { key: 'service.name', value: { stringValue: 'api' } },
-      { key: 'k8s', value: { kvlistValue: { values: [{ key: 'pod', value: { stringValue: 'p' } }, { key: 'ns', value: { stringValue: 'n' } }] } } },
+      {
+        key: 'k8s',
+        value: {
+          kvlistValue: {
+            values: [
+              { key: 'pod', value: { stringValue: 'p' } },
+              { key: 'ns', value: { stringValue: 'n' } },
+            ],
+          },
+        },
+      },
     ]);
     const b = resourceOf([
-      { key: 'k8s', value: { kvlistValue: { values: [{ key: 'ns', value: { stringValue: 'n' } }, { key: 'pod', value: { stringValue: 'p' } }] } } },
+      {
+        key: 'k8s',
+        value: {
+          kvlistValue: {
+            values: [
+              { key: 'ns', value: { stringValue: 'n' } },
+              { key: 'pod', value: { stringValue: 'p' } },
+            ],
+          },
+        },
+      },
       { key: 'service.name', value: { stringValue: 'api' } },
     ]);
     assert.equal(resourceKey(a), resourceKey(b));

@@ -12,8 +12,16 @@ const childId = 'b7ad6b7169203331';
 async function sdkBodies() {
   return sdkSpans({ 'service.name': 'api' }, { traceIds: [traceId], spanIds: [rootId, childId] }, (tracer) => {
     const t = tracer('api.http', '0.9.1');
-    const root = t.startSpan('GET /orders', { kind: SpanKind.SERVER, startTime: [1_700_000_000, 0], attributes: { 'http.status_code': 500 } });
-    const child = t.startSpan('SELECT orders', { kind: SpanKind.CLIENT, startTime: [1_700_000_000, 250] }, trace.setSpan(ROOT_CONTEXT, root));
+    const root = t.startSpan('GET /orders', {
+      kind: SpanKind.SERVER,
+      startTime: [1_700_000_000, 0],
+      attributes: { 'http.status_code': 500 },
+    });
+    const child = t.startSpan(
+      'SELECT orders',
+      { kind: SpanKind.CLIENT, startTime: [1_700_000_000, 250] },
+      trace.setSpan(ROOT_CONTEXT, root),
+    );
     child.addEvent('retry', [1_700_000_000, 300]);
     child.addEvent('retry', [1_700_000_000, 400]);
     child.setStatus({ code: SpanStatusCode.ERROR, message: 'deadlock' });
@@ -85,7 +93,11 @@ describe('decodeTraces on hand-written OTLP/JSON', () => {
             scopeSpans: [
               {
                 spans: [
-                  span({ kind: 'SPAN_KIND_PRODUCER', status: { code: 'STATUS_CODE_ERROR', message: 'm' }, parentSpanId: '0000000000000000' }),
+                  span({
+                    kind: 'SPAN_KIND_PRODUCER',
+                    status: { code: 'STATUS_CODE_ERROR', message: 'm' },
+                    parentSpanId: '0000000000000000',
+                  }),
                   span({ parentSpanId: '', events: [{}, {}, {}] }),
                 ],
               },

@@ -21,7 +21,12 @@ const goodRecord = (signal: OtlpSignal, i: number): Record<string, unknown> =>
     ? { timeUnixNano: String(1_700_000_000_000_000_000n + BigInt(i)), body: { stringValue: `record ${i}` } }
     : signal === 'metrics'
       ? { name: `m${i}`, gauge: { dataPoints: [{ timeUnixNano: '1700000000000000000', asDouble: i }] } }
-      : { traceId, spanId: spanId.slice(0, 15) + String(i), name: `span ${i}`, startTimeUnixNano: '1700000000000000000' };
+      : {
+          traceId,
+          spanId: spanId.slice(0, 15) + String(i),
+          name: `span ${i}`,
+          startTimeUnixNano: '1700000000000000000',
+        };
 const badRecord = (signal: OtlpSignal): Record<string, unknown> =>
   signal === 'logs'
     ? { timeUnixNano: '18446744073709551615' }
@@ -33,7 +38,10 @@ const badRecord = (signal: OtlpSignal): Record<string, unknown> =>
 function withAttribute(signal: OtlpSignal, attribute: object): Record<string, unknown> {
   const record = goodRecord(signal, 9);
   if (signal !== 'metrics') return { ...record, attributes: [attribute] };
-  return { name: 'm9', gauge: { dataPoints: [{ timeUnixNano: '1700000000000000000', asDouble: 9, attributes: [attribute] }] } };
+  return {
+    name: 'm9',
+    gauge: { dataPoints: [{ timeUnixNano: '1700000000000000000', asDouble: 9, attributes: [attribute] }] },
+  };
 }
 
 interface ResourceSpec {
@@ -54,19 +62,42 @@ function request(signal: OtlpSignal, resources: ResourceSpec[], service = 'svc')
 
 /** The one mistake each case puts in one resource of the request. */
 const mistakes: Array<[string, (signal: OtlpSignal) => ResourceSpec, RegExp]> = [
-  ['NUL in a resource attribute value', () => ({ attributes: [{ key: 'host.name', value: { stringValue: 'h\u0000' } }] }), /resource\.attributes\["host\.name"\]: a resource attribute may not contain NUL/],
-  ['NUL in a resource attribute key', () => ({ attributes: [{ key: 'host\u0000name', value: { stringValue: 'h' } }] }), /resource\.attributes: a resource attribute key may not contain NUL/],
-  ['a lone surrogate in a resource attribute', () => ({ attributes: [{ key: 'host.name', value: { stringValue: '\ud800' } }] }), /resource\.attributes\[0\]\.value\.stringValue: not valid Unicode/],
+  [
+    'NUL in a resource attribute value',
+    () => ({ attributes: [{ key: 'host.name', value: { stringValue: 'h\u0000' } }] }),
+    /resource\.attributes\["host\.name"\]: a resource attribute may not contain NUL/,
+  ],
+  [
+    'NUL in a resource attribute key',
+    () => ({ attributes: [{ key: 'host\u0000name', value: { stringValue: 'h' } }] }),
+    /resource\.attributes: a resource attribute key may not contain NUL/,
+  ],
+  [
+    'a lone surrogate in a resource attribute',
+    () => ({ attributes: [{ key: 'host.name', value: { stringValue: '\ud800' } }] }),
+    /resource\.attributes\[0\]\.value\.stringValue: not valid Unicode/,
+  ],
   ['a scope name that is a number', () => ({ scope: { name: 5 } }), /scope\.name: expected a string, got 5/],
   ['a record time out of range', (signal) => ({ record: badRecord(signal) }), /[tT]imeUnixNano: \d+ is out of range/],
-  ['a lone surrogate in a record attribute', (signal) => ({ record: withAttribute(signal, { key: 'k', value: { stringValue: 'x\udfff' } }) }), /attributes\[0\]\.value\.stringValue: not valid Unicode/],
+  [
+    'a lone surrogate in a record attribute',
+    (signal) => ({ record: withAttribute(signal, { key: 'k', value: { stringValue: 'x\udfff' } }) }),
+    /attributes\[0\]\.value\.stringValue: not valid Unicode/,
+  ],
 ];
 
-const keys = JSON.stringify([{ name: 'admin', key: 'admin-key-0123' }, { ...readerKey, audiences: ['public'] }]);
+const keys = JSON.stringify([
+  { name: 'admin', key: 'admin-key-0123' },
+  { ...readerKey, audiences: ['public'] },
+]);
 
 describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
   const fixture = useOrrery({ MICROMEGAS_API_KEYS: keys });
-  const post = async (signal: OtlpSignal, body: Uint8Array, contentType: string): Promise<{ status: number; body: Buffer }> => {
+  const post = async (
+    signal: OtlpSignal,
+    body: Uint8Array,
+    contentType: string,
+  ): Promise<{ status: number; body: Buffer }> => {
     const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/${signal}`, {
       method: 'POST',
       headers: { 'content-type': contentType, authorization: `Bearer ${readerKey.key}` },
@@ -109,10 +140,14 @@ describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
 
     it(`${signal}: the same mistakes sent as protobuf are a 400 (google.rpc.Status) and store nothing`, async () => {
       const type = exportRequestTypes[signal];
-      const Status = new protobuf.Type('Status').add(new protobuf.Field('code', 1, 'int32')).add(new protobuf.Field('message', 2, 'string'));
+      const Status = new protobuf.Type('Status')
+        .add(new protobuf.Field('code', 1, 'int32'))
+        .add(new protobuf.Field('message', 2, 'string'));
       for (const [, mistake, message] of mistakes.filter(([what]) => !what.includes('scope name'))) {
         const object = JSON.parse(JSON.stringify(request(signal, [{}, mistake(signal)])), (key, value) =>
-          (key === 'traceId' || key === 'spanId') && typeof value === 'string' ? Buffer.from(value, 'hex').toString('base64') : value,
+          (key === 'traceId' || key === 'spanId') && typeof value === 'string'
+            ? Buffer.from(value, 'hex').toString('base64')
+            : value,
         );
         const before = await stored();
         const answer = await post(signal, type.encode(type.fromObject(object)).finish(), 'application/x-protobuf');
@@ -137,12 +172,24 @@ describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
 
   it('requests naming the same resources in opposite orders, at once, are all stored (rows are written in one order)', async () => {
     const pair = (i: number, reversed: boolean): Uint8Array => {
-      const resources = [0, 1].map((r) => ({ attributes: [{ key: 'service.name', value: { stringValue: `order${i}_${r}` } }], record: goodRecord('logs', r + (reversed ? 10 : 0)) }));
+      const resources = [0, 1].map((r) => ({
+        attributes: [{ key: 'service.name', value: { stringValue: `order${i}_${r}` } }],
+        record: goodRecord('logs', r + (reversed ? 10 : 0)),
+      }));
       return Buffer.from(JSON.stringify(request('logs', reversed ? resources.reverse() : resources)));
     };
     const before = await stored();
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => [post('logs', pair(i, false), 'application/json'), post('logs', pair(i, true), 'application/json')]).flat());
-    assert.deepEqual(answers.map((a) => a.status), answers.map(() => 200), answers.map((a) => a.body.toString()).join('\n'));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => [
+        post('logs', pair(i, false), 'application/json'),
+        post('logs', pair(i, true), 'application/json'),
+      ]).flat(),
+    );
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      answers.map(() => 200),
+      answers.map((a) => a.body.toString()).join('\n'),
+    );
     const after = await stored();
     assert.equal(after.processes - before.processes, 40);
     assert.equal(after.blocks - before.blocks, 80);

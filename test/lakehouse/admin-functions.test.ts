@@ -10,8 +10,10 @@ const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
 const keys = JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]);
 
 const iso = (seconds: number): string => new Date(seconds * 1000).toISOString();
-const messages = async (c: TestFlightClient, sql: string): Promise<string[]> => [...(await c.query(sql)).getChild('msg')!] as string[];
-const count = async (c: TestFlightClient, sql: string): Promise<number> => Number((await c.query(sql)).getChildAt(0)!.get(0));
+const messages = async (c: TestFlightClient, sql: string): Promise<string[]> =>
+  [...(await c.query(sql)).getChild('msg')!] as string[];
+const count = async (c: TestFlightClient, sql: string): Promise<number> =>
+  Number((await c.query(sql)).getChildAt(0)!.get(0));
 
 describe('admin functions', () => {
   const fixture = useOrrery({ MICROMEGAS_API_KEYS: keys, ORRERY_RETIRE_DELAY_SECONDS: '0' }, 'serve');
@@ -21,26 +23,47 @@ describe('admin functions', () => {
   before(async () => {
     ({ admin, reader } = fixture);
     const port = fixture.orrery.httpPort;
-    const logs = Array.from({ length: 5 }, (_, i) => ({ time: 1704164645000000000n + BigInt(i) * 1_000_000n, severity: 9, body: `message ${i}` }));
-    assert.equal((await postOtlp(port, 'logs', adminKey.key, logsRequest({ 'service.name': 'billing' }, logs.slice(0, 2)))).status, 200);
-    assert.equal((await postOtlp(port, 'logs', teamKey.key, logsRequest({ 'service.name': 'secret' }, logs))).status, 200);
+    const logs = Array.from({ length: 5 }, (_, i) => ({
+      time: 1704164645000000000n + BigInt(i) * 1_000_000n,
+      severity: 9,
+      body: `message ${i}`,
+    }));
+    assert.equal(
+      (await postOtlp(port, 'logs', adminKey.key, logsRequest({ 'service.name': 'billing' }, logs.slice(0, 2)))).status,
+      200,
+    );
+    assert.equal(
+      (await postOtlp(port, 'logs', teamKey.key, logsRequest({ 'service.name': 'secret' }, logs))).status,
+      200,
+    );
     const begin = Math.floor(Date.now() / 60_000) * 60 - 60;
     for (const view of ['processes', 'log_entries', 'log_stats']) {
-      await messages(admin, `SELECT * FROM materialize_partitions('${view}', '${iso(begin)}', '${iso(begin + 180)}', 180)`);
+      await messages(
+        admin,
+        `SELECT * FROM materialize_partitions('${view}', '${iso(begin)}', '${iso(begin + 180)}', 180)`,
+      );
     }
   });
 
   it('a foreign process looks like no process at all to view_instance and process_spans', async () => {
-    const secret = String((await admin.query("SELECT process_id FROM processes WHERE audience = 'team_x'")).getChildAt(0)!.get(0));
+    const secret = String(
+      (await admin.query("SELECT process_id FROM processes WHERE audience = 'team_x'")).getChildAt(0)!.get(0),
+    );
     assert.equal(await count(admin, `SELECT count(*) FROM view_instance('log_entries', '${secret}')`), 5);
     assert.equal(await count(reader, `SELECT count(*) FROM view_instance('log_entries', '${secret}')`), 0);
     assert.equal(await count(reader, `SELECT count(*) FROM process_spans('${secret}', 'both')`), 0);
   });
 
   it('retire_partition_by_file retires exactly the partition of that file', async () => {
-    const file = String((await admin.query("SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_stats'")).getChildAt(0)!.get(0));
+    const file = String(
+      (await admin.query("SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_stats'"))
+        .getChildAt(0)!
+        .get(0),
+    );
     assert.equal(await count(admin, 'SELECT sum(count) FROM log_stats'), 7);
-    assert.deepEqual(await messages(admin, `SELECT * FROM retire_partition_by_file('${file}')`), [`SUCCESS: retired ${file}`]);
+    assert.deepEqual(await messages(admin, `SELECT * FROM retire_partition_by_file('${file}')`), [
+      `SUCCESS: retired ${file}`,
+    ]);
     assert.equal(await count(admin, "SELECT count(*) FROM list_partitions() WHERE view_set_name = 'log_stats'"), 0);
     assert.equal(await count(admin, 'SELECT count(*) FROM log_stats'), 0);
     assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 7);

@@ -61,7 +61,12 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     postgres = await startTestPostgres();
     dataDir = mkdtempSync(join(tmpdir(), 'orrery-daemon-crash-'));
     env = {
-      ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir: join(dataDir, 'lake') }),
+      ...sharedEnv({
+        keys: [admin],
+        admins: [admin.name],
+        connectionString: postgres.connectionString,
+        lakeDir: join(dataDir, 'lake'),
+      }),
       ORRERY_DATA_DIR: dataDir,
     };
     serve = await startRole('serve', env); // ingestion and queries, no daemon
@@ -100,8 +105,11 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     };
     const partitionsWithRows = async (): Promise<number> =>
       Number(
-        (await postgres.pool.query<{ n: string }>("SELECT count(*) AS n FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND num_rows > 0"))
-          .rows[0].n,
+        (
+          await postgres.pool.query<{ n: string }>(
+            "SELECT count(*) AS n FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND num_rows > 0",
+          )
+        ).rows[0].n,
       );
     const scratch = join(dataDir, 'lake', 'tmp');
     const scratchFiles = (): string[] => (existsSync(scratch) ? readdirSync(scratch) : []);
@@ -122,11 +130,20 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
       let killerDone = false;
       const killer = (async () => {
         try {
-          await pollUntil(`${daemon.name} to write a log_entries partition with rows`, partitionsWithRows, (n) => n > 0, { timeoutMs: 30_000, intervalMs: 50 });
+          await pollUntil(
+            `${daemon.name} to write a log_entries partition with rows`,
+            partitionsWithRows,
+            (n) => n > 0,
+            { timeoutMs: 30_000, intervalMs: 50 },
+          );
           const deadline = Date.now() + 10_000;
           while (Date.now() < deadline && !scratchFiles().some((f) => !before.has(f))) await sleep(1);
           const exit = await daemon.stop('SIGKILL');
-          assert.equal(exit.signal, 'SIGKILL', `${daemon.name} was not killed by SIGKILL: ${JSON.stringify(exit)}\n${daemon.tail()}`);
+          assert.equal(
+            exit.signal,
+            'SIGKILL',
+            `${daemon.name} was not killed by SIGKILL: ${JSON.stringify(exit)}\n${daemon.tail()}`,
+          );
         } finally {
           killerDone = true;
         }
@@ -147,7 +164,10 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     const b = new OrreryChild('daemon B', 'maintain', env);
     const c = new OrreryChild('daemon C', 'maintain', env);
     daemons.push(b, c);
-    await Promise.all([b.waitForLine(/maintenance daemon started/, 30_000), c.waitForLine(/maintenance daemon started/, 30_000)]);
+    await Promise.all([
+      b.waitForLine(/maintenance daemon started/, 30_000),
+      c.waitForLine(/maintenance daemon started/, 30_000),
+    ]);
     await sendSome(10);
 
     // 5. A late commit, after the daemons' start-up catch-up: the blocks table is locked while one
@@ -167,20 +187,30 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     }
     const lateRequest = requests - 1;
     await sleep(3000); // the second passes for the seconds after the commit have run
-    const lateSeen = (await plainRows(client, `SELECT count(*) AS n FROM log_entries WHERE msg LIKE 'r${lateRequest}-%'`))[0].n;
-    assert.equal(lateSeen, 0, 'the late block was materialized before the minute pass: the test does not exercise the minute pass');
+    const lateSeen = (
+      await plainRows(client, `SELECT count(*) AS n FROM log_entries WHERE msg LIKE 'r${lateRequest}-%'`)
+    )[0].n;
+    assert.equal(
+      lateSeen,
+      0,
+      'the late block was materialized before the minute pass: the test does not exercise the minute pass',
+    );
     await sendSome(2);
 
     // 6. The minute pass covers [boundary - 120 s, boundary - 60 s) at 5 s past each minute boundary:
     //    it rebuilds the late block's range (and any range a second pass missed).
     const minutePassMs = Math.floor(lastInsertMs / 60_000) * 60_000 + 125_000;
     const timeoutMs = minutePassMs + 30_000 - Date.now();
-    t.diagnostic(`${sent} records in ${requests} requests; waiting up to ${Math.round(timeoutMs / 1000)} s for the minute pass`);
+    t.diagnostic(
+      `${sent} records in ${requests} requests; waiting up to ${Math.round(timeoutMs / 1000)} s for the minute pass`,
+    );
     const started = Date.now();
     const early = (await plainRows(client, 'SELECT count(*) AS n FROM log_entries'))[0].n;
     t.diagnostic(`log_entries holds ${String(early)} of ${sent} records before the minute pass`);
     const withDaemonOutput = (error: unknown): never => {
-      throw new Error(`${(error as Error).message}\n--- ${b.name}:\n${b.tail(20)}\n--- ${c.name}:\n${c.tail(20)}`, { cause: error });
+      throw new Error(`${(error as Error).message}\n--- ${b.name}:\n${b.tail(20)}\n--- ${c.name}:\n${c.tail(20)}`, {
+        cause: error,
+      });
     };
     await pollUntil(
       `log_entries and log_stats to hold exactly the ${sent} records sent`,
@@ -196,17 +226,32 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
       {
         timeoutMs,
         intervalMs: 1000,
-        failFast: (seen) => ((seen.n as number) > sent || (seen.stats as number) > sent ? 'more rows than were sent: counted twice' : undefined),
+        failFast: (seen) =>
+          (seen.n as number) > sent || (seen.stats as number) > sent
+            ? 'more rows than were sent: counted twice'
+            : undefined,
       },
     ).catch(withDaemonOutput);
     t.diagnostic(`exact counts reached ${Math.round((Date.now() - started) / 1000)} s after the last request`);
 
     // Exact counts through Flight SQL, per level as well.
-    const perRequest = (s: number): number => Array.from({ length: recordsPerRequest }, (_, i) => i).filter((i) => i % severities.length === s).length;
+    const perRequest = (s: number): number =>
+      Array.from({ length: recordsPerRequest }, (_, i) => i).filter((i) => i % severities.length === s).length;
     const perLevel = severities.map(({ level }, s) => ({ level, n: requests * perRequest(s) }));
-    assert.deepEqual(await plainRows(client, 'SELECT level, count(*) AS n FROM log_entries GROUP BY level ORDER BY level DESC'), perLevel);
-    assert.deepEqual(await plainRows(client, 'SELECT level, sum(count)::BIGINT AS n FROM log_stats GROUP BY level ORDER BY level DESC'), perLevel);
-    assert.deepEqual(await plainRows(client, 'SELECT count(DISTINCT block_id) AS blocks FROM log_entries'), [{ blocks: requests }]);
+    assert.deepEqual(
+      await plainRows(client, 'SELECT level, count(*) AS n FROM log_entries GROUP BY level ORDER BY level DESC'),
+      perLevel,
+    );
+    assert.deepEqual(
+      await plainRows(
+        client,
+        'SELECT level, sum(count)::BIGINT AS n FROM log_stats GROUP BY level ORDER BY level DESC',
+      ),
+      perLevel,
+    );
+    assert.deepEqual(await plainRows(client, 'SELECT count(DISTINCT block_id) AS blocks FROM log_entries'), [
+      { blocks: requests },
+    ]);
 
     // The metadata agrees: one block per request, no overlapping partitions, every registered file present.
     const db = postgres.pool;
@@ -225,7 +270,9 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
       )
     ).rows[0];
     assert.deepEqual(logPartitions, { hashes: 1, rows: sent });
-    const files = (await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')).rows;
+    const files = (
+      await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')
+    ).rows;
     assert.deepEqual(
       files.filter((f) => !existsSync(join(dataDir, 'lake', f.file_path))),
       [],
@@ -235,7 +282,11 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     // Both daemons are still up, reported no failure, and stop cleanly.
     for (const daemon of [b, c]) {
       assert.ok(daemon.running, `${daemon.name} exited:\n${daemon.tail()}`);
-      assert.deepEqual(daemon.output.filter((line) => /\bERROR\b/.test(line)), [], `${daemon.name} logged errors`);
+      assert.deepEqual(
+        daemon.output.filter((line) => /\bERROR\b/.test(line)),
+        [],
+        `${daemon.name} logged errors`,
+      );
     }
     const exits = await Promise.all([b.stop('SIGTERM'), c.stop('SIGTERM')]);
     assert.deepEqual(exits, [

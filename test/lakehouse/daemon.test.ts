@@ -24,12 +24,22 @@ describe('maintenance daemon', () => {
   before(async () => {
     admin = fixture.admin;
     const logs = times.map((time, i) => ({ time, severity: 9, body: `m${i}` }));
-    assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, logsRequest({ 'service.name': 'd' }, logs))).status, 200);
+    assert.equal(
+      (await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, logsRequest({ 'service.name': 'd' }, logs)))
+        .status,
+      200,
+    );
   });
 
   it('materializes new data within seconds, without being asked', async () => {
-    await eventually('log_entries to hold 3 rows', async () => (await count(admin, 'SELECT count(*) FROM log_entries')) === 3);
-    await eventually('log_stats to count 3 rows', async () => (await count(admin, 'SELECT sum(count) FROM log_stats')) === 3);
+    await eventually(
+      'log_entries to hold 3 rows',
+      async () => (await count(admin, 'SELECT count(*) FROM log_entries')) === 3,
+    );
+    await eventually(
+      'log_stats to count 3 rows',
+      async () => (await count(admin, 'SELECT sum(count) FROM log_stats')) === 3,
+    );
   });
 
   it('materializes a view set created by DDL while running, for data that arrives after it', async () => {
@@ -41,8 +51,15 @@ describe('maintenance daemon', () => {
       update_group = 4000, time_column = 'time_bin')`;
     await admin.query(ddl);
     const logs = [1, 2, 3, 4].map((i) => ({ time: 1704164645000000000n + BigInt(i), severity: 17, body: `late ${i}` }));
-    assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, logsRequest({ 'service.name': 'd2' }, logs))).status, 200);
-    await eventually('per_level to count the 4 new errors', async () => (await count(admin, 'SELECT sum(count) FROM per_level WHERE level = 2')) === 4);
+    assert.equal(
+      (await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, logsRequest({ 'service.name': 'd2' }, logs)))
+        .status,
+      200,
+    );
+    await eventually(
+      'per_level to count the 4 new errors',
+      async () => (await count(admin, 'SELECT sum(count) FROM per_level WHERE level = 2')) === 4,
+    );
     await admin.query('DROP MATERIALIZED VIEW per_level');
   });
 
@@ -55,16 +72,23 @@ describe('maintenance daemon', () => {
 
   it('housekeeping deletes retired files and everything older than the retention period', async () => {
     const { metadata: db, store, daemon } = fixture.orrery;
-    const files = (await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')).rows;
+    const files = (
+      await db.query<{ file_path: string }>('SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL')
+    ).rows;
     const payloads = await store.list('blobs/');
     assert.ok(files.length > 0 && payloads.length === 2);
-    for (const table of ['blocks', 'streams', 'processes']) await db.query(`UPDATE ${table} SET insert_time = now() - interval '40 days'`);
-    await db.query(`UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days', end_insert_time = end_insert_time - interval '40 days'`);
+    for (const table of ['blocks', 'streams', 'processes'])
+      await db.query(`UPDATE ${table} SET insert_time = now() - interval '40 days'`);
+    await db.query(
+      `UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days', end_insert_time = end_insert_time - interval '40 days'`,
+    );
     await daemon!.housekeeping();
     assert.equal(Number((await db.query('SELECT count(*) AS n FROM blocks')).rows[0].n), 0);
     assert.equal(Number((await db.query('SELECT count(*) AS n FROM processes')).rows[0].n), 0);
     // The running daemon keeps adding partitions for new (empty) ranges: only the aged ones must go.
-    const aged = await db.query(`SELECT count(*) AS n FROM lakehouse_partitions WHERE end_insert_time < now() - interval '30 days'`);
+    const aged = await db.query(
+      `SELECT count(*) AS n FROM lakehouse_partitions WHERE end_insert_time < now() - interval '30 days'`,
+    );
     assert.equal(Number(aged.rows[0].n), 0);
     assert.deepEqual(await store.list('blobs/'), []);
     for (const { file_path } of files) assert.equal(await store.size(file_path), null, file_path);

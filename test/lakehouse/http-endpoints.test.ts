@@ -21,7 +21,9 @@ describe('HTTP endpoints', () => {
   });
 
   it('/metrics counts ingestion requests and records in Prometheus text format', async () => {
-    const body = logsRequest({ 'service.name': 'metrics-test' }, [{ time: 1704164645000000000n, severity: 9, body: 'x' }]);
+    const body = logsRequest({ 'service.name': 'metrics-test' }, [
+      { time: 1704164645000000000n, severity: 9, body: 'x' },
+    ]);
     assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, body)).status, 200);
     assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', null, body)).status, 401);
     const response = await get('/metrics');

@@ -78,10 +78,22 @@ export interface InProcessOrrery extends Orrery {
 export async function startRole(role: Role, env: Record<string, string>): Promise<InProcessOrrery> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-lakehouse-'));
   const lines: string[] = [];
-  const config = loadConfig({ ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0', ORRERY_HTTP_ADDR: '127.0.0.1:0', ORRERY_DATA_DIR: dataDir, ...env });
+  const config = loadConfig({
+    ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
+    ORRERY_HTTP_ADDR: '127.0.0.1:0',
+    ORRERY_DATA_DIR: dataDir,
+    ...env,
+  });
   let orrery: Orrery;
   try {
-    orrery = await startOrrery(config, (level, message, error) => lines.push(`${level} ${message}${error ? ` ${error instanceof Error ? error.message : String(error as string)}` : ''}`), role);
+    orrery = await startOrrery(
+      config,
+      (level, message, error) =>
+        lines.push(
+          `${level} ${message}${error ? ` ${error instanceof Error ? error.message : String(error as string)}` : ''}`,
+        ),
+      role,
+    );
   } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });
     throw error;
@@ -154,7 +166,10 @@ export async function pollUntil<T>(
       last = { error };
     }
     if (Date.now() > deadline) {
-      const seen = 'error' in last ? `last error: ${(last.error as Error)?.message ?? String(last.error)}` : `last seen: ${show(last.value)}`;
+      const seen =
+        'error' in last
+          ? `last error: ${(last.error as Error)?.message ?? String(last.error)}`
+          : `last seen: ${show(last.value)}`;
       throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${what}; ${seen}`);
     }
     await sleep(options.intervalMs ?? 500);
@@ -169,7 +184,9 @@ const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof
 /** This process's environment without Orrery's own settings, so that a child sees only what the test gives it. */
 function inheritedEnv(): Record<string, string> {
   return Object.fromEntries(
-    Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !/^(ORRERY|MICROMEGAS)_/.test(entry[0])),
+    Object.entries(process.env).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined && !/^(ORRERY|MICROMEGAS)_/.test(entry[0]),
+    ),
   );
 }
 
@@ -222,14 +239,19 @@ export class OrreryChild {
   async waitForLine(pattern: RegExp, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!this.output.some((line) => pattern.test(line))) {
-      if (!this.running) throw new Error(`${this.name} exited (${show(this.exitStatus)}) before printing ${pattern}:\n${this.tail()}`);
-      if (Date.now() > deadline) throw new Error(`${this.name} did not print ${pattern} within ${timeoutMs} ms:\n${this.tail()}`);
+      if (!this.running)
+        throw new Error(`${this.name} exited (${show(this.exitStatus)}) before printing ${pattern}:\n${this.tail()}`);
+      if (Date.now() > deadline)
+        throw new Error(`${this.name} did not print ${pattern} within ${timeoutMs} ms:\n${this.tail()}`);
       await sleep(25);
     }
   }
 
   /** Sends a signal and waits for the exit; SIGKILL after `graceMs` if it is still running. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM', graceMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  async stop(
+    signal: NodeJS.Signals = 'SIGTERM',
+    graceMs = 20_000,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (!this.running) return this.exitStatus!;
     this.child.kill(signal);
     const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);

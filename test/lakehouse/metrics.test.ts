@@ -13,7 +13,10 @@ const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf
 
 /** The metric names of the README's Metrics table (a `orrery_x_*` row stands for a family). */
 function listedMetrics(): string[] {
-  const section = readme.slice(readme.indexOf('\n## Metrics'), readme.indexOf('\n## ', readme.indexOf('\n## Metrics') + 1));
+  const section = readme.slice(
+    readme.indexOf('\n## Metrics'),
+    readme.indexOf('\n## ', readme.indexOf('\n## Metrics') + 1),
+  );
   return [...section.matchAll(/^\| `([a-z_*]+)`(?:, `([a-z_*]+)`)? \|/gm)].flatMap((m) => [m[1], m[2]].filter(Boolean));
 }
 
@@ -29,7 +32,9 @@ const metricsBody = JSON.stringify({
   resourceMetrics: [
     {
       resource: { attributes: [{ key: 'service.name', value: { stringValue: 'metrics-test' } }] },
-      scopeMetrics: [{ metrics: [{ name: 'm', gauge: { dataPoints: [{ timeUnixNano: String(now), asDouble: 1.5 }] } }] }],
+      scopeMetrics: [
+        { metrics: [{ name: 'm', gauge: { dataPoints: [{ timeUnixNano: String(now), asDouble: 1.5 }] } }] },
+      ],
     },
   ],
 });
@@ -64,7 +69,8 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
     },
     'all',
   );
-  const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+  const scrape = async (): Promise<string> =>
+    (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
   const sample = (text: string, series: string): number | undefined => {
     const line = text.split('\n').find((l) => l.startsWith(`${series} `));
     return line === undefined ? undefined : Number(line.slice(series.length + 1));
@@ -156,13 +162,18 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
       orrery_queries_queued: () => assert.equal(sample(text, 'orrery_queries_queued'), 0),
       orrery_query_queue_wait_seconds: () => assert.equal(sample(text, 'orrery_query_queue_wait_seconds_count'), 1),
       orrery_queries_refused_total: () => assert.equal(sample(text, 'orrery_queries_refused_total{key="reader"}'), 1),
-      orrery_materializations_total: () => assert.ok((sample(text, 'orrery_materializations_total{view_set="log_entries",outcome="created"}') ?? 0) >= 1),
+      orrery_materializations_total: () =>
+        assert.ok((sample(text, 'orrery_materializations_total{view_set="log_entries",outcome="created"}') ?? 0) >= 1),
       orrery_view_definition_load_failures_total: () =>
         assert.ok((sample(text, 'orrery_view_definition_load_failures_total{view_set="broken_metrics"}') ?? 0) >= 1),
       'orrery_process_*': () => assert.ok((sample(text, 'orrery_process_cpu_seconds_total') ?? 0) > 0),
       'orrery_nodejs_*': () => assert.ok((sample(text, 'orrery_nodejs_heap_size_used_bytes') ?? 0) > 0),
     };
-    assert.deepEqual(listedMetrics().sort(), Object.keys(expected).sort(), 'the README lists exactly the metrics this test checks');
+    assert.deepEqual(
+      listedMetrics().sort(),
+      Object.keys(expected).sort(),
+      'the README lists exactly the metrics this test checks',
+    );
     for (const check of Object.values(expected)) check();
   });
 });

@@ -134,11 +134,20 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     return [...c.logs, ...c.metrics, ...c.traces].filter((call) => call.items > 0).length;
   };
 
-  async function sendLogs(key: TestKey, resource: Record<string, string>, exporter: LogRecordExporter, batch: boolean): Promise<void> {
+  async function sendLogs(
+    key: TestKey,
+    resource: Record<string, string>,
+    exporter: LogRecordExporter,
+    batch: boolean,
+  ): Promise<void> {
     const wrapped = recorded(exporter, calls.get(key)!.logs, arrayLength);
     const provider = new LoggerProvider({
       resource: resourceFromAttributes(resource),
-      processors: [batch ? new BatchLogRecordProcessor({ exporter: wrapped }) : new SimpleLogRecordProcessor({ exporter: wrapped })],
+      processors: [
+        batch
+          ? new BatchLogRecordProcessor({ exporter: wrapped })
+          : new SimpleLogRecordProcessor({ exporter: wrapped }),
+      ],
     });
     const loggers = new Map<string, Logger>();
     for (const plan of logPlan.filter((p) => p.key === key)) {
@@ -156,7 +165,11 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     await provider.shutdown();
   }
 
-  async function sendMetrics(key: TestKey, exporter: PushMetricExporter, record: (meter: Meter) => void): Promise<void> {
+  async function sendMetrics(
+    key: TestKey,
+    exporter: PushMetricExporter,
+    record: (meter: Meter) => void,
+  ): Promise<void> {
     const reader = new PeriodicExportingMetricReader({
       exporter: recorded(exporter, calls.get(key)!.metrics, dataPoints),
       exportIntervalMillis: 3_600_000, // never on its own during the test: shutdown makes the one export
@@ -177,7 +190,11 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
   }
 
   /** A root span with children, ended in order; remembers each span's ids by name. */
-  function spanTree(tracer: Tracer, root: string, children: Array<{ name: string; kind: SpanKind; error?: string }>): void {
+  function spanTree(
+    tracer: Tracer,
+    root: string,
+    children: Array<{ name: string; kind: SpanKind; error?: string }>,
+  ): void {
     const parent = tracer.startSpan(root, { kind: SpanKind.SERVER, attributes: { 'http.route': root } });
     spanIds[root] = parent.spanContext();
     const inParent = trace.setSpan(ROOT_CONTEXT, parent);
@@ -192,7 +209,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
 
   before(async () => {
     postgres = await startTestPostgres();
-    orrery = await startRole('all', sharedEnv({ keys, admins: [admin.name], connectionString: postgres.connectionString }));
+    orrery = await startRole(
+      'all',
+      sharedEnv({ keys, admins: [admin.name], connectionString: postgres.connectionString }),
+    );
     asAdmin = clientFor(orrery.flightPort, admin);
     asTeamA = clientFor(orrery.flightPort, teamA);
     asTeamB = clientFor(orrery.flightPort, teamB);
@@ -200,7 +220,12 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     // Logs: protobuf with a batch processor, OTLP/JSON one request per record, protobuf gzipped.
     await sendLogs(teamA, sharedResource, new ProtoLogExporter({ url: url('logs'), headers: headers(teamA) }), true);
     // (50 exports in flight at once: above the exporter's default limit of 30.)
-    await sendLogs(teamB, sharedResource, new JsonLogExporter({ url: url('logs'), headers: headers(teamB), concurrencyLimit: 64 }), false);
+    await sendLogs(
+      teamB,
+      sharedResource,
+      new JsonLogExporter({ url: url('logs'), headers: headers(teamB), concurrencyLimit: 64 }),
+      false,
+    );
     await sendLogs(
       admin,
       opsResource,
@@ -232,7 +257,11 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
 
     for (const key of keys) {
       const c = calls.get(key)!;
-      assert.deepEqual([...failures(c.logs), ...failures(c.metrics), ...failures(c.traces)], [], `exports of ${key.name} failed`);
+      assert.deepEqual(
+        [...failures(c.logs), ...failures(c.metrics), ...failures(c.traces)],
+        [],
+        `exports of ${key.name} failed`,
+      );
     }
     const expected = {
       logs: totalLogs,
@@ -258,7 +287,8 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       (seen) => JSON.stringify(seen) === JSON.stringify(expected),
       {
         timeoutMs: 30_000,
-        failFast: (seen) => (Object.entries(expected).some(([k, v]) => (seen[k] as number) > v) ? 'more rows than were sent' : undefined),
+        failFast: (seen) =>
+          Object.entries(expected).some(([k, v]) => (seen[k] as number) > v) ? 'more rows than were sent' : undefined,
       },
     );
   });
@@ -276,11 +306,17 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       .map((p) => ({ audience: audienceOf(p.key), target: p.target, level: p.level, n: p.count }))
       .sort((a, b) => a.audience.localeCompare(b.audience) || a.target.localeCompare(b.target) || a.level - b.level);
     assert.deepEqual(
-      await plainRows(asAdmin, 'SELECT audience, target, level, count(*) AS n FROM log_entries GROUP BY ALL ORDER BY audience, target, level'),
+      await plainRows(
+        asAdmin,
+        'SELECT audience, target, level, count(*) AS n FROM log_entries GROUP BY ALL ORDER BY audience, target, level',
+      ),
       expected,
     );
     assert.deepEqual(
-      await plainRows(asAdmin, 'SELECT audience, target, level, sum(count)::BIGINT AS n FROM log_stats GROUP BY ALL ORDER BY audience, target, level'),
+      await plainRows(
+        asAdmin,
+        'SELECT audience, target, level, sum(count)::BIGINT AS n FROM log_stats GROUP BY ALL ORDER BY audience, target, level',
+      ),
       expected,
     );
     // Every record once: the message is unique per record, and the SDK's severity text made it to the properties.
@@ -294,7 +330,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       [{ n: totalLogs, messages: totalLogs, checkout: logsOf(teamA) + logsOf(teamB), no_text: 0 }],
     );
     assert.deepEqual(
-      await plainRows(asAdmin, "SELECT msg, level, target, audience, computer FROM log_entries WHERE msg = 'team_a payment ERROR #9'"),
+      await plainRows(
+        asAdmin,
+        "SELECT msg, level, target, audience, computer FROM log_entries WHERE msg = 'team_a payment ERROR #9'",
+      ),
       [{ msg: 'team_a payment ERROR #9', level: 2, target: 'payment', audience: 'team_a', computer: 'shared-host' }],
     );
   });
@@ -308,18 +347,70 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
            FROM measures ORDER BY audience, name, shop`,
       ),
       [
-        { audience: 'team_a', target: 'business', name: 'orders', unit: '{order}', value: 7, shop: 'north', kind: 'sum', count: null },
-        { audience: 'team_a', target: 'business', name: 'orders', unit: '{order}', value: 3, shop: 'south', kind: 'sum', count: null },
-        { audience: 'team_a', target: 'business', name: 'queue.depth', unit: '{item}', value: 42, shop: null, kind: 'gauge', count: null },
-        { audience: 'team_b', target: 'business', name: 'latency', unit: 'ms', value: 60, shop: null, kind: 'histogram', count: 3 },
-        { audience: 'team_b', target: 'business', name: 'queue.depth', unit: '{item}', value: 5, shop: null, kind: 'gauge', count: null },
+        {
+          audience: 'team_a',
+          target: 'business',
+          name: 'orders',
+          unit: '{order}',
+          value: 7,
+          shop: 'north',
+          kind: 'sum',
+          count: null,
+        },
+        {
+          audience: 'team_a',
+          target: 'business',
+          name: 'orders',
+          unit: '{order}',
+          value: 3,
+          shop: 'south',
+          kind: 'sum',
+          count: null,
+        },
+        {
+          audience: 'team_a',
+          target: 'business',
+          name: 'queue.depth',
+          unit: '{item}',
+          value: 42,
+          shop: null,
+          kind: 'gauge',
+          count: null,
+        },
+        {
+          audience: 'team_b',
+          target: 'business',
+          name: 'latency',
+          unit: 'ms',
+          value: 60,
+          shop: null,
+          kind: 'histogram',
+          count: 3,
+        },
+        {
+          audience: 'team_b',
+          target: 'business',
+          name: 'queue.depth',
+          unit: '{item}',
+          value: 5,
+          shop: null,
+          kind: 'gauge',
+          count: null,
+        },
       ],
     );
   });
 
   it('stores spans with their parents, kinds and statuses', async () => {
     const id = (name: string) => spanIds[name];
-    const row = (audience: string, name: string, parent: string | null, kind: SpanKind, status: number, message: string) => ({
+    const row = (
+      audience: string,
+      name: string,
+      parent: string | null,
+      kind: SpanKind,
+      status: number,
+      message: string,
+    ) => ({
       audience,
       name,
       trace_id: id(name).traceId,
@@ -349,7 +440,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
 
   it('lists one block per SDK export, and the processes and streams behind them', async () => {
     assert.deepEqual(
-      await plainRows(asAdmin, 'SELECT audience, count(*) AS blocks, sum(nb_objects)::BIGINT AS objects FROM blocks GROUP BY audience ORDER BY audience'),
+      await plainRows(
+        asAdmin,
+        'SELECT audience, count(*) AS blocks, sum(nb_objects)::BIGINT AS objects FROM blocks GROUP BY audience ORDER BY audience',
+      ),
       [
         { audience: 'public', blocks: blocksSent(admin), objects: logsOf(admin) },
         { audience: 'team_a', blocks: blocksSent(teamA), objects: logsOf(teamA) + 3 + 3 },
@@ -367,7 +461,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       ],
     );
     assert.deepEqual(
-      await plainRows(asAdmin, "SELECT audience, string_agg(tags[1], ',' ORDER BY tags[1]) AS tags FROM streams GROUP BY audience ORDER BY audience"),
+      await plainRows(
+        asAdmin,
+        "SELECT audience, string_agg(tags[1], ',' ORDER BY tags[1]) AS tags FROM streams GROUP BY audience ORDER BY audience",
+      ),
       [
         { audience: 'public', tags: 'log' },
         { audience: 'team_a', tags: 'log,metrics,traces' },
@@ -432,7 +529,13 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       ]);
       // Asking for the other team's rows by name finds nothing.
       const theirs = audienceOf(other);
-      assert.equal(await scalar(client, `SELECT count(*) FROM log_entries WHERE audience = '${theirs}' OR msg LIKE '${other.name} %'`), 0);
+      assert.equal(
+        await scalar(
+          client,
+          `SELECT count(*) FROM log_entries WHERE audience = '${theirs}' OR msg LIKE '${other.name} %'`,
+        ),
+        0,
+      );
       assert.equal(await scalar(client, `SELECT count(*) FROM spans WHERE audience = '${theirs}'`), 0);
     });
   }
@@ -468,10 +571,15 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       (n) => n > 0,
       { timeoutMs: 30_000 },
     );
-    await pollUntil('the retried records in log_entries', () => scalar(asAdmin, "SELECT count(*) FROM log_entries WHERE exe = 'retry-svc'"), (n) => n === 5, {
-      timeoutMs: 30_000,
-      failFast: (n) => (n > 5 ? 'the retry was stored twice' : undefined),
-    });
+    await pollUntil(
+      'the retried records in log_entries',
+      () => scalar(asAdmin, "SELECT count(*) FROM log_entries WHERE exe = 'retry-svc'"),
+      (n) => n === 5,
+      {
+        timeoutMs: 30_000,
+        failFast: (n) => (n > 5 ? 'the retry was stored twice' : undefined),
+      },
+    );
     assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM log_entries'), totalLogs + 5);
     assert.equal(await scalar(asTeamA, "SELECT count(*) FROM log_entries WHERE exe = 'retry-svc'"), 5);
     assert.equal(await scalar(asTeamB, "SELECT count(*) FROM log_entries WHERE exe = 'retry-svc'"), 0);
@@ -482,7 +590,9 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const { rows } = await postgres.pool.query<Record<string, string>>(
       'SELECT (SELECT count(*) FROM processes) AS processes, (SELECT count(*) FROM streams) AS streams, (SELECT count(*) FROM blocks) AS blocks',
     );
-    const payloads = readdirSync(join(orrery.dataDir, 'lake', 'blobs'), { recursive: true }).filter((f) => String(f).endsWith('.jsonl')).length;
+    const payloads = readdirSync(join(orrery.dataDir, 'lake', 'blobs'), { recursive: true }).filter((f) =>
+      String(f).endsWith('.jsonl'),
+    ).length;
     return { ...Object.fromEntries(Object.entries(rows[0]).map(([k, v]) => [k, Number(v)])), payloads };
   }
 
@@ -499,8 +609,16 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const before = await stored();
     const post = async (init: { headers?: Record<string, string>; body: Uint8Array | string }, path = '/v1/logs') => {
       const body = typeof init.body === 'string' ? init.body : new Uint8Array(init.body);
-      const response = await fetch(`http://127.0.0.1:${orrery.httpPort}${path}`, { method: 'POST', headers: init.headers, body });
-      return { status: response.status, type: response.headers.get('content-type'), text: Buffer.from(await response.arrayBuffer()).toString('utf8') };
+      const response = await fetch(`http://127.0.0.1:${orrery.httpPort}${path}`, {
+        method: 'POST',
+        headers: init.headers,
+        body,
+      });
+      return {
+        status: response.status,
+        type: response.headers.get('content-type'),
+        text: Buffer.from(await response.arrayBuffer()).toString('utf8'),
+      };
     };
     const json = { 'content-type': 'application/json' };
     const proto = { 'content-type': 'application/x-protobuf' };
@@ -509,7 +627,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const noKey = await post({ headers: json, body: validJson });
     const noKeyMessage = 'missing or invalid API key: send "Authorization: Bearer <key>"';
     assert.deepEqual(noKey, { status: 401, type: 'application/json', text: JSON.stringify({ message: noKeyMessage }) });
-    assert.equal((await post({ headers: { ...json, Authorization: 'Bearer not-a-key-at-all' }, body: validJson })).status, 401);
+    assert.equal(
+      (await post({ headers: { ...json, Authorization: 'Bearer not-a-key-at-all' }, body: validJson })).status,
+      401,
+    );
     const basic = `Basic ${Buffer.from(`team_a:${teamA.key}`).toString('base64')}`; // OTLP takes bearer keys only
     assert.equal((await post({ headers: { ...json, Authorization: basic }, body: validJson })).status, 401);
 
@@ -517,11 +638,24 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     assert.deepEqual(wrongType, {
       status: 415,
       type: 'application/json',
-      text: JSON.stringify({ message: "unsupported Content-Type 'text/plain' (use application/x-protobuf or application/json)" }),
+      text: JSON.stringify({
+        message: "unsupported Content-Type 'text/plain' (use application/x-protobuf or application/json)",
+      }),
     });
-    assert.equal((await post({ headers: { ...bearer, 'content-type': 'application/json', 'content-encoding': 'br' }, body: validJson })).status, 415);
+    assert.equal(
+      (
+        await post({
+          headers: { ...bearer, 'content-type': 'application/json', 'content-encoding': 'br' },
+          body: validJson,
+        })
+      ).status,
+      415,
+    );
 
-    const badProto = await post({ headers: { ...bearer, ...proto }, body: Uint8Array.from([0x0a, 0xff]) }, '/v1/traces');
+    const badProto = await post(
+      { headers: { ...bearer, ...proto }, body: Uint8Array.from([0x0a, 0xff]) },
+      '/v1/traces',
+    );
     assert.equal(badProto.status, 400);
     assert.equal(badProto.type, 'application/x-protobuf');
     assert.match(badProto.text, /body is not a valid ExportTraceServiceRequest protobuf message/);
@@ -529,7 +663,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const badJson = await post({ headers: { ...bearer, ...json }, body: '{"resourceLogs": [' });
     assert.equal(badJson.status, 400);
     assert.match(JSON.parse(badJson.text).message, /^body is not valid JSON: /);
-    const badShape = await post({ headers: { ...bearer, ...json }, body: JSON.stringify({ resourceMetrics: {} }) }, '/v1/metrics');
+    const badShape = await post(
+      { headers: { ...bearer, ...json }, body: JSON.stringify({ resourceMetrics: {} }) },
+      '/v1/metrics',
+    );
     assert.deepEqual(badShape, {
       status: 400,
       type: 'application/json',
@@ -577,7 +714,9 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       assert.equal(accepted.status, 200);
       assert.equal(await count(), 1);
 
-      const big = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'x'.repeat(70_000) } }] }] }] });
+      const big = JSON.stringify({
+        resourceLogs: [{ scopeLogs: [{ logRecords: [{ body: { stringValue: 'x'.repeat(70_000) } }] }] }],
+      });
       const plain = await post(big);
       assert.equal(plain.status, 413);
       assert.deepEqual(await plain.json(), { message: 'request body is larger than 65536 bytes once decoded' });

@@ -13,7 +13,15 @@ import type { OtlpSignal } from '../../src/ingestion/otlp/index.js';
 import { payloadKey } from '../../src/lakehouse/index.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { TestFlightClient } from '../support/flight-client.js';
-import { clientFor, pollUntil, sharedEnv, startRole, startTestPostgres, type InProcessOrrery, type TestPostgres } from './lakehouse-fixtures.js';
+import {
+  clientFor,
+  pollUntil,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestPostgres,
+} from './lakehouse-fixtures.js';
 
 const teamA = { name: 'team_a', key: 'team-a-key-0123' };
 const teamB = { name: 'team_b', key: 'team-b-key-0123' };
@@ -26,16 +34,34 @@ const logs = (resource: object[], record: object) => ({
   resourceLogs: [{ resource: { attributes: resource }, scopeLogs: [{ scope: { name: 'lib' }, logRecords: [record] }] }],
 });
 const metric = (name: string, time: bigint) => ({
-  resourceMetrics: [{ resource: { attributes: [kv('service.name', name)] }, scopeMetrics: [{ metrics: [{ name, gauge: { dataPoints: [{ timeUnixNano: String(time), asDouble: 1 }] } }] }] }],
+  resourceMetrics: [
+    {
+      resource: { attributes: [kv('service.name', name)] },
+      scopeMetrics: [{ metrics: [{ name, gauge: { dataPoints: [{ timeUnixNano: String(time), asDouble: 1 }] } }] }],
+    },
+  ],
 });
 const span = (name: string, spanId: string, begin: bigint, end: bigint) => ({
-  resourceSpans: [{ resource: { attributes: [kv('service.name', name)] }, scopeSpans: [{ spans: [{ traceId, spanId, name, startTimeUnixNano: String(begin), endTimeUnixNano: String(end) }] }] }],
+  resourceSpans: [
+    {
+      resource: { attributes: [kv('service.name', name)] },
+      scopeSpans: [
+        { spans: [{ traceId, spanId, name, startTimeUnixNano: String(begin), endTimeUnixNano: String(end) }] },
+      ],
+    },
+  ],
 });
 
-function encode(signal: OtlpSignal, request: object, contentType: 'json' | 'protobuf'): { body: Uint8Array; type: string } {
+function encode(
+  signal: OtlpSignal,
+  request: object,
+  contentType: 'json' | 'protobuf',
+): { body: Uint8Array; type: string } {
   if (contentType === 'json') return { body: Buffer.from(JSON.stringify(request)), type: 'application/json' };
   const object = JSON.parse(JSON.stringify(request), (key, value) =>
-    (key === 'traceId' || key === 'spanId') && typeof value === 'string' ? Buffer.from(value, 'hex').toString('base64') : value,
+    (key === 'traceId' || key === 'spanId') && typeof value === 'string'
+      ? Buffer.from(value, 'hex').toString('base64')
+      : value,
   );
   const type = exportRequestTypes[signal];
   return { body: type.encode(type.fromObject(object)).finish(), type: 'application/x-protobuf' };
@@ -47,18 +73,47 @@ function encode(signal: OtlpSignal, request: object, contentType: 'json' | 'prot
  * are not UTF-8 (longer ones become U+FFFD on the client already).
  */
 const refusedPoison: Array<[string, OtlpSignal, (tag: string) => object]> = [
-  ['a lone surrogate in a log body', 'logs', (tag) => logs([kv('service.name', tag)], { timeUnixNano: String(now()), body: { stringValue: 'x\ud800' } })],
-  ['a lone surrogate in a log attribute value', 'logs', (tag) => logs([kv('service.name', tag)], { body: { stringValue: tag }, attributes: [kv('k', '\udc00')] })],
-  ['a lone surrogate in a resource attribute', 'logs', (tag) => logs([kv('service.name', 'x\ud800')], { body: { stringValue: tag } })],
-  ['NUL in a resource attribute', 'logs', (tag) => logs([kv('service.name', 'x\u0000')], { body: { stringValue: tag } })],
-  ['timeUnixNano 2^64 - 1', 'logs', (tag) => logs([kv('service.name', tag)], { timeUnixNano: '18446744073709551615', body: { stringValue: tag } })],
-  ['timeUnixNano 2^63 - 1', 'logs', (tag) => logs([kv('service.name', tag)], { timeUnixNano: '9223372036854775807', body: { stringValue: tag } })],
-  ['observedTimeUnixNano 2^63 - 1', 'logs', (tag) => logs([kv('service.name', tag)], { observedTimeUnixNano: '9223372036854775807', body: { stringValue: tag } })],
+  [
+    'a lone surrogate in a log body',
+    'logs',
+    (tag) => logs([kv('service.name', tag)], { timeUnixNano: String(now()), body: { stringValue: 'x\ud800' } }),
+  ],
+  [
+    'a lone surrogate in a log attribute value',
+    'logs',
+    (tag) => logs([kv('service.name', tag)], { body: { stringValue: tag }, attributes: [kv('k', '\udc00')] }),
+  ],
+  [
+    'a lone surrogate in a resource attribute',
+    'logs',
+    (tag) => logs([kv('service.name', 'x\ud800')], { body: { stringValue: tag } }),
+  ],
+  [
+    'NUL in a resource attribute',
+    'logs',
+    (tag) => logs([kv('service.name', 'x\u0000')], { body: { stringValue: tag } }),
+  ],
+  [
+    'timeUnixNano 2^64 - 1',
+    'logs',
+    (tag) => logs([kv('service.name', tag)], { timeUnixNano: '18446744073709551615', body: { stringValue: tag } }),
+  ],
+  [
+    'timeUnixNano 2^63 - 1',
+    'logs',
+    (tag) => logs([kv('service.name', tag)], { timeUnixNano: '9223372036854775807', body: { stringValue: tag } }),
+  ],
+  [
+    'observedTimeUnixNano 2^63 - 1',
+    'logs',
+    (tag) =>
+      logs([kv('service.name', tag)], { observedTimeUnixNano: '9223372036854775807', body: { stringValue: tag } }),
+  ],
   ['a metric time of 2^64 - 1', 'metrics', (tag) => metric(tag, (1n << 64n) - 1n)],
   ['a span end of 2^63 - 1', 'traces', (tag) => span(tag, 'b7ad6b7169203331', now(), (1n << 63n) - 1n)],
 ];
 
-describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
+describe("issue 9: poison payloads do not hide other audiences' rows", () => {
   const fixture = useOrrery({ MICROMEGAS_API_KEYS: keys }, 'serve');
   let admin: TestFlightClient;
   let b: TestFlightClient;
@@ -77,7 +132,9 @@ describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
     return c;
   };
   const rows = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
-    (await c.query(sql)).toArray().map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? v.toString() : v)));
+    (await c.query(sql))
+      .toArray()
+      .map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? v.toString() : v)));
   const materializeAll = async (): Promise<void> => {
     const minute = Math.floor(Date.now() / 60_000) * 60;
     const range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
@@ -92,7 +149,7 @@ describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
     b = client(teamB.key);
   });
 
-  it('refuses each poison kind with a 400 naming the field, in both encodings, while the other team\'s rows materialize', async () => {
+  it("refuses each poison kind with a 400 naming the field, in both encodings, while the other team's rows materialize", async () => {
     const expected: string[] = [];
     for (const [what, signal, poison] of refusedPoison) {
       for (const contentType of ['json', 'protobuf'] as const) {
@@ -100,13 +157,24 @@ describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
         const refused = await post(teamA.key, signal, encode(signal, poison(tag), contentType));
         assert.equal(refused.status, 400, `${tag}: ${refused.text}`);
         const body = `b next to ${tag}`;
-        const good = await post(teamB.key, 'logs', encode('logs', logs([kv('service.name', 'b')], { timeUnixNano: String(now()), body: { stringValue: body } }), contentType));
+        const good = await post(
+          teamB.key,
+          'logs',
+          encode(
+            'logs',
+            logs([kv('service.name', 'b')], { timeUnixNano: String(now()), body: { stringValue: body } }),
+            contentType,
+          ),
+        );
         assert.equal(good.status, 200);
         expected.push(body);
       }
     }
     await materializeAll();
-    assert.deepEqual(await rows(b, 'SELECT msg FROM log_entries ORDER BY msg'), expected.sort().map((m) => [m]));
+    assert.deepEqual(
+      await rows(b, 'SELECT msg FROM log_entries ORDER BY msg'),
+      expected.sort().map((m) => [m]),
+    );
     assert.deepEqual(await rows(admin, "SELECT count(*) FROM log_entries WHERE audience = 'team_a'"), [['0']]);
     assert.deepEqual(await rows(b, 'SELECT sum(count)::BIGINT FROM log_stats'), [[String(expected.length)]]);
   });
@@ -115,24 +183,73 @@ describe('issue 9: poison payloads do not hide other audiences\' rows', () => {
     const last = MAX_TIME_UNIX_NANO - 1n;
     for (const contentType of ['json', 'protobuf'] as const) {
       const sent = [
-        await post(teamA.key, 'logs', encode('logs', logs([kv('service.name', 'edge')], { timeUnixNano: String(last), body: { stringValue: `nul\u0000${contentType}` }, attributes: [kv('k', '\u0000')] }), contentType)),
+        await post(
+          teamA.key,
+          'logs',
+          encode(
+            'logs',
+            logs([kv('service.name', 'edge')], {
+              timeUnixNano: String(last),
+              body: { stringValue: `nul\u0000${contentType}` },
+              attributes: [kv('k', '\u0000')],
+            }),
+            contentType,
+          ),
+        ),
         await post(teamA.key, 'metrics', encode('metrics', metric(`edge_${contentType}`, last), contentType)),
-        await post(teamA.key, 'traces', encode('traces', span(`edge_${contentType}`, contentType === 'json' ? 'b7ad6b7169203332' : 'b7ad6b7169203333', last - 10n, last), contentType)),
+        await post(
+          teamA.key,
+          'traces',
+          encode(
+            'traces',
+            span(
+              `edge_${contentType}`,
+              contentType === 'json' ? 'b7ad6b7169203332' : 'b7ad6b7169203333',
+              last - 10n,
+              last,
+            ),
+            contentType,
+          ),
+        ),
         await post(teamB.key, 'metrics', encode('metrics', metric(`b_${contentType}`, now()), contentType)),
-        await post(teamB.key, 'traces', encode('traces', span(`b_${contentType}`, contentType === 'json' ? 'c7ad6b7169203332' : 'c7ad6b7169203333', now(), now()), contentType)),
+        await post(
+          teamB.key,
+          'traces',
+          encode(
+            'traces',
+            span(`b_${contentType}`, contentType === 'json' ? 'c7ad6b7169203332' : 'c7ad6b7169203333', now(), now()),
+            contentType,
+          ),
+        ),
       ];
-      assert.deepEqual(sent.map((s) => s.status), [200, 200, 200, 200, 200], JSON.stringify(sent));
+      assert.deepEqual(
+        sent.map((s) => s.status),
+        [200, 200, 200, 200, 200],
+        JSON.stringify(sent),
+      );
     }
     await materializeAll();
     assert.deepEqual(await rows(b, 'SELECT name FROM measures ORDER BY name'), [['b_json'], ['b_protobuf']]);
     assert.deepEqual(await rows(b, 'SELECT name FROM spans ORDER BY name'), [['b_json'], ['b_protobuf']]);
-    assert.deepEqual(await rows(a, "SELECT epoch_ns(time), msg, properties->>'k' FROM log_entries WHERE exe = 'edge' ORDER BY msg"), [
-      [String(last), 'nul\u0000json', '\u0000'],
-      [String(last), 'nul\u0000protobuf', '\u0000'],
+    assert.deepEqual(
+      await rows(a, "SELECT epoch_ns(time), msg, properties->>'k' FROM log_entries WHERE exe = 'edge' ORDER BY msg"),
+      [
+        [String(last), 'nul\u0000json', '\u0000'],
+        [String(last), 'nul\u0000protobuf', '\u0000'],
+      ],
+    );
+    assert.deepEqual(await rows(a, 'SELECT name, epoch_ns(time) FROM measures ORDER BY name'), [
+      ['edge_json', String(last)],
+      ['edge_protobuf', String(last)],
     ]);
-    assert.deepEqual(await rows(a, 'SELECT name, epoch_ns(time) FROM measures ORDER BY name'), [['edge_json', String(last)], ['edge_protobuf', String(last)]]);
-    assert.deepEqual(await rows(a, 'SELECT name, epoch_ns("end"), duration FROM spans ORDER BY name'), [['edge_json', String(last), '10'], ['edge_protobuf', String(last), '10']]);
-    assert.deepEqual(await rows(a, "SELECT epoch_ns(max(end_time)) >= epoch_ns(max(begin_time)) FROM blocks WHERE exe = 'edge'"), [[true]]);
+    assert.deepEqual(await rows(a, 'SELECT name, epoch_ns("end"), duration FROM spans ORDER BY name'), [
+      ['edge_json', String(last), '10'],
+      ['edge_protobuf', String(last), '10'],
+    ]);
+    assert.deepEqual(
+      await rows(a, "SELECT epoch_ns(max(end_time)) >= epoch_ns(max(begin_time)) FROM blocks WHERE exe = 'edge'"),
+      [[true]],
+    );
   });
 });
 
@@ -155,9 +272,13 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
 
   const messages = async (sql: string): Promise<string[]> => [...(await admin.query(sql)).getChild('msg')!] as string[];
   const values = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
-    (await c.query(sql)).toArray().map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+    (await c.query(sql))
+      .toArray()
+      .map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
   const gauge = async (): Promise<string[]> =>
-    (await (await fetch(`http://127.0.0.1:${serve.httpPort}/metrics`)).text()).split('\n').filter((l) => l.startsWith('orrery_quarantined_blocks{'));
+    (await (await fetch(`http://127.0.0.1:${serve.httpPort}/metrics`)).text())
+      .split('\n')
+      .filter((l) => l.startsWith('orrery_quarantined_blocks{'));
   const postLog = async (key: string, service: string, body: string): Promise<void> => {
     const request = logs([kv('service.name', service)], { timeUnixNano: String(now()), body: { stringValue: body } });
     const response = await fetch(`http://127.0.0.1:${serve.httpPort}/v1/logs`, {
@@ -199,7 +320,11 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
 
   it('materializes the window without the unreadable block, through a real Flight SQL query', async () => {
     for (const view of ['blocks', 'processes', 'streams', 'log_entries', 'log_stats']) {
-      assert.match((await messages(`SELECT * FROM materialize_partitions('${view}', ${range})`))[0], /: created$/, view);
+      assert.match(
+        (await messages(`SELECT * FROM materialize_partitions('${view}', ${range})`))[0],
+        /: created$/,
+        view,
+      );
     }
     const b = clientFor(serve.flightPort, keyList[2]);
     try {
@@ -210,18 +335,28 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     assert.deepEqual(await values(a, 'SELECT msg FROM log_entries'), [['a readable']]);
     assert.deepEqual(await values(admin, 'SELECT msg FROM log_entries ORDER BY msg'), [['a readable'], ['b readable']]);
     assert.deepEqual(await values(admin, 'SELECT sum(count)::INT FROM log_stats'), [[2]]);
-    assert.deepEqual(await values(admin, "SELECT count(*)::INT FROM blocks WHERE exe = 'a_bad'"), [[1]], 'the block itself is listed');
+    assert.deepEqual(
+      await values(admin, "SELECT count(*)::INT FROM blocks WHERE exe = 'a_bad'"),
+      [[1]],
+      'the block itself is listed',
+    );
   });
 
   it('shows the quarantined block to admins (list_quarantined_blocks, orrery_quarantined_blocks) and to no one else', async () => {
-    const rows = await values(admin, 'SELECT block_id, view_set_name, audience, orrery_version, error FROM list_quarantined_blocks()');
+    const rows = await values(
+      admin,
+      'SELECT block_id, view_set_name, audience, orrery_version, error FROM list_quarantined_blocks()',
+    );
     assert.equal(rows.length, 1);
     const [blockId, viewSet, audience, orreryVersion, error] = rows[0];
     assert.deepEqual([blockId, viewSet, audience, orreryVersion], [badBlock, 'log_entries', 'team_a', version]);
     assert.match(String(error), /Malformed JSON/);
     assert.deepEqual(await gauge(), ['orrery_quarantined_blocks{view_set="log_entries"} 1']);
     for (const call of ['list_quarantined_blocks()', 'retry_quarantined_blocks()']) {
-      await assert.rejects(a.query(`SELECT * FROM ${call}`), { code: 7, details: `permission denied: ${call.slice(0, -2)} is an admin function` });
+      await assert.rejects(a.query(`SELECT * FROM ${call}`), {
+        code: 7,
+        details: `permission denied: ${call.slice(0, -2)} is an admin function`,
+      });
     }
   });
 
@@ -239,12 +374,25 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     await serve.metadata.query("UPDATE quarantined_blocks SET orrery_version = '0.0.0-older'");
     const daemon = await startRole('maintain', env);
     try {
-      await pollUntil('the daemon to release the block', async () => (await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'))[0][0], (n) => n === 0, { timeoutMs: 30_000 });
-      await pollUntil('log_stats to count the released rows', async () => (await values(admin, 'SELECT sum(count)::INT FROM log_stats'))[0][0], (n) => n === 3, { timeoutMs: 30_000 });
+      await pollUntil(
+        'the daemon to release the block',
+        async () => (await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'))[0][0],
+        (n) => n === 0,
+        { timeoutMs: 30_000 },
+      );
+      await pollUntil(
+        'log_stats to count the released rows',
+        async () => (await values(admin, 'SELECT sum(count)::INT FROM log_stats'))[0][0],
+        (n) => n === 3,
+        { timeoutMs: 30_000 },
+      );
     } finally {
       await daemon.close();
     }
-    assert.ok(daemon.lines.some((line) => line === `info quarantine: released block ${badBlock} of log_entries`), daemon.lines.join('\n'));
+    assert.ok(
+      daemon.lines.some((line) => line === `info quarantine: released block ${badBlock} of log_entries`),
+      daemon.lines.join('\n'),
+    );
     assert.deepEqual(await values(a, 'SELECT msg FROM log_entries ORDER BY msg'), [['a readable'], ['a unreadable']]);
     assert.deepEqual(await gauge(), ['orrery_quarantined_blocks{view_set="log_entries"} 0']);
     assert.deepEqual(await messages('SELECT * FROM retry_quarantined_blocks()'), ['no quarantined blocks']);
@@ -254,8 +402,12 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     const { rows } = await serve.metadata.query<{ process_id: string; stream_id: string; block_id: string }>(
       "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)",
     );
-    for (const row of rows) writeFileSync(serve.store.localPath(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
-    await assert.rejects(admin.query(`SELECT * FROM regenerate_partitions('log_entries', ${range})`), { code: 3, details: /Malformed JSON/ });
+    for (const row of rows)
+      writeFileSync(serve.store.localPath(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
+    await assert.rejects(admin.query(`SELECT * FROM regenerate_partitions('log_entries', ${range})`), {
+      code: 3,
+      details: /Malformed JSON/,
+    });
     assert.deepEqual(await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'), [[0]]);
   });
 
@@ -265,14 +417,21 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
        SELECT b.block_id, 'log_entries', b.insert_time, 'unreadable', $1 FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'`,
       [version],
     );
-    await serve.metadata.query("UPDATE blocks SET insert_time = now() - interval '100 days' WHERE block_id = $1", [badBlock]);
+    await serve.metadata.query("UPDATE blocks SET insert_time = now() - interval '100 days' WHERE block_id = $1", [
+      badBlock,
+    ]);
     const daemon = await startRole('maintain', env);
     try {
       await daemon.daemon!.housekeeping();
     } finally {
       await daemon.close();
     }
-    assert.deepEqual((await serve.metadata.query('SELECT count(*)::int AS n FROM quarantined_blocks')).rows, [{ n: 0 }]);
-    assert.deepEqual((await serve.metadata.query('SELECT count(*)::int AS n FROM blocks WHERE block_id = $1', [badBlock])).rows, [{ n: 0 }]);
+    assert.deepEqual((await serve.metadata.query('SELECT count(*)::int AS n FROM quarantined_blocks')).rows, [
+      { n: 0 },
+    ]);
+    assert.deepEqual(
+      (await serve.metadata.query('SELECT count(*)::int AS n FROM blocks WHERE block_id = $1', [badBlock])).rows,
+      [{ n: 0 }],
+    );
   });
 });

@@ -25,25 +25,34 @@ describe('security', () => {
     // A client naming an audience in its resource does not choose it: the key does.
     const spoof = logsRequest({ 'service.name': 'spoofer', 'micromegas.audience': 'team_x', audience: 'team_x' }, logs);
     assert.equal((await postOtlp(port, 'logs', readerKey.key, spoof)).status, 200);
-    assert.equal((await postOtlp(port, 'logs', teamKey.key, logsRequest({ 'service.name': 'team' }, logs))).status, 200);
+    assert.equal(
+      (await postOtlp(port, 'logs', teamKey.key, logsRequest({ 'service.name': 'team' }, logs))).status,
+      200,
+    );
     const now = Math.floor(Date.now() / 1000);
     const begin = new Date((Math.floor(now / 60) * 60 - 60) * 1000).toISOString();
     const end = new Date((Math.floor(now / 60) * 60 + 120) * 1000).toISOString();
     range = `'${begin}', '${end}', 180`;
-    for (const view of ['processes', 'log_entries']) await admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
+    for (const view of ['processes', 'log_entries'])
+      await admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
   });
 
   it('stamps the audience from the key, and drops micromegas.* resource attributes', async () => {
     const table = await admin.query("SELECT audience, properties FROM processes WHERE exe = 'spoofer'");
     assert.equal(table.getChild('audience')!.get(0), 'public');
-    assert.deepEqual(JSON.parse(String(table.getChild('properties')!.get(0))), { 'service.name': 'spoofer', audience: 'team_x' });
+    assert.deepEqual(JSON.parse(String(table.getChild('properties')!.get(0))), {
+      'service.name': 'spoofer',
+      audience: 'team_x',
+    });
   });
 
   it('takes identity from the key alone: identity, admin and audience headers are ignored', async () => {
     const headers = { 'x-auth-is-admin': 'true', audience: 'team_x', 'x-user': 'admin', 'x-audiences': 'team_x' };
     assert.equal(await count(reader, 'SELECT count(*) FROM log_entries', headers), 1);
     assert.equal(await count(reader, "SELECT count(*) FROM log_entries WHERE audience = 'team_x'", headers), 0);
-    await assert.rejects(reader.query(`SELECT * FROM materialize_partitions('log_entries', ${range})`, headers), { code: 7 });
+    await assert.rejects(reader.query(`SELECT * FROM materialize_partitions('log_entries', ${range})`, headers), {
+      code: 7,
+    });
     assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 2);
   });
 });

@@ -16,7 +16,9 @@ const keys = JSON.stringify([adminKey, teamA, teamB]);
 const secret = 'secret-of-team-a';
 
 const rows = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
-  (await c.query(sql)).toArray().map((r) => Object.values(r.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+  (await c.query(sql))
+    .toArray()
+    .map((r) => Object.values(r.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
 
 /** Every file and folder under a directory, as paths relative to it. */
 function tree(dir: string): string[] {
@@ -36,10 +38,19 @@ describe('issue 9: what a non-admin statement reveals', () => {
     lake = join(fixture.orrery.dataDir, 'lake');
     const port = fixture.orrery.httpPort;
     const time = 1704164645000000000n;
-    const aLogs = [{ time, severity: 17, body: `${secret} 1` }, { time: time + 1n, severity: 17, body: `${secret} 2` }];
-    assert.equal((await postOtlp(port, 'logs', teamA.key, logsRequest({ 'service.name': 'exe-of-team-a' }, aLogs))).status, 200);
+    const aLogs = [
+      { time, severity: 17, body: `${secret} 1` },
+      { time: time + 1n, severity: 17, body: `${secret} 2` },
+    ];
+    assert.equal(
+      (await postOtlp(port, 'logs', teamA.key, logsRequest({ 'service.name': 'exe-of-team-a' }, aLogs))).status,
+      200,
+    );
     const bLogs = [{ time: time + 5n, severity: 9, body: 'hello from b' }];
-    assert.equal((await postOtlp(port, 'logs', teamB.key, logsRequest({ 'service.name': 'exe-b' }, bLogs))).status, 200);
+    assert.equal(
+      (await postOtlp(port, 'logs', teamB.key, logsRequest({ 'service.name': 'exe-b' }, bLogs))).status,
+      200,
+    );
     const now = Math.floor(Date.now() / 1000);
     const range = `'${new Date((Math.floor(now / 60) * 60 - 60) * 1000).toISOString()}', '${new Date((Math.floor(now / 60) * 60 + 120) * 1000).toISOString()}', 180`;
     // errors_only holds team_a's rows alone: team_b sent no error.
@@ -48,9 +59,12 @@ describe('issue 9: what a non-admin statement reveals', () => {
       count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
       merge_partitions_query = $$SELECT * FROM {source}$$,
       update_group = 5000, time_column = 'time')`);
-    for (const view of ['processes', 'log_entries', 'errors_only']) await admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
+    for (const view of ['processes', 'log_entries', 'errors_only'])
+      await admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
     assert.deepEqual(await rows(admin, 'SELECT count(*) FROM log_entries'), [[3]]);
-    assert.deepEqual(await rows(b, 'SELECT msg, exe, audience FROM log_entries'), [['hello from b', 'exe-b', 'team_b']]);
+    assert.deepEqual(await rows(b, 'SELECT msg, exe, audience FROM log_entries'), [
+      ['hello from b', 'exe-b', 'team_b'],
+    ]);
   });
 
   /** Each statement is refused with `code`, and the refusal says nothing of team_a or of the server. */
@@ -59,7 +73,9 @@ describe('issue 9: what a non-admin statement reveals', () => {
     for (const sql of statements) {
       try {
         const table = await b.query(sql);
-        answered.push(`${sql} => ${JSON.stringify(table.toArray().slice(0, 3), (_, v) => (typeof v === 'bigint' ? Number(v) : v))}`);
+        answered.push(
+          `${sql} => ${JSON.stringify(table.toArray().slice(0, 3), (_, v) => (typeof v === 'bigint' ? Number(v) : v))}`,
+        );
       } catch (error) {
         const { code: got, details } = error as { code: number; details: string };
         if (got !== code) answered.push(`${sql} => code ${got}: ${details}`);
@@ -122,7 +138,7 @@ describe('issue 9: what a non-admin statement reveals', () => {
     ]);
   });
 
-  it('ordinary functions still work, Orrery\'s own included', async () => {
+  it("ordinary functions still work, Orrery's own included", async () => {
     assert.deepEqual(
       await rows(
         b,
@@ -130,8 +146,17 @@ describe('issue 9: what a non-admin statement reveals', () => {
       ),
       [[1, 12, 'EXE-B', true, true, 1]],
     );
-    assert.deepEqual(await rows(b, "SELECT list_transform([1, 2], x -> x * 10)::VARCHAR, strftime(TIMESTAMP '2024-01-02', '%Y')"), [['[10, 20]', '2024']]);
-    assert.deepEqual(await rows(b, 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT sum(n)::BIGINT FROM r'), [[6]]);
+    assert.deepEqual(
+      await rows(b, "SELECT list_transform([1, 2], x -> x * 10)::VARCHAR, strftime(TIMESTAMP '2024-01-02', '%Y')"),
+      [['[10, 20]', '2024']],
+    );
+    assert.deepEqual(
+      await rows(
+        b,
+        'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT sum(n)::BIGINT FROM r',
+      ),
+      [[6]],
+    );
     assert.deepEqual(await rows(b, 'WITH x AS (SELECT count(*) AS n FROM log_entries) SELECT n FROM x'), [[1]]);
   });
 
@@ -210,7 +235,9 @@ describe('issue 9: what a non-admin statement reveals', () => {
 
   /** Adds a deny rule as the admin; its id. */
   const addRule = async (expr: string, reason: string): Promise<number> => {
-    const [message] = [...(await admin.query(`SELECT * FROM deny_queries(${quote(expr)}, ${quote(reason)})`)).getChild('msg')!] as string[];
+    const [message] = [
+      ...(await admin.query(`SELECT * FROM deny_queries(${quote(expr)}, ${quote(reason)})`)).getChild('msg')!,
+    ] as string[];
     return Number(/^added rule (\d+)$/.exec(message)![1]);
   };
   const removeRule = (id: number): Promise<unknown> => admin.query(`SELECT * FROM remove_query_denial(${id})`);
@@ -244,7 +271,10 @@ describe('issue 9: what a non-admin statement reveals', () => {
   });
 
   it('deny rules see the functions a statement calls (item 4)', async () => {
-    const id = await addRule("list_contains(functions, 'regexp_matches') OR list_contains(functions, 'list_partitions')", 'no regexes');
+    const id = await addRule(
+      "list_contains(functions, 'regexp_matches') OR list_contains(functions, 'list_partitions')",
+      'no regexes',
+    );
     try {
       for (const sql of [
         "SELECT regexp_matches('a', 'a')",
@@ -265,7 +295,10 @@ describe('issue 9: what a non-admin statement reveals', () => {
   it('only a statement that is rule management alone skips the rules (item 4)', async () => {
     const id = await addRule("user_id = 'admin'", 'admins are paused');
     try {
-      assert.equal((await admin.query('SELECT rule_id FROM list_query_denials() WHERE reason ILIKE \'%paused%\'')).numRows, 1);
+      assert.equal(
+        (await admin.query("SELECT rule_id FROM list_query_denials() WHERE reason ILIKE '%paused%'")).numRows,
+        1,
+      );
       for (const sql of [
         'SELECT * FROM list_query_denials(), log_entries',
         'SELECT (SELECT count(*) FROM log_entries) FROM list_query_denials()',
@@ -288,7 +321,10 @@ describe('issue 9: what a non-admin statement reveals', () => {
     try {
       await assert.rejects(b.query('SELECT 1'), (error: { code: number; details: string }) => {
         assert.equal(error.code, 8);
-        assert.equal(error.details, `query denied by rule ${failing}: numbers only (the rule could not be evaluated on this statement)`);
+        assert.equal(
+          error.details,
+          `query denied by rule ${failing}: numbers only (the rule could not be evaluated on this statement)`,
+        );
         return true;
       });
     } finally {
@@ -302,7 +338,7 @@ describe('issue 9: what a non-admin statement reveals', () => {
       'SELECT count(*) FROM log_entries WHERE CAST(msg AS INTEGER) = 1',
       'SELECT count(*) FROM log_entries WHERE CAST(exe AS INTEGER) = 1 AND level > 0',
       'SELECT CAST(msg AS INTEGER) FROM log_entries',
-      "SELECT count(*) FROM log_entries WHERE error(msg) IS NULL",
+      'SELECT count(*) FROM log_entries WHERE error(msg) IS NULL',
       'SELECT count(*) FROM processes WHERE CAST(exe AS DATE) IS NULL',
       'SELECT count(*) FROM errors_only WHERE CAST(msg AS INTEGER) = 1',
       "SELECT count(*) FROM log_entries WHERE regexp_matches(msg, '(' || msg)",
@@ -321,16 +357,30 @@ describe('issue 9: what a non-admin statement reveals', () => {
       ['log_entries', 1, null, null],
       ['processes', 1, null, null],
     ]);
-    const times = "SELECT min_event_time::VARCHAR, max_event_time::VARCHAR FROM list_partitions() WHERE view_set_name = 'log_entries'";
+    const times =
+      "SELECT min_event_time::VARCHAR, max_event_time::VARCHAR FROM list_partitions() WHERE view_set_name = 'log_entries'";
     assert.deepEqual(await rows(b, times), [['2024-01-02 03:04:05.000000005', '2024-01-02 03:04:05.000000005']]);
-    const everything = await rows(admin, "SELECT view_set_name, num_rows FROM list_partitions() WHERE num_rows > 0 ORDER BY view_set_name");
-    assert.deepEqual(everything, [['errors_only', 2], ['log_entries', 3], ['processes', 2]]);
+    const everything = await rows(
+      admin,
+      'SELECT view_set_name, num_rows FROM list_partitions() WHERE num_rows > 0 ORDER BY view_set_name',
+    );
+    assert.deepEqual(everything, [
+      ['errors_only', 2],
+      ['log_entries', 3],
+      ['processes', 2],
+    ]);
   });
 
   it('errors name no server path and quote no internal SQL (item 7)', async () => {
-    const [path] = (await rows(admin, "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND num_rows > 0"))[0] as string[];
+    const [path] = (
+      await rows(admin, "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND num_rows > 0")
+    )[0] as string[];
     rmSync(join(lake, path));
-    for (const sql of ['SELECT count(*) FROM log_entries', 'SELECT * FROM list_partitions()', "SELECT * FROM view_instance('log_entries', 'global')"]) {
+    for (const sql of [
+      'SELECT count(*) FROM log_entries',
+      'SELECT * FROM list_partitions()',
+      "SELECT * FROM view_instance('log_entries', 'global')",
+    ]) {
       await assert.rejects(b.query(sql), (error: { code: number; details: string }) => {
         assert.equal(error.code, 3, error.details);
         for (const leak of [lake, fixture.orrery.dataDir, 'read_parquet', 'audience IN', secret]) {
@@ -339,6 +389,8 @@ describe('issue 9: what a non-admin statement reveals', () => {
         return true;
       });
     }
-    await assert.rejects(admin.query('SELECT count(*) FROM log_entries'), (error: { details: string }) => error.details.includes(lake));
+    await assert.rejects(admin.query('SELECT count(*) FROM log_entries'), (error: { details: string }) =>
+      error.details.includes(lake),
+    );
   });
 });

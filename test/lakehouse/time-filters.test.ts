@@ -3,7 +3,16 @@
 // data (OTLP in, materialized by the admin procedure), real Flight SQL client over a socket.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { Table, TimestampMicrosecond, TimestampNanosecond, Utf8, makeData, makeVector, vectorFromArray, type DataType } from 'apache-arrow';
+import {
+  Table,
+  TimestampMicrosecond,
+  TimestampNanosecond,
+  Utf8,
+  makeData,
+  makeVector,
+  vectorFromArray,
+  type DataType,
+} from 'apache-arrow';
 import { FlightSql, packAny, type TestFlightClient } from '../support/flight-client.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
@@ -26,8 +35,18 @@ function rfc3339(nanos: bigint, offsetMinutes = 0): string {
 
 /** Every time column of the view sets, as `view.column`. */
 const timeColumns = [
-  'log_entries.time', 'log_entries.insert_time', 'measures.time', 'spans.begin', 'spans.end', 'blocks.begin_time',
-  'blocks.end_time', 'blocks.insert_time', 'processes.start_time', 'processes.insert_time', 'streams.insert_time', 'log_stats.time_bin',
+  'log_entries.time',
+  'log_entries.insert_time',
+  'measures.time',
+  'spans.begin',
+  'spans.end',
+  'blocks.begin_time',
+  'blocks.end_time',
+  'blocks.insert_time',
+  'processes.start_time',
+  'processes.insert_time',
+  'streams.insert_time',
+  'log_stats.time_bin',
 ];
 
 /** Ways of writing the instant `pivot`; each must select what the RFC 3339 string selects. */
@@ -72,13 +91,24 @@ describe('issue 11: time filters', () => {
     const port = fixture.orrery.httpPort;
     const times = [pivot - 40n * minute, pivot - 1n, pivot, pivot + 1n, pivot + 20n * minute];
     const logs = times.map((time, i) => ({ time, severity: 9, body: `event ${i}`, target: 'filters' }));
-    assert.equal((await postOtlp(port, 'logs', adminKey.key, logsRequest({ 'service.name': 'filters' }, logs))).status, 200);
+    assert.equal(
+      (await postOtlp(port, 'logs', adminKey.key, logsRequest({ 'service.name': 'filters' }, logs))).status,
+      200,
+    );
     const points = times.map((t, i) => ({ timeUnixNano: String(t), asDouble: i }));
-    const metrics = { resourceMetrics: [{ resource: { attributes: [] }, scopeMetrics: [{ metrics: [{ name: 'm', gauge: { dataPoints: points } }] }] }] };
+    const metrics = {
+      resourceMetrics: [
+        { resource: { attributes: [] }, scopeMetrics: [{ metrics: [{ name: 'm', gauge: { dataPoints: points } }] }] },
+      ],
+    };
     assert.equal((await postOtlp(port, 'metrics', adminKey.key, JSON.stringify(metrics))).status, 200);
     const spans = times.map((t, i) => ({
-      traceId: '0af7651916cd43dd8448eb211c80319c', spanId: `b7ad6b71692033${String(i).padStart(2, '0')}`, name: 's',
-      startTimeUnixNano: String(t), endTimeUnixNano: String(t + 1000n), kind: 1,
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: `b7ad6b71692033${String(i).padStart(2, '0')}`,
+      name: 's',
+      startTimeUnixNano: String(t),
+      endTimeUnixNano: String(t + 1000n),
+      kind: 1,
     }));
     const traces = { resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ spans }] }] };
     assert.equal((await postOtlp(port, 'traces', adminKey.key, JSON.stringify(traces))).status, 200);
@@ -105,7 +135,9 @@ describe('issue 11: time filters', () => {
         answers[form] = await count(where(column, `$c >= ${bound}`));
         answers[`${form}, reversed`] = await count(where(column, `${bound} <= $c`));
       }
-      answers.BETWEEN = await count(where(column, `$c BETWEEN TIMESTAMPTZ '${rfc3339(pivot)}' AND now() + INTERVAL '1 day'`));
+      answers.BETWEEN = await count(
+        where(column, `$c BETWEEN TIMESTAMPTZ '${rfc3339(pivot)}' AND now() + INTERVAL '1 day'`),
+      );
       for (const [form, answer] of Object.entries(answers)) assert.equal(answer, expected, `${form} on ${column}`);
     });
 
@@ -128,7 +160,9 @@ describe('issue 11: time filters', () => {
       packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }),
       new Table({ bound: data }),
     );
-    const { preparedStatementHandle } = FlightSql.DoPutPreparedStatementResult.decode(meta) as unknown as { preparedStatementHandle: Uint8Array };
+    const { preparedStatementHandle } = FlightSql.DoPutPreparedStatementResult.decode(meta) as unknown as {
+      preparedStatementHandle: Uint8Array;
+    };
     const info = await admin.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle }));
     return Number((await admin.doGet(info.endpoints[0].ticket)).table.getChildAt(0)!.get(0));
   }
@@ -138,19 +172,47 @@ describe('issue 11: time filters', () => {
     for (const column of timeColumns) {
       const expected = await count(where(column, `$c >= '${rfc3339(pivot)}'`));
       const expectedMicros = await count(where(column, `$c >= '${rfc3339(micros * 1000n)}'`));
-      assert.equal(await countWithParameter(column, new TimestampNanosecond('UTC'), pivot), expected, `timestamp[ns, UTC] on ${column}`);
-      assert.equal(await countWithParameter(column, new TimestampNanosecond('+02:00'), pivot), expected, `timestamp[ns, +02:00] on ${column}`);
-      assert.equal(await countWithParameter(column, new TimestampNanosecond(), pivot), expected, `timestamp[ns] on ${column}`);
-      assert.equal(await countWithParameter(column, new TimestampMicrosecond('UTC'), micros), expectedMicros, `timestamp[us, UTC] on ${column}`);
-      assert.equal(await countWithParameter(column, new TimestampNanosecond(), rfc3339(pivot)), expected, `text on ${column}`);
+      assert.equal(
+        await countWithParameter(column, new TimestampNanosecond('UTC'), pivot),
+        expected,
+        `timestamp[ns, UTC] on ${column}`,
+      );
+      assert.equal(
+        await countWithParameter(column, new TimestampNanosecond('+02:00'), pivot),
+        expected,
+        `timestamp[ns, +02:00] on ${column}`,
+      );
+      assert.equal(
+        await countWithParameter(column, new TimestampNanosecond(), pivot),
+        expected,
+        `timestamp[ns] on ${column}`,
+      );
+      assert.equal(
+        await countWithParameter(column, new TimestampMicrosecond('UTC'), micros),
+        expectedMicros,
+        `timestamp[us, UTC] on ${column}`,
+      );
+      assert.equal(
+        await countWithParameter(column, new TimestampNanosecond(), rfc3339(pivot)),
+        expected,
+        `text on ${column}`,
+      );
     }
     assert.equal(await countWithParameter('log_entries.time', new TimestampNanosecond('UTC'), pivot + 1n), 2);
   });
 
   it('count(*) is named as DataFusion names it (item 4), through the time-bound rewrite too', async () => {
-    assert.deepEqual((await admin.query('SELECT count(*) FROM log_entries')).schema.fields.map((f) => f.name), ['count(*)']);
-    const rewritten = await admin.query(`SELECT count(*), count(*) AS n FROM log_entries WHERE time >= TIMESTAMPTZ '${rfc3339(pivot)}'`);
-    assert.deepEqual(rewritten.schema.fields.map((f) => f.name), ['count(*)', 'n']);
+    assert.deepEqual(
+      (await admin.query('SELECT count(*) FROM log_entries')).schema.fields.map((f) => f.name),
+      ['count(*)'],
+    );
+    const rewritten = await admin.query(
+      `SELECT count(*), count(*) AS n FROM log_entries WHERE time >= TIMESTAMPTZ '${rfc3339(pivot)}'`,
+    );
+    assert.deepEqual(
+      rewritten.schema.fields.map((f) => f.name),
+      ['count(*)', 'n'],
+    );
   });
 
   it('a timestamp written any way comes back as the same nanosecond instant', async () => {

@@ -11,12 +11,17 @@ const asRoot = process.getuid?.() === 0;
 const indexUrl = new URL('../../src/metadata/index.js', import.meta.url).href;
 
 /** Runs a node process that starts a server on `dataDir`, prints its pid, then does `then`. */
-function ownerProcess(dataDir: string, then: string): { pid: Promise<number>; exited: Promise<number | null>; kill(): void } {
+function ownerProcess(
+  dataDir: string,
+  then: string,
+): { pid: Promise<number>; exited: Promise<number | null>; kill(): void } {
   const script = `import { EmbeddedPostgres } from ${JSON.stringify(indexUrl)};
 const server = await EmbeddedPostgres.start({ dataDir: ${JSON.stringify(dataDir)} });
 console.log(server.pid);
 ${then}`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   const pid = new Promise<number>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
@@ -38,7 +43,10 @@ describe('EmbeddedPostgres', () => {
     const server = await EmbeddedPostgres.start({ dataDir: data.dir, log });
     try {
       assert.match(server.connectionString, /^postgres:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/orrery$/);
-      const row = await withClient(server.connectionString, async (c) => (await c.query('SELECT version() AS v, current_database() AS db')).rows[0]);
+      const row = await withClient(
+        server.connectionString,
+        async (c) => (await c.query('SELECT version() AS v, current_database() AS db')).rows[0],
+      );
       assert.match(row.v, /^PostgreSQL 1[78]\./);
       assert.equal(row.db, 'orrery');
       const cluster = join(data.dir, 'postgres');
@@ -46,7 +54,11 @@ describe('EmbeddedPostgres', () => {
       if (asRoot) {
         assert.notEqual(statSync(cluster).uid, 0, 'the cluster belongs to the non-root server user');
         // mkdtemp made the data folder private: the server user was let in (search permission only)
-        assert.ok(lines.includes(`info: allowed the OS user 'postgres', which runs the embedded Postgres server, to enter ${data.dir} (chmod o+x)`));
+        assert.ok(
+          lines.includes(
+            `info: allowed the OS user 'postgres', which runs the embedded Postgres server, to enter ${data.dir} (chmod o+x)`,
+          ),
+        );
         assert.equal(statSync(data.dir).mode & 0o777, 0o701);
       }
     } finally {
@@ -90,7 +102,10 @@ describe('EmbeddedPostgres', () => {
   });
 
   it('starts when postmaster.pid names a live process that is not a server of this cluster', async () => {
-    const stranger = spawn('sleep', ['30'], { stdio: 'ignore', ...(asRoot ? { uid: statSync(join(data.dir, 'postgres')).uid } : {}) });
+    const stranger = spawn('sleep', ['30'], {
+      stdio: 'ignore',
+      ...(asRoot ? { uid: statSync(join(data.dir, 'postgres')).uid } : {}),
+    });
     const pidFile = join(data.dir, 'postgres', 'postmaster.pid');
     writeFileSync(pidFile, `${stranger.pid}\n${join(data.dir, 'postgres')}\n0\n5432\n\n127.0.0.1\n0 0\nready   \n`);
     try {
@@ -158,19 +173,26 @@ describe('EmbeddedPostgres', () => {
       chmodSync(inner, 0o700);
       await assert.rejects(EmbeddedPostgres.start({ dataDir: join(inner, 'data') }), {
         code: 'DATA_DIR_UNREACHABLE',
-        message: new RegExp(`runs as the OS user 'postgres' \\(Postgres refuses root\\), which cannot enter ${inner} \\(mode 700`),
+        message: new RegExp(
+          `runs as the OS user 'postgres' \\(Postgres refuses root\\), which cannot enter ${inner} \\(mode 700`,
+        ),
       });
     } finally {
       closed.remove();
     }
   });
 
-  it('as root, reports an OS user for the server that cannot be created', { skip: !asRoot && 'not running as root' }, async () => {
-    await assert.rejects(EmbeddedPostgres.start({ dataDir: data.dir, osUser: 'Not A User!' }), {
-      code: 'SERVER_USER_UNAVAILABLE',
-      message: /^Postgres cannot run as root and the OS user 'Not A User!' does not exist; creating it with useradd failed: .*invalid user name/,
-    });
-  });
+  it(
+    'as root, reports an OS user for the server that cannot be created',
+    { skip: !asRoot && 'not running as root' },
+    async () => {
+      await assert.rejects(EmbeddedPostgres.start({ dataDir: data.dir, osUser: 'Not A User!' }), {
+        code: 'SERVER_USER_UNAVAILABLE',
+        message:
+          /^Postgres cannot run as root and the OS user 'Not A User!' does not exist; creating it with useradd failed: .*invalid user name/,
+      });
+    },
+  );
 
   it('stops the server when its owner exits without closing it', async () => {
     const owner = ownerProcess(data.dir, '// ends here: nothing keeps the event loop alive');
@@ -179,17 +201,24 @@ describe('EmbeddedPostgres', () => {
     assert.equal(isRunning(pid), false, 'the server is gone by the time its owner has exited');
   });
 
-  it('stops the server when its owner is killed with SIGKILL, and the next start works', { skip: !existsSetpriv() && 'no setpriv' }, async () => {
-    const owner = ownerProcess(data.dir, 'setInterval(() => {}, 1000);');
-    const pid = await owner.pid;
-    owner.kill();
-    await owner.exited;
-    assert.ok(await waitFor(() => !isRunning(pid)), 'the orphaned server stopped');
-    const { log, lines } = recordingLog();
-    const server = await EmbeddedPostgres.start({ dataDir: data.dir, log });
-    await server.close();
-    assert.deepEqual(lines.filter((l) => l.startsWith('error')), []);
-  });
+  it(
+    'stops the server when its owner is killed with SIGKILL, and the next start works',
+    { skip: !existsSetpriv() && 'no setpriv' },
+    async () => {
+      const owner = ownerProcess(data.dir, 'setInterval(() => {}, 1000);');
+      const pid = await owner.pid;
+      owner.kill();
+      await owner.exited;
+      assert.ok(await waitFor(() => !isRunning(pid)), 'the orphaned server stopped');
+      const { log, lines } = recordingLog();
+      const server = await EmbeddedPostgres.start({ dataDir: data.dir, log });
+      await server.close();
+      assert.deepEqual(
+        lines.filter((l) => l.startsWith('error')),
+        [],
+      );
+    },
+  );
 });
 
 async function withClientKept(connectionString: string): Promise<{ end(): Promise<void> }> {

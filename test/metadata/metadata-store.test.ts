@@ -13,7 +13,9 @@ describe('MetadataStore, embedded', () => {
     const first = await MetadataStore.open({ dataDir: data.dir });
     try {
       assert.deepEqual(first.appliedMigrations, [1, 2, 3]);
-      await first.query(`INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`);
+      await first.query(
+        `INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`,
+      );
     } finally {
       await first.close();
       await first.close();
@@ -39,7 +41,11 @@ describe('MetadataStore, embedded', () => {
   it('refuses work once closed', async () => {
     const store = await MetadataStore.open({ dataDir: data.dir });
     await store.close();
-    await assert.rejects(store.query('SELECT 1'), { name: 'MetadataError', code: 'CLOSED', message: 'the metadata store has been closed' });
+    await assert.rejects(store.query('SELECT 1'), {
+      name: 'MetadataError',
+      code: 'CLOSED',
+      message: 'the metadata store has been closed',
+    });
     await assert.rejects(
       store.transaction(async () => 1),
       { code: 'CLOSED' },
@@ -64,13 +70,19 @@ describe('MetadataStore, external server', () => {
     assert.deepEqual(store.appliedMigrations, [1, 2, 3]);
     assert.equal(store.connectionString, url);
     await store.close();
-    const tables = await withClient(url, async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)).rows[0].n);
+    const tables = await withClient(
+      url,
+      async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)).rows[0].n,
+    );
     assert.equal(tables, 9, 'the eight tables and orrery_migrations');
   });
 
   it('two stores opening one database at once both succeed, and the migrations run once', async () => {
     const url = await freshDatabase(server.connectionString, 'concurrent_open');
-    const stores = await Promise.all([MetadataStore.open({ connectionString: url, dataDir: data.dir }), MetadataStore.open({ connectionString: url, dataDir: data.dir })]);
+    const stores = await Promise.all([
+      MetadataStore.open({ connectionString: url, dataDir: data.dir }),
+      MetadataStore.open({ connectionString: url, dataDir: data.dir }),
+    ]);
     try {
       assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2, 3]]);
       const { rows } = await stores[0].query('SELECT version FROM orrery_migrations ORDER BY version');
@@ -83,19 +95,27 @@ describe('MetadataStore, external server', () => {
   it('reports a server it cannot reach without showing the password', async () => {
     const url = new URL(server.connectionString);
     url.password = 'wrong-password';
-    await assert.rejects(MetadataStore.open({ connectionString: url.toString(), dataDir: data.dir }), (error: Error & { code?: string }) => {
-      assert.equal(error.code, 'CONNECT_FAILED');
-      assert.match(error.message, /^cannot connect to the metadata database 'postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/orrery': password authentication failed/);
-      assert.doesNotMatch(error.message, /wrong-password/);
-      return true;
-    });
+    await assert.rejects(
+      MetadataStore.open({ connectionString: url.toString(), dataDir: data.dir }),
+      (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'CONNECT_FAILED');
+        assert.match(
+          error.message,
+          /^cannot connect to the metadata database 'postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/orrery': password authentication failed/,
+        );
+        assert.doesNotMatch(error.message, /wrong-password/);
+        return true;
+      },
+    );
   });
 
   it('refuses a database migrated by a newer Orrery', async () => {
     const url = await freshDatabase(server.connectionString, 'too_new');
     await (await MetadataStore.open({ connectionString: url, dataDir: data.dir })).close();
     const future = migrations.length + 1;
-    await withClient(url, (c) => c.query(`INSERT INTO orrery_migrations (version, name) VALUES (${future}, 'from the future')`));
+    await withClient(url, (c) =>
+      c.query(`INSERT INTO orrery_migrations (version, name) VALUES (${future}, 'from the future')`),
+    );
     await assert.rejects(MetadataStore.open({ connectionString: url, dataDir: data.dir }), {
       code: 'SCHEMA_TOO_NEW',
       message: `the database has schema migration(s) ${future} that this version of Orrery does not know (it knows 1 to ${migrations.length}); run a newer Orrery`,
@@ -105,13 +125,21 @@ describe('MetadataStore, external server', () => {
   it('applies all pending migrations or none', async () => {
     const url = await freshDatabase(server.connectionString, 'all_or_nothing');
     const version = migrations.length + 1;
-    const broken = [...migrations, { version, name: 'broken', sql: 'CREATE TABLE half_done (x int); SELECT no_such_column FROM half_done' }];
+    const broken = [
+      ...migrations,
+      { version, name: 'broken', sql: 'CREATE TABLE half_done (x int); SELECT no_such_column FROM half_done' },
+    ];
     await withPool(url, async (c) => {
-      await assert.rejects(migrate(c, () => {}, broken), {
-        code: 'MIGRATION_FAILED',
-        message: `schema migration ${version} (broken) failed: column "no_such_column" does not exist`,
-      });
-      const { rows } = await c.query(`SELECT to_regclass('half_done') AS half, to_regclass('processes') AS processes, to_regclass('orrery_migrations') AS log`);
+      await assert.rejects(
+        migrate(c, () => {}, broken),
+        {
+          code: 'MIGRATION_FAILED',
+          message: `schema migration ${version} (broken) failed: column "no_such_column" does not exist`,
+        },
+      );
+      const { rows } = await c.query(
+        `SELECT to_regclass('half_done') AS half, to_regclass('processes') AS processes, to_regclass('orrery_migrations') AS log`,
+      );
       assert.deepEqual(rows, [{ half: null, processes: null, log: null }]);
     });
   });
@@ -119,15 +147,28 @@ describe('MetadataStore, external server', () => {
   describe('schema rules', () => {
     let store: MetadataStore;
     before(async () => {
-      store = await MetadataStore.open({ connectionString: await freshDatabase(server.connectionString, 'rules'), dataDir: data.dir });
+      store = await MetadataStore.open({
+        connectionString: await freshDatabase(server.connectionString, 'rules'),
+        dataDir: data.dir,
+      });
     });
     after(() => store.close());
 
-    const partition = (begin: string, end: string, opts: { instance?: string; hash?: string; path?: string } = {}): Promise<unknown> =>
+    const partition = (
+      begin: string,
+      end: string,
+      opts: { instance?: string; hash?: string; path?: string } = {},
+    ): Promise<unknown> =>
       store.query(
         `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, file_path, file_schema_hash, source_data_hash, num_rows)
          VALUES ('log_entries', $1, $2, $3, $4, $5, '\\x0100000000000000', 1)`,
-        [opts.instance ?? 'global', begin, end, opts.path ?? `views/log_entries/${opts.instance ?? 'global'}/${begin}.parquet`, Buffer.from(opts.hash ?? '06', 'hex')],
+        [
+          opts.instance ?? 'global',
+          begin,
+          end,
+          opts.path ?? `views/log_entries/${opts.instance ?? 'global'}/${begin}.parquet`,
+          Buffer.from(opts.hash ?? '06', 'hex'),
+        ],
       );
 
     it('refuses a partition overlapping another of the same view, instance and schema hash', async () => {
@@ -156,9 +197,10 @@ describe('MetadataStore, external server', () => {
 
     it('refuses a malformed audience and a duplicate block id', async () => {
       const block = (audience: string): Promise<unknown> =>
-        store.query(`INSERT INTO blocks (block_id, stream_id, process_id, audience) VALUES ('00000000-0000-4000-8000-000000000001', gen_random_uuid(), gen_random_uuid(), $1)`, [
-          audience,
-        ]);
+        store.query(
+          `INSERT INTO blocks (block_id, stream_id, process_id, audience) VALUES ('00000000-0000-4000-8000-000000000001', gen_random_uuid(), gen_random_uuid(), $1)`,
+          [audience],
+        );
       await assert.rejects(block('not an audience'), { code: '23514', constraint: 'blocks_audience_name' });
       await block('team-a');
       await assert.rejects(block('team-a'), { code: '23505', constraint: 'blocks_block_id_unique' });
@@ -210,7 +252,10 @@ describe('MetadataStore, external server', () => {
     it('returns a connection whose transaction rolled back cleanly to the pool', async () => {
       await withPool(url, async (pool) => {
         const before = await backendPid(pool);
-        await assert.rejects(transaction(pool, (tx) => tx.query('SELECT no_such_column')), { code: '42703' });
+        await assert.rejects(
+          transaction(pool, (tx) => tx.query('SELECT no_such_column')),
+          { code: '42703' },
+        );
         assert.equal(await backendPid(pool), before);
       });
     });
@@ -228,8 +273,14 @@ describe('MetadataStore, external server', () => {
           otherProcess: await other.locks.tryWhileHolding('range-1', async () => 'ran twice'),
           otherKey: await other.locks.tryWhileHolding('range-2', async () => 'ran'),
         }));
-        assert.deepEqual({ ...inside, pid: typeof inside?.pid }, { pid: 'number', sameProcess: undefined, otherProcess: undefined, otherKey: 'ran' });
-        assert.equal(await other.locks.tryWhileHolding('range-1', async () => 'ran after release'), 'ran after release');
+        assert.deepEqual(
+          { ...inside, pid: typeof inside?.pid },
+          { pid: 'number', sameProcess: undefined, otherProcess: undefined, otherKey: 'ran' },
+        );
+        assert.equal(
+          await other.locks.tryWhileHolding('range-1', async () => 'ran after release'),
+          'ran after release',
+        );
       } finally {
         await Promise.all([store.close(), other.close()]);
       }
@@ -250,7 +301,10 @@ describe('MetadataStore, external server', () => {
         await held;
         await closing;
         assert.equal(await other.locks.tryWhileHolding('range-3', async () => 'ran'), 'ran');
-        await assert.rejects(store.locks.tryWhileHolding('range-4', async () => 'ran'), { code: 'CLOSED' });
+        await assert.rejects(
+          store.locks.tryWhileHolding('range-4', async () => 'ran'),
+          { code: 'CLOSED' },
+        );
       } finally {
         await Promise.all([store.close(), other.close()]);
       }

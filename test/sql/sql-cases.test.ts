@@ -11,12 +11,24 @@ import { nativeExportProblem } from '../../src/engine/index.js';
 import { packAny, TestFlightClient } from '../support/flight-client.js';
 import { adminKey, readerKey, startTestOrrery } from '../support/orrery-process.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
-import { parseCaseFile, renderRows, substitute, typeLetter, type CasePath, type CaseRecord, type CaseUser } from '../support/sql-cases.js';
+import {
+  parseCaseFile,
+  renderRows,
+  substitute,
+  typeLetter,
+  type CasePath,
+  type CaseRecord,
+  type CaseUser,
+} from '../support/sql-cases.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const casesDir = join(root, 'test', 'sql');
 const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
-const keys: Record<Exclude<CaseUser, 'anonymous'>, string> = { admin: adminKey.key, reader: readerKey.key, team_x: teamKey.key };
+const keys: Record<Exclude<CaseUser, 'anonymous'>, string> = {
+  admin: adminKey.key,
+  reader: readerKey.key,
+  team_x: teamKey.key,
+};
 /** The times ingested log records carry: 2024-01-02T03:04:05Z plus one second per record. */
 const firstLogTime = 1704164645000000000n;
 
@@ -36,7 +48,9 @@ function variableValues(): Record<string, string> {
 const nativeExport = process.env.ORRERY_NATIVE !== 'off' && nativeExportProblem() === '';
 
 const only = process.env.ORRERY_SQL_CASES; // e.g. ORRERY_SQL_CASES=permissions runs test/sql/permissions.test alone
-for (const entry of readdirSync(casesDir).filter((f) => f.endsWith('.test')).sort()) {
+for (const entry of readdirSync(casesDir)
+  .filter((f) => f.endsWith('.test'))
+  .sort()) {
   if (only && entry !== `${only}.test`) continue;
   const path = relative(root, join(casesDir, entry));
   const file = parseCaseFile(path, readFileSync(join(casesDir, entry), 'utf8'), variables);
@@ -47,9 +61,15 @@ for (const entry of readdirSync(casesDir).filter((f) => f.endsWith('.test')).sor
     let values: Record<string, string>;
     before(async () => {
       values = variableValues();
-      const settings = Object.fromEntries(Object.entries(file.settings).map(([name, value]) => [name, substitute(value, values)]));
+      const settings = Object.fromEntries(
+        Object.entries(file.settings).map(([name, value]) => [name, substitute(value, values)]),
+      );
       orrery = await startTestOrrery({
-        MICROMEGAS_API_KEYS: JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]),
+        MICROMEGAS_API_KEYS: JSON.stringify([
+          adminKey,
+          { ...readerKey, audiences: ['public'] },
+          { ...teamKey, audiences: ['team_x'] },
+        ]),
         ...settings,
       });
       for (const user of ['admin', 'reader', 'team_x', 'anonymous'] as const) {
@@ -64,7 +84,8 @@ for (const entry of readdirSync(casesDir).filter((f) => f.endsWith('.test')).sor
     });
 
     for (const record of file.records) {
-      const skip = record.only && record.only.holds !== nativeExport ? `${record.only.holds ? 'onlyif' : 'skipif'} native` : false;
+      const skip =
+        record.only && record.only.holds !== nativeExport ? `${record.only.holds ? 'onlyif' : 'skipif'} native` : false;
       it(`${path}:${record.line} ${title(record)}`, { skip }, () =>
         run(withValues(record, values), clients.get(record.user)!, orrery.httpPort, `${path}:${record.line}`),
       );
@@ -81,7 +102,11 @@ function withValues(record: CaseRecord, values: Record<string, string>): CaseRec
     case 'statement error':
       return { ...record, sql: substitute(record.sql, values), message: substitute(record.message, values) };
     case 'query':
-      return { ...record, sql: substitute(record.sql, values), rows: record.rows.map((row) => substitute(row, values)) };
+      return {
+        ...record,
+        sql: substitute(record.sql, values),
+        rows: record.rows.map((row) => substitute(row, values)),
+      };
   }
 }
 
@@ -105,18 +130,28 @@ async function run(record: CaseRecord, client: TestFlightClient, httpPort: numbe
       return;
     }
     case 'statement ok':
-      await execute(client, record.sql, record.path).catch((error: unknown) => assert.fail(`${where}: expected success, got ${describeError(error)}`));
+      await execute(client, record.sql, record.path).catch((error: unknown) =>
+        assert.fail(`${where}: expected success, got ${describeError(error)}`),
+      );
       return;
     case 'statement error': {
       const outcome = await execute(client, record.sql, record.path).then(
         () => undefined,
         (error: unknown) => error,
       );
-      if (outcome === undefined) assert.fail(`${where}: expected ${record.status} '${record.message}', but the statement succeeded`);
-      if (!(outcome instanceof FlightClientError)) throw outcome instanceof Error ? outcome : new Error(String(outcome as string));
-      const pattern = record.message.startsWith('<REGEX>:') ? new RegExp(`^(?:${record.message.slice(8)})$`) : undefined;
+      if (outcome === undefined)
+        assert.fail(`${where}: expected ${record.status} '${record.message}', but the statement succeeded`);
+      if (!(outcome instanceof FlightClientError))
+        throw outcome instanceof Error ? outcome : new Error(String(outcome as string));
+      const pattern = record.message.startsWith('<REGEX>:')
+        ? new RegExp(`^(?:${record.message.slice(8)})$`)
+        : undefined;
       const message = pattern?.test(outcome.details) ? record.message : outcome.details;
-      assert.deepEqual({ status: outcome.status, message }, { status: record.status, message: record.message }, `${where}: wrong error`);
+      assert.deepEqual(
+        { status: outcome.status, message },
+        { status: record.status, message: record.message },
+        `${where}: wrong error`,
+      );
       return;
     }
     case 'query': {
@@ -150,10 +185,15 @@ async function execute(client: TestFlightClient, sql: string, path: CasePath): P
     case 'prepared': {
       const prepared = await client.prepare(sql);
       try {
-        const info = await client.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }));
+        const info = await client.getFlightInfo(
+          packAny('CommandPreparedStatementQuery', { preparedStatementHandle: prepared.handle }),
+        );
         return (await client.doGet(info.endpoints[0].ticket)).table;
       } finally {
-        await client.doAction('ClosePreparedStatement', packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle: prepared.handle }));
+        await client.doAction(
+          'ClosePreparedStatement',
+          packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle: prepared.handle }),
+        );
       }
     }
   }

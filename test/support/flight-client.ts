@@ -1,6 +1,14 @@
 import { Schema, type Table } from 'apache-arrow';
 import { FlightSqlClient } from '../../src/client/index.js';
-import { FlightSql, decodeSchema, packAny, tableFromFlightData, tableToFlightData, unpackAny, type FlightData } from '../../src/wire/index.js';
+import {
+  FlightSql,
+  decodeSchema,
+  packAny,
+  tableFromFlightData,
+  tableToFlightData,
+  unpackAny,
+  type FlightData,
+} from '../../src/wire/index.js';
 
 // The tests' Flight SQL client: src/client's FlightSqlClient (every call goes over a real socket),
 // plus the raw views tests need (message counts and sizes, prepared statements, Arrow DoPut).
@@ -48,10 +56,17 @@ export class TestFlightClient {
   }
 
   /** DoGet, returning the raw FlightData messages and the decoded table. */
-  async doGet(ticket: Uint8Array, headers?: Record<string, string>): Promise<{ table: Table; messages: number; sizes: number[] }> {
+  async doGet(
+    ticket: Uint8Array,
+    headers?: Record<string, string>,
+  ): Promise<{ table: Table; messages: number; sizes: number[] }> {
     const parts: FlightData[] = [];
     for await (const data of this.client.doGet(ticket, { headers })) parts.push(data);
-    return { table: tableFromFlightData(parts)!, messages: parts.length, sizes: parts.map((p) => p.dataHeader.byteLength + p.dataBody.byteLength) };
+    return {
+      table: tableFromFlightData(parts)!,
+      messages: parts.length,
+      sizes: parts.map((p) => p.dataHeader.byteLength + p.dataBody.byteLength),
+    };
   }
 
   /** GetFlightInfo then DoGet of its single endpoint. */
@@ -69,12 +84,22 @@ export class TestFlightClient {
     return this.client.doAction(type, body);
   }
 
-  async prepare(query: string): Promise<{ handle: Uint8Array; datasetSchema: Uint8Array; parameterSchema: Uint8Array; isUpdate?: boolean }> {
-    const [body] = await this.doAction('CreatePreparedStatement', packAny('ActionCreatePreparedStatementRequest', { query }));
+  async prepare(
+    query: string,
+  ): Promise<{ handle: Uint8Array; datasetSchema: Uint8Array; parameterSchema: Uint8Array; isUpdate?: boolean }> {
+    const [body] = await this.doAction(
+      'CreatePreparedStatement',
+      packAny('ActionCreatePreparedStatementRequest', { query }),
+    );
     const any = unpackAny(body)!;
     const result = FlightSql.ActionCreatePreparedStatementResult.toObject(
       FlightSql.ActionCreatePreparedStatementResult.decode(any.value),
-    ) as { preparedStatementHandle: Uint8Array; datasetSchema?: Uint8Array; parameterSchema?: Uint8Array; isUpdate?: boolean };
+    ) as {
+      preparedStatementHandle: Uint8Array;
+      datasetSchema?: Uint8Array;
+      parameterSchema?: Uint8Array;
+      isUpdate?: boolean;
+    };
     return {
       handle: result.preparedStatementHandle,
       datasetSchema: result.datasetSchema ?? new Uint8Array(0),

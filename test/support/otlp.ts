@@ -12,11 +12,17 @@ export function logsRequest(resource: Record<string, string>, logs: readonly Log
   return JSON.stringify({
     resourceLogs: [
       {
-        resource: { attributes: Object.entries(resource).map(([key, value]) => ({ key, value: { stringValue: value } })) },
+        resource: {
+          attributes: Object.entries(resource).map(([key, value]) => ({ key, value: { stringValue: value } })),
+        },
         scopeLogs: [
           {
             scope: { name: logs[0]?.target ?? 'test' },
-            logRecords: logs.map((l) => ({ timeUnixNano: String(l.time), severityNumber: l.severity, body: { stringValue: l.body } })),
+            logRecords: logs.map((l) => ({
+              timeUnixNano: String(l.time),
+              severityNumber: l.severity,
+              body: { stringValue: l.body },
+            })),
           },
         ],
       },
@@ -25,7 +31,12 @@ export function logsRequest(resource: Record<string, string>, logs: readonly Log
 }
 
 /** POSTs an OTLP/JSON body; returns the HTTP status and body text. */
-export async function postOtlp(httpPort: number, signal: 'logs' | 'metrics' | 'traces', key: string | null, body: string): Promise<{ status: number; text: string }> {
+export async function postOtlp(
+  httpPort: number,
+  signal: 'logs' | 'metrics' | 'traces',
+  key: string | null,
+  body: string,
+): Promise<{ status: number; text: string }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (key) headers.authorization = `Bearer ${key}`;
   const response = await fetch(`http://127.0.0.1:${httpPort}/v1/${signal}`, { method: 'POST', headers, body });

@@ -37,9 +37,22 @@ export interface CaseFile {
 
 /** gRPC status names a `statement error` may expect. */
 export const grpcStatusNames = [
-  'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED',
-  'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE',
-  'DATA_LOSS', 'UNAUTHENTICATED',
+  'CANCELLED',
+  'UNKNOWN',
+  'INVALID_ARGUMENT',
+  'DEADLINE_EXCEEDED',
+  'NOT_FOUND',
+  'ALREADY_EXISTS',
+  'PERMISSION_DENIED',
+  'RESOURCE_EXHAUSTED',
+  'FAILED_PRECONDITION',
+  'ABORTED',
+  'OUT_OF_RANGE',
+  'UNIMPLEMENTED',
+  'INTERNAL',
+  'UNAVAILABLE',
+  'DATA_LOSS',
+  'UNAUTHENTICATED',
 ];
 
 /** A mistake in a case file, reported with its file and line. */
@@ -58,7 +71,8 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
     throw new CaseFileError(`${file}:${line}: ${message}`);
   };
   const checked = (value: string, line: number): string => {
-    for (const [, name] of value.matchAll(variable)) if (!variables.includes(name)) fail(line, `unknown variable \${${name}}`);
+    for (const [, name] of value.matchAll(variable))
+      if (!variables.includes(name)) fail(line, `unknown variable \${${name}}`);
     return value;
   };
   const header = (key: string): string => {
@@ -105,7 +119,8 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
     }
     const words = raw.trim().split(/\s+/);
     i++;
-    if (only && !['statement', 'query'].includes(words[0])) fail(line, `'${only.holds ? 'onlyif' : 'skipif'}' must be followed by a statement or a query`);
+    if (only && !['statement', 'query'].includes(words[0]))
+      fail(line, `'${only.holds ? 'onlyif' : 'skipif'}' must be followed by a statement or a query`);
     switch (words[0]) {
       case 'onlyif':
       case 'skipif': {
@@ -114,12 +129,14 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
         break;
       }
       case 'user': {
-        if (words.length !== 2 || !caseUsers.includes(words[1] as CaseUser)) fail(line, `'user' takes one of ${caseUsers.join(', ')}`);
+        if (words.length !== 2 || !caseUsers.includes(words[1] as CaseUser))
+          fail(line, `'user' takes one of ${caseUsers.join(', ')}`);
         user = words[1] as CaseUser;
         break;
       }
       case 'setting': {
-        if (records.length > 0) fail(line, "'setting' lines come before the first record: they configure the server the file starts");
+        if (records.length > 0)
+          fail(line, "'setting' lines come before the first record: they configure the server the file starts");
         if (words.length < 3) fail(line, "'setting' takes a name and a value");
         settings[words[1]] = checked(raw.trim().split(/\s+/).slice(2).join(' '), line);
         break;
@@ -127,7 +144,8 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
       case 'ingest': {
         // ingest logs <exe> <count>: <count> OTLP log records of a process named <exe>, sent with the current user's key.
         const count = Number(words[3]);
-        if (words.length !== 4 || words[1] !== 'logs' || !Number.isInteger(count) || count < 1) fail(line, "'ingest' reads: ingest logs <exe> <count>");
+        if (words.length !== 4 || words[1] !== 'logs' || !Number.isInteger(count) || count < 1)
+          fail(line, "'ingest' reads: ingest logs <exe> <count>");
         if (user === 'anonymous') fail(line, "'ingest' needs a key: set 'user' first");
         records.push({ kind: 'ingest', line, user, exe: words[2], count });
         break;
@@ -142,14 +160,24 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
           if (lines[i] === '----') fail(i + 1, "'statement ok' expects no result: use 'query' to check rows");
           records.push({ kind: 'statement ok', line, user, ...when, sql, path });
         } else if (words[1] === 'error' && words.length === 3) {
-          if (!grpcStatusNames.includes(words[2])) fail(line, `'${words[2]}' is not a gRPC status name (${grpcStatusNames.join(', ')})`);
-          if (lines[i] !== '----') fail(i + 1, "'statement error' needs '----' and the exact error message after the SQL");
+          if (!grpcStatusNames.includes(words[2]))
+            fail(line, `'${words[2]}' is not a gRPC status name (${grpcStatusNames.join(', ')})`);
+          if (lines[i] !== '----')
+            fail(i + 1, "'statement error' needs '----' and the exact error message after the SQL");
           // A blank line inside a message (DuckDB's 'LINE 1:' context follows one) is written '(empty)'.
-          const message = checked(expected().map((l) => (l === '(empty)' ? '' : l)).join('\n'), line);
+          const message = checked(
+            expected()
+              .map((l) => (l === '(empty)' ? '' : l))
+              .join('\n'),
+            line,
+          );
           if (message === '') fail(line, "'statement error' needs the exact error message after '----'");
           records.push({ kind: 'statement error', line, user, ...when, sql, path, status: words[2], message });
         } else {
-          fail(line, "a statement reads 'statement ok' or 'statement error <gRPC status>', optionally followed by 'via <path>'");
+          fail(
+            line,
+            "a statement reads 'statement ok' or 'statement error <gRPC status>', optionally followed by 'via <path>'",
+          );
         }
         break;
       }
@@ -197,9 +225,11 @@ export function renderRows(table: Table): string[] {
 
 function renderColumn(type: DataType, vector: Vector): string[] {
   // Arrow's getters round timestamps to milliseconds and give decimals as words: read the raw values.
-  if (DataType.isTimestamp(type)) return rawValues(vector, 1, (values) => renderTimestamp(type.unit, values[0] as bigint));
+  if (DataType.isTimestamp(type))
+    return rawValues(vector, 1, (values) => renderTimestamp(type.unit, values[0] as bigint));
   if (DataType.isDecimal(type)) return rawValues(vector, 4, (words) => renderDecimal(words, type.scale));
-  if (DataType.isDate(type)) return [...vector].map((ms) => (ms === null ? 'NULL' : new Date(ms as number).toISOString().slice(0, 10)));
+  if (DataType.isDate(type))
+    return [...vector].map((ms) => (ms === null ? 'NULL' : new Date(ms as number).toISOString().slice(0, 10)));
   return [...vector].map(renderValue);
 }
 
@@ -207,8 +237,11 @@ function renderColumn(type: DataType, vector: Vector): string[] {
 function rawValues(vector: Vector, stride: number, render: (values: ArrayLike<number | bigint>) => string): string[] {
   const out: string[] = [];
   for (const data of vector.data) {
-    const values = data.values as ArrayLike<number | bigint> & { subarray(begin: number, end: number): ArrayLike<number | bigint> };
-    for (let j = 0; j < data.length; j++) out.push(data.getValid(j) ? render(values.subarray(j * stride, (j + 1) * stride)) : 'NULL');
+    const values = data.values as ArrayLike<number | bigint> & {
+      subarray(begin: number, end: number): ArrayLike<number | bigint>;
+    };
+    for (let j = 0; j < data.length; j++)
+      out.push(data.getValid(j) ? render(values.subarray(j * stride, (j + 1) * stride)) : 'NULL');
   }
   return out;
 }

@@ -28,9 +28,18 @@ function samples(first: number, batches: number, rows: number): Table {
     const start = first + b * rows;
     out.push(
       new Table({
-        ts: makeVector({ type: new TimestampNanosecond('UTC'), data: BigInt64Array.from({ length: rows }, (_, i) => BigInt(start + i) * 1_000_000_000n) } as never),
-        host: vectorFromArray(Array.from({ length: rows }, (_, i) => `h${(start + i) % 10}`), new Utf8()),
-        cpu: vectorFromArray(Array.from({ length: rows }, (_, i) => (start + i) / 100), new Float64()),
+        ts: makeVector({
+          type: new TimestampNanosecond('UTC'),
+          data: BigInt64Array.from({ length: rows }, (_, i) => BigInt(start + i) * 1_000_000_000n),
+        } as never),
+        host: vectorFromArray(
+          Array.from({ length: rows }, (_, i) => `h${(start + i) % 10}`),
+          new Utf8(),
+        ),
+        cpu: vectorFromArray(
+          Array.from({ length: rows }, (_, i) => (start + i) / 100),
+          new Float64(),
+        ),
       } as never).batches[0],
     );
   }
@@ -40,7 +49,13 @@ function samples(first: number, batches: number, rows: number): Table {
 async function ingest(client: TestFlightClient, table: string, data: Table): Promise<number> {
   const cmd = packAny('CommandStatementIngest', { table, tableDefinitionOptions: { ifNotExist: 2, ifExists: 2 } });
   const [meta] = await client.doPut(cmd, data);
-  return Number((FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number }).recordCount);
+  return Number(
+    (
+      FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as {
+        recordCount: number;
+      }
+    ).recordCount,
+  );
 }
 
 async function startChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
@@ -100,9 +115,17 @@ describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
     const client = clientFor(port, admin);
     try {
       const [body] = await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-      const tx = (FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as { transactionId: Uint8Array }).transactionId;
-      await client.doPut(packAny('CommandStatementUpdate', { query: `INSERT INTO samples VALUES (now(), 'tx', 1)`, transactionId: tx }));
-      await client.doPut(packAny('CommandStatementUpdate', { query: `DELETE FROM samples WHERE host = 'h1'`, transactionId: tx }));
+      const tx = (
+        FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
+          transactionId: Uint8Array;
+        }
+      ).transactionId;
+      await client.doPut(
+        packAny('CommandStatementUpdate', { query: `INSERT INTO samples VALUES (now(), 'tx', 1)`, transactionId: tx }),
+      );
+      await client.doPut(
+        packAny('CommandStatementUpdate', { query: `DELETE FROM samples WHERE host = 'h1'`, transactionId: tx }),
+      );
       await child.stop('SIGKILL');
     } finally {
       client.close();

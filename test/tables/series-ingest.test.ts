@@ -44,24 +44,49 @@ const modes = {
   createAppend: { ifNotExist: 1, ifExists: 2 },
 };
 
-async function ingest(client: TestFlightClient, table: string, mode: keyof typeof modes, data: Table, transactionId?: Uint8Array): Promise<number> {
-  const [meta] = await client.doPut(packAny('CommandStatementIngest', { table, tableDefinitionOptions: modes[mode], transactionId }), data);
-  return Number((FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number }).recordCount);
+async function ingest(
+  client: TestFlightClient,
+  table: string,
+  mode: keyof typeof modes,
+  data: Table,
+  transactionId?: Uint8Array,
+): Promise<number> {
+  const [meta] = await client.doPut(
+    packAny('CommandStatementIngest', { table, tableDefinitionOptions: modes[mode], transactionId }),
+    data,
+  );
+  return Number(
+    (
+      FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as {
+        recordCount: number;
+      }
+    ).recordCount,
+  );
 }
 
 async function update(client: TestFlightClient, query: string, transactionId?: Uint8Array): Promise<number> {
   const [meta] = await client.doPut(packAny('CommandStatementUpdate', { query, transactionId }));
-  return Number((FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number }).recordCount);
+  return Number(
+    (
+      FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as {
+        recordCount: number;
+      }
+    ).recordCount,
+  );
 }
 
 async function begin(client: TestFlightClient): Promise<Uint8Array> {
   const [body] = await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
   const any = unpackAny(body)!;
-  return (FlightSql.ActionBeginTransactionResult.decode(any.value) as unknown as { transactionId: Uint8Array }).transactionId;
+  return (FlightSql.ActionBeginTransactionResult.decode(any.value) as unknown as { transactionId: Uint8Array })
+    .transactionId;
 }
 
 async function end(client: TestFlightClient, transactionId: Uint8Array, commit: boolean): Promise<void> {
-  await client.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: commit ? 1 : 2 }));
+  await client.doAction(
+    'EndTransaction',
+    packAny('ActionEndTransactionRequest', { transactionId, action: commit ? 1 : 2 }),
+  );
 }
 
 async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
@@ -81,12 +106,27 @@ function deploys(first: number, rows: number, batchRows = rows): Table {
     const ids = Array.from({ length: n }, (_, i) => start + i);
     batches.push(
       new Table({
-        ts: makeVector({ type: new TimestampNanosecond('UTC'), data: BigInt64Array.from(ids, (i) => 1_714_557_600_000_000_000n + BigInt(i) * 1_000_000_000n) } as never),
-        service: vectorFromArray(ids.map((i) => `svc-${i % 3}`), new Utf8()),
-        version: vectorFromArray(ids.map((i) => (i % 5 === 0 ? null : `v${i}`)), new Utf8()),
-        duration: vectorFromArray(ids.map((i) => i / 4), new Float64()),
+        ts: makeVector({
+          type: new TimestampNanosecond('UTC'),
+          data: BigInt64Array.from(ids, (i) => 1_714_557_600_000_000_000n + BigInt(i) * 1_000_000_000n),
+        } as never),
+        service: vectorFromArray(
+          ids.map((i) => `svc-${i % 3}`),
+          new Utf8(),
+        ),
+        version: vectorFromArray(
+          ids.map((i) => (i % 5 === 0 ? null : `v${i}`)),
+          new Utf8(),
+        ),
+        duration: vectorFromArray(
+          ids.map((i) => i / 4),
+          new Float64(),
+        ),
         attempts: makeVector(BigInt64Array.from(ids, (i) => BigInt(i % 7))),
-        ok: vectorFromArray(ids.map((i) => i % 2 === 0), new Bool()),
+        ok: vectorFromArray(
+          ids.map((i) => i % 2 === 0),
+          new Bool(),
+        ),
       } as never).batches[0],
     );
   }
@@ -103,7 +143,10 @@ describe('series table ingest and transactions (issue 12)', () => {
   before(async () => {
     postgres = await startTestPostgres();
     lakeDir = mkdtempSync(join(tmpdir(), 'orrery-ingest-lake-'));
-    orrery = await startRole('serve', sharedEnv({ keys: [admin, teamA], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }));
+    orrery = await startRole(
+      'serve',
+      sharedEnv({ keys: [admin, teamA], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
+    );
     asAdmin = clientFor(orrery.flightPort, admin);
     asTeamA = clientFor(orrery.flightPort, teamA);
   });
@@ -127,10 +170,29 @@ describe('series table ingest and transactions (issue 12)', () => {
       { column_name: 'audience', data_type: 'VARCHAR' },
     ]);
     assert.deepEqual(
-      await plainRows(asAdmin, `SELECT epoch_ns(ts) AS ns, service, version, duration, attempts, ok, audience FROM deploys WHERE duration IN (0, 1.75) ORDER BY ts`),
+      await plainRows(
+        asAdmin,
+        `SELECT epoch_ns(ts) AS ns, service, version, duration, attempts, ok, audience FROM deploys WHERE duration IN (0, 1.75) ORDER BY ts`,
+      ),
       [
-        { ns: 1_714_557_600_000_000_000, service: 'svc-0', version: null, duration: 0, attempts: 0, ok: true, audience: 'public' },
-        { ns: 1_714_557_607_000_000_000, service: 'svc-1', version: 'v7', duration: 1.75, attempts: 0, ok: false, audience: 'public' },
+        {
+          ns: 1_714_557_600_000_000_000,
+          service: 'svc-0',
+          version: null,
+          duration: 0,
+          attempts: 0,
+          ok: true,
+          audience: 'public',
+        },
+        {
+          ns: 1_714_557_607_000_000_000,
+          service: 'svc-1',
+          version: 'v7',
+          duration: 1.75,
+          attempts: 0,
+          ok: false,
+          audience: 'public',
+        },
       ],
     );
     assert.equal((await refusal(ingest(asAdmin, 'deploys', 'create', deploys(0, 1)))).code, 6);
@@ -138,7 +200,10 @@ describe('series table ingest and transactions (issue 12)', () => {
 
   it('any key appends; a non-admin cannot create or replace; its rows carry its audience', async () => {
     assert.equal(await ingest(asTeamA, 'deploys', 'append', deploys(100, 5)), 5);
-    const withAudience = new Table({ ts: deploys(200, 1).getChild('ts')!, audience: vectorFromArray(['public'], new Utf8()) } as never);
+    const withAudience = new Table({
+      ts: deploys(200, 1).getChild('ts')!,
+      audience: vectorFromArray(['public'], new Utf8()),
+    } as never);
     assert.equal(await ingest(asTeamA, 'deploys', 'append', withAudience), 1);
     assert.deepEqual(await plainRows(asAdmin, 'SELECT audience, count(*) AS n FROM deploys GROUP BY 1 ORDER BY 1'), [
       { audience: 'public', n: 10 },
@@ -151,22 +216,46 @@ describe('series table ingest and transactions (issue 12)', () => {
 
   it('a mistyped or unknown column is INVALID_ARGUMENT naming it, and nothing of the stream is written', async () => {
     const before = await scalar(asAdmin, 'SELECT count(*) FROM deploys');
-    const mistyped = new Table({ ts: deploys(0, 2).getChild('ts')!, duration: vectorFromArray(['fast', 'slow'], new Utf8()) } as never);
+    const mistyped = new Table({
+      ts: deploys(0, 2).getChild('ts')!,
+      duration: vectorFromArray(['fast', 'slow'], new Utf8()),
+    } as never);
     const wrongType = await refusal(ingest(asAdmin, 'deploys', 'append', mistyped));
     assert.equal(wrongType.code, 3);
     assert.match(wrongType.details, /column 'duration': VARCHAR .* cannot be stored in DOUBLE/);
-    const unknown = new Table({ ts: deploys(0, 1).getChild('ts')!, colour: vectorFromArray(['red'], new Utf8()) } as never);
-    assert.match((await refusal(ingest(asAdmin, 'deploys', 'append', unknown))).details, /column 'colour' is not in series table 'deploys'/);
+    const unknown = new Table({
+      ts: deploys(0, 1).getChild('ts')!,
+      colour: vectorFromArray(['red'], new Utf8()),
+    } as never);
+    assert.match(
+      (await refusal(ingest(asAdmin, 'deploys', 'append', unknown))).details,
+      /column 'colour' is not in series table 'deploys'/,
+    );
     // A bad value in the last of several batches: the whole stream is rolled back.
     const good = deploys(300, 4, 2);
-    const bad = new Table({ ts: deploys(400, 1).getChild('ts')!, audience: vectorFromArray([null], new Utf8()) } as never);
+    const bad = new Table({
+      ts: deploys(400, 1).getChild('ts')!,
+      audience: vectorFromArray([null], new Utf8()),
+    } as never);
     const mixed = new Table([
-      ...good.batches.map((b) => new RecordBatch(new Schema([b.schema.fields[0], new Field('audience', new Utf8(), true)]), makeData({
-        type: new Struct([b.schema.fields[0], new Field('audience', new Utf8(), true)]),
-        length: b.numRows,
-        nullCount: 0,
-        children: [b.getChildAt(0)!.data[0], vectorFromArray(Array.from({ length: b.numRows }, () => 'ops'), new Utf8()).data[0]],
-      }))),
+      ...good.batches.map(
+        (b) =>
+          new RecordBatch(
+            new Schema([b.schema.fields[0], new Field('audience', new Utf8(), true)]),
+            makeData({
+              type: new Struct([b.schema.fields[0], new Field('audience', new Utf8(), true)]),
+              length: b.numRows,
+              nullCount: 0,
+              children: [
+                b.getChildAt(0)!.data[0],
+                vectorFromArray(
+                  Array.from({ length: b.numRows }, () => 'ops'),
+                  new Utf8(),
+                ).data[0],
+              ],
+            }),
+          ),
+      ),
       ...bad.batches,
     ]);
     const failed = await refusal(ingest(asAdmin, 'deploys', 'append', mixed));
@@ -185,11 +274,20 @@ describe('series table ingest and transactions (issue 12)', () => {
 
   it('transactions: what a transaction writes is seen by others only after COMMIT, and never after ROLLBACK', async () => {
     const tx = await begin(asTeamA);
-    assert.equal(await update(asTeamA, `INSERT INTO deploys (ts, service) VALUES ('2024-06-01 00:00:00+00', 'tx-1')`, tx), 1);
+    assert.equal(
+      await update(asTeamA, `INSERT INTO deploys (ts, service) VALUES ('2024-06-01 00:00:00+00', 'tx-1')`, tx),
+      1,
+    );
     assert.equal(await ingest(asTeamA, 'deploys', 'append', deploys(500, 3), tx), 3);
-    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM deploys WHERE service = 'tx-1' OR ts >= '2024-05-01 10:08:20+00'`), 0);
+    assert.equal(
+      await scalar(asAdmin, `SELECT count(*) FROM deploys WHERE service = 'tx-1' OR ts >= '2024-05-01 10:08:20+00'`),
+      0,
+    );
     await end(asTeamA, tx, true);
-    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM deploys WHERE service = 'tx-1' OR ts >= '2024-05-01 10:08:20+00'`), 4);
+    assert.equal(
+      await scalar(asAdmin, `SELECT count(*) FROM deploys WHERE service = 'tx-1' OR ts >= '2024-05-01 10:08:20+00'`),
+      4,
+    );
 
     const rolled = await begin(asAdmin);
     assert.equal(await update(asAdmin, `DELETE FROM deploys`, rolled), 7);
@@ -211,13 +309,21 @@ describe('series table ingest and transactions (issue 12)', () => {
       service: vectorFromArray(['p-1', 'p-2'], new Utf8()),
       attempts: vectorFromArray([1, 2], new Int32()),
     });
-    const [meta] = await asTeamA.doPut(packAny('CommandPreparedStatementUpdate', { preparedStatementHandle: prepared.handle }), parameters);
-    const result = FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), { longs: Number }) as { recordCount: number };
+    const [meta] = await asTeamA.doPut(
+      packAny('CommandPreparedStatementUpdate', { preparedStatementHandle: prepared.handle }),
+      parameters,
+    );
+    const result = FlightSql.DoPutUpdateResult.toObject(FlightSql.DoPutUpdateResult.decode(meta), {
+      longs: Number,
+    }) as { recordCount: number };
     assert.equal(result.recordCount, 2);
-    assert.deepEqual(await plainRows(asAdmin, `SELECT service, attempts, audience FROM deploys WHERE service LIKE 'p-%' ORDER BY 1`), [
-      { service: 'p-1', attempts: 1, audience: 'team-a' },
-      { service: 'p-2', attempts: 2, audience: 'team-a' },
-    ]);
+    assert.deepEqual(
+      await plainRows(asAdmin, `SELECT service, attempts, audience FROM deploys WHERE service LIKE 'p-%' ORDER BY 1`),
+      [
+        { service: 'p-1', attempts: 1, audience: 'team-a' },
+        { service: 'p-2', attempts: 2, audience: 'team-a' },
+      ],
+    );
   });
 
   it('SqlInfo says transactions and ingest are supported, savepoints not', async () => {

@@ -32,7 +32,10 @@ describe('series table retention (issue 12)', () => {
   let asReader: TestFlightClient;
   before(async () => {
     postgres = await startTestPostgres();
-    orrery = await startRole('all', sharedEnv({ keys: [admin, reader], admins: [admin.name], connectionString: postgres.connectionString }));
+    orrery = await startRole(
+      'all',
+      sharedEnv({ keys: [admin, reader], admins: [admin.name], connectionString: postgres.connectionString }),
+    );
     asAdmin = clientFor(orrery.flightPort, admin);
     asReader = clientFor(orrery.flightPort, reader);
   });
@@ -45,23 +48,49 @@ describe('series table retention (issue 12)', () => {
 
   it('an interval for a time column, a count for an integer one; the daemon deletes older rows', async () => {
     await asAdmin.updateCount('CREATE TABLE costs (ts TIMESTAMP, usd DOUBLE)');
-    await asAdmin.updateCount(`INSERT INTO costs VALUES (now()::TIMESTAMP - INTERVAL 40 DAY, 1), (now()::TIMESTAMP - INTERVAL 1 DAY, 2)`);
+    await asAdmin.updateCount(
+      `INSERT INTO costs VALUES (now()::TIMESTAMP - INTERVAL 40 DAY, 1), (now()::TIMESTAMP - INTERVAL 1 DAY, 2)`,
+    );
     await asAdmin.updateCount(`CREATE TABLE blocks_seen (height BIGINT, gas BIGINT) WITH (time_column = 'height')`);
     await asAdmin.updateCount('INSERT INTO blocks_seen SELECT range, range * 10 FROM range(1, 101)');
-    assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('costs', '30 days')`), [{ msg: 'costs keeps 30 days' }]);
-    assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('blocks_seen', 10)`), [{ msg: 'blocks_seen keeps the last 10 of height' }]);
+    assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('costs', '30 days')`), [
+      { msg: 'costs keeps 30 days' },
+    ]);
+    assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('blocks_seen', 10)`), [
+      { msg: 'blocks_seen keeps the last 10 of height' },
+    ]);
     await orrery.daemon!.housekeeping();
     assert.deepEqual(await plainRows(asReader, 'SELECT usd FROM costs'), [{ usd: 2 }]);
-    assert.deepEqual(await plainRows(asReader, 'SELECT min(height) AS lo, max(height) AS hi, count(*) AS n FROM blocks_seen'), [{ lo: 90, hi: 100, n: 11 }]);
-    assert.ok(orrery.lines.some((l) => l.includes('retention: deleted 1 row(s) of series table costs')), orrery.lines.join('\n'));
-    assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('costs', 'forever')`), [{ msg: 'costs keeps every row' }]);
+    assert.deepEqual(
+      await plainRows(asReader, 'SELECT min(height) AS lo, max(height) AS hi, count(*) AS n FROM blocks_seen'),
+      [{ lo: 90, hi: 100, n: 11 }],
+    );
+    assert.ok(
+      orrery.lines.some((l) => l.includes('retention: deleted 1 row(s) of series table costs')),
+      orrery.lines.join('\n'),
+    );
+    assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('costs', 'forever')`), [
+      { msg: 'costs keeps every row' },
+    ]);
   });
 
   it('refuses a key that is not an admin, a missing table and a keep of the wrong kind', async () => {
     assert.equal((await refusal(asReader.query(`SELECT * FROM set_retention('costs', '1 day')`))).code, 7);
-    assert.match((await refusal(asAdmin.query(`SELECT * FROM set_retention('nope', '1 day')`))).details, /series table 'nope' does not exist/);
-    assert.match((await refusal(asAdmin.query(`SELECT * FROM set_retention('costs', 10)`))).details, /give an interval/);
-    assert.match((await refusal(asAdmin.query(`SELECT * FROM set_retention('costs', 'soon')`))).details, /'soon' is not a positive interval/);
-    assert.match((await refusal(asAdmin.query(`SELECT * FROM set_retention('blocks_seen', '1 day')`))).details, /give a positive count/);
+    assert.match(
+      (await refusal(asAdmin.query(`SELECT * FROM set_retention('nope', '1 day')`))).details,
+      /series table 'nope' does not exist/,
+    );
+    assert.match(
+      (await refusal(asAdmin.query(`SELECT * FROM set_retention('costs', 10)`))).details,
+      /give an interval/,
+    );
+    assert.match(
+      (await refusal(asAdmin.query(`SELECT * FROM set_retention('costs', 'soon')`))).details,
+      /'soon' is not a positive interval/,
+    );
+    assert.match(
+      (await refusal(asAdmin.query(`SELECT * FROM set_retention('blocks_seen', '1 day')`))).details,
+      /give a positive count/,
+    );
   });
 });

@@ -43,7 +43,12 @@ describe('series tables (issue 12)', () => {
   let asTeamA: TestFlightClient;
   let asTeamB: TestFlightClient;
   const env = (): Record<string, string> =>
-    sharedEnv({ keys: [admin, teamA, teamB], admins: [admin.name], connectionString: postgres.connectionString, lakeDir });
+    sharedEnv({
+      keys: [admin, teamA, teamB],
+      admins: [admin.name],
+      connectionString: postgres.connectionString,
+      lakeDir,
+    });
 
   before(async () => {
     postgres = await startTestPostgres();
@@ -61,24 +66,48 @@ describe('series tables (issue 12)', () => {
   });
 
   it('an admin creates one; it is a table like the view sets, with the audience column added', async () => {
-    assert.equal(await asAdmin.updateCount(`CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`), 0);
-    const { table } = await asTeamA.command('CommandGetTables', { tableNameFilterPattern: 'metrics', includeSchema: true });
+    assert.equal(
+      await asAdmin.updateCount(
+        `CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`,
+      ),
+      0,
+    );
+    const { table } = await asTeamA.command('CommandGetTables', {
+      tableNameFilterPattern: 'metrics',
+      includeSchema: true,
+    });
     assert.deepEqual(table.getChild('table_name')!.toArray(), ['metrics']);
     const schemaBytes = table.getChild('table_schema')!.get(0) as Uint8Array;
     const reader = RecordBatchReader.from(Uint8Array.from([...schemaBytes, 255, 255, 255, 255, 0, 0, 0, 0]));
     reader.open();
     assert.deepEqual(
       reader.schema.fields.map((f) => [f.name, String(f.type)]),
-      [['ts', 'Timestamp<NANOSECOND, UTC>'], ['host', 'Utf8'], ['cpu', 'Float64'], ['audience', 'Utf8']],
+      [
+        ['ts', 'Timestamp<NANOSECOND, UTC>'],
+        ['host', 'Utf8'],
+        ['cpu', 'Float64'],
+        ['audience', 'Utf8'],
+      ],
     );
-    const sets = await plainRows(asTeamA, `SELECT view_set_name, schema FROM list_view_sets() WHERE view_set_name = 'metrics'`);
-    assert.deepEqual(sets, [{ view_set_name: 'metrics', schema: 'ts TIMESTAMP, host VARCHAR, cpu DOUBLE, audience VARCHAR' }]);
+    const sets = await plainRows(
+      asTeamA,
+      `SELECT view_set_name, schema FROM list_view_sets() WHERE view_set_name = 'metrics'`,
+    );
+    assert.deepEqual(sets, [
+      { view_set_name: 'metrics', schema: 'ts TIMESTAMP, host VARCHAR, cpu DOUBLE, audience VARCHAR' },
+    ]);
   });
 
   it('refuses a second table of the same name, a view set name, and an unknown option', async () => {
-    assert.match((await refusal(asAdmin.updateCount('CREATE TABLE metrics (ts TIMESTAMP)'))).details, /series table 'metrics' already exists/);
+    assert.match(
+      (await refusal(asAdmin.updateCount('CREATE TABLE metrics (ts TIMESTAMP)'))).details,
+      /series table 'metrics' already exists/,
+    );
     assert.equal(await asAdmin.updateCount('CREATE TABLE IF NOT EXISTS metrics (ts TIMESTAMP)'), 0);
-    assert.match((await refusal(asAdmin.updateCount('CREATE TABLE log_entries (ts TIMESTAMP)'))).details, /name of a view set/);
+    assert.match(
+      (await refusal(asAdmin.updateCount('CREATE TABLE log_entries (ts TIMESTAMP)'))).details,
+      /name of a view set/,
+    );
     const bad = await refusal(asAdmin.updateCount(`CREATE TABLE t1 (ts TIMESTAMP) WITH (partition_by = 'ts')`));
     assert.equal(bad.code, 3);
     assert.match(bad.details, /unknown option 'partition_by'/);
@@ -89,18 +118,34 @@ describe('series tables (issue 12)', () => {
   });
 
   it('any key inserts; rows of a non-admin carry its first audience whatever it sends', async () => {
-    assert.equal(await asTeamA.updateCount(`INSERT INTO metrics VALUES ('2024-05-01 10:00:00', 'web-1', 0.5), ('2024-05-01 10:01:00', 'web-1', 0.7)`), 2);
     assert.equal(
-      await asTeamA.updateCount(`INSERT INTO metrics (ts, host, cpu, audience) VALUES ('2024-05-01 10:02:00', 'web-1', 0.9, 'team-b')`),
+      await asTeamA.updateCount(
+        `INSERT INTO metrics VALUES ('2024-05-01 10:00:00', 'web-1', 0.5), ('2024-05-01 10:01:00', 'web-1', 0.7)`,
+      ),
+      2,
+    );
+    assert.equal(
+      await asTeamA.updateCount(
+        `INSERT INTO metrics (ts, host, cpu, audience) VALUES ('2024-05-01 10:02:00', 'web-1', 0.9, 'team-b')`,
+      ),
       1,
     );
-    assert.equal(await asTeamB.updateCount(`INSERT INTO metrics SELECT '2024-05-01 10:00:00'::TIMESTAMP, 'db-1', 0.25, 'public'`), 1);
-    assert.equal(await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-05-01 11:00:00', 'lb-1', 0.1, 'public')`), 1);
-    assert.deepEqual(await plainRows(asAdmin, 'SELECT host, audience, count(*) AS n FROM metrics GROUP BY ALL ORDER BY ALL'), [
-      { host: 'db-1', audience: 'team-b', n: 1 },
-      { host: 'lb-1', audience: 'public', n: 1 },
-      { host: 'web-1', audience: 'team-a', n: 3 },
-    ]);
+    assert.equal(
+      await asTeamB.updateCount(`INSERT INTO metrics SELECT '2024-05-01 10:00:00'::TIMESTAMP, 'db-1', 0.25, 'public'`),
+      1,
+    );
+    assert.equal(
+      await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-05-01 11:00:00', 'lb-1', 0.1, 'public')`),
+      1,
+    );
+    assert.deepEqual(
+      await plainRows(asAdmin, 'SELECT host, audience, count(*) AS n FROM metrics GROUP BY ALL ORDER BY ALL'),
+      [
+        { host: 'db-1', audience: 'team-b', n: 1 },
+        { host: 'lb-1', audience: 'public', n: 1 },
+        { host: 'web-1', audience: 'team-a', n: 3 },
+      ],
+    );
   });
 
   it('non-admins read their audiences and public only, through every way of naming the table', async () => {
@@ -108,17 +153,28 @@ describe('series tables (issue 12)', () => {
       { host: 'lb-1', n: 1 },
       { host: 'web-1', n: 3 },
     ]);
-    assert.deepEqual(await plainRows(asTeamB, 'SELECT host FROM main.metrics ORDER BY 1'), [{ host: 'db-1' }, { host: 'lb-1' }]);
+    assert.deepEqual(await plainRows(asTeamB, 'SELECT host FROM main.metrics ORDER BY 1'), [
+      { host: 'db-1' },
+      { host: 'lb-1' },
+    ]);
     assert.equal(await scalar(asTeamB, `SELECT count(*) FROM (SELECT * FROM metrics WHERE audience = 'team-a')`), 0);
   });
 
   it('a non-admin INSERT ... SELECT reads through the same filter', async () => {
-    assert.equal(await asTeamB.updateCount('INSERT INTO metrics (ts, host, cpu) SELECT ts, host || \'-copy\', cpu FROM metrics'), 2);
-    assert.deepEqual(await plainRows(asAdmin, `SELECT host, audience FROM metrics WHERE host LIKE '%-copy' ORDER BY 1`), [
-      { host: 'db-1-copy', audience: 'team-b' },
-      { host: 'lb-1-copy', audience: 'team-b' },
-    ]);
-    const sneaky = await refusal(asTeamB.updateCount(`INSERT INTO metrics SELECT * FROM read_parquet('${lakeDir}/tables/**/*.parquet')`));
+    assert.equal(
+      await asTeamB.updateCount("INSERT INTO metrics (ts, host, cpu) SELECT ts, host || '-copy', cpu FROM metrics"),
+      2,
+    );
+    assert.deepEqual(
+      await plainRows(asAdmin, `SELECT host, audience FROM metrics WHERE host LIKE '%-copy' ORDER BY 1`),
+      [
+        { host: 'db-1-copy', audience: 'team-b' },
+        { host: 'lb-1-copy', audience: 'team-b' },
+      ],
+    );
+    const sneaky = await refusal(
+      asTeamB.updateCount(`INSERT INTO metrics SELECT * FROM read_parquet('${lakeDir}/tables/**/*.parquet')`),
+    );
     assert.equal(sneaky.code, 7);
   });
 
@@ -135,7 +191,9 @@ describe('series tables (issue 12)', () => {
   it('ALTER TABLE adds, renames and drops columns, but keeps the audience and time columns', async () => {
     assert.equal(await asAdmin.updateCount('ALTER TABLE metrics ADD COLUMN region VARCHAR'), 0);
     assert.equal(await asAdmin.updateCount('ALTER TABLE metrics RENAME COLUMN region TO zone'), 0);
-    assert.deepEqual(await plainRows(asTeamA, `SELECT count(zone) AS zoned, count(*) AS n FROM metrics`), [{ zoned: 0, n: 4 }]);
+    assert.deepEqual(await plainRows(asTeamA, `SELECT count(zone) AS zoned, count(*) AS n FROM metrics`), [
+      { zoned: 0, n: 4 },
+    ]);
     assert.equal(await asAdmin.updateCount('ALTER TABLE metrics DROP COLUMN zone'), 0);
     assert.match((await refusal(asAdmin.updateCount('ALTER TABLE metrics DROP COLUMN audience'))).details, /audience/);
     assert.match((await refusal(asAdmin.updateCount('ALTER TABLE metrics DROP COLUMN ts'))).details, /time column/);
@@ -172,8 +230,14 @@ describe('series tables (issue 12)', () => {
       `ATTACH '${lakeDir}/x.duckdb' AS other`,
     ];
     for (const sql of outside) {
-      const forAdmin = await refusal(asAdmin.query(sql)).catch((error: Error) => assert.fail(`${sql}: ${error.message}`));
-      assert.match(forAdmin.details, /disabled by configuration|internal to Orrery|ATTACH and DETACH are not available/i, sql);
+      const forAdmin = await refusal(asAdmin.query(sql)).catch((error: Error) =>
+        assert.fail(`${sql}: ${error.message}`),
+      );
+      assert.match(
+        forAdmin.details,
+        /disabled by configuration|internal to Orrery|ATTACH and DETACH are not available/i,
+        sql,
+      );
       assert.ok([3, 7].includes(forAdmin.code), `${sql}: ${forAdmin.code}`);
       assert.equal((await refusal(asTeamA.query(sql))).code, 7, sql);
     }
@@ -181,11 +245,21 @@ describe('series tables (issue 12)', () => {
 
   it('keeps its data as Parquet under the lake and its catalog in Postgres: another server sees the same rows', async () => {
     // Small writes are inlined into the catalog by DuckLake; a larger one is written as Parquet.
-    assert.equal(await asAdmin.updateCount(`INSERT INTO metrics SELECT TIMESTAMP '2024-04-01' + INTERVAL (range) SECOND, 'bulk', 1.0, 'ops' FROM range(5000)`), 5000);
+    assert.equal(
+      await asAdmin.updateCount(
+        `INSERT INTO metrics SELECT TIMESTAMP '2024-04-01' + INTERVAL (range) SECOND, 'bulk', 1.0, 'ops' FROM range(5000)`,
+      ),
+      5000,
+    );
     assert.equal(await asAdmin.updateCount(`DELETE FROM metrics WHERE host = 'bulk'`), 5000);
     const files = readdirSync(join(lakeDir, 'tables'), { recursive: true }).map(String);
-    assert.ok(files.some((f) => f.endsWith('.parquet')), files.join(', '));
-    const { rows } = await postgres.pool.query(`SELECT count(*)::int AS n FROM ducklake.ducklake_table WHERE table_name = 'metrics'`);
+    assert.ok(
+      files.some((f) => f.endsWith('.parquet')),
+      files.join(', '),
+    );
+    const { rows } = await postgres.pool.query(
+      `SELECT count(*)::int AS n FROM ducklake.ducklake_table WHERE table_name = 'metrics'`,
+    );
     assert.ok(rows[0].n >= 1);
     const second = await startRole('serve', env());
     const other = clientFor(second.flightPort, teamA);

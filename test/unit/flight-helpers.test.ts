@@ -29,7 +29,10 @@ describe('parseRfc3339Nanos', () => {
     assert.equal(parseRfc3339Nanos('2024-01-02T05:04:05.5+02:00', 'h'), 1704164645500000000n);
   });
   it('names the header in its error', () => {
-    assert.throws(() => parseRfc3339Nanos('2024-13-45', 'query_range_end'), { status: 'INVALID_ARGUMENT', message: /query_range_end/ });
+    assert.throws(() => parseRfc3339Nanos('2024-13-45', 'query_range_end'), {
+      status: 'INVALID_ARGUMENT',
+      message: /query_range_end/,
+    });
   });
 });
 
@@ -42,7 +45,10 @@ describe('SqlInfo arms', () => {
     assert.equal(sqlInfoArms.get(0), 0);
   });
   it('answers ids asked for by id even when the full listing leaves them out', () => {
-    assert.deepEqual(selectSqlInfo(new Map(), [100, 6]).map(([id]) => id), [100]);
+    assert.deepEqual(
+      selectSqlInfo(new Map(), [100, 6]).map(([id]) => id),
+      [100],
+    );
     assert.ok(!selectSqlInfo(new Map(), []).some(([id]) => id === 100));
   });
 });

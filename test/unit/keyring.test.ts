@@ -8,7 +8,9 @@ import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys } from
 
 describe('parseApiKeys', () => {
   it('defaults audiences to public', () => {
-    assert.deepEqual(parseApiKeys('[{"name":"a","key":"aaaaaaaa"}]'), [{ name: 'a', key: 'aaaaaaaa', audiences: ['public'] }]);
+    assert.deepEqual(parseApiKeys('[{"name":"a","key":"aaaaaaaa"}]'), [
+      { name: 'a', key: 'aaaaaaaa', audiences: ['public'] },
+    ]);
     assert.deepEqual(parseApiKeys('[{"name":"a","key":"aaaaaaaa","audiences":[]}]')[0].audiences, ['public']);
   });
   const bad: Array<[string, RegExp]> = [
@@ -31,7 +33,10 @@ describe('parseAdmins', () => {
 });
 
 describe('Keyring', () => {
-  const keyring = new Keyring(parseApiKeys('[{"name":"a","key":"aaaaaaaa","audiences":["team1"]},{"name":"b","key":"bbbbbbbb"}]'), new Set(['a']));
+  const keyring = new Keyring(
+    parseApiKeys('[{"name":"a","key":"aaaaaaaa","audiences":["team1"]},{"name":"b","key":"bbbbbbbb"}]'),
+    new Set(['a']),
+  );
   it('finds principals by key, and by name and key together', () => {
     assert.deepEqual(keyring.byKey('aaaaaaaa'), { name: 'a', admin: true, audiences: ['team1', 'public'] });
     assert.equal(keyring.byNameAndKey('b', 'aaaaaaaa'), null);

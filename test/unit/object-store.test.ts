@@ -20,7 +20,10 @@ describe('FileObjectStore', () => {
     await store.delete('a/two.txt');
     await store.delete('a/two.txt');
     assert.equal(await store.size('a/two.txt'), null);
-    assert.deepEqual(readdirSync(join(root, 'a')).filter((f) => f.startsWith('.tmp-')), []);
+    assert.deepEqual(
+      readdirSync(join(root, 'a')).filter((f) => f.startsWith('.tmp-')),
+      [],
+    );
   });
 
   it('putIfAbsent writes once', async () => {

@@ -4,29 +4,67 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { Dictionary, Field, Int32, Schema, Table, Utf8, makeData, makeVector, tableFromArrays, tableToIPC, vectorFromArray, RecordBatch, Struct } from 'apache-arrow';
+import {
+  Dictionary,
+  Field,
+  Int32,
+  Schema,
+  Table,
+  Utf8,
+  makeData,
+  makeVector,
+  tableFromArrays,
+  tableToIPC,
+  vectorFromArray,
+  RecordBatch,
+  Struct,
+} from 'apache-arrow';
 import { decodeSchema, encapsulateSchema, tableFromFlightData, tableToFlightData } from '../../src/wire/index.js';
 
 const root = new URL('../../../', import.meta.url);
-const manifest = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { dependencies: Record<string, string> };
-const installed = (JSON.parse(readFileSync(new URL('node_modules/apache-arrow/package.json', root), 'utf8')) as { version: string }).version;
+const manifest = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as {
+  dependencies: Record<string, string>;
+};
+const installed = (
+  JSON.parse(readFileSync(new URL('node_modules/apache-arrow/package.json', root), 'utf8')) as { version: string }
+).version;
 
 /** Two batches of ints with nulls, text, and a dictionary column whose dictionary changes between them. */
 function sample(): Table {
   const batch = (ints: Array<number | null>, texts: string[], keys: number[], words: string[]): RecordBatch => {
     const dictionaryType = new Dictionary(new Utf8(), new Int32(), 0);
     const dictionary = makeVector(vectorFromArray(words, new Utf8()).data[0]);
-    const coded = makeData({ type: dictionaryType, length: keys.length, nullCount: 0, data: Int32Array.from(keys), dictionary });
-    const fields = [new Field('n', new Int32(), true), new Field('s', new Utf8(), false), new Field('d', dictionaryType, false)];
+    const coded = makeData({
+      type: dictionaryType,
+      length: keys.length,
+      nullCount: 0,
+      data: Int32Array.from(keys),
+      dictionary,
+    });
+    const fields = [
+      new Field('n', new Int32(), true),
+      new Field('s', new Utf8(), false),
+      new Field('d', dictionaryType, false),
+    ];
     const children = [vectorFromArray(ints, new Int32()).data[0], vectorFromArray(texts, new Utf8()).data[0], coded];
-    return new RecordBatch(new Schema(fields), makeData({ type: new Struct(fields), length: ints.length, nullCount: 0, children }));
+    return new RecordBatch(
+      new Schema(fields),
+      makeData({ type: new Struct(fields), length: ints.length, nullCount: 0, children }),
+    );
   };
-  return new Table([batch([1, null, 3], ['a', 'bé', ''], [0, 1, 0], ['x', 'y']), batch([null, 5], ['ünï', 'z'], [1, 1], ['p', 'q'])]);
+  return new Table([
+    batch([1, null, 3], ['a', 'bé', ''], [0, 1, 0], ['x', 'y']),
+    batch([null, 5], ['ünï', 'z'], [1, 1], ['p', 'q']),
+  ]);
 }
 
 describe('apache-arrow internals used by wire/', () => {
   it('apache-arrow is pinned to one exact version, the one installed', () => {
-    assert.match(manifest.dependencies['apache-arrow'], /^\d+\.\d+\.\d+$/, 'package.json must pin apache-arrow exactly');
+    assert.match(
+      manifest.dependencies['apache-arrow'],
+      /^\d+\.\d+\.\d+$/,
+      'package.json must pin apache-arrow exactly',
+    );
     assert.equal(installed, manifest.dependencies['apache-arrow']);
   });
 
@@ -35,14 +73,21 @@ describe('apache-arrow internals used by wire/', () => {
     const messages = tableToFlightData(table);
     assert.equal(messages.length, 1 + 2 + 2, 'schema, then per batch its dictionary and itself');
     const back = tableFromFlightData(messages)!;
-    assert.deepEqual(back.toArray().map((row) => row.toJSON()), [
-      { n: 1, s: 'a', d: 'x' },
-      { n: null, s: 'bé', d: 'y' },
-      { n: 3, s: '', d: 'x' },
-      { n: null, s: 'ünï', d: 'q' },
-      { n: 5, s: 'z', d: 'q' },
-    ]);
-    assert.deepEqual(tableToIPC(back, 'stream'), tableToIPC(table, 'stream'), 'same bytes as the public writer makes of the original');
+    assert.deepEqual(
+      back.toArray().map((row) => row.toJSON()),
+      [
+        { n: 1, s: 'a', d: 'x' },
+        { n: null, s: 'bé', d: 'y' },
+        { n: 3, s: '', d: 'x' },
+        { n: null, s: 'ünï', d: 'q' },
+        { n: 5, s: 'z', d: 'q' },
+      ],
+    );
+    assert.deepEqual(
+      tableToIPC(back, 'stream'),
+      tableToIPC(table, 'stream'),
+      'same bytes as the public writer makes of the original',
+    );
   });
 
   it("frames a schema as the public writer does, and reads the public writer's schema message", () => {

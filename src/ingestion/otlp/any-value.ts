@@ -1,6 +1,17 @@
 // AnyValue and KeyValue lists (attributes) to JSON-compatible values; the canonical resource key.
 import { malformed } from './errors.js';
-import { badField, element, field, int64, list, message, optDouble, str, type Field, type OtlpNode } from './otlp-fields.js';
+import {
+  badField,
+  element,
+  field,
+  int64,
+  list,
+  message,
+  optDouble,
+  str,
+  type Field,
+  type OtlpNode,
+} from './otlp-fields.js';
 import { isProtoMessage } from './otlp-proto.js';
 import type { Attributes, AttrValue, OtlpScope } from './otlp-types.js';
 
@@ -43,7 +54,8 @@ function setKind(v: OtlpNode, path: string): Field | undefined {
 /** Converts one AnyValue message (or null) to a JSON-compatible value. */
 export function anyValue(v: OtlpNode | null, path: string, depth = 0): AttrValue {
   if (v === null) return null;
-  if (depth >= MAX_ANY_VALUE_DEPTH) throw malformed(`${path}: AnyValue nested deeper than ${MAX_ANY_VALUE_DEPTH} levels`);
+  if (depth >= MAX_ANY_VALUE_DEPTH)
+    throw malformed(`${path}: AnyValue nested deeper than ${MAX_ANY_VALUE_DEPTH} levels`);
   const kind = setKind(v, path);
   switch (kind) {
     case undefined:
@@ -66,14 +78,16 @@ export function anyValue(v: OtlpNode | null, path: string, depth = 0): AttrValue
       const itemsPath = `${path}.arrayValue`;
       const items = list(array, VALUES, itemsPath);
       const out: AttrValue[] = new Array(items.length);
-      for (let i = 0; i < items.length; i++) out[i] = anyValue(element(items, i, itemsPath, VALUES), `${itemsPath}.values[${i}]`, depth + 1);
+      for (let i = 0; i < items.length; i++)
+        out[i] = anyValue(element(items, i, itemsPath, VALUES), `${itemsPath}.values[${i}]`, depth + 1);
       return out;
     }
     case KVLIST:
       return keyValues(message(v, KVLIST, path) as OtlpNode, VALUES, `${path}.kvlistValue`, depth + 1);
     default: {
       const value = v[BYTES.camel] ?? v[BYTES.snake];
-      if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
+      if (value instanceof Uint8Array)
+        return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
       if (typeof value === 'string' && BASE64.test(value)) return Buffer.from(value, 'base64').toString('base64');
       throw badField(path, BYTES, 'base64 bytes', value);
     }
@@ -100,7 +114,8 @@ function keyValues(o: OtlpNode, f: Field, path: string, depth: number): Attribut
     const kv = element(items, i, path, f);
     const key = str(kv, KEY, kvPath);
     const value = anyValue(message(kv, VALUE, kvPath), `${kvPath}.value`, depth);
-    if (key === '__proto__') Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
     else out[key] = value;
   }
   return out;

@@ -56,7 +56,8 @@ export async function decodeBody(
     return body;
   }
   // highWaterMark 1: read no further ahead of the gunzip than one chunk.
-  const source = body instanceof Readable ? body : Readable.from(body instanceof Uint8Array ? [body] : body, { highWaterMark: 1 });
+  const source =
+    body instanceof Readable ? body : Readable.from(body instanceof Uint8Array ? [body] : body, { highWaterMark: 1 });
   let result: Uint8Array = new Uint8Array(0);
   let refusal: unknown;
   try {
@@ -71,7 +72,8 @@ export async function decodeBody(
   } catch (error) {
     if (refusal instanceof OtlpDecodeError) throw refusal;
     // zlib's own errors (Z_DATA_ERROR, Z_BUF_ERROR, ...) are the body's fault; a failing source is not.
-    if (String((error as { code?: unknown }).code).startsWith('Z_')) throw malformed(`body is not valid gzip: ${(error as Error).message}`);
+    if (String((error as { code?: unknown }).code).startsWith('Z_'))
+      throw malformed(`body is not valid gzip: ${(error as Error).message}`);
     throw error;
   }
   return result;
@@ -87,7 +89,8 @@ export function contentTypeOf(header: string | undefined): OtlpContentType {
   if (mediaType === 'application/json') return 'json';
   throw new OtlpDecodeError(
     'OTLP_UNSUPPORTED_MEDIA_TYPE',
-    header === undefined || header === '' ? 'missing Content-Type (use application/x-protobuf or application/json)'
+    header === undefined || header === ''
+      ? 'missing Content-Type (use application/x-protobuf or application/json)'
       : `unsupported Content-Type '${header}' (use application/x-protobuf or application/json)`,
   );
 }

@@ -3,10 +3,16 @@
  * and what it means. Codes are never reused.
  */
 export const otlpErrorCodes = {
-  OTLP_MALFORMED_BODY: { httpStatus: 400, meaning: 'the body is not a valid OTLP request (protobuf, JSON, gzip or shape)' },
+  OTLP_MALFORMED_BODY: {
+    httpStatus: 400,
+    meaning: 'the body is not a valid OTLP request (protobuf, JSON, gzip or shape)',
+  },
   OTLP_BODY_TOO_LARGE: { httpStatus: 413, meaning: 'the (decompressed) body is larger than the configured cap' },
   OTLP_UNSUPPORTED_ENCODING: { httpStatus: 415, meaning: 'Content-Encoding is neither identity nor gzip' },
-  OTLP_UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, meaning: 'Content-Type is neither application/x-protobuf nor application/json' },
+  OTLP_UNSUPPORTED_MEDIA_TYPE: {
+    httpStatus: 415,
+    meaning: 'Content-Type is neither application/x-protobuf nor application/json',
+  },
 } as const;
 
 /** One of the codes in {@link otlpErrorCodes}. */

@@ -20,15 +20,24 @@ const REJECTED_FIELD: Readonly<Record<OtlpSignal, string>> = {
  * The body of a successful export answer: empty (protobuf) or `{}` (JSON) when all was accepted,
  * otherwise `partial_success` with the rejected count (an int64: a string in JSON) and the message.
  */
-export function encodeExportResponse(signal: OtlpSignal, contentType: OtlpContentType, partial?: PartialSuccess): Uint8Array {
+export function encodeExportResponse(
+  signal: OtlpSignal,
+  contentType: OtlpContentType,
+  partial?: PartialSuccess,
+): Uint8Array {
   const partialSuccess =
-    partial === undefined ? undefined : { [REJECTED_FIELD[signal]]: String(partial.rejected), errorMessage: partial.errorMessage };
-  if (contentType === 'json') return Buffer.from(JSON.stringify(partialSuccess === undefined ? {} : { partialSuccess }));
+    partial === undefined
+      ? undefined
+      : { [REJECTED_FIELD[signal]]: String(partial.rejected), errorMessage: partial.errorMessage };
+  if (contentType === 'json')
+    return Buffer.from(JSON.stringify(partialSuccess === undefined ? {} : { partialSuccess }));
   const type = exportResponseTypes[signal];
   return type.encode(type.fromObject(partialSuccess === undefined ? {} : { partialSuccess })).finish();
 }
 
-const status = new protobuf.Type('Status').add(new protobuf.Field('code', 1, 'int32')).add(new protobuf.Field('message', 2, 'string'));
+const status = new protobuf.Type('Status')
+  .add(new protobuf.Field('code', 1, 'int32'))
+  .add(new protobuf.Field('message', 2, 'string'));
 new protobuf.Root().define('google.rpc').add(status);
 
 /**

@@ -16,9 +16,9 @@ const ZERO_TRACE = '0'.repeat(32);
 const ZERO_SPAN = '0'.repeat(16);
 
 const SEVERITIES: Readonly<Record<string, number>> = Object.fromEntries(
-  ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'].flatMap((level, i) =>
-    ['', '2', '3', '4'].map((n, j) => [`SEVERITY_NUMBER_${level}${n}`, i * 4 + j + 1]),
-  ).concat([['SEVERITY_NUMBER_UNSPECIFIED', 0]]),
+  ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL']
+    .flatMap((level, i) => ['', '2', '3', '4'].map((n, j) => [`SEVERITY_NUMBER_${level}${n}`, i * 4 + j + 1]))
+    .concat([['SEVERITY_NUMBER_UNSPECIFIED', 0]]),
 );
 
 function decodeLogRecord(record: OtlpNode, scope: OtlpScope, path: string, out: OtlpLogRecord[]): void {

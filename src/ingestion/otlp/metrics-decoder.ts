@@ -1,7 +1,22 @@
 // ExportMetricsServiceRequest to metric data points grouped by resource.
 import { attributes } from './any-value.js';
 import { malformed } from './errors.js';
-import { double, element, field, has, int64, list, message, optDouble, str, uint32, timestamp, uint64, type Field, type OtlpNode } from './otlp-fields.js';
+import {
+  double,
+  element,
+  field,
+  has,
+  int64,
+  list,
+  message,
+  optDouble,
+  str,
+  uint32,
+  timestamp,
+  uint64,
+  type Field,
+  type OtlpNode,
+} from './otlp-fields.js';
 import { isProtoMessage } from './otlp-proto.js';
 import type { MetricKind, OtlpContentType, OtlpMetricPoint, OtlpScope, ResourceGroup } from './otlp-types.js';
 import { parseRequest, readGroups } from './request-reader.js';

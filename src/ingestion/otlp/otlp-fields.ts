@@ -15,7 +15,10 @@ export interface Field {
 }
 
 /** Names a field once, deriving its snake_case spelling. */
-export const field = (camel: string): Field => ({ camel, snake: camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) });
+export const field = (camel: string): Field => ({
+  camel,
+  snake: camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+});
 
 const read = (o: OtlpNode, f: Field): unknown => {
   const value = o[f.camel];
@@ -34,7 +37,8 @@ const describe = (value: unknown): string => {
 export const badField = (path: string, f: Field | string, expected: string, got: unknown): OtlpDecodeError =>
   malformed(`${path}.${typeof f === 'string' ? f : f.camel}: expected ${expected}, got ${describe(got)}`);
 
-const isNode = (value: unknown): value is OtlpNode => typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+const isNode = (value: unknown): value is OtlpNode =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
 
 // With the u flag a surrogate pair is one code point, so this matches only lone surrogates.
 const LONE_SURROGATE = /\p{Cs}/u;
@@ -52,7 +56,9 @@ export function str(o: OtlpNode, f: Field, path: string): string {
   if (typeof value === 'string') {
     if (isWellFormed.call(value)) return value;
     const lone = LONE_SURROGATE.exec(value)!;
-    throw malformed(`${path}.${f.camel}: not valid Unicode (a lone surrogate U+${lone[0].charCodeAt(0).toString(16).toUpperCase()} at index ${lone.index})`);
+    throw malformed(
+      `${path}.${f.camel}: not valid Unicode (a lone surrogate U+${lone[0].charCodeAt(0).toString(16).toUpperCase()} at index ${lone.index})`,
+    );
   }
   if (value === undefined || value === null) return '';
   throw badField(path, f, 'a string', value);
@@ -86,7 +92,8 @@ export function uint32(o: OtlpNode, f: Field, path: string): number {
 export function enumValue(o: OtlpNode, f: Field, path: string, names: Readonly<Record<string, number>>): number {
   const value = read(o, f);
   if (value === undefined || value === null) return 0;
-  const n = typeof value === 'string' && Object.hasOwn(names, value) ? names[value] : integer(value, -0x80000000, 0x7fffffff);
+  const n =
+    typeof value === 'string' && Object.hasOwn(names, value) ? names[value] : integer(value, -0x80000000, 0x7fffffff);
   if (n === undefined) throw badField(path, f, 'an enum number', value);
   return n;
 }
@@ -127,7 +134,9 @@ export const MAX_TIME_UNIX_NANO = 9_223_372_036_000_000_000n;
 export function timestamp(o: OtlpNode, f: Field, path: string): bigint {
   const n = uint64(o, f, path);
   if (n >= MAX_TIME_UNIX_NANO) {
-    throw malformed(`${path}.${f.camel}: ${n} is out of range: timestamps must be nanoseconds since 1970 before 2262-04-11T23:47:16Z (below ${MAX_TIME_UNIX_NANO})`);
+    throw malformed(
+      `${path}.${f.camel}: ${n} is out of range: timestamps must be nanoseconds since 1970 before 2262-04-11T23:47:16Z (below ${MAX_TIME_UNIX_NANO})`,
+    );
   }
   return n;
 }
@@ -199,7 +208,8 @@ export function id(o: OtlpNode, f: Field, size: number, path: string): string | 
   if (value === undefined || value === null) return null;
   let hex: string;
   if (value instanceof Uint8Array) hex = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('hex');
-  else if (Array.isArray(value) && value.length === 0) hex = ''; // protobufjs's default for bytes
+  else if (Array.isArray(value) && value.length === 0)
+    hex = ''; // protobufjs's default for bytes
   else if (typeof value === 'string' && HEX.test(value)) hex = value.toLowerCase();
   else throw badField(path, f, `${size * 2} hex digits`, value);
   if (hex.length === 0) return null;

@@ -31,7 +31,9 @@ export function parseRequest(body: Uint8Array, contentType: OtlpContentType, sig
     throw malformed(`body is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw malformed(`JSON body must be an ${type.name} object, got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)}`);
+    throw malformed(
+      `JSON body must be an ${type.name} object, got ${Array.isArray(parsed) ? 'an array' : JSON.stringify(parsed)}`,
+    );
   }
   return parsed as OtlpNode;
 }
@@ -46,7 +48,8 @@ const DROPPED = field('droppedAttributesCount');
  */
 function storableResource(attrs: Attributes, path: string): Attributes {
   const check = (value: AttrValue, where: string): void => {
-    if (typeof value === 'string' && value.includes('\u0000')) throw malformed(`${where}: a resource attribute may not contain NUL (U+0000)`);
+    if (typeof value === 'string' && value.includes('\u0000'))
+      throw malformed(`${where}: a resource attribute may not contain NUL (U+0000)`);
     if (Array.isArray(value)) value.forEach((item, i) => check(item, `${where}[${i}]`));
     else if (value !== null && typeof value === 'object') {
       for (const [key, item] of Object.entries(value)) {
@@ -97,7 +100,12 @@ export function readGroups<R>(
       const scope = scopeOf(scopeEntry, sPath);
       const records = list(scopeEntry, levels.records, sPath);
       for (let i = 0; i < records.length; i++) {
-        decode(element(records, i, sPath, levels.records), scope, `${sPath}.${levels.records.camel}[${i}]`, group.records);
+        decode(
+          element(records, i, sPath, levels.records),
+          scope,
+          `${sPath}.${levels.records.camel}[${i}]`,
+          group.records,
+        );
       }
     }
     groups.push(group);

@@ -21,7 +21,11 @@ const EVENTS = field('events');
 const KINDS: Readonly<Record<string, number>> = Object.fromEntries(
   ['UNSPECIFIED', 'INTERNAL', 'SERVER', 'CLIENT', 'PRODUCER', 'CONSUMER'].map((k, i) => [`SPAN_KIND_${k}`, i]),
 );
-const STATUS_CODES: Readonly<Record<string, number>> = { STATUS_CODE_UNSET: 0, STATUS_CODE_OK: 1, STATUS_CODE_ERROR: 2 };
+const STATUS_CODES: Readonly<Record<string, number>> = {
+  STATUS_CODE_UNSET: 0,
+  STATUS_CODE_OK: 1,
+  STATUS_CODE_ERROR: 2,
+};
 
 /** A span's own ids are required: missing, empty or all-zero ids are refused. */
 function requiredId(span: OtlpNode, f: typeof TRACE_ID, size: number, path: string): string {
