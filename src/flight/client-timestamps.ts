@@ -13,7 +13,7 @@ import {
 // Timestamps as each client can read them. Results carry `timestamp[ns, UTC]`, which ADBC,
 // pyarrow and arrow-go read as UTC instants. The Arrow Flight SQL JDBC driver before 19.0
 // maps any zoned timestamp to java.sql.Types.TIMESTAMP_WITH_TIMEZONE, and Avatica's
-// ResultSet.getObject(i) throws "not implemented" for that type (19.0 answers it through
+// ResultSet.getObject(i) throws (an unsupported-operation error) for that type (19.0 answers it through
 // getTimestamp); for a zone-less timestamp getObject, getTimestamp and getString all work. So
 // those drivers, recognised by a bare grpc-java user agent (19.0 prefixes "JDBC Flight SQL
 // Driver"), get the same nanosecond values without the zone, which Orrery means as UTC. The
