@@ -266,3 +266,14 @@ export class OrreryChild {
     return this.output.slice(-lines).join('\n');
   }
 }
+
+/** The gRPC code and message of a call that must be refused; throws when it is not. */
+export async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
+  try {
+    await call;
+  } catch (error) {
+    const { code, details } = error as { code: number; details: string };
+    return { code, details };
+  }
+  throw new Error('the call was not refused');
+}

@@ -23,6 +23,7 @@ import {
 import {
   clientFor,
   plainRows,
+  refusal,
   scalar,
   sharedEnv,
   startRole,
@@ -87,15 +88,6 @@ async function end(client: TestFlightClient, transactionId: Uint8Array, commit: 
     'EndTransaction',
     packAny('ActionEndTransactionRequest', { transactionId, action: commit ? 1 : 2 }),
   );
-}
-
-async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await call;
-  } catch (error) {
-    return error as { code: number; details: string };
-  }
-  throw new Error('the call was not refused');
 }
 
 /** `rows` deploys starting at `first`, in batches of `batchRows`. */

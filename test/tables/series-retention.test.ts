@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import {
   clientFor,
   plainRows,
+  refusal,
   sharedEnv,
   startRole,
   startTestPostgres,
@@ -15,15 +16,6 @@ import type { TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-retention-01', audiences: ['ops'] };
 const reader: TestKey = { name: 'reader', key: 'reader-key-retention-01', audiences: ['public'] };
-
-async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await call;
-  } catch (error) {
-    return error as { code: number; details: string };
-  }
-  throw new Error('the call was not refused');
-}
 
 describe('series table retention (issue 12)', () => {
   let postgres: TestPostgres;

@@ -10,6 +10,7 @@ import { RecordBatchReader } from 'apache-arrow';
 import {
   clientFor,
   plainRows,
+  refusal,
   scalar,
   sharedEnv,
   startRole,
@@ -23,17 +24,6 @@ import type { TestFlightClient } from '../support/flight-client.js';
 const admin: TestKey = { name: 'admin', key: 'admin-key-series-0001', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-series-0001', audiences: ['team-a'] };
 const teamB: TestKey = { name: 'team-b', key: 'team-b-key-series-0001', audiences: ['team-b'] };
-
-/** The gRPC code and message of a refused call. */
-async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
-  try {
-    await call;
-  } catch (error) {
-    const { code, details } = error as { code: number; details: string };
-    return { code, details };
-  }
-  throw new Error('the call was not refused');
-}
 
 describe('series tables (issue 12)', () => {
   let postgres: TestPostgres;
