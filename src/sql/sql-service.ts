@@ -24,7 +24,13 @@ import {
   type TableInfo,
   type XdbcTypeInfo,
 } from '../flight/index.js';
-import { denyManagementFunctions, emptyRelation, orreryFunctionKind, orreryFunctionNames } from '../views/index.js';
+import {
+  compatibilityTableFunctions,
+  denyManagementFunctions,
+  emptyRelation,
+  orreryFunctionKind,
+  orreryFunctionNames,
+} from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
 import { DdlError } from './ddl-errors.js';
@@ -421,7 +427,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const name = relation.name.toLowerCase();
       return (await tables).some((t) => t.schema === 'main' && t.name.toLowerCase() === name);
     };
-    return { tableFunctions: orreryFunctionNames('table'), functions, readable };
+    const tableFunctions = new Set([...orreryFunctionNames('table'), ...compatibilityTableFunctions]);
+    return { tableFunctions, functions, readable };
   }
 
   /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */

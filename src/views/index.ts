@@ -1,7 +1,7 @@
 // View sets: what users query, how each is materialized, and how a session sees them.
 export * from './view-set.js';
 export { builtinViewSets, payloadColumns } from './builtin-views.js';
-export { compatibilityMacros } from './sql-functions.js';
+export { compatibilityMacros, compatibilityTableFunctions } from './sql-functions.js';
 export {
   denyManagementFunctions,
   orreryFunctionKind,

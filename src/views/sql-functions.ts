@@ -1,6 +1,13 @@
 // DataFusion functions that telemetry SQL written for micromegas uses, as DuckDB macros,
 // so such SQL runs unchanged. Created once when an engine starts.
 
+/** The table macros below: table functions any key may call (they read nothing but their argument). */
+export const compatibilityTableFunctions: ReadonlySet<string> = new Set([
+  'jsonb_each',
+  'jsonb_array_elements',
+  'expand_histogram',
+]);
+
 export const compatibilityMacros: readonly string[] = [
   // date_bin(stride, source[, origin]): DataFusion bins from the Unix epoch and keeps
   // nanoseconds; DuckDB's time_bucket bins from 2000-01-03 and returns microseconds.
@@ -56,6 +63,21 @@ export const compatibilityMacros: readonly string[] = [
   'CREATE OR REPLACE MACRO jsonb_array_length(value) AS json_array_length(value)',
   'CREATE OR REPLACE MACRO jsonb_object_keys(value) AS json_keys(value)',
   'CREATE OR REPLACE MACRO jsonb_path_query_first(value, path) AS json_extract(value, path)',
+  // Every match of a path, as a JSON array ([] when none): DuckDB's json_extract answers a list
+  // for a path with wildcards ($.a[*], $..b) and one value otherwise.
+  `CREATE OR REPLACE MACRO jsonb_path_query(value, path) AS CASE
+     WHEN typeof(json_extract(value, path)) = 'JSON[]' THEN to_json(json_extract(value, path))
+     WHEN json_extract(value, path) IS NULL THEN '[]'::JSON
+     ELSE json_array(json_extract(value, path)) END`,
+  // micromegas's JSONB table functions: one row per member (key: field name, or index for an
+  // array) or per element. Parameters are named apart from json_each's columns, which a
+  // macro's parameter names would otherwise replace.
+  `CREATE OR REPLACE MACRO jsonb_each(__jsonb) AS TABLE SELECT key, value::JSON AS value FROM json_each(CASE
+     WHEN json_type(__jsonb) IN ('OBJECT', 'ARRAY') THEN __jsonb::JSON
+     ELSE error('jsonb_each: input is not a JSONB object or array') END)`,
+  `CREATE OR REPLACE MACRO jsonb_array_elements(__jsonb) AS TABLE SELECT value::JSON AS value FROM json_each(CASE
+     WHEN json_type(__jsonb) = 'ARRAY' THEN __jsonb::JSON
+     ELSE error('jsonb_array_elements: input is not a JSONB array') END)`,
   // Histograms as micromegas's make_histogram builds them: a struct of start, end, min, max,
   // sum, sum_sq, count and a list of nb_bins counts; values outside [start, end) count in
   // the first or last bin.
@@ -72,6 +94,18 @@ export const compatibilityMacros: readonly string[] = [
        i -> CASE WHEN running[i + 1] >= wanted AND h.bins[i + 1] > 0 THEN
          h.start + (i + (wanted - (running[i + 1] - h.bins[i + 1])) / h.bins[i + 1]) * (h."end" - h.start) / len(h.bins) END),
        x -> x IS NOT NULL)), h."end")`,
+  // Histograms of one shape (start, end, number of bins) merged; any other shape is an error, as in micromegas.
+  `CREATE OR REPLACE MACRO sum_histograms(__h) AS CASE
+     WHEN count(DISTINCT [__h.start, __h."end", len(__h.bins)]) > 1 THEN error('Error merging incompatible histograms')
+     ELSE {'start': min(__h.start), 'end': max(__h."end"), 'min': min(__h.min), 'max': max(__h.max), 'sum': sum(__h.sum),
+       'sum_sq': sum(__h.sum_sq), 'count': CAST(sum(__h.count) AS UBIGINT),
+       'bins': list_reduce(list(__h.bins), (a, b) -> list_transform(range(len(a)), i -> a[i + 1] + b[i + 1]))} END`,
+  // One row per bin: its center and count (a zero-width histogram has bins one unit wide).
+  `CREATE OR REPLACE MACRO expand_histogram(__h) AS TABLE SELECT
+     unnest(list_transform(range(len(__x.bins)), i -> __x.start + (i + 0.5) * CASE
+       WHEN abs(__x."end" - __x.start) < 2.220446049250313e-16 THEN 1.0 ELSE (__x."end" - __x.start) / len(__x.bins) END)) AS bin_center,
+     unnest(__x.bins) AS count
+   FROM (SELECT __h AS __x)`,
   // The quantile as micromegas estimates it: linear within the first bin where the running count reaches it.
   `CREATE OR REPLACE MACRO quantile_from_histogram(h, ratio) AS __orrery_histogram_quantile(
      h, ratio * h.count, list_transform(range(len(h.bins)), i -> list_sum(h.bins[1:i + 1])))`,
