@@ -2,7 +2,10 @@ import { FlightSqlError } from '../flight/index.js';
 import { allPartitions, type Partition } from '../lakehouse/index.js';
 import { quarantinedBlocks } from '../maintenance/index.js';
 import {
+  instanceView,
+  instanceViews,
   orreryFunctionKind,
+  processSpansRelation,
   quoteIdentifier,
   quoteLiteral,
   schemaHash,
@@ -46,7 +49,8 @@ export function viewSetsNamedBy(calls: readonly TableFunctionCall[]): Array<stri
 export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lakehouse): ViewSet[] {
   return viewSetsNamedBy(calls).flatMap((name) => {
     if (name === null) throw invalid('view_instance: view_set must be a string literal');
-    const view = lakehouse.views.get(name);
+    // The instance-only sets (thread_spans, ...) read the caller's spans.
+    const view = lakehouse.views.get(instanceView(name) ? 'spans' : name);
     if (view) return [view];
     if (name === 'spans') return [];
     throw invalid(`view_instance: view set '${name}' does not exist`);
@@ -158,16 +162,18 @@ async function define(
       arity(name, args, 0);
       // Series tables are view sets too: no view maker, one global instance, no update group.
       const series = lakehouse.tables ? [...(await lakehouse.tables.list()).values()] : [];
+      // The instance-only sets have a view maker (view_instance) and no global instance.
       const rows = [
-        ...lakehouse.views.all(),
-        ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null })),
+        ...lakehouse.views.all().map((v) => ({ ...v, perInstance: false })),
+        ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null, perInstance: false })),
+        ...instanceViews.map((v) => ({ name: v.name, columns: v.columns, updateGroup: null, perInstance: true })),
       ].map((v) =>
         [
           quoteLiteral(v.name),
           `from_hex('${schemaHash(v.columns).toString('hex')}')`,
           quoteLiteral(v.columns.map((c) => `${c.name} ${c.type}`).join(', ')),
-          'false',
-          'true',
+          String(v.perInstance),
+          String(!v.perInstance),
           v.updateGroup === null ? 'NULL' : String(v.updateGroup),
         ].join(', '),
       );
@@ -181,10 +187,12 @@ async function define(
       arity(name, args, 2);
       const [view, instance] = args as [string, unknown];
       if (typeof instance !== 'string') throw invalid('view_instance: instance_id must be a string literal');
+      const perInstance = instanceView(view);
+      if (perInstance && instance === 'global')
+        throw invalid(`view_instance: ${view} has no global instance; name a ${perInstance.instance}`);
       const filter = instance === 'global' ? '' : ` WHERE process_id = ${quoteLiteral(instance)}`;
-      return [
-        `CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE SELECT * FROM ${quoteIdentifier(view)}${filter}`,
-      ];
+      const body = perInstance ? perInstance.relation(instance) : `SELECT * FROM ${quoteIdentifier(view)}${filter}`;
+      return [`CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE ${body}`];
     }
     case 'process_spans': {
       arity(name, args, 2);
@@ -193,7 +201,7 @@ async function define(
       if (kind !== 'thread' && kind !== 'async' && kind !== 'both')
         throw invalid(`process_spans: kind must be 'thread', 'async' or 'both'`);
       return [
-        `CREATE OR REPLACE TEMP MACRO process_spans(__process_id, __kind) AS TABLE SELECT * FROM spans WHERE process_id = ${quoteLiteral(process)}`,
+        `CREATE OR REPLACE TEMP MACRO process_spans(__process_id, __kind) AS TABLE ${processSpansRelation(process, kind)}`,
       ];
     }
     default:

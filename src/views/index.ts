@@ -24,6 +24,7 @@ export {
   type ReadScope,
   type SessionView,
 } from './view-session.js';
+export { instanceView, instanceViews, processSpansRelation, type InstanceView } from './instance-views.js';
 export { ViewRegistry } from './view-registry.js';
 export { ViewDefinitionError } from './errors.js';
 export type { StoredDefinition, ViewDefinition } from './view-definition.js';
