@@ -2,9 +2,10 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import { ConfigError, type Config } from './config.js';
+import { isErrorOf } from './errors/index.js';
 import {
   DuckDBEngine,
-  EngineError,
+  engineErrors,
   duckdbBuild,
   extensionCacheFolder,
   findExtensions,
@@ -268,7 +269,7 @@ async function createEngine(
     const engine = await DuckDBEngine.create({ ...options, extensions: extensions.files, attach: extensions.attach });
     return { engine, lake: extensions.attach.length > 0 };
   } catch (error) {
-    if (!(error instanceof EngineError) || error.status !== 'UNAVAILABLE') throw error;
+    if (!isErrorOf(error, engineErrors, 'EXTENSION_LOAD_FAILED', 'CATALOG_ATTACH_FAILED')) throw error;
     log('warn', extensions.help(error.message));
     extensions.files.length = 0;
     extensions.attach.length = 0;

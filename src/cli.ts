@@ -2,6 +2,7 @@
 import { setFlagsFromString } from 'node:v8';
 import type { Log } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { OrreryError } from './errors/index.js';
 
 // Streaming a result allocates about 2 MiB of ArrayBuffers per batch (its body, its gRPC frame).
 // V8 counts that external memory toward the old generation's limit, which for Orrery's small heap
@@ -65,8 +66,8 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     if (error instanceof ConfigError) console.error(`orrery: ${error.message}`);
-    // Orrery's own errors (they carry a status) explain themselves; anything else is a bug, shown whole.
-    else if (error instanceof Error && typeof (error as { status?: unknown }).status === 'string') {
+    // Orrery's own errors (they carry a code) explain themselves; anything else is a bug, shown whole.
+    else if (error instanceof OrreryError) {
       console.error(`orrery: failed to start: ${error.message}`);
     } else console.error('orrery: failed to start:', error);
     process.exit(error instanceof ConfigError ? 2 : 1);

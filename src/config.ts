@@ -1,10 +1,19 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { OrreryError, declareErrors, messageOf } from './errors/index.js';
+
+declareErrors('config', {
+  CONFIG_INVALID: {
+    status: 'FAILED_PRECONDITION',
+    meaning: 'a setting (environment variable) cannot be used; the message names the variable',
+  },
+});
 
 /** A setting that cannot be used; the message names the variable. Start-up stops on it. */
-export class ConfigError extends Error {
+export class ConfigError extends OrreryError {
   constructor(message: string) {
-    super(message);
+    super('CONFIG_INVALID', message);
     this.name = 'ConfigError';
   }
 }
@@ -68,10 +77,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? { cert: readFile(certPath, 'ORRERY_TLS_CERT'), key: readFile(keyPath, 'ORRERY_TLS_KEY') }
         : undefined,
     duckdbThreads: positiveInteger(env.ORRERY_DUCKDB_THREADS, 'ORRERY_DUCKDB_THREADS'),
-    duckdbMemoryLimit: env.ORRERY_DUCKDB_MEMORY_LIMIT || undefined,
+    duckdbMemoryLimit: memoryLimit(env.ORRERY_DUCKDB_MEMORY_LIMIT, 'ORRERY_DUCKDB_MEMORY_LIMIT'),
     duckdbExtensionDir: env.ORRERY_DUCKDB_EXTENSION_DIR ? resolve(env.ORRERY_DUCKDB_EXTENSION_DIR) : undefined,
-    sqlConnectionString: env.MICROMEGAS_SQL_CONNECTION_STRING || undefined,
-    objectStoreUri: env.MICROMEGAS_OBJECT_STORE_URI || undefined,
+    sqlConnectionString: postgresUrl(env.MICROMEGAS_SQL_CONNECTION_STRING, 'MICROMEGAS_SQL_CONNECTION_STRING'),
+    objectStoreUri: fileUrl(env.MICROMEGAS_OBJECT_STORE_URI, 'MICROMEGAS_OBJECT_STORE_URI', false),
     retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,
     viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
@@ -79,7 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     viewDefinitionRefreshSeconds:
       positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ??
       60,
-    staticTablesUrl: env.MICROMEGAS_STATIC_TABLES_URL || undefined,
+    staticTablesUrl: fileUrl(env.MICROMEGAS_STATIC_TABLES_URL, 'MICROMEGAS_STATIC_TABLES_URL', true),
     native: oneOf(env.ORRERY_NATIVE, ['auto', 'on', 'off'], 'ORRERY_NATIVE') ?? 'auto',
     queryLimits: {
       timeoutSeconds: nonNegativeSeconds(env.ORRERY_QUERY_TIMEOUT_SECONDS, 'ORRERY_QUERY_TIMEOUT_SECONDS') ?? 300,
@@ -135,4 +144,40 @@ function readFile(path: string, variable: string): Buffer {
   } catch (error) {
     throw new ConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
   }
+}
+
+/** A `file://` URL of a local folder; `existing`: the folder must exist now. */
+function fileUrl(value: string | undefined, variable: string, existing: boolean): string | undefined {
+  if (!value) return undefined;
+  if (!URL.canParse(value)) throw new ConfigError(`${variable}: not a URL: '${value}'`);
+  const url = new URL(value);
+  if (url.protocol !== 'file:') throw new ConfigError(`${variable}: only file:// URLs are supported, got '${value}'`);
+  let path: string;
+  try {
+    path = fileURLToPath(url);
+  } catch (error) {
+    throw new ConfigError(`${variable}: ${messageOf(error)}`);
+  }
+  if (existing && !statSync(path, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new ConfigError(`${variable}: ${path} is not a folder`);
+  }
+  return value;
+}
+
+function postgresUrl(value: string | undefined, variable: string): string | undefined {
+  if (!value) return undefined;
+  const protocol = URL.canParse(value) ? new URL(value).protocol : '';
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError(`${variable} must be a postgres://user:password@host:port/database URL`);
+  }
+  return value;
+}
+
+/** DuckDB's memory_limit syntax: a number and a unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB). */
+function memoryLimit(value: string | undefined, variable: string): string | undefined {
+  if (!value) return undefined;
+  if (!/^\d+(\.\d+)?\s*(B|[KMGT]i?B)$/i.test(value.trim())) {
+    throw new ConfigError(`${variable} must be a size such as 4GB or 512MiB, got '${value}'`);
+  }
+  return value;
 }

@@ -13,6 +13,8 @@ export class FlightClientError extends Error {
     readonly code: GrpcStatus,
     /** What the server (or the channel) said, without the status. */
     readonly details: string,
+    /** Orrery's stable error code (docs/errors.md), from the `orrery-error-code` trailer, when the server sent one. */
+    readonly errorCode?: string,
   ) {
     const name = GrpcStatus[code] ?? `STATUS_${code}`;
     super(`${name}: ${details}`);
@@ -29,12 +31,13 @@ export const clientClosed = (): FlightClientError =>
 export function toClientError(error: unknown, address: string): unknown {
   if (error instanceof FlightClientError || !isServiceError(error)) return error;
   const details = (error.details || error.message).replace(/\.?\s*Resolution note:\s*$/, '');
+  const errorCode = error.metadata?.get('orrery-error-code')[0];
   // DEADLINE_EXCEEDED is not a connection problem: the server answers it when a statement ran past
   // its timeout, and grpc-js when the call's own deadline passed.
   if (error.code === GrpcStatus.UNAVAILABLE) {
     return new FlightClientError(error.code, `cannot reach the Flight SQL server at ${address}: ${details}`);
   }
-  return new FlightClientError(error.code, details);
+  return new FlightClientError(error.code, details, typeof errorCode === 'string' ? errorCode : undefined);
 }
 
 function isServiceError(error: unknown): error is ServiceError {

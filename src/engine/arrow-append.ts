@@ -25,7 +25,7 @@ import {
   type Time,
   type Timestamp,
 } from 'apache-arrow';
-import { EngineError } from './errors.js';
+import { engineErrors } from './errors.js';
 
 // Arrow record batches appended to a DuckDB table (bulk ingest): each Arrow type has the DuckDB
 // type it lands in, and each value is handed to DuckDB's appender a chunk of 2048 rows at a time.
@@ -65,8 +65,8 @@ export function duckdbTypeOf(field: Field): string {
       [TimeUnit.NANOSECOND]: 'TIMESTAMP_NS',
     }[unit];
   }
-  throw new EngineError(
-    'INVALID_ARGUMENT',
+  throw engineErrors.error(
+    'INGEST_TYPE_UNSUPPORTED',
     `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`,
   );
 }
@@ -121,8 +121,8 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
     const words = data.values as Uint32Array;
     value = (row) => new DuckDBDecimalValue(decimal128(words, data.offset + row), precision, scale);
   } else {
-    throw new EngineError(
-      'INVALID_ARGUMENT',
+    throw engineErrors.error(
+      'INGEST_TYPE_UNSUPPORTED',
       `column '${field.name}': Arrow type ${field.type.toString()} cannot be ingested`,
     );
   }

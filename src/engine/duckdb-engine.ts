@@ -12,7 +12,8 @@ import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'a
 import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
 import { nativeBatches, resultError, type BatchSource } from './native-export.js';
-import { EngineError, sqlError } from './errors.js';
+import type { OrreryError } from '../errors/index.js';
+import { DuckDBResultFailure, engineClosed, engineErrors, sqlError } from './errors.js';
 import { bindRow, parameterRowCount } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
 import { appendBatch } from './arrow-append.js';
@@ -250,8 +251,8 @@ export class DuckDBEngine {
       };
       if (!tree.error) return tree;
       // DuckDB serializes SELECT statements only; anything else is not a read.
-      if (/only SELECT statements/i.test(tree.error_message ?? '')) return null;
-      throw new EngineError('INVALID_ARGUMENT', tree.error_message ?? 'cannot parse the statement');
+      if (tree.error_type === 'not implemented') return null;
+      throw engineErrors.error('QUERY_INVALID', tree.error_message ?? 'cannot parse the statement');
     } finally {
       connection.closeSync();
     }
@@ -350,7 +351,6 @@ export class DuckDBEngine {
       appendBatch(appender, batch);
       appender.flushSync();
     } catch (error) {
-      if (error instanceof EngineError) throw error;
       throw sqlError(error);
     } finally {
       appender?.closeSync();
@@ -403,7 +403,7 @@ export class DuckDBEngine {
     const { connection, release } = await this.lease(options.setup, options.session);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     try {
-      const prepared = await prepare(connection, sql).catch((error: EngineError) => {
+      const prepared = await prepare(connection, sql).catch((error: OrreryError) => {
         throw guard.reported(error);
       });
       const rowSets = Math.max(1, parameterRowCount(options.parameters));
@@ -444,7 +444,7 @@ export class DuckDBEngine {
     try {
       for (;;) {
         const batch = await pending.catch((error) => {
-          throw fetchError(error, guard);
+          throw guard.reported(sqlError(error));
         });
         pending = null;
         if (!batch) break;
@@ -476,13 +476,12 @@ export class DuckDBEngine {
         guard.check();
         return await use(prepared, guard);
       } catch (error) {
-        if (error instanceof EngineError) throw error;
         throw sqlError(error);
       } finally {
         prepared.destroySync();
       }
     } catch (error) {
-      throw guard.reported(error as EngineError);
+      throw guard.reported(error as OrreryError);
     } finally {
       guard.dispose();
       release();
@@ -505,7 +504,7 @@ export class DuckDBEngine {
   }
 
   private async connect(setup: readonly string[] = []): Promise<DuckDBConnection> {
-    if (this.closed) throw new EngineError('UNAVAILABLE', 'the query engine has been shut down');
+    if (this.closed) throw engineClosed();
     const connection = await this.instance.connect();
     try {
       await connection.run(`USE ${catalogName}`);
@@ -523,7 +522,7 @@ export class DuckDBEngine {
       const connection = await this.connect(setup);
       return { connection, release: () => connection.closeSync() };
     }
-    if (session.isClosed) throw new EngineError('INVALID_ARGUMENT', 'the transaction has ended');
+    if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
     try {
       for (const statement of setup) await session.connection.run(statement);
     } catch (error) {
@@ -541,22 +540,6 @@ const markedInteger = new RegExp(`"${bigIntegerMark}(-?\\d+)"`, 'g');
 
 function markBigIntegers(json: string): string {
   return json.replace(bareBigInteger, (token) => (token.startsWith('"') ? token : `"${bigIntegerMark}${token}"`));
-}
-
-/**
- * The error of a failed fetch. When a query fails in one of DuckDB's threads, DuckDB interrupts
- * the others, and now and then the fetching thread reports that interruption instead of the
- * error (about 1 run in 15 of a query failing midway): not a cancellation unless the caller
- * asked for one.
- */
-function fetchError(error: unknown, guard: StatementGuard): EngineError {
-  const reported = sqlError(error);
-  if (guard.stopped) return guard.stopped;
-  if (reported.status !== 'CANCELLED') return reported;
-  return new EngineError(
-    'INVALID_ARGUMENT',
-    "the query failed in one of DuckDB's threads and DuckDB reported only that it was interrupted; run it again to see the error",
-  );
 }
 
 /**
@@ -579,8 +562,8 @@ function chunkBatches(
         const chunk = await result.fetchChunk();
         if (!chunk || chunk.rowCount === 0) {
           done = true;
-          const error = resultError(result, rows, useNative);
-          if (error) throw new Error(error);
+          const failure = resultError(result, rows, useNative);
+          if (failure) throw new DuckDBResultFailure(failure.type, failure.message);
         } else {
           rows += chunk.rowCount;
           const batch = converter.add(chunk.chunk, chunk.rowCount);
@@ -597,7 +580,10 @@ async function loadExtension(connection: DuckDBConnection, file: string): Promis
   try {
     await connection.run(`LOAD '${file.replaceAll("'", "''")}'`);
   } catch (error) {
-    throw new EngineError('UNAVAILABLE', `cannot load the DuckDB extension ${file}: ${(error as Error).message}`);
+    throw engineErrors.error(
+      'EXTENSION_LOAD_FAILED',
+      `cannot load the DuckDB extension ${file}: ${(error as Error).message}`,
+    );
   }
 }
 
@@ -605,7 +591,10 @@ async function attach(connection: DuckDBConnection, statement: string): Promise<
   try {
     await connection.run(statement);
   } catch (error) {
-    throw new EngineError('UNAVAILABLE', `cannot attach the DuckLake catalog: ${(error as Error).message}`);
+    throw engineErrors.error(
+      'CATALOG_ATTACH_FAILED',
+      `cannot attach the DuckLake catalog: ${(error as Error).message}`,
+    );
   }
 }
 

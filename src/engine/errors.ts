@@ -1,17 +1,148 @@
-/** Errors the engine reports; `status` is the gRPC status name the front end sends. */
-export class EngineError extends Error {
+import { OrreryError, declareErrors, messageOf } from '../errors/index.js';
+
+/** Errors the engine reports. */
+export const engineErrors = declareErrors('engine', {
+  QUERY_INVALID: {
+    status: 'INVALID_ARGUMENT',
+    meaning:
+      "DuckDB refused the statement or it failed while running (syntax, unknown name, conversion, permission, ...); the message is DuckDB's",
+  },
+  QUERY_CANCELLED: {
+    status: 'CANCELLED',
+    meaning: 'the caller cancelled the query (CancelQuery, or the call went away)',
+  },
+  QUERY_DEADLINE_EXCEEDED: {
+    status: 'DEADLINE_EXCEEDED',
+    meaning: "the statement ran past its deadline (ORRERY_QUERY_TIMEOUT_SECONDS, or the call's gRPC deadline)",
+  },
+  QUERY_INTERRUPTED: {
+    status: 'INVALID_ARGUMENT',
+    meaning: "the query failed in one of DuckDB's threads and DuckDB reported only that it was interrupted",
+  },
+  QUERY_OUT_OF_MEMORY: {
+    status: 'RESOURCE_EXHAUSTED',
+    meaning: 'the query needs more memory than ORRERY_DUCKDB_MEMORY_LIMIT allows',
+  },
+  ENGINE_INTERNAL: { status: 'INTERNAL', meaning: 'DuckDB reported an internal or fatal error (a DuckDB bug)' },
+  ENGINE_CLOSED: { status: 'UNAVAILABLE', meaning: 'the query engine has been shut down (the server is stopping)' },
+  TRANSACTION_ENDED: { status: 'INVALID_ARGUMENT', meaning: 'a statement names a transaction that has ended' },
+  INGEST_TYPE_UNSUPPORTED: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'a bulk-ingested column has an Arrow type Orrery cannot store',
+  },
+  EXTENSION_LOAD_FAILED: {
+    status: 'UNAVAILABLE',
+    meaning: 'a DuckDB extension Orrery loads at start-up (ORRERY_DUCKDB_EXTENSION_DIR) did not load',
+  },
+  CATALOG_ATTACH_FAILED: {
+    status: 'UNAVAILABLE',
+    meaning: 'the DuckLake catalog of series tables could not be attached at start-up',
+  },
+});
+
+/**
+ * DuckDB's exception types, in the order duckdb.h numbers them (`duckdb_error_type`), named as DuckDB
+ * opens every error message with them (`<name> Error: ...`, Exception::ExceptionTypeToString).
+ */
+const errorTypeNames = [
+  'Invalid',
+  'Out of Range',
+  'Conversion',
+  'Unknown Type',
+  'Decimal',
+  'Mismatch Type',
+  'Divide by Zero',
+  'Object Size',
+  'Invalid type',
+  'Serialization',
+  'TransactionContext',
+  'Not implemented',
+  'Expression',
+  'Catalog',
+  'Parser',
+  'Planner',
+  'Scheduler',
+  'Executor',
+  'Constraint',
+  'Index',
+  'Stat',
+  'Connection',
+  'Syntax',
+  'Settings',
+  'Binder',
+  'Network',
+  'Optimizer',
+  'NullPointer',
+  'IO',
+  'INTERRUPT',
+  'FATAL',
+  'INTERNAL',
+  'Invalid Input',
+  'Out of Memory',
+  'Permission',
+  'Parameter Not Resolved',
+  'Parameter Not Allowed',
+  'Dependency',
+  'HTTP',
+  'Missing Extension',
+  'Extension Autoloading',
+  'Sequence',
+  'Invalid Configuration',
+] as const;
+
+const INTERRUPT = errorTypeNames.indexOf('INTERRUPT');
+const FATAL = errorTypeNames.indexOf('FATAL');
+const INTERNAL = errorTypeNames.indexOf('INTERNAL');
+const OUT_OF_MEMORY = errorTypeNames.indexOf('Out of Memory');
+
+/** A failure read from a DuckDB result through the C API: its error type (duckdb_error_type) and message. */
+export class DuckDBResultFailure extends Error {
   constructor(
-    readonly status: 'INVALID_ARGUMENT' | 'PERMISSION_DENIED' | 'CANCELLED' | 'DEADLINE_EXCEEDED' | 'UNAVAILABLE',
+    readonly errorType: number,
     message: string,
   ) {
     super(message);
-    this.name = 'EngineError';
+    this.name = 'DuckDBResultFailure';
   }
 }
 
-/** A DuckDB error (parser, binder, catalog, conversion, ...) is the caller's SQL at fault. */
-export function sqlError(error: unknown): EngineError {
-  const message = error instanceof Error ? error.message : String(error);
-  if (/INTERRUPT/i.test(message)) return new EngineError('CANCELLED', 'query cancelled');
-  return new EngineError('INVALID_ARGUMENT', message);
+/**
+ * DuckDB's error type of a failure: from the C API where Orrery holds the result (the native module
+ * reads `duckdb_result_error_type`). @duckdb/node-api exposes only the message, which DuckDB opens
+ * with the type's name, so there the message's first words up to ` Error: ` are looked up in the
+ * closed list above (never searched for words); -1 when the error is not DuckDB's.
+ */
+export function duckdbErrorType(error: unknown): number {
+  if (error instanceof DuckDBResultFailure) return error.errorType;
+  const message = messageOf(error);
+  const end = message.indexOf(' Error: ');
+  return end < 0 ? -1 : errorTypeNames.indexOf(message.slice(0, end) as (typeof errorTypeNames)[number]);
 }
+
+/**
+ * The engine's error for a DuckDB failure, classified by DuckDB's error type. CANCELLED and
+ * DEADLINE_EXCEEDED never come from here: they are the StatementGuard's, which knows the caller
+ * asked. An interruption nobody asked for is a query that failed in another of DuckDB's threads
+ * (DuckDB then interrupts the others, and now and then the fetching thread reports only that).
+ */
+export function sqlError(error: unknown): OrreryError {
+  if (error instanceof OrreryError) return error;
+  const message = messageOf(error);
+  switch (duckdbErrorType(error)) {
+    case INTERRUPT:
+      return engineErrors.error(
+        'QUERY_INTERRUPTED',
+        "the query failed in one of DuckDB's threads and DuckDB reported only that it was interrupted; run it again to see the error",
+      );
+    case OUT_OF_MEMORY:
+      return engineErrors.error('QUERY_OUT_OF_MEMORY', message);
+    case FATAL:
+    case INTERNAL:
+      return engineErrors.error('ENGINE_INTERNAL', message, { cause: error });
+    default:
+      return engineErrors.error('QUERY_INVALID', message);
+  }
+}
+
+export const engineClosed = (): OrreryError =>
+  engineErrors.error('ENGINE_CLOSED', 'the query engine has been shut down');

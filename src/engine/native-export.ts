@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { DuckDBTypeId, ResultReturnType, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
 import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
+import { DuckDBResultFailure } from './errors.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
 // The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a thread of
@@ -36,7 +37,13 @@ interface NativeExporter {
 
 interface NativeModule {
   Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number, framingRoom: number) => NativeExporter;
-  resultError(result: unknown): string | null;
+  resultError(result: unknown): ResultFailure | null;
+}
+
+/** The error a DuckDB result ended with: its type as duckdb.h numbers it (duckdb_error_type), and its message. */
+export interface ResultFailure {
+  readonly type: number;
+  readonly message: string;
 }
 
 /** A source of record batches; `next` resolves to null after the last one. */
@@ -75,11 +82,13 @@ export function nativeExportProblem(): string {
  * (duckdb_result_return_type checks duckdb_result_error), so without the native module the failure
  * is still seen, only without DuckDB's reason. `rows` is how many rows were fetched before the end.
  */
-export function resultError(result: DuckDBResult, rows: number, useNative: boolean): string | null {
-  const message = useNative ? nativeExportModule()?.resultError(resultHandle(result)) : null;
-  if (message) return message;
+export function resultError(result: DuckDBResult, rows: number, useNative: boolean): ResultFailure | null {
+  const failure = useNative ? nativeExportModule()?.resultError(resultHandle(result)) : null;
+  if (failure) return failure;
   if (result.returnType !== ResultReturnType.INVALID) return null;
-  return `the query failed after ${rows} row(s); DuckDB gives its reason only to the native Arrow exporter, which this server runs without`;
+  // DuckDB's error type is unknown here too (-1): the engine answers it as the query's error.
+  const message = `the query failed after ${rows} row(s); DuckDB gives its reason only to the native Arrow exporter, which this server runs without`;
+  return { type: -1, message };
 }
 
 /** The result's handle as @duckdb/node-bindings holds it (an External over duckdb_result*). */
@@ -133,7 +142,9 @@ export function nativeBatches(
   const structType = new Struct(schema.fields);
   return {
     async next() {
-      const batch = await exporter.next();
+      const batch = await exporter.next().catch((error: Error & { errorType?: number }) => {
+        throw typeof error.errorType === 'number' ? new DuckDBResultFailure(error.errorType, error.message) : error;
+      });
       if (!batch) return null;
       markFramingRoom(batch.bytes, batch.layout[1]);
       let at = 0;

@@ -1,5 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { EngineError } from './errors.js';
+import type { OrreryError } from '../errors/index.js';
+import { engineErrors } from './errors.js';
 
 /** When a statement must stop, and what the caller is told then. */
 export interface Deadline {
@@ -14,10 +15,10 @@ export interface Deadline {
  * which of the two happened: an error DuckDB raises after that is the stop, whatever its text.
  */
 export class StatementGuard {
-  private stop: EngineError | undefined;
+  private stop: OrreryError | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
   private repeat: NodeJS.Timeout | undefined;
-  private readonly onAbort = (): void => this.interrupt(new EngineError('CANCELLED', 'query cancelled'));
+  private readonly onAbort = (): void => this.interrupt(engineErrors.error('QUERY_CANCELLED', 'query cancelled'));
 
   constructor(
     private readonly connection: DuckDBConnection,
@@ -27,7 +28,7 @@ export class StatementGuard {
     if (signal?.aborted) this.onAbort();
     else signal?.addEventListener('abort', this.onAbort);
     if (deadline && !this.stop) {
-      const fire = (): void => this.interrupt(new EngineError('DEADLINE_EXCEEDED', deadline.message));
+      const fire = (): void => this.interrupt(engineErrors.error('QUERY_DEADLINE_EXCEEDED', deadline.message));
       const wait = deadline.at - Date.now();
       if (wait <= 0) fire();
       else this.timer = setTimeout(fire, wait);
@@ -35,7 +36,7 @@ export class StatementGuard {
   }
 
   /** The stop, once one happened. */
-  get stopped(): EngineError | undefined {
+  get stopped(): OrreryError | undefined {
     return this.stop;
   }
 
@@ -45,7 +46,7 @@ export class StatementGuard {
   }
 
   /** The error to report for a failure: the stop when there was one, else `error` as given. */
-  reported(error: EngineError): EngineError {
+  reported(error: OrreryError): OrreryError {
     return this.stop ?? error;
   }
 
@@ -60,7 +61,7 @@ export class StatementGuard {
     this.signal?.removeEventListener('abort', this.onAbort);
   }
 
-  private interrupt(reason: EngineError): void {
+  private interrupt(reason: OrreryError): void {
     if (this.stop) return;
     this.stop = reason;
     this.connection.interrupt();

@@ -1,7 +1,8 @@
 import type { Metadata } from '@grpc/grpc-js';
 import type { CallContext, FlightSqlBackend, QueryOptions } from './backend.js';
 import { zonedTimestamps } from './client-timestamps.js';
-import { FlightSqlError, invalidArgument, unauthenticated } from './errors.js';
+import { OrreryError } from '../errors/index.js';
+import { invalidArgument, unauthenticated } from './errors.js';
 
 /** Request headers as a map: names lower-cased, binary headers left out, last value wins. */
 export function headerMap(metadata: Metadata): Map<string, string> {
@@ -48,9 +49,7 @@ export async function authenticate<P>(
         return { principal: await backend.authenticateAnonymous() };
     }
   } catch (error) {
-    if (error instanceof FlightSqlError && error.status === 'UNAUTHENTICATED') throw error;
-    if ((error as { status?: string }).status === 'UNAUTHENTICATED') throw unauthenticated((error as Error).message);
-    if ((error as { status?: string }).status) throw error;
+    if (error instanceof OrreryError) throw error;
     throw unauthenticated('invalid credentials');
   }
 }
@@ -67,8 +66,8 @@ export function queryOptions(headers: ReadonlyMap<string, string>): QueryOptions
     parsedLimit = Number(limit.trim());
   }
   return {
-    rangeBegin: begin ? parseRfc3339Nanos(begin, 'query_range_begin') : undefined,
-    rangeEnd: end ? parseRfc3339Nanos(end, 'query_range_end') : undefined,
+    rangeBegin: begin ? headerTime(begin, 'query_range_begin') : undefined,
+    rangeEnd: end ? headerTime(end, 'query_range_end') : undefined,
     limit: parsedLimit,
     preserveDictionary: headers.get('preserve_dictionary')?.trim().toLowerCase() === 'true',
     zonedTimestamps: zonedTimestamps(headers),
@@ -77,13 +76,21 @@ export function queryOptions(headers: ReadonlyMap<string, string>): QueryOptions
 
 const rfc3339 = /^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:?\d{2})?$/;
 
-/** RFC 3339 to nanoseconds since the epoch, keeping sub-millisecond digits. */
-export function parseRfc3339Nanos(text: string, name: string): bigint {
+/** The message for a time that is not RFC 3339; `name` says where it was given. */
+export const notRfc3339 = (name: string, text: string): string =>
+  `${name}: expected an RFC 3339 timestamp such as 2024-01-02T03:04:05Z, got '${text}'`;
+
+function headerTime(text: string, header: string): bigint {
+  const nanos = parseRfc3339Nanos(text);
+  if (nanos === null) throw invalidArgument(notRfc3339(`header ${header}`, text));
+  return nanos;
+}
+
+/** RFC 3339 to nanoseconds since the epoch, keeping sub-millisecond digits; null when `text` is not RFC 3339. */
+export function parseRfc3339Nanos(text: string): bigint | null {
   const match = rfc3339.exec(text.trim());
   const millis = match ? Date.parse(`${match[1]}T${match[2]}${normaliseZone(match[4])}`) : NaN;
-  if (!match || Number.isNaN(millis)) {
-    throw invalidArgument(`header ${name}: expected an RFC 3339 timestamp such as 2024-01-02T03:04:05Z, got '${text}'`);
-  }
+  if (!match || Number.isNaN(millis)) return null;
   const fraction = (match[3] ?? '').padEnd(9, '0');
   return BigInt(millis) * 1_000_000n + BigInt(fraction || '0');
 }

@@ -1,41 +1,42 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Metadata, status as GrpcStatus } from '@grpc/grpc-js';
+import { OrreryError, declareErrors } from '../errors/index.js';
 
-/** The gRPC status names Orrery's errors carry; any component may throw an error with one. */
-export type ErrorStatus =
-  | 'INVALID_ARGUMENT'
-  | 'NOT_FOUND'
-  | 'ALREADY_EXISTS'
-  | 'PERMISSION_DENIED'
-  | 'UNAUTHENTICATED'
-  | 'RESOURCE_EXHAUSTED'
-  | 'FAILED_PRECONDITION'
-  | 'UNIMPLEMENTED'
-  | 'CANCELLED'
-  | 'DEADLINE_EXCEEDED'
-  | 'UNAVAILABLE'
-  | 'INTERNAL';
+/** Errors of the Flight SQL front end itself: requests it cannot read or does not serve. */
+export const flightErrors = declareErrors('flight', {
+  FLIGHT_UNIMPLEMENTED: {
+    status: 'UNIMPLEMENTED',
+    meaning: 'a Flight or Flight SQL call, command or action this server does not serve',
+  },
+  FLIGHT_BAD_REQUEST: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'a request that is not well-formed: a bad ticket, descriptor, action body or header',
+  },
+  FLIGHT_UNAUTHENTICATED: { status: 'UNAUTHENTICATED', meaning: 'missing, malformed or refused credentials' },
+  FLIGHT_SERVER_STATE: {
+    status: 'FAILED_PRECONDITION',
+    meaning: 'the server was started twice, or started after being closed (a bug of the embedding code)',
+  },
+});
 
-/** An error the client is meant to read: a status and a message naming the offending input. */
-export class FlightSqlError extends Error {
-  constructor(
-    readonly status: ErrorStatus,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'FlightSqlError';
+export const unimplemented = (what: string): OrreryError =>
+  flightErrors.error('FLIGHT_UNIMPLEMENTED', `${what} is not supported by this server`);
+export const invalidArgument = (message: string): OrreryError => flightErrors.error('FLIGHT_BAD_REQUEST', message);
+export const unauthenticated = (message: string): OrreryError => flightErrors.error('FLIGHT_UNAUTHENTICATED', message);
+
+/** The trailer that carries an error's stable code to the client, next to its status and message. */
+export const errorCodeTrailer = 'orrery-error-code';
+
+/** A gRPC status for any thrown value; errors without a declared code become INTERNAL without their details. */
+export function toGrpcStatus(error: unknown): {
+  code: GrpcStatus;
+  details: string;
+  metadata: Metadata;
+  internal: boolean;
+} {
+  const metadata = new Metadata();
+  if (error instanceof OrreryError) {
+    metadata.set(errorCodeTrailer, error.code);
+    return { code: GrpcStatus[error.status], details: error.message, metadata, internal: error.status === 'INTERNAL' };
   }
-}
-
-export const unimplemented = (what: string): FlightSqlError =>
-  new FlightSqlError('UNIMPLEMENTED', `${what} is not supported by this server`);
-export const invalidArgument = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
-export const unauthenticated = (message: string): FlightSqlError => new FlightSqlError('UNAUTHENTICATED', message);
-
-/** A gRPC status for any thrown value; unknown errors become INTERNAL without their details. */
-export function toGrpcStatus(error: unknown): { code: GrpcStatus; details: string; internal: boolean } {
-  const status = (error as { status?: unknown } | null)?.status;
-  if (typeof status === 'string' && status in GrpcStatus && error instanceof Error) {
-    return { code: GrpcStatus[status as ErrorStatus], details: error.message, internal: status === 'INTERNAL' };
-  }
-  return { code: GrpcStatus.INTERNAL, details: 'internal error (see the server log)', internal: true };
+  return { code: GrpcStatus.INTERNAL, details: 'internal error (see the server log)', metadata, internal: true };
 }

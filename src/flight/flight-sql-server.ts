@@ -6,7 +6,7 @@ import { authenticate, deadlineMillis, headerMap, makeContext, readCredentials }
 import { runAction, supportedActions } from './actions.js';
 import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
-import { invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
+import { flightErrors, invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
 import {
   encapsulateSchema,
@@ -53,8 +53,8 @@ export class FlightSqlServer<P> {
 
   /** Binds and starts listening; resolves with the bound address. */
   async start(): Promise<{ host: string; port: number }> {
-    if (this.closed) throw new Error('Flight SQL server has already been closed');
-    if (this.started) throw new Error('Flight SQL server has already been started');
+    if (this.closed) throw flightErrors.error('FLIGHT_SERVER_STATE', 'the Flight SQL server has already been closed');
+    if (this.started) throw flightErrors.error('FLIGHT_SERVER_STATE', 'the Flight SQL server has already been started');
     this.started = true;
     const credentials = this.options.tls
       ? grpc.ServerCredentials.createSsl(
@@ -235,7 +235,7 @@ export class FlightSqlServer<P> {
   private status(error: unknown, path: string): Partial<grpc.StatusObject> {
     const status = toGrpcStatus(error);
     if (status.internal) this.log('error', `${path} failed`, error);
-    return { code: status.code, details: status.details };
+    return { code: status.code, details: status.details, metadata: status.metadata };
   }
 }
 

@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { MetadataStore } from '../metadata/index.js';
-import { EngineError, type DuckDBEngine } from '../engine/index.js';
+import { engineErrors, type DuckDBEngine } from '../engine/index.js';
+import { isErrorOf } from '../errors/index.js';
 import {
   commitPartition,
   commitPartitions,
@@ -26,6 +27,7 @@ import {
   type InsertRange,
   type ViewSet,
 } from '../views/index.js';
+import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
@@ -48,8 +50,12 @@ export interface MaterializerOptions {
 
 type PayloadSource = Extract<ViewSet['source'], { kind: 'payload' }>;
 
-/** An error in the data DuckDB read (malformed JSON, a failed cast), as opposed to the system failing. */
-const isDataError = (error: unknown): boolean => error instanceof EngineError && error.status === 'INVALID_ARGUMENT';
+/**
+ * An error in the data DuckDB read (malformed JSON, a failed cast), as opposed to the system failing
+ * (out of memory, DuckDB's own failures, a shutdown). An interruption DuckDB reports in place of a
+ * failure in another of its threads counts as the data's, as that failure most likely was.
+ */
+const isDataError = (error: unknown): boolean => isErrorOf(error, engineErrors, 'QUERY_INVALID', 'QUERY_INTERRUPTED');
 
 /**
  * Brings one insert-time range of one view set up to date, the way micromegas decides it:
@@ -96,7 +102,10 @@ export class Materializer {
     const setup = await this.readSession(source.reads, range);
     const rows = await this.rows(withRange(source.countQuery, range), setup);
     if (rows.length !== 1 || rows[0].length !== 1)
-      throw new Error(`${view.name}: count_src_query must return one row with one column`);
+      throw maintenanceErrors.error(
+        'COUNT_QUERY_SHAPE',
+        `${view.name}: count_src_query must return one row with one column`,
+      );
     return BigInt(rows[0][0] === null ? 0 : (rows[0][0] as number | bigint));
   }
 
@@ -433,7 +442,7 @@ export class Materializer {
     const views = [];
     for (const name of names) {
       const view = this.options.viewSet(name);
-      if (!view) throw new Error(`view set '${name}' is not loaded`);
+      if (!view) throw maintenanceErrors.error('SOURCE_VIEW_NOT_LOADED', `view set '${name}' is not loaded`);
       const partitions = await partitionsOverlapping(
         this.options.db,
         view.name,

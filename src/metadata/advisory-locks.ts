@@ -22,7 +22,7 @@ export class AdvisoryLocks {
 
   /** Runs `work` holding the lock named `key`; `undefined` at once, without running it, when anyone holds the lock. */
   async tryWhileHolding<T>(key: string, work: () => Promise<T>): Promise<T | undefined> {
-    if (this.closing) throw new MetadataError('CLOSED', 'the metadata store has been closed');
+    if (this.closing) throw new MetadataError('METADATA_CLOSED', 'the metadata store has been closed');
     if (this.held.has(key)) return undefined;
     this.held.add(key);
     try {

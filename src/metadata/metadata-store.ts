@@ -101,7 +101,7 @@ export class MetadataStore implements MetadataQueries {
 }
 
 function closedError(): MetadataError {
-  return new MetadataError('CLOSED', 'the metadata store has been closed');
+  return new MetadataError('METADATA_CLOSED', 'the metadata store has been closed');
 }
 
 /** The connection string without its password, for messages. */

@@ -1,2 +1,3 @@
 // SQL text: the one tokenizer that reads statements before DuckDB does (the DDL parser, `orrery views`).
-export { SqlLexer, SqlTextError, positionOf, tokenize, type SqlToken } from './lexer.js';
+export { SqlLexer, positionOf, tokenize, type SqlToken } from './lexer.js';
+export { SqlTextError } from './errors.js';

@@ -4,6 +4,8 @@
 // `--` line comments and nested /* block */ comments are skipped. Literals are read whole, so
 // nothing inside a query text is mistaken for the statement's own words.
 
+import { SqlTextError } from './errors.js';
+
 /** One token of SQL text. */
 export interface SqlToken {
   readonly kind: 'word' | 'ident' | 'string' | 'punct' | 'end';
@@ -13,14 +15,6 @@ export interface SqlToken {
   readonly value: string;
   /** Offset of its first character in the text. */
   readonly start: number;
-}
-
-/** SQL text that cannot be split into tokens: a literal or comment that is never closed. */
-export class SqlTextError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SqlTextError';
-  }
 }
 
 /** `line:column` (both 1-based) of an offset into `text`. */

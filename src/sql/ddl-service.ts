@@ -1,14 +1,14 @@
 import type { MetadataStore } from '../metadata/index.js';
 import type { Principal } from '../auth/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
-import { FlightSqlError } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
 import { retireEverything } from '../lakehouse/index.js';
 import {
-  ViewDefinitionError,
   buildViewSet,
   deleteDefinition,
   saveDefinition,
   storedDefinitions,
+  viewErrors,
   viewSetsRead,
   type ViewDefinition,
   type ViewLoader,
@@ -16,6 +16,7 @@ import {
   type ViewSet,
 } from '../views/index.js';
 import type { DdlStatement } from './ddl-parser.js';
+import { sqlErrors } from './errors.js';
 
 /** What a DDL statement did (or, under EXPLAIN, would do). */
 export type DdlAction =
@@ -54,9 +55,9 @@ export class DdlService {
     const stored = await storedDefinitions(this.options.db);
     const existing = stored.find((d) => d.name === name);
     if (existing && !statement.orReplace) {
-      throw new ViewDefinitionError(
+      throw viewErrors.error(
+        'VIEW_SET_EXISTS',
         `view set ${name} already exists (use CREATE OR REPLACE MATERIALIZED VIEW to replace it)`,
-        'ALREADY_EXISTS',
       );
     }
     const definition: ViewDefinition = {
@@ -89,17 +90,17 @@ export class DdlService {
   private async drop(statement: Extract<DdlStatement, { kind: 'drop' }>): Promise<{ name: string; action: DdlAction }> {
     const { name } = statement;
     if (this.options.reservedNames().has(name))
-      throw new ViewDefinitionError(`${name} is built in and cannot be dropped`, 'FAILED_PRECONDITION');
+      throw viewErrors.error('VIEW_SET_BUILT_IN', `${name} is built in and cannot be dropped`);
     const stored = await storedDefinitions(this.options.db);
     if (!stored.some((d) => d.name === name)) {
       if (statement.ifExists) return { name, action: 'not_found' };
-      throw new ViewDefinitionError(`view set ${name} does not exist`, 'NOT_FOUND');
+      throw viewErrors.error('VIEW_SET_NOT_FOUND', `view set ${name} does not exist`);
     }
     const dependents = this.options.registry.all().filter((v) => v.name !== name && viewSetsRead(v).includes(name));
     if (dependents.length > 0) {
-      throw new ViewDefinitionError(
+      throw viewErrors.error(
+        'VIEW_SET_IN_USE',
         `dropping ${name} would break ${dependents.map((v) => v.name).join(', ')}, which read(s) it; drop the dependent first`,
-        'FAILED_PRECONDITION',
       );
     }
     if (statement.explain) return { name, action: 'would_drop' };
@@ -113,7 +114,7 @@ export class DdlService {
 
   private checkName(name: string): void {
     if (this.options.reservedNames().has(name)) {
-      throw new ViewDefinitionError(`the name ${name} is taken by a built-in view set or a static table`);
+      throw viewErrors.error('VIEW_NAME_TAKEN', `the name ${name} is taken by a built-in view set or a static table`);
     }
   }
 
@@ -129,17 +130,17 @@ export class DdlService {
           other === name ? replacement : this.options.registry.get(other),
         );
       } catch (error) {
-        throw new ViewDefinitionError(
+        throw viewErrors.error(
+          'VIEW_SET_IN_USE',
           `replacing ${name} would break ${dependent.name}: ${(error as Error).message}`,
-          'FAILED_PRECONDITION',
         );
       }
     }
   }
 }
 
-export const permissionDenied = (principal: Principal): FlightSqlError =>
-  new FlightSqlError(
-    'PERMISSION_DENIED',
+export const permissionDenied = (principal: Principal): OrreryError =>
+  sqlErrors.error(
+    'ADMIN_ONLY',
     `permission denied: key '${principal.name}' may not create or drop materialized views (admins only)`,
   );

@@ -1,6 +1,7 @@
 import type { MetadataQueries } from '../metadata/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
-import { FlightSqlError } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
+import { sqlErrors } from './errors.js';
 import { quoteLiteral } from '../views/index.js';
 
 // Query deny rules: DuckDB boolean expressions over a statement's attributes, stored in
@@ -42,8 +43,8 @@ const attributesRelation = (a: QueryAttributes): string =>
     a.client,
   )}::VARCHAR AS client, ${list(a.tables)} AS tables, ${list(a.functions)} AS functions)`;
 
-const denied = (rule: DenyRule, note = ''): FlightSqlError =>
-  new FlightSqlError('RESOURCE_EXHAUSTED', `query denied by rule ${rule.ruleId}: ${rule.reason}${note}`);
+const denied = (rule: DenyRule, note = ''): OrreryError =>
+  sqlErrors.error('QUERY_DENIED', `query denied by rule ${rule.ruleId}: ${rule.reason}${note}`);
 
 export class DenyRules {
   private cache: { rules: DenyRule[]; at: number } | undefined;
@@ -127,24 +128,24 @@ export class DenyRules {
 
   private async validate(matchExpr: string): Promise<void> {
     if (matchExpr.trim() === '' || matchExpr.includes(';')) {
-      throw new FlightSqlError('INVALID_ARGUMENT', 'deny_queries: match_expr must be one boolean expression');
+      throw sqlErrors.error('DENY_RULE_INVALID', 'deny_queries: match_expr must be one boolean expression');
     }
     const probe = `SELECT (${matchExpr}) AS denied FROM ${attributesRelation({ user_id: '', sql: '', admin: false, client: '', tables: [], functions: [] })}`;
     const tree = await this.engine.parseSelect(probe).catch((error: Error) => {
-      throw new FlightSqlError('INVALID_ARGUMENT', `deny_queries: match_expr does not parse: ${error.message}`);
+      throw sqlErrors.error('DENY_RULE_INVALID', `deny_queries: match_expr does not parse: ${error.message}`);
     });
     if (!tree || tree.statements.length !== 1)
-      throw new FlightSqlError('INVALID_ARGUMENT', 'deny_queries: match_expr must be one boolean expression');
+      throw sqlErrors.error('DENY_RULE_INVALID', 'deny_queries: match_expr must be one boolean expression');
     const description = await this.engine.describe(probe).catch((error: Error) => {
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'DENY_RULE_INVALID',
         `deny_queries: match_expr is not valid over (user_id, sql, admin, client, tables, functions): ${error.message}`,
       );
     });
     const type = description.schema.fields[0]?.type;
     if (description.schema.fields.length !== 1 || String(type) !== 'Bool') {
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'DENY_RULE_INVALID',
         `deny_queries: match_expr must be a boolean expression, not ${String(type)}`,
       );
     }

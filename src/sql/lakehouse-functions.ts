@@ -1,4 +1,5 @@
-import { FlightSqlError } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
+import { sqlErrors } from './errors.js';
 import { allPartitions, type Partition } from '../lakehouse/index.js';
 import { quarantinedBlocks } from '../maintenance/index.js';
 import {
@@ -29,7 +30,7 @@ export const isLakehouseFunction = (call: TableFunctionCall): boolean => {
   return kind === 'table' || kind === 'admin table';
 };
 
-const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
+const invalid = (message: string): OrreryError => sqlErrors.error('FUNCTION_ARGUMENT_INVALID', message);
 
 /**
  * The view set names the calls read, as DuckDB parsed their constant arguments (so E'log\x5fentries'

@@ -1,4 +1,5 @@
-import { FlightSqlError, parseRfc3339Nanos } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
+import { notRfc3339, parseRfc3339Nanos } from '../flight/index.js';
 import {
   allPartitions,
   nanosToIso,
@@ -13,7 +14,8 @@ import { orreryFunctionKind, schemaHash, type OrreryFunctionOf } from '../views/
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
-import { SeriesStatementError } from '../tables/index.js';
+import { viewErrors } from '../views/index.js';
+import { sqlErrors } from './errors.js';
 
 // Admin procedures: mutating lakehouse functions called as `SELECT * FROM f(...)`. They run
 // in Orrery, not in DuckDB, and stream their progress as (time, msg) rows as they go.
@@ -33,7 +35,7 @@ interface Procedure {
   readonly run: Run;
 }
 
-const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
+const invalid = (message: string): OrreryError => sqlErrors.error('FUNCTION_ARGUMENT_INVALID', message);
 
 function text(args: unknown[], index: number, fn: string, params: readonly string[]): string {
   const value = args[index];
@@ -45,11 +47,9 @@ function text(args: unknown[], index: number, fn: string, params: readonly strin
 function time(args: unknown[], index: number, fn: string, params: readonly string[]): bigint {
   const value = text(args, index, fn, params);
   const withTime = /^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value;
-  try {
-    return parseRfc3339Nanos(withTime, `${fn} argument ${params[index]}`);
-  } catch (error) {
-    throw invalid((error as Error).message.replace(/^header /, ''));
-  }
+  const nanos = parseRfc3339Nanos(withTime);
+  if (nanos === null) throw invalid(notRfc3339(`${fn} argument ${params[index]}`, withTime));
+  return nanos;
 }
 
 function seconds(args: unknown[], index: number, fn: string, params: readonly string[]): number {
@@ -68,7 +68,7 @@ function range(args: unknown[], first: number, fn: string, params: readonly stri
 
 function viewSetOf(ctx: ProcedureContext, name: string, fn: string) {
   const view = ctx.lakehouse.views.get(name);
-  if (!view) throw invalid(`${fn}: view set '${name}' does not exist`);
+  if (!view) throw viewErrors.error('VIEW_SET_NOT_FOUND', `${fn}: view set '${name}' does not exist`);
   return view;
 }
 
@@ -107,9 +107,13 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const instance = text(args, 1, 'retire_partition_by_metadata', p);
       const { begin, end } = range(args, 2, 'retire_partition_by_metadata', p);
       const retired = await retireExactly(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds);
-      yield retired
-        ? `SUCCESS: retired the partition of ${view}/${instance} ${show(begin, end)}`
-        : `ERROR: no partition of ${view}/${instance} covers exactly ${show(begin, end)}`;
+      if (!retired) {
+        throw sqlErrors.error(
+          'PARTITION_NOT_FOUND',
+          `no partition of ${view}/${instance} covers exactly ${show(begin, end)}`,
+        );
+      }
+      yield `SUCCESS: retired the partition of ${view}/${instance} ${show(begin, end)}`;
     },
   },
   retire_partition_by_file: {
@@ -117,7 +121,8 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     async *run(ctx, args) {
       const path = text(args, 0, 'retire_partition_by_file', procedureList.retire_partition_by_file.params);
       const retired = await retireFile(ctx.lakehouse.db, path, ctx.retireDelaySeconds);
-      yield retired ? `SUCCESS: retired ${path}` : `ERROR: no partition has the file ${path}`;
+      if (!retired) throw sqlErrors.error('PARTITION_NOT_FOUND', `no partition has the file ${path}`);
+      yield `SUCCESS: retired ${path}`;
     },
   },
   deny_queries: {
@@ -137,7 +142,10 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     async *run(ctx, args) {
       const ruleId = Number(args[0]);
       if (!Number.isInteger(ruleId)) throw invalid('remove_query_denial: rule_id must be an integer');
-      yield (await ctx.denyRules.remove(ruleId)) ? `removed rule ${ruleId}` : `ERROR: no rule ${ruleId}`;
+      if (!(await ctx.denyRules.remove(ruleId))) {
+        throw sqlErrors.error('DENY_RULE_NOT_FOUND', `remove_query_denial: no rule ${ruleId}`);
+      }
+      yield `removed rule ${ruleId}`;
     },
   },
   set_retention: {
@@ -146,8 +154,8 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const p = procedureList.set_retention.params;
       const tables = ctx.lakehouse.tables;
       if (!tables)
-        throw new FlightSqlError(
-          'UNIMPLEMENTED',
+        throw sqlErrors.error(
+          'SERIES_TABLES_UNAVAILABLE',
           'set_retention: this server runs without series tables (see its start-up log)',
         );
       const keep = args[1];
@@ -156,12 +164,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
           `set_retention: argument ${p[1]} must be an interval text ('30 days'), a count for integer time, or 'forever'`,
         );
       }
-      try {
-        yield await tables.setRetention(text(args, 0, 'set_retention', p), keep === 'forever' ? null : keep);
-      } catch (error) {
-        if (error instanceof SeriesStatementError) throw invalid(error.message);
-        throw error;
-      }
+      yield await tables.setRetention(text(args, 0, 'set_retention', p), keep === 'forever' ? null : keep);
     },
   },
   retry_quarantined_blocks: {

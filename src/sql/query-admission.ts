@@ -1,4 +1,6 @@
-import { FlightSqlError } from '../flight/index.js';
+import { engineErrors } from '../engine/index.js';
+import type { OrreryError } from '../errors/index.js';
+import { sqlErrors } from './errors.js';
 
 /** How many statements may run at once, per key and in all, and how many may wait per key. */
 export interface AdmissionLimits {
@@ -48,13 +50,13 @@ export class QueryAdmission {
    * the statement is done). `deadline` (ms since the epoch) bounds the wait with DEADLINE_EXCEEDED.
    */
   async acquire(key: string, signal: AbortSignal, deadline?: { at: number; message: string }): Promise<() => void> {
-    if (signal.aborted) throw new FlightSqlError('CANCELLED', 'query cancelled');
+    if (signal.aborted) throw engineErrors.error('QUERY_CANCELLED', 'query cancelled');
     if (this.hasRoom(key) && !this.line.some((w) => w.key === key)) return this.take(key);
     const queued = this.queuedByKey.get(key) ?? 0;
     if (queued >= this.limits.queuedPerKey) {
       this.observer.onRefused?.(key);
-      throw new FlightSqlError(
-        'RESOURCE_EXHAUSTED',
+      throw sqlErrors.error(
+        'TOO_MANY_STATEMENTS',
         `too many statements from key '${key}': ${this.runningByKey.get(key) ?? 0} running and ${queued} waiting ` +
           `(ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY=${this.limits.runningPerKey}, ORRERY_MAX_QUEUED_QUERIES_PER_KEY=${this.limits.queuedPerKey}); retry when one has finished`,
       );
@@ -72,14 +74,14 @@ export class QueryAdmission {
         else this.queuedByKey.set(key, left);
         this.observer.onWaited?.((Date.now() - started) / 1000);
       };
-      const giveUp = (error: FlightSqlError): void => {
+      const giveUp = (error: OrreryError): void => {
         leave();
         this.report();
         // Leaving may let the next in line of another key run.
         this.admitWaiting();
         reject(error);
       };
-      const onAbort = (): void => giveUp(new FlightSqlError('CANCELLED', 'query cancelled'));
+      const onAbort = (): void => giveUp(engineErrors.error('QUERY_CANCELLED', 'query cancelled'));
       const waiter: Waiter = {
         key,
         admit: () => {
@@ -92,7 +94,7 @@ export class QueryAdmission {
       signal.addEventListener('abort', onAbort);
       if (deadline)
         timer = setTimeout(
-          () => giveUp(new FlightSqlError('DEADLINE_EXCEEDED', deadline.message)),
+          () => giveUp(engineErrors.error('QUERY_DEADLINE_EXCEEDED', deadline.message)),
           Math.max(0, deadline.at - Date.now()),
         );
       this.report();

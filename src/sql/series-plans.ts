@@ -6,16 +6,16 @@ import {
   type EngineSession,
   type QueryShape,
 } from '../engine/index.js';
-import { FlightSqlError, type Statement } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
+import type { Statement } from '../flight/index.js';
 import {
-  SeriesStatementError,
   lakeTable,
   parseSeriesStatement,
   splitTopLevel,
-  type SeriesStatement,
   type SeriesTable,
   type SeriesTables,
 } from '../tables/index.js';
+import { sqlErrors } from './errors.js';
 import { scopeOf } from './lakehouse-session.js';
 
 /** A write to a series table, ready to run: on a transaction's session, or in a transaction of its own. */
@@ -31,9 +31,7 @@ export interface SeriesWrite {
   run(session: EngineSession | undefined): Promise<number>;
 }
 
-const denied = (message: string): FlightSqlError =>
-  new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
-const invalid = (message: string): FlightSqlError => new FlightSqlError('INVALID_ARGUMENT', message);
+const denied = (message: string): OrreryError => sqlErrors.error('SELECT_ONLY', `permission denied: ${message}`);
 
 /** The temporary views through which a statement reads the series tables it names (all, when it names none in a way we can see). */
 export function seriesReadSetup(
@@ -60,37 +58,22 @@ export async function planSeriesWrite(
   statement: Statement,
   checkBody: (shape: QueryShape) => Promise<void>,
 ): Promise<SeriesWrite | null> {
-  let parsed: SeriesStatement | null;
-  try {
-    parsed = parseSeriesStatement(statement.query);
-  } catch (error) {
-    if (error instanceof SeriesStatementError) throw invalid(error.message);
-    throw error;
-  }
+  const parsed = parseSeriesStatement(statement.query);
   if (!parsed) return null;
   const all = await tables.list();
   const adminOnly = (): void => {
     if (!principal.admin) throw denied(`key '${principal.name}' may only run SELECT statements`);
-  };
-  const wrap = async (work: () => Promise<number>): Promise<number> => {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof SeriesStatementError) throw invalid(error.message);
-      throw error;
-    }
   };
   if (parsed.kind === 'create') {
     adminOnly();
     const create = parsed;
     return {
       setup: [],
-      run: (session) =>
-        wrap(async () => {
-          if (await openTransactionless(engine, (own) => tables.create(create, own))) return 0;
-          // No time column: no series table, but a scratch table in memory, as before series tables.
-          return engine.execute(statement.query, { session });
-        }),
+      run: async (session) => {
+        if (await openTransactionless(engine, (own) => tables.create(create, own))) return 0;
+        // No time column: no series table, but a scratch table in memory, as before series tables.
+        return engine.execute(statement.query, { session });
+      },
     };
   }
   const table = all.get(parsed.table);
@@ -101,7 +84,7 @@ export async function planSeriesWrite(
     const action = parsed.action;
     return {
       setup,
-      run: () => wrap(async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0)),
+      run: async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0),
     };
   }
   if (parsed.kind !== 'insert') adminOnly();
@@ -114,18 +97,12 @@ export async function planSeriesWrite(
     }
     bodyWidth = parsed.columns?.length ?? (await insertWidth(engine, parsed.body, setup));
   }
-  let sql: string;
-  try {
-    sql = tables.rewrite(
-      parsed,
-      table,
-      { admin: principal.admin, audience: principal.audiences[0] ?? 'public' },
-      bodyWidth,
-    );
-  } catch (error) {
-    if (error instanceof SeriesStatementError) throw invalid(error.message);
-    throw error;
-  }
+  const sql = tables.rewrite(
+    parsed,
+    table,
+    { admin: principal.admin, audience: principal.audiences[0] ?? 'public' },
+    bodyWidth,
+  );
   const parameters = statement.parameters;
   let parameterTypes: string | undefined;
   if (parsed.kind === 'insert' && /^VALUES\s*(\(\s*\?(\s*,\s*\?)*\s*\)\s*,?\s*)+$/i.test(parsed.body)) {

@@ -10,7 +10,6 @@ import {
 } from '../engine/index.js';
 import { attachesDatabases, ingest, lakeTable, namesLakeInternals, type SeriesTables } from '../tables/index.js';
 import {
-  FlightSqlError,
   batchFromRows,
   type CallContext,
   type DbSchemaInfo,
@@ -34,6 +33,8 @@ import {
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
 import { DdlError } from './ddl-errors.js';
+import { sqlErrors } from './errors.js';
+import type { OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
@@ -117,13 +118,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   async authenticateBasic(username: string, password: string): Promise<{ principal: Principal; token: string }> {
     const principal = this.keyring.byNameAndKey(username, password);
-    if (!principal) throw new FlightSqlError('UNAUTHENTICATED', 'invalid user name or key');
+    if (!principal) throw sqlErrors.error('KEY_REFUSED', 'invalid user name or key');
     return { principal, token: password };
   }
 
   async authenticateBearer(token: string): Promise<Principal> {
     const principal = this.keyring.byKey(token);
-    if (!principal) throw new FlightSqlError('UNAUTHENTICATED', 'invalid key');
+    if (!principal) throw sqlErrors.error('KEY_REFUSED', 'invalid key');
     return principal;
   }
 
@@ -205,26 +206,26 @@ export class SqlService implements FlightSqlBackend<Principal> {
   async ingest(ctx: CallContext<Principal>, request: IngestRequest, data: IngestStream): Promise<number> {
     const tables = this.tables;
     if (!tables)
-      throw new FlightSqlError(
-        'UNIMPLEMENTED',
+      throw sqlErrors.error(
+        'SERIES_TABLES_UNAVAILABLE',
         'bulk ingestion needs series tables, which this server runs without (see its start-up log)',
       );
     if (request.temporary)
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'INGEST_TARGET_INVALID',
         'ingest: temporary tables are not supported; ingest into a series table',
       );
     if ((request.catalog ?? 'orrery') !== 'orrery' || (request.schema ?? 'main') !== 'main') {
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'INGEST_TARGET_INVALID',
         `ingest: series tables live in orrery.main, not ${request.catalog ?? 'orrery'}.${request.schema ?? 'main'}`,
       );
     }
-    if (!request.table) throw new FlightSqlError('INVALID_ARGUMENT', 'ingest: no table named');
+    if (!request.table) throw sqlErrors.error('INGEST_TARGET_INVALID', 'ingest: no table named');
     const internal = namesLakeInternals(request.table);
     if (internal)
-      throw new FlightSqlError(
-        'PERMISSION_DENIED',
+      throw sqlErrors.error(
+        'LAKE_INTERNALS_DENIED',
         `permission denied: '${internal}' is internal to Orrery's series tables`,
       );
     await this.checkDenied(ctx, { query: `INSERT INTO ${quoteIdentifier(request.table)} /* bulk ingest */` }, null);
@@ -292,13 +293,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     this.limits.checkParameters(statement.parameters);
     const internal = namesLakeInternals(statement.query);
     if (internal)
-      throw new FlightSqlError(
-        'PERMISSION_DENIED',
+      throw sqlErrors.error(
+        'LAKE_INTERNALS_DENIED',
         `permission denied: '${internal}' is internal to Orrery's series tables`,
       );
     if (attachesDatabases(statement.query)) {
-      throw new FlightSqlError(
-        'PERMISSION_DENIED',
+      throw sqlErrors.error(
+        'LAKE_INTERNALS_DENIED',
         'permission denied: ATTACH and DETACH are not available (Orrery attaches its own databases)',
       );
     }
@@ -434,8 +435,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */
   private async checkReadable(shape: QueryShape): Promise<void> {
     const adminOnly = shape.tableFunctions.find((f) => orreryFunctionKind(f.name) === 'admin table');
-    if (adminOnly)
-      throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${adminOnly.name} is an admin function`);
+    if (adminOnly) throw sqlErrors.error('ADMIN_ONLY', `permission denied: ${adminOnly.name} is an admin function`);
     await checkReaderQuery(shape, await this.readerCatalog());
   }
 
@@ -483,8 +483,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const columns = shape.plainSelectList === '*' ? progressSchema.fields.map((f) => f.name) : shape.plainSelectList;
     const fields = columns?.map((name) => progressSchema.fields.find((f) => f.name === name));
     if (shape.tableFunctions.length !== 1 || shape.relations.length !== 0 || !fields || fields.some((f) => !f)) {
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'PROCEDURE_NOT_ALONE',
         `${call.name} must be called on its own, selecting * or its columns time and msg: SELECT * FROM ${call.name}(...)`,
       );
     }
@@ -493,9 +493,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   private checkProcedureCaller(call: TableFunctionCall, principal: Principal): void {
     if (!this.lakehouse)
-      throw new FlightSqlError('UNIMPLEMENTED', `${call.name} needs the lakehouse, which this server does not run`);
-    if (!principal.admin)
-      throw new FlightSqlError('PERMISSION_DENIED', `permission denied: ${call.name} is an admin function`);
+      throw sqlErrors.error(
+        'LAKEHOUSE_UNAVAILABLE',
+        `${call.name} needs the lakehouse, which this server does not run`,
+      );
+    if (!principal.admin) throw sqlErrors.error('ADMIN_ONLY', `permission denied: ${call.name} is an admin function`);
   }
 
   /** A procedure's arguments: literals as written, constant expressions (now() - INTERVAL 1 DAY) evaluated. */
@@ -584,9 +586,6 @@ function parseDdlFor(principal: Principal, text: string): DdlStatement | null {
   }
 }
 
-function selectOnly(principal: Principal): FlightSqlError {
-  return new FlightSqlError(
-    'PERMISSION_DENIED',
-    `permission denied: key '${principal.name}' may only run SELECT statements`,
-  );
+function selectOnly(principal: Principal): OrreryError {
+  return sqlErrors.error('SELECT_ONLY', `permission denied: key '${principal.name}' may only run SELECT statements`);
 }

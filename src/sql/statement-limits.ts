@@ -1,6 +1,7 @@
 import type { RecordBatch, Table } from 'apache-arrow';
-import type { Deadline } from '../engine/index.js';
-import { FlightSqlError } from '../flight/index.js';
+import { engineErrors, type Deadline } from '../engine/index.js';
+import { OrreryError } from '../errors/index.js';
+import { sqlErrors } from './errors.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { QueryAdmission, type AdmissionLimits } from './query-admission.js';
 
@@ -55,8 +56,8 @@ export class StatementLimits {
   /** Refuses more bound parameter rows than one execution may take. */
   checkParameters(parameters: Table | undefined): void {
     if (parameters && parameters.numRows > this.limits.maxBindRows) {
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'TOO_MANY_BIND_ROWS',
         `${parameters.numRows} parameter rows bound to one statement; at most ${this.limits.maxBindRows} (ORRERY_MAX_BIND_ROWS): bind them in smaller batches`,
       );
     }
@@ -107,7 +108,7 @@ export class StatementLimits {
   /** Counts the outcome; `started` is when the statement got its slot (undefined: it never did). */
   private record(error: unknown, started: number | undefined, executes: boolean): void {
     if (!this.metrics || (!executes && !error)) return;
-    const status = error ? ((error as { status?: string }).status ?? 'INTERNAL') : 'OK';
+    const status = error === undefined ? 'OK' : error instanceof OrreryError ? error.status : 'INTERNAL';
     this.metrics.queries.inc({ outcome: status.toLowerCase() });
     if (status === 'DEADLINE_EXCEEDED') this.metrics.queryTimeouts.inc();
     if (executes && started !== undefined) this.metrics.queryDuration.observe((Date.now() - started) / 1000);
@@ -134,7 +135,7 @@ function tracked(batches: AsyncIterable<RecordBatch>, end: (error?: unknown) => 
           try {
             return (await inner.return?.()) ?? { done: true, value: undefined };
           } finally {
-            end(new FlightSqlError('CANCELLED', 'query cancelled'));
+            end(engineErrors.error('QUERY_CANCELLED', 'query cancelled'));
           }
         },
       };

@@ -1,4 +1,5 @@
-import { FlightSqlError } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
+import { sqlErrors } from './errors.js';
 import type { QueryShape, RelationRef } from '../engine/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
@@ -21,8 +22,7 @@ export interface ReaderCatalog {
   readable(relation: RelationRef): Promise<boolean>;
 }
 
-const denied = (message: string): FlightSqlError =>
-  new FlightSqlError('PERMISSION_DENIED', `permission denied: ${message}`);
+const denied = (message: string): OrreryError => sqlErrors.error('RELATION_DENIED', `permission denied: ${message}`);
 
 /**
  * Refuses what a non-admin SELECT may not do: table functions that read files, metadata or SQL
@@ -65,8 +65,8 @@ export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog
 /** One statement per call: leading comments and a trailing `;` are fine, a second statement is not. */
 export function checkSingleStatement(shape: QueryShape): void {
   if (shape.statements > 1) {
-    throw new FlightSqlError(
-      'INVALID_ARGUMENT',
+    throw sqlErrors.error(
+      'MULTIPLE_STATEMENTS',
       `one statement per call: this text holds ${shape.statements} statements`,
     );
   }

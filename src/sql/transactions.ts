@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import type { DuckDBEngine, EngineSession } from '../engine/index.js';
-import { FlightSqlError, type CallContext, type TransactionSupport } from '../flight/index.js';
+import { sqlErrors } from './errors.js';
+import { type CallContext, type TransactionSupport } from '../flight/index.js';
 
 /** Open transactions a server holds at most (each is a DuckDB connection). */
 const maxOpen = 256;
@@ -19,9 +20,9 @@ export class Transactions implements TransactionSupport<Principal> {
   constructor(private readonly engine: DuckDBEngine) {}
 
   async begin(ctx: CallContext<Principal>): Promise<Uint8Array> {
-    if (this.closed) throw new FlightSqlError('UNAVAILABLE', 'the server is shutting down');
+    if (this.closed) throw sqlErrors.error('SERVER_STOPPING', 'the server is shutting down');
     if (this.open.size >= maxOpen)
-      throw new FlightSqlError('RESOURCE_EXHAUSTED', `too many open transactions (at most ${maxOpen})`);
+      throw sqlErrors.error('TOO_MANY_TRANSACTIONS', `too many open transactions (at most ${maxOpen})`);
     const session = await this.engine.openSession();
     try {
       await this.engine.execute('BEGIN TRANSACTION', { session });
@@ -49,8 +50,8 @@ export class Transactions implements TransactionSupport<Principal> {
   session(ctx: CallContext<Principal>, transactionId: Uint8Array): EngineSession {
     const entry = this.open.get(Buffer.from(transactionId).toString('hex'));
     if (!entry || entry.owner !== ctx.principal.name) {
-      throw new FlightSqlError(
-        'INVALID_ARGUMENT',
+      throw sqlErrors.error(
+        'TRANSACTION_UNKNOWN',
         'unknown transaction id (it has ended, or was never begun by this key)',
       );
     }

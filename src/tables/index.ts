@@ -9,12 +9,7 @@ export {
   namesLakeInternals,
   prepareLakeMetadata,
 } from './lake-catalog.js';
-export {
-  SeriesStatementError,
-  parseSeriesStatement,
-  splitTopLevel,
-  type SeriesStatement,
-} from './series-statements.js';
+export { parseSeriesStatement, splitTopLevel, type SeriesStatement } from './series-statements.js';
 export {
   SeriesTables,
   audienceColumn,
@@ -24,4 +19,5 @@ export {
   type TableScope,
   type Writer,
 } from './series-tables.js';
-export { IngestError, ingest, type IngestData, type IngestMode } from './ingest.js';
+export { tableErrors } from './errors.js';
+export { ingest, type IngestData, type IngestMode } from './ingest.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { duckdbTypeOf, quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
-import { SeriesStatementError } from './series-statements.js';
+import { tableErrors } from './errors.js';
 import { SeriesTables, audienceColumn, lakeTable, type SeriesTable, type Writer } from './series-tables.js';
 
 /** What to do when the table exists, or does not (Flight SQL's TableDefinitionOptions, as ADBC's ingest modes set them). */
@@ -19,16 +19,6 @@ export interface IngestData {
 
 /** Rows staged in memory before they go to the DuckLake table as one write (one set of Parquet files). */
 const flushRows = 1_000_000;
-
-/** Why an ingest cannot run; `status` is the gRPC status name. */
-export class IngestError extends Error {
-  constructor(
-    readonly status: 'INVALID_ARGUMENT' | 'NOT_FOUND' | 'ALREADY_EXISTS' | 'PERMISSION_DENIED',
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /**
  * Bulk ingest into a series table, inside `session`'s transaction (the caller commits or rolls
@@ -50,28 +40,28 @@ export async function ingest(
   let table: SeriesTable;
   if (existing && mode.ifExists === 3) {
     if (!writer.admin)
-      throw new IngestError(
-        'PERMISSION_DENIED',
+      throw tableErrors.error(
+        'SERIES_TABLE_ADMIN_ONLY',
         `permission denied: replacing series table '${name}' needs an admin key`,
       );
     await engine.execute(`DROP TABLE ${lakeTable(name)}`, { session });
     table = await createFor(engine, tables, name, data.schema, session);
   } else if (existing) {
     if (mode.ifExists !== 2)
-      throw new IngestError(
-        'ALREADY_EXISTS',
+      throw tableErrors.error(
+        'SERIES_TABLE_EXISTS',
         `series table '${name}' already exists (ingest with mode append or create_append to add rows)`,
       );
     table = existing;
   } else {
     if (mode.ifNotExist !== 1)
-      throw new IngestError(
-        'NOT_FOUND',
+      throw tableErrors.error(
+        'SERIES_TABLE_NOT_FOUND',
         `series table '${name}' does not exist (ingest with mode create to create it)`,
       );
     if (!writer.admin)
-      throw new IngestError(
-        'PERMISSION_DENIED',
+      throw tableErrors.error(
+        'SERIES_TABLE_ADMIN_ONLY',
         `permission denied: creating series table '${name}' needs an admin key`,
       );
     table = await createFor(engine, tables, name, data.schema, session);
@@ -128,24 +118,19 @@ async function createFor(
   const fields = schema.fields.filter((f) => f.name !== audienceColumn);
   const columns = fields.map((f) => `${quoteIdentifier(f.name)} ${duckdbTypeOf(f)}`);
   const timeColumn = fields.find((f) => duckdbTypeOf(f).startsWith('TIMESTAMP'))?.name;
-  try {
-    const statement = {
-      kind: 'create' as const,
-      table: name,
-      ifNotExists: false,
-      columns: columns.join(', '),
-      timeColumn,
-    };
-    const created = await tables.create(statement, session, { inTransaction: true });
-    if (!created) {
-      throw new IngestError(
-        'INVALID_ARGUMENT',
-        `cannot create series table '${name}': the stream has no timestamp column to be its time column`,
-      );
-    }
-  } catch (error) {
-    if (error instanceof SeriesStatementError) throw new IngestError('INVALID_ARGUMENT', error.message);
-    throw error;
+  const statement = {
+    kind: 'create' as const,
+    table: name,
+    ifNotExists: false,
+    columns: columns.join(', '),
+    timeColumn,
+  };
+  const created = await tables.create(statement, session, { inTransaction: true });
+  if (!created) {
+    throw tableErrors.error(
+      'INGEST_COLUMNS_MISMATCH',
+      `cannot create series table '${name}': the stream has no timestamp column to be its time column`,
+    );
   }
   return (await tables.list(session)).get(name)!;
 }
@@ -164,7 +149,10 @@ async function checkColumns(
   const targets = schema.fields.map((field) => {
     const column = byName.get(field.name.toLowerCase());
     if (!column)
-      throw new IngestError('INVALID_ARGUMENT', `column '${field.name}' is not in series table '${table.name}'`);
+      throw tableErrors.error(
+        'INGEST_COLUMNS_MISMATCH',
+        `column '${field.name}' is not in series table '${table.name}'`,
+      );
     return { field, column };
   });
   const checks = targets.map(
@@ -176,8 +164,8 @@ async function checkColumns(
       const { field, column } = targets[i];
       const source = duckdbTypeOf(field);
       if (!castable && source !== column.type) {
-        throw new IngestError(
-          'INVALID_ARGUMENT',
+        throw tableErrors.error(
+          'INGEST_COLUMNS_MISMATCH',
           `column '${field.name}': ${source} (Arrow ${String(field.type)}) cannot be stored in ${column.type}`,
         );
       }

@@ -3,6 +3,8 @@
 // with only their target changed (to the table in the DuckLake catalog), so the head is all
 // Orrery needs to read; everything after it is DuckDB's to parse.
 
+import { seriesStatementError } from './errors.js';
+
 export type SeriesStatement =
   | {
       readonly kind: 'create';
@@ -17,9 +19,6 @@ export type SeriesStatement =
   | { readonly kind: 'update'; readonly table: string; readonly rest: string }
   | { readonly kind: 'delete'; readonly table: string; readonly rest: string }
   | { readonly kind: 'truncate'; readonly table: string };
-
-/** A series-table statement that cannot be run as written; the message says why. */
-export class SeriesStatementError extends Error {}
 
 const identifier = String.raw`(?:"(?:[^"]|"")+"|[A-Za-z_][A-Za-z0-9_$]*)`;
 /** A table name, optionally qualified with the user catalog's schema (`main.t`, `orrery.main.t`). */
@@ -100,11 +99,11 @@ function createStatement(name: string, ifNotExists: boolean, afterParen: string)
   for (const option of splitTopLevel(withMatch[1])) {
     const m = /^\s*([A-Za-z_]\w*)\s*=\s*'((?:[^']|'')*)'\s*$/.exec(option);
     if (!m)
-      throw new SeriesStatementError(
+      throw seriesStatementError(
         `CREATE TABLE ${lastPart(name)}: cannot read the option '${option.trim()}' (write time_column = 'column')`,
       );
     if (m[1].toLowerCase() !== 'time_column') {
-      throw new SeriesStatementError(
+      throw seriesStatementError(
         `CREATE TABLE ${lastPart(name)}: unknown option '${m[1]}' (the only option is time_column)`,
       );
     }

@@ -1,6 +1,7 @@
 import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
 import { lakeCatalog } from './lake-catalog.js';
-import { SeriesStatementError, splitTopLevel, unquote, type SeriesStatement } from './series-statements.js';
+import { seriesStatementError, tableErrors } from './errors.js';
+import { splitTopLevel, unquote, type SeriesStatement } from './series-statements.js';
 
 /** The column Orrery adds to every series table: who may read a row. */
 export const audienceColumn = 'audience';
@@ -102,14 +103,14 @@ export class SeriesTables {
   ): Promise<boolean> {
     const { table } = statement;
     if (this.reservedNames().has(table))
-      throw new SeriesStatementError(`'${table}' is the name of a view set or static table`);
+      throw seriesStatementError(`'${table}' is the name of a view set or static table`);
     const existing = await this.list(session);
     if (existing.has(table)) {
       if (statement.ifNotExists) return true;
-      throw new SeriesStatementError(`series table '${table}' already exists`);
+      throw tableErrors.error('SERIES_TABLE_EXISTS', `series table '${table}' already exists`);
     }
     if (splitTopLevel(statement.columns).some((c) => unquote(c.trim().split(/\s+/)[0] ?? '') === audienceColumn)) {
-      throw new SeriesStatementError(
+      throw seriesStatementError(
         `CREATE TABLE ${table}: the '${audienceColumn}' column is added by Orrery; leave it out`,
       );
     }
@@ -145,12 +146,12 @@ export class SeriesTables {
     const rename = /^RENAME\s+(?:COLUMN\s+)?("(?:[^"]|"")+"|\w+)\s+TO\s+("(?:[^"]|"")+"|\w+)\s*$/i.exec(action);
     const touched = drop ? unquote(drop[1]) : rename ? unquote(rename[1]) : undefined;
     if (touched === audienceColumn)
-      throw new SeriesStatementError(`the '${audienceColumn}' column of a series table cannot be dropped or renamed`);
+      throw seriesStatementError(`the '${audienceColumn}' column of a series table cannot be dropped or renamed`);
     if (drop && touched === table.timeColumn) {
-      throw new SeriesStatementError(`'${touched}' is the time column of '${table.name}' and cannot be dropped`);
+      throw seriesStatementError(`'${touched}' is the time column of '${table.name}' and cannot be dropped`);
     }
     if (!rename && !drop && !/^ADD\b/i.test(action))
-      throw new SeriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
+      throw seriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
     await this.run('BEGIN TRANSACTION', session);
     try {
       await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);
@@ -170,26 +171,27 @@ export class SeriesTables {
    */
   async setRetention(name: string, keep: string | number | bigint | null): Promise<string> {
     const table = (await this.list()).get(name);
-    if (!table) throw new SeriesStatementError(`set_retention: series table '${name}' does not exist`);
+    if (!table)
+      throw tableErrors.error('SERIES_TABLE_NOT_FOUND', `set_retention: series table '${name}' does not exist`);
     const column = table.columns.find((c) => c.name === table.timeColumn);
     const integer = column !== undefined && integerTypes.test(column.type);
     let retention: string | undefined;
     if (keep !== null) {
       if (integer) {
         if (!/^[1-9]\d*$/.test(String(keep)))
-          throw new SeriesStatementError(
+          throw seriesStatementError(
             `set_retention: '${name}' keeps integer time (${table.timeColumn}): give a positive count`,
           );
         retention = String(keep);
       } else {
         if (typeof keep !== 'string')
-          throw new SeriesStatementError(
+          throw seriesStatementError(
             `set_retention: '${name}' keeps time in ${table.timeColumn}: give an interval such as '30 days'`,
           );
         const [[positive]] = await this.engine.values(
           `SELECT TRY_CAST(${quoteLiteral(keep)} AS INTERVAL) > INTERVAL 0 SECOND`,
         );
-        if (positive !== true) throw new SeriesStatementError(`set_retention: '${keep}' is not a positive interval`);
+        if (positive !== true) throw seriesStatementError(`set_retention: '${keep}' is not a positive interval`);
         retention = keep;
       }
     }
@@ -271,9 +273,9 @@ function pickTimeColumn(table: SeriesTable, named: string | undefined): string |
     const column =
       table.columns.find((c) => c.name === named) ??
       table.columns.find((c) => c.name.toLowerCase() === named.toLowerCase());
-    if (!column) throw new SeriesStatementError(`time_column '${named}' is not a column of '${table.name}'`);
+    if (!column) throw seriesStatementError(`time_column '${named}' is not a column of '${table.name}'`);
     if (!timeTypes.test(column.type) && !integerTypes.test(column.type)) {
-      throw new SeriesStatementError(
+      throw seriesStatementError(
         `time_column '${named}' is ${column.type}: it must be a TIMESTAMP, TIMESTAMPTZ, DATE or integer column`,
       );
     }
@@ -281,7 +283,7 @@ function pickTimeColumn(table: SeriesTable, named: string | undefined): string |
   }
   const candidates = table.columns.filter((c) => /^TIMESTAMP/i.test(c.type));
   if (candidates.length > 1) {
-    throw new SeriesStatementError(
+    throw seriesStatementError(
       `'${table.name}' has several timestamp columns (${candidates.map((c) => c.name).join(', ')}): name one with WITH (time_column = '...')`,
     );
   }
@@ -302,11 +304,11 @@ function insertSql(
   const known = new Map(table.columns.map((c) => [c.name.toLowerCase(), c.name]));
   const named = (statement.columns ?? table.columns.slice(0, bodyWidth).map((c) => c.name)).map((c) => {
     const column = known.get(c.toLowerCase());
-    if (!column) throw new SeriesStatementError(`column '${c}' is not in series table '${table.name}'`);
+    if (!column) throw seriesStatementError(`column '${c}' is not in series table '${table.name}'`);
     return column;
   });
   if (named.length !== bodyWidth) {
-    throw new SeriesStatementError(
+    throw seriesStatementError(
       `INSERT INTO ${table.name}: ${named.length} columns named but the values have ${bodyWidth}`,
     );
   }

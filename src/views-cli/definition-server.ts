@@ -57,7 +57,7 @@ export class FlightDefinitionServer implements DefinitionServer {
     const action = table.getChild('action')?.get(0);
     if (table.numRows !== 1 || typeof name !== 'string' || typeof action !== 'string') {
       throw new ViewsCliError(
-        'BAD_DEFINITIONS_RESULT',
+        'VIEWS_BAD_DEFINITIONS_RESULT',
         `the server answered ${table.numRows} row(s) without view_set_name and action to: ${firstLine(sql)}`,
       );
     }
@@ -73,7 +73,7 @@ export function serverError(error: unknown, what: string): ViewsCliError {
     error instanceof FlightClientError && error.status === 'UNAUTHENTICATED'
       ? ' (pass --key or set ORRERY_API_KEY)'
       : '';
-  return new ViewsCliError('SERVER_ERROR', `${what}: ${message}${hint}`);
+  return new ViewsCliError('VIEWS_SERVER_ERROR', `${what}: ${message}${hint}`);
 }
 
 /** The rows of list_view_set_definitions(), sorted by (update_group, name). */
@@ -82,7 +82,7 @@ export function definitionsFromTable(table: Table): StoredDefinition[] {
     const vector = table.getChild(name);
     if (!vector && required) {
       throw new ViewsCliError(
-        'BAD_DEFINITIONS_RESULT',
+        'VIEWS_BAD_DEFINITIONS_RESULT',
         `list_view_set_definitions() answered without a '${name}' column`,
       );
     }

@@ -62,7 +62,7 @@ export async function runViewsCli(argv: readonly string[], io: ViewsCliIo): Prom
       return exitStatus.failed;
     }
     io.err(`orrery views: ${error.message}`);
-    if (error.code === 'USAGE') io.err("run 'orrery views help' for usage");
+    if (error.code === 'VIEWS_USAGE') io.err("run 'orrery views help' for usage");
     return error.exitStatus;
   } finally {
     client?.close();

@@ -6,16 +6,16 @@ import { viewNamePattern } from './view-statement.js';
 /** The `.sql` files of a folder: file name without `.sql` → text. Other files and sub-folders are ignored. */
 export async function readViewFiles(dir: string): Promise<Map<string, string>> {
   const info = await stat(dir).catch(() => null);
-  if (!info?.isDirectory()) throw new ViewsCliError('DIR_NOT_FOUND', `folder '${dir}' does not exist`);
+  if (!info?.isDirectory()) throw new ViewsCliError('VIEWS_DIR_NOT_FOUND', `folder '${dir}' does not exist`);
   const files = new Map<string, string>();
   const entries = await readdir(dir, { withFileTypes: true }).catch((error: Error) => {
-    throw new ViewsCliError('FILE_ERROR', `cannot read folder '${dir}': ${error.message}`);
+    throw new ViewsCliError('VIEWS_FILE_ERROR', `cannot read folder '${dir}': ${error.message}`);
   });
   for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
     if (!entry.isFile() || !entry.name.endsWith('.sql')) continue;
     const path = join(dir, entry.name);
     const text = await readFile(path, 'utf8').catch((error: Error) => {
-      throw new ViewsCliError('FILE_ERROR', `cannot read '${path}': ${error.message}`);
+      throw new ViewsCliError('VIEWS_FILE_ERROR', `cannot read '${path}': ${error.message}`);
     });
     files.set(entry.name.slice(0, -'.sql'.length), text);
   }
@@ -40,6 +40,6 @@ export async function writeViewFile(dir: string, name: string, definitionSql: st
     await writeFile(path, text, 'utf8');
     return previous === null ? 'new' : 'updated';
   } catch (error) {
-    throw new ViewsCliError('FILE_ERROR', `cannot write '${path}': ${(error as Error).message}`);
+    throw new ViewsCliError('VIEWS_FILE_ERROR', `cannot write '${path}': ${(error as Error).message}`);
   }
 }

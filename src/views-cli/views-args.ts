@@ -63,6 +63,16 @@ const allowed: Record<ViewsCommand, readonly string[]> = {
   help: [],
 };
 
+const viewsOptions = {
+  dir: { type: 'string' },
+  prune: { type: 'boolean' },
+  server: { type: 'string' },
+  key: { type: 'string' },
+  tls: { type: 'boolean' },
+  'tls-ca': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 /** Parses the arguments after `orrery views`; throws a USAGE ViewsCliError naming the problem. */
 export function parseViewsArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ViewsArgs {
   let parsed;
@@ -71,38 +81,30 @@ export function parseViewsArgs(argv: readonly string[], env: Readonly<Record<str
       args: [...argv],
       allowPositionals: true,
       strict: true,
-      options: {
-        dir: { type: 'string' },
-        prune: { type: 'boolean' },
-        server: { type: 'string' },
-        key: { type: 'string' },
-        tls: { type: 'boolean' },
-        'tls-ca': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: viewsOptions,
     });
   } catch (error) {
-    throw new ViewsCliError('USAGE', optionProblem(error as Error & { code?: string }));
+    throw new ViewsCliError('VIEWS_USAGE', optionProblem(error as Error & { code?: string }));
   }
   const { values, positionals } = parsed;
   const [word, ...rest] = positionals;
   if (values.help || word === undefined || word === 'help') return { ...defaults(env), command: 'help' };
-  if (!commands.includes(word as ViewsCommand)) throw new ViewsCliError('USAGE', `unknown command '${word}'`);
+  if (!commands.includes(word as ViewsCommand)) throw new ViewsCliError('VIEWS_USAGE', `unknown command '${word}'`);
   const command = word as ViewsCommand;
   for (const option of Object.keys(values)) {
     if (!allowed[command].includes(option))
-      throw new ViewsCliError('USAGE', `option --${option} does not apply to '${command}'`);
+      throw new ViewsCliError('VIEWS_USAGE', `option --${option} does not apply to '${command}'`);
   }
   if (command === 'show' ? rest.length !== 1 : rest.length > 0) {
     throw new ViewsCliError(
-      'USAGE',
+      'VIEWS_USAGE',
       command === 'show' ? "'show' takes one view name" : `unexpected argument '${rest[0]}'`,
     );
   }
   if (allowed[command].includes('dir') && !values.dir)
-    throw new ViewsCliError('USAGE', `'${command}' needs --dir <folder>`);
+    throw new ViewsCliError('VIEWS_USAGE', `'${command}' needs --dir <folder>`);
   const server = values.server ?? defaults(env).server;
-  if (!/^.+:\d+$/.test(server)) throw new ViewsCliError('USAGE', `server address '${server}' is not host:port`);
+  if (!/^.+:\d+$/.test(server)) throw new ViewsCliError('VIEWS_USAGE', `server address '${server}' is not host:port`);
   return {
     command,
     dir: values.dir,
@@ -119,9 +121,9 @@ function optionProblem(error: Error & { code?: string }): string {
   const option = /'(--?[^' ]+)/.exec(error.message)?.[1] ?? '?';
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option '${option}'`;
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-    return /does not take/.test(error.message)
-      ? `option ${option} does not take a value`
-      : `option ${option} needs a value`;
+    const name = option.startsWith('--') ? option.slice(2) : option === '-h' ? 'help' : '';
+    const takesValue = name in viewsOptions && viewsOptions[name as keyof typeof viewsOptions].type === 'string';
+    return takesValue ? `option ${option} needs a value` : `option ${option} does not take a value`;
   }
   return error.message;
 }
@@ -141,6 +143,6 @@ function readCa(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new ViewsCliError('FILE_ERROR', `cannot read --tls-ca '${path}': ${(error as Error).message}`);
+    throw new ViewsCliError('VIEWS_FILE_ERROR', `cannot read --tls-ca '${path}': ${(error as Error).message}`);
   }
 }

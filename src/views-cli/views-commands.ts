@@ -203,7 +203,7 @@ export async function showCommand(server: DefinitionServer, name: string, output
   if (!definition) {
     const known = definitions.map((d) => d.name).join(', ') || 'none';
     throw new ViewsCliError(
-      'DEFINITION_NOT_FOUND',
+      'VIEWS_DEFINITION_NOT_FOUND',
       `no view set definition named '${name}' on ${server.address} (it has: ${known})`,
     );
   }

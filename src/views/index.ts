@@ -26,7 +26,7 @@ export {
 } from './view-session.js';
 export { instanceView, instanceViews, processSpansRelation, type InstanceView } from './instance-views.js';
 export { ViewRegistry } from './view-registry.js';
-export { ViewDefinitionError } from './errors.js';
+export { viewErrors } from './errors.js';
 export type { StoredDefinition, ViewDefinition } from './view-definition.js';
 export { deleteDefinition, saveDefinition, storedDefinitions } from './definition-store.js';
 export { buildViewSet, viewSetsRead } from './view-validation.js';

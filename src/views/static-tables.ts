@@ -1,6 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { viewErrors } from './errors.js';
 import { quoteIdentifier, quoteLiteral } from './view-session.js';
 
 // MICROMEGAS_STATIC_TABLES_URL: a folder of CSV, JSON and Parquet files, each a read-only
@@ -25,14 +26,15 @@ export interface StaticTable {
 export async function findStaticTables(
   url: string,
 ): Promise<{ folder: string; tables: StaticTable[]; skipped: string[] }> {
-  if (!url.startsWith('file://'))
-    throw new Error(`MICROMEGAS_STATIC_TABLES_URL: only file:// URLs are supported, got '${url}'`);
   const folder = fileURLToPath(url);
   let entries;
   try {
     entries = await readdir(folder, { withFileTypes: true });
   } catch (error) {
-    throw new Error(`MICROMEGAS_STATIC_TABLES_URL: cannot read ${folder}: ${(error as Error).message}`);
+    throw viewErrors.error(
+      'STATIC_TABLES_UNREADABLE',
+      `MICROMEGAS_STATIC_TABLES_URL: cannot read ${folder}: ${(error as Error).message}`,
+    );
   }
   const tables: StaticTable[] = [];
   const skipped: string[] = [];

@@ -1,6 +1,6 @@
 import type { Field } from 'apache-arrow';
 import { queryShape, type DuckDBEngine, type QueryShape } from '../engine/index.js';
-import { ViewDefinitionError } from './errors.js';
+import { viewErrors } from './errors.js';
 import { orreryFunctionKind } from './orrery-functions.js';
 import type { ViewDefinition } from './view-definition.js';
 import { emptyRelation, sessionStatements, withSource } from './view-session.js';
@@ -39,7 +39,7 @@ const integerTypes =
   /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|DECIMAL\(\d+,0\))$/;
 
 const fail = (message: string): never => {
-  throw new ViewDefinitionError(message);
+  throw viewErrors.error('VIEW_DEFINITION_INVALID', message);
 };
 
 /** Placeholder values used when planning a query (any valid range will do). */

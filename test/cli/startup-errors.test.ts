@@ -1,7 +1,7 @@
 // What `orrery` prints when it cannot start: one line saying why, no stack trace, exit 1 (2 for a bad setting).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -114,4 +114,62 @@ describe('startup errors', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  // Issue 8: a setting that cannot be used stops start-up in configuration loading, before anything
+  // starts (no Postgres, no DuckDB): one line naming the variable, exit 2.
+  for (const [variable, value, expected] of [
+    [
+      'MICROMEGAS_STATIC_TABLES_URL',
+      's3://bucket/tables',
+      "orrery: MICROMEGAS_STATIC_TABLES_URL: only file:// URLs are supported, got 's3://bucket/tables'",
+    ],
+    ['MICROMEGAS_STATIC_TABLES_URL', 'not a url', "orrery: MICROMEGAS_STATIC_TABLES_URL: not a URL: 'not a url'"],
+    [
+      'MICROMEGAS_STATIC_TABLES_URL',
+      'file:///no/such/orrery/folder',
+      'orrery: MICROMEGAS_STATIC_TABLES_URL: /no/such/orrery/folder is not a folder',
+    ],
+    [
+      'MICROMEGAS_OBJECT_STORE_URI',
+      'gs://bucket/lake',
+      "orrery: MICROMEGAS_OBJECT_STORE_URI: only file:// URLs are supported, got 'gs://bucket/lake'",
+    ],
+    [
+      'MICROMEGAS_OBJECT_STORE_URI',
+      'file://host/lake',
+      'orrery: MICROMEGAS_OBJECT_STORE_URI: File URL host must be "localhost" or empty on linux',
+    ],
+    [
+      'MICROMEGAS_SQL_CONNECTION_STRING',
+      'mysql://db/x',
+      'orrery: MICROMEGAS_SQL_CONNECTION_STRING must be a postgres://user:password@host:port/database URL',
+    ],
+    [
+      'ORRERY_DUCKDB_MEMORY_LIMIT',
+      'lots',
+      "orrery: ORRERY_DUCKDB_MEMORY_LIMIT must be a size such as 4GB or 512MiB, got 'lots'",
+    ],
+  ]) {
+    it(`refuses ${variable}=${value} before starting anything`, () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'orrery-start-'));
+      try {
+        const run = spawnSync(process.execPath, [cli, 'serve'], {
+          env: {
+            ...process.env,
+            ORRERY_DATA_DIR: dataDir,
+            ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
+            ORRERY_HTTP_ADDR: '127.0.0.1:0',
+            [variable]: value,
+          },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+        assert.equal(run.stderr, `${expected}\n`);
+        assert.equal(run.status, 2);
+        assert.deepEqual(readdirSync(dataDir), [], 'nothing was created in the data folder');
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  }
 });

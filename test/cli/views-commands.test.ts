@@ -249,7 +249,7 @@ describe('views commands', () => {
     assert.deepEqual(out, createStatement('log_stats', 3000).split('\n'));
     await assert.rejects(showCommand(server, 'log_statz', output), {
       name: 'ViewsCliError',
-      code: 'DEFINITION_NOT_FOUND',
+      code: 'VIEWS_DEFINITION_NOT_FOUND',
       exitStatus: 1,
       message: "no view set definition named 'log_statz' on fake:50051 (it has: log_stats)",
     });
@@ -257,7 +257,7 @@ describe('views commands', () => {
 
   it('plan and apply refuse a missing folder', async () => {
     await assert.rejects(planCommand(new FakeServer([]), join(dir, 'nope'), false, capture().output), {
-      code: 'DIR_NOT_FOUND',
+      code: 'VIEWS_DIR_NOT_FOUND',
       exitStatus: 2,
       message: `folder '${join(dir, 'nope')}' does not exist`,
     });

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   DuckDBEngine,
-  EngineError,
   duckdbBuild,
   extensionCacheFolder,
   extensionFile,
   findExtensions,
 } from '../../src/engine/index.js';
+import { OrreryError } from '../../src/errors/index.js';
 import { clientFor, scalar, startRole } from '../lakehouse/lakehouse-fixtures.js';
 
 async function rows(engine: DuckDBEngine, sql: string): Promise<unknown[][]> {
@@ -61,7 +61,8 @@ describe('DuckDB extensions (issue 12)', () => {
     writeSync(fd, byte, 0, 1, 4096);
     closeSync(fd);
     await assert.rejects(DuckDBEngine.create({ extensions: [altered] }), (error: unknown) => {
-      assert.ok(error instanceof EngineError);
+      assert.ok(error instanceof OrreryError);
+      assert.equal(error.code, 'EXTENSION_LOAD_FAILED');
       assert.equal(error.status, 'UNAVAILABLE');
       assert.match(error.message, /cannot load the DuckDB extension .*httpfs\.duckdb_extension: .*signature/i);
       return true;

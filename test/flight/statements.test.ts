@@ -1,6 +1,7 @@
 // Statement execution through Flight SQL: types, framing, tickets, headers, errors.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import type { FlightClientError } from '../../src/client/index.js';
 import { packAny, type TestFlightClient } from '../support/flight-client.js';
 import { useOrrery } from '../support/orrery-process.js';
 
@@ -112,6 +113,29 @@ describe('statements', () => {
       c.client.pollFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT * FROM nowhere' })),
       { code: 3 },
     );
+  });
+
+  it('classifies DuckDB errors by their type, not by the words in them (issue 8)', async () => {
+    const refusal = (sql: string) =>
+      c.query(sql).then(
+        () => assert.fail(`${sql} succeeded`),
+        (error: FlightClientError) => ({
+          code: error.code,
+          errorCode: error.errorCode,
+          details: error.details.split('\n')[0],
+        }),
+      );
+    // The statement says "interrupt": still a conversion error, not a cancellation.
+    assert.deepEqual(await refusal("SELECT 'x'::INTEGER AS interrupt_flag"), {
+      code: 3,
+      errorCode: 'QUERY_INVALID',
+      details: "Conversion Error: Could not convert string 'x' to INT32",
+    });
+    assert.deepEqual(await refusal("SELECT error('INTERRUPT Error: query cancelled') AS x"), {
+      code: 3,
+      errorCode: 'QUERY_INVALID',
+      details: 'Invalid Input Error: INTERRUPT Error: query cancelled',
+    });
   });
 
   it('streams large results in batches, each FlightData under 4 MiB', async () => {

@@ -43,12 +43,12 @@ describe('MetadataStore, embedded', () => {
     await store.close();
     await assert.rejects(store.query('SELECT 1'), {
       name: 'MetadataError',
-      code: 'CLOSED',
+      code: 'METADATA_CLOSED',
       message: 'the metadata store has been closed',
     });
     await assert.rejects(
       store.transaction(async () => 1),
-      { code: 'CLOSED' },
+      { code: 'METADATA_CLOSED' },
     );
   });
 });
@@ -303,7 +303,7 @@ describe('MetadataStore, external server', () => {
         assert.equal(await other.locks.tryWhileHolding('range-3', async () => 'ran'), 'ran');
         await assert.rejects(
           store.locks.tryWhileHolding('range-4', async () => 'ran'),
-          { code: 'CLOSED' },
+          { code: 'METADATA_CLOSED' },
         );
       } finally {
         await Promise.all([store.close(), other.close()]);

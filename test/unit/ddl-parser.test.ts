@@ -1,7 +1,7 @@
 // CREATE / DROP MATERIALIZED VIEW parsing (spec: materialized-views.md, "Creating and dropping a view", "Options").
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FlightSqlError } from '../../src/flight/index.js';
+import { OrreryError } from '../../src/errors/index.js';
 import type { DdlErrorCode } from '../../src/sql/ddl-errors.js';
 import { parseDdl, type MaterializedViewOptions } from '../../src/sql/ddl-parser.js';
 import { specExample as specExampleOf } from '../support/spec-example.js';
@@ -190,10 +190,10 @@ describe('parseDdl: other statements', () => {
 });
 
 describe('parseDdl: errors', () => {
-  it('throws a FlightSqlError', () =>
+  it('throws an OrreryError', () =>
     assert.throws(
       () => parseDdl('DROP MATERIALIZED VIEW source'),
-      (error) => error instanceof FlightSqlError && error.status === 'INVALID_ARGUMENT',
+      (error) => error instanceof OrreryError && error.status === 'INVALID_ARGUMENT',
     ));
 
   // One statement per call.

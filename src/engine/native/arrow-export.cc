@@ -292,6 +292,9 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
 
   void Done() { busy_ = false; }
 
+  // DuckDB's error type (duckdb_error_type) of the failure Fill reported.
+  int ErrorType() const { return errorType_; }
+
  private:
   void Assemble(Batch &batch) {
     struct Part {
@@ -340,7 +343,10 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       if (!chunk || duckdb_data_chunk_get_size(chunk) == 0) {
         if (chunk) duckdb_destroy_data_chunk(&chunk);
         const char *message = duckdb_result_error(result_);
-        if (message && *message) fetchError_ = message;
+        if (message && *message) {
+          fetchError_ = message;
+          fetchErrorType_ = duckdb_result_error_type(result_);
+        }
         break;
       }
       ahead_.push_back(chunk);
@@ -357,6 +363,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     available_.wait(lock, [this] { return !ahead_.empty() || fetched_; });
     if (ahead_.empty()) {
       error = fetchError_;
+      errorType_ = fetchErrorType_;
       return nullptr;
     }
     duckdb_data_chunk chunk = ahead_.front();
@@ -391,6 +398,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   idx_t chunkSize_ = 0;
   bool finished_ = false;
   bool busy_ = false;
+  int errorType_ = 0;
 
   std::thread fetcher_;
   std::mutex mutex_;
@@ -400,6 +408,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   bool fetched_ = false;
   bool stopping_ = false;
   std::string fetchError_;
+  int fetchErrorType_ = 0;
 };
 
 class FillWorker : public Napi::AsyncWorker {
@@ -433,9 +442,12 @@ class FillWorker : public Napi::AsyncWorker {
     deferred_.Resolve(result);
   }
 
+  // Rejects with an Error carrying DuckDB's error type as `errorType`, so callers classify by type.
   void OnError(const Napi::Error &error) override {
     exporter_->Done();
-    deferred_.Reject(error.Value());
+    Napi::Object value = error.Value();
+    value.Set("errorType", Napi::Number::New(Env(), exporter_->ErrorType()));
+    deferred_.Reject(value);
   }
 
 
@@ -460,13 +472,19 @@ Napi::Value Exporter::Next(const Napi::CallbackInfo &info) {
   return worker->Promise();
 }
 
-// resultError(resultExternal): the error a result ended with, or null. @duckdb/node-api ends a
-// streaming result that fails midway as if it were complete, so its callers ask here.
+// resultError(resultExternal): { type, message } of the error a result ended with (type as
+// duckdb_error_type numbers it), or null. @duckdb/node-api ends a streaming result that fails
+// midway as if it were complete, and does not expose error types, so its callers ask here.
 Napi::Value ResultError(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsExternal()) throw Napi::TypeError::New(env, "resultError(result)");
-  const char *message = duckdb_result_error(info[0].As<Napi::External<duckdb_result>>().Data());
-  return message && *message ? Napi::String::New(env, message) : env.Null();
+  duckdb_result *result = info[0].As<Napi::External<duckdb_result>>().Data();
+  const char *message = duckdb_result_error(result);
+  if (!message || !*message) return env.Null();
+  Napi::Object failure = Napi::Object::New(env);
+  failure.Set("type", Napi::Number::New(env, duckdb_result_error_type(result)));
+  failure.Set("message", Napi::String::New(env, message));
+  return failure;
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {

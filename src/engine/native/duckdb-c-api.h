@@ -41,4 +41,6 @@ void duckdb_destroy_data_chunk(duckdb_data_chunk *chunk);
 void *duckdb_vector_get_data(duckdb_vector vector);
 uint64_t *duckdb_vector_get_validity(duckdb_vector vector);
 const char *duckdb_result_error(duckdb_result *result);
+// duckdb.h declares the result an enum (duckdb_error_type); an int has its size and its values.
+int duckdb_result_error_type(duckdb_result *result);
 }

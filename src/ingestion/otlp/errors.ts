@@ -1,34 +1,43 @@
-/**
- * Stable codes of the errors OTLP decoding reports, each with the HTTP status the ingestion server answers
- * and what it means. Codes are never reused.
- */
-export const otlpErrorCodes = {
+import { OrreryError, declareErrors } from '../../errors/index.js';
+
+/** The errors OTLP decoding reports, each with the HTTP status the ingestion server answers. */
+export const otlpErrors = declareErrors('ingestion', {
   OTLP_MALFORMED_BODY: {
+    status: 'INVALID_ARGUMENT',
     httpStatus: 400,
     meaning: 'the body is not a valid OTLP request (protobuf, JSON, gzip or shape)',
   },
-  OTLP_BODY_TOO_LARGE: { httpStatus: 413, meaning: 'the (decompressed) body is larger than the configured cap' },
-  OTLP_UNSUPPORTED_ENCODING: { httpStatus: 415, meaning: 'Content-Encoding is neither identity nor gzip' },
+  OTLP_BODY_TOO_LARGE: {
+    status: 'RESOURCE_EXHAUSTED',
+    httpStatus: 413,
+    meaning: 'the (decompressed) body is larger than ORRERY_MAX_BODY_BYTES',
+  },
+  OTLP_UNSUPPORTED_ENCODING: {
+    status: 'INVALID_ARGUMENT',
+    httpStatus: 415,
+    meaning: 'Content-Encoding is neither identity nor gzip',
+  },
   OTLP_UNSUPPORTED_MEDIA_TYPE: {
+    status: 'INVALID_ARGUMENT',
     httpStatus: 415,
     meaning: 'Content-Type is neither application/x-protobuf nor application/json',
   },
-} as const;
+});
+
+/** Every OTLP code with what it means (and its HTTP status). */
+export const otlpErrorCodes = otlpErrors.codes;
 
 /** One of the codes in {@link otlpErrorCodes}. */
 export type OtlpErrorCode = keyof typeof otlpErrorCodes;
 
 /** An OTLP request the server refuses: a stable code, its HTTP status and a message naming the bad input. */
-export class OtlpDecodeError extends Error {
-  readonly httpStatus: 400 | 413 | 415;
+export class OtlpDecodeError extends OrreryError {
+  declare readonly code: OtlpErrorCode;
+  declare readonly httpStatus: 400 | 413 | 415;
 
-  constructor(
-    readonly code: OtlpErrorCode,
-    message: string,
-  ) {
-    super(message);
+  constructor(code: OtlpErrorCode, message: string) {
+    super(code, message);
     this.name = 'OtlpDecodeError';
-    this.httpStatus = otlpErrorCodes[code].httpStatus;
   }
 }
 

@@ -1,0 +1,13 @@
+import { declareErrors } from '../errors/index.js';
+
+/** Errors of materialization. */
+export const maintenanceErrors = declareErrors('maintenance', {
+  COUNT_QUERY_SHAPE: {
+    status: 'FAILED_PRECONDITION',
+    meaning: "a view set's count_src_query did not return one row with one column",
+  },
+  SOURCE_VIEW_NOT_LOADED: {
+    status: 'FAILED_PRECONDITION',
+    meaning: 'a view set reads another view set that is not loaded (its definition failed or was dropped)',
+  },
+});

@@ -1,0 +1,101 @@
+import { declareErrors } from '../errors/index.js';
+
+/** Errors of the SQL backend: who may run what, statement routing, Orrery's functions and procedures. */
+export const sqlErrors = declareErrors('sql', {
+  KEY_REFUSED: { status: 'UNAUTHENTICATED', meaning: 'the key (or user name and key) is not one the server knows' },
+  ADMIN_ONLY: {
+    status: 'PERMISSION_DENIED',
+    meaning: 'an admin function, procedure or materialized-view DDL, called with a key that is not an admin',
+  },
+  SELECT_ONLY: { status: 'PERMISSION_DENIED', meaning: 'a key that is not an admin ran a statement other than SELECT' },
+  RELATION_DENIED: {
+    status: 'PERMISSION_DENIED',
+    meaning:
+      'a key that is not an admin read a file, an internal relation, a relation outside the orrery catalog, or a table function it may not call',
+  },
+  MULTIPLE_STATEMENTS: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'the text holds more than one statement; send one per call',
+  },
+  FUNCTION_ARGUMENT_INVALID: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'an argument of an Orrery function or admin procedure is missing, not a literal, or out of its range',
+  },
+  PROCEDURE_NOT_ALONE: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'an admin procedure must be the whole statement: SELECT * FROM f(...)',
+  },
+  LAKEHOUSE_UNAVAILABLE: {
+    status: 'UNIMPLEMENTED',
+    meaning: 'the function needs the lakehouse, which this server does not run',
+  },
+  QUERY_DENIED: {
+    status: 'RESOURCE_EXHAUSTED',
+    meaning: 'a deny rule (deny_queries) matches the statement; the message names the rule and its reason',
+  },
+  DENY_RULE_INVALID: {
+    status: 'INVALID_ARGUMENT',
+    meaning:
+      'the match_expr of deny_queries is not one boolean expression over (user_id, sql, admin, client, tables, functions)',
+  },
+  DENY_RULE_NOT_FOUND: { status: 'NOT_FOUND', meaning: 'remove_query_denial names a rule that does not exist' },
+  PARTITION_NOT_FOUND: {
+    status: 'NOT_FOUND',
+    meaning: 'retire_partition_by_metadata or retire_partition_by_file names no stored partition',
+  },
+  SERIES_TABLES_UNAVAILABLE: {
+    status: 'UNIMPLEMENTED',
+    meaning: 'bulk ingest or set_retention on a server that runs without series tables (its start-up log says why)',
+  },
+  INGEST_TARGET_INVALID: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'a bulk ingest names no table, a temporary table, or a catalog or schema other than orrery.main',
+  },
+  LAKE_INTERNALS_DENIED: {
+    status: 'PERMISSION_DENIED',
+    meaning: "a statement names the series tables' DuckLake internals, or is an ATTACH or DETACH",
+  },
+  TRANSACTION_UNKNOWN: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'a transaction id that has ended, or was never begun by this key',
+  },
+  TOO_MANY_TRANSACTIONS: {
+    status: 'RESOURCE_EXHAUSTED',
+    meaning: 'the server holds as many open transactions as it allows',
+  },
+  SERVER_STOPPING: { status: 'UNAVAILABLE', meaning: 'the server is shutting down and begins no new transaction' },
+  TOO_MANY_STATEMENTS: {
+    status: 'RESOURCE_EXHAUSTED',
+    meaning:
+      "the key's statements fill ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY and its queue ORRERY_MAX_QUEUED_QUERIES_PER_KEY",
+  },
+  TOO_MANY_BIND_ROWS: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'more parameter rows bound to one statement than ORRERY_MAX_BIND_ROWS',
+  },
+  DDL_SYNTAX_ERROR: {
+    status: 'INVALID_ARGUMENT',
+    meaning:
+      'CREATE/DROP MATERIALIZED VIEW: a token is missing or out of place, or a literal, comment or parenthesis is not closed',
+  },
+  DDL_MULTIPLE_STATEMENTS: {
+    status: 'INVALID_ARGUMENT',
+    meaning: "text other than comments follows the DDL statement's ';'",
+  },
+  DDL_UNSUPPORTED_CLAUSE: {
+    status: 'INVALID_ARGUMENT',
+    meaning:
+      'a clause other SQL dialects accept (AS <query>, IF NOT EXISTS, CASCADE, a qualified name) that Orrery does not',
+  },
+  DDL_INVALID_NAME: {
+    status: 'INVALID_ARGUMENT',
+    meaning: "the view name breaks the naming rule, starts with '__', or is 'source'",
+  },
+  DDL_UNKNOWN_OPTION: { status: 'INVALID_ARGUMENT', meaning: 'a WITH option Orrery does not know' },
+  DDL_REPEATED_OPTION: { status: 'INVALID_ARGUMENT', meaning: 'a WITH option given twice' },
+  DDL_MISSING_OPTION: { status: 'INVALID_ARGUMENT', meaning: 'a required WITH option is absent' },
+  DDL_INVALID_OPTION_VALUE: {
+    status: 'INVALID_ARGUMENT',
+    meaning: "a WITH option's value has the wrong type or form (empty query, bad delta, bad update_group, ...)",
+  },
+});
