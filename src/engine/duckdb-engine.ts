@@ -18,6 +18,7 @@ import { bindRow, parameterRowCount } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
 import { appendBatch } from './arrow-append.js';
 import { StatementGuard, type Deadline } from './statement-guard.js';
+import { ConnectionPool } from './connection-pool.js';
 
 export interface EngineOptions {
   /** Folders queries may read; every other file is out of reach. */
@@ -110,14 +111,22 @@ export class EngineSession {
   }
 }
 
-/** A connection for one statement: `release` closes it unless it is a session's. */
+/**
+ * A connection for one statement: `release` gives it back to the pool (kept for the next
+ * statement with the same setup when `reusable`: only SELECT statements ran on it, to their end),
+ * or does nothing when it is a session's.
+ */
 interface Lease {
   readonly connection: DuckDBConnection;
-  readonly release: () => void;
+  readonly release: (reusable: boolean) => void;
 }
 
 /** The catalog user tables live in. */
 export const catalogName = 'orrery';
+
+/** How many statement texts keep their parse tree, and the longest text kept. */
+const parsedTreeEntries = 512;
+const parsedTreeMaxText = 16 * 1024;
 
 const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, StatementType.PRAGMA, StatementType.CALL]);
 
@@ -128,6 +137,9 @@ const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, State
  */
 export class DuckDBEngine {
   private closed = false;
+  private readonly pool: ConnectionPool;
+  /** Parse trees by statement text, least recently used first (see serializedTree). */
+  private readonly parsedTrees = new Map<string, string>();
 
   private constructor(
     /** The folders queries may read (error messages may name files in them). */
@@ -135,7 +147,9 @@ export class DuckDBEngine {
     private readonly instance: DuckDBInstance,
     private readonly batchBytes: number,
     private readonly nativeExport: boolean,
-  ) {}
+  ) {
+    this.pool = new ConnectionPool(instance, [`USE ${catalogName}`]);
+  }
 
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
     // Said outright although it is DuckDB's default: extensions load only when DuckDB's signature checks pass.
@@ -240,27 +254,47 @@ export class DuckDBEngine {
    * made of SELECT statements; syntax errors throw.
    */
   async parseSelect(sql: string): Promise<{ statements: Record<string, unknown>[] } | null> {
-    const connection = await this.connect();
+    const tree = JSON.parse(await this.serializedTree(sql)) as {
+      error: boolean;
+      error_type?: string;
+      error_message?: string;
+      statements: Record<string, unknown>[];
+    };
+    if (!tree.error) return tree;
+    // DuckDB serializes SELECT statements only; anything else is not a read.
+    if (tree.error_type === 'not implemented') return null;
+    throw engineErrors.error('QUERY_INVALID', tree.error_message ?? 'cannot parse the statement');
+  }
+
+  /**
+   * json_serialize_sql of a text, big integers marked. Kept for the last texts parsed: a
+   * dashboard sends the same statements over and over, and the tree depends on the text alone.
+   */
+  private async serializedTree(sql: string): Promise<string> {
+    const cached = this.parsedTrees.get(sql);
+    if (cached !== undefined) {
+      this.parsedTrees.delete(sql);
+      this.parsedTrees.set(sql, cached);
+      return cached;
+    }
+    const { connection, release } = await this.lease();
+    let json: string;
     try {
       const reader = await connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR)', [sql]);
-      const tree = JSON.parse(markBigIntegers(String(reader.getRows()[0][0]))) as {
-        error: boolean;
-        error_type?: string;
-        error_message?: string;
-        statements: Record<string, unknown>[];
-      };
-      if (!tree.error) return tree;
-      // DuckDB serializes SELECT statements only; anything else is not a read.
-      if (tree.error_type === 'not implemented') return null;
-      throw engineErrors.error('QUERY_INVALID', tree.error_message ?? 'cannot parse the statement');
+      json = markBigIntegers(String(reader.getRows()[0][0]));
     } finally {
-      connection.closeSync();
+      release(true);
     }
+    if (sql.length <= parsedTreeMaxText) {
+      this.parsedTrees.set(sql, json);
+      if (this.parsedTrees.size > parsedTreeEntries) this.parsedTrees.delete(this.parsedTrees.keys().next().value!);
+    }
+    return json;
   }
 
   /** Every function of the database: DuckDB's built-ins and the macros created at start-up. */
   async functions(): Promise<FunctionDescription[]> {
-    const connection = await this.connect();
+    const { connection, release } = await this.lease();
     try {
       const reader = await connection.runAndReadAll(
         `SELECT database_name, schema_name, function_name, function_type, stability,
@@ -282,31 +316,35 @@ export class DuckDBEngine {
         };
       });
     } finally {
-      connection.closeSync();
+      release(true);
     }
   }
 
   /** SQL text of a json_serialize_sql tree (after a rewrite of it). */
   async deparse(tree: { statements: Record<string, unknown>[] }): Promise<string> {
-    const connection = await this.connect();
+    const { connection, release } = await this.lease();
     try {
       const json = JSON.stringify({ error: false, ...tree }).replace(markedInteger, '$1');
       const reader = await connection.runAndReadAll('SELECT json_deserialize_sql($1::JSON)', [json]);
       return String(reader.getRows()[0][0]);
     } finally {
-      connection.closeSync();
+      release(true);
     }
   }
 
   /** The rows of an internal query (catalog functions), as DuckDB's JS values. */
   async values(sql: string, session?: EngineSession): Promise<unknown[][]> {
     const { connection, release } = await this.lease([], session);
+    let reusable = false;
     try {
-      return (await connection.runAndReadAll(sql)).getRows();
+      const rows = (await connection.runAndReadAll(sql)).getRows();
+      reusable = true;
+      return rows;
     } catch (error) {
       throw sqlError(error);
     } finally {
-      release();
+      // Callers read catalog functions with a SELECT; anything else leaves nothing behind.
+      release(reusable && /^\s*SELECT\b/i.test(sql));
     }
   }
 
@@ -329,14 +367,15 @@ export class DuckDBEngine {
       try_cast: false,
     }));
     nanosecondTimestamps(tree);
-    const connection = await this.connect();
+    const sql = await this.deparse(tree);
+    const { connection, release } = await this.lease();
     try {
-      const reader = await connection.runAndReadAll(await this.deparse(tree));
+      const reader = await connection.runAndReadAll(sql);
       return reader.getRows()[0].map((value) => (value === null ? null : String(value)));
     } catch (error) {
       throw sqlError(error);
     } finally {
-      connection.closeSync();
+      release(true);
     }
   }
 
@@ -395,6 +434,7 @@ export class DuckDBEngine {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.pool.close();
     this.instance.closeSync();
   }
 
@@ -402,19 +442,25 @@ export class DuckDBEngine {
   private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
     const { connection, release } = await this.lease(options.setup, options.session);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
+    let reusable = false;
     try {
       const prepared = await prepare(connection, sql).catch((error: OrreryError) => {
         throw guard.reported(error);
       });
-      const rowSets = Math.max(1, parameterRowCount(options.parameters));
-      for (let row = 0; row < rowSets; row++) {
-        guard.check();
-        if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
-        yield* this.streamResult(prepared, schema, guard);
+      try {
+        const rowSets = Math.max(1, parameterRowCount(options.parameters));
+        for (let row = 0; row < rowSets; row++) {
+          guard.check();
+          if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
+          yield* this.streamResult(prepared, schema, guard);
+        }
+        reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
+      } finally {
+        prepared.destroySync();
       }
     } finally {
       guard.dispose();
-      release();
+      release(reusable);
     }
   }
 
@@ -470,11 +516,14 @@ export class DuckDBEngine {
   ): Promise<T> {
     const { connection, release } = await this.lease(options.setup, options.session);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
+    let reusable = false;
     try {
       const prepared = await prepare(connection, sql);
       try {
         guard.check();
-        return await use(prepared, guard);
+        const result = await use(prepared, guard);
+        reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
+        return result;
       } catch (error) {
         throw sqlError(error);
       } finally {
@@ -484,43 +533,41 @@ export class DuckDBEngine {
       throw guard.reported(error as OrreryError);
     } finally {
       guard.dispose();
-      release();
+      release(reusable);
     }
   }
 
   private async internalRows(sql: string): Promise<string[][]> {
-    const connection = await this.connect();
+    const { connection, release } = await this.lease();
     try {
       const reader = await connection.runAndReadAll(sql);
       return reader.getRows().map((row) => row.map((v) => String(v)));
     } finally {
-      connection.closeSync();
+      release(true);
     }
   }
 
-  /** A connection held for a transaction (see EngineSession). */
+  /** A connection held for a transaction (see EngineSession): its own, never one of the pool's. */
   async openSession(): Promise<EngineSession> {
-    return new EngineSession(await this.connect());
-  }
-
-  private async connect(setup: readonly string[] = []): Promise<DuckDBConnection> {
     if (this.closed) throw engineClosed();
     const connection = await this.instance.connect();
     try {
       await connection.run(`USE ${catalogName}`);
-      for (const statement of setup) await connection.run(statement);
     } catch (error) {
       connection.closeSync();
       throw sqlError(error);
     }
-    return connection;
+    return new EngineSession(connection);
   }
 
-  /** The session's connection (with the setup run on it), or a fresh one. */
+  /** The session's connection (with the setup run on it), or one of the pool's with exactly that setup. */
   private async lease(setup: readonly string[] = [], session?: EngineSession): Promise<Lease> {
     if (!session) {
-      const connection = await this.connect(setup);
-      return { connection, release: () => connection.closeSync() };
+      if (this.closed) throw engineClosed();
+      const { connection, key } = await this.pool.acquire(setup).catch((error) => {
+        throw sqlError(error);
+      });
+      return { connection, release: (reusable) => this.pool.release(connection, key, reusable) };
     }
     if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
     try {

@@ -14,8 +14,13 @@ export interface FlightSqlBackend<P = unknown> {
   /** Identity of a call that carries no credentials; absent means such calls are UNAUTHENTICATED. */
   authenticateAnonymous?(): Promise<P>;
 
-  /** Schema a query would stream, without running it (GetFlightInfo, GetSchema). */
+  /** Schema a query would stream, without running it (GetSchema; GetFlightInfo without planQuery). */
   describeQuery(ctx: CallContext<P>, statement: Statement): Promise<Schema>;
+  /**
+   * GetFlightInfo of a statement: its schema, and optionally the id of a plan the backend keeps
+   * for the DoGet that follows (sent back as the statement's `planId`), so it is planned once.
+   */
+  planQuery?(ctx: CallContext<P>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }>;
   /** Runs a query and streams its batches; the schema is the one describeQuery gives. */
   executeQuery(ctx: CallContext<P>, statement: Statement): Promise<QueryResult>;
   /** Runs a statement for its effect; returns the affected row count, or -1 when unknown. */
@@ -49,6 +54,8 @@ export interface Statement {
   readonly transactionId?: Uint8Array;
   /** True when run through a prepared-statement handle rather than as an ad-hoc statement. */
   readonly prepared?: boolean;
+  /** From the ticket: the plan planQuery kept for this statement (the backend checks it is the caller's). */
+  readonly planId?: Uint8Array;
 }
 
 /** Per-call state handed to the backend. */

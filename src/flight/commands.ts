@@ -78,6 +78,24 @@ export function toPlan(plan: { plan?: Uint8Array; version?: string } | undefined
   return { plan: plan?.plan ?? new Uint8Array(0), version: plan?.version ?? '' };
 }
 
+/**
+ * GetFlightInfo of a command: its schema and the ticket DoGet will redeem, self-contained (any
+ * server can serve it), with the id of the plan the backend kept for it when it keeps one.
+ */
+export async function commandInfo<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  command: Command,
+  cmd: Uint8Array,
+): Promise<{ schema: Schema; ticket: Uint8Array }> {
+  if (command.kind === 'statement' && command.handle.kind === 'sql' && backend.planQuery) {
+    const { schema, planId } = await backend.planQuery(ctx, command.handle.statement);
+    const handle: HandleStatement = { kind: 'sql', statement: { ...command.handle.statement, planId } };
+    return { schema, ticket: commandTicket({ kind: 'statement', handle }, cmd) };
+  }
+  return { schema: await commandSchema(backend, ctx, command), ticket: commandTicket(command, cmd) };
+}
+
 /** The schema a command's result will have. */
 export async function commandSchema<P>(
   backend: FlightSqlBackend<P>,
@@ -91,7 +109,7 @@ export async function commandSchema<P>(
 }
 
 /** The ticket DoGet will redeem for a command: self-contained, so any server can serve it. */
-export function commandTicket(command: Command, cmd: Uint8Array): Uint8Array {
+function commandTicket(command: Command, cmd: Uint8Array): Uint8Array {
   if (command.kind === 'statement')
     return packAny('TicketStatementQuery', { statementHandle: encodeHandle(command.handle) });
   return cmd;

@@ -4,7 +4,7 @@ import type { RecordBatch, Data } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, QueryResult } from './backend.js';
 import { authenticate, deadlineMillis, headerMap, makeContext, readCredentials } from './call-context.js';
 import { runAction, supportedActions } from './actions.js';
-import { commandSchema, commandTicket, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
+import { commandInfo, commandSchema, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
 import { flightErrors, invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
@@ -134,11 +134,11 @@ export class FlightSqlServer<P> {
   private async flightInfo(ctx: CallContext<P>, request: Descriptor): Promise<Record<string, unknown>> {
     const descriptor = checkCommand(request);
     const command = decodeDescriptorCommand(descriptor.cmd);
-    const schema = await commandSchema(this.backend, ctx, command);
+    const { schema, ticket } = await commandInfo(this.backend, ctx, command, descriptor.cmd);
     return {
       schema: encapsulateSchema(schemaForClient(schema, ctx.options.zonedTimestamps)),
       flightDescriptor: request,
-      endpoint: [{ ticket: { ticket: commandTicket(command, descriptor.cmd) } }],
+      endpoint: [{ ticket: { ticket } }],
       totalRecords: -1,
       totalBytes: -1,
     };

@@ -4,10 +4,11 @@ import { invalidArgument } from './errors.js';
 import type { PlanStatement, Statement } from './backend.js';
 
 // Statement and prepared-statement handles carry the whole statement: query text (or
-// Substrait plan), transaction id and bound parameters. The server keeps no per-statement
+// Substrait plan), transaction id and bound parameters. The server needs no per-statement
 // state, so a handle works on any server of a deployment and nothing leaks when a client
 // never closes its statement. A handle is no more powerful than the text it carries,
-// which the client could have sent as a query anyway.
+// which the client could have sent as a query anyway. A statement's ticket may also carry the
+// id of the plan GetFlightInfo made, which only saves planning it again where that plan is.
 
 // A handle opens with the length-delimited field "orq\x01" (bytes 04 6f 72 71 01).
 const magic = new Uint8Array([0x6f, 0x72, 0x71, 0x01]);
@@ -21,6 +22,7 @@ export function encodeHandle(handle: HandleStatement): Uint8Array {
   else writer.uint32(34).bytes(handle.statement.plan.plan).uint32(42).string(handle.statement.plan.version);
   if (handle.statement.transactionId) writer.uint32(18).bytes(handle.statement.transactionId);
   if (handle.statement.parameters) writer.uint32(26).bytes(tableToIPC(handle.statement.parameters, 'stream'));
+  if (handle.kind === 'sql' && handle.statement.planId) writer.uint32(50).bytes(handle.statement.planId);
   return writer.finish();
 }
 
@@ -38,6 +40,7 @@ export function decodeHandle(bytes: Uint8Array): HandleStatement {
     let version = '';
     let transactionId: Uint8Array | undefined;
     let parameters: Table | undefined;
+    let planId: Uint8Array | undefined;
     while (reader.pos < reader.len) {
       const tag = reader.uint32();
       if (tag === 10) query = reader.string();
@@ -45,10 +48,11 @@ export function decodeHandle(bytes: Uint8Array): HandleStatement {
       else if (tag === 26) parameters = readParameters(reader.bytes());
       else if (tag === 34) plan = reader.bytes();
       else if (tag === 42) version = reader.string();
+      else if (tag === 50) planId = reader.bytes();
       else reader.skipType(tag & 7);
     }
     if (plan) return { kind: 'plan', statement: { plan: { plan, version }, transactionId, parameters } };
-    return { kind: 'sql', statement: { query: query ?? '', transactionId, parameters } };
+    return { kind: 'sql', statement: { query: query ?? '', transactionId, parameters, planId } };
   } catch {
     throw invalidArgument('malformed statement handle');
   }

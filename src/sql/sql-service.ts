@@ -54,6 +54,7 @@ import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } fro
 import { Transactions } from './transactions.js';
 import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
 import type { OrreryMetrics } from '../metrics/index.js';
+import { PlanCache } from './plan-cache.js';
 
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([
@@ -69,10 +70,18 @@ const countSchema = new Schema([new Field('Count', new Int64(), false)]);
 
 /** How a statement runs: on DuckDB, as an admin procedure, or as view set DDL, the last two run by Orrery itself. */
 type Plan =
-  | { kind: 'engine'; sql: string; description: StatementDescription; options: RunOptions }
+  | EnginePlan
   | { kind: 'procedure'; call: TableFunctionCall; schema: Schema; scalar?: boolean }
   | { kind: 'ddl'; statement: DdlStatement }
   | { kind: 'series'; write: SeriesWrite; session?: EngineSession };
+
+/** A statement DuckDB runs: its text as rewritten, what it answers, its setup (temporary views) and run options. */
+interface EnginePlan {
+  readonly kind: 'engine';
+  readonly sql: string;
+  readonly description: StatementDescription;
+  readonly options: RunOptions;
+}
 
 /** The lakehouse plus what its admin procedures and DDL need. */
 export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & {
@@ -91,6 +100,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Flight SQL transactions, offered where series tables are (there is something to commit). */
   readonly transactions?: Transactions;
   private readonly limits: StatementLimits;
+  /** Plans of GetFlightInfo kept for their DoGet. */
+  private readonly plans = new PlanCache<EnginePlan>();
 
   constructor(
     private readonly keyring: Keyring,
@@ -129,17 +140,37 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async describeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<Schema> {
+    return this.limited(ctx, statement, false, async (run) => planSchema(await this.plan(ctx, statement, run)));
+  }
+
+  /** The plan GetFlightInfo kept for this DoGet, with this call's signal and deadline. */
+  private keptPlan(ctx: CallContext<Principal>, statement: Statement, run: StatementRun): EnginePlan | undefined {
+    if (statement.parameters || statement.transactionId) return undefined;
+    const plan = this.plans.take(statement.planId, ctx, statement.query);
+    return plan && { ...plan, options: { ...plan.options, signal: ctx.signal, deadline: run.deadline } };
+  }
+
+  /**
+   * GetFlightInfo: the schema, and for a statement DuckDB runs (no parameters, no transaction)
+   * the id of its plan, kept for the DoGet that follows.
+   */
+  async planQuery(ctx: CallContext<Principal>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }> {
     return this.limited(ctx, statement, false, async (run) => {
       const plan = await this.plan(ctx, statement, run);
-      if (plan.kind === 'series') return countSchema;
-      return plan.kind === 'engine' ? plan.description.schema : plan.kind === 'ddl' ? ddlSchema : plan.schema;
+      if (plan.kind !== 'engine') return { schema: planSchema(plan) };
+      const keep = !statement.parameters && !statement.transactionId && plan.description.returnsRows;
+      return {
+        schema: plan.description.schema,
+        planId: keep ? this.plans.put(ctx, statement.query, plan) : undefined,
+      };
     });
   }
 
   async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
     const run = await this.limits.begin(ctx.principal.name, ctx, true);
     try {
-      const plan = await this.plan(ctx, statement, run);
+      const kept = this.keptPlan(ctx, statement, run);
+      const plan = kept ?? (await this.plan(ctx, statement, run));
       if (plan.kind === 'procedure')
         return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
       if (plan.kind === 'ddl')
@@ -548,6 +579,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const values: Record<string, unknown> = { time: Date.now(), msg: message };
       yield batchFromRows(plan.schema, [plan.schema.fields.map((f) => values[f.name])]);
     }
+  }
+}
+
+/** What a plan answers. */
+function planSchema(plan: Plan): Schema {
+  switch (plan.kind) {
+    case 'engine':
+      return plan.description.schema;
+    case 'series':
+      return countSchema;
+    case 'ddl':
+      return ddlSchema;
+    case 'procedure':
+      return plan.schema;
   }
 }
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, readerKey, startTestOrrery, useOrrery } from '../support/orrery-process.js';
-import { TestFlightClient } from '../support/flight-client.js';
+import { TestFlightClient, packAny } from '../support/flight-client.js';
 
 const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
 const keys = JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]);
@@ -54,6 +54,30 @@ describe('security', () => {
       code: 7,
     });
     assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 2);
+  });
+
+  it('issue 10: the plan a ticket names serves only the key and headers that made it, once', async () => {
+    const team = new TestFlightClient(fixture.orrery.address);
+    team.headers.authorization = `Bearer ${teamKey.key}`;
+    try {
+      const sql = 'SELECT count(*) FROM log_entries';
+      const cmd = packAny('CommandStatementQuery', { query: sql });
+      const countOf = async (c: TestFlightClient, ticket: Uint8Array, headers?: Record<string, string>) =>
+        Number((await c.doGet(ticket, headers)).table.getChildAt(0)!.get(0));
+      // team_x's plan reads team_x's rows and public's; the reader redeeming its ticket reads public's only.
+      const [teamTicket] = (await team.getFlightInfo(cmd)).endpoints.map((e) => e.ticket);
+      assert.equal(await countOf(reader, teamTicket), 1);
+      assert.equal(await countOf(team, teamTicket), 2);
+      assert.equal(await countOf(team, teamTicket), 2, 'a ticket redeemed again is planned again');
+      // Headers sent with DoGet are the ones that count: a time range there is honoured.
+      const [ticket] = (await team.getFlightInfo(cmd)).endpoints.map((e) => e.ticket);
+      assert.equal(await countOf(team, ticket, { query_range_begin: '2100-01-01T00:00:00Z' }), 0);
+      const [adminTicket] = (await admin.getFlightInfo(cmd)).endpoints.map((e) => e.ticket);
+      assert.equal(await countOf(team, adminTicket), 2);
+      assert.equal(await countOf(reader, adminTicket), 1);
+    } finally {
+      team.close();
+    }
   });
 });
 
