@@ -1,6 +1,7 @@
 import { Schema } from 'apache-arrow';
-import type { CallContext, FlightSqlBackend, PreparedStatementInfo } from './backend.js';
-import { toPlan } from './commands.js';
+import type { CallContext, CancelResult, FlightSqlBackend, PreparedStatementInfo } from './backend.js';
+import type protobuf from 'protobufjs';
+import { decodeTicket, toPlan } from './commands.js';
 import { invalidArgument, unimplemented } from './errors.js';
 import { announcedParameterSchema, schemaForClient } from './client-timestamps.js';
 import { Flight, FlightSql, decodeSql, encapsulateSchema, encode, packAny, unpackAny } from '../wire/index.js';
@@ -14,6 +15,7 @@ const descriptions: Record<string, string> = {
   EndTransaction: 'Commits or rolls back a transaction (ActionEndTransactionRequest)',
   BeginSavepoint: 'Creates a savepoint (ActionBeginSavepointRequest)',
   EndSavepoint: 'Releases or rolls back a savepoint (ActionEndSavepointRequest)',
+  CancelFlightInfo: 'Cancels the statement of a FlightInfo (CancelFlightInfoRequest)',
   CancelQuery: 'Cancels a query (ActionCancelQueryRequest)',
   SetSessionOptions: 'Sets session options (SetSessionOptionsRequest)',
   GetSessionOptions: 'Lists session options (GetSessionOptionsRequest)',
@@ -28,7 +30,8 @@ export function supportedActions<P>(backend: FlightSqlBackend<P>): Array<{ type:
       if (type === 'BeginTransaction' || type === 'EndTransaction') return backend.transactions !== undefined;
       if (type === 'BeginSavepoint' || type === 'EndSavepoint')
         return backend.transactions?.beginSavepoint !== undefined;
-      if (type === 'CancelQuery') return backend.cancelQuery !== undefined;
+      if (type === 'CancelQuery') return backend.cancelQuery !== undefined || backend.cancelStatement !== undefined;
+      if (type === 'CancelFlightInfo') return backend.cancelStatement !== undefined;
       return true;
     })
     .map(([type, description]) => ({ type, description }));
@@ -106,11 +109,19 @@ export async function runAction<P>(
       await transactions.endSavepoint(ctx, m.savepointId ?? new Uint8Array(0), m.action === 1);
       return [];
     }
+    case 'CancelFlightInfo': {
+      const request = Flight.CancelFlightInfoRequest.toObject(decodeFlight(Flight.CancelFlightInfoRequest, body), {
+        defaults: false,
+      }) as { info?: FlightInfoMessage };
+      return [encode(Flight.CancelFlightInfoResult, { status: await cancelInfo(backend, ctx, request.info) })];
+    }
     case 'CancelQuery': {
-      if (!backend.cancelQuery) throw unimplemented('CancelQuery');
       const m = decodeSql<{ info?: Uint8Array }>('ActionCancelQueryRequest', anyBody(body, type));
-      const result = await backend.cancelQuery(ctx, m.info ?? new Uint8Array(0));
-      return [packAny('ActionCancelQueryResult', { result })];
+      const info = m.info ?? new Uint8Array(0);
+      if (backend.cancelQuery)
+        return [packAny('ActionCancelQueryResult', { result: await backend.cancelQuery(ctx, info) })];
+      const message = Flight.FlightInfo.toObject(decodeFlight(Flight.FlightInfo, info)) as FlightInfoMessage;
+      return [packAny('ActionCancelQueryResult', { result: await cancelInfo(backend, ctx, message) })];
     }
     case 'SetSessionOptions': {
       // No session options are defined yet; each one sent is reported back as an invalid name.
@@ -126,6 +137,37 @@ export async function runAction<P>(
       return [encode(Flight.CloseSessionResult, { status: 1 })];
     default:
       throw unimplemented(`action '${type}'`);
+  }
+}
+
+interface FlightInfoMessage {
+  endpoint?: Array<{ ticket?: { ticket?: Uint8Array } }>;
+}
+
+/** Cancels the statements a FlightInfo's tickets name; what happened to the first that was running or waiting. */
+async function cancelInfo<P>(
+  backend: FlightSqlBackend<P>,
+  ctx: CallContext<P>,
+  info: FlightInfoMessage | undefined,
+): Promise<CancelResult> {
+  if (!backend.cancelStatement) throw unimplemented('cancelling statements');
+  const tickets = (info?.endpoint ?? []).map((e) => e.ticket?.ticket).filter((t) => t && t.byteLength > 0);
+  if (tickets.length === 0) throw invalidArgument('cancel: the FlightInfo has no endpoint with a ticket');
+  let result: CancelResult = 3;
+  for (const ticket of tickets) {
+    const command = decodeTicket(ticket!);
+    if (command.kind !== 'statement' || command.handle.kind !== 'sql') continue;
+    const status = await backend.cancelStatement(ctx, command.handle.statement);
+    if (result === 3) result = status;
+  }
+  return result;
+}
+
+function decodeFlight(type: (typeof Flight)[keyof typeof Flight], bytes: Uint8Array): protobuf.Message {
+  try {
+    return type.decode(bytes);
+  } catch {
+    throw invalidArgument(`malformed ${type.name}`);
   }
 }
 

@@ -44,6 +44,11 @@ export interface FlightSqlBackend<P = unknown> {
   /** Bulk ingest; batches arrive as the client sends them (iterate them once, in order). */
   ingest?(ctx: CallContext<P>, request: IngestRequest, data: IngestStream): Promise<number>;
   cancelQuery?(ctx: CallContext<P>, info: Uint8Array): Promise<CancelResult>;
+  /**
+   * Stops a statement a FlightInfo's ticket names (CancelFlightInfo, and CancelQuery when
+   * cancelQuery is absent): running, it fails with CANCELLED; not yet redeemed, it never runs.
+   */
+  cancelStatement?(ctx: CallContext<P>, statement: Statement): Promise<CancelResult>;
 }
 
 /** A SQL statement with what the client attached to it. */
@@ -221,5 +226,5 @@ export interface IngestStream {
   readonly batches: AsyncIterable<RecordBatch>;
 }
 
-/** ActionCancelQueryResult.CancelResult. */
+/** ActionCancelQueryResult.CancelResult, numbered as Flight's CancelStatus: unspecified, cancelled, cancelling, not cancellable. */
 export type CancelResult = 0 | 1 | 2 | 3;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
-import type { CallContext } from '../flight/index.js';
+import { FlightSqlError, type CallContext, type CancelResult } from '../flight/index.js';
 
 /**
  * Plans made at GetFlightInfo, kept for the DoGet that follows, so a statement is planned once
@@ -9,9 +9,16 @@ import type { CallContext } from '../flight/index.js';
  * same text and the same per-query headers, once, within `ttlMs`; anything else (an unknown,
  * expired or foreign id, another server) plans the statement from the ticket's text as before.
  * Bounded: the oldest plans go first.
+ *
+ * The id is also what CancelFlightInfo names: a DoGet redeeming it registers here while it runs,
+ * so the key that made it can stop it, and a plan cancelled before its DoGet never runs.
  */
 export class PlanCache<T> {
   private readonly plans = new Map<string, { owner: string; statement: string; expires: number; plan: T }>();
+  /** DoGets running under an id: their owner and how to stop them. */
+  private readonly running = new Map<string, Array<{ owner: string; controller: AbortController }>>();
+  /** Ids cancelled before their DoGet, with when that is forgotten. */
+  private readonly cancelled = new Map<string, { owner: string; expires: number }>();
 
   constructor(
     private readonly maxEntries = 1024,
@@ -35,10 +42,16 @@ export class PlanCache<T> {
     return id;
   }
 
-  /** The plan kept under `id`, when this caller made it for this statement and headers; forgotten once taken. */
+  /**
+   * The plan kept under `id`, when this caller made it for this statement and headers; forgotten
+   * once taken. CANCELLED when the caller cancelled it first.
+   */
   take(id: Uint8Array | undefined, ctx: CallContext<Principal>, query: string): T | undefined {
-    if (!id || id.byteLength !== 16) return undefined;
-    const key = Buffer.from(id).toString('hex');
+    const key = keyOf(id);
+    if (!key) return undefined;
+    const cancelled = this.cancelled.get(key);
+    if (cancelled && cancelled.expires > Date.now() && cancelled.owner === ownerOf(ctx.principal))
+      throw new FlightSqlError('CANCELLED', 'query cancelled (CancelFlightInfo) before it ran');
     const entry = this.plans.get(key);
     if (!entry) return undefined;
     this.plans.delete(key);
@@ -48,6 +61,51 @@ export class PlanCache<T> {
       entry.statement === statementKey(ctx, query);
     return usable ? entry.plan : undefined;
   }
+
+  /**
+   * Registers a DoGet redeeming `id`: the signal aborts on the caller's cancel or when
+   * CancelFlightInfo names the id; `end` when the statement is done.
+   */
+  redeem(id: Uint8Array | undefined, ctx: CallContext<Principal>): { signal: AbortSignal; end: () => void } {
+    const key = keyOf(id);
+    if (!key) return { signal: ctx.signal, end: () => {} };
+    const run = { owner: ownerOf(ctx.principal), controller: new AbortController() };
+    const runs = this.running.get(key) ?? [];
+    this.running.set(key, [...runs, run]);
+    const end = (): void => {
+      const left = (this.running.get(key) ?? []).filter((r) => r !== run);
+      if (left.length > 0) this.running.set(key, left);
+      else this.running.delete(key);
+    };
+    return { signal: AbortSignal.any([ctx.signal, run.controller.signal]), end };
+  }
+
+  /** CancelFlightInfo of the caller's statement: stops it running, or keeps it from running. */
+  cancel(id: Uint8Array | undefined, ctx: CallContext<Principal>): CancelResult {
+    const key = keyOf(id);
+    if (!key) return notCancellable;
+    const owner = ownerOf(ctx.principal);
+    const now = Date.now();
+    const runs = (this.running.get(key) ?? []).filter((r) => r.owner === owner);
+    for (const run of runs) run.controller.abort();
+    const pending = this.plans.get(key);
+    const mine = pending?.owner === owner && pending.expires > now;
+    if (mine) this.plans.delete(key);
+    if (runs.length === 0 && !mine) return this.cancelled.get(key)?.owner === owner ? cancelledStatus : notCancellable;
+    for (const [old, entry] of this.cancelled) {
+      if (this.cancelled.size < this.maxEntries && entry.expires > now) break;
+      this.cancelled.delete(old);
+    }
+    this.cancelled.set(key, { owner, expires: now + this.ttlMs });
+    return cancelledStatus;
+  }
+}
+
+const cancelledStatus: CancelResult = 1;
+const notCancellable: CancelResult = 3;
+
+function keyOf(id: Uint8Array | undefined): string | undefined {
+  return id && id.byteLength === 16 ? Buffer.from(id).toString('hex') : undefined;
 }
 
 /** Who made a plan: what a plan's checks depended on about the key. */

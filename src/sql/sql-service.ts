@@ -12,6 +12,7 @@ import { attachesDatabases, ingest, lakeTable, namesLakeInternals, type SeriesTa
 import {
   batchFromRows,
   type CallContext,
+  type CancelResult,
   type DbSchemaInfo,
   type IngestRequest,
   type IngestStream,
@@ -166,7 +167,25 @@ export class SqlService implements FlightSqlBackend<Principal> {
     });
   }
 
-  async executeQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
+  /** DoGet; a statement whose ticket names a plan can be stopped by CancelFlightInfo while it runs. */
+  async executeQuery(call: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
+    const redeemed = this.plans.redeem(statement.planId, call);
+    call.signal.addEventListener('abort', redeemed.end, { once: true });
+    try {
+      const result = await this.runQuery({ ...call, signal: redeemed.signal }, statement);
+      return { schema: result.schema, batches: untilDone(result.batches, redeemed.end) };
+    } catch (error) {
+      redeemed.end();
+      throw error;
+    }
+  }
+
+  /** CancelFlightInfo / CancelQuery of a statement whose ticket names a plan of the caller's. */
+  async cancelStatement(ctx: CallContext<Principal>, statement: Statement): Promise<CancelResult> {
+    return this.plans.cancel(statement.planId, ctx);
+  }
+
+  private async runQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
     const run = await this.limits.begin(ctx.principal.name, ctx, true);
     try {
       const kept = this.keptPlan(ctx, statement, run);
@@ -374,7 +393,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
       await this.checkReadable(shape);
     }
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
-    if (tables) setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
+    // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
+    // statement may name one, not for statements over view sets alone.
+    if (tables && (!shape || this.mayNameSeriesTables(shape)))
+      setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
@@ -444,6 +466,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (shape.relations.length > 0 || shape.catalogListings.length > 0) return false;
     const harmless = await this.readerFunctionNames();
     return shape.functionCalls.every((f) => harmless.has(f.name.toLowerCase()));
+  }
+
+  /** Whether a SELECT names a relation that is neither a CTE nor a view set. */
+  private mayNameSeriesTables(shape: QueryShape): boolean {
+    return shape.relations.some((r) => !r.cte && !this.lakehouse?.views.get(r.name));
   }
 
   /** What a non-admin statement may name. */
@@ -579,6 +606,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const values: Record<string, unknown> = { time: Date.now(), msg: message };
       yield batchFromRows(plan.schema, [plan.schema.fields.map((f) => values[f.name])]);
     }
+  }
+}
+
+/** The batches, then `end` (also when the consumer stops early or they fail). */
+async function* untilDone(batches: AsyncIterable<RecordBatch>, end: () => void): AsyncGenerator<RecordBatch> {
+  try {
+    yield* batches;
+  } finally {
+    end();
   }
 }
 

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FlightClientError, type FlightSqlClient } from '../../src/client/index.js';
 import { useOrrery } from '../support/orrery-process.js';
+import { cpuSettles } from '../support/cpu-settles.js';
 
 /** Runs forever (a counter with no stop). */
 const endlessRecursion = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r';
@@ -28,23 +29,6 @@ async function failure(promise: Promise<unknown>): Promise<FlightClientError> {
     throw error;
   }
   assert.fail('expected the call to fail');
-}
-
-/**
- * Resolves once this process (which hosts the server and its DuckDB) spends less than a tenth
- * of a core over a quarter of a second: a statement DuckDB still ran would keep a core busy.
- * Fails when that never happens within 40 tries.
- */
-async function cpuSettles(): Promise<void> {
-  for (let attempt = 0; attempt < 40; attempt++) {
-    const before = process.cpuUsage();
-    const start = process.hrtime.bigint();
-    await sleep(250);
-    const used = process.cpuUsage(before);
-    const elapsedMicros = Number(process.hrtime.bigint() - start) / 1000;
-    if (used.user + used.system < 0.1 * elapsedMicros) return;
-  }
-  assert.fail('DuckDB kept a core busy after the statement was stopped');
 }
 
 describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout: 180_000 }, () => {

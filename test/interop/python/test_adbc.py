@@ -274,3 +274,40 @@ def test_bad_password_is_unauthenticated(orrery):
         finally:
             conn.close()
     assert excinfo.value.status_code == AdbcStatusCode.UNAUTHENTICATED, str(excinfo.value)
+
+
+def test_cancel_stops_a_running_statement(orrery):
+    """Issue 10: cursor.adbc_cancel() from another thread stops a statement Orrery is running."""
+    import threading
+    import time
+
+    conn = connect_basic(orrery, orrery.reader_user, orrery.reader_key)
+    outcome: list[BaseException | None] = []
+    try:
+        cur = conn.cursor()
+
+        def run() -> None:
+            try:
+                cur.execute("SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0")
+                cur.fetchall()
+                outcome.append(None)
+            except BaseException as error:  # noqa: BLE001 - inspected below
+                outcome.append(error)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        # The cancel may land before the statement reaches the server: repeat it until the call ends.
+        for _ in range(150):
+            worker.join(0.2)
+            if not worker.is_alive():
+                break
+            cur.adbc_cancel()
+        worker.join(5)
+        assert not worker.is_alive(), "the statement was still running after 30 s of cancels"
+        assert outcome and isinstance(outcome[0], flightsql.Error), outcome
+        assert outcome[0].status_code == AdbcStatusCode.CANCELLED, str(outcome[0])
+        with conn.cursor() as again:
+            again.execute("SELECT 41 + 1 AS n")
+            assert again.fetchall() == [(42,)]
+    finally:
+        conn.close()
