@@ -88,9 +88,12 @@ export async function commandInfo<P>(
   command: Command,
   cmd: Uint8Array,
 ): Promise<{ schema: Schema; ticket: Uint8Array }> {
-  if (command.kind === 'statement' && command.handle.kind === 'sql' && backend.planQuery) {
-    const { schema, planId } = await backend.planQuery(ctx, command.handle.statement);
-    const handle: HandleStatement = { kind: 'sql', statement: { ...command.handle.statement, planId } };
+  // Prepared statements too: the JDBC driver sends every statement as one.
+  if (command.kind !== 'metadata' && command.handle.kind === 'sql' && backend.planQuery) {
+    const { statement } = command.handle;
+    const { schema, planId } = await backend.planQuery(ctx, statement);
+    if (!planId) return { schema, ticket: commandTicket(command, cmd) };
+    const handle: HandleStatement = { kind: 'sql', statement: { ...statement, planId } };
     return { schema, ticket: commandTicket({ kind: 'statement', handle }, cmd) };
   }
   return { schema: await commandSchema(backend, ctx, command), ticket: commandTicket(command, cmd) };
