@@ -29,6 +29,10 @@ export const sqlErrors = declareErrors('sql', {
     status: 'UNIMPLEMENTED',
     meaning: 'the function needs the lakehouse, which this server does not run',
   },
+  STATEMENT_CANCELLED: {
+    status: 'CANCELLED',
+    meaning: "the statement's FlightInfo was cancelled (CancelFlightInfo, CancelQuery) before its DoGet",
+  },
   QUERY_DENIED: {
     status: 'RESOURCE_EXHAUSTED',
     meaning: 'a deny rule (deny_queries) matches the statement; the message names the rule and its reason',

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
-import { FlightSqlError, type CallContext, type CancelResult } from '../flight/index.js';
+import type { CallContext, CancelResult } from '../flight/index.js';
+import { sqlErrors } from './errors.js';
 
 /**
  * Plans made at GetFlightInfo, kept for the DoGet that follows, so a statement is planned once
@@ -51,7 +52,7 @@ export class PlanCache<T> {
     if (!key) return undefined;
     const cancelled = this.cancelled.get(key);
     if (cancelled && cancelled.expires > Date.now() && cancelled.owner === ownerOf(ctx.principal))
-      throw new FlightSqlError('CANCELLED', 'query cancelled (CancelFlightInfo) before it ran');
+      throw sqlErrors.error('STATEMENT_CANCELLED', 'query cancelled (CancelFlightInfo) before it ran');
     const entry = this.plans.get(key);
     if (!entry) return undefined;
     this.plans.delete(key);
