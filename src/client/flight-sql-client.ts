@@ -21,6 +21,8 @@ export interface CallOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The gRPC deadline of the call (a Date, or ms since the epoch): past it the call fails with DEADLINE_EXCEEDED. */
   readonly deadline?: Date | number;
+  /** Called with the response headers (DoAction): a session cookie comes back there. */
+  readonly onHeaders?: (headers: ReadonlyMap<string, string>) => void;
 }
 
 /** What GetFlightInfo answered. */
@@ -218,6 +220,14 @@ export class FlightSqlClient {
       grpcOptions(options),
     );
     const out: Uint8Array[] = [];
+    const onHeaders = options.onHeaders;
+    if (onHeaders)
+      call.on('metadata', (metadata: grpc.Metadata) => {
+        const headers = new Map<string, string>();
+        for (const [name, value] of Object.entries(metadata.getMap()))
+          if (typeof value === 'string') headers.set(name, value);
+        onHeaders(headers);
+      });
     try {
       for await (const result of call as AsyncIterable<{ body?: Uint8Array }>)
         out.push(result.body ?? new Uint8Array(0));

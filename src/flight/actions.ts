@@ -6,6 +6,7 @@ import { invalidArgument, unimplemented } from './errors.js';
 import { announcedParameterSchema, schemaForClient } from './client-timestamps.js';
 import { Flight, FlightSql, decodeSql, encapsulateSchema, encode, packAny, unpackAny } from '../wire/index.js';
 import { encodeHandle, type HandleStatement } from './statement-handle.js';
+import { optionError, sessionCookie, type FlightSessions, type SessionOptionValue } from './sessions.js';
 
 const descriptions: Record<string, string> = {
   CreatePreparedStatement: 'Creates a prepared statement (ActionCreatePreparedStatementRequest)',
@@ -32,6 +33,8 @@ export function supportedActions<P>(backend: FlightSqlBackend<P>): Array<{ type:
         return backend.transactions?.beginSavepoint !== undefined;
       if (type === 'CancelQuery') return backend.cancelQuery !== undefined || backend.cancelStatement !== undefined;
       if (type === 'CancelFlightInfo') return backend.cancelStatement !== undefined;
+      if (type === 'SetSessionOptions' || type === 'GetSessionOptions' || type === 'CloseSession')
+        return backend.sessionOptions !== undefined;
       return true;
     })
     .map(([type, description]) => ({ type, description }));
@@ -42,6 +45,7 @@ export async function runAction<P>(
   backend: FlightSqlBackend<P>,
   ctx: CallContext<P>,
   action: { type?: string; body?: Uint8Array },
+  call: ActionCall,
 ): Promise<Uint8Array[]> {
   const type = action.type ?? '';
   const body = action.body ?? new Uint8Array(0);
@@ -124,20 +128,61 @@ export async function runAction<P>(
       return [packAny('ActionCancelQueryResult', { result: await cancelInfo(backend, ctx, message) })];
     }
     case 'SetSessionOptions': {
-      // No session options are defined yet; each one sent is reported back as an invalid name.
-      const request = Flight.SetSessionOptionsRequest.toObject(Flight.SetSessionOptionsRequest.decode(body)) as {
-        sessionOptions?: Record<string, unknown>;
-      };
-      const errors = Object.fromEntries(Object.keys(request.sessionOptions ?? {}).map((name) => [name, { value: 1 }]));
+      const served = needSessionOptions(backend);
+      const request = Flight.SetSessionOptionsRequest.toObject(decodeFlight(Flight.SetSessionOptionsRequest, body), {
+        defaults: false,
+      }) as { sessionOptions?: Record<string, SessionOptionValue> };
+      const owner = ownerOf(ctx);
+      let session = call.sessions.find(ctx.headers.get('cookie'), owner);
+      if (!session) {
+        session = call.sessions.open(owner);
+        call.setHeader('set-cookie', `${sessionCookie}=${session.id}`);
+      }
+      const errors: Record<string, { value: number }> = {};
+      for (const [name, value] of Object.entries(request.sessionOptions ?? {})) {
+        if (!(name in served)) errors[name] = { value: optionError.invalidName };
+        else if (Object.keys(value).length === 0) session.options.delete(name);
+        else if (value.stringValue !== served[name as keyof typeof served])
+          errors[name] = { value: optionError.invalidValue };
+        else session.options.set(name, value.stringValue);
+      }
       return [encode(Flight.SetSessionOptionsResult, { errors })];
     }
-    case 'GetSessionOptions':
-      return [encode(Flight.GetSessionOptionsResult, { sessionOptions: {} })];
-    case 'CloseSession':
+    case 'GetSessionOptions': {
+      const served = needSessionOptions(backend);
+      const session = call.sessions.find(ctx.headers.get('cookie'), ownerOf(ctx));
+      const sessionOptions = Object.fromEntries(
+        Object.entries(served).map(([name, value]) => [name, { stringValue: session?.options.get(name) ?? value }]),
+      );
+      return [encode(Flight.GetSessionOptionsResult, { sessionOptions })];
+    }
+    case 'CloseSession': {
+      needSessionOptions(backend);
+      const session = call.sessions.find(ctx.headers.get('cookie'), ownerOf(ctx));
+      if (session) call.sessions.close(session.id);
+      // Closing a session that is not open (or no longer) leaves it closed all the same.
       return [encode(Flight.CloseSessionResult, { status: 1 })];
+    }
     default:
       throw unimplemented(`action '${type}'`);
   }
+}
+
+/** What an action may use of its call besides the request: the server's sessions, response headers. */
+export interface ActionCall {
+  readonly sessions: FlightSessions;
+  /** Sets a response header (sent before the results). */
+  readonly setHeader: (name: string, value: string) => void;
+}
+
+/** Who a session belongs to: the caller's identity as the backend gave it. */
+function ownerOf<P>(ctx: CallContext<P>): string {
+  return JSON.stringify(ctx.principal);
+}
+
+function needSessionOptions<P>(backend: FlightSqlBackend<P>): NonNullable<FlightSqlBackend<P>['sessionOptions']> {
+  if (!backend.sessionOptions) throw unimplemented('Flight sessions');
+  return backend.sessionOptions;
 }
 
 interface FlightInfoMessage {

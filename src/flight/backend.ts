@@ -49,6 +49,11 @@ export interface FlightSqlBackend<P = unknown> {
    * cancelQuery is absent): running, it fails with CANCELLED; not yet redeemed, it never runs.
    */
   cancelStatement?(ctx: CallContext<P>, statement: Statement): Promise<CancelResult>;
+  /**
+   * Flight sessions: the session options statements run with, by name (`catalog`, `schema`, what
+   * JDBC and ADBC send), which are also the only values SetSessionOptions accepts for them.
+   */
+  readonly sessionOptions?: { readonly catalog: string; readonly schema: string };
 }
 
 /** A SQL statement with what the client attached to it. */

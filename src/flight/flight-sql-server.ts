@@ -6,6 +6,7 @@ import { authenticate, deadlineMillis, headerMap, makeContext, readCredentials }
 import { runAction, supportedActions } from './actions.js';
 import { commandInfo, commandSchema, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
+import { FlightSessions } from './sessions.js';
 import { flightErrors, invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
 import {
@@ -37,6 +38,7 @@ export class FlightSqlServer<P> {
   private readonly maxSendBytes: number;
   private closed = false;
   private started = false;
+  private readonly sessions = new FlightSessions();
 
   constructor(
     private readonly backend: FlightSqlBackend<P>,
@@ -119,9 +121,15 @@ export class FlightSqlServer<P> {
         throw unimplemented('DoExchange');
       }),
       DoAction: this.serverStream(async (ctx, request, call) => {
-        for (const body of await runAction(this.backend, ctx, request as { type?: string; body?: Uint8Array })) {
-          call.write({ body });
-        }
+        let headers: grpc.Metadata | undefined;
+        const setHeader = (name: string, value: string): void => {
+          headers ??= new grpc.Metadata();
+          headers.set(name, value);
+        };
+        const action = request as { type?: string; body?: Uint8Array };
+        const bodies = await runAction(this.backend, ctx, action, { sessions: this.sessions, setHeader });
+        if (headers) call.sendMetadata(headers);
+        for (const body of bodies) call.write({ body });
         call.end();
       }),
       ListActions: this.serverStream(async (_ctx, _request, call) => {

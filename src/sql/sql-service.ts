@@ -101,6 +101,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Flight SQL transactions, offered where series tables are (there is something to commit). */
   readonly transactions?: Transactions;
   private readonly limits: StatementLimits;
+  /** Statements run in orrery.main: Flight sessions accept those and answer them. */
+  readonly sessionOptions = { catalog: 'orrery', schema: 'main' } as const;
   /** Plans of GetFlightInfo kept for their DoGet. */
   private readonly plans = new PlanCache<EnginePlan>();
 

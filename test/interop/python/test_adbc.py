@@ -311,3 +311,30 @@ def test_cancel_stops_a_running_statement(orrery):
             assert again.fetchall() == [(42,)]
     finally:
         conn.close()
+
+
+def test_session_options_catalog_and_schema(orrery):
+    """Issue 10: ADBC's catalog and schema options go through Flight sessions (cookie middleware on)."""
+    conn = flightsql.connect(
+        orrery.uri,
+        db_kwargs=adbc_db_kwargs(
+            username=orrery.reader_user,
+            password=orrery.reader_key,
+            **{"adbc.flight.sql.rpc.with_cookie_middleware": "true"},
+        ),
+        autocommit=True,
+    )
+    try:
+        session = conn.adbc_connection
+        assert session.get_option("adbc.connection.catalog") == "orrery"
+        assert session.get_option("adbc.connection.db_schema") == "main"
+        session.set_options(**{"adbc.connection.catalog": "orrery", "adbc.connection.db_schema": "main"})
+        assert session.get_option("adbc.connection.catalog") == "orrery"
+        with pytest.raises(flightsql.ProgrammingError) as excinfo:
+            session.set_options(**{"adbc.connection.catalog": "elsewhere"})
+        assert "invalid value" in str(excinfo.value)
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 AS one")
+            assert cur.fetchall() == [(1,)]
+    finally:
+        conn.close()
