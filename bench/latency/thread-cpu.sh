@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Server CPU per statement, by thread: starts `orrery serve` (fresh data folder), sends N (default 300)
+# raw pyarrow DoGets of SQL (default `SELECT 1`) as a key that is not an admin, after 20 warm-up ones,
+# and prints each server thread's CPU per statement (from /proc/<pid>/task/*/stat; DuckDB's and
+# libuv's threads are all named "node"). PERF=1 also records `perf record -g` of the server into
+# /tmp/latency-perf.data (`perf report -i /tmp/latency-perf.data --no-children --sort dso,sym`).
+#
+#   bash bench/latency/thread-cpu.sh
+#   SQL="SELECT count(*) FROM log_entries" N=500 bash bench/latency/thread-cpu.sh
+#   NODEFLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" bash bench/latency/thread-cpu.sh
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
+bench_ensure_built
+python="$(bench_venv)"
+d="$(bench_data_dir thr)"
+BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS=2 orrery_start serve "$d/o" ${NODEFLAGS:-}
+"$python" - "$ORRERY_FLIGHT_PORT" "$ORRERY_PID" "${SQL:-SELECT 1}" <<'PY'
+import sys, os, time, collections, pyarrow.flight as fl
+port, pid, sql = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def threads():
+    out = collections.Counter()
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = open(f"/proc/{pid}/task/{t}/comm").read().strip() + ("(main)" if int(t) == pid else "") + "#" + t
+            st = open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")",1)[1].split()
+            out[name] += int(st[11]) + int(st[12])
+        except OSError: pass
+    return out
+c = fl.FlightClient(f"grpc+tcp://127.0.0.1:{port}")
+o = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer reader-key-0123")])
+for _ in range(20): c.do_get(fl.Ticket(sql.encode()), o).read_all()
+import subprocess
+perf = subprocess.Popen(["perf","record","-g","-F","999","-p",str(pid),"-o","/tmp/latency-perf.data"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if os.environ.get("PERF") else None
+time.sleep(0.5)
+a = threads(); t0 = time.perf_counter(); n = int(os.environ.get("N", "300"))
+for _ in range(n): c.do_get(fl.Ticket(sql.encode()), o).read_all()
+el = time.perf_counter() - t0; b = threads()
+if perf:
+    perf.send_signal(2); perf.wait()
+tick = os.sysconf("SC_CLK_TCK")
+print(f"{n} DoGets in {el:.2f}s ({el/n*1000:.2f} ms each)")
+for k in sorted(set(a)|set(b), key=lambda k: -(b[k]-a[k])):
+    if b[k]-a[k]: print(f"  {k:20s} {(b[k]-a[k])/tick*1000/n:.2f} ms CPU per statement")
+PY
+orrery_stop
+rm -rf "$d"
