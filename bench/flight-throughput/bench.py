@@ -169,6 +169,29 @@ def flight_fetch(client: flight.FlightClient, options: flight.FlightCallOptions,
     return run
 
 
+def adbc_fetch(uri: str, key: str, sql: str, schemas: dict, label: str):
+    """What ADBC users run (adbc-driver-flightsql, DB-API): execute, then read the result's record batches."""
+    import adbc_driver_flightsql.dbapi as flightsql
+
+    conn = flightsql.connect(uri, db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {key}"}, autocommit=True)
+
+    def run():
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            reader = cur.fetch_record_batch()
+            schemas[label] = reader.schema
+
+            def next_batch():
+                try:
+                    return reader.read_next_batch()
+                except StopIteration:
+                    return None
+
+            return drain(next_batch)
+
+    return run, conn
+
+
 def inprocess_stream(con: duckdb.DuckDBPyConnection, sql: str, schemas: dict, key: str):
     def run():
         relation = con.sql(sql)
@@ -273,6 +296,11 @@ def main() -> int:
         if "computed" in cases:
             log(f"computed result, {n:,} rows: {computed_sql}")
             flight_measure("computed.flight", "computed flight", computed_sql)
+            adbc_run, adbc_conn = adbc_fetch(f"grpc://{args.host}:{args.port}", args.key, computed_sql, schemas, "computed.adbc")
+            try:
+                results["computed.adbc"] = measure("computed ADBC (Python)", adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
+            finally:
+                adbc_conn.close()
             results["computed.duckdb_stream"] = measure("computed in-process stream", inprocess_stream(con, computed_sql, schemas, "computed.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
             results["computed.duckdb_table"] = measure("computed in-process table", inprocess_table(con, computed_sql), args.repeats, args.warmup, server, n, expected_sum, log)
 
@@ -355,8 +383,10 @@ def main() -> int:
             f"{s['bytes'] / 1e6:9.1f} {s['batches']:8d} {srv} {s['client_cpu_s']:9.2f}"
         )
     print()
-    for case, suffix in (("computed", ""), ("stored", ""), ("computed", "_b"), ("stored", "_b")):
-        fl = results.get(f"{case}.flight{suffix}")
+    for case, suffix in (("computed", ""), ("computed.adbc", ""), ("stored", ""), ("computed", "_b"), ("stored", "_b")):
+        client_kind = "adbc" if case.endswith(".adbc") else "flight"
+        case = case.removesuffix(".adbc")
+        fl = results.get(f"{case}.{client_kind}{suffix}")
         if not fl:
             continue
         if suffix:
@@ -370,9 +400,11 @@ def main() -> int:
                 continue
             best = ref.best().seconds / fl.best().seconds
             med = ref.median_seconds() / fl.median_seconds()
-            figures["ratios"][f"{case}{suffix}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
+            name = case if client_kind == "flight" else f"{case}.adbc"
+            figures["ratios"][f"{name}{suffix}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
             tag = f" [{args.compare_label}]" if suffix else ""
-            print(f"ratio {case}{tag}: in-process {base.split('_')[1]:<6} time / Flight time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
+            client_name = "Flight" if client_kind == "flight" else "ADBC"
+            print(f"ratio {case}{tag}: in-process {base.split('_')[1]:<6} time / {client_name} time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
     if "ceiling.flight" in results:
         c = summary["ceiling.flight"]
         figures["ceiling_gb_per_s"] = {"best": round(c["best_mb_per_s"] / 1000, 3), "median": round(c["median_mb_per_s"] / 1000, 3)}

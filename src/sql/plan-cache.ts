@@ -22,7 +22,7 @@ export class PlanCache<T> {
   private readonly cancelled = new Map<string, { owner: string; expires: number }>();
 
   constructor(
-    private readonly maxEntries = 1024,
+    private readonly maxEntries = 256,
     private readonly ttlMs = 60_000,
   ) {}
 
