@@ -4,7 +4,7 @@ import { invalidArgument } from './errors.js';
 import type { PlanStatement, Statement } from './backend.js';
 
 // Statement and prepared-statement handles carry the whole statement: query text (or
-// Substrait plan), transaction id and bound parameters. The server needs no per-statement
+// Substrait plan), transaction id and bound parameters; a bare query is its own text. The server needs no per-statement
 // state, so a handle works on any server of a deployment and nothing leaks when a client
 // never closes its statement. A handle is no more powerful than the text it carries,
 // which the client could have sent as a query anyway. A statement's ticket may also carry the
@@ -16,6 +16,13 @@ const magic = new Uint8Array([0x6f, 0x72, 0x71, 0x01]);
 export type HandleStatement = { kind: 'sql'; statement: Statement } | { kind: 'plan'; statement: PlanStatement };
 
 export function encodeHandle(handle: HandleStatement): Uint8Array {
+  // A statement that is nothing but its text is sent as the text, as micromegas's server does:
+  // its Python client runs a prepared statement by sending the handle back as the query.
+  const { transactionId, parameters, planId } = handle.statement as Statement;
+  if (handle.kind === 'sql' && !transactionId && !parameters && !planId) {
+    const text = new TextEncoder().encode(handle.statement.query);
+    if (!startsWithMagic(text)) return text;
+  }
   const writer = protobuf.Writer.create();
   writer.bytes(magic);
   if (handle.kind === 'sql') writer.uint32(10).string(handle.statement.query);

@@ -233,7 +233,7 @@ export async function retireInside(
   return (await retireWhere(db, where, params, retireDelaySeconds)).files;
 }
 
-/** Retires the partition of a view instance covering exactly [begin, end) (any schema hash); false when there is none. */
+/** Retires the partition of a view instance covering exactly [begin, end) (any schema hash unless given); false when there is none. */
 export async function retireExactly(
   db: MetadataQueries,
   view: string,
@@ -241,12 +241,15 @@ export async function retireExactly(
   begin: bigint,
   end: bigint,
   retireDelaySeconds: number,
+  schemaHash?: Buffer,
 ): Promise<boolean> {
-  const where = 'view_set_name = $2 AND view_instance_id = $3 AND begin_insert_time = $4 AND end_insert_time = $5';
-  return (
-    (await retireWhere(db, where, [view, instance, nanosToPg(begin), nanosToPg(end)], retireDelaySeconds)).partitions >
-    0
-  );
+  const params: unknown[] = [view, instance, nanosToPg(begin), nanosToPg(end)];
+  let where = 'view_set_name = $2 AND view_instance_id = $3 AND begin_insert_time = $4 AND end_insert_time = $5';
+  if (schemaHash) {
+    where += ' AND file_schema_hash = $6';
+    params.push(schemaHash);
+  }
+  return (await retireWhere(db, where, params, retireDelaySeconds)).partitions > 0;
 }
 
 /** Retires one partition as listed (its view instance, range and schema hash); false when it is already gone. */

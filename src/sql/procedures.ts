@@ -32,6 +32,8 @@ type Run = (ctx: ProcedureContext, args: unknown[], caller: string) => AsyncGene
 
 interface Procedure {
   readonly params: readonly string[];
+  /** How many of the last params may be left out. */
+  readonly optional?: number;
   readonly run: Run;
 }
 
@@ -50,6 +52,19 @@ function time(args: unknown[], index: number, fn: string, params: readonly strin
   const nanos = parseRfc3339Nanos(withTime);
   if (nanos === null) throw invalid(notRfc3339(`${fn} argument ${params[index]}`, withTime));
   return nanos;
+}
+
+/** A BLOB argument, from DuckDB's text form of it (bytes outside printable ASCII, `\` and `'` as `\xHH`). */
+function blob(args: unknown[], index: number, fn: string, params: readonly string[]): Buffer {
+  const value = args[index];
+  if (typeof value !== 'string') throw invalid(`${fn}: argument ${params[index]} must be a BLOB`);
+  const bytes: number[] = [];
+  for (const [, hex, char] of value.matchAll(/\\x([0-9A-Fa-f]{2})|([\s\S])/g)) {
+    if (hex !== undefined) bytes.push(parseInt(hex, 16));
+    else if (char.charCodeAt(0) <= 0x7e) bytes.push(char.charCodeAt(0));
+    else throw invalid(`${fn}: argument ${params[index]} must be a BLOB`);
+  }
+  return Buffer.from(bytes);
 }
 
 function seconds(args: unknown[], index: number, fn: string, params: readonly string[]): number {
@@ -100,13 +115,17 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     },
   },
   retire_partition_by_metadata: {
-    params: ['view_set', 'instance', 'begin_insert_time', 'end_insert_time'],
+    // micromegas 0.32's helpers pass the partition's schema hash, which tells apart an old-schema
+    // and a new-schema partition of the same range.
+    params: ['view_set', 'instance', 'begin_insert_time', 'end_insert_time', 'file_schema_hash'],
+    optional: 1,
     async *run(ctx, args) {
       const p = procedureList.retire_partition_by_metadata.params;
       const view = text(args, 0, 'retire_partition_by_metadata', p);
       const instance = text(args, 1, 'retire_partition_by_metadata', p);
       const { begin, end } = range(args, 2, 'retire_partition_by_metadata', p);
-      const retired = await retireExactly(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds);
+      const hash = args.length > 4 ? blob(args, 4, 'retire_partition_by_metadata', p) : undefined;
+      const retired = await retireExactly(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds, hash);
       if (!retired) {
         throw sqlErrors.error(
           'PARTITION_NOT_FOUND',
@@ -226,10 +245,10 @@ export function procedureOf(call: TableFunctionCall): Procedure | undefined {
 /** Runs a procedure with its literal arguments, checking their count. */
 export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, caller: string): AsyncGenerator<string> {
   const procedure = procedureOf(call)!;
-  if (call.args.length !== procedure.params.length) {
-    throw invalid(
-      `${call.name} takes ${procedure.params.length} argument(s) (${procedure.params.join(', ')}), got ${call.args.length}`,
-    );
+  const { params, optional = 0 } = procedure;
+  if (call.args.length > params.length || call.args.length < params.length - optional) {
+    const count = optional ? `${params.length - optional} to ${params.length}` : String(params.length);
+    throw invalid(`${call.name} takes ${count} argument(s) (${params.join(', ')}), got ${call.args.length}`);
   }
   if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be constant and not NULL`);
   return procedure.run(ctx, call.args, caller);

@@ -47,6 +47,16 @@ export const compatibilityMacros: readonly string[] = [
        'UTINYINT': 'UInt8', 'USMALLINT': 'UInt16', 'UINTEGER': 'UInt32', 'UBIGINT': 'UInt64', 'FLOAT': 'Float32',
        'DOUBLE': 'Float64', 'VARCHAR': 'Utf8', 'JSON': 'Utf8', 'BLOB': 'Binary', 'DATE': 'Date32', 'HUGEINT': 'Decimal128(38, 0)',
        'TIME': 'Time64(Microsecond)', '"NULL"': 'Null'}[typeof(value)], typeof(value)) END`,
+  // DataFusion's encode(value, 'hex' | 'base64') and decode(value, 'hex' | 'base64') (which
+  // micromegas's admin helpers use for schema hashes); the one-argument forms stay DuckDB's.
+  `CREATE OR REPLACE MACRO encode
+     (value) AS system.main.encode(value),
+     (value, encoding) AS CASE lower(encoding) WHEN 'hex' THEN lower(hex(value)) WHEN 'base64' THEN to_base64(CAST(value AS BLOB))
+       ELSE error('encode: supported encodings are hex and base64, not ' || encoding) END`,
+  `CREATE OR REPLACE MACRO decode
+     (value) AS system.main.decode(value),
+     (value, encoding) AS CASE lower(encoding) WHEN 'hex' THEN unhex(CAST(value AS VARCHAR)) WHEN 'base64' THEN from_base64(CAST(value AS VARCHAR))
+       ELSE error('decode: supported encodings are hex and base64, not ' || encoding) END`,
   // micromegas's property and JSONB functions over Orrery's JSON properties.
   `CREATE OR REPLACE MACRO property_get(properties, name) AS json_extract_string(properties, '$."' || replace(name, '"', '\\"') || '"')`,
   'CREATE OR REPLACE MACRO properties_length(properties) AS len(json_keys(properties))',

@@ -25,21 +25,23 @@ cleanup() {
 trap cleanup EXIT
 
 port=""
+http_port=""
 for _ in $(seq 1 100); do
   port=$(sed -n 's/.*Flight SQL listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
-  [ -n "$port" ] && break
+  http_port=$(sed -n 's/.*HTTP (OTLP.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
+  [ -n "$port" ] && [ -n "$http_port" ] && break
   kill -0 "$server" 2>/dev/null || break
   sleep 0.2
 done
-if [ -z "$port" ]; then
+if [ -z "$port" ] || [ -z "$http_port" ]; then
   echo "interop: the server did not start:" >&2
   cat "$log" >&2
   exit 1
 fi
-export ORRERY_FLIGHT_HOST=127.0.0.1 ORRERY_FLIGHT_PORT="$port"
-echo "interop: Orrery on 127.0.0.1:$port"
+export ORRERY_FLIGHT_HOST=127.0.0.1 ORRERY_FLIGHT_PORT="$port" ORRERY_HTTP_PORT="$http_port"
+echo "interop: Orrery on 127.0.0.1:$port (OTLP/HTTP on $http_port)"
 
-suites=("python:test/interop/python/run.sh" "java:test/interop/java/run.sh" "go:test/interop/go/run.sh" "scenarios:test/interop/go/run-scenarios.sh")
+suites=("python:test/interop/python/run.sh" "micromegas:test/interop/python/micromegas/run.sh" "java:test/interop/java/run.sh" "go:test/interop/go/run.sh" "scenarios:test/interop/go/run-scenarios.sh")
 failed=()
 passed=0
 for entry in "${suites[@]}"; do

@@ -42,6 +42,7 @@ class Orrery:
     admin_key: str
     reader_user: str
     reader_key: str
+    http_port: int
 
     @property
     def uri(self) -> str:
@@ -55,11 +56,13 @@ class _ServerProcess:
         self.data_dir = tempfile.mkdtemp(prefix="orrery-py-interop-")
         self.log_path = Path(self.data_dir) / "orrery-server.log"
         self.port = _free_port()
+        self.http_port = _free_port()
         self.ready = threading.Event()
         self.lines: list[str] = []
         env = dict(os.environ)
         env.update(
             ORRERY_FLIGHT_SQL_ADDR=f"127.0.0.1:{self.port}",
+            ORRERY_HTTP_ADDR=f"127.0.0.1:{self.http_port}",
             ORRERY_DATA_DIR=self.data_dir,
             MICROMEGAS_API_KEYS=json.dumps(DEFAULT_API_KEYS),
             MICROMEGAS_ADMINS=json.dumps(["admin"]),
@@ -81,7 +84,8 @@ class _ServerProcess:
         self._reader.start()
 
     def _drain(self) -> None:
-        marker = f"Flight SQL listening on 127.0.0.1:{self.port}"
+        # Ready once both listeners are up (the Flight SQL one is logged first).
+        marker = f"listening on 127.0.0.1:{self.http_port}"
         with open(self.log_path, "w", encoding="utf-8") as log:
             assert self.proc.stdout is not None
             for line in self.proc.stdout:
@@ -156,6 +160,7 @@ def orrery() -> Orrery:
             admin_key=env.get("ORRERY_ADMIN_KEY", "admin-key-0123"),
             reader_user=env.get("ORRERY_READER_USER", "reader"),
             reader_key=env.get("ORRERY_READER_KEY", "reader-key-0123"),
+            http_port=int(env.get("ORRERY_HTTP_PORT", "4318")),
         )
         return
 
@@ -175,6 +180,7 @@ def orrery() -> Orrery:
             admin_key="admin-key-0123",
             reader_user="reader",
             reader_key="reader-key-0123",
+            http_port=server.http_port,
         )
     finally:
         server.stop()
