@@ -87,3 +87,60 @@ export function nanosecondTimestamps(tree: { statements: Node[] }): boolean {
   visit(tree.statements);
   return changed;
 }
+
+// DataFusion's catalog listings: `SHOW TABLES` is `SELECT * FROM information_schema.tables`,
+// whose columns are table_catalog, table_schema, table_name and table_type. DuckDB's catalog
+// holds only what a statement has set up, so the caller answers both from its own listing.
+
+/** What DuckDB's SHOW parses to for `SHOW TABLES` and `SHOW ALL TABLES`. */
+const tableShows = new Set(['"tables"', '__show_tables_expanded']);
+
+/** Whether a relation, as written, is information_schema.tables. */
+export function isTablesListing(relation: { catalog: string; schema: string; name: string }): boolean {
+  return (
+    ['', 'orrery'].includes(relation.catalog.toLowerCase()) &&
+    relation.schema.toLowerCase() === 'information_schema' &&
+    relation.name.toLowerCase() === 'tables'
+  );
+}
+
+/** Whether a SHOW listing (a QueryShape's catalogListings entry) is SHOW [ALL] TABLES. */
+export const isTablesShow = (listing: string): boolean => tableShows.has(listing);
+
+/**
+ * Rewrites, in place, every `information_schema.tables` and `SHOW [ALL] TABLES` of a
+ * json_serialize_sql tree to read `relation` instead. True when anything changed.
+ */
+export function substituteTablesListing(tree: { statements: Node[] }, relation: string): boolean {
+  let changed = false;
+  const visit = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(visit);
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Node;
+    const listing =
+      (node.type === 'BASE_TABLE' &&
+        isTablesListing({
+          catalog: (node.catalog_name as string | undefined) ?? '',
+          schema: (node.schema_name as string | undefined) ?? '',
+          name: (node.table_name as string | undefined) ?? '',
+        })) ||
+      (node.type === 'SHOW_REF' && !node.query && tableShows.has(node.table_name as string));
+    if (listing) {
+      changed = true;
+      return {
+        type: 'BASE_TABLE',
+        alias: node.alias ?? '',
+        sample: node.sample ?? null,
+        query_location: node.query_location,
+        schema_name: '',
+        table_name: relation,
+        column_name_alias: node.column_name_alias ?? [],
+        catalog_name: '',
+        at_clause: null,
+      };
+    }
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, visit(v)]));
+  };
+  tree.statements = tree.statements.map((s) => visit(s) as Node);
+  return changed;
+}

@@ -30,5 +30,5 @@ export {
   missingExtensionsHelp,
   type DuckDBBuild,
 } from './extensions.js';
-export { nanosecondTimestamps } from './dialect.js';
+export { isTablesListing, isTablesShow, nanosecondTimestamps, substituteTablesListing } from './dialect.js';
 export { duckdbTypeOf } from './arrow-append.js';

@@ -29,6 +29,7 @@ import {
   denyManagementFunctions,
   emptyRelation,
   orreryFunctionKind,
+  quoteLiteral,
   orreryFunctionNames,
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
@@ -40,8 +41,11 @@ import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
 import {
+  isTablesListing,
+  isTablesShow,
   nanosecondTimestamps,
   queryShape,
+  substituteTablesListing,
   type QueryShape,
   type RelationRef,
   type TableFunctionCall,
@@ -56,6 +60,9 @@ import { Transactions } from './transactions.js';
 import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { PlanCache } from './plan-cache.js';
+
+/** The temporary view information_schema.tables and SHOW TABLES read instead of DuckDB's catalog. */
+const tablesListing = '__orrery_tables';
 
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([
@@ -300,27 +307,52 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return (await this.engine.schemas()).map((schema) => ({ catalog: 'orrery', schema }));
   }
 
-  async getTables(_ctx: CallContext<Principal>, includeSchema: boolean): Promise<TableInfo[]> {
-    const tables: TableInfo[] = await Promise.all(
-      (await this.engine.tables()).map(async (table) => ({
-        catalog: table.catalog,
-        schema: table.schema,
-        name: table.name,
-        type: table.type,
-        arrowSchema: includeSchema ? await this.engine.tableSchema(table) : undefined,
-      })),
-    );
+  async getTables(ctx: CallContext<Principal>, includeSchema: boolean): Promise<TableInfo[]> {
+    const tables = await this.queryableTables(ctx.principal);
+    if (!includeSchema) return tables.map(({ schemaOf: _schema, ...table }) => table);
+    return Promise.all(tables.map(async ({ schemaOf, ...table }) => ({ ...table, arrowSchema: await schemaOf() })));
+  }
+
+  /**
+   * What a key can query, as GetTables, information_schema.tables and SHOW TABLES list it: the
+   * view sets, the series tables and the tables and views of the orrery catalog (for a key that
+   * is not an admin, those of its main schema, the only ones it may name). Names only: no rows.
+   */
+  private async queryableTables(
+    principal: Principal,
+  ): Promise<Array<TableInfo & { schema: string; schemaOf: () => Promise<Schema> }>> {
+    const engineTables = (await this.engine.tables()).filter((t) => principal.admin || t.schema === 'main');
+    const tables = engineTables.map((table) => ({
+      catalog: table.catalog,
+      schema: table.schema,
+      name: table.name,
+      type: table.type,
+      schemaOf: () => this.engine.tableSchema(table),
+    }));
     for (const view of this.lakehouse?.views.all() ?? []) {
-      const arrowSchema = includeSchema ? (await this.engine.describe(emptyRelation(view.columns))).schema : undefined;
-      tables.push({ catalog: 'orrery', schema: 'main', name: view.name, type: 'TABLE', arrowSchema });
+      const schemaOf = async (): Promise<Schema> => (await this.engine.describe(emptyRelation(view.columns))).schema;
+      tables.push({ catalog: 'orrery', schema: 'main', name: view.name, type: 'TABLE', schemaOf });
     }
     for (const table of (await this.tables?.list())?.values() ?? []) {
-      const arrowSchema = includeSchema
-        ? (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema
-        : undefined;
-      tables.push({ catalog: 'orrery', schema: 'main', name: table.name, type: 'TABLE', arrowSchema });
+      const schemaOf = async (): Promise<Schema> =>
+        (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema;
+      tables.push({ catalog: 'orrery', schema: 'main', name: table.name, type: 'TABLE', schemaOf });
     }
     return tables;
+  }
+
+  /** A temporary view of queryableTables with DataFusion's information_schema.tables columns. */
+  private async tablesListingSetup(principal: Principal): Promise<string[]> {
+    const rows = (await this.queryableTables(principal))
+      .sort((a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name))
+      .map((t) =>
+        [t.catalog ?? 'orrery', t.schema, t.name, t.type === 'VIEW' ? 'VIEW' : 'BASE TABLE']
+          .map(quoteLiteral)
+          .join(', '),
+      );
+    const typed = `SELECT ${['table_catalog', 'table_schema', 'table_name', 'table_type'].map((c) => `NULL::VARCHAR AS ${c}`).join(', ')} WHERE false`;
+    const body = rows.length === 0 ? typed : `${typed} UNION ALL VALUES ${rows.map((r) => `(${r})`).join(', ')}`;
+    return [`CREATE OR REPLACE TEMP VIEW ${tablesListing} AS ${body}`];
   }
 
   async getTableTypes(): Promise<string[]> {
@@ -407,7 +439,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
       signal: ctx.signal,
       deadline: run.deadline,
     };
-    const sql = tree && nanosecondTimestamps(tree) ? await this.engine.deparse(tree) : statement.query;
+    const listsTables =
+      shape !== null && (shape.relations.some(isTablesListing) || shape.catalogListings.some(isTablesShow));
+    if (listsTables) setup.push(...(await this.tablesListingSetup(principal)));
+    // Both rewrites run (no short circuit): either one means running the rewritten tree.
+    const rewritten = tree
+      ? [nanosecondTimestamps(tree), listsTables && substituteTablesListing(tree, tablesListing)]
+      : [];
+    const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
     const description = dataFusionNames(await this.engine.describe(sql, options));
     if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
     return { kind: 'engine', sql, description, options };

@@ -1,6 +1,6 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
-import type { QueryShape, RelationRef } from '../engine/index.js';
+import { isTablesListing, isTablesShow, type QueryShape, type RelationRef } from '../engine/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
 // away from files outside the lake; this keeps callers away from the lake's files
@@ -45,10 +45,11 @@ export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog
       throw denied(`function '${qualified}' does not exist or is not available to this key`);
     }
   }
-  if (shape.catalogListings.length > 0)
-    throw denied("SHOW lists the engine's catalog; list_view_sets() lists what this key can query");
+  // SHOW TABLES and information_schema.tables are answered from what the key can query.
+  if (shape.catalogListings.some((listing) => !isTablesShow(listing)))
+    throw denied("SHOW lists the engine's catalog; SHOW TABLES and list_view_sets() list what this key can query");
   for (const relation of shape.relations) {
-    if (relation.cte) continue;
+    if (relation.cte || isTablesListing(relation)) continue;
     const qualified = [relation.catalog, relation.schema, relation.name].filter(Boolean).join('.');
     if (/[./\\]/.test(relation.name) || relation.name.includes(':')) {
       throw denied(`'${relation.name}' names a file; query the view sets instead`);

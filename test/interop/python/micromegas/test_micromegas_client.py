@@ -196,6 +196,14 @@ def test_query_spans_reads_thread_spans(reader, data):
     assert list(df["parent"]) == [0, 0xA1, 0xA2]
 
 
+def test_show_tables_and_information_schema(reader):
+    """As micromegas's own test_information_schema: DataFusion's columns, the view sets listed."""
+    df = reader.query("SHOW TABLES")
+    assert list(df.columns) == ["table_catalog", "table_schema", "table_name", "table_type"]
+    assert {"log_entries", "blocks", "streams", "processes", "measures", "spans"} <= set(df["table_name"])
+    assert len(reader.query("SELECT * FROM information_schema.tables")) == len(df)
+
+
 def test_micromegas_sql_functions(reader, data):
     df = reader.query(
         f"""SELECT property_get(process_properties, 'service.name') AS service,
