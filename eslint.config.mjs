@@ -12,7 +12,7 @@ export default tseslint.config(
       'node_modules/',
       'data/',
       'scratch/',
-      '.venv/',
+      '**/.venv/',
       'test/interop/java/target/',
       'test/interop/go/bin/',
     ],
