@@ -79,10 +79,9 @@ export class DenyRules {
   /** Whether each rule matches, in one query. */
   private async evaluate(rules: readonly DenyRule[], attributes: QueryAttributes): Promise<boolean[]> {
     const columns = rules.map((r, i) => `coalesce((${r.matchExpr}), false) AS r${i}`).join(', ');
-    const { batches } = await this.engine.query(`SELECT ${columns} FROM ${attributesRelation(attributes)}`);
-    const matches = rules.map(() => false);
-    for await (const batch of batches) rules.forEach((_, i) => (matches[i] ||= batch.getChildAt(i)?.get(0) === true));
-    return matches;
+    // One row, read as values on a pooled connection: no Arrow result to build for it.
+    const [row] = await this.engine.values(`SELECT ${columns} FROM ${attributesRelation(attributes)}`);
+    return rules.map((_, i) => row?.[i] === true);
   }
 
   /** Validates an expression (it must be a boolean over the attributes) and stores it. */
