@@ -21,6 +21,7 @@ import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
+import { RefreshJobs, Rollups } from './rollups/index.js';
 import {
   ViewLoader,
   ViewRegistry,
@@ -165,6 +166,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const { engine, lake } = await createEngine(engineOptions, extensions, log);
       closers.push(() => engine.close());
       const tables = lake ? new SeriesTables(engine, seriesNames) : undefined;
+      const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames) : undefined;
+      await rollups?.prepare();
       const denyRules = new DenyRules(metadata, engine);
       const ddl = new DdlService({
         db: metadata,
@@ -175,7 +178,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         retireDelaySeconds: config.retireDelaySeconds,
       });
       const backend = {
-        lakehouse: { ...lakehouse, tables },
+        lakehouse: { ...lakehouse, tables, rollups },
         materializer,
         retireDelaySeconds: config.retireDelaySeconds,
         denyRules,
@@ -209,6 +212,31 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       });
       closers.push(() => daemon!.close());
       daemon.start();
+      if (maintenanceLake) {
+        const rollups = new Rollups(
+          maintenanceEngine,
+          metadata,
+          new SeriesTables(maintenanceEngine, seriesNames),
+          seriesNames,
+        );
+        await rollups.prepare();
+        const jobs = new RefreshJobs(rollups, metadata, log, (report) => {
+          metrics.rollupRefreshDuration.observe(
+            { rollup: report.rollup, outcome: report.failed ? 'failed' : 'ok' },
+            report.seconds,
+          );
+          if (!report.outcome) return;
+          metrics.rollupPendingBuckets.set({ rollup: report.rollup }, report.outcome.pendingBuckets);
+          const watermark = report.outcome.watermark;
+          if (watermark !== null && !/^-?\d+$/.test(watermark))
+            metrics.rollupLag.set(
+              { rollup: report.rollup },
+              (Date.now() - Date.parse(`${watermark.replace(' ', 'T')}Z`)) / 1000,
+            );
+        });
+        closers.push(() => jobs.close());
+        jobs.start();
+      }
       log('info', 'maintenance daemon started');
     }
     const http = new HttpServer({

@@ -106,6 +106,28 @@ export class OrreryMetrics {
   });
 
   /** Where the quarantined block counts come from (the process's Postgres). */
+  readonly rollupRefreshDuration = new Histogram({
+    name: 'orrery_rollup_refresh_duration_seconds',
+    help: 'Time a rollup refresh job took, by rollup and outcome (ok, failed)',
+    labelNames: ['rollup', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300],
+    registers: [this.registry],
+  });
+
+  readonly rollupPendingBuckets = new Gauge({
+    name: 'orrery_rollup_pending_buckets',
+    help: 'Buckets a rollup recomputed at its last refresh because writes had touched them since the one before',
+    labelNames: ['rollup'] as const,
+    registers: [this.registry],
+  });
+
+  readonly rollupLag = new Gauge({
+    name: 'orrery_rollup_lag_seconds',
+    help: "Seconds from a rollup's watermark (the bucket still filling at its last refresh) to that refresh; time rollups only",
+    labelNames: ['rollup'] as const,
+    registers: [this.registry],
+  });
+
   countQuarantinedBlocksWith(source: () => Promise<ReadonlyMap<string, number>>): void {
     this.quarantineSource = source;
   }

@@ -184,6 +184,29 @@ async function define(
         rows,
       );
     }
+    case 'list_rollups': {
+      arity(name, args, 0);
+      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
+      const rows = ((await lakehouse.rollups?.list()) ?? []).map((r) =>
+        [
+          quoteLiteral(r.name),
+          quoteLiteral(r.source),
+          quoteLiteral(r.grain),
+          text(r.watermark),
+          scope.kind === 'all' ? String(r.pendingBuckets) : 'NULL',
+          r.lastRefresh === null ? 'NULL' : `${quoteLiteral(r.lastRefresh)}::TIMESTAMPTZ`,
+          text(r.retention),
+          // Both count rows of every audience: only admins see them.
+          scope.kind === 'all' ? String(r.materializedRows) : 'NULL',
+        ].join(', '),
+      );
+      return table(
+        name,
+        'name VARCHAR, source VARCHAR, grain VARCHAR, watermark VARCHAR, pending_buckets BIGINT, last_refresh TIMESTAMPTZ, ' +
+          'retention VARCHAR, materialized_rows BIGINT',
+        rows,
+      );
+    }
     case 'view_instance': {
       arity(name, args, 2);
       const [view, instance] = args as [string, unknown];

@@ -14,6 +14,7 @@ import {
 } from '../views/index.js';
 import type { QueryShape } from '../engine/index.js';
 import type { SeriesTables } from '../tables/index.js';
+import type { Rollups } from '../rollups/index.js';
 
 /** What the lakehouse needs to answer queries: partitions in Postgres, files in the store, loaded view sets. */
 export interface Lakehouse {
@@ -24,6 +25,8 @@ export interface Lakehouse {
   readonly loader?: ViewLoader;
   /** Series tables, when the DuckLake catalog is attached. */
   readonly tables?: SeriesTables;
+  /** Rollups of the series tables, when the DuckLake catalog is attached. */
+  readonly rollups?: Rollups;
 }
 
 /** The rows a key reads: admins every row, others their audiences (which always include public). */

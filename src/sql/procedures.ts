@@ -16,6 +16,7 @@ import type { Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
 import { viewErrors } from '../views/index.js';
 import { sqlErrors } from './errors.js';
+import { type Rollups } from '../rollups/index.js';
 
 // Admin procedures: mutating lakehouse functions called as `SELECT * FROM f(...)`. They run
 // in Orrery, not in DuckDB, and stream their progress as (time, msg) rows as they go.
@@ -32,8 +33,12 @@ type Run = (ctx: ProcedureContext, args: unknown[], caller: string) => AsyncGene
 
 interface Procedure {
   readonly params: readonly string[];
-  /** How many of the last params may be left out. */
-  readonly optional?: number;
+  /** How many of the params must be given (the rest default to NULL); all of them when absent. */
+  readonly required?: number;
+  /** Arguments may be NULL (a typed null::interval, say). */
+  readonly nullable?: boolean;
+  /** What the scalar form answers: its messages as text, or one integer. */
+  readonly result?: 'integer';
   readonly run: Run;
 }
 
@@ -89,6 +94,18 @@ function viewSetOf(ctx: ProcedureContext, name: string, fn: string) {
 
 const show = (b: bigint, e: bigint): string => `[${nanosToIso(b)}, ${nanosToIso(e)})`;
 
+function rollupsOf(ctx: ProcedureContext, fn: string): Rollups {
+  if (!ctx.lakehouse.rollups)
+    throw sqlErrors.error(
+      'SERIES_TABLES_UNAVAILABLE',
+      `${fn}: this server runs without series tables (see its start-up log)`,
+    );
+  return ctx.lakehouse.rollups;
+}
+
+const optionalText = (value: unknown): string | null =>
+  value === null || value === undefined ? null : typeof value === 'string' ? value : JSON.stringify(value);
+
 const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   retire_partitions: {
     params: ['view_set', 'instance', 'begin', 'end'],
@@ -118,7 +135,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     // micromegas 0.32's helpers pass the partition's schema hash, which tells apart an old-schema
     // and a new-schema partition of the same range.
     params: ['view_set', 'instance', 'begin_insert_time', 'end_insert_time', 'file_schema_hash'],
-    optional: 1,
+    required: 4,
     async *run(ctx, args) {
       const p = procedureList.retire_partition_by_metadata.params;
       const view = text(args, 0, 'retire_partition_by_metadata', p);
@@ -186,6 +203,57 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       yield await tables.setRetention(text(args, 0, 'set_retention', p), keep === 'forever' ? null : keep);
     },
   },
+  create_rollup: {
+    params: ['name', 'source', 'bucket', 'select_list', 'group_by', 'bucket_width'],
+    required: 2,
+    nullable: true,
+    async *run(ctx, args) {
+      const p = procedureList.create_rollup.params;
+      const rollups = rollupsOf(ctx, 'create_rollup');
+      yield await rollups.create({
+        name: text(args, 0, 'create_rollup', p),
+        source: text(args, 1, 'create_rollup', p),
+        bucket: optionalText(args[2]),
+        selectList: optionalText(args[3]),
+        groupBy: optionalText(args[4]),
+        bucketWidth: optionalText(args[5]),
+      });
+    },
+  },
+  refresh_rollup: {
+    params: ['rollup'],
+    result: 'integer',
+    async *run(ctx, args) {
+      const rollups = rollupsOf(ctx, 'refresh_rollup');
+      const name = text(args, 0, 'refresh_rollup', procedureList.refresh_rollup.params);
+      yield String((await rollups.refresh(name)).ranges);
+    },
+  },
+  drop_rollup: {
+    params: ['rollup'],
+    async *run(ctx, args) {
+      const rollups = rollupsOf(ctx, 'drop_rollup');
+      const name = text(args, 0, 'drop_rollup', procedureList.drop_rollup.params);
+      yield `dropped ${await rollups.drop(name)}`;
+    },
+  },
+  set_rollup_retention: {
+    params: ['rollup', 'keep'],
+    nullable: true,
+    async *run(ctx, args) {
+      const rollups = rollupsOf(ctx, 'set_rollup_retention');
+      const name = text(args, 0, 'set_rollup_retention', procedureList.set_rollup_retention.params);
+      yield await rollups.setRetention(name, args[1] ?? null);
+    },
+  },
+  set_job_schedule: {
+    params: ['rollup', 'schedule'],
+    async *run(ctx, args) {
+      const rollups = rollupsOf(ctx, 'set_job_schedule');
+      const name = text(args, 0, 'set_job_schedule', procedureList.set_job_schedule.params);
+      yield await rollups.setSchedule(name, args[1]);
+    },
+  },
   retry_quarantined_blocks: {
     params: [],
     async *run(ctx) {
@@ -242,14 +310,48 @@ export function procedureOf(call: TableFunctionCall): Procedure | undefined {
     : undefined;
 }
 
+/** What the scalar form of a procedure call answers: text, or one integer. */
+export function procedureResult(call: TableFunctionCall): 'text' | 'integer' {
+  return procedureOf(call)?.result ?? 'text';
+}
+
+/**
+ * A call's arguments in the procedure's order: positional ones first, then named ones
+ * (`select_list => '...'`, DuckDB's parse tree keeps the name as the argument's alias).
+ */
+function bindArguments(call: TableFunctionCall, procedure: Procedure): unknown[] {
+  const { params } = procedure;
+  const required = procedure.required ?? params.length;
+  const bound: unknown[] = new Array<unknown>(params.length).fill(undefined);
+  const arity = (): string =>
+    `${call.name} takes ${required === params.length ? '' : `${required} to `}${params.length} argument(s) (${params.join(', ')}), got ${call.args.length}`;
+  let named = false;
+  call.args.forEach((value, i) => {
+    const written = (call.argTrees[i] as { alias?: unknown } | undefined)?.alias;
+    const alias = typeof written === 'string' ? written : '';
+    if (alias === '') {
+      if (named) throw invalid(`${call.name}: positional arguments come before named ones`);
+      if (i >= params.length) throw invalid(arity());
+      bound[i] = value;
+      return;
+    }
+    named = true;
+    const index = params.indexOf(alias.toLowerCase());
+    if (index < 0) throw invalid(`${call.name} has no argument named ${alias} (it takes ${params.join(', ')})`);
+    if (bound[index] !== undefined) throw invalid(`${call.name}: argument ${params[index]} is given twice`);
+    bound[index] = value;
+  });
+  const missing = params.slice(0, required).filter((_, i) => bound[i] === undefined);
+  if (missing.length > 0 || (required === params.length && call.args.length !== params.length)) throw invalid(arity());
+  if (!procedure.nullable && bound.some((a) => a === null))
+    throw invalid(`${call.name}: arguments must be constant and not NULL`);
+  // Up to the last argument given: a procedure can tell a left-out trailing argument by the count.
+  const given = bound.length - [...bound].reverse().findIndex((v) => v !== undefined);
+  return bound.slice(0, given > bound.length ? 0 : given).map((v) => (v === undefined ? null : v));
+}
+
 /** Runs a procedure with its literal arguments, checking their count. */
 export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, caller: string): AsyncGenerator<string> {
   const procedure = procedureOf(call)!;
-  const { params, optional = 0 } = procedure;
-  if (call.args.length > params.length || call.args.length < params.length - optional) {
-    const count = optional ? `${params.length - optional} to ${params.length}` : String(params.length);
-    throw invalid(`${call.name} takes ${count} argument(s) (${params.join(', ')}), got ${call.args.length}`);
-  }
-  if (call.args.some((a) => a === null)) throw invalid(`${call.name}: arguments must be constant and not NULL`);
-  return procedure.run(ctx, call.args, caller);
+  return procedure.run(ctx, bindArguments(call, procedure), caller);
 }

@@ -39,7 +39,9 @@ import { sqlErrors } from './errors.js';
 import type { OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
-import { procedureOf, runProcedure, type ProcedureContext } from './procedures.js';
+import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
+import { jobsRelation, snouttimeNames } from '../rollups/index.js';
+import { rollupReadSetup } from './rollup-reads.js';
 import {
   isTablesListing,
   isTablesShow,
@@ -399,8 +401,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     const tables = this.tables;
     if (tables) {
-      const write = await planSeriesWrite(this.engine, tables, principal, statement, (body) =>
-        this.checkReadable(body),
+      const rollups = this.lakehouse?.rollups;
+      const write = await planSeriesWrite(
+        this.engine,
+        tables,
+        principal,
+        statement,
+        (body) => this.checkReadable(body),
+        rollups ? (table) => rollups.checkDroppable(table) : undefined,
       );
       if (write) {
         await this.checkDenied(ctx, statement, null);
@@ -408,6 +416,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       }
     }
     const tree = await this.engine.parseSelect(statement.query);
+    const renamed = tree !== null && snouttimeNames(tree);
     const shape = tree ? queryShape(tree) : null;
     if (!(shape && (await this.isRuleManagementAlone(shape)))) await this.checkDenied(ctx, statement, shape);
     if (shape) {
@@ -431,6 +440,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // statement may name one, not for statements over view sets alone.
     if (tables && (!shape || this.mayNameSeriesTables(shape)))
       setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
+    if (shape && this.lakehouse?.rollups && this.mayNameSeriesTables(shape))
+      setup.push(...(await rollupReadSetup(this.lakehouse.rollups, shape, principal)));
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
@@ -444,7 +455,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (listsTables) setup.push(...(await this.tablesListingSetup(principal)));
     // Both rewrites run (no short circuit): either one means running the rewritten tree.
     const rewritten = tree
-      ? [nanosecondTimestamps(tree), listsTables && substituteTablesListing(tree, tablesListing)]
+      ? [nanosecondTimestamps(tree), listsTables && substituteTablesListing(tree, tablesListing), renamed]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
     const description = dataFusionNames(await this.engine.describe(sql, options));
@@ -522,6 +533,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const catalog = relation.catalog.toLowerCase();
       if ((catalog === '' || catalog === 'temp') && this.lakehouse?.views.get(relation.name)) return true;
       if (catalog === '' && (await this.tables?.list())?.has(relation.name)) return true;
+      if (catalog === '' && relation.schema === '' && this.lakehouse?.rollups) {
+        if (relation.name.toLowerCase() === jobsRelation) return true;
+        if ((await this.lakehouse.rollups.readableNames()).has(relation.name.toLowerCase())) return true;
+      }
       if (catalog === 'temp') return false;
       tables ??= this.engine.tables();
       const name = relation.name.toLowerCase();
@@ -572,7 +587,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
       this.checkProcedureCaller(scalar, principal);
       return {
         call: scalar,
-        schema: new Schema([new Field(scalar.alias || scalar.name, new Utf8(), false)]),
+        schema: new Schema([
+          new Field(
+            scalar.alias || scalar.name,
+            procedureResult(scalar) === 'integer' ? new Int64() : new Utf8(),
+            false,
+          ),
+        ]),
         scalar: true,
       };
     }
@@ -640,7 +661,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (plan.scalar) {
       const all: string[] = [];
       for await (const message of messages) all.push(message);
-      yield batchFromRows(plan.schema, [[all.join('\n')]]);
+      const integer = procedureResult(plan.call) === 'integer';
+      yield batchFromRows(plan.schema, [[integer ? BigInt(all[all.length - 1]) : all.join('\n')]]);
       return;
     }
     for await (const message of messages) {

@@ -29,6 +29,12 @@ export const orreryFunctions = {
   remove_query_denial: 'procedure',
   retry_quarantined_blocks: 'procedure',
   set_retention: 'procedure',
+  list_rollups: 'table',
+  create_rollup: 'procedure',
+  refresh_rollup: 'procedure',
+  drop_rollup: 'procedure',
+  set_rollup_retention: 'procedure',
+  set_job_schedule: 'procedure',
 } as const satisfies Record<string, OrreryFunctionKind>;
 
 export type OrreryFunctionName = keyof typeof orreryFunctions;

@@ -1,0 +1,7 @@
+// Rollups (issue 17): aggregates of a series table per time bucket, materialized in DuckLake,
+// invalidated through DuckLake's change feed and read through views that are never stale; their
+// refresh jobs; the spec's `snouttime.` names. Knows DuckDB, DuckLake and Postgres; nothing of gRPC.
+export { Rollups, type RefreshOutcome, type RollupArguments, type RollupJob, type RollupListing } from './rollups.js';
+export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';
+export { rollupErrors } from './errors.js';
+export { jobsRelation, snouttimeNames } from './snouttime-names.js';

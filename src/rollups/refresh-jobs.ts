@@ -1,0 +1,91 @@
+import type { MetadataStore } from '../metadata/index.js';
+import type { RefreshOutcome, Rollups } from './rollups.js';
+
+/** What the refresh jobs report, for metrics. */
+export interface RefreshReport {
+  readonly rollup: string;
+  readonly seconds: number;
+  readonly outcome?: RefreshOutcome;
+  readonly failed?: boolean;
+}
+
+/** How often the runner looks for due jobs: a new rollup's first refresh starts within this. */
+const tickMs = 1000;
+/** A failed refresh is tried again this soon (or at its schedule, if sooner). */
+const retrySeconds = 10;
+
+/**
+ * Runs the rollups' refresh jobs (the maintenance daemon's): every due job in `rollup_jobs`, each
+ * under its rollup's advisory lock, so several daemons share the jobs and a rollup refreshes once
+ * at a time. The outcome is recorded on the job; a failure is kept (last_status, last_error) and
+ * retried, never skipped.
+ */
+export class RefreshJobs {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly rollups: Rollups,
+    private readonly metadata: MetadataStore,
+    private readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void,
+    private readonly report: (report: RefreshReport) => void = () => {},
+  ) {}
+
+  start(): void {
+    const tick = (): void => {
+      if (this.closed) return;
+      this.running = this.runDue()
+        .catch((error: unknown) => this.log('warn', 'rollup refresh jobs: cannot read the jobs', error))
+        .finally(() => {
+          this.running = undefined;
+          if (!this.closed) this.timer = setTimeout(tick, tickMs);
+        });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  /** Runs every job that is due now, one after the other. */
+  async runDue(): Promise<void> {
+    const { rows } = await this.metadata.query<{ target: string }>(
+      `SELECT target FROM rollup_jobs WHERE kind = 'refresh' AND next_run <= now() ORDER BY next_run`,
+    );
+    if (rows.length === 0) return;
+    const definitions = await this.rollups.definitions();
+    for (const { target } of rows) {
+      if (this.closed) return;
+      const definition = definitions.get(target);
+      if (!definition) continue;
+      const started = performance.now();
+      try {
+        const outcome = await this.rollups.tryRefresh(definition);
+        if (!outcome) continue; // another process refreshes it now
+        await this.metadata.query(
+          `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = 'ok', last_error = NULL
+            WHERE kind = 'refresh' AND target = $1`,
+          [target],
+        );
+        this.report({ rollup: target, seconds: (performance.now() - started) / 1000, outcome });
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        this.log('warn', `rollup ${target}: refresh failed (retried in ${retrySeconds} s)`, error);
+        this.report({ rollup: target, seconds: (performance.now() - started) / 1000, failed: true });
+        await this.metadata
+          .query(
+            `UPDATE rollup_jobs SET last_run = now(), last_status = 'failed', last_error = $2,
+               next_run = now() + LEAST(schedule, $3 * INTERVAL '1 second')
+             WHERE kind = 'refresh' AND target = $1`,
+            [target, message, retrySeconds],
+          )
+          .catch(() => {});
+      }
+    }
+  }
+
+  /** Stops the runner, waiting for a refresh under way. Idempotent. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+}

@@ -1,0 +1,92 @@
+import { quoteIdentifier } from '../engine/index.js';
+import { lakeCatalog, lakeTable, type TableScope } from '../tables/index.js';
+import { sourceAlias } from './select-list.js';
+
+// The SQL Orrery runs for a rollup, built from its definition: identifiers quoted, values as
+// typed literals, the aggregate statement as DuckDB deparsed it at create_rollup.
+
+/** A rollup as create_rollup recorded it. */
+export interface RollupDefinition {
+  readonly name: string;
+  /** The series table or rollup it aggregates. */
+  readonly source: string;
+  readonly sourceIsRollup: boolean;
+  /** The series table at the bottom of the chain (the source itself for a rollup of a table). */
+  readonly base: string;
+  readonly baseTimeColumn: string;
+  /** The source's time column: its own, or `bucket` for a rollup. */
+  readonly timeColumn: string;
+  /** Integer time (bucket_width) rather than timestamps (bucket). */
+  readonly integer: boolean;
+  /** The bucket: an interval as DuckDB writes it, or an integer width. */
+  readonly grain: string;
+  readonly selectList: string;
+  readonly groupBy: string | null;
+  /** The aggregate statement over `__rollup_source` (see select-list.ts). */
+  readonly query: string;
+  readonly columns: readonly string[];
+  /** set_rollup_retention: an interval, or a count for integer time; null keeps every bucket. */
+  readonly retention: string | null;
+}
+
+/** The DuckLake schema holding every rollup's materialized table and state. */
+export const rollupSchema = 'rollups';
+
+export const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+
+export const materializedName = (name: string): string => `${name}_materialized`;
+export const materializedTable = (name: string): string =>
+  `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(materializedName(name))}`;
+/** One row per rollup: its watermark and the DuckLake snapshot of its source it was refreshed at. */
+export const stateTable = (name: string): string =>
+  `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(`${name}__state`)}`;
+
+/** A table as of one DuckLake snapshot. */
+export const at = (table: string, snapshot: bigint): string => `${table} AT (VERSION => ${snapshot})`;
+
+/** The bucket of a time value: `time_bucket` in UTC with DuckDB's default origin (weeks start on Mondays). */
+export function bucketSql(definition: Pick<RollupDefinition, 'integer' | 'grain'>, column: string): string {
+  const c = quoteIdentifier(column);
+  if (definition.integer) {
+    const w = BigInt(definition.grain);
+    return `(CAST(${c} AS BIGINT) - ((CAST(${c} AS BIGINT) % ${w}) + ${w}) % ${w})`;
+  }
+  return `time_bucket(INTERVAL ${quoteLiteral(definition.grain)}, CAST(${c} AS TIMESTAMP))`;
+}
+
+/** A bucket value (as DuckDB's text of it) as a typed literal. */
+export function bucketLiteral(definition: Pick<RollupDefinition, 'integer'>, value: string): string {
+  if (definition.integer) return String(BigInt(value));
+  return `TIMESTAMP ${quoteLiteral(value)}`;
+}
+
+/** The next bucket after a bucket expression. */
+export function nextBucket(definition: Pick<RollupDefinition, 'integer' | 'grain'>, sql: string): string {
+  return definition.integer
+    ? `(${sql} + ${BigInt(definition.grain)})`
+    : `(${sql} + INTERVAL ${quoteLiteral(definition.grain)})`;
+}
+
+export function audienceFilter(scope: TableScope): string | null {
+  if (scope.kind === 'all') return null;
+  return `audience IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
+}
+
+/** The base series table's rows as of a snapshot, for a scope. */
+export function baseRows(base: string, snapshot: bigint, scope: TableScope): string {
+  const filter = audienceFilter(scope);
+  return `SELECT * FROM ${at(lakeTable(base), snapshot)}${filter ? ` WHERE ${filter}` : ''}`;
+}
+
+/** The rollup's aggregate over the rows of `source` (a SELECT) that pass `filter`. */
+export function aggregateOver(definition: RollupDefinition, source: string, filter: string): string {
+  return `SELECT * FROM (WITH ${sourceAlias} AS (SELECT * FROM (${source}) AS __rows WHERE ${filter}) ${definition.query}) AS __aggregate`;
+}
+
+/** Rows of the source in the given buckets (a list of bucket literals), with a range bound the scan can prune by. */
+export function inBuckets(definition: RollupDefinition, literals: readonly string[]): string | null {
+  if (literals.length === 0) return null;
+  const column = quoteIdentifier(definition.timeColumn);
+  const [first, last] = [literals[0], literals[literals.length - 1]];
+  return `(${column} >= ${first} AND ${column} < ${nextBucket(definition, last)} AND ${bucketSql(definition, definition.timeColumn)} IN (${literals.join(', ')}))`;
+}

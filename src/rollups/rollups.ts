@@ -1,0 +1,776 @@
+import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
+import type { MetadataStore } from '../metadata/index.js';
+import { lakeCatalog, type SeriesTable, type SeriesTables, type TableScope } from '../tables/index.js';
+import { rollupErrors } from './errors.js';
+import {
+  aggregateOver,
+  at,
+  audienceFilter,
+  baseRows,
+  bucketLiteral,
+  bucketSql,
+  inBuckets,
+  materializedName,
+  materializedTable,
+  quoteLiteral,
+  rollupSchema,
+  stateTable,
+  type RollupDefinition,
+} from './rollup-sql.js';
+import { rollupQuery } from './select-list.js';
+
+// Rollups: an aggregate of a series table (or of another rollup) per time bucket, kept in a
+// DuckLake table and read through a view that is never stale.
+//
+// Invalidations come from DuckLake's own change feed rather than from triggers: every write to
+// a DuckLake table (INSERT, UPDATE, DELETE, TRUNCATE, retention; from any process) is a snapshot,
+// and `ducklake_table_changes(table, from, to)` gives the rows it inserted, deleted and updated
+// (old and new values). A rollup's state (watermark, and the source snapshot it was refreshed
+// at) is a DuckLake table committed with its materialized rows, so one snapshot id pins all of
+// it: the pending buckets of a rollup at snapshot S are exactly the buckets of the rows that
+// changed between its refresh snapshot and S, bucket by bucket, and a read at S combines the
+// materialized rows, the state and the source as of that same S.
+
+export interface RollupArguments {
+  readonly name: string;
+  readonly source: string;
+  readonly bucket: string | null;
+  readonly selectList: string | null;
+  readonly groupBy: string | null;
+  readonly bucketWidth: string | null;
+}
+
+interface RollupState {
+  /** The start of the bucket still filling at the last refresh (DuckDB's text of it); null before the first. */
+  readonly watermark: string | null;
+  readonly sourceSnapshot: bigint | null;
+  readonly refreshedAt: string | null;
+}
+
+/** What list_rollups() answers per rollup. */
+export interface RollupListing {
+  readonly name: string;
+  readonly source: string;
+  readonly grain: string;
+  readonly watermark: string | null;
+  readonly pendingBuckets: number;
+  readonly lastRefresh: string | null;
+  readonly retention: string | null;
+  readonly materializedRows: number;
+  readonly integer: boolean;
+}
+
+/** A refresh job as the jobs table shows it. */
+export interface RollupJob {
+  readonly kind: string;
+  readonly target: string;
+  readonly schedule: string;
+  readonly lastRun: Date | null;
+  readonly nextRun: Date | null;
+  readonly lastStatus: string | null;
+  readonly lastError: string | null;
+}
+
+/** What a refresh did. */
+export interface RefreshOutcome {
+  readonly ranges: number;
+  readonly pendingBuckets: number;
+  readonly watermark: string | null;
+}
+
+const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|HUGEINT)$/i;
+const namePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+/** Aggregates of Orrery's sketch functions, counted as aggregates whatever DuckDB reports them as. */
+const sketchAggregates = ['percentile_sketch', 'distinct_sketch', 'merge'];
+
+const schemaSql = `
+CREATE TABLE IF NOT EXISTS rollup_definitions (
+  name             TEXT PRIMARY KEY,
+  source           TEXT NOT NULL,
+  source_is_rollup BOOLEAN NOT NULL,
+  base             TEXT NOT NULL,
+  base_time_column TEXT NOT NULL,
+  time_column      TEXT NOT NULL,
+  integer_time     BOOLEAN NOT NULL,
+  grain            TEXT NOT NULL,
+  select_list      TEXT NOT NULL,
+  group_by         TEXT,
+  query            TEXT NOT NULL,
+  columns          JSONB NOT NULL,
+  retention        TEXT,
+  created_at       TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS rollup_jobs (
+  kind        TEXT NOT NULL,
+  target      TEXT NOT NULL REFERENCES rollup_definitions (name) ON DELETE CASCADE,
+  schedule    INTERVAL NOT NULL DEFAULT INTERVAL '1 minute',
+  last_run    TIMESTAMPTZ,
+  next_run    TIMESTAMPTZ NOT NULL DEFAULT now(),
+  last_status TEXT,
+  last_error  TEXT,
+  PRIMARY KEY (kind, target)
+);`;
+
+interface DefinitionRow {
+  name: string;
+  source: string;
+  source_is_rollup: boolean;
+  base: string;
+  base_time_column: string;
+  time_column: string;
+  integer_time: boolean;
+  grain: string;
+  select_list: string;
+  group_by: string | null;
+  query: string;
+  columns: string[];
+  retention: string | null;
+}
+
+const definitionOf = (row: DefinitionRow): RollupDefinition => ({
+  name: row.name,
+  source: row.source,
+  sourceIsRollup: row.source_is_rollup,
+  base: row.base,
+  baseTimeColumn: row.base_time_column,
+  timeColumn: row.time_column,
+  integer: row.integer_time,
+  grain: row.grain,
+  selectList: row.select_list,
+  groupBy: row.group_by,
+  query: row.query,
+  columns: row.columns,
+  retention: row.retention,
+});
+
+/** DuckDB's value as text: the rollup queries cast what they read to VARCHAR, so values are strings, numbers or bigints. */
+const text = (value: unknown): string | null =>
+  value === null || value === undefined
+    ? null
+    : typeof value === 'object'
+      ? JSON.stringify(value)
+      : String(value as string);
+
+/** How long refresh_rollup waits for a refresh of the same rollup running elsewhere. */
+const refreshWaitMs = 10 * 60_000;
+
+/**
+ * The rollups of one Orrery process. Definitions and jobs live in Postgres, materialized rows and
+ * state in DuckLake; nothing is cached, so every process sees the same rollups.
+ */
+export class Rollups {
+  constructor(
+    private readonly engine: DuckDBEngine,
+    private readonly metadata: MetadataStore,
+    private readonly tables: SeriesTables,
+    /** Names taken by view sets and static tables. */
+    private readonly reservedNames: () => ReadonlySet<string>,
+  ) {}
+
+  /** Creates this component's Postgres tables and DuckLake schema; idempotent, safe for processes starting together. */
+  async prepare(): Promise<void> {
+    await this.metadata.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_rollups_schema', 0))`);
+      await tx.query(schemaSql);
+    });
+    await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
+  }
+
+  /** Every rollup, by name. */
+  async definitions(): Promise<Map<string, RollupDefinition>> {
+    const { rows } = await this.metadata.query<DefinitionRow>('SELECT * FROM rollup_definitions ORDER BY name');
+    return new Map(rows.map((row) => [row.name, definitionOf(row)]));
+  }
+
+  private async definition(name: string, fn: string): Promise<RollupDefinition> {
+    const found = (await this.definitions()).get(name.toLowerCase());
+    if (!found) throw rollupErrors.error('ROLLUP_NOT_FOUND', `${fn}: rollup '${name}' does not exist`);
+    return found;
+  }
+
+  /** The rollups built directly on a series table or rollup. */
+  async dependentsOf(source: string): Promise<string[]> {
+    const { rows } = await this.metadata.query<{ name: string }>(
+      'SELECT name FROM rollup_definitions WHERE source = $1 ORDER BY name',
+      [source],
+    );
+    return rows.map((r) => r.name);
+  }
+
+  /** Refuses DROP TABLE of a series table with rollups, naming them. */
+  async checkDroppable(table: string): Promise<void> {
+    const rollups = await this.dependentsOf(table);
+    if (rollups.length > 0)
+      throw rollupErrors.error(
+        'ROLLUP_IN_USE',
+        `DROP TABLE ${table}: rollup ${rollups.map((r) => `'${r}'`).join(', ')} ${rollups.length > 1 ? 'are' : 'is'} built on it; drop_rollup ${rollups.length > 1 ? 'them' : 'it'} first`,
+      );
+  }
+
+  /** create_rollup: checks everything, then creates the materialized table, the state, the definition and the refresh job. */
+  async create(args: RollupArguments): Promise<string> {
+    const name = args.name.toLowerCase();
+    if (!namePattern.test(name))
+      throw rollupErrors.error(
+        'ROLLUP_ARGUMENT_INVALID',
+        `create_rollup: '${args.name}' is not a valid rollup name (letters, digits and _, starting with a letter or _)`,
+      );
+    const definitions = await this.definitions();
+    const tables = await this.tables.list();
+    const taken = (candidate: string): boolean =>
+      tables.has(candidate) ||
+      this.reservedNames().has(candidate) ||
+      definitions.has(candidate) ||
+      [...definitions.keys()].some((d) => materializedName(d) === candidate);
+    for (const candidate of [name, materializedName(name)]) {
+      if (taken(candidate))
+        throw rollupErrors.error('ROLLUP_NAME_IN_USE', `create_rollup: the name '${candidate}' is already in use`);
+    }
+    const sourceName = args.source.toLowerCase();
+    const sourceTable = tables.get(sourceName);
+    const sourceRollup = definitions.get(sourceName);
+    if (!sourceTable && !sourceRollup) {
+      throw rollupErrors.error(
+        'ROLLUP_SOURCE_NOT_FOUND',
+        this.reservedNames().has(sourceName)
+          ? `create_rollup: '${args.source}' is a view set; rollups are built on series tables or other rollups`
+          : `create_rollup: source '${args.source}' is neither a series table nor a rollup`,
+      );
+    }
+    const integer = sourceRollup ? sourceRollup.integer : isIntegerTime(sourceTable!);
+    const timeColumn = sourceRollup ? 'bucket' : sourceTable!.timeColumn;
+    if ((args.bucket === null) === (args.bucketWidth === null))
+      throw rollupErrors.error(
+        'ROLLUP_ARGUMENT_INVALID',
+        'create_rollup: give either bucket (an interval, for a time column) or bucket_width (for an integer time column), not both or neither',
+      );
+    if (integer && args.bucket !== null)
+      throw rollupErrors.error(
+        'ROLLUP_ARGUMENT_INVALID',
+        `create_rollup: '${args.source}' keeps integer time (${timeColumn}): give bucket_width, not bucket`,
+      );
+    if (!integer && args.bucketWidth !== null)
+      throw rollupErrors.error(
+        'ROLLUP_ARGUMENT_INVALID',
+        `create_rollup: '${args.source}' keeps time in a timestamp column (${timeColumn}): give bucket (an interval), not bucket_width`,
+      );
+    const grain = integer ? positiveInteger(args.bucketWidth!) : await this.interval(args.bucket!);
+    if (sourceRollup) await this.checkMultiple(grain, sourceRollup);
+    if (args.selectList === null)
+      throw rollupErrors.error(
+        'ROLLUP_SELECT_LIST_INVALID',
+        'create_rollup: select_list is required (the group columns and the aggregates, each named with as)',
+      );
+    const aggregates = new Set([
+      ...(await this.engine.functions()).filter((f) => f.type === 'aggregate').map((f) => f.name.toLowerCase()),
+      ...sketchAggregates,
+    ]);
+    const query = await rollupQuery(this.engine, {
+      selectList: args.selectList,
+      groupBy: args.groupBy,
+      bucketSql: bucketSql({ integer, grain }, timeColumn),
+      aggregates,
+      ofRollup: sourceRollup !== undefined,
+    });
+    const definition: RollupDefinition = {
+      name,
+      source: sourceName,
+      sourceIsRollup: sourceRollup !== undefined,
+      base: sourceRollup ? sourceRollup.base : sourceName,
+      baseTimeColumn: sourceRollup ? sourceRollup.baseTimeColumn : timeColumn,
+      timeColumn,
+      integer,
+      grain,
+      selectList: args.selectList,
+      groupBy: args.groupBy,
+      query: query.sql,
+      columns: query.columns,
+      retention: null,
+    };
+    // The column types are the aggregate's over an empty source: of the source table's own, or of the source rollup's stored rows.
+    const emptySource = sourceRollup
+      ? `SELECT * FROM ${materializedTable(sourceRollup.name)} LIMIT 0`
+      : `SELECT * FROM ${lakeCatalog}.main.${quoteIdentifier(sourceName)} LIMIT 0`;
+    try {
+      await this.engine.execute(
+        `CREATE TABLE ${materializedTable(name)} AS ${aggregateOver(definition, emptySource, 'TRUE')}`,
+      );
+    } catch (error) {
+      throw rollupErrors.error(
+        'ROLLUP_SELECT_LIST_INVALID',
+        `create_rollup: select_list does not bind on '${args.source}': ${(error as Error).message}`,
+      );
+    }
+    try {
+      await this.engine.execute(
+        `CREATE TABLE ${stateTable(name)} (watermark ${integer ? 'BIGINT' : 'TIMESTAMP'}, source_snapshot BIGINT, refreshed_at TIMESTAMP)`,
+      );
+      await this.metadata.transaction(async (tx) => {
+        await tx.query(
+          `INSERT INTO rollup_definitions (name, source, source_is_rollup, base, base_time_column, time_column, integer_time,
+             grain, select_list, group_by, query, columns)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+          [
+            name,
+            definition.source,
+            definition.sourceIsRollup,
+            definition.base,
+            definition.baseTimeColumn,
+            timeColumn,
+            integer,
+            grain,
+            args.selectList,
+            args.groupBy,
+            query.sql,
+            JSON.stringify(query.columns),
+          ],
+        );
+        await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
+      });
+    } catch (error) {
+      await this.dropStorage(name);
+      throw error;
+    }
+    return name;
+  }
+
+  /** drop_rollup: refused while another rollup reads this one. */
+  async drop(name: string): Promise<string> {
+    const definition = await this.definition(name, 'drop_rollup');
+    const dependents = await this.dependentsOf(definition.name);
+    if (dependents.length > 0)
+      throw rollupErrors.error(
+        'ROLLUP_IN_USE',
+        `drop_rollup: rollup ${dependents.map((d) => `'${d}'`).join(', ')} is built on '${definition.name}'; drop ${dependents.length > 1 ? 'them' : 'it'} first`,
+      );
+    await this.metadata.query('DELETE FROM rollup_definitions WHERE name = $1', [definition.name]);
+    await this.dropStorage(definition.name);
+    return definition.name;
+  }
+
+  private async dropStorage(name: string): Promise<void> {
+    await this.engine.execute(`DROP TABLE IF EXISTS ${materializedTable(name)}`);
+    await this.engine.execute(`DROP TABLE IF EXISTS ${stateTable(name)}`);
+  }
+
+  /** set_rollup_retention: buckets older than `keep` are deleted at each refresh; null keeps every bucket. */
+  async setRetention(name: string, keep: unknown): Promise<string> {
+    const definition = await this.definition(name, 'set_rollup_retention');
+    let retention: string | null = null;
+    if (keep !== null) {
+      if (definition.integer) {
+        if (
+          (typeof keep !== 'number' && typeof keep !== 'bigint' && typeof keep !== 'string') ||
+          !/^[1-9]\d*$/.test(String(keep))
+        )
+          throw rollupErrors.error(
+            'ROLLUP_ARGUMENT_INVALID',
+            `set_rollup_retention: '${definition.name}' keeps integer time: give a positive count of its units`,
+          );
+        retention = String(keep);
+      } else {
+        if (typeof keep !== 'string')
+          throw rollupErrors.error(
+            'ROLLUP_ARGUMENT_INVALID',
+            `set_rollup_retention: '${definition.name}' keeps timestamps: give an interval such as interval '1 year'`,
+          );
+        retention = await this.interval(keep, 'set_rollup_retention');
+      }
+    }
+    await this.metadata.query('UPDATE rollup_definitions SET retention = $2 WHERE name = $1', [
+      definition.name,
+      retention,
+    ]);
+    return retention === null ? `${definition.name} keeps every bucket` : `${definition.name} keeps ${retention}`;
+  }
+
+  /** Changes how often a rollup's refresh job runs. */
+  async setSchedule(name: string, schedule: unknown): Promise<string> {
+    const definition = await this.definition(name, 'set_job_schedule');
+    if (typeof schedule !== 'string')
+      throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', 'set_job_schedule: give the schedule as an interval');
+    const interval = await this.interval(schedule, 'set_job_schedule');
+    await this.metadata.query(
+      `UPDATE rollup_jobs SET schedule = $2::INTERVAL,
+         next_run = LEAST(next_run, COALESCE(last_run, now()) + $2::INTERVAL)
+       WHERE kind = 'refresh' AND target = $1`,
+      [definition.name, interval],
+    );
+    return `${definition.name} refreshes every ${interval}`;
+  }
+
+  /** Every refresh job. */
+  async jobs(): Promise<RollupJob[]> {
+    const { rows } = await this.metadata.query<{
+      kind: string;
+      target: string;
+      schedule: string;
+      last_run: Date | null;
+      next_run: Date | null;
+      last_status: string | null;
+      last_error: string | null;
+    }>(
+      `SELECT kind, target, schedule::TEXT AS schedule, last_run, next_run, last_status, last_error
+         FROM rollup_jobs ORDER BY target, kind`,
+    );
+    return rows.map((r) => ({
+      kind: r.kind,
+      target: r.target,
+      schedule: r.schedule,
+      lastRun: r.last_run,
+      nextRun: r.next_run,
+      lastStatus: r.last_status,
+      lastError: r.last_error,
+    }));
+  }
+
+  /**
+   * refresh_rollup: recomputes the pending buckets and those closed since the last refresh,
+   * moves the watermark and returns the number of ranges of buckets recomputed. Waits for a
+   * refresh of the same rollup running in any process (one at a time, by an advisory lock).
+   */
+  async refresh(name: string): Promise<RefreshOutcome> {
+    const definition = await this.definition(name, 'refresh_rollup');
+    const deadline = Date.now() + refreshWaitMs;
+    for (;;) {
+      const outcome = await this.tryRefresh(definition);
+      if (outcome) return outcome;
+      if (Date.now() > deadline)
+        throw rollupErrors.error(
+          'ROLLUP_REFRESH_BUSY',
+          `refresh_rollup: another refresh of '${definition.name}' is still running`,
+        );
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** Refreshes unless a refresh of the rollup runs already (anywhere): then undefined. */
+  tryRefresh(definition: RollupDefinition): Promise<RefreshOutcome | undefined> {
+    return this.metadata.locks.tryWhileHolding(`orrery_rollup_refresh:${definition.name}`, () =>
+      this.refreshHoldingLock(definition),
+    );
+  }
+
+  private async refreshHoldingLock(definition: RollupDefinition): Promise<RefreshOutcome> {
+    const snapshot = await this.snapshot();
+    const definitions = await this.definitions();
+    const state = await this.state(definition, snapshot);
+    const watermark = await this.newWatermark(definition, snapshot, state.watermark);
+    const pending = await this.pending(definition, snapshot, state);
+    const all: TableScope = { kind: 'all' };
+    const views = new Map<string, string>();
+    if (definition.sourceIsRollup) {
+      const source = definitions.get(definition.source);
+      if (!source)
+        throw rollupErrors.error(
+          'ROLLUP_NOT_FOUND',
+          `rollup '${definition.name}' reads '${definition.source}', which is gone`,
+        );
+      await this.viewSql(source, snapshot, all, definitions, views);
+    }
+    const time = quoteIdentifier(definition.timeColumn);
+    const literal = (value: string): string => bucketLiteral(definition, value);
+    const closed =
+      watermark === null
+        ? null
+        : state.watermark === null
+          ? { deleted: `bucket < ${literal(watermark)}`, rows: `${time} < ${literal(watermark)}` }
+          : state.watermark === watermark
+            ? null
+            : {
+                deleted: `(bucket >= ${literal(state.watermark)} AND bucket < ${literal(watermark)})`,
+                rows: `(${time} >= ${literal(state.watermark)} AND ${time} < ${literal(watermark)})`,
+              };
+    const pendingLiterals = pending.map(literal);
+    const rowFilters = [closed?.rows, inBuckets(definition, pendingLiterals)].filter((f): f is string => !!f);
+    const deleteFilters = [
+      closed?.deleted,
+      pendingLiterals.length > 0 ? `bucket IN (${pendingLiterals.join(', ')})` : null,
+    ].filter((f): f is string => !!f);
+    const ranges =
+      state.watermark === null
+        ? watermark === null
+          ? 0
+          : 1
+        : await this.rangeCount(definition, [...pending, ...(closed ? [state.watermark] : [])]);
+    const session = await this.engine.openSession();
+    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
+    try {
+      await run('BEGIN TRANSACTION');
+      if (deleteFilters.length > 0) {
+        const mat = materializedTable(definition.name);
+        await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
+        await run(
+          `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, views), rowFilters.join(' OR '))}`,
+        );
+      }
+      await this.applyRetention(definition, snapshot, session);
+      await run(`DELETE FROM ${stateTable(definition.name)}`);
+      await run(
+        `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${snapshot}, now()::TIMESTAMP)`,
+      );
+      await run('COMMIT');
+    } catch (error) {
+      await run('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      session.close();
+    }
+    return { ranges, pendingBuckets: pending.length, watermark };
+  }
+
+  private async applyRetention(definition: RollupDefinition, snapshot: bigint, session: EngineSession): Promise<void> {
+    if (definition.retention === null) return;
+    const horizon = definition.integer
+      ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(definition.retention)}`
+      : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
+    await this.engine.execute(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket < ${horizon}`, {
+      session,
+    });
+  }
+
+  /** How many runs of consecutive buckets a set of buckets makes. */
+  private async rangeCount(definition: RollupDefinition, buckets: readonly string[]): Promise<number> {
+    if (buckets.length === 0) return 0;
+    const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';
+    const step = definition.integer ? String(BigInt(definition.grain)) : `INTERVAL ${quoteLiteral(definition.grain)}`;
+    const [[count]] = await this.engine.values(
+      `SELECT count(*) FROM (
+         SELECT b, lag(b) OVER (ORDER BY b) AS previous
+           FROM (SELECT DISTINCT unnest([${buckets.map((b) => quoteLiteral(b)).join(', ')}]::${type}[]) AS b))
+       WHERE previous IS NULL OR previous + ${step} <> b`,
+    );
+    return Number(count);
+  }
+
+  /** DuckLake's latest snapshot id. */
+  private async snapshot(): Promise<bigint> {
+    const [[id]] = await this.engine.values(`SELECT id FROM ${lakeCatalog}.current_snapshot()`);
+    return BigInt(id as bigint);
+  }
+
+  private async state(definition: RollupDefinition, snapshot: bigint): Promise<RollupState> {
+    const rows = await this.engine.values(
+      `SELECT CAST(watermark AS VARCHAR), source_snapshot, CAST(refreshed_at AS VARCHAR) FROM ${at(stateTable(definition.name), snapshot)}`,
+    );
+    if (rows.length === 0) return { watermark: null, sourceSnapshot: null, refreshedAt: null };
+    const [watermark, sourceSnapshot, refreshedAt] = rows[0];
+    return {
+      watermark: text(watermark),
+      sourceSnapshot: sourceSnapshot === null ? null : BigInt(sourceSnapshot as bigint),
+      refreshedAt: text(refreshedAt),
+    };
+  }
+
+  /** The start of the bucket still filling: now's, or for integer time the largest value's; never moving back. */
+  private async newWatermark(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    previous: string | null,
+  ): Promise<string | null> {
+    const current = definition.integer
+      ? `(SELECT ${bucketSql(definition, definition.baseTimeColumn)} FROM (SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) AS ${quoteIdentifier(definition.baseTimeColumn)} FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}))`
+      : `time_bucket(INTERVAL ${quoteLiteral(definition.grain)}, now()::TIMESTAMP)`;
+    const previousSql = previous === null ? 'NULL' : bucketLiteral(definition, previous);
+    const [[value]] = await this.engine.values(`SELECT CAST(greatest(${current}, ${previousSql}) AS VARCHAR)`);
+    return text(value);
+  }
+
+  /**
+   * The pending buckets of a rollup at a snapshot: the buckets (of its grain) of every source row
+   * inserted, updated (old and new) or deleted since its refresh snapshot, below its watermark.
+   * Buckets whose raw rows the base table's retention has passed keep their materialized values.
+   */
+  private async pending(definition: RollupDefinition, snapshot: bigint, state: RollupState): Promise<string[]> {
+    if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
+    const base = (await this.tables.list()).get(definition.base);
+    const bucket = bucketSql(definition, definition.baseTimeColumn);
+    const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, state.watermark)}`];
+    if (base?.retention) {
+      const horizon = isIntegerTime(base)
+        ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(base.retention)}`
+        : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(base.retention)}`;
+      filters.push(`b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))`);
+    }
+    const rows = await this.engine.values(
+      `SELECT CAST(b AS VARCHAR) FROM (
+         SELECT DISTINCT ${bucket} AS b
+           FROM ducklake_table_changes(${quoteLiteral(lakeCatalog)}, 'main', ${quoteLiteral(definition.base)}, ${state.sourceSnapshot + 1n}, ${snapshot}))
+       WHERE ${filters.join(' AND ')} ORDER BY b`,
+    );
+    return rows.map(([b]) => String(b));
+  }
+
+  /** The rows a rollup reads from its source at a snapshot: the base table's, or the source rollup's view. */
+  private sourceRows(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    scope: TableScope,
+    views: ReadonlyMap<string, string>,
+  ): string {
+    if (!definition.sourceIsRollup) return baseRows(definition.base, snapshot, scope);
+    const view = views.get(definition.source);
+    if (view === undefined) throw new Error(`the view of rollup '${definition.source}' was not built first`);
+    return view;
+  }
+
+  /**
+   * The SELECT a rollup's view is at a snapshot, for a scope: its materialized buckets before the
+   * watermark less the pending ones, plus the aggregate of the source's rows from the watermark
+   * on and of the pending buckets.
+   */
+  private async viewSql(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    scope: TableScope,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+    views: Map<string, string>,
+  ): Promise<string> {
+    const built = views.get(definition.name);
+    if (built !== undefined) return built;
+    if (definition.sourceIsRollup) {
+      const source = definitions.get(definition.source);
+      if (!source)
+        throw rollupErrors.error(
+          'ROLLUP_NOT_FOUND',
+          `rollup '${definition.name}' reads '${definition.source}', which is gone`,
+        );
+      await this.viewSql(source, snapshot, scope, definitions, views);
+    }
+    const state = await this.state(definition, snapshot);
+    const source = this.sourceRows(definition, snapshot, scope, views);
+    let sql: string;
+    if (state.watermark === null) {
+      sql = aggregateOver(definition, source, 'TRUE');
+    } else {
+      const pending = (await this.pending(definition, snapshot, state)).map((b) => bucketLiteral(definition, b));
+      const watermark = bucketLiteral(definition, state.watermark);
+      const filter = audienceFilter(scope);
+      const stored = [
+        `bucket < ${watermark}`,
+        ...(pending.length > 0 ? [`bucket NOT IN (${pending.join(', ')})`] : []),
+        ...(filter ? [filter] : []),
+      ];
+      const raw = [`${quoteIdentifier(definition.timeColumn)} >= ${watermark}`, inBuckets(definition, pending)].filter(
+        (f): f is string => !!f,
+      );
+      sql =
+        `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}\n` +
+        `UNION ALL ${aggregateOver(definition, source, raw.join(' OR '))}`;
+    }
+    views.set(definition.name, sql);
+    return sql;
+  }
+
+  /**
+   * The statements that make the rollups (and materialized tables) a statement names readable
+   * for a scope, all as of one DuckLake snapshot: temporary views under their own names.
+   */
+  async readSetup(names: readonly string[], scope: TableScope): Promise<string[]> {
+    const definitions = await this.definitions();
+    const wanted = new Set(names.map((n) => n.toLowerCase()));
+    const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
+    const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
+    if (rollups.length === 0 && stored.length === 0) return [];
+    const snapshot = await this.snapshot();
+    const views = new Map<string, string>();
+    const statements: string[] = [];
+    for (const definition of rollups) {
+      const sql = await this.viewSql(definition, snapshot, scope, definitions, views);
+      statements.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(definition.name)} AS ${sql}`);
+    }
+    const filter = audienceFilter(scope);
+    for (const definition of stored) {
+      statements.push(
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${at(materializedTable(definition.name), snapshot)}${filter ? ` WHERE ${filter}` : ''}`,
+      );
+    }
+    return statements;
+  }
+
+  /** The names statements may read: every rollup and its materialized table. */
+  async readableNames(): Promise<Set<string>> {
+    const names = [...(await this.definitions()).keys()];
+    return new Set([...names, ...names.map(materializedName)]);
+  }
+
+  /** list_rollups(): every rollup with its watermark, pending buckets and size, as of one snapshot. */
+  async list(): Promise<RollupListing[]> {
+    const definitions = await this.definitions();
+    if (definitions.size === 0) return [];
+    const snapshot = await this.snapshot();
+    const { rows } = await this.metadata.query<{ target: string; last_run: Date | null }>(
+      `SELECT target, last_run FROM rollup_jobs WHERE kind = 'refresh'`,
+    );
+    const out: RollupListing[] = [];
+    for (const definition of definitions.values()) {
+      const state = await this.state(definition, snapshot);
+      const [[size]] = await this.engine.values(
+        `SELECT count(*) FROM ${at(materializedTable(definition.name), snapshot)}`,
+      );
+      out.push({
+        name: definition.name,
+        source: definition.source,
+        grain: definition.grain,
+        watermark: state.watermark,
+        pendingBuckets: (await this.pending(definition, snapshot, state)).length,
+        lastRefresh:
+          state.refreshedAt ?? rows.find((r) => r.target === definition.name)?.last_run?.toISOString() ?? null,
+        retention: definition.retention,
+        materializedRows: Number(size),
+        integer: definition.integer,
+      });
+    }
+    return out;
+  }
+
+  /** An interval as DuckDB writes it; refused unless positive. */
+  private async interval(value: string, fn = 'create_rollup'): Promise<string> {
+    const [[canonical, positive]] = await this.engine.values(
+      `SELECT CAST(TRY_CAST(${quoteLiteral(value)} AS INTERVAL) AS VARCHAR), TRY_CAST(${quoteLiteral(value)} AS INTERVAL) > INTERVAL 0 SECOND`,
+    );
+    if (canonical === null || positive !== true)
+      throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', `${fn}: '${value}' is not a positive interval`);
+    return String(canonical as string);
+  }
+
+  /** A rollup of a rollup: its bucket must be a whole number of its source's buckets. */
+  private async checkMultiple(grain: string, source: RollupDefinition): Promise<void> {
+    let ok: boolean;
+    if (source.integer) ok = BigInt(grain) % BigInt(source.grain) === 0n;
+    else {
+      const [[fits]] = await this.engine.values(
+        `WITH g AS (SELECT CAST(${quoteLiteral(grain)} AS INTERVAL) AS outer_i, CAST(${quoteLiteral(source.grain)} AS INTERVAL) AS inner_i),
+              parts AS (SELECT datepart('year', outer_i) * 12 + datepart('month', outer_i) AS outer_m,
+                               epoch_us(outer_i - to_months(datepart('year', outer_i) * 12 + datepart('month', outer_i))) AS outer_us,
+                               datepart('year', inner_i) * 12 + datepart('month', inner_i) AS inner_m,
+                               epoch_us(inner_i - to_months(datepart('year', inner_i) * 12 + datepart('month', inner_i))) AS inner_us FROM g)
+         SELECT CASE
+           WHEN inner_m = 0 AND outer_m = 0 THEN outer_us % inner_us = 0
+           WHEN inner_m = 0 THEN outer_us = 0 AND 86400000000 % inner_us = 0
+           ELSE inner_us = 0 AND outer_us = 0 AND outer_m % inner_m = 0 END
+         FROM parts`,
+      );
+      ok = fits === true;
+    }
+    if (!ok)
+      throw rollupErrors.error(
+        'ROLLUP_NOT_MERGEABLE',
+        `create_rollup: the bucket (${grain}) must be a whole number of '${source.name}''s buckets (${source.grain})`,
+      );
+  }
+}
+
+function isIntegerTime(table: SeriesTable): boolean {
+  const column = table.columns.find((c) => c.name === table.timeColumn);
+  return column !== undefined && integerTypes.test(column.type);
+}
+
+function positiveInteger(value: string): string {
+  if (!/^[1-9]\d*$/.test(value))
+    throw rollupErrors.error(
+      'ROLLUP_ARGUMENT_INVALID',
+      `create_rollup: bucket_width must be a positive integer, not '${value}'`,
+    );
+  return value;
+}

@@ -1,0 +1,304 @@
+// Issue 17: rollups that are never stale, through Flight SQL against a real Orrery (Postgres,
+// DuckDB, DuckLake): create_rollup as the spec writes it, the never-stale read checked against
+// the same aggregation over the source after every kind of write, refresh_rollup's ranges, the
+// refresh job, audience isolation, rollups of rollups, retention, drop_rollup and every refusal.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  clientFor,
+  plainRows,
+  pollUntil,
+  refusal,
+  scalar,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestKey,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+
+const admin: TestKey = { name: 'admin', key: 'admin-key-rollups-0001', audiences: ['ops'] };
+const teamA: TestKey = { name: 'team-a', key: 'team-a-key-rollups-0001', audiences: ['team-a'] };
+const teamB: TestKey = { name: 'team-b', key: 'team-b-key-rollups-0001', audiences: ['team-b'] };
+
+/** The spec's contract: the rollup answers exactly the aggregation of its source as the same moment sees it. */
+const hourlyOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, ts::TIMESTAMP) AS bucket, host, count(*) AS n, sum(cpu) AS cpu_sum,
+  max(cpu) AS cpu_max, audience FROM metrics GROUP BY ALL`;
+const order = ' ORDER BY bucket, host, audience';
+
+describe('rollups (issue 17)', () => {
+  let postgres: TestPostgres;
+  let lakeDir: string;
+  let orrery: InProcessOrrery;
+  let asAdmin: TestFlightClient;
+  let asTeamA: TestFlightClient;
+  let asTeamB: TestFlightClient;
+
+  const same = async (client: TestFlightClient, rollup: string, source: string): Promise<void> => {
+    const [got, want] = await Promise.all([
+      plainRows(client, `SELECT * FROM ${rollup}${order}`),
+      plainRows(client, `${source}${order}`),
+    ]);
+    assert.deepEqual(got, want);
+  };
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-rollups-lake-'));
+    orrery = await startRole(
+      'all',
+      sharedEnv({
+        keys: [admin, teamA, teamB],
+        admins: [admin.name],
+        connectionString: postgres.connectionString,
+        lakeDir,
+      }),
+    );
+    asAdmin = clientFor(orrery.flightPort, admin);
+    asTeamA = clientFor(orrery.flightPort, teamA);
+    asTeamB = clientFor(orrery.flightPort, teamB);
+    await asAdmin.updateCount(
+      `CREATE TABLE metrics (ts TIMESTAMPTZ, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`,
+    );
+    await asAdmin.updateCount(
+      `INSERT INTO metrics VALUES ('2024-01-01 00:10:00+00', 'a', 1.0), ('2024-01-01 00:20:00+00', 'b', 2.0),
+         ('2024-01-01 01:30:00+00', 'a', 3.0)`,
+    );
+    await asAdmin.updateCount(`INSERT INTO metrics VALUES (now(), 'a', 4.0)`);
+  });
+  after(async () => {
+    for (const c of [asAdmin, asTeamA, asTeamB]) c?.close();
+    await orrery?.close();
+    await postgres?.close();
+    rmSync(lakeDir, { recursive: true, force: true });
+  });
+
+  it('create_rollup as the spec writes it; the view reads raw until the first refresh, then stays exact', async () => {
+    const created = await plainRows(
+      asAdmin,
+      `select snouttime.create_rollup('metrics_hourly', 'metrics', interval '1 hour',
+        select_list => 'host, count(*) as n, sum(cpu) as cpu_sum, max(cpu) as cpu_max',
+        group_by    => 'host')`,
+    );
+    assert.deepEqual(created, [{ create_rollup: 'metrics_hourly' }]);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    // The refresh job starts at once: its first run materializes every closed bucket.
+    const job = await pollUntil(
+      'the first refresh job run',
+      () => plainRows(asAdmin, `SELECT kind, target, schedule, last_status, last_error FROM snouttime.jobs`),
+      (rows) => rows[0]?.last_status === 'ok',
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    assert.deepEqual(job, [
+      { kind: 'refresh', target: 'metrics_hourly', schedule: '00:01:00', last_status: 'ok', last_error: null },
+    ]);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM metrics_hourly_materialized'), 3);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    // From here the test refreshes by itself.
+    assert.deepEqual(await plainRows(asAdmin, `SELECT set_job_schedule('metrics_hourly', interval '1 day') AS msg`), [
+      { msg: 'metrics_hourly refreshes every 1 day' },
+    ]);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`), 0);
+  });
+
+  it('a late insert, an update (old and new time), a delete and a truncate are in the next read; refresh recomputes only those buckets', async () => {
+    await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-01-01 00:40:00+00', 'b', 5.0)`);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    assert.equal(await scalar(asAdmin, `SELECT pending_buckets FROM list_rollups() WHERE name = 'metrics_hourly'`), 1);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`), 1);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+
+    await asAdmin.updateCount(`UPDATE metrics SET ts = '2024-01-03 05:00:00+00' WHERE cpu = 3.0`);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`), 2);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+
+    await asAdmin.updateCount(`DELETE FROM metrics WHERE host = 'b'`);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`), 1);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+
+    await asAdmin.updateCount(
+      `INSERT INTO metrics VALUES ('2024-01-02 10:00:00+00', 'c', 7.0), ('2024-01-02 11:00:00+00', 'c', 8.0)`,
+    );
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`), 1);
+    await asAdmin.updateCount(`TRUNCATE metrics`);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM metrics_hourly'), 0);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`);
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM metrics_hourly_materialized'), 0);
+  });
+
+  it("a key that is not an admin reads only its audiences' rows, materialized and raw alike", async () => {
+    await asTeamA.updateCount(
+      `INSERT INTO metrics VALUES ('2024-02-01 00:10:00+00', 'a', 1.0), ('2024-02-01 00:20:00+00', 'a', 2.0)`,
+    );
+    await asTeamB.updateCount(`INSERT INTO metrics VALUES ('2024-02-01 00:30:00+00', 'a', 10.0)`);
+    await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-02-01 00:40:00+00', 'a', 100.0)`);
+    const check = async (): Promise<void> => {
+      for (const client of [asAdmin, asTeamA, asTeamB]) await same(client, 'metrics_hourly', hourlyOfSource);
+      assert.deepEqual(await plainRows(asTeamA, `SELECT n, cpu_sum, audience FROM metrics_hourly ORDER BY audience`), [
+        { n: 1, cpu_sum: 100, audience: 'public' },
+        { n: 2, cpu_sum: 3, audience: 'team-a' },
+      ]);
+      for (const row of await plainRows(asTeamB, `SELECT DISTINCT audience FROM metrics_hourly_materialized`))
+        assert.ok(['public', 'team-b'].includes(row.audience as string), `team-b read ${String(row.audience)}`);
+    };
+    await check();
+    await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`);
+    await check();
+  });
+
+  it("a rollup of a rollup reads its source's buckets, follows every write to the base, and refuses what does not merge", async () => {
+    const daily = `select snouttime.create_rollup('metrics_daily', 'metrics_hourly', interval '1 day',
+      select_list => 'host, sum(n) as n, sum(cpu_sum) as cpu_sum, max(cpu_max) as cpu_max',
+      group_by    => 'host')`;
+    assert.equal((await plainRows(asAdmin, daily))[0].create_rollup, 'metrics_daily');
+    const dailyOfSource = `SELECT time_bucket(INTERVAL 1 DAY, ts::TIMESTAMP) AS bucket, host, CAST(count(*) AS HUGEINT) AS n, sum(cpu) AS cpu_sum,
+      max(cpu) AS cpu_max, audience FROM metrics GROUP BY ALL`;
+    await same(asAdmin, 'metrics_daily', dailyOfSource);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_daily')`);
+    await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-02-01 05:00:00+00', 'a', 1000.0)`);
+    await same(asAdmin, 'metrics_daily', dailyOfSource);
+    await same(asTeamA, 'metrics_daily', dailyOfSource);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_hourly')`);
+    await same(asAdmin, 'metrics_daily', dailyOfSource);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_daily')`), 1);
+    await same(asAdmin, 'metrics_daily', dailyOfSource);
+
+    const refused = async (selectList: string): Promise<string> =>
+      (
+        await refusal(
+          asAdmin.query(
+            `select create_rollup('metrics_weekly', 'metrics_hourly', interval '1 week', select_list => '${selectList}', group_by => 'host')`,
+          ),
+        )
+      ).details;
+    assert.match(await refused('host, avg(cpu_sum) as a'), /avg does not merge.*sum\(x\) as total, count\(\*\) as n/);
+    assert.match(await refused('host, median(cpu_max) as m'), /median does not merge.*percentile_sketch/);
+    assert.match(
+      await refused('host, count(distinct cpu_max) as d'),
+      /count\(distinct \.\.\.\) does not merge.*distinct_sketch/,
+    );
+    assert.match(await refused('host, stddev(cpu_max) as s'), /stddev does not merge.*sum\(x \* x\)/);
+    assert.match(
+      (
+        await refusal(
+          asAdmin.query(
+            `select create_rollup('metrics_90m', 'metrics_hourly', interval '90 minutes', select_list => 'sum(n) as n')`,
+          ),
+        )
+      ).details,
+      /must be a whole number of 'metrics_hourly''s buckets/,
+    );
+  });
+
+  it('drop_rollup goes from the top of a chain; a table with rollups cannot be dropped', async () => {
+    assert.deepEqual(await refusal(asAdmin.query(`select snouttime.drop_rollup('metrics_hourly')`)), {
+      code: 9,
+      details: "drop_rollup: rollup 'metrics_daily' is built on 'metrics_hourly'; drop it first",
+    });
+    assert.deepEqual(await refusal(asAdmin.updateCount(`DROP TABLE metrics`)), {
+      code: 9,
+      details: "DROP TABLE metrics: rollup 'metrics_hourly' is built on it; drop_rollup it first",
+    });
+    assert.equal((await refusal(asTeamA.query(`select snouttime.drop_rollup('metrics_daily')`))).code, 7);
+  });
+
+  it('create_rollup refuses what it cannot build, saying why', async () => {
+    const create = (args: string): Promise<{ code: number; details: string }> =>
+      refusal(asAdmin.query(`select snouttime.create_rollup(${args})`));
+    const cases: Array<[string, number, string | RegExp]> = [
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'count(*) as n', group_by => 'host'`,
+        3,
+        /group column host is not in select_list/,
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'host, count(*)', group_by => 'host'`,
+        3,
+        /name every aggregate with as: count_star\(\)/,
+      ],
+      [
+        `'r1', 'metrics', select_list => 'count(*) as n'`,
+        3,
+        'create_rollup: give either bucket (an interval, for a time column) or bucket_width (for an integer time column), not both or neither',
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'count(*) as n', bucket_width => 10`,
+        3,
+        /not both or neither/,
+      ],
+      [
+        `'r1', 'metrics', bucket_width => 10, select_list => 'count(*) as n'`,
+        3,
+        "create_rollup: 'metrics' keeps time in a timestamp column (ts): give bucket (an interval), not bucket_width",
+      ],
+      [
+        `'metrics_hourly', 'metrics', interval '1 hour', select_list => 'count(*) as n'`,
+        6,
+        "create_rollup: the name 'metrics_hourly' is already in use",
+      ],
+      [
+        `'metrics', 'metrics', interval '1 hour', select_list => 'count(*) as n'`,
+        6,
+        "create_rollup: the name 'metrics' is already in use",
+      ],
+      [
+        `'r1', 'nope', interval '1 hour', select_list => 'count(*) as n'`,
+        5,
+        "create_rollup: source 'nope' is neither a series table nor a rollup",
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'count(* as n'`,
+        3,
+        /select_list or group_by does not parse/,
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'host', group_by => 'host'`,
+        3,
+        'create_rollup: select_list does not aggregate: give at least one aggregate, such as count(*) as n',
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'cpu, count(*) as n'`,
+        3,
+        /cpu in select_list is neither a group column \(in group_by\) nor an aggregate/,
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'count(*) as n, (SELECT count(*) FROM secrets) as s'`,
+        3,
+        'create_rollup: select_list and group_by may not hold subqueries',
+      ],
+      [
+        `'r1', 'metrics', interval '1 hour', select_list => 'sum(nope) as n'`,
+        3,
+        /select_list does not bind on 'metrics'/,
+      ],
+      [`'r1', 'metrics', interval '1 hour'`, 3, /select_list is required/],
+      [
+        `'r1', 'metrics', interval '-1 hour', select_list => 'count(*) as n'`,
+        3,
+        "create_rollup: '-1 hour' is not a positive interval",
+      ],
+    ];
+    for (const [args, code, message] of cases) {
+      const got = await create(args);
+      assert.equal(got.code, code, `${args}: ${got.details}`);
+      if (typeof message === 'string') assert.equal(got.details, message, args);
+      else assert.match(got.details, message, args);
+    }
+    const denied = await refusal(
+      asTeamA.query(
+        `select snouttime.create_rollup('r2', 'metrics', interval '1 hour', select_list => 'count(*) as n')`,
+      ),
+    );
+    assert.equal(denied.code, 7);
+    assert.equal((await refusal(asTeamA.query(`select snouttime.refresh_rollup('metrics_hourly')`))).code, 7);
+  });
+});
