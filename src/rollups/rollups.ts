@@ -456,7 +456,8 @@ export class Rollups {
     const definitions = await this.definitions();
     const state = await this.state(definition, snapshot);
     const watermark = await this.newWatermark(definition, snapshot, state.watermark);
-    const pending = await this.pending(definition, snapshot, state);
+    const tables = await this.tables.list();
+    const pending = await this.pending(definition, snapshot, state, tables);
     const all: TableScope = { kind: 'all' };
     const views = new Map<string, string>();
     if (definition.sourceIsRollup) {
@@ -466,7 +467,7 @@ export class Rollups {
           'ROLLUP_NOT_FOUND',
           `rollup '${definition.name}' reads '${definition.source}', which is gone`,
         );
-      await this.viewSql(source, snapshot, all, definitions, views);
+      await this.viewSql(source, snapshot, all, definitions, tables, views);
     }
     const time = quoteIdentifier(definition.timeColumn);
     const literal = (value: string): string => bucketLiteral(definition, value);
@@ -581,9 +582,14 @@ export class Rollups {
    * inserted, updated (old and new) or deleted since its refresh snapshot, below its watermark.
    * Buckets whose raw rows the base table's retention has passed keep their materialized values.
    */
-  private async pending(definition: RollupDefinition, snapshot: bigint, state: RollupState): Promise<string[]> {
+  private async pending(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    state: RollupState,
+    tables: ReadonlyMap<string, SeriesTable>,
+  ): Promise<string[]> {
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
-    const base = (await this.tables.list()).get(definition.base);
+    const base = tables.get(definition.base);
     const bucket = bucketSql(definition, definition.baseTimeColumn);
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, state.watermark)}`];
     if (base?.retention) {
@@ -624,6 +630,7 @@ export class Rollups {
     snapshot: bigint,
     scope: TableScope,
     definitions: ReadonlyMap<string, RollupDefinition>,
+    tables: ReadonlyMap<string, SeriesTable>,
     views: Map<string, string>,
   ): Promise<string> {
     const built = views.get(definition.name);
@@ -635,7 +642,7 @@ export class Rollups {
           'ROLLUP_NOT_FOUND',
           `rollup '${definition.name}' reads '${definition.source}', which is gone`,
         );
-      await this.viewSql(source, snapshot, scope, definitions, views);
+      await this.viewSql(source, snapshot, scope, definitions, tables, views);
     }
     const state = await this.state(definition, snapshot);
     const source = this.sourceRows(definition, snapshot, scope, views);
@@ -643,7 +650,9 @@ export class Rollups {
     if (state.watermark === null) {
       sql = aggregateOver(definition, source, 'TRUE');
     } else {
-      const pending = (await this.pending(definition, snapshot, state)).map((b) => bucketLiteral(definition, b));
+      const pending = (await this.pending(definition, snapshot, state, tables)).map((b) =>
+        bucketLiteral(definition, b),
+      );
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const stored = [
@@ -673,10 +682,11 @@ export class Rollups {
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
     if (rollups.length === 0 && stored.length === 0) return [];
     const snapshot = await this.snapshot();
+    const tables = await this.tables.list();
     const views = new Map<string, string>();
     const statements: string[] = [];
     for (const definition of rollups) {
-      const sql = await this.viewSql(definition, snapshot, scope, definitions, views);
+      const sql = await this.viewSql(definition, snapshot, scope, definitions, tables, views);
       statements.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(definition.name)} AS ${sql}`);
     }
     const filter = audienceFilter(scope);
@@ -699,6 +709,7 @@ export class Rollups {
     const definitions = await this.definitions();
     if (definitions.size === 0) return [];
     const snapshot = await this.snapshot();
+    const tables = await this.tables.list();
     const { rows } = await this.metadata.query<{ target: string; last_run: Date | null }>(
       `SELECT target, last_run FROM rollup_jobs WHERE kind = 'refresh'`,
     );
@@ -713,7 +724,7 @@ export class Rollups {
         source: definition.source,
         grain: definition.grain,
         watermark: state.watermark,
-        pendingBuckets: (await this.pending(definition, snapshot, state)).length,
+        pendingBuckets: (await this.pending(definition, snapshot, state, tables)).length,
         lastRefresh:
           state.refreshedAt ?? rows.find((r) => r.target === definition.name)?.last_run?.toISOString() ?? null,
         retention: definition.retention,
