@@ -301,4 +301,59 @@ describe('rollups (issue 17)', () => {
     assert.equal(denied.code, 7);
     assert.equal((await refusal(asTeamA.query(`select snouttime.refresh_rollup('metrics_hourly')`))).code, 7);
   });
+
+  it("set_rollup_retention deletes old buckets at refresh; buckets past the source's retention keep their stored values", async () => {
+    await asAdmin.updateCount(`CREATE TABLE events (ts TIMESTAMP, v BIGINT) WITH (time_column = 'ts')`);
+    const day = (daysAgo: number): string =>
+      `time_bucket(INTERVAL 1 DAY, now()::TIMESTAMP) - INTERVAL ${daysAgo} DAY + INTERVAL 1 HOUR`;
+    await asAdmin.updateCount(
+      `INSERT INTO events SELECT ${day(40)}, 1 UNION ALL SELECT ${day(35)}, 2 UNION ALL SELECT ${day(1)}, 3`,
+    );
+    await asAdmin.query(
+      `select create_rollup('events_daily', 'events', interval '1 day', select_list => 'count(*) as n, CAST(sum(v) AS BIGINT) as s')`,
+    );
+    await scalar(asAdmin, `select refresh_rollup('events_daily')`);
+    const stored = `SELECT n, s FROM events_daily ORDER BY bucket`;
+    assert.deepEqual(await plainRows(asAdmin, stored), [
+      { n: 1, s: 1 },
+      { n: 1, s: 2 },
+      { n: 1, s: 3 },
+    ]);
+    // The source keeps 30 days: its retention deletes the old rows, the rollup keeps their buckets.
+    await asAdmin.query(`SELECT * FROM set_retention('events', '30 days')`);
+    await orrery.daemon!.housekeeping();
+    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM events`), 1);
+    assert.deepEqual(await plainRows(asAdmin, stored), [
+      { n: 1, s: 1 },
+      { n: 1, s: 2 },
+      { n: 1, s: 3 },
+    ]);
+    // A late row for a day whose raw rows are gone does not replace that day with a fragment.
+    await asAdmin.updateCount(`INSERT INTO events SELECT ${day(40)} + INTERVAL 1 HOUR, 100`);
+    assert.deepEqual(await plainRows(asAdmin, stored), [
+      { n: 1, s: 1 },
+      { n: 1, s: 2 },
+      { n: 1, s: 3 },
+    ]);
+    await scalar(asAdmin, `select refresh_rollup('events_daily')`);
+    assert.deepEqual(await plainRows(asAdmin, stored), [
+      { n: 1, s: 1 },
+      { n: 1, s: 2 },
+      { n: 1, s: 3 },
+    ]);
+    // The rollup's own retention: buckets older than 37 days go at the next refresh.
+    assert.deepEqual(
+      await plainRows(asAdmin, `select snouttime.set_rollup_retention('events_daily', interval '37 days') AS msg`),
+      [{ msg: 'events_daily keeps 37 days' }],
+    );
+    await scalar(asAdmin, `select refresh_rollup('events_daily')`);
+    assert.deepEqual(await plainRows(asAdmin, stored), [
+      { n: 1, s: 2 },
+      { n: 1, s: 3 },
+    ]);
+    assert.equal(
+      await scalar(asAdmin, `SELECT retention = '37 days' FROM list_rollups() WHERE name = 'events_daily'`),
+      1,
+    );
+  });
 });
