@@ -133,6 +133,12 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
     // The daemon (role all) materializes the blocks just ingested.
     await until('orrery_materializations_total{view_set="log_entries",outcome="created"}', 1);
     await until('orrery_queries_running', 0);
+    // A rollup (issue 17): the daemon runs its refresh job within a second or two.
+    await admin.updateCount(`CREATE TABLE metrics_series (ts TIMESTAMP, v DOUBLE) WITH (time_column = 'ts')`);
+    await admin.query(
+      `select create_rollup('metrics_hourly', 'metrics_series', interval '1 hour', select_list => 'count(*) as n')`,
+    );
+    await until('orrery_rollup_refresh_duration_seconds_count{rollup="metrics_hourly",outcome="ok"}', 1);
 
     const text = await scrape();
     const expected: Record<string, () => void> = {
@@ -148,15 +154,15 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
         assert.equal(sample(text, 'orrery_ingested_records_total{signal="traces"}'), 1);
       },
       orrery_queries_total: () => {
-        assert.equal(sample(text, 'orrery_queries_total{outcome="ok"}'), 5);
+        assert.equal(sample(text, 'orrery_queries_total{outcome="ok"}'), 7);
         assert.equal(sample(text, 'orrery_queries_total{outcome="invalid_argument"}'), 1);
         assert.equal(sample(text, 'orrery_queries_total{outcome="permission_denied"}'), 1);
         assert.equal(sample(text, 'orrery_queries_total{outcome="deadline_exceeded"}'), 1);
         assert.equal(sample(text, 'orrery_queries_total{outcome="resource_exhausted"}'), 1);
       },
-      // Executions: the five that succeeded, the failing cast (it fails running, in DoGet) and the
+      // Executions: the seven that succeeded, the failing cast (it fails running, in DoGet) and the
       // one stopped; the PERMISSION_DENIED one failed at GetFlightInfo, before executing.
-      orrery_query_duration_seconds: () => assert.equal(sample(text, 'orrery_query_duration_seconds_count'), 7),
+      orrery_query_duration_seconds: () => assert.equal(sample(text, 'orrery_query_duration_seconds_count'), 9),
       orrery_query_timeouts_total: () => assert.equal(sample(text, 'orrery_query_timeouts_total'), 1),
       orrery_queries_running: () => assert.equal(sample(text, 'orrery_queries_running'), 0),
       orrery_queries_queued: () => assert.equal(sample(text, 'orrery_queries_queued'), 0),
@@ -166,6 +172,17 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
         assert.ok((sample(text, 'orrery_materializations_total{view_set="log_entries",outcome="created"}') ?? 0) >= 1),
       orrery_view_definition_load_failures_total: () =>
         assert.ok((sample(text, 'orrery_view_definition_load_failures_total{view_set="broken_metrics"}') ?? 0) >= 1),
+      orrery_rollup_refresh_duration_seconds: () =>
+        assert.ok(
+          (sample(text, 'orrery_rollup_refresh_duration_seconds_count{rollup="metrics_hourly",outcome="ok"}') ?? 0) >=
+            1,
+        ),
+      orrery_rollup_pending_buckets: () =>
+        assert.equal(sample(text, 'orrery_rollup_pending_buckets{rollup="metrics_hourly"}'), 0),
+      orrery_rollup_lag_seconds: () => {
+        const lag = sample(text, 'orrery_rollup_lag_seconds{rollup="metrics_hourly"}') ?? -1;
+        assert.ok(lag >= 0 && lag <= 3600, `lag ${lag}`);
+      },
       'orrery_process_*': () => assert.ok((sample(text, 'orrery_process_cpu_seconds_total') ?? 0) > 0),
       'orrery_nodejs_*': () => assert.ok((sample(text, 'orrery_nodejs_heap_size_used_bytes') ?? 0) > 0),
     };
