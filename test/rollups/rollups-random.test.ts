@@ -26,7 +26,7 @@ import type { TestFlightClient } from '../support/flight-client.js';
 const admin: TestKey = { name: 'admin', key: 'admin-key-rollups-random-1', audiences: ['ops'] };
 const team: TestKey = { name: 'team', key: 'team-key-rollups-random-01', audiences: ['team'] };
 
-const steps = Number(process.env.ORRERY_ROLLUP_RANDOM_STEPS ?? 100);
+const steps = Number(process.env.ORRERY_ROLLUP_RANDOM_STEPS ?? 40);
 const seed = Number(process.env.ORRERY_ROLLUP_RANDOM_SEED ?? 17);
 
 /** mulberry32: a small seeded generator, so a failing run can be repeated with its seed. */
