@@ -28,6 +28,7 @@ import {
   builtinViewSets,
   compatibilityMacros,
   findStaticTables,
+  sketchStatements,
   staticTableStatements,
 } from './views/index.js';
 
@@ -120,7 +121,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const engineOptions: EngineOptions = {
       nativeExport: nativeExportSetting(config, log),
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
-      startupSql: [...compatibilityMacros, ...staticTableStatements(statics?.tables ?? [])],
+      startupSql: [...compatibilityMacros, ...sketchStatements, ...staticTableStatements(statics?.tables ?? [])],
       memoryLimit: config.duckdbMemoryLimit,
       threads: config.duckdbThreads,
     };

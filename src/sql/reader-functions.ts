@@ -1,4 +1,5 @@
 import { queryShape, type FunctionDescription } from '../engine/index.js';
+import { snouttimeCatalog } from '../views/index.js';
 
 // The scalar and aggregate functions a key that is not an admin may call. A function is in
 // when it computes from its arguments alone: DuckDB marks those CONSISTENT. Functions whose
@@ -39,14 +40,21 @@ const syntaxForms = ['unnest', 'unlist'];
 
 const callable = new Set(['scalar', 'aggregate', 'macro']);
 
-/** Functions of the default search path (DuckDB's `main` schema and the user catalog's). */
+/** Functions of the default search path (DuckDB's `main` schema and the user catalog's; the snouttime catalog's schema is main too). */
 const onSearchPath = (f: FunctionDescription): boolean => f.schema === 'main' && callable.has(f.type);
 
-/** The names a non-admin may call, lower case: every overload of each passes the rule above. */
+/** How a statement names a function: `snouttime.<name>` for those of the snouttime catalog. */
+const nameOf = (f: FunctionDescription): string =>
+  f.catalog === snouttimeCatalog ? `${snouttimeCatalog}.${f.name.toLowerCase()}` : f.name.toLowerCase();
+
+/**
+ * The names a non-admin may call, lower case (`snouttime.<name>` for the spec's prefixed names):
+ * every overload of each passes the rule above.
+ */
 export function readerFunctionNames(functions: readonly FunctionDescription[]): ReadonlySet<string> {
   const overloads = new Map<string, FunctionDescription[]>();
   for (const f of functions.filter(onSearchPath)) {
-    const name = f.name.toLowerCase();
+    const name = nameOf(f);
     overloads.set(name, [...(overloads.get(name) ?? []), f]);
   }
   const allowed = new Set<string>(syntaxForms);

@@ -1,6 +1,13 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
-import { isTablesListing, isTablesShow, type QueryShape, type RelationRef } from '../engine/index.js';
+import {
+  isTablesListing,
+  isTablesShow,
+  type FunctionCall,
+  type QueryShape,
+  type RelationRef,
+} from '../engine/index.js';
+import { snouttimeCatalog } from '../views/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
 // away from files outside the lake; this keeps callers away from the lake's files
@@ -13,6 +20,18 @@ const harmlessTableFunctions = new Set(['range', 'generate_series', 'unnest', 'r
 const visibleCatalogs = new Set(['', 'orrery', 'temp']);
 const functionCatalogs = new Set(['', 'orrery', 'system']);
 const visibleSchemas = new Set(['', 'main']);
+
+/**
+ * The name a function call is judged by: its own on the search path, `snouttime.<name>` under the
+ * spec's prefix (`snouttime.percentile`, `snouttime.main.percentile`), undefined elsewhere.
+ */
+function readerName(call: FunctionCall): string | undefined {
+  const [catalog, schema, name] = [call.catalog, call.schema, call.name].map((part) => part.toLowerCase());
+  if (functionCatalogs.has(catalog) && visibleSchemas.has(schema)) return name;
+  const snouttime =
+    (catalog === '' && schema === snouttimeCatalog) || (catalog === snouttimeCatalog && visibleSchemas.has(schema));
+  return snouttime ? `${snouttimeCatalog}.${name}` : undefined;
+}
 
 /** What a non-admin may name: table functions, scalar and aggregate functions, relations. */
 export interface ReaderCatalog {
@@ -40,8 +59,8 @@ export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog
   }
   for (const call of shape.functionCalls) {
     const qualified = [call.catalog, call.schema, call.name].filter(Boolean).join('.');
-    const onPath = functionCatalogs.has(call.catalog.toLowerCase()) && visibleSchemas.has(call.schema.toLowerCase());
-    if (!onPath || !catalog.functions.has(call.name.toLowerCase())) {
+    const name = readerName(call);
+    if (name === undefined || !catalog.functions.has(name)) {
       throw denied(`function '${qualified}' does not exist or is not available to this key`);
     }
   }

@@ -3,6 +3,14 @@ export * from './view-set.js';
 export { builtinViewSets, payloadColumns } from './builtin-views.js';
 export { compatibilityMacros, compatibilityTableFunctions } from './sql-functions.js';
 export {
+  distinctPrecision,
+  distinctSketchType,
+  percentileRelativeError,
+  percentileSketchType,
+  sketchStatements,
+  snouttimeCatalog,
+} from './sketch-functions.js';
+export {
   denyManagementFunctions,
   orreryFunctionKind,
   orreryFunctionNames,

@@ -1,6 +1,7 @@
 // Every function Orrery answers itself rather than DuckDB, in one list: the SQL service routes
-// calls and checks permissions with it, and view definitions refuse all of them (each is
-// answered for the statement calling it, so none exists where partitions are materialized).
+// calls and checks permissions with it, and view definitions refuse the table functions and
+// procedures (each is answered for the statement calling it, so none exists where partitions are
+// materialized). The macros are DuckDB's to answer: every engine defines them at start-up.
 
 /** What an Orrery function is, and who may call it. */
 export type OrreryFunctionKind =
@@ -9,7 +10,12 @@ export type OrreryFunctionKind =
   /** A table function only admins may call. */
   | 'admin table'
   /** An admin procedure: runs in Orrery, called alone as `SELECT * FROM f(...)`, streams (time, msg) rows. */
-  | 'procedure';
+  | 'procedure'
+  /**
+   * A scalar or aggregate macro defined on every engine (views/sketch-functions.ts), so any key and
+   * any view definition may call it; also under the spec's `snouttime.` prefix.
+   */
+  | 'macro';
 
 export const orreryFunctions = {
   list_partitions: 'table',
@@ -35,6 +41,11 @@ export const orreryFunctions = {
   drop_rollup: 'procedure',
   set_rollup_retention: 'procedure',
   set_job_schedule: 'procedure',
+  percentile_sketch: 'macro',
+  percentile: 'macro',
+  distinct_sketch: 'macro',
+  distinct_count: 'macro',
+  merge: 'macro',
 } as const satisfies Record<string, OrreryFunctionKind>;
 
 export type OrreryFunctionName = keyof typeof orreryFunctions;

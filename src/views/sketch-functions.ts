@@ -1,0 +1,210 @@
+// Mergeable sketches as DuckDB macros over DuckDB's own aggregates (histogram, list DISTINCT), so
+// they work on every engine, with or without the native addon, in queries, view definitions and
+// rollups alike. A sketch is a plain STRUCT value: the merge of sketches is the sketch of the
+// union of their inputs, identical to it, so a rollup's merged buckets equal the raw ones.
+//
+// Macro parameters are expressions substituted wherever the body names them, so a body binds each
+// costly argument once through a one-element list_transform (`list_transform([arg], a -> ...)[1]`)
+// before using it several times or inside another lambda. Lambda parameters start with `__`: a
+// column of the caller's query with a lambda parameter's name would take its place.
+
+/** Quantiles are within this relative error of the exact quantile_disc (DDSketch's alpha). */
+export const percentileRelativeError = 0.01;
+/** Registers of a distinct sketch: 2^14, a relative standard error of 1.04 / 128 = 0.81 %. */
+export const distinctPrecision = 14;
+
+const gamma = (1 + percentileRelativeError) / (1 - percentileRelativeError);
+// The log bucket of a finite non-zero |x| (ceil(log_gamma |x|)) lies within ±37,300 for every
+// double, so bucket keys are sign(x) * (keyOffset + index): 0 holds zeros, and ±(keyOffset +
+// infiniteIndex) the infinities (NaN counts with +infinity, as DuckDB orders it above all values).
+const keyOffset = 40000;
+const infiniteIndex = 40000;
+const topKey = keyOffset + infiniteIndex;
+const double = (value: number): string => `CAST('${value}' AS DOUBLE)`;
+const inverseLogGamma = double(1 / Math.log(gamma));
+const logGamma = double(Math.log(gamma));
+// Half way (relatively) between a bucket's bounds gamma^(i-1) and gamma^i: alpha from either.
+const midpointFactor = double(2 / (1 + gamma));
+
+const rankBits = 64 - distinctPrecision;
+const registers = 2 ** distinctPrecision;
+
+// Both kinds share a `format` field naming the kind and its parameters, so that a sketch of the
+// other kind given to percentile() or distinct_count() casts (to one with only that field set)
+// and is refused by name, and a sketch made with other parameters is never read as this one.
+const percentileFormat = `ddsketch(${percentileRelativeError})`;
+const distinctFormat = `hll(${distinctPrecision})`;
+
+/** The type of percentile_sketch(x): count, min and max of the values, and the count of each log bucket. */
+export const percentileSketchType =
+  'STRUCT(format VARCHAR, n BIGINT, min DOUBLE, max DOUBLE, log_buckets MAP(INTEGER, UBIGINT))';
+/** The type of distinct_sketch(x): HyperLogLog registers, register * 64 + rank, for the registers that are not 0. */
+export const distinctSketchType = 'STRUCT(format VARCHAR, hll_registers INTEGER[])';
+
+const formatError = (fn: string, format: string, reads: string, found: string): string =>
+  `error('${fn}() takes sketches made by ${reads}() (format ${format}), not of format ' || coalesce(${found}, 'NULL'))`;
+/** A CASE branch refusing, by name, a sketch of another format than the function reads. */
+const checkFormat = (fn: string, sketch: string, format: string, reads: string): string =>
+  `WHEN ${sketch}.format IS DISTINCT FROM '${format}' THEN ${formatError(fn, format, reads, `${sketch}.format`)}`;
+/** The same for an aggregate over sketches, which may be all NULL. */
+const checkFormats = (fn: string, sketch: string, format: string, reads: string): string =>
+  `WHEN min(${sketch}.format) <> '${format}' OR max(${sketch}.format) <> '${format}' OR count(${sketch}) <> count(${sketch}.format)
+     THEN ${formatError(fn, format, reads, `nullif(min(${sketch}.format), '${format}')`)}`;
+
+const emptyBuckets = 'MAP {}::MAP(INTEGER, UBIGINT)';
+
+const helpers = [
+  `CREATE OR REPLACE MACRO __orrery_dd_key(x) AS CASE
+     WHEN x > 0 THEN ${keyOffset} + CAST(least(ceil(ln(x) * ${inverseLogGamma}), ${infiniteIndex}) AS INTEGER)
+     WHEN x < 0 THEN -${keyOffset} - CAST(least(ceil(ln(-x) * ${inverseLogGamma}), ${infiniteIndex}) AS INTEGER)
+     WHEN x = 0 THEN 0 END`,
+  // The value a bucket stands for, kept within the sketch's [min, max].
+  `CREATE OR REPLACE MACRO __orrery_dd_value(s, key) AS least(greatest(CASE
+     WHEN key = 0 THEN 0
+     WHEN key >= ${topKey} THEN s.max
+     WHEN key <= -${topKey} THEN s.min
+     WHEN key > 0 THEN exp((key - ${keyOffset}) * ${logGamma}) * ${midpointFactor}
+     ELSE -exp((-key - ${keyOffset}) * ${logGamma}) * ${midpointFactor} END, s.min), s.max)`,
+  // The value of 0-based rank r: the bucket where the running count first exceeds r (found as
+  // -position by one pass of list_reduce), exact at both ends.
+  `CREATE OR REPLACE MACRO __orrery_dd_rank(s, r) AS CASE
+     WHEN r = 0 THEN s.min
+     WHEN r = s.n - 1 THEN s.max
+     ELSE __orrery_dd_value(s, map_keys(s.log_buckets)[-list_reduce(
+       list_transform(map_values(s.log_buckets), __c -> CAST(__c AS BIGINT)),
+       (__seen, __c, __i) -> CASE WHEN __seen < 0 THEN __seen WHEN __seen + __c > r THEN -__i ELSE __seen + __c END,
+       CAST(0 AS BIGINT))]) END`,
+  // Sums the counts of equal keys in a list of (key, value) entries sorted by key.
+  `CREATE OR REPLACE MACRO __orrery_dd_sum(sorted) AS list_transform([coalesce(sorted, [])], __e -> list_transform(
+     [list_filter(range(1, len(__e) + 1), __i -> __i = len(__e) OR __e[__i].key <> __e[__i + 1].key)],
+     __ends -> MAP(list_transform(__ends, __i -> __e[__i].key),
+       list_transform(__ends, (__i, __j) -> CAST(list_sum(list_transform(__e[coalesce(__ends[__j - 1], 0) + 1:__i], __x -> __x.value)) AS UBIGINT))))[1])[1]`,
+  // A register and its rank (leading zeros of the other bits, plus one) from a 64-bit hash.
+  `CREATE OR REPLACE MACRO __orrery_hll_entry(h) AS CAST(h >> ${rankBits} AS INTEGER) * 64 +
+     greatest(1, ${rankBits} - CAST(floor(log2(CAST((h & ${2n ** BigInt(rankBits) - 1n}) | 1 AS DOUBLE))) AS INTEGER))`,
+  // The largest rank of each register, from entries sorted by register then rank.
+  `CREATE OR REPLACE MACRO __orrery_hll_max(sorted) AS
+     list_transform([coalesce(sorted, [])], __s -> list_filter(__s, (__e, __i) -> __i = len(__s) OR __e // 64 <> __s[__i + 1] // 64))[1]`,
+  // Ertl's improved raw estimator ("New cardinality estimation algorithms for HyperLogLog
+  // sketches", 2017), unbiased from 0 to far beyond 2^32 without bias tables or a switch to
+  // linear counting: m^2 / (2 ln 2 * (sum of 2^-rank + m * sigma(empty registers / m))).
+  `CREATE OR REPLACE MACRO __orrery_hll_sigma(x) AS list_transform([x], __x ->
+     __x + list_sum(list_transform(range(1, 64), __k -> power(__x, power(2, __k)) * power(2, __k - 1))))[1]`,
+  `CREATE OR REPLACE MACRO __orrery_hll_estimate(r) AS list_transform([r], __r -> CASE WHEN len(__r) = 0 THEN 0 ELSE CAST(round(
+     ${registers * registers} / (2 * ln(2) * (list_sum(list_transform(__r, __e -> 1 / CAST(CAST(1 AS UBIGINT) << (__e % 64) AS DOUBLE)))
+       + ${registers} * __orrery_hll_sigma((${registers} - len(__r)) / ${registers})))) AS BIGINT) END)[1]`,
+];
+
+type Parameter = readonly [name: string, type?: string];
+
+/** One macro with its overloads, each `(parameters) AS body`. */
+interface Macro {
+  readonly name: string;
+  /** Each overload's parameters as (name, type) pairs, no type for any type, and body. */
+  readonly overloads: readonly { readonly parameters: readonly Parameter[]; readonly body: string }[];
+}
+
+const sketchMacros: readonly Macro[] = [
+  {
+    name: 'percentile_sketch',
+    overloads: [
+      {
+        parameters: [['x', 'DOUBLE']],
+        body: `CAST({'format': '${percentileFormat}', 'n': count(x), 'min': min(x), 'max': max(x),
+          'log_buckets': coalesce(histogram(__orrery_dd_key(x)), ${emptyBuckets})} AS ${percentileSketchType})`,
+      },
+    ],
+  },
+  {
+    name: 'distinct_sketch',
+    overloads: [
+      {
+        parameters: [['x']],
+        body: `CAST({'format': '${distinctFormat}', 'hll_registers': __orrery_hll_max(list_sort(list(DISTINCT __orrery_hll_entry(hash(x))) FILTER (WHERE x IS NOT NULL)))}
+          AS ${distinctSketchType})`,
+      },
+    ],
+  },
+  {
+    name: 'merge',
+    overloads: [
+      {
+        parameters: [['sketch', percentileSketchType]],
+        body: `CASE ${checkFormats('merge', 'sketch', percentileFormat, 'percentile_sketch')}
+          ELSE CAST({'format': '${percentileFormat}', 'n': coalesce(sum(sketch.n), 0), 'min': min(sketch.min), 'max': max(sketch.max),
+          'log_buckets': __orrery_dd_sum(list_sort(flatten(list(map_entries(sketch.log_buckets)) FILTER (WHERE sketch IS NOT NULL))))}
+          AS ${percentileSketchType}) END`,
+      },
+      {
+        parameters: [['sketch', distinctSketchType]],
+        body: `CASE ${checkFormats('merge', 'sketch', distinctFormat, 'distinct_sketch')}
+          ELSE CAST({'format': '${distinctFormat}', 'hll_registers': __orrery_hll_max(list_sort(flatten(list(sketch.hll_registers) FILTER (WHERE sketch IS NOT NULL))))}
+          AS ${distinctSketchType}) END`,
+      },
+    ],
+  },
+  {
+    name: 'percentile',
+    overloads: [
+      {
+        parameters: [
+          ['sketch', percentileSketchType],
+          ['q', 'DOUBLE'],
+        ],
+        body: `list_transform([sketch], __s -> CASE
+          WHEN __s IS NULL OR q IS NULL THEN NULL
+          ${checkFormat('percentile', '__s', percentileFormat, 'percentile_sketch')}
+          WHEN NOT (q >= 0 AND q <= 1) THEN error('percentile(): q must be between 0 and 1, got ' || q)
+          WHEN __s.n = 0 THEN NULL
+          ELSE __orrery_dd_rank(__s, greatest(1, __s.n - floor(__s.n - __s.n * q)) - 1) END)[1]`,
+      },
+    ],
+  },
+  {
+    name: 'distinct_count',
+    overloads: [
+      {
+        parameters: [['sketch', distinctSketchType]],
+        body: `list_transform([sketch], __s -> CASE WHEN __s IS NULL THEN NULL
+          ${checkFormat('distinct_count', '__s', distinctFormat, 'distinct_sketch')}
+          ELSE __orrery_hll_estimate(__s.hll_registers) END)[1]`,
+      },
+    ],
+  },
+];
+
+/**
+ * The spec's first/last by time (TimescaleDB's): the value at the earliest or latest time, NULL
+ * values included, rows without a time ignored. Only under `snouttime.`: DuckDB's own first and
+ * last take one argument.
+ */
+const snouttimeOnly: readonly Macro[] = [
+  { name: 'first', overloads: [{ parameters: [['value'], ['ts']], body: 'arg_min_null(value, ts)' }] },
+  { name: 'last', overloads: [{ parameters: [['value'], ['ts']], body: 'arg_max_null(value, ts)' }] },
+];
+
+/** The catalog that holds the `snouttime.` names, so that `snouttime.percentile(p, 0.99)` runs as the spec writes it. */
+export const snouttimeCatalog = 'snouttime';
+
+const createMacro = (qualifiedName: string, macro: Macro): string =>
+  `CREATE OR REPLACE MACRO ${qualifiedName} ${macro.overloads
+    .map((o) => `(${o.parameters.map((p) => p.join(' ')).join(', ')}) AS ${o.body}`)
+    .join(', ')}`;
+
+/** Each `snouttime.` twin calls the macro of the search path, overload by overload. */
+const twin = (macro: Macro): Macro => ({
+  name: macro.name,
+  overloads: macro.overloads.map((o) => ({
+    parameters: o.parameters,
+    body: `${macro.name}(${o.parameters.map(([name]) => name).join(', ')})`,
+  })),
+});
+
+/** Statements creating the sketch functions and the `snouttime.` names; run once when an engine starts. */
+export const sketchStatements: readonly string[] = [
+  ...helpers,
+  ...sketchMacros.map((m) => createMacro(m.name, m)),
+  `ATTACH ':memory:' AS ${snouttimeCatalog}`,
+  ...sketchMacros.map((m) => createMacro(`${snouttimeCatalog}.main.${m.name}`, twin(m))),
+  ...snouttimeOnly.map((m) => createMacro(`${snouttimeCatalog}.main.${m.name}`, m)),
+];
