@@ -65,16 +65,23 @@ const helpers = [
      WHEN key <= -${topKey} THEN s.min
      WHEN key > 0 THEN exp((key - ${keyOffset}) * ${logGamma}) * ${midpointFactor}
      ELSE -exp((-key - ${keyOffset}) * ${logGamma}) * ${midpointFactor} END, s.min), s.max)`,
-  // The value of 0-based rank r: the bucket where the running count first exceeds r (found as
-  // -position by one pass of list_reduce), exact at both ends.
+  // The value of 0-based rank r, exact at both ends: the bucket where the running count first
+  // exceeds r, found by one pass of list_reduce from -(r + 1) (negative: not reached yet; then the
+  // bucket's position).
+  // Its lambda captures nothing: DuckDB 1.5's list_reduce pairs a captured per-row value with the
+  // wrong rows once lists of several lengths share a vector.
   `CREATE OR REPLACE MACRO __orrery_dd_rank(s, r) AS CASE
      WHEN r = 0 THEN s.min
      WHEN r = s.n - 1 THEN s.max
-     ELSE __orrery_dd_value(s, map_keys(s.log_buckets)[-list_reduce(
+     ELSE __orrery_dd_value(s, map_keys(s.log_buckets)[list_reduce(
        list_transform(map_values(s.log_buckets), __c -> CAST(__c AS BIGINT)),
-       (__seen, __c, __i) -> CASE WHEN __seen < 0 THEN __seen WHEN __seen + __c > r THEN -__i ELSE __seen + __c END,
-       CAST(0 AS BIGINT))]) END`,
-  // Sums the counts of equal keys in a list of (key, value) entries sorted by key.
+       (__seen, __c, __i) -> CASE WHEN __seen >= 0 THEN __seen WHEN __seen + __c >= 0 THEN __i ELSE __seen + __c END,
+       CAST(-(r + 1) AS BIGINT))]) END`,
+  // Sums the counts of equal keys in a list of (key, value) entries sorted by key: the counts
+  // between consecutive run ends. Its lambdas copy the entries per key (O(entries x keys)); a GROUP
+  // BY over unnest(entries) is faster, but DuckDB 1.5 cannot bind that subquery under percentile()'s
+  // lambdas ("UNNEST() for correlated expressions is not supported yet"), so percentile(merge(p), q)
+  // would fail.
   `CREATE OR REPLACE MACRO __orrery_dd_sum(sorted) AS list_transform([coalesce(sorted, [])], __e -> list_transform(
      [list_filter(range(1, len(__e) + 1), __i -> __i = len(__e) OR __e[__i].key <> __e[__i + 1].key)],
      __ends -> MAP(list_transform(__ends, __i -> __e[__i].key),
