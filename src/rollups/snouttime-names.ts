@@ -1,8 +1,11 @@
 // The spec's statements run as written: they call `snouttime.create_rollup(...)`, read
-// `snouttime.jobs` and cast to `regclass`. DuckDB has no schema `snouttime` and no type regclass,
-// so the parse tree is rewritten before anything else reads it: the `snouttime.` qualifier is
-// dropped from functions and relations, `jobs` becomes Orrery's `rollup_jobs`, and a cast to
+// `snouttime.jobs` and cast to `regclass`. DuckDB's snouttime catalog holds only the sketch functions
+// and first/last (views/sketch-functions.ts), and DuckDB has no type regclass, so the parse tree is rewritten before anything else reads it: the `snouttime.` qualifier is
+// dropped from functions (but those of the snouttime catalog: the sketches, first and last) and
+// relations, `jobs` becomes Orrery's `rollup_jobs`, and a cast to
 // regclass (a relation's name) becomes a cast to text.
+
+import { snouttimeCatalogFunctions } from '../views/index.js';
 
 type Node = Record<string, unknown>;
 
@@ -21,7 +24,12 @@ export function snouttimeNames(tree: { statements: Node[] }): boolean {
     }
     if (value === null || typeof value !== 'object') return;
     const node = value as Node;
-    if (node.class === 'FUNCTION' && node.schema === prefix && node.catalog === '') {
+    if (
+      node.class === 'FUNCTION' &&
+      node.schema === prefix &&
+      node.catalog === '' &&
+      !snouttimeCatalogFunctions.has(String(node.function_name).toLowerCase())
+    ) {
       node.schema = '';
       changed = true;
     } else if (node.type === 'BASE_TABLE' && node.schema_name === prefix && node.catalog_name === '') {

@@ -9,6 +9,7 @@ export {
   percentileSketchType,
   sketchStatements,
   snouttimeCatalog,
+  snouttimeCatalogFunctions,
 } from './sketch-functions.js';
 export {
   denyManagementFunctions,

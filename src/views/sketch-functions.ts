@@ -207,6 +207,11 @@ const twin = (macro: Macro): Macro => ({
   })),
 });
 
+/** The functions the snouttime catalog answers itself; a `snouttime.` call of any other name is Orrery's to route. */
+export const snouttimeCatalogFunctions: ReadonlySet<string> = new Set(
+  [...sketchMacros, ...snouttimeOnly].map((m) => m.name),
+);
+
 /** Statements creating the sketch functions and the `snouttime.` names; run once when an engine starts. */
 export const sketchStatements: readonly string[] = [
   ...helpers,
