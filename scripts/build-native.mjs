@@ -1,4 +1,4 @@
-// Builds the native Arrow exporter (src/engine/native) into dist/native/arrow_export.node with
+// Builds the native addon (src/engine/native: the Arrow exporter and bulk ingest) into dist/native/arrow_export.node with
 // the machine's C++ compiler, linked against the libduckdb that @duckdb/node-bindings ships.
 // Without a compiler or on an unsupported platform it says so and leaves results to the
 // JavaScript converter. Dependency-free, like ensure-built.mjs which runs it.
@@ -9,7 +9,9 @@ import { dirname, join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const sourceDir = join(root, 'src', 'engine', 'native');
-const sources = ['arrow-export.cc', 'duckdb-c-api.h'].map((f) => join(sourceDir, f));
+const sources = ['arrow-export.cc', 'arrow-ingest.cc', 'arrow-ingest.h', 'duckdb-c-api.h'].map((f) =>
+  join(sourceDir, f),
+);
 const output = join(root, 'dist', 'native', 'arrow_export.node');
 
 function skip(reason) {
@@ -52,6 +54,7 @@ try {
       '-fvisibility=hidden',
       ...includeDirs.map((d) => `-I${d}`),
       join(sourceDir, 'arrow-export.cc'),
+      join(sourceDir, 'arrow-ingest.cc'),
       '-o',
       partial,
       `-L${libraryDir}`,

@@ -1,7 +1,7 @@
 // Lints (ESLint with typescript-eslint's type-aware rules), checks the formatting (Prettier), then runs every compiled *.test.js under
 // dist/test with node's test runner (Node 20 takes no globs), then the statement suites once more with
-// the native Arrow exporter off (ORRERY_NATIVE=off), so the JavaScript converter's path is held to the
-// same answers and errors.
+// the native addon off (ORRERY_NATIVE=off), so the JavaScript converter's and the JavaScript ingest's
+// paths are held to the same answers and errors.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,9 +12,12 @@ const files = readdirSync(testDir, { recursive: true, withFileTypes: true })
   .filter((entry) => entry.isFile() && entry.name.endsWith('.test.js'))
   .map((entry) => join(entry.parentPath ?? entry.path, entry.name))
   .sort();
-const statementSuites = ['sql/sql-cases.test.js', 'flight/statements.test.js', 'flight/prepared.test.js'].map((f) =>
-  join(testDir, f),
-);
+const statementSuites = [
+  'sql/sql-cases.test.js',
+  'flight/statements.test.js',
+  'flight/prepared.test.js',
+  'tables/series-ingest.test.js',
+].map((f) => join(testDir, f));
 
 const run = (label, testFiles, env) => {
   console.log(`# ${label}`);

@@ -5,6 +5,8 @@
 #
 #   bash bench/ingest/run.sh               # 10 M rows
 #   ROWS=1000000 bash bench/ingest/run.sh  # quick check
+#   PROFILE=1 ...                          # node --cpu-prof of the server; summary from PROFILE_DIR
+#                                          # (default bench/ingest/profiles)
 #
 # Its own venv (bench/.venv-ingest): DuckDB's Python package must be 1.5.5, the version of the
 # DuckLake extension Orrery's install step fetched (the other benches use a newer one).
@@ -30,6 +32,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-orrery_start serve "$data_dir/main" || exit 1
+profile_dir="${PROFILE_DIR:-$here/profiles}"
+mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
+orrery_start serve "$data_dir/main" "${node_flags[@]}" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
 PYTHONPATH="$bench_root/bench" "$venv/bin/python" "$here/bench.py" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" --rows "${ROWS:-10000000}" --extension-dir "$extension_dir"
+orrery_stop
+if [ "${PROFILE:-0}" = "1" ]; then cpu_profile_top "$profile_dir" 30; fi

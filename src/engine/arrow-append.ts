@@ -1,14 +1,10 @@
+import duckdb from '@duckdb/node-bindings';
 import {
   DuckDBBlobValue,
   DuckDBDataChunk,
   DuckDBDateValue,
   DuckDBDecimalValue,
   DuckDBTimeValue,
-  DuckDBTimestampMillisecondsValue,
-  DuckDBTimestampNanosecondsValue,
-  DuckDBTimestampSecondsValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
   type DuckDBAppender,
   type DuckDBValue,
 } from '@duckdb/node-api';
@@ -27,8 +23,11 @@ import {
 } from 'apache-arrow';
 import { engineErrors } from './errors.js';
 
-// Arrow record batches appended to a DuckDB table (bulk ingest): each Arrow type has the DuckDB
-// type it lands in, and each value is handed to DuckDB's appender a chunk of 2048 rows at a time.
+// Arrow record batches appended to a DuckDB table (bulk ingest without the native addon): each
+// Arrow type has the DuckDB type it lands in, and the batch goes to DuckDB's appender a chunk of
+// 2048 rows at a time. Columns whose Arrow layout is DuckDB's (numbers, dates, timestamps staged
+// in their own unit) are copied into the chunk whole, text and binary value by value without
+// decoding, and the rest as DuckDB values.
 
 /** DuckDB's vector size: the most rows one data chunk holds. */
 const chunkRows = 2048;
@@ -57,13 +56,7 @@ export function duckdbTypeOf(field: Field): string {
   if (DataType.isDecimal(type)) return `DECIMAL(${(type as Decimal).precision}, ${(type as Decimal).scale})`;
   if (DataType.isTimestamp(type)) {
     const { unit, timezone } = type as Timestamp;
-    if (timezone) return 'TIMESTAMPTZ';
-    return {
-      [TimeUnit.SECOND]: 'TIMESTAMP_S',
-      [TimeUnit.MILLISECOND]: 'TIMESTAMP_MS',
-      [TimeUnit.MICROSECOND]: 'TIMESTAMP',
-      [TimeUnit.NANOSECOND]: 'TIMESTAMP_NS',
-    }[unit];
+    return timezone ? 'TIMESTAMPTZ' : timestampTypes[unit];
   }
   throw engineErrors.error(
     'INGEST_TYPE_UNSUPPORTED',
@@ -71,17 +64,96 @@ export function duckdbTypeOf(field: Field): string {
   );
 }
 
-/** Appends every row of a batch whose columns are, in order, the appender's table columns. */
+/**
+ * The DuckDB type a column is staged as before the INSERT that stores it: the stored type, but
+ * a zoned timestamp in its own unit (DuckDB's TIMESTAMPTZ counts microseconds), so that its
+ * values are copied as they are; the INSERT converts them.
+ */
+export function stagingTypeOf(field: Field): string {
+  const type = field.type as DataType;
+  return DataType.isTimestamp(type) ? timestampTypes[(type as Timestamp).unit] : duckdbTypeOf(field);
+}
+
+/** DuckDB's zone-less timestamp type of each unit. */
+const timestampTypes: Record<TimeUnit, string> = {
+  [TimeUnit.SECOND]: 'TIMESTAMP_S',
+  [TimeUnit.MILLISECOND]: 'TIMESTAMP_MS',
+  [TimeUnit.MICROSECOND]: 'TIMESTAMP',
+  [TimeUnit.NANOSECOND]: 'TIMESTAMP_NS',
+};
+
+/** Appends every row of a batch whose columns are, in order, the appender's table columns (staged by stagingTypeOf). */
 export function appendBatch(appender: DuckDBAppender, batch: RecordBatch): void {
   const fields = batch.schema.fields;
   const types = fields.map((_, i) => appender.columnType(i));
   const columns = fields.map((_, i) => batch.getChildAt(i)!.data[0] as Data);
+  const widths = fields.map((f) => copiedWidth(f.type as DataType));
   for (let start = 0; start < batch.numRows; start += chunkRows) {
     const rows = Math.min(chunkRows, batch.numRows - start);
     const chunk = DuckDBDataChunk.create(types, rows);
-    fields.forEach((field, i) => chunk.setColumnValues(i, columnValues(field, columns[i], start, rows)));
+    fields.forEach((field, i) => {
+      const data = columns[i];
+      const type = field.type as DataType;
+      if (widths[i] > 0) {
+        const vector = duckdb.data_chunk_get_vector(chunk.chunk, i);
+        const values = data.values as ArrayBufferView;
+        const width = widths[i];
+        duckdb.copy_data_to_vector(
+          vector,
+          0,
+          values.buffer as ArrayBuffer,
+          values.byteOffset + start * width,
+          rows * width,
+        );
+        copyValidity(vector, data, start, rows);
+      } else if (DataType.isUtf8(type) || DataType.isBinary(type)) {
+        const vector = duckdb.data_chunk_get_vector(chunk.chunk, i);
+        const offsets = data.valueOffsets as Int32Array;
+        const bytes = data.values as Uint8Array;
+        for (let row = 0; row < rows; row++) {
+          duckdb.vector_assign_string_element_len(
+            vector,
+            row,
+            bytes.subarray(offsets[start + row], offsets[start + row + 1]),
+          );
+        }
+        copyValidity(vector, data, start, rows);
+      } else {
+        chunk.setColumnValues(i, columnValues(field, data, start, rows));
+      }
+    });
     appender.appendDataChunk(chunk);
   }
+}
+
+/** Bytes per value of a column copied into DuckDB as it is, or 0 when it is converted. */
+function copiedWidth(type: DataType): number {
+  if (DataType.isInt(type)) return type.bitWidth / 8;
+  if (DataType.isFloat(type))
+    return type.precision === Precision.HALF ? 0 : type.precision === Precision.DOUBLE ? 8 : 4;
+  if (DataType.isDate(type)) return type.unit === DateUnit.DAY ? 4 : 0;
+  if (DataType.isTimestamp(type)) return 8;
+  return 0;
+}
+
+/** Rows [start, start + rows) of a column's validity into a vector (left all valid without nulls). */
+function copyValidity(vector: duckdb.Vector, data: Data, start: number, rows: number): void {
+  if (data.nullCount === 0 || !data.nullBitmap) return;
+  duckdb.vector_ensure_validity_writable(vector);
+  const bit = data.offset + start;
+  const bitmap = data.nullBitmap;
+  if (bit % 8 === 0) {
+    duckdb.copy_data_to_vector_validity(
+      vector,
+      0,
+      bitmap.buffer as ArrayBuffer,
+      bitmap.byteOffset + bit / 8,
+      Math.ceil(rows / 8),
+    );
+    return;
+  }
+  const validity = duckdb.vector_get_validity(vector, Math.ceil(rows / 64) * 8);
+  for (let row = 0; row < rows; row++) if (!data.getValid(start + row)) duckdb.validity_set_row_invalid(validity, row);
 }
 
 /** Rows [start, start + count) of one column as DuckDB values. */
@@ -95,27 +167,22 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
   if (DataType.isDictionary(type) || DataType.isUtf8(type) || DataType.isLargeUtf8(type) || DataType.isBool(type)) {
     const get = getter(data);
     value = (row) => get(row) as DuckDBValue;
-  } else if (DataType.isInt(type)) {
-    value = type.bitWidth === 64 ? (row) => BigInt(at(row)) : (row) => Number(at(row));
   } else if (DataType.isFloat(type)) {
-    value = (row) => Number(at(row));
+    // Half floats (the other widths are copied): Arrow's getter decodes their bits.
+    const get = getter(data);
+    value = (row) => get(row) as number;
   } else if (DataType.isBinary(type) || DataType.isLargeBinary(type)) {
     const get = getter(data);
     value = (row) => new DuckDBBlobValue(get(row) as Uint8Array);
   } else if (DataType.isDate(type)) {
-    // Date32 counts days; Date64 milliseconds.
-    value =
-      type.unit === DateUnit.DAY
-        ? (row) => new DuckDBDateValue(Number(at(row)))
-        : (row) => new DuckDBDateValue(Math.floor(Number(at(row)) / 86_400_000));
+    // Date64 counts milliseconds (Date32's days are copied).
+    value = (row) => new DuckDBDateValue(Math.floor(Number(at(row)) / 86_400_000));
   } else if (DataType.isTime(type)) {
     const { unit } = type as Time;
     value = (row) => {
       const v = BigInt(at(row));
       return new DuckDBTimeValue(unit === TimeUnit.NANOSECOND ? v / 1000n : v * unitFactor[unit]);
     };
-  } else if (DataType.isTimestamp(type)) {
-    value = timestampValue(type as Timestamp, at);
   } else if (DataType.isDecimal(type)) {
     const { precision, scale } = type as Decimal;
     const words = data.values as Uint32Array;
@@ -128,26 +195,6 @@ function columnValues(field: Field, data: Data, start: number, count: number): D
   }
   for (let i = 0; i < count; i++) out[i] = valid(start + i) ? value(start + i) : null;
   return out;
-}
-
-function timestampValue(type: Timestamp, at: (row: number) => number | bigint): (row: number) => DuckDBValue {
-  if (type.timezone) {
-    const unit = type.unit;
-    return (row) => {
-      const v = BigInt(at(row));
-      return new DuckDBTimestampTZValue(unit === TimeUnit.NANOSECOND ? v / 1000n : v * unitFactor[unit]);
-    };
-  }
-  switch (type.unit) {
-    case TimeUnit.SECOND:
-      return (row) => new DuckDBTimestampSecondsValue(BigInt(at(row)));
-    case TimeUnit.MILLISECOND:
-      return (row) => new DuckDBTimestampMillisecondsValue(BigInt(at(row)));
-    case TimeUnit.MICROSECOND:
-      return (row) => new DuckDBTimestampValue(BigInt(at(row)));
-    default:
-      return (row) => new DuckDBTimestampNanosecondsValue(BigInt(at(row)));
-  }
 }
 
 /** Arrow's own getter for a column's values (strings, booleans, binaries, dictionaries), by row of the column. */

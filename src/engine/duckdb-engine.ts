@@ -2,7 +2,6 @@ import {
   DuckDBInstance,
   DuckDBTypeId,
   StatementType,
-  type DuckDBAppender,
   type DuckDBConnection,
   type DuckDBPreparedStatement,
   type DuckDBResult,
@@ -16,7 +15,7 @@ import type { OrreryError } from '../errors/index.js';
 import { DuckDBResultFailure, engineClosed, engineErrors, sqlError } from './errors.js';
 import { bindRow, parameterRowCount } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
-import { appendBatch } from './arrow-append.js';
+import { insertBatches } from './batch-insert.js';
 import { StatementGuard, type Deadline } from './statement-guard.js';
 import { ConnectionPool } from './connection-pool.js';
 
@@ -380,20 +379,25 @@ export class DuckDBEngine {
   }
 
   /**
-   * Appends a record batch to a temporary table of the session's connection whose columns are
-   * the batch's, in order, typed as `duckdbTypeOf` says (bulk ingest stages batches there).
+   * Bulk ingest, within the session's transaction: runs `sqlFor(relation)`, an INSERT ... SELECT
+   * FROM `relation`, over the stream's batches (see batch-insert.ts); answers the rows changed.
    */
-  async appendToTemp(session: EngineSession, table: string, batch: RecordBatch): Promise<void> {
-    let appender: DuckDBAppender | undefined;
-    try {
-      appender = await session.connection.createAppender(table, 'main', 'temp');
-      appendBatch(appender, batch);
-      appender.flushSync();
-    } catch (error) {
-      throw sqlError(error);
-    } finally {
-      appender?.closeSync();
-    }
+  async insertBatches(
+    session: EngineSession,
+    schema: Schema,
+    batches: AsyncIterable<RecordBatch>,
+    sqlFor: (relation: string) => string,
+  ): Promise<number> {
+    const { connection } = await this.lease([], session);
+    const run = async (sql: string): Promise<number> => {
+      try {
+        return (await connection.run(sql)).rowsChanged;
+      } catch (error) {
+        throw sqlError(error);
+      }
+    };
+    const target = { connection, catalog: catalogName, native: this.nativeExport, run, connect: () => this.connect() };
+    return insertBatches(target, schema, batches, sqlFor);
   }
 
   /** Tables and views of the user catalog. */

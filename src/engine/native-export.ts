@@ -35,8 +35,24 @@ interface NativeExporter {
   close(): void;
 }
 
+/** The bulk ingest stream (native/arrow-ingest.cc); used by native-ingest.ts. */
+export interface NativeArrowIngest {
+  push(rows: number, columns: Array<Array<number | Uint8Array | null>>): boolean;
+  finish(): void;
+  fail(message: string): void;
+  close(): void;
+}
+
 interface NativeModule {
   Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number, framingRoom: number) => NativeExporter;
+  ArrowIngest: new (
+    connection: unknown,
+    view: string,
+    formats: string[],
+    names: string[],
+    capacity: number,
+    onRoom: () => void,
+  ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
 }
 
@@ -57,7 +73,7 @@ let loaded: NativeModule | null | undefined;
 let loadError = '';
 
 /** The native module, or null when it is not built for this platform (the reason is in `nativeExportProblem`). */
-function nativeExportModule(): NativeModule | null {
+export function nativeExportModule(): NativeModule | null {
   if (loaded !== undefined) return loaded;
   try {
     loaded = createRequire(import.meta.url)('../../native/arrow_export.node') as NativeModule;

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { duckdbTypeOf, quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
 import { tableErrors } from './errors.js';
@@ -17,15 +16,13 @@ export interface IngestData {
   readonly batches: AsyncIterable<RecordBatch>;
 }
 
-/** Rows staged in memory before they go to the DuckLake table as one write (one set of Parquet files). */
-const flushRows = 1_000_000;
 
 /**
  * Bulk ingest into a series table, inside `session`'s transaction (the caller commits or rolls
  * back): creates or replaces the table as the mode says, checks the stream's columns against the
- * table's before any row is written, then stages batches in a temporary table and moves them to
- * the DuckLake table a million rows at a time, so memory holds at most that many rows whatever
- * the upload's size. Returns the rows written.
+ * table's before any row is written, then streams the batches into the DuckLake table with one
+ * INSERT (the engine's insertBatches: memory holds a few batches whatever the upload's size).
+ * Returns the rows written.
  */
 export async function ingest(
   engine: DuckDBEngine,
@@ -68,40 +65,23 @@ export async function ingest(
   }
 
   const targets = await checkColumns(engine, table, data.schema, session);
-  const staging = `__ingest_${randomBytes(6).toString('hex')}`;
-  const stagedColumns = data.schema.fields.map((f) => `${quoteIdentifier(f.name)} ${duckdbTypeOf(f)}`).join(', ');
-  await engine.execute(`CREATE TEMP TABLE ${staging} (${stagedColumns})`, { session });
-  try {
-    const sources = data.schema.fields.map((f) => quoteIdentifier(f.name));
-    const stamped = !writer.admin || !targets.includes(audienceColumn);
-    const columnList = [
-      ...targets.filter((c) => !(stamped && c === audienceColumn)),
-      ...(stamped ? [audienceColumn] : []),
-    ];
-    const selectList = [
-      ...sources.filter((_, i) => !(stamped && targets[i] === audienceColumn)),
-      ...(stamped ? [`'${(writer.admin ? 'public' : writer.audience).replaceAll("'", "''")}'`] : []),
-    ];
-    const move = `INSERT INTO ${lakeTable(table.name)} (${columnList.map(quoteIdentifier).join(', ')}) SELECT ${selectList.join(', ')} FROM temp.main.${staging}`;
-    let staged = 0;
-    let written = 0;
-    const flush = async (): Promise<void> => {
-      if (staged === 0) return;
-      written += await engine.execute(move, { session });
-      await engine.execute(`DELETE FROM temp.main.${staging}`, { session });
-      staged = 0;
-    };
-    for await (const batch of data.batches) {
-      if (batch.numRows === 0) continue;
-      await engine.appendToTemp(session, staging, batch);
-      staged += batch.numRows;
-      if (staged >= flushRows) await flush();
-    }
-    await flush();
-    return written;
-  } finally {
-    await engine.execute(`DROP TABLE IF EXISTS temp.main.${staging}`, { session }).catch(() => {});
-  }
+  const sources = data.schema.fields.map((f) => quoteIdentifier(f.name));
+  const stamped = !writer.admin || !targets.includes(audienceColumn);
+  const columnList = [
+    ...targets.filter((c) => !(stamped && c === audienceColumn)),
+    ...(stamped ? [audienceColumn] : []),
+  ];
+  const selectList = [
+    ...sources.filter((_, i) => !(stamped && targets[i] === audienceColumn)),
+    ...(stamped ? [`'${(writer.admin ? 'public' : writer.audience).replaceAll("'", "''")}'`] : []),
+  ];
+  return engine.insertBatches(
+    session,
+    data.schema,
+    data.batches,
+    (relation) =>
+      `INSERT INTO ${lakeTable(table.name)} (${columnList.map(quoteIdentifier).join(', ')}) SELECT ${selectList.join(', ')} FROM ${relation}`,
+  );
 }
 
 /**

@@ -65,6 +65,8 @@ export function sharedEnv(options: {
     MICROMEGAS_ADMINS: JSON.stringify(options.admins),
     MICROMEGAS_SQL_CONNECTION_STRING: options.connectionString,
     ...(options.lakeDir ? { MICROMEGAS_OBJECT_STORE_URI: pathToFileURL(options.lakeDir).href } : {}),
+    // npm test runs some suites again with the native addon off.
+    ...(process.env.ORRERY_NATIVE ? { ORRERY_NATIVE: process.env.ORRERY_NATIVE } : {}),
   };
 }
 

@@ -6,10 +6,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  Binary,
   Bool,
+  DateDay,
+  Decimal,
+  Dictionary,
   Field,
+  Float32,
   Float64,
+  Int8,
   Int32,
+  LargeUtf8,
+  TimeMicrosecond,
+  TimestampMillisecond,
+  TimestampSecond,
+  Uint16,
+  Uint64,
   RecordBatch,
   Schema,
   Struct,
@@ -125,6 +137,127 @@ function deploys(first: number, rows: number, batchRows = rows): Table {
   return new Table(batches);
 }
 
+/**
+ * Five rows of every common Arrow type, with nulls (row 2 is null in every nullable column, row 4
+ * in some), as pyarrow or another client sends them.
+ */
+function everyType(): Table {
+  const valid = [true, true, false, true, true];
+  const nulled = <T>(values: T[]): Array<T | null> => values.map((v, i) => (valid[i] ? v : null));
+  return new Table({
+    seen: makeVector({
+      type: new TimestampMillisecond(),
+      data: BigInt64Array.from([0n, 1000n, 2000n, 3000n, 4000n], (ms) => 1_714_557_600_000n + ms),
+    } as never),
+    i8: vectorFromArray(nulled([-128, -1, 0, 1, 127]), new Int8()),
+    u16: vectorFromArray(nulled([0, 1, 2, 3, 65535]), new Uint16()),
+    i32: vectorFromArray(nulled([-2147483648, 0, 0, 7, 2147483647]), new Int32()),
+    u64: makeVector({
+      type: new Uint64(),
+      data: BigUint64Array.from([0n, 1n, 2n, 3n, 18446744073709551615n]),
+      nullBitmap: Uint8Array.from([0b11011]),
+      nullCount: 1,
+    } as never),
+    f32: vectorFromArray(nulled([0.5, -1.25, 0, 3, 1024]), new Float32()),
+    d32: makeVector({
+      type: new DateDay(),
+      data: Int32Array.from([0, 19_844, 0, 1, -1]),
+      nullBitmap: Uint8Array.from([0b11011]),
+      nullCount: 1,
+    } as never),
+    clock: makeVector({
+      type: new TimeMicrosecond(),
+      data: BigInt64Array.from([0n, 1n, 0n, 3_600_000_000n, 86_399_999_999n]),
+      nullBitmap: Uint8Array.from([0b11011]),
+      nullCount: 1,
+    } as never),
+    stamp: makeVector({
+      type: new TimestampSecond('UTC'),
+      data: BigInt64Array.from([0n, 1n, 2n, 1_714_557_600n, -1n]),
+      nullBitmap: Uint8Array.from([0b11011]),
+      nullCount: 1,
+    } as never),
+    amount: makeVector({
+      type: new Decimal(2, 10, 128),
+      data: Uint32Array.from([
+        12345, 0, 0, 0, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0, 0, 0, 0, 1, 0, 0, 0, 99999, 0, 0, 0,
+      ]),
+      nullBitmap: Uint8Array.from([0b11011]),
+      nullCount: 1,
+    } as never),
+    blob: vectorFromArray(
+      nulled([Uint8Array.from([0, 255]), new Uint8Array(0), null, Uint8Array.from([1]), Uint8Array.from([2, 3])]),
+      new Binary(),
+    ),
+    note: vectorFromArray(nulled(['long', 'é', 'x', '', 'ünïcode ✓']), new LargeUtf8()),
+    kind: vectorFromArray(nulled(['a', 'b', 'a', 'a', 'c']), new Dictionary(new Utf8(), new Int32())),
+  } as never);
+}
+
+const everyTypeRows = [
+  [
+    '2024-05-01 10:00:00',
+    '-128',
+    '0',
+    '-2147483648',
+    '0',
+    '0.5',
+    '1970-01-01',
+    '00:00:00',
+    '1970-01-01 00:00:00+00',
+    '123.45',
+    '\\x00\\xFF',
+    'long',
+    'a',
+  ],
+  [
+    '2024-05-01 10:00:01',
+    '-1',
+    '1',
+    '0',
+    '1',
+    '-1.25',
+    '2024-05-01',
+    '00:00:00.000001',
+    '1970-01-01 00:00:01+00',
+    '-0.01',
+    '',
+    'é',
+    'b',
+  ],
+  ['2024-05-01 10:00:02', null, null, null, null, null, null, null, null, null, null, null, null],
+  [
+    '2024-05-01 10:00:03',
+    '1',
+    '3',
+    '7',
+    '3',
+    '3.0',
+    '1970-01-02',
+    '01:00:00',
+    '2024-05-01 10:00:00+00',
+    '0.01',
+    '\\x01',
+    '',
+    'a',
+  ],
+  [
+    '2024-05-01 10:00:04',
+    '127',
+    '65535',
+    '2147483647',
+    '18446744073709551615',
+    '1024.0',
+    '1969-12-31',
+    '23:59:59.999999',
+    '1969-12-31 23:59:59+00',
+    '999.99',
+    '\\x02\\x03',
+    'ünïcode ✓',
+    'c',
+  ],
+];
+
 describe('series table ingest and transactions (issue 12)', () => {
   let postgres: TestPostgres;
   let lakeDir: string;
@@ -188,6 +321,40 @@ describe('series table ingest and transactions (issue 12)', () => {
       ],
     );
     assert.equal((await refusal(ingest(asAdmin, 'deploys', 'create', deploys(0, 1)))).code, 6);
+  });
+
+  it('every common Arrow type, with nulls and in sliced batches, reads back exactly', async () => {
+    const data = everyType();
+    assert.equal(await ingest(asAdmin, 'typed', 'create', data), 5);
+    // Batches that start inside their buffers (Arrow offsets), as a client slicing a table sends them.
+    assert.equal(
+      await ingest(asAdmin, 'typed', 'append', new Table([...data.slice(1, 3).batches, ...data.slice(3).batches])),
+      4,
+    );
+    const columns = [
+      'seen',
+      'i8',
+      'u16',
+      'i32',
+      'u64',
+      'f32',
+      'd32',
+      'clock',
+      'stamp',
+      'amount',
+      'blob',
+      'note',
+      'kind',
+    ];
+    const rows = await plainRows(
+      asAdmin,
+      `SELECT ${columns.map((c) => `${c}::VARCHAR AS ${c}`).join(', ')} FROM typed ORDER BY seen, audience`,
+    );
+    const expected = [0, 1, 1, 2, 2, 3, 3, 4, 4].map((i) => everyTypeRows[i]);
+    assert.deepEqual(
+      rows.map((row) => columns.map((c) => row[c])),
+      expected,
+    );
   });
 
   it('any key appends; a non-admin cannot create or replace; its rows carry its audience', async () => {

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "arrow-ingest.h"
 #include "duckdb-c-api.h"
 
 namespace {
@@ -497,6 +498,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   exports.Set("Exporter", Exporter::Define(env));
   exports.Set("resultError", Napi::Function::New(env, ResultError));
+  DefineArrowIngest(env, exports);
   return exports;
 }
 

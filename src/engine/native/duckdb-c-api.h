@@ -1,6 +1,6 @@
-// The part of DuckDB's C API (duckdb.h, stable since 1.0) that the Arrow exporter calls.
-// DuckDB's npm packages ship libduckdb.so without its header, so the declarations are
-// written out here, exactly as duckdb.h has them.
+// The part of DuckDB's C API (duckdb.h, stable since 1.0) that the native addon calls, and the
+// Arrow C data interface structs (arrow/c/abi.h). DuckDB's npm packages ship libduckdb.so without
+// its header, so the declarations are written out here, exactly as those headers have them.
 #pragma once
 #include <cstdint>
 
@@ -32,6 +32,45 @@ typedef struct {
     } inlined;
   } value;
 } duckdb_string_t;
+
+typedef struct _duckdb_connection { void *internal_ptr; } *duckdb_connection;
+typedef enum { DuckDBSuccess = 0, DuckDBError = 1 } duckdb_state;
+
+struct ArrowSchema {
+  const char *format;
+  const char *name;
+  const char *metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema **children;
+  struct ArrowSchema *dictionary;
+  void (*release)(struct ArrowSchema *);
+  void *private_data;
+};
+
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void **buffers;
+  struct ArrowArray **children;
+  struct ArrowArray *dictionary;
+  void (*release)(struct ArrowArray *);
+  void *private_data;
+};
+
+struct ArrowArrayStream {
+  int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+  int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+  const char *(*get_last_error)(struct ArrowArrayStream *);
+  void (*release)(struct ArrowArrayStream *);
+  void *private_data;
+};
+
+// duckdb_arrow_stream is an ArrowArrayStream* in duckdb.h (deprecated there, still exported).
+duckdb_state duckdb_arrow_scan(duckdb_connection connection, const char *table_name, struct ArrowArrayStream *arrow);
 
 duckdb_data_chunk duckdb_fetch_chunk(duckdb_result result);
 idx_t duckdb_data_chunk_get_size(duckdb_data_chunk chunk);
