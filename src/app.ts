@@ -169,6 +169,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const tables = lake ? new SeriesTables(engine, seriesNames) : undefined;
       const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames) : undefined;
       await rollups?.prepare();
+      if (rollups) tables?.addDependents('rollup', (table) => rollups.dependentsOf(table));
       const denyRules = new DenyRules(metadata, engine);
       const ddl = new DdlService({
         db: metadata,

@@ -197,16 +197,6 @@ export class Rollups {
     return rows.map((r) => r.name);
   }
 
-  /** Refuses DROP TABLE of a series table with rollups, naming them. */
-  async checkDroppable(table: string): Promise<void> {
-    const rollups = await this.dependentsOf(table);
-    if (rollups.length > 0)
-      throw rollupErrors.error(
-        'ROLLUP_IN_USE',
-        `DROP TABLE ${table}: rollup ${rollups.map((r) => `'${r}'`).join(', ')} ${rollups.length > 1 ? 'are' : 'is'} built on it; drop_rollup ${rollups.length > 1 ? 'them' : 'it'} first`,
-      );
-  }
-
   /** create_rollup: checks everything, then creates the materialized table, the state, the definition and the refresh job. */
   async create(args: RollupArguments): Promise<string> {
     const name = args.name.toLowerCase();

@@ -57,7 +57,8 @@ export const sqlErrors = declareErrors('sql', {
   },
   LAKE_INTERNALS_DENIED: {
     status: 'PERMISSION_DENIED',
-    meaning: "a statement names the series tables' DuckLake internals, or is an ATTACH or DETACH",
+    meaning:
+      "a statement names the series tables' DuckLake internals, is an ATTACH or DETACH, or (admins) would reach them unnamed: query(), query_table(), json_execute_serialized_sql, IMPORT DATABASE, arrow_scan, SET search_path / schema, USE",
   },
   TRANSACTION_UNKNOWN: {
     status: 'INVALID_ARGUMENT',

@@ -57,8 +57,6 @@ export async function planSeriesWrite(
   principal: Principal,
   statement: Statement,
   checkBody: (shape: QueryShape) => Promise<void>,
-  /** Refuses to drop a table that something (a rollup) is built on. */
-  checkDroppable: (table: string) => Promise<void> = async () => {},
 ): Promise<SeriesWrite | null> {
   const parsed = parseSeriesStatement(statement.query);
   if (!parsed) return null;
@@ -90,7 +88,7 @@ export async function planSeriesWrite(
     };
   }
   if (parsed.kind !== 'insert') adminOnly();
-  if (parsed.kind === 'drop') await checkDroppable(table.name);
+  if (parsed.kind === 'drop') await tables.checkDroppable(table.name);
   let bodyWidth = 0;
   if (parsed.kind === 'insert') {
     if (!principal.admin) {

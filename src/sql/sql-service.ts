@@ -8,7 +8,14 @@ import {
   type RunOptions,
   type StatementDescription,
 } from '../engine/index.js';
-import { attachesDatabases, ingest, lakeTable, namesLakeInternals, type SeriesTables } from '../tables/index.js';
+import {
+  attachesDatabases,
+  ingest,
+  lakeTable,
+  namesLakeInternals,
+  reachesLakeIndirectly,
+  type SeriesTables,
+} from '../tables/index.js';
 import {
   batchFromRows,
   type CallContext,
@@ -383,6 +390,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
         'LAKE_INTERNALS_DENIED',
         `permission denied: '${internal}' is internal to Orrery's series tables`,
       );
+    // Other keys run only SELECTs whose every function is on the reader allow-list, which has none of these.
+    const indirect = principal.admin ? reachesLakeIndirectly(statement.query) : null;
+    if (indirect) throw sqlErrors.error('LAKE_INTERNALS_DENIED', `permission denied: ${indirect}; it is not available`);
     if (attachesDatabases(statement.query)) {
       throw sqlErrors.error(
         'LAKE_INTERNALS_DENIED',
@@ -401,14 +411,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     const tables = this.tables;
     if (tables) {
-      const rollups = this.lakehouse?.rollups;
       const write = await planSeriesWrite(
         this.engine,
         tables,
         principal,
         statement,
         (body) => this.checkReadable(body),
-        rollups ? (table) => rollups.checkDroppable(table) : undefined,
       );
       if (write) {
         await this.checkDenied(ctx, statement, null);

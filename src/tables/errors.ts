@@ -19,6 +19,11 @@ export const tableErrors = declareErrors('tables', {
     status: 'PERMISSION_DENIED',
     meaning: 'creating or replacing a series table by bulk ingest, with a key that is not an admin',
   },
+  SERIES_TABLE_HAS_DEPENDENTS: {
+    status: 'FAILED_PRECONDITION',
+    meaning:
+      'DROP TABLE, or a bulk ingest in replace mode, names a series table that rollups read (the message names them); drop them first',
+  },
   INGEST_COLUMNS_MISMATCH: {
     status: 'INVALID_ARGUMENT',
     meaning:

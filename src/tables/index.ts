@@ -8,12 +8,14 @@ export {
   lakeMetadataSchema,
   namesLakeInternals,
   prepareLakeMetadata,
+  reachesLakeIndirectly,
 } from './lake-catalog.js';
 export { parseSeriesStatement, splitTopLevel, type SeriesStatement } from './series-statements.js';
 export {
   SeriesTables,
   audienceColumn,
   lakeTable,
+  type DependentsSource,
   type SeriesColumn,
   type SeriesTable,
   type TableScope,

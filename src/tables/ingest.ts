@@ -16,7 +16,6 @@ export interface IngestData {
   readonly batches: AsyncIterable<RecordBatch>;
 }
 
-
 /**
  * Bulk ingest into a series table, inside `session`'s transaction (the caller commits or rolls
  * back): creates or replaces the table as the mode says, checks the stream's columns against the
@@ -41,6 +40,7 @@ export async function ingest(
         'SERIES_TABLE_ADMIN_ONLY',
         `permission denied: replacing series table '${name}' needs an admin key`,
       );
+    await tables.checkDroppable(name);
     await engine.execute(`DROP TABLE ${lakeTable(name)}`, { session });
     table = await createFor(engine, tables, name, data.schema, session);
   } else if (existing) {

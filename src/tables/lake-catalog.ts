@@ -1,4 +1,5 @@
 import type { MetadataStore } from '../metadata/index.js';
+import { tokenize, type SqlToken } from '../sql-text/index.js';
 import { stripComments } from './series-statements.js';
 
 /**
@@ -50,4 +51,53 @@ export function namesLakeInternals(text: string): string | null {
  */
 export function attachesDatabases(text: string): boolean {
   return /^(ATTACH|DETACH)\b/i.test(stripComments(text));
+}
+
+/**
+ * Functions that run SQL (or read memory) that the statement's text does not show, so the text
+ * checks above cannot see what they reach: `query('SELECT * FROM __orr' || 'ery_lake...')`.
+ */
+const hiddenSqlFunctions = new Set([
+  'query',
+  'query_table',
+  'json_execute_serialized_sql',
+  'import_database',
+  'arrow_scan',
+  'arrow_scan_dumb',
+]);
+
+/**
+ * Why a statement could reach what `namesLakeInternals` guards without naming it, or null:
+ * it calls a function that runs SQL built at run time or read from files, runs IMPORT DATABASE
+ * (which runs the SQL files of a folder), or changes the search path (`SET search_path =
+ * '__orr' || 'ery_lake.main'`, USE), after which bare names resolve in DuckLake's catalogs.
+ * Refused for every key; read from the tokens, so literals and comments never count.
+ */
+export function reachesLakeIndirectly(text: string): string | null {
+  let tokens: SqlToken[];
+  try {
+    tokens = tokenize(text);
+  } catch {
+    return null; // text that does not tokenize fails in DuckDB's parser
+  }
+  const word = (i: number): string => {
+    const token = tokens[i];
+    return token && (token.kind === 'word' || token.kind === 'ident') ? token.value.toLowerCase() : '';
+  };
+  let first = 0;
+  while (tokens[first]?.kind === 'punct' && tokens[first].raw === '(') first++;
+  if (word(first) === 'use') return 'USE changes where names resolve; name tables in full instead';
+  if (word(first) === 'import' && word(first + 1) === 'database')
+    return 'IMPORT DATABASE runs the SQL files of a folder';
+  if (word(first) === 'set' || word(first) === 'reset') {
+    const name = ['session', 'local', 'global'].includes(word(first + 1)) ? word(first + 2) : word(first + 1);
+    if (name === 'search_path' || name === 'schema') return `SET ${name} changes where names resolve`;
+  }
+  for (let i = 0; i < tokens.length; i++) {
+    const name = word(i);
+    if (hiddenSqlFunctions.has(name) && tokens[i + 1]?.raw === '(') {
+      return `${name}() runs SQL that the statement's text does not show`;
+    }
+  }
+  return null;
 }

@@ -27,6 +27,12 @@ export interface Writer {
   readonly audience: string;
 }
 
+/**
+ * What depends on a series table, by kind ('rollup', ...): names of the objects that read it and
+ * would break if it were dropped. Components that build on series tables register one.
+ */
+export type DependentsSource = (table: string) => Promise<readonly string[]>;
+
 /** The rows a reader sees: every row, or those of its audiences. */
 export type TableScope =
   { readonly kind: 'all' } | { readonly kind: 'audiences'; readonly audiences: readonly string[] };
@@ -50,11 +56,35 @@ export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteI
  * same catalog sees the same tables, so nothing is cached here.
  */
 export class SeriesTables {
+  private readonly dependents: Array<{ kind: string; source: DependentsSource }> = [];
+
   constructor(
     private readonly engine: DuckDBEngine,
     /** Names taken by view sets and static tables. */
     private readonly reservedNames: () => ReadonlySet<string>,
   ) {}
+
+  /** Registers what depends on series tables (`kind` names it in errors: 'rollup'); DROP TABLE is refused while any does. */
+  addDependents(kind: string, source: DependentsSource): void {
+    this.dependents.push({ kind, source });
+  }
+
+  /**
+   * Throws, naming each one (`rollup 'cpu_5m'`), when something registered depends on the table;
+   * DROP TABLE calls it before dropping.
+   */
+  async checkDroppable(table: string): Promise<void> {
+    const found: string[] = [];
+    for (const { kind, source } of this.dependents) {
+      for (const name of await source(table)) found.push(`${kind} '${name}'`);
+    }
+    if (found.length > 0) {
+      throw tableErrors.error(
+        'SERIES_TABLE_HAS_DEPENDENTS',
+        `cannot drop series table '${table}': ${found.join(', ')} ${found.length > 1 ? 'depend' : 'depends'} on it; drop ${found.length > 1 ? 'them' : 'it'} first`,
+      );
+    }
+  }
 
   /** Every series table, by name. */
   async list(session?: EngineSession): Promise<Map<string, SeriesTable>> {

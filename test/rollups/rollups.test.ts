@@ -214,7 +214,7 @@ describe('rollups (issue 17)', () => {
     });
     assert.deepEqual(await refusal(asAdmin.updateCount(`DROP TABLE metrics`)), {
       code: 9,
-      details: "DROP TABLE metrics: rollup 'metrics_hourly' is built on it; drop_rollup it first",
+      details: "cannot drop series table 'metrics': rollup 'metrics_hourly' depends on it; drop it first",
     });
     assert.equal((await refusal(asTeamA.query(`select snouttime.drop_rollup('metrics_daily')`))).code, 7);
   });

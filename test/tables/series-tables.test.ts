@@ -212,6 +212,36 @@ describe('series tables (issue 12)', () => {
         assert.match(details, /internal to Orrery's series tables/, sql);
       }
     }
+    // The family of ways to reach them without naming them in the text: SQL built at run time, SQL
+    // read from files, and search paths that make bare names resolve there.
+    const lake = `'__orr' || 'ery_lake'`;
+    const indirect = [
+      `SELECT * FROM query('SELECT * FROM ' || ${lake} || '.main.metrics')`,
+      `SELECT * FROM "query"('SELECT * FROM ' || ${lake} || '.main.metrics')`,
+      `SELECT * FROM query_table(${lake} || '.main.metrics')`,
+      `SELECT * FROM query('SELECT * FROM postgres' || '_query(''x'', ''SELECT 1'')')`,
+      `SELECT * FROM query('SELECT * FROM __ducklake' || '_metadata___orr' || 'ery_lake.ducklake.ducklake' || '_snapshot')`,
+      `SELECT * FROM json_execute_serialized_sql(json_serialize_sql('SELECT * FROM ' || ${lake} || '.main.metrics'))`,
+      `PRAGMA json_execute_serialized_sql(json_serialize_sql('DROP TABLE ' || ${lake} || '.main.metrics'))`,
+      `CREATE MACRO through(q) AS TABLE SELECT * FROM query(q)`,
+      `IMPORT DATABASE '${lakeDir}'`,
+      `PRAGMA import_database('${lakeDir}')`,
+      `SET search_path = ${lake} || '.main'`,
+      `SET SESSION schema = ${lake} || '.main'`,
+      `RESET search_path`,
+      `USE memory`,
+      `SELECT * FROM arrow_scan(0, 0, 0)`,
+    ];
+    for (const sql of indirect) {
+      const { code, details } = await refusal(asAdmin.query(sql));
+      assert.equal(code, 7, `${sql}: ${details}`);
+      assert.match(details, /^permission denied: .*it is not available$/, sql);
+      assert.equal((await refusal(asTeamA.query(sql))).code, 7, sql);
+    }
+    // As an update (CommandStatementUpdate) too.
+    assert.equal((await refusal(asAdmin.updateCount(`SET search_path = ${lake} || '.main'`))).code, 7);
+    // Words inside literals and comments are not calls.
+    assert.deepEqual(await plainRows(asAdmin, `SELECT 'query(1)' AS q /* query(2) */`), [{ q: 'query(1)' }]);
     // Files and other databases: the sandbox refuses them for admins; non-admins are stopped before DuckDB.
     const outside = [
       `SELECT * FROM read_parquet('s3://bucket/metrics.parquet')`,
