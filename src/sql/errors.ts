@@ -64,6 +64,11 @@ export const sqlErrors = declareErrors('sql', {
     status: 'INVALID_ARGUMENT',
     meaning: 'a transaction id that has ended, or was never begun by this key',
   },
+  SAVEPOINTS_UNSUPPORTED: {
+    status: 'UNIMPLEMENTED',
+    meaning:
+      'SAVEPOINT, ROLLBACK TO or RELEASE: DuckDB, which runs series tables and their transactions, has no savepoints',
+  },
   TOO_MANY_TRANSACTIONS: {
     status: 'RESOURCE_EXHAUSTED',
     meaning: 'the server holds as many open transactions as it allows',

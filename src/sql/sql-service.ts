@@ -65,7 +65,7 @@ import { readerFunctionNames } from './reader-functions.js';
 import { checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } from './series-plans.js';
-import { Transactions } from './transactions.js';
+import { Transactions, savepointRefusal } from './transactions.js';
 import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { PlanCache } from './plan-cache.js';
@@ -390,6 +390,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
         'LAKE_INTERNALS_DENIED',
         `permission denied: '${internal}' is internal to Orrery's series tables`,
       );
+    const savepoint = savepointRefusal(statement.query);
+    if (savepoint) throw savepoint;
     // Other keys run only SELECTs whose every function is on the reader allow-list, which has none of these.
     const indirect = principal.admin ? reachesLakeIndirectly(statement.query) : null;
     if (indirect) throw sqlErrors.error('LAKE_INTERNALS_DENIED', `permission denied: ${indirect}; it is not available`);

@@ -3,6 +3,8 @@ import type { Principal } from '../auth/index.js';
 import type { DuckDBEngine, EngineSession } from '../engine/index.js';
 import { sqlErrors } from './errors.js';
 import { type CallContext, type TransactionSupport } from '../flight/index.js';
+import type { OrreryError } from '../errors/index.js';
+import { tokenize } from '../sql-text/index.js';
 
 /** Open transactions a server holds at most (each is a DuckDB connection). */
 const maxOpen = 256;
@@ -64,4 +66,28 @@ export class Transactions implements TransactionSupport<Principal> {
     for (const { session } of this.open.values()) session.close();
     this.open.clear();
   }
+}
+
+/**
+ * UNIMPLEMENTED for SAVEPOINT, ROLLBACK TO [SAVEPOINT] and RELEASE [SAVEPOINT] sent as SQL text
+ * (DuckDB's parser has none of them, and would answer a bare syntax error); null for any other text.
+ */
+export function savepointRefusal(text: string): OrreryError | null {
+  let words: string[];
+  try {
+    words = tokenize(text)
+      .slice(0, 2)
+      .map((t) => (t.kind === 'word' ? t.value.toLowerCase() : ''));
+  } catch {
+    return null;
+  }
+  const savepoint =
+    words[0] === 'savepoint' || words[0] === 'release' || (words[0] === 'rollback' && words[1] === 'to');
+  return savepoint
+    ? sqlErrors.error(
+        'SAVEPOINTS_UNSUPPORTED',
+        'savepoints are not supported: DuckDB, which runs series tables and their transactions, has none; ' +
+          'end the whole transaction instead (ROLLBACK, or EndTransaction with ROLLBACK)',
+      )
+    : null;
 }

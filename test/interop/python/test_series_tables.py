@@ -93,7 +93,10 @@ def test_transactions_commit_and_rollback(orrery, table_name):
         with tx.cursor() as cur, other.cursor() as look:
             cur.execute(f"INSERT INTO {table_name} VALUES ('2024-01-01', 1)")
             cur.executemany(f"INSERT INTO {table_name} VALUES (?, ?)", [("2024-01-02", 2), ("2024-01-03", 3)])
-            # (adbc_ingest is left out: the ADBC driver sends no transaction id with it, so it commits at once.)
+            # (adbc_ingest is left out: ADBC's Flight SQL driver, 1.13.0, sends it through its client's
+            # ExecuteIngest without the transaction id, go/adbc/driver/flightsql/flightsql_bulk_ingest.go,
+            # so it commits at once; arrow-go clients that set ExecuteIngestOpts.TransactionId ingest
+            # inside the transaction, test/interop/go/series_test.go.)
             look.execute(f"SELECT count(*) FROM {table_name}")
             assert look.fetchall() == [(0,)]
             tx.commit()

@@ -44,12 +44,19 @@ class SeriesTableTest {
       }
       assertEquals(5, count(other, "SELECT count(*) FROM " + table));
 
-      // No transaction here: the Arrow Flight SQL JDBC driver's commit() and rollback() are empty
-      // (18.3.0) and it never sends BeginTransaction, so each statement commits on its own.
+      // JDBC transactions do not reach the server: the Arrow Flight SQL JDBC driver's
+      // ArrowFlightMetaImpl.commit() and rollback() are empty stubs (18.3.0, 19.0.0 and arrow-java's
+      // main branch) and it never sends BeginTransaction or a transaction id, so with autocommit
+      // off each statement still commits on its own and rollback() undoes nothing. Pinned here so
+      // that a driver which starts sending transactions shows up (README, Series tables).
+      admin.setAutoCommit(false);
       try (Statement st = admin.createStatement()) {
         assertEquals(3, st.executeUpdate("DELETE FROM " + table + " WHERE host LIKE 'batch-%'"));
       }
       assertEquals(2, count(other, "SELECT count(*) FROM " + table));
+      admin.rollback();
+      assertEquals(2, count(other, "SELECT count(*) FROM " + table));
+      admin.setAutoCommit(true);
       try (Statement st = admin.createStatement()) {
         st.executeUpdate("DROP TABLE " + table);
       }
