@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Table } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, IngestRequest } from './backend.js';
 import { executeUpdate, toPlan } from './commands.js';
-import { invalidArgument, unimplemented } from './errors.js';
+import { FlightSqlError, invalidArgument, unimplemented } from './errors.js';
 import {
   FlightSql,
   decodeSql,
@@ -78,7 +78,15 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
     if (queue.length >= readAhead) call.pause();
     notify();
   });
+  // A call the client cancelled (or whose deadline passed) may still end its readable side like a
+  // finished upload: it fails instead, so that an ingest never commits the part that arrived.
+  const cancelled = (): void => {
+    failure ??= new FlightSqlError('CANCELLED', 'the client cancelled the call before its upload ended');
+    notify();
+  };
+  call.on('cancelled', cancelled);
   call.on('end', () => {
+    if (call.cancelled) cancelled();
     ended = true;
     notify();
   });

@@ -118,4 +118,4 @@ export class TestFlightClient {
   }
 }
 
-export { decodeSchema, packAny, unpackAny, FlightSql };
+export { decodeSchema, packAny, tableToFlightData, unpackAny, FlightSql };

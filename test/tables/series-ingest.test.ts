@@ -38,13 +38,14 @@ import {
   refusal,
   scalar,
   sharedEnv,
+  sleep,
   startRole,
   startTestPostgres,
   type InProcessOrrery,
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
-import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
+import { FlightSql, packAny, tableToFlightData, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-ingest-0001', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-ingest-0001', audiences: ['team-a'] };
@@ -421,6 +422,20 @@ describe('series table ingest and transactions (issue 12)', () => {
     assert.equal(failed.code, 3);
     assert.match(failed.details, /audience/);
     assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), before);
+  });
+
+  it('a client gone mid-upload leaves the table as it was, and the server goes on ingesting', async () => {
+    const before = await scalar(asAdmin, 'SELECT count(*) FROM deploys');
+    // 400 batches, far more than the server reads ahead: the deadline passes mid-upload.
+    const messages = tableToFlightData(deploys(100_000, 2_000_000, 5_000));
+    const cmd = packAny('CommandStatementIngest', { table: 'deploys', tableDefinitionOptions: modes.append });
+    const upload = asAdmin.client.doPut(cmd, messages, { deadline: Date.now() + 500 });
+    assert.equal((await refusal(upload)).code, 4);
+    // The server ends the statement and rolls it back: none of what arrived is ever visible.
+    await sleep(1000);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), before);
+    assert.equal(await ingest(asAdmin, 'deploys', 'append', deploys(2_000_000, 1)), 1);
+    assert.equal(await update(asAdmin, 'DELETE FROM deploys WHERE duration = 500000'), 1);
   });
 
   it('mode replace swaps the table (admin); create_append creates or appends', async () => {
