@@ -2,7 +2,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Table } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, IngestRequest } from './backend.js';
 import { executeUpdate, toPlan } from './commands.js';
-import { FlightSqlError, invalidArgument, unimplemented } from './errors.js';
+import { flightErrors, invalidArgument, unimplemented } from './errors.js';
 import {
   FlightSql,
   decodeSql,
@@ -81,7 +81,7 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
   // A call the client cancelled (or whose deadline passed) may still end its readable side like a
   // finished upload: it fails instead, so that an ingest never commits the part that arrived.
   const cancelled = (): void => {
-    failure ??= new FlightSqlError('CANCELLED', 'the client cancelled the call before its upload ended');
+    failure ??= flightErrors.error('UPLOAD_CANCELLED', 'the client cancelled the call before its upload ended');
     notify();
   };
   call.on('cancelled', cancelled);

@@ -11,6 +11,10 @@ export const flightErrors = declareErrors('flight', {
     status: 'INVALID_ARGUMENT',
     meaning: 'a request that is not well-formed: a bad ticket, descriptor, action body or header',
   },
+  UPLOAD_CANCELLED: {
+    status: 'CANCELLED',
+    meaning: 'the client cancelled a DoPut (or its deadline passed) before its upload ended; nothing of it is kept',
+  },
   FLIGHT_UNAUTHENTICATED: { status: 'UNAUTHENTICATED', meaning: 'missing, malformed or refused credentials' },
   FLIGHT_SERVER_STATE: {
     status: 'FAILED_PRECONDITION',
