@@ -237,8 +237,16 @@ export class FlightSqlClient {
     return out;
   }
 
-  /** DoPut: sends the descriptor with the first message (or alone), returns every PutResult's app_metadata. */
-  async doPut(cmd: Uint8Array, messages: readonly FlightData[] = [], options: CallOptions = {}): Promise<Uint8Array[]> {
+  /**
+   * DoPut: sends the descriptor with the first message (or alone), returns every PutResult's
+   * app_metadata. An async iterable of messages is streamed as it yields, waiting while the call's
+   * buffer is full; the upload ends when it does.
+   */
+  async doPut(
+    cmd: Uint8Array,
+    messages: readonly FlightData[] | AsyncIterable<FlightData> = [],
+    options: CallOptions = {},
+  ): Promise<Uint8Array[]> {
     const call = this.open<grpc.ClientDuplexStream<unknown, unknown>>(
       'DoPut',
       this.metadata(options),
@@ -251,11 +259,35 @@ export class FlightSqlClient {
       call.on('end', resolve);
     });
     const descriptor = { flightDescriptor: { type: 2, cmd } };
-    if (messages.length === 0) call.write(descriptor);
-    messages.forEach((m, i) => call.write({ ...(i === 0 ? descriptor : {}), ...m }));
-    call.end();
+    if (Array.isArray(messages)) {
+      if (messages.length === 0) call.write(descriptor);
+      messages.forEach((m, i) => call.write({ ...(i === 0 ? descriptor : {}), ...m }));
+      call.end();
+    } else {
+      void this.stream(call, descriptor, messages as AsyncIterable<FlightData>);
+    }
     await this.mapErrors(done);
     return results;
+  }
+
+  /** Writes the messages as they come, the descriptor on the first; ends the upload after the last. */
+  private async stream(
+    call: grpc.ClientDuplexStream<unknown, unknown>,
+    descriptor: object,
+    messages: AsyncIterable<FlightData>,
+  ): Promise<void> {
+    let first = true;
+    try {
+      for await (const message of messages) {
+        const room = call.write({ ...(first ? descriptor : {}), ...message });
+        first = false;
+        if (!room) await new Promise((resolve) => call.once('drain', resolve));
+      }
+      if (first) call.write(descriptor);
+      call.end();
+    } catch (error) {
+      call.destroy(error instanceof Error ? error : new Error(String(error)));
+    }
   }
 
   /** Closes the channel. Idempotent; any call after it fails with a FlightClientError. */

@@ -396,7 +396,9 @@ export class DuckDBEngine {
         throw sqlError(error);
       }
     };
-    const target = { connection, catalog: catalogName, native: this.nativeExport, run, connect: () => this.connect() };
+    // The stream's own connection is never a pooled one: it attaches a database and changes its default.
+    const connect = async (): Promise<DuckDBConnection> => (await this.openSession()).connection;
+    const target = { connection, catalog: catalogName, native: this.nativeExport, run, connect };
     return insertBatches(target, schema, batches, sqlFor);
   }
 

@@ -11,13 +11,12 @@ import {
   clientFor,
   scalar,
   sharedEnv,
-  sleep,
   startRole,
   startTestPostgres,
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
-import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
+import { FlightSql, packAny, tableToFlightData, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-faults-0001', audiences: ['ops'] };
 
@@ -89,11 +88,22 @@ describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
     const { child, port } = await startChild(env);
     const client = clientFor(port, admin);
     try {
-      let settled = false;
-      const upload = ingest(client, 'samples', samples(1_000_000, 200, 10_000)).finally(() => (settled = true));
+      // 2 M rows sent, then the upload is held open: the server has streamed them into DuckLake but
+      // the statement cannot have ended (the stream has not), whatever the machine's speed.
+      let sent!: () => void;
+      const allSent = new Promise<void>((resolve) => (sent = resolve));
+      const messages = (async function* () {
+        yield* tableToFlightData(samples(1_000_000, 200, 10_000));
+        sent();
+        await new Promise(() => {});
+      })();
+      const cmd = packAny('CommandStatementIngest', {
+        table: 'samples',
+        tableDefinitionOptions: { ifNotExist: 2, ifExists: 2 },
+      });
+      const upload = client.client.doPut(cmd, messages);
       upload.catch(() => {});
-      await sleep(1500);
-      assert.equal(settled, false, 'the 2 M-row ingest finished before the kill; nothing was interrupted');
+      await allSent;
       await child.stop('SIGKILL');
       await assert.rejects(upload, { code: 14 });
     } finally {
