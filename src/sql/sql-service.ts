@@ -413,12 +413,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     const tables = this.tables;
     if (tables) {
-      const write = await planSeriesWrite(
-        this.engine,
-        tables,
-        principal,
-        statement,
-        (body) => this.checkReadable(body),
+      const write = await planSeriesWrite(this.engine, tables, principal, statement, (body) =>
+        this.checkReadable(body),
       );
       if (write) {
         await this.checkDenied(ctx, statement, null);
