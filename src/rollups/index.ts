@@ -5,3 +5,4 @@ export { Rollups, type RefreshOutcome, type RollupArguments, type RollupJob, typ
 export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';
 export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
+export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';

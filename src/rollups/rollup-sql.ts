@@ -27,6 +27,8 @@ export interface RollupDefinition {
   readonly columns: readonly string[];
   /** set_rollup_retention: an interval, or a count for integer time; null keeps every bucket. */
   readonly retention: string | null;
+  /** The base table's columns when the rollup was created (sourceHash); null for rollups older than the hash. */
+  readonly sourceHash: string | null;
 }
 
 /** The DuckLake schema holding every rollup's materialized table and state. */

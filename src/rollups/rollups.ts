@@ -18,6 +18,11 @@ import {
   type RollupDefinition,
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
+import { createHash } from 'node:crypto';
+import { intervalParts } from './calendar.js';
+import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
+import { storedColumns } from './stored-columns.js';
+import type { Node } from './tree.js';
 
 // Rollups: an aggregate of a series table (or of another rollup) per time bucket, kept in a
 // DuckLake table and read through a view that is never stale.
@@ -100,6 +105,7 @@ CREATE TABLE IF NOT EXISTS rollup_definitions (
   retention        TEXT,
   created_at       TIMESTAMPTZ NOT NULL DEFAULT now()
 );
+ALTER TABLE rollup_definitions ADD COLUMN IF NOT EXISTS source_hash TEXT;
 CREATE TABLE IF NOT EXISTS rollup_jobs (
   kind        TEXT NOT NULL,
   target      TEXT NOT NULL REFERENCES rollup_definitions (name) ON DELETE CASCADE,
@@ -125,6 +131,7 @@ interface DefinitionRow {
   query: string;
   columns: string[];
   retention: string | null;
+  source_hash: string | null;
 }
 
 const definitionOf = (row: DefinitionRow): RollupDefinition => ({
@@ -141,6 +148,7 @@ const definitionOf = (row: DefinitionRow): RollupDefinition => ({
   query: row.query,
   columns: row.columns,
   retention: row.retention,
+  sourceHash: row.source_hash,
 });
 
 /** DuckDB's value as text: the rollup queries cast what they read to VARCHAR, so values are strings, numbers or bigints. */
@@ -159,6 +167,9 @@ const refreshWaitMs = 10 * 60_000;
  * state in DuckLake; nothing is cached, so every process sees the same rollups.
  */
 export class Rollups {
+  /** DuckDB's aggregate functions and the sketches', worked out once. */
+  private aggregates: Promise<ReadonlySet<string>> | undefined;
+
   constructor(
     private readonly engine: DuckDBEngine,
     private readonly metadata: MetadataStore,
@@ -276,6 +287,7 @@ export class Rollups {
       query: query.sql,
       columns: query.columns,
       retention: null,
+      sourceHash: sourceHash(tables.get(sourceRollup ? sourceRollup.base : sourceName)!),
     };
     // The column types are the aggregate's over an empty source: of the source table's own, or of the source rollup's stored rows.
     const emptySource = sourceRollup
@@ -298,8 +310,8 @@ export class Rollups {
       await this.metadata.transaction(async (tx) => {
         await tx.query(
           `INSERT INTO rollup_definitions (name, source, source_is_rollup, base, base_time_column, time_column, integer_time,
-             grain, select_list, group_by, query, columns)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+             grain, select_list, group_by, query, columns, source_hash)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
           [
             name,
             definition.source,
@@ -313,6 +325,7 @@ export class Rollups {
             args.groupBy,
             query.sql,
             JSON.stringify(query.columns),
+            definition.sourceHash,
           ],
         );
         await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
@@ -688,6 +701,58 @@ export class Rollups {
     return statements;
   }
 
+  /**
+   * Rewrites, in place, each level of a parsed SELECT that a ready rollup answers onto the coarsest
+   * such rollup; answers the provenance and the rollups read (to set up with readSetup), or null
+   * when the statement reads no series table with rollups.
+   */
+  async rewrite(tree: { statements: Node[] }): Promise<{ provenance: Provenance; rollups: string[] } | null> {
+    const named = new Set<string>();
+    const visit = (value: unknown): void => {
+      if (Array.isArray(value)) return value.forEach(visit);
+      if (value === null || typeof value !== 'object') return;
+      const node = value as Node;
+      if (node.type === 'BASE_TABLE' && typeof node.table_name === 'string') named.add(node.table_name.toLowerCase());
+      Object.values(node).forEach(visit);
+    };
+    visit(tree.statements);
+    if (named.size === 0) return null;
+    const definitions = await this.definitions();
+    const relevant = [...definitions.values()].filter((d) => named.has(d.base));
+    if (relevant.length === 0) return null;
+    const tables = await this.tables.list();
+    const snapshot = await this.snapshot();
+    const cache = new Map();
+    const targets = new Map<string, RollupTarget[]>();
+    for (const definition of relevant) {
+      const base = tables.get(definition.base);
+      if (!base) continue;
+      const state = await this.state(definition, snapshot);
+      const list = targets.get(definition.base) ?? [];
+      list.push({
+        name: definition.name,
+        grain: definition.grain,
+        ready: state.watermark !== null,
+        sameHash: definition.sourceHash === sourceHash(base),
+        integer: definition.integer,
+        coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
+        retention: definition.retention,
+        stored: await storedColumns(this.engine, definition, definitions, cache),
+      });
+      targets.set(definition.base, list);
+    }
+    this.aggregates ??= this.engine
+      .functions()
+      .then(
+        (functions) =>
+          new Set([
+            ...functions.filter((f) => f.type === 'aggregate').map((f) => f.name.toLowerCase()),
+            ...sketchAggregates,
+          ]),
+      );
+    return rewriteOntoRollups(tree, { engine: this.engine, tables, targets, aggregates: await this.aggregates });
+  }
+
   /** The names statements may read: every rollup and its materialized table. */
   async readableNames(): Promise<Set<string>> {
     const names = [...(await this.definitions()).keys()];
@@ -760,6 +825,25 @@ export class Rollups {
         `create_rollup: the bucket (${grain}) must be a whole number of '${source.name}''s buckets (${source.grain})`,
       );
   }
+}
+
+/** What a rollup's rewrite reads of its base table: every column with its type, hashed. */
+function sourceHash(table: SeriesTable): string {
+  return createHash('sha256')
+    .update(JSON.stringify(table.columns.map((c) => [c.name, c.type])))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** The oldest instant a retention keeps (buckets before now less it are deleted at refresh), in ns since the epoch. */
+function retainedFrom(retention: string | null): bigint | null {
+  if (retention === null) return null;
+  const parts = intervalParts(retention);
+  const now = new Date();
+  // A retention not understood covers nothing rather than everything.
+  if (!parts) return BigInt(now.getTime()) * 1_000_000n;
+  now.setUTCMonth(now.getUTCMonth() - parts.months);
+  return BigInt(now.getTime()) * 1_000_000n - parts.nanos;
 }
 
 function isIntegerTime(table: SeriesTable): boolean {

@@ -18,6 +18,7 @@ import {
 import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
+import type { Provenance } from '../rollups/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
 // statement's connection, so they compose with the rest of the query (WHERE, JOIN, ...).
@@ -64,6 +65,8 @@ export async function functionSetup(
   lakehouse: Lakehouse,
   scope: ReadScope,
   denyRules?: DenyRules,
+  /** explain_resources: what a statement would read, planned for the caller without running it. */
+  explain?: (sql: string) => Promise<Provenance>,
 ): Promise<string[]> {
   const statements: string[] = [];
   const seen = new Map<string, string>();
@@ -76,7 +79,7 @@ export async function functionSetup(
       continue;
     }
     seen.set(name, signature);
-    statements.push(...(await define(name, call.args, lakehouse, scope, denyRules)));
+    statements.push(...(await define(name, call.args, lakehouse, scope, denyRules, explain)));
   }
   return statements;
 }
@@ -87,8 +90,27 @@ async function define(
   lakehouse: Lakehouse,
   scope: ReadScope,
   denyRules?: DenyRules,
+  explain?: (sql: string) => Promise<Provenance>,
 ): Promise<string[]> {
   switch (name) {
+    case 'explain_resources': {
+      arity(name, args, 1);
+      if (typeof args[0] !== 'string' || !explain) throw invalid('explain_resources: give the statement as a string');
+      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
+      const rows = (await explain(args[0])).resources.flatMap((level) => [
+        ...(level.rollup ? [[level.level, level.table, level.rollup.name, level.rollup.grain, 'read', null]] : []),
+        ...level.skipped_rollup.map((s) => [level.level, level.table, s.name, s.grain, 'skipped', s.reason]),
+      ]);
+      const relation = `__${name}`;
+      return [
+        ...tempTable(
+          relation,
+          'level VARCHAR, "table" VARCHAR, rollup VARCHAR, grain VARCHAR, decision VARCHAR, reason VARCHAR',
+          rows.map((r) => r.map(text).join(', ')),
+        ),
+        `CREATE OR REPLACE TEMP MACRO ${name}(__statement) AS TABLE SELECT * FROM ${relation}`,
+      ];
+    }
     case 'list_query_denials': {
       arity(name, args, 0);
       const rows = ((await denyRules?.list()) ?? []).map((r) =>

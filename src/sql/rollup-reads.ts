@@ -13,10 +13,17 @@ const textOrNull = (value: string | null): string => (value === null ? 'NULL::VA
  * view of its own name, as of one DuckLake snapshot, filtered to the caller's audiences), and the
  * refresh jobs table when it is named.
  */
-export async function rollupReadSetup(rollups: Rollups, shape: QueryShape, principal: Principal): Promise<string[]> {
+export async function rollupReadSetup(
+  rollups: Rollups,
+  shape: QueryShape,
+  principal: Principal,
+  /** Rollups the statement reads through the rewrite of its levels. */
+  rewrittenOnto: readonly string[] = [],
+): Promise<string[]> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
     .map((r) => r.name.toLowerCase());
+  names.push(...rewrittenOnto);
   if (names.length === 0) return [];
   const setup = await rollups.readSetup(names, scopeOf(principal));
   if (names.includes(jobsRelation)) {

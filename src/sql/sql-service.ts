@@ -47,7 +47,7 @@ import type { OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
-import { jobsRelation, snouttimeNames } from '../rollups/index.js';
+import { jobsRelation, snouttimeNames, type Provenance } from '../rollups/index.js';
 import { rollupReadSetup } from './rollup-reads.js';
 import {
   isTablesListing,
@@ -446,8 +446,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // statement may name one, not for statements over view sets alone.
     if (tables && (!shape || this.mayNameSeriesTables(shape)))
       setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
-    if (shape && this.lakehouse?.rollups && this.mayNameSeriesTables(shape))
-      setup.push(...(await rollupReadSetup(this.lakehouse.rollups, shape, principal)));
+    // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
+    const timestamps = tree ? nanosecondTimestamps(tree) : false;
+    const rollups = this.lakehouse?.rollups;
+    const reads = tree && shape && rollups && this.mayNameSeriesTables(shape) ? await rollups.rewrite(tree) : null;
+    if (shape && rollups && this.mayNameSeriesTables(shape))
+      setup.push(...(await rollupReadSetup(rollups, shape, principal, reads?.rollups)));
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
@@ -461,10 +465,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (listsTables) setup.push(...(await this.tablesListingSetup(principal)));
     // Both rewrites run (no short circuit): either one means running the rewritten tree.
     const rewritten = tree
-      ? [nanosecondTimestamps(tree), listsTables && substituteTablesListing(tree, tablesListing), renamed]
+      ? [
+          timestamps,
+          listsTables && substituteTablesListing(tree, tablesListing),
+          renamed,
+          (reads?.rollups.length ?? 0) > 0,
+        ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
-    const description = dataFusionNames(await this.engine.describe(sql, options));
+    const description = withProvenance(dataFusionNames(await this.engine.describe(sql, options)), reads?.provenance);
     if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
     return { kind: 'engine', sql, description, options };
   }
@@ -651,8 +660,26 @@ export class SqlService implements FlightSqlBackend<Principal> {
         : [];
     return [
       ...viewStatements,
-      ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules)),
+      ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules, (sql) =>
+        this.explainResources(ctx.principal, sql),
+      )),
     ];
+  }
+
+  /**
+   * explain_resources: the provenance a SELECT would have, planned as the caller's (the same
+   * checks), without running it.
+   */
+  private async explainResources(principal: Principal, sql: string): Promise<Provenance> {
+    const tree = await this.engine.parseSelect(sql);
+    if (!tree) throw sqlErrors.error('FUNCTION_ARGUMENT_INVALID', 'explain_resources: the statement is not a SELECT');
+    snouttimeNames(tree);
+    const shape = queryShape(tree);
+    checkSingleStatement(shape);
+    if (!principal.admin) await this.checkReadable(shape);
+    nanosecondTimestamps(tree);
+    const rollups = this.lakehouse?.rollups;
+    return (rollups && (await rollups.rewrite(tree))?.provenance) ?? { resources: [] };
   }
 
   /**
@@ -712,6 +739,17 @@ function dataFusionNames(description: StatementDescription): StatementDescriptio
     f.name === 'count_star()' ? new Field('count(*)', f.type, f.nullable, f.metadata) : f,
   );
   return { ...description, schema: new Schema(fields, schema.metadata) };
+}
+
+/** The schema metadata key holding, as JSON, what a result read of rollups (and why it skipped the others). */
+export const provenanceKey = 'orrery.provenance';
+
+/** A result's description with its provenance in the schema metadata, when it touched a table with rollups. */
+function withProvenance(description: StatementDescription, provenance: Provenance | undefined): StatementDescription {
+  if (!provenance) return description;
+  const metadata = new Map(description.schema.metadata);
+  metadata.set(provenanceKey, JSON.stringify(provenance));
+  return { ...description, schema: new Schema(description.schema.fields, metadata) };
 }
 
 /** What a deny rule sees a statement read: relations and view sets, and every function it calls. */

@@ -36,6 +36,7 @@ export const orreryFunctions = {
   retry_quarantined_blocks: 'procedure',
   set_retention: 'procedure',
   list_rollups: 'table',
+  explain_resources: 'table',
   create_rollup: 'procedure',
   refresh_rollup: 'procedure',
   drop_rollup: 'procedure',

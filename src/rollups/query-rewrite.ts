@@ -1,0 +1,692 @@
+import type { DuckDBEngine } from '../engine/index.js';
+import type { SeriesTable } from '../tables/index.js';
+import {
+  approximateWidth,
+  divides,
+  instantText,
+  intervalParts,
+  onBoundary,
+  timeBucketLadder,
+  timestampNanos,
+  truncLadder,
+  type Ladder,
+} from './calendar.js';
+import type { StoredColumns } from './stored-columns.js';
+import {
+  call,
+  cast,
+  coalesce,
+  column,
+  copy,
+  expressions,
+  integer,
+  isExpression,
+  key,
+  some,
+  type Node,
+} from './tree.js';
+
+// The rewrite of a statement onto rollups (issue 14): each query level (a SELECT, each subquery
+// and CTE) that reads a series table alone and aggregates it reads instead the coarsest ready
+// rollup of that table that answers it, through the rollup's never-stale, audience-filtered view;
+// otherwise it reads the table. Every rollup considered is reported with the reason it was not
+// read. Everything is decided on DuckDB's parse tree; the rewritten level is a tree too.
+
+/** A rollup of a table as the rewrite considers it. */
+export interface RollupTarget {
+  readonly name: string;
+  readonly grain: string;
+  /** Refreshed at least once. */
+  readonly ready: boolean;
+  /** Its base table's columns are those it was created over. */
+  readonly sameHash: boolean;
+  readonly integer: boolean;
+  /** The oldest instant its retention keeps (ns since the epoch); null: every bucket. */
+  readonly coveredFrom: bigint | null;
+  readonly retention: string | null;
+  readonly stored: StoredColumns | null;
+}
+
+export interface SkippedRollup {
+  readonly name: string;
+  readonly grain: string;
+  readonly reason: string;
+}
+
+export interface RollupRead {
+  readonly name: string;
+  readonly grain: string;
+  /** The range the rollup answers for: from its retention's start (null: every bucket) to now and on. */
+  readonly covered: { readonly from: string | null; readonly to: null };
+  /** The level's window, as read. */
+  readonly window: { readonly from: string; readonly to: string | null };
+}
+
+export interface LevelProvenance {
+  readonly level: string;
+  readonly table: string;
+  readonly rollup: RollupRead | null;
+  readonly skipped_rollup: SkippedRollup[];
+}
+
+/** What a statement read: one entry per query level that read a table with rollups. */
+export interface Provenance {
+  readonly resources: LevelProvenance[];
+}
+
+export interface RewriteInput {
+  readonly engine: DuckDBEngine;
+  readonly tables: ReadonlyMap<string, SeriesTable>;
+  /** The rollups of each base table. */
+  readonly targets: ReadonlyMap<string, readonly RollupTarget[]>;
+  readonly aggregates: ReadonlySet<string>;
+}
+
+/** The alias a rewritten level reads its rollup under; references to the rollup's columns are qualified by it. */
+const rollupAlias = '__rollup';
+
+/** Aggregates whose value over the rollup's rows equals their value over the raw rows when their arguments are dimensions. */
+const duplicateInsensitive = new Set(['min', 'max', 'bool_and', 'bool_or', 'bit_and', 'bit_or']);
+/** How a stored aggregate is merged across buckets and audiences. */
+const mergeOf: Record<string, string> = {
+  count_star: 'sum',
+  count: 'sum',
+  sum: 'sum',
+  min: 'min',
+  max: 'max',
+  bool_and: 'bool_and',
+  bool_or: 'bool_or',
+  bit_and: 'bit_and',
+  bit_or: 'bit_or',
+  percentile_sketch: 'merge',
+  distinct_sketch: 'merge',
+  merge: 'merge',
+};
+const bucketFunctions = new Set(['date_trunc', 'date_bin', 'time_bucket', 'bucket']);
+
+/** Why a rollup does not answer a level; `node`, when given, is quoted as DuckDB writes it in place of `{}`. */
+class Skip extends Error {
+  constructor(
+    readonly reason: string,
+    readonly node?: Node,
+  ) {
+    super(reason);
+  }
+}
+
+interface Bound {
+  readonly op: 'ge' | 'gt' | 'lt' | 'le' | 'eq';
+  readonly nanos: bigint;
+  readonly conjunct: Node;
+}
+
+/** What one level is: its table and everything the rollup-independent part of the check found. */
+interface Level {
+  readonly node: Node;
+  readonly label: string;
+  readonly table: SeriesTable;
+  readonly qualifiers: ReadonlySet<string>;
+  readonly columns: ReadonlySet<string>;
+  readonly aliases: ReadonlySet<string>;
+  readonly time: string;
+  readonly timeType: Node;
+  readonly bounds: readonly Bound[];
+  /** WHERE conjuncts other than the window's. */
+  readonly filters: readonly Node[];
+  /** Bucket calls over the time column, by key: their ladder, or why not understood. */
+  readonly buckets: ReadonlyMap<string, Ladder | string>;
+}
+
+interface Rewritten {
+  readonly target: RollupTarget;
+  readonly width: bigint;
+  readonly node: Node;
+  /** Casts back to the type the raw aggregate had, to fill in. */
+  readonly casts: Array<{ readonly cast: Node; readonly aggregate: Node }>;
+  /** Unaliased select items whose text changes, to alias with the name DuckDB gave them. */
+  readonly named: Array<{ readonly item: Node; readonly original: Node }>;
+}
+
+const conjuncts = (node: Node | null): Node[] =>
+  node === null
+    ? []
+    : node.class === 'CONJUNCTION' && node.type === 'CONJUNCTION_AND'
+      ? (node.children as Node[]).flatMap(conjuncts)
+      : [node];
+
+const and = (nodes: Node[]): Node | null =>
+  nodes.length === 0
+    ? null
+    : nodes.length === 1
+      ? nodes[0]
+      : { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', children: nodes };
+
+const columnName = (node: Node, qualifiers: ReadonlySet<string>): string | null => {
+  if (node.class !== 'COLUMN_REF') return null;
+  const names = (node.column_names as string[]).map((n) => n.toLowerCase());
+  if (names.length === 1) return names[0];
+  return names.length === 2 && qualifiers.has(names[0]) ? names[1] : null;
+};
+
+const isConstant = (node: Node): boolean =>
+  !some(node, (n) => n.class === 'COLUMN_REF' || n.class === 'SUBQUERY' || n.class === 'WINDOW' || n.class === 'STAR');
+
+/** A function call over column names and constants, such as count(*) or round(sum(x), 2): its name is kept by aliasing it. */
+const isPlainCall = (node: Node): boolean =>
+  node.class === 'FUNCTION' &&
+  node.is_operator !== true &&
+  (node.children as Node[]).every((c) => c.class === 'CONSTANT' || c.class === 'COLUMN_REF' || isPlainCall(c));
+
+/**
+ * Rewrites each level of a parsed SELECT that a rollup answers (in place) and says, for each
+ * level that read a table with rollups, which rollup it read and why each other was skipped.
+ */
+export async function rewriteOntoRollups(
+  tree: { statements: Node[] },
+  input: RewriteInput,
+): Promise<{ provenance: Provenance; rollups: string[] }> {
+  const ctes = new Set<string>();
+  walkNodes(tree, (node) => {
+    for (const entry of ((node.cte_map as Node | undefined)?.map as Node[] | undefined) ?? [])
+      ctes.add(String(entry.key).toLowerCase());
+  });
+  const levels: Array<{ node: Node; label: string }> = [];
+  tree.statements.forEach((statement, i) =>
+    labelLevels(statement.node as Node, tree.statements.length > 1 ? `statement ${i + 1}` : 'main', levels),
+  );
+  const resources: LevelProvenance[] = [];
+  const read = new Set<string>();
+  const pendingTexts: Array<{ node: Node; fill: (text: string) => void }> = [];
+  for (const { node, label } of levels) {
+    const table = tableOf(node.from_table as Node, input, ctes);
+    if (table === undefined) {
+      for (const joined of joinedTables(node.from_table as Node, input, ctes)) {
+        resources.push({
+          level: label,
+          table: joined,
+          rollup: null,
+          skipped_rollup: input.targets
+            .get(joined)!
+            .map((t) => ({ name: t.name, grain: t.grain, reason: 'the level does not read the table alone (joins)' })),
+        });
+      }
+      continue;
+    }
+    const targets = input.targets.get(table.name)!.filter((t) => !ctes.has(t.name));
+    const entry: LevelProvenance = { level: label, table: table.name, rollup: null, skipped_rollup: [] };
+    resources.push(entry);
+    const skip = (target: RollupTarget, s: Skip): void => {
+      const skipped = { name: target.name, grain: target.grain, reason: s.reason };
+      entry.skipped_rollup.push(skipped);
+      if (s.node) pendingTexts.push({ node: s.node, fill: (text) => (skipped.reason = s.reason.replace('{}', text)) });
+    };
+    let level: Level;
+    try {
+      level = await analyse(node, label, table, input);
+    } catch (error) {
+      if (!(error instanceof Skip)) throw error;
+      for (const target of targets) skip(target, error);
+      continue;
+    }
+    const answering: Rewritten[] = [];
+    for (const target of targets) {
+      try {
+        answering.push(rewriteFor(level, target, input));
+      } catch (error) {
+        if (!(error instanceof Skip)) throw error;
+        skip(target, error);
+      }
+    }
+    answering.sort((a, b) =>
+      a.width === b.width ? a.target.name.localeCompare(b.target.name) : a.width > b.width ? -1 : 1,
+    );
+    let chosen: Rewritten | undefined;
+    for (const candidate of answering) {
+      if (chosen) {
+        skip(candidate.target, new Skip(`a coarser rollup answers the level (${chosen.target.name})`));
+        continue;
+      }
+      try {
+        await finish(level, candidate, input);
+        chosen = candidate;
+      } catch (error) {
+        skip(candidate.target, new Skip(`the level does not bind over the rollup: ${(error as Error).message}`));
+      }
+    }
+    if (!chosen) continue;
+    Object.assign(node, chosen.node);
+    read.add(chosen.target.name);
+    const lower = level.bounds.filter((b) => b.op === 'ge').map((b) => b.nanos);
+    const upper = level.bounds.filter((b) => b.op === 'lt').map((b) => b.nanos);
+    const max = (values: bigint[]): bigint => values.reduce((a, b) => (a > b ? a : b));
+    const min = (values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
+    (entry as { rollup: RollupRead | null }).rollup = {
+      name: chosen.target.name,
+      grain: chosen.target.grain,
+      covered: { from: chosen.target.coveredFrom === null ? null : instantText(chosen.target.coveredFrom), to: null },
+      window: { from: instantText(max(lower)), to: upper.length > 0 ? instantText(min(upper)) : null },
+    };
+  }
+  const texts = await expressionTexts(
+    input.engine,
+    pendingTexts.map((p) => p.node),
+  );
+  pendingTexts.forEach((p, i) => p.fill(texts[i]));
+  return { provenance: { resources }, rollups: [...read] };
+}
+
+/** Every object of a tree. */
+function walkNodes(value: unknown, visit: (node: Node) => void): void {
+  if (Array.isArray(value)) {
+    for (const v of value) walkNodes(v, visit);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  visit(value as Node);
+  for (const v of Object.values(value as Node)) walkNodes(v, visit);
+}
+
+/** The SELECT nodes of a query node and everything in it, each with a name for provenance. */
+function labelLevels(node: Node, label: string, out: Array<{ node: Node; label: string }>): void {
+  for (const entry of ((node.cte_map as Node | undefined)?.map as Node[] | undefined) ?? [])
+    labelLevels(((entry.value as Node).query as Node).node as Node, `with ${String(entry.key)}`, out);
+  if (node.type === 'SET_OPERATION_NODE') {
+    labelLevels(node.left as Node, `${label} part 1`, out);
+    labelLevels(node.right as Node, `${label} part 2`, out);
+    return;
+  }
+  if (node.type !== 'SELECT_NODE') return;
+  out.push({ node, label });
+  let subqueries = 0;
+  const within = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(within);
+    if (value === null || typeof value !== 'object') return;
+    const n = value as Node;
+    if (n.type === 'SUBQUERY' && n.class === undefined) {
+      const alias = String(n.alias);
+      labelLevels((n.subquery as Node).node as Node, `${label} from ${alias || `subquery ${++subqueries}`}`, out);
+      return;
+    }
+    if (n.class === 'SUBQUERY') {
+      labelLevels((n.subquery as Node).node as Node, `${label} subquery ${++subqueries}`, out);
+      return;
+    }
+    if (n.type === 'SELECT_NODE' || n.type === 'SET_OPERATION_NODE' || n.type === 'CTE_NODE') return;
+    for (const [k, v] of Object.entries(n)) if (k !== 'cte_map') within(v);
+  };
+  for (const [k, v] of Object.entries(node)) if (k !== 'cte_map') within(v);
+}
+
+/** The series table with rollups a FROM clause reads alone, if it does. */
+function tableOf(from: Node, input: RewriteInput, ctes: ReadonlySet<string>): SeriesTable | undefined {
+  if (from.type !== 'BASE_TABLE' || from.catalog_name !== '' || !['', 'main'].includes(String(from.schema_name)))
+    return undefined;
+  const name = String(from.table_name).toLowerCase();
+  if (ctes.has(name) || !input.targets.has(name)) return undefined;
+  if (from.at_clause !== null || from.sample !== null || (from.column_name_alias as unknown[]).length > 0)
+    return undefined;
+  return input.tables.get(name);
+}
+
+/** The series tables with rollups a FROM clause joins. */
+function joinedTables(from: Node, input: RewriteInput, ctes: ReadonlySet<string>): string[] {
+  if (from.type !== 'JOIN') return [];
+  return [from.left as Node, from.right as Node].flatMap((side) => {
+    if (side.type === 'JOIN') return joinedTables(side, input, ctes);
+    if (side.type !== 'BASE_TABLE' || side.catalog_name !== '') return [];
+    const name = String(side.table_name).toLowerCase();
+    return !ctes.has(name) && input.targets.has(name) ? [name] : [];
+  });
+}
+
+const levelParts = (node: Node): unknown[] => [
+  node.select_list,
+  node.where_clause,
+  node.group_expressions,
+  node.having,
+  node.qualify,
+  node.modifiers,
+];
+
+/** The checks of a level that hold whatever the rollup; throws Skip. */
+async function analyse(node: Node, label: string, table: SeriesTable, input: RewriteInput): Promise<Level> {
+  const parts = levelParts(node);
+  if (some(parts, (n) => n.class === 'SUBQUERY')) throw new Skip('the level holds a subquery expression');
+  if (some(parts, (n) => n.class === 'WINDOW') || node.qualify !== null)
+    throw new Skip('the level holds a window function');
+  if (some(parts, (n) => n.class === 'STAR')) throw new Skip('the level selects *');
+  if (node.sample !== null) throw new Skip('the level samples its table');
+  const aggregates = some([node.select_list, node.having, node.modifiers], (n) => isAggregate(n, input));
+  const distinct = (node.modifiers as Node[]).some((m) => m.type === 'DISTINCT_MODIFIER');
+  if (
+    !aggregates &&
+    !distinct &&
+    (node.group_expressions as unknown[]).length === 0 &&
+    node.aggregate_handling !== 'FORCE_AGGREGATES'
+  )
+    throw new Skip('the level reads rows, not aggregates');
+  const from = node.from_table as Node;
+  const qualifiers = new Set([table.name, String(from.alias).toLowerCase()].filter((q) => q !== ''));
+  const time = table.timeColumn.toLowerCase();
+  const timeColumnType = table.columns.find((c) => c.name.toLowerCase() === time)!.type;
+  const [timeType, nanosType] = await castTypes(input.engine, [timeColumnType, 'TIMESTAMP_NS']);
+  const isTime = (n: Node): boolean => columnName(n, qualifiers) === time;
+
+  // The window: conjuncts comparing the time column with a constant.
+  const candidates: Array<{ op: Bound['op']; value: Node; conjunct: Node }> = [];
+  const filters: Node[] = [];
+  const flip = { ge: 'le', gt: 'lt', lt: 'gt', le: 'ge', eq: 'eq' } as const;
+  const ops: Record<string, Bound['op']> = {
+    COMPARE_GREATERTHANOREQUALTO: 'ge',
+    COMPARE_GREATERTHAN: 'gt',
+    COMPARE_LESSTHAN: 'lt',
+    COMPARE_LESSTHANOREQUALTO: 'le',
+    COMPARE_EQUAL: 'eq',
+  };
+  for (const conjunct of conjuncts(node.where_clause as Node | null)) {
+    const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
+    const [left, right] = [conjunct.left as Node, conjunct.right as Node];
+    if (op && isTime(left) && isConstant(right)) candidates.push({ op, value: right, conjunct });
+    else if (op && isTime(right) && isConstant(left)) candidates.push({ op: flip[op], value: left, conjunct });
+    else if (
+      conjunct.class === 'BETWEEN' &&
+      isTime(conjunct.input as Node) &&
+      isConstant(conjunct.lower as Node) &&
+      isConstant(conjunct.upper as Node)
+    ) {
+      candidates.push({ op: 'ge', value: conjunct.lower as Node, conjunct });
+      candidates.push({ op: 'le', value: conjunct.upper as Node, conjunct });
+    } else filters.push(conjunct);
+  }
+  let values: Array<string | null>;
+  try {
+    values = await input.engine.constantTexts(candidates.map((c) => cast(cast(c.value, timeType), nanosType)));
+  } catch {
+    throw new Skip(`a bound of the window on ${time} is not a constant instant`);
+  }
+  const bounds = candidates.map((c, i) => {
+    const nanos = values[i] === null ? null : timestampNanos(values[i]!);
+    if (nanos === null) throw new Skip(`a bound of the window on ${time} is not an instant`);
+    return { op: c.op, nanos, conjunct: c.conjunct };
+  });
+  if (!bounds.some((b) => b.op === 'ge' || b.op === 'gt' || b.op === 'eq'))
+    throw new Skip(`the level has no window: no lower bound on ${time}`);
+
+  // Bucket calls over the time column, their constant arguments evaluated once.
+  const calls: Node[] = [];
+  expressions(parts, (n) => {
+    if (n.class !== 'FUNCTION' || !bucketFunctions.has(String(n.function_name).toLowerCase())) return;
+    const children = n.children as Node[];
+    const source = children[1];
+    const over = source && (isTime(source) || (source.class === 'CAST' && isTime(source.child as Node)));
+    if (over) calls.push(n);
+  });
+  const buckets = new Map<string, Ladder | string>();
+  for (const n of calls) {
+    const k = key(n, qualifiers);
+    if (buckets.has(k)) continue;
+    buckets.set(k, await ladderOf(n, input.engine, nanosType));
+  }
+  return {
+    node,
+    label,
+    table,
+    qualifiers,
+    columns: new Set(table.columns.map((c) => c.name.toLowerCase())),
+    aliases: new Set((node.select_list as Node[]).map((i) => String(i.alias).toLowerCase()).filter((a) => a !== '')),
+    time,
+    timeType,
+    bounds,
+    filters,
+    buckets,
+  };
+}
+
+/** The bucket boundaries of a bucket call over the time column, or why they are not understood. */
+async function ladderOf(n: Node, engine: DuckDBEngine, nanosType: Node): Promise<Ladder | string> {
+  const name = String(n.function_name).toLowerCase();
+  const children = n.children as Node[];
+  const unknown = 'the query buckets time in a way the rewrite does not read ({})';
+  if (name === 'date_trunc') {
+    const unit = children[0];
+    if (children.length !== 2 || unit.class !== 'CONSTANT') return unknown;
+    return truncLadder(String((unit.value as { value: unknown }).value)) ?? unknown;
+  }
+  if (children.length < 2 || children.length > 3) return unknown;
+  const constants = [children[0], ...(children.length === 3 ? [children[2]] : [])];
+  if (!constants.every(isConstant)) return unknown;
+  let texts: Array<string | null>;
+  try {
+    texts = await engine.constantTexts([
+      cast(children[0], { id: 'INTERVAL', type_info: null }),
+      ...(children.length === 3 ? [cast(children[2], nanosType)] : []),
+    ]);
+  } catch {
+    return unknown;
+  }
+  const width = texts[0] === null ? null : intervalParts(texts[0]);
+  const origin = texts.length > 1 ? (texts[1] === null ? null : timestampNanos(texts[1])) : undefined;
+  if (width === null || origin === null) return unknown;
+  // date_bin is DataFusion's (engine macros): bins from the Unix epoch unless told otherwise.
+  const ladder = timeBucketLadder(width, name === 'date_bin' ? (origin ?? 0n) : origin);
+  return ladder ?? unknown;
+}
+
+/** Whether a call is an aggregate (DuckDB's or a sketch's). */
+const isAggregate = (n: Node, input: RewriteInput): boolean =>
+  n.class === 'FUNCTION' && input.aggregates.has(String(n.function_name).toLowerCase());
+
+/** The level as it reads `target`, or Skip with the reason it cannot. */
+function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Rewritten {
+  if (target.integer) throw new Skip('the rollup keeps integer time, which the rewrite does not read');
+  if (!target.ready) throw new Skip('not ready: the rollup has not been refreshed yet');
+  if (!target.sameHash) throw new Skip('hash changed: the table is not the one the rollup was created over');
+  const stored = target.stored;
+  if (!stored) throw new Skip('the rollup definition cannot be read back');
+  const parts = intervalParts(target.grain);
+  const ladder = parts && timeBucketLadder(parts);
+  if (!ladder) throw new Skip('the rollup grain is not understood');
+  for (const bound of level.bounds) {
+    const at = instantText(bound.nanos);
+    if (bound.op === 'gt' || bound.op === 'le' || bound.op === 'eq')
+      throw new Skip(
+        `window not aligned: ${bound.op === 'gt' ? `${level.time} > ${at} leaves out the start` : bound.op === 'le' ? `${level.time} <= ${at} takes in the end` : `${level.time} = ${at} is an instant`} of a ${target.grain} bucket`,
+      );
+    if (!onBoundary(ladder, bound.nanos))
+      throw new Skip(`window not aligned: ${at} is not on a ${target.grain} bucket boundary`);
+    if (bound.op === 'ge' && target.coveredFrom !== null && bound.nanos < target.coveredFrom)
+      throw new Skip(
+        `the window starts at ${at}, before the range the rollup covers (its retention keeps ${target.retention})`,
+      );
+  }
+  const casts: Rewritten['casts'] = [];
+  const { qualifiers } = level;
+  const bucket = cast(column(rollupAlias, 'bucket'), level.timeType);
+
+  type Mode = 'select' | 'where' | 'group' | 'having' | 'order';
+  const dimensionOf = (n: Node): Node | null => {
+    if (!some(n, (c) => c.class === 'COLUMN_REF')) return null;
+    const name = stored.dimensions.get(key(n, qualifiers));
+    return name === undefined ? null : column(rollupAlias, name);
+  };
+  /** An expression over dimensions; throws Skip otherwise. */
+  const over = (value: unknown, mode: Mode): unknown => {
+    if (Array.isArray(value)) return value.map((v) => over(v, mode));
+    if (value === null || typeof value !== 'object') return value;
+    if (!isExpression(value)) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, over(v, mode)]));
+    }
+    const n = value;
+    const dimension = dimensionOf(n);
+    if (dimension) return { ...dimension, alias: n.alias };
+    if (isAggregate(n, input)) {
+      if (mode === 'where' || mode === 'group') throw new Skip('an aggregate in WHERE or GROUP BY');
+      // The node itself, not a copy: its cast is filled in once the rollup is chosen.
+      return Object.assign(aggregate(n), { alias: n.alias });
+    }
+    if (n.class === 'FUNCTION') {
+      const ladderOrReason = level.buckets.get(key(n, qualifiers));
+      if (typeof ladderOrReason === 'string') throw new Skip(ladderOrReason, n);
+      if (ladderOrReason) {
+        if (!divides(ladder, ladderOrReason))
+          throw new Skip(`grain ${target.grain} does not divide the query's bucket {}`, n);
+        const children = (n.children as Node[]).map((c, i) => {
+          if (i !== 1) return c;
+          return c.class === 'CAST' ? { ...c, child: bucket } : bucket;
+        });
+        return { ...n, children };
+      }
+    }
+    if (n.class === 'COLUMN_REF') {
+      const names = (n.column_names as string[]).map((c) => c.toLowerCase());
+      const name = columnName(n, qualifiers);
+      if (name === null) throw new Skip(`column ${names.join('.')} is not a column of ${level.table.name}`);
+      const alias = names.length === 1 && level.aliases.has(name);
+      if (name === level.time) throw new Skip(`${level.time} is read outside a recognised bucket or window`);
+      if (name === 'audience' && level.columns.has('audience'))
+        return { ...column(rollupAlias, 'audience'), alias: n.alias };
+      if (mode === 'order' && alias) return n;
+      if (level.columns.has(name)) throw new Skip(`dimension missing: ${name} is not a dimension of the rollup`);
+      if (alias && stored.names.has(name)) throw new Skip(`the select alias ${name} is also a column of the rollup`);
+      if (alias) return n;
+      throw new Skip(`column ${name} is not a column of ${level.table.name}`);
+    }
+    return Object.fromEntries(Object.entries(n).map(([k, v]) => [k, over(v, mode)]));
+  };
+  /** A filter of an aggregate, over dimensions. */
+  const filterOver = (filter: Node | null): Node | null => (filter === null ? null : (over(filter, 'where') as Node));
+  const measure = (aggregate: Node): string | undefined =>
+    stored.measures.find((m) => key(m.aggregate, new Set()) === key(aggregate, qualifiers))?.name;
+  /** An inline aggregate read from stored states; throws Skip when none holds what it needs. */
+  const aggregate = (n: Node): Node => {
+    const name = String(n.function_name).toLowerCase();
+    const ordered = ((n.order_bys as Node).orders as unknown[]).length > 0;
+    // Over dimensions, duplicate-insensitive aggregates read the rollup's rows directly.
+    if (!ordered && (n.distinct === true || duplicateInsensitive.has(name)) && (n.children as Node[]).length > 0) {
+      try {
+        return { ...n, alias: '', children: over(n.children, 'select'), filter: filterOver(n.filter as Node | null) };
+      } catch (error) {
+        if (!(error instanceof Skip)) throw error;
+      }
+    }
+    const notStored = new Skip('measure not stored: {}', n);
+    if (ordered || n.distinct === true) throw notStored;
+    /** The stored column holding `a` (as written, or without its filter, which is then applied to the rollup's rows). */
+    const find = (a: Node): { name: string; filter: Node | null } => {
+      const exact = measure(a);
+      if (exact !== undefined) return { name: exact, filter: null };
+      const bare = a.filter !== null ? measure({ ...a, filter: null }) : undefined;
+      if (bare !== undefined) return { name: bare, filter: filterOver(a.filter as Node) };
+      throw notStored;
+    };
+    const typed = (merged: Node): Node => {
+      const c = cast(merged, null);
+      casts.push({ cast: c, aggregate: n });
+      return c;
+    };
+    if (name === 'avg') {
+      const sum = find({ ...n, function_name: 'sum' });
+      const count = find({ ...n, function_name: 'count' });
+      return typed(
+        call(
+          '/',
+          [call('sum', [column(rollupAlias, sum.name)], sum), call('sum', [column(rollupAlias, count.name)], count)],
+          {
+            operator: true,
+          },
+        ),
+      );
+    }
+    const merge = mergeOf[name];
+    if (merge === undefined) throw notStored;
+    const found = find(n);
+    const merged = call(merge, [column(rollupAlias, found.name)], { filter: found.filter });
+    if (merge === 'merge') return merged;
+    return typed(name === 'count' || name === 'count_star' ? coalesce(merged, integer(0)) : merged);
+  };
+
+  const node = level.node;
+  const named: Rewritten['named'] = [];
+  const selectList = (node.select_list as Node[]).map((item) => {
+    const rewritten = over(item, 'select') as Node;
+    if (item.alias === '' && key(rewritten, new Set([rollupAlias])) !== key(item, qualifiers)) {
+      if (some(item, (n) => isAggregate(n, input)) && !isPlainCall(item))
+        throw new Skip('the unaliased select item {} would change its name: alias it to read a rollup', item);
+      named.push({ item: rewritten, original: item });
+    }
+    return rewritten;
+  });
+  const window = [...new Set(level.bounds.map((b) => b.conjunct))].map((conjunct) => {
+    const c = copy(conjunct);
+    for (const side of ['left', 'right', 'input'] as const)
+      if (c[side] && columnName(c[side] as Node, qualifiers) === level.time) c[side] = bucket;
+    return c;
+  });
+  const rewritten: Node = {
+    ...node,
+    select_list: selectList,
+    from_table: {
+      type: 'BASE_TABLE',
+      alias: rollupAlias,
+      sample: null,
+      schema_name: 'main',
+      table_name: target.name,
+      column_name_alias: [],
+      catalog_name: 'temp',
+      at_clause: null,
+    },
+    where_clause: and([...window, ...(level.filters.map((f) => over(f, 'where')) as Node[])]),
+    group_expressions: over(node.group_expressions, 'group'),
+    having: node.having === null ? null : over(node.having, 'having'),
+    modifiers: over(node.modifiers, 'order'),
+  };
+  return { target, width: approximateWidth(ladder), node: rewritten, casts, named };
+}
+
+/** Fills in the rewritten level's casts (the raw aggregates' types) and the names of changed unaliased items. */
+async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): Promise<void> {
+  if (rewritten.casts.length === 0 && rewritten.named.length === 0) return;
+  // One row of NULLs typed as the table's columns, under the level's own name for it: DuckDB
+  // types each raw aggregate and names each item over it as it would over the table.
+  const from = level.node.from_table as Node;
+  const alias = String(from.alias) || level.table.name;
+  const columns = level.table.columns;
+  const probe = (await input.engine.parseSelect(
+    `SELECT 1 FROM (SELECT ${columns.map((c, i) => `CAST(NULL AS ${c.type}) AS "${i}"`).join(', ')}) AS q GROUP BY ALL`,
+  ))!;
+  const probeNode = probe.statements[0].node as Node;
+  const dummy = probeNode.from_table as Node;
+  const inner = (dummy.subquery as Node).node as Node;
+  (inner.select_list as Node[]).forEach((item, i) => (item.alias = columns[i].name));
+  dummy.alias = alias;
+  probeNode.select_list = [
+    ...rewritten.casts.map((c) => call('typeof', [c.aggregate])),
+    ...rewritten.named.map((n) => call('alias', [{ ...n.original, alias: '' }])),
+  ];
+  probeNode.aggregate_handling = 'STANDARD_HANDLING';
+  probeNode.group_expressions = columns.map((c) => column(alias, c.name));
+  probeNode.group_sets = [columns.map((_, i) => i)];
+  const [row] = await input.engine.values(await input.engine.deparse(probe));
+  const texts = row.map(String);
+  const types = await castTypes(input.engine, texts.slice(0, rewritten.casts.length) as string[]);
+  rewritten.casts.forEach((c, i) => (c.cast.cast_type = types[i]));
+  rewritten.named.forEach((n, i) => (n.item.alias = texts[rewritten.casts.length + i]));
+}
+
+/** The parse trees of DuckDB types named as text. */
+async function castTypes(engine: DuckDBEngine, types: readonly string[]): Promise<Node[]> {
+  if (types.length === 0) return [];
+  const tree = await engine.parseSelect(`SELECT ${types.map((t) => `CAST(x AS ${t})`).join(', ')}`);
+  return ((tree!.statements[0].node as Node).select_list as Node[]).map((c) => c.cast_type as Node);
+}
+
+/** Expressions as DuckDB writes them, for reasons. */
+async function expressionTexts(engine: DuckDBEngine, nodes: readonly Node[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const n of nodes) {
+    const tree = (await engine.parseSelect('SELECT 1'))!;
+    (tree.statements[0].node as Node).select_list = [{ ...n, alias: '' }];
+    out.push((await engine.deparse(tree)).replace(/^SELECT\s+/i, ''));
+  }
+  return out;
+}

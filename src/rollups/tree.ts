@@ -1,0 +1,110 @@
+// Small helpers over DuckDB's parse trees (json_serialize_sql): building expression nodes and
+// comparing expressions whatever their aliases, positions, qualifiers or letter case.
+
+export type Node = Record<string, unknown>;
+
+export const isExpression = (value: unknown): value is Node =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) && typeof (value as Node).class === 'string';
+
+export const column = (...names: string[]): Node => ({
+  class: 'COLUMN_REF',
+  type: 'COLUMN_REF',
+  alias: '',
+  column_names: names,
+});
+
+export const call = (
+  name: string,
+  children: Node[],
+  options: { filter?: Node | null; operator?: boolean } = {},
+): Node => ({
+  class: 'FUNCTION',
+  type: 'FUNCTION',
+  alias: '',
+  function_name: name,
+  schema: '',
+  children,
+  filter: options.filter ?? null,
+  order_bys: { type: 'ORDER_MODIFIER', orders: [] },
+  distinct: false,
+  is_operator: options.operator ?? false,
+  export_state: false,
+  catalog: '',
+});
+
+export const integer = (value: number): Node => ({
+  class: 'CONSTANT',
+  type: 'VALUE_CONSTANT',
+  alias: '',
+  value: { type: { id: 'INTEGER', type_info: null }, is_null: false, value },
+});
+
+export const coalesce = (...children: Node[]): Node => ({
+  class: 'OPERATOR',
+  type: 'OPERATOR_COALESCE',
+  alias: '',
+  children,
+});
+
+export const cast = (child: Node, castType: unknown): Node => ({
+  class: 'CAST',
+  type: 'OPERATOR_CAST',
+  alias: '',
+  child,
+  cast_type: castType,
+  try_cast: false,
+});
+
+/** Every expression node under a value (itself included), depth first. */
+export function expressions(value: unknown, visit: (node: Node) => void): void {
+  if (Array.isArray(value)) {
+    for (const item of value) expressions(item, visit);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  if (isExpression(value)) visit(value);
+  for (const child of Object.values(value as Node)) expressions(child, visit);
+}
+
+/** Whether anything under a value satisfies `test`. */
+export function some(value: unknown, test: (node: Node) => boolean): boolean {
+  let found = false;
+  expressions(value, (node) => {
+    found ||= test(node);
+  });
+  return found;
+}
+
+/** Functions of the rollups spec that Orrery also answers unqualified (`snouttime.merge` is `merge`). */
+const plainSchemas = new Set(['', 'main', 'snouttime']);
+
+/**
+ * An expression as compared: no alias or position, column names in lower case and without a
+ * qualifier naming the level's table, function names in lower case and without the `snouttime`
+ * prefix. Two expressions are the same when their normal forms are.
+ */
+export function normal(value: unknown, qualifiers: ReadonlySet<string>): unknown {
+  if (Array.isArray(value)) return value.map((v) => normal(v, qualifiers));
+  if (value === null || typeof value !== 'object') return value;
+  const node = value as Node;
+  const out: Node = {};
+  for (const [key, child] of Object.entries(node)) {
+    if (key === 'query_location') continue;
+    out[key] = key === 'alias' && isExpression(node) ? '' : normal(child, qualifiers);
+  }
+  if (node.class === 'COLUMN_REF') {
+    const names = (node.column_names as string[]).map((n) => n.toLowerCase());
+    out.column_names = names.length === 2 && qualifiers.has(names[0]) ? [names[1]] : names;
+  }
+  if (node.class === 'FUNCTION') {
+    out.function_name = String(node.function_name).toLowerCase();
+    if (plainSchemas.has(String(node.schema).toLowerCase()) && node.catalog === '') out.schema = '';
+  }
+  return out;
+}
+
+export const key = (value: unknown, qualifiers: ReadonlySet<string>): string =>
+  JSON.stringify(normal(value, qualifiers));
+
+/** A deep copy. */
+export const copy = <T>(value: T): T => structuredClone(value);
