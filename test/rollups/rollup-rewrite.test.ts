@@ -1,0 +1,147 @@
+// Issue 14: queries read the coarsest ready rollup, with provenance on the result. Through a
+// real Flight SQL client over a socket against a real Orrery (Postgres, DuckDB, DuckLake): the
+// provenance in the Arrow schema metadata of the stream, and a seeded set of dashboard queries
+// (buckets x windows x aggregates) each equal to its raw twin, the rollup read named.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { useOrrery } from '../support/orrery-process.js';
+
+const provenanceOf = (table: Table): unknown => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  return text === undefined ? undefined : JSON.parse(text);
+};
+
+/** The same query over a subquery of the table, which no rollup answers: the raw answer. */
+const rawTwin = (sql: string): string => sql.replace(' from metrics ', ' from (select * from metrics) as metrics ');
+
+/** A small deterministic generator (mulberry32), so a failing case names its seed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('queries read rollups (issue 14)', () => {
+  const fixture = useOrrery();
+
+  it('sets up a table with an hourly rollup and a daily rollup of it', async () => {
+    const run = (sql: string): Promise<Table> => fixture.admin.query(sql);
+    await run(`CREATE TABLE metrics (ts TIMESTAMPTZ, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`);
+    await run(`INSERT INTO metrics SELECT TIMESTAMPTZ '2024-01-01 00:00:00+00' + i * INTERVAL '23 minutes',
+                 CASE WHEN i % 3 = 0 THEN 'a' WHEN i % 3 = 1 THEN 'b' ELSE NULL END,
+                 CASE WHEN i % 11 = 0 THEN NULL ELSE (i % 13)::DOUBLE END FROM range(0, 6000) t(i)`);
+    await run(`select snouttime.create_rollup('metrics_hourly', 'metrics', interval '1 hour',
+                 select_list => 'host, count(*) as n, sum(cpu) as cpu_sum, min(cpu) as cpu_min, max(cpu) as cpu_max, count(cpu) as cpu_n',
+                 group_by => 'host')`);
+    await run(`select snouttime.create_rollup('metrics_daily', 'metrics_hourly', interval '1 day',
+                 select_list => 'host, sum(n) as n, sum(cpu_sum) as cpu_sum, min(cpu_min) as cpu_min, max(cpu_max) as cpu_max, sum(cpu_n) as cpu_n',
+                 group_by => 'host')`);
+    await run(`select snouttime.refresh_rollup('metrics_hourly')`);
+    await run(`select snouttime.refresh_rollup('metrics_daily')`);
+  });
+
+  it('puts the provenance in the Arrow schema metadata of the stream (orrery.provenance)', async () => {
+    const sql = `select date_trunc('month', ts) as m, host, count(*) as n from metrics where ts >= '2024-01-01' and ts < '2024-03-01' group by all order by m, host`;
+    const table = await fixture.admin.query(sql);
+    assert.deepEqual(provenanceOf(table), {
+      resources: [
+        {
+          level: 'main',
+          table: 'metrics',
+          rollup: {
+            name: 'metrics_daily',
+            grain: '1 day',
+            covered: { from: null, to: null },
+            window: { from: '2024-01-01T00:00:00Z', to: '2024-03-01T00:00:00Z' },
+          },
+          skipped_rollup: [
+            {
+              name: 'metrics_hourly',
+              grain: '01:00:00',
+              reason: 'a coarser rollup answers the level (metrics_daily)',
+            },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(
+      table.schema.fields.map((f) => f.name),
+      ['m', 'host', 'n'],
+    );
+    assert.deepEqual(await plainRows(fixture.admin, sql), await plainRows(fixture.admin, rawTwin(sql)));
+  });
+
+  it('says why every rollup was skipped, also when none is read, and says nothing for tables without rollups', async () => {
+    const skipped = await fixture.reader.query(`select host, count(*) as n from metrics group by host`);
+    assert.deepEqual(provenanceOf(skipped), {
+      resources: [
+        {
+          level: 'main',
+          table: 'metrics',
+          rollup: null,
+          skipped_rollup: ['metrics_daily', 'metrics_hourly'].map((name) => ({
+            name,
+            grain: name === 'metrics_daily' ? '1 day' : '01:00:00',
+            reason: 'the level has no window: no lower bound on ts',
+          })),
+        },
+      ],
+    });
+    await fixture.admin.query(`CREATE TABLE deploys (ts TIMESTAMPTZ, service VARCHAR) WITH (time_column = 'ts')`);
+    const none = await fixture.admin.query(`select count(*) as n from deploys where ts >= '2024-01-01'`);
+    assert.equal(provenanceOf(none), undefined);
+  });
+
+  it('answers seeded dashboard queries exactly as raw rows do, reading the rollup expected', async () => {
+    const next = random(14);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
+    const buckets = [
+      { sql: `date_trunc('hour', ts)`, hourly: true },
+      { sql: `date_trunc('day', ts)`, hourly: false },
+      { sql: `date_trunc('week', ts)`, hourly: false },
+      { sql: `date_trunc('month', ts)`, hourly: false },
+      { sql: `time_bucket(interval '6 hours', ts)`, hourly: true },
+      { sql: `time_bucket(interval '1 day', ts)`, hourly: false },
+      { sql: `date_bin(interval '30 minutes', ts)`, hourly: null },
+      { sql: null, hourly: false },
+    ];
+    const measures = [
+      'count(*) as n',
+      'sum(cpu) as s',
+      'min(cpu) as lo',
+      'max(cpu)',
+      'avg(cpu) as mean',
+      'count(cpu) as c',
+      `count(*) filter (where host = 'a') as a_n`,
+      'count(distinct host) as hosts',
+    ];
+    for (let i = 0; i < 30; i++) {
+      const bucket = pick(buckets);
+      const hourAligned = next() < 0.4;
+      const startDay = 1 + Math.floor(next() * 40);
+      const start = new Date(Date.UTC(2024, 0, startDay, hourAligned ? 1 + Math.floor(next() * 20) : 0));
+      const end = new Date(start.getTime() + (1 + Math.floor(next() * 30)) * 86_400_000);
+      const byHost = next() < 0.5;
+      const chosen = measures.filter(() => next() < 0.4);
+      if (chosen.length === 0) chosen.push(measures[0]);
+      const columns = [...(bucket.sql ? [`${bucket.sql} as b`] : []), ...(byHost ? ['host'] : []), ...chosen];
+      const groups = [...(bucket.sql ? ['b'] : []), ...(byHost ? ['host'] : [])];
+      const sql =
+        `select ${columns.join(', ')} from metrics where ts >= '${start.toISOString()}' and ts < '${end.toISOString()}'` +
+        (groups.length > 0 ? ` group by ${groups.join(', ')} order by ${groups.join(', ')}` : '');
+      const table = await fixture.reader.query(sql);
+      const expected =
+        bucket.hourly === null ? null : bucket.hourly || hourAligned ? 'metrics_hourly' : 'metrics_daily';
+      const read = (provenanceOf(table) as { resources: Array<{ rollup: { name: string } | null }> }).resources[0]
+        .rollup;
+      assert.equal(read?.name ?? null, expected, `case ${i}: ${sql}`);
+      assert.deepEqual(await plainRows(fixture.reader, sql), await plainRows(fixture.reader, rawTwin(sql)), sql);
+    }
+  });
+});
