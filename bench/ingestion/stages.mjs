@@ -7,6 +7,10 @@
 //   payload     + lines.join('\n') + Buffer.from (ingestion-service.ts storeBlock)
 //   hash        + sha256 of the payload and the derived ids
 //   store       + FileObjectStore.putIfAbsent into a temporary folder (mkdir, write, fsync, link, rm)
+// and the path a logs protobuf body takes since issue 16 (stored as received, decoded at materialization):
+//   scan        scanLogs, the validating scan that builds no objects, + the resources decoded alone
+//   scan-store  + sha256 of the payload and the ids + FileObjectStore.putIfAbsent
+//   mat-decode  what materialization then does per block: payloadLines (decodeLogs + logLine)
 // and, for comparison, `lines-direct`: the same JSON lines built by one template string per record
 // from the decoded records (checked byte-equal to logLine's output) instead of logLine's object +
 // JSON.stringify, to show what the line stage could cost.
@@ -20,10 +24,10 @@ import { buildTemplates, makeBody } from './bodies.mjs';
 const requests = Number(process.argv[2] ?? 300);
 const root = process.argv[3] ?? process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathname;
 const dist = (p) => import(join(root, 'dist/src', p));
-const { decodeLogs } = await dist('ingestion/otlp/index.js');
+const { decodeLogs, resourceSkeleton, scanLogs } = await dist('ingestion/otlp/index.js');
 const { exportRequestTypes } = await dist('ingestion/otlp/otlp-proto.js');
 const { logLine, levelOf } = await dist('ingestion/payload-lines.js');
-const { derivedUuid } = await dist('ingestion/index.js');
+const { derivedUuid, payloadLines } = await dist('ingestion/index.js');
 const { FileObjectStore, payloadKey } = await dist('lakehouse/index.js');
 
 const batch = 1000;
@@ -76,6 +80,21 @@ const stages = {
       const b = derivedUuid(`block\u0000${p}\u0000${createHash('sha256').update(payload).digest('hex')}`);
       await store.putIfAbsent(payloadKey(p, `s${n % 8}`, b), payload);
     }
+  },
+  scan: async (body) => {
+    const scanned = scanLogs(body);
+    if (scanned === null) throw new Error('the scan refused a loadgen body');
+    decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
+  },
+  'scan-store': async (body, n) => {
+    const scanned = scanLogs(body);
+    decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
+    const p = derivedUuid(`process\u0000public\u0000x`);
+    const b = derivedUuid(`block\u0000${p}\u0000otlp\u0000${createHash('sha256').update(body).digest('hex')}`);
+    await store.putIfAbsent(payloadKey(p, `t${n % 8}`, b), body);
+  },
+  'mat-decode': async (body) => {
+    payloadLines(body);
   },
 };
 

@@ -3,14 +3,18 @@ import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import {
+  asFieldOne,
   decodeLogs,
   decodeMetrics,
   decodeTraces,
   resourceKey,
+  resourceSkeleton,
+  scanLogs,
   type Attributes,
   type OtlpContentType,
   type OtlpSignal,
   type ResourceGroup,
+  type ScannedResourceLogs,
 } from './otlp/index.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
@@ -71,6 +75,10 @@ export class IngestionService {
   }
 
   private blocks(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, now: bigint): PendingBlock[] {
+    if (signal === 'logs' && contentType === 'protobuf') {
+      const scanned = scanLogs(body);
+      if (scanned !== null) return storedAsReceived(body, scanned);
+    }
     const build = <R>(
       groups: ResourceGroup<R>[],
       toLine: (r: R) => string,
@@ -88,7 +96,8 @@ export class IngestionService {
           }
           return {
             resource: withoutReserved(g.resource.attributes),
-            lines: g.records.map(toLine),
+            payload: Buffer.from(g.records.map(toLine).join('\n') + '\n'),
+            format: 'ndjson',
             count: g.records.length,
             begin,
             end,
@@ -119,13 +128,50 @@ export class IngestionService {
   }
 }
 
+/**
+ * The blocks of a logs body the scan vouched for: each ResourceLogs's bytes kept as received (the whole
+ * body when it is the only one), as an ExportLogsServiceRequest of its own, decoded at materialization
+ * (see payloadLines). The resources are decoded here, alone, which checks them as decoding the body would.
+ */
+function storedAsReceived(body: Uint8Array, scanned: ScannedResourceLogs[]): PendingBlock[] {
+  const resources = decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
+  const blocks: PendingBlock[] = [];
+  scanned.forEach((r, i) => {
+    if (r.records === 0) return;
+    const [start, end] = r.bytes;
+    blocks.push({
+      resource: withoutReserved(resources[i].resource.attributes),
+      payload: scanned.length === 1 ? body : asFieldOne(body.subarray(start, end)),
+      format: 'otlp',
+      count: r.records,
+      begin: r.begin,
+      end: r.end,
+    });
+  });
+  return blocks;
+}
+
+/**
+ * A block payload as the NDJSON lines the view sets read: an NDJSON payload as it is, a logs payload
+ * stored as received (protobuf) decoded to them. The decode cannot fail on what the scan accepted; if the
+ * payload was damaged since, it throws (the block is then unreadable, as a damaged NDJSON one).
+ */
+export function payloadLines(payload: Uint8Array): Uint8Array {
+  if (payload.length === 0 || payload[0] === 0x7b /* '{' */) return payload;
+  const lines: string[] = [];
+  for (const group of decodeLogs(payload, 'protobuf'))
+    for (const record of group.records) lines.push(logLine(record, 0n));
+  return Buffer.from(lines.join('\n') + '\n');
+}
+
 /** A block with its ids and payload: ids derive from the content, so a retried request stores nothing twice. */
 function identified(signal: OtlpSignal, block: PendingBlock, audience: string): StoredBlock {
   const processId = derivedUuid(`process\u0000${audience}\u0000${resourceKey(block.resource)}`);
   const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
-  const payload = Buffer.from(block.lines.join('\n') + '\n');
-  const blockId = derivedUuid(`block\u0000${streamId}\u0000${createHash('sha256').update(payload).digest('hex')}`);
-  return { ...block, processId, streamId, blockId, payload };
+  // An NDJSON block's id stays what it was; a protobuf one's names its format, so the two never meet.
+  const digest = createHash('sha256').update(block.payload).digest('hex');
+  const blockId = derivedUuid(`block\u0000${streamId}\u0000${block.format === 'ndjson' ? '' : 'otlp\u0000'}${digest}`);
+  return { ...block, processId, streamId, blockId };
 }
 
 async function insertProcess(client: MetadataQueries, block: StoredBlock, audience: string): Promise<void> {
@@ -189,7 +235,9 @@ function withoutReserved(attributes: Attributes): Attributes {
 
 interface PendingBlock {
   resource: Attributes;
-  lines: string[];
+  /** NDJSON lines (one per record), or the request's protobuf bytes (see payloadLines). */
+  payload: Uint8Array;
+  format: 'ndjson' | 'otlp';
   count: number;
   begin: bigint;
   end: bigint;
@@ -199,5 +247,4 @@ interface StoredBlock extends PendingBlock {
   processId: string;
   streamId: string;
   blockId: string;
-  payload: Buffer;
 }

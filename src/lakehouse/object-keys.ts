@@ -3,7 +3,7 @@ import { nanosToIso } from './time.js';
 
 // Where things live in the object store.
 
-/** A block's payload: newline-delimited JSON rows. */
+/** A block's payload: newline-delimited JSON rows, or an OTLP logs protobuf request as received (the key is the same). */
 export const payloadKey = (processId: string, streamId: string, blockId: string): string =>
   `blobs/${processId}/${streamId}/${blockId}.jsonl`;
 

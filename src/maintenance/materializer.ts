@@ -1,8 +1,9 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, open, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { MetadataStore } from '../metadata/index.js';
 import { engineErrors, type DuckDBEngine } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
+import { payloadLines } from '../ingestion/index.js';
 import {
   commitPartition,
   commitPartitions,
@@ -414,11 +415,17 @@ export class Materializer {
     const { store } = this.options;
     if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: async () => {} };
     const tempKey = scratchKey('jsonl');
-    const cleanup = (): Promise<void> => store.delete(tempKey);
-    const withPaths = blocks.map((b) => ({
-      ...b,
-      path: store.localPath(payloadKey(b.process_id, b.stream_id, b.block_id)),
-    }));
+    const decodedKeys: string[] = [];
+    const cleanup = async (): Promise<void> => {
+      for (const key of [tempKey, ...decodedKeys]) await store.delete(key);
+    };
+    const withPaths = [];
+    for (const b of blocks) {
+      const key = payloadKey(b.process_id, b.stream_id, b.block_id);
+      const decoded = await this.decodedPayload(key);
+      if (decoded !== null) decodedKeys.push(decoded);
+      withPaths.push({ ...b, path: store.localPath(decoded ?? key) });
+    }
     await store.put(tempKey, jsonLines(withPaths));
     const blockColumns: ColumnSpec[] = [
       { name: 'block_id', type: 'VARCHAR' },
@@ -435,6 +442,41 @@ export class Materializer {
     const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(store.localPath(tempKey), blockColumns)}`];
     const payloads = `[${withPaths.map((b) => quoteLiteral(b.path)).join(', ')}]`;
     return { sql: source.extract.replaceAll('{payloads}', payloads), setup, cleanup };
+  }
+
+  /**
+   * A payload stored as received (protobuf) decoded to its NDJSON lines in a scratch object, whose key this
+   * returns; null for an NDJSON payload, which DuckDB reads in place, and for one that cannot be read or
+   * decoded, which is then read in place too, so DuckDB's error on it quarantines its block as usual.
+   */
+  private async decodedPayload(key: string): Promise<string | null> {
+    const { store } = this.options;
+    let handle;
+    try {
+      handle = await open(store.localPath(key), 'r');
+    } catch {
+      return null;
+    }
+    let payload: Uint8Array;
+    try {
+      const first = Buffer.alloc(1);
+      const { bytesRead } = await handle.read(first, 0, 1, 0);
+      if (bytesRead === 0 || first[0] === 0x7b /* '{': NDJSON */) return null;
+      payload = await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+    let lines: Uint8Array;
+    try {
+      lines = payloadLines(payload);
+    } catch {
+      return null;
+    }
+    // A scratch object needs no fsync: it is read now and deleted after.
+    const decoded = scratchKey('jsonl');
+    await mkdir(dirname(store.localPath(decoded)), { recursive: true });
+    await writeFile(store.localPath(decoded), lines);
+    return decoded;
   }
 
   /** Temporary views of the sets a SQL-defined set reads, over their partitions in the range. */

@@ -1,8 +1,9 @@
 import type { ColumnSpec, ViewSet } from './view-set.js';
 
-// The view sets Orrery ships. Block payloads are newline-delimited JSON written by the
-// ingestion service (one object per log record, metric point or span); the daemon joins
-// them with their block's metadata, loaded from Postgres into `__blocks`.
+// The view sets Orrery ships. Block payloads are read as newline-delimited JSON (one object per
+// log record, metric point or span): as the ingestion service wrote them, or, for a logs request
+// stored as received (protobuf), as the materializer decodes them; the daemon joins them with their
+// block's metadata, loaded from Postgres into `__blocks`.
 
 const c = (name: string, type: string): ColumnSpec => ({ name, type });
 const blockPrefix = [

@@ -9,6 +9,8 @@ export { OtlpDecodeError, otlpErrorCodes, type OtlpErrorCode } from './errors.js
 export { encodeErrorStatus, encodeExportResponse, type PartialSuccess } from './export-response.js';
 /** Decodes a logs request body to log records grouped by resource. */
 export { decodeLogs } from './logs-decoder.js';
+/** The validating scan of a logs protobuf body that decodes nothing, and the pieces its blocks are stored as. */
+export { asFieldOne, resourceSkeleton, scanLogs, type ScannedResourceLogs } from './logs-scan.js';
 /** Decodes a metrics request body to one record per data point, grouped by resource. */
 export { decodeMetrics } from './metrics-decoder.js';
 /** Decodes a traces request body to spans grouped by resource. */

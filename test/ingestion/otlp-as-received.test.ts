@@ -1,0 +1,186 @@
+// Issue 16: a logs protobuf body the validating scan vouches for is stored as received and decoded at
+// materialization; what lands in log_entries is what the decode-first path (OTLP/JSON) stores.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { scanLogs } from '../../src/ingestion/otlp/index.js';
+import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
+import { payloadKey } from '../../src/lakehouse/index.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+
+const traceHex = '0af7651916cd43dd8448eb211c80319c';
+const spanHex = 'b7ad6b7169203331';
+const t0 = 1_700_000_000_000_000_000n;
+
+/** Attribute values of every AnyValue kind, nested, in OTLP/JSON form (bytes as base64, ints as strings). */
+const attributesJson = [
+  { key: 'str', value: { stringValue: 'héllo "quoted"\n' } },
+  { key: 'int', value: { intValue: '9007199254740993' } },
+  { key: 'small', value: { intValue: '-42' } },
+  { key: 'dbl', value: { doubleValue: 0.1 } },
+  { key: 'bool', value: { boolValue: true } },
+  { key: 'bytes', value: { bytesValue: Buffer.from([0, 1, 254, 255]).toString('base64') } },
+  {
+    key: 'arr',
+    value: { arrayValue: { values: [{ stringValue: 'a' }, { intValue: '1' }, { arrayValue: { values: [] } }] } },
+  },
+  {
+    key: 'kv',
+    value: { kvlistValue: { values: [{ key: 'inner', value: { kvlistValue: { values: [] } } }, { key: 'x' }] } },
+  },
+  { key: 'empty' },
+];
+
+function records(n: number, tag: string, json: boolean): object[] {
+  return Array.from({ length: n }, (_, i) => ({
+    ...(i % 3 === 2
+      ? { observedTimeUnixNano: String(t0 + BigInt(i)) } // no time: the observed time stands in
+      : { timeUnixNano: String(t0 + BigInt(i)), observedTimeUnixNano: String(t0 + 5n) }),
+    severityNumber: (i % 24) + 1,
+    ...(i % 2 ? { severityText: 'LOUD' } : {}),
+    body:
+      i % 4 === 1
+        ? { kvlistValue: { values: [{ key: 'b', value: { intValue: String(i) } }] } }
+        : { stringValue: `${tag} ${i}` },
+    attributes: i % 5 === 0 ? attributesJson : [{ key: 'i', value: { intValue: String(i) } }],
+    ...(i % 2
+      ? json
+        ? { traceId: traceHex, spanId: spanHex }
+        : { traceId: Buffer.from(traceHex, 'hex'), spanId: Buffer.from(spanHex, 'hex') }
+      : {}),
+    flags: 1,
+  }));
+}
+
+function request(service: string, json: boolean, resources = 1, withRecords = records): object {
+  return {
+    resourceLogs: Array.from({ length: resources }, (_, r) => ({
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: `${service}-${r}` } }] },
+      scopeLogs: [
+        { scope: { name: 'lib.a', version: '1' }, logRecords: withRecords(7, `r${r}a`, json) },
+        { scope: { name: 'lib.b', attributes: attributesJson }, logRecords: withRecords(5, `r${r}b`, json) },
+      ],
+    })),
+  };
+}
+
+const protobufOf = (object: object): Uint8Array => {
+  const type = exportRequestTypes.logs;
+  return type.encode(type.fromObject(object)).finish();
+};
+
+describe('issue 16: logs protobuf bodies are stored as received and decoded at materialization', () => {
+  const fixture = useOrrery();
+  const post = async (body: Uint8Array, contentType: string): Promise<number> => {
+    const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/logs`, {
+      method: 'POST',
+      headers: { 'content-type': contentType, authorization: `Bearer ${adminKey.key}` },
+      body: new Uint8Array(body),
+    });
+    await response.arrayBuffer();
+    return response.status;
+  };
+  const blocksOf = async (service: string): Promise<Array<Record<string, string>>> =>
+    (
+      await fixture.orrery.metadata.query(
+        `SELECT b.process_id, b.stream_id, b.block_id, b.nb_objects, b.begin_time, b.end_time FROM blocks b
+           JOIN processes p USING (process_id) WHERE p.exe LIKE $1 ORDER BY p.exe`,
+        [`${service}-%`],
+      )
+    ).rows;
+  const payload = (b: Record<string, string>): Buffer =>
+    readFileSync(join(fixture.orrery.dataDir, 'lake', payloadKey(b.process_id, b.stream_id, b.block_id)));
+  const materialize = async (): Promise<void> => {
+    const now = Math.floor(Date.now() / 1000);
+    const range = `'${new Date((now - 120) * 1000).toISOString()}', '${new Date((now + 120) * 1000).toISOString()}', 240`;
+    for (const view of ['blocks', 'log_entries'])
+      await fixture.admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
+  };
+  const rowsOf = async (service: string): Promise<unknown[]> =>
+    (
+      await fixture.admin.query(
+        `SELECT replace(exe, '${service}', '') AS exe, epoch_ns(time) AS time, target, level, replace(msg, '${service}', '') AS msg,
+                properties, trace_id, span_id
+           FROM log_entries WHERE exe LIKE '${service}-%' ORDER BY exe, time, target, msg`,
+      )
+    )
+      .toArray()
+      .map((r) => r.toJSON());
+
+  it('the scan vouches for a good body: per resource its record count and time span', () => {
+    const body = protobufOf(request('scan', false, 2));
+    const scanned = scanLogs(body);
+    assert.ok(scanned);
+    assert.deepEqual(
+      scanned.map((r) => [r.records, r.begin, r.end]),
+      [
+        [12, t0, t0 + 6n],
+        [12, t0, t0 + 6n],
+      ],
+    );
+  });
+
+  it('the scan gives up (the body takes the decode-first path) on what it cannot vouch for', () => {
+    const noTime = request('scan', false, 1, (n, tag, json) => [
+      ...records(n, tag, json),
+      { body: { stringValue: 'no time at all' } },
+    ]);
+    const badId = request('scan', false, 1, (n, tag, json) => [
+      ...records(n, tag, json),
+      { timeUnixNano: String(t0), traceId: Buffer.from('abc') },
+    ]);
+    const late = request('scan', false, 1, (n, tag, json) => [
+      ...records(n, tag, json),
+      { timeUnixNano: '9223372036854775807' },
+    ]);
+    for (const body of [noTime, badId, late]) assert.equal(scanLogs(protobufOf(body)), null);
+    assert.equal(scanLogs(Buffer.from([0x0a, 0x05, 0x12])), null); // truncated
+    assert.equal(scanLogs(Buffer.from([0x10, 0x01])), null); // an unknown field
+  });
+
+  it('a one-resource body is its payload byte for byte; two resources make two requests of their own', async () => {
+    const one = protobufOf(request('bytes1', false, 1));
+    assert.equal(await post(one, 'application/x-protobuf'), 200);
+    const [block] = await blocksOf('bytes1');
+    assert.equal(Number(block.nb_objects), 12);
+    assert.deepEqual(payload(block), Buffer.from(one));
+
+    assert.equal(await post(protobufOf(request('bytes2', false, 2)), 'application/x-protobuf'), 200);
+    const blocks = await blocksOf('bytes2');
+    assert.equal(blocks.length, 2);
+    const { resourceLogs } = request('bytes2', false, 2) as { resourceLogs: object[] };
+    for (const [i, b] of blocks.entries())
+      assert.deepEqual(payload(b), Buffer.from(protobufOf({ resourceLogs: [resourceLogs[i]] })));
+  });
+
+  it('a retried body stores nothing twice', async () => {
+    const body = protobufOf(request('retry', false, 2));
+    for (let i = 0; i < 3; i++) assert.equal(await post(body, 'application/x-protobuf'), 200);
+    assert.equal((await blocksOf('retry')).length, 2);
+  });
+
+  it('a poison record anywhere in a body the scan would take is a 400 and stores nothing', async () => {
+    const body = request('poison', false, 2, (n, tag, json) =>
+      tag.startsWith('r1b')
+        ? [...records(n, tag, json), { timeUnixNano: String(t0), spanId: Buffer.from('toolongforaspan') }]
+        : records(n, tag, json),
+    );
+    assert.equal(await post(protobufOf(body), 'application/x-protobuf'), 400);
+    assert.equal((await blocksOf('poison')).length, 0);
+  });
+
+  it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (decoded first)', async () => {
+    assert.equal(await post(protobufOf(request('same', false, 2)), 'application/x-protobuf'), 200);
+    assert.equal(await post(Buffer.from(JSON.stringify(request('json', true, 2))), 'application/json'), 200);
+    assert.equal(payload((await blocksOf('same'))[0])[0], 0x0a); // protobuf
+    assert.equal(payload((await blocksOf('json'))[0])[0], 0x7b); // NDJSON
+    await materialize();
+    const fromProtobuf = await rowsOf('same');
+    assert.equal(fromProtobuf.length, 24);
+    assert.deepEqual(
+      JSON.stringify(fromProtobuf, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+      JSON.stringify(await rowsOf('json'), (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+    );
+  });
+});
