@@ -21,6 +21,7 @@ commands:
   serve     answer Flight SQL queries and ingest OTLP/HTTP
   maintain  run the maintenance daemon (materialization, merges, retention)
   views     manage materialized view sets as code (orrery views help)
+  resources check database resources files (orrery resources help)
   help      print this text
 
 Settings come from the environment; the README lists them.`;
@@ -40,6 +41,14 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'views') {
     const { runViewsCli } = await import('./views-cli/index.js');
     return runViewsCli(argv.slice(1), {
+      env: process.env,
+      out: (line) => process.stdout.write(`${line}\n`),
+      err: (line) => process.stderr.write(`${line}\n`),
+    });
+  }
+  if (command === 'resources') {
+    const { runResourcesCli } = await import('./resources/index.js');
+    return runResourcesCli(argv.slice(1), {
       env: process.env,
       out: (line) => process.stdout.write(`${line}\n`),
       err: (line) => process.stderr.write(`${line}\n`),

@@ -1,0 +1,41 @@
+// Errors of `orrery resources` / `orrery publish` and of installing resources: each has a stable code.
+import { OrreryError, declareErrors } from '../errors/index.js';
+
+/** Exit statuses of `orrery resources` and `orrery publish`. */
+export const resourcesExitStatus = {
+  ok: 0,
+  /** The command failed: server unreachable, credentials refused, I/O error, installation failed. */
+  failed: 1,
+  /** Bad usage, or the files have errors. */
+  invalid: 2,
+} as const;
+
+export const resourcesErrors = declareErrors('resources', {
+  RESOURCES_USAGE: {
+    status: 'INVALID_ARGUMENT',
+    meaning: '`orrery resources` or `orrery publish` was called with an unknown command, option or argument (exit 2)',
+  },
+  RESOURCES_DIR_NOT_FOUND: { status: 'NOT_FOUND', meaning: 'the --dir folder does not exist (exit 2)' },
+  RESOURCES_FILE_ERROR: { status: 'FAILED_PRECONDITION', meaning: 'a file or folder could not be read (exit 1)' },
+  RESOURCES_SERVER_ERROR: {
+    status: 'UNAVAILABLE',
+    meaning: 'a call to the server failed: unreachable, credentials refused, or an error (exit 1)',
+  },
+});
+
+export type ResourcesErrorCode = keyof typeof resourcesErrors.codes;
+
+/** An error the CLI reports as `orrery <command>: <message>`. */
+export class ResourcesCliError extends OrreryError {
+  declare readonly code: ResourcesErrorCode;
+  readonly exitStatus: number;
+
+  constructor(code: ResourcesErrorCode, message: string) {
+    super(code, message);
+    this.name = 'ResourcesCliError';
+    this.exitStatus =
+      code === 'RESOURCES_USAGE' || code === 'RESOURCES_DIR_NOT_FOUND'
+        ? resourcesExitStatus.invalid
+        : resourcesExitStatus.failed;
+  }
+}

@@ -1,0 +1,207 @@
+// Expressions of resources files, checked the way the server will read them: parsed by DuckDB
+// (json_serialize_sql) and bound against an empty table with the view set's columns, in an
+// in-memory DuckDB holding Orrery's macros (property_get, the sketches). Nothing is read or run.
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { compatibilityMacros, quoteIdentifier, sketchStatements, type ColumnSpec } from '../views/index.js';
+
+/** What an expression is, once parsed and bound. */
+export interface ExpressionFacts {
+  /** Why it cannot be used (does not parse, unknown column, …); null when it binds. */
+  readonly problem: string | null;
+  /** Every column name it reads (lower case), and the qualified ones (`a.b`). */
+  readonly columns: readonly string[];
+  readonly qualified: readonly string[];
+  /** Function names it calls (lower case). */
+  readonly functions: readonly string[];
+  readonly window: boolean;
+  readonly subquery: boolean;
+  /** It aggregates: binds as a SELECT over the table grouped by () and not as a row filter. */
+  readonly aggregate: boolean;
+  /** DuckDB's type of the result, when it binds. */
+  readonly type: string | null;
+  /** What the expression is at its root, for the stored column's type. */
+  readonly root: 'property' | 'string' | 'column' | 'other';
+  /** A text equal for equal expressions: `properties->>'k'`, `json_extract_string(properties, 'k')` and `property_get(properties, 'k')` are one. */
+  readonly canonical: string;
+  /** Aggregates called with DISTINCT. */
+  readonly distinctAggregates: readonly string[];
+}
+
+/** The functions that read a JSON property; all the same expression when called with (column, 'key'). */
+const propertyReads = new Set(['->>', 'json_extract_string', 'property_get']);
+
+type Node = Record<string, unknown>;
+const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null;
+
+/** An in-memory DuckDB to check expressions in; one owner, idempotent close. */
+export class ExpressionAnalyzer {
+  private closed = false;
+  private readonly tables = new Map<string, string>();
+
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly connection: DuckDBConnection,
+  ) {}
+
+  static async open(): Promise<ExpressionAnalyzer> {
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    for (const sql of [...compatibilityMacros, ...sketchStatements]) await connection.run(sql);
+    return new ExpressionAnalyzer(instance, connection);
+  }
+
+  /** Declares a table to bind expressions against; returns null, or why its columns are not usable. */
+  async defineTable(name: string, columns: readonly ColumnSpec[]): Promise<string | null> {
+    if (this.tables.has(name)) return null;
+    const table = quoteIdentifier(`t${this.tables.size}`);
+    const list = columns.map((c) => `${quoteIdentifier(c.name)} ${c.type}`).join(', ');
+    try {
+      await this.connection.run(`CREATE TABLE ${table} (${list})`);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    this.tables.set(name, table);
+    return null;
+  }
+
+  /** Parses and binds `expression` over table `name` (defined first). */
+  async analyze(name: string, expression: string): Promise<ExpressionFacts> {
+    const table = this.tables.get(name);
+    if (!table) throw new Error(`table ${name} was not defined`);
+    const empty: ExpressionFacts = {
+      problem: null,
+      columns: [],
+      qualified: [],
+      functions: [],
+      window: false,
+      subquery: false,
+      aggregate: false,
+      type: null,
+      root: 'other',
+      canonical: '',
+      distinctAggregates: [],
+    };
+    const tree = await this.parse(expression);
+    if (typeof tree === 'string') return { ...empty, problem: `does not parse: ${tree}` };
+    const facts = walk(tree);
+    const base = { ...empty, ...facts, canonical: JSON.stringify(canonical(tree)) };
+    if (facts.subquery) return { ...base, problem: 'holds a subquery' };
+    const asRow = await this.bindError(`SELECT 1 FROM ${table} WHERE (${expression}) IS NOT NULL`);
+    const grouped = await this.bindError(`SELECT (${expression}) FROM ${table} GROUP BY ()`);
+    const described = await this.describe(`SELECT (${expression}) AS v FROM ${table}`);
+    if (typeof described !== 'string' || described === '') {
+      return { ...base, problem: described instanceof Error ? firstLine(described.message) : 'does not bind' };
+    }
+    const aggregate = asRow !== null && grouped === null && !facts.window;
+    const root = rootKind(tree, described);
+    return { ...base, aggregate, type: described, root };
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.connection.closeSync();
+    this.instance.closeSync();
+  }
+
+  /** The select item's parse tree, or DuckDB's parse error. */
+  private async parse(expression: string): Promise<Node | string> {
+    const reader = await this.connection.runAndReadAll('SELECT json_serialize_sql($1::VARCHAR) AS tree', [
+      `SELECT (${expression}) FROM __expression_table`,
+    ]);
+    const parsed = JSON.parse(String(reader.getRowObjects()[0].tree)) as Node;
+    if (parsed.error) return firstLine(String(parsed.error_message as string));
+    const statements = parsed.statements as Node[];
+    const node = statements.length === 1 ? (statements[0].node as Node) : null;
+    const from = node?.from_table as Node | undefined;
+    const list = node?.select_list as Node[] | undefined;
+    const onlyItem =
+      node !== null &&
+      list?.length === 1 &&
+      from?.type === 'BASE_TABLE' &&
+      from.table_name === '__expression_table' &&
+      !node.where_clause &&
+      (node.group_expressions as unknown[]).length === 0 &&
+      !node.having &&
+      (node.modifiers as unknown[]).length === 0;
+    return onlyItem ? list[0] : 'expected one expression';
+  }
+
+  private async bindError(sql: string): Promise<Error | null> {
+    try {
+      await this.connection.prepare(sql);
+      return null;
+    } catch (error) {
+      return error as Error;
+    }
+  }
+
+  private async describe(sql: string): Promise<string | Error> {
+    try {
+      const reader = await this.connection.runAndReadAll(`DESCRIBE ${sql}`);
+      return String(reader.getRowObjects()[0].column_type);
+    } catch (error) {
+      return error as Error;
+    }
+  }
+}
+
+/** DuckDB's message without its context lines (they quote the checking query, not the user's text). */
+const firstLine = (message: string): string => message.split('\n')[0];
+
+function walk(
+  tree: Node,
+): Pick<ExpressionFacts, 'columns' | 'qualified' | 'functions' | 'window' | 'subquery' | 'distinctAggregates'> {
+  const columns: string[] = [];
+  const qualified: string[] = [];
+  const functions: string[] = [];
+  const distinctAggregates: string[] = [];
+  let window = false;
+  let subquery = false;
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (!isNode(value)) return;
+    if (value.class === 'COLUMN_REF') {
+      const names = value.column_names as string[];
+      if (names.length > 1) qualified.push(names.join('.'));
+      else columns.push(names[0].toLowerCase());
+    }
+    if (value.class === 'FUNCTION' || value.class === 'WINDOW') {
+      const name = String(value.function_name as string).toLowerCase();
+      functions.push(name);
+      if (value.distinct === true) distinctAggregates.push(name);
+    }
+    if (value.class === 'WINDOW') window = true;
+    if (value.class === 'SUBQUERY') subquery = true;
+    for (const [field, child] of Object.entries(value)) if (field !== 'value') visit(child);
+  };
+  visit(tree);
+  return { columns, qualified, functions, window, subquery, distinctAggregates };
+}
+
+/** The tree without positions and aliases, names in lower case, property reads as one function. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (!isNode(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [field, child] of Object.entries(value)) {
+    if (field === 'query_location' || field === 'alias' || field === 'is_operator') continue;
+    out[field] = canonical(child);
+  }
+  if (value.class === 'COLUMN_REF') out.column_names = (value.column_names as string[]).map((n) => n.toLowerCase());
+  if (value.class === 'FUNCTION') {
+    const name = String(value.function_name as string).toLowerCase();
+    const children = value.children as unknown[];
+    out.function_name = propertyReads.has(name) && children.length === 2 ? 'json property' : name;
+  }
+  return out;
+}
+
+function rootKind(tree: Node, type: string): ExpressionFacts['root'] {
+  if (tree.class === 'COLUMN_REF') return 'column';
+  const name = String((tree.function_name as string | undefined) ?? '').toLowerCase();
+  if (tree.class === 'FUNCTION' && propertyReads.has(name) && (tree.children as unknown[]).length === 2)
+    return 'property';
+  if (type === 'VARCHAR' && (tree.class === 'CONSTANT' || tree.class === 'FUNCTION')) return 'string';
+  return 'other';
+}

@@ -1,0 +1,35 @@
+// Database resources as code (issue 13, spec database-resources.md): `*.resources.json` files
+// declaring stored columns, indexes, projections and rollups over view sets; their validation;
+// the `orrery resources` CLI. Knows files, DuckDB (to parse expressions) and the Flight SQL client.
+export {
+  entryKeyPattern,
+  indexKinds,
+  parseDuration,
+  parseResourcesFile,
+  resourceKinds,
+  type ColumnEntry,
+  type Diagnostic,
+  type IndexEntry,
+  type IndexKind,
+  type Measure,
+  type ProjectionEntry,
+  type ResourceEntry,
+  type ResourceKind,
+  type ResourcesFile,
+  type RollupEntry,
+} from './declarations.js';
+export { localPathReason, readPublicationFolder, type PublicationFiles } from './files.js';
+export { ExpressionAnalyzer, type ExpressionFacts } from './expressions.js';
+export {
+  storedColumnName,
+  validateResources,
+  type ResolveTable,
+  type TableResolution,
+  type ValidEntry,
+  type ValidationResult,
+} from './validation.js';
+export { parseSchemaText, tableResolver, type ServerViewSet } from './catalog.js';
+export { parseResourcesArgs, resourcesUsage, type ResourcesArgs, type ResourcesCommand } from './cli-args.js';
+export { diagnosticLine, runResourcesCli, serverViewSets, validateFolder, type ResourcesIo } from './cli.js';
+export { ResourcesCliError, resourcesErrors, resourcesExitStatus, type ResourcesErrorCode } from './errors.js';
+export { parseJsonText, type JsonText } from './json-text.js';

@@ -1,0 +1,78 @@
+// `orrery resources validate` against a started Orrery (issue 13 item 2): the view sets come from the
+// server (list_view_sets(), list_view_set_definitions()), diagnostics are printed as a compiler does,
+// and the exit status is 2 when a file has errors.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { runResourcesCli } from '../../src/resources/index.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+
+describe('orrery resources validate against a running server', () => {
+  const fixture = useOrrery({}, 'serve');
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-resources-cli-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const run = async (args: string[], key: string | undefined = adminKey.key) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: key };
+    const status = await runResourcesCli(args, { env, out: (l) => out.push(l), err: (l) => err.push(l) });
+    return { status, out, err };
+  };
+  const write = (name: string, resources: unknown): void => {
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    writeFileSync(join(dir, 'resources', name), JSON.stringify({ resources }, null, 2));
+  };
+
+  it("the spec's example over log_entries is valid (exit 0)", async () => {
+    write('logs.resources.json', {
+      pod_name: { column: { table: 'log_entries', expression: "properties->>'k8s.pod.name'" } },
+      pod_name_filter: { index: { table: 'log_entries', column: 'pod_name', kind: 'bloom_filter' } },
+      by_pod: { projection: { table: 'log_entries', order_by: ['pod_name', 'time'] } },
+    });
+    assert.deepEqual(await run(['validate', '--dir', dir]), {
+      status: 0,
+      out: ['3 valid entries, 0 error(s), 0 warning(s).'],
+      err: [],
+    });
+  });
+
+  it('errors go to stderr as <file>: <entry>: error: <message>, warnings to stdout; exit 2', async () => {
+    write('logs.resources.json', {
+      hour: { column: { table: 'log_entries', expression: "date_trunc('hour', time)" } },
+      lost: { index: { table: 'log_stats', column: 'no_such_column', kind: 'minmax' } },
+    });
+    assert.deepEqual(await run(['validate', '--dir', dir]), {
+      status: 2,
+      out: [
+        `resources/logs.resources.json: hour: warning: cannot be installed: declare "type" for expression 'date_trunc('hour', time)' (TIMESTAMP); only JSON property reads, string literals and string functions are stored as VARCHAR without it`,
+        '1 valid entry, 1 error(s), 1 warning(s).',
+      ],
+      err: [
+        "resources/logs.resources.json: lost: error: index.column 'no_such_column' is neither a column entry of this file nor a column of log_stats",
+      ],
+    });
+  });
+
+  it('a refused key and a missing folder fail with one line', async () => {
+    const refused = await run(['validate', '--dir', dir], 'not-a-key');
+    assert.equal(refused.status, 1);
+    assert.match(
+      refused.err[0],
+      /^orrery resources: cannot list the view sets of 127\.0\.0\.1:\d+: .* \(pass --key or set ORRERY_API_KEY\)$/,
+    );
+    const missing = await run(['validate', '--dir', join(dir, 'nowhere')]);
+    assert.deepEqual(missing, {
+      status: 2,
+      out: [],
+      err: [`orrery resources: folder '${join(dir, 'nowhere')}' does not exist`],
+    });
+    const usage = await run(['validate']);
+    assert.deepEqual(usage.err, [
+      "orrery resources: 'validate' needs --dir <folder>",
+      "run 'orrery resources help' for usage",
+    ]);
+  });
+});
