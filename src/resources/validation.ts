@@ -299,32 +299,32 @@ class FileChecker {
   private checkFrom(entry: RollupEntry): string | null {
     const source = this.byKey.get(entry.from!);
     if (!source || source.kind !== 'rollup') {
-      this.error(entry, `from '${entry.from}' is not a rollup of this file`);
+      this.error(entry, `from: '${entry.from}' is not a rollup of this file`);
       return null;
     }
     const seen = new Set([entry.key]);
     for (let at: ResourceEntry | undefined = source; at?.kind === 'rollup' && at.from !== null;) {
       if (seen.has(at.key) || at.from === entry.key) {
-        this.error(entry, `from '${entry.from}' forms a cycle (${[...seen, at.key, at.from].join(' → ')})`);
+        this.error(entry, `from: '${entry.from}' forms a cycle (${[...seen, at.key, at.from].join(' → ')})`);
         return null;
       }
       seen.add(at.key);
       at = this.byKey.get(at.from);
     }
     if (source.grainSeconds > 0 && entry.grainSeconds % source.grainSeconds !== 0) {
-      this.error(entry, `from '${entry.from}': its grain ${source.grain} does not divide ${entry.grain}`);
+      this.error(entry, `from: '${entry.from}': its grain ${source.grain} does not divide ${entry.grain}`);
       return null;
     }
     if (source.table !== entry.table) {
-      this.error(entry, `from '${entry.from}' is a rollup of ${source.table}, not ${entry.table}`);
+      this.error(entry, `from: '${entry.from}' is a rollup of ${source.table}, not ${entry.table}`);
       return null;
     }
     const missingDimension = entry.dimensions.find((d) => !source.dimensions.includes(d));
     if (missingDimension)
-      return this.cannotInstall(entry, `from '${entry.from}' does not store dimension ${missingDimension}`);
+      return this.cannotInstall(entry, `from: '${entry.from}' does not store dimension ${missingDimension}`);
     const stored = new Set(source.measures.map((m) => m.expression.replace(/\s+/g, '').toLowerCase()));
     const missing = entry.measures.find((m) => !stored.has(m.expression.replace(/\s+/g, '').toLowerCase()));
-    if (missing) return this.cannotInstall(entry, `from '${entry.from}' does not store measure ${missing.name}`);
+    if (missing) return this.cannotInstall(entry, `from: '${entry.from}' does not store measure ${missing.name}`);
     return null;
   }
 }

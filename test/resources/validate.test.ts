@@ -249,12 +249,12 @@ describe('resources validation (issue 13)', () => {
           'error',
           "measure 'level' (level + 1) is a row scalar; a measure aggregates (count(*), sum(x), …)",
         ),
-        at('from_column', 'error', "from 'a_column' is not a rollup of this file"),
-        at('from_nothing', 'error', "from 'nope' is not a rollup of this file"),
-        at('loop_a', 'error', "from 'loop_b' forms a cycle (loop_a → loop_b → loop_a)"),
-        at('loop_b', 'error', "from 'loop_a' forms a cycle (loop_b → loop_a → loop_b)"),
+        at('from_column', 'error', "from: 'a_column' is not a rollup of this file"),
+        at('from_nothing', 'error', "from: 'nope' is not a rollup of this file"),
+        at('loop_a', 'error', "from: 'loop_b' forms a cycle (loop_a → loop_b → loop_a)"),
+        at('loop_b', 'error', "from: 'loop_a' forms a cycle (loop_b → loop_a → loop_b)"),
         at('by_7m', 'warning', 'cannot be installed: grain 7m does not divide the bucket ladder (one day)'),
-        at('by_10m', 'error', "from 'by_7m': its grain 7m does not divide 10m"),
+        at('by_10m', 'error', "from: 'by_7m': its grain 7m does not divide 10m"),
       ],
     );
   });
