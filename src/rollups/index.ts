@@ -6,3 +6,4 @@ export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';
 export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';
+export type { RollupValidation } from './validation.js';

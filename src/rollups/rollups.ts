@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { intervalParts } from './calendar.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
 import { storedColumns } from './stored-columns.js';
+import { mismatchesSql, type RollupValidation } from './validation.js';
 import type { Node } from './tree.js';
 
 // Rollups: an aggregate of a series table (or of another rollup) per time bucket, kept in a
@@ -751,6 +752,84 @@ export class Rollups {
           ]),
       );
     return rewriteOntoRollups(tree, { engine: this.engine, tables, targets, aggregates: await this.aggregates });
+  }
+
+  /**
+   * validate --online: each rollup's stored rows against the aggregate of the raw rows, per
+   * bucket, over its most recent complete buckets (ending at least 5 minutes before now, at most
+   * `window` long but one bucket at least), as of one DuckLake snapshot. Rollups not ready, of
+   * integer time, no longer matching their table, expired or pending over the window are skipped.
+   */
+  async validate(window: string): Promise<RollupValidation[]> {
+    const cap = await this.interval(window, 'validate_rollups');
+    const definitions = await this.definitions();
+    const tables = await this.tables.list();
+    const snapshot = await this.snapshot();
+    const all: TableScope = { kind: 'all' };
+    const views = new Map<string, string>();
+    const cache = new Map();
+    const out: RollupValidation[] = [];
+    for (const definition of definitions.values()) {
+      const skipped = (detail: string): void => {
+        out.push({ rollup: definition.name, status: 'skipped', from: null, to: null, buckets: 0, detail });
+      };
+      const base = tables.get(definition.base);
+      const state = await this.state(definition, snapshot);
+      if (definition.integer) skipped('integer time: buckets are not complete by the clock');
+      else if (state.watermark === null) skipped('not ready: the rollup has not been refreshed yet');
+      else if (!base || definition.sourceHash !== sourceHash(base))
+        skipped('hash changed: the table is not the one the rollup was created over');
+      else {
+        const grain = `INTERVAL ${quoteLiteral(definition.grain)}`;
+        const end = `least(time_bucket(${grain}, now()::TIMESTAMP - INTERVAL 5 MINUTE), ${bucketLiteral(definition, state.watermark)})`;
+        const retained =
+          definition.retention === null ? 'NULL' : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
+        const [[from, to, expired]] = await this.engine.values(
+          `SELECT CAST(b AS VARCHAR), CAST(e AS VARCHAR), coalesce(b < ${retained}, false) FROM (
+             SELECT least(time_bucket(${grain}, e - INTERVAL ${quoteLiteral(cap)}), e - ${grain}) AS b, e FROM (SELECT ${end} AS e))`,
+        );
+        const pending = new Set(await this.pending(definition, snapshot, state, tables));
+        const [begin, finish] = [bucketLiteral(definition, String(from)), bucketLiteral(definition, String(to))];
+        const inWindow = await this.engine.values(
+          `SELECT CAST(b AS VARCHAR) FROM range(${begin}, ${finish}, ${grain}) AS t(b)`,
+        );
+        const fresh = inWindow.map(([b]) => String(b)).filter((b) => !pending.has(b));
+        if (expired === true)
+          skipped(`expired: the window starts before the rollup's retention (${definition.retention})`);
+        else if (fresh.length === 0) skipped('stale: every bucket of the window has changed since the last refresh');
+        else {
+          if (definition.sourceIsRollup) {
+            const source = definitions.get(definition.source);
+            if (source) await this.viewSql(source, snapshot, all, definitions, tables, views);
+          }
+          const literals = fresh.map((b) => bucketLiteral(definition, b));
+          const storedRows = `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE bucket IN (${literals.join(', ')})`;
+          const rawRows = aggregateOver(
+            definition,
+            this.sourceRows(definition, snapshot, all, views),
+            inBuckets(definition, literals)!,
+          );
+          const types = new Map(
+            (await this.engine.values(`SELECT column_name, column_type FROM (DESCRIBE ${storedRows})`)).map(
+              ([n, t]) => [String(n), String(t)],
+            ),
+          );
+          const stored = await storedColumns(this.engine, definition, definitions, cache);
+          const mismatches = await this.engine.values(
+            `SELECT CAST(to_json(m) AS VARCHAR) FROM (${mismatchesSql(definition, types, stored, storedRows, rawRows)}) AS m LIMIT 5`,
+          );
+          out.push({
+            rollup: definition.name,
+            status: mismatches.length > 0 ? 'mismatch' : 'ok',
+            from: String(from),
+            to: String(to),
+            buckets: fresh.length,
+            detail: mismatches.length > 0 ? `[${mismatches.map(([m]) => String(m)).join(', ')}]` : null,
+          });
+        }
+      }
+    }
+    return out;
   }
 
   /** The names statements may read: every rollup and its materialized table. */

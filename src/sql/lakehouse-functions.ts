@@ -93,6 +93,27 @@ async function define(
   explain?: (sql: string) => Promise<Provenance>,
 ): Promise<string[]> {
   switch (name) {
+    case 'validate_rollups': {
+      if (args.length > 1 || args.some((a) => a === null))
+        throw invalid("validate_rollups takes at most one argument: the longest window as text, such as '1 hour'");
+      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
+      const checks = (await lakehouse.rollups?.validate(args.length === 0 ? '1 hour' : String(args[0]))) ?? [];
+      return table(
+        name,
+        'rollup VARCHAR, status VARCHAR, window_from TIMESTAMP, window_to TIMESTAMP, buckets BIGINT, detail VARCHAR',
+        checks.map((c) =>
+          [
+            quoteLiteral(c.rollup),
+            quoteLiteral(c.status),
+            text(c.from),
+            text(c.to),
+            String(c.buckets),
+            text(c.detail),
+          ].join(', '),
+        ),
+        args.length,
+      );
+    }
     case 'explain_resources': {
       arity(name, args, 1);
       if (typeof args[0] !== 'string' || !explain) throw invalid('explain_resources: give the statement as a string');
@@ -101,15 +122,12 @@ async function define(
         ...(level.rollup ? [[level.level, level.table, level.rollup.name, level.rollup.grain, 'read', null]] : []),
         ...level.skipped_rollup.map((s) => [level.level, level.table, s.name, s.grain, 'skipped', s.reason]),
       ]);
-      const relation = `__${name}`;
-      return [
-        ...tempTable(
-          relation,
-          'level VARCHAR, "table" VARCHAR, rollup VARCHAR, grain VARCHAR, decision VARCHAR, reason VARCHAR',
-          rows.map((r) => r.map(text).join(', ')),
-        ),
-        `CREATE OR REPLACE TEMP MACRO ${name}(__statement) AS TABLE SELECT * FROM ${relation}`,
-      ];
+      return table(
+        name,
+        'level VARCHAR, "table" VARCHAR, rollup VARCHAR, grain VARCHAR, decision VARCHAR, reason VARCHAR',
+        rows.map((r) => r.map(text).join(', ')),
+        1,
+      );
     }
     case 'list_query_denials': {
       arity(name, args, 0);
@@ -324,11 +342,12 @@ function arity(name: string, args: unknown[], count: number): void {
   if (args.some((a) => a === null)) throw invalid(`${name}: arguments must be literals`);
 }
 
-function table(name: string, columns: string, rows: string[]): string[] {
+function table(name: string, columns: string, rows: string[], parameters = 0): string[] {
   const relation = `__${name}`;
+  const names = Array.from({ length: parameters }, (_, i) => `__argument${i}`).join(', ');
   return [
     ...tempTable(relation, columns, rows),
-    `CREATE OR REPLACE TEMP MACRO ${name}() AS TABLE SELECT * FROM ${relation}`,
+    `CREATE OR REPLACE TEMP MACRO ${name}(${names}) AS TABLE SELECT * FROM ${relation}`,
   ];
 }
 

@@ -37,6 +37,7 @@ export const orreryFunctions = {
   set_retention: 'procedure',
   list_rollups: 'table',
   explain_resources: 'table',
+  validate_rollups: 'admin table',
   create_rollup: 'procedure',
   refresh_rollup: 'procedure',
   drop_rollup: 'procedure',
