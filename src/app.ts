@@ -247,6 +247,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       ingestion: role !== 'maintain' ? new IngestionService(metadata, store, metrics) : undefined,
       metrics,
       maxBodyBytes: config.maxBodyBytes,
+      ingestLimits: config.ingestLimits,
       readiness: async () => {
         await metadata.query('SELECT 1');
         await store.list('.ready-probe');

@@ -39,6 +39,8 @@ export interface Config {
   /** How long a retired partition file stays readable before deletion. */
   readonly retireDelaySeconds: number;
   readonly maxBodyBytes: number;
+  /** ORRERY_INGEST_MAX_CONCURRENT, ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, ORRERY_INGEST_MEMORY_BYTES */
+  readonly ingestLimits: { concurrent: number; concurrentPerKey: number; memoryBytes: number };
   readonly viewDefinitionRefreshSeconds: number;
   /** MICROMEGAS_STATIC_TABLES_URL: a file:// folder of CSV/JSON/Parquet files. */
   readonly staticTablesUrl: string | undefined;
@@ -85,6 +87,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
+    ingestLimits: {
+      concurrent: positiveInteger(env.ORRERY_INGEST_MAX_CONCURRENT, 'ORRERY_INGEST_MAX_CONCURRENT') ?? 256,
+      concurrentPerKey:
+        positiveInteger(env.ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, 'ORRERY_INGEST_MAX_CONCURRENT_PER_KEY') ?? 64,
+      memoryBytes: positiveInteger(env.ORRERY_INGEST_MEMORY_BYTES, 'ORRERY_INGEST_MEMORY_BYTES') ?? 256 * 1024 * 1024,
+    },
     viewDefinitionRefreshSeconds:
       positiveInteger(env.MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS, 'MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS') ??
       60,

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Keyring } from '../auth/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
+import { IngestAdmission, RETRY_AFTER_SECONDS, type IngestLimits } from './admission.js';
 import type { IngestionService } from './ingestion-service.js';
 import {
   OtlpDecodeError,
@@ -22,6 +23,8 @@ export interface HttpServerOptions {
   /** Checks each dependency for /ready; throws when one is not usable. */
   readonly readiness: () => Promise<void>;
   readonly maxBodyBytes?: number;
+  /** Requests and body bytes in progress at once, in total and per key (over them: 503 / 429). */
+  readonly ingestLimits: IngestLimits;
   readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
 }
 
@@ -37,9 +40,11 @@ const routes = new Map<string, OtlpSignal>([
 /** Orrery's HTTP side: OTLP/HTTP ingestion, /health, /ready and /metrics. */
 export class HttpServer {
   private readonly server: Server;
+  private readonly admission: IngestAdmission;
   private closed = false;
 
   constructor(private readonly options: HttpServerOptions) {
+    this.admission = new IngestAdmission(options.ingestLimits);
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((error) => {
         options.log('error', `${request.method} ${request.url} failed`, error);
@@ -99,19 +104,28 @@ export class HttpServer {
       request.resume();
       this.options.metrics.ingestionRequests.inc({ signal, status });
       const body = encodeErrorStatus(contentType, message);
+      // OTLP/HTTP: 429 and 503 are retryable, after Retry-After when given.
+      if (status === 429 || status === 503) response.setHeader('retry-after', String(RETRY_AFTER_SECONDS));
+      // A body refused before its end is not read further: the connection cannot carry another request.
+      if (!request.complete) response.setHeader('connection', 'close');
       send(response, status, contentType === 'json' ? 'application/json' : 'application/x-protobuf', body);
     };
     const principal = this.authenticate(request.headers.authorization);
     if (!principal) return fail(401, 'missing or invalid API key: send "Authorization: Bearer <key>"');
+    let admitted;
     try {
       contentType = contentTypeOf(request.headers['content-type']);
+      admitted = this.admission.admit(principal.name);
       const body = await decodeBody(request, request.headers['content-encoding'], {
         maxBytes: this.options.maxBodyBytes,
+        charge: admitted.charge,
       });
       await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0]);
     } catch (error) {
       if (error instanceof OtlpDecodeError) return fail(error.httpStatus, error.message);
       throw error;
+    } finally {
+      admitted?.release();
     }
     this.options.metrics.ingestionRequests.inc({ signal, status: 200 });
     send(
@@ -122,7 +136,7 @@ export class HttpServer {
     );
   }
 
-  private authenticate(header: string | undefined): { audiences: readonly string[] } | null {
+  private authenticate(header: string | undefined): { name: string; audiences: readonly string[] } | null {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     return match ? this.options.keyring.byKey(match[1]) : null;
   }

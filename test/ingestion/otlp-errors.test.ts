@@ -13,6 +13,7 @@ import {
   otlpErrorCodes,
   type OtlpContentType,
 } from '../../src/ingestion/otlp/index.js';
+import { IngestAdmission } from '../../src/ingestion/admission.js';
 import { jsonBody } from './otel-sdk.js';
 
 // Protobuf built field by field, so that the bytes can be wrong in exactly one place.
@@ -368,6 +369,15 @@ describe('otlpErrorCodes', () => {
       decodeLogs(Buffer.from('{'), 'json');
     } catch (error) {
       record(error);
+    }
+    const admission = new IngestAdmission({ concurrent: 1, concurrentPerKey: 1, memoryBytes: 10 });
+    admission.admit('a');
+    for (const key of ['a', 'b']) {
+      try {
+        admission.admit(key);
+      } catch (error) {
+        record(error);
+      }
     }
     assert.deepEqual(
       Object.fromEntries(triggered),

@@ -12,6 +12,8 @@ export const DEFAULT_MAX_BODY_BYTES = 100 * 1024 * 1024;
 export interface DecodeBodyOptions {
   /** Largest accepted body after decompression, in bytes; defaults to {@link DEFAULT_MAX_BODY_BYTES}. */
   readonly maxBytes?: number;
+  /** Called with the size of each decoded chunk as it arrives; may throw to refuse the body (a budget). */
+  readonly charge?: (bytes: number) => void;
 }
 
 const tooLarge = (max: number): OtlpDecodeError =>
@@ -27,12 +29,17 @@ function encodingOf(header: string | undefined): 'identity' | 'gzip' {
   throw new OtlpDecodeError('OTLP_UNSUPPORTED_ENCODING', `unsupported Content-Encoding '${header}' (use gzip or none)`);
 }
 
-async function collect(chunks: AsyncIterable<Uint8Array>, max: number): Promise<Uint8Array> {
+async function collect(
+  chunks: AsyncIterable<Uint8Array>,
+  max: number,
+  charge?: (bytes: number) => void,
+): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of chunks) {
     size += chunk.byteLength;
     if (size > max) throw tooLarge(max); // leaving the loop stops (destroys) the source
+    charge?.(chunk.byteLength);
     parts.push(chunk);
   }
   return parts.length === 1 ? parts[0] : Buffer.concat(parts, size);
@@ -51,8 +58,9 @@ export async function decodeBody(
   const max = options.maxBytes ?? DEFAULT_MAX_BODY_BYTES;
   const encoding = encodingOf(contentEncoding);
   if (encoding === 'identity') {
-    if (!(body instanceof Uint8Array)) return collect(body, max);
+    if (!(body instanceof Uint8Array)) return collect(body, max, options.charge);
     if (body.byteLength > max) throw tooLarge(max);
+    options.charge?.(body.byteLength);
     return body;
   }
   // highWaterMark 1: read no further ahead of the gunzip than one chunk.
@@ -63,7 +71,7 @@ export async function decodeBody(
   try {
     await pipeline(source, createGunzip(), async (gunzipped: AsyncIterable<Uint8Array>) => {
       try {
-        result = await collect(gunzipped, max);
+        result = await collect(gunzipped, max, options.charge);
       } catch (error) {
         refusal = error; // the pipeline reports it as an abort: keep the cause
         throw error;

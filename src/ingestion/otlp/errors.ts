@@ -12,6 +12,18 @@ export const otlpErrors = declareErrors('ingestion', {
     httpStatus: 413,
     meaning: 'the (decompressed) body is larger than ORRERY_MAX_BODY_BYTES',
   },
+  OTLP_THROTTLED: {
+    status: 'RESOURCE_EXHAUSTED',
+    httpStatus: 429,
+    meaning:
+      'the key has ORRERY_INGEST_MAX_CONCURRENT_PER_KEY requests (or half of ORRERY_INGEST_MEMORY_BYTES) in progress; retry after Retry-After',
+  },
+  OTLP_OVERLOADED: {
+    status: 'UNAVAILABLE',
+    httpStatus: 503,
+    meaning:
+      'the server has ORRERY_INGEST_MAX_CONCURRENT requests (or ORRERY_INGEST_MEMORY_BYTES) in progress; retry after Retry-After',
+  },
   OTLP_UNSUPPORTED_ENCODING: {
     status: 'INVALID_ARGUMENT',
     httpStatus: 415,
@@ -33,7 +45,7 @@ export type OtlpErrorCode = keyof typeof otlpErrorCodes;
 /** An OTLP request the server refuses: a stable code, its HTTP status and a message naming the bad input. */
 export class OtlpDecodeError extends OrreryError {
   declare readonly code: OtlpErrorCode;
-  declare readonly httpStatus: 400 | 413 | 415;
+  declare readonly httpStatus: 400 | 413 | 415 | 429 | 503;
 
   constructor(code: OtlpErrorCode, message: string) {
     super(code, message);
