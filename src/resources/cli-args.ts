@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseDuration } from './declarations.js';
 import { ResourcesCliError } from './errors.js';
 
 /** `orrery resources help`. */
@@ -12,6 +13,9 @@ Database resources as code: stored columns, indexes, projections and rollups dec
 commands:
   validate --dir <folder>   check every resources file against the server's view sets: each
                             error and warning as <file>: <entry>: error|warning: <message>
+           [--online]       also compare each ready rollup with the raw rows over its most
+                            recent complete buckets (a mismatch is an error)
+           [--rollup-window <duration>]  the longest window compared (default 1h)
   help                      print this text
 
 options:
@@ -33,12 +37,14 @@ export interface ResourcesArgs {
   readonly server: string;
   readonly key: string | undefined;
   readonly tls: false | true | { readonly ca: Buffer };
+  /** validate --online: the rollups compared with raw rows too, over at most this many seconds. */
+  readonly online: false | { readonly windowSeconds: number };
 }
 
 const commands: readonly ResourcesCommand[] = ['validate', 'help'];
 const connectionOptions = ['server', 'key', 'tls', 'tls-ca'];
 const allowed: Record<ResourcesCommand, readonly string[]> = {
-  validate: ['dir', ...connectionOptions],
+  validate: ['dir', 'online', 'rollup-window', ...connectionOptions],
   help: [],
 };
 const options = {
@@ -47,6 +53,8 @@ const options = {
   key: { type: 'string' },
   tls: { type: 'boolean' },
   'tls-ca': { type: 'string' },
+  online: { type: 'boolean' },
+  'rollup-window': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -64,7 +72,13 @@ export function parseResourcesArgs(
   const { values, positionals } = parsed;
   const [word, ...rest] = positionals;
   const server = values.server ?? (env.ORRERY_FLIGHT_SQL_ADDR || '127.0.0.1:50051');
-  const base = { dir: values.dir, server, key: values.key ?? (env.ORRERY_API_KEY || undefined), tls: false as const };
+  const base = {
+    dir: values.dir,
+    server,
+    key: values.key ?? (env.ORRERY_API_KEY || undefined),
+    tls: false as const,
+    online: false as const,
+  };
   if (values.help || word === undefined || word === 'help') return { ...base, command: 'help' };
   if (!commands.includes(word as ResourcesCommand))
     throw new ResourcesCliError('RESOURCES_USAGE', `unknown command '${word}'`);
@@ -78,7 +92,20 @@ export function parseResourcesArgs(
     throw new ResourcesCliError('RESOURCES_USAGE', `'${command}' needs --dir <folder>`);
   if (!/^.+:\d+$/.test(server))
     throw new ResourcesCliError('RESOURCES_USAGE', `server address '${server}' is not host:port`);
-  return { ...base, command, tls: values['tls-ca'] ? { ca: readCa(values['tls-ca']) } : (values.tls ?? false) };
+  if (values['rollup-window'] !== undefined && !values.online)
+    throw new ResourcesCliError('RESOURCES_USAGE', '--rollup-window applies to validate --online');
+  const windowSeconds = parseDuration(values['rollup-window'] ?? '1h');
+  if (windowSeconds === null)
+    throw new ResourcesCliError(
+      'RESOURCES_USAGE',
+      `--rollup-window '${values['rollup-window']}' is not a duration such as 1h`,
+    );
+  return {
+    ...base,
+    command,
+    tls: values['tls-ca'] ? { ca: readCa(values['tls-ca']) } : (values.tls ?? false),
+    online: values.online ? { windowSeconds } : false,
+  };
 }
 
 function readCa(path: string): Buffer {

@@ -96,7 +96,33 @@ async function validateCommand(args: ResourcesArgs, client: FlightSqlClient, io:
   io.out(
     `${result.entries.length} valid entr${result.entries.length === 1 ? 'y' : 'ies'}, ${errors.length} error(s), ${warnings} warning(s).`,
   );
-  return errors.length > 0 ? resourcesExitStatus.invalid : resourcesExitStatus.ok;
+  const mismatches = args.online ? await validateOnline(client, args.online.windowSeconds, io) : 0;
+  return errors.length > 0 || mismatches > 0 ? resourcesExitStatus.invalid : resourcesExitStatus.ok;
+}
+
+/** validate --online: the server's validate_rollups, one line per rollup; answers the number of mismatches. */
+async function validateOnline(client: FlightSqlClient, windowSeconds: number, io: ResourcesIo): Promise<number> {
+  const rows = (
+    await client.query(
+      `SELECT rollup, status, CAST(window_from AS VARCHAR) AS window_from, CAST(window_to AS VARCHAR) AS window_to, buckets, detail FROM validate_rollups('${windowSeconds} seconds')`,
+    )
+  ).toArray() as Array<{
+    rollup: string;
+    status: string;
+    window_from: string | null;
+    window_to: string | null;
+    buckets: bigint;
+    detail: string | null;
+  }>;
+  for (const r of rows) {
+    if (r.status === 'ok')
+      io.out(`rollup ${r.rollup}: ok (${r.buckets} buckets from ${r.window_from} to ${r.window_to})`);
+    else if (r.status === 'skipped') io.out(`rollup ${r.rollup}: skipped: ${r.detail}`);
+    else io.err(`rollup ${r.rollup}: error: mismatch from ${r.window_from} to ${r.window_to}: ${r.detail}`);
+  }
+  const mismatches = rows.filter((r) => r.status === 'mismatch').length;
+  io.out(`${rows.length} rollup(s) checked online, ${mismatches} mismatch(es).`);
+  return mismatches;
 }
 
 /** By file, then in the order found. */
