@@ -203,18 +203,25 @@ async function define(
       arity(name, args, 0);
       // Series tables are view sets too: no view maker, one global instance, no update group.
       const series = lakehouse.tables ? [...(await lakehouse.tables.list()).values()] : [];
-      // The instance-only sets have a view maker (view_instance) and no global instance.
+      // has_view_maker: view_instance(set, id) serves instances of the set: the instance-only sets
+      // (which have no global instance) and the view sets with a process_id column to narrow by.
       const rows = [
-        ...lakehouse.views.all().map((v) => ({ ...v, perInstance: false })),
-        ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null, perInstance: false })),
-        ...instanceViews.map((v) => ({ name: v.name, columns: v.columns, updateGroup: null, perInstance: true })),
+        ...lakehouse.views.all().map((v) => ({ ...v, viewMaker: hasProcessInstances(v), global: true })),
+        ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null, viewMaker: false, global: true })),
+        ...instanceViews.map((v) => ({
+          name: v.name,
+          columns: v.columns,
+          updateGroup: null,
+          viewMaker: true,
+          global: false,
+        })),
       ].map((v) =>
         [
           quoteLiteral(v.name),
           `from_hex('${schemaHash(v.columns).toString('hex')}')`,
           quoteLiteral(v.columns.map((c) => `${c.name} ${c.type}`).join(', ')),
-          String(v.perInstance),
-          String(!v.perInstance),
+          String(v.viewMaker),
+          String(v.global),
           v.updateGroup === null ? 'NULL' : String(v.updateGroup),
         ].join(', '),
       );
@@ -254,6 +261,12 @@ async function define(
       const perInstance = instanceView(view);
       if (perInstance && instance === 'global')
         throw invalid(`view_instance: ${view} has no global instance; name a ${perInstance.instance}`);
+      const set = lakehouse.views.get(view);
+      if (set && instance !== 'global' && !hasProcessInstances(set)) {
+        throw invalid(
+          `view_instance: view set '${view}' has no per-process instances (no process_id column); use 'global'`,
+        );
+      }
       const filter = instance === 'global' ? '' : ` WHERE process_id = ${quoteLiteral(instance)}`;
       const body = perInstance ? perInstance.relation(instance) : `SELECT * FROM ${quoteIdentifier(view)}${filter}`;
       return [`CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE ${body}`];
@@ -335,6 +348,11 @@ async function readerPartitions(
            FROM __list_partitions_files p JOIN (${summaries.join(' UNION ALL ')}) s USING (file)
           ORDER BY p.view_set_name, p.view_instance_id, p.begin_insert_time`;
   return [...statements, `CREATE OR REPLACE TEMP MACRO list_partitions() AS TABLE ${body}`];
+}
+
+/** Whether view_instance(set, process_id) can narrow the set to one process. */
+function hasProcessInstances(view: ViewSet): boolean {
+  return view.columns.some((c) => c.name === 'process_id');
 }
 
 function arity(name: string, args: unknown[], count: number): void {

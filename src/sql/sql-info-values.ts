@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import type { SqlInfoValue, SqlInfoValues } from '../flight/index.js';
 
 // What Orrery answers to GetSqlInfo beyond the protocol defaults: its name and version,
@@ -71,6 +74,28 @@ const datetimeFunctions = [
   'to_timestamp',
 ];
 
+/**
+ * The version of an installed package: the package.json of that name above its entry point (its
+ * exports do not include package.json).
+ */
+export function installedVersion(name: string): string {
+  for (let dir = dirname(createRequire(import.meta.url).resolve(name)); dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (manifest.name === name && manifest.version) return manifest.version;
+    } catch {
+      // no package.json at this level
+    }
+  }
+  throw new Error(`no package.json of ${name} above its entry point`);
+}
+
+/** The Arrow version this server encodes with (SqlInfo 2): the apache-arrow package it runs. */
+const arrowVersion = installedVersion('apache-arrow');
+
 /** `transactions`: BeginTransaction / EndTransaction are answered (where series tables are). */
 export function sqlInfo(version: string, supports: { transactions: boolean }): SqlInfoValues {
   return new Map<number, SqlInfoValue>([
@@ -89,7 +114,7 @@ export function sqlInfo(version: string, supports: { transactions: boolean }): S
       : []),
     [0, 'Orrery'],
     [1, version],
-    [2, '21.2.0'],
+    [2, arrowVersion],
     [508, keywords],
     [509, numericFunctions],
     [510, stringFunctions],

@@ -1,5 +1,6 @@
 // Flight SQL metadata commands: the mandated schemas, exactly, and the filters.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import type { Schema } from 'apache-arrow';
 import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
@@ -138,6 +139,17 @@ describe('metadata commands', () => {
     assert.equal(value.get(2), true);
     assert.equal(value.get(3), 1); // transactions (issue 12)
     assert.equal(value.get(6), 3n); // default isolation REPEATABLE READ (issue 12)
+  });
+
+  it('GetSqlInfo names the server and Arrow versions of the installed packages (issue 8)', async () => {
+    const root = new URL('../../../', import.meta.url);
+    const version = (path: string): string =>
+      (JSON.parse(readFileSync(new URL(path, root), 'utf8')) as { version: string }).version;
+    const { table } = await c.command('CommandGetSqlInfo', { info: [1, 2] });
+    assert.deepEqual(
+      [...table.getChild('value')!],
+      [version('package.json'), version('node_modules/apache-arrow/package.json')],
+    );
   });
 
   it('GetSqlInfo with no ids lists 17 rows below 508, then the keyword and function lists', async () => {
