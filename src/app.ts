@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import { ConfigError, type Config } from './config.js';
-import { isErrorOf } from './errors/index.js';
+import { closeAll, isErrorOf, type Closer } from './errors/index.js';
 import {
   DuckDBEngine,
   engineErrors,
@@ -46,7 +46,9 @@ export interface Orrery {
   /** The metadata store, for embedding and tests. */
   readonly metadata: MetadataStore;
   readonly store: ObjectStore;
+  /** Closes every role, each even when another fails; rejects with an AggregateError naming each failure. Idempotent. */
   close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export const version: string = (
@@ -84,14 +86,17 @@ export function keyringFromConfig(
 
 /** Starts the roles asked for; on failure, stops what had started. */
 export async function startOrrery(config: Config, log: Log, role: Role = 'all'): Promise<Orrery> {
-  const closers: Array<() => Promise<void> | void> = [];
+  // Closed in the reverse order of start: stop accepting work first, release the pools last.
+  const closers: Closer[] = [];
   let started = false;
-  const closeAll = async (): Promise<void> => {
-    for (const close of closers.reverse()) await close();
-  };
+  const closeStarted = (): Promise<void> => closeAll([...closers].reverse());
   try {
     const { keyring, connectHint, createdFile } = keyringFromConfig(config, log);
-    if (createdFile) closers.push(() => (started ? undefined : rmSync(createdFile, { force: true })));
+    if (createdFile)
+      closers.push({
+        name: 'the generated key file',
+        close: () => (started ? undefined : rmSync(createdFile, { force: true })),
+      });
     const threadPool = Number(process.env.UV_THREADPOOL_SIZE || 4);
     if (role !== 'maintain' && threadPool < config.queryLimits.admission.running + 4) {
       log(
@@ -106,7 +111,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       dataDir: config.dataDir,
       log,
     });
-    closers.push(() => metadata.close());
+    closers.push({ name: 'the metadata store', close: () => metadata.close() });
     const store: ObjectStore = config.objectStoreUri
       ? objectStoreFromUri(config.objectStoreUri)
       : new FileObjectStore(join(config.dataDir, 'lake'));
@@ -136,7 +141,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
 
     const { engine: maintenanceEngine, lake: maintenanceLake } = await createEngine(engineOptions, extensions, log);
     const seriesNames = (): Set<string> => new Set([...reservedNames, ...views.all().map((v) => v.name)]);
-    closers.push(() => maintenanceEngine.close());
+    closers.push({ name: 'the maintenance engine', close: () => maintenanceEngine.close() });
     const loader = new ViewLoader({
       db: metadata,
       engine: maintenanceEngine,
@@ -148,7 +153,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     });
     await loader.load();
     loader.start();
-    closers.push(() => loader.close());
+    closers.push({ name: 'the view set loader', close: () => loader.close() });
     const lakehouse = { db: metadata, store, views, loader };
     const materializer = new Materializer({
       db: metadata,
@@ -165,7 +170,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     let daemon: MaintenanceDaemon | undefined;
     if (role !== 'maintain') {
       const { engine, lake } = await createEngine(engineOptions, extensions, log);
-      closers.push(() => engine.close());
+      closers.push({ name: 'the query engine', close: () => engine.close() });
       const tables = lake ? new SeriesTables(engine, seriesNames) : undefined;
       const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames) : undefined;
       await rollups?.prepare();
@@ -187,13 +192,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         ddl,
       };
       const service = new SqlService(keyring, engine, version, backend, { limits: config.queryLimits, metrics });
-      closers.push(() => service.close());
+      closers.push({ name: 'the SQL service', close: () => service.close() });
       const server = new FlightSqlServer<Principal>(service, {
         address: config.flightAddress,
         tls: config.tls,
         log,
       });
-      closers.push(() => server.close());
+      closers.push({ name: 'the Flight SQL server', close: () => server.close() });
       ({ port: flightPort } = await server.start());
       log('info', `Flight SQL listening on ${hostOf(config.flightAddress)}:${flightPort}${config.tls ? ' (TLS)' : ''}`);
     }
@@ -212,7 +217,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
         onBackfill: (view, outcome) => metrics.backfilledRanges.inc({ view_set: view, outcome }),
       });
-      closers.push(() => daemon!.close());
+      closers.push({ name: 'the maintenance daemon', close: () => daemon!.close() });
       daemon.start();
       if (maintenanceLake) {
         const rollups = new Rollups(
@@ -236,7 +241,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
               (Date.now() - Date.parse(`${watermark.replace(' ', 'T')}Z`)) / 1000,
             );
         });
-        closers.push(() => jobs.close());
+        closers.push({ name: 'the rollup refresh jobs', close: () => jobs.close() });
         jobs.start();
       }
       log('info', 'maintenance daemon started');
@@ -254,15 +259,16 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       },
       log,
     });
-    closers.push(() => http.close());
+    closers.push({ name: 'the HTTP server', close: () => http.close() });
     const { port: httpPort } = await http.start();
     log('info', `HTTP (OTLP, /health, /ready, /metrics) listening on ${hostOf(config.httpAddress)}:${httpPort}`);
     if (connectHint) log('info', connectHint);
     started = true;
     let closing: Promise<void> | undefined;
-    return { flightPort, httpPort, daemon, metadata, store, close: () => (closing ??= closeAll()) };
+    const close = (): Promise<void> => (closing ??= closeStarted());
+    return { flightPort, httpPort, daemon, metadata, store, close, [Symbol.asyncDispose]: close };
   } catch (error) {
-    await closeAll();
+    await closeStarted().catch((failure: unknown) => log('error', 'closing what had started failed', failure));
     throw error;
   }
 }

@@ -67,7 +67,13 @@ async function main(argv: string[]): Promise<number> {
   });
   const orrery = await startOrrery(loadConfig(), log, command);
   log('info', `${await stopSignal} received, shutting down`);
-  await orrery.close();
+  try {
+    await orrery.close();
+  } catch (error) {
+    // Every part was asked to close; the AggregateError names each one that failed.
+    log('error', `shutdown incomplete: ${(error as Error).message}`);
+    return 1;
+  }
   return 0;
 }
 

@@ -23,8 +23,8 @@ export interface BatchInsert {
   readonly catalog: string;
   readonly native: boolean;
   run(sql: string): Promise<number>;
-  /** Another connection to the same database, outside the caller's transaction. */
-  connect(): Promise<DuckDBConnection>;
+  /** Another connection to the same database, outside the caller's transaction; closed by `close()`. */
+  connect(): Promise<{ readonly connection: DuckDBConnection; close(): void }>;
 }
 
 /** The in-memory databases that hold an ingest's stream are named from this (statements may not name them). */
@@ -64,7 +64,8 @@ async function streamed(
   // is no second database written by the caller's transaction, and is seen by it (a database
   // attached after a transaction began is new to it, unlike a view added to one it has read).
   const database = `${ingestCatalogPrefix}${randomBytes(6).toString('hex')}`;
-  const side = await target.connect();
+  const own = await target.connect();
+  const side = own.connection;
   let sink: NativeArrowIngest | undefined;
   let wake: () => void = () => {};
   try {
@@ -81,7 +82,7 @@ async function streamed(
   } catch (error) {
     await side.run(`USE ${target.catalog}`).catch(() => {});
     await side.run(`DETACH DATABASE IF EXISTS ${database}`).catch(() => {});
-    side.closeSync();
+    own.close();
     throw error instanceof OrreryError ? error : sqlError(error);
   }
   let statementEnded = false;
@@ -121,7 +122,7 @@ async function streamed(
   } finally {
     await side.run(`USE ${target.catalog}`).catch(() => {});
     await side.run(`DETACH DATABASE IF EXISTS ${database}`).catch(() => {});
-    side.closeSync();
+    own.close();
     sink.close();
   }
 }

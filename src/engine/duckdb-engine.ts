@@ -97,7 +97,11 @@ export interface RunOptions {
 export class EngineSession {
   private closed = false;
 
-  constructor(readonly connection: DuckDBConnection) {}
+  constructor(
+    readonly connection: DuckDBConnection,
+    /** Closes the connection (and tells the engine, whose close() waits for it). */
+    private readonly release: (connection: DuckDBConnection) => void,
+  ) {}
 
   get isClosed(): boolean {
     return this.closed;
@@ -106,7 +110,7 @@ export class EngineSession {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.connection.closeSync();
+    this.release(this.connection);
   }
 }
 
@@ -136,7 +140,11 @@ const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, State
  */
 export class DuckDBEngine {
   private closed = false;
+  private closing: Promise<void> | undefined;
   private readonly pool: ConnectionPool;
+  /** Every connection in use now (statements, sessions); close() interrupts them and waits for them. */
+  private readonly busy = new Set<DuckDBConnection>();
+  private drained: (() => void) | undefined;
   /** Parse trees by statement text, least recently used first (see serializedTree). */
   private readonly parsedTrees = new Map<string, string>();
 
@@ -340,7 +348,7 @@ export class DuckDBEngine {
       reusable = true;
       return rows;
     } catch (error) {
-      throw sqlError(error);
+      throw this.failure(error);
     } finally {
       // Callers read catalog functions with a SELECT; anything else leaves nothing behind.
       release(reusable && /^\s*SELECT\b/i.test(sql));
@@ -372,7 +380,7 @@ export class DuckDBEngine {
       const reader = await connection.runAndReadAll(sql);
       return reader.getRows()[0].map((value) => (value === null ? null : String(value)));
     } catch (error) {
-      throw sqlError(error);
+      throw this.failure(error);
     } finally {
       release(true);
     }
@@ -393,11 +401,11 @@ export class DuckDBEngine {
       try {
         return (await connection.run(sql)).rowsChanged;
       } catch (error) {
-        throw sqlError(error);
+        throw this.failure(error);
       }
     };
     // The stream's own connection is never a pooled one: it attaches a database and changes its default.
-    const connect = async (): Promise<DuckDBConnection> => (await this.openSession()).connection;
+    const connect = (): Promise<EngineSession> => this.openSession();
     const target = { connection, catalog: catalogName, native: this.nativeExport, run, connect };
     return insertBatches(target, schema, batches, sqlFor);
   }
@@ -436,12 +444,52 @@ export class DuckDBEngine {
     });
   }
 
-  /** Stops accepting work and releases DuckDB. Idempotent. */
-  close(): void {
-    if (this.closed) return;
+  /**
+   * Refuses new work (ENGINE_CLOSED), interrupts the statements running, waits until each has let
+   * go of its connection (at most `graceMs`: a result whose consumer never resumes it holds one),
+   * then releases DuckDB. Statements interrupted this way fail with ENGINE_CLOSED. Idempotent.
+   */
+  close(graceMs = 5000): Promise<void> {
+    return (this.closing ??= this.shutdown(graceMs));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
     this.closed = true;
     this.pool.close();
+    for (const connection of this.busy) connection.interrupt();
+    if (this.busy.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        timer = setTimeout(resolve, graceMs);
+      });
+      clearTimeout(timer);
+    }
     this.instance.closeSync();
+  }
+
+  /** Marks a connection in use (closed() interrupts it), or refuses it when the engine has closed since. */
+  private claim(connection: DuckDBConnection, giveBack: () => void): void {
+    if (this.closed) {
+      giveBack();
+      throw engineClosed();
+    }
+    this.busy.add(connection);
+  }
+
+  /** A connection is no longer in use; the last one lets a pending close() go on. */
+  private unclaim(connection: DuckDBConnection): void {
+    this.busy.delete(connection);
+    if (this.busy.size === 0) this.drained?.();
+  }
+
+  /** The error to report for a failure: the guard's stop, ENGINE_CLOSED once closing, else DuckDB's. */
+  private failure(error: unknown, guard?: StatementGuard): OrreryError {
+    return guard?.stopped ?? (this.closed ? engineClosed() : sqlError(error));
   }
 
   /** Streams the statement's batches, for each parameter row in turn. */
@@ -451,7 +499,7 @@ export class DuckDBEngine {
     let reusable = false;
     try {
       const prepared = await prepare(connection, sql).catch((error: OrreryError) => {
-        throw guard.reported(error);
+        throw this.failure(error, guard);
       });
       try {
         const rowSets = Math.max(1, parameterRowCount(options.parameters));
@@ -477,7 +525,7 @@ export class DuckDBEngine {
     guard: StatementGuard,
   ): AsyncGenerator<RecordBatch> {
     const result = await prepared.stream().catch((error) => {
-      throw guard.reported(sqlError(error));
+      throw this.failure(error, guard);
     });
     const types = columnTypesOf(result);
     const batchBytes = this.batchBytes;
@@ -496,7 +544,7 @@ export class DuckDBEngine {
     try {
       for (;;) {
         const batch = await pending.catch((error) => {
-          throw guard.reported(sqlError(error));
+          throw this.failure(error, guard);
         });
         pending = null;
         if (!batch) break;
@@ -531,12 +579,12 @@ export class DuckDBEngine {
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
         return result;
       } catch (error) {
-        throw sqlError(error);
+        throw this.failure(error);
       } finally {
         prepared.destroySync();
       }
     } catch (error) {
-      throw guard.reported(error as OrreryError);
+      throw this.failure(error, guard);
     } finally {
       guard.dispose();
       release(reusable);
@@ -557,13 +605,18 @@ export class DuckDBEngine {
   async openSession(): Promise<EngineSession> {
     if (this.closed) throw engineClosed();
     const connection = await this.instance.connect();
+    this.claim(connection, () => connection.closeSync());
+    const session = new EngineSession(connection, (closing) => {
+      closing.closeSync();
+      this.unclaim(closing);
+    });
     try {
       await connection.run(`USE ${catalogName}`);
     } catch (error) {
-      connection.closeSync();
-      throw sqlError(error);
+      session.close();
+      throw this.failure(error);
     }
-    return new EngineSession(connection);
+    return session;
   }
 
   /** The session's connection (with the setup run on it), or one of the pool's with exactly that setup. */
@@ -571,15 +624,22 @@ export class DuckDBEngine {
     if (!session) {
       if (this.closed) throw engineClosed();
       const { connection, key } = await this.pool.acquire(setup).catch((error) => {
-        throw sqlError(error);
+        throw this.failure(error);
       });
-      return { connection, release: (reusable) => this.pool.release(connection, key, reusable) };
+      this.claim(connection, () => this.pool.release(connection, key, false));
+      return {
+        connection,
+        release: (reusable) => {
+          this.unclaim(connection);
+          this.pool.release(connection, key, reusable && !this.closed);
+        },
+      };
     }
     if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
     try {
       for (const statement of setup) await session.connection.run(statement);
     } catch (error) {
-      throw sqlError(error);
+      throw this.failure(error);
     }
     return { connection: session.connection, release: () => {} };
   }

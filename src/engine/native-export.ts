@@ -44,7 +44,13 @@ export interface NativeArrowIngest {
 }
 
 interface NativeModule {
-  Exporter: new (result: unknown, kinds: Int32Array, batchBytes: number, framingRoom: number) => NativeExporter;
+  Exporter: new (
+    result: unknown,
+    kinds: Int32Array,
+    batchBytes: number,
+    framingRoom: number,
+    maxBinaryBytes: number,
+  ) => NativeExporter;
   ArrowIngest: new (
     connection: unknown,
     view: string,
@@ -133,16 +139,21 @@ function nativeKind(type: DuckDBType, arrow: DataType): [Kind, number] | null {
   }
 }
 
+/** Arrow's utf8 and binary offsets are int32: the most string bytes one column of a batch may hold. */
+const maxOffset = 2 ** 31 - 1;
+
 /**
  * Batches of a streaming DuckDB result filled by the native exporter, or null when the
  * module is missing or a column type is not one it fills. The result must stay open (and
- * its connection too) until the source is closed.
+ * its connection too) until the source is closed. A batch is cut before its string bytes
+ * in a column pass `maxBinaryBytes` (default and most: what int32 offsets reach).
  */
 export function nativeBatches(
   result: DuckDBResult,
   schema: Schema,
   types: readonly DuckDBType[],
   batchBytes: number,
+  maxBinaryBytes = maxOffset,
 ): BatchSource | null {
   const module = nativeExportModule();
   if (!module) return null;
@@ -154,6 +165,7 @@ export function nativeBatches(
     Int32Array.from(kinds.flatMap((k) => k!)),
     batchBytes,
     room,
+    maxBinaryBytes,
   );
   const structType = new Struct(schema.fields);
   return {

@@ -45,11 +45,6 @@ export class StatementGuard {
     if (this.stop) throw this.stop;
   }
 
-  /** The error to report for a failure: the stop when there was one, else `error` as given. */
-  reported(error: OrreryError): OrreryError {
-    return this.stop ?? error;
-  }
-
   /** Interrupts DuckDB's work without it counting as a stop (the consumer stopped reading). */
   halt(): void {
     this.connection.interrupt();

@@ -111,7 +111,5 @@ export function isErrorOf<Code extends string>(
   );
 }
 
-/** The message of any thrown value. */
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+export { messageOf } from './messages.js';
+export { closeAll, type Closer } from './close-all.js';

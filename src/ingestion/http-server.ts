@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Keyring } from '../auth/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { IngestAdmission, RETRY_AFTER_SECONDS, type IngestLimits } from './admission.js';
+import { httpErrors } from './errors.js';
 import type { IngestionService } from './ingestion-service.js';
 import {
   OtlpDecodeError,
@@ -55,6 +56,7 @@ export class HttpServer {
   }
 
   async start(): Promise<{ host: string; port: number }> {
+    if (this.closed) throw httpErrors.error('HTTP_SERVER_CLOSED', 'the HTTP server has been closed');
     const colon = this.options.address.lastIndexOf(':');
     const host = this.options.address.slice(0, colon).replace(/^\[|\]$/g, '');
     await new Promise<void>((resolve, reject) => {
@@ -72,6 +74,10 @@ export class HttpServer {
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
     });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {

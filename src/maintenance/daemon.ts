@@ -8,6 +8,7 @@ import {
   type ObjectStore,
 } from '../lakehouse/index.js';
 import type { InsertRange, ViewSet } from '../views/index.js';
+import { maintenanceErrors } from './errors.js';
 import type { Materializer, Outcome } from './materializer.js';
 
 /** A materialization pass: how often it runs, and which insert-time window it covers. */
@@ -86,6 +87,7 @@ export class MaintenanceDaemon {
    * another version quarantined are retried first: the new version may read them.
    */
   start(): void {
+    if (this.closed) throw maintenanceErrors.error('DAEMON_CLOSED', 'the maintenance daemon has been closed');
     for (const pass of this.options.passes ?? defaultPasses) this.schedule(pass);
     const run = this.retryOtherVersions()
       .catch((error) => this.options.log('error', 'retrying quarantined blocks failed', error))
@@ -121,6 +123,10 @@ export class MaintenanceDaemon {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     await Promise.allSettled([...this.running]);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   /**

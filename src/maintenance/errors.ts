@@ -6,6 +6,7 @@ export const maintenanceErrors = declareErrors('maintenance', {
     status: 'FAILED_PRECONDITION',
     meaning: "a view set's count_src_query did not return one row with one column",
   },
+  DAEMON_CLOSED: { status: 'UNAVAILABLE', meaning: 'the maintenance daemon has been closed (the server is stopping)' },
   SOURCE_VIEW_NOT_LOADED: {
     status: 'FAILED_PRECONDITION',
     meaning: 'a view set reads another view set that is not loaded (its definition failed or was dropped)',

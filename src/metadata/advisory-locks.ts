@@ -54,6 +54,10 @@ export class AdvisoryLocks {
     })());
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   private connect(): Promise<pg.Client> {
     const opening = (this.connection ??= (async () => {
       const client = new pg.Client({ connectionString: this.connectionString });

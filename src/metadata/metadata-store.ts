@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { closeAll } from '../errors/index.js';
 import { AdvisoryLocks } from './advisory-locks.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { MetadataError, messageOf } from './errors.js';
@@ -86,13 +87,16 @@ export class MetadataStore implements MetadataQueries {
     return this.pool.query<R>(text, values);
   }
 
-  /** Releases the locks, ends the pool (waiting for checked-out connections), then stops the embedded server. Idempotent. */
+  /**
+   * Releases the locks, ends the pool (waiting for checked-out connections), then stops the embedded
+   * server: each step even when an earlier one failed, every failure reported. Idempotent.
+   */
   close(): Promise<void> {
-    return (this.closing ??= (async () => {
-      await this.locks.close();
-      await this.pool.end();
-      await this.server?.close();
-    })());
+    return (this.closing ??= closeAll([
+      { name: 'the advisory locks', close: () => this.locks.close() },
+      { name: 'the metadata pool', close: () => this.pool.end() },
+      { name: 'the embedded Postgres server', close: () => this.server?.close() },
+    ]));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

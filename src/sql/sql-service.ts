@@ -142,6 +142,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     this.transactions?.close();
   }
 
+  [Symbol.asyncDispose](): Promise<void> {
+    this.close();
+    return Promise.resolve();
+  }
+
   private get lakehouse(): Lakehouse | undefined {
     return this.backend?.lakehouse;
   }

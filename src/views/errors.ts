@@ -24,6 +24,10 @@ export const viewErrors = declareErrors('views', {
     status: 'FAILED_PRECONDITION',
     meaning: 'the MICROMEGAS_STATIC_TABLES_URL folder cannot be listed',
   },
+  VIEW_LOADER_CLOSED: {
+    status: 'UNAVAILABLE',
+    meaning: 'the view set loader has been closed (the server is stopping)',
+  },
   VIEW_SET_IN_USE: {
     status: 'FAILED_PRECONDITION',
     meaning: 'dropping or replacing the view set would break another view set that reads it',

@@ -1,6 +1,7 @@
 import type { MetadataQueries } from '../metadata/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
 import { storedDefinitions } from './definition-store.js';
+import { viewErrors } from './errors.js';
 import type { StoredDefinition } from './view-definition.js';
 import type { ViewRegistry } from './view-registry.js';
 import { buildViewSet } from './view-validation.js';
@@ -35,11 +36,13 @@ export class ViewLoader {
 
   /** Loads now (or waits for the load already running). */
   async load(force = false): Promise<void> {
+    if (this.closed) throw viewErrors.error('VIEW_LOADER_CLOSED', 'the view set loader has been closed');
     this.loading ??= this.reload(force).finally(() => (this.loading = undefined));
     return this.loading;
   }
 
   start(): void {
+    if (this.closed) throw viewErrors.error('VIEW_LOADER_CLOSED', 'the view set loader has been closed');
     const tick = (): void => {
       this.timer = setTimeout(() => {
         this.load()
@@ -56,6 +59,10 @@ export class ViewLoader {
     this.closed = true;
     clearTimeout(this.timer);
     await this.loading?.catch(() => {});
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   private async reload(force: boolean): Promise<void> {

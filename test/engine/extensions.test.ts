@@ -47,7 +47,7 @@ describe('DuckDB extensions (issue 12)', () => {
       assert.deepEqual(added, [['ducklake_snapshots'], ['postgres_query'], ['s3_region']]);
       assert.deepEqual(await rows(engine, `SELECT current_setting('allow_unsigned_extensions')`), [[false]]);
     } finally {
-      engine.close();
+      await engine.close();
     }
   });
 

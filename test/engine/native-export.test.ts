@@ -3,7 +3,7 @@
 // batch cuts, errors raised mid-stream and consumers that stop early.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
 import { Field, Schema, Table, type RecordBatch } from 'apache-arrow';
 import { arrowType } from '../../src/engine/arrow-types.js';
 import { DuckDBEngine } from '../../src/engine/index.js';
@@ -28,6 +28,24 @@ function plain(value: unknown): unknown {
   if (Symbol.iterator in value && 'length' in value) return Array.from(value as Iterable<unknown>, plain);
   const json = (value as { toJSON?: () => Record<string, unknown> }).toJSON?.() ?? value;
   return Object.fromEntries(Object.entries(json).map(([k, v]) => [k, plain(v)]));
+}
+
+/** Runs `sql` and hands its streaming result to `use`, closing everything after. */
+async function withResult<T>(
+  sql: string,
+  use: (result: DuckDBResult, schema: Schema, types: DuckDBType[]) => Promise<T>,
+): Promise<T> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    const result = await (await connection.prepare(sql)).stream();
+    const types = Array.from({ length: result.columnCount }, (_, i) => result.columnType(i));
+    const schema = new Schema(types.map((type, i) => new Field(result.columnName(i), arrowType(type), true)));
+    return await use(result, schema, types);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
 }
 
 /** Whether the native exporter takes a statement's result (rather than leaving it to JavaScript). */
@@ -62,9 +80,9 @@ describe('native Arrow export', () => {
     native = await DuckDBEngine.create({ threads: 2, batchBytes: 64 * 1024 });
     javascript = await DuckDBEngine.create({ threads: 2, batchBytes: 64 * 1024, nativeExport: false });
   });
-  after(() => {
-    native.close();
-    javascript.close();
+  after(async () => {
+    await native.close();
+    await javascript.close();
   });
 
   async function same(sql: string, byNativeCode = true): Promise<Table> {
@@ -157,6 +175,48 @@ describe('native Arrow export', () => {
     const sizes = batches.slice(0, -1).map((b) => b.data.children.reduce((n, c) => n + c.byteLength, 0));
     assert.ok(Math.min(...sizes) >= 64 * 1024, `smallest batch ${Math.min(...sizes)} bytes`);
     assert.ok(Math.max(...sizes) < 256 * 1024, `largest batch ${Math.max(...sizes)} bytes`);
+  });
+
+  // Issue 8: Arrow's string offsets are int32, so a batch is cut before a column's bytes pass 2 GiB. The
+  // cut is the same at any limit; a small one shows it without allocating gigabytes.
+  it('cuts a batch before its string bytes pass the offset limit, keeping every row in order', async () => {
+    const sql =
+      "SELECT range AS i, repeat('x', 1000) || range AS s, CASE WHEN range % 7 = 0 THEN NULL ELSE 'y' END AS t FROM range(5000)";
+    await withResult(sql, async (result, schema, types) => {
+      const source = nativeBatches(result, schema, types, 1 << 30, 100_000)!;
+      const batches: RecordBatch[] = [];
+      for (let batch = await source.next(); batch; batch = await source.next()) batches.push(batch);
+      source.close();
+      for (const batch of batches) {
+        const strings = batch.getChildAt(1)!.data[0];
+        assert.ok(strings.values.byteLength <= 100_000, `a batch holds ${strings.values.byteLength} string bytes`);
+      }
+      const table = new Table(schema, batches);
+      assert.equal(table.numRows, 5000);
+      assert.ok(batches.length >= 50, `${batches.length} batches`);
+      for (const r of [0, 99, 100, 4999]) {
+        assert.equal(table.getChildAt(0)!.get(r), BigInt(r));
+        assert.equal(table.getChildAt(1)!.get(r), 'x'.repeat(1000) + r);
+        assert.equal(table.getChildAt(2)!.get(r), r % 7 === 0 ? null : 'y');
+      }
+    });
+  });
+
+  it('refuses a value longer than the offset limit, and layouts that do not match the columns (issue 8)', async () => {
+    await withResult("SELECT repeat('x', 2000) AS s", async (result, schema, types) => {
+      const source = nativeBatches(result, schema, types, 1 << 20, 1000)!;
+      await assert.rejects(source.next(), {
+        errorType: 32,
+        message: /a value of more than 1000 bytes does not fit in an Arrow batch/,
+      });
+      source.close();
+    });
+    await withResult('SELECT 1 AS a, 2 AS b', async (result, schema, types) => {
+      assert.throws(() => nativeBatches(result, schema, types.slice(0, 1), 1 << 20), {
+        name: 'TypeError',
+        message: 'Exporter: 1 column layout(s) for a result of 2 column(s)',
+      });
+    });
   });
 
   it('handles an empty result and columns that are all null', async () => {

@@ -101,16 +101,12 @@ export async function startRole(role: Role, env: Record<string, string>): Promis
     throw error;
   }
   let closing: Promise<void> | undefined;
-  return {
-    ...orrery,
-    dataDir,
-    lines,
-    close: () =>
-      (closing ??= (async () => {
-        await orrery.close();
-        rmSync(dataDir, { recursive: true, force: true });
-      })()),
-  };
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      await orrery.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    })());
+  return { ...orrery, dataDir, lines, close, [Symbol.asyncDispose]: close };
 }
 
 /** A Flight SQL client holding a key as its bearer header. */

@@ -14,6 +14,7 @@
 #include <malloc.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -60,8 +61,10 @@ struct Buffer {
     if (size + extra > capacity) {
       size_t grown = capacity ? capacity * 2 : 4096;
       while (grown < size + extra) grown *= 2;
-      bytes = static_cast<uint8_t *>(std::realloc(bytes, grown));
-      if (!bytes) throw std::bad_alloc();
+      // On failure realloc leaves the old block allocated: keep it owned (the destructor frees it).
+      uint8_t *moved = static_cast<uint8_t *>(std::realloc(bytes, grown));
+      if (!moved) throw std::bad_alloc();
+      bytes = moved;
       capacity = grown;
     }
     uint8_t *at = bytes + size;
@@ -109,6 +112,19 @@ struct Column {
   Buffer data;     // binary: the bytes
 
   size_t byteLength() const { return validity.size + values.size + data.size; }
+
+  // How many of rows [start, start + count) of a binary vector fit before the batch's bytes pass
+  // `maxBytes`: Arrow's utf8 and binary offsets are int32, so a batch holds at most 2 GiB - 1 of them.
+  idx_t RowsFitting(duckdb_vector vector, idx_t start, idx_t count, size_t maxBytes) const {
+    const uint64_t *mask = duckdb_vector_get_validity(vector);
+    const duckdb_string_t *slots = static_cast<const duckdb_string_t *>(duckdb_vector_get_data(vector)) + start;
+    size_t total = data.size;
+    for (idx_t i = 0; i < count; i++) {
+      if (rowValid(mask, start + i)) total += slots[i].value.inlined.length;
+      if (total > maxBytes) return i;
+    }
+    return count;
+  }
 
   void start() {
     if (kind == kBinary) *reinterpret_cast<int32_t *>(values.extend(4)) = 0;
@@ -219,18 +235,31 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     return DefineClass(env, "Exporter", {InstanceMethod("next", &Exporter::Next), InstanceMethod("close", &Exporter::Close)});
   }
 
-  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom)
+  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom, maxBinaryBytes)
   Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 4 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber()) {
-      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom)");
+    if (info.Length() < 5 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() ||
+        !info[4].IsNumber()) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom, maxBinaryBytes)");
     }
     resultRef_ = Napi::Persistent(info[0]);
     result_ = info[0].As<Napi::External<duckdb_result>>().Data();
     Napi::Int32Array kinds = info[1].As<Napi::Int32Array>();
-    for (size_t i = 0; i + 1 < kinds.ElementLength(); i += 2) columns_.emplace_back(Kind(kinds[i]), kinds[i + 1]);
+    // Each column is read at its index in every chunk, so the layouts must be exactly one per column.
+    const idx_t resultColumns = duckdb_column_count(result_);
+    if (kinds.ElementLength() != 2 * resultColumns) {
+      throw Napi::TypeError::New(env, "Exporter: " + std::to_string(kinds.ElementLength() / 2) + " column layout(s) for a result of " +
+                                          std::to_string(resultColumns) + " column(s)");
+    }
+    for (size_t i = 0; i + 1 < kinds.ElementLength(); i += 2) {
+      if (kinds[i] < kFixed || kinds[i] > kBinary) throw Napi::TypeError::New(env, "Exporter: unknown column layout " + std::to_string(kinds[i]));
+      columns_.emplace_back(Kind(kinds[i]), kinds[i + 1]);
+    }
     batchBytes_ = size_t(info[2].As<Napi::Number>().Int64Value());
     headroom_ = pad8(size_t(info[3].As<Napi::Number>().Int64Value()));
+    const int64_t maxBinary = info[4].As<Napi::Number>().Int64Value();
+    if (maxBinary <= 0 || maxBinary > INT32_MAX) throw Napi::TypeError::New(env, "Exporter: maxBinaryBytes must be in [1, 2^31 - 1]");
+    maxBinaryBytes_ = size_t(maxBinary);
     fetcher_ = std::thread([this] { FetchLoop(); });
   }
 
@@ -271,7 +300,20 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
         }
       }
       // Variable-width rows go in slices, so one chunk of long strings cannot overshoot the target by much.
-      const idx_t count = hasBinary ? std::min<idx_t>(chunkSize_ - chunkOffset_, 256) : chunkSize_ - chunkOffset_;
+      idx_t count = hasBinary ? std::min<idx_t>(chunkSize_ - chunkOffset_, 256) : chunkSize_ - chunkOffset_;
+      for (size_t c = 0; c < columns_.size(); c++) {
+        if (columns_[c].kind != kBinary) continue;
+        count = columns_[c].RowsFitting(duckdb_data_chunk_get_vector(chunk_, c), chunkOffset_, count, maxBinaryBytes_);
+      }
+      if (count == 0) {
+        // The next row's strings would push an offset past int32: it starts the next batch.
+        if (rows > 0) break;
+        error = "Invalid Input Error: a value of more than " + std::to_string(maxBinaryBytes_) +
+                " bytes does not fit in an Arrow batch (32-bit offsets)";
+        errorType_ = 32;  // DUCKDB_ERROR_INVALID_INPUT: the query's data, not a failure of DuckDB
+        finished_ = true;
+        return false;
+      }
       for (size_t c = 0; c < columns_.size(); c++) {
         columns_[c].append(duckdb_data_chunk_get_vector(chunk_, c), chunkOffset_, count, rows);
       }
@@ -394,6 +436,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   std::vector<Column> columns_;
   size_t batchBytes_ = 1 << 20;
   size_t headroom_ = 0;
+  size_t maxBinaryBytes_ = INT32_MAX;
   duckdb_data_chunk chunk_ = nullptr;
   idx_t chunkOffset_ = 0;
   idx_t chunkSize_ = 0;
@@ -489,13 +532,18 @@ Napi::Value ResultError(const Napi::CallbackInfo &info) {
 }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
-  // Each batch is a fresh ~1 MiB allocation, as is each gRPC frame Node allocates for it. With
-  // glibc's defaults those come from mmap or from arena tops that are trimmed as soon as they are
-  // freed, so every batch paid its pages' faults and zeroing again (50 k faults per 10 M rows).
-  // Serving them from the arenas and keeping up to 256 MiB of freed top lets the memory be
-  // reused: stored scan 0.44 -> 0.37 s per 10 M rows (bench/flight-throughput, A/B).
+  // Process-wide, once, when the module loads (so it applies only where the native exporter runs):
+  // allocations below 32 MiB come from malloc's arenas rather than from mmap. Each batch is a
+  // fresh ~1 MiB allocation, as is each gRPC frame Node allocates for it; served by mmap, every one
+  // paid its pages' faults and zeroing again. It also turns off glibc's sliding thresholds, so the
+  // trim threshold stays at its 128 KiB default and freed memory still goes back to the system.
+  // Measured on 2 cores, 3 M-row stored scan over Flight, server CPU per run (A/B builds alternated,
+  // ROWS=3000000 CEILING=0 ORRERY_ROOT=<A> COMPARE_ROOT=<B> bash bench/flight-throughput/run.sh
+  // --repeats 7 --cases stored; load average 35, so wall times were noise): mmap threshold alone
+  // 0.26 s, with M_TRIM_THRESHOLD 256 MiB as well 0.28 s, trim threshold alone 0.32 s, neither 0.35 s.
+  // The 256 MiB trim threshold this used to set bought nothing measurable and kept up to 256 MiB
+  // of freed memory per arena, so it is gone.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   exports.Set("Exporter", Exporter::Define(env));
   exports.Set("resultError", Napi::Function::New(env, ResultError));
   DefineArrowIngest(env, exports);

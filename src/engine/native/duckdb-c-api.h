@@ -72,6 +72,7 @@ struct ArrowArrayStream {
 // duckdb_arrow_stream is an ArrowArrayStream* in duckdb.h (deprecated there, still exported).
 duckdb_state duckdb_arrow_scan(duckdb_connection connection, const char *table_name, struct ArrowArrayStream *arrow);
 
+idx_t duckdb_column_count(duckdb_result *result);
 duckdb_data_chunk duckdb_fetch_chunk(duckdb_result result);
 idx_t duckdb_data_chunk_get_size(duckdb_data_chunk chunk);
 idx_t duckdb_data_chunk_get_column_count(duckdb_data_chunk chunk);
