@@ -48,8 +48,8 @@ export class IngestionService {
 
   /**
    * Decodes and stores one request body; returns the number of records stored. The whole body is
-   * decoded and checked before anything is written, and its rows go into Postgres in one transaction,
-   * so a request is stored whole or not at all. (Payloads are written first: a payload whose rows never
+   * checked before anything is written, and its rows go into Postgres in one statement, so a request is
+   * stored whole or not at all. (Payloads are written first: a payload whose rows never
    * commit is read by nothing, and a retry of the request finds it in place.)
    */
   async ingest(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, audience: string): Promise<number> {
@@ -57,19 +57,7 @@ export class IngestionService {
     const blocks = this.blocks(signal, body, contentType, now).map((block) => identified(signal, block, audience));
     for (const block of blocks)
       await this.store.putIfAbsent(payloadKey(block.processId, block.streamId, block.blockId), block.payload);
-    // Rows in one order (processes, streams, blocks, each by id), so concurrent requests naming the same
-    // processes wait on each other instead of deadlocking.
-    const byId = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-    const stored = await this.db.transaction(async (tx) => {
-      let count = 0;
-      for (const block of uniqueBy(blocks, (b) => b.processId).sort((a, b) => byId(a.processId, b.processId)))
-        await insertProcess(tx, block, audience);
-      for (const block of uniqueBy(blocks, (b) => b.streamId).sort((a, b) => byId(a.streamId, b.streamId)))
-        await insertStream(tx, signal, block);
-      for (const block of [...blocks].sort((a, b) => byId(a.blockId, b.blockId)))
-        count += await insertBlock(tx, block, audience);
-      return count;
-    });
+    const stored = await insertRows(this.db, signal, blocks, audience);
     this.metrics?.ingestedRecords.inc({ signal }, stored);
     return stored;
   }
@@ -174,51 +162,68 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
   return { ...block, processId, streamId, blockId };
 }
 
-async function insertProcess(client: MetadataQueries, block: StoredBlock, audience: string): Promise<void> {
-  const r = block.resource;
-  await client.query(
-    `INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, now(), $8, $9) ON CONFLICT (process_id) DO NOTHING`,
+/**
+ * Inserts a request's processes, streams and blocks in one statement (one round trip, atomic); returns the
+ * records of the blocks it inserted (0 for those already stored: a retry). Rows go in one order (each
+ * table by id), so concurrent requests naming the same processes wait on each other instead of deadlocking.
+ */
+async function insertRows(
+  db: MetadataQueries,
+  signal: OtlpSignal,
+  blocks: readonly StoredBlock[],
+  audience: string,
+): Promise<number> {
+  const byId = (key: (b: StoredBlock) => string) => (a: StoredBlock, b: StoredBlock) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
+  const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
+  const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
+  const sorted = [...blocks].sort(byId((b) => b.blockId));
+  const r = (b: StoredBlock, name: string): string | null => text(b.resource[name]);
+  const result = await db.query<{ stored: string }>(
+    `WITH p AS (
+       INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
+       SELECT id, exe, username, realname, computer, distro, cpu_brand, now(), properties, $9
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
+              AS t (id, exe, username, realname, computer, distro, cpu_brand, properties)
+       ON CONFLICT (process_id) DO NOTHING
+     ), s AS (
+       INSERT INTO streams (stream_id, process_id, tags, properties, format)
+       SELECT id, process_id, ARRAY[$12::text], '{}', $13 FROM unnest($10::uuid[], $11::uuid[]) AS t (id, process_id)
+       ON CONFLICT (stream_id) DO NOTHING
+     ), b AS (
+       INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
+                           object_offset, payload_size, audience)
+       SELECT id, stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, 0, payload_size, $9
+         FROM unnest($14::uuid[], $15::uuid[], $16::uuid[], $17::timestamptz[], $18::timestamptz[], $19::int[], $20::bigint[])
+              AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_size)
+       ON CONFLICT (block_id) DO NOTHING
+       RETURNING nb_objects
+     )
+     SELECT coalesce(sum(nb_objects), 0)::text AS stored FROM b`,
     [
-      block.processId,
-      text(r['service.name']) ?? text(r['process.executable.name']),
-      text(r['process.owner']),
-      text(r['service.instance.id']),
-      text(r['host.name']),
-      text(r['os.description']) ?? text(r['os.type']),
-      text(r['host.cpu.model.name']),
-      JSON.stringify(r),
+      processes.map((b) => b.processId),
+      processes.map((b) => r(b, 'service.name') ?? r(b, 'process.executable.name')),
+      processes.map((b) => r(b, 'process.owner')),
+      processes.map((b) => r(b, 'service.instance.id')),
+      processes.map((b) => r(b, 'host.name')),
+      processes.map((b) => r(b, 'os.description') ?? r(b, 'os.type')),
+      processes.map((b) => r(b, 'host.cpu.model.name')),
+      processes.map((b) => JSON.stringify(b.resource)),
       audience,
+      streams.map((b) => b.streamId),
+      streams.map((b) => b.processId),
+      signalTags[signal],
+      `otlp/v1/${signal}`,
+      sorted.map((b) => b.blockId),
+      sorted.map((b) => b.streamId),
+      sorted.map((b) => b.processId),
+      sorted.map((b) => nanosToPg(b.begin)),
+      sorted.map((b) => nanosToPg(b.end, 'ceil')),
+      sorted.map((b) => b.count),
+      sorted.map((b) => b.payload.byteLength),
     ],
   );
-}
-
-async function insertStream(client: MetadataQueries, signal: OtlpSignal, block: StoredBlock): Promise<void> {
-  await client.query(
-    `INSERT INTO streams (stream_id, process_id, tags, properties, format) VALUES ($1, $2, $3, '{}', $4)
-     ON CONFLICT (stream_id) DO NOTHING`,
-    [block.streamId, block.processId, [signalTags[signal]], `otlp/v1/${signal}`],
-  );
-}
-
-/** Inserts a block's row; returns its record count, or 0 when it was already stored. */
-async function insertBlock(client: MetadataQueries, block: StoredBlock, audience: string): Promise<number> {
-  const inserted = await client.query(
-    `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
-                         object_offset, payload_size, audience)
-     VALUES ($1, $2, $3, $4, 0, $5, 0, $6, 0, $7, $8) ON CONFLICT (block_id) DO NOTHING`,
-    [
-      block.blockId,
-      block.streamId,
-      block.processId,
-      nanosToPg(block.begin),
-      nanosToPg(block.end, 'ceil'),
-      block.count,
-      block.payload.byteLength,
-      audience,
-    ],
-  );
-  return inserted.rowCount === 1 ? block.count : 0;
+  return Number(result.rows[0].stored);
 }
 
 const uniqueBy = <T>(items: readonly T[], key: (item: T) => string): T[] => [
