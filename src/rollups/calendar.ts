@@ -122,3 +122,21 @@ export function onBoundary(ladder: Ladder, nanos: bigint): boolean {
 export function approximateWidth(ladder: Ladder): bigint {
   return ladder.kind === 'fixed' ? ladder.width : BigInt(ladder.months) * 30n * day;
 }
+
+/** The start of the bucket holding an instant. */
+export function floorBoundary(ladder: Ladder, nanos: bigint): bigint {
+  if (ladder.kind === 'fixed') return nanos - mod(nanos - ladder.origin, ladder.width);
+  const date = new Date(Number((nanos - mod(nanos, 1_000_000n)) / 1_000_000n));
+  const index = date.getUTCFullYear() * 12 + date.getUTCMonth();
+  const start = index - ((((index - ladder.origin) % ladder.months) + ladder.months) % ladder.months);
+  return at(Math.floor(start / 12), start % 12, 1);
+}
+
+/** The first bucket boundary at or after an instant. */
+export function ceilBoundary(ladder: Ladder, nanos: bigint): bigint {
+  const floor = floorBoundary(ladder, nanos);
+  if (floor === nanos) return floor;
+  if (ladder.kind === 'fixed') return floor + ladder.width;
+  const date = new Date(Number(floor / 1_000_000n));
+  return at(date.getUTCFullYear(), date.getUTCMonth() + ladder.months, 1);
+}

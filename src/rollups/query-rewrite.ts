@@ -2,7 +2,9 @@ import type { DuckDBEngine } from '../engine/index.js';
 import type { SeriesTable } from '../tables/index.js';
 import {
   approximateWidth,
+  ceilBoundary,
   divides,
+  floorBoundary,
   instantText,
   intervalParts,
   onBoundary,
@@ -45,6 +47,8 @@ export interface RollupTarget {
   readonly coveredFrom: bigint | null;
   readonly retention: string | null;
   readonly stored: StoredColumns | null;
+  /** For a rollup of the table itself, its aggregate statement over `__rollup_source`, to aggregate raw edges with; null otherwise. */
+  readonly rawEdges: string | null;
 }
 
 export interface SkippedRollup {
@@ -60,6 +64,8 @@ export interface RollupRead {
   readonly covered: { readonly from: string | null; readonly to: null };
   /** The level's window, as read. */
   readonly window: { readonly from: string; readonly to: string | null };
+  /** For a window not on bucket boundaries: the whole buckets read from the rollup, the rest from raw rows. */
+  readonly buckets?: { readonly from: string; readonly to: string | null };
 }
 
 export interface LevelProvenance {
@@ -145,6 +151,7 @@ interface Rewritten {
   readonly casts: Array<{ readonly cast: Node; readonly aggregate: Node }>;
   /** Unaliased select items whose text changes, to alias with the name DuckDB gave them. */
   readonly named: Array<{ readonly item: Node; readonly original: Node }>;
+  readonly edges: RawEdges | null;
 }
 
 const conjuncts = (node: Node | null): Node[] =>
@@ -256,8 +263,8 @@ export async function rewriteOntoRollups(
     if (!chosen) continue;
     Object.assign(node, chosen.node);
     read.add(chosen.target.name);
-    const lower = level.bounds.filter((b) => b.op === 'ge').map((b) => b.nanos);
-    const upper = level.bounds.filter((b) => b.op === 'lt').map((b) => b.nanos);
+    const lower = level.bounds.filter((b) => b.op === 'ge' || b.op === 'gt').map((b) => b.nanos);
+    const upper = level.bounds.filter((b) => b.op === 'lt' || b.op === 'le').map((b) => b.nanos);
     const max = (values: bigint[]): bigint => values.reduce((a, b) => (a > b ? a : b));
     const min = (values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
     (entry as { rollup: RollupRead | null }).rollup = {
@@ -265,6 +272,14 @@ export async function rewriteOntoRollups(
       grain: chosen.target.grain,
       covered: { from: chosen.target.coveredFrom === null ? null : instantText(chosen.target.coveredFrom), to: null },
       window: { from: instantText(max(lower)), to: upper.length > 0 ? instantText(min(upper)) : null },
+      ...(chosen.edges
+        ? {
+            buckets: {
+              from: instantText(chosen.edges.from),
+              to: chosen.edges.to === null ? null : instantText(chosen.edges.to),
+            },
+          }
+        : {}),
     };
   }
   const texts = await expressionTexts(
@@ -486,19 +501,7 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   const parts = intervalParts(target.grain);
   const ladder = parts && timeBucketLadder(parts);
   if (!ladder) throw new Skip('the rollup grain is not understood');
-  for (const bound of level.bounds) {
-    const at = instantText(bound.nanos);
-    if (bound.op === 'gt' || bound.op === 'le' || bound.op === 'eq')
-      throw new Skip(
-        `window not aligned: ${bound.op === 'gt' ? `${level.time} > ${at} leaves out the start` : bound.op === 'le' ? `${level.time} <= ${at} takes in the end` : `${level.time} = ${at} is an instant`} of a ${target.grain} bucket`,
-      );
-    if (!onBoundary(ladder, bound.nanos))
-      throw new Skip(`window not aligned: ${at} is not on a ${target.grain} bucket boundary`);
-    if (bound.op === 'ge' && target.coveredFrom !== null && bound.nanos < target.coveredFrom)
-      throw new Skip(
-        `the window starts at ${at}, before the range the rollup covers (its retention keeps ${target.retention})`,
-      );
-  }
+  const edges = windowOf(level, target, ladder);
   const casts: Rewritten['casts'] = [];
   const { qualifiers } = level;
   const bucket = cast(column(rollupAlias, 'bucket'), level.timeType);
@@ -616,12 +619,15 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     }
     return rewritten;
   });
-  const window = [...new Set(level.bounds.map((b) => b.conjunct))].map((conjunct) => {
-    const c = copy(conjunct);
-    for (const side of ['left', 'right', 'input'] as const)
-      if (c[side] && columnName(c[side] as Node, qualifiers) === level.time) c[side] = bucket;
-    return c;
-  });
+  // An aligned window reads the rollup's buckets by it; one with raw edges reads a union (see finish).
+  const window = edges
+    ? []
+    : [...new Set(level.bounds.map((b) => b.conjunct))].map((conjunct) => {
+        const c = copy(conjunct);
+        for (const side of ['left', 'right', 'input'] as const)
+          if (c[side] && columnName(c[side] as Node, qualifiers) === level.time) c[side] = bucket;
+        return c;
+      });
   const rewritten: Node = {
     ...node,
     select_list: selectList,
@@ -640,11 +646,65 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     having: node.having === null ? null : over(node.having, 'having'),
     modifiers: over(node.modifiers, 'order'),
   };
-  return { target, width: approximateWidth(ladder), node: rewritten, casts, named };
+  return { target, width: approximateWidth(ladder), node: rewritten, casts, named, edges };
+}
+
+/** What the rollup reads of an unaligned window: whole buckets [from, to) and raw rows at either end. */
+interface RawEdges {
+  readonly from: bigint;
+  readonly to: bigint | null;
+  readonly lower: Bound | null;
+  readonly upper: Bound | null;
+}
+
+/**
+ * Checks the window against the rollup's buckets. Aligned, it reads by buckets (null). Otherwise a
+ * rollup of the table itself reads the whole buckets inside the window plus the raw rows of the
+ * window's ends, when at least one whole bucket is inside (cheaper than reading it all raw);
+ * throws Skip when the rollup cannot read the window.
+ */
+function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges | null {
+  const notAligned = (bound: Bound): string => {
+    const at = instantText(bound.nanos);
+    if (bound.op === 'gt') return `${level.time} > ${at} leaves out the start of a ${target.grain} bucket`;
+    if (bound.op === 'le') return `${level.time} <= ${at} takes in the end of a ${target.grain} bucket`;
+    if (bound.op === 'eq') return `${level.time} = ${at} is an instant`;
+    return `${at} is not on a ${target.grain} bucket boundary`;
+  };
+  const aligned = (b: Bound): boolean => (b.op === 'ge' || b.op === 'lt') && onBoundary(ladder, b.nanos);
+  const unaligned = level.bounds.filter((b) => !aligned(b));
+  const lowers = level.bounds.filter((b) => b.op === 'ge' || b.op === 'gt');
+  const uppers = level.bounds.filter((b) => b.op === 'lt' || b.op === 'le');
+  const covered = (from: bigint): void => {
+    if (target.coveredFrom !== null && from < target.coveredFrom)
+      throw new Skip(
+        `the window starts at ${instantText(from)}, before the range the rollup covers (its retention keeps ${target.retention})`,
+      );
+  };
+  if (unaligned.length === 0) {
+    for (const b of lowers) covered(b.nanos);
+    return null;
+  }
+  const reason = `window not aligned: ${notAligned(unaligned[0])}`;
+  if (target.rawEdges === null) throw new Skip(`${reason} (a rollup of a rollup reads no raw edges)`);
+  if (lowers.length !== 1 || uppers.length > 1 || level.bounds.some((b) => b.op === 'eq')) throw new Skip(reason);
+  const [lower] = lowers;
+  const [upper] = uppers;
+  const from = ceilBoundary(ladder, lower.op === 'gt' ? lower.nanos + 1n : lower.nanos);
+  const to = upper ? floorBoundary(ladder, upper.nanos) : null;
+  if (to !== null && from >= to) throw new Skip(`${reason}, and the window holds no whole ${target.grain} bucket`);
+  covered(from);
+  return {
+    from,
+    to,
+    lower: aligned(lower) ? null : lower,
+    upper: upper && !aligned(upper) ? upper : null,
+  };
 }
 
 /** Fills in the rewritten level's casts (the raw aggregates' types) and the names of changed unaliased items. */
 async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): Promise<void> {
+  if (rewritten.edges) rewritten.node.from_table = await withRawEdges(level, rewritten.target, rewritten.edges, input);
   if (rewritten.casts.length === 0 && rewritten.named.length === 0) return;
   // One row of NULLs typed as the table's columns, under the level's own name for it: DuckDB
   // types each raw aggregate and names each item over it as it would over the table.
@@ -671,6 +731,42 @@ async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): 
   const types = await castTypes(input.engine, texts.slice(0, rewritten.casts.length) as string[]);
   rewritten.casts.forEach((c, i) => (c.cast.cast_type = types[i]));
   rewritten.named.forEach((n, i) => (n.item.alias = texts[rewritten.casts.length + i]));
+}
+
+/**
+ * What a level with raw edges reads: the rollup's whole buckets inside the window, and the
+ * rollup's own aggregate of the table's rows (the caller's audience-filtered view of it) at each
+ * end of the window, where the window's own bounds still apply. Their rows have the rollup's shape.
+ */
+async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges, input: RewriteInput): Promise<Node> {
+  const literal = (nanos: bigint): string => `TIMESTAMP '${instantText(nanos).replace('T', ' ').replace('Z', '')}'`;
+  const q = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+  const from = level.node.from_table as Node;
+  const alias = String(from.alias) || level.table.name;
+  const time = `CAST(${q(alias)}.${q(level.table.timeColumn)} AS TIMESTAMP)`;
+  const edge = (placeholder: string, range: string): string =>
+    `SELECT * FROM (WITH __rollup_source AS (SELECT * FROM temp.main.${q(level.table.name)} AS ${q(alias)} WHERE ${placeholder} AND ${range}) ${target.rawEdges!})`;
+  const parts = [
+    `SELECT * FROM temp.main.${q(target.name)} WHERE bucket >= ${literal(edges.from)}${edges.to === null ? '' : ` AND bucket < ${literal(edges.to)}`}`,
+    ...(edges.lower ? [edge('__orrery_lower_edge', `${time} < ${literal(edges.from)}`)] : []),
+    ...(edges.upper ? [edge('__orrery_upper_edge', `${time} >= ${literal(edges.to!)}`)] : []),
+  ];
+  const tree = (await input.engine.parseSelect(`SELECT * FROM (${parts.join(' UNION ALL ')}) AS ${rollupAlias}`))!;
+  const table = (tree.statements[0].node as Node).from_table as Node;
+  const placeholders = new Map([
+    ['__orrery_lower_edge', edges.lower],
+    ['__orrery_upper_edge', edges.upper],
+  ]);
+  const replace = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(replace);
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Node;
+    const name = node.class === 'COLUMN_REF' ? (node.column_names as string[]).join('.') : '';
+    const bound = placeholders.get(name);
+    if (bound) return copy(bound.conjunct);
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v)]));
+  };
+  return replace(table) as Node;
 }
 
 /** The parse trees of DuckDB types named as text. */

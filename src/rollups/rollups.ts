@@ -739,6 +739,7 @@ export class Rollups {
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
         retention: definition.retention,
         stored: await storedColumns(this.engine, definition, definitions, cache),
+        rawEdges: definition.sourceIsRollup ? null : definition.query,
       });
       targets.set(definition.base, list);
     }

@@ -1,7 +1,7 @@
 // Issue 14: queries read the coarsest ready rollup, with provenance on the result. Through a
 // real Flight SQL client over a socket against a real Orrery (Postgres, DuckDB, DuckLake): the
 // provenance in the Arrow schema metadata of the stream, and a seeded set of dashboard queries
-// (buckets x windows x aggregates) each equal to its raw twin, the rollup read named.
+// (buckets x windows on and off bucket boundaries x aggregates) each equal to its raw twin, the rollup read named.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
@@ -121,11 +121,13 @@ describe('queries read rollups (issue 14)', () => {
       `count(*) filter (where host = 'a') as a_n`,
       'count(distinct host) as hosts',
     ];
-    for (let i = 0; i < 30; i++) {
+    for (let i = 0; i < 40; i++) {
       const bucket = pick(buckets);
       const hourAligned = next() < 0.4;
       const startDay = 1 + Math.floor(next() * 40);
-      const start = new Date(Date.UTC(2024, 0, startDay, hourAligned ? 1 + Math.floor(next() * 20) : 0));
+      // A third of the windows start off the hour: read as whole hours plus raw edges.
+      const offMinutes = next() < 0.33 ? 1 + Math.floor(next() * 59) : 0;
+      const start = new Date(Date.UTC(2024, 0, startDay, hourAligned ? 1 + Math.floor(next() * 20) : 0, offMinutes));
       const end = new Date(start.getTime() + (1 + Math.floor(next() * 30)) * 86_400_000);
       const byHost = next() < 0.5;
       const chosen = measures.filter(() => next() < 0.4);
@@ -137,7 +139,11 @@ describe('queries read rollups (issue 14)', () => {
         (groups.length > 0 ? ` group by ${groups.join(', ')} order by ${groups.join(', ')}` : '');
       const table = await fixture.reader.query(sql);
       const expected =
-        bucket.hourly === null ? null : bucket.hourly || hourAligned ? 'metrics_hourly' : 'metrics_daily';
+        bucket.hourly === null
+          ? null
+          : bucket.hourly || hourAligned || offMinutes > 0
+            ? 'metrics_hourly'
+            : 'metrics_daily';
       const read = (provenanceOf(table) as { resources: Array<{ rollup: { name: string } | null }> }).resources[0]
         .rollup;
       assert.equal(read?.name ?? null, expected, `case ${i}: ${sql}`);
