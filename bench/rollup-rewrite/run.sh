@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Rollup rewrite benchmark (issue 14, item 7): starts `orrery serve` with a fresh data folder (no
+# daemon: the benchmark refreshes itself), then bench.mjs loads ROWS spans over 30 days into a
+# series table and times a Grafana-like dashboard of 12 panels without rollups (raw), with the
+# declared rollups (rewritten onto them, same SQL), and in DuckDB in-process on the same Parquet files.
+#
+#   bash bench/rollup-rewrite/run.sh                 # 1 M spans (the issue's size is ROWS=100000000)
+#   ROWS=200000 REPEATS=1 bash bench/rollup-rewrite/run.sh   # quick check
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
+
+bench_ensure_built
+data_dir="$(bench_data_dir rollup-rewrite)"
+cleanup() {
+  orrery_stop
+  bench_cleanup_data "$data_dir"
+}
+trap cleanup EXIT
+
+orrery_start serve "$data_dir/main" || exit 1
+echo "bench: orrery serve (pid $ORRERY_PID): Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
+node "$here/bench.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --lake "$data_dir/main/lake" \
+  --rows "${ROWS:-1000000}" --repeats "${REPEATS:-3}"
