@@ -1,10 +1,12 @@
 // Lints (ESLint with typescript-eslint's type-aware rules), checks the formatting (Prettier), then runs every compiled *.test.js under
 // dist/test with node's test runner (Node 20 takes no globs), then the statement suites once more with
 // the native addon off (ORRERY_NATIVE=off), so the JavaScript converter's and the JavaScript ingest's
-// paths are held to the same answers and errors.
+// paths are held to the same answers and errors, then the lakehouse suites once more on an s3:// lake
+// (a real S3-compatible server, scripts/s3-server.mjs; ORRERY_TEST_S3 tells the fixtures where).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { startS3Server } from './s3-server.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const testDir = join(root, 'dist', 'test');
@@ -18,6 +20,23 @@ const statementSuites = [
   'flight/prepared.test.js',
   'tables/series-ingest.test.js',
 ].map((f) => join(testDir, f));
+// Ingestion, materialization, queries with audiences, retention and admin functions, lean for CI time.
+const lakehouseSuites = [
+  'ingestion/otlp-whole-request.test.js',
+  'lakehouse/daemon.test.js',
+  'lakehouse/admin-functions.test.js',
+  'lakehouse/security.test.js',
+  'lakehouse/time-filters.test.js',
+].map((f) => join(testDir, f));
+
+const onS3 = async (label, testFiles) => {
+  const s3 = await startS3Server();
+  try {
+    return run(label, testFiles, { ORRERY_TEST_S3: JSON.stringify({ bucket: s3.bucket, env: s3.env }) });
+  } finally {
+    await s3.close();
+  }
+};
 
 const run = (label, testFiles, env) => {
   console.log(`# ${label}`);
@@ -49,5 +68,6 @@ const status =
   eslint() ||
   prettier() ||
   run('every suite', files, {}) ||
-  run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' });
+  run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' }) ||
+  (await onS3('lakehouse suites on an s3:// lake', lakehouseSuites));
 process.exit(status);

@@ -1,5 +1,6 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
 import { ConfigError, type Config } from './config.js';
 import { closeAll, isErrorOf, type Closer } from './errors/index.js';
@@ -15,7 +16,7 @@ import {
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
 import { HttpServer, IngestionService } from './ingestion/index.js';
-import { FileObjectStore, objectStoreFromUri, type ObjectStore } from './lakehouse/index.js';
+import { FileObjectStore, S3ObjectStore, type ObjectStore } from './lakehouse/index.js';
 import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
@@ -112,9 +113,12 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       log,
     });
     closers.push({ name: 'the metadata store', close: () => metadata.close() });
-    const store: ObjectStore = config.objectStoreUri
-      ? objectStoreFromUri(config.objectStoreUri)
-      : new FileObjectStore(join(config.dataDir, 'lake'));
+    const store: ObjectStore = config.s3
+      ? new S3ObjectStore(config.s3)
+      : new FileObjectStore(
+          config.objectStoreUri ? fileURLToPath(config.objectStoreUri) : join(config.dataDir, 'lake'),
+        );
+    closers.push({ name: 'the object store', close: () => store.close() });
     const views = new ViewRegistry(builtinViewSets);
     const statics = config.staticTablesUrl ? await findStaticTables(config.staticTablesUrl) : undefined;
     for (const file of statics?.skipped ?? [])
@@ -126,16 +130,22 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const engineOptions: EngineOptions = {
       nativeExport: nativeExportSetting(config, log),
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
+      locationAliases: store.aliases,
+      secrets: store.duckdbSetup,
       startupSql: [...compatibilityMacros, ...sketchStatements, ...staticTableStatements(statics?.tables ?? [])],
       memoryLimit: config.duckdbMemoryLimit,
       threads: config.duckdbThreads,
     };
     const extensions = await lakeExtensions(config, log);
+    if (store.needsHttpfs && !extensions.files.some((file) => file.endsWith('/httpfs.duckdb_extension')))
+      throw new ConfigError(
+        `MICROMEGAS_OBJECT_STORE_URI is s3://: DuckDB needs its httpfs extension. ${extensions.help('httpfs is missing')}`,
+      );
     if (extensions.files.length > 0) {
       await prepareLakeMetadata(metadata);
-      // DuckLake creates a table's folder, not the folders above it.
-      const tablesDir = join(store.root, 'tables');
-      mkdirSync(tablesDir, { recursive: true });
+      // DuckLake creates a table's folder, not the folders above it (S3 has no folders to make).
+      const tablesDir = store.location('tables');
+      if (store instanceof FileObjectStore) mkdirSync(tablesDir, { recursive: true });
       extensions.attach.push(attachLakeSql(metadata.connectionString, tablesDir));
     }
 

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OrreryError, declareErrors, messageOf } from './errors/index.js';
+import { s3Settings, type S3Settings } from './lakehouse/index.js';
 
 declareErrors('config', {
   CONFIG_INVALID: {
@@ -31,8 +32,10 @@ export interface Config {
   readonly duckdbExtensionDir: string | undefined;
   /** MICROMEGAS_SQL_CONNECTION_STRING; unset: an embedded Postgres under the data folder. */
   readonly sqlConnectionString: string | undefined;
-  /** MICROMEGAS_OBJECT_STORE_URI; unset: file://<data folder>/lake. */
+  /** MICROMEGAS_OBJECT_STORE_URI when it is file://; unset: file://<data folder>/lake. */
   readonly objectStoreUri: string | undefined;
+  /** MICROMEGAS_OBJECT_STORE_URI when it is s3://, with the AWS_* settings. */
+  readonly s3: S3Settings | undefined;
   readonly retentionDays: number;
   /** ORRERY_VIEW_BACKFILL_HOURS: how far back a new view set defined by DDL is materialized by itself (0: not). */
   readonly viewBackfillHours: number;
@@ -82,7 +85,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     duckdbMemoryLimit: memoryLimit(env.ORRERY_DUCKDB_MEMORY_LIMIT, 'ORRERY_DUCKDB_MEMORY_LIMIT'),
     duckdbExtensionDir: env.ORRERY_DUCKDB_EXTENSION_DIR ? resolve(env.ORRERY_DUCKDB_EXTENSION_DIR) : undefined,
     sqlConnectionString: postgresUrl(env.MICROMEGAS_SQL_CONNECTION_STRING, 'MICROMEGAS_SQL_CONNECTION_STRING'),
-    objectStoreUri: fileUrl(env.MICROMEGAS_OBJECT_STORE_URI, 'MICROMEGAS_OBJECT_STORE_URI', false),
+    objectStoreUri: env.MICROMEGAS_OBJECT_STORE_URI?.startsWith('s3://')
+      ? undefined
+      : fileUrl(env.MICROMEGAS_OBJECT_STORE_URI, 'MICROMEGAS_OBJECT_STORE_URI', false),
+    s3: s3Store(env),
     retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,
     viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
@@ -159,7 +165,10 @@ function fileUrl(value: string | undefined, variable: string, existing: boolean)
   if (!value) return undefined;
   if (!URL.canParse(value)) throw new ConfigError(`${variable}: not a URL: '${value}'`);
   const url = new URL(value);
-  if (url.protocol !== 'file:') throw new ConfigError(`${variable}: only file:// URLs are supported, got '${value}'`);
+  if (url.protocol !== 'file:')
+    throw new ConfigError(
+      `${variable}: only ${variable === 'MICROMEGAS_OBJECT_STORE_URI' ? 'file:// and s3://' : 'file://'} URLs are supported, got '${value}'`,
+    );
   let path: string;
   try {
     path = fileURLToPath(url);
@@ -170,6 +179,17 @@ function fileUrl(value: string | undefined, variable: string, existing: boolean)
     throw new ConfigError(`${variable}: ${path} is not a folder`);
   }
   return value;
+}
+
+/** The s3:// object store's settings, when MICROMEGAS_OBJECT_STORE_URI names one. */
+function s3Store(env: NodeJS.ProcessEnv): S3Settings | undefined {
+  const uri = env.MICROMEGAS_OBJECT_STORE_URI;
+  if (!uri?.startsWith('s3://')) return undefined;
+  try {
+    return s3Settings(uri, env);
+  } catch (error) {
+    throw new ConfigError(messageOf(error));
+  }
 }
 
 function postgresUrl(value: string | undefined, variable: string): string | undefined {

@@ -32,6 +32,13 @@ export interface EngineOptions {
    * (unsigned extensions are never allowed). A file that does not load fails create().
    */
   readonly extensions?: readonly string[];
+  /**
+   * Statements holding credentials (the object store's CREATE SECRET), run after the extensions
+   * load. Their text is never shown: a failure says only that the secret was refused.
+   */
+  readonly secrets?: readonly string[];
+  /** Other spellings of readable locations that DuckDB's errors may show (an S3 endpoint's URL). */
+  readonly locationAliases?: readonly string[];
   /** ATTACH statements run after the extensions load (the DuckLake catalog); one that fails fails create(). */
   readonly attach?: readonly string[];
   /** Statements run once at start-up, before the configuration is locked (macros). */
@@ -149,8 +156,8 @@ export class DuckDBEngine {
   private readonly parsedTrees = new Map<string, string>();
 
   private constructor(
-    /** The folders queries may read (error messages may name files in them). */
-    readonly readableDirectories: readonly string[],
+    /** The folders queries may read, and other spellings of them (error messages may name files in them). */
+    readonly hiddenLocations: readonly string[],
     private readonly instance: DuckDBInstance,
     private readonly batchBytes: number,
     private readonly nativeExport: boolean,
@@ -170,6 +177,7 @@ export class DuckDBEngine {
       await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
       await setup.run(`USE ${catalogName}`);
       for (const file of options.extensions ?? []) await loadExtension(setup, file);
+      for (const statement of options.secrets ?? []) await createSecret(setup, statement);
       for (const statement of options.attach ?? []) await attach(setup, statement);
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
@@ -185,7 +193,7 @@ export class DuckDBEngine {
     }
     setup.closeSync();
     return new DuckDBEngine(
-      options.readableDirectories ?? [],
+      [...(options.readableDirectories ?? []), ...(options.locationAliases ?? [])],
       instance,
       options.batchBytes ?? 1024 * 1024,
       options.nativeExport ?? true,
@@ -697,6 +705,16 @@ async function loadExtension(connection: DuckDBConnection, file: string): Promis
       'EXTENSION_LOAD_FAILED',
       `cannot load the DuckDB extension ${file}: ${(error as Error).message}`,
     );
+  }
+}
+
+async function createSecret(connection: DuckDBConnection, statement: string): Promise<void> {
+  try {
+    await connection.run(statement);
+  } catch (error) {
+    // DuckDB's message may quote the statement, credentials included: only its first words are kept.
+    const reason = (error as Error).message.split('\n')[0].replace(/'[^']*'/g, "'…'");
+    throw engineErrors.error('STORE_SECRET_FAILED', `DuckDB refused the object store's S3 secret: ${reason}`);
   }
 }
 

@@ -38,6 +38,10 @@ export const engineErrors = declareErrors('engine', {
     status: 'UNAVAILABLE',
     meaning: 'the DuckLake catalog of series tables could not be attached at start-up',
   },
+  STORE_SECRET_FAILED: {
+    status: 'UNAVAILABLE',
+    meaning: "DuckDB refused the object store's credentials (its S3 secret) at start-up",
+  },
 });
 
 /**

@@ -1,6 +1,8 @@
 // The lake: objects (payloads, Parquet partitions), the partitions table that indexes them and the
 // retired files awaiting deletion (both tables are written only through this component).
-export { FileObjectStore, objectStoreFromUri, type ObjectStore } from './object-store.js';
+export type { ObjectStore } from './object-store.js';
+export { FileObjectStore } from './file-object-store.js';
+export { S3ObjectStore, s3Settings, type S3Settings } from './s3-object-store.js';
 export {
   allPartitions,
   commitPartition,

@@ -1,5 +1,3 @@
-import { mkdir, open, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import type { MetadataStore } from '../metadata/index.js';
 import { engineErrors, type DuckDBEngine } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
@@ -239,9 +237,8 @@ export class Materializer {
     const { sql, setup, cleanup } = await this.payloadExtract(view, source, blocks);
     const key = scratchKey('parquet');
     try {
-      await mkdir(dirname(store.localPath(key)), { recursive: true });
       await engine.execute(
-        `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(store.localPath(key))} (FORMAT parquet)`,
+        `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(await store.writableLocation(key))} (FORMAT parquet)`,
         { setup },
       );
       return null;
@@ -311,7 +308,7 @@ export class Materializer {
   }
 
   private async merge(view: ViewSet, range: InsertRange, inputs: Partition[], count: bigint): Promise<void> {
-    const files = inputs.filter((p) => p.filePath !== null).map((p) => this.options.store.localPath(p.filePath!));
+    const files = inputs.filter((p) => p.filePath !== null).map((p) => this.options.store.location(p.filePath!));
     const source = `(${filesRelation(view.columns, files)})`;
     const order = view.mergeSortOrder?.length ? ` ORDER BY ${view.mergeSortOrder.map(quoteIdentifier).join(', ')}` : '';
     await this.commit(
@@ -335,8 +332,7 @@ export class Materializer {
   ): Promise<Partition> {
     const { store, engine } = this.options;
     const key = partitionKey(view.name, globalInstance, range.begin);
-    const path = store.localPath(key);
-    await mkdir(dirname(path), { recursive: true });
+    const path = await store.writableLocation(key);
     const rows = await engine.execute(
       `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
       { setup },
@@ -397,7 +393,7 @@ export class Materializer {
           : await metadataRows(this.options.db, source.table, range);
       if (rows.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: none };
       await store.put(tempKey, jsonLines(rows));
-      return { sql: readJson(store.localPath(tempKey), view.columns), setup: [], cleanup };
+      return { sql: readJson(store.location(tempKey), view.columns), setup: [], cleanup };
     }
     return this.payloadExtract(
       view,
@@ -424,7 +420,7 @@ export class Materializer {
       const key = payloadKey(b.process_id, b.stream_id, b.block_id);
       const decoded = await this.decodedPayload(key);
       if (decoded !== null) decodedKeys.push(decoded);
-      withPaths.push({ ...b, path: store.localPath(decoded ?? key) });
+      withPaths.push({ ...b, path: store.location(decoded ?? key) });
     }
     await store.put(tempKey, jsonLines(withPaths));
     const blockColumns: ColumnSpec[] = [
@@ -439,7 +435,7 @@ export class Materializer {
       { name: 'audience', type: 'VARCHAR' },
       { name: 'path', type: 'VARCHAR' },
     ];
-    const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(store.localPath(tempKey), blockColumns)}`];
+    const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(store.location(tempKey), blockColumns)}`];
     const payloads = `[${withPaths.map((b) => quoteLiteral(b.path)).join(', ')}]`;
     return { sql: source.extract.replaceAll('{payloads}', payloads), setup, cleanup };
   }
@@ -451,31 +447,18 @@ export class Materializer {
    */
   private async decodedPayload(key: string): Promise<string | null> {
     const { store } = this.options;
-    let handle;
-    try {
-      handle = await open(store.localPath(key), 'r');
-    } catch {
-      return null;
-    }
-    let payload: Uint8Array;
-    try {
-      const first = Buffer.alloc(1);
-      const { bytesRead } = await handle.read(first, 0, 1, 0);
-      if (bytesRead === 0 || first[0] === 0x7b /* '{': NDJSON */) return null;
-      payload = await handle.readFile();
-    } finally {
-      await handle.close();
-    }
+    const first = await store.readPrefix(key, 1);
+    if (first === null || first.length === 0 || first[0] === 0x7b /* '{': NDJSON */) return null;
+    const payload = await store.get(key);
     let lines: Uint8Array;
     try {
       lines = payloadLines(payload);
     } catch {
       return null;
     }
-    // A scratch object needs no fsync: it is read now and deleted after.
+    // A scratch object need not be durable: it is read now and deleted after.
     const decoded = scratchKey('jsonl');
-    await mkdir(dirname(store.localPath(decoded)), { recursive: true });
-    await writeFile(store.localPath(decoded), lines);
+    await store.put(decoded, lines, { durable: false });
     return decoded;
   }
 
@@ -493,7 +476,7 @@ export class Materializer {
         range.begin,
         range.end,
       );
-      const files = partitions.filter((p) => p.filePath !== null).map((p) => this.options.store.localPath(p.filePath!));
+      const files = partitions.filter((p) => p.filePath !== null).map((p) => this.options.store.location(p.filePath!));
       views.push({ view, files });
     }
     return sessionStatements(views, { kind: 'all' });

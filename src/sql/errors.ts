@@ -60,6 +60,11 @@ export const sqlErrors = declareErrors('sql', {
     meaning:
       "a statement names the series tables' DuckLake internals, is an ATTACH or DETACH, or (admins) would reach them unnamed: query(), query_table(), json_execute_serialized_sql, IMPORT DATABASE, arrow_scan, SET search_path / schema, USE",
   },
+  SECRETS_DENIED: {
+    status: 'PERMISSION_DENIED',
+    meaning:
+      "CREATE SECRET or DROP SECRET: the engine's secrets are the object store's, made by Orrery at start-up; a key's secret could reach other servers or cut the lake off",
+  },
   TRANSACTION_UNKNOWN: {
     status: 'INVALID_ARGUMENT',
     meaning: 'a transaction id that has ended, or was never begun by this key',

@@ -325,7 +325,7 @@ async function readerPartitions(
   for (const p of partitions) {
     const view = lakehouse.views.get(p.viewSetName);
     if (!view || p.filePath === null || !p.schemaHash.equals(schemaHash(view.columns))) continue;
-    files.set(view, [...(files.get(view) ?? []), { partition: p, file: lakehouse.store.localPath(p.filePath) }]);
+    files.set(view, [...(files.get(view) ?? []), { partition: p, file: lakehouse.store.location(p.filePath) }]);
   }
   const processAudiences = await processAudiencesFor(lakehouse, [...files.keys()], scope);
   const summaries = [...files].map(([view, list]) =>

@@ -48,7 +48,7 @@ export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSe
 /** The local files of a set's current partitions, those meeting the event range. */
 async function filesOf(lakehouse: Lakehouse, view: ViewSet, eventRange: EventRange = {}): Promise<string[]> {
   return (await queryablePartitions(lakehouse.db, view.name, globalInstance, schemaHash(view.columns), eventRange)).map(
-    (p) => lakehouse.store.localPath(p.filePath!),
+    (p) => lakehouse.store.location(p.filePath!),
   );
 }
 

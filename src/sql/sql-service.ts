@@ -62,7 +62,7 @@ import {
 import { sqlInfo } from './sql-info-values.js';
 import { readerError } from './reader-errors.js';
 import { readerFunctionNames } from './reader-functions.js';
-import { checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
+import { changesSecrets, checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } from './series-plans.js';
 import { Transactions, savepointRefusal } from './transactions.js';
@@ -400,6 +400,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Other keys run only SELECTs whose every function is on the reader allow-list, which has none of these.
     const indirect = principal.admin ? reachesLakeIndirectly(statement.query) : null;
     if (indirect) throw sqlErrors.error('LAKE_INTERNALS_DENIED', `permission denied: ${indirect}; it is not available`);
+    if (changesSecrets(statement.query)) {
+      throw sqlErrors.error(
+        'SECRETS_DENIED',
+        "permission denied: CREATE SECRET and DROP SECRET are not available (the object store's secret is Orrery's)",
+      );
+    }
     if (attachesDatabases(statement.query)) {
       throw sqlErrors.error(
         'LAKE_INTERNALS_DENIED',
@@ -486,7 +492,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
   /** What the caller is told of a failure: for a key that is not an admin, no server path or internal SQL. */
   private reported(ctx: CallContext<Principal>, statement: Statement, error: unknown): unknown {
-    return ctx.principal.admin ? error : readerError(error, statement.query, this.engine.readableDirectories);
+    return ctx.principal.admin ? error : readerError(error, statement.query, this.engine.hiddenLocations);
   }
 
   private async *guardedBatches(
@@ -496,7 +502,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     try {
       yield* batches;
     } catch (error) {
-      throw readerError(error, statement.query, this.engine.readableDirectories);
+      throw readerError(error, statement.query, this.engine.hiddenLocations);
     }
   }
 

@@ -8,6 +8,7 @@ import {
   type RelationRef,
 } from '../engine/index.js';
 import { snouttimeCatalog } from '../views/index.js';
+import { tokenize, type SqlToken } from '../sql-text/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
 // away from files outside the lake; this keeps callers away from the lake's files
@@ -90,4 +91,30 @@ export function checkSingleStatement(shape: QueryShape): void {
       `one statement per call: this text holds ${shape.statements} statements`,
     );
   }
+}
+
+/**
+ * True for CREATE SECRET and DROP SECRET (any OR REPLACE, PERSISTENT/TEMPORARY, IF [NOT] EXISTS),
+ * refused for every key. DuckDB's secrets are instance-wide: one made by a statement, or a narrower
+ * scope than Orrery's, would sign the lake's reads with other credentials or send them to another
+ * endpoint, and dropping Orrery's would cut every engine off the lake.
+ */
+export function changesSecrets(text: string): boolean {
+  let tokens: SqlToken[];
+  try {
+    tokens = tokenize(text);
+  } catch {
+    return false; // text that does not tokenize fails in DuckDB's parser
+  }
+  const words = tokens
+    .filter((t) => t.kind === 'word' || t.kind === 'ident' || t.raw === '(')
+    .map((t) => (t.kind === 'word' || t.kind === 'ident' ? t.value.toLowerCase() : '('));
+  let i = 0;
+  while (words[i] === '(') i++;
+  if (words[i] !== 'create' && words[i] !== 'drop') return false;
+  i++;
+  for (const optional of [['or', 'replace'], ['persistent'], ['temporary'], ['temp']]) {
+    if (optional.every((word, k) => words[i + k] === word)) i += optional.length;
+  }
+  return words[i] === 'secret';
 }

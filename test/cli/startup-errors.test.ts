@@ -132,7 +132,23 @@ describe('startup errors', () => {
     [
       'MICROMEGAS_OBJECT_STORE_URI',
       'gs://bucket/lake',
-      "orrery: MICROMEGAS_OBJECT_STORE_URI: only file:// URLs are supported, got 'gs://bucket/lake'",
+      "orrery: MICROMEGAS_OBJECT_STORE_URI: only file:// and s3:// URLs are supported, got 'gs://bucket/lake'",
+    ],
+    // Issue 15: an s3:// store's bucket, prefix and credentials are checked before anything starts.
+    [
+      'MICROMEGAS_OBJECT_STORE_URI',
+      's3://Not_A_Bucket/lake',
+      "orrery: MICROMEGAS_OBJECT_STORE_URI: 'Not_A_Bucket' is not an S3 bucket name (in 's3://Not_A_Bucket/lake')",
+    ],
+    [
+      'MICROMEGAS_OBJECT_STORE_URI',
+      's3://bucket/lake/../other',
+      "orrery: MICROMEGAS_OBJECT_STORE_URI: the prefix of 's3://bucket/lake/../other' may hold only letters, digits and . _ = + - between slashes",
+    ],
+    [
+      'MICROMEGAS_OBJECT_STORE_URI',
+      's3://bucket/lake',
+      'orrery: MICROMEGAS_OBJECT_STORE_URI is s3://: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set',
     ],
     [
       'MICROMEGAS_OBJECT_STORE_URI',

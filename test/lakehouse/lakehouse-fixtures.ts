@@ -11,6 +11,7 @@ import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { EmbeddedPostgres } from '../../src/metadata/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
+import { runnerS3, s3LakeEnv } from '../support/s3-server.js';
 
 export { sleep };
 
@@ -64,10 +65,20 @@ export function sharedEnv(options: {
     MICROMEGAS_API_KEYS: JSON.stringify(options.keys),
     MICROMEGAS_ADMINS: JSON.stringify(options.admins),
     MICROMEGAS_SQL_CONNECTION_STRING: options.connectionString,
-    ...(options.lakeDir ? { MICROMEGAS_OBJECT_STORE_URI: pathToFileURL(options.lakeDir).href } : {}),
+    ...lakeEnv(options.lakeDir),
     // npm test runs some suites again with the native addon off.
     ...(process.env.ORRERY_NATIVE ? { ORRERY_NATIVE: process.env.ORRERY_NATIVE } : {}),
   };
+}
+
+/**
+ * The object store of a test's Orrerys: the folder it names, else a fresh prefix on the runner's S3
+ * server in the s3:// pass (scripts/run-tests.mjs), else each Orrery's own data folder.
+ */
+function lakeEnv(lakeDir: string | undefined): Record<string, string> {
+  if (lakeDir) return { MICROMEGAS_OBJECT_STORE_URI: pathToFileURL(lakeDir).href };
+  const s3 = runnerS3();
+  return s3 ? s3LakeEnv(s3) : {};
 }
 
 /** An Orrery running in this process, with the lines it logged. */

@@ -303,7 +303,7 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
       "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'",
     );
     badBlock = rows[0].block_id;
-    badPath = serve.store.localPath(payloadKey(rows[0].process_id, rows[0].stream_id, rows[0].block_id));
+    badPath = serve.store.location(payloadKey(rows[0].process_id, rows[0].stream_id, rows[0].block_id));
     badPayload = readFileSync(badPath);
     writeFileSync(badPath, '{"time": 1, "msg": \n'); // the block's payload, made unreadable on purpose
     const minute = Math.floor(Date.now() / 60_000) * 60;
@@ -403,7 +403,7 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
       "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)",
     );
     for (const row of rows)
-      writeFileSync(serve.store.localPath(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
+      writeFileSync(serve.store.location(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
     await assert.rejects(admin.query(`SELECT * FROM regenerate_partitions('log_entries', ${range})`), {
       code: 3,
       details: /Malformed JSON/,

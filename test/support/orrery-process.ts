@@ -5,6 +5,7 @@ import { after, before } from 'node:test';
 import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { TestFlightClient } from './flight-client.js';
+import { runnerS3, s3LakeEnv } from './s3-server.js';
 
 export const adminKey = { name: 'admin', key: 'admin-key-0123' };
 export const readerKey = { name: 'reader', key: 'reader-key-0123' };
@@ -23,6 +24,8 @@ export async function startTestOrrery(
     MICROMEGAS_ADMINS: JSON.stringify([adminKey.name]),
     // npm test runs the statement suites once more with ORRERY_NATIVE=off (scripts/run-tests.mjs).
     ...(process.env.ORRERY_NATIVE ? { ORRERY_NATIVE: process.env.ORRERY_NATIVE } : {}),
+    // ... and the lakehouse suites once more on an S3 server (ORRERY_TEST_S3).
+    ...(runnerS3() ? s3LakeEnv(runnerS3()!) : {}),
     ...env,
   });
   const orrery = await startOrrery(config, () => {}, role);
@@ -46,10 +49,13 @@ export interface OrreryFixture {
 }
 
 /** Registers before/after hooks that start an Orrery with two clients and stop them. */
-export function useOrrery(env: Record<string, string> = {}, role: Role = 'serve'): OrreryFixture {
+export function useOrrery(
+  env: Record<string, string> | (() => Promise<Record<string, string>>) = {},
+  role: Role = 'serve',
+): OrreryFixture {
   const fixture = {} as OrreryFixture;
   before(async () => {
-    fixture.orrery = await startTestOrrery(env, role);
+    fixture.orrery = await startTestOrrery(typeof env === 'function' ? await env() : env, role);
     fixture.admin = new TestFlightClient(fixture.orrery.address);
     fixture.admin.headers.authorization = `Bearer ${adminKey.key}`;
     fixture.reader = new TestFlightClient(fixture.orrery.address);

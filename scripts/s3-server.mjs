@@ -1,0 +1,115 @@
+// A real S3-compatible server for the tests and bench/s3: Versity's S3 gateway (versitygw, Apache-2.0)
+// over a temporary folder. Built once from the Go module proxy (`go install`) into a cache folder
+// outside the clone, then reused by every checkout. Usable as a module (ensureS3Server, startS3Server)
+// or as a command: `node scripts/s3-server.mjs` builds it if needed and prints the binary's path.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const s3ServerModule = 'github.com/versity/versitygw/cmd/versitygw';
+export const s3ServerVersion = 'v1.8.0';
+
+/** The folder the server's binary is built into. */
+export function s3ServerFolder(env = process.env) {
+  return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'orrery', 's3-server', `versitygw-${s3ServerVersion}`);
+}
+
+/** The server's binary, built with `go install` when it is not there yet. */
+export function ensureS3Server() {
+  const folder = s3ServerFolder();
+  const binary = join(folder, 'versitygw');
+  if (existsSync(binary)) return binary;
+  const go = ['go', '/usr/local/go/bin/go'].find((candidate) => {
+    try {
+      execFileSync(candidate, ['version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (!go) throw new Error(`the S3 test server is built with Go (${s3ServerModule}@${s3ServerVersion}): install Go`);
+  console.log(`orrery: building the S3 test server ${s3ServerModule}@${s3ServerVersion} into ${folder} (once)`);
+  mkdirSync(folder, { recursive: true });
+  execFileSync(go, ['install', `${s3ServerModule}@${s3ServerVersion}`], {
+    env: { ...process.env, GOBIN: folder, GOFLAGS: '-mod=mod' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (!existsSync(binary)) throw new Error(`go install left no ${binary}`);
+  return binary;
+}
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+
+const answers = (port) =>
+  new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+
+/**
+ * Starts the server on a free loopback port over a fresh folder holding one bucket. Its
+ * settings come back as the AWS_* variables Orrery reads; `close` stops it and removes the folder.
+ */
+export async function startS3Server({ bucket = 'orrery-test' } = {}) {
+  const binary = ensureS3Server();
+  const root = mkdtempSync(join(tmpdir(), 'orrery-s3-'));
+  mkdirSync(join(root, bucket));
+  const accessKeyId = 'orrery-test-key';
+  const secretAccessKey = `orrery-test-secret-${process.pid}-${Date.now()}`;
+  const port = await freePort();
+  const child = spawn(
+    binary,
+    ['--access', accessKeyId, '--secret', secretAccessKey, '--port', `127.0.0.1:${port}`, '--quiet', 'posix', root],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  for (let waited = 0; !(await answers(port)); waited += 50) {
+    if (child.exitCode !== null || waited > 20_000) {
+      child.kill('SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+      throw new Error(`the S3 test server did not start: ${stderr.trim()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  let closing;
+  return {
+    bucket,
+    root,
+    env: {
+      AWS_ENDPOINT_URL: `http://127.0.0.1:${port}`,
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
+      AWS_REGION: 'us-east-1',
+    },
+    pid: child.pid,
+    /** Lets this process exit while the server runs (then stop it from an 'exit' handler). */
+    unref: () => {
+      child.unref();
+      child.stderr.unref();
+    },
+    close: () =>
+      (closing ??= (async () => {
+        if (child.exitCode === null) child.kill('SIGTERM');
+        await exited;
+        rmSync(root, { recursive: true, force: true });
+      })()),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(ensureS3Server());

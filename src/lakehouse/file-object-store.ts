@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { link, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import type { ObjectStore } from './object-store.js';
+
+/** Objects as files under a folder: writes by temporary file and rename, create-only by link(). */
+export class FileObjectStore implements ObjectStore {
+  readonly root: string;
+  readonly aliases: readonly string[] = [];
+  readonly duckdbSetup: readonly string[] = [];
+  readonly needsHttpfs = false;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  location(key: string): string {
+    const path = resolve(this.root, key);
+    if (path !== this.root && !path.startsWith(this.root + sep))
+      throw new Error(`object key '${key}' leaves the store`);
+    return path;
+  }
+
+  close(): void {}
+
+  async writableLocation(key: string): Promise<string> {
+    const path = this.location(key);
+    await mkdir(dirname(path), { recursive: true });
+    return path;
+  }
+
+  async put(key: string, bytes: Uint8Array, options: { durable?: boolean } = {}): Promise<void> {
+    const path = this.location(key);
+    const temporary = await this.writeTemporary(path, bytes, options.durable ?? true);
+    await rename(temporary, path);
+  }
+
+  async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
+    const path = this.location(key);
+    if ((await this.size(key)) !== null) return false;
+    const temporary = await this.writeTemporary(path, bytes, true);
+    try {
+      // link() fails when the target exists, which makes create-only atomic.
+      await link(temporary, path);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    } finally {
+      await rm(temporary, { force: true });
+    }
+  }
+
+  async get(key: string): Promise<Uint8Array> {
+    return readFile(this.location(key));
+  }
+
+  async readPrefix(key: string, length: number): Promise<Uint8Array | null> {
+    let handle;
+    try {
+      handle = await open(this.location(key), 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+    try {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, 0);
+      return buffer.subarray(0, bytesRead);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.location(key), { force: true });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const base = this.location(prefix.endsWith('/') ? prefix : dirname(prefix) === '.' ? '' : dirname(prefix));
+    const out: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw error;
+      }
+      for (const entry of entries) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) await walk(path);
+        else if (!entry.name.startsWith('.tmp-')) {
+          const key = relative(this.root, path).split(sep).join('/');
+          if (key.startsWith(prefix)) out.push(key);
+        }
+      }
+    };
+    await walk(base);
+    return out.sort();
+  }
+
+  async size(key: string): Promise<number | null> {
+    try {
+      return (await stat(this.location(key))).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  private async writeTemporary(path: string, bytes: Uint8Array, durable: boolean): Promise<string> {
+    await mkdir(dirname(path), { recursive: true });
+    const temporary = join(dirname(path), `.tmp-${randomUUID()}`);
+    const handle = await open(temporary, 'wx');
+    try {
+      await handle.writeFile(bytes);
+      if (durable) await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return temporary;
+  }
+}

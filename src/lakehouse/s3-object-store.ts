@@ -1,0 +1,225 @@
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import type { ObjectStore } from './object-store.js';
+
+/** Where an `s3://` store is and how to sign for it (MICROMEGAS_OBJECT_STORE_URI and the AWS_* settings). */
+export interface S3Settings {
+  readonly bucket: string;
+  /** The key prefix under the bucket, without slashes at either end ('' for the bucket's root). */
+  readonly prefix: string;
+  readonly region: string;
+  /** AWS_ENDPOINT_URL(_S3): an S3-compatible server (addressed path-style); unset: AWS itself. */
+  readonly endpoint: URL | undefined;
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken: string | undefined;
+}
+
+const bucketName = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+/** Prefix segments Orrery can spell inside a SQL literal and an allowed_directories entry without escaping. */
+const prefixSegment = /^[A-Za-z0-9._=+-]+$/;
+
+/** Reads `s3://bucket/prefix` and the AWS_* variables; a bad one throws, naming the variable. */
+export function s3Settings(uri: string, env: NodeJS.ProcessEnv): S3Settings {
+  const match = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri);
+  const bucket = match?.[1] ?? '';
+  if (!bucketName.test(bucket))
+    throw new Error(`MICROMEGAS_OBJECT_STORE_URI: '${bucket}' is not an S3 bucket name (in '${uri}')`);
+  const segments = (match?.[2] ?? '').split('/').filter((s) => s !== '');
+  if (segments.some((s) => !prefixSegment.test(s) || s === '.' || s === '..'))
+    throw new Error(
+      `MICROMEGAS_OBJECT_STORE_URI: the prefix of '${uri}' may hold only letters, digits and . _ = + - between slashes`,
+    );
+  const accessKeyId = env.AWS_ACCESS_KEY_ID ?? '';
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY ?? '';
+  if (!accessKeyId || !secretAccessKey)
+    throw new Error('MICROMEGAS_OBJECT_STORE_URI is s3://: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set');
+  const endpointText = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL;
+  let endpoint: URL | undefined;
+  if (endpointText) {
+    const variable = env.AWS_ENDPOINT_URL_S3 ? 'AWS_ENDPOINT_URL_S3' : 'AWS_ENDPOINT_URL';
+    endpoint = URL.canParse(endpointText) ? new URL(endpointText) : undefined;
+    if (!endpoint || !['http:', 'https:'].includes(endpoint.protocol) || endpoint.pathname.replace(/\/+$/, '') !== '')
+      throw new Error(
+        `${variable} must be an http:// or https:// URL of a server, without a path, got '${endpointText}'`,
+      );
+  }
+  return {
+    bucket,
+    prefix: segments.join('/'),
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    endpoint,
+    accessKeyId,
+    secretAccessKey,
+    sessionToken: env.AWS_SESSION_TOKEN || undefined,
+  };
+}
+
+const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+
+/**
+ * Objects in an S3 bucket under a prefix, written and deleted from Node with the AWS SDK; DuckDB
+ * reads and writes the same objects through httpfs, signing with a secret scoped to the prefix.
+ * A PUT is atomic on S3 (an object is absent or whole); create-only writes send `If-None-Match: *`.
+ */
+export class S3ObjectStore implements ObjectStore {
+  readonly root: string;
+  readonly aliases: readonly string[];
+  readonly duckdbSetup: readonly string[];
+  readonly needsHttpfs = true;
+  private readonly client: S3Client;
+  private readonly keyPrefix: string;
+
+  constructor(private readonly settings: S3Settings) {
+    const { bucket, prefix, region, endpoint } = settings;
+    this.keyPrefix = prefix ? `${prefix}/` : '';
+    this.root = `s3://${bucket}/${this.keyPrefix}`;
+    this.aliases = endpoint
+      ? [`${endpoint.origin}/${bucket}/${this.keyPrefix}`]
+      : [
+          `https://${bucket}.s3.amazonaws.com/${this.keyPrefix}`,
+          `https://${bucket}.s3.${region}.amazonaws.com/${this.keyPrefix}`,
+        ];
+    this.client = new S3Client({
+      region,
+      endpoint: endpoint?.origin,
+      forcePathStyle: endpoint !== undefined,
+      credentials: {
+        accessKeyId: settings.accessKeyId,
+        secretAccessKey: settings.secretAccessKey,
+        sessionToken: settings.sessionToken,
+      },
+      // Checksums only where S3 requires them: not every S3-compatible server accepts the newer ones.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    const options = [
+      'TYPE s3',
+      `KEY_ID ${literal(settings.accessKeyId)}`,
+      `SECRET ${literal(settings.secretAccessKey)}`,
+      ...(settings.sessionToken ? [`SESSION_TOKEN ${literal(settings.sessionToken)}`] : []),
+      `REGION ${literal(region)}`,
+      ...(endpoint
+        ? [`ENDPOINT ${literal(endpoint.host)}`, "URL_STYLE 'path'", `USE_SSL ${endpoint.protocol === 'https:'}`]
+        : []),
+      `SCOPE ${literal(this.root)}`,
+    ];
+    this.duckdbSetup = [`CREATE SECRET orrery_object_store (${options.join(', ')})`];
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+
+  location(key: string): string {
+    return `${this.root}${this.objectKey(key).slice(this.keyPrefix.length)}`;
+  }
+
+  writableLocation(key: string): Promise<string> {
+    return Promise.resolve(this.location(key));
+  }
+
+  // Every PUT is durable on S3 once it answers: `durable` changes nothing here.
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(key), Body: bytes }),
+    );
+  }
+
+  async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
+    const command = new PutObjectCommand({
+      Bucket: this.settings.bucket,
+      Key: this.objectKey(key),
+      Body: bytes,
+      IfNoneMatch: '*',
+    });
+    // 409: another conditional write of the key is under way; once it ends, the key exists or is free again.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.client.send(command);
+        return true;
+      } catch (error) {
+        if (statusOf(error) === 412) return false;
+        if (statusOf(error) !== 409 || attempt >= 5) throw error;
+        if ((await this.size(key)) !== null) return false;
+        await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
+      }
+    }
+  }
+
+  async get(key: string): Promise<Uint8Array> {
+    const answer = await this.client.send(
+      new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(key) }),
+    );
+    if (!answer.Body) throw new Error(`object '${key}' came back without a body`);
+    return answer.Body.transformToByteArray();
+  }
+
+  async readPrefix(key: string, length: number): Promise<Uint8Array | null> {
+    try {
+      const answer = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.settings.bucket,
+          Key: this.objectKey(key),
+          Range: `bytes=0-${length - 1}`,
+        }),
+      );
+      return answer.Body ? (await answer.Body.transformToByteArray()).subarray(0, length) : new Uint8Array();
+    } catch (error) {
+      if (statusOf(error) === 404) return null;
+      if (statusOf(error) === 416) return new Uint8Array(); // an empty object has no byte 0
+      throw error;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(key) }));
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.settings.bucket,
+          Prefix: this.objectKey(prefix),
+          ContinuationToken: token,
+        }),
+      );
+      for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key.slice(this.keyPrefix.length));
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return keys.sort();
+  }
+
+  async size(key: string): Promise<number | null> {
+    try {
+      const head = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(key) }),
+      );
+      return head.ContentLength ?? 0;
+    } catch (error) {
+      if (statusOf(error) === 404) return null;
+      throw error;
+    }
+  }
+
+  /** The bucket key of an object key: under the prefix, never above it. */
+  private objectKey(key: string): string {
+    if (key.startsWith('/') || key.split('/').some((segment) => segment === '..' || segment === '.'))
+      throw new Error(`object key '${key}' leaves the store`);
+    return `${this.keyPrefix}${key}`;
+  }
+}
+
+function statusOf(error: unknown): number | undefined {
+  return error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
+}

@@ -1,0 +1,60 @@
+// Issue 15: the S3 object store against a real S3-compatible server (scripts/s3-server.mjs):
+// whole-object writes, create-only writes that exactly one of many concurrent writers wins,
+// listing past a page, keys that stay under the prefix.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { S3ObjectStore, s3Settings } from '../../src/lakehouse/index.js';
+import { testS3, type TestS3 } from '../support/s3-server.js';
+
+describe('S3ObjectStore (issue 15)', () => {
+  let s3: TestS3;
+  let store: S3ObjectStore;
+  let prefix: string;
+
+  before(async () => {
+    s3 = await testS3();
+    prefix = `store-${randomUUID()}`;
+    store = new S3ObjectStore(s3Settings(`s3://${s3.bucket}/${prefix}`, s3.env));
+  });
+  after(() => store.close());
+
+  it('puts, gets, sizes, lists and deletes under its prefix', async () => {
+    await store.put('a/b/one.txt', Buffer.from('one'));
+    await store.put('a/two.txt', Buffer.from('two!'));
+    await store.put('a/two.txt', Buffer.from('two, again'));
+    assert.equal(Buffer.from(await store.get('a/b/one.txt')).toString(), 'one');
+    assert.equal(Buffer.from(await store.get('a/two.txt')).toString(), 'two, again');
+    assert.equal(await store.size('a/two.txt'), 10);
+    assert.equal(await store.size('a/none'), null);
+    assert.deepEqual(await store.list('a/'), ['a/b/one.txt', 'a/two.txt']);
+    assert.deepEqual(await store.list('a/b'), ['a/b/one.txt']);
+    await store.delete('a/two.txt');
+    await store.delete('a/two.txt');
+    assert.equal(await store.size('a/two.txt'), null);
+    assert.equal(store.location('a/b/one.txt'), `s3://${s3.bucket}/${prefix}/a/b/one.txt`);
+    assert.equal(store.root, `s3://${s3.bucket}/${prefix}/`);
+  });
+
+  it('putIfAbsent: of concurrent writers of one key exactly one wins, and its bytes stay', async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => store.putIfAbsent('once/x', Buffer.from(`writer ${i}`))),
+    );
+    assert.equal(outcomes.filter(Boolean).length, 1, String(outcomes));
+    const winner = outcomes.indexOf(true);
+    assert.equal(Buffer.from(await store.get('once/x')).toString(), `writer ${winner}`);
+    assert.equal(await store.putIfAbsent('once/x', Buffer.from('later')), false);
+  });
+
+  it('lists past one page of keys', async () => {
+    const keys = Array.from({ length: 1005 }, (_, i) => `many/${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < keys.length; i += 50)
+      await Promise.all(keys.slice(i, i + 50).map((key) => store.put(key, Buffer.from('x'))));
+    assert.deepEqual(await store.list('many/'), keys);
+  });
+
+  it('refuses keys that leave the prefix', () => {
+    for (const key of ['../escape', 'a/../../b', '/absolute', './x'])
+      assert.throws(() => store.location(key), /leaves the store/, key);
+  });
+});
