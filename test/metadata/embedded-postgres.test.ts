@@ -164,23 +164,48 @@ describe('EmbeddedPostgres', () => {
     }
   });
 
-  it('as root, names the folder the server user cannot enter', { skip: !asRoot && 'not running as root' }, async () => {
-    const closed = tempDataDir();
-    try {
-      chmodSync(closed.dir, 0o755);
-      const inner = join(closed.dir, 'private');
-      mkdirSync(join(inner, 'data'), { recursive: true });
-      chmodSync(inner, 0o700);
-      await assert.rejects(EmbeddedPostgres.start({ dataDir: join(inner, 'data') }), {
-        code: 'DATA_DIR_UNREACHABLE',
-        message: new RegExp(
-          `runs as the OS user 'postgres' \\(Postgres refuses root\\), which cannot enter ${inner} \\(mode 700`,
-        ),
-      });
-    } finally {
-      closed.remove();
-    }
-  });
+  it(
+    'issue 15 item 6: as root, a data folder the server user cannot enter keeps its cluster under the reachable root, found again on the next start',
+    { skip: !asRoot && 'not running as root' },
+    async () => {
+      const closed = tempDataDir();
+      const reachable = tempDataDir();
+      try {
+        chmodSync(closed.dir, 0o755);
+        chmodSync(reachable.dir, 0o755);
+        const inner = join(closed.dir, 'private');
+        const dataDir = join(inner, 'data');
+        mkdirSync(dataDir, { recursive: true });
+        chmodSync(inner, 0o700);
+        const root = join(reachable.dir, 'orrery');
+        const first = recordingLog();
+        let server = await EmbeddedPostgres.start({ dataDir, reachableRoot: root, log: first.log });
+        await withClient(server.connectionString, (c) =>
+          c.query('CREATE TABLE kept (x int); INSERT INTO kept VALUES (7)'),
+        );
+        await server.close();
+        const said = first.lines.find((line) => line.includes('its cluster is kept in'));
+        const cluster = /kept in (\S+) instead/.exec(said ?? '')?.[1] ?? '';
+        assert.match(cluster, new RegExp(`^${root}/clusters/[0-9a-f]{16}/postgres$`), first.lines.join('\n'));
+        assert.ok(existsSync(join(cluster, 'PG_VERSION')));
+        assert.equal(existsSync(join(dataDir, 'postgres')), false, 'nothing was made in the private folder');
+        assert.equal(statSync(inner).mode & 0o777, 0o700, 'the private folder keeps its mode');
+        server = await EmbeddedPostgres.start({ dataDir, reachableRoot: root });
+        try {
+          const rows = await withClient(
+            server.connectionString,
+            async (c) => (await c.query('SELECT x FROM kept')).rows,
+          );
+          assert.deepEqual(rows, [{ x: 7 }]);
+        } finally {
+          await server.close();
+        }
+      } finally {
+        closed.remove();
+        reachable.remove();
+      }
+    },
+  );
 
   it(
     'as root, reports an OS user for the server that cannot be created',
