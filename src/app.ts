@@ -181,7 +181,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     if (role !== 'maintain') {
       const { engine, lake } = await createEngine(engineOptions, extensions, log);
       closers.push({ name: 'the query engine', close: () => engine.close() });
-      const tables = lake ? new SeriesTables(engine, seriesNames) : undefined;
+      const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
       const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames) : undefined;
       await rollups?.prepare();
       if (rollups) tables?.addDependents('rollup', (table) => rollups.dependentsOf(table));
@@ -221,7 +221,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         retentionDays: config.retentionDays,
         backfillSeconds: config.viewBackfillHours * 3600,
         seriesRetention: maintenanceLake
-          ? () => new SeriesTables(maintenanceEngine, seriesNames).applyRetention()
+          ? () => new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention()
           : undefined,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
@@ -233,7 +233,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         const rollups = new Rollups(
           maintenanceEngine,
           metadata,
-          new SeriesTables(maintenanceEngine, seriesNames),
+          new SeriesTables(maintenanceEngine, metadata, seriesNames),
           seriesNames,
         );
         await rollups.prepare();

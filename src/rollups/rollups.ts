@@ -179,6 +179,10 @@ export class Rollups {
     private readonly reservedNames: () => ReadonlySet<string>,
   ) {}
 
+  /** Rollup states by `name@snapshot`, and change-feed buckets by base, bucket and snapshot range (see state, changedBuckets). */
+  private readonly states = new Map<string, RollupState>();
+  private readonly changes = new Map<string, string[]>();
+
   /** Creates this component's Postgres tables and DuckLake schema; idempotent, safe for processes starting together. */
   async prepare(): Promise<void> {
     await this.metadata.transaction(async (tx) => {
@@ -549,12 +553,21 @@ export class Rollups {
   }
 
   /** DuckLake's latest snapshot id. */
-  private async snapshot(): Promise<bigint> {
-    const [[id]] = await this.engine.values(`SELECT id FROM ${lakeCatalog}.current_snapshot()`);
-    return BigInt(id as bigint);
+  private snapshot(): Promise<bigint> {
+    return this.tables.currentSnapshot();
   }
 
+  /** A rollup's state as of a snapshot (fixed once the snapshot exists, so kept for the next read at it). */
   private async state(definition: RollupDefinition, snapshot: bigint): Promise<RollupState> {
+    const key = `${definition.name}@${snapshot}`;
+    const kept = this.states.get(key);
+    if (kept) return kept;
+    const state = await this.readState(definition, snapshot);
+    remember(this.states, key, state);
+    return state;
+  }
+
+  private async readState(definition: RollupDefinition, snapshot: bigint): Promise<RollupState> {
     const rows = await this.engine.values(
       `SELECT CAST(watermark AS VARCHAR), source_snapshot, CAST(refreshed_at AS VARCHAR) FROM ${at(stateTable(definition.name), snapshot)}`,
     );
@@ -594,7 +607,6 @@ export class Rollups {
   ): Promise<string[]> {
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
     const base = tables.get(definition.base);
-    const bucket = bucketSql(definition, definition.baseTimeColumn);
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, state.watermark)}`];
     if (base?.retention) {
       const horizon = isIntegerTime(base)
@@ -602,13 +614,35 @@ export class Rollups {
         : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(base.retention)}`;
       filters.push(`b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))`);
     }
+    const changed = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
+    if (changed.length === 0) return [];
+    const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';
     const rows = await this.engine.values(
-      `SELECT CAST(b AS VARCHAR) FROM (
-         SELECT DISTINCT ${bucket} AS b
-           FROM ducklake_table_changes(${quoteLiteral(lakeCatalog)}, 'main', ${quoteLiteral(definition.base)}, ${state.sourceSnapshot + 1n}, ${snapshot}))
+      `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${changed.map(quoteLiteral).join(', ')}]::${type}[]) AS b)
        WHERE ${filters.join(' AND ')} ORDER BY b`,
     );
     return rows.map(([b]) => String(b));
+  }
+
+  /**
+   * The buckets (of the rollup's grain) of the base rows that changed from snapshot `from` to `to`:
+   * DuckLake's change feed between two snapshots never changes, so it is kept for the next read.
+   */
+  private async changedBuckets(definition: RollupDefinition, from: bigint, to: bigint): Promise<string[]> {
+    const bucket = bucketSql(definition, definition.baseTimeColumn);
+    const key = `${definition.base}\u0000${bucket}\u0000${from}\u0000${to}`;
+    const kept = this.changes.get(key);
+    if (kept) return kept;
+    const rows = await this.engine.values(
+      `SELECT DISTINCT CAST(${bucket} AS VARCHAR)
+         FROM ducklake_table_changes(${quoteLiteral(lakeCatalog)}, 'main', ${quoteLiteral(definition.base)}, ${from}, ${to})`,
+    );
+    const buckets = rows
+      .map(([b]) => b)
+      .filter((b): b is NonNullable<typeof b> => b !== null)
+      .map(String);
+    remember(this.changes, key, buckets);
+    return buckets;
   }
 
   /** The rows a rollup reads from its source at a snapshot: the base table's, or the source rollup's view. */
@@ -938,4 +972,13 @@ function positiveInteger(value: string): string {
       `create_rollup: bucket_width must be a positive integer, not '${value}'`,
     );
   return value;
+}
+
+/** How many states and change-feed results are kept: the reads of a dashboard's refresh, many times over. */
+const keptEntries = 256;
+
+/** Keeps an entry, dropping the oldest beyond `keptEntries`. */
+function remember<T>(kept: Map<string, T>, key: string, value: T): void {
+  kept.set(key, value);
+  if (kept.size > keptEntries) kept.delete(kept.keys().next().value!);
 }

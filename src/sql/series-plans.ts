@@ -36,7 +36,7 @@ const denied = (message: string): OrreryError => sqlErrors.error('SELECT_ONLY', 
 /** The temporary views through which a statement reads the series tables it names (all, when it names none in a way we can see). */
 export function seriesReadSetup(
   tables: SeriesTables,
-  all: Map<string, SeriesTable>,
+  all: ReadonlyMap<string, SeriesTable>,
   principal: Principal,
   shape?: QueryShape,
 ): string[] {

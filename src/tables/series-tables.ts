@@ -1,5 +1,6 @@
 import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
-import { lakeCatalog } from './lake-catalog.js';
+import type { MetadataStore } from '../metadata/index.js';
+import { lakeCatalog, lakeMetadataSchema } from './lake-catalog.js';
 import { seriesStatementError, tableErrors } from './errors.js';
 import { splitTopLevel, unquote, type SeriesStatement } from './series-statements.js';
 
@@ -52,17 +53,31 @@ export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteI
 
 /**
  * Series tables: tables clients write, kept in DuckLake (catalog in Orrery's Postgres, Parquet
- * under the lake), read through views filtered by audience. Every process attached to the
- * same catalog sees the same tables, so nothing is cached here.
+ * under the lake), read through views filtered by audience. Every process attached to the same
+ * catalog sees the same tables: the list is kept only for the DuckLake snapshot it was read at
+ * (any change to any table, from any process, is a new snapshot).
  */
 export class SeriesTables {
   private readonly dependents: Array<{ kind: string; source: DependentsSource }> = [];
+  private listed: { snapshot: bigint; tables: ReadonlyMap<string, SeriesTable> } | undefined;
 
   constructor(
     private readonly engine: DuckDBEngine,
+    private readonly metadata: MetadataStore,
     /** Names taken by view sets and static tables. */
     private readonly reservedNames: () => ReadonlySet<string>,
   ) {}
+
+  /**
+   * DuckLake's latest snapshot id, read from its catalog table in Postgres: one indexed max over
+   * the pool, where DuckDB's `current_snapshot()` costs a round of DuckLake catalog queries.
+   */
+  async currentSnapshot(): Promise<bigint> {
+    const { rows } = await this.metadata.query<{ id: string }>(
+      `SELECT max(snapshot_id)::text AS id FROM ${lakeMetadataSchema}.ducklake_snapshot`,
+    );
+    return BigInt(rows[0].id);
+  }
 
   /** Registers what depends on series tables (`kind` names it in errors: 'rollup'); DROP TABLE is refused while any does. */
   addDependents(kind: string, source: DependentsSource): void {
@@ -86,8 +101,21 @@ export class SeriesTables {
     }
   }
 
-  /** Every series table, by name. */
-  async list(session?: EngineSession): Promise<Map<string, SeriesTable>> {
+  /**
+   * Every series table, by name: as a transaction sees them, or else as of the latest snapshot
+   * (read from DuckDB's catalog once per snapshot: a statement over series tables lists them).
+   */
+  async list(session?: EngineSession): Promise<ReadonlyMap<string, SeriesTable>> {
+    if (session) return this.read(session);
+    const snapshot = await this.currentSnapshot();
+    if (this.listed?.snapshot === snapshot) return this.listed.tables;
+    // Read at this snapshot or a later one: a later list kept under an older id is re-read next time.
+    const tables = await this.read();
+    this.listed = { snapshot, tables };
+    return tables;
+  }
+
+  private async read(session?: EngineSession): Promise<ReadonlyMap<string, SeriesTable>> {
     const rows = await this.engine.values(
       `SELECT t.table_name, t.comment, c.column_name, c.data_type
        FROM duckdb_tables() t JOIN duckdb_columns() c USING (database_name, schema_name, table_name)
