@@ -6,6 +6,7 @@ import {
   instanceView,
   instanceViews,
   orreryFunctionKind,
+  perfettoTraceRelation,
   processSpansRelation,
   quoteIdentifier,
   quoteLiteral,
@@ -43,6 +44,7 @@ export function viewSetsNamedBy(calls: readonly TableFunctionCall[]): Array<stri
     const name = call.name.toLowerCase();
     if (name === 'view_instance') out.push(typeof call.args[0] === 'string' ? call.args[0] : null);
     else if (name === 'process_spans') out.push('spans');
+    else if (name === 'perfetto_trace_chunks') out.push('spans', 'processes');
   }
   return out;
 }
@@ -54,7 +56,7 @@ export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lake
     // The instance-only sets (thread_spans, ...) read the caller's spans.
     const view = lakehouse.views.get(instanceView(name) ? 'spans' : name);
     if (view) return [view];
-    if (name === 'spans') return [];
+    if (name === 'spans' || name === 'processes') return [];
     throw invalid(`view_instance: view set '${name}' does not exist`);
   });
 }
@@ -271,12 +273,17 @@ async function define(
       const body = perInstance ? perInstance.relation(instance) : `SELECT * FROM ${quoteIdentifier(view)}${filter}`;
       return [`CREATE OR REPLACE TEMP MACRO view_instance(__view_set, __instance_id) AS TABLE ${body}`];
     }
+    case 'perfetto_trace_chunks': {
+      // The time bounds stay expressions (TIMESTAMP '…' literals, now() - INTERVAL …): macro parameters.
+      if (args.length !== 4) throw invalid(`${name} takes 4 argument(s), got ${args.length}`);
+      const [process, kind] = spanArguments(name, args);
+      return [
+        `CREATE OR REPLACE TEMP MACRO perfetto_trace_chunks(__process_id, __span_types, __begin, __end) AS TABLE ${perfettoTraceRelation(process, kind)}`,
+      ];
+    }
     case 'process_spans': {
       arity(name, args, 2);
-      const [process, kind] = args;
-      if (typeof process !== 'string') throw invalid('process_spans: process_id must be a string literal');
-      if (kind !== 'thread' && kind !== 'async' && kind !== 'both')
-        throw invalid(`process_spans: kind must be 'thread', 'async' or 'both'`);
+      const [process, kind] = spanArguments(name, args);
       return [
         `CREATE OR REPLACE TEMP MACRO process_spans(__process_id, __kind) AS TABLE ${processSpansRelation(process, kind)}`,
       ];
@@ -353,6 +360,15 @@ async function readerPartitions(
 /** Whether view_instance(set, process_id) can narrow the set to one process. */
 function hasProcessInstances(view: ViewSet): boolean {
   return view.columns.some((c) => c.name === 'process_id');
+}
+
+/** The process id and span kind a span function names, as literals. */
+function spanArguments(name: string, args: unknown[]): [string, 'thread' | 'async' | 'both'] {
+  const [process, kind] = args;
+  if (typeof process !== 'string') throw invalid(`${name}: process_id must be a string literal`);
+  if (kind !== 'thread' && kind !== 'async' && kind !== 'both')
+    throw invalid(`${name}: kind must be 'thread', 'async' or 'both'`);
+  return [process, kind];
 }
 
 function arity(name: string, args: unknown[], count: number): void {

@@ -34,6 +34,7 @@ export {
   type SessionView,
 } from './view-session.js';
 export { instanceView, instanceViews, processSpansRelation, type InstanceView } from './instance-views.js';
+export { perfettoTraceRelation } from './perfetto-trace.js';
 export { ViewRegistry } from './view-registry.js';
 export { viewErrors } from './errors.js';
 export type { StoredDefinition, ViewDefinition } from './view-definition.js';

@@ -23,6 +23,7 @@ export const orreryFunctions = {
   list_view_set_definitions: 'table',
   view_instance: 'table',
   process_spans: 'table',
+  perfetto_trace_chunks: 'table',
   list_query_denials: 'admin table',
   list_quarantined_blocks: 'admin table',
   retire_partitions: 'procedure',

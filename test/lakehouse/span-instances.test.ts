@@ -2,6 +2,7 @@
 // process_spans, made from OTLP spans, and scoped to the caller's audiences like every view set.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import protobuf from 'protobufjs';
 import { postOtlp } from '../support/otlp.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 import type { TestFlightClient } from '../support/flight-client.js';
@@ -63,6 +64,52 @@ const tree: SpanSpec[] = [
     line: 42,
   },
 ];
+
+/** The fields of one protobuf message: number -> values (varints as bigint, length-delimited as bytes). */
+function fields(bytes: Uint8Array): Map<number, Array<bigint | Uint8Array>> {
+  const reader = protobuf.Reader.create(bytes);
+  const out = new Map<number, Array<bigint | Uint8Array>>();
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    const long = (tag & 7) === 0 ? reader.uint64() : null;
+    const value =
+      long === null
+        ? reader.bytes()
+        : typeof long === 'number'
+          ? BigInt(long)
+          : (BigInt(long.high >>> 0) << 32n) | BigInt(long.low >>> 0);
+    out.set(tag >>> 3, [...(out.get(tag >>> 3) ?? []), value]);
+  }
+  return out;
+}
+const one = (m: Map<number, Array<bigint | Uint8Array>>, field: number): bigint | Uint8Array | undefined =>
+  m.get(field)?.[0];
+const text = (value: bigint | Uint8Array | undefined): string => new TextDecoder().decode(value as Uint8Array);
+
+/** A Perfetto trace's packets, each as a line: tracks with their names, slices with their times and track. */
+function describeTrace(trace: Uint8Array): string[] {
+  const tracks = new Map<bigint, string>();
+  return (fields(trace).get(1) ?? []).map((bytes) => {
+    const packet = fields(bytes as Uint8Array);
+    assert.equal(one(packet, 10), 1n, 'trusted_packet_sequence_id');
+    const descriptor = one(packet, 60);
+    if (descriptor) {
+      const d = fields(descriptor as Uint8Array);
+      const [process, thread] = [one(d, 3), one(d, 4)].map((m) => (m ? fields(m as Uint8Array) : undefined));
+      const name = process
+        ? `process ${text(one(process, 6))}`
+        : thread
+          ? `thread ${text(one(thread, 5))}`
+          : text(one(d, 2));
+      tracks.set(one(d, 1) as bigint, name);
+      const parent = one(d, 5);
+      return `track ${name}${parent === undefined ? '' : ` in ${tracks.get(parent as bigint)}`}`;
+    }
+    const event = fields(one(packet, 11) as Uint8Array);
+    const kind = one(event, 9) === 1n ? `begin ${text(one(event, 23))} (${text(one(event, 22))})` : 'end';
+    return `${kind} ${(one(packet, 8) as bigint) - t0} on ${tracks.get(one(event, 11) as bigint)}`;
+  });
+}
 
 describe('instance view sets from OTLP spans (#11)', () => {
   const fixture = useOrrery({ MICROMEGAS_API_KEYS: keys }, 'serve');
@@ -143,6 +190,39 @@ describe('instance view sets from OTLP spans (#11)', () => {
         kind,
       );
     }
+  });
+
+  it('perfetto_trace_chunks: a Perfetto trace of the process, in numbered chunks', async () => {
+    const chunks = async (c: TestFlightClient, id: string, kind: string) => {
+      const table = await c.query(
+        `SELECT chunk_id, chunk_data FROM perfetto_trace_chunks('${id}', '${kind}', TIMESTAMP '2024-01-02T00:00:00+00:00', TIMESTAMP '2024-01-03T00:00:00Z')`,
+      );
+      const ids = [...table.getChild('chunk_id')!].map(Number);
+      assert.deepEqual(ids, [...ids.keys()]);
+      return Buffer.concat([...table.getChild('chunk_data')!].map((b) => Buffer.from(b as Uint8Array)));
+    };
+    const spansOn = (track: string): string[] => [
+      `begin request (checkout) 0 on ${track}`,
+      `end 1000 on ${track}`,
+      `begin query (checkout) 100 on ${track}`,
+      `end 400 on ${track}`,
+      `begin fetch (checkout) 200 on ${track}`,
+      `end 300 on ${track}`,
+    ];
+    for (const kind of ['thread', 'both']) {
+      assert.deepEqual(describeTrace(await chunks(reader, process, kind)), [
+        'track process shop',
+        'track thread traces in process shop',
+        ...spansOn('thread traces'),
+      ]);
+    }
+    assert.deepEqual(describeTrace(await chunks(reader, process, 'async')), [
+      'track process shop',
+      'track Async Operations in process shop',
+      ...spansOn('Async Operations'),
+    ]);
+    assert.equal((await chunks(reader, secretProcess, 'both')).length, 0);
+    assert.ok((await chunks(admin, secretProcess, 'both')).length > 0);
   });
 
   it('net_spans keeps its schema and is empty: OTLP has no network replication streams', async () => {
