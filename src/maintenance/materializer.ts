@@ -90,8 +90,52 @@ export class Materializer {
       return 'merged';
     }
     if (width > view.sourceDeltaSeconds) return 'skipped';
+    if (!(await this.sourcesReady(view, range))) return 'skipped';
     await this.create(view, range, count);
     return 'created';
+  }
+
+  /**
+   * Whether the view sets a SQL-defined set's extract reads are up to date over the range: each of their
+   * partitions there has the source count of its range now, and where none lies there is no source. Its count
+   * query counts their sources (log_stats sums the blocks' objects), not the rows its extract reads
+   * from their partitions, so a partition built while one of them is still materializing (another
+   * daemon, another pass's wider range) would carry the full count over part of the rows and pass
+   * for up to date until its sources change. Checked after the count is taken: what is read then
+   * is at least what was counted.
+   */
+  private async sourcesReady(view: ViewSet, range: InsertRange): Promise<boolean> {
+    if (view.source.kind !== 'sql') return true;
+    for (const name of view.source.extractReads) {
+      const read = this.options.viewSet(name);
+      if (!read) return false;
+      const partitions = await partitionsOverlapping(
+        this.options.db,
+        read.name,
+        globalInstance,
+        schemaHash(read.columns),
+        range.begin,
+        range.end,
+      );
+      // A stretch no partition covers must have no source (the materializer makes no empty partitions).
+      const sorted = [...partitions].sort((a, b) => (a.beginInsertTime < b.beginInsertTime ? -1 : 1));
+      let covered = range.begin;
+      for (const p of sorted) {
+        if (
+          p.beginInsertTime > covered &&
+          (await this.sourceCount(read, { begin: covered, end: p.beginInsertTime })) !== 0n
+        )
+          return false;
+        if (p.endInsertTime > covered) covered = p.endInsertTime;
+      }
+      if (covered < range.end && (await this.sourceCount(read, { begin: covered, end: range.end })) !== 0n)
+        return false;
+      for (const p of partitions) {
+        if (p.sourceCount !== (await this.sourceCount(read, { begin: p.beginInsertTime, end: p.endInsertTime })))
+          return false;
+      }
+    }
+    return true;
   }
 
   /** The source count a partition of this range must carry to be fresh. */
@@ -131,6 +175,7 @@ export class Materializer {
     if (inSpan.some((p) => p.beginInsertTime < span.begin || p.endInsertTime > span.end)) return 'skipped';
     const count = await this.sourceCount(view, span);
     if (inSpan.reduce((sum, p) => sum + p.sourceCount, 0n) === count) return 'up to date';
+    if (!(await this.sourcesReady(view, span))) return 'skipped';
     const pieces = [{ begin: span.begin, end: range.begin }, range, { begin: range.end, end: span.end }]
       .filter((piece) => piece.end > piece.begin)
       .flatMap((piece) => cut(piece, secondsToNanos(view.sourceDeltaSeconds)));

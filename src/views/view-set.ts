@@ -42,7 +42,15 @@ export interface ViewSet {
 export type ViewSource =
   | { kind: 'metadata'; table: 'blocks' | 'processes' | 'streams' }
   | { kind: 'payload'; tag: 'log' | 'metrics' | 'traces'; extract: string }
-  | { kind: 'sql'; extractQuery: string; countQuery: string; reads: readonly string[] };
+  | {
+      kind: 'sql';
+      extractQuery: string;
+      countQuery: string;
+      /** The view sets either query reads. */
+      reads: readonly string[];
+      /** The view sets the extract query reads: the partitions its rows come from. */
+      extractReads: readonly string[];
+    };
 
 /** Schema hash: derived from the column names and types only, 8 bytes. */
 export function schemaHash(columns: readonly ColumnSpec[]): Buffer {

@@ -144,6 +144,7 @@ export async function buildViewSet(
       extractQuery: definition.extractQuery,
       countQuery: definition.countQuery,
       reads: reads.map((v) => v.name),
+      extractReads: readViews([extract], lookup).map((v) => v.name),
     },
   };
 }
