@@ -21,7 +21,8 @@ commands:
   serve     answer Flight SQL queries and ingest OTLP/HTTP
   maintain  run the maintenance daemon (materialization, merges, retention)
   views     manage materialized view sets as code (orrery views help)
-  resources check database resources files (orrery resources help)
+  resources database resources as code: validate, plan, status, prune (orrery resources help)
+  publish   publish a folder of view sets and resources (orrery resources help)
   help      print this text
 
 Settings come from the environment; the README lists them.`;
@@ -46,13 +47,14 @@ async function main(argv: string[]): Promise<number> {
       err: (line) => process.stderr.write(`${line}\n`),
     });
   }
-  if (command === 'resources') {
+  if (command === 'resources' || command === 'publish') {
     const { runResourcesCli } = await import('./resources/index.js');
-    return runResourcesCli(argv.slice(1), {
+    const io = {
       env: process.env,
-      out: (line) => process.stdout.write(`${line}\n`),
-      err: (line) => process.stderr.write(`${line}\n`),
-    });
+      out: (line: string) => process.stdout.write(`${line}\n`),
+      err: (line: string) => process.stderr.write(`${line}\n`),
+    };
+    return runResourcesCli(argv.slice(1), io, command);
   }
   if (command !== 'all' && command !== 'serve' && command !== 'maintain') {
     console.error(`orrery: unknown command '${command}'\n\n${usage}`);

@@ -1,11 +1,17 @@
-// `orrery resources …`: resources files checked against a running server through Flight SQL.
+// `orrery resources …` and `orrery publish`: a publication folder checked and published through a
+// running server's Flight SQL (list_view_sets(), publish_resources(), resource_ledger(), …).
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { FlightClientError, FlightSqlClient } from '../client/index.js';
+import { quoteLiteral } from '../views/index.js';
+import { FlightDefinitionServer, applyCommand, oneLine, textTable } from '../views-cli/index.js';
 import { parseSchemaText, tableResolver, type ServerViewSet } from './catalog.js';
 import { parseResourcesArgs, resourcesUsage, type ResourcesArgs } from './cli-args.js';
 import type { Diagnostic } from './declarations.js';
+import { diagnosticText } from './diagnostics.js';
 import { ResourcesCliError, resourcesExitStatus } from './errors.js';
 import { ExpressionAnalyzer } from './expressions.js';
-import { readPublicationFolder } from './files.js';
+import { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
 import { validateResources, type ValidationResult } from './validation.js';
 
 /** Where commands print: results to `out`, problems to `err`. */
@@ -15,21 +21,25 @@ export interface ResourcesIo {
   err(line: string): void;
 }
 
-/** Runs `orrery resources <argv…>` and resolves with the exit status; never rejects. */
-export async function runResourcesCli(argv: readonly string[], io: ResourcesIo): Promise<number> {
+/** Runs `orrery resources <argv…>` (or `orrery publish <argv…>`) and resolves with the exit status; never rejects. */
+export async function runResourcesCli(
+  argv: readonly string[],
+  io: ResourcesIo,
+  program: 'resources' | 'publish' = 'resources',
+): Promise<number> {
   let client: FlightSqlClient | undefined;
   try {
-    const args = parseResourcesArgs(argv, io.env);
+    const args = parseResourcesArgs(argv, io.env, program);
     if (args.command === 'help') {
       io.out(resourcesUsage);
       return resourcesExitStatus.ok;
     }
     client = new FlightSqlClient({ address: args.server, tls: args.tls, apiKey: args.key });
-    return await validateCommand(args, client, io);
+    return await runCommand(args, client, io);
   } catch (error) {
-    io.err(`orrery resources: ${error instanceof Error ? error.message : String(error)}`);
+    io.err(`orrery ${program}: ${error instanceof Error ? oneLine(error.message) : String(error)}`);
     if (error instanceof ResourcesCliError) {
-      if (error.code === 'RESOURCES_USAGE') io.err("run 'orrery resources help' for usage");
+      if (error.code === 'RESOURCES_USAGE') io.err(`run 'orrery ${program} help' for usage`);
       return error.exitStatus;
     }
     return resourcesExitStatus.failed;
@@ -38,20 +48,44 @@ export async function runResourcesCli(argv: readonly string[], io: ResourcesIo):
   }
 }
 
+function runCommand(args: ResourcesArgs, client: FlightSqlClient, io: ResourcesIo): Promise<number> {
+  switch (args.command) {
+    case 'validate':
+      return validateCommand(args, client, io);
+    case 'plan':
+      return planCommand(args, client, io);
+    case 'status':
+      return statusCommand(client, io);
+    case 'prune':
+      return streamLines(client, `SELECT msg FROM prune_resources(${args.dryRun})`, io);
+    case 'publish':
+      return publishCommand(args, client, io);
+    case 'help':
+      io.out(resourcesUsage);
+      return Promise.resolve(resourcesExitStatus.ok);
+  }
+}
+
+const serverError = (client: FlightSqlClient, what: string, error: unknown): ResourcesCliError => {
+  if (error instanceof ResourcesCliError) return error;
+  const hint =
+    error instanceof FlightClientError && error.status === 'UNAUTHENTICATED'
+      ? ' (pass --key or set ORRERY_API_KEY)'
+      : '';
+  const message = error instanceof FlightClientError ? error.details : (error as Error).message;
+  return new ResourcesCliError(
+    'RESOURCES_SERVER_ERROR',
+    `${what} on ${client.options.address}: ${oneLine(message)}${hint}`,
+  );
+};
+
 /** The view sets a server lists, with the load error of each stored definition. */
 export async function serverViewSets(client: FlightSqlClient): Promise<ServerViewSet[]> {
   const query = async (sql: string) => {
     try {
       return (await client.query(sql)).toArray() as Array<Record<string, unknown>>;
     } catch (error) {
-      const hint =
-        error instanceof FlightClientError && error.status === 'UNAUTHENTICATED'
-          ? ' (pass --key or set ORRERY_API_KEY)'
-          : '';
-      throw new ResourcesCliError(
-        'RESOURCES_SERVER_ERROR',
-        `cannot list the view sets of ${client.options.address}: ${(error as Error).message}${hint}`,
-      );
+      throw serverError(client, 'cannot list the view sets', error);
     }
   };
   const sets = await query('SELECT view_set_name, schema FROM list_view_sets()');
@@ -71,7 +105,7 @@ export async function serverViewSets(client: FlightSqlClient): Promise<ServerVie
 
 /** Validates a publication folder against a server's view sets. */
 export async function validateFolder(dir: string, viewSets: readonly ServerViewSet[]): Promise<ValidationResult> {
-  const folder = await readPublicationFolder(dir);
+  const folder = publicationOf(dir, await readPublicationTexts(dir));
   const analyzer = await ExpressionAnalyzer.open();
   try {
     const result = await validateResources(folder.resources, tableResolver(viewSets, folder.views), analyzer);
@@ -82,22 +116,26 @@ export async function validateFolder(dir: string, viewSets: readonly ServerViewS
 }
 
 /** One diagnostic as a compiler prints it. */
-export const diagnosticLine = (d: Diagnostic): string =>
-  `${d.file}: ${d.entry === null ? '' : `${d.entry}: `}${d.severity}: ${d.message}`;
+export const diagnosticLine = diagnosticText;
 
-async function validateCommand(args: ResourcesArgs, client: FlightSqlClient, io: ResourcesIo): Promise<number> {
-  const result = await validateFolder(args.dir!, await serverViewSets(client));
+/** Prints the diagnostics (errors to err); returns the number of errors. */
+function printDiagnostics(result: ValidationResult, io: ResourcesIo): number {
   const errors = result.diagnostics.filter((d) => d.severity === 'error');
-  const warnings = result.diagnostics.length - errors.length;
   for (const diagnostic of sortDiagnostics(result.diagnostics)) {
     if (diagnostic.severity === 'error') io.err(diagnosticLine(diagnostic));
     else io.out(diagnosticLine(diagnostic));
   }
-  io.out(
-    `${result.entries.length} valid entr${result.entries.length === 1 ? 'y' : 'ies'}, ${errors.length} error(s), ${warnings} warning(s).`,
-  );
+  return errors.length;
+}
+
+async function validateCommand(args: ResourcesArgs, client: FlightSqlClient, io: ResourcesIo): Promise<number> {
+  const result = await validateFolder(args.dir!, await serverViewSets(client));
+  const errors = printDiagnostics(result, io);
+  const warnings = result.diagnostics.length - errors;
+  const valid = result.entries.length;
+  io.out(`${valid} valid entr${valid === 1 ? 'y' : 'ies'}, ${errors} error(s), ${warnings} warning(s).`);
   const mismatches = args.online ? await validateOnline(client, args.online.windowSeconds, io) : 0;
-  return errors.length > 0 || mismatches > 0 ? resourcesExitStatus.invalid : resourcesExitStatus.ok;
+  return errors > 0 || mismatches > 0 ? resourcesExitStatus.invalid : resourcesExitStatus.ok;
 }
 
 /** validate --online: the server's validate_rollups, one line per rollup; answers the number of mismatches. */
@@ -123,6 +161,105 @@ async function validateOnline(client: FlightSqlClient, windowSeconds: number, io
   const mismatches = rows.filter((r) => r.status === 'mismatch').length;
   io.out(`${rows.length} rollup(s) checked online, ${mismatches} mismatch(es).`);
   return mismatches;
+}
+
+/** Runs a procedure and prints its `msg` rows as they arrive. */
+async function streamLines(client: FlightSqlClient, sql: string, io: ResourcesIo): Promise<number> {
+  try {
+    for await (const batch of client.queryBatches(sql)) {
+      const msg = batch.getChild('msg');
+      for (let row = 0; row < batch.numRows; row++) io.out(String(msg?.get(row)));
+    }
+  } catch (error) {
+    throw serverError(client, 'failed', error);
+  }
+  return resourcesExitStatus.ok;
+}
+
+const publication = (texts: ReadonlyMap<string, string>): string =>
+  quoteLiteral(JSON.stringify({ files: Object.fromEntries(texts) }));
+
+async function planCommand(args: ResourcesArgs, client: FlightSqlClient, io: ResourcesIo): Promise<number> {
+  const body =
+    args.dir === undefined
+      ? quoteLiteral(JSON.stringify({ revision: args.revision ?? null }))
+      : publication(publishedTexts(await readPublicationTexts(args.dir)));
+  return streamLines(client, `SELECT msg FROM publish_resources(${body}, 'plan')`, io);
+}
+
+async function statusCommand(client: FlightSqlClient, io: ResourcesIo): Promise<number> {
+  let rows: Array<Record<string, unknown>>;
+  try {
+    rows = (
+      await client.query(
+        'SELECT physical_table, entry_key, kind, hash, state, backfilled_begin, backfilled_end, retired_at, prune_after, detail FROM resource_ledger()',
+      )
+    ).toArray() as Array<Record<string, unknown>>;
+  } catch (error) {
+    throw serverError(client, 'cannot read the resource ledger', error);
+  }
+  if (rows.length === 0) {
+    io.out(`The resource ledger of ${client.options.address} is empty.`);
+    return resourcesExitStatus.ok;
+  }
+  const time = (value: unknown): string =>
+    value === null || value === undefined ? '-' : new Date(Number(value)).toISOString();
+  const table = rows.map((r) => [
+    String(r.physical_table),
+    String(r.entry_key),
+    String(r.kind),
+    String(r.hash),
+    String(r.state),
+    r.backfilled_begin === null ? '-' : `${time(r.backfilled_begin)}..${time(r.backfilled_end)}`,
+    time(r.retired_at),
+    time(r.prune_after),
+    r.detail === null ? '' : oneLine(r.detail as string),
+  ]);
+  for (const line of textTable(
+    ['TABLE', 'ENTRY', 'KIND', 'HASH', 'STATE', 'BACKFILLED', 'RETIRED_AT', 'PRUNE_AFTER', 'DETAIL'],
+    table,
+    '',
+  ))
+    io.out(line);
+  return resourcesExitStatus.ok;
+}
+
+/** `resources.install_on_publish` of `<dir>/orrery.json` (default true). */
+async function installOnPublish(dir: string): Promise<boolean> {
+  const path = join(dir, 'orrery.json');
+  const text = await readFile(path, 'utf8').catch(() => null);
+  if (text === null) return true;
+  let parsed: { resources?: { install_on_publish?: unknown } };
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch (error) {
+    throw new ResourcesCliError('RESOURCES_FILE_ERROR', `${path} is not JSON: ${(error as Error).message}`);
+  }
+  const value = parsed.resources?.install_on_publish;
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new ResourcesCliError('RESOURCES_FILE_ERROR', `${path}: resources.install_on_publish must be true or false`);
+  return value ?? true;
+}
+
+async function publishCommand(args: ResourcesArgs, client: FlightSqlClient, io: ResourcesIo): Promise<number> {
+  const dir = args.dir!;
+  const result = await validateFolder(dir, await serverViewSets(client));
+  if (printDiagnostics(result, io) > 0) {
+    io.err(`Nothing published: fix the errors in ${dir} first.`);
+    return resourcesExitStatus.invalid;
+  }
+  const texts = publishedTexts(await readPublicationTexts(dir));
+  if (args.dryRun) return streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'plan')`, io);
+  const install = args.installResources ?? (await installOnPublish(dir));
+  if (install) await streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'install')`, io);
+  else io.out('resources not installed (resources.install_on_publish is false, or --no-install-resources)');
+  const views = [...texts.keys()].some((path) => path.startsWith('views/'));
+  if (views) {
+    const status = await applyCommand(new FlightDefinitionServer(client), join(dir, 'views'), false, io);
+    if (status !== 0) return status;
+  }
+  if (install) await streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'serve')`, io);
+  return resourcesExitStatus.ok;
 }
 
 /** By file, then in the order found. */

@@ -21,6 +21,22 @@ export const resourcesErrors = declareErrors('resources', {
     status: 'UNAVAILABLE',
     meaning: 'a call to the server failed: unreachable, credentials refused, or an error (exit 1)',
   },
+  RESOURCES_LOCKED: {
+    status: 'FAILED_PRECONDITION',
+    meaning: 'another publication or prune holds the resources lock; the message names its host, pid and start',
+  },
+  RESOURCES_INVALID: {
+    status: 'INVALID_ARGUMENT',
+    meaning: 'a publication whose resources files have errors (each listed as file: entry: message)',
+  },
+  RESOURCES_RIGHTS_MISSING: {
+    status: 'PERMISSION_DENIED',
+    meaning: 'installing needs rights this server lacks (each listed); nothing was installed',
+  },
+  RESOURCES_INSTALL_FAILED: {
+    status: 'INTERNAL',
+    meaning: 'installing an entry failed; the ledger keeps its progress and the next publish resumes it',
+  },
 });
 
 export type ResourcesErrorCode = keyof typeof resourcesErrors.codes;

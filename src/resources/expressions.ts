@@ -97,6 +97,12 @@ export class ExpressionAnalyzer {
     return { ...base, aggregate, type: described, root };
   }
 
+  /** Runs a query (over Parquet files, with Orrery's macros) and answers its rows; values as DuckDB's JSON-able ones. */
+  async rows(sql: string): Promise<Array<Record<string, unknown>>> {
+    const reader = await this.connection.runAndReadAll(sql);
+    return reader.getRowObjectsJson() as Array<Record<string, unknown>>;
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -30,19 +30,38 @@ export function localPathReason(path: string): string | null {
 
 const isOverlay = (path: string): boolean => /\.overrides\.resources\.json$|\.resources\.overrides\.json$/.test(path);
 
-/** Reads `<dir>/views/*.sql` and every resources file under `<dir>/resources/`. */
-export async function readPublicationFolder(dir: string): Promise<PublicationFiles> {
+/** Reads `<dir>/views/*.sql` and every resources file under `<dir>/resources/`, as path → text. */
+export async function readPublicationTexts(dir: string): Promise<Map<string, string>> {
   const info = await stat(dir).catch(() => null);
   if (!info?.isDirectory()) throw new ResourcesCliError('RESOURCES_DIR_NOT_FOUND', `folder '${dir}' does not exist`);
-  const views = new Map<string, string>();
+  const texts = new Map<string, string>();
   for (const path of await listFiles(dir, 'views', false)) {
-    if (path.endsWith('.sql')) views.set(path, await read(dir, path));
+    if (path.endsWith('.sql')) texts.set(path, await read(dir, path));
   }
+  for (const path of await listFiles(dir, 'resources', true)) {
+    if (isResourcesName(path)) texts.set(path, await read(dir, path));
+  }
+  return texts;
+}
+
+/** Reads a publication folder (see {@link readPublicationTexts}) and parses it. */
+export async function readPublicationFolder(dir: string): Promise<PublicationFiles> {
+  return publicationOf(dir, await readPublicationTexts(dir));
+}
+
+/** A publication from its files (path relative to the folder → text), local files and overlays set apart. */
+export function publicationOf(dir: string, texts: ReadonlyMap<string, string>): PublicationFiles {
+  const views = new Map<string, string>();
   const resources: ResourcesFile[] = [];
   const diagnostics: Diagnostic[] = [];
-  for (const path of await listFiles(dir, 'resources', true)) {
-    if (!isResourcesName(path)) continue;
-    const parsed = parseResourcesFile(path, await read(dir, path));
+  for (const path of [...texts.keys()].sort()) {
+    const text = texts.get(path)!;
+    if (/^views\/[^/]+\.sql$/.test(path)) {
+      views.set(path, text);
+      continue;
+    }
+    if (!path.startsWith('resources/') || !isResourcesName(path)) continue;
+    const parsed = parseResourcesFile(path, text);
     if (isOverlay(path)) {
       diagnostics.push({
         file: path,
@@ -67,6 +86,11 @@ export async function readPublicationFolder(dir: string): Promise<PublicationFil
     }
   }
   return { dir, resources, views, diagnostics };
+}
+
+/** The files of a publication that are part of it (local files left out). */
+export function publishedTexts(texts: ReadonlyMap<string, string>): Map<string, string> {
+  return new Map([...texts].filter(([path]) => path.startsWith('views/') || localPathReason(path) === null));
 }
 
 /** Files under `<dir>/<sub>` (recursively when asked), as paths relative to `dir` with `/`, sorted. */

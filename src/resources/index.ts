@@ -33,3 +33,19 @@ export { parseResourcesArgs, resourcesUsage, type ResourcesArgs, type ResourcesC
 export { diagnosticLine, runResourcesCli, serverViewSets, validateFolder, type ResourcesIo } from './cli.js';
 export { ResourcesCliError, resourcesErrors, resourcesExitStatus, type ResourcesErrorCode } from './errors.js';
 export { parseJsonText, type JsonText } from './json-text.js';
+export { registerInstaller, installerOf, type InstallContext, type ResourceInstaller } from './installers.js';
+export { entryHash, ledgerRows, ledgerSchema, retirementDays, storedPublication, type LedgerRow } from './ledger.js';
+export { lockNamespace, takeLock, type HeldLock } from './lock.js';
+export {
+  planEntries,
+  planLines,
+  publicationFiles,
+  publishResources,
+  pruneResources,
+  validEntries,
+  type PlannedEntry,
+  type PublishContext,
+  type PublishStep,
+} from './publish.js';
+export { diagnosticText } from './diagnostics.js';
+export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';

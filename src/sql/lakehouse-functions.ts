@@ -20,6 +20,7 @@ import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
 import type { Provenance } from '../rollups/index.js';
+import { ledgerRows } from '../resources/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
 // statement's connection, so they compose with the rest of the query (WHERE, JOIN, ...).
@@ -168,6 +169,37 @@ async function define(
         name,
         'block_id VARCHAR, view_set_name VARCHAR, process_id VARCHAR, stream_id VARCHAR, audience VARCHAR, insert_time TIMESTAMP_NS, ' +
           'error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
+        rows,
+      );
+    }
+    case 'resource_ledger': {
+      arity(name, args, 0);
+      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
+      const time = (value: Date | null): string =>
+        value === null ? 'NULL' : `${quoteLiteral(value.toISOString())}::TIMESTAMPTZ`;
+      const rows = (await ledgerRows(lakehouse.db)).map((r) =>
+        [
+          quoteLiteral(r.physicalTable),
+          quoteLiteral(r.entryKey),
+          quoteLiteral(r.kind),
+          quoteLiteral(r.hash),
+          quoteLiteral(r.prunedAt ? 'pruned' : r.retiredAt ? 'retired' : r.state),
+          r.publicationId === null ? 'NULL' : String(r.publicationId),
+          time(r.cutover),
+          time(r.backfilledBegin),
+          time(r.backfilledEnd),
+          time(r.retiredAt),
+          time(r.pruneAfter),
+          time(r.prunedAt),
+          text(r.detail),
+          quoteLiteral(JSON.stringify(r.declaration)),
+        ].join(', '),
+      );
+      return table(
+        name,
+        'physical_table VARCHAR, entry_key VARCHAR, kind VARCHAR, hash VARCHAR, state VARCHAR, publication_id BIGINT, ' +
+          'cutover TIMESTAMPTZ, backfilled_begin TIMESTAMPTZ, backfilled_end TIMESTAMPTZ, retired_at TIMESTAMPTZ, ' +
+          'prune_after TIMESTAMPTZ, pruned_at TIMESTAMPTZ, detail VARCHAR, declaration VARCHAR',
         rows,
       );
     }

@@ -17,6 +17,7 @@ import type { TableFunctionCall } from '../engine/index.js';
 import { viewErrors } from '../views/index.js';
 import { sqlErrors } from './errors.js';
 import { type Rollups } from '../rollups/index.js';
+import { publishResources, pruneResources, type PublishContext, type PublishStep } from '../resources/index.js';
 
 // Admin procedures: mutating lakehouse functions called as `SELECT * FROM f(...)`. They run
 // in Orrery, not in DuckDB, and stream their progress as (time, msg) rows as they go.
@@ -105,6 +106,24 @@ function rollupsOf(ctx: ProcedureContext, fn: string): Rollups {
 
 const optionalText = (value: unknown): string | null =>
   value === null || value === undefined ? null : typeof value === 'string' ? value : JSON.stringify(value);
+
+/** What a publication reaches through the lakehouse: its metadata, its store, the view sets it serves. */
+export function publishContextOf(lakehouse: Lakehouse): PublishContext {
+  return {
+    db: lakehouse.db,
+    store: lakehouse.store,
+    viewSets: async () => [
+      ...lakehouse.views.all().map((v) => ({ name: v.name, columns: v.columns, loadError: null })),
+      ...[...((await lakehouse.tables?.list())?.values() ?? [])].map((t) => ({
+        name: t.name,
+        columns: t.columns,
+        loadError: null,
+      })),
+    ],
+  };
+}
+
+const publishSteps: readonly PublishStep[] = ['plan', 'install', 'serve'];
 
 const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   retire_partitions: {
@@ -244,6 +263,26 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const rollups = rollupsOf(ctx, 'set_rollup_retention');
       const name = text(args, 0, 'set_rollup_retention', procedureList.set_rollup_retention.params);
       yield await rollups.setRetention(name, args[1] ?? null);
+    },
+  },
+  publish_resources: {
+    params: ['publication', 'step'],
+    run(ctx, args, caller) {
+      const p = procedureList.publish_resources.params;
+      const step = text(args, 1, 'publish_resources', p) as PublishStep;
+      if (!publishSteps.includes(step))
+        throw invalid(`publish_resources: argument step must be one of ${publishSteps.join(', ')}`);
+      return publishResources(publishContextOf(ctx.lakehouse), text(args, 0, 'publish_resources', p), step, caller);
+    },
+  },
+  prune_resources: {
+    params: ['dry_run'],
+    run(ctx, args, caller) {
+      // Constant arguments arrive as DuckDB's text of them: a boolean is 't' or 'f'.
+      const dryRun = String(args[0]).toLowerCase();
+      if (!['t', 'f', 'true', 'false'].includes(dryRun))
+        throw invalid('prune_resources: argument dry_run must be true or false');
+      return pruneResources(publishContextOf(ctx.lakehouse), dryRun.startsWith('t'), caller);
     },
   },
   set_job_schedule: {

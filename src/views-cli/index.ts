@@ -8,6 +8,7 @@ import { parseViewsArgs, viewsUsage, type ViewsArgs } from './views-args.js';
 import { applyCommand, listCommand, planCommand, pullCommand, showCommand, type Output } from './views-commands.js';
 
 export { ViewsCliError, exitStatus, type ViewsCliErrorCode } from './errors.js';
+export { oneLine, textTable } from './text-table.js';
 export { parseViewsArgs, viewsUsage, type ViewsArgs, type ViewsCommand } from './views-args.js';
 export {
   changesInApplyOrder,
@@ -25,7 +26,12 @@ export {
   withOrReplace,
   type StatementSummary,
 } from './view-statement.js';
-export { definitionsFromTable, type DdlOutcome, type DefinitionServer } from './definition-server.js';
+export {
+  FlightDefinitionServer,
+  definitionsFromTable,
+  type DdlOutcome,
+  type DefinitionServer,
+} from './definition-server.js';
 export {
   applyCommand,
   checkChanges,

@@ -1,0 +1,45 @@
+// Who installs each kind of entry. The resources component plans, locks, records and retires; an
+// installer makes the database objects of one kind. Other components register theirs at start-up
+// (the rollup kind: issue 14), so publish installs every kind through one path.
+import type { ObjectStore } from '../lakehouse/index.js';
+import type { MetadataQueries } from '../metadata/index.js';
+import type { ResourceKind } from './declarations.js';
+import type { LedgerRow } from './ledger.js';
+import { partitionStatsInstaller } from './partition-stats.js';
+import type { ValidEntry } from './validation.js';
+
+/** What an installer may use while it installs one entry. */
+export interface InstallContext {
+  readonly db: MetadataQueries;
+  readonly store: ObjectStore;
+  /** Every valid entry of the publication (an index's column entry, a rollup's source). */
+  readonly entries: readonly ValidEntry[];
+  /** The entry's ledger row as it was when this step began (its backfilled range, to resume from). */
+  readonly row: LedgerRow;
+  /** Records backfill progress in the ledger, so a crashed publication resumes there. */
+  progress(update: { backfilledBegin?: Date; backfilledEnd?: Date; detail?: string }): Promise<void>;
+}
+
+/** Makes, points and drops the database objects of one kind of entry. */
+export interface ResourceInstaller {
+  /** Why this server cannot install the entry (the plan omits it with a warning), or null. */
+  unsupported?(entry: ValidEntry): string | null;
+  /** Installs and backfills, idempotent and resumable from `ctx.row`; yields progress lines. */
+  install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string>;
+  /** Points stable names at what `install` made; runs at the serve step. */
+  serve?(entry: ValidEntry, ctx: InstallContext): Promise<void>;
+  /** Drops the objects of a retired ledger row past its prune time; returns what it dropped. */
+  drop(row: LedgerRow, ctx: { readonly db: MetadataQueries; readonly store: ObjectStore }): Promise<string>;
+}
+
+const installers = new Map<ResourceKind, ResourceInstaller>([['index', partitionStatsInstaller]]);
+
+/** Registers the installer of a kind (replacing an earlier one of the same kind). */
+export function registerInstaller(kind: ResourceKind, installer: ResourceInstaller): void {
+  installers.set(kind, installer);
+}
+
+/** The installer of a kind, if one is registered. */
+export function installerOf(kind: string): ResourceInstaller | undefined {
+  return installers.get(kind as ResourceKind);
+}

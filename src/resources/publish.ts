@@ -1,0 +1,401 @@
+// A publication, run by the server that receives it (database-resources.md, Installing): plan,
+// rights, install and backfill, serve, retire and converge; the namespace lock held throughout
+// each step, the ledger recording progress so an interrupted publication resumes.
+import type { ObjectStore } from '../lakehouse/index.js';
+import type { MetadataQueries } from '../metadata/index.js';
+import { tableResolver, type ServerViewSet } from './catalog.js';
+import { resourcesErrors } from './errors.js';
+import { ExpressionAnalyzer } from './expressions.js';
+import { publicationOf, publishedTexts } from './files.js';
+import { installerOf, type InstallContext } from './installers.js';
+import {
+  entryHash,
+  ledgerEntry,
+  ledgerId,
+  ledgerRows,
+  markPruned,
+  markServed,
+  recordProgress,
+  recordPublication,
+  retireUndeclared,
+  storedPublication,
+  type LedgerRow,
+} from './ledger.js';
+import { takeLock } from './lock.js';
+import { validateResources, type ValidEntry } from './validation.js';
+import { diagnosticText } from './diagnostics.js';
+
+/** What a publication reaches: the metadata, the object store and the server's view sets. */
+export interface PublishContext {
+  readonly db: MetadataQueries;
+  readonly store: ObjectStore;
+  viewSets(): Promise<ServerViewSet[]>;
+}
+
+/** One planned step for an entry. */
+export interface PlannedEntry {
+  readonly entry: ValidEntry;
+  /** `install` (or resume), `installed` (ready, checked again), `satisfied` (an existing column), `omitted`. */
+  readonly action: 'install' | 'installed' | 'satisfied' | 'omitted';
+  readonly reason: string | null;
+}
+
+/** `plan` prints what would run; `install` installs and backfills; `serve` serves, retires and finishes async entries. */
+export type PublishStep = 'plan' | 'install' | 'serve';
+
+/** The files of a publication as the CLI sends them: `{"files": {"<path>": "<text>"}}`. */
+export function publicationFiles(json: string): Map<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch (error) {
+    throw resourcesErrors.error('RESOURCES_INVALID', `the publication is not JSON: ${(error as Error).message}`);
+  }
+  const files = (parsed as { files?: unknown } | null)?.files;
+  if (typeof files !== 'object' || files === null || Object.values(files).some((t) => typeof t !== 'string'))
+    throw resourcesErrors.error('RESOURCES_INVALID', 'the publication must be {"files": {"<path>": "<text>", …}}');
+  return new Map(Object.entries(files as Record<string, string>));
+}
+
+/** `{"revision": <id>}` names a stored publication, `{"revision": null}` the served head; undefined otherwise. */
+function storedRevision(json: string): number | null | undefined {
+  try {
+    const parsed = JSON.parse(json) as { revision?: unknown };
+    if (parsed && typeof parsed === 'object' && 'revision' in parsed) {
+      return typeof parsed.revision === 'number' ? parsed.revision : null;
+    }
+  } catch {
+    // publicationFiles reports what is wrong with it.
+  }
+  return undefined;
+}
+
+/** Validates the files against the server's view sets; throws RESOURCES_INVALID listing every error. */
+export async function validEntries(
+  ctx: PublishContext,
+  texts: ReadonlyMap<string, string>,
+): Promise<{ entries: ValidEntry[]; warnings: string[] }> {
+  const folder = publicationOf('', texts);
+  const analyzer = await ExpressionAnalyzer.open();
+  try {
+    const result = await validateResources(
+      folder.resources,
+      tableResolver(await ctx.viewSets(), folder.views),
+      analyzer,
+    );
+    const diagnostics = [...folder.diagnostics, ...result.diagnostics];
+    const errors = diagnostics.filter((d) => d.severity === 'error');
+    if (errors.length > 0) {
+      throw resourcesErrors.error(
+        'RESOURCES_INVALID',
+        `the resources files have ${errors.length} error(s): ${errors.map(diagnosticText).join('; ')}`,
+      );
+    }
+    return { entries: [...result.entries], warnings: diagnostics.map(diagnosticText) };
+  } finally {
+    analyzer.close();
+  }
+}
+
+/**
+ * The plan: unsupported entries (validation's warnings, kinds this server installs no objects for)
+ * are omitted, and so is every entry that refers to an omitted one.
+ */
+export function planEntries(entries: readonly ValidEntry[], ledger: readonly LedgerRow[]): PlannedEntry[] {
+  const ready = new Set(ledger.filter((r) => r.state === 'ready' && r.prunedAt === null).map(ledgerId));
+  const omitted = new Map<string, string>();
+  const id = (e: ValidEntry): string => `${e.file}\u0000${e.key}`;
+  for (const entry of entries) {
+    const installer = installerOf(entry.kind);
+    const satisfied = entry.kind === 'column' && entry.satisfiedBy !== null;
+    const reason =
+      entry.unsupported ??
+      (satisfied
+        ? null
+        : !installer
+          ? `this server installs no ${entry.kind} entries`
+          : (installer.unsupported?.(entry) ?? null));
+    if (reason !== null) omitted.set(id(entry), reason);
+  }
+  // An entry reading an omitted one (a column entry an index sorts by, the rollup it is computed from) goes too.
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const entry of entries) {
+      if (omitted.has(id(entry))) continue;
+      const sameFile = (key: string) => entries.find((e) => e.file === entry.file && e.key === key);
+      const omittedRef = references(entry).find((key) => {
+        const target = sameFile(key);
+        return target !== undefined && omitted.has(id(target));
+      });
+      if (omittedRef !== undefined) {
+        omitted.set(id(entry), `it refers to '${omittedRef}', which is omitted`);
+        changed = true;
+      }
+    }
+  }
+  return entries.map((entry) => {
+    const reason = omitted.get(id(entry));
+    if (reason !== undefined) return { entry, action: 'omitted', reason };
+    if (entry.kind === 'column' && entry.satisfiedBy !== null)
+      return { entry, action: 'satisfied', reason: `the column ${entry.satisfiedBy} computes it` };
+    const key = ledgerId({
+      kind: entry.kind,
+      physicalTable: entry.physical,
+      entryKey: entry.key,
+      hash: entryHash(entry),
+    });
+    return { entry, action: ready.has(key) ? 'installed' : 'install', reason: null };
+  });
+}
+
+/** The names an entry reads that may be other entries of its file. */
+function references(entry: ValidEntry): string[] {
+  switch (entry.kind) {
+    case 'column':
+      return [];
+    case 'index':
+      return [entry.column];
+    case 'projection':
+      return [...entry.orderBy, ...(entry.columns ?? [])];
+    case 'rollup':
+      return [...entry.dimensions, ...(entry.from === null ? [] : [entry.from])];
+  }
+}
+
+const describeEntry = (e: ValidEntry): string =>
+  `${e.kind} ${e.key} on ${e.physical}${e.kind === 'column' && e.storedType !== null ? ` (${e.storedName} ${e.storedType})` : ''}`;
+
+/** The plan as lines. */
+export function planLines(plan: readonly PlannedEntry[]): string[] {
+  return plan.map(({ entry, action, reason }) => {
+    const where = `${entry.file}: ${entry.key}`;
+    switch (action) {
+      case 'omitted':
+        return `warning: omitted ${describeEntry(entry)} (${where}): ${reason}`;
+      case 'satisfied':
+        return `satisfied ${describeEntry(entry)}: ${reason}`;
+      case 'installed':
+        return `installed ${describeEntry(entry)}: ready; checked again for drift`;
+      case 'install':
+        return `install ${describeEntry(entry)}${entry.async ? ' (async: finished after serving)' : ''}`;
+    }
+  });
+}
+
+/** The rights installing needs, each missing one listed; nothing is installed when one is. */
+export async function missingRights(ctx: PublishContext): Promise<string[]> {
+  const missing: string[] = [];
+  const { rows } = await ctx.db.query<{ t: string; p: string; ok: boolean }>(
+    `SELECT t, p, has_table_privilege(t, p) AS ok
+       FROM unnest($1::text[]) AS t, unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p`,
+    [['resource_ledger', 'resource_publications', 'resource_locks', 'lakehouse_partitions']],
+  );
+  for (const row of rows) if (!row.ok) missing.push(`${row.p} on table ${row.t} (Postgres)`);
+  const schema = await ctx.db.query<{ ok: boolean; s: string }>(
+    `SELECT current_schema() AS s, has_schema_privilege(current_schema(), 'CREATE') AS ok`,
+  );
+  if (!schema.rows[0].ok) missing.push(`CREATE on schema ${schema.rows[0].s} (Postgres)`);
+  const probe = `resources/.rights-probe-${process.pid}-${Date.now()}`;
+  try {
+    await ctx.store.put(probe, new Uint8Array([1]));
+    await ctx.store.delete(probe);
+  } catch (error) {
+    missing.push(`write access to the object store (${(error as Error).message.split('\n')[0]})`);
+  }
+  return missing;
+}
+
+/** Runs one step of a publication; yields progress lines as it goes. */
+export async function* publishResources(
+  ctx: PublishContext,
+  filesJson: string,
+  step: PublishStep,
+  caller: string,
+): AsyncGenerator<string> {
+  const stored = storedRevision(filesJson);
+  if (stored !== undefined) {
+    if (step !== 'plan') throw resourcesErrors.error('RESOURCES_INVALID', `a stored publication can only be planned`);
+    const publication = await storedPublication(ctx.db, stored);
+    if (!publication)
+      throw resourcesErrors.error(
+        'RESOURCES_INVALID',
+        stored === null ? 'no publication has been served yet' : `there is no publication ${stored}`,
+      );
+    yield `publication ${publication.id}${publication.servedAt ? '' : ' (never served)'}:`;
+    yield* dryRun(ctx, publication.files);
+    return;
+  }
+  const texts = publishedTexts(publicationFiles(filesJson));
+  if (step === 'plan') {
+    yield* dryRun(ctx, texts);
+    return;
+  }
+  const lock = await takeLock(ctx.db, `publish (${step}) by ${caller}`);
+  try {
+    const { entries, warnings } = await validEntries(ctx, texts);
+    for (const warning of warnings) yield warning;
+    const publication = await recordPublication(ctx.db, texts, caller);
+    yield publication.created
+      ? `publication ${publication.id} recorded (content ${publication.contentHash.slice(0, 12)})`
+      : `no file changes: publication ${publication.id} again; installing what is missing and re-pointing names`;
+    const plan = planEntries(entries, await ledgerRows(ctx.db));
+    for (const line of planLines(plan)) yield line;
+    const missing = await missingRights(ctx);
+    if (missing.length > 0) {
+      throw resourcesErrors.error('RESOURCES_RIGHTS_MISSING', `installing needs: ${missing.join('; ')}`);
+    }
+    const active = plan.filter((p) => p.action === 'install' || p.action === 'installed');
+    if (step === 'install') {
+      for (const { entry } of active.filter((p) => !p.entry.async))
+        yield* installEntry(ctx, entry, entries, publication.id);
+      yield `installed: ${active.filter((p) => !p.entry.async).length} entr(ies) ready; serve next`;
+      return;
+    }
+    for (const { entry } of active) {
+      const installer = installerOf(entry.kind)!;
+      if (installer.serve) await installer.serve(entry, await contextFor(ctx, entry, entries, publication.id));
+    }
+    await markServed(ctx.db, publication.id);
+    yield `served publication ${publication.id}`;
+    const declared = new Set(
+      plan
+        .filter((p) => p.action !== 'omitted')
+        .map((p) =>
+          ledgerId({
+            kind: p.entry.kind,
+            physicalTable: p.entry.physical,
+            entryKey: p.entry.key,
+            hash: entryHash(p.entry),
+          }),
+        ),
+    );
+    const { retired, restored } = await retireUndeclared(ctx.db, declared);
+    for (const row of retired)
+      yield `retired ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
+    for (const row of restored)
+      yield `declared again: ${row.kind} ${row.entryKey} on ${row.physicalTable}; retirement cancelled`;
+    for (const { entry } of active.filter((p) => p.entry.async))
+      yield* installEntry(ctx, entry, entries, publication.id);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function contextFor(
+  ctx: PublishContext,
+  entry: ValidEntry,
+  entries: readonly ValidEntry[],
+  publicationId: number,
+): Promise<InstallContext> {
+  const row = await ledgerEntry(ctx.db, entry, publicationId);
+  return {
+    db: ctx.db,
+    store: ctx.store,
+    entries,
+    row,
+    progress: (update) => recordProgress(ctx.db, row, update),
+  };
+}
+
+async function* installEntry(
+  ctx: PublishContext,
+  entry: ValidEntry,
+  entries: readonly ValidEntry[],
+  publicationId: number,
+): AsyncGenerator<string> {
+  const installCtx = await contextFor(ctx, entry, entries, publicationId);
+  try {
+    yield* installerOf(entry.kind)!.install(entry, installCtx);
+  } catch (error) {
+    await recordProgress(ctx.db, installCtx.row, { detail: (error as Error).message });
+    throw resourcesErrors.error(
+      'RESOURCES_INSTALL_FAILED',
+      `installing ${describeEntry(entry)} failed: ${(error as Error).message}; run orrery publish again to resume`,
+      { cause: error },
+    );
+  }
+  await recordProgress(ctx.db, installCtx.row, { state: 'ready', detail: null });
+  yield `ready ${describeEntry(entry)}`;
+}
+
+/** `publish --dry-run` / `resources plan`: the file changes against the served head and the steps; runs nothing. */
+async function* dryRun(ctx: PublishContext, texts: ReadonlyMap<string, string>): AsyncGenerator<string> {
+  const head = await storedPublication(ctx.db, null);
+  const before = head?.files ?? new Map<string, string>();
+  const changes = [
+    ...[...texts.keys()].filter((p) => !before.has(p)).map((p) => `file added: ${p}`),
+    ...[...texts.keys()]
+      .filter((p) => before.has(p) && before.get(p) !== texts.get(p))
+      .map((p) => `file changed: ${p}`),
+    ...[...before.keys()].filter((p) => !texts.has(p)).map((p) => `file removed: ${p}`),
+  ];
+  yield head ? `against served publication ${head.id}:` : 'no publication served yet:';
+  if (changes.length === 0) yield 'no file changes';
+  for (const change of changes) yield change;
+  const { entries, warnings } = await validEntries(ctx, texts);
+  for (const warning of warnings) yield warning;
+  const ledger = await ledgerRows(ctx.db);
+  const plan = planEntries(entries, ledger);
+  for (const line of planLines(plan)) yield line;
+  const declared = new Set(
+    plan
+      .filter((p) => p.action !== 'omitted')
+      .map((p) =>
+        ledgerId({
+          kind: p.entry.kind,
+          physicalTable: p.entry.physical,
+          entryKey: p.entry.key,
+          hash: entryHash(p.entry),
+        }),
+      ),
+  );
+  for (const row of ledger.filter((r) => r.prunedAt === null && r.retiredAt === null && !declared.has(ledgerId(r))))
+    yield `retire ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
+}
+
+/** `resources prune`: drops retired objects past their prune time (or lists them with dryRun). */
+export async function* pruneResources(ctx: PublishContext, dryRun: boolean, caller: string): AsyncGenerator<string> {
+  const lock = dryRun ? null : await takeLock(ctx.db, `prune by ${caller}`);
+  try {
+    const head = await storedPublication(ctx.db, null);
+    if (head && !dryRun) {
+      // What the served head no longer declares is retired first, as a publication would.
+      const { entries } = await validEntries(ctx, head.files);
+      const declared = new Set(
+        planEntries(entries, await ledgerRows(ctx.db))
+          .filter((p) => p.action !== 'omitted')
+          .map((p) =>
+            ledgerId({
+              kind: p.entry.kind,
+              physicalTable: p.entry.physical,
+              entryKey: p.entry.key,
+              hash: entryHash(p.entry),
+            }),
+          ),
+      );
+      for (const row of (await retireUndeclared(ctx.db, declared)).retired)
+        yield `retired ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
+    }
+    const now = Date.now();
+    const rows = (await ledgerRows(ctx.db)).filter((r) => r.retiredAt !== null && r.prunedAt === null);
+    let dropped = 0;
+    for (const row of rows) {
+      if (row.pruneAfter!.getTime() > now) {
+        yield `kept ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}): retired until ${row.pruneAfter!.toISOString()}`;
+        continue;
+      }
+      if (dryRun) {
+        yield `would drop ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash})`;
+        continue;
+      }
+      const installer = installerOf(row.kind);
+      const what = installer ? await installer.drop(row, { db: ctx.db, store: ctx.store }) : 'nothing installed';
+      await markPruned(ctx.db, row);
+      dropped++;
+      yield `dropped ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}): ${what}`;
+    }
+    yield dryRun ? `dry run: nothing dropped` : `pruned ${dropped} retired resource(s)`;
+  } finally {
+    await lock?.release();
+  }
+}

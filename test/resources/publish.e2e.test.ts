@@ -1,0 +1,284 @@
+// `orrery publish`, `orrery resources plan|status|prune` against a started Orrery (issue 13 items 3-5
+// and 7): the plan (omitted entries and what refers to them), the namespace lock (a second holder is
+// refused by name; an expired one is taken over), a backfill that fails midway and resumes from the
+// ledger, retire then re-declare, prune, and minmax / set indexes matching the partitions' rows.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runResourcesCli, takeLock } from '../../src/resources/index.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+describe('orrery publish and the resource ledger (issue 13)', () => {
+  const fixture = useOrrery({ ORRERY_RETIRE_DELAY_SECONDS: '0' }, 'serve');
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-publish-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  let files: string[] = [];
+
+  const cli = async (args: string[], program: 'resources' | 'publish' = 'resources') => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
+    const status = await runResourcesCli(args, { env, out: (l) => out.push(l), err: (l) => err.push(l) }, program);
+    return { status, out, err };
+  };
+  const publish = (...args: string[]) => cli(['--dir', dir, ...args], 'publish');
+  const declare = (resources: unknown): void => {
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }, null, 2));
+  };
+  const ledger = async () =>
+    (
+      await fixture.admin.query(
+        'SELECT entry_key, kind, state, backfilled_begin IS NOT NULL AS backfilled, detail FROM resource_ledger() ORDER BY entry_key, kind, state',
+      )
+    )
+      .toArray()
+      .map((r: Record<string, unknown>) => ({ ...r }));
+  const stats = async (view: string) =>
+    (
+      await fixture.orrery.metadata.query<{ n: string; min: string; max: string }>(
+        `SELECT count(*) AS n, min(min_value) AS min, max(max_value) AS max FROM resource_partition_stats WHERE view_set_name = $1`,
+        [view],
+      )
+    ).rows[0];
+
+  const levelIndex = { index: { table: 'log_entries', column: 'level', kind: 'minmax' } };
+  const baseResources = {
+    pod: { column: { table: 'log_entries', expression: "properties->>'k8s.pod.name'" } },
+    pod_bloom: { index: { table: 'log_entries', column: 'pod', kind: 'bloom_filter' } },
+    pod_set: { index: { table: 'log_entries', column: 'pod', kind: 'set' } },
+    level_minmax: levelIndex,
+    exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
+  };
+
+  before(async () => {
+    // Three ingests a second and more apart, materialized by the second: three partitions of log_entries.
+    const start = Math.floor(Date.now() / 1000);
+    for (const [i, level] of [9, 13, 17].entries()) {
+      const logs = [{ time: 1704164645000000000n + BigInt(i) * 1_000_000n, severity: level, body: `entry ${i}` }];
+      assert.equal(
+        (
+          await postOtlp(
+            fixture.orrery.httpPort,
+            'logs',
+            adminKey.key,
+            logsRequest({ 'service.name': `svc${i}` }, logs),
+          )
+        ).status,
+        200,
+      );
+      await sleep(1100);
+    }
+    for (const view of ['processes', 'log_entries']) {
+      await fixture.admin.query(
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(start + 6)}', 1)`,
+      );
+    }
+    files = (
+      await fixture.admin.query(
+        "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
+      )
+    )
+      .toArray()
+      .map((r: Record<string, unknown>) => String(r.file_path));
+    assert.ok(files.length >= 3, `expected three partitions, got ${files.length}`);
+  });
+
+  it('publish --dry-run prints the file changes and the plan, and runs nothing', async () => {
+    declare(baseResources);
+    const run = await publish('--dry-run');
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.deepEqual(run.out, [
+      'no publication served yet:',
+      'file added: resources/logs.resources.json',
+      'warning: omitted column pod on log_entries (__orr_' +
+        run.out[2].split('__orr_')[1].split(' ')[0] +
+        ' VARCHAR) (resources/logs.resources.json: pod): this server installs no column entries',
+      'warning: omitted index pod_bloom on log_entries (resources/logs.resources.json: pod_bloom): this server does not install bloom_filter indexes yet',
+      "warning: omitted index pod_set on log_entries (resources/logs.resources.json: pod_set): it refers to 'pod', which is omitted",
+      'install index level_minmax on log_entries',
+      'install index exe_set on log_entries',
+    ]);
+    assert.deepEqual(await ledger(), []);
+  });
+
+  it('publish installs and backfills the minmax and set indexes from every partition, newest first', async () => {
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(run.out.join('\n'), /^publication 1 recorded \(content [0-9a-f]{12}\)$/m);
+    assert.match(
+      run.out.join('\n'),
+      new RegExp(
+        `^backfill minmax index level_minmax on log_entries: ${files.length} of ${files.length} partition\\(s\\) to read \\(0 done before\\), newest first$`,
+        'm',
+      ),
+    );
+    assert.match(
+      run.out.join('\n'),
+      /^ {2}level_minmax: 1\/\d+ partition\(s\), reached \d{4}-\d\d-\d\d, about \d+ s left$/m,
+    );
+    assert.match(run.out.join('\n'), /^served publication 1$/m);
+    assert.deepEqual(await ledger(), [
+      { entry_key: 'exe_set', kind: 'index', state: 'ready', backfilled: true, detail: null },
+      { entry_key: 'level_minmax', kind: 'index', state: 'ready', backfilled: true, detail: null },
+    ]);
+    // The statistics are the rows' own: one row per partition file, extremes equal to the table's.
+    const levels = (
+      await fixture.admin.query('SELECT min(level)::VARCHAR AS lo, max(level)::VARCHAR AS hi FROM log_entries')
+    ).toArray()[0] as Record<string, unknown>;
+    const stored = await fixture.orrery.metadata.query<{ n: string; lo: string; hi: string }>(
+      `SELECT count(*) AS n, min(min_value::int)::text AS lo, max(max_value::int)::text AS hi FROM resource_partition_stats s
+         JOIN resource_ledger l ON l.hash = s.index_hash WHERE l.entry_key = 'level_minmax'`,
+    );
+    assert.deepEqual(stored.rows[0], { n: String(files.length), lo: String(levels.lo), hi: String(levels.hi) });
+    const exes = await fixture.orrery.metadata.query<{ values: string[] }>(
+      `SELECT distinct_values AS values FROM resource_partition_stats s JOIN resource_ledger l ON l.hash = s.index_hash
+        WHERE l.entry_key = 'exe_set'`,
+    );
+    assert.equal(exes.rows.length, files.length);
+    for (const row of exes.rows) assert.ok(Array.isArray(row.values));
+  });
+
+  it('a publish with no file changes makes no new publication and installs what is missing', async () => {
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(
+      run.out.join('\n'),
+      /^no file changes: publication 1 again; installing what is missing and re-pointing names$/m,
+    );
+    assert.match(run.out.join('\n'), /^installed index level_minmax on log_entries: ready; checked again for drift$/m);
+    assert.match(
+      run.out.join('\n'),
+      new RegExp(
+        `^backfill minmax index level_minmax on log_entries: 0 of ${files.length} partition\\(s\\) to read \\(${files.length} done before\\), newest first$`,
+        'm',
+      ),
+    );
+  });
+
+  it('a second installation is refused naming the lock holder; an expired lock (a crashed holder) is taken over', async () => {
+    const held = await takeLock(fixture.orrery.metadata, 'a test holding the lock');
+    try {
+      const refused = await publish();
+      assert.equal(refused.status, 1);
+      assert.match(
+        refused.err.join('\n'),
+        new RegExp(
+          `another installation holds the resources lock: a test holding the lock on host .+, pid ${process.pid}, since \\d{4}-`,
+        ),
+      );
+      const prune = await cli(['prune']);
+      assert.equal(prune.status, 1);
+      assert.match(prune.err.join('\n'), /another installation holds the resources lock/);
+      // The holder crashes: it stops renewing, and its lease runs out.
+      await fixture.orrery.metadata.query("UPDATE resource_locks SET expires_at = now() - interval '1 second'");
+      const resumed = await publish();
+      assert.equal(resumed.status, 0, resumed.err.join('\n'));
+    } finally {
+      await held.release();
+    }
+  });
+
+  it('a backfill that fails midway keeps its progress in the ledger; the next publish resumes there', async () => {
+    declare({ ...baseResources, level_set: { index: { table: 'log_entries', column: 'level', kind: 'set' } } });
+    const oldest = files[0];
+    const path = join(fixture.orrery.dataDir, 'lake', oldest);
+    const bytes = readFileSync(path);
+    writeFileSync(path, 'not parquet');
+    let failed;
+    try {
+      failed = await publish();
+    } finally {
+      writeFileSync(path, bytes);
+    }
+    assert.equal(failed.status, 1);
+    assert.match(
+      failed.err.join('\n'),
+      /installing index level_set on log_entries failed: .*; run orrery publish again to resume/,
+    );
+    const partial = (await ledger()).find((r) => r.entry_key === 'level_set');
+    assert.equal(partial?.state, 'installing');
+    assert.equal(partial?.backfilled, files.length > 1);
+    const done = Number((await stats('log_entries')).n);
+    const resumed = await publish();
+    assert.equal(resumed.status, 0, resumed.err.join('\n'));
+    assert.match(
+      resumed.out.join('\n'),
+      new RegExp(
+        `^backfill set index level_set on log_entries: 1 of ${files.length} partition\\(s\\) to read \\(${files.length - 1} done before\\), newest first$`,
+        'm',
+      ),
+    );
+    assert.equal(Number((await stats('log_entries')).n), done + 1);
+    assert.equal((await ledger()).find((r) => r.entry_key === 'level_set')?.state, 'ready');
+  });
+
+  it('retire then re-declare: an undeclared entry is retired for seven days, declaring it again cancels that', async () => {
+    const { level_minmax: _dropped, ...without } = baseResources;
+    declare(without);
+    const retired = await publish();
+    assert.equal(retired.status, 0, retired.err.join('\n'));
+    assert.match(retired.out.join('\n'), /^retired index level_minmax on log_entries \([0-9a-f]{8}\) for 7 days$/m);
+    assert.match(retired.out.join('\n'), /^retired index level_set on log_entries \([0-9a-f]{8}\) for 7 days$/m);
+    const kept = await cli(['prune', '--dry-run']);
+    assert.match(kept.out.join('\n'), /^kept index level_minmax on log_entries \([0-9a-f]{8}\): retired until \d{4}-/m);
+    declare({ ...without, level_minmax: levelIndex });
+    const again = await publish();
+    assert.equal(again.status, 0, again.err.join('\n'));
+    assert.match(again.out.join('\n'), /^declared again: index level_minmax on log_entries; retirement cancelled$/m);
+    const status = await cli(['status']);
+    assert.equal(status.status, 0);
+    assert.match(status.out[0], /^TABLE +ENTRY +KIND +HASH +STATE +BACKFILLED +RETIRED_AT +PRUNE_AFTER +DETAIL$/);
+    assert.match(
+      status.out.join('\n'),
+      /^log_entries +level_minmax +index +[0-9a-f]{8} +ready +\d{4}-\S+\.\.\d{4}-\S+ +- +- *$/m,
+    );
+    assert.match(
+      status.out.join('\n'),
+      /^log_entries +level_set +index +[0-9a-f]{8} +retired +\d{4}-\S+ +\d{4}-\S+ +\d{4}-\S+/m,
+    );
+  });
+
+  it('prune drops what was retired more than seven days ago, and only that', async () => {
+    await fixture.orrery.metadata.query(
+      "UPDATE resource_ledger SET prune_after = now() - interval '1 second' WHERE entry_key = 'level_set'",
+    );
+    const dry = await cli(['prune', '--dry-run']);
+    assert.deepEqual(
+      dry.out.filter((l) => l.startsWith('would drop')),
+      [dry.out.find((l) => /^would drop index level_set on log_entries \([0-9a-f]{8}\)$/.test(l))],
+    );
+    const before = Number((await stats('log_entries')).n);
+    const pruned = await cli(['prune']);
+    assert.equal(pruned.status, 0, pruned.err.join('\n'));
+    assert.match(
+      pruned.out.join('\n'),
+      new RegExp(
+        `^dropped index level_set on log_entries \\([0-9a-f]{8}\\): ${files.length} partition statistics row\\(s\\) deleted$`,
+        'm',
+      ),
+    );
+    assert.match(pruned.out.join('\n'), /^pruned 1 retired resource\(s\)$/m);
+    assert.equal(Number((await stats('log_entries')).n), before - files.length);
+    assert.equal((await ledger()).find((r) => r.entry_key === 'level_set')?.state, 'pruned');
+  });
+
+  it('plan --revision prints a stored publication; plan alone the served head', async () => {
+    const one = await cli(['plan', '--revision', '1']);
+    assert.equal(one.status, 0, one.err.join('\n'));
+    assert.equal(one.out[0], 'publication 1:');
+    const head = await cli(['plan']);
+    assert.equal(head.status, 0, head.err.join('\n'));
+    assert.match(head.out[0], /^publication \d+:$/);
+    assert.ok(head.out.includes('no file changes'));
+    const missing = await cli(['plan', '--revision', '99']);
+    assert.equal(missing.status, 1);
+    assert.match(missing.err[0], /there is no publication 99/);
+  });
+});
