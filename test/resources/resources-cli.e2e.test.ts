@@ -61,7 +61,7 @@ describe('orrery resources validate against a running server', () => {
     assert.equal(refused.status, 1);
     assert.match(
       refused.err[0],
-      /^orrery resources: cannot list the view sets of 127\.0\.0\.1:\d+: .* \(pass --key or set ORRERY_API_KEY\)$/,
+      /^orrery resources: cannot list the view sets on 127\.0\.0\.1:\d+: invalid key \(pass --key or set ORRERY_API_KEY\)$/,
     );
     const missing = await run(['validate', '--dir', join(dir, 'nowhere')]);
     assert.deepEqual(missing, {
