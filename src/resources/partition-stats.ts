@@ -47,12 +47,14 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   const todo = files.filter((f) => !done.has(f.filePath));
   yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done.size} done before), newest first`;
   if (todo.length === 0) return;
+  if (ctx.store.needsHttpfs)
+    throw new Error(`${entry.indexKind} indexes are built from a local lake only (this one is reached through httpfs)`);
   const expression = indexedExpression(entry, ctx.entries);
   const analyzer = await ExpressionAnalyzer.open();
   const started = Date.now();
   try {
     for (const [i, partition] of todo.entries()) {
-      const source = `read_parquet(${quoteLiteral(ctx.store.localPath(partition.filePath))})`;
+      const source = `read_parquet(${quoteLiteral(ctx.store.location(partition.filePath))})`;
       const distinct =
         entry.indexKind === 'set'
           ? `, CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR)) END AS distinct_values`
