@@ -91,6 +91,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
   const closers: Closer[] = [];
   let started = false;
   const closeStarted = (): Promise<void> => closeAll([...closers].reverse());
+  // A graceful shutdown first drains: /ready turns false, OTLP requests and Flight streams under way
+  // finish (new ones go elsewhere) within ORRERY_SHUTDOWN_GRACE_SECONDS; then everything closes.
+  const graceMs = config.shutdownGraceSeconds * 1000;
+  let flightServer: FlightSqlServer<Principal> | undefined;
+  let httpServer: HttpServer | undefined;
+  const drain = async (): Promise<void> => {
+    await Promise.all([httpServer?.drain(graceMs), flightServer?.close(graceMs)]);
+  };
   try {
     const { keyring, connectHint, createdFile } = keyringFromConfig(config, log);
     if (createdFile)
@@ -208,7 +216,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         tls: config.tls,
         log,
       });
-      closers.push({ name: 'the Flight SQL server', close: () => server.close() });
+      closers.push({ name: 'the Flight SQL server', close: () => server.close(graceMs) });
+      flightServer = server;
       ({ port: flightPort } = await server.start());
       log('info', `Flight SQL listening on ${hostOf(config.flightAddress)}:${flightPort}${config.tls ? ' (TLS)' : ''}`);
     }
@@ -270,12 +279,15 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       log,
     });
     closers.push({ name: 'the HTTP server', close: () => http.close() });
+    httpServer = http;
     const { port: httpPort } = await http.start();
+    // Unset, Prometheus's own `instance` (the scraped host:port) tells the processes apart.
+    if (config.instance) metrics.labelInstance(config.instance);
     log('info', `HTTP (OTLP, /health, /ready, /metrics) listening on ${hostOf(config.httpAddress)}:${httpPort}`);
     if (connectHint) log('info', connectHint);
     started = true;
     let closing: Promise<void> | undefined;
-    const close = (): Promise<void> => (closing ??= closeStarted());
+    const close = (): Promise<void> => (closing ??= drain().then(closeStarted));
     return { flightPort, httpPort, daemon, metadata, store, close, [Symbol.asyncDispose]: close };
   } catch (error) {
     await closeStarted().catch((failure: unknown) => log('error', 'closing what had started failed', failure));

@@ -27,11 +27,20 @@ commands:
 
 Settings come from the environment; the README lists them.`;
 
-const log: Log = (level, message, error) => {
+const textLog: Log = (level, message, error) => {
   const line = `${new Date().toISOString()} ${level.toUpperCase()} ${message}`;
   if (level === 'error') console.error(line, error ?? '');
   else console.log(line);
 };
+
+/** ORRERY_LOG_FORMAT=json: one JSON object per line (time, level, message, error), errors on stderr. */
+const jsonLog: Log = (level, message, error) => {
+  const entry: Record<string, string> = { time: new Date().toISOString(), level, message };
+  if (error !== undefined) entry.error = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  (level === 'error' ? process.stderr : process.stdout).write(`${JSON.stringify(entry)}\n`);
+};
+
+let log: Log = textLog;
 
 async function main(argv: string[]): Promise<number> {
   const command = argv[0] ?? 'all';
@@ -67,7 +76,14 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
-  const orrery = await startOrrery(loadConfig(), log, command);
+  const config = loadConfig();
+  log = config.logFormat === 'json' ? jsonLog : textLog;
+  if (config.logFormat === 'json') {
+    // Node's own warnings (a dependency's deprecation notice, say) become log lines too.
+    process.removeAllListeners('warning');
+    process.on('warning', (warning) => log('warn', `${warning.name}: ${warning.message}`));
+  }
+  const orrery = await startOrrery(config, log, command);
   log('info', `${await stopSignal} received, shutting down`);
   try {
     await orrery.close();

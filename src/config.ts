@@ -43,6 +43,12 @@ export interface Config {
   readonly retireDelaySeconds: number;
   readonly maxBodyBytes: number;
   /** ORRERY_INGEST_MAX_CONCURRENT, ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, ORRERY_INGEST_MEMORY_BYTES */
+  /** ORRERY_SHUTDOWN_GRACE_SECONDS: how long SIGTERM lets OTLP requests and Flight streams under way finish. */
+  readonly shutdownGraceSeconds: number;
+  /** ORRERY_LOG_FORMAT: `text` lines, or one JSON object per line. */
+  readonly logFormat: 'text' | 'json';
+  /** ORRERY_INSTANCE: the `instance` label on every metric of this process (a pod's name, say); unset: none. */
+  readonly instance: string | undefined;
   readonly ingestLimits: { concurrent: number; concurrentPerKey: number; memoryBytes: number };
   readonly viewDefinitionRefreshSeconds: number;
   /** MICROMEGAS_STATIC_TABLES_URL: a file:// folder of CSV/JSON/Parquet files. */
@@ -93,6 +99,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
+    shutdownGraceSeconds: nonNegativeSeconds(env.ORRERY_SHUTDOWN_GRACE_SECONDS, 'ORRERY_SHUTDOWN_GRACE_SECONDS') ?? 25,
+    logFormat: oneOf(env.ORRERY_LOG_FORMAT, ['text', 'json'], 'ORRERY_LOG_FORMAT') ?? 'text',
+    instance: env.ORRERY_INSTANCE || undefined,
     ingestLimits: {
       concurrent: positiveInteger(env.ORRERY_INGEST_MAX_CONCURRENT, 'ORRERY_INGEST_MAX_CONCURRENT') ?? 256,
       concurrentPerKey:

@@ -43,6 +43,10 @@ export class HttpServer {
   private readonly server: Server;
   private readonly admission: IngestAdmission;
   private closed = false;
+  private draining = false;
+  /** OTLP requests being stored, and who waits for them to end (drain). */
+  private ingesting = 0;
+  private idle: Array<() => void> = [];
 
   constructor(private readonly options: HttpServerOptions) {
     this.admission = new IngestAdmission(options.ingestLimits);
@@ -66,10 +70,27 @@ export class HttpServer {
     return { host, port: (this.server.address() as AddressInfo).port };
   }
 
+  /**
+   * The start of a graceful shutdown: /ready answers 503 and new OTLP requests 503 with Retry-After
+   * (the client sends them to another server), while the requests being stored finish. Resolves when
+   * none is left, or after `graceMs`.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    if (this.ingesting === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.idle.push(resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
+    ]);
+    clearTimeout(timer);
+  }
+
   /** Stops accepting connections and waits for requests in flight. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.draining = true;
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeIdleConnections();
@@ -84,6 +105,7 @@ export class HttpServer {
     const path = (request.url ?? '/').split('?')[0];
     if (request.method === 'GET' && path === '/health') return send(response, 200, 'text/plain', 'ok\n');
     if (request.method === 'GET' && path === '/ready') {
+      if (this.draining) return send(response, 503, 'text/plain', 'not ready: shutting down\n');
       try {
         await this.options.readiness();
         return send(response, 200, 'text/plain', 'ready\n');
@@ -101,7 +123,12 @@ export class HttpServer {
       response.setHeader('allow', 'POST');
       return send(response, 405, 'text/plain', `${path} accepts POST only\n`);
     }
-    await this.ingest(signal, request, response);
+    this.ingesting++;
+    try {
+      await this.ingest(signal, request, response);
+    } finally {
+      if (--this.ingesting === 0) for (const resolve of this.idle.splice(0)) resolve();
+    }
   }
 
   private async ingest(signal: OtlpSignal, request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -116,6 +143,7 @@ export class HttpServer {
       if (!request.complete) response.setHeader('connection', 'close');
       send(response, status, contentType === 'json' ? 'application/json' : 'application/x-protobuf', body);
     };
+    if (this.draining) return fail(503, 'the server is shutting down: send the request again (to another server)');
     const principal = this.authenticate(request.headers.authorization);
     if (!principal) return fail(401, 'missing or invalid API key: send "Authorization: Bearer <key>"');
     let admitted;

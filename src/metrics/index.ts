@@ -135,4 +135,9 @@ export class OrreryMetrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'orrery_' });
   }
+
+  /** Labels every series with `instance`, so the processes of a cluster stay apart once aggregated. */
+  labelInstance(instance: string): void {
+    this.registry.setDefaultLabels({ instance });
+  }
 }
