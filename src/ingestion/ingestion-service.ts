@@ -7,6 +7,7 @@ import {
   decodeLogs,
   decodeMetrics,
   decodeTraces,
+  logsLines,
   resourceKey,
   resourceSkeleton,
   scanLogs,
@@ -146,6 +147,8 @@ function storedAsReceived(body: Uint8Array, scanned: ScannedResourceLogs[]): Pen
  */
 export function payloadLines(payload: Uint8Array): Uint8Array {
   if (payload.length === 0 || payload[0] === 0x7b /* '{' */) return payload;
+  const direct = logsLines(payload);
+  if (direct !== null) return direct;
   const lines: string[] = [];
   for (const group of decodeLogs(payload, 'protobuf'))
     for (const record of group.records) lines.push(logLine(record, 0n));

@@ -30,7 +30,7 @@ async function hold(port: number, key: string, size: number, sent: number): Prom
   answer = new Promise((resolve, reject) => request.once('response', resolve).once('error', reject));
   request.write(body.subarray(0, sent));
   request.flushHeaders();
-  await new Promise((resolve) => setTimeout(resolve, 100)); // the server reads what was sent
+  await new Promise((resolve) => setTimeout(resolve, 300)); // the server reads what was sent
   return {
     finish: async () => {
       request.end(body.subarray(sent));

@@ -11,6 +11,8 @@ export { encodeErrorStatus, encodeExportResponse, type PartialSuccess } from './
 export { decodeLogs } from './logs-decoder.js';
 /** The validating scan of a logs protobuf body that decodes nothing, and the pieces its blocks are stored as. */
 export { asFieldOne, resourceSkeleton, scanLogs, type ScannedResourceLogs } from './logs-scan.js';
+/** A logs payload stored as received written straight to its NDJSON lines (null: decode it the slow way). */
+export { logsLines } from './logs-lines.js';
 /** Decodes a metrics request body to one record per data point, grouped by resource. */
 export { decodeMetrics } from './metrics-decoder.js';
 /** Decodes a traces request body to spans grouped by resource. */
