@@ -281,4 +281,37 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
     assert.equal(missing.status, 1);
     assert.match(missing.err[0], /there is no publication 99/);
   });
+
+  it('publish applies the views of the folder; install_on_publish false (or --no-install-resources) installs nothing', async () => {
+    mkdirSync(join(dir, 'views'), { recursive: true });
+    writeFileSync(
+      join(dir, 'views', 'level_counts.sql'),
+      `CREATE MATERIALIZED VIEW level_counts WITH (
+  extract_query = $$SELECT date_bin('1 minute', time) AS time_bin, level, count(*) AS count, audience
+    FROM log_entries WHERE insert_time >= '{begin}' AND insert_time < '{end}' GROUP BY ALL$$,
+  count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+  merge_partitions_query = $$SELECT time_bin, level, sum(count) AS count, audience FROM {source} GROUP BY ALL$$,
+  update_group = 4000,
+  time_column = 'time_bin'
+)
+`,
+    );
+    writeFileSync(join(dir, 'orrery.json'), JSON.stringify({ resources: { install_on_publish: false } }));
+    const ledgerBefore = await ledger();
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.equal(
+      run.out[0],
+      'resources not installed (resources.install_on_publish is false, or --no-install-resources)',
+    );
+    assert.match(run.out.join('\n'), /^ {2}created {3}level_counts \(update_group 4000\)$/m);
+    const names = (await fixture.admin.query('SELECT view_set_name FROM list_view_set_definitions()'))
+      .toArray()
+      .map((r: Record<string, unknown>) => String(r.view_set_name));
+    assert.ok(names.includes('level_counts'));
+    assert.deepEqual(await ledger(), ledgerBefore);
+    const forced = await publish('--install-resources', '--dry-run');
+    assert.equal(forced.status, 0, forced.err.join('\n'));
+    assert.ok(forced.out.includes('file added: views/level_counts.sql'), forced.out.join('\n'));
+  });
 });
