@@ -36,7 +36,8 @@ const textLog: Log = (level, message, error) => {
 /** ORRERY_LOG_FORMAT=json: one JSON object per line (time, level, message, error), errors on stderr. */
 const jsonLog: Log = (level, message, error) => {
   const entry: Record<string, string> = { time: new Date().toISOString(), level, message };
-  if (error !== undefined) entry.error = error instanceof Error ? (error.stack ?? error.message) : JSON.stringify(error);
+  if (error !== undefined)
+    entry.error = error instanceof Error ? (error.stack ?? error.message) : JSON.stringify(error);
   (level === 'error' ? process.stderr : process.stdout).write(`${JSON.stringify(entry)}\n`);
 };
 
