@@ -138,15 +138,17 @@ export function planEntries(entries: readonly ValidEntry[], ledger: readonly Led
     if (reason !== undefined) return { entry, action: 'omitted', reason };
     if (entry.kind === 'column' && entry.satisfiedBy !== null)
       return { entry, action: 'satisfied', reason: `the column ${entry.satisfiedBy} computes it` };
-    const key = ledgerId({
-      kind: entry.kind,
-      physicalTable: entry.physical,
-      entryKey: entry.key,
-      hash: entryHash(entry),
-    });
-    return { entry, action: ready.has(key) ? 'installed' : 'install', reason: null };
+    return { entry, action: ready.has(entryLedgerId(entry)) ? 'installed' : 'install', reason: null };
   });
 }
+
+/** The ledger ids (`kind/table/key/hash`) of the entries a plan keeps. */
+function declaredIds(plan: readonly PlannedEntry[]): Set<string> {
+  return new Set(plan.filter((p) => p.action !== 'omitted').map((p) => entryLedgerId(p.entry)));
+}
+
+const entryLedgerId = (entry: ValidEntry): string =>
+  ledgerId({ kind: entry.kind, physicalTable: entry.physical, entryKey: entry.key, hash: entryHash(entry) });
 
 /** The names an entry reads that may be other entries of its file. */
 function references(entry: ValidEntry): string[] {
@@ -257,18 +259,7 @@ export async function* publishResources(
     }
     await markServed(ctx.db, publication.id);
     yield `served publication ${publication.id}`;
-    const declared = new Set(
-      plan
-        .filter((p) => p.action !== 'omitted')
-        .map((p) =>
-          ledgerId({
-            kind: p.entry.kind,
-            physicalTable: p.entry.physical,
-            entryKey: p.entry.key,
-            hash: entryHash(p.entry),
-          }),
-        ),
-    );
+    const declared = declaredIds(plan);
     const { retired, restored } = await retireUndeclared(ctx.db, declared);
     for (const row of retired)
       yield `retired ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
@@ -337,18 +328,7 @@ async function* dryRun(ctx: PublishContext, texts: ReadonlyMap<string, string>):
   const ledger = await ledgerRows(ctx.db);
   const plan = planEntries(entries, ledger);
   for (const line of planLines(plan)) yield line;
-  const declared = new Set(
-    plan
-      .filter((p) => p.action !== 'omitted')
-      .map((p) =>
-        ledgerId({
-          kind: p.entry.kind,
-          physicalTable: p.entry.physical,
-          entryKey: p.entry.key,
-          hash: entryHash(p.entry),
-        }),
-      ),
-  );
+  const declared = declaredIds(plan);
   for (const row of ledger.filter((r) => r.prunedAt === null && r.retiredAt === null && !declared.has(ledgerId(r))))
     yield `retire ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
 }
@@ -361,18 +341,7 @@ export async function* pruneResources(ctx: PublishContext, dryRun: boolean, call
     if (head && !dryRun) {
       // What the served head no longer declares is retired first, as a publication would.
       const { entries } = await validEntries(ctx, head.files);
-      const declared = new Set(
-        planEntries(entries, await ledgerRows(ctx.db))
-          .filter((p) => p.action !== 'omitted')
-          .map((p) =>
-            ledgerId({
-              kind: p.entry.kind,
-              physicalTable: p.entry.physical,
-              entryKey: p.entry.key,
-              hash: entryHash(p.entry),
-            }),
-          ),
-      );
+      const declared = declaredIds(planEntries(entries, await ledgerRows(ctx.db)));
       for (const row of (await retireUndeclared(ctx.db, declared)).retired)
         yield `retired ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
     }
