@@ -82,6 +82,7 @@ export async function planSeriesWrite(
   if (parsed.kind === 'alter') {
     adminOnly();
     const action = parsed.action;
+    if (!/^\s*ADD\b/i.test(action)) await tables.checkDroppable(table.name, action.trim().replace(/\s+/g, ' '));
     return {
       setup,
       run: async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0),

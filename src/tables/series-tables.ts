@@ -85,18 +85,20 @@ export class SeriesTables {
   }
 
   /**
-   * Throws, naming each one (`rollup 'cpu_5m'`), when something registered depends on the table;
-   * DROP TABLE calls it before dropping.
+   * Throws, naming each one (`rollup 'cpu_5m'`), when something registered depends on the table:
+   * DROP TABLE calls it before dropping, and ALTER TABLE before a change other than ADD COLUMN
+   * (a dropped, renamed or retyped column, or a renamed table, breaks what reads it).
    */
-  async checkDroppable(table: string): Promise<void> {
+  async checkDroppable(table: string, change?: string): Promise<void> {
     const found: string[] = [];
     for (const { kind, source } of this.dependents) {
       for (const name of await source(table)) found.push(`${kind} '${name}'`);
     }
     if (found.length > 0) {
+      const what = change === undefined ? `drop series table '${table}'` : `alter series table '${table}' (${change})`;
       throw tableErrors.error(
         'SERIES_TABLE_HAS_DEPENDENTS',
-        `cannot drop series table '${table}': ${found.join(', ')} ${found.length > 1 ? 'depend' : 'depends'} on it; drop ${found.length > 1 ? 'them' : 'it'} first`,
+        `cannot ${what}: ${found.join(', ')} ${found.length > 1 ? 'depend' : 'depends'} on it; drop ${found.length > 1 ? 'them' : 'it'} first`,
       );
     }
   }
