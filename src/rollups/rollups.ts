@@ -741,7 +741,11 @@ export class Rollups {
    * such rollup; answers the provenance and the rollups read (to set up with readSetup), or null
    * when the statement reads no series table with rollups.
    */
-  async rewrite(tree: { statements: Node[] }): Promise<{ provenance: Provenance; rollups: string[] } | null> {
+  async rewrite(
+    tree: { statements: Node[] },
+    /** The series tables, when the caller has just listed them. */
+    listed?: ReadonlyMap<string, SeriesTable>,
+  ): Promise<{ provenance: Provenance; rollups: string[] } | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
       if (Array.isArray(value)) return value.forEach(visit);
@@ -755,19 +759,31 @@ export class Rollups {
     const definitions = await this.definitions();
     const relevant = [...definitions.values()].filter((d) => named.has(d.base));
     if (relevant.length === 0) return null;
-    const tables = await this.tables.list();
+    const tables = listed ?? (await this.tables.list());
     const snapshot = await this.snapshot();
     const cache = new Map();
     const targets = new Map<string, RollupTarget[]>();
+    // Which were refreshed at least once: every state table read in one statement.
+    const refreshed = new Set(
+      (
+        await this.engine.values(
+          relevant
+            .map(
+              (d) =>
+                `SELECT ${quoteLiteral(d.name)} AS name FROM ${at(stateTable(d.name), snapshot)} WHERE watermark IS NOT NULL`,
+            )
+            .join(' UNION ALL '),
+        )
+      ).map(([name]) => String(name)),
+    );
     for (const definition of relevant) {
       const base = tables.get(definition.base);
       if (!base) continue;
-      const state = await this.state(definition, snapshot);
       const list = targets.get(definition.base) ?? [];
       list.push({
         name: definition.name,
         grain: definition.grain,
-        ready: state.watermark !== null,
+        ready: refreshed.has(definition.name),
         sameHash: definition.sourceHash === sourceHash(base),
         integer: definition.integer,
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),

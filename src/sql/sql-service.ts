@@ -455,12 +455,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
     // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
     // statement may name one, not for statements over view sets alone.
-    if (tables && (!shape || this.mayNameSeriesTables(shape)))
-      setup.push(...seriesReadSetup(tables, await tables.list(), principal, shape ?? undefined));
+    const listed = tables && (!shape || this.mayNameSeriesTables(shape)) ? await tables.list() : undefined;
+    if (tables && listed) setup.push(...seriesReadSetup(tables, listed, principal, shape ?? undefined));
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const rollups = this.lakehouse?.rollups;
-    const reads = tree && shape && rollups && this.mayNameSeriesTables(shape) ? await rollups.rewrite(tree) : null;
+    const reads =
+      tree && shape && rollups && this.mayNameSeriesTables(shape) ? await rollups.rewrite(tree, listed) : null;
     if (shape && rollups && this.mayNameSeriesTables(shape))
       setup.push(...(await rollupReadSetup(rollups, shape, principal, reads?.rollups)));
     const options: RunOptions = {
