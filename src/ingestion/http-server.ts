@@ -150,11 +150,16 @@ export class HttpServer {
     try {
       contentType = contentTypeOf(request.headers['content-type']);
       admitted = this.admission.admit(principal.name);
-      const body = await decodeBody(request, request.headers['content-encoding'], {
+      const encoding = request.headers['content-encoding'];
+      // A gzip body is kept as received too: stored as is when the scan takes it (see IngestionService.ingest).
+      const received = gzipped(encoding)
+        ? await decodeBody(request, undefined, { maxBytes: this.options.maxBodyBytes, charge: admitted.charge })
+        : undefined;
+      const body = await decodeBody(received ?? request, encoding, {
         maxBytes: this.options.maxBodyBytes,
         charge: admitted.charge,
       });
-      await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0]);
+      await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0], received);
     } catch (error) {
       if (error instanceof OtlpDecodeError) return fail(error.httpStatus, error.message);
       throw error;
@@ -175,6 +180,8 @@ export class HttpServer {
     return match ? this.options.keyring.byKey(match[1]) : null;
   }
 }
+
+const gzipped = (encoding: string | undefined): boolean => /^\s*(x-)?gzip\s*$/i.test(encoding ?? '');
 
 function send(response: ServerResponse, status: number, contentType: string, body: string | Uint8Array): void {
   response.writeHead(status, { 'content-type': contentType });

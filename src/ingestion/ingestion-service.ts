@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
@@ -53,9 +54,17 @@ export class IngestionService {
    * stored whole or not at all. (Payloads are written first: a payload whose rows never
    * commit is read by nothing, and a retry of the request finds it in place.)
    */
-  async ingest(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, audience: string): Promise<number> {
+  async ingest(
+    signal: OtlpSignal,
+    body: Uint8Array,
+    contentType: OtlpContentType,
+    audience: string,
+    received?: Uint8Array,
+  ): Promise<number> {
     const now = nowNanos();
-    const blocks = this.blocks(signal, body, contentType, now).map((block) => identified(signal, block, audience));
+    const blocks = this.blocks(signal, body, contentType, now, received).map((block) =>
+      identified(signal, block, audience),
+    );
     for (const block of blocks)
       await this.store.putIfAbsent(payloadKey(block.processId, block.streamId, block.blockId), block.payload);
     const stored = await insertRows(this.db, signal, blocks, audience);
@@ -63,10 +72,16 @@ export class IngestionService {
     return stored;
   }
 
-  private blocks(signal: OtlpSignal, body: Uint8Array, contentType: OtlpContentType, now: bigint): PendingBlock[] {
+  private blocks(
+    signal: OtlpSignal,
+    body: Uint8Array,
+    contentType: OtlpContentType,
+    now: bigint,
+    received: Uint8Array | undefined,
+  ): PendingBlock[] {
     if (signal === 'logs' && contentType === 'protobuf') {
       const scanned = scanLogs(body);
-      if (scanned !== null) return storedAsReceived(body, scanned);
+      if (scanned !== null) return storedAsReceived(body, scanned, received);
     }
     const build = <R>(
       groups: ResourceGroup<R>[],
@@ -122,7 +137,11 @@ export class IngestionService {
  * body when it is the only one), as an ExportLogsServiceRequest of its own, decoded at materialization
  * (see payloadLines). The resources are decoded here, alone, which checks them as decoding the body would.
  */
-function storedAsReceived(body: Uint8Array, scanned: ScannedResourceLogs[]): PendingBlock[] {
+function storedAsReceived(
+  body: Uint8Array,
+  scanned: ScannedResourceLogs[],
+  received: Uint8Array | undefined,
+): PendingBlock[] {
   const resources = decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
   const blocks: PendingBlock[] = [];
   scanned.forEach((r, i) => {
@@ -130,7 +149,9 @@ function storedAsReceived(body: Uint8Array, scanned: ScannedResourceLogs[]): Pen
     const [start, end] = r.bytes;
     blocks.push({
       resource: withoutReserved(resources[i].resource.attributes),
-      payload: scanned.length === 1 ? body : asFieldOne(body.subarray(start, end)),
+      // One ResourceLogs: the body itself, compressed as it came (gzip) when it came so.
+      payload: scanned.length === 1 ? (received ?? body) : asFieldOne(body.subarray(start, end)),
+      content: scanned.length === 1 ? body : undefined,
       format: 'otlp',
       count: r.records,
       begin: r.begin,
@@ -147,6 +168,7 @@ function storedAsReceived(body: Uint8Array, scanned: ScannedResourceLogs[]): Pen
  */
 export function payloadLines(payload: Uint8Array): Uint8Array {
   if (payload.length === 0 || payload[0] === 0x7b /* '{' */) return payload;
+  if (payload[0] === 0x1f && payload[1] === 0x8b) payload = gunzipSync(payload); // gzip, as received
   const direct = logsLines(payload);
   if (direct !== null) return direct;
   const lines: string[] = [];
@@ -160,7 +182,10 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
   const processId = derivedUuid(`process\u0000${audience}\u0000${resourceKey(block.resource)}`);
   const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
   // An NDJSON block's id stays what it was; a protobuf one's names its format, so the two never meet.
-  const digest = createHash('sha256').update(block.payload).digest('hex');
+  // The id hashes the content, not its compression: the same request gzipped otherwise is the same block.
+  const digest = createHash('sha256')
+    .update(block.content ?? block.payload)
+    .digest('hex');
   const blockId = derivedUuid(`block\u0000${streamId}\u0000${block.format === 'ndjson' ? '' : 'otlp\u0000'}${digest}`);
   return { ...block, processId, streamId, blockId };
 }
@@ -243,8 +268,10 @@ function withoutReserved(attributes: Attributes): Attributes {
 
 interface PendingBlock {
   resource: Attributes;
-  /** NDJSON lines (one per record), or the request's protobuf bytes (see payloadLines). */
+  /** NDJSON lines (one per record), or the request's protobuf bytes, maybe gzipped (see payloadLines). */
   payload: Uint8Array;
+  /** The payload's content when the payload is compressed (what the block id hashes). */
+  content?: Uint8Array;
   format: 'ndjson' | 'otlp';
   count: number;
   begin: bigint;

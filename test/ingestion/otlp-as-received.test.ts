@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { payloadLines } from '../../src/ingestion/index.js';
 import { decodeLogs, logsLines, scanLogs } from '../../src/ingestion/otlp/index.js';
@@ -144,10 +145,14 @@ function randomRequest(next: () => number): object {
 
 describe('issue 16: logs protobuf bodies are stored as received and decoded at materialization', () => {
   const fixture = useOrrery();
-  const post = async (body: Uint8Array, contentType: string): Promise<number> => {
+  const post = async (body: Uint8Array, contentType: string, encoding?: string): Promise<number> => {
     const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/logs`, {
       method: 'POST',
-      headers: { 'content-type': contentType, authorization: `Bearer ${adminKey.key}` },
+      headers: {
+        'content-type': contentType,
+        authorization: `Bearer ${adminKey.key}`,
+        ...(encoding ? { 'content-encoding': encoding } : {}),
+      },
       body: new Uint8Array(body),
     });
     await response.arrayBuffer();
@@ -261,6 +266,24 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     );
     assert.equal(await post(protobufOf(body), 'application/x-protobuf'), 400);
     assert.equal((await blocksOf('poison')).length, 0);
+  });
+
+  it('a gzip body of one resource is stored as received, compressed; gzipped otherwise it is the same block', async () => {
+    const body = protobufOf(request('gz', false, 1));
+    const gz = gzipSync(body, { level: 9 });
+    assert.equal(await post(gz, 'application/x-protobuf', 'gzip'), 200);
+    assert.equal(await post(gzipSync(body, { level: 1 }), 'application/x-protobuf', 'gzip'), 200);
+    const blocks = await blocksOf('gz');
+    assert.equal(blocks.length, 1);
+    assert.deepEqual(payload(blocks[0]), gz);
+    assert.equal(await post(protobufOf(request('plain', false, 1)), 'application/x-protobuf'), 200);
+    await materialize();
+    const rows = await rowsOf('gz');
+    assert.equal(rows.length, 12);
+    assert.deepEqual(
+      JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+      JSON.stringify(await rowsOf('plain'), (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+    );
   });
 
   it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (decoded first)', async () => {
