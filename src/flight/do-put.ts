@@ -112,6 +112,10 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
   return iterator;
 }
 
+/** Flight SQL's TableNotExistOption FAIL and TableExistsOption APPEND. */
+const noTableCreate = 2;
+const tableAppend = 2;
+
 async function ingestResult<P>(
   backend: FlightSqlBackend<P>,
   ctx: CallContext<P>,
@@ -133,8 +137,10 @@ async function ingestResult<P>(
     schema: m.schema ?? null,
     catalog: m.catalog ?? null,
     temporary: m.temporary ?? false,
-    ifNotExist: m.tableDefinitionOptions?.ifNotExist ?? 0,
-    ifExists: m.tableDefinitionOptions?.ifExists ?? 0,
+    // No table_definition_options at all (micromegas's bulk_ingest sends none): append to the
+    // table, which must exist, as micromegas's server does. ADBC always sends them.
+    ifNotExist: m.tableDefinitionOptions ? (m.tableDefinitionOptions.ifNotExist ?? 0) : noTableCreate,
+    ifExists: m.tableDefinitionOptions ? (m.tableDefinitionOptions.ifExists ?? 0) : tableAppend,
     transactionId: m.transactionId,
     options: new Map(Object.entries(m.options ?? {})),
   };

@@ -45,7 +45,7 @@ export function viewSetsNamedBy(calls: readonly TableFunctionCall[]): Array<stri
     const name = call.name.toLowerCase();
     if (name === 'view_instance') out.push(typeof call.args[0] === 'string' ? call.args[0] : null);
     else if (name === 'process_spans') out.push('spans');
-    else if (name === 'perfetto_trace_chunks') out.push('spans', 'processes');
+    else if (name === 'perfetto_trace_chunks') out.push('spans');
   }
   return out;
 }

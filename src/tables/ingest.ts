@@ -1,6 +1,6 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { duckdbTypeOf, quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
-import { tableErrors } from './errors.js';
+import { seriesStatementError, tableErrors } from './errors.js';
 import { SeriesTables, audienceColumn, lakeTable, type SeriesTable, type Writer } from './series-tables.js';
 
 /** What to do when the table exists, or does not (Flight SQL's TableDefinitionOptions, as ADBC's ingest modes set them). */
@@ -32,6 +32,11 @@ export async function ingest(
   data: IngestData,
   session: EngineSession,
 ): Promise<number> {
+  // micromegas's bulk_ingest targets its replication tables (processes, streams, blocks): view sets here.
+  if (tables.isReserved(name))
+    throw seriesStatementError(
+      `ingest: '${name}' is a view set or static table, not a series table (bulk ingest writes series tables only)`,
+    );
   const existing = (await tables.list(session)).get(name);
   let table: SeriesTable;
   if (existing && mode.ifExists === 3) {

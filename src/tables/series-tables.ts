@@ -68,6 +68,11 @@ export class SeriesTables {
     private readonly reservedNames: () => ReadonlySet<string>,
   ) {}
 
+  /** Whether a view set or static table has this name (so no series table can). */
+  isReserved(name: string): boolean {
+    return this.reservedNames().has(name);
+  }
+
   /**
    * DuckLake's latest snapshot id, read from its catalog table in Postgres: one indexed max over
    * the pool, where DuckDB's `current_snapshot()` costs a round of DuckLake catalog queries.
@@ -162,8 +167,7 @@ export class SeriesTables {
     { inTransaction = false }: { inTransaction?: boolean } = {},
   ): Promise<boolean> {
     const { table } = statement;
-    if (this.reservedNames().has(table))
-      throw seriesStatementError(`'${table}' is the name of a view set or static table`);
+    if (this.isReserved(table)) throw seriesStatementError(`'${table}' is the name of a view set or static table`);
     const existing = await this.list(session);
     if (existing.has(table)) {
       if (statement.ifNotExists) return true;

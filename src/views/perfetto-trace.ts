@@ -10,15 +10,23 @@ import { quoteLiteral } from './view-session.js';
 // once), or one "Async Operations" track holding every span ('async'). Track uuids and pids are
 // DuckDB hashes of the ids (micromegas uses xxh64), names and categories are not interned.
 
+// DuckDB expands a macro's arguments wherever its body names them, so a body naming one twice
+// doubles its argument's expression at each level of nesting (a slice packet bound in 13 s). Each
+// macro below therefore binds its argument once, as the parameter of a one-element list_transform.
+
+/** Byte k of a base-128 varint of `__pb_v` as two hex digits; '' past its last byte (byte 0 always is). */
+function varintByte(k: number): string {
+  const more = k < 9 ? `CASE WHEN __pb_v >= (CAST(1 AS UBIGINT) << ${7 * (k + 1)}) THEN 128 ELSE 0 END` : '0';
+  const byte = `lpad(hex(((__pb_v >> ${7 * k}) & 127) | ${more}), 2, '0')`;
+  return k === 0 ? byte : `CASE WHEN __pb_v >= (CAST(1 AS UBIGINT) << ${7 * k}) THEN ${byte} ELSE '' END`;
+}
+
 export const perfettoMacros: readonly string[] = [
-  `CREATE OR REPLACE MACRO __orrery_pb_varint_len(n) AS
-     CAST(1 + list_sum(list_transform(range(1, 10), k -> CASE WHEN CAST(n AS UBIGINT) >= (CAST(1 AS UBIGINT) << (7 * k)) THEN 1 ELSE 0 END)) AS BIGINT)`,
-  // Base-128 varint of a non-negative integer, as hex.
-  `CREATE OR REPLACE MACRO __orrery_pb_varint(n) AS array_to_string(list_transform(range(__orrery_pb_varint_len(n)),
-     k -> lpad(hex(((CAST(n AS UBIGINT) >> (7 * k)) & 127) | CASE WHEN k < __orrery_pb_varint_len(n) - 1 THEN 128 ELSE 0 END), 2, '0')), '')`,
+  // Base-128 varint of a non-negative integer, as hex (ten bytes at most for 64 bits).
+  `CREATE OR REPLACE MACRO __orrery_pb_varint(n) AS list_transform([CAST(n AS UBIGINT)], __pb_v -> ${Array.from({ length: 10 }, (_, k) => varintByte(k)).join(' || ')})[1]`,
   'CREATE OR REPLACE MACRO __orrery_pb_uint(field, n) AS __orrery_pb_varint(field * 8) || __orrery_pb_varint(n)',
   `CREATE OR REPLACE MACRO __orrery_pb_bytes(field, payload) AS
-     __orrery_pb_varint(field * 8 + 2) || __orrery_pb_varint(length(payload) // 2) || payload`,
+     list_transform([payload], __pb_p -> __orrery_pb_varint(field * 8 + 2) || __orrery_pb_varint(length(__pb_p) // 2) || __pb_p)[1]`,
   'CREATE OR REPLACE MACRO __orrery_pb_string(field, text) AS __orrery_pb_bytes(field, hex(CAST(text AS VARCHAR)))',
   // Trace.packet (1): a TracePacket with trusted_packet_sequence_id (10) = 1.
   'CREATE OR REPLACE MACRO __orrery_pb_packet(body) AS __orrery_pb_bytes(1, __orrery_pb_uint(10, 1) || body)',
@@ -39,9 +47,10 @@ const idOrder = 'row_number() OVER (ORDER BY "begin", span_id) AS id_order';
 const chunkPackets = 64;
 
 /**
- * The body of the perfetto_trace_chunks macro for one process, reading the caller's spans and
- * processes; `__begin` and `__end` are the macro's time parameters. No rows for a process the
- * caller cannot read.
+ * The body of the perfetto_trace_chunks macro for one process, reading the caller's spans (the
+ * process's exe too: its spans carry it, and `processes` is bounded by insert time where the
+ * query_range headers say event time); `__begin` and `__end` are the macro's time parameters.
+ * No rows for a process the caller cannot read.
  */
 export function perfettoTraceRelation(processId: string, kind: 'thread' | 'async' | 'both'): string {
   const process = quoteLiteral(processId);
@@ -49,7 +58,7 @@ export function perfettoTraceRelation(processId: string, kind: 'thread' | 'async
   const track = thread ? 'hash(stream_id)' : 'a.uuid';
   return `WITH __process AS (
       SELECT hash(${process}) AS uuid, CAST(hash(${process}) & 2147483647 AS BIGINT) AS pid, any_value(exe) AS exe
-        FROM processes WHERE process_id = ${process} HAVING count(*) > 0),
+        FROM spans WHERE process_id = ${process} HAVING count(*) > 0),
     __async AS (SELECT hash('async_track', ${process}) AS uuid),
     __spans AS (
       SELECT stream_id, epoch_ns("begin") AS b, epoch_ns("end") AS e, coalesce(name, '') AS name, coalesce(target, '') AS target,

@@ -225,6 +225,21 @@ describe('instance view sets from OTLP spans (#11)', () => {
     assert.ok((await chunks(admin, secretProcess, 'both')).length > 0);
   });
 
+  it('perfetto_trace_chunks under query_range headers in event time, as micromegas.perfetto sends them', async () => {
+    // The process was inserted now, long after its spans' event times: the trace still has its track.
+    const range = { query_range_begin: '2024-01-02T03:00:00Z', query_range_end: '2024-01-02T04:00:00Z' };
+    const table = await reader.query(
+      `SELECT chunk_data FROM perfetto_trace_chunks('${process}', 'thread', TIMESTAMP '2024-01-02T03:00:00+00:00', TIMESTAMP '2024-01-02T04:00:00+00:00')`,
+      range,
+    );
+    const trace = Buffer.concat([...table.getChild('chunk_data')!].map((b) => Buffer.from(b as Uint8Array)));
+    assert.deepEqual(describeTrace(trace).slice(0, 3), [
+      'track process shop',
+      'track thread traces in process shop',
+      'begin request (checkout) 0 on thread traces',
+    ]);
+  });
+
   it('net_spans keeps its schema and is empty: OTLP has no network replication streams', async () => {
     const table = await admin.query(`SELECT * FROM view_instance('net_spans', '${process}')`);
     assert.equal(table.numRows, 0);

@@ -56,6 +56,8 @@ const modes = {
   append: { ifNotExist: 2, ifExists: 2 },
   replace: { ifNotExist: 1, ifExists: 3 },
   createAppend: { ifNotExist: 1, ifExists: 2 },
+  /** No TableDefinitionOptions at all, as micromegas's bulk_ingest sends. */
+  none: undefined,
 };
 
 async function ingest(
@@ -372,6 +374,27 @@ describe('series table ingest and transactions (issue 12)', () => {
     assert.equal((await refusal(ingest(asTeamA, 'other', 'create', deploys(0, 1)))).code, 7);
     assert.equal((await refusal(ingest(asTeamA, 'deploys', 'replace', deploys(0, 1)))).code, 7);
     assert.equal((await refusal(ingest(asTeamA, 'missing', 'append', deploys(0, 1)))).code, 5);
+  });
+
+  it('without table options (micromegas bulk_ingest) rows are appended to a table that exists', async () => {
+    const before = await scalar(asAdmin, 'SELECT count(*) FROM deploys');
+    assert.equal(await ingest(asAdmin, 'deploys', 'none', deploys(300, 3)), 3);
+    assert.equal(Number(await scalar(asAdmin, 'SELECT count(*) FROM deploys')), Number(before) + 3);
+    const missing = await refusal(ingest(asAdmin, 'missing', 'none', deploys(0, 1)));
+    assert.deepEqual(
+      [missing.code, missing.details],
+      [5, "series table 'missing' does not exist (ingest with mode create to create it)"],
+    );
+    for (const mode of ['none', 'create'] as const) {
+      const viewSet = await refusal(ingest(asAdmin, 'processes', mode, deploys(0, 1)));
+      assert.deepEqual(
+        [viewSet.code, viewSet.details],
+        [
+          3,
+          "ingest: 'processes' is a view set or static table, not a series table (bulk ingest writes series tables only)",
+        ],
+      );
+    }
   });
 
   it('a mistyped or unknown column is INVALID_ARGUMENT naming it, and nothing of the stream is written', async () => {

@@ -278,3 +278,110 @@ def test_micromegas_views_command_lists_definitions(orrery, tmp_path):
     done = run_cli(orrery, tmp_path, "micromegas-views", "list")
     assert done.returncode == 0, done.stderr
     assert "log_stats" in done.stdout
+
+
+def protobuf_fields(data: bytes) -> dict[int, list]:
+    """One protobuf message's fields: number -> values (varints as int, length-delimited as bytes)."""
+    out: dict[int, list] = {}
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            byte = data[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    while pos < len(data):
+        tag = varint()
+        if tag & 7 == 0:
+            value = varint()
+        else:
+            assert tag & 7 == 2, f"wire type {tag & 7}"
+            size = varint()
+            value = data[pos : pos + size]
+            pos += size
+        out.setdefault(tag >> 3, []).append(value)
+    return out
+
+
+def trace_slices(path: Path) -> list[str]:
+    """The track names and slice begins of a Perfetto trace file, in packet order."""
+    described = []
+    for packet in protobuf_fields(path.read_bytes()).get(1, []):
+        fields = protobuf_fields(packet)
+        if 60 in fields:
+            descriptor = protobuf_fields(fields[60][0])
+            if 3 in descriptor:
+                described.append("process " + protobuf_fields(descriptor[3][0])[6][0].decode())
+            elif 4 in descriptor:
+                described.append("thread " + protobuf_fields(descriptor[4][0])[5][0].decode())
+            else:
+                described.append("track " + descriptor[2][0].decode())
+        else:
+            event = protobuf_fields(fields[11][0])
+            if event[9][0] == 1:
+                described.append(f"begin {event[23][0].decode()} at {fields[8][0] - 0}")
+    return described
+
+
+@pytest.mark.parametrize("span_types", ["thread", "async", "both"])
+def test_perfetto_trace_writers(reader, data, tmp_path, span_types):
+    """micromegas.perfetto's writers: the trace file they assemble from perfetto_trace_chunks."""
+    out = tmp_path / f"{span_types}.perfetto"
+    micromegas.perfetto.write_process_trace(reader, data.process_id, data.at(-60), data.at(60), str(out), span_types)
+    track = "track Async Operations" if span_types == "async" else "thread traces"
+    assert trace_slices(out) == [
+        f"process {data.service}",
+        track,
+        f"begin request at {data.base_ns}",
+        f"begin query at {data.base_ns + 100}",
+        f"begin fetch at {data.base_ns + 200}",
+    ]
+    # write_process_trace_from_chunks is what write_process_trace calls; a process the key cannot
+    # read (or none) writes no file.
+    missing = tmp_path / "missing.perfetto"
+    micromegas.perfetto.write_process_trace_from_chunks(
+        reader, str(uuid.uuid4()), data.at(-60), data.at(60), span_types, str(missing)
+    )
+    assert not missing.exists()
+
+
+def test_bulk_ingest_appends_to_a_series_table(admin, reader):
+    """bulk_ingest sends CommandStatementIngest without table options: rows are appended to an existing series table."""
+    name = f"mm_deploys_{uuid.uuid4().hex[:8]}"
+    admin.query(f"CREATE TABLE {name} (ts TIMESTAMPTZ, service VARCHAR, version VARCHAR)")
+    times = [dt.datetime(2026, 1, 1, 12, 0, s, tzinfo=UTC) for s in range(3)]
+    table = pa.table(
+        {
+            "ts": pa.array(times, pa.timestamp("us", tz="UTC")),
+            "service": ["api", "web", "api"],
+            "version": ["1.0", "2.0", "1.1"],
+        }
+    )
+    result = admin.bulk_ingest(name, table)
+    assert result is not None and result.record_count == 3
+    assert reader.bulk_ingest(name, table.slice(0, 1)).record_count == 1
+    rows = admin.query(f"SELECT service, version, audience FROM {name} ORDER BY ts, audience")
+    assert rows.to_dict("records") == [
+        {"service": "api", "version": "1.0", "audience": "public"},
+        {"service": "api", "version": "1.0", "audience": "public"},
+        {"service": "web", "version": "2.0", "audience": "public"},
+        {"service": "api", "version": "1.1", "audience": "public"},
+    ]
+    admin.query(f"DROP TABLE {name}")
+
+
+def test_bulk_ingest_into_micromegas_replication_tables_is_refused(admin):
+    """micromegas's own targets (processes, streams, blocks, payloads) are view sets in Orrery, or nothing."""
+    table = pa.table({"process_id": [str(uuid.uuid4())], "exe": ["app"]})
+    with pytest.raises(pa.ArrowInvalid) as failure:
+        admin.bulk_ingest("processes", table)
+    assert "ingest: 'processes' is a view set or static table, not a series table (bulk ingest writes series tables only)" in str(failure.value)
+    with pytest.raises(pa.ArrowException) as failure:
+        admin.bulk_ingest("payloads", table)
+    assert "series table 'payloads' does not exist" in str(failure.value)
