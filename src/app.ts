@@ -179,6 +179,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       engine: maintenanceEngine,
       viewSet: (name) => views.get(name),
       retireDelaySeconds: config.retireDelaySeconds,
+      orphanGraceSeconds: config.orphanGraceSeconds,
       version,
       log,
     });
@@ -228,6 +229,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         materializer,
         viewSets: () => views.all(),
         retentionDays: config.retentionDays,
+        housekeepingSeconds: config.housekeepingSeconds,
+        orphanGraceSeconds: config.orphanGraceSeconds,
         backfillSeconds: config.viewBackfillHours * 3600,
         seriesRetention: maintenanceLake
           ? () => new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention()
@@ -235,6 +238,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),
         onBackfill: (view, outcome) => metrics.backfilledRanges.inc({ view_set: view, outcome }),
+        onHousekeeping: (report) => {
+          for (const [kind, count] of Object.entries(report)) metrics.housekeepingDeleted.inc({ kind }, count);
+        },
       });
       closers.push({ name: 'the maintenance daemon', close: () => daemon!.close() });
       daemon.start();

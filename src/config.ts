@@ -41,6 +41,10 @@ export interface Config {
   readonly viewBackfillHours: number;
   /** How long a retired partition file stays readable before deletion. */
   readonly retireDelaySeconds: number;
+  /** How often one daemon applies retention and deletes retired and orphaned files. */
+  readonly housekeepingSeconds: number;
+  /** How old an object no Postgres row names must be before housekeeping deletes it. */
+  readonly orphanGraceSeconds: number;
   readonly maxBodyBytes: number;
   /** ORRERY_INGEST_MAX_CONCURRENT, ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, ORRERY_INGEST_MEMORY_BYTES */
   /** ORRERY_SHUTDOWN_GRACE_SECONDS: how long SIGTERM lets OTLP requests and Flight streams under way finish. */
@@ -98,6 +102,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,
     viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
+    housekeepingSeconds: positiveInteger(env.ORRERY_HOUSEKEEPING_SECONDS, 'ORRERY_HOUSEKEEPING_SECONDS') ?? 3600,
+    orphanGraceSeconds: positiveInteger(env.ORRERY_ORPHAN_GRACE_SECONDS, 'ORRERY_ORPHAN_GRACE_SECONDS') ?? 21600,
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     shutdownGraceSeconds: nonNegativeSeconds(env.ORRERY_SHUTDOWN_GRACE_SECONDS, 'ORRERY_SHUTDOWN_GRACE_SECONDS') ?? 25,
     logFormat: oneOf(env.ORRERY_LOG_FORMAT, ['text', 'json'], 'ORRERY_LOG_FORMAT') ?? 'text',

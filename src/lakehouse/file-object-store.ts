@@ -77,27 +77,47 @@ export class FileObjectStore implements ObjectStore {
   }
 
   async list(prefix: string): Promise<string[]> {
-    const base = this.location(prefix.endsWith('/') ? prefix : dirname(prefix) === '.' ? '' : dirname(prefix));
-    const out: string[] = [];
-    const walk = async (dir: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-        throw error;
+    const keys: string[] = [];
+    for await (const file of this.files(prefix)) if (!file.temporary) keys.push(file.key);
+    return keys.sort();
+  }
+
+  async *listWrittenBefore(prefix: string, before: Date): AsyncGenerator<string[]> {
+    const page: string[] = [];
+    for await (const file of this.files(prefix)) {
+      const written = await stat(this.location(file.key)).then(
+        (s) => s.mtime,
+        () => undefined, // gone since the directory was read
+      );
+      if (written !== undefined && written < before) page.push(file.key);
+      if (page.length === 1000) yield page.splice(0);
+    }
+    if (page.length > 0) yield page;
+  }
+
+  // A local store has no multipart uploads: a killed writer leaves a temporary file, which listWrittenBefore lists.
+  abortUploadsStartedBefore(): Promise<number> {
+    return Promise.resolve(0);
+  }
+
+  /** The files under a prefix, with the temporary files of writes under way (or killed) marked. */
+  private async *files(prefix: string, dir?: string): AsyncGenerator<{ key: string; temporary: boolean }> {
+    const here = dir ?? this.location(prefix.endsWith('/') ? prefix : dirname(prefix) === '.' ? '' : dirname(prefix));
+    let entries;
+    try {
+      entries = await readdir(here, { withFileTypes: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    for (const entry of entries) {
+      const path = join(here, entry.name);
+      if (entry.isDirectory()) yield* this.files(prefix, path);
+      else {
+        const key = relative(this.root, path).split(sep).join('/');
+        if (key.startsWith(prefix)) yield { key, temporary: entry.name.startsWith('.tmp-') };
       }
-      for (const entry of entries) {
-        const path = join(dir, entry.name);
-        if (entry.isDirectory()) await walk(path);
-        else if (!entry.name.startsWith('.tmp-')) {
-          const key = relative(this.root, path).split(sep).join('/');
-          if (key.startsWith(prefix)) out.push(key);
-        }
-      }
-    };
-    await walk(base);
-    return out.sort();
+    }
   }
 
   async size(key: string): Promise<number | null> {

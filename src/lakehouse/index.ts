@@ -9,7 +9,6 @@ export {
   commitPartitions,
   decodeCount,
   deleteExpiredFiles,
-  deletePartitionsOlderThan,
   encodeCount,
   partitionsOverlapping,
   queryablePartitions,
@@ -18,7 +17,9 @@ export {
   retireFile,
   retireInside,
   retirePartition,
+  retirePartitionsOlderThan,
   type Partition,
 } from './partitions.js';
 export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';
+export { deleteOrphans } from './orphans.js';
 export { partitionKey, payloadKey, scratchKey } from './object-keys.js';

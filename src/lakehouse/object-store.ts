@@ -17,6 +17,13 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
   /** Keys under a prefix, sorted. */
   list(prefix: string): Promise<string[]>;
+  /**
+   * Keys under a prefix last written before `before`, a page at a time, in no set order; a local
+   * store includes the temporary files a killed writer left, which `delete` removes.
+   */
+  listWrittenBefore(prefix: string, before: Date): AsyncGenerator<string[]>;
+  /** Abandons the unfinished multipart uploads started before `before` (a killed writer's parts); returns how many. */
+  abortUploadsStartedBefore(before: Date): Promise<number>;
   size(key: string): Promise<number | null>;
   /** Where DuckDB opens a key: a file path, or an `s3://` URL. */
   location(key: string): string;

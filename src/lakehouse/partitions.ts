@@ -280,28 +280,26 @@ export async function retireEverything(db: MetadataQueries, view: string, retire
   return (await retireWhere(db, 'view_set_name = $2', [view], retireDelaySeconds)).partitions;
 }
 
-/** Deletes the retired files whose delay has passed, from the store and from temporary_files; returns how many. */
+/**
+ * Deletes the retired files whose delay has passed, from the store and then from temporary_files, so
+ * that a process killed in between leaves rows the next run deletes again rather than files nothing
+ * names; returns how many.
+ */
 export async function deleteExpiredFiles(db: MetadataQueries, store: ObjectStore): Promise<number> {
   const { rows } = await db.query<{ file_path: string }>(
-    'DELETE FROM temporary_files WHERE expiration < now() RETURNING file_path',
+    'SELECT file_path FROM temporary_files WHERE expiration < now()',
   );
   for (const row of rows) await store.delete(row.file_path);
+  await db.query('DELETE FROM temporary_files WHERE file_path = ANY($1)', [rows.map((r) => r.file_path)]);
   return rows.length;
 }
 
 /**
- * Retention: deletes the partitions whose insert range ended more than `days` ago, with their
- * files at once (what they cover is past retention, so no query may read it any more).
+ * Retention: retires the partitions whose insert range ended more than `days` ago with no delay (what
+ * they cover is past retention, so no query may read it any more); deleteExpiredFiles then deletes
+ * their files. Returns how many partitions went.
  */
-export async function deletePartitionsOlderThan(
-  db: MetadataQueries,
-  store: ObjectStore,
-  days: number,
-): Promise<number> {
-  const { rows } = await db.query<{ file_path: string | null }>(
-    'DELETE FROM lakehouse_partitions WHERE end_insert_time < now() - make_interval(days => $1) RETURNING file_path',
-    [Math.floor(days)],
-  );
-  for (const row of rows) if (row.file_path) await store.delete(row.file_path);
-  return rows.length;
+export async function retirePartitionsOlderThan(db: MetadataQueries, days: number): Promise<number> {
+  return (await retireWhere(db, 'end_insert_time < now() - make_interval(days => $2)', [Math.floor(days)], 0))
+    .partitions;
 }

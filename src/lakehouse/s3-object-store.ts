@@ -1,8 +1,12 @@
 import {
+  AbortMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
+  type ListMultipartUploadsCommandOutput,
+  type ListObjectsV2CommandOutput,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
@@ -185,19 +189,57 @@ export class S3ObjectStore implements ObjectStore {
 
   async list(prefix: string): Promise<string[]> {
     const keys: string[] = [];
+    for await (const page of this.pages(prefix)) for (const object of page) keys.push(object.key);
+    return keys.sort();
+  }
+
+  async *listWrittenBefore(prefix: string, before: Date): AsyncGenerator<string[]> {
+    for await (const page of this.pages(prefix))
+      yield page.filter((object) => object.written < before).map((object) => object.key);
+  }
+
+  async abortUploadsStartedBefore(before: Date): Promise<number> {
+    let aborted = 0;
+    let [keyMarker, uploadIdMarker]: Array<string | undefined> = [];
+    do {
+      const page: ListMultipartUploadsCommandOutput = await this.client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: this.settings.bucket,
+          Prefix: this.keyPrefix,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
+      for (const upload of page.Uploads ?? []) {
+        if (!upload.Key || !upload.UploadId || !upload.Initiated || upload.Initiated >= before) continue;
+        await this.client.send(
+          new AbortMultipartUploadCommand({ Bucket: this.settings.bucket, Key: upload.Key, UploadId: upload.UploadId }),
+        );
+        aborted++;
+      }
+      [keyMarker, uploadIdMarker] = page.IsTruncated ? [page.NextKeyMarker, page.NextUploadIdMarker] : [];
+    } while (keyMarker);
+    return aborted;
+  }
+
+  /** The objects under a prefix, one listing page at a time: object keys and when each was written. */
+  private async *pages(prefix: string): AsyncGenerator<Array<{ key: string; written: Date }>> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(
+      const page: ListObjectsV2CommandOutput = await this.client.send(
         new ListObjectsV2Command({
           Bucket: this.settings.bucket,
           Prefix: this.objectKey(prefix),
           ContinuationToken: token,
         }),
       );
-      for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key.slice(this.keyPrefix.length));
+      yield (page.Contents ?? []).flatMap((object) =>
+        object.Key
+          ? [{ key: object.Key.slice(this.keyPrefix.length), written: object.LastModified ?? new Date(0) }]
+          : [],
+      );
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
-    return keys.sort();
   }
 
   async size(key: string): Promise<number | null> {

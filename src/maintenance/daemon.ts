@@ -1,9 +1,10 @@
 import type { MetadataStore } from '../metadata/index.js';
 import {
   deleteExpiredFiles,
-  deletePartitionsOlderThan,
+  deleteOrphans,
   nanosToIso,
   payloadKey,
+  retirePartitionsOlderThan,
   secondsToNanos,
   type ObjectStore,
 } from '../lakehouse/index.js';
@@ -21,8 +22,6 @@ export interface Pass {
   readonly fromSeconds: number;
   readonly toSeconds: number;
   readonly deltaSeconds: number;
-  /** Also delete retired files and apply retention. */
-  readonly housekeeping?: boolean;
 }
 
 /** Postgres's exclusion_violation: lakehouse_partitions_no_overlap refused a partition. */
@@ -42,7 +41,6 @@ export const defaultPasses: readonly Pass[] = [
     fromSeconds: 7200,
     toSeconds: 0,
     deltaSeconds: 3600,
-    housekeeping: true,
   },
   { name: 'day', periodSeconds: 86400, offsetSeconds: 14400, fromSeconds: 172800, toSeconds: 0, deltaSeconds: 86400 },
 ];
@@ -54,6 +52,10 @@ export interface DaemonOptions {
   /** The view sets to maintain, read at each pass (definitions reload while running). */
   readonly viewSets: () => readonly ViewSet[];
   readonly retentionDays: number;
+  /** How often one daemon of the cluster applies retention and deletes retired and orphaned files. */
+  readonly housekeepingSeconds: number;
+  /** How old an object no row names must be before housekeeping deletes it (see deleteOrphans). */
+  readonly orphanGraceSeconds: number;
   /** How far back a DDL-defined view set without partitions is materialized when first seen (0: not). */
   readonly backfillSeconds?: number;
   /** Deletes series-table rows past their set_retention (absent: no series tables here). */
@@ -62,6 +64,16 @@ export interface DaemonOptions {
   readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
   readonly onOutcome?: (view: string, outcome: Outcome | 'failed') => void;
   readonly onBackfill?: (view: string, outcome: Outcome | 'busy' | 'failed') => void;
+  readonly onHousekeeping?: (report: HousekeepingReport) => void;
+}
+
+/** What one housekeeping run deleted. */
+export interface HousekeepingReport {
+  readonly expiredBlocks: number;
+  readonly expiredPartitions: number;
+  readonly retiredFiles: number;
+  readonly orphanObjects: number;
+  readonly abandonedUploads: number;
 }
 
 /**
@@ -89,6 +101,7 @@ export class MaintenanceDaemon {
   start(): void {
     if (this.closed) throw maintenanceErrors.error('DAEMON_CLOSED', 'the maintenance daemon has been closed');
     for (const pass of this.options.passes ?? defaultPasses) this.schedule(pass);
+    this.scheduleHousekeeping();
     const run = this.retryOtherVersions()
       .catch((error) => this.options.log('error', 'retrying quarantined blocks failed', error))
       .then(() => this.catchUp())
@@ -143,7 +156,6 @@ export class MaintenanceDaemon {
     const begin = since !== undefined && since < window ? (since > earliest ? since : earliest) : window;
     await this.runRanges(begin, end, pass.deltaSeconds);
     if (!this.closed) this.coveredUntil.set(pass.name, end);
-    if (pass.housekeeping) await this.housekeeping();
   }
 
   /** Materializes [begin, end) cut in `deltaSeconds` ranges, every view set in ascending update group. */
@@ -231,28 +243,65 @@ export class MaintenanceDaemon {
     }
   }
 
-  /** Deletes retired files past their delay, then data older than the retention period. */
-  async housekeeping(): Promise<void> {
-    const { db, store, retentionDays } = this.options;
-    await deleteExpiredFiles(db, store);
-    const horizon = `now() - make_interval(days => ${Math.floor(retentionDays)})`;
-    const expired = await db.query<{ process_id: string; stream_id: string; block_id: string }>(
-      `DELETE FROM blocks WHERE insert_time < ${horizon} RETURNING process_id::text, stream_id::text, block_id::text`,
-    );
-    for (const block of expired.rows) await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
-    await db.query(
-      'DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)',
-    );
-    await db.query(
-      `DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`,
-    );
-    await db.query(
-      `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
-    );
-    await deletePartitionsOlderThan(db, store, retentionDays);
-    for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
-      if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
-    }
+  /**
+   * Applies retention, then deletes retired files past their delay and objects no row names (see
+   * deleteOrphans), unless another daemon of the cluster is at it; undefined when it was. Objects go
+   * before the rows that name them, so a daemon killed midway leaves rows the next run acts on again,
+   * never files nothing names. `now` is the time objects' ages are measured at.
+   */
+  async housekeeping(now = Date.now()): Promise<HousekeepingReport | undefined> {
+    const { db, store, retentionDays, orphanGraceSeconds } = this.options;
+    return db.locks.tryWhileHolding('housekeeping', async () => {
+      const horizon = `now() - make_interval(days => ${Math.floor(retentionDays)})`;
+      const expired = await db.query<{ process_id: string; stream_id: string; block_id: string }>(
+        `SELECT process_id::text, stream_id::text, block_id::text FROM blocks WHERE insert_time < ${horizon}`,
+      );
+      for (const block of expired.rows)
+        await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
+      await db.query('DELETE FROM blocks WHERE block_id = ANY($1::uuid[])', [expired.rows.map((b) => b.block_id)]);
+      await db.query(
+        'DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)',
+      );
+      await db.query(
+        `DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`,
+      );
+      await db.query(
+        `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
+      );
+      const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays);
+      for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
+        if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
+      }
+      const retiredFiles = await deleteExpiredFiles(db, store);
+      const orphans = await deleteOrphans(db, store, orphanGraceSeconds, now);
+      if (orphans.objects + orphans.uploads > 0)
+        this.options.log(
+          'warn',
+          `housekeeping: deleted ${orphans.objects} object(s) no partition or block names and abandoned ${orphans.uploads} unfinished upload(s), left by a killed writer`,
+        );
+      const report = {
+        expiredBlocks: expired.rows.length,
+        expiredPartitions,
+        retiredFiles,
+        orphanObjects: orphans.objects,
+        abandonedUploads: orphans.uploads,
+      };
+      this.options.onHousekeeping?.(report);
+      return report;
+    });
+  }
+
+  private scheduleHousekeeping(): void {
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      const run = this.housekeeping()
+        .catch((error) => this.options.log('error', 'housekeeping failed', error))
+        .then(() => this.scheduleHousekeeping())
+        .finally(() => this.running.delete(run));
+      this.running.add(run);
+    }, this.options.housekeepingSeconds * 1000);
+    this.timers.add(timer);
   }
 
   private schedule(pass: Pass): void {

@@ -7,6 +7,11 @@ export const maintenanceErrors = declareErrors('maintenance', {
     meaning: "a view set's count_src_query did not return one row with one column",
   },
   DAEMON_CLOSED: { status: 'UNAVAILABLE', meaning: 'the maintenance daemon has been closed (the server is stopping)' },
+  PARTITION_WRITE_TOO_SLOW: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'a partition took more than half of ORRERY_ORPHAN_GRACE_SECONDS to write, so housekeeping may already count its file as an orphan; it is not registered, and the range is built again',
+  },
   SOURCE_VIEW_NOT_LOADED: {
     status: 'FAILED_PRECONDITION',
     meaning: 'a view set reads another view set that is not loaded (its definition failed or was dropped)',

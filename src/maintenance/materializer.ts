@@ -42,6 +42,11 @@ export interface MaterializerOptions {
   readonly viewSet: (name: string) => ViewSet | undefined;
   /** Seconds a retired file stays readable before deletion. */
   readonly retireDelaySeconds: number;
+  /**
+   * Housekeeping deletes objects no row names once they are this old: a partition whose writing began
+   * more than half of it ago is not registered (its file is deleted, the range is built again later).
+   */
+  readonly orphanGraceSeconds: number;
   /** This Orrery's version, recorded with each block it quarantines. */
   readonly version: string;
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -180,9 +185,11 @@ export class Materializer {
       .filter((piece) => piece.end > piece.begin)
       .flatMap((piece) => cut(piece, secondsToNanos(view.sourceDeltaSeconds)));
     const partitions: Partition[] = [];
+    const started = Date.now();
     try {
       for (const piece of pieces)
         partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
+      this.checkWrittenInTime(view, started);
       await commitPartitions(this.options.db, partitions, span, this.options.retireDelaySeconds);
     } catch (error) {
       for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
@@ -192,7 +199,8 @@ export class Materializer {
   }
 
   private async create(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
-    await this.commit(await this.extracted(view, range, count));
+    const started = Date.now();
+    await this.commit(view, await this.extracted(view, range, count), started);
   }
 
   /**
@@ -219,9 +227,20 @@ export class Materializer {
     }
   }
 
-  /** Registers a written partition, retiring what it replaces; its file goes if that fails. */
-  private async commit(partition: Partition): Promise<void> {
+  /** Refuses to register files whose writing began so long ago that housekeeping may take them for orphans. */
+  private checkWrittenInTime(view: ViewSet, started: number): void {
+    const seconds = (Date.now() - started) / 1000;
+    if (seconds > this.options.orphanGraceSeconds / 2)
+      throw maintenanceErrors.error(
+        'PARTITION_WRITE_TOO_SLOW',
+        `${view.name}: writing the partition took ${Math.round(seconds)} s, more than half of ORRERY_ORPHAN_GRACE_SECONDS; it is not registered and the range will be built again`,
+      );
+  }
+
+  /** Registers a partition written since `started`, retiring what it replaces; its file goes if that fails. */
+  private async commit(view: ViewSet, partition: Partition, started: number): Promise<void> {
     try {
+      this.checkWrittenInTime(view, started);
       await commitPartition(this.options.db, partition, this.options.retireDelaySeconds);
     } catch (error) {
       if (partition.filePath) await this.options.store.delete(partition.filePath);
@@ -356,7 +375,9 @@ export class Materializer {
     const files = inputs.filter((p) => p.filePath !== null).map((p) => this.options.store.location(p.filePath!));
     const source = `(${filesRelation(view.columns, files)})`;
     const order = view.mergeSortOrder?.length ? ` ORDER BY ${view.mergeSortOrder.map(quoteIdentifier).join(', ')}` : '';
+    const started = Date.now();
     await this.commit(
+      view,
       await this.write(
         view,
         range,
@@ -364,6 +385,7 @@ export class Materializer {
         `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`,
         [],
       ),
+      started,
     );
   }
 

@@ -79,6 +79,13 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly housekeepingDeleted = new Counter({
+    name: 'orrery_housekeeping_deleted_total',
+    help: 'What housekeeping deleted, by kind: expiredBlocks, expiredPartitions (retention), retiredFiles, orphanObjects (objects no row named, left by a killed writer), abandonedUploads',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly viewDefinitionFailures = new Counter({
     name: 'orrery_view_definition_load_failures_total',
     help: 'Stored view set definitions that failed to load',

@@ -1,5 +1,7 @@
-// The daemon's own passes: automatic materialization, housekeeping of retired files, retention.
+// The daemon's own passes: automatic materialization, housekeeping of retired files, retention,
+// and of the objects a killed writer left behind.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
@@ -68,6 +70,35 @@ describe('maintenance daemon', () => {
     assert.equal(await count(admin, "SELECT count(*) FROM log_entries WHERE exe = 'd'", headers), 2);
     const later = { query_range_begin: '2024-01-02T04:00:00Z', query_range_end: '2024-01-02T05:00:00Z' };
     assert.equal(await count(admin, "SELECT count(*) FROM log_entries WHERE exe = 'd'", later), 1);
+  });
+
+  it('housekeeping deletes objects no row names once older than the orphan grace, and nothing else', async () => {
+    const { metadata: db, store, daemon } = fixture.orrery;
+    const [registered] = (
+      await db.query<{ file_path: string }>(
+        'SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL ORDER BY file_path LIMIT 1',
+      )
+    ).rows.map((r) => r.file_path);
+    assert.ok(registered, 'a partition file to keep');
+    // What writers killed at each step would leave: a partition file never registered, a payload whose
+    // block row never committed, a scratch file, a temporary file of an interrupted write.
+    const orphans = [
+      `views/log_entries/global/2024-01-02/03-04-05_${randomUUID()}.parquet`,
+      `blobs/${randomUUID()}/${randomUUID()}/${randomUUID()}.jsonl`,
+      `tmp/${randomUUID()}.parquet`,
+      `blobs/${randomUUID()}/.tmp-${randomUUID()}`,
+    ];
+    for (const key of orphans) await store.put(key, Buffer.from('left behind'));
+
+    // Younger than the grace (6 h by default), they may be a writer's work under way: kept.
+    assert.equal((await daemon!.housekeeping())?.orphanObjects, 0);
+    for (const key of orphans) assert.notEqual(await store.size(key), null, `${key} is kept while young`);
+    // Seven hours on, they go; the registered file stays, however old.
+    const report = await daemon!.housekeeping(Date.now() + 7 * 3600_000);
+    // (At least these: writes the running daemon has under way count too, at seven hours on.)
+    assert.ok((report?.orphanObjects ?? 0) >= orphans.length, `${report?.orphanObjects} deleted`);
+    for (const key of orphans) assert.equal(await store.size(key), null, `${key} is deleted`);
+    assert.notEqual(await store.size(registered), null, 'a registered file is kept');
   });
 
   it('housekeeping deletes retired files and everything older than the retention period', async () => {

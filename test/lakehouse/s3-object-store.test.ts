@@ -1,7 +1,14 @@
 // Issue 15: the S3 object store against a real S3-compatible server (scripts/s3-server.mjs):
 // whole-object writes, create-only writes that exactly one of many concurrent writers wins,
-// listing past a page, keys that stay under the prefix.
+// listing past a page, keys that stay under the prefix, and what housekeeping's orphan sweep
+// needs: keys by the time they were written, unfinished multipart uploads abandoned.
 import assert from 'node:assert/strict';
+import {
+  CreateMultipartUploadCommand,
+  ListMultipartUploadsCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { S3ObjectStore, s3Settings } from '../../src/lakehouse/index.js';
@@ -56,5 +63,44 @@ describe('S3ObjectStore (issue 15)', () => {
   it('refuses keys that leave the prefix', () => {
     for (const key of ['../escape', 'a/../../b', '/absolute', './x'])
       assert.throws(() => store.location(key), /leaves the store/, key);
+  });
+
+  it('lists the keys written before a time, and abandons the multipart uploads started before it', async () => {
+    const before = new Date(Date.now() - 60_000);
+    await store.put('aged/one', Buffer.from('1'));
+    await store.put('aged/two', Buffer.from('2'));
+    const written = async (cutoff: Date): Promise<string[]> => {
+      const keys: string[] = [];
+      for await (const page of store.listWrittenBefore('aged/', cutoff)) keys.push(...page);
+      return keys.sort();
+    };
+    assert.deepEqual(await written(before), []);
+    assert.deepEqual(await written(new Date(Date.now() + 60_000)), ['aged/one', 'aged/two']);
+
+    // An upload a killed DuckDB COPY left: started, one part sent, never completed.
+    const client = new S3Client({
+      region: 'us-east-1',
+      endpoint: s3.env.AWS_ENDPOINT_URL,
+      forcePathStyle: true,
+      credentials: { accessKeyId: s3.env.AWS_ACCESS_KEY_ID, secretAccessKey: s3.env.AWS_SECRET_ACCESS_KEY },
+    });
+    try {
+      const Key = `${prefix}/views/killed.parquet`;
+      const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key }));
+      await client.send(
+        new UploadPartCommand({ Bucket: s3.bucket, Key, UploadId, PartNumber: 1, Body: Buffer.alloc(1024) }),
+      );
+      const uploads = async (): Promise<number> =>
+        (
+          (await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket, Prefix: `${prefix}/` }))).Uploads ??
+          []
+        ).length;
+      assert.equal(await uploads(), 1);
+      assert.equal(await store.abortUploadsStartedBefore(before), 0, 'an upload under way is left alone');
+      assert.equal(await store.abortUploadsStartedBefore(new Date(Date.now() + 60_000)), 1);
+      assert.equal(await uploads(), 0);
+    } finally {
+      client.destroy();
+    }
   });
 });

@@ -1,0 +1,59 @@
+import type { MetadataQueries } from '../metadata/index.js';
+import type { ObjectStore } from './object-store.js';
+
+// Every object under these prefixes is accounted for by a Postgres row: a partition or a retired
+// file for views/, a block for blobs/, nothing for tmp/ (scratch files live for one materialization).
+// A writer killed between writing an object and registering it (a daemon after its COPY, a server
+// after a payload's PUT) leaves an object no row names; this sweep deletes those once they are older
+// than the grace, which must exceed the time any writer takes from starting an object to committing its
+// row (the materializer refuses to commit a partition written more than half the grace ago). DuckLake
+// keeps its own files under tables/ and expires them itself: they are not swept.
+
+const blobKey = /^blobs\/[^/]+\/[^/]+\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
+
+/** The keys of a page that a row of Postgres names. */
+const referenced: Record<string, (db: MetadataQueries, keys: string[]) => Promise<Set<string>>> = {
+  'views/': async (db, keys) => {
+    const { rows } = await db.query<{ file_path: string }>(
+      `SELECT file_path FROM lakehouse_partitions WHERE file_path = ANY($1)
+       UNION SELECT file_path FROM temporary_files WHERE file_path = ANY($1)`,
+      [keys],
+    );
+    return new Set(rows.map((r) => r.file_path));
+  },
+  'blobs/': async (db, keys) => {
+    const ids = new Map(keys.flatMap((key) => (blobKey.exec(key) ? [[blobKey.exec(key)![1], key] as const] : [])));
+    const { rows } = await db.query<{ block_id: string }>(
+      'SELECT block_id::text FROM blocks WHERE block_id = ANY($1::uuid[])',
+      [[...ids.keys()]],
+    );
+    return new Set(rows.map((r) => ids.get(r.block_id)!));
+  },
+  'tmp/': () => Promise.resolve(new Set()),
+};
+
+/**
+ * Deletes the objects under the accounted prefixes that no row names and that were written more than
+ * `graceSeconds` ago, and abandons multipart uploads started as long ago; returns how many of each.
+ */
+export async function deleteOrphans(
+  db: MetadataQueries,
+  store: ObjectStore,
+  graceSeconds: number,
+  now = Date.now(),
+): Promise<{ objects: number; uploads: number }> {
+  const before = new Date(now - graceSeconds * 1000);
+  let objects = 0;
+  for (const [prefix, named] of Object.entries(referenced)) {
+    for await (const page of store.listWrittenBefore(prefix, before)) {
+      if (page.length === 0) continue;
+      const kept = await named(db, page);
+      for (const key of page) {
+        if (kept.has(key)) continue;
+        await store.delete(key);
+        objects++;
+      }
+    }
+  }
+  return { objects, uploads: await store.abortUploadsStartedBefore(before) };
+}
