@@ -22,7 +22,8 @@ import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
-import { RefreshJobs, Rollups } from './rollups/index.js';
+import { RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
+import { registerInstaller } from './resources/index.js';
 import {
   ViewLoader,
   ViewRegistry,
@@ -193,7 +194,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
       const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames) : undefined;
       await rollups?.prepare();
-      if (rollups) tables?.addDependents('rollup', (table) => rollups.dependentsOf(table));
+      if (rollups) {
+        tables?.addDependents('rollup', (table) => rollups.dependentsOf(table));
+        // This server's publications install resources files' rollup entries as its rollups.
+        registerInstaller('rollup', rollupInstaller(rollups, engine), metadata);
+      }
       const denyRules = new DenyRules(metadata, engine);
       const ddl = new DdlService({
         db: metadata,

@@ -23,7 +23,7 @@ export interface InstallContext {
 /** Makes, points and drops the database objects of one kind of entry. */
 export interface ResourceInstaller {
   /** Why this server cannot install the entry (the plan omits it with a warning), or null. */
-  unsupported?(entry: ValidEntry): string | null;
+  unsupported?(entry: ValidEntry): string | null | Promise<string | null>;
   /** Installs and backfills, idempotent and resumable from `ctx.row`; yields progress lines. */
   install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string>;
   /** Points stable names at what `install` made; runs at the serve step. */
@@ -33,13 +33,24 @@ export interface ResourceInstaller {
 }
 
 const installers = new Map<ResourceKind, ResourceInstaller>([['index', partitionStatsInstaller]]);
+/** Installers registered for one server (by its metadata handle): a process may run several servers. */
+const scopedInstallers = new WeakMap<object, Map<ResourceKind, ResourceInstaller>>();
 
-/** Registers the installer of a kind (replacing an earlier one of the same kind). */
-export function registerInstaller(kind: ResourceKind, installer: ResourceInstaller): void {
-  installers.set(kind, installer);
+/**
+ * Registers the installer of a kind (replacing an earlier one of the same kind): for every
+ * publication, or with `scope` (a server's metadata handle) for the publications that server runs.
+ */
+export function registerInstaller(kind: ResourceKind, installer: ResourceInstaller, scope?: object): void {
+  if (scope === undefined) {
+    installers.set(kind, installer);
+    return;
+  }
+  const own = scopedInstallers.get(scope) ?? new Map<ResourceKind, ResourceInstaller>();
+  own.set(kind, installer);
+  scopedInstallers.set(scope, own);
 }
 
-/** The installer of a kind, if one is registered. */
-export function installerOf(kind: string): ResourceInstaller | undefined {
-  return installers.get(kind as ResourceKind);
+/** The installer of a kind for a server (its own first), if one is registered. */
+export function installerOf(kind: string, scope?: object): ResourceInstaller | undefined {
+  return (scope && scopedInstallers.get(scope)?.get(kind as ResourceKind)) ?? installers.get(kind as ResourceKind);
 }

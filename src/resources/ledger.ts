@@ -83,9 +83,16 @@ export function forgetLedgerSchema(): void {
   schemaReady = new WeakSet();
 }
 
-/** The hash of an entry's installed shape: its kind, physical table and fields (not its file or async). */
+/**
+ * The hash of an entry's installed shape: its kind, physical table and fields (not its file or
+ * async; for a rollup not its retention either, which a publication changes in place).
+ */
 export function entryHash(entry: ValidEntry): string {
   const { key: _key, file: _file, async: _async, unsupported: _unsupported, ...shape } = entry;
+  if (shape.kind === 'rollup') {
+    const { retention: _retention, retentionSeconds: _seconds, ...stored } = shape;
+    return createHash('sha256').update(JSON.stringify(stored)).digest('hex').slice(0, 8);
+  }
   return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 8);
 }
 

@@ -101,12 +101,17 @@ export async function validEntries(
  * The plan: unsupported entries (validation's warnings, kinds this server installs no objects for)
  * are omitted, and so is every entry that refers to an omitted one.
  */
-export function planEntries(entries: readonly ValidEntry[], ledger: readonly LedgerRow[]): PlannedEntry[] {
+export async function planEntries(
+  entries: readonly ValidEntry[],
+  ledger: readonly LedgerRow[],
+  /** The server's metadata handle, which its own installers are registered under. */
+  scope?: object,
+): Promise<PlannedEntry[]> {
   const ready = new Set(ledger.filter((r) => r.state === 'ready' && r.prunedAt === null).map(ledgerId));
   const omitted = new Map<string, string>();
   const id = (e: ValidEntry): string => `${e.file}\u0000${e.key}`;
   for (const entry of entries) {
-    const installer = installerOf(entry.kind);
+    const installer = installerOf(entry.kind, scope);
     const satisfied = entry.kind === 'column' && entry.satisfiedBy !== null;
     const reason =
       entry.unsupported ??
@@ -114,7 +119,7 @@ export function planEntries(entries: readonly ValidEntry[], ledger: readonly Led
         ? null
         : !installer
           ? `this server installs no ${entry.kind} entries`
-          : (installer.unsupported?.(entry) ?? null));
+          : ((await installer.unsupported?.(entry)) ?? null));
     if (reason !== null) omitted.set(id(entry), reason);
   }
   // An entry reading an omitted one (a column entry an index sorts by, the rollup it is computed from) goes too.
@@ -133,13 +138,28 @@ export function planEntries(entries: readonly ValidEntry[], ledger: readonly Led
       }
     }
   }
-  return entries.map((entry) => {
+  return inReferenceOrder(entries).map((entry) => {
     const reason = omitted.get(id(entry));
     if (reason !== undefined) return { entry, action: 'omitted', reason };
     if (entry.kind === 'column' && entry.satisfiedBy !== null)
       return { entry, action: 'satisfied', reason: `the column ${entry.satisfiedBy} computes it` };
     return { entry, action: ready.has(entryLedgerId(entry)) ? 'installed' : 'install', reason: null };
   });
+}
+
+/** The entries with each one after the entries of its file it refers to (a rollup after its `from`). */
+function inReferenceOrder(entries: readonly ValidEntry[]): ValidEntry[] {
+  const ordered: ValidEntry[] = [];
+  const visit = (entry: ValidEntry, path: ReadonlySet<ValidEntry>): void => {
+    if (ordered.includes(entry) || path.has(entry)) return;
+    for (const key of references(entry)) {
+      const target = entries.find((e) => e.file === entry.file && e.key === key);
+      if (target) visit(target, new Set([...path, entry]));
+    }
+    ordered.push(entry);
+  };
+  for (const entry of entries) visit(entry, new Set());
+  return ordered;
 }
 
 /** The ledger ids (`kind/table/key/hash`) of the entries a plan keeps. */
@@ -240,7 +260,7 @@ export async function* publishResources(
     yield publication.created
       ? `publication ${publication.id} recorded (content ${publication.contentHash.slice(0, 12)})`
       : `no file changes: publication ${publication.id} again; installing what is missing and re-pointing names`;
-    const plan = planEntries(entries, await ledgerRows(ctx.db));
+    const plan = await planEntries(entries, await ledgerRows(ctx.db), ctx.db);
     for (const line of planLines(plan)) yield line;
     const missing = await missingRights(ctx);
     if (missing.length > 0) {
@@ -254,7 +274,7 @@ export async function* publishResources(
       return;
     }
     for (const { entry } of active) {
-      const installer = installerOf(entry.kind)!;
+      const installer = installerOf(entry.kind, ctx.db)!;
       if (installer.serve) await installer.serve(entry, await contextFor(ctx, entry, entries, publication.id));
     }
     await markServed(ctx.db, publication.id);
@@ -296,7 +316,7 @@ async function* installEntry(
 ): AsyncGenerator<string> {
   const installCtx = await contextFor(ctx, entry, entries, publicationId);
   try {
-    yield* installerOf(entry.kind)!.install(entry, installCtx);
+    yield* installerOf(entry.kind, ctx.db)!.install(entry, installCtx);
   } catch (error) {
     await recordProgress(ctx.db, installCtx.row, { detail: (error as Error).message });
     throw resourcesErrors.error(
@@ -326,7 +346,7 @@ async function* dryRun(ctx: PublishContext, texts: ReadonlyMap<string, string>):
   const { entries, warnings } = await validEntries(ctx, texts);
   for (const warning of warnings) yield warning;
   const ledger = await ledgerRows(ctx.db);
-  const plan = planEntries(entries, ledger);
+  const plan = await planEntries(entries, ledger, ctx.db);
   for (const line of planLines(plan)) yield line;
   const declared = declaredIds(plan);
   for (const row of ledger.filter((r) => r.prunedAt === null && r.retiredAt === null && !declared.has(ledgerId(r))))
@@ -341,12 +361,16 @@ export async function* pruneResources(ctx: PublishContext, dryRun: boolean, call
     if (head && !dryRun) {
       // What the served head no longer declares is retired first, as a publication would.
       const { entries } = await validEntries(ctx, head.files);
-      const declared = declaredIds(planEntries(entries, await ledgerRows(ctx.db)));
+      const declared = declaredIds(await planEntries(entries, await ledgerRows(ctx.db), ctx.db));
       for (const row of (await retireUndeclared(ctx.db, declared)).retired)
         yield `retired ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
     }
     const now = Date.now();
-    const rows = (await ledgerRows(ctx.db)).filter((r) => r.retiredAt !== null && r.prunedAt === null);
+    // Dependents first: a rollup is dropped before the finer one it is computed from.
+    const retired = (await ledgerRows(ctx.db)).filter((r) => r.retiredAt !== null && r.prunedAt === null);
+    const rows = inReferenceOrder(retired.map((r) => r.declaration))
+      .reverse()
+      .map((declaration) => retired.find((r) => r.declaration === declaration)!);
     let dropped = 0;
     for (const row of rows) {
       if (row.pruneAfter!.getTime() > now) {
@@ -357,7 +381,7 @@ export async function* pruneResources(ctx: PublishContext, dryRun: boolean, call
         yield `would drop ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash})`;
         continue;
       }
-      const installer = installerOf(row.kind);
+      const installer = installerOf(row.kind, ctx.db);
       const what = installer ? await installer.drop(row, { db: ctx.db, store: ctx.store }) : 'nothing installed';
       await markPruned(ctx.db, row);
       dropped++;

@@ -36,7 +36,12 @@ export type ValidEntry = ResourceEntry & {
         /** An existing column of the table that computes the same expression, which satisfies the entry. */
         readonly satisfiedBy: string | null;
       }
-    | { readonly kind: 'index' | 'projection' | 'rollup' }
+    | { readonly kind: 'index' | 'projection' }
+    | {
+        readonly kind: 'rollup';
+        /** The shape of the rollups its `from` chain reads (grain, dimensions, measures), so a changed source gives a new hash. */
+        readonly fromShape: string | null;
+      }
   );
 
 export interface ValidationResult {
@@ -96,6 +101,13 @@ class FileChecker {
       const unsupported = await this.check(entry, table);
       if (this.errorCount() > before) continue;
       if (entry.kind === 'column') valid.push({ ...entry, physical: table.physical, ...(unsupported as ColumnFacts) });
+      else if (entry.kind === 'rollup')
+        valid.push({
+          ...entry,
+          physical: table.physical,
+          unsupported: unsupported as string | null,
+          fromShape: this.fromShape(entry),
+        });
       else valid.push({ ...entry, physical: table.physical, unsupported: unsupported as string | null });
     }
     return valid;
@@ -294,6 +306,19 @@ class FileChecker {
     }
     if (entry.from !== null) unsupported = this.checkFrom(entry) ?? unsupported;
     return unsupported;
+  }
+
+  /** The grain, dimensions and measures of every rollup of the `from` chain, as JSON; null without `from`. */
+  private fromShape(entry: RollupEntry): string | null {
+    const chain: unknown[] = [];
+    const seen = new Set<string>();
+    for (let at = entry.from === null ? undefined : this.byKey.get(entry.from); at?.kind === 'rollup';) {
+      if (seen.has(at.key)) break;
+      seen.add(at.key);
+      chain.push([at.grain, at.dimensions, at.measures]);
+      at = at.from === null ? undefined : this.byKey.get(at.from);
+    }
+    return entry.from === null ? null : JSON.stringify(chain);
   }
 
   private checkFrom(entry: RollupEntry): string | null {

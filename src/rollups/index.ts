@@ -1,9 +1,18 @@
 // Rollups (issue 17): aggregates of a series table per time bucket, materialized in DuckLake,
 // invalidated through DuckLake's change feed and read through views that are never stale; their
-// refresh jobs; the spec's `snouttime.` names. Knows DuckDB, DuckLake and Postgres; nothing of gRPC.
-export { Rollups, type RefreshOutcome, type RollupArguments, type RollupJob, type RollupListing } from './rollups.js';
+// refresh jobs; the spec's `snouttime.` names; the installer of resources files' rollup entries. Knows DuckDB, DuckLake and Postgres; nothing of gRPC.
+export {
+  Rollups,
+  type BackfillStep,
+  type RollupAlias,
+  type RefreshOutcome,
+  type RollupArguments,
+  type RollupJob,
+  type RollupListing,
+} from './rollups.js';
 export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';
 export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';
 export type { RollupValidation } from './validation.js';
+export { rollupInstaller } from './resource-installer.js';

@@ -46,6 +46,8 @@ export interface RollupTarget {
   /** The oldest instant its retention keeps (ns since the epoch); null: every bucket. */
   readonly coveredFrom: bigint | null;
   readonly retention: string | null;
+  /** The oldest bucket a rollup still being backfilled holds (ns since the epoch); null: backfilled. */
+  readonly backfilledFrom: bigint | null;
   readonly stored: StoredColumns | null;
   /** For a rollup of the table itself, its aggregate statement over `__rollup_source`, to aggregate raw edges with; null otherwise. */
   readonly rawEdges: string | null;
@@ -271,7 +273,7 @@ export async function rewriteOntoRollups(
     (entry as { rollup: RollupRead | null }).rollup = {
       name: chosen.target.name,
       grain: chosen.target.grain,
-      covered: { from: chosen.target.coveredFrom === null ? null : instantText(chosen.target.coveredFrom), to: null },
+      covered: { from: coveredStart(chosen.target), to: null },
       window: { from: instantText(max(lower)), to: upper.length > 0 ? instantText(min(upper)) : null },
       ...(chosen.edges
         ? {
@@ -658,6 +660,12 @@ interface RawEdges {
   readonly upper: Bound | null;
 }
 
+/** The start of the range a rollup answers for (its retention's and its backfill's), or null for every bucket. */
+function coveredStart(target: RollupTarget): string | null {
+  const starts = [target.coveredFrom, target.backfilledFrom].filter((s): s is bigint => s !== null);
+  return starts.length === 0 ? null : instantText(starts.reduce((a, b) => (a > b ? a : b)));
+}
+
 /**
  * Checks the window against the rollup's buckets. Aligned, it reads by buckets (null). Otherwise a
  * rollup of the table itself reads the whole buckets inside the window plus the raw rows of the
@@ -680,6 +688,10 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
     if (target.coveredFrom !== null && from < target.coveredFrom)
       throw new Skip(
         `the window starts at ${instantText(from)}, before the range the rollup covers (its retention keeps ${target.retention})`,
+      );
+    if (target.backfilledFrom !== null && from < target.backfilledFrom)
+      throw new Skip(
+        `the window starts at ${instantText(from)}, before the range the rollup covers (backfilled from ${instantText(target.backfilledFrom)} so far)`,
       );
   };
   if (unaligned.length === 0) {

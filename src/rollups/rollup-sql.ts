@@ -29,6 +29,11 @@ export interface RollupDefinition {
   readonly retention: string | null;
   /** The base table's columns when the rollup was created (sourceHash); null for rollups older than the hash. */
   readonly sourceHash: string | null;
+  /**
+   * A rollup backfilled after its creation (a resources file's rollup entry): the oldest bucket
+   * materialized so far, older buckets being read from the source; null when every bucket is.
+   */
+  readonly coveredFrom: string | null;
 }
 
 /** The DuckLake schema holding every rollup's materialized table and state. */

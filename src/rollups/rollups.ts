@@ -1,6 +1,6 @@
 import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
 import type { MetadataStore } from '../metadata/index.js';
-import { lakeCatalog, type SeriesTable, type SeriesTables, type TableScope } from '../tables/index.js';
+import { lakeCatalog, lakeTable, type SeriesTable, type SeriesTables, type TableScope } from '../tables/index.js';
 import { rollupErrors } from './errors.js';
 import {
   aggregateOver,
@@ -19,7 +19,7 @@ import {
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
 import { createHash } from 'node:crypto';
-import { intervalParts } from './calendar.js';
+import { intervalParts, timestampNanos } from './calendar.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
@@ -77,6 +77,20 @@ export interface RollupJob {
   readonly lastError: string | null;
 }
 
+/** A stable name of a rollup (a resources file's rollup entry's view), read as `SELECT <select list> FROM <target>`. */
+export interface RollupAlias {
+  readonly name: string;
+  readonly target: string;
+  readonly selectList: string;
+}
+
+/** One day of a backfill: its buckets [from, to), and how many days are left; null days when nothing was left. */
+export interface BackfillStep {
+  readonly from: string | null;
+  readonly to: string | null;
+  readonly daysLeft: number;
+}
+
 /** What a refresh did. */
 export interface RefreshOutcome {
   readonly ranges: number;
@@ -107,6 +121,12 @@ CREATE TABLE IF NOT EXISTS rollup_definitions (
   created_at       TIMESTAMPTZ NOT NULL DEFAULT now()
 );
 ALTER TABLE rollup_definitions ADD COLUMN IF NOT EXISTS source_hash TEXT;
+ALTER TABLE rollup_definitions ADD COLUMN IF NOT EXISTS covered_from TEXT;
+CREATE TABLE IF NOT EXISTS rollup_aliases (
+  name        TEXT PRIMARY KEY,
+  target      TEXT NOT NULL REFERENCES rollup_definitions (name) ON DELETE CASCADE,
+  select_list TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS rollup_jobs (
   kind        TEXT NOT NULL,
   target      TEXT NOT NULL REFERENCES rollup_definitions (name) ON DELETE CASCADE,
@@ -133,6 +153,7 @@ interface DefinitionRow {
   columns: string[];
   retention: string | null;
   source_hash: string | null;
+  covered_from: string | null;
 }
 
 const definitionOf = (row: DefinitionRow): RollupDefinition => ({
@@ -150,6 +171,7 @@ const definitionOf = (row: DefinitionRow): RollupDefinition => ({
   columns: row.columns,
   retention: row.retention,
   sourceHash: row.source_hash,
+  coveredFrom: row.covered_from,
 });
 
 /** DuckDB's value as text: the rollup queries cast what they read to VARCHAR, so values are strings, numbers or bigints. */
@@ -194,8 +216,143 @@ export class Rollups {
 
   /** Every rollup, by name. */
   async definitions(): Promise<Map<string, RollupDefinition>> {
-    const { rows } = await this.metadata.query<DefinitionRow>('SELECT * FROM rollup_definitions ORDER BY name');
-    return new Map(rows.map((row) => [row.name, definitionOf(row)]));
+    return (await this.catalog()).definitions;
+  }
+
+  /** Every rollup and every stable name (pointAlias), in one Postgres statement. */
+  private async catalog(): Promise<{
+    definitions: Map<string, RollupDefinition>;
+    aliases: Map<string, RollupAlias>;
+  }> {
+    const { rows } = await this.metadata.query<DefinitionRow & { aliases: Array<[string, string]> }>(
+      `SELECT d.*, COALESCE((SELECT json_agg(json_build_array(a.name, a.select_list)) FROM rollup_aliases a
+                              WHERE a.target = d.name), '[]'::json) AS aliases
+         FROM rollup_definitions d ORDER BY name`,
+    );
+    const aliases = new Map<string, RollupAlias>();
+    for (const row of rows)
+      for (const [name, selectList] of row.aliases) aliases.set(name, { name, target: row.name, selectList });
+    return { definitions: new Map(rows.map((row) => [row.name, definitionOf(row)])), aliases };
+  }
+
+  /** The stable names pointing at rollups, by name. */
+  async aliases(): Promise<Map<string, RollupAlias>> {
+    return (await this.catalog()).aliases;
+  }
+
+  /**
+   * Points a stable name at a rollup (creating or moving it; readers see one or the other), read as
+   * `SELECT <select list> FROM <rollup>`: the list is checked by binding it over the rollup's columns.
+   */
+  async pointAlias(name: string, target: string, selectList: string): Promise<void> {
+    const alias = name.toLowerCase();
+    if (!namePattern.test(alias))
+      throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', `the stable name '${name}' is not a valid rollup name`);
+    const { definitions, aliases } = await this.catalog();
+    const tables = await this.tables.list();
+    if (
+      tables.has(alias) ||
+      this.reservedNames().has(alias) ||
+      definitions.has(alias) ||
+      [...definitions.keys()].some((d) => materializedName(d) === alias)
+    )
+      throw rollupErrors.error('ROLLUP_NAME_IN_USE', `the stable name '${alias}' is already in use`);
+    const definition = definitions.get(target.toLowerCase());
+    if (!definition) throw rollupErrors.error('ROLLUP_NOT_FOUND', `rollup '${target}' does not exist`);
+    if (aliases.get(alias)?.target === definition.name && aliases.get(alias)?.selectList === selectList) return;
+    await this.engine.execute(`SELECT ${selectList} FROM ${materializedTable(definition.name)} LIMIT 0`);
+    await this.metadata.query(
+      `INSERT INTO rollup_aliases (name, target, select_list) VALUES ($1, $2, $3)
+       ON CONFLICT (name) DO UPDATE SET target = EXCLUDED.target, select_list = EXCLUDED.select_list`,
+      [alias, definition.name, selectList],
+    );
+  }
+
+  /**
+   * Backfills one day of a rollup made with `backfilled`: the day before the oldest bucket it holds
+   * (not older than its retention or the source's oldest row), aggregated in one DuckLake
+   * transaction, then the covered range moved down to it. Runs under the rollup's refresh lock, so
+   * a refresh and a backfill never overlap; a step killed midway leaves the range where it was (its
+   * rows are replaced by the next try). Returns the day done, or null days when every bucket is held.
+   */
+  async backfillStep(name: string): Promise<BackfillStep> {
+    const definition = await this.definition(name, 'backfill');
+    const deadline = Date.now() + refreshWaitMs;
+    for (;;) {
+      const step = await this.metadata.locks.tryWhileHolding(`orrery_rollup_refresh:${definition.name}`, () =>
+        this.backfillHoldingLock(definition.name),
+      );
+      if (step) return step;
+      if (Date.now() > deadline)
+        throw rollupErrors.error('ROLLUP_REFRESH_BUSY', `backfill: a refresh of '${definition.name}' is still running`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  private async backfillHoldingLock(name: string): Promise<BackfillStep> {
+    const definitions = await this.definitions();
+    const definition = definitions.get(name);
+    if (!definition) throw rollupErrors.error('ROLLUP_NOT_FOUND', `backfill: rollup '${name}' does not exist`);
+    const to = definition.coveredFrom;
+    if (to === null) return { from: null, to: null, daysLeft: 0 };
+    const snapshot = await this.snapshot();
+    const grain = `INTERVAL ${quoteLiteral(definition.grain)}`;
+    const horizon =
+      definition.retention === null
+        ? null
+        : `time_bucket(${grain}, now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)})`;
+    const oldest = `(SELECT time_bucket(${grain}, CAST(min(${quoteIdentifier(definition.baseTimeColumn)}) AS TIMESTAMP)) FROM ${at(lakeTable(definition.base), snapshot)})`;
+    const covered = bucketLiteral(definition, to);
+    const [[lowest, start, daysLeft]] = await this.engine.values(
+      `SELECT CAST(l AS VARCHAR), CAST(s AS VARCHAR), CAST(ceil(epoch(s - l) / 86400) AS BIGINT) FROM (
+         SELECT l, greatest(time_bucket(INTERVAL 1 DAY, ${covered} - INTERVAL 1 MICROSECOND), l) AS s FROM (
+           SELECT ${horizon === null ? 'o' : `greatest(o, ${horizon})`} AS l FROM (SELECT ${oldest} AS o)))`,
+    );
+    const uncover = async (from: string | null): Promise<void> => {
+      await this.metadata.query(
+        'UPDATE rollup_definitions SET covered_from = $2 WHERE name = $1 AND covered_from = $3',
+        [definition.name, from, to],
+      );
+    };
+    if (lowest === null || String(lowest as string) >= to) {
+      await uncover(null);
+      return { from: null, to: null, daysLeft: 0 };
+    }
+    const from = String(start as string);
+    const tables = await this.tables.list();
+    const views = new Map<string, string>();
+    const all: TableScope = { kind: 'all' };
+    if (definition.sourceIsRollup) {
+      const source = definitions.get(definition.source);
+      if (!source)
+        throw rollupErrors.error(
+          'ROLLUP_NOT_FOUND',
+          `rollup '${definition.name}' reads '${definition.source}', which is gone`,
+        );
+      await this.viewSql(source, snapshot, all, definitions, tables, views);
+    }
+    const time = quoteIdentifier(definition.timeColumn);
+    const begin = bucketLiteral(definition, from);
+    const session = await this.engine.openSession();
+    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
+    try {
+      await run('BEGIN TRANSACTION');
+      const mat = materializedTable(definition.name);
+      // A refresh may have stored a bucket of the day already (a write to it was pending): replaced whole.
+      await run(`DELETE FROM ${mat} WHERE bucket >= ${begin} AND bucket < ${covered}`);
+      await run(
+        `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, views), `${time} >= ${begin} AND ${time} < ${covered}`)}`,
+      );
+      await run('COMMIT');
+    } catch (error) {
+      await run('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      session.close();
+    }
+    // After the rows' commit: a read in between takes the day from the source, as before.
+    await uncover(Number(daysLeft) <= 0 ? null : from);
+    return { from, to, daysLeft: Number(daysLeft) };
   }
 
   private async definition(name: string, fn: string): Promise<RollupDefinition> {
@@ -213,18 +370,24 @@ export class Rollups {
     return rows.map((r) => r.name);
   }
 
-  /** create_rollup: checks everything, then creates the materialized table, the state, the definition and the refresh job. */
-  async create(args: RollupArguments): Promise<string> {
+  /**
+   * create_rollup: checks everything, then creates the materialized table, the state, the
+   * definition and the refresh job. `backfilled`: the rollup starts with its watermark at now's
+   * bucket and nothing materialized before it (older buckets read from the source until
+   * backfillStep has covered them), so its refresh job never aggregates the whole history at once.
+   */
+  async create(args: RollupArguments, options: { readonly backfilled?: boolean } = {}): Promise<string> {
     const name = args.name.toLowerCase();
     if (!namePattern.test(name))
       throw rollupErrors.error(
         'ROLLUP_ARGUMENT_INVALID',
         `create_rollup: '${args.name}' is not a valid rollup name (letters, digits and _, starting with a letter or _)`,
       );
-    const definitions = await this.definitions();
+    const { definitions, aliases } = await this.catalog();
     const tables = await this.tables.list();
     const taken = (candidate: string): boolean =>
       tables.has(candidate) ||
+      aliases.has(candidate) ||
       this.reservedNames().has(candidate) ||
       definitions.has(candidate) ||
       [...definitions.keys()].some((d) => materializedName(d) === candidate);
@@ -293,7 +456,17 @@ export class Rollups {
       columns: query.columns,
       retention: null,
       sourceHash: sourceHash(tables.get(sourceRollup ? sourceRollup.base : sourceName)!),
+      coveredFrom: null,
     };
+    if (options.backfilled) {
+      if (integer)
+        throw rollupErrors.error(
+          'ROLLUP_ARGUMENT_INVALID',
+          `create_rollup: '${args.source}' keeps integer time; only time rollups are backfilled by day`,
+        );
+      // The name is free, so tables under it are what a creation killed midway left.
+      await this.dropStorage(name);
+    }
     // The column types are the aggregate's over an empty source: of the source table's own, or of the source rollup's stored rows.
     const emptySource = sourceRollup
       ? `SELECT * FROM ${materializedTable(sourceRollup.name)} LIMIT 0`
@@ -312,11 +485,23 @@ export class Rollups {
       await this.engine.execute(
         `CREATE TABLE ${stateTable(name)} (watermark ${integer ? 'BIGINT' : 'TIMESTAMP'}, source_snapshot BIGINT, refreshed_at TIMESTAMP)`,
       );
+      let coveredFrom: string | null = null;
+      if (options.backfilled) {
+        // Materialized from now's bucket on, as of this snapshot: a later write to an older bucket is pending.
+        const snapshot = await this.snapshot();
+        const [[watermark]] = await this.engine.values(
+          `SELECT CAST(time_bucket(INTERVAL ${quoteLiteral(grain)}, now()::TIMESTAMP) AS VARCHAR)`,
+        );
+        coveredFrom = String(watermark as string);
+        await this.engine.execute(
+          `INSERT INTO ${stateTable(name)} VALUES (${bucketLiteral(definition, coveredFrom)}, ${snapshot}, now()::TIMESTAMP)`,
+        );
+      }
       await this.metadata.transaction(async (tx) => {
         await tx.query(
           `INSERT INTO rollup_definitions (name, source, source_is_rollup, base, base_time_column, time_column, integer_time,
-             grain, select_list, group_by, query, columns, source_hash)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+             grain, select_list, group_by, query, columns, source_hash, covered_from)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
           [
             name,
             definition.source,
@@ -331,6 +516,7 @@ export class Rollups {
             query.sql,
             JSON.stringify(query.columns),
             definition.sourceHash,
+            coveredFrom,
           ],
         );
         await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
@@ -693,14 +879,19 @@ export class Rollups {
       );
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
+      const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
+      const time = quoteIdentifier(definition.timeColumn);
       const stored = [
         `bucket < ${watermark}`,
+        ...(covered ? [`bucket >= ${covered}`] : []),
         ...(pending.length > 0 ? [`bucket NOT IN (${pending.join(', ')})`] : []),
         ...(filter ? [filter] : []),
       ];
-      const raw = [`${quoteIdentifier(definition.timeColumn)} >= ${watermark}`, inBuckets(definition, pending)].filter(
-        (f): f is string => !!f,
-      );
+      const raw = [
+        `${time} >= ${watermark}`,
+        covered ? `${time} < ${covered}` : null,
+        inBuckets(definition, pending),
+      ].filter((f): f is string => !!f);
       sql =
         `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}\n` +
         `UNION ALL ${aggregateOver(definition, source, raw.join(' OR '))}`;
@@ -714,8 +905,10 @@ export class Rollups {
    * for a scope, all as of one DuckLake snapshot: temporary views under their own names.
    */
   async readSetup(names: readonly string[], scope: TableScope): Promise<string[]> {
-    const definitions = await this.definitions();
+    const { definitions, aliases } = await this.catalog();
     const wanted = new Set(names.map((n) => n.toLowerCase()));
+    const stableNames = [...aliases.values()].filter((a) => wanted.has(a.name));
+    for (const alias of stableNames) wanted.add(alias.target);
     const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
     if (rollups.length === 0 && stored.length === 0) return [];
@@ -731,6 +924,11 @@ export class Rollups {
     for (const definition of stored) {
       statements.push(
         `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${at(materializedTable(definition.name), snapshot)}${filter ? ` WHERE ${filter}` : ''}`,
+      );
+    }
+    for (const alias of stableNames) {
+      statements.push(
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(alias.name)} AS SELECT ${alias.selectList} FROM ${quoteIdentifier(alias.target)}`,
       );
     }
     return statements;
@@ -788,11 +986,17 @@ export class Rollups {
         integer: definition.integer,
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
         retention: definition.retention,
+        backfilledFrom: definition.coveredFrom === null ? null : timestampNanos(definition.coveredFrom),
         stored: await storedColumns(this.engine, definition, definitions, cache),
         rawEdges: definition.sourceIsRollup ? null : definition.query,
       });
       targets.set(definition.base, list);
     }
+    return rewriteOntoRollups(tree, { engine: this.engine, tables, targets, aggregates: await this.aggregateNames() });
+  }
+
+  /** DuckDB's aggregate functions and the sketches', worked out once. */
+  aggregateNames(): Promise<ReadonlySet<string>> {
     this.aggregates ??= this.engine
       .functions()
       .then(
@@ -802,7 +1006,13 @@ export class Rollups {
             ...sketchAggregates,
           ]),
       );
-    return rewriteOntoRollups(tree, { engine: this.engine, tables, targets, aggregates: await this.aggregates });
+    return this.aggregates;
+  }
+
+  /** How a series table keeps time: a timestamp column, an integer one, or null when it is no series table. */
+  async timeKind(name: string): Promise<'timestamp' | 'integer' | null> {
+    const table = (await this.tables.list()).get(name.toLowerCase());
+    return table ? (isIntegerTime(table) ? 'integer' : 'timestamp') : null;
   }
 
   /**
@@ -844,9 +1054,15 @@ export class Rollups {
         const inWindow = await this.engine.values(
           `SELECT CAST(b AS VARCHAR) FROM range(${begin}, ${finish}, ${grain}) AS t(b)`,
         );
-        const fresh = inWindow.map(([b]) => String(b)).filter((b) => !pending.has(b));
+        // A rollup still being backfilled is compared over the buckets it holds (the text of timestamps sorts as they do).
+        const held = inWindow
+          .map(([b]) => String(b))
+          .filter((b) => definition.coveredFrom === null || b >= definition.coveredFrom);
+        const fresh = held.filter((b) => !pending.has(b));
         if (expired === true)
           skipped(`expired: the window starts before the rollup's retention (${definition.retention})`);
+        else if (held.length === 0)
+          skipped(`backfilling: the rollup holds buckets from ${definition.coveredFrom} on, after the window`);
         else if (fresh.length === 0) skipped('stale: every bucket of the window has changed since the last refresh');
         else {
           if (definition.sourceIsRollup) {
@@ -885,8 +1101,9 @@ export class Rollups {
 
   /** The names statements may read: every rollup and its materialized table. */
   async readableNames(): Promise<Set<string>> {
-    const names = [...(await this.definitions()).keys()];
-    return new Set([...names, ...names.map(materializedName)]);
+    const { definitions, aliases } = await this.catalog();
+    const names = [...definitions.keys()];
+    return new Set([...names, ...names.map(materializedName), ...aliases.keys()]);
   }
 
   /** list_rollups(): every rollup with its watermark, pending buckets and size, as of one snapshot. */

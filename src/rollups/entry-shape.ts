@@ -1,0 +1,172 @@
+import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
+import { call, column, copy, key, type Node } from './tree.js';
+
+// What a resources file's rollup entry stores (database-resources.md, rollup): each measure, a
+// named aggregate expression over the table, becomes the mergeable states the rollup keeps (avg as
+// sum and count, approximate distinct and quantiles as Orrery's sketches, the rest as written,
+// FILTER included) and the expression its stable view computes from them. Built on DuckDB's parse
+// trees, deparsed by DuckDB.
+
+/** One stored column of the target: its name and the aggregate over the table's rows it holds. */
+export interface StoredState {
+  readonly column: string;
+  readonly aggregate: Node;
+}
+
+/** What the target stores and how its stable view reads it. */
+export interface EntryShape {
+  /** The target's select_list over the table (dimensions, then states) and its group_by. */
+  readonly selectList: string;
+  readonly groupBy: string | null;
+  readonly states: readonly StoredState[];
+  /** The stable view's select list over the target's columns: bucket, dimensions, each measure by name, audience. */
+  readonly viewSelectList: string;
+}
+
+const none: ReadonlySet<string> = new Set();
+
+/** How a stored state merges when a coarser rollup reads it, by the state's function. */
+const mergedBy: Record<string, string> = {
+  count_star: 'sum',
+  count: 'sum',
+  sum: 'sum',
+  min: 'min',
+  max: 'max',
+  bool_and: 'bool_and',
+  bool_or: 'bool_or',
+  bit_and: 'bit_and',
+  bit_or: 'bit_or',
+  distinct_sketch: 'merge',
+  percentile_sketch: 'merge',
+};
+
+/** An expression (a tree's first select item) of a SQL text. */
+async function expressionOf(engine: DuckDBEngine, sql: string): Promise<Node> {
+  const tree = await engine.parseSelect(`SELECT ${sql}`);
+  return ((tree!.statements[0].node as Node).select_list as Node[])[0];
+}
+
+/** A select list of expressions, each with its alias, as DuckDB deparses it. */
+async function selectListText(engine: DuckDBEngine, items: readonly Node[]): Promise<string> {
+  const tree = (await engine.parseSelect('SELECT 1'))!;
+  (tree.statements[0].node as Node).select_list = items;
+  return (await engine.deparse(tree)).replace(/^SELECT\s+/i, '');
+}
+
+/** Replaces the nodes `replaced` maps (by identity) in a copy of a tree. */
+function replacing(value: unknown, replaced: ReadonlyMap<Node, Node>): unknown {
+  if (Array.isArray(value)) return value.map((v) => replacing(v, replaced));
+  if (value === null || typeof value !== 'object') return value;
+  const found = replaced.get(value as Node);
+  if (found) return copy(found);
+  return Object.fromEntries(Object.entries(value as Node).map(([k, v]) => [k, replacing(v, replaced)]));
+}
+
+/** The outermost aggregate calls of an expression. */
+function aggregateCalls(value: unknown, aggregates: ReadonlySet<string>, out: Node[] = []): Node[] {
+  if (Array.isArray(value)) {
+    for (const v of value) aggregateCalls(v, aggregates, out);
+    return out;
+  }
+  if (value === null || typeof value !== 'object') return out;
+  const node = value as Node;
+  if (node.class === 'FUNCTION' && aggregates.has(String(node.function_name).toLowerCase())) {
+    out.push(node);
+    return out;
+  }
+  for (const child of Object.values(node)) aggregateCalls(child, aggregates, out);
+  return out;
+}
+
+/**
+ * The shape of a rollup entry: its states and the view over them; a string saying why a measure
+ * cannot be stored (the entry is then not installed).
+ */
+export async function entryShape(
+  engine: DuckDBEngine,
+  entry: { readonly dimensions: readonly string[]; readonly measures: readonly { name: string; expression: string }[] },
+  aggregates: ReadonlySet<string>,
+): Promise<EntryShape | string> {
+  const states: StoredState[] = [];
+  const measures: Node[] = [];
+  const taken = new Set([...entry.dimensions, 'bucket', 'audience'].map((n) => n.toLowerCase()));
+  const columnName = (wanted: string): string => {
+    let name = wanted;
+    for (let i = 2; taken.has(name.toLowerCase()); i++) name = `${wanted}_${i}`;
+    taken.add(name.toLowerCase());
+    return name;
+  };
+  for (const measure of entry.measures) taken.add(measure.name.toLowerCase());
+  for (const measure of entry.measures) {
+    const item = await expressionOf(engine, measure.expression);
+    const calls = aggregateCalls(item, aggregates);
+    const replaced = new Map<Node, Node>();
+    for (const found of calls) {
+      const fn = String(found.function_name).toLowerCase();
+      const filter = (found.filter as Node | null) ?? null;
+      const children = found.children as Node[];
+      const state = (name: string, stateChildren: Node[]): Node => ({
+        ...call(name, stateChildren, { filter: filter && copy(filter) }),
+        distinct: found.distinct,
+      });
+      const plain = calls.length === 1 && found === item;
+      if (fn === 'avg' || fn === 'mean') {
+        const sum = columnName(`${measure.name}__sum`);
+        const count = columnName(`${measure.name}__count`);
+        states.push({ column: sum, aggregate: state('sum', copy(children)) });
+        states.push({ column: count, aggregate: state('count', copy(children)) });
+        replaced.set(
+          found,
+          await expressionOf(engine, `CAST(${quoteIdentifier(sum)} AS DOUBLE) / nullif(${quoteIdentifier(count)}, 0)`),
+        );
+      } else if (fn === 'approx_count_distinct') {
+        const sketch = columnName(`${measure.name}__distinct_sketch`);
+        states.push({ column: sketch, aggregate: state('distinct_sketch', copy(children.slice(0, 1))) });
+        replaced.set(found, call('distinct_count', [column(sketch)]));
+      } else if (fn === 'approx_quantile') {
+        const quantile = children[1];
+        if (children.length !== 2 || quantile.class !== 'CONSTANT' || quantile.value === null)
+          return `measure '${measure.name}': approx_quantile is stored as one quantile of a sketch; give one constant quantile per measure`;
+        const sketch = columnName(`${measure.name}__percentile_sketch`);
+        states.push({ column: sketch, aggregate: state('percentile_sketch', copy(children.slice(0, 1))) });
+        replaced.set(found, call('percentile', [column(sketch), copy(quantile)]));
+      } else {
+        const stored = plain ? measure.name : columnName(`${measure.name}__${fn}`);
+        states.push({ column: stored, aggregate: copy(found) });
+        replaced.set(found, column(stored));
+      }
+    }
+    measures.push({ ...(replacing(item, replaced) as Node), alias: measure.name });
+  }
+  const dimensions = entry.dimensions.map((d) => column(d));
+  return {
+    selectList: await selectListText(engine, [
+      ...dimensions,
+      ...states.map((s) => ({ ...copy(s.aggregate), alias: s.column })),
+    ]),
+    groupBy: dimensions.length === 0 ? null : entry.dimensions.map(quoteIdentifier).join(', '),
+    states,
+    viewSelectList: await selectListText(engine, [column('bucket'), ...dimensions, ...measures, column('audience')]),
+  };
+}
+
+/**
+ * The select_list of a rollup of `finer` storing `shape`'s states: each state merged from the
+ * finer one's column storing the same aggregate; or which state it cannot read that way.
+ */
+export async function selectListFrom(
+  engine: DuckDBEngine,
+  shape: EntryShape,
+  finer: EntryShape,
+  dimensions: readonly string[],
+): Promise<{ readonly selectList: string } | { readonly problem: string }> {
+  const items: Node[] = dimensions.map((d) => column(d));
+  for (const state of shape.states) {
+    const source = finer.states.find((s) => key(s.aggregate, none) === key(state.aggregate, none));
+    const merge = mergedBy[String(state.aggregate.function_name).toLowerCase()];
+    if (!source || !merge || state.aggregate.distinct === true)
+      return { problem: `its ${String(state.aggregate.function_name)} state ${state.column} does not merge from it` };
+    items.push({ ...call(merge, [column(source.column)]), alias: state.column });
+  }
+  return { selectList: await selectListText(engine, items) };
+}
