@@ -16,7 +16,7 @@ import {
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
 import { HttpServer, IngestionService } from './ingestion/index.js';
-import { FileObjectStore, S3ObjectStore, type ObjectStore } from './lakehouse/index.js';
+import { FileObjectStore, PartitionCache, S3ObjectStore, type ObjectStore } from './lakehouse/index.js';
 import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
@@ -208,8 +208,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         reservedNames: () => reservedNames,
         retireDelaySeconds: config.retireDelaySeconds,
       });
+      // Partition lists kept between statements, dropped when any process changes them.
+      metadata.changes.start();
+      const partitions = new PartitionCache(metadata, metadata.changes);
       const backend = {
-        lakehouse: { ...lakehouse, tables, rollups },
+        lakehouse: { ...lakehouse, tables, rollups, partitions },
         materializer,
         retireDelaySeconds: config.retireDelaySeconds,
         denyRules,

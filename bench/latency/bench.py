@@ -27,6 +27,7 @@ import datetime as dt
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -169,6 +170,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", default="", help="comma-separated statement names (default: all)")
+    parser.add_argument("--go-client", default="", help="the built bench/latency/go program (arrow-go)")
+    parser.add_argument("--jdbc-classpath", default="", help="the Flight SQL JDBC driver's classpath, for LatencyClient.java")
     args = parser.parse_args()
 
     load_at_start = machine_state()["loadavg_1m"]
@@ -243,6 +246,12 @@ def main() -> int:
             flight_table.num_rows == local_table.num_rows
         if not same or flight_table.num_rows == 0:
             mismatches.append(name)
+        for client, command in other_clients(args, sql).items():
+            row[client] = run_client(client, command)
+            if row[client]["1"]["rows"] != local_table.num_rows:
+                mismatches.append(f"{name} ({client})")
+            log(f"  {name}: {client} p50 {row[client]['1']['p50_ms']:.2f} ms; "
+                f"{args.clients} clients {row[client][str(args.clients)]['per_s']:.0f}/s")
         row["ratio_p50_1"] = round(row["adbc_1"]["p50_ms"] / row["duckdb_1"]["p50_ms"], 2)
         row[f"ratio_p50_{args.clients}"] = round(row[f"adbc_{args.clients}"]["p50_ms"] / row[f"duckdb_{args.clients}"]["p50_ms"], 2)
         results[name] = row
@@ -266,6 +275,26 @@ def main() -> int:
         print(f"{name:<18} {r['rows']:>5} | {a1['p50_ms']:>8.2f} {a1['p99_ms']:>7.2f} {d1['p50_ms']:>11.2f} {d1['p99_ms']:>6.2f} "
               f"{r['ratio_p50_1']:>6.1f} {a1.get('server_cpu_ms', 0):>7.2f} | {g1['p50_ms']:>9.2f} | {'':>{len(str(c)) + 9}}{ac['p50_ms']:>8.2f} {ac['p99_ms']:>7.2f} "
               f"{ac['per_s']:>7.0f} {dc['p50_ms']:>11.2f} {dc['per_s']:>7.0f}")
+    clients = [k for k in ("go", "jdbc") if any(k in r for r in results.values())]
+    if clients:
+        print()
+        print(f"Per client (same statements, key '{READER_NAME}'): p50/p99 with one connection, ratio to in-process p50, "
+              f"and with {c} connections at once")
+        header = (f"{'statement':<18} {'client':<6} | {'p50':>8} {'p99':>8} {'ratio':>6} {'vs +1ms':>7} | "
+                  f"{c} conns: {'p50':>8} {'p99':>8} {'stmt/s':>7}")
+        print(header)
+        print("-" * len(header))
+        for name, r in results.items():
+            local = r["duckdb_1"]["p50_ms"]
+            cells = [("adbc", r["adbc_1"], r[f"adbc_{c}"])]
+            cells += [(k, r[k]["1"], r[k][str(c)]) for k in clients if k in r]
+            cells.append(("duckdb", r["duckdb_1"], r[f"duckdb_{c}"]))
+            for client, one, many in cells:
+                # The goal: within 1 ms of in-process for SELECT 1, within 1.5x + 1 ms for the others.
+                bound = local + 1 if name == "select1" else 1.5 * local + 1
+                verdict = "" if client == "duckdb" else ("ok" if one["p50_ms"] <= bound else "over")
+                print(f"{name:<18} {client:<6} | {one['p50_ms']:>8.2f} {one['p99_ms']:>8.2f} {one['p50_ms'] / local:>6.1f} "
+                      f"{verdict:>7} | {'':>{len(str(c)) + 7}}{many['p50_ms']:>8.2f} {many['p99_ms']:>8.2f} {many['per_s']:>7.0f}")
     if "select1" in results:
         print(f"bare GetFlightInfo (SELECT 1, pyarrow): p50 {results['select1']['getflightinfo_1']['p50_ms']:.2f} ms")
     print("times in ms; ratio = ADBC p50 / in-process p50 (one connection); srv CPU = server process CPU per ADBC statement "
@@ -280,6 +309,30 @@ def main() -> int:
                "duckdb": duckdb.__version__, "ingest_records_per_s": run["records_per_s"], **git_state()}
     print(json.dumps(figures, separators=(",", ":")))
     return 0 if not mismatches else 1
+
+
+def other_clients(args, sql: str) -> dict[str, list[str]]:
+    """The command line of each other client that is set up: arrow-go, and JDBC through java."""
+    common = [str(args.seconds), str(args.clients), str(args.warmup)]
+    commands = {}
+    if args.go_client:
+        commands["go"] = [args.go_client, "-addr", f"127.0.0.1:{args.flight_port}", "-user", READER_NAME, "-key", READER_KEY,
+                          "-sql", sql, "-seconds", common[0], "-clients", common[1], "-warmup", common[2]]
+    if args.jdbc_classpath:
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "LatencyClient.java")
+        commands["jdbc"] = ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-cp",
+                            args.jdbc_classpath, source, "127.0.0.1", str(args.flight_port), READER_NAME, READER_KEY,
+                            *common, sql]
+    return commands
+
+
+def run_client(client: str, command: list[str]) -> dict:
+    """Runs a client program; its JSON lines by phase ("1" and the number of clients)."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    phases = {line["phase"]: line for line in map(json.loads, (l for l in done.stdout.splitlines() if l.startswith("{")))}
+    if done.returncode != 0 or len(phases) != 2:
+        raise SystemExit(f"{client} client failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return phases
 
 
 def flight_sql_descriptor(sql: str) -> flight.FlightDescriptor:

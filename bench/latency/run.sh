@@ -3,7 +3,8 @@
 # `reader` of audience public, which the statements run as), ingests a small data set, and times
 # dashboard-sized statements through ADBC (Python) with one connection and CLIENTS connections at
 # once against DuckDB's Python package in-process on the same Parquet files: p50/p99, ratio,
-# statements/s. About a minute and a half with the defaults.
+# statements/s; then the same through arrow-go's client and the Flight SQL JDBC driver (OTHER_CLIENTS).
+# About two and a half minutes with the defaults.
 #
 #   bash bench/latency/run.sh
 #   SECONDS_PER_CELL=5 CLIENTS=16 bash bench/latency/run.sh
@@ -14,7 +15,7 @@
 # Environment: RECORDS (log records, default 200000), POINTS (metric points, default 20000),
 # SECONDS_PER_CELL (default 2), CLIENTS (default 16), WARMUP (default 5), THREADS (DuckDB threads,
 # server and in-process, default 2), ONLY (comma-separated statement names), PROFILE=1, RPCS=1,
-# KEEP_DATA=1.
+# KEEP_DATA=1, OTHER_CLIENTS (default "go jdbc"; "" for ADBC alone).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -26,6 +27,28 @@ mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
 
 bench_ensure_built
 python="$(bench_venv)"
+# The other clients: arrow-go (bench/latency/go, built once per source change) and the JDBC driver
+# (LatencyClient.java run by java, on the classpath Maven resolves for test/interop/java).
+# OTHER_CLIENTS="" leaves them out; a client whose toolchain is missing is skipped with a warning.
+client_args=()
+for client in ${OTHER_CLIENTS-go jdbc}; do
+  case "$client" in
+    go)
+      if command -v go >/dev/null; then
+        go_bin="${TMPDIR:-/tmp}/orrery-bench-latency-go-$(cat "$here/go/go.mod" "$here/go/main.go" | sha1sum | cut -c1-12)"
+        [ -x "$go_bin" ] || (cd "$here/go" && go build -o "$go_bin" .) >&2 || { echo "bench: the Go client does not build" >&2; exit 1; }
+        client_args+=(--go-client "$go_bin")
+      else echo "bench: no go: the arrow-go client is skipped" >&2; fi ;;
+    jdbc)
+      if command -v mvn >/dev/null && command -v java >/dev/null; then
+        cp_file="${TMPDIR:-/tmp}/orrery-bench-latency-jdbc.classpath"
+        (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2 ||
+          { echo "bench: cannot resolve the JDBC driver" >&2; exit 1; }
+        client_args+=(--jdbc-classpath "$(cat "$cp_file")")
+      else echo "bench: no mvn/java: the JDBC client is skipped" >&2; fi ;;
+    *) echo "bench: unknown client $client (go, jdbc)" >&2; exit 2 ;;
+  esac
+done
 data_dir="$(bench_data_dir latency)"
 cleanup() {
   orrery_stop
@@ -42,7 +65,7 @@ status=0
 "$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
   --data-dir "$data_dir/orrery" --records "${RECORDS:-200000}" --points "${POINTS:-20000}" \
   --seconds "${SECONDS_PER_CELL:-2}" --clients "${CLIENTS:-16}" --warmup "${WARMUP:-5}" --threads "$threads" \
-  --only "${ONLY:-}" "$@" || status=$?
+  --only "${ONLY:-}" "${client_args[@]}" "$@" || status=$?
 orrery_stop
 if [ "${RPCS:-0}" = "1" ]; then
   echo "RPCs the server received (whole run, setup included):"

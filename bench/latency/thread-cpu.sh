@@ -6,6 +6,7 @@
 # /tmp/latency-perf.data (`perf report -i /tmp/latency-perf.data --no-children --sort dso,sym`).
 #
 #   bash bench/latency/thread-cpu.sh
+#   CLIENT=adbc bash bench/latency/thread-cpu.sh     # ADBC statements (GetFlightInfo + DoGet) instead
 #   SQL="SELECT count(*) FROM log_entries" N=500 bash bench/latency/thread-cpu.sh
 #   NODEFLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" bash bench/latency/thread-cpu.sh
 set -euo pipefail
@@ -30,17 +31,25 @@ def threads():
     return out
 c = fl.FlightClient(f"grpc+tcp://127.0.0.1:{port}")
 o = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer reader-key-0123")])
-for _ in range(20): c.do_get(fl.Ticket(sql.encode()), o).read_all()
+if os.environ.get("CLIENT") == "adbc":
+    import adbc_driver_flightsql.dbapi as flight_sql
+    cur = flight_sql.connect(f"grpc://127.0.0.1:{port}", db_kwargs={"username": "reader", "password": "reader-key-0123"}, autocommit=True).cursor()
+    def one():
+        cur.execute(sql); cur.fetch_arrow_table()
+else:
+    def one():
+        c.do_get(fl.Ticket(sql.encode()), o).read_all()
+for _ in range(20): one()
 import subprocess
 perf = subprocess.Popen(["perf","record","-g","-F","999","-p",str(pid),"-o","/tmp/latency-perf.data"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if os.environ.get("PERF") else None
 time.sleep(0.5)
 a = threads(); t0 = time.perf_counter(); n = int(os.environ.get("N", "300"))
-for _ in range(n): c.do_get(fl.Ticket(sql.encode()), o).read_all()
+for _ in range(n): one()
 el = time.perf_counter() - t0; b = threads()
 if perf:
     perf.send_signal(2); perf.wait()
 tick = os.sysconf("SC_CLK_TCK")
-print(f"{n} DoGets in {el:.2f}s ({el/n*1000:.2f} ms each)")
+print(f"{n} statements ({os.environ.get('CLIENT') or 'raw DoGet'}) in {el:.2f}s ({el/n*1000:.2f} ms each)")
 for k in sorted(set(a)|set(b), key=lambda k: -(b[k]-a[k])):
     if b[k]-a[k]: print(f"  {k:20s} {(b[k]-a[k])/tick*1000/n:.2f} ms CPU per statement")
 PY

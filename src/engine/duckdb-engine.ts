@@ -95,6 +95,11 @@ export interface RunOptions {
   readonly setup?: readonly string[];
   /** Run on this held connection (a transaction) instead of a fresh one. */
   readonly session?: EngineSession;
+  /**
+   * The same statement as prepared by describeAndHold, with the same setup: run on its
+   * connection without preparing again, when it is still held (else as if absent).
+   */
+  readonly held?: HeldStatement;
 }
 
 /**
@@ -122,6 +127,47 @@ export class EngineSession {
 }
 
 /**
+ * A statement describeAndHold prepared, kept with its connection for one later run (a
+ * GetFlightInfo's, for the DoGet that follows), so that run neither leases a connection nor
+ * prepares again. Let go (the statement destroyed, the connection back to the pool) when a run
+ * takes it and ends, on close(), after the engine's hold time, or when the engine holds too many.
+ */
+export class HeldStatement {
+  private parts: { lease: Lease; prepared: DuckDBPreparedStatement } | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    lease: Lease,
+    prepared: DuckDBPreparedStatement,
+    holdMs: number,
+    /** Called once, when the statement is taken or closed. */
+    private readonly gone: (held: HeldStatement) => void,
+  ) {
+    this.parts = { lease, prepared };
+    this.timer = setTimeout(() => this.close(), holdMs);
+    this.timer.unref();
+  }
+
+  /** The connection and prepared statement, for the run that now owns them; once. */
+  take(): { lease: Lease; prepared: DuckDBPreparedStatement } | undefined {
+    const parts = this.parts;
+    if (!parts) return undefined;
+    this.parts = undefined;
+    clearTimeout(this.timer);
+    this.gone(this);
+    return parts;
+  }
+
+  /** Lets the statement and its connection go, unless a run took them. Idempotent. */
+  close(): void {
+    const parts = this.take();
+    if (!parts) return;
+    parts.prepared.destroySync();
+    parts.lease.release(true);
+  }
+}
+
+/**
  * A connection for one statement: `release` gives it back to the pool (kept for the next
  * statement with the same setup when `reusable`: only SELECT statements ran on it, to their end),
  * or does nothing when it is a session's.
@@ -137,6 +183,10 @@ export const catalogName = 'orrery';
 /** How many statement texts keep their parse tree, and the longest text kept. */
 const parsedTreeEntries = 512;
 const parsedTreeMaxText = 16 * 1024;
+
+/** How long describeAndHold keeps a statement for its run, and how many it keeps at most. */
+const holdMs = 10_000;
+const maxHeld = 64;
 
 const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, StatementType.PRAGMA, StatementType.CALL]);
 
@@ -154,6 +204,8 @@ export class DuckDBEngine {
   private drained: (() => void) | undefined;
   /** Parse trees by statement text, least recently used first (see serializedTree). */
   private readonly parsedTrees = new Map<string, string>();
+  /** Statements describeAndHold keeps, oldest first. */
+  private readonly held = new Set<HeldStatement>();
 
   private constructor(
     /** The folders queries may read, and other spellings of them (error messages may name files in them). */
@@ -220,6 +272,40 @@ export class DuckDBEngine {
       );
       return { ...description, schema: new Schema(fields) };
     });
+  }
+
+  /**
+   * describe, keeping the prepared statement and its connection for one run of the same
+   * statement with the same setup (pass `held` in that run's options). For statements without
+   * parameters outside a session; anything else is described as by describe, holding nothing.
+   */
+  async describeAndHold(
+    sql: string,
+    options: RunOptions = {},
+  ): Promise<{ description: StatementDescription; held?: HeldStatement }> {
+    if (options.session || (options.parameters && options.parameters.numRows > 0))
+      return { description: await this.describe(sql, options) };
+    const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
+    const lease = await this.lease(options.setup);
+    let prepared: DuckDBPreparedStatement | undefined;
+    try {
+      prepared = await prepare(lease.connection, sql);
+      const description = describePrepared(prepared, typeOptions);
+      if (this.closed) throw engineClosed();
+      if (prepared.statementType !== StatementType.SELECT) {
+        prepared.destroySync();
+        lease.release(false);
+        return { description };
+      }
+      const held = new HeldStatement(lease, prepared, holdMs, (h) => this.held.delete(h));
+      this.held.add(held);
+      if (this.held.size > maxHeld) this.held.values().next().value!.close();
+      return { description, held };
+    } catch (error) {
+      prepared?.destroySync();
+      lease.release(false);
+      throw this.failure(error);
+    }
   }
 
   /**
@@ -467,6 +553,7 @@ export class DuckDBEngine {
 
   private async shutdown(graceMs: number): Promise<void> {
     this.closed = true;
+    for (const held of [...this.held]) held.close();
     this.pool.close();
     for (const connection of this.busy) connection.interrupt();
     if (this.busy.size > 0) {
@@ -502,13 +589,16 @@ export class DuckDBEngine {
 
   /** Streams the statement's batches, for each parameter row in turn. */
   private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
-    const { connection, release } = await this.lease(options.setup, options.session);
+    const held = options.session ? undefined : options.held?.take();
+    const { connection, release } = held?.lease ?? (await this.lease(options.setup, options.session));
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     try {
-      const prepared = await prepare(connection, sql).catch((error: OrreryError) => {
-        throw this.failure(error, guard);
-      });
+      const prepared =
+        held?.prepared ??
+        (await prepare(connection, sql).catch((error: OrreryError) => {
+          throw this.failure(error, guard);
+        }));
       try {
         const rowSets = Math.max(1, parameterRowCount(options.parameters));
         for (let row = 0; row < rowSets; row++) {

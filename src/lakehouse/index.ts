@@ -20,6 +20,7 @@ export {
   retirePartitionsOlderThan,
   type Partition,
 } from './partitions.js';
+export { PartitionCache } from './partition-cache.js';
 export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';
 export { deleteOrphans } from './orphans.js';
 export { partitionKey, payloadKey, scratchKey } from './object-keys.js';

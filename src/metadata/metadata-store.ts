@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { closeAll } from '../errors/index.js';
 import { AdvisoryLocks } from './advisory-locks.js';
+import { ChangeFeed } from './change-feed.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { MetadataError, messageOf } from './errors.js';
 import type { MetadataLog } from './metadata-log.js';
@@ -26,6 +27,8 @@ export class MetadataStore implements MetadataQueries {
   private closing: Promise<void> | undefined;
   /** Locks held across a piece of work (a materialization range), on a connection outside the pool. */
   readonly locks: AdvisoryLocks;
+  /** What other processes change, for caches (started by the process that keeps one). */
+  readonly changes: ChangeFeed;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -37,6 +40,7 @@ export class MetadataStore implements MetadataQueries {
     log: MetadataLog,
   ) {
     this.locks = new AdvisoryLocks(connectionString, log);
+    this.changes = new ChangeFeed(connectionString, (text, values) => this.query(text, values), log);
   }
 
   /** Starts the embedded server when no connection string is given, connects and migrates. */
@@ -93,6 +97,7 @@ export class MetadataStore implements MetadataQueries {
    */
   close(): Promise<void> {
     return (this.closing ??= closeAll([
+      { name: 'the metadata change feed', close: () => this.changes.close() },
       { name: 'the advisory locks', close: () => this.locks.close() },
       { name: 'the metadata pool', close: () => this.pool.end() },
       { name: 'the embedded Postgres server', close: () => this.server?.close() },

@@ -4,6 +4,7 @@ import type { MetadataLog } from './metadata-log.js';
 import { initialSchema } from './migration-1-initial-schema.js';
 import { logStatsDefinition } from './migration-2-log-stats-definition.js';
 import { quarantinedBlocks } from './migration-3-quarantined-blocks.js';
+import { partitionNotifications } from './migration-4-partition-notifications.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -19,6 +20,7 @@ export const migrations: readonly Migration[] = [
   { version: 1, name: 'telemetry and lakehouse tables', sql: initialSchema },
   { version: 2, name: 'log_stats as a stored view set definition', sql: logStatsDefinition },
   { version: 3, name: 'quarantined blocks', sql: quarantinedBlocks },
+  { version: 4, name: 'partition change notifications', sql: partitionNotifications },
 ];
 
 /**

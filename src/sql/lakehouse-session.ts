@@ -1,6 +1,6 @@
 import type { MetadataQueries } from '../metadata/index.js';
 import type { Principal } from '../auth/index.js';
-import { queryablePartitions, type ObjectStore } from '../lakehouse/index.js';
+import { queryablePartitions, type ObjectStore, type PartitionCache } from '../lakehouse/index.js';
 import {
   globalInstance,
   schemaHash,
@@ -27,6 +27,8 @@ export interface Lakehouse {
   readonly tables?: SeriesTables;
   /** Rollups of the series tables, when the DuckLake catalog is attached. */
   readonly rollups?: Rollups;
+  /** Partition lists kept between statements (without it, each statement asks Postgres). */
+  readonly partitions?: PartitionCache;
 }
 
 /** The rows a key reads: admins every row, others their audiences (which always include public). */
@@ -47,9 +49,11 @@ export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSe
 
 /** The local files of a set's current partitions, those meeting the event range. */
 async function filesOf(lakehouse: Lakehouse, view: ViewSet, eventRange: EventRange = {}): Promise<string[]> {
-  return (await queryablePartitions(lakehouse.db, view.name, globalInstance, schemaHash(view.columns), eventRange)).map(
-    (p) => lakehouse.store.location(p.filePath!),
-  );
+  const hash = schemaHash(view.columns);
+  const partitions = lakehouse.partitions
+    ? await lakehouse.partitions.queryable(view.name, globalInstance, hash, eventRange)
+    : await queryablePartitions(lakehouse.db, view.name, globalInstance, hash, eventRange);
+  return partitions.map((p) => lakehouse.store.location(p.filePath!));
 }
 
 /** The processes set's files, which tell the audience of each process, when an audience scope needs them. */

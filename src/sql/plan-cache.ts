@@ -21,10 +21,16 @@ export class PlanCache<T> {
   /** Ids cancelled before their DoGet, with when that is forgotten. */
   private readonly cancelled = new Map<string, { owner: string; expires: number }>();
 
-  constructor(
-    private readonly maxEntries = 256,
-    private readonly ttlMs = 60_000,
-  ) {}
+  private readonly maxEntries: number;
+  private readonly ttlMs: number;
+  /** Called for a plan dropped without being used (expired, evicted, cancelled, refused to its taker). */
+  private readonly dispose: (plan: T) => void;
+
+  constructor(options: { maxEntries?: number; ttlMs?: number; dispose?: (plan: T) => void } = {}) {
+    this.maxEntries = options.maxEntries ?? 256;
+    this.ttlMs = options.ttlMs ?? 60_000;
+    this.dispose = options.dispose ?? (() => {});
+  }
 
   /** Keeps a plan; returns its id for the ticket. */
   put(ctx: CallContext<Principal>, query: string, plan: T): Uint8Array {
@@ -33,6 +39,7 @@ export class PlanCache<T> {
     for (const [key, entry] of this.plans) {
       if (this.plans.size < this.maxEntries && entry.expires > now) break;
       this.plans.delete(key);
+      this.dispose(entry.plan);
     }
     this.plans.set(id.toString('hex'), {
       owner: ownerOf(ctx.principal),
@@ -60,7 +67,9 @@ export class PlanCache<T> {
       entry.expires > Date.now() &&
       entry.owner === ownerOf(ctx.principal) &&
       entry.statement === statementKey(ctx, query);
-    return usable ? entry.plan : undefined;
+    if (usable) return entry.plan;
+    this.dispose(entry.plan);
+    return undefined;
   }
 
   /**
@@ -91,7 +100,10 @@ export class PlanCache<T> {
     for (const run of runs) run.controller.abort();
     const pending = this.plans.get(key);
     const mine = pending?.owner === owner && pending.expires > now;
-    if (mine) this.plans.delete(key);
+    if (mine) {
+      this.plans.delete(key);
+      this.dispose(pending.plan);
+    }
     if (runs.length === 0 && !mine) return this.cancelled.get(key)?.owner === owner ? cancelledStatus : notCancellable;
     for (const [old, entry] of this.cancelled) {
       if (this.cancelled.size < this.maxEntries && entry.expires > now) break;

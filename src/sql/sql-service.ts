@@ -119,8 +119,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   private readonly limits: StatementLimits;
   /** Statements run in orrery.main: Flight sessions accept those and answer them. */
   readonly sessionOptions = { catalog: 'orrery', schema: 'main' } as const;
-  /** Plans of GetFlightInfo kept for their DoGet. */
-  private readonly plans = new PlanCache<EnginePlan>();
+  /** Plans of GetFlightInfo kept for their DoGet, with the statement DuckDB prepared for it. */
+  private readonly plans = new PlanCache<EnginePlan>({ dispose: (plan) => plan.options.held?.close() });
 
   constructor(
     private readonly keyring: Keyring,
@@ -180,9 +180,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   async planQuery(ctx: CallContext<Principal>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }> {
     return this.limited(ctx, statement, false, async (run) => {
-      const plan = await this.plan(ctx, statement, run);
+      const keepable = !statement.parameters && !statement.transactionId;
+      const plan = await this.plan(ctx, statement, run, keepable);
       if (plan.kind !== 'engine') return { schema: planSchema(plan) };
-      const keep = !statement.parameters && !statement.transactionId && plan.description.returnsRows;
+      const keep = keepable && plan.description.returnsRows;
+      if (!keep) plan.options.held?.close();
       return {
         schema: plan.description.schema,
         planId: keep ? this.plans.put(ctx, statement.query, plan) : undefined,
@@ -386,7 +388,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * admin procedures, and sets up the view sets and lakehouse functions the statement reads,
    * scoped to the caller's audiences.
    */
-  private async plan(ctx: CallContext<Principal>, statement: Statement, run: StatementRun): Promise<Plan> {
+  private async plan(
+    ctx: CallContext<Principal>,
+    statement: Statement,
+    run: StatementRun,
+    /** Keep DuckDB's prepared statement for the plan's run (a GetFlightInfo for its DoGet). */
+    hold = false,
+  ): Promise<Plan> {
     const { principal } = ctx;
     this.limits.checkParameters(statement.parameters);
     const internal = namesLakeInternals(statement.query);
@@ -485,9 +493,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
         ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
-    const description = withProvenance(dataFusionNames(await this.engine.describe(sql, options)), reads?.provenance);
-    if (!principal.admin && description.statementType !== StatementType.SELECT) throw selectOnly(principal);
-    return { kind: 'engine', sql, description, options };
+    const described = hold
+      ? await this.engine.describeAndHold(sql, options)
+      : { description: await this.engine.describe(sql, options) };
+    const description = withProvenance(dataFusionNames(described.description), reads?.provenance);
+    const { held } = described;
+    if (!principal.admin && description.statementType !== StatementType.SELECT) {
+      held?.close();
+      throw selectOnly(principal);
+    }
+    return { kind: 'engine', sql, description, options: held ? { ...options, held } : options };
   }
 
   /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
@@ -597,6 +612,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Runs a DDL statement: one row saying what it did. */
   private async *ddl(statement: DdlStatement, principal: Principal): AsyncGenerator<RecordBatch> {
     const { name, action } = await this.backend!.ddl.run(statement, principal);
+    await this.lakehouse?.partitions?.sync();
     yield batchFromRows(ddlSchema, [[name, action]]);
   }
 
@@ -702,7 +718,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     plan: { call: TableFunctionCall; schema: Schema; scalar?: boolean },
     caller: string,
   ): AsyncGenerator<RecordBatch> {
-    const messages = runProcedure(this.backend!, plan.call, caller);
+    // What the procedure changed in the partitions is seen by the next statement here.
+    const messages = afterwards(runProcedure(this.backend!, plan.call, caller), () =>
+      this.lakehouse?.partitions?.sync(),
+    );
     if (plan.scalar) {
       const all: string[] = [];
       for await (const message of messages) all.push(message);
@@ -724,6 +743,12 @@ async function* untilDone(batches: AsyncIterable<RecordBatch>, end: () => void):
   } finally {
     end();
   }
+}
+
+/** The items, then `last` (awaited), when they all came. */
+async function* afterwards<T>(items: AsyncIterable<T>, last: () => Promise<void> | undefined): AsyncGenerator<T> {
+  yield* items;
+  await last();
 }
 
 /** What a plan answers. */

@@ -52,10 +52,18 @@ export type ViewSource =
       extractReads: readonly string[];
     };
 
+/** Schema hashes of column lists already hashed (a view set's columns are hashed by every statement over it). */
+const schemaHashes = new WeakMap<readonly ColumnSpec[], Buffer>();
+
 /** Schema hash: derived from the column names and types only, 8 bytes. */
 export function schemaHash(columns: readonly ColumnSpec[]): Buffer {
-  const canonical = columns.map((c) => `${c.name}\u0000${c.type.toUpperCase()}`).join('\u0001');
-  return createHash('sha256').update(canonical).digest().subarray(0, 8);
+  let hash = schemaHashes.get(columns);
+  if (!hash) {
+    const canonical = columns.map((c) => `${c.name}\u0000${c.type.toUpperCase()}`).join('\u0001');
+    hash = createHash('sha256').update(canonical).digest().subarray(0, 8);
+    schemaHashes.set(columns, hash);
+  }
+  return hash;
 }
 
 /** The one instance of a global view set. */

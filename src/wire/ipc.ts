@@ -27,9 +27,17 @@ export interface IpcMessage {
 const pad8 = (n: number): number => (n + 7) & ~7;
 const endOfStream = new Uint8Array([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
 
+/** Encoded schemas: a statement's schema object is sent twice (GetFlightInfo, DoGet), and again for each run of its plan. */
+const schemaHeaders = new WeakMap<Schema, Uint8Array>();
+
 /** The unprefixed flatbuffer Message of a schema. */
 export function schemaHeader(schema: Schema): Uint8Array {
-  return Message.encode(Message.from(schema));
+  let header = schemaHeaders.get(schema);
+  if (!header) {
+    header = Message.encode(Message.from(schema));
+    schemaHeaders.set(schema, header);
+  }
+  return header;
 }
 
 /**

@@ -1,0 +1,105 @@
+// Statement latency through the Arrow Flight SQL JDBC driver: Statement.executeQuery, every row
+// read, hot, with one connection and with N connections at once (a thread each). Prints one JSON
+// line per phase, as bench/latency/go does. Run by bench/latency/bench.py:
+//   java -cp <driver classpath> LatencyClient.java host port user key seconds clients warmup sql
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+
+public class LatencyClient {
+  interface Runner {
+    long run() throws Exception;
+  }
+
+  static Runner connect(String url, String sql) throws Exception {
+    Connection connection = DriverManager.getConnection(url);
+    Statement statement = connection.createStatement();
+    return () -> {
+      long rows = 0;
+      try (ResultSet rs = statement.executeQuery(sql)) {
+        int columns = rs.getMetaData().getColumnCount();
+        while (rs.next()) {
+          for (int i = 1; i <= columns; i++) rs.getObject(i);
+          rows++;
+        }
+      }
+      return rows;
+    };
+  }
+
+  static void report(String phase, List<Double> times, double seconds, long rows) {
+    Collections.sort(times);
+    double p50 = times.isEmpty() ? 0 : times.get((int) Math.round(0.50 * (times.size() - 1)));
+    double p99 = times.isEmpty() ? 0 : times.get((int) Math.round(0.99 * (times.size() - 1)));
+    System.out.printf(
+        "{\"client\":\"jdbc\",\"phase\":\"%s\",\"n\":%d,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"per_s\":%.1f,\"rows\":%d}%n",
+        phase, times.size(), p50, p99, times.size() / seconds, rows);
+  }
+
+  public static void main(String[] args) throws Exception {
+    String url = "jdbc:arrow-flight-sql://" + args[0] + ":" + args[1] + "?useEncryption=false&user=" + args[2]
+        + "&password=" + args[3];
+    double seconds = Double.parseDouble(args[4]);
+    int clients = Integer.parseInt(args[5]);
+    int warmup = Integer.parseInt(args[6]);
+    String sql = args[7];
+    long nanos = (long) (seconds * 1e9);
+
+    Runner one = connect(url, sql);
+    long rows = 0;
+    // The JVM compiles the driver's paths as they run: warm it more than a native client.
+    for (int i = 0; i < Math.max(warmup, 200); i++) rows = one.run();
+    List<Double> times = new ArrayList<>();
+    long start = System.nanoTime();
+    while (System.nanoTime() - start < nanos) {
+      long t0 = System.nanoTime();
+      rows = one.run();
+      times.add((System.nanoTime() - t0) / 1e6);
+    }
+    report("1", times, (System.nanoTime() - start) / 1e9, rows);
+
+    List<Runner> runners = new ArrayList<>();
+    for (int i = 0; i < clients; i++) {
+      Runner r = connect(url, sql);
+      r.run();
+      runners.add(r);
+    }
+    List<List<Double>> perClient = new ArrayList<>();
+    List<Thread> threads = new ArrayList<>();
+    CyclicBarrier barrier = new CyclicBarrier(clients + 1);
+    Exception[] failure = new Exception[1];
+    for (Runner r : runners) {
+      List<Double> mine = new ArrayList<>();
+      perClient.add(mine);
+      Thread t = new Thread(() -> {
+        try {
+          barrier.await();
+          long end = System.nanoTime() + nanos;
+          while (System.nanoTime() < end) {
+            long t0 = System.nanoTime();
+            r.run();
+            mine.add((System.nanoTime() - t0) / 1e6);
+          }
+        } catch (Exception e) {
+          failure[0] = e;
+        }
+      });
+      t.start();
+      threads.add(t);
+    }
+    barrier.await();
+    start = System.nanoTime();
+    for (Thread t : threads) t.join();
+    double elapsed = (System.nanoTime() - start) / 1e9;
+    if (failure[0] != null) throw failure[0];
+    List<Double> all = new ArrayList<>();
+    for (List<Double> ts : perClient) all.addAll(ts);
+    report(String.valueOf(clients), all, elapsed, rows);
+    System.exit(0);
+  }
+}

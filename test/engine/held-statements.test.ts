@@ -1,0 +1,71 @@
+// Issue 10: a statement GetFlightInfo prepared is kept, with its connection, for the DoGet that
+// follows (describeAndHold, then query with `held`), so the DoGet neither leases a connection nor
+// prepares again. What it answers is what a statement prepared at run time answers.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuckDBEngine } from '../../src/engine/index.js';
+
+async function rows(batches: AsyncIterable<{ toArray(): unknown[] }>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const batch of batches) for (const row of batch.toArray()) out.push(JSON.stringify(row));
+  return out;
+}
+
+describe('held statements (issue 10)', () => {
+  it('runs the statement it holds once, on the connection with its setup, seeing data as of the run', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER)');
+    await engine.execute('INSERT INTO t VALUES (1)');
+    const setup = ['CREATE OR REPLACE TEMP VIEW doubled AS SELECT x * 2 AS y FROM t'];
+    const sql = 'SELECT y FROM doubled ORDER BY y';
+    const { description, held } = await engine.describeAndHold(sql, { setup });
+    assert.ok(held, 'a SELECT is held');
+    assert.deepEqual(
+      description.schema.fields.map((f) => f.name),
+      ['y'],
+    );
+    // Prepared before this insert, run after it: the run reads the table as it is then.
+    await engine.execute('INSERT INTO t VALUES (2)');
+    const first = await engine.query(sql, { setup, held }, description);
+    assert.deepEqual(await rows(first.batches), ['{"y":2}', '{"y":4}']);
+    assert.equal(held.take(), undefined, 'a held statement serves one run');
+    // Run again with the spent handle: prepared anew, the same answer.
+    const again = await engine.query(sql, { setup, held }, description);
+    assert.deepEqual(await rows(again.batches), ['{"y":2}', '{"y":4}']);
+  });
+
+  it('a closed held statement is not run; the run prepares the statement itself', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    const sql = 'SELECT 42 AS answer';
+    const { description, held } = await engine.describeAndHold(sql);
+    held!.close();
+    held!.close();
+    assert.equal(held!.take(), undefined);
+    const result = await engine.query(sql, { held }, description);
+    assert.deepEqual(await rows(result.batches), ['{"answer":42}']);
+  });
+
+  it('holds only SELECTs without parameters', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    assert.equal((await engine.describeAndHold('CREATE TABLE u (x INTEGER)')).held, undefined);
+    await assert.rejects(engine.query('SELECT * FROM u'), /u/);
+  });
+
+  it('refuses a statement that does not prepare, holding nothing', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await assert.rejects(engine.describeAndHold('SELECT * FROM missing_table'), { code: 'QUERY_INVALID' });
+    const { held } = await engine.describeAndHold('SELECT 1');
+    held!.close();
+  });
+
+  it('closing the engine lets held statements go instead of waiting for them', async () => {
+    const engine = await DuckDBEngine.create({ threads: 1 });
+    const held = await Promise.all(
+      Array.from({ length: 3 }, () => engine.describeAndHold('SELECT * FROM range(10)').then((d) => d.held!)),
+    );
+    // A grace period longer than the test runner's timeout: close() returns only if nothing waits for it.
+    await engine.close(3_600_000);
+    for (const h of held) assert.equal(h.take(), undefined);
+    await assert.rejects(engine.describeAndHold('SELECT 1'), { code: 'ENGINE_CLOSED' });
+  });
+});
