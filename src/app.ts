@@ -174,6 +174,18 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     loader.start();
     closers.push({ name: 'the view set loader', close: () => loader.close() });
     const lakehouse = { db: metadata, store, views, loader };
+    const viewSetSources = { get: (name: string) => views.get(name), store, retentionDays: config.retentionDays };
+    // The daemon's rollups: they refresh, and record what each change to a view set's partitions invalidated.
+    const maintenanceRollups = maintenanceLake
+      ? new Rollups(
+          maintenanceEngine,
+          metadata,
+          new SeriesTables(maintenanceEngine, metadata, seriesNames),
+          seriesNames,
+          viewSetSources,
+        )
+      : undefined;
+    await maintenanceRollups?.prepare();
     const materializer = new Materializer({
       db: metadata,
       store,
@@ -181,6 +193,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       viewSet: (name) => views.get(name),
       retireDelaySeconds: config.retireDelaySeconds,
       orphanGraceSeconds: config.orphanGraceSeconds,
+      onPartitionsChanged: maintenanceRollups
+        ? (tx, change) => maintenanceRollups.partitionsChanged(tx, change)
+        : undefined,
       version,
       log,
     });
@@ -192,7 +207,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const { engine, lake } = await createEngine(engineOptions, extensions, log);
       closers.push({ name: 'the query engine', close: () => engine.close() });
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
-      const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames) : undefined;
+      const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames, viewSetSources) : undefined;
       await rollups?.prepare();
       if (rollups) {
         tables?.addDependents('rollup', (table) => rollups.dependentsOf(table));
@@ -207,6 +222,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         loader,
         reservedNames: () => reservedNames,
         retireDelaySeconds: config.retireDelaySeconds,
+        rollupsOn: rollups ? (name) => rollups.dependentsOf(name) : undefined,
       });
       // Partition lists kept between statements, dropped when any process changes them.
       metadata.changes.start();
@@ -252,15 +268,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       });
       closers.push({ name: 'the maintenance daemon', close: () => daemon!.close() });
       daemon.start();
-      if (maintenanceLake) {
-        const rollups = new Rollups(
-          maintenanceEngine,
-          metadata,
-          new SeriesTables(maintenanceEngine, metadata, seriesNames),
-          seriesNames,
-        );
-        await rollups.prepare();
-        const jobs = new RefreshJobs(rollups, metadata, log, (report) => {
+      if (maintenanceRollups) {
+        const jobs = new RefreshJobs(maintenanceRollups, metadata, log, (report) => {
           metrics.rollupRefreshDuration.observe(
             { rollup: report.rollup, outcome: report.failed ? 'failed' : 'ok' },
             report.seconds,

@@ -19,6 +19,8 @@ export {
   retirePartition,
   retirePartitionsOlderThan,
   type Partition,
+  type PartitionChange,
+  type PartitionChangeHook,
 } from './partitions.js';
 export { PartitionCache } from './partition-cache.js';
 export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';

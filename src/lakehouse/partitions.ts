@@ -45,6 +45,21 @@ interface PartitionRow {
   sort_order: string[] | null;
 }
 
+/**
+ * A change to a view set's partitions, seen inside the transaction that makes it: the files it
+ * retired and the files it registered (object keys). `mergedFrom` names the files a merge read to
+ * write `added`; when those are exactly the files retired, the change moved rows without changing any.
+ */
+export interface PartitionChange {
+  readonly viewSetName: string;
+  readonly retired: readonly string[];
+  readonly added: readonly string[];
+  readonly mergedFrom?: readonly string[];
+}
+
+/** Runs in the transaction of every change to partitions that adds or removes rows (rollups follow view sets so). */
+export type PartitionChangeHook = (tx: MetadataQueries, change: PartitionChange) => Promise<void>;
+
 function fromRow(row: PartitionRow): Partition {
   return {
     viewSetName: row.view_set_name,
@@ -137,12 +152,16 @@ export async function commitPartition(
   metadata: MetadataStore,
   partition: Partition,
   retireDelaySeconds: number,
+  onChange?: PartitionChangeHook,
+  mergedFrom?: readonly string[],
 ): Promise<string[]> {
   return commitPartitions(
     metadata,
     [partition],
     { begin: partition.beginInsertTime, end: partition.endInsertTime },
     retireDelaySeconds,
+    onChange,
+    mergedFrom,
   );
 }
 
@@ -155,6 +174,8 @@ export async function commitPartitions(
   partitions: readonly Partition[],
   replacing: { begin: bigint; end: bigint },
   retireDelaySeconds: number,
+  onChange?: PartitionChangeHook,
+  mergedFrom?: readonly string[],
 ): Promise<string[]> {
   const [first] = partitions;
   return metadata.transaction(async (tx) => {
@@ -171,6 +192,12 @@ export async function commitPartitions(
       first.schemaHash,
     );
     for (const partition of partitions) await insertPartition(tx, partition);
+    await onChange?.(tx, {
+      viewSetName: first.viewSetName,
+      retired,
+      added: partitions.flatMap((p) => (p.filePath === null ? [] : [p.filePath])),
+      mergedFrom,
+    });
     return retired;
   });
 }
@@ -207,15 +234,19 @@ async function retireWhere(
   where: string,
   params: unknown[],
   retireDelaySeconds: number,
-): Promise<{ files: string[]; partitions: number }> {
-  const { rows } = await db.query<{ file_path: string | null }>(
-    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE ${where} RETURNING file_path, file_size, begin_insert_time)
+): Promise<{ files: string[]; partitions: number; views: string[] }> {
+  const { rows } = await db.query<{ file_path: string | null; view_set_name: string }>(
+    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE ${where} RETURNING view_set_name, file_path, file_size, begin_insert_time)
      , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
          SELECT file_path, coalesce(file_size, 0), now() + make_interval(secs => $1) FROM gone WHERE file_path IS NOT NULL)
-     SELECT file_path FROM gone ORDER BY begin_insert_time, file_path`,
+     SELECT view_set_name, file_path FROM gone ORDER BY begin_insert_time, file_path`,
     [retireDelaySeconds, ...params],
   );
-  return { files: rows.flatMap((r) => (r.file_path === null ? [] : [r.file_path])), partitions: rows.length };
+  return {
+    files: rows.flatMap((r) => (r.file_path === null ? [] : [r.file_path])),
+    partitions: rows.length,
+    views: [...new Set(rows.map((r) => r.view_set_name))],
+  };
 }
 
 /** Retires the partitions of a view instance inside an insert range (any schema hash unless given); returns their files. */
@@ -233,7 +264,7 @@ export async function retireInside(
   return (await retireWhere(db, where, params, retireDelaySeconds)).files;
 }
 
-/** Retires the partition of a view instance covering exactly [begin, end) (any schema hash unless given); false when there is none. */
+/** Retires the partition of a view instance covering exactly [begin, end) (any schema hash unless given); answers its files, null when there is none. */
 export async function retireExactly(
   db: MetadataQueries,
   view: string,
@@ -242,14 +273,15 @@ export async function retireExactly(
   end: bigint,
   retireDelaySeconds: number,
   schemaHash?: Buffer,
-): Promise<boolean> {
+): Promise<string[] | null> {
   const params: unknown[] = [view, instance, nanosToPg(begin), nanosToPg(end)];
   let where = 'view_set_name = $2 AND view_instance_id = $3 AND begin_insert_time = $4 AND end_insert_time = $5';
   if (schemaHash) {
     where += ' AND file_schema_hash = $6';
     params.push(schemaHash);
   }
-  return (await retireWhere(db, where, params, retireDelaySeconds)).partitions > 0;
+  const retired = await retireWhere(db, where, params, retireDelaySeconds);
+  return retired.partitions > 0 ? retired.files : null;
 }
 
 /** Retires one partition as listed (its view instance, range and schema hash); false when it is already gone. */
@@ -270,9 +302,13 @@ export async function retirePartition(
   return (await retireWhere(db, where, params, retireDelaySeconds)).partitions > 0;
 }
 
-/** Retires the partition whose file is `path`; false when no partition has it. */
-export async function retireFile(db: MetadataQueries, path: string, retireDelaySeconds: number): Promise<boolean> {
-  return (await retireWhere(db, 'file_path = $2', [path], retireDelaySeconds)).partitions > 0;
+/** Retires the partition whose file is `path`; answers its view set, null when no partition has it. */
+export async function retireFile(
+  db: MetadataQueries,
+  path: string,
+  retireDelaySeconds: number,
+): Promise<string | null> {
+  return (await retireWhere(db, 'file_path = $2', [path], retireDelaySeconds)).views[0] ?? null;
 }
 
 /** Retires every partition of a view set, all instances and schemas (DROP MATERIALIZED VIEW); returns how many. */

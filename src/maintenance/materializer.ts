@@ -1,4 +1,4 @@
-import type { MetadataStore } from '../metadata/index.js';
+import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
 import { engineErrors, type DuckDBEngine } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
 import { payloadLines } from '../ingestion/index.js';
@@ -13,6 +13,7 @@ import {
   secondsToNanos,
   type ObjectStore,
   type Partition,
+  type PartitionChangeHook,
 } from '../lakehouse/index.js';
 import {
   filesRelation,
@@ -47,6 +48,8 @@ export interface MaterializerOptions {
    * more than half of it ago is not registered (its file is deleted, the range is built again later).
    */
   readonly orphanGraceSeconds: number;
+  /** Told of each change to partitions in its transaction (the rollups of view sets record what it invalidated). */
+  readonly onPartitionsChanged?: PartitionChangeHook;
   /** This Orrery's version, recorded with each block it quarantines. */
   readonly version: string;
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -72,6 +75,21 @@ const isDataError = (error: unknown): boolean => isErrorOf(error, engineErrors, 
  */
 export class Materializer {
   constructor(private readonly options: MaterializerOptions) {}
+
+  /**
+   * Retires partitions by hand (`retire` answers the view set and the files it retired) in one
+   * transaction with the partition-change hook, so whatever follows a set's rows sees them go with them.
+   */
+  async retiring<T>(
+    retire: (tx: MetadataQueries) => Promise<{ result: T; view: string | null; files: readonly string[] }>,
+  ): Promise<T> {
+    return this.options.db.transaction(async (tx) => {
+      const { result, view, files } = await retire(tx);
+      if (view !== null && files.length > 0)
+        await this.options.onPartitionsChanged?.(tx, { viewSetName: view, retired: files, added: [] });
+      return result;
+    });
+  }
 
   async materialize(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
     const hash = schemaHash(view.columns);
@@ -190,7 +208,13 @@ export class Materializer {
       for (const piece of pieces)
         partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
       this.checkWrittenInTime(view, started);
-      await commitPartitions(this.options.db, partitions, span, this.options.retireDelaySeconds);
+      await commitPartitions(
+        this.options.db,
+        partitions,
+        span,
+        this.options.retireDelaySeconds,
+        this.options.onPartitionsChanged,
+      );
     } catch (error) {
       for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
       throw error;
@@ -238,10 +262,21 @@ export class Materializer {
   }
 
   /** Registers a partition written since `started`, retiring what it replaces; its file goes if that fails. */
-  private async commit(view: ViewSet, partition: Partition, started: number): Promise<void> {
+  private async commit(
+    view: ViewSet,
+    partition: Partition,
+    started: number,
+    mergedFrom?: readonly string[],
+  ): Promise<void> {
     try {
       this.checkWrittenInTime(view, started);
-      await commitPartition(this.options.db, partition, this.options.retireDelaySeconds);
+      await commitPartition(
+        this.options.db,
+        partition,
+        this.options.retireDelaySeconds,
+        this.options.onPartitionsChanged,
+        mergedFrom,
+      );
     } catch (error) {
       if (partition.filePath) await this.options.store.delete(partition.filePath);
       throw error;
@@ -372,7 +407,8 @@ export class Materializer {
   }
 
   private async merge(view: ViewSet, range: InsertRange, inputs: Partition[], count: bigint): Promise<void> {
-    const files = inputs.filter((p) => p.filePath !== null).map((p) => this.options.store.location(p.filePath!));
+    const keys = inputs.flatMap((p) => (p.filePath === null ? [] : [p.filePath]));
+    const files = keys.map((key) => this.options.store.location(key));
     const source = `(${filesRelation(view.columns, files)})`;
     const order = view.mergeSortOrder?.length ? ` ORDER BY ${view.mergeSortOrder.map(quoteIdentifier).join(', ')}` : '';
     const started = Date.now();
@@ -386,6 +422,7 @@ export class Materializer {
         [],
       ),
       started,
+      keys,
     );
   }
 

@@ -1,6 +1,8 @@
 // Rollups (issue 17): aggregates of a series table per time bucket, materialized in DuckLake,
 // invalidated through DuckLake's change feed and read through views that are never stale; their
-// refresh jobs; the spec's `snouttime.` names; the installer of resources files' rollup entries. Knows DuckDB, DuckLake and Postgres; nothing of gRPC.
+// refresh jobs; the spec's `snouttime.` names; the installer of resources files' rollup entries.
+// Rollups of view sets follow their partitions (partitionsChanged, called in the transaction of
+// every change to them). Knows DuckDB, DuckLake and Postgres; nothing of gRPC.
 export {
   Rollups,
   type BackfillStep,
@@ -16,3 +18,4 @@ export { jobsRelation, snouttimeNames } from './snouttime-names.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';
 export type { RollupValidation } from './validation.js';
 export { rollupInstaller } from './resource-installer.js';
+export type { ViewSetSources } from './view-set-sources.js';

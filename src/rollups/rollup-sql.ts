@@ -34,6 +34,8 @@ export interface RollupDefinition {
    * materialized so far, older buckets being read from the source; null when every bucket is.
    */
   readonly coveredFrom: string | null;
+  /** The base is a view set (log_entries, measures, spans, a set defined by DDL) rather than a series table. */
+  readonly viewSetBase: boolean;
 }
 
 /** The DuckLake schema holding every rollup's materialized table and state. */

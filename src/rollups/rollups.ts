@@ -1,6 +1,8 @@
 import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
-import type { MetadataStore } from '../metadata/index.js';
+import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
+import type { PartitionChange } from '../lakehouse/index.js';
 import { lakeCatalog, lakeTable, type SeriesTable, type SeriesTables, type TableScope } from '../tables/index.js';
+import { sessionRelation, type ViewSet } from '../views/index.js';
 import { rollupErrors } from './errors.js';
 import {
   aggregateOver,
@@ -24,6 +26,14 @@ import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import type { Node } from './tree.js';
+import {
+  forgetInvalidations,
+  invalidationsSchemaSql,
+  readViewSet,
+  recordInvalidations,
+  type ViewSetRead,
+  type ViewSetSources,
+} from './view-set-sources.js';
 
 // Rollups: an aggregate of a series table (or of another rollup) per time bucket, kept in a
 // DuckLake table and read through a view that is never stale.
@@ -35,7 +45,8 @@ import type { Node } from './tree.js';
 // at) is a DuckLake table committed with its materialized rows, so one snapshot id pins all of
 // it: the pending buckets of a rollup at snapshot S are exactly the buckets of the rows that
 // changed between its refresh snapshot and S, bucket by bucket, and a read at S combines the
-// materialized rows, the state and the source as of that same S.
+// materialized rows, the state and the source as of that same S. Rollups of view sets follow their
+// partitions instead (view-set-sources.ts).
 
 export interface RollupArguments {
   readonly name: string;
@@ -49,6 +60,7 @@ export interface RollupArguments {
 interface RollupState {
   /** The start of the bucket still filling at the last refresh (DuckDB's text of it); null before the first. */
   readonly watermark: string | null;
+  /** The base's DuckLake snapshot it was refreshed at; for a view set, the last invalidation it consumed. */
   readonly sourceSnapshot: bigint | null;
   readonly refreshedAt: string | null;
 }
@@ -154,6 +166,7 @@ interface DefinitionRow {
   retention: string | null;
   source_hash: string | null;
   covered_from: string | null;
+  base_is_view_set: boolean;
 }
 
 const definitionOf = (row: DefinitionRow): RollupDefinition => ({
@@ -172,9 +185,18 @@ const definitionOf = (row: DefinitionRow): RollupDefinition => ({
   retention: row.retention,
   sourceHash: row.source_hash,
   coveredFrom: row.covered_from,
+  viewSetBase: row.base_is_view_set,
 });
 
 /** DuckDB's value as text: the rollup queries cast what they read to VARCHAR, so values are strings, numbers or bigints. */
+/** What one read or refresh builds once: each rollup's view, and each view set as it read it. */
+interface ReadContext {
+  readonly views: Map<string, string>;
+  readonly sets: Map<string, ViewSetRead>;
+}
+
+const readContext = (): ReadContext => ({ views: new Map(), sets: new Map() });
+
 const text = (value: unknown): string | null =>
   value === null || value === undefined
     ? null
@@ -199,6 +221,8 @@ export class Rollups {
     private readonly tables: SeriesTables,
     /** Names taken by view sets and static tables. */
     private readonly reservedNames: () => ReadonlySet<string>,
+    /** The view sets rollups may be built on; without them, only series tables and rollups. */
+    private readonly viewSets?: ViewSetSources,
   ) {}
 
   /** Rollup states by `name@snapshot`, and change-feed buckets by base, bucket and snapshot range (see state, changedBuckets). */
@@ -210,6 +234,7 @@ export class Rollups {
     await this.metadata.transaction(async (tx) => {
       await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_rollups_schema', 0))`);
       await tx.query(schemaSql);
+      await tx.query(invalidationsSchemaSql);
     });
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
   }
@@ -320,7 +345,7 @@ export class Rollups {
     }
     const from = String(start as string);
     const tables = await this.tables.list();
-    const views = new Map<string, string>();
+    const context = readContext();
     const all: TableScope = { kind: 'all' };
     if (definition.sourceIsRollup) {
       const source = definitions.get(definition.source);
@@ -329,7 +354,7 @@ export class Rollups {
           'ROLLUP_NOT_FOUND',
           `rollup '${definition.name}' reads '${definition.source}', which is gone`,
         );
-      await this.viewSql(source, snapshot, all, definitions, tables, views);
+      await this.viewSql(source, snapshot, all, definitions, tables, context);
     }
     const time = quoteIdentifier(definition.timeColumn);
     const begin = bucketLiteral(definition, from);
@@ -341,7 +366,7 @@ export class Rollups {
       // A refresh may have stored a bucket of the day already (a write to it was pending): replaced whole.
       await run(`DELETE FROM ${mat} WHERE bucket >= ${begin} AND bucket < ${covered}`);
       await run(
-        `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, views), `${time} >= ${begin} AND ${time} < ${covered}`)}`,
+        `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), `${time} >= ${begin} AND ${time} < ${covered}`)}`,
       );
       await run('COMMIT');
     } catch (error) {
@@ -398,16 +423,16 @@ export class Rollups {
     const sourceName = args.source.toLowerCase();
     const sourceTable = tables.get(sourceName);
     const sourceRollup = definitions.get(sourceName);
-    if (!sourceTable && !sourceRollup) {
+    const sourceSet = sourceTable || sourceRollup ? undefined : this.viewSets?.get(sourceName);
+    if (!sourceTable && !sourceRollup && !sourceSet) {
       throw rollupErrors.error(
         'ROLLUP_SOURCE_NOT_FOUND',
-        this.reservedNames().has(sourceName)
-          ? `create_rollup: '${args.source}' is a view set; rollups are built on series tables or other rollups`
-          : `create_rollup: source '${args.source}' is neither a series table nor a rollup`,
+        `create_rollup: source '${args.source}' is neither a series table, a view set nor a rollup`,
       );
     }
-    const integer = sourceRollup ? sourceRollup.integer : isIntegerTime(sourceTable!);
-    const timeColumn = sourceRollup ? 'bucket' : sourceTable!.timeColumn;
+    if (sourceSet) checkViewSetSource(sourceSet);
+    const integer = sourceRollup ? sourceRollup.integer : sourceSet ? false : isIntegerTime(sourceTable!);
+    const timeColumn = sourceRollup ? 'bucket' : sourceSet ? sourceSet.minTimeColumn : sourceTable!.timeColumn;
     if ((args.bucket === null) === (args.bucketWidth === null))
       throw rollupErrors.error(
         'ROLLUP_ARGUMENT_INVALID',
@@ -441,11 +466,16 @@ export class Rollups {
       aggregates,
       ofRollup: sourceRollup !== undefined,
     });
+    const base = sourceRollup ? sourceRollup.base : sourceName;
+    const viewSetBase = sourceRollup ? sourceRollup.viewSetBase : sourceSet !== undefined;
+    const baseColumns = this.baseOf({ base, viewSetBase }, tables);
+    if (!baseColumns)
+      throw rollupErrors.error('ROLLUP_SOURCE_NOT_FOUND', `create_rollup: the source of '${args.source}' is gone`);
     const definition: RollupDefinition = {
       name,
       source: sourceName,
       sourceIsRollup: sourceRollup !== undefined,
-      base: sourceRollup ? sourceRollup.base : sourceName,
+      base,
       baseTimeColumn: sourceRollup ? sourceRollup.baseTimeColumn : timeColumn,
       timeColumn,
       integer,
@@ -455,8 +485,9 @@ export class Rollups {
       query: query.sql,
       columns: query.columns,
       retention: null,
-      sourceHash: sourceHash(tables.get(sourceRollup ? sourceRollup.base : sourceName)!),
+      sourceHash: sourceHash(baseColumns),
       coveredFrom: null,
+      viewSetBase,
     };
     if (options.backfilled) {
       if (integer)
@@ -464,13 +495,20 @@ export class Rollups {
           'ROLLUP_ARGUMENT_INVALID',
           `create_rollup: '${args.source}' keeps integer time; only time rollups are backfilled by day`,
         );
+      if (viewSetBase)
+        throw rollupErrors.error(
+          'ROLLUP_ARGUMENT_INVALID',
+          `create_rollup: '${args.source}' is a view set; only rollups of series tables are backfilled by day`,
+        );
       // The name is free, so tables under it are what a creation killed midway left.
       await this.dropStorage(name);
     }
-    // The column types are the aggregate's over an empty source: of the source table's own, or of the source rollup's stored rows.
+    // The column types are the aggregate's over an empty source: of the source table's own, the view set's, or of the source rollup's stored rows.
     const emptySource = sourceRollup
       ? `SELECT * FROM ${materializedTable(sourceRollup.name)} LIMIT 0`
-      : `SELECT * FROM ${lakeCatalog}.main.${quoteIdentifier(sourceName)} LIMIT 0`;
+      : sourceSet
+        ? sessionRelation({ view: sourceSet, files: [] }, { kind: 'all' })
+        : `SELECT * FROM ${lakeCatalog}.main.${quoteIdentifier(sourceName)} LIMIT 0`;
     try {
       await this.engine.execute(
         `CREATE TABLE ${materializedTable(name)} AS ${aggregateOver(definition, emptySource, 'TRUE')}`,
@@ -500,8 +538,8 @@ export class Rollups {
       await this.metadata.transaction(async (tx) => {
         await tx.query(
           `INSERT INTO rollup_definitions (name, source, source_is_rollup, base, base_time_column, time_column, integer_time,
-             grain, select_list, group_by, query, columns, source_hash, covered_from)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+             grain, select_list, group_by, query, columns, source_hash, covered_from, base_is_view_set)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
           [
             name,
             definition.source,
@@ -517,6 +555,7 @@ export class Rollups {
             JSON.stringify(query.columns),
             definition.sourceHash,
             coveredFrom,
+            viewSetBase,
           ],
         );
         await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
@@ -651,9 +690,13 @@ export class Rollups {
     const state = await this.state(definition, snapshot);
     const watermark = await this.newWatermark(definition, snapshot, state.watermark);
     const tables = await this.tables.list();
-    const pending = await this.pending(definition, snapshot, state, tables);
+    const context = readContext();
+    // A view set is read first, holding its lock: the partitions and the last invalidation it consumes agree.
+    const set = definition.viewSetBase
+      ? await this.setRead(definition.base, snapshot, definitions, context, true)
+      : undefined;
+    const pending = await this.pending(definition, snapshot, state, tables, definitions, context);
     const all: TableScope = { kind: 'all' };
-    const views = new Map<string, string>();
     if (definition.sourceIsRollup) {
       const source = definitions.get(definition.source);
       if (!source)
@@ -661,7 +704,7 @@ export class Rollups {
           'ROLLUP_NOT_FOUND',
           `rollup '${definition.name}' reads '${definition.source}', which is gone`,
         );
-      await this.viewSql(source, snapshot, all, definitions, tables, views);
+      await this.viewSql(source, snapshot, all, definitions, tables, context);
     }
     const time = quoteIdentifier(definition.timeColumn);
     const literal = (value: string): string => bucketLiteral(definition, value);
@@ -696,13 +739,13 @@ export class Rollups {
         const mat = materializedTable(definition.name);
         await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
         await run(
-          `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, views), rowFilters.join(' OR '))}`,
+          `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), rowFilters.join(' OR '))}`,
         );
       }
       await this.applyRetention(definition, snapshot, session);
       await run(`DELETE FROM ${stateTable(definition.name)}`);
       await run(
-        `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${snapshot}, now()::TIMESTAMP)`,
+        `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${set ? set.sequence : snapshot}, now()::TIMESTAMP)`,
       );
       await run('COMMIT');
     } catch (error) {
@@ -711,6 +754,8 @@ export class Rollups {
     } finally {
       session.close();
     }
+    if (set && state.sourceSnapshot !== null)
+      await forgetInvalidations(this.metadata, definition.name, state.sourceSnapshot);
     return { ranges, pendingBuckets: pending.length, watermark };
   }
 
@@ -790,7 +835,10 @@ export class Rollups {
     snapshot: bigint,
     state: RollupState,
     tables: ReadonlyMap<string, SeriesTable>,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+    context: ReadContext,
   ): Promise<string[]> {
+    if (definition.viewSetBase) return this.pendingOfViewSet(definition, snapshot, state, definitions, context);
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
     const base = tables.get(definition.base);
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, state.watermark)}`];
@@ -808,6 +856,86 @@ export class Rollups {
        WHERE ${filters.join(' AND ')} ORDER BY b`,
     );
     return rows.map(([b]) => String(b));
+  }
+
+  /**
+   * The pending buckets of a rollup of a view set: those invalidated after the last one its refresh
+   * consumed, below its watermark. Buckets older than the lake's retention keep their materialized
+   * values (their raw rows may be gone, and a late block must not replace them with a fragment).
+   */
+  private async pendingOfViewSet(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    state: RollupState,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+    context: ReadContext,
+  ): Promise<string[]> {
+    if (state.watermark === null) return [];
+    const consumed = state.sourceSnapshot ?? 0n;
+    const read = await this.setRead(definition.base, snapshot, definitions, context);
+    const changed = [
+      ...new Set(
+        read.invalidations.filter((i) => i.rollup === definition.name && i.sequence > consumed).map((i) => i.bucket),
+      ),
+    ];
+    if (changed.length === 0) return [];
+    const horizon = `now()::TIMESTAMP - INTERVAL ${Math.floor(this.viewSets?.retentionDays ?? 0)} DAY`;
+    const rows = await this.engine.values(
+      `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${changed.map(quoteLiteral).join(', ')}]::TIMESTAMP[]) AS b)
+       WHERE b < ${bucketLiteral(definition, state.watermark)} AND b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))
+       ORDER BY b`,
+    );
+    return rows.map(([b]) => String(b));
+  }
+
+  /**
+   * A view set as the rollups on it read it for this read (see readViewSet): read once, after the
+   * states of every rollup on it, for the invalidations after the oldest state's.
+   */
+  private async setRead(
+    base: string,
+    snapshot: bigint,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+    context: ReadContext,
+    exclusive = false,
+  ): Promise<ViewSetRead> {
+    const kept = context.sets.get(base);
+    if (kept) return kept;
+    const view = this.viewSets?.get(base);
+    if (!view || !this.viewSets)
+      throw rollupErrors.error('ROLLUP_SOURCE_NOT_FOUND', `view set '${base}', which rollups read, is not loaded`);
+    const onBase = [...definitions.values()].filter((d) => d.viewSetBase && d.base === base);
+    let after: bigint | null = null;
+    for (const d of onBase) {
+      const consumed = (await this.state(d, snapshot)).sourceSnapshot ?? 0n;
+      if (after === null || consumed < after) after = consumed;
+    }
+    const read = await readViewSet(
+      this.metadata,
+      this.viewSets,
+      view,
+      onBase.map((d) => d.name),
+      after ?? 0n,
+      exclusive,
+    );
+    context.sets.set(base, read);
+    return read;
+  }
+
+  /**
+   * Records, in the transaction of a change to a view set's partitions, the buckets it changed for
+   * the rollups on the set (the materializer calls it for every change).
+   */
+  async partitionsChanged(tx: MetadataQueries, change: PartitionChange): Promise<void> {
+    if (this.viewSets) await recordInvalidations(tx, this.engine, this.viewSets, change);
+  }
+
+  /** The columns of a rollup's base: its series table's or its view set's; undefined when it is gone. */
+  private baseOf(
+    definition: Pick<RollupDefinition, 'base' | 'viewSetBase'>,
+    tables: ReadonlyMap<string, SeriesTable>,
+  ): ViewSet | SeriesTable | undefined {
+    return definition.viewSetBase ? this.viewSets?.get(definition.base) : tables.get(definition.base);
   }
 
   /**
@@ -832,14 +960,15 @@ export class Rollups {
   }
 
   /** The rows a rollup reads from its source at a snapshot: the base table's, or the source rollup's view. */
-  private sourceRows(
-    definition: RollupDefinition,
-    snapshot: bigint,
-    scope: TableScope,
-    views: ReadonlyMap<string, string>,
-  ): string {
+  private sourceRows(definition: RollupDefinition, snapshot: bigint, scope: TableScope, context: ReadContext): string {
+    if (!definition.sourceIsRollup && definition.viewSetBase) {
+      const set = context.sets.get(definition.base);
+      const view = this.viewSets?.get(definition.base);
+      if (!set || !view) throw new Error(`the view set '${definition.base}' was not read first`);
+      return sessionRelation({ view, files: set.files }, scope);
+    }
     if (!definition.sourceIsRollup) return baseRows(definition.base, snapshot, scope);
-    const view = views.get(definition.source);
+    const view = context.views.get(definition.source);
     if (view === undefined) throw new Error(`the view of rollup '${definition.source}' was not built first`);
     return view;
   }
@@ -855,9 +984,9 @@ export class Rollups {
     scope: TableScope,
     definitions: ReadonlyMap<string, RollupDefinition>,
     tables: ReadonlyMap<string, SeriesTable>,
-    views: Map<string, string>,
+    context: ReadContext,
   ): Promise<string> {
-    const built = views.get(definition.name);
+    const built = context.views.get(definition.name);
     if (built !== undefined) return built;
     if (definition.sourceIsRollup) {
       const source = definitions.get(definition.source);
@@ -866,15 +995,15 @@ export class Rollups {
           'ROLLUP_NOT_FOUND',
           `rollup '${definition.name}' reads '${definition.source}', which is gone`,
         );
-      await this.viewSql(source, snapshot, scope, definitions, tables, views);
-    }
+      await this.viewSql(source, snapshot, scope, definitions, tables, context);
+    } else if (definition.viewSetBase) await this.setRead(definition.base, snapshot, definitions, context);
     const state = await this.state(definition, snapshot);
-    const source = this.sourceRows(definition, snapshot, scope, views);
+    const source = this.sourceRows(definition, snapshot, scope, context);
     let sql: string;
     if (state.watermark === null) {
       sql = aggregateOver(definition, source, 'TRUE');
     } else {
-      const pending = (await this.pending(definition, snapshot, state, tables)).map((b) =>
+      const pending = (await this.pending(definition, snapshot, state, tables, definitions, context)).map((b) =>
         bucketLiteral(definition, b),
       );
       const watermark = bucketLiteral(definition, state.watermark);
@@ -896,7 +1025,7 @@ export class Rollups {
         `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}\n` +
         `UNION ALL ${aggregateOver(definition, source, raw.join(' OR '))}`;
     }
-    views.set(definition.name, sql);
+    context.views.set(definition.name, sql);
     return sql;
   }
 
@@ -914,10 +1043,10 @@ export class Rollups {
     if (rollups.length === 0 && stored.length === 0) return [];
     const snapshot = await this.snapshot();
     const tables = await this.tables.list();
-    const views = new Map<string, string>();
+    const context = readContext();
     const statements: string[] = [];
     for (const definition of rollups) {
-      const sql = await this.viewSql(definition, snapshot, scope, definitions, tables, views);
+      const sql = await this.viewSql(definition, snapshot, scope, definitions, tables, context);
       statements.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(definition.name)} AS ${sql}`);
     }
     const filter = audienceFilter(scope);
@@ -1027,19 +1156,21 @@ export class Rollups {
     const tables = await this.tables.list();
     const snapshot = await this.snapshot();
     const all: TableScope = { kind: 'all' };
-    const views = new Map<string, string>();
+    const context = readContext();
     const cache = new Map();
     const out: RollupValidation[] = [];
     for (const definition of definitions.values()) {
       const skipped = (detail: string): void => {
         out.push({ rollup: definition.name, status: 'skipped', from: null, to: null, buckets: 0, detail });
       };
-      const base = tables.get(definition.base);
+      const base = this.baseOf(definition, tables);
       const state = await this.state(definition, snapshot);
       if (definition.integer) skipped('integer time: buckets are not complete by the clock');
       else if (state.watermark === null) skipped('not ready: the rollup has not been refreshed yet');
       else if (!base || definition.sourceHash !== sourceHash(base))
-        skipped('hash changed: the table is not the one the rollup was created over');
+        skipped(
+          `hash changed: the ${definition.viewSetBase ? 'view set' : 'table'} is not the one the rollup was created over`,
+        );
       else {
         const grain = `INTERVAL ${quoteLiteral(definition.grain)}`;
         const end = `least(time_bucket(${grain}, now()::TIMESTAMP - INTERVAL 5 MINUTE), ${bucketLiteral(definition, state.watermark)})`;
@@ -1049,7 +1180,7 @@ export class Rollups {
           `SELECT CAST(b AS VARCHAR), CAST(e AS VARCHAR), coalesce(b < ${retained}, false) FROM (
              SELECT least(time_bucket(${grain}, e - INTERVAL ${quoteLiteral(cap)}), e - ${grain}) AS b, e FROM (SELECT ${end} AS e))`,
         );
-        const pending = new Set(await this.pending(definition, snapshot, state, tables));
+        const pending = new Set(await this.pending(definition, snapshot, state, tables, definitions, context));
         const [begin, finish] = [bucketLiteral(definition, String(from)), bucketLiteral(definition, String(to))];
         const inWindow = await this.engine.values(
           `SELECT CAST(b AS VARCHAR) FROM range(${begin}, ${finish}, ${grain}) AS t(b)`,
@@ -1067,13 +1198,13 @@ export class Rollups {
         else {
           if (definition.sourceIsRollup) {
             const source = definitions.get(definition.source);
-            if (source) await this.viewSql(source, snapshot, all, definitions, tables, views);
+            if (source) await this.viewSql(source, snapshot, all, definitions, tables, context);
           }
           const literals = fresh.map((b) => bucketLiteral(definition, b));
           const storedRows = `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE bucket IN (${literals.join(', ')})`;
           const rawRows = aggregateOver(
             definition,
-            this.sourceRows(definition, snapshot, all, views),
+            this.sourceRows(definition, snapshot, all, context),
             inBuckets(definition, literals)!,
           );
           const types = new Map(
@@ -1115,6 +1246,7 @@ export class Rollups {
     const { rows } = await this.metadata.query<{ target: string; last_run: Date | null }>(
       `SELECT target, last_run FROM rollup_jobs WHERE kind = 'refresh'`,
     );
+    const context = readContext();
     const out: RollupListing[] = [];
     for (const definition of definitions.values()) {
       const state = await this.state(definition, snapshot);
@@ -1126,7 +1258,7 @@ export class Rollups {
         source: definition.source,
         grain: definition.grain,
         watermark: state.watermark,
-        pendingBuckets: (await this.pending(definition, snapshot, state, tables)).length,
+        pendingBuckets: (await this.pending(definition, snapshot, state, tables, definitions, context)).length,
         lastRefresh:
           state.refreshedAt ?? rows.find((r) => r.target === definition.name)?.last_run?.toISOString() ?? null,
         retention: definition.retention,
@@ -1174,10 +1306,12 @@ export class Rollups {
   }
 }
 
-/** What a rollup's rewrite reads of its base table: every column with its type, hashed. */
-function sourceHash(table: SeriesTable): string {
+/** What a rollup's rewrite reads of its base table (or view set): every column with its type, hashed. */
+function sourceHash(base: {
+  readonly columns: ReadonlyArray<{ readonly name: string; readonly type: string }>;
+}): string {
   return createHash('sha256')
-    .update(JSON.stringify(table.columns.map((c) => [c.name, c.type])))
+    .update(JSON.stringify(base.columns.map((c) => [c.name, c.type])))
     .digest('hex')
     .slice(0, 16);
 }
@@ -1191,6 +1325,21 @@ function retainedFrom(retention: string | null): bigint | null {
   if (!parts) return BigInt(now.getTime()) * 1_000_000n;
   now.setUTCMonth(now.getUTCMonth() - parts.months);
   return BigInt(now.getTime()) * 1_000_000n - parts.nanos;
+}
+
+/** A view set a rollup may read: bucketed by its (first) event-time column, grouped by its audience column. */
+function checkViewSetSource(view: ViewSet): void {
+  const time = view.columns.find((c) => c.name === view.minTimeColumn);
+  if (!time || !/^(TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|DATE)$/i.test(time.type))
+    throw rollupErrors.error(
+      'ROLLUP_ARGUMENT_INVALID',
+      `create_rollup: view set '${view.name}' has no timestamp time column to bucket by (its time column is '${view.minTimeColumn}')`,
+    );
+  if (view.audienceColumn !== 'audience' || !view.columns.some((c) => c.name === 'audience'))
+    throw rollupErrors.error(
+      'ROLLUP_ARGUMENT_INVALID',
+      `create_rollup: view set '${view.name}' has no audience column; a rollup keeps its source's audience`,
+    );
 }
 
 function isIntegerTime(table: SeriesTable): boolean {

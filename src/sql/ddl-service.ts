@@ -30,6 +30,8 @@ export interface DdlServiceOptions {
   /** Names users cannot take: built-in view sets and static tables. */
   readonly reservedNames: () => ReadonlySet<string>;
   readonly retireDelaySeconds: number;
+  /** The rollups built on a view set, which neither DROP nor a replacement may break. */
+  readonly rollupsOn?: (name: string) => Promise<readonly string[]>;
 }
 
 /**
@@ -76,6 +78,7 @@ export class DdlService {
     const lookup = (other: string): ViewSet | undefined => this.options.registry.get(other);
     const view = await buildViewSet(this.options.engine, definition, lookup);
     await this.checkDependents(name, view);
+    if (existing && existing.definitionSql !== statement.text) await this.checkRollups(name, 'replacing');
     if (statement.explain) {
       return {
         name,
@@ -103,6 +106,7 @@ export class DdlService {
         `dropping ${name} would break ${dependents.map((v) => v.name).join(', ')}, which read(s) it; drop the dependent first`,
       );
     }
+    await this.checkRollups(name, 'dropping');
     if (statement.explain) return { name, action: 'would_drop' };
     await this.options.db.transaction(async (tx) => {
       await deleteDefinition(tx, name);
@@ -110,6 +114,16 @@ export class DdlService {
     });
     await this.options.loader.load(true);
     return { name, action: 'dropped' };
+  }
+
+  /** A view set that rollups read keeps its definition: they would read rows of another shape. */
+  private async checkRollups(name: string, doing: string): Promise<void> {
+    const rollups = (await this.options.rollupsOn?.(name)) ?? [];
+    if (rollups.length > 0)
+      throw viewErrors.error(
+        'VIEW_SET_IN_USE',
+        `${doing} ${name} would break rollup ${rollups.join(', ')}, which read(s) it; drop the rollup first`,
+      );
   }
 
   private checkName(name: string): void {

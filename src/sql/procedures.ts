@@ -133,7 +133,10 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const view = text(args, 0, 'retire_partitions', p);
       const instance = text(args, 1, 'retire_partitions', p);
       const { begin, end } = range(args, 2, 'retire_partitions', p);
-      const files = await retireInside(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds);
+      const files = await ctx.materializer.retiring(async (tx) => {
+        const retired = await retireInside(tx, view, instance, begin, end, ctx.retireDelaySeconds);
+        return { result: retired, view, files: retired };
+      });
       for (const file of files) yield `retired ${file}`;
       yield `retired ${files.length} partition file(s) of ${view}/${instance} in ${show(begin, end)}`;
     },
@@ -161,7 +164,10 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const instance = text(args, 1, 'retire_partition_by_metadata', p);
       const { begin, end } = range(args, 2, 'retire_partition_by_metadata', p);
       const hash = args.length > 4 ? blob(args, 4, 'retire_partition_by_metadata', p) : undefined;
-      const retired = await retireExactly(ctx.lakehouse.db, view, instance, begin, end, ctx.retireDelaySeconds, hash);
+      const retired = await ctx.materializer.retiring(async (tx) => {
+        const files = await retireExactly(tx, view, instance, begin, end, ctx.retireDelaySeconds, hash);
+        return { result: files !== null, view, files: files ?? [] };
+      });
       if (!retired) {
         throw sqlErrors.error(
           'PARTITION_NOT_FOUND',
@@ -175,7 +181,10 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     params: ['file_path'],
     async *run(ctx, args) {
       const path = text(args, 0, 'retire_partition_by_file', procedureList.retire_partition_by_file.params);
-      const retired = await retireFile(ctx.lakehouse.db, path, ctx.retireDelaySeconds);
+      const retired = await ctx.materializer.retiring(async (tx) => {
+        const view = await retireFile(tx, path, ctx.retireDelaySeconds);
+        return { result: view !== null, view, files: [path] };
+      });
       if (!retired) throw sqlErrors.error('PARTITION_NOT_FOUND', `no partition has the file ${path}`);
       yield `SUCCESS: retired ${path}`;
     },

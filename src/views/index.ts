@@ -26,6 +26,7 @@ export {
   quoteIdentifier,
   quoteLiteral,
   scopedFileSummary,
+  sessionRelation,
   sessionStatements,
   typedColumns,
   withSource,

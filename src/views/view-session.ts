@@ -53,11 +53,21 @@ export function sessionStatements(
   scope: ReadScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string[] {
-  return views.map(({ view, files }) => {
-    const rows = inEventRange(filesRelation(view.columns, files), view, options.eventRange);
-    const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
-    return `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(view.name)} AS ${typedColumns(view.columns, withSource(view.mergeQuery, source))}`;
-  });
+  return views.map(
+    (sessionView) =>
+      `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(sessionView.view.name)} AS ${sessionRelation(sessionView, scope, options)}`,
+  );
+}
+
+/** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
+export function sessionRelation(
+  { view, files }: SessionView,
+  scope: ReadScope,
+  options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
+): string {
+  const rows = inEventRange(filesRelation(view.columns, files), view, options.eventRange);
+  const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
+  return typedColumns(view.columns, withSource(view.mergeQuery, source));
 }
 
 /**

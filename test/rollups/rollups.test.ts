@@ -261,7 +261,7 @@ describe('rollups (issue 17)', () => {
       [
         `'r1', 'nope', interval '1 hour', select_list => 'count(*) as n'`,
         5,
-        "create_rollup: source 'nope' is neither a series table nor a rollup",
+        "create_rollup: source 'nope' is neither a series table, a view set nor a rollup",
       ],
       [
         `'r1', 'metrics', interval '1 hour', select_list => 'count(* as n'`,

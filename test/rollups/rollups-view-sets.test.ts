@@ -1,0 +1,252 @@
+// Issue 17, item 1 and 4: rollups of view sets (log_entries, a set defined by DDL), through Flight SQL
+// against a real Orrery whose daemon materializes OTLP ingestion. The contract after every step, for an
+// admin and two audiences: SELECT * FROM R equals the aggregation of the view set as the same moment
+// sees it. Late blocks invalidate the buckets of their rows (and only those), a merge of partitions
+// invalidates nothing, and the lake's retention leaves the materialized buckets in place.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import {
+  clientFor,
+  plainRows,
+  pollUntil,
+  refusal,
+  scalar,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestKey,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+
+const admin: TestKey = { name: 'admin', key: 'admin-key-rollup-views-01', audiences: ['ops'] };
+const teamA: TestKey = { name: 'team-a', key: 'team-a-key-rollup-views-01', audiences: ['team-a'] };
+const teamB: TestKey = { name: 'team-b', key: 'team-b-key-rollup-views-01', audiences: ['team-b'] };
+
+const hourNs = 3_600_000_000_000n;
+/** The start of the hour `hoursAgo` hours before now, in ns: buckets that are closed, inside retention. */
+const hourStart = (hoursAgo: number): bigint => {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  return now - (now % hourNs) - BigInt(hoursAgo) * hourNs;
+};
+
+const logsOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, time::TIMESTAMP) AS bucket, target, count(*) AS n,
+  max(level) AS max_level, audience FROM log_entries GROUP BY ALL`;
+const countsOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, time_bin::TIMESTAMP) AS bucket, target, sum(count) AS n,
+  audience FROM target_counts GROUP BY ALL`;
+const order = ' ORDER BY bucket, target, audience';
+
+describe('rollups of view sets (issue 17)', () => {
+  let postgres: TestPostgres;
+  let orrery: InProcessOrrery;
+  let asAdmin: TestFlightClient;
+  let clients: TestFlightClient[];
+  let sent = 0;
+
+  /** The contract, for every key: the rollup reads exactly the aggregation of its view set. */
+  const contract = async (rollup: string, source: string): Promise<void> => {
+    for (const client of clients) {
+      const [got, want] = await Promise.all([
+        plainRows(client, `SELECT * FROM ${rollup}${order}`),
+        plainRows(client, `${source}${order}`),
+      ]);
+      assert.deepEqual(got, want);
+    }
+  };
+
+  /** Sends `count` log records of one target as `key`, `minutes` apart from `start`, and waits until log_entries has them. */
+  const send = async (key: TestKey, target: string, start: bigint, count: number, level = 9): Promise<void> => {
+    const logs = Array.from({ length: count }, (_, i) => ({
+      time: start + BigInt(i) * 7n * 60_000_000_000n,
+      severity: level,
+      body: `${target} ${i}`,
+      target,
+    }));
+    const { status, text } = await postOtlp(
+      orrery.httpPort,
+      'logs',
+      key.key,
+      logsRequest({ 'service.name': `svc-${key.name}` }, logs),
+    );
+    assert.equal(status, 200, text);
+    sent += count;
+    await pollUntil(
+      'the daemon materializing the records',
+      () => scalar(asAdmin, 'SELECT count(*) FROM log_entries'),
+      (n) => n === sent,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+  };
+
+  const pending = (rollup: string): Promise<number> =>
+    scalar(asAdmin, `SELECT pending_buckets FROM list_rollups() WHERE name = '${rollup}'`);
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    orrery = await startRole(
+      'all',
+      sharedEnv({ keys: [admin, teamA, teamB], admins: [admin.name], connectionString: postgres.connectionString }),
+    );
+    asAdmin = clientFor(orrery.flightPort, admin);
+    clients = [asAdmin, clientFor(orrery.flightPort, teamA), clientFor(orrery.flightPort, teamB)];
+    await send(teamA, 'cart', hourStart(5), 20);
+    await send(teamB, 'cart', hourStart(4), 10, 13);
+    await send(teamB, 'stock', hourStart(3), 12, 17);
+  });
+  after(async () => {
+    for (const c of clients ?? []) c.close();
+    await orrery?.close();
+    await postgres?.close();
+  });
+
+  it('create_rollup over log_entries: raw until the first refresh, materialized after, exact for every audience', async () => {
+    assert.deepEqual(
+      await plainRows(
+        asAdmin,
+        `select snouttime.create_rollup('logs_hourly', 'log_entries', interval '1 hour',
+           select_list => 'target, count(*) as n, max(level) as max_level', group_by => 'target')`,
+      ),
+      [{ create_rollup: 'logs_hourly' }],
+    );
+    await contract('logs_hourly', logsOfSource);
+    // From the first refresh on, the test refreshes by itself.
+    await plainRows(asAdmin, `select snouttime.set_job_schedule('logs_hourly', interval '1 day')`);
+    await pollUntil(
+      'the first refresh',
+      () => scalar(asAdmin, `SELECT count(*) FROM list_rollups() WHERE name = 'logs_hourly' AND watermark IS NOT NULL`),
+      (n) => n === 1,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    const buckets = await scalar(asAdmin, 'SELECT count(*) FROM logs_hourly_materialized');
+    assert.equal(buckets, await scalar(asAdmin, `SELECT count(*) FROM (${logsOfSource})`));
+    assert.ok(buckets >= 4);
+    assert.equal(await pending('logs_hourly'), 0);
+    await contract('logs_hourly', logsOfSource);
+  });
+
+  it('late blocks invalidate the buckets of their rows, and only those', async () => {
+    // Two records in the hour five hours ago, sent now: a new partition (by insert time) holding old rows.
+    await send(teamA, 'cart', hourStart(5) + 60_000_000_000n, 2, 21);
+    assert.equal(await pending('logs_hourly'), 1);
+    await contract('logs_hourly', logsOfSource);
+    // A late block of another audience in another closed hour.
+    await send(teamB, 'late', hourStart(2), 1);
+    assert.equal(await pending('logs_hourly'), 2);
+    await contract('logs_hourly', logsOfSource);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 2);
+    assert.equal(await pending('logs_hourly'), 0);
+    await contract('logs_hourly', logsOfSource);
+  });
+
+  it('a merge of partitions changes no row and invalidates nothing, nor does a regenerate of the same rows; a retire does', async () => {
+    const partitions = (): Promise<number> =>
+      scalar(asAdmin, `SELECT count(*) FROM list_partitions() WHERE view_set_name = 'log_entries'`);
+    const before = await partitions();
+    assert.ok(before > 1);
+    // An hour of insert time on minute boundaries (the daemon's partitions are minutes and seconds), ending ahead of now.
+    const minute = 60_000;
+    const start = Math.floor(Date.now() / minute) * minute - 58 * minute;
+    const [begin, end] = [start, start + 60 * minute].map((t) => new Date(t).toISOString());
+    await plainRows(asAdmin, `SELECT * FROM materialize_partitions('log_entries', '${begin}', '${end}', 3600)`);
+    assert.ok((await partitions()) < before, 'the partitions were merged');
+    assert.equal(await pending('logs_hourly'), 0);
+    await plainRows(asAdmin, `SELECT * FROM regenerate_partitions('log_entries', '${begin}', '${end}', 3600)`);
+    assert.equal(await pending('logs_hourly'), 0);
+    await contract('logs_hourly', logsOfSource);
+
+    // Retiring the partition by hand takes its rows away from the rollup at once; rebuilding it brings them back.
+    const [{ file_path: file }] = await plainRows(
+      asAdmin,
+      `SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL`,
+    );
+    await plainRows(asAdmin, `SELECT * FROM retire_partition_by_file('${String(file)}')`);
+    assert.ok((await pending('logs_hourly')) >= 4);
+    await contract('logs_hourly', logsOfSource);
+    await plainRows(asAdmin, `SELECT * FROM materialize_partitions('log_entries', '${begin}', '${end}', 3600)`);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM log_entries'), sent);
+    await contract('logs_hourly', logsOfSource);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`);
+    assert.equal(await pending('logs_hourly'), 0);
+    await contract('logs_hourly', logsOfSource);
+  });
+
+  it('a rollup of a set defined by DDL, and of that rollup; the set cannot be dropped or replaced under them', async () => {
+    const definition = (merge: string): string => `CREATE OR REPLACE MATERIALIZED VIEW target_counts WITH (
+      extract_query = $$SELECT date_bin('1 minute', time) AS time_bin, target, count(*) AS count, audience
+                        FROM log_entries WHERE insert_time >= '{begin}' AND insert_time < '{end}' GROUP BY ALL$$,
+      count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+      merge_partitions_query = $$${merge}$$,
+      update_group = 4000,
+      time_column = 'time_bin')`;
+    const merge = 'SELECT time_bin, target, sum(count) AS count, audience FROM {source} GROUP BY ALL';
+    await asAdmin.query(definition(merge));
+    await pollUntil(
+      'the daemon backfilling target_counts',
+      () => scalar(asAdmin, 'SELECT coalesce(sum(count), 0) FROM target_counts'),
+      (n) => n === sent,
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
+    await plainRows(
+      asAdmin,
+      `select snouttime.create_rollup('counts_hourly', 'target_counts', interval '1 hour',
+         select_list => 'target, sum(count) as n', group_by => 'target')`,
+    );
+    await plainRows(
+      asAdmin,
+      `select snouttime.create_rollup('counts_daily', 'counts_hourly', interval '1 day',
+         select_list => 'target, sum(n) as n', group_by => 'target')`,
+    );
+    const dailyOfSource = `SELECT time_bucket(INTERVAL 1 DAY, time_bin::TIMESTAMP) AS bucket, target, sum(count) AS n,
+      audience FROM target_counts GROUP BY ALL`;
+    await contract('counts_hourly', countsOfSource);
+    await contract('counts_daily', dailyOfSource);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('counts_hourly')`);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('counts_daily')`);
+    await contract('counts_hourly', countsOfSource);
+    await contract('counts_daily', dailyOfSource);
+
+    // A late block reaches target_counts through log_entries; both rollups see it at once.
+    await send(teamA, 'cart', hourStart(4) + 120_000_000_000n, 3);
+    await pollUntil(
+      'target_counts holding the late block',
+      () => scalar(asAdmin, 'SELECT coalesce(sum(count), 0) FROM target_counts'),
+      (n) => n === sent,
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
+    assert.equal(await pending('counts_hourly'), 1);
+    await contract('counts_hourly', countsOfSource);
+    await contract('counts_daily', dailyOfSource);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('counts_hourly')`), 1);
+    await contract('counts_daily', dailyOfSource);
+
+    const dropped = await refusal(asAdmin.query('DROP MATERIALIZED VIEW target_counts'));
+    assert.match(dropped.details, /dropping target_counts would break rollup counts_hourly, which read\(s\) it/);
+    const replaced = await refusal(asAdmin.query(definition(`${merge} HAVING sum(count) > 0`)));
+    assert.match(replaced.details, /replacing target_counts would break rollup counts_hourly/);
+  });
+
+  it("the lake's retention leaves the materialized buckets in place", async () => {
+    await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`);
+    const kept = await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`);
+    // Every block and partition becomes 100 days old by insert time: past the lake's retention (90 days).
+    const db = new pg.Client({ connectionString: postgres.connectionString });
+    await db.connect();
+    try {
+      const aged = `- INTERVAL '100 days'`;
+      await db.query(`UPDATE blocks SET insert_time = insert_time ${aged}`);
+      await db.query(`UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time ${aged},
+        end_insert_time = end_insert_time ${aged}`);
+    } finally {
+      await db.end();
+    }
+    await orrery.daemon!.housekeeping();
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM log_entries'), 0, 'retention removed the rows');
+    assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
+    assert.equal(await pending('logs_hourly'), 0);
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 0);
+    assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
+  });
+});
