@@ -20,13 +20,14 @@ const statementSuites = [
   'flight/prepared.test.js',
   'tables/series-ingest.test.js',
 ].map((f) => join(testDir, f));
-// Ingestion, materialization, queries with audiences, retention and admin functions, lean for CI time.
+// Ingestion, materialization, queries with audiences, retention, admin functions and index pruning, lean for CI time.
 const lakehouseSuites = [
   'ingestion/otlp-whole-request.test.js',
   'lakehouse/daemon.test.js',
   'lakehouse/admin-functions.test.js',
   'lakehouse/security.test.js',
   'lakehouse/time-filters.test.js',
+  'resources/index-pruning.e2e.test.js',
 ].map((f) => join(testDir, f));
 
 const onS3 = async (label, testFiles) => {

@@ -48,4 +48,10 @@ export {
   type PublishStep,
 } from './publish.js';
 export { diagnosticText } from './diagnostics.js';
+export {
+  installedIndexes,
+  partitionStatistics,
+  type InstalledIndex,
+  type PartitionStatistics,
+} from './partition-stats.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';

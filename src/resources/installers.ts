@@ -16,6 +16,8 @@ export interface InstallContext {
   readonly entries: readonly ValidEntry[];
   /** The entry's ledger row as it was when this step began (its backfilled range, to resume from). */
   readonly row: LedgerRow;
+  /** Runs a SELECT on the server's DuckDB, which reaches the lake's files wherever they are (`store.location`). */
+  lakeRows(sql: string): Promise<unknown[][]>;
   /** Records backfill progress in the ledger, so a crashed publication resumes there. */
   progress(update: { backfilledBegin?: Date; backfilledEnd?: Date; detail?: string }): Promise<void>;
 }

@@ -1,6 +1,7 @@
 // The resource ledger and the publications, in Orrery's Postgres (created here on first use, as the
 // rollups component does): each installed entry's declaration, hash, state, cutover, backfilled
-// range, retirement and prune times; each publication's files and content hash.
+// range, retirement and prune times; each publication's files and content hash; the minmax and set
+// indexes (what each reads, its type) and their statistics per partition file.
 import { createHash } from 'node:crypto';
 import type { MetadataQueries } from '../metadata/index.js';
 import type { ValidEntry } from './validation.js';
@@ -40,6 +41,24 @@ CREATE TABLE IF NOT EXISTS resource_locks (
   purpose    TEXT NOT NULL,
   since      TIMESTAMPTZ NOT NULL,
   expires_at TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE IF NOT EXISTS resource_indexes (
+  index_hash    TEXT PRIMARY KEY,
+  view_set_name TEXT NOT NULL,
+  entry_key     TEXT NOT NULL,
+  kind          TEXT NOT NULL,
+  expression    TEXT NOT NULL,
+  value_type    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS resource_partition_stats (
+  index_hash        TEXT NOT NULL,
+  view_set_name     TEXT NOT NULL,
+  file_path         TEXT NOT NULL,
+  begin_insert_time BIGINT NOT NULL,
+  min_value         TEXT,
+  max_value         TEXT,
+  distinct_values   JSONB,
+  PRIMARY KEY (index_hash, file_path)
 );`;
 
 /** One ledger row. */

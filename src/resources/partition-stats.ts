@@ -1,25 +1,14 @@
 // The minmax and set indexes: per partition file of a view set, the column's min and max (and, for
-// set, its distinct values when there are at most 1000), kept in Postgres beside the partitions.
-// Backfilled newest partition first; a file already done is skipped, so an interrupted install resumes.
+// set, its distinct values when there are at most 1000), kept in Postgres beside the partitions, with
+// what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
+// Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
+// newest partition first; a file already done is skipped, so an interrupted install resumes.
 import { allPartitions, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
-import { ExpressionAnalyzer } from './expressions.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
-import { entryHash, type LedgerRow } from './ledger.js';
+import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import type { ValidEntry } from './validation.js';
-
-export const partitionStatsSchema = `
-CREATE TABLE IF NOT EXISTS resource_partition_stats (
-  index_hash        TEXT NOT NULL,
-  view_set_name     TEXT NOT NULL,
-  file_path         TEXT NOT NULL,
-  begin_insert_time BIGINT NOT NULL,
-  min_value         TEXT,
-  max_value         TEXT,
-  distinct_values   JSONB,
-  PRIMARY KEY (index_hash, file_path)
-)`;
 
 /** A set index keeps the distinct values of a partition when there are at most this many. */
 export const setIndexLimit = 1000;
@@ -32,9 +21,11 @@ function indexedExpression(entry: ValidEntry & { kind: 'index' }, entries: reado
 
 const dayOf = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString().slice(0, 10);
 
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
 async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
   if (entry.kind !== 'index') return;
-  await ctx.db.query(partitionStatsSchema);
+  await ensureLedger(ctx.db);
   const hash = entryHash(entry);
   const files = (await allPartitions(ctx.db))
     .filter((p): p is Partition & { filePath: string } => p.viewSetName === entry.physical && p.filePath !== null)
@@ -46,51 +37,52 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   const done = new Set(rows.map((r) => r.file_path));
   const todo = files.filter((f) => !done.has(f.filePath));
   yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done.size} done before), newest first`;
-  if (todo.length === 0) return;
-  if (ctx.store.needsHttpfs)
-    throw new Error(`${entry.indexKind} indexes are built from a local lake only (this one is reached through httpfs)`);
+  if (files.length === 0) return;
   const expression = indexedExpression(entry, ctx.entries);
-  const analyzer = await ExpressionAnalyzer.open();
+  const source = (file: string): string => `read_parquet(${quoteLiteral(ctx.store.location(file))})`;
+  // What the index reads and its type, recorded first so queries use each partition's statistics as they land.
+  const [[valueType]] = await ctx.lakeRows(
+    `SELECT column_type FROM (DESCRIBE SELECT ${expression} AS v FROM ${source(files[0].filePath)})`,
+  );
+  await ctx.db.query(
+    `INSERT INTO resource_indexes (index_hash, view_set_name, entry_key, kind, expression, value_type)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (index_hash) DO NOTHING`,
+    [hash, entry.physical, entry.key, entry.indexKind, expression, String(valueType)],
+  );
   const started = Date.now();
-  try {
-    for (const [i, partition] of todo.entries()) {
-      const source = `read_parquet(${quoteLiteral(ctx.store.location(partition.filePath))})`;
-      const distinct =
-        entry.indexKind === 'set'
-          ? `, CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR)) END AS distinct_values`
-          : ', NULL AS distinct_values';
-      const [stats] = await analyzer.rows(
-        `SELECT min(v)::VARCHAR AS min_value, max(v)::VARCHAR AS max_value${distinct} FROM (SELECT ${expression} AS v FROM ${source})`,
-      );
-      await ctx.db.query(
-        `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (index_hash, file_path) DO NOTHING`,
-        [
-          hash,
-          entry.physical,
-          partition.filePath,
-          partition.beginInsertTime.toString(),
-          stats.min_value,
-          stats.max_value,
-          stats.distinct_values === null || stats.distinct_values === undefined
-            ? null
-            : String(stats.distinct_values as string),
-        ],
-      );
-      await ctx.progress({
-        backfilledBegin: new Date(Number(partition.beginInsertTime / 1_000_000n)),
-        backfilledEnd: new Date(Number(todo[0].endInsertTime / 1_000_000n)),
-      });
-      const left = ((Date.now() - started) / (i + 1)) * (todo.length - i - 1);
-      yield `  ${entry.key}: ${i + 1}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${Math.ceil(left / 1000)} s left`;
-    }
-  } finally {
-    analyzer.close();
+  for (const [i, partition] of todo.entries()) {
+    const distinct =
+      entry.indexKind === 'set'
+        ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
+        : 'NULL';
+    const [[min, max, distinctValues]] = await ctx.lakeRows(
+      `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct} FROM (SELECT ${expression} AS v FROM ${source(partition.filePath)})`,
+    );
+    await ctx.db.query(
+      `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (index_hash, file_path) DO NOTHING`,
+      [
+        hash,
+        entry.physical,
+        partition.filePath,
+        partition.beginInsertTime.toString(),
+        text(min),
+        text(max),
+        text(distinctValues),
+      ],
+    );
+    await ctx.progress({
+      backfilledBegin: new Date(Number(partition.beginInsertTime / 1_000_000n)),
+      backfilledEnd: new Date(Number(todo[0].endInsertTime / 1_000_000n)),
+    });
+    const left = ((Date.now() - started) / (i + 1)) * (todo.length - i - 1);
+    yield `  ${entry.key}: ${i + 1}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${Math.ceil(left / 1000)} s left`;
   }
 }
 
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {
-  await ctx.db.query(partitionStatsSchema);
+  await ensureLedger(ctx.db);
+  await ctx.db.query('DELETE FROM resource_indexes WHERE index_hash = $1', [row.hash]);
   const { rowCount } = await ctx.db.query('DELETE FROM resource_partition_stats WHERE index_hash = $1', [row.hash]);
   return `${rowCount ?? 0} partition statistics row(s) deleted`;
 }
@@ -106,3 +98,69 @@ export const partitionStatsInstaller: ResourceInstaller = {
   install,
   drop,
 };
+
+/** An installed minmax or set index of a view set. */
+export interface InstalledIndex {
+  readonly hash: string;
+  readonly viewSet: string;
+  readonly entryKey: string;
+  readonly kind: 'minmax' | 'set';
+  /** The SQL it reads over the view set's columns. */
+  readonly expression: string;
+  /** DuckDB's type of that expression: the statistics are its values as text. */
+  readonly valueType: string;
+}
+
+/** One partition file's statistics under one index; values as DuckDB's text of them. */
+export interface PartitionStatistics {
+  readonly hash: string;
+  readonly filePath: string;
+  readonly min: string | null;
+  readonly max: string | null;
+  /** The distinct values (set indexes), or null when there were more than the limit. */
+  readonly distinct: readonly string[] | null;
+}
+
+/** The minmax and set indexes installed on these view sets, whichever publication declared them. */
+export async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
+  await ensureLedger(db);
+  const { rows } = await db.query<Record<string, string>>(
+    `SELECT index_hash, view_set_name, entry_key, kind, expression, value_type FROM resource_indexes
+      WHERE view_set_name = ANY($1::text[]) ORDER BY entry_key, index_hash`,
+    [viewSets],
+  );
+  return rows.map((r) => ({
+    hash: r.index_hash,
+    viewSet: r.view_set_name,
+    entryKey: r.entry_key,
+    kind: r.kind as 'minmax' | 'set',
+    expression: r.expression,
+    valueType: r.value_type,
+  }));
+}
+
+/** The statistics these indexes hold for these partition files (object keys); files without any are absent. */
+export async function partitionStatistics(
+  db: MetadataQueries,
+  hashes: readonly string[],
+  files: readonly string[],
+): Promise<PartitionStatistics[]> {
+  const { rows } = await db.query<{
+    index_hash: string;
+    file_path: string;
+    min_value: string | null;
+    max_value: string | null;
+    distinct_values: string[] | null;
+  }>(
+    `SELECT index_hash, file_path, min_value, max_value, distinct_values FROM resource_partition_stats
+      WHERE index_hash = ANY($1::text[]) AND file_path = ANY($2::text[])`,
+    [hashes, files],
+  );
+  return rows.map((r) => ({
+    hash: r.index_hash,
+    filePath: r.file_path,
+    min: r.min_value,
+    max: r.max_value,
+    distinct: r.distinct_values,
+  }));
+}

@@ -30,6 +30,8 @@ export interface PublishContext {
   readonly db: MetadataQueries;
   readonly store: ObjectStore;
   viewSets(): Promise<ServerViewSet[]>;
+  /** Runs a SELECT on the server's DuckDB (the lake's files, local or on S3). */
+  lakeRows(sql: string): Promise<unknown[][]>;
 }
 
 /** One planned step for an entry. */
@@ -304,6 +306,7 @@ async function contextFor(
     store: ctx.store,
     entries,
     row,
+    lakeRows: (sql) => ctx.lakeRows(sql),
     progress: (update) => recordProgress(ctx.db, row, update),
   };
 }

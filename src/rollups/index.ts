@@ -19,3 +19,4 @@ export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './q
 export type { RollupValidation } from './validation.js';
 export { rollupInstaller } from './resource-installer.js';
 export type { ViewSetSources } from './view-set-sources.js';
+export { key as expressionKey } from './tree.js';

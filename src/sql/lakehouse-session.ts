@@ -47,13 +47,24 @@ export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSe
   return [...found.values()];
 }
 
-/** The local files of a set's current partitions, those meeting the event range. */
-async function filesOf(lakehouse: Lakehouse, view: ViewSet, eventRange: EventRange = {}): Promise<string[]> {
+/** Which of a set's partitions (object keys) a statement must read; the others cannot hold a row it keeps. */
+export interface PartitionFilter {
+  keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
+}
+
+/** Where DuckDB opens a set's current partitions, those meeting the event range (and the filter). */
+async function filesOf(
+  lakehouse: Lakehouse,
+  view: ViewSet,
+  eventRange: EventRange = {},
+  filter?: PartitionFilter,
+): Promise<string[]> {
   const hash = schemaHash(view.columns);
   const partitions = lakehouse.partitions
     ? await lakehouse.partitions.queryable(view.name, globalInstance, hash, eventRange)
     : await queryablePartitions(lakehouse.db, view.name, globalInstance, hash, eventRange);
-  return partitions.map((p) => lakehouse.store.location(p.filePath!));
+  const keys = partitions.map((p) => p.filePath!);
+  return (filter ? await filter.keep(view, keys) : keys).map((key) => lakehouse.store.location(key));
 }
 
 /** The processes set's files, which tell the audience of each process, when an audience scope needs them. */
@@ -67,15 +78,19 @@ export async function processAudiencesFor(
   return processes ? { view: processes, files: await filesOf(lakehouse, processes) } : undefined;
 }
 
-/** The statements that make the named view sets queryable for this caller. */
+/**
+ * The statements that make the named view sets queryable for this caller. The filter only narrows
+ * the partitions of the named sets; the processes that tell audiences are always read whole.
+ */
 export async function viewSetup(
   lakehouse: Lakehouse,
   views: readonly ViewSet[],
   scope: ReadScope,
   eventRange: EventRange,
+  filter?: PartitionFilter,
 ): Promise<string[]> {
   const sessionViews = await Promise.all(
-    views.map(async (view) => ({ view, files: await filesOf(lakehouse, view, eventRange) })),
+    views.map(async (view) => ({ view, files: await filesOf(lakehouse, view, eventRange, filter) })),
   );
   const processAudiences = await processAudiencesFor(lakehouse, views, scope);
   return sessionStatements(sessionViews, scope, { processAudiences, eventRange });

@@ -13,7 +13,7 @@ import type { Materializer } from '../maintenance/index.js';
 import { orreryFunctionKind, schemaHash, type OrreryFunctionOf } from '../views/index.js';
 import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
-import type { TableFunctionCall } from '../engine/index.js';
+import type { DuckDBEngine, TableFunctionCall } from '../engine/index.js';
 import { viewErrors } from '../views/index.js';
 import { sqlErrors } from './errors.js';
 import { type Rollups } from '../rollups/index.js';
@@ -27,6 +27,8 @@ export interface ProcedureContext {
   readonly materializer: Materializer;
   readonly retireDelaySeconds: number;
   readonly denyRules: DenyRules;
+  /** Orrery's own DuckDB: it reaches the lake wherever it is. */
+  readonly engine: DuckDBEngine;
 }
 
 /** Runs with the call's literal arguments and the caller's key name. */
@@ -108,8 +110,9 @@ const optionalText = (value: unknown): string | null =>
   value === null || value === undefined ? null : typeof value === 'string' ? value : JSON.stringify(value);
 
 /** What a publication reaches through the lakehouse: its metadata, its store, the view sets it serves. */
-export function publishContextOf(lakehouse: Lakehouse): PublishContext {
+export function publishContextOf({ lakehouse, engine }: ProcedureContext): PublishContext {
   return {
+    lakeRows: (sql) => engine.values(sql),
     db: lakehouse.db,
     store: lakehouse.store,
     viewSets: async () => [
@@ -281,7 +284,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const step = text(args, 1, 'publish_resources', p) as PublishStep;
       if (!publishSteps.includes(step))
         throw invalid(`publish_resources: argument step must be one of ${publishSteps.join(', ')}`);
-      return publishResources(publishContextOf(ctx.lakehouse), text(args, 0, 'publish_resources', p), step, caller);
+      return publishResources(publishContextOf(ctx), text(args, 0, 'publish_resources', p), step, caller);
     },
   },
   prune_resources: {
@@ -291,7 +294,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
       const dryRun = String(args[0]).toLowerCase();
       if (!['t', 'f', 'true', 'false'].includes(dryRun))
         throw invalid('prune_resources: argument dry_run must be true or false');
-      return pruneResources(publishContextOf(ctx.lakehouse), dryRun.startsWith('t'), caller);
+      return pruneResources(publishContextOf(ctx), dryRun.startsWith('t'), caller);
     },
   },
   set_job_schedule: {

@@ -41,6 +41,7 @@ import {
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
+import { PartitionPruning, type PartitionsRead } from './partition-pruning.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
 import type { OrreryError } from '../errors/index.js';
@@ -101,7 +102,7 @@ interface EnginePlan {
 }
 
 /** The lakehouse plus what its admin procedures and DDL need. */
-export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse'> & {
+export type LakehouseBackend = Omit<ProcedureContext, 'lakehouse' | 'engine'> & {
   readonly lakehouse: Lakehouse;
   readonly ddl: DdlService;
 };
@@ -460,7 +461,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
       if (!shape) throw selectOnly(principal);
       await this.checkReadable(shape);
     }
-    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse) : [];
+    const pruning =
+      tree && shape && this.lakehouse
+        ? new PartitionPruning(this.lakehouse.db, this.engine, tree, shape, (name) => this.lakehouse?.views.get(name))
+        : undefined;
+    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, pruning) : [];
     // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
     // statement may name one, not for statements over view sets alone.
     const listed = tables && (!shape || this.mayNameSeriesTables(shape)) ? await tables.list() : undefined;
@@ -496,7 +501,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const described = hold
       ? await this.engine.describeAndHold(sql, options)
       : { description: await this.engine.describe(sql, options) };
-    const description = withProvenance(dataFusionNames(described.description), reads?.provenance);
+    // What pruning skipped is told to admins only: statistics span every audience's rows.
+    const partitions = principal.admin ? (pruning?.reads ?? []) : [];
+    const provenance =
+      partitions.length > 0 ? { ...(reads?.provenance ?? { resources: [] }), partitions } : reads?.provenance;
+    const description = withProvenance(dataFusionNames(described.description), provenance);
     const { held } = described;
     if (!principal.admin && description.statementType !== StatementType.SELECT) {
       held?.close();
@@ -674,6 +683,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     ctx: CallContext<Principal>,
     shape: QueryShape,
     lakehouse: Lakehouse,
+    pruning?: PartitionPruning,
   ): Promise<string[]> {
     const calls = shape.tableFunctions.filter(isLakehouseFunction);
     const views = new Map(
@@ -681,10 +691,17 @@ export class SqlService implements FlightSqlBackend<Principal> {
     );
     const viewStatements =
       views.size > 0
-        ? await viewSetup(lakehouse, [...views.values()], scopeOf(ctx.principal), {
-            begin: ctx.options.rangeBegin,
-            end: ctx.options.rangeEnd,
-          })
+        ? await viewSetup(
+            lakehouse,
+            [...views.values()],
+            scopeOf(ctx.principal),
+            {
+              begin: ctx.options.rangeBegin,
+              end: ctx.options.rangeEnd,
+            },
+            // A set a lakehouse function reads is read whole: the function's rows are not the WHERE's.
+            calls.length === 0 ? pruning : undefined,
+          )
         : [];
     return [
       ...viewStatements,
@@ -719,7 +736,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     caller: string,
   ): AsyncGenerator<RecordBatch> {
     // What the procedure changed in the partitions is seen by the next statement here.
-    const messages = afterwards(runProcedure(this.backend!, plan.call, caller), () =>
+    const messages = afterwards(runProcedure({ ...this.backend!, engine: this.engine }, plan.call, caller), () =>
       this.lakehouse?.partitions?.sync(),
     );
     if (plan.scalar) {
@@ -782,7 +799,10 @@ function dataFusionNames(description: StatementDescription): StatementDescriptio
 export const provenanceKey = 'orrery.provenance';
 
 /** A result's description with its provenance in the schema metadata, when it touched a table with rollups. */
-function withProvenance(description: StatementDescription, provenance: Provenance | undefined): StatementDescription {
+function withProvenance(
+  description: StatementDescription,
+  provenance: (Provenance & { partitions?: PartitionsRead[] }) | undefined,
+): StatementDescription {
   if (!provenance) return description;
   const metadata = new Map(description.schema.metadata);
   metadata.set(provenanceKey, JSON.stringify(provenance));

@@ -3,7 +3,7 @@
 // refused by name; an expired one is taken over), a backfill that fails midway and resumes from the
 // ledger, retire then re-declare, prune, and minmax / set indexes matching the partitions' rows.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -188,14 +188,13 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
   it('a backfill that fails midway keeps its progress in the ledger; the next publish resumes there', async () => {
     declare({ ...baseResources, level_set: { index: { table: 'log_entries', column: 'level', kind: 'set' } } });
     const oldest = files[0];
-    const path = join(fixture.orrery.dataDir, 'lake', oldest);
-    const bytes = readFileSync(path);
-    writeFileSync(path, 'not parquet');
+    const bytes = await fixture.orrery.store.get(oldest);
+    await fixture.orrery.store.put(oldest, new TextEncoder().encode('not parquet'));
     let failed;
     try {
       failed = await publish();
     } finally {
-      writeFileSync(path, bytes);
+      await fixture.orrery.store.put(oldest, bytes);
     }
     assert.equal(failed.status, 1);
     assert.match(

@@ -1,0 +1,219 @@
+// Queries use the minmax and set indexes installed on a view set (issue 13 item 6): a partition whose
+// statistics exclude the WHERE's constant comparisons on the indexed column is not read, its file never
+// opened; every query answers exactly as it did before the indexes existed, for each key (admins and
+// keys of an audience); an admin's result tells what was skipped (orrery.provenance), a reader's does not.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { runResourcesCli } from '../../src/resources/index.js';
+import { TestFlightClient } from '../support/flight-client.js';
+import { postOtlp } from '../support/otlp.js';
+import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
+
+/** An OTLP/JSON logs body: one resource, records with a level, a body and a `pod` attribute. */
+const logsBody = (service: string, records: Array<{ time: bigint; level: number; msg: string; pod: string }>) =>
+  JSON.stringify({
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+        scopeLogs: [
+          {
+            scope: { name: 'app' },
+            logRecords: records.map((r) => ({
+              timeUnixNano: String(r.time),
+              severityNumber: r.level,
+              body: { stringValue: r.msg },
+              attributes: [{ key: 'pod', value: { stringValue: r.pod } }],
+            })),
+          },
+        ],
+      },
+    ],
+  });
+
+const rowsOf = (table: Table): unknown[] =>
+  JSON.parse(
+    JSON.stringify(
+      table.toArray().map((r: Record<string, unknown>) => ({ ...r })),
+      (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v),
+    ),
+  ) as unknown[];
+
+const partitionsRead = (table: Table): unknown => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  return text === undefined ? undefined : (JSON.parse(text) as { partitions?: unknown }).partitions;
+};
+
+/** Each query as each key, with and without indexes; and how many of the 3 partitions an admin's skips. */
+const queries: Array<[string, number]> = [
+  ['SELECT msg, level FROM log_entries WHERE level = 3 ORDER BY msg', 2],
+  ['SELECT msg FROM log_entries WHERE 3 = level ORDER BY msg', 2],
+  ["SELECT msg FROM log_entries WHERE level = '2' ORDER BY msg", 2],
+  ['SELECT msg FROM log_entries WHERE level IN (4, 2, 40) ORDER BY msg', 1],
+  ['SELECT msg FROM log_entries WHERE level > 3 ORDER BY msg', 2],
+  ['SELECT msg FROM log_entries WHERE level >= 3 ORDER BY msg', 1],
+  ['SELECT msg FROM log_entries WHERE level < 3 ORDER BY msg', 2],
+  ['SELECT msg FROM log_entries WHERE level <= 3 ORDER BY msg', 1],
+  ['SELECT msg FROM log_entries WHERE level BETWEEN 1 AND 3 ORDER BY msg', 1],
+  ['SELECT msg FROM log_entries WHERE level = 3.5 ORDER BY msg', 3],
+  ['SELECT count(*) AS n, min(msg) AS first FROM log_entries WHERE level = 99', 3],
+  ["SELECT msg FROM log_entries e WHERE e.exe = 'svc1' ORDER BY msg", 2],
+  ["SELECT msg FROM log_entries WHERE exe IN ('svc0', 'svc2') AND level >= 2 ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE exe = 'svc0' AND level = 2 ORDER BY msg", 3],
+  ["SELECT msg FROM log_entries WHERE time > '2024-01-02 03:04:05.0015' ORDER BY msg", 2],
+  ["SELECT msg FROM log_entries WHERE time <= TIMESTAMP '2024-01-02 03:04:05.000000001' ORDER BY msg", 2],
+  ["SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0' ORDER BY msg", 0],
+  [
+    'SELECT level, count(*) AS n FROM log_entries WHERE level >= 3 GROUP BY level HAVING count(*) > 1 ORDER BY level',
+    1,
+  ],
+  ['SELECT a.msg FROM log_entries a JOIN log_entries b USING (msg) WHERE a.level = 3 ORDER BY a.msg', 0],
+  [
+    'SELECT msg FROM log_entries WHERE level = 3 AND msg IN (SELECT msg FROM log_entries WHERE level = 4) ORDER BY msg',
+    0,
+  ],
+  ["SELECT msg FROM log_entries WHERE lower(exe) = 'svc1' ORDER BY msg", 0],
+  ["SELECT msg FROM log_entries WHERE (properties->>'pod') = 'pod-1' ORDER BY msg", 0],
+  ["SELECT msg FROM log_entries WHERE level = 'not a number'", 0],
+];
+
+describe('queries skip partitions by the minmax and set indexes (issue 13 item 6)', () => {
+  const fixture = useOrrery({
+    MICROMEGAS_API_KEYS: JSON.stringify([
+      adminKey,
+      { ...readerKey, audiences: ['public'] },
+      { ...teamKey, audiences: ['team_x'] },
+    ]),
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-pruning-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  let team: TestFlightClient;
+  let files: string[] = [];
+  const answers = new Map<string, unknown>();
+
+  const answer = async (client: TestFlightClient, sql: string): Promise<unknown> => {
+    try {
+      return rowsOf(await client.query(sql));
+    } catch (error) {
+      return { error: (error as Error).message };
+    }
+  };
+  const everyAnswer = async () => {
+    const all = new Map<string, unknown>();
+    for (const [sql] of queries)
+      for (const [who, client] of [
+        ['admin', fixture.admin],
+        ['reader', fixture.reader],
+        ['team_x', team],
+      ] as const)
+        all.set(`${who}: ${sql}`, await answer(client, sql));
+    return all;
+  };
+
+  before(async () => {
+    team = new TestFlightClient(fixture.orrery.address);
+    team.headers.authorization = `Bearer ${teamKey.key}`;
+    // Three ingests a second and more apart, materialized by the second: three partitions of log_entries,
+    // levels 4, 3 and 2 (severities 9, 13 and 17), the middle one from a key of audience team_x.
+    const start = Math.floor(Date.now() / 1000);
+    for (const [i, level] of [9, 13, 17].entries()) {
+      const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
+      const records = [0, 1].map((j) => ({ time: time + BigInt(j), level, msg: `entry ${i}.${j}`, pod: `pod-${i}` }));
+      const key = i === 1 ? teamKey.key : adminKey.key;
+      const sent = await postOtlp(fixture.orrery.httpPort, 'logs', key, logsBody(`svc${i}`, records));
+      assert.equal(sent.status, 200, sent.text);
+      await sleep(1100);
+    }
+    for (const view of ['processes', 'log_entries'])
+      await fixture.admin.query(
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(start + 6)}', 1)`,
+      );
+    files = rowsOf(
+      await fixture.admin.query(
+        "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
+      ),
+    ).map((r) => String((r as { file_path: string }).file_path));
+    assert.equal(files.length, 3);
+    for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
+    assert.deepEqual(answers.get(`admin: ${queries[0][0]}`), [
+      { msg: 'entry 1.0', level: 3 },
+      { msg: 'entry 1.1', level: 3 },
+    ]);
+    assert.deepEqual(answers.get(`reader: ${queries[0][0]}`), []);
+
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const resources = {
+      level_minmax: { index: { table: 'log_entries', column: 'level', kind: 'minmax' } },
+      exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
+      time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
+    };
+    writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+    const err: string[] = [];
+    const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
+    const status = await runResourcesCli(['--dir', dir], { env, out: () => {}, err: (l) => err.push(l) }, 'publish');
+    assert.equal(status, 0, err.join('\n'));
+  });
+  after(() => team.close());
+
+  it('answers every query as before the indexes, for every key, skipping the partitions the WHERE excludes', async () => {
+    const now = await everyAnswer();
+    for (const [sql, rows] of answers) assert.deepEqual(now.get(sql), rows, sql);
+    for (const [sql, skipped] of queries) {
+      const table = await fixture.admin.query(sql).catch(() => null);
+      const read = table ? (partitionsRead(table) as Array<{ skipped: number }> | undefined) : undefined;
+      assert.equal(read?.[0]?.skipped ?? 0, skipped, sql);
+    }
+  });
+
+  it("tells an admin which partitions its WHERE skipped, by which index; a reader's result says nothing", async () => {
+    const levelIs = await fixture.admin.query('SELECT msg FROM log_entries WHERE level = 3');
+    assert.deepEqual(partitionsRead(levelIs), [
+      { table: 'log_entries', partitions: 3, skipped: 2, indexes: ['level_minmax'] },
+    ]);
+    const both = await fixture.admin.query("SELECT msg FROM log_entries WHERE exe IN ('svc0', 'svc2') AND level > 2");
+    assert.deepEqual(partitionsRead(both), [
+      { table: 'log_entries', partitions: 3, skipped: 2, indexes: ['exe_set', 'level_minmax'] },
+    ]);
+    const none = await fixture.admin.query('SELECT count(*) AS n FROM log_entries WHERE level > 99');
+    assert.deepEqual(rowsOf(none), [{ n: '0' }]);
+    assert.deepEqual(partitionsRead(none), [
+      { table: 'log_entries', partitions: 3, skipped: 3, indexes: ['level_minmax'] },
+    ]);
+    for (const sql of [
+      "SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0'",
+      'SELECT a.msg FROM log_entries a JOIN log_entries b USING (msg) WHERE a.level = 3',
+      'SELECT msg FROM log_entries WHERE level >= 2',
+    ])
+      assert.equal(partitionsRead(await fixture.admin.query(sql)), undefined, sql);
+    assert.equal(partitionsRead(await fixture.reader.query('SELECT msg FROM log_entries WHERE level = 2')), undefined);
+  });
+
+  it('never opens the file of a skipped partition', async () => {
+    const [{ file_path: path }] = (
+      await fixture.orrery.metadata.query<{ file_path: string }>(
+        `SELECT file_path FROM resource_partition_stats s JOIN resource_indexes i USING (index_hash)
+          WHERE i.entry_key = 'level_minmax' AND s.max_value = '2'`,
+      )
+    ).rows;
+    const bytes = await fixture.orrery.store.get(path);
+    await fixture.orrery.store.put(path, new TextEncoder().encode('not parquet'));
+    try {
+      assert.deepEqual(rowsOf(await fixture.admin.query('SELECT msg FROM log_entries WHERE level > 2 ORDER BY msg')), [
+        { msg: 'entry 0.0' },
+        { msg: 'entry 0.1' },
+        { msg: 'entry 1.0' },
+        { msg: 'entry 1.1' },
+      ]);
+      await assert.rejects(fixture.admin.query('SELECT msg FROM log_entries WHERE level <= 2'));
+    } finally {
+      await fixture.orrery.store.put(path, bytes);
+    }
+  });
+});
