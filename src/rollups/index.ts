@@ -15,6 +15,7 @@ export {
 export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';
 export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
+export { jobsRows, jobsUpdate } from './job-updates.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';
 export type { RollupValidation } from './validation.js';
 export { rollupInstaller } from './resource-installer.js';

@@ -20,6 +20,7 @@ import {
   type RollupDefinition,
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
+import { jobsUpdateQuery } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
@@ -630,6 +631,17 @@ export class Rollups {
       [definition.name, interval],
     );
     return `${definition.name} refreshes every ${interval}`;
+  }
+
+  /**
+   * The spec's `UPDATE snouttime.jobs SET schedule = … WHERE …` (its text after SET): changes the
+   * schedule of every job the condition matches, as set_job_schedule does; answers how many.
+   */
+  async updateSchedules(assignments: string): Promise<number> {
+    const sql = await jobsUpdateQuery(this.engine, assignments, await this.jobs());
+    const matched = await this.engine.values(sql);
+    for (const [target, schedule] of matched) await this.setSchedule(String(target), schedule ?? null);
+    return matched.length;
   }
 
   /** Every refresh job. */

@@ -48,7 +48,7 @@ import type { OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
-import { jobsRelation, snouttimeNames, type Provenance } from '../rollups/index.js';
+import { jobsRelation, jobsUpdate, snouttimeNames, type Provenance } from '../rollups/index.js';
 import { rollupReadSetup } from './rollup-reads.js';
 import {
   isTablesListing,
@@ -430,6 +430,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
       await this.checkDenied(ctx, statement, null);
       if (!principal.admin) throw permissionDenied(principal);
       return { kind: 'ddl', statement: ddl };
+    }
+    const jobs = this.lakehouse?.rollups ? jobsUpdate(statement.query) : null;
+    if (jobs !== null) {
+      // The spec's UPDATE snouttime.jobs SET schedule = …: an admin's change of refresh schedules.
+      await this.checkDenied(ctx, statement, null);
+      if (!principal.admin) throw selectOnly(principal);
+      const rollups = this.lakehouse!.rollups!;
+      return { kind: 'series', write: { setup: [], run: () => rollups.updateSchedules(jobs) }, session };
     }
     const tables = this.tables;
     if (tables) {
