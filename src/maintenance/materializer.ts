@@ -27,6 +27,7 @@ import {
   type InsertRange,
   type ViewSet,
 } from '../views/index.js';
+import { indexPartition } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
@@ -281,6 +282,13 @@ export class Materializer {
       if (partition.filePath) await this.options.store.delete(partition.filePath);
       throw error;
     }
+    const { db, store, engine } = this.options;
+    await indexPartition({ db, store, lakeRows: (sql) => engine.values(sql) }, partition).catch((error: unknown) =>
+      this.options.log?.(
+        'warn',
+        `${view.name}: the indexes' statistics of a new partition were not recorded (${(error as Error).message}); queries read it whole`,
+      ),
+    );
   }
 
   /**

@@ -49,6 +49,7 @@ export {
 } from './publish.js';
 export { diagnosticText } from './diagnostics.js';
 export {
+  indexPartition,
   installedIndexes,
   partitionStatistics,
   type InstalledIndex,

@@ -3,7 +3,7 @@
 // what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
 // Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
-import { allPartitions, type Partition } from '../lakehouse/index.js';
+import { allPartitions, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
@@ -39,38 +39,21 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done.size} done before), newest first`;
   if (files.length === 0) return;
   const expression = indexedExpression(entry, ctx.entries);
-  const source = (file: string): string => `read_parquet(${quoteLiteral(ctx.store.location(file))})`;
-  // What the index reads and its type, recorded first so queries use each partition's statistics as they land.
+  // What the index reads and its type, recorded first: queries use each partition's statistics as they
+  // land, and the daemon indexes the partitions that land from now on.
+  const newest = quoteLiteral(ctx.store.location(files[0].filePath));
   const [[valueType]] = await ctx.lakeRows(
-    `SELECT column_type FROM (DESCRIBE SELECT ${expression} AS v FROM ${source(files[0].filePath)})`,
+    `SELECT column_type FROM (DESCRIBE SELECT ${expression} AS v FROM read_parquet(${newest}))`,
   );
   await ctx.db.query(
     `INSERT INTO resource_indexes (index_hash, view_set_name, entry_key, kind, expression, value_type)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (index_hash) DO NOTHING`,
     [hash, entry.physical, entry.key, entry.indexKind, expression, String(valueType)],
   );
+  const index = { hash, viewSet: entry.physical, kind: entry.indexKind as 'minmax' | 'set', expression };
   const started = Date.now();
   for (const [i, partition] of todo.entries()) {
-    const distinct =
-      entry.indexKind === 'set'
-        ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
-        : 'NULL';
-    const [[min, max, distinctValues]] = await ctx.lakeRows(
-      `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct} FROM (SELECT ${expression} AS v FROM ${source(partition.filePath)})`,
-    );
-    await ctx.db.query(
-      `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (index_hash, file_path) DO NOTHING`,
-      [
-        hash,
-        entry.physical,
-        partition.filePath,
-        partition.beginInsertTime.toString(),
-        text(min),
-        text(max),
-        text(distinctValues),
-      ],
-    );
+    await writeStatistics(ctx, index, partition);
     await ctx.progress({
       backfilledBegin: new Date(Number(partition.beginInsertTime / 1_000_000n)),
       backfilledEnd: new Date(Number(todo[0].endInsertTime / 1_000_000n)),
@@ -78,6 +61,52 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
     const left = ((Date.now() - started) / (i + 1)) * (todo.length - i - 1);
     yield `  ${entry.key}: ${i + 1}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${Math.ceil(left / 1000)} s left`;
   }
+}
+
+/** What statistics are computed for. */
+type IndexShape = Pick<InstalledIndex, 'hash' | 'viewSet' | 'kind' | 'expression'>;
+
+/** Reads one partition file's statistics under one index and records them (once: a file never changes). */
+async function writeStatistics(
+  ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
+  index: IndexShape,
+  partition: { readonly filePath: string; readonly beginInsertTime: bigint },
+): Promise<void> {
+  const distinct =
+    index.kind === 'set'
+      ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
+      : 'NULL';
+  const source = `read_parquet(${quoteLiteral(ctx.store.location(partition.filePath))})`;
+  const [[min, max, distinctValues]] = await ctx.lakeRows(
+    `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct} FROM (SELECT ${index.expression} AS v FROM ${source})`,
+  );
+  await ctx.db.query(
+    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (index_hash, file_path) DO NOTHING`,
+    [
+      index.hash,
+      index.viewSet,
+      partition.filePath,
+      partition.beginInsertTime.toString(),
+      text(min),
+      text(max),
+      text(distinctValues),
+    ],
+  );
+}
+
+/**
+ * Keeps the indexes of a view set up to date as its partitions land: the statistics of a partition
+ * just registered under every index installed on its set (the daemon calls this after each commit).
+ */
+export async function indexPartition(
+  ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
+  partition: Pick<Partition, 'viewSetName' | 'filePath' | 'beginInsertTime'>,
+): Promise<void> {
+  const { filePath } = partition;
+  if (filePath === null) return;
+  for (const index of await installedIndexes(ctx.db, [partition.viewSetName]))
+    await writeStatistics(ctx, index, { filePath, beginInsertTime: partition.beginInsertTime });
 }
 
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {

@@ -195,6 +195,26 @@ describe('queries skip partitions by the minmax and set indexes (issue 13 item 6
     assert.equal(partitionsRead(await fixture.reader.query('SELECT msg FROM log_entries WHERE level = 2')), undefined);
   });
 
+  it('keeps the statistics up to date as partitions land: the daemon indexes each new one', async () => {
+    const start = Math.floor(Date.now() / 1000);
+    const time = 1704164645000000000n + 3_000_000n;
+    const records = [{ time, level: 21, msg: 'entry 3.0', pod: 'pod-3' }];
+    assert.equal(
+      (await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, logsBody('svc3', records))).status,
+      200,
+    );
+    await sleep(1100);
+    for (const view of ['processes', 'log_entries'])
+      await fixture.admin.query(
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 1)}', '${iso(start + 2)}', 1)`,
+      );
+    const table = await fixture.admin.query('SELECT msg FROM log_entries WHERE level = 4 ORDER BY msg');
+    assert.deepEqual(rowsOf(table), [{ msg: 'entry 0.0' }, { msg: 'entry 0.1' }]);
+    assert.deepEqual(partitionsRead(table), [
+      { table: 'log_entries', partitions: 4, skipped: 3, indexes: ['level_minmax'] },
+    ]);
+  });
+
   it('never opens the file of a skipped partition', async () => {
     const [{ file_path: path }] = (
       await fixture.orrery.metadata.query<{ file_path: string }>(
