@@ -19,7 +19,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-orrery_start serve "$data_dir/main" || exit 1
+profile_dir="${PROFILE_DIR:-$here/profiles}"
+mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
+orrery_start serve "$data_dir/main" "${node_flags[@]}" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
 node "$here/bench.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --lake "$data_dir/main/lake" \
   --rows "${ROWS:-1000000}" --repeats "${REPEATS:-3}"
+orrery_stop
+if [ "${PROFILE:-0}" = "1" ]; then cpu_profile_top "$profile_dir" 30; fi

@@ -183,6 +183,8 @@ export const catalogName = 'orrery';
 /** How many statement texts keep their parse tree, and the longest text kept. */
 const parsedTreeEntries = 512;
 const parsedTreeMaxText = 16 * 1024;
+/** The largest parse tree (as JSON) whose SQL text is kept. */
+const deparsedTreeMaxJson = 256 * 1024;
 
 /** How long describeAndHold keeps a statement for its run, and how many it keeps at most. */
 const holdMs = 10_000;
@@ -206,6 +208,8 @@ export class DuckDBEngine {
   private readonly parsedTrees = new Map<string, string>();
   /** Statements describeAndHold keeps, oldest first. */
   private readonly held = new Set<HeldStatement>();
+  /** SQL texts by parse tree (JSON), least recently used first (see deparse). */
+  private readonly deparsedTrees = new Map<string, string>();
 
   private constructor(
     /** The folders queries may read, and other spellings of them (error messages may name files in them). */
@@ -421,16 +425,32 @@ export class DuckDBEngine {
     }
   }
 
-  /** SQL text of a json_serialize_sql tree (after a rewrite of it). */
+  /**
+   * SQL text of a json_serialize_sql tree (after a rewrite of it). Kept for the last trees, as
+   * parse trees are: the rewrites of a dashboard's statements give the same trees over and over.
+   */
   async deparse(tree: { statements: Record<string, unknown>[] }): Promise<string> {
+    const json = JSON.stringify({ error: false, ...tree }).replace(markedInteger, '$1');
+    const cached = this.deparsedTrees.get(json);
+    if (cached !== undefined) {
+      this.deparsedTrees.delete(json);
+      this.deparsedTrees.set(json, cached);
+      return cached;
+    }
     const { connection, release } = await this.lease();
+    let sql: string;
     try {
-      const json = JSON.stringify({ error: false, ...tree }).replace(markedInteger, '$1');
       const reader = await connection.runAndReadAll('SELECT json_deserialize_sql($1::JSON)', [json]);
-      return String(reader.getRows()[0][0]);
+      sql = String(reader.getRows()[0][0]);
     } finally {
       release(true);
     }
+    if (json.length <= deparsedTreeMaxJson) {
+      this.deparsedTrees.set(json, sql);
+      if (this.deparsedTrees.size > parsedTreeEntries)
+        this.deparsedTrees.delete(this.deparsedTrees.keys().next().value!);
+    }
+    return sql;
   }
 
   /** The rows of an internal query (catalog functions), as DuckDB's JS values. */

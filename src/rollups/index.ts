@@ -7,6 +7,8 @@ export {
   Rollups,
   type BackfillStep,
   type RollupAlias,
+  type RollupCatalog,
+  type RollupReadPoint,
   type RefreshOutcome,
   type RollupArguments,
   type RollupJob,

@@ -108,7 +108,8 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
     async unsupported(entry) {
       if (entry.kind !== 'rollup') return null;
       const time = await rollups.timeKind(entry.physical);
-      if (time === null) return `rollups are built on series tables; ${entry.physical} is a view set`;
+      if (time === null)
+        return `a publication installs rollups of series tables (backfilled by day); ${entry.physical} is a view set`;
       if (time === 'integer') return `${entry.physical} keeps integer time; a rollup entry's grain is a duration`;
       const { target } = rollupNames(entry, entryHash(entry));
       if (!/^[a-z_][a-z0-9_]{0,62}$/.test(target))

@@ -26,7 +26,7 @@ import { intervalParts, timestampNanos } from './calendar.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
-import type { Node } from './tree.js';
+import { copy, type Node } from './tree.js';
 import {
   forgetInvalidations,
   invalidationsSchemaSql,
@@ -95,6 +95,19 @@ export interface RollupAlias {
   readonly name: string;
   readonly target: string;
   readonly selectList: string;
+}
+
+/** Every rollup and every stable name, as read at once. */
+export interface RollupCatalog {
+  readonly definitions: ReadonlyMap<string, RollupDefinition>;
+  readonly aliases: ReadonlyMap<string, RollupAlias>;
+}
+
+/** Where a statement read the rollups (catalog, DuckLake snapshot, series tables), for its read setup to use again. */
+export interface RollupReadPoint {
+  readonly snapshot: bigint;
+  readonly catalog: RollupCatalog;
+  readonly tables: ReadonlyMap<string, SeriesTable>;
 }
 
 /** One day of a backfill: its buckets [from, to), and how many days are left; null days when nothing was left. */
@@ -229,6 +242,8 @@ export class Rollups {
   /** Rollup states by `name@snapshot`, and change-feed buckets by base, bucket and snapshot range (see state, changedBuckets). */
   private readonly states = new Map<string, RollupState>();
   private readonly changes = new Map<string, string[]>();
+  /** Rewrites by statement, snapshot and rollups (see rewrite). */
+  private readonly rewrites = new Map<string, KeptRewrite>();
 
   /** Creates this component's Postgres tables and DuckLake schema; idempotent, safe for processes starting together. */
   async prepare(): Promise<void> {
@@ -241,15 +256,12 @@ export class Rollups {
   }
 
   /** Every rollup, by name. */
-  async definitions(): Promise<Map<string, RollupDefinition>> {
+  async definitions(): Promise<ReadonlyMap<string, RollupDefinition>> {
     return (await this.catalog()).definitions;
   }
 
   /** Every rollup and every stable name (pointAlias), in one Postgres statement. */
-  private async catalog(): Promise<{
-    definitions: Map<string, RollupDefinition>;
-    aliases: Map<string, RollupAlias>;
-  }> {
+  private async catalog(): Promise<RollupCatalog> {
     const { rows } = await this.metadata.query<DefinitionRow & { aliases: Array<[string, string]> }>(
       `SELECT d.*, COALESCE((SELECT json_agg(json_build_array(a.name, a.select_list)) FROM rollup_aliases a
                               WHERE a.target = d.name), '[]'::json) AS aliases
@@ -262,7 +274,7 @@ export class Rollups {
   }
 
   /** The stable names pointing at rollups, by name. */
-  async aliases(): Promise<Map<string, RollupAlias>> {
+  async aliases(): Promise<ReadonlyMap<string, RollupAlias>> {
     return (await this.catalog()).aliases;
   }
 
@@ -1045,16 +1057,21 @@ export class Rollups {
    * The statements that make the rollups (and materialized tables) a statement names readable
    * for a scope, all as of one DuckLake snapshot: temporary views under their own names.
    */
-  async readSetup(names: readonly string[], scope: TableScope): Promise<string[]> {
-    const { definitions, aliases } = await this.catalog();
+  async readSetup(
+    names: readonly string[],
+    scope: TableScope,
+    /** Where the statement's rewrite read the rollups, to read them there again. */
+    point?: RollupReadPoint,
+  ): Promise<string[]> {
+    const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
     const stableNames = [...aliases.values()].filter((a) => wanted.has(a.name));
     for (const alias of stableNames) wanted.add(alias.target);
     const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
     if (rollups.length === 0 && stored.length === 0) return [];
-    const snapshot = await this.snapshot();
-    const tables = await this.tables.list();
+    const snapshot = point?.snapshot ?? (await this.snapshot());
+    const tables = point?.tables ?? (await this.tables.list());
     const context = readContext();
     const statements: string[] = [];
     for (const definition of rollups) {
@@ -1084,7 +1101,7 @@ export class Rollups {
     tree: { statements: Node[] },
     /** The series tables, when the caller has just listed them. */
     listed?: ReadonlyMap<string, SeriesTable>,
-  ): Promise<{ provenance: Provenance; rollups: string[] } | null> {
+  ): Promise<{ provenance: Provenance; rollups: string[]; at: RollupReadPoint } | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
       if (Array.isArray(value)) return value.forEach(visit);
@@ -1095,26 +1112,33 @@ export class Rollups {
     };
     visit(tree.statements);
     if (named.size === 0) return null;
-    const definitions = await this.definitions();
+    const catalog = await this.catalog();
+    const { definitions } = catalog;
     const relevant = [...definitions.values()].filter((d) => named.has(d.base));
     if (relevant.length === 0) return null;
     const tables = listed ?? (await this.tables.list());
     const snapshot = await this.snapshot();
+    const at: RollupReadPoint = { snapshot, catalog, tables };
+    // The same statement at the same snapshot over the same rollups is rewritten the same way
+    // while its window's bounds evaluate the same (they may hang on now()).
+    const key = JSON.stringify([
+      String(snapshot),
+      relevant.map((d) => [d.name, d.retention, d.coveredFrom, d.sourceHash, d.query]),
+      tree.statements,
+    ]);
+    const kept = this.rewrites.get(key);
+    if (kept && Date.now() - kept.at < rewriteKeptMs) {
+      const expressions = kept.constants.flatMap((c) => c.expressions);
+      const texts =
+        expressions.length === 0 ? [] : await this.engine.constantTexts(copy(expressions)).catch(() => null);
+      if (texts && JSON.stringify(texts) === JSON.stringify(kept.constants.flatMap((c) => c.texts))) {
+        tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
+        return { provenance: copy(kept.provenance), rollups: [...kept.rollups], at };
+      }
+    }
     const cache = new Map();
     const targets = new Map<string, RollupTarget[]>();
-    // Which were refreshed at least once: every state table read in one statement.
-    const refreshed = new Set(
-      (
-        await this.engine.values(
-          relevant
-            .map(
-              (d) =>
-                `SELECT ${quoteLiteral(d.name)} AS name FROM ${at(stateTable(d.name), snapshot)} WHERE watermark IS NOT NULL`,
-            )
-            .join(' UNION ALL '),
-        )
-      ).map(([name]) => String(name)),
-    );
+    const states = await this.statesAt(relevant, snapshot);
     for (const definition of relevant) {
       const base = tables.get(definition.base);
       if (!base) continue;
@@ -1122,7 +1146,7 @@ export class Rollups {
       list.push({
         name: definition.name,
         grain: definition.grain,
-        ready: refreshed.has(definition.name),
+        ready: states.get(definition.name)!.watermark !== null,
         sameHash: definition.sourceHash === sourceHash(base),
         integer: definition.integer,
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
@@ -1133,7 +1157,81 @@ export class Rollups {
       });
       targets.set(definition.base, list);
     }
-    return rewriteOntoRollups(tree, { engine: this.engine, tables, targets, aggregates: await this.aggregateNames() });
+    // The constants the rewrite evaluated, to check a kept rewrite with.
+    const constants: KeptRewrite['constants'] = [];
+    let keepable = true;
+    const engine = this.engine;
+    const recording = new Proxy(engine, {
+      get(target, property) {
+        if (property === 'constantTexts')
+          return async (expressions: readonly Node[]): Promise<Array<string | null>> => {
+            const asked = copy([...expressions]);
+            try {
+              const texts = await target.constantTexts(expressions);
+              constants.push({ expressions: asked, texts });
+              return texts;
+            } catch (error) {
+              keepable = false;
+              throw error;
+            }
+          };
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const rewritten = await rewriteOntoRollups(tree, {
+      engine: recording,
+      tables,
+      targets,
+      aggregates: await this.aggregateNames(),
+    });
+    if (keepable)
+      remember(this.rewrites, key, {
+        at: Date.now(),
+        constants,
+        statements: copy(tree.statements),
+        provenance: copy(rewritten.provenance),
+        rollups: [...rewritten.rollups],
+      });
+    return { ...rewritten, at };
+  }
+
+  /**
+   * The states of rollups at a snapshot: those not kept from an earlier read at it (see state)
+   * read in one DuckLake statement, and kept.
+   */
+  private async statesAt(
+    definitions: readonly RollupDefinition[],
+    snapshot: bigint,
+  ): Promise<Map<string, RollupState>> {
+    const out = new Map<string, RollupState>();
+    const unknown = definitions.filter((d) => {
+      const kept = this.states.get(`${d.name}@${snapshot}`);
+      if (kept) out.set(d.name, kept);
+      return !kept;
+    });
+    if (unknown.length === 0) return out;
+    const rows = await this.engine.values(
+      unknown
+        .map(
+          (d) =>
+            `SELECT ${quoteLiteral(d.name)} AS name, CAST(watermark AS VARCHAR), source_snapshot, CAST(refreshed_at AS VARCHAR) FROM ${at(stateTable(d.name), snapshot)}`,
+        )
+        .join(' UNION ALL '),
+    );
+    for (const definition of unknown) {
+      const row = rows.find(([name]) => name === definition.name);
+      const state: RollupState = row
+        ? {
+            watermark: text(row[1]),
+            sourceSnapshot: row[2] === null ? null : BigInt(row[2] as bigint),
+            refreshedAt: text(row[3]),
+          }
+        : { watermark: null, sourceSnapshot: null, refreshedAt: null };
+      remember(this.states, `${definition.name}@${snapshot}`, state);
+      out.set(definition.name, state);
+    }
+    return out;
   }
 
   /** DuckDB's aggregate functions and the sketches', worked out once. */
@@ -1367,6 +1465,19 @@ function positiveInteger(value: string): string {
     );
   return value;
 }
+
+/** A rewrite kept for the next time the same statement comes at the same snapshot. */
+interface KeptRewrite {
+  readonly at: number;
+  /** The constant expressions it evaluated (window bounds, bucket widths) and their values then. */
+  readonly constants: Array<{ readonly expressions: Node[]; readonly texts: Array<string | null> }>;
+  readonly statements: Node[];
+  readonly provenance: Provenance;
+  readonly rollups: string[];
+}
+
+/** How long a rewrite is kept: a rollup's retention moves with the clock, not with snapshots. */
+const rewriteKeptMs = 60_000;
 
 /** How many states and change-feed results are kept: the reads of a dashboard's refresh, many times over. */
 const keptEntries = 256;

@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/index.js';
 import type { QueryShape } from '../engine/index.js';
-import { jobsRelation, jobsRows, type Rollups } from '../rollups/index.js';
+import { jobsRelation, jobsRows, type RollupReadPoint, type Rollups } from '../rollups/index.js';
 import { quoteIdentifier } from '../views/index.js';
 import { scopeOf } from './lakehouse-session.js';
 
@@ -15,13 +15,15 @@ export async function rollupReadSetup(
   principal: Principal,
   /** Rollups the statement reads through the rewrite of its levels. */
   rewrittenOnto: readonly string[] = [],
+  /** Where the rewrite read the rollups, to set them up as of the same snapshot. */
+  point?: RollupReadPoint,
 ): Promise<string[]> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
     .map((r) => r.name.toLowerCase());
   names.push(...rewrittenOnto);
   if (names.length === 0) return [];
-  const setup = await rollups.readSetup(names, scopeOf(principal));
+  const setup = await rollups.readSetup(names, scopeOf(principal), point);
   if (names.includes(jobsRelation))
     setup.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await rollups.jobs())}`);
   return setup;

@@ -484,7 +484,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const reads =
       tree && shape && rollups && this.mayNameSeriesTables(shape) ? await rollups.rewrite(tree, listed) : null;
     if (shape && rollups && this.mayNameSeriesTables(shape))
-      setup.push(...(await rollupReadSetup(rollups, shape, principal, reads?.rollups)));
+      setup.push(...(await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at)));
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,

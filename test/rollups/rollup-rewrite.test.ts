@@ -150,4 +150,36 @@ describe('queries read rollups (issue 14)', () => {
       assert.deepEqual(await plainRows(fixture.reader, sql), await plainRows(fixture.reader, rawTwin(sql)), sql);
     }
   });
+
+  it('a statement sent again is rewritten again once what it reads changed: a write, a retention (no snapshot)', async () => {
+    const sql = `select date_trunc('day', ts) as d, count(*) as n from metrics where ts >= '2024-01-02' and ts < '2024-01-05' group by d order by d`;
+    const read = async (): Promise<unknown> =>
+      (provenanceOf(await fixture.reader.query(sql)) as { resources: Array<{ rollup: { name: string } | null }> })
+        .resources[0].rollup?.name;
+    const answer = () => plainRows(fixture.reader, sql);
+    assert.equal(await read(), 'metrics_daily');
+    const before = await answer();
+    assert.deepEqual(await answer(), before);
+    await fixture.admin.query(`INSERT INTO metrics VALUES ('2024-01-03 12:00:00+00', 'a', 1)`);
+    assert.equal(await read(), 'metrics_daily');
+    const after = await answer();
+    assert.notDeepEqual(after, before);
+    assert.deepEqual(after, await plainRows(fixture.reader, rawTwin(sql)));
+    // Retention lives in Postgres: no DuckLake snapshot tells the statement's kept rewrite it changed.
+    await fixture.admin.query(`select set_rollup_retention('metrics_daily', interval '1 day')`);
+    const table = await fixture.reader.query(sql);
+    const level = (
+      provenanceOf(table) as {
+        resources: Array<{ rollup: { name: string } | null; skipped_rollup: Array<{ name: string; reason: string }> }>;
+      }
+    ).resources[0];
+    assert.equal(level.rollup?.name, 'metrics_hourly');
+    assert.match(
+      level.skipped_rollup.find((s) => s.name === 'metrics_daily')!.reason,
+      /before the range the rollup covers \(its retention keeps 1 day\)/,
+    );
+    assert.deepEqual(await answer(), after);
+    await fixture.admin.query(`select set_rollup_retention('metrics_daily', NULL)`);
+    assert.equal(await read(), 'metrics_daily');
+  });
 });
