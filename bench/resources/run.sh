@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Resources benchmark (issue 13 item 8, small): starts `orrery serve` with a fresh data folder, ingests
+# ROWS log entries as DAYS partitions (one day of event time and one service each), times dashboard
+# queries before any index exists, publishes a minmax index on time and a set index on exe, and times
+# the same SQL again: partitions skipped (orrery.provenance), time with and without, the ratio; every
+# answer with the indexes must equal its answer without.
+#
+#   bash bench/resources/run.sh                      # 200 000 entries over 10 days (quick)
+#   ROWS=2000000 DAYS=30 bash bench/resources/run.sh
+#
+# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KEEP_DATA=1.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
+
+bench_ensure_built
+data_dir="$(bench_data_dir resources)"
+cleanup() {
+  orrery_stop
+  bench_cleanup_data "$data_dir"
+}
+trap cleanup EXIT
+
+orrery_start serve "$data_dir/orrery" || exit 1
+echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
+node "$here/bench.mjs" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --dir "$data_dir/publication" \
+  --rows "${ROWS:-200000}" --days "${DAYS:-10}" --repeats "${REPEATS:-5}"
