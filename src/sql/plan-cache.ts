@@ -20,6 +20,8 @@ export class PlanCache<T> {
   private readonly running = new Map<string, Array<{ owner: string; controller: AbortController }>>();
   /** Ids cancelled before their DoGet, with when that is forgotten. */
   private readonly cancelled = new Map<string, { owner: string; expires: number }>();
+  /** Plans kept by statement (owner, text, headers) rather than by id: see keep(). */
+  private readonly byStatement = new Map<string, { expires: number; plan: T }>();
 
   private readonly maxEntries: number;
   private readonly ttlMs: number;
@@ -48,6 +50,36 @@ export class PlanCache<T> {
       plan,
     });
     return id;
+  }
+
+  /**
+   * Keeps a plan for the next reuse() by the same key of the same statement with the same
+   * headers (a CreatePreparedStatement's plan for the prepared statement's GetFlightInfo, which
+   * names no id); one per statement, the newest.
+   */
+  keep(ctx: CallContext<Principal>, query: string, plan: T): void {
+    const now = Date.now();
+    for (const [key, entry] of this.byStatement) {
+      if (this.byStatement.size < this.maxEntries && entry.expires > now) break;
+      this.byStatement.delete(key);
+      this.dispose(entry.plan);
+    }
+    const key = ownedStatementKey(ctx, query);
+    const old = this.byStatement.get(key);
+    if (old) this.dispose(old.plan);
+    this.byStatement.delete(key);
+    this.byStatement.set(key, { expires: now + this.ttlMs, plan });
+  }
+
+  /** The plan keep() kept for this caller's statement and headers, once; undefined when none is current. */
+  reuse(ctx: CallContext<Principal>, query: string): T | undefined {
+    const key = ownedStatementKey(ctx, query);
+    const entry = this.byStatement.get(key);
+    if (!entry) return undefined;
+    this.byStatement.delete(key);
+    if (entry.expires > Date.now()) return entry.plan;
+    this.dispose(entry.plan);
+    return undefined;
   }
 
   /**
@@ -121,9 +153,21 @@ function keyOf(id: Uint8Array | undefined): string | undefined {
   return id && id.byteLength === 16 ? Buffer.from(id).toString('hex') : undefined;
 }
 
+/** Owner keys of the keyring's principals (each call names one of the same few objects). */
+const owners = new WeakMap<Principal, string>();
+
 /** Who made a plan: what a plan's checks depended on about the key. */
 function ownerOf(principal: Principal): string {
-  return JSON.stringify([principal.name, principal.admin, principal.audiences]);
+  let owner = owners.get(principal);
+  if (owner === undefined) {
+    owner = JSON.stringify([principal.name, principal.admin, principal.audiences]);
+    owners.set(principal, owner);
+  }
+  return owner;
+}
+
+function ownedStatementKey(ctx: CallContext<Principal>, query: string): string {
+  return `${ownerOf(ctx.principal)}\u0000${statementKey(ctx, query)}`;
 }
 
 /** The statement and the headers its plan depended on (time range, dictionaries, the client named to deny rules). */

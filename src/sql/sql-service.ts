@@ -182,7 +182,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   async planQuery(ctx: CallContext<Principal>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }> {
     return this.limited(ctx, statement, false, async (run) => {
       const keepable = !statement.parameters && !statement.transactionId;
-      const plan = await this.plan(ctx, statement, run, keepable);
+      const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
+      const plan = prepared ?? (await this.plan(ctx, statement, run, keepable));
       if (plan.kind !== 'engine') return { schema: planSchema(plan) };
       const keep = keepable && plan.description.returnsRows;
       if (!keep) plan.options.held?.close();
@@ -250,9 +251,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
     });
   }
 
+  /**
+   * CreatePreparedStatement. A query without parameters keeps its plan (and DuckDB's prepared
+   * statement) for the prepared statement's GetFlightInfo that follows: the JDBC driver sends
+   * every statement as CreatePreparedStatement, GetFlightInfo, DoGet, and it is planned once.
+   */
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
     return this.limited(ctx, statement, false, async (run) => {
-      const plan = await this.plan(ctx, statement, run);
+      const keepable = !statement.parameters && !statement.transactionId;
+      const plan = await this.plan(ctx, statement, run, keepable);
+      if (plan.kind === 'engine') {
+        const { returnsRows, parameterSchema } = plan.description;
+        if (keepable && returnsRows && parameterSchema.fields.length === 0) this.plans.keep(ctx, statement.query, plan);
+        else plan.options.held?.close();
+      }
       if (plan.kind === 'procedure')
         return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
       if (plan.kind === 'ddl') return { datasetSchema: ddlSchema, parameterSchema: new Schema([]), isUpdate: false };

@@ -79,6 +79,33 @@ describe('security', () => {
       team.close();
     }
   });
+
+  it("issue 10: a prepared statement's plan serves the GetFlightInfo of the key that prepared it only", async () => {
+    const team = new TestFlightClient(fixture.orrery.address);
+    team.headers.authorization = `Bearer ${teamKey.key}`;
+    try {
+      const sql = 'SELECT count(*) FROM log_entries';
+      const countThrough = async (c: TestFlightClient, handle: Uint8Array, headers?: Record<string, string>) => {
+        const info = await c.getFlightInfo(
+          packAny('CommandPreparedStatementQuery', { preparedStatementHandle: handle }),
+          headers,
+        );
+        return Number((await c.doGet(info.endpoints[0].ticket, headers)).table.getChildAt(0)!.get(0));
+      };
+      // team_x prepares (its plan kept for its GetFlightInfo); the reader executing the same handle
+      // first is planned as itself: public's rows only. Then team_x's own execution reads both.
+      const { handle } = await team.prepare(sql);
+      assert.equal(await countThrough(reader, handle), 1);
+      assert.equal(await countThrough(team, handle), 2);
+      // The reader prepares; team_x's execution with other headers (a time range) is planned again.
+      const { handle: readerHandle } = await reader.prepare(sql);
+      assert.equal(await countThrough(team, readerHandle, { query_range_begin: '2100-01-01T00:00:00Z' }), 0);
+      assert.equal(await countThrough(team, readerHandle), 2);
+      assert.equal(await countThrough(reader, readerHandle), 1);
+    } finally {
+      team.close();
+    }
+  });
 });
 
 describe('keys without admins', () => {
