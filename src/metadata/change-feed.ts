@@ -93,6 +93,8 @@ export class ChangeFeed {
       this.client = undefined;
       this.listening = false;
       this.epoch++;
+      // Every version moved: a sync() waiting for its notification has nothing left to wait for.
+      for (const done of this.waiting.values()) done();
       client.end().catch(() => {});
       if (this.closed) return;
       this.retry = setTimeout(() => void this.connect(), reconnectMs);
