@@ -1340,6 +1340,14 @@ export class Rollups {
     return out;
   }
 
+  /** What catalogs list: each rollup (a view) and its materialized table. */
+  async relations(): Promise<Array<{ name: string; type: 'VIEW' | 'TABLE' }>> {
+    return [...(await this.definitions()).keys()].flatMap((name) => [
+      { name, type: 'VIEW' as const },
+      { name: materializedName(name), type: 'TABLE' as const },
+    ]);
+  }
+
   /** The names statements may read: every rollup and its materialized table. */
   async readableNames(): Promise<Set<string>> {
     const { definitions, aliases } = await this.catalog();

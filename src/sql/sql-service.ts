@@ -367,6 +367,17 @@ export class SqlService implements FlightSqlBackend<Principal> {
         (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema;
       tables.push({ catalog: 'orrery', schema: 'main', name: table.name, type: 'TABLE', schemaOf });
     }
+    // Every key may read every rollup (its own audiences' rows), so every key sees them listed.
+    const rollups = this.lakehouse?.rollups;
+    for (const { name, type } of (await rollups?.relations()) ?? []) {
+      const schemaOf = async (): Promise<Schema> =>
+        (
+          await this.engine.describe(`SELECT * FROM ${quoteIdentifier(name)}`, {
+            setup: await rollups!.readSetup([name], scopeOf(principal)),
+          })
+        ).schema;
+      tables.push({ catalog: 'orrery', schema: 'main', name, type, schemaOf });
+    }
     return tables;
   }
 

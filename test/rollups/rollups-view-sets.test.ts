@@ -19,7 +19,7 @@ import {
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
-import type { TestFlightClient } from '../support/flight-client.js';
+import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-rollup-views-01', audiences: ['ops'] };
@@ -125,6 +125,38 @@ describe('rollups of view sets (issue 17)', () => {
     assert.ok(buckets >= 4);
     assert.equal(await pending('logs_hourly'), 0);
     await contract('logs_hourly', logsOfSource);
+  });
+
+  it('GetTables and information_schema.tables list the rollup and its materialized table for every key', async () => {
+    for (const client of clients) {
+      const { table } = await client.command('CommandGetTables', {
+        tableNameFilterPattern: 'logs_hourly%',
+        includeSchema: true,
+      });
+      const listed = table.toArray().map((r) => ({
+        name: String(r.table_name),
+        type: String(r.table_type),
+        columns: decodeSchema(r.table_schema as Uint8Array).fields.map((f) => f.name),
+      }));
+      const columns = ['bucket', 'target', 'n', 'max_level', 'audience'];
+      assert.deepEqual(
+        listed.sort((a, b) => a.name.localeCompare(b.name)),
+        [
+          { name: 'logs_hourly', type: 'VIEW', columns },
+          { name: 'logs_hourly_materialized', type: 'TABLE', columns },
+        ],
+      );
+      assert.deepEqual(
+        await plainRows(
+          client,
+          `SELECT table_schema, table_name, table_type FROM information_schema.tables WHERE table_name LIKE 'logs_hourly%' ORDER BY 2`,
+        ),
+        [
+          { table_schema: 'main', table_name: 'logs_hourly', table_type: 'VIEW' },
+          { table_schema: 'main', table_name: 'logs_hourly_materialized', table_type: 'BASE TABLE' },
+        ],
+      );
+    }
   });
 
   it('late blocks invalidate the buckets of their rows, and only those', async () => {
