@@ -51,6 +51,7 @@ export { diagnosticText } from './diagnostics.js';
 export {
   indexPartition,
   installedIndexes,
+  mayHold,
   partitionStatistics,
   type InstalledIndex,
   type PartitionStatistics,

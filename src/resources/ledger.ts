@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS resource_partition_stats (
   max_value         TEXT,
   distinct_values   JSONB,
   PRIMARY KEY (index_hash, file_path)
-);`;
+);
+ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS bloom BYTEA;`;
 
 /** One ledger row. */
 export interface LedgerRow {

@@ -1,5 +1,6 @@
-// The minmax and set indexes: per partition file of a view set, the column's min and max (and, for
-// set, its distinct values when there are at most 1000), kept in Postgres beside the partitions, with
+// The minmax, set and bloom_filter indexes: per partition file of a view set, the column's min and max
+// (and, for set, its distinct values when there are at most 1000; for bloom_filter, a bloom filter of
+// DuckDB's hash() of its distinct values), kept in Postgres beside the partitions, with
 // what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
 // Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
@@ -12,6 +13,30 @@ import type { ValidEntry } from './validation.js';
 
 /** A set index keeps the distinct values of a partition when there are at most this many. */
 export const setIndexLimit = 1000;
+
+/** The index kinds whose statistics are kept per partition. */
+export type StatisticsKind = 'minmax' | 'set' | 'bloom_filter';
+
+/**
+ * A partition's bloom filter: a power of two of bits, at least ten per distinct value (64 to 2^23),
+ * each value setting bits `h mod m` and `(h >> 32) mod m` of its DuckDB hash h: about 3 % false positives.
+ */
+function bloomFilter(hashes: readonly bigint[]): Buffer {
+  let bits = 64n;
+  while (bits < BigInt(hashes.length) * 10n && bits < 1n << 23n) bits <<= 1n;
+  const filter = Buffer.alloc(Number(bits / 8n));
+  for (const h of hashes)
+    for (const bit of [h & (bits - 1n), (h >> 32n) & (bits - 1n)]) filter[Number(bit >> 3n)] |= 1 << Number(bit & 7n);
+  return filter;
+}
+
+/** Whether a value of DuckDB hash h may be among those a bloom filter was made of (false: it is not). */
+export function mayHold(filter: Buffer, h: bigint): boolean {
+  const bits = BigInt(filter.length * 8);
+  return [h & (bits - 1n), (h >> 32n) & (bits - 1n)].every(
+    (bit) => (filter[Number(bit >> 3n)] & (1 << Number(bit & 7n))) !== 0,
+  );
+}
 
 /** The SQL expression an index reads: a column entry's expression, or the physical column. */
 function indexedExpression(entry: ValidEntry & { kind: 'index' }, entries: readonly ValidEntry[]): string {
@@ -50,7 +75,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (index_hash) DO NOTHING`,
     [hash, entry.physical, entry.key, entry.indexKind, expression, String(valueType)],
   );
-  const index = { hash, viewSet: entry.physical, kind: entry.indexKind as 'minmax' | 'set', expression };
+  const index = { hash, viewSet: entry.physical, kind: entry.indexKind as StatisticsKind, expression };
   const started = Date.now();
   for (const [i, partition] of todo.entries()) {
     await writeStatistics(ctx, index, partition);
@@ -76,13 +101,15 @@ async function writeStatistics(
     index.kind === 'set'
       ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
       : 'NULL';
+  const hashes = index.kind === 'bloom_filter' ? 'list(DISTINCT hash(v)) FILTER (WHERE v IS NOT NULL)' : 'NULL';
   const source = `read_parquet(${quoteLiteral(ctx.store.location(partition.filePath))})`;
-  const [[min, max, distinctValues]] = await ctx.lakeRows(
-    `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct} FROM (SELECT ${index.expression} AS v FROM ${source})`,
+  const [[min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
+    `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (SELECT ${index.expression} AS v FROM ${source})`,
   );
+  const bloom = index.kind === 'bloom_filter' ? bloomFilter(listOf(valueHashes)) : null;
   await ctx.db.query(
-    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (index_hash, file_path) DO NOTHING`,
+    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (index_hash, file_path) DO NOTHING`,
     [
       index.hash,
       index.viewSet,
@@ -91,8 +118,15 @@ async function writeStatistics(
       text(min),
       text(max),
       text(distinctValues),
+      bloom,
     ],
   );
+}
+
+/** The items of a DuckDB LIST value (node-api's DuckDBListValue), as bigints. */
+function listOf(value: unknown): bigint[] {
+  const items = (value as { items?: unknown[] } | null)?.items ?? [];
+  return items.map((item) => BigInt(item as bigint));
 }
 
 /**
@@ -116,11 +150,11 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
   return `${rowCount ?? 0} partition statistics row(s) deleted`;
 }
 
-/** Installs minmax and set indexes; the other index kinds are reported as not installed by this server. */
+/** Installs minmax, set and bloom_filter indexes; the other index kinds are reported as not installed by this server. */
 export const partitionStatsInstaller: ResourceInstaller = {
   unsupported(entry) {
     if (entry.kind !== 'index') return null;
-    return entry.indexKind === 'minmax' || entry.indexKind === 'set'
+    return entry.indexKind === 'minmax' || entry.indexKind === 'set' || entry.indexKind === 'bloom_filter'
       ? null
       : `this server does not install ${entry.indexKind} indexes yet`;
   },
@@ -128,12 +162,12 @@ export const partitionStatsInstaller: ResourceInstaller = {
   drop,
 };
 
-/** An installed minmax or set index of a view set. */
+/** An installed minmax, set or bloom_filter index of a view set. */
 export interface InstalledIndex {
   readonly hash: string;
   readonly viewSet: string;
   readonly entryKey: string;
-  readonly kind: 'minmax' | 'set';
+  readonly kind: StatisticsKind;
   /** The SQL it reads over the view set's columns. */
   readonly expression: string;
   /** DuckDB's type of that expression: the statistics are its values as text. */
@@ -148,9 +182,11 @@ export interface PartitionStatistics {
   readonly max: string | null;
   /** The distinct values (set indexes), or null when there were more than the limit. */
   readonly distinct: readonly string[] | null;
+  /** The bloom filter of the values' hashes (bloom_filter indexes). */
+  readonly bloom: Buffer | null;
 }
 
-/** The minmax and set indexes installed on these view sets, whichever publication declared them. */
+/** The minmax, set and bloom_filter indexes installed on these view sets, whichever publication declared them. */
 export async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
   await ensureLedger(db);
   const { rows } = await db.query<Record<string, string>>(
@@ -162,7 +198,7 @@ export async function installedIndexes(db: MetadataQueries, viewSets: readonly s
     hash: r.index_hash,
     viewSet: r.view_set_name,
     entryKey: r.entry_key,
-    kind: r.kind as 'minmax' | 'set',
+    kind: r.kind as StatisticsKind,
     expression: r.expression,
     valueType: r.value_type,
   }));
@@ -180,8 +216,9 @@ export async function partitionStatistics(
     min_value: string | null;
     max_value: string | null;
     distinct_values: string[] | null;
+    bloom: Buffer | null;
   }>(
-    `SELECT index_hash, file_path, min_value, max_value, distinct_values FROM resource_partition_stats
+    `SELECT index_hash, file_path, min_value, max_value, distinct_values, bloom FROM resource_partition_stats
       WHERE index_hash = ANY($1::text[]) AND file_path = ANY($2::text[])`,
     [hashes, files],
   );
@@ -191,5 +228,6 @@ export async function partitionStatistics(
     min: r.min_value,
     max: r.max_value,
     distinct: r.distinct_values,
+    bloom: r.bloom,
   }));
 }

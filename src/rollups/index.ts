@@ -22,4 +22,4 @@ export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './q
 export type { RollupValidation } from './validation.js';
 export { rollupInstaller } from './resource-installer.js';
 export type { ViewSetSources } from './view-set-sources.js';
-export { key as expressionKey } from './tree.js';
+export { call as callNode, cast as castNode, key as expressionKey } from './tree.js';

@@ -1,4 +1,4 @@
-// Skipping partitions by the minmax and set indexes installed on a view set (issue 13 item 6), before
+// Skipping partitions by the minmax, set and bloom_filter indexes installed on a view set (issue 13), before
 // any of their files is opened: a statement that reads one view set once, from its own FROM, and
 // compares an indexed expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed)
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
@@ -6,8 +6,8 @@
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
 // filtering is untouched (it filters the rows of the partitions that remain).
 import { nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
-import { installedIndexes, partitionStatistics, type InstalledIndex } from '../resources/index.js';
-import { expressionKey } from '../rollups/index.js';
+import { installedIndexes, mayHold, partitionStatistics, type InstalledIndex } from '../resources/index.js';
+import { callNode, castNode, expressionKey } from '../rollups/index.js';
 import { quoteLiteral, type ViewSet } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 
@@ -162,6 +162,15 @@ function valueMeets(r: Restriction): Node {
 const exactText =
   /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\)|VARCHAR|BOOLEAN|DATE|TIMESTAMP|TIMESTAMP_NS|TIMESTAMP_MS|TIMESTAMP_S|UUID)$/;
 
+const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$/;
+
+/** Types a bloom filter serves: equal values of them have one hash (no -0.0 and 0.0, no collations). */
+const hashedTypes =
+  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|VARCHAR|BOOLEAN|DATE|TIMESTAMP|TIMESTAMP_NS|TIMESTAMP_MS|TIMESTAMP_S|UUID)$/;
+
+const isNull = (c: Node): boolean =>
+  c.class === 'CONSTANT' ? (c.value as Node).is_null === true : c.class === 'CAST' && isNull(c.child as Node);
+
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
@@ -261,7 +270,42 @@ export class PartitionPruning {
       (statement.statements[0].node as Node).where_clause = structuredClone(meets);
       nanosecondTimestamps(statement);
       for (const [file] of await this.engine.values(await this.engine.deparse(statement))) kept.add(String(file));
-      return kept;
+    } catch {
+      return null;
+    }
+    if (index.kind !== 'bloom_filter') return kept;
+    for (const r of restrictions.filter((r) => r.op === 'COMPARE_EQUAL' || r.op === 'in')) {
+      const hashes = await this.valueHashes(r.constants, index.valueType);
+      if (!hashes) continue;
+      for (const { filePath, bloom } of stats)
+        if (bloom && kept.has(filePath) && !hashes.some((h) => mayHold(bloom, h))) kept.delete(filePath);
+    }
+    return kept;
+  }
+
+  /**
+   * DuckDB's hash() of each constant as a value of the indexed type, which is what a bloom filter
+   * holds; null unless each constant is one the statement's comparison casts to that type (a string
+   * literal, an integer literal against an integer column, a cast to exactly that type), so equal
+   * values hash alike. A NULL constant equals nothing and has no hash.
+   */
+  private async valueHashes(constants: readonly Node[], type: string): Promise<bigint[] | null> {
+    if (!hashedTypes.test(type)) return null;
+    const tree = (await this.engine.parseSelect('SELECT 1'))!;
+    const values = structuredClone(constants).filter((c) => !isNull(c));
+    nanosecondTimestamps({ statements: [{ node: { select_list: values } }] });
+    const castsAlike = (c: Node): boolean => {
+      if (c.class === 'CAST') return (c.cast_type as Node).id === type && (c.cast_type as Node).type_info === null;
+      const id = ((c.value as Node).type as Node).id as string;
+      return id === 'VARCHAR' || (integerTypes.test(type) && integerTypes.test(id));
+    };
+    if (!values.every(castsAlike)) return null;
+    if (values.length === 0) return [];
+    const node = tree.statements[0].node as Node;
+    node.select_list = values.map((c) => callNode('hash', [castNode(c, { id: type, type_info: null })]));
+    try {
+      const [row] = await this.engine.values(await this.engine.deparse(tree));
+      return row.map((h) => BigInt(h as bigint));
     } catch {
       return null;
     }

@@ -1,4 +1,4 @@
-// Queries use the minmax and set indexes installed on a view set (issue 13 item 6): a partition whose
+// Queries use the minmax, set and bloom_filter indexes installed on a view set (issue 13 items 6 and 5): a partition whose
 // statistics exclude the WHERE's constant comparisons on the indexed column is not read, its file never
 // opened; every query answers exactly as it did before the indexes existed, for each key (admins and
 // keys of an audience); an admin's result tells what was skipped (orrery.provenance), a reader's does not.
@@ -82,9 +82,14 @@ const queries: Array<[string, number]> = [
   ["SELECT msg FROM log_entries WHERE lower(exe) = 'svc1' ORDER BY msg", 0],
   ["SELECT msg FROM log_entries WHERE (properties->>'pod') = 'pod-1' ORDER BY msg", 0],
   ["SELECT msg FROM log_entries WHERE level = 'not a number'", 0],
+  ["SELECT msg, level FROM log_entries WHERE msg = 'entry 1.1'", 2],
+  // Between partition 0's min and max: only its bloom filter tells it is not there.
+  ["SELECT count(*) AS n FROM log_entries WHERE msg = 'entry 0.05'", 3],
+  ["SELECT msg FROM log_entries WHERE msg IN ('entry 2.0', 'entry 0.05') ORDER BY msg", 2],
+  ['SELECT msg FROM log_entries WHERE msg = NULL', 3],
 ];
 
-describe('queries skip partitions by the minmax and set indexes (issue 13 item 6)', () => {
+describe('queries skip partitions by the minmax, set and bloom_filter indexes (issue 13)', () => {
   const fixture = useOrrery({
     MICROMEGAS_API_KEYS: JSON.stringify([
       adminKey,
@@ -153,6 +158,7 @@ describe('queries skip partitions by the minmax and set indexes (issue 13 item 6
       level_minmax: { index: { table: 'log_entries', column: 'level', kind: 'minmax' } },
       exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
       time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
+      msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
     };
     writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
     const err: string[] = [];

@@ -100,7 +100,7 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
       'warning: omitted column pod on log_entries (__orr_' +
         run.out[2].split('__orr_')[1].split(' ')[0] +
         ' VARCHAR) (resources/logs.resources.json: pod): this server installs no column entries',
-      'warning: omitted index pod_bloom on log_entries (resources/logs.resources.json: pod_bloom): this server does not install bloom_filter indexes yet',
+      "warning: omitted index pod_bloom on log_entries (resources/logs.resources.json: pod_bloom): it refers to 'pod', which is omitted",
       "warning: omitted index pod_set on log_entries (resources/logs.resources.json: pod_set): it refers to 'pod', which is omitted",
       'install index level_minmax on log_entries',
       'install index exe_set on log_entries',
