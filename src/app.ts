@@ -16,7 +16,13 @@ import {
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
 import { HttpServer, IngestionService } from './ingestion/index.js';
-import { FileObjectStore, PartitionCache, S3ObjectStore, type ObjectStore } from './lakehouse/index.js';
+import {
+  FileObjectStore,
+  PartitionCache,
+  S3ObjectStore,
+  quarantinedPartitionCounts,
+  type ObjectStore,
+} from './lakehouse/index.js';
 import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
@@ -199,7 +205,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       version,
       log,
     });
-    metrics.countQuarantinedBlocksWith(() => quarantineCounts(metadata));
+    metrics.countQuarantinedWith({
+      blocks: () => quarantineCounts(metadata),
+      partitions: () => quarantinedPartitionCounts(metadata),
+    });
 
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;

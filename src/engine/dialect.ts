@@ -95,37 +95,53 @@ export function nanosecondTimestamps(tree: { statements: Node[] }): boolean {
 /** What DuckDB's SHOW parses to for `SHOW TABLES` and `SHOW ALL TABLES`. */
 const tableShows = new Set(['"tables"', '__show_tables_expanded']);
 
-/** Whether a relation, as written, is information_schema.tables. */
-export function isTablesListing(relation: { catalog: string; schema: string; name: string }): boolean {
+/** Whether a relation, as written, is information_schema.<view>. */
+function isInformationSchema(relation: { catalog: string; schema: string; name: string }, view: string): boolean {
   return (
     ['', 'orrery'].includes(relation.catalog.toLowerCase()) &&
     relation.schema.toLowerCase() === 'information_schema' &&
-    relation.name.toLowerCase() === 'tables'
+    relation.name.toLowerCase() === view
   );
 }
+
+/** Whether a relation, as written, is information_schema.tables. */
+export const isTablesListing = (relation: { catalog: string; schema: string; name: string }): boolean =>
+  isInformationSchema(relation, 'tables');
+
+/** Whether a relation, as written, is information_schema.columns. */
+export const isColumnsListing = (relation: { catalog: string; schema: string; name: string }): boolean =>
+  isInformationSchema(relation, 'columns');
 
 /** Whether a SHOW listing (a QueryShape's catalogListings entry) is SHOW [ALL] TABLES. */
 export const isTablesShow = (listing: string): boolean => tableShows.has(listing);
 
 /**
  * Rewrites, in place, every `information_schema.tables` and `SHOW [ALL] TABLES` of a
- * json_serialize_sql tree to read `relation` instead. True when anything changed.
+ * json_serialize_sql tree to read `relations.tables` instead, and every `information_schema.columns`
+ * to read `relations.columns`. True when anything changed.
  */
-export function substituteTablesListing(tree: { statements: Node[] }, relation: string): boolean {
+export function substituteListings(
+  tree: { statements: Node[] },
+  relations: { tables: string; columns: string },
+): boolean {
   let changed = false;
   const visit = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(visit);
     if (value === null || typeof value !== 'object') return value;
     const node = value as Node;
-    const listing =
-      (node.type === 'BASE_TABLE' &&
-        isTablesListing({
-          catalog: (node.catalog_name as string | undefined) ?? '',
-          schema: (node.schema_name as string | undefined) ?? '',
-          name: (node.table_name as string | undefined) ?? '',
-        })) ||
-      (node.type === 'SHOW_REF' && !node.query && tableShows.has(node.table_name as string));
-    if (listing) {
+    const written = {
+      catalog: (node.catalog_name as string | undefined) ?? '',
+      schema: (node.schema_name as string | undefined) ?? '',
+      name: (node.table_name as string | undefined) ?? '',
+    };
+    const relation =
+      (node.type === 'BASE_TABLE' && isTablesListing(written)) ||
+      (node.type === 'SHOW_REF' && !node.query && tableShows.has(node.table_name as string))
+        ? relations.tables
+        : node.type === 'BASE_TABLE' && isColumnsListing(written)
+          ? relations.columns
+          : undefined;
+    if (relation !== undefined) {
       changed = true;
       return {
         type: 'BASE_TABLE',

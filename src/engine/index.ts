@@ -30,5 +30,11 @@ export {
   missingExtensionsHelp,
   type DuckDBBuild,
 } from './extensions.js';
-export { isTablesListing, isTablesShow, nanosecondTimestamps, substituteTablesListing } from './dialect.js';
+export {
+  isColumnsListing,
+  isTablesListing,
+  isTablesShow,
+  nanosecondTimestamps,
+  substituteListings,
+} from './dialect.js';
 export { duckdbTypeOf } from './arrow-append.js';

@@ -12,6 +12,9 @@ export {
   encodeCount,
   partitionsOverlapping,
   queryablePartitions,
+  quarantinedPartitionCounts,
+  quarantinedPartitions,
+  quarantinePartitionFile,
   retireEverything,
   retireExactly,
   retireFile,
@@ -21,8 +24,9 @@ export {
   type Partition,
   type PartitionChange,
   type PartitionChangeHook,
+  type QuarantinedPartition,
 } from './partitions.js';
 export { PartitionCache } from './partition-cache.js';
 export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';
 export { deleteOrphans } from './orphans.js';
-export { partitionKey, payloadKey, scratchKey } from './object-keys.js';
+export { partitionKey, partitionKeysIn, payloadKey, scratchKey } from './object-keys.js';

@@ -1,8 +1,8 @@
 import type { MetadataQueries } from '../metadata/index.js';
 import type { ObjectStore } from './object-store.js';
 
-// Every object under these prefixes is accounted for by a Postgres row: a partition or a retired
-// file for views/, a block for blobs/, nothing for tmp/ (scratch files live for one materialization).
+// Every object under these prefixes is accounted for by a Postgres row: a partition, a retired
+// file or a quarantined one (kept for inspection) for views/, a block for blobs/, nothing for tmp/ (scratch files live for one materialization).
 // A writer killed between writing an object and registering it (a daemon after its COPY, a server
 // after a payload's PUT) leaves an object no row names; this sweep deletes those once they are older
 // than the grace, which must exceed the time any writer takes from starting an object to committing its
@@ -16,7 +16,8 @@ const referenced: Record<string, (db: MetadataQueries, keys: string[]) => Promis
   'views/': async (db, keys) => {
     const { rows } = await db.query<{ file_path: string }>(
       `SELECT file_path FROM lakehouse_partitions WHERE file_path = ANY($1)
-       UNION SELECT file_path FROM temporary_files WHERE file_path = ANY($1)`,
+       UNION SELECT file_path FROM temporary_files WHERE file_path = ANY($1)
+       UNION SELECT file_path FROM quarantined_partitions WHERE file_path = ANY($1)`,
       [keys],
     );
     return new Set(rows.map((r) => r.file_path));

@@ -311,6 +311,86 @@ export async function retireFile(
   return (await retireWhere(db, 'file_path = $2', [path], retireDelaySeconds)).views[0] ?? null;
 }
 
+/** A partition file taken out of lakehouse_partitions because it could not be read. */
+export interface QuarantinedPartition {
+  readonly filePath: string;
+  readonly viewSetName: string;
+  readonly viewInstanceId: string;
+  readonly beginInsertTime: bigint;
+  readonly endInsertTime: bigint;
+  readonly numRows: number;
+  readonly error: string;
+  readonly orreryVersion: string;
+  readonly quarantinedAt: Date;
+}
+
+const quarantinedColumns = `file_path, view_set_name, view_instance_id, ${pgNanos('begin_insert_time')} AS begin_ns,
+  ${pgNanos('end_insert_time')} AS end_ns, num_rows, error, orrery_version, quarantined_at`;
+
+function quarantinedFromRow(r: {
+  file_path: string;
+  view_set_name: string;
+  view_instance_id: string;
+  begin_ns: string;
+  end_ns: string;
+  num_rows: string;
+  error: string;
+  orrery_version: string;
+  quarantined_at: Date;
+}): QuarantinedPartition {
+  return {
+    filePath: r.file_path,
+    viewSetName: r.view_set_name,
+    viewInstanceId: r.view_instance_id,
+    beginInsertTime: BigInt(r.begin_ns),
+    endInsertTime: BigInt(r.end_ns),
+    numRows: Number(r.num_rows),
+    error: r.error,
+    orreryVersion: r.orrery_version,
+    quarantinedAt: r.quarantined_at,
+  };
+}
+
+/**
+ * Takes the partition whose file is `path` out of lakehouse_partitions and records it as
+ * quarantined, in one statement; the file is not queued for deletion. Returns the record, or
+ * null when no partition has that file (already quarantined, retired or replaced).
+ */
+export async function quarantinePartitionFile(
+  db: MetadataQueries,
+  path: string,
+  error: string,
+  version: string,
+): Promise<QuarantinedPartition | null> {
+  const { rows } = await db.query<Parameters<typeof quarantinedFromRow>[0]>(
+    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE file_path = $1
+         RETURNING view_set_name, view_instance_id, begin_insert_time, end_insert_time, num_rows, file_size)
+     INSERT INTO quarantined_partitions (file_path, view_set_name, view_instance_id, begin_insert_time, end_insert_time,
+         num_rows, file_size, error, orrery_version)
+       SELECT $1, view_set_name, view_instance_id, begin_insert_time, end_insert_time, num_rows, file_size, $2, $3 FROM gone
+     ON CONFLICT (file_path) DO NOTHING
+     RETURNING ${quarantinedColumns}`,
+    [path, error, version],
+  );
+  return rows.length === 0 ? null : quarantinedFromRow(rows[0]);
+}
+
+/** Every quarantined partition, oldest first. */
+export async function quarantinedPartitions(db: MetadataQueries): Promise<QuarantinedPartition[]> {
+  const { rows } = await db.query<Parameters<typeof quarantinedFromRow>[0]>(
+    `SELECT ${quarantinedColumns} FROM quarantined_partitions ORDER BY quarantined_at, file_path`,
+  );
+  return rows.map(quarantinedFromRow);
+}
+
+/** How many partitions each view set has quarantined. */
+export async function quarantinedPartitionCounts(db: MetadataQueries): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ view_set_name: string; n: number }>(
+    'SELECT view_set_name, count(*)::int AS n FROM quarantined_partitions GROUP BY view_set_name',
+  );
+  return new Map(rows.map((r) => [r.view_set_name, r.n]));
+}
+
 /** Retires every partition of a view set, all instances and schemas (DROP MATERIALIZED VIEW); returns how many. */
 export async function retireEverything(db: MetadataQueries, view: string, retireDelaySeconds: number): Promise<number> {
   return (await retireWhere(db, 'view_set_name = $2', [view], retireDelaySeconds)).partitions;

@@ -9,6 +9,7 @@ import {
   partitionKey,
   partitionsOverlapping,
   payloadKey,
+  quarantinePartitionFile,
   scratchKey,
   secondsToNanos,
   type ObjectStore,
@@ -110,7 +111,12 @@ export class Materializer {
     if (!force && existing.length > 0 && existingCount === count) {
       if (existing.length === 1) return 'up to date';
       if (width > view.mergeDeltaSeconds) return 'skipped';
-      await this.merge(view, range, existing, count);
+      try {
+        await this.merge(view, range, existing, count);
+      } catch (error) {
+        if (!isDataError(error) || (await this.containUnreadable(filesOf(existing))) === 0) throw error;
+        return this.materialize(view, range, force);
+      }
       return 'merged';
     }
     if (width > view.sourceDeltaSeconds) return 'skipped';
@@ -166,8 +172,9 @@ export class Materializer {
   async sourceCount(view: ViewSet, range: InsertRange): Promise<bigint> {
     const { source } = view;
     if (source.kind !== 'sql') return sourceCount(this.options.db, view.name, source, range);
-    const setup = await this.readSession(source.reads, range);
-    const rows = await this.rows(withRange(source.countQuery, range), setup);
+    const rows = await this.containing(source.reads, range, async () =>
+      this.rows(withRange(source.countQuery, range), await this.readSession(source.reads, range)),
+    );
     if (rows.length !== 1 || rows[0].length !== 1)
       throw maintenanceErrors.error(
         'COUNT_QUERY_SHAPE',
@@ -237,7 +244,13 @@ export class Materializer {
     try {
       return await this.extractedFrom(view, range, count);
     } catch (error) {
-      if (view.source.kind !== 'payload' || !isDataError(error)) throw error;
+      if (!isDataError(error)) throw error;
+      if (view.source.kind === 'sql') {
+        const { reads } = view.source;
+        if ((await this.containUnreadable(await this.readFiles(reads, range))) === 0) throw error;
+        return await this.extractedFrom(view, range, await this.sourceCount(view, range));
+      }
+      if (view.source.kind !== 'payload') throw error;
       if ((await this.quarantineUnreadable(view, view.source, range, (error as Error).message)) === 0) throw error;
       return await this.extractedFrom(view, range, await this.sourceCount(view, range));
     }
@@ -289,6 +302,62 @@ export class Materializer {
         `${view.name}: the indexes' statistics of a new partition were not recorded (${(error as Error).message}); queries read it whole`,
       ),
     );
+  }
+
+  /**
+   * Runs `work`, which reads the partitions of the named sets over the range; when it fails on their
+   * data and some of their files cannot be read, those are contained and `work` runs once more.
+   */
+  private async containing<T>(reads: readonly string[], range: InsertRange, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isDataError(error) || (await this.containUnreadable(await this.readFiles(reads, range))) === 0) throw error;
+      return work();
+    }
+  }
+
+  /**
+   * Partition files (object keys) that exist but cannot be read whole (truncated, overwritten) are taken out
+   * of the lake's partitions and recorded as quarantined (list_quarantined_partitions(), the
+   * orrery_quarantined_partitions metric), and their range is rebuilt from its source, so merges,
+   * the sets defined over them and queries carry on. Returns how many were; a readable file is
+   * left alone. The file itself stays in place, for inspection.
+   */
+  async containUnreadable(paths: readonly string[]): Promise<number> {
+    let contained = 0;
+    for (const path of new Set(paths)) {
+      // Only corruption is contained: a missing file was deleted (by hand, or retired under a long query).
+      if ((await this.options.store.size(path)) === null) continue;
+      const error = await this.unreadableFile(path);
+      if (error === null) continue;
+      const record = await quarantinePartitionFile(this.options.db, path, error, this.options.version);
+      if (!record) continue;
+      contained++;
+      this.options.log?.(
+        'warn',
+        `quarantined partition file ${path} of ${record.viewSetName} [${nanosToIso(record.beginInsertTime)}, ${nanosToIso(record.endInsertTime)}): ${error}`,
+      );
+      const view = this.options.viewSet(record.viewSetName);
+      if (!view) continue;
+      const range = { begin: record.beginInsertTime, end: record.endInsertTime };
+      for (const piece of cut(range, secondsToNanos(view.sourceDeltaSeconds))) await this.materialize(view, piece);
+    }
+    return contained;
+  }
+
+  /** Reads every value of a partition file: null when that works, else DuckDB's message (a system failure throws). */
+  private async unreadableFile(path: string): Promise<string | null> {
+    try {
+      await this.rows(
+        `SELECT count(*) FROM read_parquet(${quoteLiteral(this.options.store.location(path))}) AS t WHERE hash(t) IS NULL`,
+        [],
+      );
+      return null;
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      return (error as Error).message;
+    }
   }
 
   /**
@@ -415,7 +484,7 @@ export class Materializer {
   }
 
   private async merge(view: ViewSet, range: InsertRange, inputs: Partition[], count: bigint): Promise<void> {
-    const keys = inputs.flatMap((p) => (p.filePath === null ? [] : [p.filePath]));
+    const keys = filesOf(inputs);
     const files = keys.map((key) => this.options.store.location(key));
     const source = `(${filesRelation(view.columns, files)})`;
     const order = view.mergeSortOrder?.length ? ` ORDER BY ${view.mergeSortOrder.map(quoteIdentifier).join(', ')}` : '';
@@ -574,9 +643,12 @@ export class Materializer {
     return decoded;
   }
 
-  /** Temporary views of the sets a SQL-defined set reads, over their partitions in the range. */
-  private async readSession(names: readonly string[], range: InsertRange): Promise<string[]> {
-    const views = [];
+  /** The sets a SQL-defined set reads, each with the object keys of its partition files in the range. */
+  private async readPartitions(
+    names: readonly string[],
+    range: InsertRange,
+  ): Promise<Array<{ view: ViewSet; keys: string[] }>> {
+    const out = [];
     for (const name of names) {
       const view = this.options.viewSet(name);
       if (!view) throw maintenanceErrors.error('SOURCE_VIEW_NOT_LOADED', `view set '${name}' is not loaded`);
@@ -588,9 +660,22 @@ export class Materializer {
         range.begin,
         range.end,
       );
-      const files = partitions.filter((p) => p.filePath !== null).map((p) => this.options.store.location(p.filePath!));
-      views.push({ view, files });
+      out.push({ view, keys: filesOf(partitions) });
     }
+    return out;
+  }
+
+  /** The partition files (object keys) of the sets a SQL-defined set reads, in the range. */
+  private async readFiles(names: readonly string[], range: InsertRange): Promise<string[]> {
+    return (await this.readPartitions(names, range)).flatMap((read) => read.keys);
+  }
+
+  /** Temporary views of the sets a SQL-defined set reads, over their partitions in the range. */
+  private async readSession(names: readonly string[], range: InsertRange): Promise<string[]> {
+    const views = (await this.readPartitions(names, range)).map(({ view, keys }) => ({
+      view,
+      files: keys.map((key) => this.options.store.location(key)),
+    }));
     return sessionStatements(views, { kind: 'all' });
   }
 
@@ -602,6 +687,11 @@ export class Materializer {
     }
     return out;
   }
+}
+
+/** The object keys of the partitions that have a file. */
+function filesOf(partitions: readonly Partition[]): string[] {
+  return partitions.flatMap((p) => (p.filePath === null ? [] : [p.filePath]));
 }
 
 /** A range cut in consecutive pieces at most `width` wide. */

@@ -5,6 +5,7 @@ import { initialSchema } from './migration-1-initial-schema.js';
 import { logStatsDefinition } from './migration-2-log-stats-definition.js';
 import { quarantinedBlocks } from './migration-3-quarantined-blocks.js';
 import { partitionNotifications } from './migration-4-partition-notifications.js';
+import { quarantinedPartitions } from './migration-5-quarantined-partitions.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -21,6 +22,7 @@ export const migrations: readonly Migration[] = [
   { version: 2, name: 'log_stats as a stored view set definition', sql: logStatsDefinition },
   { version: 3, name: 'quarantined blocks', sql: quarantinedBlocks },
   { version: 4, name: 'partition change notifications', sql: partitionNotifications },
+  { version: 5, name: 'quarantined partitions', sql: quarantinedPartitions },
 ];
 
 /**

@@ -93,26 +93,26 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
-  private quarantineSource?: () => Promise<ReadonlyMap<string, number>>;
-  private readonly quarantinedViewSets = new Set<string>();
+  private readonly quarantineSources: {
+    blocks?: () => Promise<ReadonlyMap<string, number>>;
+    partitions?: () => Promise<ReadonlyMap<string, number>>;
+  } = {};
 
-  /** Read from Postgres at each scrape (see countQuarantinedBlocksWith), so every process reports the same. */
-  readonly quarantinedBlocks = new Gauge({
-    name: 'orrery_quarantined_blocks',
-    help: 'Blocks left out of a view set because their payload could not be read (list_quarantined_blocks())',
-    labelNames: ['view_set'] as const,
-    registers: [this.registry],
-    collect: async () => {
-      if (!this.quarantineSource) return;
-      const counts = await this.quarantineSource().catch(() => undefined);
-      if (!counts) return; // Postgres unreachable: keep the last values
-      for (const name of counts.keys()) this.quarantinedViewSets.add(name);
-      for (const name of this.quarantinedViewSets)
-        this.quarantinedBlocks.set({ view_set: name }, counts.get(name) ?? 0);
-    },
-  });
+  /** Read from Postgres at each scrape (see countQuarantinedWith), so every process reports the same. */
+  readonly quarantinedBlocks = postgresCountGauge(
+    this.registry,
+    'orrery_quarantined_blocks',
+    'Blocks left out of a view set because their payload could not be read (list_quarantined_blocks())',
+    () => this.quarantineSources.blocks,
+  );
 
-  /** Where the quarantined block counts come from (the process's Postgres). */
+  readonly quarantinedPartitions = postgresCountGauge(
+    this.registry,
+    'orrery_quarantined_partitions',
+    'Partition files of a view set taken out of the lake because they could not be read (list_quarantined_partitions())',
+    () => this.quarantineSources.partitions,
+  );
+
   readonly rollupRefreshDuration = new Histogram({
     name: 'orrery_rollup_refresh_duration_seconds',
     help: 'Time a rollup refresh job took, by rollup and outcome (ok, failed)',
@@ -135,8 +135,12 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
-  countQuarantinedBlocksWith(source: () => Promise<ReadonlyMap<string, number>>): void {
-    this.quarantineSource = source;
+  /** Where the quarantined block and partition counts come from (the process's Postgres). */
+  countQuarantinedWith(sources: {
+    blocks: () => Promise<ReadonlyMap<string, number>>;
+    partitions: () => Promise<ReadonlyMap<string, number>>;
+  }): void {
+    Object.assign(this.quarantineSources, sources);
   }
 
   constructor() {
@@ -147,4 +151,32 @@ export class OrreryMetrics {
   labelInstance(instance: string): void {
     this.registry.setDefaultLabels({ instance });
   }
+}
+
+/**
+ * A gauge per view set whose values are read at each scrape; a view set once seen stays at 0 when
+ * its count goes, and the last values stay while the source cannot be read.
+ */
+function postgresCountGauge(
+  registry: Registry,
+  name: string,
+  help: string,
+  source: () => (() => Promise<ReadonlyMap<string, number>>) | undefined,
+): Gauge<'view_set'> {
+  const seen = new Set<string>();
+  const gauge: Gauge<'view_set'> = new Gauge({
+    name,
+    help,
+    labelNames: ['view_set'] as const,
+    registers: [registry],
+    collect: async () => {
+      const read = source();
+      if (!read) return;
+      const counts = await read().catch(() => undefined);
+      if (!counts) return; // Postgres unreachable: keep the last values
+      for (const view of counts.keys()) seen.add(view);
+      for (const view of seen) gauge.set({ view_set: view }, counts.get(view) ?? 0);
+    },
+  });
+  return gauge;
 }

@@ -25,6 +25,16 @@ export const sqlErrors = declareErrors('sql', {
     status: 'INVALID_ARGUMENT',
     meaning: 'an admin procedure must be the whole statement: SELECT * FROM f(...)',
   },
+  FILES_DENIED: {
+    status: 'PERMISSION_DENIED',
+    meaning:
+      "an admin's statement reads or writes files directly (read_parquet and the other read_*, parquet_*, glob, COPY, EXPORT DATABASE, FROM 'file'): the lake's files are reached through view sets and series tables",
+  },
+  PARTITION_QUARANTINED: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'a partition file the statement read could not be read (truncated, overwritten) after rows were sent: it is quarantined and its range rebuilt; run the statement again',
+  },
   LAKEHOUSE_UNAVAILABLE: {
     status: 'UNIMPLEMENTED',
     meaning: 'the function needs the lakehouse, which this server does not run',

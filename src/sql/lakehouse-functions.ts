@@ -1,6 +1,6 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
-import { allPartitions, type Partition } from '../lakehouse/index.js';
+import { allPartitions, quarantinedPartitions, type Partition } from '../lakehouse/index.js';
 import { quarantinedBlocks } from '../maintenance/index.js';
 import {
   instanceView,
@@ -169,6 +169,28 @@ async function define(
         name,
         'block_id VARCHAR, view_set_name VARCHAR, process_id VARCHAR, stream_id VARCHAR, audience VARCHAR, insert_time TIMESTAMP_NS, ' +
           'error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
+        rows,
+      );
+    }
+    case 'list_quarantined_partitions': {
+      arity(name, args, 0);
+      const rows = (await quarantinedPartitions(lakehouse.db)).map((q) =>
+        [
+          quoteLiteral(q.filePath),
+          quoteLiteral(q.viewSetName),
+          quoteLiteral(q.viewInstanceId),
+          `make_timestamp_ns(${q.beginInsertTime})`,
+          `make_timestamp_ns(${q.endInsertTime})`,
+          String(q.numRows),
+          quoteLiteral(q.error),
+          quoteLiteral(q.orreryVersion),
+          `${quoteLiteral(q.quarantinedAt.toISOString())}::TIMESTAMPTZ`,
+        ].join(', '),
+      );
+      return table(
+        name,
+        'file_path VARCHAR, view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, ' +
+          'end_insert_time TIMESTAMP_NS, num_rows BIGINT, error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
         rows,
       );
     }

@@ -51,19 +51,28 @@ import { procedureOf, procedureResult, runProcedure, type ProcedureContext } fro
 import { jobsRelation, jobsUpdate, snouttimeNames, type Provenance } from '../rollups/index.js';
 import { rollupReadSetup } from './rollup-reads.js';
 import {
+  isColumnsListing,
   isTablesListing,
   isTablesShow,
   nanosecondTimestamps,
   queryShape,
-  substituteTablesListing,
+  substituteListings,
   type QueryShape,
   type RelationRef,
   type TableFunctionCall,
 } from '../engine/index.js';
+import { partitionKeysIn } from '../lakehouse/index.js';
 import { sqlInfo } from './sql-info-values.js';
 import { readerError } from './reader-errors.js';
 import { readerFunctionNames } from './reader-functions.js';
-import { changesSecrets, checkReaderQuery, checkSingleStatement, type ReaderCatalog } from './statement-policy.js';
+import {
+  adminFileAccess,
+  changesSecrets,
+  checkReaderQuery,
+  checkSingleStatement,
+  fileRelation,
+  type ReaderCatalog,
+} from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } from './series-plans.js';
 import { Transactions, savepointRefusal } from './transactions.js';
@@ -71,8 +80,28 @@ import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRu
 import type { OrreryMetrics } from '../metrics/index.js';
 import { PlanCache } from './plan-cache.js';
 
-/** The temporary view information_schema.tables and SHOW TABLES read instead of DuckDB's catalog. */
+/** The temporary views information_schema.tables (and SHOW TABLES) and .columns read instead of DuckDB's catalog. */
 const tablesListing = '__orrery_tables';
+const columnsListing = '__orrery_columns';
+
+/** DataFusion's information_schema.columns columns, as DuckDB types. */
+const columnsListingColumns = [
+  ['table_catalog', 'VARCHAR'],
+  ['table_schema', 'VARCHAR'],
+  ['table_name', 'VARCHAR'],
+  ['column_name', 'VARCHAR'],
+  ['ordinal_position', 'UBIGINT'],
+  ['column_default', 'VARCHAR'],
+  ['is_nullable', 'VARCHAR'],
+  ['data_type', 'VARCHAR'],
+  ['character_maximum_length', 'UBIGINT'],
+  ['character_octet_length', 'UBIGINT'],
+  ['numeric_precision', 'UBIGINT'],
+  ['numeric_precision_radix', 'UBIGINT'],
+  ['numeric_scale', 'UBIGINT'],
+  ['datetime_precision', 'UBIGINT'],
+  ['interval_type', 'VARCHAR'],
+] as const;
 
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([
@@ -212,10 +241,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.plans.cancel(statement.planId, ctx);
   }
 
-  private async runQuery(ctx: CallContext<Principal>, statement: Statement): Promise<QueryResult> {
+  private async runQuery(ctx: CallContext<Principal>, statement: Statement, again = false): Promise<QueryResult> {
     const run = await this.limits.begin(ctx.principal.name, ctx, true);
     try {
-      const kept = this.keptPlan(ctx, statement, run);
+      const kept = again ? undefined : this.keptPlan(ctx, statement, run);
       const plan = kept ?? (await this.plan(ctx, statement, run));
       if (plan.kind === 'procedure')
         return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
@@ -229,9 +258,21 @@ export class SqlService implements FlightSqlBackend<Principal> {
         return { schema: countSchema, batches: run.track(counted()) };
       }
       const result = await this.engine.query(plan.sql, { ...plan.options, limit: ctx.options.limit }, plan.description);
-      const batches = ctx.principal.admin ? result.batches : this.guardedBatches(statement, result.batches);
+      const rerun = async (): Promise<AsyncIterable<RecordBatch>> => {
+        const planned = await this.plan(ctx, statement, run);
+        if (planned.kind !== 'engine') throw new Error(`a statement planned for DuckDB was planned as ${planned.kind}`);
+        return (
+          await this.engine.query(planned.sql, { ...planned.options, limit: ctx.options.limit }, planned.description)
+        ).batches;
+      };
+      const contained = this.containedBatches(result.batches, rerun);
+      const batches = ctx.principal.admin ? contained : this.guardedBatches(statement, contained);
       return { schema: result.schema, batches: run.track(batches) };
     } catch (error) {
+      if (!again && (await this.contained(error))) {
+        run.end();
+        return this.runQuery(ctx, statement, true);
+      }
       const reported = this.reported(ctx, statement, error);
       run.end(reported);
       throw reported;
@@ -381,18 +422,38 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return tables;
   }
 
-  /** A temporary view of queryableTables with DataFusion's information_schema.tables columns. */
-  private async tablesListingSetup(principal: Principal): Promise<string[]> {
-    const rows = (await this.queryableTables(principal))
-      .sort((a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name))
-      .map((t) =>
-        [t.catalog ?? 'orrery', t.schema, t.name, t.type === 'VIEW' ? 'VIEW' : 'BASE TABLE']
-          .map(quoteLiteral)
-          .join(', '),
-      );
-    const typed = `SELECT ${['table_catalog', 'table_schema', 'table_name', 'table_type'].map((c) => `NULL::VARCHAR AS ${c}`).join(', ')} WHERE false`;
-    const body = rows.length === 0 ? typed : `${typed} UNION ALL VALUES ${rows.map((r) => `(${r})`).join(', ')}`;
-    return [`CREATE OR REPLACE TEMP VIEW ${tablesListing} AS ${body}`];
+  /**
+   * Temporary views of queryableTables with DataFusion's information_schema.tables columns and,
+   * when asked, its information_schema.columns columns (one row per column of each, DuckDB's type
+   * names in data_type): what the key may query, nothing else.
+   */
+  private async listingSetup(principal: Principal, withColumns: boolean): Promise<string[]> {
+    const tables = (await this.queryableTables(principal)).sort(
+      (a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name),
+    );
+    const rows = tables.map((t) =>
+      [t.catalog ?? 'orrery', t.schema, t.name, t.type === 'VIEW' ? 'VIEW' : 'BASE TABLE'].map(quoteLiteral).join(', '),
+    );
+    const statements = [
+      `CREATE OR REPLACE TEMP VIEW ${tablesListing} AS ${valuesRelation(
+        ['table_catalog', 'table_schema', 'table_name', 'table_type'].map((c) => [c, 'VARCHAR'] as const),
+        rows,
+      )}`,
+    ];
+    if (!withColumns) return statements;
+    const columnRows: string[] = [];
+    for (const t of tables) {
+      (await t.schemaOf()).fields.forEach((field, i) => {
+        const type = field.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME') ?? String(field.type);
+        const named = [t.catalog ?? 'orrery', t.schema, t.name, field.name].map(quoteLiteral);
+        const rest = ['NULL', quoteLiteral(field.nullable ? 'YES' : 'NO'), quoteLiteral(type)];
+        columnRows.push([...named, String(i + 1), ...rest, ...Array(7).fill('NULL')].join(', '));
+      });
+    }
+    statements.push(
+      `CREATE OR REPLACE TEMP VIEW ${columnsListing} AS ${valuesRelation(columnsListingColumns, columnRows)}`,
+    );
+    return statements;
   }
 
   async getTableTypes(): Promise<string[]> {
@@ -438,6 +499,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
         "permission denied: CREATE SECRET and DROP SECRET are not available (the object store's secret is Orrery's)",
       );
     }
+    const files = principal.admin ? adminFileAccess(statement.query) : null;
+    if (files) throw filesDenied(files);
     if (attachesDatabases(statement.query)) {
       throw sqlErrors.error(
         'LAKE_INTERNALS_DENIED',
@@ -475,6 +538,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const tree = await this.engine.parseSelect(statement.query);
     const renamed = tree !== null && snouttimeNames(tree);
     const shape = tree ? queryShape(tree) : null;
+    const file = principal.admin && shape ? fileRelation(shape) : null;
+    if (file) throw filesDenied(file);
     if (!(shape && (await this.isRuleManagementAlone(shape)))) await this.checkDenied(ctx, statement, shape);
     if (shape) {
       checkSingleStatement(shape);
@@ -518,12 +583,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     };
     const listsTables =
       shape !== null && (shape.relations.some(isTablesListing) || shape.catalogListings.some(isTablesShow));
-    if (listsTables) setup.push(...(await this.tablesListingSetup(principal)));
+    const listsColumns = shape !== null && shape.relations.some(isColumnsListing);
+    if (listsTables || listsColumns) setup.push(...(await this.listingSetup(principal, listsColumns)));
     // Both rewrites run (no short circuit): either one means running the rewritten tree.
     const rewritten = tree
       ? [
           timestamps,
-          listsTables && substituteTablesListing(tree, tablesListing),
+          (listsTables || listsColumns) && substituteListings(tree, { tables: tablesListing, columns: columnsListing }),
           renamed,
           (reads?.rollups.length ?? 0) > 0,
         ]
@@ -562,6 +628,46 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
   }
 
+  /**
+   * Whether a failure named partition files of the lake that cannot be read, now contained (quarantined,
+   * their ranges rebuilt from source; see Materializer.containUnreadable), so the statement may run again.
+   */
+  private async contained(error: unknown): Promise<boolean> {
+    const materializer = this.backend?.materializer;
+    if (!materializer || !(error instanceof Error)) return false;
+    const keys = partitionKeysIn(error.message);
+    if (keys.length === 0 || (await materializer.containUnreadable(keys).catch(() => 0)) === 0) return false;
+    await this.lakehouse?.partitions?.sync(); // the statement runs again over the partitions as they are now
+    return true;
+  }
+
+  /**
+   * A result whose reading fails on a partition file that cannot be read: the file is contained and the
+   * statement runs again when no row was sent yet; otherwise the caller is told to run it again.
+   */
+  private async *containedBatches(
+    batches: AsyncIterable<RecordBatch>,
+    rerun: () => Promise<AsyncIterable<RecordBatch>>,
+  ): AsyncGenerator<RecordBatch> {
+    let sent = false;
+    try {
+      for await (const batch of batches) {
+        sent = true;
+        yield batch;
+      }
+    } catch (error) {
+      if (!(await this.contained(error))) throw error;
+      if (!sent) {
+        yield* await rerun();
+        return;
+      }
+      throw sqlErrors.error(
+        'PARTITION_QUARANTINED',
+        'a partition file of the lake could not be read after rows were sent: it is quarantined and its range rebuilt; run the statement again',
+      );
+    }
+  }
+
   /** Runs `use` within the key's limits (admitted, timed, recorded), its failure as the caller may see it. */
   private async limited<T>(
     ctx: CallContext<Principal>,
@@ -571,7 +677,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
   ): Promise<T> {
     const run = await this.limits.begin(ctx.principal.name, ctx, executes);
     try {
-      const result = await use(run);
+      const result = await use(run).catch(async (error: unknown) => {
+        // A statement planned or run over a partition file that cannot be read runs once more without it.
+        if (await this.contained(error)) return use(run);
+        throw error;
+      });
       run.end();
       return result;
     } catch (error) {
@@ -860,6 +970,16 @@ function parseDdlFor(principal: Principal, text: string): DdlStatement | null {
     if (!principal.admin && error instanceof DdlError) throw permissionDenied(principal);
     throw error;
   }
+}
+
+/** A relation of these columns (name, DuckDB type) and rows (SQL literals in column order). */
+function valuesRelation(columns: ReadonlyArray<readonly [string, string]>, rows: readonly string[]): string {
+  const typed = `SELECT ${columns.map(([name, type]) => `NULL::${type} AS ${name}`).join(', ')} WHERE false`;
+  return rows.length === 0 ? typed : `${typed} UNION ALL VALUES ${rows.map((r) => `(${r})`).join(', ')}`;
+}
+
+function filesDenied(reason: string): OrreryError {
+  return sqlErrors.error('FILES_DENIED', `permission denied: ${reason}; query the view sets and series tables`);
 }
 
 function selectOnly(principal: Principal): OrreryError {

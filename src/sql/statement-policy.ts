@@ -1,6 +1,7 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
 import {
+  isColumnsListing,
   isTablesListing,
   isTablesShow,
   type FunctionCall,
@@ -65,11 +66,11 @@ export async function checkReaderQuery(shape: QueryShape, catalog: ReaderCatalog
       throw denied(`function '${qualified}' does not exist or is not available to this key`);
     }
   }
-  // SHOW TABLES and information_schema.tables are answered from what the key can query.
+  // SHOW TABLES, information_schema.tables and information_schema.columns are answered from what the key can query.
   if (shape.catalogListings.some((listing) => !isTablesShow(listing)))
     throw denied("SHOW lists the engine's catalog; SHOW TABLES and list_view_sets() list what this key can query");
   for (const relation of shape.relations) {
-    if (relation.cte || isTablesListing(relation)) continue;
+    if (relation.cte || isTablesListing(relation) || isColumnsListing(relation)) continue;
     const qualified = [relation.catalog, relation.schema, relation.name].filter(Boolean).join('.');
     if (/[./\\]/.test(relation.name) || relation.name.includes(':')) {
       throw denied(`'${relation.name}' names a file; query the view sets instead`);
@@ -117,4 +118,42 @@ export function changesSecrets(text: string): boolean {
     if (optional.every((word, k) => words[i + k] === word)) i += optional.length;
   }
   return words[i] === 'secret';
+}
+
+/** Table functions that read files (DuckDB's readers and their metadata functions start read_ or parquet_). */
+const fileTableFunctions = /^(read_\w+|parquet_\w+|glob|sniff_csv)$/;
+
+/**
+ * Why an admin's statement would read or write the lake's files directly, or null. The sandbox
+ * lets DuckDB reach the lake folder (view sets read their partition files there), so an admin's
+ * read_parquet could read series tables' DuckLake files (rows deleted since the last compaction
+ * among them) and payloads, and COPY ... TO could overwrite a partition file. Admins query the
+ * view sets and series tables instead. Read from the tokens, so literals and comments never
+ * count; a SELECT's relations are checked too (fileRelation).
+ */
+export function adminFileAccess(text: string): string | null {
+  let tokens: SqlToken[];
+  try {
+    tokens = tokenize(text);
+  } catch {
+    return null; // text that does not tokenize fails in DuckDB's parser
+  }
+  const word = (i: number): string => {
+    const token = tokens[i];
+    return token && (token.kind === 'word' || token.kind === 'ident') ? token.value.toLowerCase() : '';
+  };
+  let first = 0;
+  while (tokens[first]?.kind === 'punct' && tokens[first].raw === '(') first++;
+  if (word(first) === 'copy') return 'COPY reads or writes files';
+  if (word(first) === 'export' && word(first + 1) === 'database') return 'EXPORT DATABASE writes files';
+  for (let i = 0; i < tokens.length; i++) {
+    if (fileTableFunctions.test(word(i)) && tokens[i + 1]?.raw === '(') return `${word(i)}() reads files`;
+  }
+  return null;
+}
+
+/** Why a SELECT's relations read a file (a replacement scan: FROM 'file.parquet'), or null. */
+export function fileRelation(shape: QueryShape): string | null {
+  const file = shape.relations.find((r) => !r.cte && (/[./\\]/.test(r.name) || r.name.includes(':')));
+  return file ? `'${file.name}' names a file` : null;
 }

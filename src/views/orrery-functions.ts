@@ -26,6 +26,7 @@ export const orreryFunctions = {
   perfetto_trace_chunks: 'table',
   list_query_denials: 'admin table',
   list_quarantined_blocks: 'admin table',
+  list_quarantined_partitions: 'admin table',
   retire_partitions: 'procedure',
   materialize_partitions: 'procedure',
   regenerate_partitions: 'procedure',

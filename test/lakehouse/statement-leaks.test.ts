@@ -124,7 +124,7 @@ describe('issue 9: what a non-admin statement reveals', () => {
       'SELECT * FROM pg_catalog.pg_views',
       'SELECT * FROM pg_class',
       'SELECT * FROM information_schema.views',
-      'SELECT * FROM information_schema.columns',
+      'SELECT * FROM information_schema.schemata',
       'SELECT * FROM system.main.duckdb_views',
       "SELECT current_setting('allowed_directories')",
       "SELECT current_setting('temp_directory')",
@@ -136,6 +136,17 @@ describe('issue 9: what a non-admin statement reveals', () => {
       "SELECT write_log('x')",
       'SELECT * FROM (SELECT sql FROM duckdb_views()) v',
     ]);
+  });
+
+  it('information_schema.columns lists the columns of what the key may query, and nothing internal', async () => {
+    const listed = await rows(
+      b,
+      'SELECT DISTINCT table_schema, table_name FROM information_schema.columns ORDER BY ALL',
+    );
+    const tables = await rows(b, 'SELECT table_schema, table_name FROM information_schema.tables ORDER BY ALL');
+    assert.deepEqual(listed, tables);
+    const text = JSON.stringify(await rows(b, 'SELECT * FROM information_schema.columns'));
+    for (const leak of ['__', 'read_parquet', lake, fixture.orrery.dataDir]) assert.ok(!text.includes(leak), leak);
   });
 
   it("ordinary functions still work, Orrery's own included", async () => {

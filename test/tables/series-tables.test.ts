@@ -242,7 +242,7 @@ describe('series tables (issue 12)', () => {
     assert.equal((await refusal(asAdmin.updateCount(`SET search_path = ${lake} || '.main'`))).code, 7);
     // Words inside literals and comments are not calls.
     assert.deepEqual(await plainRows(asAdmin, `SELECT 'query(1)' AS q /* query(2) */`), [{ q: 'query(1)' }]);
-    // Files and other databases: the sandbox refuses them for admins; non-admins are stopped before DuckDB.
+    // Files and other databases: refused for admins as for non-admins, before DuckDB sees them.
     const outside = [
       `SELECT * FROM read_parquet('s3://bucket/metrics.parquet')`,
       `SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')`,
@@ -255,7 +255,7 @@ describe('series tables (issue 12)', () => {
       );
       assert.match(
         forAdmin.details,
-        /disabled by configuration|internal to Orrery|ATTACH and DETACH are not available/i,
+        /reads files; query the view sets|internal to Orrery|ATTACH and DETACH are not available/i,
         sql,
       );
       assert.ok([3, 7].includes(forAdmin.code), `${sql}: ${forAdmin.code}`);
