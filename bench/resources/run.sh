@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Resources benchmark (issue 13 item 8, small): starts `orrery serve` with a fresh data folder, ingests
 # ROWS log entries as DAYS partitions (one day of event time and one service each), times dashboard
-# queries before any index exists, publishes a minmax index on time and a set index on exe, and times
+# queries before any index exists, publishes a minmax index on time, a set index on exe and a bloom
+# filter on msg, and times
 # the same SQL again: partitions skipped (orrery.provenance), time with and without, the ratio; every
 # answer with the indexes must equal its answer without.
 #
