@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keyring, loadOrCreateLocalCredentials, parseAdmins, parseApiKeys, type Principal } from './auth/index.js';
@@ -164,7 +165,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       extensions.attach.push(attachLakeSql(metadata.connectionString, tablesDir));
     }
 
-    const { engine: maintenanceEngine, lake: maintenanceLake } = await createEngine(engineOptions, extensions, log);
+    // The materializer's scratch files (read once by the maintenance engine, then deleted) stay on this host.
+    const scratch = new FileObjectStore(mkdtempSync(join(tmpdir(), 'orrery-scratch-')));
+    closers.push({ name: 'the scratch folder', close: () => rmSync(scratch.root, { recursive: true, force: true }) });
+    const { engine: maintenanceEngine, lake: maintenanceLake } = await createEngine(
+      { ...engineOptions, readableDirectories: [...(engineOptions.readableDirectories ?? []), scratch.root] },
+      extensions,
+      log,
+    );
     const seriesNames = (): Set<string> => new Set([...reservedNames, ...views.all().map((v) => v.name)]);
     closers.push({ name: 'the maintenance engine', close: () => maintenanceEngine.close() });
     const loader = new ViewLoader({
@@ -195,6 +203,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const materializer = new Materializer({
       db: metadata,
       store,
+      scratch,
       engine: maintenanceEngine,
       viewSet: (name) => views.get(name),
       retireDelaySeconds: config.retireDelaySeconds,

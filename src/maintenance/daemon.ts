@@ -1,3 +1,4 @@
+import { isErrorOf } from '../errors/index.js';
 import type { MetadataStore } from '../metadata/index.js';
 import {
   deleteExpiredFiles,
@@ -23,9 +24,6 @@ export interface Pass {
   readonly toSeconds: number;
   readonly deltaSeconds: number;
 }
-
-/** Postgres's exclusion_violation: lakehouse_partitions_no_overlap refused a partition. */
-const overlappingPartition = '23P01';
 
 /** How many skipped windows a pass makes up for when it runs late. */
 const maxCatchUpWindows = 60;
@@ -230,7 +228,7 @@ export class MaintenanceDaemon {
       this.options.onOutcome?.(view.name, outcome);
       return outcome;
     } catch (error) {
-      if ((error as { code?: unknown }).code === overlappingPartition) {
+      if (isErrorOf(error, maintenanceErrors, 'PARTITION_OVERLAP')) {
         // Another daemon committed a partition overlapping this range (ranges of different passes
         // overlap, and only equal ranges share a lock): the range is covered, and a later pass
         // rebuilds it if its source count no longer matches.

@@ -7,6 +7,11 @@ export const maintenanceErrors = declareErrors('maintenance', {
     meaning: "a view set's count_src_query did not return one row with one column",
   },
   DAEMON_CLOSED: { status: 'UNAVAILABLE', meaning: 'the maintenance daemon has been closed (the server is stopping)' },
+  PARTITION_OVERLAP: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'another process (a daemon pass, an admin call) registered a partition overlapping the range first; nothing was changed',
+  },
   PARTITION_WRITE_TOO_SLOW: {
     status: 'UNAVAILABLE',
     meaning:

@@ -39,8 +39,13 @@ export type Outcome = 'created' | 'merged' | 'up to date' | 'skipped';
 export interface MaterializerOptions {
   readonly db: MetadataStore;
   readonly store: ObjectStore;
-  /** A DuckDB engine whose readable folder is the lake. */
+  /** A DuckDB engine whose readable folders are the lake and `scratch`. */
   readonly engine: DuckDBEngine;
+  /**
+   * A local folder for the files one materialization writes, reads and deletes (block lists, decoded
+   * payloads, probes): kept out of the object store, where each would cost a PUT, a HEAD, a GET and a DELETE.
+   */
+  readonly scratch: ObjectStore;
   /** View sets by name, to resolve what a SQL-defined set reads. */
   readonly viewSet: (name: string) => ViewSet | undefined;
   /** Seconds a retired file stays readable before deletion. */
@@ -225,7 +230,7 @@ export class Materializer {
       );
     } catch (error) {
       for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
-      throw error;
+      throw overlapping(view, span, error);
     }
     return 'created';
   }
@@ -241,6 +246,10 @@ export class Materializer {
    * built from the others.
    */
   private async extracted(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
+    // No source rows: the range is recorded as empty without running the extract or writing a file (on
+    // S3 an idle second cost each view set a PUT and a DELETE). Not for a set defined in SQL: its count
+    // query may count what its extract does not read (log_stats counts the blocks view set's rows).
+    if (count === 0n && view.source.kind !== 'sql') return emptyPartition(view, range, count);
     try {
       return await this.extractedFrom(view, range, count);
     } catch (error) {
@@ -293,7 +302,7 @@ export class Materializer {
       );
     } catch (error) {
       if (partition.filePath) await this.options.store.delete(partition.filePath);
-      throw error;
+      throw overlapping(view, { begin: partition.beginInsertTime, end: partition.endInsertTime }, error);
     }
     const { db, store, engine } = this.options;
     await indexPartition({ db, store, lakeRows: (sql) => engine.values(sql) }, partition).catch((error: unknown) =>
@@ -409,12 +418,12 @@ export class Materializer {
 
   /** Runs the extract over these blocks alone into a scratch file: null when it succeeds, else DuckDB's message. */
   private async probe(view: ViewSet, source: PayloadSource, blocks: BlockRow[]): Promise<string | null> {
-    const { store, engine } = this.options;
+    const { scratch, engine } = this.options;
     const { sql, setup, cleanup } = await this.payloadExtract(view, source, blocks);
     const key = scratchKey('parquet');
     try {
       await engine.execute(
-        `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(await store.writableLocation(key))} (FORMAT parquet)`,
+        `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(await scratch.writableLocation(key))} (FORMAT parquet)`,
         { setup },
       );
       return null;
@@ -422,7 +431,7 @@ export class Materializer {
       if (!isDataError(error)) throw error;
       return (error as Error).message;
     } finally {
-      await store.delete(key);
+      await scratch.delete(key);
       await cleanup();
     }
   }
@@ -518,35 +527,24 @@ export class Materializer {
       `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
       { setup },
     );
-    let stats: { min: bigint | null; max: bigint | null } = { min: null, max: null };
-    if (rows > 0) {
-      // Event-time bounds from the row groups' statistics in the footer: no data is read again.
-      const [row] = await this.rows(
-        `SELECT epoch_ns(min(TRY_CAST(stats_min AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.minTimeColumn)})),
-                epoch_ns(max(TRY_CAST(stats_max AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.maxTimeColumn)}))
-           FROM parquet_metadata(${quoteLiteral(path)})`,
-        [],
-      );
-      stats = {
-        min: row[0] === null ? null : BigInt(row[0] as bigint),
-        max: row[1] === null ? null : BigInt(row[1] as bigint),
-      };
-    } else {
+    if (rows === 0) {
       await store.delete(key);
+      return emptyPartition(view, range, count);
     }
+    // Event-time bounds from the row groups' statistics in the footer: no data is read again.
+    const [row] = await this.rows(
+      `SELECT epoch_ns(min(TRY_CAST(stats_min AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.minTimeColumn)})),
+              epoch_ns(max(TRY_CAST(stats_max AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.maxTimeColumn)}))
+         FROM parquet_metadata(${quoteLiteral(path)})`,
+      [],
+    );
     return {
-      viewSetName: view.name,
-      viewInstanceId: globalInstance,
-      beginInsertTime: range.begin,
-      endInsertTime: range.end,
-      minEventTime: stats.min,
-      maxEventTime: stats.max,
-      filePath: rows > 0 ? key : null,
-      fileSize: rows > 0 ? ((await store.size(key)) ?? 0) : 0,
-      schemaHash: schemaHash(view.columns),
-      sourceCount: count,
+      ...emptyPartition(view, range, count),
+      minEventTime: row[0] === null ? null : BigInt(row[0] as bigint),
+      maxEventTime: row[1] === null ? null : BigInt(row[1] as bigint),
+      filePath: key,
+      fileSize: (await store.size(key)) ?? 0,
       numRows: rows,
-      sortOrder: view.mergeSortOrder ? [...view.mergeSortOrder] : null,
     };
   }
 
@@ -564,17 +562,17 @@ export class Materializer {
         cleanup: none,
       };
     }
-    const { store } = this.options;
+    const { scratch } = this.options;
     const tempKey = scratchKey('jsonl');
-    const cleanup = (): Promise<void> => store.delete(tempKey);
+    const cleanup = (): Promise<void> => scratch.delete(tempKey);
     if (source.kind === 'metadata') {
       const rows =
         source.table === 'blocks'
           ? await blocksInRange(this.options.db, range)
           : await metadataRows(this.options.db, source.table, range);
       if (rows.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: none };
-      await store.put(tempKey, jsonLines(rows));
-      return { sql: readJson(store.location(tempKey), view.columns), setup: [], cleanup };
+      await scratch.put(tempKey, jsonLines(rows), { durable: false });
+      return { sql: readJson(scratch.location(tempKey), view.columns), setup: [], cleanup };
     }
     return this.payloadExtract(
       view,
@@ -589,21 +587,21 @@ export class Materializer {
     source: PayloadSource,
     blocks: readonly BlockRow[],
   ): Promise<{ sql: string; setup: string[]; cleanup: () => Promise<void> }> {
-    const { store } = this.options;
+    const { store, scratch } = this.options;
     if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: async () => {} };
     const tempKey = scratchKey('jsonl');
     const decodedKeys: string[] = [];
     const cleanup = async (): Promise<void> => {
-      for (const key of [tempKey, ...decodedKeys]) await store.delete(key);
+      for (const key of [tempKey, ...decodedKeys]) await scratch.delete(key);
     };
     const withPaths = [];
     for (const b of blocks) {
       const key = payloadKey(b.process_id, b.stream_id, b.block_id);
       const decoded = await this.decodedPayload(key);
       if (decoded !== null) decodedKeys.push(decoded);
-      withPaths.push({ ...b, path: store.location(decoded ?? key) });
+      withPaths.push({ ...b, path: decoded === null ? store.location(key) : scratch.location(decoded) });
     }
-    await store.put(tempKey, jsonLines(withPaths));
+    await scratch.put(tempKey, jsonLines(withPaths), { durable: false });
     const blockColumns: ColumnSpec[] = [
       { name: 'block_id', type: 'VARCHAR' },
       { name: 'stream_id', type: 'VARCHAR' },
@@ -616,7 +614,7 @@ export class Materializer {
       { name: 'audience', type: 'VARCHAR' },
       { name: 'path', type: 'VARCHAR' },
     ];
-    const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(store.location(tempKey), blockColumns)}`];
+    const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(scratch.location(tempKey), blockColumns)}`];
     const payloads = `[${withPaths.map((b) => quoteLiteral(b.path)).join(', ')}]`;
     return { sql: source.extract.replaceAll('{payloads}', payloads), setup, cleanup };
   }
@@ -627,19 +625,21 @@ export class Materializer {
    * decoded, which is then read in place too, so DuckDB's error on it quarantines its block as usual.
    */
   private async decodedPayload(key: string): Promise<string | null> {
-    const { store } = this.options;
-    const first = await store.readPrefix(key, 1);
-    if (first === null || first.length === 0 || first[0] === 0x7b /* '{': NDJSON */) return null;
-    const payload = await store.get(key);
+    const { store, scratch } = this.options;
+    // One whole read (an NDJSON payload is then read again by DuckDB, as a prefix read used to cost anyway).
+    const payload = await store.get(key).catch(async (error: unknown) => {
+      if ((await store.size(key)) === null) return null; // gone: DuckDB's read of it fails and quarantines it
+      throw error;
+    });
+    if (payload === null || payload.length === 0 || payload[0] === 0x7b /* '{': NDJSON */) return null;
     let lines: Uint8Array;
     try {
       lines = payloadLines(payload);
     } catch {
       return null;
     }
-    // A scratch object need not be durable: it is read now and deleted after.
     const decoded = scratchKey('jsonl');
-    await store.put(decoded, lines, { durable: false });
+    await scratch.put(decoded, lines, { durable: false });
     return decoded;
   }
 
@@ -718,4 +718,34 @@ function readJson(path: string, columns: readonly ColumnSpec[]): string {
 
 function jsonLines(rows: readonly object[]): Uint8Array {
   return Buffer.from(rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
+}
+
+/** The record of a range without rows: no file, no event times. */
+function emptyPartition(view: ViewSet, range: InsertRange, count: bigint): Partition {
+  return {
+    viewSetName: view.name,
+    viewInstanceId: globalInstance,
+    beginInsertTime: range.begin,
+    endInsertTime: range.end,
+    minEventTime: null,
+    maxEventTime: null,
+    filePath: null,
+    fileSize: 0,
+    schemaHash: schemaHash(view.columns),
+    sourceCount: count,
+    numRows: 0,
+    sortOrder: view.mergeSortOrder ? [...view.mergeSortOrder] : null,
+  };
+}
+
+/**
+ * Postgres's exclusion_violation from lakehouse_partitions_no_overlap, as the error it means: another
+ * process (a daemon's pass, an admin's call) registered a partition overlapping this range first.
+ */
+function overlapping(view: ViewSet, range: InsertRange, error: unknown): unknown {
+  if ((error as { code?: unknown }).code !== '23P01') return error;
+  return maintenanceErrors.error(
+    'PARTITION_OVERLAP',
+    `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): another process registered a partition overlapping this range first; nothing was changed, and a later pass rebuilds the range if its source changed`,
+  );
 }

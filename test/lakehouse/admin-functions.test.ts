@@ -68,4 +68,45 @@ describe('admin functions', () => {
     assert.equal(await count(admin, 'SELECT count(*) FROM log_stats'), 0);
     assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 7);
   });
+
+  it('a partition another process registered first makes materialize_partitions fail as UNAVAILABLE, not INTERNAL', async () => {
+    const db = fixture.orrery.metadata;
+    const [{ file_schema_hash: hash }] = (
+      await db.query<{ file_schema_hash: Buffer }>(
+        "SELECT file_schema_hash FROM lakehouse_partitions WHERE view_set_name = 'log_entries' LIMIT 1",
+      )
+    ).rows;
+    const begin = Math.floor(Date.now() / 60_000) * 60 + 600; // nothing there yet
+    // Hold the lock commits take, so the call reads no overlap, then waits to commit; meanwhile another
+    // process's partition lands across its range.
+    let call: Promise<unknown> | undefined;
+    await db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('partition:log_entries:global'))");
+      call = admin.query(
+        `SELECT * FROM materialize_partitions('log_entries', '${iso(begin)}', '${iso(begin + 60)}', 60)`,
+      );
+      call.catch(() => undefined);
+      for (let waited = 0; ; waited += 50) {
+        const { rows } = await db.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+        if (rows.length > 0) break;
+        assert.ok(waited < 30_000, 'materialize_partitions never waited for the lock');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await tx.query(
+        `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, updated,
+           file_schema_hash, source_data_hash, num_rows)
+         VALUES ('log_entries', 'global', $1, $2, now(), $3, '\\x0000000000000000', 0)`,
+        [iso(begin + 30), iso(begin + 90), hash],
+      );
+    });
+    await assert.rejects(call!, {
+      code: 14,
+      details: new RegExp(
+        `log_entries \\[${iso(begin).slice(0, 19)}.*another process registered a partition overlapping this range first`,
+      ),
+    });
+    await db.query("DELETE FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND begin_insert_time = $1", [
+      iso(begin + 30),
+    ]);
+  });
 });
