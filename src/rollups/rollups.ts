@@ -108,7 +108,24 @@ export interface RollupReadPoint {
   readonly snapshot: bigint;
   readonly catalog: RollupCatalog;
   readonly tables: ReadonlyMap<string, SeriesTable>;
+  /** The buckets each rewritten level reads of each rollup: [from, to), to null when open. */
+  readonly windows?: ReadonlyMap<string, ReadonlyArray<{ readonly from: string; readonly to: string | null }>>;
 }
+
+/** The buckets each level of a provenance reads of the rollup it reads. */
+function windowsOf(provenance: Provenance): Map<string, Array<{ from: string; to: string | null }>> {
+  const windows = new Map<string, Array<{ from: string; to: string | null }>>();
+  for (const level of provenance.resources) {
+    if (!level.rollup) continue;
+    const list = windows.get(level.rollup.name) ?? [];
+    list.push(level.rollup.buckets ?? level.rollup.window);
+    windows.set(level.rollup.name, list);
+  }
+  return windows;
+}
+
+/** A timestamp (DuckDB's text or RFC 3339) in ms since the epoch. */
+const epochMs = (text: string): number => Date.parse(/[zZ]$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
 
 /** One day of a backfill: its buckets [from, to), and how many days are left; null days when nothing was left. */
 export interface BackfillStep {
@@ -484,7 +501,7 @@ export class Rollups {
     const baseColumns = this.baseOf({ base, viewSetBase }, tables);
     if (!baseColumns)
       throw rollupErrors.error('ROLLUP_SOURCE_NOT_FOUND', `create_rollup: the source of '${args.source}' is gone`);
-    const definition: RollupDefinition = {
+    let definition: RollupDefinition = {
       name,
       source: sourceName,
       sourceIsRollup: sourceRollup !== undefined,
@@ -498,9 +515,14 @@ export class Rollups {
       query: query.sql,
       columns: query.columns,
       retention: null,
-      sourceHash: sourceHash(baseColumns),
+      sourceHash: null,
       coveredFrom: null,
       viewSetBase,
+    };
+    // Only the columns it reads: a column added to the table later leaves the rollup answering.
+    definition = {
+      ...definition,
+      sourceHash: sourceHash(baseColumns, await this.columnsRead(definition, definitions)),
     };
     if (options.backfilled) {
       if (integer)
@@ -1062,6 +1084,8 @@ export class Rollups {
     scope: TableScope,
     /** Where the statement's rewrite read the rollups, to read them there again. */
     point?: RollupReadPoint,
+    /** Rollups the statement reads only through the rewrite of its levels (it does not name them itself). */
+    rewrittenOnly: ReadonlySet<string> = new Set(),
   ): Promise<string[]> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
@@ -1075,7 +1099,10 @@ export class Rollups {
     const context = readContext();
     const statements: string[] = [];
     for (const definition of rollups) {
-      const sql = await this.viewSql(definition, snapshot, scope, definitions, tables, context);
+      const windows = rewrittenOnly.has(definition.name) ? point?.windows?.get(definition.name) : undefined;
+      const sql =
+        (windows && (await this.storedRows(definition, snapshot, scope, tables, definitions, context, windows))) ??
+        (await this.viewSql(definition, snapshot, scope, definitions, tables, context));
       statements.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(definition.name)} AS ${sql}`);
     }
     const filter = audienceFilter(scope);
@@ -1090,6 +1117,46 @@ export class Rollups {
       );
     }
     return statements;
+  }
+
+  /**
+   * A rollup's stored rows, when they are all its view holds of the buckets some levels read: each
+   * window closed, before the watermark, inside the range backfilled, and holding no pending bucket
+   * (the view's other rows, aggregated from the source, are of none of those buckets). Reading
+   * them alone leaves out the view's source rows and, for a rollup of a rollup, its source's view.
+   * Null when the view must be read.
+   */
+  private async storedRows(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    scope: TableScope,
+    tables: ReadonlyMap<string, SeriesTable>,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+    context: ReadContext,
+    windows: ReadonlyArray<{ readonly from: string; readonly to: string | null }>,
+  ): Promise<string | null> {
+    if (definition.viewSetBase || definition.integer) return null;
+    const state = await this.state(definition, snapshot);
+    if (state.watermark === null) return null;
+    const watermark = epochMs(state.watermark);
+    const covered = definition.coveredFrom === null ? null : epochMs(definition.coveredFrom);
+    const pending = await this.pending(definition, snapshot, state, tables, definitions, context);
+    const pendingMs = pending.map(epochMs);
+    for (const window of windows) {
+      if (window.to === null) return null;
+      const [from, to] = [epochMs(window.from), epochMs(window.to)];
+      if (!(to <= watermark) || (covered !== null && !(from >= covered))) return null;
+      if (pendingMs.some((p) => p >= from && p < to)) return null;
+    }
+    const literals = pending.map((b) => bucketLiteral(definition, b));
+    const filter = audienceFilter(scope);
+    const where = [
+      `bucket < ${bucketLiteral(definition, state.watermark)}`,
+      ...(definition.coveredFrom === null ? [] : [`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`]),
+      ...(literals.length > 0 ? [`bucket NOT IN (${literals.join(', ')})`] : []),
+      ...(filter ? [filter] : []),
+    ];
+    return `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${where.join(' AND ')}`;
   }
 
   /**
@@ -1133,7 +1200,8 @@ export class Rollups {
         expressions.length === 0 ? [] : await this.engine.constantTexts(copy(expressions)).catch(() => null);
       if (texts && JSON.stringify(texts) === JSON.stringify(kept.constants.flatMap((c) => c.texts))) {
         tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
-        return { provenance: copy(kept.provenance), rollups: [...kept.rollups], at };
+        const provenance = copy(kept.provenance);
+        return { provenance, rollups: [...kept.rollups], at: { ...at, windows: windowsOf(provenance) } };
       }
     }
     const cache = new Map();
@@ -1147,7 +1215,7 @@ export class Rollups {
         name: definition.name,
         grain: definition.grain,
         ready: states.get(definition.name)!.watermark !== null,
-        sameHash: definition.sourceHash === sourceHash(base),
+        sameHash: sameSource(definition, base, await this.columnsRead(definition, definitions)),
         integer: definition.integer,
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
         retention: definition.retention,
@@ -1193,7 +1261,7 @@ export class Rollups {
         provenance: copy(rewritten.provenance),
         rollups: [...rewritten.rollups],
       });
-    return { ...rewritten, at };
+    return { ...rewritten, at: { ...at, windows: windowsOf(rewritten.provenance) } };
   }
 
   /**
@@ -1232,6 +1300,32 @@ export class Rollups {
       out.set(definition.name, state);
     }
     return out;
+  }
+
+  /**
+   * The columns of its base a rollup reads (lower case): every name its statement (or its source
+   * rollup's, down the chain) refers to, its time column and the audience.
+   */
+  private async columnsRead(
+    definition: RollupDefinition,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+  ): Promise<Set<string>> {
+    if (definition.sourceIsRollup) {
+      const source = definitions.get(definition.source);
+      return source ? this.columnsRead(source, definitions) : new Set();
+    }
+    const names = new Set([definition.baseTimeColumn.toLowerCase(), 'audience']);
+    const tree = await this.engine.parseSelect(definition.query);
+    const visit = (value: unknown): void => {
+      if (Array.isArray(value)) return value.forEach(visit);
+      if (value === null || typeof value !== 'object') return;
+      const node = value as Node;
+      // Every part of a name: `properties.key` may be a struct column's field.
+      if (node.class === 'COLUMN_REF') for (const part of node.column_names as string[]) names.add(part.toLowerCase());
+      Object.values(node).forEach(visit);
+    };
+    visit(tree?.statements);
+    return names;
   }
 
   /** DuckDB's aggregate functions and the sketches', worked out once. */
@@ -1277,7 +1371,7 @@ export class Rollups {
       const state = await this.state(definition, snapshot);
       if (definition.integer) skipped('integer time: buckets are not complete by the clock');
       else if (state.watermark === null) skipped('not ready: the rollup has not been refreshed yet');
-      else if (!base || definition.sourceHash !== sourceHash(base))
+      else if (!base || !sameSource(definition, base, await this.columnsRead(definition, definitions)))
         skipped(
           `hash changed: the ${definition.viewSetBase ? 'view set' : 'table'} is not the one the rollup was created over`,
         );
@@ -1425,13 +1519,26 @@ export class Rollups {
 }
 
 /** What a rollup's rewrite reads of its base table (or view set): every column with its type, hashed. */
-function sourceHash(base: {
-  readonly columns: ReadonlyArray<{ readonly name: string; readonly type: string }>;
-}): string {
+function sourceHash(
+  base: { readonly columns: ReadonlyArray<{ readonly name: string; readonly type: string }> },
+  /** The columns the rollup reads (lower case); every column when not given (rollups made before it was kept narrow). */
+  read?: ReadonlySet<string>,
+): string {
   return createHash('sha256')
-    .update(JSON.stringify(base.columns.map((c) => [c.name, c.type])))
+    .update(
+      JSON.stringify(base.columns.filter((c) => !read || read.has(c.name.toLowerCase())).map((c) => [c.name, c.type])),
+    )
     .digest('hex')
     .slice(0, 16);
+}
+
+/** Whether the base is still what the rollup was made over: the columns it reads, or (made earlier) every column. */
+function sameSource(
+  definition: RollupDefinition,
+  base: { readonly columns: ReadonlyArray<{ readonly name: string; readonly type: string }> },
+  read: ReadonlySet<string>,
+): boolean {
+  return definition.sourceHash === sourceHash(base, read) || definition.sourceHash === sourceHash(base);
 }
 
 /** The oldest instant a retention keeps (buckets before now less it are deleted at refresh), in ns since the epoch. */

@@ -21,9 +21,10 @@ export async function rollupReadSetup(
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
     .map((r) => r.name.toLowerCase());
+  const rewrittenOnly = new Set(rewrittenOnto.filter((r) => !names.includes(r)));
   names.push(...rewrittenOnto);
   if (names.length === 0) return [];
-  const setup = await rollups.readSetup(names, scopeOf(principal), point);
+  const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly);
   if (names.includes(jobsRelation))
     setup.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await rollups.jobs())}`);
   return setup;
