@@ -171,6 +171,14 @@ const hashedTypes =
 const isNull = (c: Node): boolean =>
   c.class === 'CONSTANT' ? (c.value as Node).is_null === true : c.class === 'CAST' && isNull(c.child as Node);
 
+/** What statements compute again and again, bounded: kept while fewer than 1000, then started over. */
+const conditions = new Map<string, string | null>();
+const hashes = new Map<string, bigint[] | null>();
+function remember<T>(cache: Map<string, T>, key: string, value: T): void {
+  if (cache.size >= 1000) cache.clear();
+  cache.set(key, value);
+}
+
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
@@ -266,10 +274,10 @@ export class PartitionPruning {
       junction('CONJUNCTION_AND', [columnRef('__orr_unlisted'), ...restrictions.map(rangeMeets)]),
     ]);
     try {
-      const statement = (await this.engine.parseSelect(`SELECT DISTINCT __orr_file FROM (${relation})`))!;
-      (statement.statements[0].node as Node).where_clause = structuredClone(meets);
-      nanosecondTimestamps(statement);
-      for (const [file] of await this.engine.values(await this.engine.deparse(statement))) kept.add(String(file));
+      const condition = await this.condition(meets);
+      if (condition === null) return null;
+      for (const [file] of await this.engine.values(`SELECT DISTINCT __orr_file FROM (${relation}) ${condition}`))
+        kept.add(String(file));
     } catch {
       return null;
     }
@@ -284,12 +292,35 @@ export class PartitionPruning {
   }
 
   /**
+   * `WHERE <meets>` as DuckDB writes it (the statement's constants as it reads them, timestamps as
+   * nanoseconds), kept per condition: a dashboard's repeated statement costs no parse again.
+   */
+  private async condition(meets: Node): Promise<string | null> {
+    const key = JSON.stringify(meets);
+    if (!conditions.has(key)) {
+      const skeleton = 'SELECT DISTINCT __orr_file FROM __orr_stats';
+      const statement = (await this.engine.parseSelect(skeleton))!;
+      (statement.statements[0].node as Node).where_clause = structuredClone(meets);
+      nanosecondTimestamps(statement);
+      const sql = await this.engine.deparse(statement);
+      remember(conditions, key, sql.startsWith(`${skeleton} WHERE `) ? sql.slice(skeleton.length + 1) : null);
+    }
+    return conditions.get(key)!;
+  }
+
+  /**
    * DuckDB's hash() of each constant as a value of the indexed type, which is what a bloom filter
    * holds; null unless each constant is one the statement's comparison casts to that type (a string
    * literal, an integer literal against an integer column, a cast to exactly that type), so equal
    * values hash alike. A NULL constant equals nothing and has no hash.
    */
   private async valueHashes(constants: readonly Node[], type: string): Promise<bigint[] | null> {
+    const key = JSON.stringify([type, constants]);
+    if (!hashes.has(key)) remember(hashes, key, await this.hashesOf(constants, type));
+    return hashes.get(key)!;
+  }
+
+  private async hashesOf(constants: readonly Node[], type: string): Promise<bigint[] | null> {
     if (!hashedTypes.test(type)) return null;
     const tree = (await this.engine.parseSelect('SELECT 1'))!;
     const values = structuredClone(constants).filter((c) => !isNull(c));
