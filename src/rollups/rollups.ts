@@ -1077,7 +1077,8 @@ export class Rollups {
 
   /**
    * The statements that make the rollups (and materialized tables) a statement names readable
-   * for a scope, all as of one DuckLake snapshot: temporary views under their own names.
+   * for a scope, all as of one DuckLake snapshot: temporary views under their own names; and that
+   * snapshot (null when the statement names none), for the statement to read its series tables at.
    */
   async readSetup(
     names: readonly string[],
@@ -1086,14 +1087,14 @@ export class Rollups {
     point?: RollupReadPoint,
     /** Rollups the statement reads only through the rewrite of its levels (it does not name them itself). */
     rewrittenOnly: ReadonlySet<string> = new Set(),
-  ): Promise<string[]> {
+  ): Promise<{ statements: string[]; snapshot: bigint | null }> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
     const stableNames = [...aliases.values()].filter((a) => wanted.has(a.name));
     for (const alias of stableNames) wanted.add(alias.target);
     const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
-    if (rollups.length === 0 && stored.length === 0) return [];
+    if (rollups.length === 0 && stored.length === 0) return { statements: [], snapshot: null };
     const snapshot = point?.snapshot ?? (await this.snapshot());
     const tables = point?.tables ?? (await this.tables.list());
     const context = readContext();
@@ -1116,7 +1117,7 @@ export class Rollups {
         `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(alias.name)} AS SELECT ${alias.selectList} FROM ${quoteIdentifier(alias.target)}`,
       );
     }
-    return statements;
+    return { statements, snapshot };
   }
 
   /**

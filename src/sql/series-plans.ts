@@ -39,11 +39,13 @@ export function seriesReadSetup(
   all: ReadonlyMap<string, SeriesTable>,
   principal: Principal,
   shape?: QueryShape,
+  /** The DuckLake snapshot the statement reads its rollups at, to read the tables there too. */
+  snapshot?: bigint,
 ): string[] {
   const named = shape
     ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte))
     : [...all.values()];
-  return tables.readViews(named, scopeOf(principal));
+  return tables.readViews(named, scopeOf(principal), snapshot);
 }
 
 /**

@@ -414,7 +414,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const schemaOf = async (): Promise<Schema> =>
         (
           await this.engine.describe(`SELECT * FROM ${quoteIdentifier(name)}`, {
-            setup: await rollups!.readSetup([name], scopeOf(principal)),
+            setup: (await rollups!.readSetup([name], scopeOf(principal))).statements,
           })
         ).schema;
       tables.push({ catalog: 'orrery', schema: 'main', name, type, schemaOf });
@@ -565,14 +565,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
     // statement may name one, not for statements over view sets alone.
     const listed = tables && (!shape || this.mayNameSeriesTables(shape)) ? await tables.list() : undefined;
-    if (tables && listed) setup.push(...seriesReadSetup(tables, listed, principal, shape ?? undefined));
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const rollups = this.lakehouse?.rollups;
     const reads =
       tree && shape && rollups && this.mayNameSeriesTables(shape) ? await rollups.rewrite(tree, listed) : null;
-    if (shape && rollups && this.mayNameSeriesTables(shape))
-      setup.push(...(await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at)));
+    const rollupSetup =
+      shape && rollups && this.mayNameSeriesTables(shape)
+        ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at)
+        : { statements: [], snapshot: null };
+    setup.push(...rollupSetup.statements);
+    // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
+    // lake); in a client's transaction, as the transaction sees them (its own writes included).
+    const pinned = session === undefined ? (rollupSetup.snapshot ?? undefined) : undefined;
+    if (tables && listed) setup.push(...seriesReadSetup(tables, listed, principal, shape ?? undefined, pinned));
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,

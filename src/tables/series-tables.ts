@@ -144,15 +144,18 @@ export class SeriesTables {
     );
   }
 
-  /** Temporary views that make the tables readable under their own names, filtered for the scope. */
-  readViews(tables: Iterable<SeriesTable>, scope: TableScope): string[] {
+  /**
+   * Temporary views that make the tables readable under their own names, filtered for the scope;
+   * as of a DuckLake snapshot when given (a statement that also reads rollups reads both there).
+   */
+  readViews(tables: Iterable<SeriesTable>, scope: TableScope, snapshot?: bigint): string[] {
     const filter =
       scope.kind === 'all'
         ? ''
         : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
     return [...tables].map(
       (table) =>
-        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT * FROM ${lakeTable(table.name)}${filter}`,
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT * FROM ${lakeTable(table.name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${filter}`,
     );
   }
 

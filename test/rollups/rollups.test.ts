@@ -20,7 +20,7 @@ import {
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
-import type { TestFlightClient } from '../support/flight-client.js';
+import { packAny, type TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-rollups-0001', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-rollups-0001', audiences: ['team-a'] };
@@ -363,5 +363,27 @@ describe('rollups (issue 17)', () => {
       await scalar(asAdmin, `SELECT retention = '37 days' FROM list_rollups() WHERE name = 'events_daily'`),
       1,
     );
+  });
+
+  it('a statement joining a rollup with its raw table reads both at one snapshot, whatever is written meanwhile', async () => {
+    await asAdmin.updateCount(`CREATE TABLE joined (ts TIMESTAMPTZ, v DOUBLE) WITH (time_column = 'ts')`);
+    await asAdmin.updateCount(`INSERT INTO joined VALUES ('2024-01-01 00:10:00+00', 1), ('2024-01-01 02:10:00+00', 2)`);
+    await plainRows(
+      asAdmin,
+      `select create_rollup('joined_hourly', 'joined', interval '1 hour', select_list => 'count(*) as n, sum(v) as s')`,
+    );
+    await scalar(asAdmin, `select refresh_rollup('joined_hourly')`);
+    const sql = `SELECT (SELECT sum(n) FROM joined_hourly) AS rolled, (SELECT count(*) FROM joined) AS raw,
+      (SELECT count(*) FROM joined_hourly r JOIN (SELECT time_bucket(INTERVAL 1 HOUR, ts::TIMESTAMP) AS bucket, count(*) AS n
+         FROM joined GROUP BY 1) j ON r.bucket = j.bucket AND r.n = j.n) AS matching, (SELECT count(*) FROM joined_hourly) AS buckets`;
+    for (const late of ['2024-01-01 00:30:00+00', '2024-01-01 05:00:00+00']) {
+      // Planned (its read set up) before the insert, run after it.
+      const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query: sql }));
+      await asAdmin.updateCount(`INSERT INTO joined VALUES ('${late}', 10)`);
+      const [row] = (await asAdmin.doGet(info.endpoints[0].ticket)).table.toArray();
+      assert.equal(Number(row.rolled), Number(row.raw));
+      assert.equal(Number(row.matching), Number(row.buckets));
+    }
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM joined'), 4);
   });
 });
