@@ -2,9 +2,9 @@ import { Schema } from 'apache-arrow';
 import type { CallContext, CancelResult, FlightSqlBackend, PreparedStatementInfo } from './backend.js';
 import type protobuf from 'protobufjs';
 import { decodeTicket, toPlan } from './commands.js';
-import { invalidArgument, unimplemented } from './errors.js';
+import { decodeRequest, invalidArgument, unimplemented } from './errors.js';
 import { announcedParameterSchema, schemaForClient } from './client-timestamps.js';
-import { Flight, FlightSql, decodeSql, encapsulateSchema, encode, packAny, unpackAny } from '../wire/index.js';
+import { Flight, FlightSql, encapsulateSchema, encode, packAny, unpackAny } from '../wire/index.js';
 import { encodeHandle, type HandleStatement } from './statement-handle.js';
 import { optionError, sessionCookie, type FlightSessions, type SessionOptionValue } from './sessions.js';
 
@@ -51,7 +51,7 @@ export async function runAction<P>(
   const body = action.body ?? new Uint8Array(0);
   switch (type) {
     case 'CreatePreparedStatement': {
-      const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>(
+      const m = decodeRequest<{ query?: string; transactionId?: Uint8Array }>(
         'ActionCreatePreparedStatementRequest',
         anyBody(body, type),
       );
@@ -62,7 +62,7 @@ export async function runAction<P>(
     }
     case 'CreatePreparedSubstraitPlan': {
       if (!backend.substrait) throw unimplemented('Substrait');
-      const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
+      const m = decodeRequest<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
         'ActionCreatePreparedSubstraitPlanRequest',
         anyBody(body, type),
       );
@@ -84,7 +84,7 @@ export async function runAction<P>(
       return [packAny('ActionBeginTransactionResult', { transactionId })];
     }
     case 'EndTransaction': {
-      const m = decodeSql<{ transactionId?: Uint8Array; action?: number }>(
+      const m = decodeRequest<{ transactionId?: Uint8Array; action?: number }>(
         'ActionEndTransactionRequest',
         anyBody(body, type),
       );
@@ -95,7 +95,7 @@ export async function runAction<P>(
     case 'BeginSavepoint': {
       const transactions = needTransactions(backend);
       if (!transactions.beginSavepoint) throw unimplemented('savepoints');
-      const m = decodeSql<{ transactionId?: Uint8Array; name?: string }>(
+      const m = decodeRequest<{ transactionId?: Uint8Array; name?: string }>(
         'ActionBeginSavepointRequest',
         anyBody(body, type),
       );
@@ -105,7 +105,7 @@ export async function runAction<P>(
     case 'EndSavepoint': {
       const transactions = needTransactions(backend);
       if (!transactions.endSavepoint) throw unimplemented('savepoints');
-      const m = decodeSql<{ savepointId?: Uint8Array; action?: number }>(
+      const m = decodeRequest<{ savepointId?: Uint8Array; action?: number }>(
         'ActionEndSavepointRequest',
         anyBody(body, type),
       );
@@ -120,7 +120,7 @@ export async function runAction<P>(
       return [encode(Flight.CancelFlightInfoResult, { status: await cancelInfo(backend, ctx, request.info) })];
     }
     case 'CancelQuery': {
-      const m = decodeSql<{ info?: Uint8Array }>('ActionCancelQueryRequest', anyBody(body, type));
+      const m = decodeRequest<{ info?: Uint8Array }>('ActionCancelQueryRequest', anyBody(body, type));
       const info = m.info ?? new Uint8Array(0);
       if (backend.cancelQuery)
         return [packAny('ActionCancelQueryResult', { result: await backend.cancelQuery(ctx, info) })];

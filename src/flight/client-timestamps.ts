@@ -9,6 +9,7 @@ import {
   Map_,
   TimestampMillisecond,
 } from 'apache-arrow';
+import { invalidArgument } from './errors.js';
 
 // Timestamps as each client can read them. Results carry `timestamp[ns, UTC]`, which ADBC,
 // pyarrow and arrow-go read as UTC instants. The Arrow Flight SQL JDBC driver before 19.0
@@ -19,11 +20,13 @@ import {
 // Driver"), get the same nanosecond values without the zone, which Orrery means as UTC. The
 // `timestamp_zone` header (`UTC` or `none`, a JDBC URL parameter becomes one) overrides the choice.
 
-/** Whether a call's results keep their timestamps' UTC zone. */
+/** Whether a call's results keep their timestamps' UTC zone; INVALID_ARGUMENT for a timestamp_zone header of another value. */
 export function zonedTimestamps(headers: ReadonlyMap<string, string>): boolean {
   const choice = headers.get('timestamp_zone')?.trim().toLowerCase();
   if (choice === 'none') return false;
   if (choice === 'utc') return true;
+  if (choice !== undefined && choice !== '')
+    throw invalidArgument(`header timestamp_zone: expected UTC or none, got '${headers.get('timestamp_zone')}'`);
   return !/^grpc-java/i.test(headers.get('user-agent') ?? '');
 }
 

@@ -1,8 +1,8 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, PlanStatement, QueryResult, Statement, SubstraitPlan } from './backend.js';
-import { invalidArgument, unimplemented } from './errors.js';
+import { decodeRequest, invalidArgument, unimplemented } from './errors.js';
 import { metadataCommands, metadataSchema, runMetadataCommand, type MetadataCommand } from './metadata-commands.js';
-import { decodeSql, packAny, unpackAny } from '../wire/index.js';
+import { packAny, unpackAny } from '../wire/index.js';
 import { decodeHandle, encodeHandle, type HandleStatement } from './statement-handle.js';
 
 // Dispatch of the commands carried by FlightDescriptor.cmd and Ticket.ticket.
@@ -20,14 +20,14 @@ export function decodeDescriptorCommand(cmd: Uint8Array): Command {
     throw invalidArgument('the descriptor command is not a Flight SQL command (expected a google.protobuf.Any)');
   switch (any.name) {
     case 'CommandStatementQuery': {
-      const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>(any.name, any.value);
+      const m = decodeRequest<{ query?: string; transactionId?: Uint8Array }>(any.name, any.value);
       return {
         kind: 'statement',
         handle: { kind: 'sql', statement: { query: m.query ?? '', transactionId: m.transactionId } },
       };
     }
     case 'CommandStatementSubstraitPlan': {
-      const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
+      const m = decodeRequest<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
         any.name,
         any.value,
       );
@@ -40,7 +40,7 @@ export function decodeDescriptorCommand(cmd: Uint8Array): Command {
       return prepared(any.value);
     default:
       if (metadataCommands.has(any.name))
-        return { kind: 'metadata', name: any.name, command: decodeSql(any.name, any.value) };
+        return { kind: 'metadata', name: any.name, command: decodeRequest(any.name, any.value) };
       throw unimplemented(`command ${any.name}`);
   }
 }
@@ -50,7 +50,7 @@ export function decodeTicket(ticket: Uint8Array): Command {
   const any = unpackAny(ticket);
   if (!any) return { kind: 'statement', handle: decodeHandle(ticket) };
   if (any.name === 'TicketStatementQuery') {
-    const m = decodeSql<{ statementHandle?: Uint8Array }>(any.name, any.value);
+    const m = decodeRequest<{ statementHandle?: Uint8Array }>(any.name, any.value);
     return { kind: 'statement', handle: decodeHandle(m.statementHandle ?? new Uint8Array(0)) };
   }
   if (
@@ -64,7 +64,7 @@ export function decodeTicket(ticket: Uint8Array): Command {
 }
 
 function prepared(value: Uint8Array): Command {
-  const m = decodeSql<{ preparedStatementHandle?: Uint8Array }>('CommandPreparedStatementQuery', value);
+  const m = decodeRequest<{ preparedStatementHandle?: Uint8Array }>('CommandPreparedStatementQuery', value);
   const handleBytes = m.preparedStatementHandle ?? new Uint8Array(0);
   return { kind: 'prepared', handle: asPrepared(decodeHandle(handleBytes)), handleBytes };
 }

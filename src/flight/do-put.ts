@@ -2,10 +2,9 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Table } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, IngestRequest } from './backend.js';
 import { executeUpdate, toPlan } from './commands.js';
-import { flightErrors, invalidArgument, unimplemented } from './errors.js';
+import { decodeRequest, flightErrors, invalidArgument, unimplemented } from './errors.js';
 import {
   FlightSql,
-  decodeSql,
   encode,
   readFlightDataStream,
   tableFromFlightData,
@@ -123,7 +122,7 @@ async function ingestResult<P>(
   data: AsyncIterable<{ header: Uint8Array; body: Uint8Array }>,
 ): Promise<Uint8Array> {
   if (!backend.ingest) throw unimplemented('bulk ingestion (CommandStatementIngest)');
-  const m = decodeSql<{
+  const m = decodeRequest<{
     tableDefinitionOptions?: { ifNotExist?: number; ifExists?: number };
     table?: string;
     schema?: string;
@@ -158,11 +157,14 @@ async function putResult<P>(
 ): Promise<Uint8Array> {
   switch (name) {
     case 'CommandStatementUpdate': {
-      const m = decodeSql<{ query?: string; transactionId?: Uint8Array }>(name, value);
+      const m = decodeRequest<{ query?: string; transactionId?: Uint8Array }>(name, value);
       return updateResult(await backend.executeUpdate(ctx, { query: m.query ?? '', transactionId: m.transactionId }));
     }
     case 'CommandStatementSubstraitPlan': {
-      const m = decodeSql<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(name, value);
+      const m = decodeRequest<{ plan?: { plan?: Uint8Array; version?: string }; transactionId?: Uint8Array }>(
+        name,
+        value,
+      );
       return updateResult(
         await executeUpdate(backend, ctx, {
           kind: 'plan',
@@ -171,14 +173,14 @@ async function putResult<P>(
       );
     }
     case 'CommandPreparedStatementQuery': {
-      const m = decodeSql<{ preparedStatementHandle?: Uint8Array }>(name, value);
+      const m = decodeRequest<{ preparedStatementHandle?: Uint8Array }>(name, value);
       const handle = decodeHandle(m.preparedStatementHandle ?? new Uint8Array(0));
       const parameters = parameterTable(messages);
       const bound = { ...handle, statement: { ...handle.statement, parameters } } as typeof handle;
       return encode(FlightSql.DoPutPreparedStatementResult, { preparedStatementHandle: encodeHandle(bound) });
     }
     case 'CommandPreparedStatementUpdate': {
-      const m = decodeSql<{ preparedStatementHandle?: Uint8Array }>(name, value);
+      const m = decodeRequest<{ preparedStatementHandle?: Uint8Array }>(name, value);
       const handle = decodeHandle(m.preparedStatementHandle ?? new Uint8Array(0));
       const parameters = parameterTable(messages) ?? handle.statement.parameters;
       const bound = { ...handle, statement: { ...handle.statement, parameters, prepared: true } } as typeof handle;

@@ -1,5 +1,6 @@
 import { Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import { OrreryError, declareErrors } from '../errors/index.js';
+import { decodeSql } from '../wire/index.js';
 
 /** Errors of the Flight SQL front end itself: requests it cannot read or does not serve. */
 export const flightErrors = declareErrors('flight', {
@@ -26,6 +27,15 @@ export const unimplemented = (what: string): OrreryError =>
   flightErrors.error('FLIGHT_UNIMPLEMENTED', `${what} is not supported by this server`);
 export const invalidArgument = (message: string): OrreryError => flightErrors.error('FLIGHT_BAD_REQUEST', message);
 export const unauthenticated = (message: string): OrreryError => flightErrors.error('FLIGHT_UNAUTHENTICATED', message);
+
+/** A Flight SQL message of a request, decoded; bytes that are not one (truncated, strings not UTF-8) are the client's mistake. */
+export function decodeRequest<T>(messageName: string, value: Uint8Array): T {
+  try {
+    return decodeSql<T>(messageName, value);
+  } catch (error) {
+    throw invalidArgument(`${messageName}: not a valid protobuf message (${(error as Error).message})`);
+  }
+}
 
 /** The trailer that carries an error's stable code to the client, next to its status and message. */
 export const errorCodeTrailer = 'orrery-error-code';
