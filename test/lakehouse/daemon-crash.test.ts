@@ -1,7 +1,7 @@
 // Issue 3, "Done when": kill -9 of the maintenance daemon mid-run, then two daemons started at once on
 // the same lake, leave exact counts: nothing lost, nothing counted twice, no overlapping partitions.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -68,7 +68,10 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
         lakeDir: join(dataDir, 'lake'),
       }),
       ORRERY_DATA_DIR: dataDir,
+      // Each process keeps its scratch files in a folder of its own under TMPDIR (orrery-scratch-*).
+      TMPDIR: join(dataDir, 'tmp'),
     };
+    mkdirSync(env.TMPDIR);
     serve = await startRole('serve', env); // ingestion and queries, no daemon
     client = clientFor(serve.flightPort, admin);
   });
@@ -111,8 +114,10 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
           )
         ).rows[0].n,
       );
-    const scratch = join(dataDir, 'lake', 'tmp');
-    const scratchFiles = (): string[] => (existsSync(scratch) ? readdirSync(scratch) : []);
+    const scratchFiles = (): string[] =>
+      readdirSync(env.TMPDIR, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile() && entry.name.endsWith('.jsonl'))
+        .map((entry) => join(entry.parentPath, entry.name));
 
     // 1. Data sent before any daemon runs: the first daemon's start-up catch-up picks it up.
     await sendSome(5);
