@@ -378,13 +378,7 @@ export class Rollups {
     const context = readContext();
     const all: TableScope = { kind: 'all' };
     if (definition.sourceIsRollup) {
-      const source = definitions.get(definition.source);
-      if (!source)
-        throw rollupErrors.error(
-          'ROLLUP_NOT_FOUND',
-          `rollup '${definition.name}' reads '${definition.source}', which is gone`,
-        );
-      await this.viewSql(source, snapshot, all, definitions, tables, context);
+      await this.viewSql(sourceRollup(definition, definitions), snapshot, all, definitions, tables, context);
     }
     const time = quoteIdentifier(definition.timeColumn);
     const begin = bucketLiteral(definition, from);
@@ -744,13 +738,7 @@ export class Rollups {
     const pending = await this.pending(definition, snapshot, state, tables, definitions, context);
     const all: TableScope = { kind: 'all' };
     if (definition.sourceIsRollup) {
-      const source = definitions.get(definition.source);
-      if (!source)
-        throw rollupErrors.error(
-          'ROLLUP_NOT_FOUND',
-          `rollup '${definition.name}' reads '${definition.source}', which is gone`,
-        );
-      await this.viewSql(source, snapshot, all, definitions, tables, context);
+      await this.viewSql(sourceRollup(definition, definitions), snapshot, all, definitions, tables, context);
     }
     const time = quoteIdentifier(definition.timeColumn);
     const literal = (value: string): string => bucketLiteral(definition, value);
@@ -1035,13 +1023,7 @@ export class Rollups {
     const built = context.views.get(definition.name);
     if (built !== undefined) return built;
     if (definition.sourceIsRollup) {
-      const source = definitions.get(definition.source);
-      if (!source)
-        throw rollupErrors.error(
-          'ROLLUP_NOT_FOUND',
-          `rollup '${definition.name}' reads '${definition.source}', which is gone`,
-        );
-      await this.viewSql(source, snapshot, scope, definitions, tables, context);
+      await this.viewSql(sourceRollup(definition, definitions), snapshot, scope, definitions, tables, context);
     } else if (definition.viewSetBase) await this.setRead(definition.base, snapshot, definitions, context);
     const state = await this.state(definition, snapshot);
     const source = this.sourceRows(definition, snapshot, scope, context);
@@ -1517,6 +1499,20 @@ export class Rollups {
         `create_rollup: the bucket (${grain}) must be a whole number of '${source.name}''s buckets (${source.grain})`,
       );
   }
+}
+
+/** The rollup a rollup-of-a-rollup reads: its definition, or ROLLUP_NOT_FOUND when it was dropped. */
+function sourceRollup(
+  definition: RollupDefinition,
+  definitions: ReadonlyMap<string, RollupDefinition>,
+): RollupDefinition {
+  const source = definitions.get(definition.source);
+  if (!source)
+    throw rollupErrors.error(
+      'ROLLUP_NOT_FOUND',
+      `rollup '${definition.name}' reads '${definition.source}', which is gone`,
+    );
+  return source;
 }
 
 /** What a rollup's rewrite reads of its base table (or view set): every column with its type, hashed. */

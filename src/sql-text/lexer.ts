@@ -154,3 +154,32 @@ export function tokenize(text: string, fail?: (message: string) => Error): SqlTo
   for (let token = lexer.next(); token.kind !== 'end'; token = lexer.next()) tokens.push(token);
   return tokens;
 }
+
+/** A statement read as words, for checks that must ignore literals and comments. */
+export interface StatementWords {
+  /** How many tokens the statement has. */
+  readonly length: number;
+  /** The index of its first word, past opening parentheses: `(SELECT ...)`. */
+  readonly first: number;
+  /** The token at an index as a lower-case name ('' for a literal, punctuation or past the end). */
+  readonly word: (index: number) => string;
+  /** Whether the word at an index is called: `name(`. */
+  readonly called: (index: number) => boolean;
+}
+
+/** A statement's words, or null when it does not tokenize (DuckDB's parser then refuses it). */
+export function statementWords(text: string): StatementWords | null {
+  let tokens: SqlToken[];
+  try {
+    tokens = tokenize(text);
+  } catch {
+    return null;
+  }
+  const word = (index: number): string => {
+    const token = tokens[index];
+    return token && (token.kind === 'word' || token.kind === 'ident') ? token.value.toLowerCase() : '';
+  };
+  let first = 0;
+  while (tokens[first]?.kind === 'punct' && tokens[first].raw === '(') first++;
+  return { length: tokens.length, first, word, called: (index) => tokens[index + 1]?.raw === '(' };
+}

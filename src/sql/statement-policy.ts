@@ -9,7 +9,7 @@ import {
   type RelationRef,
 } from '../engine/index.js';
 import { snouttimeCatalog } from '../views/index.js';
-import { tokenize, type SqlToken } from '../sql-text/index.js';
+import { statementWords } from '../sql-text/index.js';
 
 // What a key that is not an admin may put in a SELECT. The engine's sandbox keeps DuckDB
 // away from files outside the lake; this keeps callers away from the lake's files
@@ -101,23 +101,15 @@ export function checkSingleStatement(shape: QueryShape): void {
  * endpoint, and dropping Orrery's would cut every engine off the lake.
  */
 export function changesSecrets(text: string): boolean {
-  let tokens: SqlToken[];
-  try {
-    tokens = tokenize(text);
-  } catch {
-    return false; // text that does not tokenize fails in DuckDB's parser
-  }
-  const words = tokens
-    .filter((t) => t.kind === 'word' || t.kind === 'ident' || t.raw === '(')
-    .map((t) => (t.kind === 'word' || t.kind === 'ident' ? t.value.toLowerCase() : '('));
-  let i = 0;
-  while (words[i] === '(') i++;
-  if (words[i] !== 'create' && words[i] !== 'drop') return false;
+  const words = statementWords(text);
+  if (!words) return false;
+  let i = words.first;
+  if (words.word(i) !== 'create' && words.word(i) !== 'drop') return false;
   i++;
   for (const optional of [['or', 'replace'], ['persistent'], ['temporary'], ['temp']]) {
-    if (optional.every((word, k) => words[i + k] === word)) i += optional.length;
+    if (optional.every((word, k) => words.word(i + k) === word)) i += optional.length;
   }
-  return words[i] === 'secret';
+  return words.word(i) === 'secret';
 }
 
 /** Table functions that read files (DuckDB's readers and their metadata functions start read_ or parquet_). */
@@ -132,22 +124,13 @@ const fileTableFunctions = /^(read_\w+|parquet_\w+|glob|sniff_csv)$/;
  * count; a SELECT's relations are checked too (fileRelation).
  */
 export function adminFileAccess(text: string): string | null {
-  let tokens: SqlToken[];
-  try {
-    tokens = tokenize(text);
-  } catch {
-    return null; // text that does not tokenize fails in DuckDB's parser
-  }
-  const word = (i: number): string => {
-    const token = tokens[i];
-    return token && (token.kind === 'word' || token.kind === 'ident') ? token.value.toLowerCase() : '';
-  };
-  let first = 0;
-  while (tokens[first]?.kind === 'punct' && tokens[first].raw === '(') first++;
+  const words = statementWords(text);
+  if (!words) return null;
+  const { first, word } = words;
   if (word(first) === 'copy') return 'COPY reads or writes files';
   if (word(first) === 'export' && word(first + 1) === 'database') return 'EXPORT DATABASE writes files';
-  for (let i = 0; i < tokens.length; i++) {
-    if (fileTableFunctions.test(word(i)) && tokens[i + 1]?.raw === '(') return `${word(i)}() reads files`;
+  for (let i = 0; i < words.length; i++) {
+    if (fileTableFunctions.test(word(i)) && words.called(i)) return `${word(i)}() reads files`;
   }
   return null;
 }

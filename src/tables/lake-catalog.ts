@@ -1,5 +1,5 @@
 import type { MetadataStore } from '../metadata/index.js';
-import { tokenize, type SqlToken } from '../sql-text/index.js';
+import { statementWords } from '../sql-text/index.js';
 import { stripComments } from './series-statements.js';
 
 /**
@@ -74,18 +74,9 @@ const hiddenSqlFunctions = new Set([
  * Refused for every key; read from the tokens, so literals and comments never count.
  */
 export function reachesLakeIndirectly(text: string): string | null {
-  let tokens: SqlToken[];
-  try {
-    tokens = tokenize(text);
-  } catch {
-    return null; // text that does not tokenize fails in DuckDB's parser
-  }
-  const word = (i: number): string => {
-    const token = tokens[i];
-    return token && (token.kind === 'word' || token.kind === 'ident') ? token.value.toLowerCase() : '';
-  };
-  let first = 0;
-  while (tokens[first]?.kind === 'punct' && tokens[first].raw === '(') first++;
+  const words = statementWords(text);
+  if (!words) return null; // DuckDB's parser refuses it
+  const { first, word } = words;
   if (word(first) === 'use') return 'USE changes where names resolve; name tables in full instead';
   if (word(first) === 'import' && word(first + 1) === 'database')
     return 'IMPORT DATABASE runs the SQL files of a folder';
@@ -93,9 +84,9 @@ export function reachesLakeIndirectly(text: string): string | null {
     const name = ['session', 'local', 'global'].includes(word(first + 1)) ? word(first + 2) : word(first + 1);
     if (name === 'search_path' || name === 'schema') return `SET ${name} changes where names resolve`;
   }
-  for (let i = 0; i < tokens.length; i++) {
+  for (let i = 0; i < words.length; i++) {
     const name = word(i);
-    if (hiddenSqlFunctions.has(name) && tokens[i + 1]?.raw === '(') {
+    if (hiddenSqlFunctions.has(name) && words.called(i)) {
       return `${name}() runs SQL that the statement's text does not show`;
     }
   }

@@ -1,13 +1,11 @@
 // src/client's FlightSqlClient against a started Orrery: bearer key and Basic handshake, queries as
 // tables and streamed batches, updates, TLS, readable errors with the gRPC status, close().
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { FlightClientError, FlightSqlClient, type CallOptions, type FlightData } from '../../src/client/index.js';
 import { adminKey, readerKey, startTestOrrery } from '../support/orrery-process.js';
+import { selfSignedCertificate, type TestCertificate } from '../support/tls.js';
 
 /** Counts DoGet calls that have ended (read to the end, failed, or stopped early). */
 class WatchedClient extends FlightSqlClient {
@@ -150,41 +148,23 @@ describe('FlightSqlClient', () => {
 });
 
 describe('FlightSqlClient over TLS', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'orrery-client-tls-'));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
+  let certificate: TestCertificate;
   let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
   before(async () => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1,DNS:localhost',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-      ],
-      { stdio: 'ignore' },
-    );
-    orrery = await startTestOrrery({ ORRERY_TLS_CERT: cert, ORRERY_TLS_KEY: key }, 'serve');
+    certificate = selfSignedCertificate('orrery-client-tls-');
+    orrery = await startTestOrrery({ ORRERY_TLS_CERT: certificate.cert, ORRERY_TLS_KEY: certificate.key }, 'serve');
   });
   after(async () => {
     await orrery.close();
-    rmSync(dir, { recursive: true, force: true });
+    certificate.remove();
   });
 
   it('queries when it trusts the certificate, and is refused in plaintext', async () => {
-    const tls = new FlightSqlClient({ address: orrery.address, apiKey: adminKey.key, tls: { ca: readFileSync(cert) } });
+    const tls = new FlightSqlClient({
+      address: orrery.address,
+      apiKey: adminKey.key,
+      tls: { ca: readFileSync(certificate.cert) },
+    });
     assert.equal((await tls.query('SELECT 3 AS three')).getChild('three')?.get(0), 3);
     tls.close();
     const plain = new FlightSqlClient({ address: orrery.address, apiKey: adminKey.key });

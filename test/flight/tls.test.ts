@@ -1,46 +1,22 @@
 // TLS: with ORRERY_TLS_CERT/ORRERY_TLS_KEY set, Flight SQL is served over TLS only.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { serviceDefinition } from '../../src/wire/index.js';
 import { adminKey, startTestOrrery } from '../support/orrery-process.js';
+import { selfSignedCertificate, type TestCertificate } from '../support/tls.js';
 
 describe('TLS', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'orrery-tls-'));
-  const cert = join(dir, 'cert.pem');
-  const key = join(dir, 'key.pem');
+  let certificate: TestCertificate;
   let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
   before(async () => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1,DNS:localhost',
-        '-keyout',
-        key,
-        '-out',
-        cert,
-      ],
-      { stdio: 'ignore' },
-    );
-    orrery = await startTestOrrery({ ORRERY_TLS_CERT: cert, ORRERY_TLS_KEY: key });
+    certificate = selfSignedCertificate('orrery-tls-');
+    orrery = await startTestOrrery({ ORRERY_TLS_CERT: certificate.cert, ORRERY_TLS_KEY: certificate.key });
   });
   after(async () => {
     await orrery.close();
-    rmSync(dir, { recursive: true, force: true });
+    certificate.remove();
   });
 
   const listActions = (credentials: grpc.ChannelCredentials): Promise<number> => {
@@ -69,7 +45,7 @@ describe('TLS', () => {
   };
 
   it('answers a client that trusts the certificate', async () => {
-    assert.ok((await listActions(grpc.credentials.createSsl(readFileSync(cert)))) >= 3);
+    assert.ok((await listActions(grpc.credentials.createSsl(readFileSync(certificate.cert)))) >= 3);
   });
 
   it('does not answer plaintext', async () => {
