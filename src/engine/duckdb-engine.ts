@@ -106,6 +106,9 @@ export interface RunOptions {
  * One DuckDB connection held across statements, for a transaction: what runs with it as
  * `RunOptions.session` sees the same uncommitted changes. One statement at a time. Idempotent close.
  */
+/** json_serialize_sql's error_type for a statement other than SELECT (DuckDB's wording, not a stub of ours). */
+const SERIALIZE_REFUSES_NON_SELECT = 'not implemented';
+
 export class EngineSession {
   private closed = false;
 
@@ -366,8 +369,8 @@ export class DuckDBEngine {
       statements: Record<string, unknown>[];
     };
     if (!tree.error) return tree;
-    // DuckDB serializes SELECT statements only; anything else is not a read.
-    if (tree.error_type === 'not implemented') return null;
+    // DuckDB serializes SELECT statements only and answers anything else with this error type: not a read.
+    if (tree.error_type === SERIALIZE_REFUSES_NON_SELECT) return null;
     throw engineErrors.error('QUERY_INVALID', tree.error_message ?? 'cannot parse the statement');
   }
 
