@@ -23,6 +23,7 @@ const statementSuites = [
 // Ingestion, materialization, queries with audiences, retention, admin functions and index pruning, lean for CI time.
 const lakehouseSuites = [
   'ingestion/otlp-whole-request.test.js',
+  'ingestion/otlp-group-commit.test.js',
   'lakehouse/daemon.test.js',
   'lakehouse/admin-functions.test.js',
   'lakehouse/security.test.js',

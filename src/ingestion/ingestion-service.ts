@@ -18,6 +18,7 @@ import {
   type ResourceGroup,
   type ScannedResourceLogs,
 } from './otlp/index.js';
+import { GroupCommit } from './group-commit.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
 /** Stream tag of each signal (what the view sets select blocks by). */
@@ -39,20 +40,27 @@ const text = (value: unknown): string | null =>
 /**
  * Stores OTLP requests: each resource becomes a process (a stable id per audience and
  * resource), each signal a stream of it, and each request's records for one resource a block:
- * its payload written once to the object store, then its row inserted.
+ * its payload written once to the object store, then its row inserted. Concurrent requests of a signal
+ * are stored together (group commit, see flush).
  */
 export class IngestionService {
+  private readonly commits: Record<OtlpSignal, GroupCommit<readonly StoredBlock[], number>>;
+
   constructor(
     private readonly db: MetadataStore,
     private readonly store: ObjectStore,
     private readonly metrics?: OrreryMetrics,
-  ) {}
+  ) {
+    const commit = (signal: OtlpSignal) =>
+      new GroupCommit<readonly StoredBlock[], number>((requests) => this.flush(signal, requests));
+    this.commits = { logs: commit('logs'), metrics: commit('metrics'), traces: commit('traces') };
+  }
 
   /**
    * Decodes and stores one request body; returns the number of records stored. The whole body is
-   * checked before anything is written, and its rows go into Postgres in one statement, so a request is
-   * stored whole or not at all. (Payloads are written first: a payload whose rows never
-   * commit is read by nothing, and a retry of the request finds it in place.)
+   * checked before it joins a flush (a bad one fails alone, before anything is written), and a flush's rows
+   * go into Postgres in one statement, so a request is stored whole or not at all, and resolves only once
+   * its flush has committed.
    */
   async ingest(
     signal: OtlpSignal,
@@ -65,11 +73,26 @@ export class IngestionService {
     const blocks = this.blocks(signal, body, contentType, now, received).map((block) =>
       identified(signal, block, audience),
     );
-    for (const block of blocks)
-      await this.store.putIfAbsent(payloadKey(block.processId, block.streamId, block.blockId), block.payload);
-    const stored = await insertRows(this.db, signal, blocks, audience);
+    if (blocks.length === 0) return 0;
+    const stored = await this.commits[signal].submit(blocks);
     this.metrics?.ingestedRecords.inc({ signal }, stored);
     return stored;
+  }
+
+  /**
+   * Stores the blocks of several checked requests: every payload written and synced together, then the rows
+   * of all of them in one statement; returns each request's records newly stored. (Payloads are written
+   * first: a payload whose rows never commit is read by nothing, and a retry of the request finds it in place.)
+   */
+  private async flush(signal: OtlpSignal, requests: readonly (readonly StoredBlock[])[]): Promise<number[]> {
+    this.metrics?.ingestFlushRequests.observe({ signal }, requests.length);
+    const blocks = uniqueBy(requests.flat(), (b) => b.blockId);
+    await this.store.putAllIfAbsent(
+      blocks.map((b) => ({ key: payloadKey(b.processId, b.streamId, b.blockId), bytes: b.payload })),
+    );
+    const inserted = await insertRows(this.db, signal, blocks);
+    // A block two requests of the flush both carry (a retry racing its original) counts for the first.
+    return requests.map((request) => request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0));
   }
 
   private blocks(
@@ -187,32 +210,32 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
     .update(block.content ?? block.payload)
     .digest('hex');
   const blockId = derivedUuid(`block\u0000${streamId}\u0000${block.format === 'ndjson' ? '' : 'otlp\u0000'}${digest}`);
-  return { ...block, processId, streamId, blockId };
+  return { ...block, audience, processId, streamId, blockId };
 }
 
 /**
- * Inserts a request's processes, streams and blocks in one statement (one round trip, atomic); returns the
- * records of the blocks it inserted (0 for those already stored: a retry). Rows go in one order (each
- * table by id), so concurrent requests naming the same processes wait on each other instead of deadlocking.
+ * Inserts the processes, streams and blocks of a flush's requests in one statement (one round trip,
+ * atomic); returns the ids of the blocks it inserted (not those already stored: a retry). Rows go in one
+ * order (each table by id), so concurrent flushes naming the same processes wait on each other instead of
+ * deadlocking.
  */
 async function insertRows(
   db: MetadataQueries,
   signal: OtlpSignal,
   blocks: readonly StoredBlock[],
-  audience: string,
-): Promise<number> {
+): Promise<Set<string>> {
   const byId = (key: (b: StoredBlock) => string) => (a: StoredBlock, b: StoredBlock) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
   const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
   const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
   const sorted = [...blocks].sort(byId((b) => b.blockId));
   const r = (b: StoredBlock, name: string): string | null => text(b.resource[name]);
-  const result = await db.query<{ stored: string }>(
+  const result = await db.query<{ block_id: string }>(
     `WITH p AS (
        INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
-       SELECT id, exe, username, realname, computer, distro, cpu_brand, now(), properties, $9
-         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[])
-              AS t (id, exe, username, realname, computer, distro, cpu_brand, properties)
+       SELECT id, exe, username, realname, computer, distro, cpu_brand, now(), properties, audience
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::text[])
+              AS t (id, exe, username, realname, computer, distro, cpu_brand, properties, audience)
        ON CONFLICT (process_id) DO NOTHING
      ), s AS (
        INSERT INTO streams (stream_id, process_id, tags, properties, format)
@@ -221,13 +244,13 @@ async function insertRows(
      ), b AS (
        INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
                            object_offset, payload_size, audience)
-       SELECT id, stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, 0, payload_size, $9
-         FROM unnest($14::uuid[], $15::uuid[], $16::uuid[], $17::timestamptz[], $18::timestamptz[], $19::int[], $20::bigint[])
-              AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_size)
+       SELECT id, stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, 0, payload_size, audience
+         FROM unnest($14::uuid[], $15::uuid[], $16::uuid[], $17::timestamptz[], $18::timestamptz[], $19::int[], $20::bigint[], $21::text[])
+              AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_size, audience)
        ON CONFLICT (block_id) DO NOTHING
-       RETURNING nb_objects
+       RETURNING block_id
      )
-     SELECT coalesce(sum(nb_objects), 0)::text AS stored FROM b`,
+     SELECT block_id FROM b`,
     [
       processes.map((b) => b.processId),
       processes.map((b) => r(b, 'service.name') ?? r(b, 'process.executable.name')),
@@ -237,7 +260,7 @@ async function insertRows(
       processes.map((b) => r(b, 'os.description') ?? r(b, 'os.type')),
       processes.map((b) => r(b, 'host.cpu.model.name')),
       processes.map((b) => JSON.stringify(b.resource)),
-      audience,
+      processes.map((b) => b.audience),
       streams.map((b) => b.streamId),
       streams.map((b) => b.processId),
       signalTags[signal],
@@ -249,9 +272,10 @@ async function insertRows(
       sorted.map((b) => nanosToPg(b.end, 'ceil')),
       sorted.map((b) => b.count),
       sorted.map((b) => b.payload.byteLength),
+      sorted.map((b) => b.audience),
     ],
   );
-  return Number(result.rows[0].stored);
+  return new Set(result.rows.map((row) => row.block_id));
 }
 
 const uniqueBy = <T>(items: readonly T[], key: (item: T) => string): T[] => [
@@ -279,6 +303,8 @@ interface PendingBlock {
 }
 
 interface StoredBlock extends PendingBlock {
+  /** The audience of the key that sent it (its process's too: the process id derives from it). */
+  audience: string;
   processId: string;
   streamId: string;
   blockId: string;

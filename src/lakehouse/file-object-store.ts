@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import type { ObjectStore } from './object-store.js';
+import type { ObjectStore, StoredObject } from './object-store.js';
 
 /** Objects as files under a folder: writes by temporary file and rename, create-only by link(). */
 export class FileObjectStore implements ObjectStore {
@@ -31,24 +31,40 @@ export class FileObjectStore implements ObjectStore {
 
   async put(key: string, bytes: Uint8Array, options: { durable?: boolean } = {}): Promise<void> {
     const path = this.location(key);
-    const temporary = await this.writeTemporary(path, bytes, options.durable ?? true);
+    const durable = options.durable ?? true;
+    const { temporary, folders } = await this.writeTemporary(path, bytes, durable);
     await rename(temporary, path);
+    if (durable) await Promise.all([...folders].map(syncFolder));
   }
 
   async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
-    const path = this.location(key);
-    if ((await this.size(key)) !== null) return false;
-    const temporary = await this.writeTemporary(path, bytes, true);
-    try {
-      // link() fails when the target exists, which makes create-only atomic.
-      await link(temporary, path);
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw error;
-    } finally {
-      await rm(temporary, { force: true });
-    }
+    return (await this.putAllIfAbsent([{ key, bytes }]))[0];
+  }
+
+  async putAllIfAbsent(objects: readonly StoredObject[]): Promise<boolean[]> {
+    const changed = new Set<string>();
+    const written = await Promise.all(
+      objects.map(async ({ key, bytes }) => {
+        const path = this.location(key);
+        if ((await this.size(key)) !== null) return false;
+        const { temporary, folders } = await this.writeTemporary(path, bytes, true);
+        try {
+          // link() fails when the target exists, which makes create-only atomic.
+          await link(temporary, path);
+          for (const folder of folders) changed.add(folder);
+          return true;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+          throw error;
+        } finally {
+          await rm(temporary, { force: true });
+        }
+      }),
+    );
+    // The file's data is synced, but its name lives in its folder: until the folder is synced too, a power
+    // loss could lose the file whose block row was committed. Each folder once for all the objects.
+    await Promise.all([...changed].map(syncFolder));
+    return written;
   }
 
   async get(key: string): Promise<Uint8Array> {
@@ -129,9 +145,20 @@ export class FileObjectStore implements ObjectStore {
     }
   }
 
-  private async writeTemporary(path: string, bytes: Uint8Array, durable: boolean): Promise<string> {
-    await mkdir(dirname(path), { recursive: true });
-    const temporary = join(dirname(path), `.tmp-${randomUUID()}`);
+  /**
+   * Writes bytes to a temporary file beside `path` (synced when durable); returns it with the folders whose
+   * entries change when it takes its name: its own and, for each folder created on the way, its parent.
+   */
+  private async writeTemporary(
+    path: string,
+    bytes: Uint8Array,
+    durable: boolean,
+  ): Promise<{ temporary: string; folders: Set<string> }> {
+    const folder = dirname(path);
+    const created = await mkdir(folder, { recursive: true });
+    const folders = new Set([folder]);
+    if (created !== undefined) for (let f = folder; f !== dirname(created); f = dirname(f)) folders.add(dirname(f));
+    const temporary = join(folder, `.tmp-${randomUUID()}`);
     const handle = await open(temporary, 'wx');
     try {
       await handle.writeFile(bytes);
@@ -139,6 +166,16 @@ export class FileObjectStore implements ObjectStore {
     } finally {
       await handle.close();
     }
-    return temporary;
+    return { temporary, folders };
+  }
+}
+
+/** fsync of a folder: makes the names created or changed in it durable. */
+async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

@@ -11,7 +11,7 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import type { ObjectStore } from './object-store.js';
+import type { ObjectStore, StoredObject } from './object-store.js';
 
 /** Where an `s3://` store is and how to sign for it (MICROMEGAS_OBJECT_STORE_URI and the AWS_* settings). */
 export interface S3Settings {
@@ -156,6 +156,11 @@ export class S3ObjectStore implements ObjectStore {
         await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
       }
     }
+  }
+
+  // Each conditional PUT is durable when it answers: the objects go at once, each on its own request.
+  putAllIfAbsent(objects: readonly StoredObject[]): Promise<boolean[]> {
+    return Promise.all(objects.map(({ key, bytes }) => this.putIfAbsent(key, bytes)));
   }
 
   async get(key: string): Promise<Uint8Array> {

@@ -19,6 +19,14 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly ingestFlushRequests = new Histogram({
+    name: 'orrery_ingest_flush_requests',
+    help: 'OTLP requests stored together by one flush (group commit: one round of payload writes, one Postgres statement), by signal',
+    labelNames: ['signal'] as const,
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+    registers: [this.registry],
+  });
+
   readonly queries = new Counter({
     name: 'orrery_queries_total',
     help: 'Statements sent through Flight SQL, by outcome: ok, or the gRPC status they failed with (invalid_argument, deadline_exceeded, ...)',

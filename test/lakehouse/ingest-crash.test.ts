@@ -1,6 +1,7 @@
 // Issue 16: a request acknowledged with 200 is durable. The server is killed (SIGKILL) while protobuf logs
-// requests, stored as received, are in flight; another server on the same Postgres and lake then finds
-// every acknowledged record, decodes every payload whole and materializes each acknowledged message once.
+// requests of two resources each are in flight, stored together by group commit (so mid-flush); another
+// server on the same Postgres and lake then finds every acknowledged record, decodes every payload whole,
+// materializes each acknowledged message once, and finds no request half stored (one resource of it only).
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,29 +25,32 @@ const admin: TestKey = { ...adminKey, audiences: ['public'] };
 const recordsPerRequest = 200;
 const senders = 6;
 
-/** Request `n` of sender `s`: its records' messages name both, so each acknowledged one can be found. */
+const resources = ['a', 'b'];
+
+/**
+ * Request `n` of sender `s`, of two resources (two blocks): its records' messages name all three, so each
+ * acknowledged one can be found and a request stored in part would show.
+ */
 function body(s: number, n: number): Uint8Array {
   const t0 = BigInt(Date.now()) * 1_000_000n;
   const type = exportRequestTypes.logs;
   return type
     .encode(
       type.fromObject({
-        resourceLogs: [
-          {
-            resource: { attributes: [{ key: 'service.name', value: { stringValue: `crash-${s}` } }] },
-            scopeLogs: [
-              {
-                scope: { name: 'crash' },
-                logRecords: Array.from({ length: recordsPerRequest }, (_, i) => ({
-                  timeUnixNano: String(t0 + BigInt(i)),
-                  severityNumber: 9,
-                  body: { stringValue: `s${s} n${n} r${i}` },
-                  attributes: [{ key: 'pad', value: { stringValue: 'x'.repeat(200) } }],
-                })),
-              },
-            ],
-          },
-        ],
+        resourceLogs: resources.map((r) => ({
+          resource: { attributes: [{ key: 'service.name', value: { stringValue: `crash-${s}-${r}` } }] },
+          scopeLogs: [
+            {
+              scope: { name: 'crash' },
+              logRecords: Array.from({ length: recordsPerRequest / 2 }, (_, i) => ({
+                timeUnixNano: String(t0 + BigInt(i)),
+                severityNumber: 9,
+                body: { stringValue: `s${s} n${n} ${r}${i}` },
+                attributes: [{ key: 'pad', value: { stringValue: 'x'.repeat(200) } }],
+              })),
+            },
+          ],
+        })),
       }),
     )
     .finish();
@@ -125,18 +129,26 @@ describe('issue 16: kill -9 after a 200 loses nothing', { timeout: 180_000 }, ()
         );
         assert.equal(Buffer.from(lines).toString().trimEnd().split('\n').length, row.nb_objects);
       }
-      assert.ok(rows.length >= ackedNow.length, `${rows.length} blocks for ${ackedNow.length} acknowledged requests`);
+      assert.ok(
+        rows.length >= 2 * ackedNow.length,
+        `${rows.length} blocks for ${ackedNow.length} acknowledged requests`,
+      );
       const now = Math.floor(Date.now() / 1000);
       const range = `'${new Date((now - 300) * 1000).toISOString()}', '${new Date((now + 60) * 1000).toISOString()}', 360`;
       await client.query(`SELECT * FROM materialize_partitions('log_entries', ${range})`);
+      const last = recordsPerRequest / 2 - 1;
       const found = await client.query(
-        `SELECT msg, count(*) AS n FROM log_entries WHERE msg LIKE '% r0' OR msg LIKE '% r${recordsPerRequest - 1}' GROUP BY msg`,
+        `SELECT msg, count(*) AS n FROM log_entries WHERE regexp_matches(msg, ' [ab](0|${last})$') GROUP BY msg`,
       );
       const counts = new Map(found.toArray().map((r) => [r.msg as string, Number(r.n)]));
-      for (const [s, n] of ackedNow) {
-        for (const i of [0, recordsPerRequest - 1])
-          assert.equal(counts.get(`s${s} n${n} r${i}`), 1, `acknowledged record s${s} n${n} r${i}`);
-      }
+      const ends = resources.flatMap((r) => [`${r}0`, `${r}${last}`]);
+      for (const [s, n] of ackedNow)
+        for (const end of ends)
+          assert.equal(counts.get(`s${s} n${n} ${end}`), 1, `acknowledged record s${s} n${n} ${end}`);
+      // Whole or not at all, acknowledged or not: a request found at all is found in full.
+      const requests = new Set([...counts.keys()].map((msg) => msg.slice(0, msg.lastIndexOf(' '))));
+      for (const request of requests)
+        for (const end of ends) assert.equal(counts.get(`${request} ${end}`), 1, `${request} ${end} (half stored?)`);
     } finally {
       client.close();
       await serve.close();

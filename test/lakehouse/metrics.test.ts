@@ -153,6 +153,13 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
         assert.equal(sample(text, 'orrery_ingested_records_total{signal="metrics"}'), 1);
         assert.equal(sample(text, 'orrery_ingested_records_total{signal="traces"}'), 1);
       },
+      // One request of each signal at a time: each flush held that one request (the 401 never joined one).
+      orrery_ingest_flush_requests: () => {
+        for (const signal of ['logs', 'metrics', 'traces']) {
+          assert.equal(sample(text, `orrery_ingest_flush_requests_count{signal="${signal}"}`), 1);
+          assert.equal(sample(text, `orrery_ingest_flush_requests_sum{signal="${signal}"}`), 1);
+        }
+      },
       orrery_queries_total: () => {
         assert.equal(sample(text, 'orrery_queries_total{outcome="ok"}'), 7);
         assert.equal(sample(text, 'orrery_queries_total{outcome="invalid_argument"}'), 1);

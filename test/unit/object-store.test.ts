@@ -32,6 +32,26 @@ describe('FileObjectStore', () => {
     assert.equal(Buffer.from(await store.get('c/x')).toString(), 'first');
   });
 
+  it('putAllIfAbsent writes the absent objects (in new folders too) and leaves those there', async () => {
+    await store.put('d/old', Buffer.from('old'));
+    const objects = [
+      { key: 'd/old', bytes: Buffer.from('new') },
+      { key: 'd/e/f/one', bytes: Buffer.from('one') },
+      { key: 'd/e/two', bytes: Buffer.from('two') },
+    ];
+    assert.deepEqual(await store.putAllIfAbsent(objects), [false, true, true]);
+    assert.deepEqual(await store.putAllIfAbsent(objects), [false, false, false]);
+    assert.deepEqual(await Promise.all(objects.map(async (o) => Buffer.from(await store.get(o.key)).toString())), [
+      'old',
+      'one',
+      'two',
+    ]);
+    assert.deepEqual(
+      readdirSync(join(root, 'd'), { recursive: true }).filter((f) => String(f).includes('.tmp-')),
+      [],
+    );
+  });
+
   it('refuses keys that leave the store', () => {
     assert.throws(() => store.location('../escape'), /leaves the store/);
   });
