@@ -1,3 +1,4 @@
+import { dashboardMacros } from './dashboard-functions.js';
 import { perfettoMacros } from './perfetto-trace.js';
 
 // DataFusion functions that telemetry SQL written for micromegas uses, as DuckDB macros,
@@ -12,6 +13,7 @@ export const compatibilityTableFunctions: ReadonlySet<string> = new Set([
 
 export const compatibilityMacros: readonly string[] = [
   ...perfettoMacros,
+  ...dashboardMacros,
   // date_bin(stride, source[, origin]): DataFusion bins from the Unix epoch and keeps
   // nanoseconds; DuckDB's time_bucket bins from 2000-01-03 and returns microseconds.
   `CREATE OR REPLACE MACRO date_bin
