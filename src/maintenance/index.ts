@@ -3,3 +3,4 @@
 export { MaintenanceDaemon, defaultPasses, type DaemonOptions, type Pass } from './daemon.js';
 export { Materializer, withRange, type MaterializerOptions, type Outcome } from './materializer.js';
 export { quarantineCounts, quarantinedBlocks, type QuarantinedBlock } from './quarantine.js';
+export { blockRecords, type BlockRecords } from './sources.js';

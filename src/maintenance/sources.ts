@@ -1,5 +1,6 @@
+import { payloadLines } from '../ingestion/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { nanosToPg } from '../lakehouse/index.js';
+import { nanosToPg, payloadKey, type ObjectStore } from '../lakehouse/index.js';
 import type { InsertRange } from '../views/index.js';
 
 // What the daemon reads from Postgres for the view sets built on ingested data.
@@ -87,4 +88,51 @@ export async function sourceCount(
       : `SELECT count(*)::bigint AS count FROM ${source.table} WHERE insert_time >= $1 AND insert_time < $2`;
   const { rows } = await db.query<{ count: string }>(sql, params);
   return BigInt(rows[0].count);
+}
+
+/** One block's records as its view set reads them, for parse_block. */
+export interface BlockRecords {
+  readonly audience: string;
+  /** The stream's format: `otlp/v1/logs`, `otlp/v1/metrics` or `otlp/v1/traces`. */
+  readonly format: string;
+  /** The process's resource attributes, as JSON text. */
+  readonly resource: string;
+  /** One JSON object per record, in payload order; null when the payload is gone from the store. */
+  readonly lines: string[] | null;
+}
+
+/** A block's records (its payload decoded as the materializer decodes it); null when no block has this id. */
+export async function blockRecords(
+  db: MetadataQueries,
+  store: ObjectStore,
+  blockId: string,
+): Promise<BlockRecords | null> {
+  const { rows } = await db.query<{
+    process_id: string;
+    stream_id: string;
+    audience: string;
+    format: string;
+    resource: string;
+  }>(
+    `SELECT b.process_id::text, b.stream_id::text, b.audience, s.format, p.properties::text AS resource
+       FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
+      WHERE b.block_id = $1::uuid`,
+    [blockId],
+  );
+  const block = rows[0];
+  if (!block) return null;
+  const payload = await store
+    .get(payloadKey(block.process_id, block.stream_id, blockId))
+    .catch(async (error: unknown) => {
+      if ((await store.size(payloadKey(block.process_id, block.stream_id, blockId))) === null) return null;
+      throw error;
+    });
+  const lines =
+    payload === null
+      ? null
+      : Buffer.from(payloadLines(payload))
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line.length > 0);
+  return { audience: block.audience, format: block.format, resource: block.resource, lines };
 }

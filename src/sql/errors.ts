@@ -52,6 +52,14 @@ export const sqlErrors = declareErrors('sql', {
     meaning:
       'the match_expr of deny_queries is not one boolean expression over (user_id, sql, admin, client, tables, functions)',
   },
+  BLOCK_NOT_FOUND: {
+    status: 'NOT_FOUND',
+    meaning: 'parse_block names no block, or one of an audience the key cannot read (the two look alike)',
+  },
+  BLOCK_PAYLOAD_MISSING: {
+    status: 'FAILED_PRECONDITION',
+    meaning: 'parse_block names a block whose payload is no longer in the object store (retention, or a deleted file)',
+  },
   DENY_RULE_NOT_FOUND: { status: 'NOT_FOUND', meaning: 'remove_query_denial names a rule that does not exist' },
   PARTITION_NOT_FOUND: {
     status: 'NOT_FOUND',

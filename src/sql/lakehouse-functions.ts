@@ -1,7 +1,7 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
 import { allPartitions, quarantinedPartitions, type Partition } from '../lakehouse/index.js';
-import { quarantinedBlocks } from '../maintenance/index.js';
+import { blockRecords, quarantinedBlocks } from '../maintenance/index.js';
 import {
   instanceView,
   instanceViews,
@@ -171,6 +171,25 @@ async function define(
           'error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
         rows,
       );
+    }
+    case 'parse_block': {
+      arity(name, args, 1);
+      const blockId = String(args[0]).toLowerCase();
+      const block = uuidPattern.test(blockId) ? await blockRecords(lakehouse.db, lakehouse.store, blockId) : null;
+      // A block of an audience the key cannot read looks exactly like one that does not exist.
+      if (!block || (scope.kind === 'audiences' && !scope.audiences.includes(block.audience)))
+        throw sqlErrors.error('BLOCK_NOT_FOUND', `parse_block: block '${String(args[0])}' not found`);
+      if (block.lines === null)
+        throw sqlErrors.error(
+          'BLOCK_PAYLOAD_MISSING',
+          `parse_block: the payload of block '${blockId}' is gone from the object store`,
+        );
+      const rows = block.lines.map((line, index) => {
+        const typeName = recordTypeName(block.format, line);
+        const value = `{"__type":${JSON.stringify(typeName)},"__resource":${block.resource},${line.slice(1)}`;
+        return `${index}, ${quoteLiteral(typeName)}, ${quoteLiteral(value)}::JSON`;
+      });
+      return table(name, 'object_index BIGINT, type_name VARCHAR, value JSON', rows, 1);
     }
     case 'list_quarantined_partitions': {
       arity(name, args, 0);
@@ -423,6 +442,19 @@ function spanArguments(name: string, args: unknown[]): [string, 'thread' | 'asyn
   if (kind !== 'thread' && kind !== 'async' && kind !== 'both')
     throw invalid(`${name}: kind must be 'thread', 'async' or 'both'`);
   return [process, kind];
+}
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** micromegas's type names for OTLP records: a log record, a span, or a data point of its metric's kind. */
+function recordTypeName(format: string, line: string): string {
+  if (format === 'otlp/v1/logs') return 'otlp.LogRecord';
+  if (format === 'otlp/v1/traces') return 'otlp.Span';
+  const kind = /"otel\.kind":"([a-z_]+)"/.exec(line)?.[1];
+  if (kind === 'histogram') return 'otlp.HistogramDataPoint';
+  if (kind === 'exponential_histogram') return 'otlp.ExponentialHistogramDataPoint';
+  if (kind === 'summary') return 'otlp.SummaryDataPoint';
+  return 'otlp.NumberDataPoint';
 }
 
 function arity(name: string, args: unknown[], count: number): void {

@@ -24,6 +24,7 @@ export const orreryFunctions = {
   view_instance: 'table',
   process_spans: 'table',
   perfetto_trace_chunks: 'table',
+  parse_block: 'table',
   list_query_denials: 'admin table',
   list_quarantined_blocks: 'admin table',
   list_quarantined_partitions: 'admin table',

@@ -2,9 +2,12 @@
 // the case files of test/sql cannot express; everything else about them is in test/sql/procedures.test.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
+import { payloadKey } from '../../src/lakehouse/index.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
-import type { TestFlightClient } from '../support/flight-client.js';
+import { TestFlightClient } from '../support/flight-client.js';
+import { refusal } from './lakehouse-fixtures.js';
 
 const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
 const keys = JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]);
@@ -108,5 +111,143 @@ describe('admin functions', () => {
     await db.query("DELETE FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND begin_insert_time = $1", [
       iso(begin + 30),
     ]);
+  });
+  it("parse_block answers a block's records, in order, with micromegas's type names, to keys of its audience only", async () => {
+    const port = fixture.orrery.httpPort;
+    const t = 1704164645000000000n;
+    // A logs request in protobuf (stored as received), metrics of two kinds and a span (stored as NDJSON lines).
+    const logs = exportRequestTypes.logs;
+    const protobuf = logs
+      .encode(
+        logs.fromObject(
+          JSON.parse(
+            logsRequest({ 'service.name': 'proto' }, [
+              { time: t, severity: 17, body: 'first' },
+              { time: t + 1n, severity: 9, body: 'second' },
+            ]),
+          ) as object,
+        ),
+      )
+      .finish();
+    const posted = await fetch(`http://127.0.0.1:${port}/v1/logs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${teamKey.key}` },
+      body: Buffer.from(protobuf),
+    });
+    assert.equal(posted.status, 200);
+    const resource = { attributes: [{ key: 'service.name', value: { stringValue: 'shapes' } }] };
+    const point = { timeUnixNano: String(t), attributes: [{ key: 'k', value: { stringValue: 'v' } }] };
+    const metrics = {
+      resourceMetrics: [
+        {
+          resource,
+          scopeMetrics: [
+            {
+              scope: { name: 'm' },
+              metrics: [
+                { name: 'temperature', unit: 'C', gauge: { dataPoints: [{ ...point, asDouble: 21.5 }] } },
+                {
+                  name: 'latency',
+                  unit: 'ms',
+                  histogram: {
+                    aggregationTemporality: 2,
+                    dataPoints: [{ ...point, count: '2', sum: 3, bucketCounts: ['1', '1'], explicitBounds: [1] }],
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+    assert.equal((await postOtlp(port, 'metrics', teamKey.key, JSON.stringify(metrics))).status, 200);
+    const span = {
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      name: 'GET /',
+      kind: 2,
+      startTimeUnixNano: String(t),
+      endTimeUnixNano: String(t + 5n),
+    };
+    const traces = { resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 's' }, spans: [span] }] }] };
+    assert.equal((await postOtlp(port, 'traces', teamKey.key, JSON.stringify(traces))).status, 200);
+
+    const { rows } = await fixture.orrery.metadata.query<{
+      block_id: string;
+      process_id: string;
+      stream_id: string;
+      format: string;
+      exe: string;
+    }>(
+      `SELECT b.block_id::text, b.process_id::text, b.stream_id::text, s.format, p.exe
+         FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
+        WHERE b.audience = 'team_x'`,
+    );
+    const blockOf = (exe: string, format: string): string =>
+      rows.find((r) => r.exe === exe && r.format === format)!.block_id;
+    const team = new TestFlightClient(fixture.orrery.address);
+    team.headers.authorization = `Bearer ${teamKey.key}`;
+    const parsed = async (client: TestFlightClient, id: string): Promise<string[]> =>
+      [
+        ...(
+          await client.query(
+            `SELECT object_index || ' ' || type_name || ' ' || coalesce(value->>'msg', value->>'name') || ' ' || (value->'__resource'->>'service.name') AS r
+           FROM parse_block('${id}') ORDER BY object_index`,
+          )
+        ).getChild('r')!,
+      ].map(String);
+
+    assert.deepEqual(await parsed(team, blockOf('proto', 'otlp/v1/logs')), [
+      '0 otlp.LogRecord first proto',
+      '1 otlp.LogRecord second proto',
+    ]);
+    assert.deepEqual(
+      await parsed(admin, blockOf('secret', 'otlp/v1/logs')),
+      [0, 1, 2, 3, 4].map((i) => `${i} otlp.LogRecord message ${i} secret`),
+    );
+    assert.deepEqual(await parsed(team, blockOf('shapes', 'otlp/v1/metrics')), [
+      '0 otlp.NumberDataPoint temperature shapes',
+      '1 otlp.HistogramDataPoint latency shapes',
+    ]);
+    assert.deepEqual(await parsed(team, blockOf('shapes', 'otlp/v1/traces')), ['0 otlp.Span GET / shapes']);
+    // The value is the record as its view set reads it, nanosecond times exact.
+    const value = JSON.parse(
+      String(
+        (await team.query(`SELECT value::VARCHAR AS v FROM parse_block('${blockOf('shapes', 'otlp/v1/traces')}')`))
+          .getChild('v')!
+          .get(0),
+      ),
+    ) as Record<string, unknown>;
+    assert.equal(value.__type, 'otlp.Span');
+    assert.equal(value.trace_id, span.traceId);
+    assert.equal(
+      String(
+        (
+          await team.query(
+            `SELECT (value->>'begin')::BIGINT AS b FROM parse_block('${blockOf('shapes', 'otlp/v1/traces')}')`,
+          )
+        )
+          .getChild('b')!
+          .get(0),
+      ),
+      String(t),
+    );
+
+    // Another audience's block, an unknown id and a malformed one look alike.
+    const secret = blockOf('secret', 'otlp/v1/logs');
+    for (const id of [secret, '00000000-0000-0000-0000-000000000000', "x' OR true --"]) {
+      assert.deepEqual(await refusal(reader.query(`SELECT * FROM parse_block('${id.replaceAll("'", "''")}')`)), {
+        code: 5,
+        details: `parse_block: block '${id}' not found`,
+      });
+    }
+    // A payload gone from the store (deleted by hand) is said so, not answered as an empty block.
+    const gone = rows.find((r) => r.exe === 'shapes' && r.format === 'otlp/v1/traces')!;
+    await fixture.orrery.store.delete(payloadKey(gone.process_id, gone.stream_id, gone.block_id));
+    assert.deepEqual(await refusal(team.query(`SELECT * FROM parse_block('${gone.block_id}')`)), {
+      code: 9,
+      details: `parse_block: the payload of block '${gone.block_id}' is gone from the object store`,
+    });
+    team.close();
   });
 });
