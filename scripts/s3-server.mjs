@@ -4,6 +4,7 @@
 // or as a command: `node scripts/s3-server.mjs` builds it if needed and prints the binary's path.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, request } from 'node:http';
 import { createServer, connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,6 +110,55 @@ export async function startS3Server({ bucket = 'orrery-test' } = {}) {
         await exited;
         rmSync(root, { recursive: true, force: true });
       })()),
+  };
+}
+
+/**
+ * A proxy on a free loopback port in front of an S3 endpoint, recording each request that passes (bench/s3
+ * and the tests use it to say how many requests a statement made). `requests()` lists them since the last
+ * `reset()` as `{ kind, path }`, kind being the method, or LIST for a listing; `counts()` tallies them by kind.
+ * The Host header is passed on unchanged: the client signed it (SigV4), and the server checks it.
+ */
+export async function countingProxy(endpoint) {
+  const upstream = new URL(endpoint);
+  let seen = [];
+  const server = createHttpServer((incoming, outgoing) => {
+    const url = new URL(incoming.url ?? '/', 'http://proxy');
+    const kind = incoming.method === 'GET' && url.searchParams.get('list-type') === '2' ? 'LIST' : incoming.method;
+    seen.push({ kind, path: decodeURIComponent(url.pathname) });
+    const forward = request(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: incoming.headers,
+      },
+      (answer) => {
+        outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(outgoing);
+      },
+    );
+    forward.on('error', (error) => outgoing.destroy(error));
+    incoming.pipe(forward);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests: () => [...seen],
+    counts: () => {
+      const tally = {};
+      for (const { kind } of seen) tally[kind] = (tally[kind] ?? 0) + 1;
+      return tally;
+    },
+    reset: () => {
+      seen = [];
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
 }
 

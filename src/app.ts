@@ -148,7 +148,12 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
       locationAliases: store.aliases,
       secrets: store.duckdbSetup,
-      startupSql: [...compatibilityMacros, ...sketchStatements, ...staticTableStatements(statics?.tables ?? [])],
+      startupSql: [
+        ...store.duckdbSettings,
+        ...compatibilityMacros,
+        ...sketchStatements,
+        ...staticTableStatements(statics?.tables ?? []),
+      ],
       memoryLimit: config.duckdbMemoryLimit,
       threads: config.duckdbThreads,
     };

@@ -8,6 +8,8 @@ export class FileObjectStore implements ObjectStore {
   readonly root: string;
   readonly aliases: readonly string[] = [];
   readonly duckdbSetup: readonly string[] = [];
+  // DuckDB's defaults: it checks a cached local file against the file's modification time, which costs no request.
+  readonly duckdbSettings: readonly string[] = [];
   readonly needsHttpfs = false;
 
   constructor(root: string) {

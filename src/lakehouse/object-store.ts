@@ -40,6 +40,8 @@ export interface ObjectStore {
   readonly aliases: readonly string[];
   /** What DuckDB needs to reach the store: the S3 secret (CREATE SECRET), run on Orrery's own engines at set-up. */
   readonly duckdbSetup: readonly string[];
+  /** DuckDB settings for reading the store, run on Orrery's own engines at set-up (their text may be shown). */
+  readonly duckdbSettings: readonly string[];
   /** True when DuckDB reaches the store through the httpfs extension. */
   readonly needsHttpfs: boolean;
   /** Lets go of the store's connections; idempotent. */

@@ -77,6 +77,16 @@ export class S3ObjectStore implements ObjectStore {
   readonly root: string;
   readonly aliases: readonly string[];
   readonly duckdbSetup: readonly string[];
+  /**
+   * DuckDB keeps what it read of a file (size, footer, pages) in its external file cache, bounded by its memory
+   * limit and evicted least recently used first; by default it checks each cached file with a HEAD at every open,
+   * one request per partition file per statement. Nothing needs that check here: a partition file is written once
+   * under a key of its own (object-keys.ts) and never rewritten, and which files a statement reads comes from
+   * Postgres, so a retired file is never named again and a new partition is a new key. DuckLake's files, payloads
+   * and scratch files are also never rewritten. (DuckDB's HTTP metadata cache would also drop the HEAD, but it
+   * grows without bound.)
+   */
+  readonly duckdbSettings: readonly string[] = ["SET GLOBAL validate_external_file_cache = 'NO_VALIDATION'"];
   readonly needsHttpfs = true;
   private readonly client: S3Client;
   private readonly keyPrefix: string;

@@ -50,3 +50,24 @@ export function runnerS3(): TestS3 | undefined {
 export function s3LakeEnv(s3: TestS3): Record<string, string> {
   return { MICROMEGAS_OBJECT_STORE_URI: `s3://${s3.bucket}/lake-${randomUUID()}`, ...s3.env };
 }
+
+/** A request that passed the counting proxy: its method (LIST for a listing) and its path (`/bucket/key`). */
+export interface ProxiedRequest {
+  readonly kind: string;
+  readonly path: string;
+}
+
+export interface CountingProxy {
+  /** The proxy's endpoint, to give as AWS_ENDPOINT_URL. */
+  readonly url: string;
+  requests(): ProxiedRequest[];
+  counts(): Record<string, number>;
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** scripts/s3-server.mjs's counting proxy in front of a server: what DuckDB and Orrery ask the store, request by request. */
+export async function countingProxy(s3: TestS3): Promise<CountingProxy> {
+  const module = (await import(script)) as { countingProxy: (endpoint: string) => Promise<CountingProxy> };
+  return module.countingProxy(s3.env.AWS_ENDPOINT_URL);
+}

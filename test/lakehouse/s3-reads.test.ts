@@ -1,0 +1,104 @@
+// Issue 15: on an s3:// lake, a statement over view-set partitions DuckDB has read before asks the store
+// nothing (DuckDB keeps what it read of a file and, on S3, does not check it again: a partition file is
+// written once under a key of its own). Every request is seen through a counting proxy in front of the
+// real S3 server the suites use. Partitions retired, their files deleted, and their rows in a new
+// partition at a new key: the next statements answer exactly, and ask for the new file only.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { countingProxy, s3LakeEnv, testS3, type CountingProxy } from '../support/s3-server.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+describe('S3 lake: hot statements send no request, retired files are never read (issue 15)', () => {
+  let proxy: CountingProxy;
+  const fixture = useOrrery(async () => {
+    const s3 = await testS3();
+    proxy = await countingProxy(s3);
+    return {
+      ...s3LakeEnv({ ...s3, env: { ...s3.env, AWS_ENDPOINT_URL: proxy.url } }),
+      ORRERY_RETIRE_DELAY_SECONDS: '0',
+    };
+  }, 'serve');
+  after(() => proxy.close());
+  let start: number;
+
+  const post = async (messages: string[]) => {
+    const time = BigInt(Date.now()) * 1_000_000n;
+    const logs = messages.map((body, i) => ({ time: time + BigInt(i), severity: 9, body }));
+    const sent = await postOtlp(
+      fixture.orrery.httpPort,
+      'logs',
+      adminKey.key,
+      logsRequest({ 'service.name': 's3' }, logs),
+    );
+    assert.equal(sent.status, 200, sent.text);
+  };
+  const messages = async (): Promise<string[]> =>
+    (await fixture.admin.query('SELECT msg FROM log_entries ORDER BY msg')).toArray().map((r) => String(r.msg));
+  const files = async (): Promise<string[]> =>
+    (
+      await fixture.admin.query(
+        "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL ORDER BY 1",
+      )
+    )
+      .toArray()
+      .map((r) => String(r.file_path));
+  /** The partition files (object keys under views/) the requests since the last reset named. */
+  const filesAsked = (): string[] => [
+    ...new Set(
+      proxy
+        .requests()
+        .flatMap(({ path }) => (path.includes('/views/') ? [path.slice(path.indexOf('/views/') + 1)] : [])),
+    ),
+  ];
+
+  before(async () => {
+    // Three ingests a second and more apart, materialized by the second: three partition files.
+    start = Math.floor(Date.now() / 1000);
+    for (const batch of [['a1', 'a2'], ['b1'], ['c1', 'c2']]) {
+      await post(batch);
+      await sleep(1100);
+    }
+    await fixture.admin.query(
+      `SELECT * FROM materialize_partitions('log_entries', '${iso(start - 2)}', '${iso(Math.ceil(Date.now() / 1000))}', 1)`,
+    );
+    assert.equal((await files()).length, 3);
+  });
+
+  it('reads the partitions once; the same statement again sends the store no request', async () => {
+    proxy.reset();
+    assert.deepEqual(await messages(), ['a1', 'a2', 'b1', 'c1', 'c2']);
+    assert.deepEqual(filesAsked().sort(), await files(), 'the first statement reads each partition file');
+    for (let i = 0; i < 3; i++) {
+      proxy.reset();
+      assert.deepEqual(await messages(), ['a1', 'a2', 'b1', 'c1', 'c2']);
+      assert.deepEqual(proxy.requests(), [], 'a statement over files already read asked the store');
+    }
+  });
+
+  it('answers exactly once the partitions are retired, their files deleted, their rows in a new file at a new key', async () => {
+    const retired = await files();
+    await post(['d1']);
+    await sleep(1100);
+    const end = Math.ceil(Date.now() / 1000);
+    // One partition over the whole range: it replaces the three (retired at once, ORRERY_RETIRE_DELAY_SECONDS=0).
+    await fixture.admin.query(
+      `SELECT * FROM materialize_partitions('log_entries', '${iso(start - 2)}', '${iso(end)}', ${end - start + 2})`,
+    );
+    const [fresh, ...others] = await files();
+    assert.deepEqual(others, []);
+    assert.ok(!retired.includes(fresh), `the new partition reuses a retired file's key: ${fresh}`);
+    // What housekeeping does past the retire delay.
+    for (const key of retired) await fixture.orrery.store.delete(key);
+
+    proxy.reset();
+    assert.deepEqual(await messages(), ['a1', 'a2', 'b1', 'c1', 'd1', 'c2'].sort());
+    assert.deepEqual(filesAsked(), [fresh], 'only the new partition file is read');
+    proxy.reset();
+    assert.deepEqual(await messages(), ['a1', 'a2', 'b1', 'c1', 'c2', 'd1']);
+    assert.deepEqual(proxy.requests(), []);
+  });
+});
