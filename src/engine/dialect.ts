@@ -5,8 +5,9 @@
 // (UTC instants), so every timestamp a statement writes is made a TIMESTAMP_NS: casts to
 // TIMESTAMP or TIMESTAMPTZ (the `TIMESTAMP '…'` and `TIMESTAMPTZ '…'` literals are casts) and
 // arrow_cast to an Arrow timestamp type. A string with an offset keeps its instant, and
-// nanosecond digits are kept. The functions that return TIMESTAMPTZ (now(), to_timestamp, …)
-// are redefined as macros (views/sql-functions.ts).
+// nanosecond digits are kept; one with a zone name is read by TIMESTAMPTZ, to microseconds.
+// The functions that return TIMESTAMPTZ (now(), to_timestamp, …) are redefined as macros
+// (views/sql-functions.ts).
 
 type Node = Record<string, unknown>;
 
@@ -39,6 +40,13 @@ function duckdbTypeOfArrow(arrowType: string): string | undefined {
   return simple[name];
 }
 
+/** A text constant whose time is followed by a zone name (two letters or more: `UTC`, `Europe/Paris`), not an offset. */
+function namesTimeZone(child: unknown): boolean {
+  const constant = child as Node | undefined;
+  const value = constant?.class === 'CONSTANT' ? (constant.value as Node | undefined) : undefined;
+  return typeof value?.value === 'string' && /\d\s*[A-Za-z]{2,}[A-Za-z0-9_/+-]*\s*$/.test(value.value);
+}
+
 /** A cast standing where `replaced` stood (its alias and position). */
 const castNode = (replaced: Node, child: unknown, id: string): Node => ({
   class: 'CAST',
@@ -68,6 +76,9 @@ export function nanosecondTimestamps(tree: { statements: Node[] }): boolean {
     if (node.class === 'CAST') {
       const target = node.cast_type as Node;
       if (typeof target?.id === 'string' && nanosecondCast.has(target.id)) {
+        // A zone name ('… Europe/Paris') only DuckDB's TIMESTAMPTZ (ICU) reads: through it, to microseconds.
+        if (target.id === 'TIMESTAMP WITH TIME ZONE' && namesTimeZone(node.child))
+          node.child = castNode({ query_location: node.query_location }, node.child, 'TIMESTAMP WITH TIME ZONE');
         node.cast_type = { id: 'TIMESTAMP_NS', type_info: null };
         changed = true;
       }
