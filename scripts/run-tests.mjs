@@ -20,12 +20,14 @@ const statementSuites = [
   'flight/prepared.test.js',
   'tables/series-ingest.test.js',
 ].map((f) => join(testDir, f));
-// Ingestion, materialization, queries with audiences, retention, admin functions and index pruning, lean for CI time.
+// Ingestion, materialization, queries with audiences, retention, admin functions, index pruning and
+// partition files gone from the store, lean for CI time.
 const lakehouseSuites = [
   'ingestion/otlp-whole-request.test.js',
   'ingestion/otlp-group-commit.test.js',
   'lakehouse/daemon.test.js',
   'lakehouse/admin-functions.test.js',
+  'lakehouse/missing-partition.test.js',
   'lakehouse/security.test.js',
   'lakehouse/time-filters.test.js',
   'resources/index-pruning.e2e.test.js',

@@ -218,6 +218,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         : undefined,
       version,
       log,
+      onUnreadable: (viewSet, outcome) => metrics.unreadablePartitions.inc({ view_set: viewSet, outcome }),
     });
     metrics.countQuarantinedWith({
       blocks: () => quarantineCounts(metadata),

@@ -33,8 +33,9 @@ export function toClientError(error: unknown, address: string): unknown {
   const details = (error.details || error.message).replace(/\.?\s*Resolution note:\s*$/, '');
   const errorCode = error.metadata?.get('orrery-error-code')[0];
   // DEADLINE_EXCEEDED is not a connection problem: the server answers it when a statement ran past
-  // its timeout, and grpc-js when the call's own deadline passed.
-  if (error.code === GrpcStatus.UNAVAILABLE) {
+  // its timeout, and grpc-js when the call's own deadline passed. Nor is an UNAVAILABLE that names
+  // Orrery's code (PARTITION_QUARANTINED, ...): the server answered it.
+  if (error.code === GrpcStatus.UNAVAILABLE && typeof errorCode !== 'string') {
     return new FlightClientError(error.code, `cannot reach the Flight SQL server at ${address}: ${details}`);
   }
   return new FlightClientError(error.code, details, typeof errorCode === 'string' ? errorCode : undefined);

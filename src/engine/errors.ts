@@ -98,6 +98,14 @@ const INTERRUPT = errorTypeNames.indexOf('INTERRUPT');
 const FATAL = errorTypeNames.indexOf('FATAL');
 const INTERNAL = errorTypeNames.indexOf('INTERNAL');
 const OUT_OF_MEMORY = errorTypeNames.indexOf('Out of Memory');
+/**
+ * The types DuckDB reports a file it cannot read with: missing or unreachable (IO; HTTP, for s3://),
+ * or not a valid file of its format (Invalid Input: Parquet's reader, e.g. "No magic bytes found";
+ * Invalid: Thrift's, e.g. a damaged footer).
+ */
+const FILE_READ_TYPES = new Set(
+  ['IO', 'HTTP', 'Invalid Input', 'Invalid'].map((name) => errorTypeNames.indexOf(name as never)),
+);
 
 /** A failure read from a DuckDB result through the C API: its error type (duckdb_error_type) and message. */
 export class DuckDBResultFailure extends Error {
@@ -144,8 +152,18 @@ export function sqlError(error: unknown): OrreryError {
     case INTERNAL:
       return engineErrors.error('ENGINE_INTERNAL', message, { cause: error });
     default:
-      return engineErrors.error('QUERY_INVALID', message);
+      // DuckDB's failure stays as the cause: callers classify it by type (isFileReadFailure).
+      return engineErrors.error('QUERY_INVALID', message, { cause: error });
   }
+}
+
+/**
+ * Whether DuckDB reported failing to read a file (one that is missing, unreachable or not valid
+ * Parquet), by its error type, from the failure or from the engine error it became.
+ */
+export function isFileReadFailure(error: unknown): boolean {
+  const failure = error instanceof OrreryError ? error.cause : error;
+  return FILE_READ_TYPES.has(duckdbErrorType(failure));
 }
 
 export const engineClosed = (): OrreryError =>

@@ -8,7 +8,7 @@ export type {
   StatementDescription,
   TableDescription,
 } from './duckdb-engine.js';
-export { engineErrors } from './errors.js';
+export { engineErrors, isFileReadFailure } from './errors.js';
 export { nativeExportProblem } from './native-export.js';
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';

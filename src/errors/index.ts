@@ -16,6 +16,7 @@ export type ErrorStatus =
   | 'CANCELLED'
   | 'DEADLINE_EXCEEDED'
   | 'UNAVAILABLE'
+  | 'DATA_LOSS'
   | 'INTERNAL';
 
 /** What a code means to the client: its gRPC status (and HTTP status where one answers over HTTP). */

@@ -10,6 +10,7 @@ export {
   decodeCount,
   deleteExpiredFiles,
   encodeCount,
+  partitionOfFile,
   partitionsOverlapping,
   queryablePartitions,
   quarantinedPartitionCounts,

@@ -142,6 +142,14 @@ export async function allPartitions(db: MetadataQueries): Promise<Partition[]> {
   return rows.map(fromRow);
 }
 
+/** The partition whose file is `path` (an object key), null when none has it (retired, quarantined, never registered). */
+export async function partitionOfFile(db: MetadataQueries, path: string): Promise<Partition | null> {
+  const { rows } = await db.query<PartitionRow>(`SELECT ${columns} FROM lakehouse_partitions WHERE file_path = $1`, [
+    path,
+  ]);
+  return rows.length === 0 ? null : fromRow(rows[0]);
+}
+
 /**
  * Registers a new partition and retires, in the same transaction, every partition of the
  * same view instance and schema whose insert range lies inside the new one. Retired files
@@ -352,27 +360,51 @@ function quarantinedFromRow(r: {
 }
 
 /**
- * Takes the partition whose file is `path` out of lakehouse_partitions and records it as
- * quarantined, in one statement; the file is not queued for deletion. Returns the record, or
- * null when no partition has that file (already quarantined, retired or replaced).
+ * Takes the partition whose file is `path` out of lakehouse_partitions, records it as quarantined and
+ * registers `rebuilt` (its range built again from source; none when it cannot be) in its place, in one
+ * transaction, so no statement sees its range empty. The file is not queued for deletion. Returns the
+ * record, or null when no partition has that file (already quarantined, retired or replaced).
  */
 export async function quarantinePartitionFile(
-  db: MetadataQueries,
+  metadata: MetadataStore,
   path: string,
   error: string,
   version: string,
+  rebuilt: readonly Partition[],
+  onChange?: PartitionChangeHook,
 ): Promise<QuarantinedPartition | null> {
-  const { rows } = await db.query<Parameters<typeof quarantinedFromRow>[0]>(
-    `WITH gone AS (DELETE FROM lakehouse_partitions WHERE file_path = $1
-         RETURNING view_set_name, view_instance_id, begin_insert_time, end_insert_time, num_rows, file_size)
-     INSERT INTO quarantined_partitions (file_path, view_set_name, view_instance_id, begin_insert_time, end_insert_time,
-         num_rows, file_size, error, orrery_version)
-       SELECT $1, view_set_name, view_instance_id, begin_insert_time, end_insert_time, num_rows, file_size, $2, $3 FROM gone
-     ON CONFLICT (file_path) DO NOTHING
-     RETURNING ${quarantinedColumns}`,
-    [path, error, version],
-  );
-  return rows.length === 0 ? null : quarantinedFromRow(rows[0]);
+  return metadata.transaction(async (tx) => {
+    const { rows: named } = await tx.query<{ view_set_name: string; view_instance_id: string }>(
+      'SELECT view_set_name, view_instance_id FROM lakehouse_partitions WHERE file_path = $1',
+      [path],
+    );
+    if (named.length === 0) return null;
+    // The lock commitPartitions takes: a daemon's commit over the range waits for this one.
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+      `partition:${named[0].view_set_name}:${named[0].view_instance_id}`,
+    ]);
+    const { rows } = await tx.query<Parameters<typeof quarantinedFromRow>[0]>(
+      `WITH gone AS (DELETE FROM lakehouse_partitions WHERE file_path = $1
+           RETURNING view_set_name, view_instance_id, begin_insert_time, end_insert_time, num_rows, file_size)
+       INSERT INTO quarantined_partitions (file_path, view_set_name, view_instance_id, begin_insert_time, end_insert_time,
+           num_rows, file_size, error, orrery_version)
+         SELECT $1, view_set_name, view_instance_id, begin_insert_time, end_insert_time, num_rows, file_size, $2, $3 FROM gone
+       ON CONFLICT (file_path) DO NOTHING
+       RETURNING ${quarantinedColumns}`,
+      [path, error, version],
+    );
+    if (rows.length === 0) return null;
+    for (const partition of rebuilt) await insertPartition(tx, partition);
+    // Built from the same source as the file, the rebuilt partitions hold its rows: rows moved, none
+    // changed (as in a merge), and the unreadable file is never read for what changed.
+    await onChange?.(tx, {
+      viewSetName: named[0].view_set_name,
+      retired: [path],
+      added: rebuilt.flatMap((p) => (p.filePath === null ? [] : [p.filePath])),
+      mergedFrom: [path],
+    });
+    return quarantinedFromRow(rows[0]);
+  });
 }
 
 /** Every quarantined partition, oldest first. */

@@ -12,6 +12,16 @@ export const maintenanceErrors = declareErrors('maintenance', {
     meaning:
       'another process (a daemon pass, an admin call) registered a partition overlapping the range first; nothing was changed',
   },
+  PARTITION_LOST: {
+    status: 'DATA_LOSS',
+    meaning:
+      'a partition file the statement read cannot be read (missing, truncated, overwritten) and its range cannot be rebuilt: its source is gone (past retention), so its rows are lost',
+  },
+  PARTITION_CONTAINMENT_FAILED: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'a partition file the statement read cannot be read, and quarantining it or rebuilding its range failed (Postgres, the object store or the rebuild failed)',
+  },
   PARTITION_WRITE_TOO_SLOW: {
     status: 'UNAVAILABLE',
     meaning:

@@ -9,7 +9,6 @@ import {
   partitionKey,
   partitionsOverlapping,
   payloadKey,
-  quarantinePartitionFile,
   scratchKey,
   secondsToNanos,
   type ObjectStore,
@@ -31,6 +30,7 @@ import {
 import { indexPartition } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
+import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
 /** What materializing one range did. */
@@ -57,6 +57,8 @@ export interface MaterializerOptions {
   readonly orphanGraceSeconds: number;
   /** Told of each change to partitions in its transaction (the rollups of view sets record what it invalidated). */
   readonly onPartitionsChanged?: PartitionChangeHook;
+  /** Told of each partition file found unreadable, and what became of it. */
+  readonly onUnreadable?: (viewSet: string, outcome: UnreadableOutcome) => void;
   /** This Orrery's version, recorded with each block it quarantines. */
   readonly version: string;
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void;
@@ -81,7 +83,23 @@ const isDataError = (error: unknown): boolean => isErrorOf(error, engineErrors, 
  * of its window materializes without it.
  */
 export class Materializer {
-  constructor(private readonly options: MaterializerOptions) {}
+  private readonly unreadablePartitions: UnreadablePartitions;
+
+  constructor(private readonly options: MaterializerOptions) {
+    const { db, store, version, viewSet, log, onUnreadable } = options;
+    this.unreadablePartitions = new UnreadablePartitions({
+      db,
+      store,
+      version,
+      viewSet,
+      log,
+      onOutcome: onUnreadable,
+      onPartitionsChanged: options.onPartitionsChanged,
+      readWhole: (path) => this.unreadableFile(path),
+      sourceCount: (view, range) => this.sourceCount(view, range),
+      rebuild: (view, range, register) => this.rebuild(view, range, register),
+    });
+  }
 
   /**
    * Retires partitions by hand (`retire` answers the view set and the files it retired) in one
@@ -235,6 +253,29 @@ export class Materializer {
     return 'created';
   }
 
+  /**
+   * Writes a range's partitions from its source, in pieces of the set's source width, and has `register`
+   * register them (true when it did); their files are deleted when it declines or fails.
+   */
+  private async rebuild(
+    view: ViewSet,
+    range: InsertRange,
+    register: (partitions: readonly Partition[]) => Promise<boolean>,
+  ): Promise<void> {
+    const partitions: Partition[] = [];
+    const started = Date.now();
+    let registered = false;
+    try {
+      for (const piece of cut(range, secondsToNanos(view.sourceDeltaSeconds)))
+        partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
+      this.checkWrittenInTime(view, started);
+      registered = await register(partitions);
+    } finally {
+      if (!registered) for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
+    }
+    for (const partition of partitions) await this.indexed(view, partition);
+  }
+
   private async create(view: ViewSet, range: InsertRange, count: bigint): Promise<void> {
     const started = Date.now();
     await this.commit(view, await this.extracted(view, range, count), started);
@@ -304,6 +345,11 @@ export class Materializer {
       if (partition.filePath) await this.options.store.delete(partition.filePath);
       throw overlapping(view, { begin: partition.beginInsertTime, end: partition.endInsertTime }, error);
     }
+    await this.indexed(view, partition);
+  }
+
+  /** Records the indexes' statistics of a new partition; a failure only costs queries reading it whole. */
+  private async indexed(view: ViewSet, partition: Partition): Promise<void> {
     const { db, store, engine } = this.options;
     await indexPartition({ db, store, lakeRows: (sql) => engine.values(sql) }, partition).catch((error: unknown) =>
       this.options.log?.(
@@ -327,32 +373,15 @@ export class Materializer {
   }
 
   /**
-   * Partition files (object keys) that exist but cannot be read whole (truncated, overwritten) are taken out
-   * of the lake's partitions and recorded as quarantined (list_quarantined_partitions(), the
+   * Partition files (object keys) that cannot be read (missing, truncated, overwritten) are taken out of
+   * the lake's partitions and recorded as quarantined (list_quarantined_partitions(), the
    * orrery_quarantined_partitions metric), and their range is rebuilt from its source, so merges,
-   * the sets defined over them and queries carry on. Returns how many were; a readable file is
-   * left alone. The file itself stays in place, for inspection.
+   * the sets defined over them and queries carry on; see UnreadablePartitions for a range whose source
+   * is gone. Returns how many files the lake no longer names; a readable file is left alone. The file
+   * itself stays in place, for inspection.
    */
-  async containUnreadable(paths: readonly string[]): Promise<number> {
-    let contained = 0;
-    for (const path of new Set(paths)) {
-      // Only corruption is contained: a missing file was deleted (by hand, or retired under a long query).
-      if ((await this.options.store.size(path)) === null) continue;
-      const error = await this.unreadableFile(path);
-      if (error === null) continue;
-      const record = await quarantinePartitionFile(this.options.db, path, error, this.options.version);
-      if (!record) continue;
-      contained++;
-      this.options.log?.(
-        'warn',
-        `quarantined partition file ${path} of ${record.viewSetName} [${nanosToIso(record.beginInsertTime)}, ${nanosToIso(record.endInsertTime)}): ${error}`,
-      );
-      const view = this.options.viewSet(record.viewSetName);
-      if (!view) continue;
-      const range = { begin: record.beginInsertTime, end: record.endInsertTime };
-      for (const piece of cut(range, secondsToNanos(view.sourceDeltaSeconds))) await this.materialize(view, piece);
-    }
-    return contained;
+  containUnreadable(paths: readonly string[]): Promise<number> {
+    return this.unreadablePartitions.contain(paths);
   }
 
   /** Reads every value of a partition file: null when that works, else DuckDB's message (a system failure throws). */

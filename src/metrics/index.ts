@@ -101,6 +101,13 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly unreadablePartitions = new Counter({
+    name: 'orrery_unreadable_partitions_total',
+    help: 'Partition files found unreadable (missing, truncated, overwritten), by view set and outcome: quarantined (range rebuilt), lost (source past retention: statements fail with PARTITION_LOST), failed (containing failed)',
+    labelNames: ['view_set', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
   private readonly quarantineSources: {
     blocks?: () => Promise<ReadonlyMap<string, number>>;
     partitions?: () => Promise<ReadonlyMap<string, number>>;

@@ -2,6 +2,7 @@ import { Field, Int64, Schema, TimestampNanosecond, Utf8, type RecordBatch } fro
 import type { Keyring, Principal } from '../auth/index.js';
 import {
   StatementType,
+  isFileReadFailure,
   quoteIdentifier,
   type DuckDBEngine,
   type EngineSession,
@@ -44,7 +45,7 @@ import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse
 import { PartitionPruning, type PartitionsRead } from './partition-pruning.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
-import type { OrreryError } from '../errors/index.js';
+import { messageOf, type OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
@@ -110,6 +111,12 @@ const progressSchema = new Schema([
 ]);
 
 /** What a CREATE or DROP MATERIALIZED VIEW answers: one row. */
+/**
+ * How many times a statement runs again after partition files it read were contained: DuckDB names
+ * one unreadable file per failure, so each run may meet the next.
+ */
+const maxReruns = 3;
+
 const ddlSchema = new Schema([new Field('view_set_name', new Utf8(), false), new Field('action', new Utf8(), false)]);
 
 /** What a write to a series table answers when run as a query: the rows changed, as DuckDB's DML does. */
@@ -241,10 +248,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.plans.cancel(statement.planId, ctx);
   }
 
-  private async runQuery(ctx: CallContext<Principal>, statement: Statement, again = false): Promise<QueryResult> {
+  private async runQuery(ctx: CallContext<Principal>, statement: Statement, reruns = 0): Promise<QueryResult> {
     const run = await this.limits.begin(ctx.principal.name, ctx, true);
     try {
-      const kept = again ? undefined : this.keptPlan(ctx, statement, run);
+      const kept = reruns > 0 ? undefined : this.keptPlan(ctx, statement, run);
       const plan = kept ?? (await this.plan(ctx, statement, run));
       if (plan.kind === 'procedure')
         return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
@@ -265,15 +272,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
           await this.engine.query(planned.sql, { ...planned.options, limit: ctx.options.limit }, planned.description)
         ).batches;
       };
-      const contained = this.containedBatches(result.batches, rerun);
+      const contained = this.containedBatches(result.batches, rerun, reruns);
       const batches = ctx.principal.admin ? contained : this.guardedBatches(statement, contained);
       return { schema: result.schema, batches: run.track(batches) };
     } catch (error) {
-      if (!again && (await this.contained(error))) {
-        run.end();
-        return this.runQuery(ctx, statement, true);
+      let failure = error;
+      try {
+        if (reruns < maxReruns && (await this.contained(error))) {
+          run.end();
+          return this.runQuery(ctx, statement, reruns + 1);
+        }
+      } catch (containing) {
+        failure = containing;
       }
-      const reported = this.reported(ctx, statement, error);
+      const reported = this.reported(ctx, statement, failure);
       run.end(reported);
       throw reported;
     }
@@ -635,16 +647,30 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /**
-   * Whether a failure named partition files of the lake that cannot be read, now contained (quarantined,
-   * their ranges rebuilt from source; see Materializer.containUnreadable), so the statement may run again.
+   * Whether a failure was DuckDB's failing to read partition files of the lake (missing, truncated,
+   * overwritten: by its error type; the files by the object keys its message quotes, which containing
+   * checks against the partitions in Postgres), now contained (quarantined, their ranges rebuilt from
+   * source; see Materializer.containUnreadable), so the statement may run again. Throws what containing
+   * throws (PARTITION_LOST, PARTITION_CONTAINMENT_FAILED): the caller is told that, not DuckDB's error.
    */
   private async contained(error: unknown): Promise<boolean> {
     const materializer = this.backend?.materializer;
-    if (!materializer || !(error instanceof Error)) return false;
-    const keys = partitionKeysIn(error.message);
-    if (keys.length === 0 || (await materializer.containUnreadable(keys).catch(() => 0)) === 0) return false;
+    if (!materializer || !isFileReadFailure(error)) return false;
+    const keys = partitionKeysIn(messageOf(error));
+    if (keys.length === 0 || (await materializer.containUnreadable(keys)) === 0) return false;
     await this.lakehouse?.partitions?.sync(); // the statement runs again over the partitions as they are now
     return true;
+  }
+
+  /** Runs `work`, again (up to maxReruns times: each run may meet another file) when it failed on partition files now contained. */
+  private async containing<T>(work: () => Promise<T>): Promise<T> {
+    for (let reruns = 0; ; reruns++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (reruns >= maxReruns || !(await this.contained(error))) throw error;
+      }
+    }
   }
 
   /**
@@ -654,6 +680,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   private async *containedBatches(
     batches: AsyncIterable<RecordBatch>,
     rerun: () => Promise<AsyncIterable<RecordBatch>>,
+    reruns: number,
   ): AsyncGenerator<RecordBatch> {
     let sent = false;
     try {
@@ -662,9 +689,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
         yield batch;
       }
     } catch (error) {
-      if (!(await this.contained(error))) throw error;
+      if (reruns >= maxReruns || !(await this.contained(error))) throw error;
       if (!sent) {
-        yield* await rerun();
+        yield* this.containedBatches(await rerun(), rerun, reruns + 1);
         return;
       }
       throw sqlErrors.error(
@@ -683,11 +710,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   ): Promise<T> {
     const run = await this.limits.begin(ctx.principal.name, ctx, executes);
     try {
-      const result = await use(run).catch(async (error: unknown) => {
-        // A statement planned or run over a partition file that cannot be read runs once more without it.
-        if (await this.contained(error)) return use(run);
-        throw error;
-      });
+      // A statement planned or run over partition files that cannot be read runs again without them.
+      const result = await this.containing(() => use(run));
       run.end();
       return result;
     } catch (error) {

@@ -13,7 +13,12 @@ import { deleteOrphans } from '../../src/lakehouse/index.js';
 import { adminKey } from '../support/orrery-process.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import {
+  adminAndTeams,
   clientFor,
+  metricLines,
+  partitionFiles,
+  postLogRecord,
+  rowValues,
   sharedEnv,
   sleep,
   startRole,
@@ -22,11 +27,7 @@ import {
   type TestPostgres,
 } from './lakehouse-fixtures.js';
 
-const keyList = [
-  { name: adminKey.name, key: adminKey.key, audiences: ['public'] },
-  { name: 'team_a', key: 'team-a-key-corrupt-01', audiences: ['team_a'] },
-  { name: 'team_b', key: 'team-b-key-corrupt-01', audiences: ['team_b'] },
-];
+const keyList = adminAndTeams('corrupt');
 
 describe('issue 9: a partition file that cannot be read is quarantined and its range rebuilt from source', () => {
   let postgres: TestPostgres;
@@ -39,36 +40,16 @@ describe('issue 9: a partition file that cannot be read is quarantined and its r
   /** The log_entries partition files, one per second of arrival: a's first row, b's row, a's second row. */
   let files: string[];
 
-  const values = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
-    (await c.query(sql))
-      .toArray()
-      .map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+  const values = rowValues;
   const messages = async (sql: string): Promise<string[]> => [...(await admin.query(sql)).getChild('msg')!] as string[];
-  const postLog = async (key: string, body: string): Promise<void> => {
-    const record = { timeUnixNano: String(BigInt(Date.now()) * 1_000_000n), body: { stringValue: body } };
-    const response = await fetch(`http://127.0.0.1:${serve.httpPort}/v1/logs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [record] }] }] }),
-    });
-    assert.equal(response.status, 200);
-  };
-  const logFiles = async (view = 'log_entries'): Promise<string[]> =>
-    (
-      await serve.metadata.query<{ file_path: string }>(
-        'SELECT file_path FROM lakehouse_partitions WHERE view_set_name = $1 AND file_path IS NOT NULL ORDER BY begin_insert_time',
-        [view],
-      )
-    ).rows.map((r) => r.file_path);
+  const postLog = (key: string, body: string): Promise<void> => postLogRecord(serve.httpPort, key, body);
+  const logFiles = (view = 'log_entries'): Promise<string[]> => partitionFiles(serve, view);
   const quarantined = async (): Promise<unknown[][]> =>
     values(
       admin,
       'SELECT file_path, view_set_name, view_instance_id, num_rows, orrery_version FROM list_quarantined_partitions() ORDER BY quarantined_at',
     );
-  const gauge = async (): Promise<string[]> =>
-    (await (await fetch(`http://127.0.0.1:${serve.httpPort}/metrics`)).text())
-      .split('\n')
-      .filter((l) => l.startsWith('orrery_quarantined_partitions{'));
+  const gauge = (): Promise<string[]> => metricLines(serve.httpPort, 'orrery_quarantined_partitions');
   const allRows = [['a one'], ['a two'], ['b one']];
 
   before(async () => {

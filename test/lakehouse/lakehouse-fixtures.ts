@@ -11,6 +11,7 @@ import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { EmbeddedPostgres } from '../../src/metadata/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
+import { adminKey } from '../support/orrery-process.js';
 import { runnerS3, s3LakeEnv } from '../support/s3-server.js';
 
 export { sleep };
@@ -20,6 +21,15 @@ export interface TestKey {
   readonly name: string;
   readonly key: string;
   readonly audiences: readonly string[];
+}
+
+/** An admin (audience public) and two teams' keys (team_a, team_b), each key unique to the suite named. */
+export function adminAndTeams(suite: string): [TestKey, TestKey, TestKey] {
+  return [
+    { name: adminKey.name, key: adminKey.key, audiences: ['public'] },
+    { name: 'team_a', key: `team-a-key-${suite}-01`, audiences: ['team_a'] },
+    { name: 'team_b', key: `team-b-key-${suite}-01`, audiences: ['team_b'] },
+  ];
 }
 
 /** An embedded Postgres the test owns (Orrery's own is not reachable from outside), with a pool on it. */
@@ -141,6 +151,45 @@ export function plain(row: Record<string, unknown>): Record<string, unknown> {
 /** Rows with bigints as numbers, for deepEqual against literals. */
 export async function plainRows(client: TestFlightClient, sql: string): Promise<Array<Record<string, unknown>>> {
   return (await queryRows(client, sql)).map(plain);
+}
+
+/** Rows as arrays of values, bigints as numbers, for deepEqual against literals. */
+export async function rowValues(client: TestFlightClient, sql: string): Promise<unknown[][]> {
+  return (await plainRows(client, sql)).map((row) => Object.values(row));
+}
+
+/** Posts one OTLP/JSON log record with a key (so with its audiences) and checks it was taken. */
+export async function postLogRecord(
+  httpPort: number,
+  key: string,
+  body: string,
+  timeUnixNano = BigInt(Date.now()) * 1_000_000n,
+): Promise<void> {
+  const record = { timeUnixNano: String(timeUnixNano), body: { stringValue: body } };
+  const response = await fetch(`http://127.0.0.1:${httpPort}/v1/logs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    body: JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [record] }] }] }),
+  });
+  if (response.status !== 200) throw new Error(`POST /v1/logs answered ${response.status}: ${await response.text()}`);
+}
+
+/** The object keys of a view set's partition files, in insert-time order. */
+export async function partitionFiles(orrery: Orrery, view: string): Promise<string[]> {
+  const { rows } = await orrery.metadata.query<{ file_path: string }>(
+    'SELECT file_path FROM lakehouse_partitions WHERE view_set_name = $1 AND file_path IS NOT NULL ORDER BY begin_insert_time',
+    [view],
+  );
+  return rows.map((r) => r.file_path);
+}
+
+/** The lines of a server's /metrics whose metric is `name`, without the instance label. */
+export async function metricLines(httpPort: number, name: string): Promise<string[]> {
+  return (await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text())
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`))
+    .map((l) => l.replace(/instance="[^"]*",?/, ''))
+    .sort();
 }
 
 /** The single value of a one-row, one-column query, as a number (null as 0). */
