@@ -1,34 +1,65 @@
 /**
- * Group commit: requests that arrive while a flush is under way wait and go together in the next one, so
- * that N concurrent requests cost one round of payload syncs and one Postgres statement instead of N. The
- * first request after a quiet spell flushes at once (no waiting for company); one flush runs at a time.
- * A flush's failure fails every request of it (none was acknowledged; each may be retried).
+ * Group commit in two stages: requests that arrive while a stage is busy wait and go through it together, so
+ * that N concurrent requests cost one round of payload writes and one Postgres statement instead of N. The
+ * stages overlap: while one group's rows are being committed, the next group's payloads are written (and a
+ * commit takes every group written meanwhile). A request arriving to an idle stage goes at once, alone.
+ * A stage's failure fails every request in it (none was acknowledged; each may be retried).
  */
 export class GroupCommit<T, R> {
-  private pending: Array<{ item: T; resolve: (result: R) => void; reject: (error: unknown) => void }> = [];
-  private flushing = false;
+  private toWrite: Entry<T, R>[] = [];
+  private toCommit: Entry<T, R>[] = [];
+  private writing = false;
+  private committing = false;
 
-  /** `flush` stores the items together and gives each its result, in order. */
-  constructor(private readonly flush: (items: readonly T[]) => Promise<R[]>) {}
+  /**
+   * `write` makes the items' payloads durable (the first stage); `commit` then records them together and
+   * gives each its result, in order (the second).
+   */
+  constructor(
+    private readonly write: (items: readonly T[]) => Promise<void>,
+    private readonly commit: (items: readonly T[]) => Promise<R[]>,
+  ) {}
 
-  /** Resolves with the item's result once the flush holding it has committed. */
+  /** Resolves with the item's result once the commit holding it has succeeded. */
   submit(item: T): Promise<R> {
-    const result = new Promise<R>((resolve, reject) => this.pending.push({ item, resolve, reject }));
-    if (!this.flushing) void this.run();
+    const result = new Promise<R>((resolve, reject) => this.toWrite.push({ item, resolve, reject }));
+    if (!this.writing) void this.writeAll();
     return result;
   }
 
-  private async run(): Promise<void> {
-    this.flushing = true;
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0);
+  private async writeAll(): Promise<void> {
+    this.writing = true;
+    while (this.toWrite.length > 0) {
+      const group = this.toWrite.splice(0);
       try {
-        const results = await this.flush(batch.map((entry) => entry.item));
-        batch.forEach((entry, i) => entry.resolve(results[i]));
+        await this.write(group.map((entry) => entry.item));
       } catch (error) {
-        for (const entry of batch) entry.reject(error);
+        for (const entry of group) entry.reject(error);
+        continue;
+      }
+      this.toCommit.push(...group);
+      if (!this.committing) void this.commitAll();
+    }
+    this.writing = false;
+  }
+
+  private async commitAll(): Promise<void> {
+    this.committing = true;
+    while (this.toCommit.length > 0) {
+      const group = this.toCommit.splice(0);
+      try {
+        const results = await this.commit(group.map((entry) => entry.item));
+        group.forEach((entry, i) => entry.resolve(results[i]));
+      } catch (error) {
+        for (const entry of group) entry.reject(error);
       }
     }
-    this.flushing = false;
+    this.committing = false;
   }
+}
+
+interface Entry<T, R> {
+  item: T;
+  resolve: (result: R) => void;
+  reject: (error: unknown) => void;
 }

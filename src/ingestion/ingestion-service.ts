@@ -52,7 +52,10 @@ export class IngestionService {
     private readonly metrics?: OrreryMetrics,
   ) {
     const commit = (signal: OtlpSignal) =>
-      new GroupCommit<readonly StoredBlock[], number>((requests) => this.flush(signal, requests));
+      new GroupCommit<readonly StoredBlock[], number>(
+        (requests) => this.writePayloads(requests),
+        (requests) => this.insert(signal, requests),
+      );
     this.commits = { logs: commit('logs'), metrics: commit('metrics'), traces: commit('traces') };
   }
 
@@ -80,17 +83,27 @@ export class IngestionService {
   }
 
   /**
-   * Stores the blocks of several checked requests: every payload written and synced together, then the rows
-   * of all of them in one statement; returns each request's records newly stored. (Payloads are written
-   * first: a payload whose rows never commit is read by nothing, and a retry of the request finds it in place.)
+   * The first stage of storing checked requests: every payload of them written and synced together. (Payloads
+   * are written before their rows: a payload whose rows never commit is read by nothing, and a retry of the
+   * request finds it in place.)
    */
-  private async flush(signal: OtlpSignal, requests: readonly (readonly StoredBlock[])[]): Promise<number[]> {
-    this.metrics?.ingestFlushRequests.observe({ signal }, requests.length);
-    const blocks = uniqueBy(requests.flat(), (b) => b.blockId);
+  private async writePayloads(requests: readonly (readonly StoredBlock[])[]): Promise<void> {
     await this.store.putAllIfAbsent(
-      blocks.map((b) => ({ key: payloadKey(b.processId, b.streamId, b.blockId), bytes: b.payload })),
+      uniqueBy(requests.flat(), (b) => b.blockId).map((b) => ({
+        key: payloadKey(b.processId, b.streamId, b.blockId),
+        bytes: b.payload,
+      })),
     );
-    const inserted = await insertRows(this.db, signal, blocks);
+  }
+
+  /** The second stage: the rows of the requests in one statement; returns each request's records newly stored. */
+  private async insert(signal: OtlpSignal, requests: readonly (readonly StoredBlock[])[]): Promise<number[]> {
+    this.metrics?.ingestFlushRequests.observe({ signal }, requests.length);
+    const inserted = await insertRows(
+      this.db,
+      signal,
+      uniqueBy(requests.flat(), (b) => b.blockId),
+    );
     // A block two requests of the flush both carry (a retry racing its original) counts for the first.
     return requests.map((request) => request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0));
   }

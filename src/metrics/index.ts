@@ -21,7 +21,7 @@ export class OrreryMetrics {
 
   readonly ingestFlushRequests = new Histogram({
     name: 'orrery_ingest_flush_requests',
-    help: 'OTLP requests stored together by one flush (group commit: one round of payload writes, one Postgres statement), by signal',
+    help: 'OTLP requests committed together by one Postgres statement (group commit), by signal',
     labelNames: ['signal'] as const,
     buckets: [1, 2, 4, 8, 16, 32, 64, 128],
     registers: [this.registry],
