@@ -14,23 +14,19 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
 source "$here/../lib.sh"
+# shellcheck source=s3-lib.sh
+source "$here/s3-lib.sh"
 
 bench_ensure_built
 python="$(bench_venv)"
 data_dir="$(bench_data_dir s3)"
-s3_info="$data_dir/s3.json"
-node "$here/s3-proxy.mjs" >"$s3_info" 2>"$data_dir/s3.log" &
-s3_pid=$!
 cleanup() {
   orrery_stop
-  kill "$s3_pid" 2>/dev/null || true
-  wait "$s3_pid" 2>/dev/null || true
+  s3_proxy_stop
   bench_cleanup_data "$data_dir"
 }
 trap cleanup EXIT
-for _ in $(seq 1 600); do [ -s "$s3_info" ] && break; sleep 0.1; done
-[ -s "$s3_info" ] || { echo "bench: the S3 server did not start: $(cat "$data_dir/s3.log")" >&2; exit 1; }
-field() { node -e "const s=JSON.parse(require('fs').readFileSync('$s3_info','utf8')); console.log($1)"; }
+s3_proxy_start "$data_dir" || exit 1
 
 measure() {
   local store="$1"
@@ -43,24 +39,20 @@ measure() {
   orrery_stop
 }
 
-on_s3() {
-  export MICROMEGAS_OBJECT_STORE_URI="s3://$(field s.bucket)/$1"
-  eval "$(field "Object.entries(s.env).map(([k,v])=>'export '+k+'='+JSON.stringify(v)).join('\n')")"
-}
 (
-  on_s3 idle
+  s3_lake idle
   orrery_start all "$data_dir/idle" || exit 1
   sleep 5 # past start-up's catch-up
-  curl -fsS -X POST "$(field s.reset)" >/dev/null
+  curl -fsS -X POST "$(s3_field s.reset)" >/dev/null
   sleep "${IDLE_SECONDS:-10}"
-  curl -fsS "$(field s.counts)" | node -e "const c=JSON.parse(require('fs').readFileSync(0,'utf8'));
+  curl -fsS "$(s3_field s.counts)" | node -e "const c=JSON.parse(require('fs').readFileSync(0,'utf8'));
     console.log(JSON.stringify(Object.fromEntries(Object.entries(c).map(([k,v])=>[k,+(v/${IDLE_SECONDS:-10}).toFixed(1)]))))" \
     >"$data_dir/idle.json"
   orrery_stop
 )
 measure file
 (
-  on_s3 lake
-  measure s3 --counts-url "$(field s.counts)" --reset-url "$(field s.reset)"
+  s3_lake lake
+  measure s3 --counts-url "$(s3_field s.counts)" --reset-url "$(s3_field s.reset)"
 )
 "$python" "$here/bench.py" compare --file "$data_dir/file.json" --s3 "$data_dir/s3.json" --idle "$data_dir/idle.json"

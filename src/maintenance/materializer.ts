@@ -65,6 +65,7 @@ export interface MaterializerOptions {
 }
 
 type PayloadSource = Extract<ViewSet['source'], { kind: 'payload' }>;
+type SqlSource = Extract<ViewSet['source'], { kind: 'sql' }>;
 
 /**
  * An error in the data DuckDB read (malformed JSON, a failed cast), as opposed to the system failing
@@ -288,9 +289,10 @@ export class Materializer {
    */
   private async extracted(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
     // No source rows: the range is recorded as empty without running the extract or writing a file (on
-    // S3 an idle second cost each view set a PUT and a DELETE). Not for a set defined in SQL: its count
-    // query may count what its extract does not read (log_stats counts the blocks view set's rows).
+    // S3 an idle second cost each view set a PUT and a DELETE). For a set defined in SQL, see extractsNothing.
     if (count === 0n && view.source.kind !== 'sql') return emptyPartition(view, range, count);
+    if (view.source.kind === 'sql' && (await this.extractsNothing(view.source, range)))
+      return emptyPartition(view, range, count);
     try {
       return await this.extractedFrom(view, range, count);
     } catch (error) {
@@ -304,6 +306,24 @@ export class Materializer {
       if ((await this.quarantineUnreadable(view, view.source, range, (error as Error).message)) === 0) throw error;
       return await this.extractedFrom(view, range, await this.sourceCount(view, range));
     }
+  }
+
+  /**
+   * Whether a SQL-defined set's extract makes no rows over a range where the sets it reads have no partition
+   * file: it then reads empty relations, so DuckDB answers without the store, and no empty file is written
+   * and deleted (on S3 an idle second cost log_stats a PUT and a DELETE). Its count query is no guide: it
+   * may count what the extract does not read (log_stats counts the blocks view set's rows), and an extract
+   * can make rows from empty relations (an aggregate without GROUP BY), so the extract itself is asked.
+   */
+  private async extractsNothing(source: SqlSource, range: InsertRange): Promise<boolean> {
+    const reads = await this.readPartitions(source.extractReads, range);
+    if (reads.some((read) => read.keys.length > 0)) return false;
+    const setup = sessionStatements(
+      reads.map(({ view }) => ({ view, files: [] })),
+      { kind: 'all' },
+    );
+    const [[rows]] = await this.rows(`SELECT count(*) FROM (${withRange(source.extractQuery, range)})`, setup);
+    return BigInt(rows as number | bigint) === 0n;
   }
 
   private async extractedFrom(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {

@@ -2,7 +2,8 @@
 // nothing (DuckDB keeps what it read of a file and, on S3, does not check it again: a partition file is
 // written once under a key of its own). Every request is seen through a counting proxy in front of the
 // real S3 server the suites use. Partitions retired, their files deleted, and their rows in a new
-// partition at a new key: the next statements answer exactly, and ask for the new file only.
+// partition at a new key: the next statements answer exactly, and ask for the new file only. A view set
+// defined in SQL (log_stats) records a range without rows without writing anything to the store.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
@@ -12,7 +13,7 @@ import { countingProxy, s3LakeEnv, testS3, type CountingProxy } from '../support
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
-describe('S3 lake: hot statements send no request, retired files are never read (issue 15)', () => {
+describe('S3 lake: hot statements and empty ranges send no request, retired files are never read (issue 15)', () => {
   let proxy: CountingProxy;
   const fixture = useOrrery(async () => {
     const s3 = await testS3();
@@ -24,6 +25,7 @@ describe('S3 lake: hot statements send no request, retired files are never read 
   }, 'serve');
   after(() => proxy.close());
   let start: number;
+  let end: number;
 
   const post = async (messages: string[]) => {
     const time = BigInt(Date.now()) * 1_000_000n;
@@ -83,7 +85,7 @@ describe('S3 lake: hot statements send no request, retired files are never read 
     const retired = await files();
     await post(['d1']);
     await sleep(1100);
-    const end = Math.ceil(Date.now() / 1000);
+    end = Math.ceil(Date.now() / 1000);
     // One partition over the whole range: it replaces the three (retired at once, ORRERY_RETIRE_DELAY_SECONDS=0).
     await fixture.admin.query(
       `SELECT * FROM materialize_partitions('log_entries', '${iso(start - 2)}', '${iso(end)}', ${end - start + 2})`,
@@ -100,5 +102,40 @@ describe('S3 lake: hot statements send no request, retired files are never read 
     proxy.reset();
     assert.deepEqual(await messages(), ['a1', 'a2', 'b1', 'c1', 'c2', 'd1']);
     assert.deepEqual(proxy.requests(), []);
+  });
+
+  it('records an empty range of a view set defined in SQL without writing a file; a range with rows gets its file', async () => {
+    // log_stats (SQL-defined, over log_entries) over ten seconds nothing was sent in: an idle daemon's passes.
+    proxy.reset();
+    const empty = await fixture.admin.query(
+      `SELECT * FROM materialize_partitions('log_stats', '${iso(start - 60)}', '${iso(start - 50)}', 1)`,
+    );
+    assert.deepEqual(
+      empty.toArray().map((r) => String(r.msg).split(': ')[1]),
+      Array.from({ length: 10 }, () => 'created'),
+    );
+    assert.deepEqual(
+      proxy.requests().filter(({ kind }) => kind !== 'GET' && kind !== 'HEAD'),
+      [],
+      'an empty range wrote to the store',
+    );
+    const recorded = await fixture.admin.query(
+      `SELECT count(*) AS n, count(file_path) AS files FROM list_partitions()
+        WHERE view_set_name = 'log_stats' AND begin_insert_time >= '${iso(start - 60)}' AND end_insert_time <= '${iso(start - 50)}'`,
+    );
+    assert.deepEqual(
+      recorded.toArray().map((r) => [Number(r.n), Number(r.files)]),
+      [[10, 0]],
+    );
+    // Over the seconds the logs came in: one file, every record counted.
+    await fixture.admin.query(
+      `SELECT * FROM materialize_partitions('log_stats', '${iso(start - 2)}', '${iso(end)}', ${end - start + 2})`,
+    );
+    const stats = await fixture.admin.query('SELECT sum(count) AS n FROM log_stats');
+    assert.equal(Number(stats.getChildAt(0)!.get(0)), 6);
+    const files = await fixture.admin.query(
+      "SELECT count(file_path) AS n FROM list_partitions() WHERE view_set_name = 'log_stats'",
+    );
+    assert.equal(Number(files.getChildAt(0)!.get(0)), 1);
   });
 });
