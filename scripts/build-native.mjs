@@ -1,5 +1,6 @@
-// Builds the native addon (src/engine/native: the Arrow exporter and bulk ingest) into dist/native/arrow_export.node with
-// the machine's C++ compiler, linked against the libduckdb that @duckdb/node-bindings ships.
+// Builds the native addon (src/engine/native: the Arrow exporter, bulk ingest and the sketch
+// aggregates) into dist/native/arrow_export.node with the machine's C++ compiler, linked against
+// the libduckdb that @duckdb/node-bindings ships.
 // Without a compiler or on an unsupported platform it says so and leaves results to the
 // JavaScript converter. Dependency-free, like ensure-built.mjs which runs it.
 import { execFileSync } from 'node:child_process';
@@ -9,9 +10,14 @@ import { dirname, join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const sourceDir = join(root, 'src', 'engine', 'native');
-const sources = ['arrow-export.cc', 'arrow-ingest.cc', 'arrow-ingest.h', 'duckdb-c-api.h'].map((f) =>
-  join(sourceDir, f),
-);
+const sources = [
+  'arrow-export.cc',
+  'arrow-ingest.cc',
+  'arrow-ingest.h',
+  'sketch-aggregates.cc',
+  'sketch-aggregates.h',
+  'duckdb-c-api.h',
+].map((f) => join(sourceDir, f));
 const output = join(root, 'dist', 'native', 'arrow_export.node');
 
 function skip(reason) {
@@ -55,6 +61,7 @@ try {
       ...includeDirs.map((d) => `-I${d}`),
       join(sourceDir, 'arrow-export.cc'),
       join(sourceDir, 'arrow-ingest.cc'),
+      join(sourceDir, 'sketch-aggregates.cc'),
       '-o',
       partial,
       `-L${libraryDir}`,

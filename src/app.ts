@@ -143,15 +143,17 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       ...builtinViewSets.map((v) => v.name),
       ...(statics?.tables ?? []).map((t) => t.name),
     ]);
+    const native = nativeSetting(config, log);
     const engineOptions: EngineOptions = {
-      nativeExport: nativeExportSetting(config, log),
+      nativeExport: native,
+      nativeSketches: native,
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
       locationAliases: store.aliases,
       secrets: store.duckdbSetup,
       startupSql: [
         ...store.duckdbSettings,
         ...compatibilityMacros,
-        ...sketchStatements,
+        ...sketchStatements(native),
         ...staticTableStatements(statics?.tables ?? []),
       ],
       memoryLimit: config.duckdbMemoryLimit,
@@ -383,8 +385,11 @@ async function createEngine(
   }
 }
 
-/** Whether results use the native Arrow exporter: ORRERY_NATIVE, and whether the exporter is built. */
-function nativeExportSetting(config: Config, log: Log): boolean {
+/**
+ * Whether the engine uses the native addon (the Arrow exporter, bulk ingest, the sketch
+ * aggregates): ORRERY_NATIVE, and whether the addon is built.
+ */
+function nativeSetting(config: Config, log: Log): boolean {
   if (config.native === 'off') return false;
   const problem = nativeExportProblem();
   if (!problem) return true;
@@ -392,7 +397,7 @@ function nativeExportSetting(config: Config, log: Log): boolean {
   if (config.native === 'on') throw new ConfigError(`ORRERY_NATIVE=on: ${reason}`);
   log(
     'warn',
-    `${reason}. Results use the JavaScript converter, and a query failing after its first rows fails without DuckDB's reason`,
+    `${reason}. Results use the JavaScript converter, a query failing after its first rows fails without DuckDB's reason, and distinct_sketch() and merge() run as slower SQL`,
   );
   return false;
 }

@@ -57,7 +57,7 @@ export interface Config {
   readonly viewDefinitionRefreshSeconds: number;
   /** MICROMEGAS_STATIC_TABLES_URL: a file:// folder of CSV/JSON/Parquet files. */
   readonly staticTablesUrl: string | undefined;
-  /** ORRERY_NATIVE: use the native Arrow exporter when built (auto), require it (on), or never (off). */
+  /** ORRERY_NATIVE: use the native addon (Arrow exporter, bulk ingest, sketch aggregates) when built (auto), require it (on), or never (off). */
   readonly native: 'auto' | 'on' | 'off';
   readonly queryLimits: {
     /** ORRERY_QUERY_TIMEOUT_SECONDS; 0: none. */

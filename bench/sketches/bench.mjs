@@ -11,6 +11,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 // The tree whose macros are measured (bench/lib.sh's ORRERY_ROOT: this one, or ORRERY_REF's build).
 const root = process.env.ORRERY_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { sketchStatements } = await import(pathToFileURL(join(root, 'dist/src/views/index.js')).href);
+const { registerNativeSketches } = await import(pathToFileURL(join(root, 'dist/src/engine/native-export.js')).href);
 
 const rows = Number(process.env.ROWS ?? 10_000_000);
 const groupCounts = (process.env.SKETCH_GROUPS ?? '1,100,10000').split(',').map(Number);
@@ -21,11 +22,19 @@ const log = (line) => process.stderr.write(`${line}\n`);
 if (loadavg()[0] > cpus().length)
   log(`bench: warning: 1-minute load average ${loadavg()[0].toFixed(1)} on ${cpus().length} cores; figures are noisy`);
 
+// Two sets of the same macros in one DuckDB: `orrery` over the native aggregates (the server's
+// default, when the addon is built), `sqldefs` over their SQL definitions (ORRERY_NATIVE=off).
+// Each connection's own catalog comes first on its search path, so `sql` runs the SQL ones.
 const instance = await DuckDBInstance.create(':memory:', { threads });
 const db = await instance.connect();
+const sql = await instance.connect();
 await db.run("ATTACH ':memory:' AS orrery");
+await db.run("ATTACH ':memory:' AS sqldefs");
 await db.run('USE orrery');
-for (const statement of sketchStatements) await db.run(statement);
+await sql.run('USE sqldefs');
+registerNativeSketches(db);
+for (const statement of sketchStatements(true)) await db.run(statement);
+for (const statement of sketchStatements(false).filter((s) => !s.includes('snouttime'))) await sql.run(statement);
 const value = async (sql) => (await db.runAndReadAll(sql)).getRows()[0][0];
 
 const uniform = (stream) => `((hash(i * 7 + ${stream}) >> 11)::DOUBLE + 0.5) / 9007199254740992`;
@@ -37,45 +46,54 @@ await db.run(
    FROM range(${rows}) t(i)`,
 );
 
-/** Median wall time (ms) of a statement, run REPEATS times. */
-async function time(sql) {
-  const times = [];
+/**
+ * Median wall times (ms) of statements, each [connection, sql], run in turn REPEATS times (A, B,
+ * C, A, B, C, ...) so that load from elsewhere on the machine hits them alike.
+ */
+async function times(...statements) {
+  const runs = statements.map(() => []);
   for (let r = 0; r < repeats; r++) {
-    const start = performance.now();
-    await db.runAndReadAll(sql);
-    times.push(performance.now() - start);
+    for (const [i, [connection, text]] of statements.entries()) {
+      const start = performance.now();
+      await connection.runAndReadAll(text);
+      runs[i].push(performance.now() - start);
+    }
   }
-  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
+  return runs.map((t) => t.sort((a, b) => a - b)[Math.floor(t.length / 2)]);
 }
 
 // Each aggregate's result is consumed (summed over the groups) so that DuckDB cannot drop it.
 const grouped = (groups, aggregate, reduce) =>
-  `SELECT ${reduce} FROM (SELECT i % ${groups} AS g, ${aggregate} AS a FROM data GROUP BY 1)`;
+  `SELECT ${reduce} FROM (SELECT i % ${groups} AS g, ${aggregate} AS a FROM orrery.main.data GROUP BY 1)`;
 const pairs = [
   ['percentile_sketch(x)', 'sum(a.n)', 'approx_quantile(x, 0.99)', 'sum(a)'],
   ['distinct_sketch(k)', 'sum(len(a.hll_registers))', 'approx_count_distinct(k)', 'sum(a)'],
 ];
 const results = [];
-console.log(`rows ${rows}, DuckDB threads ${threads}, median of ${repeats}`);
-console.log('groups  sketch                      ms      DuckDB                         ms      ratio');
+const fixed = (ms) => ms.toFixed(0).padStart(7);
+console.log(`rows ${rows}, DuckDB threads ${threads}, median of ${repeats}, runs alternated`);
+console.log(
+  'groups  sketch                native ms   SQL ms   DuckDB                         ms   native/DuckDB  SQL/native',
+);
 for (const groups of groupCounts) {
   for (const [sketch, sketchReduce, duck, duckReduce] of pairs) {
-    // Interleaved, so load from elsewhere on the machine hits both alike.
-    const duckMs = await time(grouped(groups, duck, duckReduce));
-    const sketchMs = await time(grouped(groups, sketch, sketchReduce));
-    const ratio = sketchMs / duckMs;
+    const [duckMs, nativeMs, sqlMs] = await times(
+      [db, grouped(groups, duck, duckReduce)],
+      [db, grouped(groups, sketch, sketchReduce)],
+      [sql, grouped(groups, sketch, sketchReduce)],
+    );
     results.push({
       groups,
       sketch,
-      sketch_ms: Math.round(sketchMs),
+      native_ms: Math.round(nativeMs),
+      sql_ms: Math.round(sqlMs),
       duckdb: duck,
       duckdb_ms: Math.round(duckMs),
-      ratio,
+      ratio: nativeMs / duckMs,
+      sql_over_native: sqlMs / nativeMs,
     });
     console.log(
-      `${String(groups).padStart(6)}  ${sketch.padEnd(24)} ${sketchMs.toFixed(0).padStart(7)}   ${duck.padEnd(26)} ${duckMs
-        .toFixed(0)
-        .padStart(7)}   ${ratio.toFixed(2).padStart(6)}x`,
+      `${String(groups).padStart(6)}  ${sketch.padEnd(20)} ${fixed(nativeMs)}  ${fixed(sqlMs)}   ${duck.padEnd(26)} ${fixed(duckMs)}   ${(nativeMs / duckMs).toFixed(2).padStart(9)}x  ${(sqlMs / nativeMs).toFixed(2).padStart(8)}x`,
     );
   }
 }
@@ -84,13 +102,22 @@ for (const groups of groupCounts) {
 await db.run(
   `CREATE TABLE hourly AS SELECT hour, i % 100 AS g, percentile_sketch(x) AS p, distinct_sketch(k) AS d FROM data GROUP BY 1, 2`,
 );
-const mergeP = await time('SELECT sum(percentile(m, 0.99)) FROM (SELECT g, merge(p) AS m FROM hourly GROUP BY 1)');
-const mergeD = await time('SELECT sum(distinct_count(m)) FROM (SELECT g, merge(d) AS m FROM hourly GROUP BY 1)');
-const readP = await time('SELECT sum(percentile(p, 0.99)) FROM hourly');
-const readD = await time('SELECT sum(distinct_count(d)) FROM hourly');
+const mergeP = 'SELECT sum(percentile(m, 0.99)) FROM (SELECT g, merge(p) AS m FROM orrery.main.hourly GROUP BY 1)';
+const mergeD = 'SELECT sum(distinct_count(m)) FROM (SELECT g, merge(d) AS m FROM orrery.main.hourly GROUP BY 1)';
+const [mergePNative, mergePSql, mergeDNative, mergeDSql] = await times(
+  [db, mergeP],
+  [sql, mergeP],
+  [db, mergeD],
+  [sql, mergeD],
+);
+const [readP, readD] = await times(
+  [db, 'SELECT sum(percentile(p, 0.99)) FROM hourly'],
+  [db, 'SELECT sum(distinct_count(d)) FROM hourly'],
+);
 const hourlyRows = Number(await value('SELECT count(*) FROM hourly'));
 console.log(
-  `\nmerge: ${hourlyRows} hourly sketches into 100 days: percentile ${mergeP.toFixed(0)} ms, distinct ${mergeD.toFixed(0)} ms`,
+  `\nmerge: ${hourlyRows} hourly sketches into 100 days: percentile ${mergePNative.toFixed(0)} ms native, ${mergePSql.toFixed(0)} ms SQL (${(mergePSql / mergePNative).toFixed(1)}x), ` +
+    `distinct ${mergeDNative.toFixed(0)} ms native, ${mergeDSql.toFixed(0)} ms SQL (${(mergeDSql / mergeDNative).toFixed(1)}x)`,
 );
 console.log(
   `read: percentile(p, 0.99) ${((readP * 1000) / hourlyRows).toFixed(1)} us per sketch, distinct_count(d) ${((readD * 1000) / hourlyRows).toFixed(1)} us per sketch`,
@@ -145,12 +172,19 @@ console.log(
     rows,
     threads: Number(threads),
     results,
-    merge_ms: { percentile: Math.round(mergeP), distinct: Math.round(mergeD), sketches: hourlyRows },
+    merge_ms: {
+      percentile: Math.round(mergePNative),
+      percentile_sql: Math.round(mergePSql),
+      distinct: Math.round(mergeDNative),
+      distinct_sql: Math.round(mergeDSql),
+      sketches: hourlyRows,
+    },
     read_us_per_sketch: { percentile: (readP * 1000) / hourlyRows, distinct: (readD * 1000) / hourlyRows },
     sizes,
     error: { percentile: worstQuantile, distinct: distinctError, approx_count_distinct: duckError },
   }),
 );
+sql.closeSync();
 db.closeSync();
 instance.closeSync();
 if (worstQuantile > 0.01 * (1 + 1e-9) || distinctError > 0.02) {

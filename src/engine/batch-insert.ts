@@ -4,7 +4,7 @@ import { DataType, DateUnit, Precision, TimeUnit, type Data, type RecordBatch, t
 import { appendBatch, stagingTypeOf } from './arrow-append.js';
 import { OrreryError } from '../errors/index.js';
 import { sqlError } from './errors.js';
-import { nativeExportModule, type NativeArrowIngest } from './native-export.js';
+import { connectionHandle, nativeExportModule, type NativeArrowIngest } from './native-export.js';
 
 // A stream of Arrow record batches written by one INSERT ... SELECT (bulk ingest). With the native
 // addon the batches reach DuckDB as an Arrow stream that one statement scans while they arrive;
@@ -165,11 +165,6 @@ async function staged(
   } finally {
     await target.run(`DROP TABLE IF EXISTS temp.main.${staging}`).catch(() => {});
   }
-}
-
-/** The connection's handle as @duckdb/node-bindings holds it (an External the addon reads). */
-function connectionHandle(connection: DuckDBConnection): unknown {
-  return (connection as unknown as { connection: unknown }).connection;
 }
 
 /**

@@ -1,5 +1,11 @@
 import { createRequire } from 'node:module';
-import { DuckDBTypeId, ResultReturnType, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
+import {
+  DuckDBTypeId,
+  ResultReturnType,
+  type DuckDBConnection,
+  type DuckDBResult,
+  type DuckDBType,
+} from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
 import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
 import { DuckDBResultFailure } from './errors.js';
@@ -60,6 +66,7 @@ interface NativeModule {
     onRoom: () => void,
   ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
+  registerSketchFunctions(connection: unknown): void;
 }
 
 /** The error a DuckDB result ended with: its type as duckdb.h numbers it (duckdb_error_type), and its message. */
@@ -94,6 +101,21 @@ export function nativeExportModule(): NativeModule | null {
 export function nativeExportProblem(): string {
   nativeExportModule();
   return loadError;
+}
+
+/** A connection's handle as @duckdb/node-bindings holds it (an External over duckdb_connection). */
+export function connectionHandle(connection: DuckDBConnection): unknown {
+  return (connection as unknown as { connection: unknown }).connection;
+}
+
+/**
+ * Registers the native sketch aggregates (native/sketch-aggregates.cc) in the connection's
+ * database, for every connection of it; sketchStatements(true) needs them.
+ */
+export function registerNativeSketches(connection: DuckDBConnection): void {
+  const module = nativeExportModule();
+  if (!module) throw new Error(`the native sketch aggregates are not available: ${loadError}`);
+  module.registerSketchFunctions(connectionHandle(connection));
 }
 
 /**

@@ -46,7 +46,7 @@ export class ExpressionAnalyzer {
   static async open(): Promise<ExpressionAnalyzer> {
     const instance = await DuckDBInstance.create(':memory:');
     const connection = await instance.connect();
-    for (const sql of [...compatibilityMacros, ...sketchStatements]) await connection.run(sql);
+    for (const sql of [...compatibilityMacros, ...sketchStatements(false)]) await connection.run(sql);
     return new ExpressionAnalyzer(instance, connection);
   }
 

@@ -1,7 +1,10 @@
-// Mergeable sketches as DuckDB macros over DuckDB's own aggregates (histogram, list DISTINCT), so
-// they work on every engine, with or without the native addon, in queries, view definitions and
-// rollups alike. A sketch is a plain STRUCT value: the merge of sketches is the sketch of the
-// union of their inputs, identical to it, so a rollup's merged buckets equal the raw ones.
+// Mergeable sketches as DuckDB macros, in queries, view definitions and rollups alike. A sketch is
+// a plain STRUCT value: the merge of sketches is the sketch of the union of their inputs,
+// identical to it, so a rollup's merged buckets equal the raw ones. Three aggregates inside them
+// (the HyperLogLog registers of hashes, their union, the sum of log buckets) are the native
+// addon's (engine/native/sketch-aggregates.cc) where it runs, and otherwise the SQL definitions
+// below over DuckDB's own aggregates (list DISTINCT, list), which return the same values at 7-10x
+// the cost (list DISTINCT) or a cost quadratic in the entries (the sum of log buckets).
 //
 // Macro parameters are expressions substituted wherever the body names them, so a body binds each
 // costly argument once through a one-element list_transform (`list_transform([arg], a -> ...)[1]`)
@@ -77,9 +80,22 @@ const helpers = [
        list_transform(map_values(s.log_buckets), __c -> CAST(__c AS BIGINT)),
        (__seen, __c, __i) -> CASE WHEN __seen >= 0 THEN __seen WHEN __seen + __c >= 0 THEN __i ELSE __seen + __c END,
        CAST(-(r + 1) AS BIGINT))]) END`,
+  // Ertl's improved raw estimator ("New cardinality estimation algorithms for HyperLogLog
+  // sketches", 2017), unbiased from 0 to far beyond 2^32 without bias tables or a switch to
+  // linear counting: m^2 / (2 ln 2 * (sum of 2^-rank + m * sigma(empty registers / m))).
+  `CREATE OR REPLACE MACRO __orrery_hll_sigma(x) AS list_transform([x], __x ->
+     __x + list_sum(list_transform(range(1, 64), __k -> power(__x, power(2, __k)) * power(2, __k - 1))))[1]`,
+  `CREATE OR REPLACE MACRO __orrery_hll_estimate(r) AS list_transform([r], __r -> CASE WHEN len(__r) = 0 THEN 0 ELSE CAST(round(
+     ${registers * registers} / (2 * ln(2) * (list_sum(list_transform(__r, __e -> 1 / CAST(CAST(1 AS UBIGINT) << (__e % 64) AS DOUBLE)))
+       + ${registers} * __orrery_hll_sigma((${registers} - len(__r)) / ${registers})))) AS BIGINT) END)[1]`,
+];
+
+// The SQL definitions of the native aggregates (engine/native/sketch-aggregates.cc), of the same
+// names and results; an engine with the native ones must not create these (a macro would hide them).
+const sqlAggregates = [
   // Sums the counts of equal keys in a list of (key, value) entries sorted by key: the counts
-  // between consecutive run ends. Its lambdas copy the entries per key (O(entries x keys)); a GROUP
-  // BY over unnest(entries) is faster, but DuckDB 1.5 cannot bind that subquery under percentile()'s
+  // between consecutive run ends. Its lambdas copy the entries per key (O(entries x keys), which
+  // the native __orrery_dd_union avoids); a GROUP BY over unnest(entries) is faster, but DuckDB 1.5 cannot bind that subquery under percentile()'s
   // lambdas ("UNNEST() for correlated expressions is not supported yet"), so percentile(merge(p), q)
   // would fail.
   `CREATE OR REPLACE MACRO __orrery_dd_sum(sorted) AS list_transform([coalesce(sorted, [])], __e -> list_transform(
@@ -92,14 +108,13 @@ const helpers = [
   // The largest rank of each register, from entries sorted by register then rank.
   `CREATE OR REPLACE MACRO __orrery_hll_max(sorted) AS
      list_transform([coalesce(sorted, [])], __s -> list_filter(__s, (__e, __i) -> __i = len(__s) OR __e // 64 <> __s[__i + 1] // 64))[1]`,
-  // Ertl's improved raw estimator ("New cardinality estimation algorithms for HyperLogLog
-  // sketches", 2017), unbiased from 0 to far beyond 2^32 without bias tables or a switch to
-  // linear counting: m^2 / (2 ln 2 * (sum of 2^-rank + m * sigma(empty registers / m))).
-  `CREATE OR REPLACE MACRO __orrery_hll_sigma(x) AS list_transform([x], __x ->
-     __x + list_sum(list_transform(range(1, 64), __k -> power(__x, power(2, __k)) * power(2, __k - 1))))[1]`,
-  `CREATE OR REPLACE MACRO __orrery_hll_estimate(r) AS list_transform([r], __r -> CASE WHEN len(__r) = 0 THEN 0 ELSE CAST(round(
-     ${registers * registers} / (2 * ln(2) * (list_sum(list_transform(__r, __e -> 1 / CAST(CAST(1 AS UBIGINT) << (__e % 64) AS DOUBLE)))
-       + ${registers} * __orrery_hll_sigma((${registers} - len(__r)) / ${registers})))) AS BIGINT) END)[1]`,
+  // The HyperLogLog entries of the hashes that are not NULL, one per register that is not empty.
+  `CREATE OR REPLACE MACRO __orrery_hll_build(h) AS
+     __orrery_hll_max(list_sort(list(DISTINCT __orrery_hll_entry(h)) FILTER (WHERE h IS NOT NULL)))`,
+  // The entries of the union of lists of entries.
+  `CREATE OR REPLACE MACRO __orrery_hll_union(entries) AS __orrery_hll_max(list_sort(flatten(list(entries))))`,
+  // The counts of log buckets summed per key.
+  `CREATE OR REPLACE MACRO __orrery_dd_union(buckets) AS __orrery_dd_sum(list_sort(flatten(list(map_entries(buckets)))))`,
 ];
 
 type Parameter = readonly [name: string, type?: string];
@@ -127,7 +142,7 @@ const sketchMacros: readonly Macro[] = [
     overloads: [
       {
         parameters: [['x']],
-        body: `CAST({'format': '${distinctFormat}', 'hll_registers': __orrery_hll_max(list_sort(list(DISTINCT __orrery_hll_entry(hash(x))) FILTER (WHERE x IS NOT NULL)))}
+        body: `CAST({'format': '${distinctFormat}', 'hll_registers': __orrery_hll_build(CASE WHEN x IS NOT NULL THEN hash(x) END)}
           AS ${distinctSketchType})`,
       },
     ],
@@ -139,13 +154,13 @@ const sketchMacros: readonly Macro[] = [
         parameters: [['sketch', percentileSketchType]],
         body: `CASE ${checkFormats('merge', 'sketch', percentileFormat, 'percentile_sketch')}
           ELSE CAST({'format': '${percentileFormat}', 'n': coalesce(sum(sketch.n), 0), 'min': min(sketch.min), 'max': max(sketch.max),
-          'log_buckets': __orrery_dd_sum(list_sort(flatten(list(map_entries(sketch.log_buckets)) FILTER (WHERE sketch IS NOT NULL))))}
+          'log_buckets': __orrery_dd_union(sketch.log_buckets)}
           AS ${percentileSketchType}) END`,
       },
       {
         parameters: [['sketch', distinctSketchType]],
         body: `CASE ${checkFormats('merge', 'sketch', distinctFormat, 'distinct_sketch')}
-          ELSE CAST({'format': '${distinctFormat}', 'hll_registers': __orrery_hll_max(list_sort(flatten(list(sketch.hll_registers) FILTER (WHERE sketch IS NOT NULL))))}
+          ELSE CAST({'format': '${distinctFormat}', 'hll_registers': __orrery_hll_union(sketch.hll_registers)}
           AS ${distinctSketchType}) END`,
       },
     ],
@@ -212,9 +227,13 @@ export const snouttimeCatalogFunctions: ReadonlySet<string> = new Set(
   [...sketchMacros, ...snouttimeOnly].map((m) => m.name),
 );
 
-/** Statements creating the sketch functions and the `snouttime.` names; run once when an engine starts. */
-export const sketchStatements: readonly string[] = [
+/**
+ * Statements creating the sketch functions and the `snouttime.` names; run once when an engine
+ * starts. `native`: the engine registered the native aggregates (EngineOptions.nativeSketches).
+ */
+export const sketchStatements = (native: boolean): readonly string[] => [
   ...helpers,
+  ...(native ? [] : sqlAggregates),
   ...sketchMacros.map((m) => createMacro(m.name, m)),
   `ATTACH ':memory:' AS ${snouttimeCatalog}`,
   ...sketchMacros.map((m) => createMacro(`${snouttimeCatalog}.main.${m.name}`, twin(m))),

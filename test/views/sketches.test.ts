@@ -4,7 +4,7 @@
 // per group, and for merges of many partial sketches (hourly sketches merged == the day's sketch).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DuckDBEngine } from '../../src/engine/index.js';
+import { DuckDBEngine, nativeExportProblem } from '../../src/engine/index.js';
 import {
   distinctPrecision,
   orreryFunctionNames,
@@ -19,6 +19,9 @@ const uniform = (i: string, stream: number): string =>
 /** A standard normal (Box-Muller). */
 const normal = (i: string): string => `sqrt(-2 * ln(${uniform(i, 1)})) * cos(2 * pi() * ${uniform(i, 2)})`;
 
+/** The native sketch aggregates, as the server uses them: unless ORRERY_NATIVE=off or the addon is not built. */
+const native = process.env.ORRERY_NATIVE !== 'off' && nativeExportProblem() === '';
+
 const quantiles = [0, 0.0001, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 1];
 
 describe('sketch error bounds (issue 17)', () => {
@@ -27,7 +30,7 @@ describe('sketch error bounds (issue 17)', () => {
   const one = async (sql: string): Promise<unknown> => (await values(sql))[0][0];
 
   before(async () => {
-    engine = await DuckDBEngine.create({ startupSql: sketchStatements });
+    engine = await DuckDBEngine.create({ nativeSketches: native, startupSql: sketchStatements(native) });
     // 240,000 rows over 24 hours: lognormal latencies, Pareto sizes (tail index 1.1), and a mix of
     // signs with 5 % zeros and 2 % NULLs.
     await engine.execute(
@@ -154,3 +157,104 @@ describe('sketch error bounds (issue 17)', () => {
     for (const name of ['first', 'last']) assert.ok(defined.has(`${snouttimeCatalog}.${name}`), name);
   });
 });
+
+// The native aggregates (engine/native/sketch-aggregates.cc) return exactly what their SQL
+// definitions return: the same queries on the same rows in an engine with each, sketch states
+// compared value for value. Groups of 60 to 300,000 rows cover sparse and dense registers, two
+// threads the combine of partial states, a window the combine of shared ones.
+describe(
+  'native sketch aggregates equal their SQL definitions (issue 17 item 5, issue 14)',
+  {
+    skip: nativeExportProblem() ? 'the native addon is not built' : false,
+  },
+  () => {
+    let withNative: DuckDBEngine;
+    let withSql: DuckDBEngine;
+    const data = `CREATE TABLE draws AS SELECT i, i % 24 AS hour, i % 50 AS host,
+      CASE WHEN ${uniform('i', 7)} < 0.02 THEN NULL ELSE CAST(floor(power(200000, ${uniform('i', 6)})) AS BIGINT) END AS k,
+      CASE WHEN ${uniform('i', 8)} < 0.02 THEN NULL WHEN ${uniform('i', 8)} < 0.05 THEN 0
+           ELSE sign(${uniform('i', 5)} - 0.3) * exp(3 + 1.5 * ${normal('i')}) END AS x
+    FROM range(300000) t(i)`;
+
+    before(async () => {
+      withNative = await DuckDBEngine.create({ threads: 2, nativeSketches: true, startupSql: sketchStatements(true) });
+      withSql = await DuckDBEngine.create({ threads: 2, startupSql: sketchStatements(false) });
+      for (const engine of [withNative, withSql]) await engine.execute(data);
+    });
+    after(async () => {
+      await withNative.close();
+      await withSql.close();
+    });
+
+    async function same(sql: string): Promise<void> {
+      const [native, macros] = await Promise.all([withNative.values(sql), withSql.values(sql)]);
+      assert.ok(native.length > 0);
+      assert.deepStrictEqual(native, macros, sql);
+    }
+
+    it('each engine runs the definition it was given', async () => {
+      const kinds = async (engine: DuckDBEngine): Promise<unknown[][]> =>
+        engine.values(
+          `SELECT function_name, function_type FROM duckdb_functions()
+          WHERE function_name IN ('__orrery_hll_build', '__orrery_hll_union', '__orrery_dd_union') ORDER BY 1`,
+        );
+      assert.deepStrictEqual(await kinds(withNative), [
+        ['__orrery_dd_union', 'aggregate'],
+        ['__orrery_hll_build', 'aggregate'],
+        ['__orrery_hll_union', 'aggregate'],
+      ]);
+      assert.deepStrictEqual(await kinds(withSql), [
+        ['__orrery_dd_union', 'macro'],
+        ['__orrery_hll_build', 'macro'],
+        ['__orrery_hll_union', 'macro'],
+      ]);
+    });
+
+    it('distinct_sketch: per group of 60, 6,000 and 300,000 rows, over no rows and over NULLs only', async () => {
+      await same('SELECT i % 5000, distinct_sketch(k) FROM draws GROUP BY 1 ORDER BY 1');
+      await same('SELECT host, distinct_sketch(k), distinct_sketch(x) FROM draws GROUP BY 1 ORDER BY 1');
+      await same('SELECT distinct_sketch(k), distinct_sketch(x) FROM draws');
+      await same('SELECT distinct_sketch(k) FROM draws WHERE false');
+      await same('SELECT host, distinct_sketch(k) FROM draws WHERE k IS NULL GROUP BY 1 ORDER BY 1');
+    });
+
+    it('the rank of hashes next to every power of two (where log2 of a double rounds up)', async () => {
+      await same(
+        `SELECT __orrery_hll_build((CAST(b * 3 + d + 1 AS UBIGINT) << 50) | CAST((CAST(1 AS BIGINT) << b) + d AS UBIGINT))
+         FROM range(50) t(b), (VALUES (-1), (0), (1)) v(d) WHERE (CAST(1 AS BIGINT) << b) + d >= 0`,
+      );
+    });
+
+    it('merge of distinct and percentile sketches: per group, of all, with NULL sketches, of none', async () => {
+      const hourly = `(SELECT hour, host % 5 AS part, distinct_sketch(k) AS d, percentile_sketch(x) AS p FROM draws GROUP BY 1, 2
+                     UNION ALL SELECT 0, 0, NULL, NULL)`;
+      await same(`SELECT part, merge(d), merge(p) FROM ${hourly} GROUP BY 1 ORDER BY 1`);
+      await same(`SELECT merge(d), merge(p) FROM ${hourly}`);
+      await same(`SELECT merge(d), merge(p) FROM ${hourly} WHERE false`);
+    });
+
+    it('the native unions as window functions (shared partial states) equal merges of the same frames', async () => {
+      // A macro cannot be a window function: the SQL side merges each frame's rows through a join.
+      const hours = 'hours AS (SELECT hour, distinct_sketch(k) AS d, percentile_sketch(x) AS p FROM draws GROUP BY 1)';
+      const windowed = await withNative.values(
+        `WITH ${hours} SELECT hour, __orrery_hll_union(d.hll_registers) OVER w, __orrery_dd_union(p.log_buckets) OVER w
+         FROM hours WINDOW w AS (ORDER BY hour ROWS BETWEEN 3 PRECEDING AND CURRENT ROW) ORDER BY hour`,
+      );
+      const framed = await withSql.values(
+        `WITH ${hours} SELECT a.hour, merge(b.d).hll_registers, merge(b.p).log_buckets
+         FROM hours a JOIN hours b ON b.hour BETWEEN a.hour - 3 AND a.hour GROUP BY a.hour ORDER BY a.hour`,
+      );
+      assert.equal(windowed.length, 24);
+      assert.deepStrictEqual(windowed, framed);
+    });
+
+    it('merge refuses, by name, a hand-made distinct sketch whose entries no register can hold', async () => {
+      await assert.rejects(
+        withNative.values(
+          `SELECT merge({'format': 'hll(14)', 'hll_registers': [1048576]}::STRUCT(format VARCHAR, hll_registers INTEGER[]))`,
+        ),
+        /merge\(\) takes sketches made by distinct_sketch\(\): 1048576 is not a register entry/,
+      );
+    });
+  },
+);

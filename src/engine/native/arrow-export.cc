@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "arrow-ingest.h"
+#include "sketch-aggregates.h"
 #include "duckdb-c-api.h"
 
 namespace {
@@ -547,6 +548,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("Exporter", Exporter::Define(env));
   exports.Set("resultError", Napi::Function::New(env, ResultError));
   DefineArrowIngest(env, exports);
+  DefineSketchAggregates(env, exports);
   return exports;
 }
 

@@ -83,4 +83,49 @@ uint64_t *duckdb_vector_get_validity(duckdb_vector vector);
 const char *duckdb_result_error(duckdb_result *result);
 // duckdb.h declares the result an enum (duckdb_error_type); an int has its size and its values.
 int duckdb_result_error_type(duckdb_result *result);
+
+// Aggregate functions (sketch-aggregates.cc).
+typedef struct _duckdb_logical_type { void *internal_ptr; } *duckdb_logical_type;
+typedef struct _duckdb_function_info { void *internal_ptr; } *duckdb_function_info;
+typedef struct _duckdb_aggregate_function { void *internal_ptr; } *duckdb_aggregate_function;
+typedef struct _duckdb_aggregate_state { void *internal_ptr; } *duckdb_aggregate_state;
+typedef struct {
+  uint64_t offset;
+  uint64_t length;
+} duckdb_list_entry;
+// duckdb_type's values for the types used here.
+enum { DUCKDB_TYPE_INTEGER = 4, DUCKDB_TYPE_UBIGINT = 9 };
+typedef idx_t (*duckdb_aggregate_state_size)(duckdb_function_info info);
+typedef void (*duckdb_aggregate_init_t)(duckdb_function_info info, duckdb_aggregate_state state);
+typedef void (*duckdb_aggregate_destroy_t)(duckdb_aggregate_state *states, idx_t count);
+typedef void (*duckdb_aggregate_update_t)(duckdb_function_info info, duckdb_data_chunk input,
+                                          duckdb_aggregate_state *states);
+typedef void (*duckdb_aggregate_combine_t)(duckdb_function_info info, duckdb_aggregate_state *source,
+                                           duckdb_aggregate_state *target, idx_t count);
+typedef void (*duckdb_aggregate_finalize_t)(duckdb_function_info info, duckdb_aggregate_state *source,
+                                            duckdb_vector result, idx_t count, idx_t offset);
+
+// duckdb.h declares the argument an enum (duckdb_type); an int has its size and its values.
+duckdb_logical_type duckdb_create_logical_type(int type);
+duckdb_logical_type duckdb_create_list_type(duckdb_logical_type type);
+duckdb_logical_type duckdb_create_map_type(duckdb_logical_type key_type, duckdb_logical_type value_type);
+void duckdb_destroy_logical_type(duckdb_logical_type *type);
+duckdb_aggregate_function duckdb_create_aggregate_function();
+void duckdb_destroy_aggregate_function(duckdb_aggregate_function *aggregate_function);
+void duckdb_aggregate_function_set_name(duckdb_aggregate_function aggregate_function, const char *name);
+void duckdb_aggregate_function_add_parameter(duckdb_aggregate_function aggregate_function, duckdb_logical_type type);
+void duckdb_aggregate_function_set_return_type(duckdb_aggregate_function aggregate_function, duckdb_logical_type type);
+void duckdb_aggregate_function_set_functions(duckdb_aggregate_function aggregate_function,
+                                             duckdb_aggregate_state_size state_size, duckdb_aggregate_init_t state_init,
+                                             duckdb_aggregate_update_t update, duckdb_aggregate_combine_t combine,
+                                             duckdb_aggregate_finalize_t finalize);
+void duckdb_aggregate_function_set_destructor(duckdb_aggregate_function aggregate_function,
+                                              duckdb_aggregate_destroy_t destroy);
+duckdb_state duckdb_register_aggregate_function(duckdb_connection con, duckdb_aggregate_function aggregate_function);
+void duckdb_aggregate_function_set_error(duckdb_function_info info, const char *error);
+duckdb_vector duckdb_list_vector_get_child(duckdb_vector vector);
+idx_t duckdb_list_vector_get_size(duckdb_vector vector);
+duckdb_state duckdb_list_vector_set_size(duckdb_vector vector, idx_t size);
+duckdb_state duckdb_list_vector_reserve(duckdb_vector vector, idx_t required_capacity);
+duckdb_vector duckdb_struct_vector_get_child(duckdb_vector vector, idx_t index);
 }

@@ -1,0 +1,336 @@
+// Native aggregates behind the sketch macros (src/views/sketch-functions.ts), registered in a
+// database's system catalog through DuckDB's C API. Each returns exactly what the SQL definition
+// of the same name returns (the macros kept for engines without the addon, ORRERY_NATIVE=off;
+// test/views/sketches.test.ts compares the two), in one pass with a small state per group:
+// - __orrery_hll_build(hash UBIGINT) -> INTEGER[]: the HyperLogLog entries (register * 64 + rank,
+//   the largest rank of each register that is not empty, sorted) of the hashes. The SQL
+//   definition builds list(DISTINCT entry) first: a hash table over every distinct entry, 7-10x
+//   the cost of DuckDB's approx_count_distinct (issue 17 item 5).
+// - __orrery_hll_union(INTEGER[]) -> INTEGER[]: the same entries of the union of such lists.
+// - __orrery_dd_union(MAP(INTEGER, UBIGINT)) -> MAP(INTEGER, UBIGINT): counts summed per key,
+//   sorted by key. The SQL definition sums runs of a sorted list with lambdas that copy the list
+//   per key, quadratic in the entries (issue 14: a rollup's p99 per day slower than raw).
+
+#include "sketch-aggregates.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "duckdb-c-api.h"
+
+namespace {
+
+bool IsValid(const uint64_t *validity, idx_t row) { return !validity || ((validity[row >> 6] >> (row & 63)) & 1); }
+
+// sketch-functions.ts's distinctPrecision: 2^14 registers, ranks from the other 50 bits.
+constexpr int kPrecision = 14;
+constexpr int kRankBits = 64 - kPrecision;
+constexpr uint32_t kRegisters = 1u << kPrecision;
+// Sparse registers turn dense past this many (8 KiB of entries, half the dense registers).
+constexpr size_t kSparseMost = kRegisters / 8;
+
+// The entry of a hash, as __orrery_hll_entry computes it: the rank through the same double log2
+// (not a count of leading zeros), which rounds up just below a power of two, so that both agree.
+uint32_t HllEntry(uint64_t hash) {
+  const uint64_t rest = hash & ((uint64_t{1} << kRankBits) - 1);
+  const int rank = std::max(1, kRankBits - static_cast<int>(std::floor(std::log2(static_cast<double>(rest | 1)))));
+  return static_cast<uint32_t>(hash >> kRankBits) * 64 + rank;
+}
+
+// One group's registers: entries appended (unsorted, repeated) and compacted now and then, or one
+// byte per register once many registers are set; a group of few values stays small.
+struct Hll {
+  std::vector<uint32_t> sparse;
+  size_t compactAt = 64;
+  std::vector<uint8_t> dense;
+
+  void Add(uint32_t entry) {
+    if (!dense.empty()) {
+      uint8_t &rank = dense[entry >> 6];
+      rank = std::max<uint8_t>(rank, entry & 63);
+      return;
+    }
+    sparse.push_back(entry);
+    if (sparse.size() >= compactAt) Compact();
+  }
+
+  // Sorted, the largest rank of each register kept (entries of a register sort by rank).
+  void Compact() {
+    std::sort(sparse.begin(), sparse.end());
+    size_t kept = 0;
+    for (size_t i = 0; i < sparse.size(); i++)
+      if (i + 1 == sparse.size() || (sparse[i] >> 6) != (sparse[i + 1] >> 6)) sparse[kept++] = sparse[i];
+    sparse.resize(kept);
+    if (kept > kSparseMost) {
+      dense.assign(kRegisters, 0);
+      for (uint32_t entry : sparse) dense[entry >> 6] = entry & 63;
+      std::vector<uint32_t>().swap(sparse);
+    } else {
+      compactAt = std::max<size_t>(64, 2 * kept);
+    }
+  }
+
+  void Merge(const Hll &other) {
+    if (!other.dense.empty()) {
+      if (dense.empty()) {
+        for (uint32_t entry : other.sparse) sparse.push_back(entry);
+        dense.assign(kRegisters, 0);
+        for (uint32_t entry : sparse) dense[entry >> 6] = std::max<uint8_t>(dense[entry >> 6], entry & 63);
+        std::vector<uint32_t>().swap(sparse);
+      }
+      for (uint32_t r = 0; r < kRegisters; r++) dense[r] = std::max(dense[r], other.dense[r]);
+    } else {
+      for (uint32_t entry : other.sparse) Add(entry);
+    }
+  }
+
+  void Entries(std::vector<int32_t> &out) {
+    out.clear();
+    if (dense.empty()) Compact();
+    if (dense.empty()) {
+      out.assign(sparse.begin(), sparse.end());
+      return;
+    }
+    for (uint32_t r = 0; r < kRegisters; r++)
+      if (dense[r]) out.push_back(static_cast<int32_t>(r * 64 + dense[r]));
+  }
+};
+
+// One group's log buckets: (key, count) appended and summed per key now and then.
+struct Buckets {
+  std::vector<std::pair<int32_t, uint64_t>> entries;
+  size_t compactAt = 256;
+
+  void Add(int32_t key, uint64_t count) {
+    entries.emplace_back(key, count);
+    if (entries.size() >= compactAt) Compact();
+  }
+
+  void Compact() {
+    std::sort(entries.begin(), entries.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    size_t kept = 0;
+    for (size_t i = 0; i < entries.size(); i++) {
+      if (kept > 0 && entries[kept - 1].first == entries[i].first)
+        entries[kept - 1].second += entries[i].second;
+      else
+        entries[kept++] = entries[i];
+    }
+    entries.resize(kept);
+    compactAt = std::max<size_t>(256, 2 * kept);
+  }
+};
+
+// A state holds a pointer to its group's object, made at its first value: DuckDB may move states
+// (memcpy) between hash tables, which a pointer survives.
+template <class T>
+T *&Slot(duckdb_aggregate_state state) {
+  return *reinterpret_cast<T **>(state);
+}
+template <class T>
+T &Own(duckdb_aggregate_state state) {
+  T *&slot = Slot<T>(state);
+  if (!slot) slot = new T();
+  return *slot;
+}
+template <class T>
+idx_t StateSize(duckdb_function_info) {
+  return sizeof(T *);
+}
+template <class T>
+void Init(duckdb_function_info, duckdb_aggregate_state state) {
+  Slot<T>(state) = nullptr;
+}
+template <class T>
+void Destroy(duckdb_aggregate_state *states, idx_t count) {
+  for (idx_t i = 0; i < count; i++) {
+    delete Slot<T>(states[i]);
+    Slot<T>(states[i]) = nullptr;
+  }
+}
+
+// DuckDB's callbacks are C: a failure becomes the query's error rather than an exception through them.
+template <class F>
+void Guarded(duckdb_function_info info, F &&body) {
+  try {
+    body();
+  } catch (const std::bad_alloc &) {
+    duckdb_aggregate_function_set_error(info, "out of memory building a sketch");
+  } catch (const std::exception &error) {
+    duckdb_aggregate_function_set_error(info, error.what());
+  }
+}
+
+template <class T>
+void Combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_aggregate_state *target, idx_t count) {
+  Guarded(info, [&] {
+    for (idx_t i = 0; i < count; i++) {
+      const T *from = Slot<T>(source[i]);
+      if (!from) continue;
+      T &into = Own<T>(target[i]);
+      if constexpr (std::is_same_v<T, Hll>) {
+        into.Merge(*from);
+      } else {
+        for (const auto &[key, value] : from->entries) into.Add(key, value);
+      }
+    }
+  });
+}
+
+void HllBuildUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
+  Guarded(info, [&] {
+    const idx_t rows = duckdb_data_chunk_get_size(input);
+    duckdb_vector vector = duckdb_data_chunk_get_vector(input, 0);
+    const auto *hashes = static_cast<const uint64_t *>(duckdb_vector_get_data(vector));
+    const uint64_t *validity = duckdb_vector_get_validity(vector);
+    for (idx_t i = 0; i < rows; i++)
+      if (IsValid(validity, i)) Own<Hll>(states[i]).Add(HllEntry(hashes[i]));
+  });
+}
+
+// For each list (or map) of the input that is not NULL, calls add(state, j) for its elements j,
+// where add = reader(child vector), made once per chunk.
+template <class T, class R>
+void ForEachElement(duckdb_data_chunk input, duckdb_aggregate_state *states, R &&reader) {
+  const idx_t rows = duckdb_data_chunk_get_size(input);
+  duckdb_vector vector = duckdb_data_chunk_get_vector(input, 0);
+  const auto *lists = static_cast<const duckdb_list_entry *>(duckdb_vector_get_data(vector));
+  const uint64_t *validity = duckdb_vector_get_validity(vector);
+  auto add = reader(duckdb_list_vector_get_child(vector));
+  for (idx_t i = 0; i < rows; i++) {
+    if (!IsValid(validity, i)) continue;
+    T &state = Own<T>(states[i]);
+    for (idx_t j = lists[i].offset; j < lists[i].offset + lists[i].length; j++) add(state, j);
+  }
+}
+
+void HllUnionUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
+  Guarded(info, [&] {
+    ForEachElement<Hll>(input, states, [](duckdb_vector child) {
+      const auto *entries = static_cast<const int32_t *>(duckdb_vector_get_data(child));
+      const uint64_t *validity = duckdb_vector_get_validity(child);
+      return [entries, validity](Hll &hll, idx_t j) {
+        if (!IsValid(validity, j)) return;
+        const int32_t entry = entries[j];
+        // A sketch written by hand could hold anything: only entries distinct_sketch makes.
+        if (entry <= 0 || entry >= static_cast<int32_t>(kRegisters * 64) || entry % 64 == 0)
+          throw std::runtime_error("merge() takes sketches made by distinct_sketch(): " + std::to_string(entry) +
+                                   " is not a register entry (register * 64 + rank, rank 1 to 63)");
+        hll.Add(static_cast<uint32_t>(entry));
+      };
+    });
+  });
+}
+
+// Appends a group's list to a LIST (or MAP) result at row `row`; `fill` writes `length` elements
+// into the child vector from position `start`.
+template <class F>
+void AppendList(duckdb_vector result, idx_t row, idx_t length, F &&fill) {
+  const idx_t start = duckdb_list_vector_get_size(result);
+  duckdb_list_vector_reserve(result, start + length);
+  fill(duckdb_list_vector_get_child(result), start);
+  duckdb_list_vector_set_size(result, start + length);
+  static_cast<duckdb_list_entry *>(duckdb_vector_get_data(result))[row] = {start, length};
+}
+
+void HllFinalize(duckdb_function_info info, duckdb_aggregate_state *states, duckdb_vector result, idx_t count,
+                 idx_t offset) {
+  Guarded(info, [&] {
+    std::vector<int32_t> entries;
+    for (idx_t i = 0; i < count; i++) {
+      entries.clear();
+      if (Hll *hll = Slot<Hll>(states[i])) hll->Entries(entries);
+      AppendList(result, offset + i, entries.size(), [&](duckdb_vector child, idx_t start) {
+        if (!entries.empty())
+          std::memcpy(static_cast<int32_t *>(duckdb_vector_get_data(child)) + start, entries.data(),
+                      entries.size() * sizeof(int32_t));
+      });
+    }
+  });
+}
+
+void BucketsUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
+  Guarded(info, [&] {
+    ForEachElement<Buckets>(input, states, [](duckdb_vector pairs) {
+      duckdb_vector countVector = duckdb_struct_vector_get_child(pairs, 1);
+      const auto *keys = static_cast<const int32_t *>(duckdb_vector_get_data(duckdb_struct_vector_get_child(pairs, 0)));
+      const auto *counts = static_cast<const uint64_t *>(duckdb_vector_get_data(countVector));
+      const uint64_t *validity = duckdb_vector_get_validity(countVector);
+      return [keys, counts, validity](Buckets &buckets, idx_t j) {
+        if (IsValid(validity, j)) buckets.Add(keys[j], counts[j]);
+      };
+    });
+  });
+}
+
+void BucketsFinalize(duckdb_function_info info, duckdb_aggregate_state *states, duckdb_vector result, idx_t count,
+                     idx_t offset) {
+  Guarded(info, [&] {
+    for (idx_t i = 0; i < count; i++) {
+      Buckets *buckets = Slot<Buckets>(states[i]);
+      if (buckets) buckets->Compact();
+      const idx_t length = buckets ? buckets->entries.size() : 0;
+      AppendList(result, offset + i, length, [&](duckdb_vector pairs, idx_t start) {
+        auto *keys = static_cast<int32_t *>(duckdb_vector_get_data(duckdb_struct_vector_get_child(pairs, 0)));
+        auto *counts = static_cast<uint64_t *>(duckdb_vector_get_data(duckdb_struct_vector_get_child(pairs, 1)));
+        for (idx_t j = 0; j < length; j++) {
+          keys[start + j] = buckets->entries[j].first;
+          counts[start + j] = buckets->entries[j].second;
+        }
+      });
+    }
+  });
+}
+
+struct LogicalType {
+  duckdb_logical_type type;
+  explicit LogicalType(duckdb_logical_type t) : type(t) {}
+  LogicalType(const LogicalType &) = delete;
+  ~LogicalType() { duckdb_destroy_logical_type(&type); }
+};
+
+template <class T>
+bool Register(duckdb_connection connection, const char *name, duckdb_logical_type argument,
+              duckdb_logical_type returns, duckdb_aggregate_update_t update, duckdb_aggregate_finalize_t finalize) {
+  duckdb_aggregate_function function = duckdb_create_aggregate_function();
+  duckdb_aggregate_function_set_name(function, name);
+  duckdb_aggregate_function_add_parameter(function, argument);
+  duckdb_aggregate_function_set_return_type(function, returns);
+  duckdb_aggregate_function_set_functions(function, StateSize<T>, Init<T>, update, Combine<T>, finalize);
+  duckdb_aggregate_function_set_destructor(function, Destroy<T>);
+  const bool done = duckdb_register_aggregate_function(connection, function) == DuckDBSuccess;
+  duckdb_destroy_aggregate_function(&function);
+  return done;
+}
+
+// registerSketchFunctions(connection): registers the aggregates in the connection's database
+// (its system catalog, so every connection and catalog sees them). Throws when DuckDB refuses.
+Napi::Value RegisterSketchFunctions(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsExternal())
+    throw Napi::TypeError::New(env, "registerSketchFunctions(connection)");
+  // @duckdb/node-bindings holds a connection as an External over { duckdb_connection }.
+  duckdb_connection connection = *static_cast<duckdb_connection *>(info[0].As<Napi::External<void>>().Data());
+  LogicalType integer(duckdb_create_logical_type(DUCKDB_TYPE_INTEGER));
+  LogicalType ubigint(duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT));
+  LogicalType entries(duckdb_create_list_type(integer.type));
+  LogicalType buckets(duckdb_create_map_type(integer.type, ubigint.type));
+  const bool done =
+      Register<Hll>(connection, "__orrery_hll_build", ubigint.type, entries.type, HllBuildUpdate, HllFinalize) &&
+      Register<Hll>(connection, "__orrery_hll_union", entries.type, entries.type, HllUnionUpdate, HllFinalize) &&
+      Register<Buckets>(connection, "__orrery_dd_union", buckets.type, buckets.type, BucketsUpdate, BucketsFinalize);
+  if (!done) throw Napi::Error::New(env, "DuckDB refused to register the native sketch aggregates");
+  return env.Undefined();
+}
+
+}  // namespace
+
+void DefineSketchAggregates(Napi::Env env, Napi::Object exports) {
+  exports.Set("registerSketchFunctions", Napi::Function::New(env, RegisterSketchFunctions));
+}
