@@ -22,6 +22,7 @@ const stats = (times) => {
 };
 const ms = (x) => x.toFixed(1).padStart(7);
 console.log('panel | read | rollup ms median (least) | raw ms median (least) | raw/rollup');
+const results = [];
 for (const [name, sql] of panels) {
   const times = { rollup: [], raw: [] };
   let read = 'raw';
@@ -40,8 +41,10 @@ for (const [name, sql] of panels) {
     }
   }
   const [a, b] = [stats(times.rollup), stats(times.raw)];
+  results.push({ panel: name, read, rollup_ms: a.median, raw_ms: b.median });
   console.log(
     `${name} | ${read} | ${ms(a.median)} (${ms(a.min)}) | ${ms(b.median)} (${ms(b.min)}) | ${(b.median / a.median).toFixed(2)}x`,
   );
 }
+console.log(JSON.stringify({ bench: 'rollup-rewrite-twins', native: process.env.ORRERY_NATIVE ?? null, results }));
 client.close();
