@@ -10,7 +10,10 @@ Each measurement runs --repeats times (after --warmup untimed runs); the table s
 median, the last line of output is one JSON object with every figure.
 
 Flight path: pyarrow.flight DoGet with the SQL text as the ticket, batches read with
-read_chunk() and dropped (rows, sum(i) and batch.nbytes counted). In-process path: the same SQL
+read_chunk() and dropped (rows, sum(i) and batch.nbytes counted). The computed case also runs
+through what users run: ADBC's DB-API (adbc-driver-flightsql) reading record batches, and the Arrow
+Flight SQL JDBC driver (java/ThroughputClient.java, one JVM, warmed up) reading every row with the
+typed getters, when --jdbc-classpath is given. In-process path: the same SQL
 on a duckdb connection with SET threads=2, read the same way from fetch_record_batch().
 ratio = in-process time / Flight time (1.0 = Flight costs nothing over in-process).
 
@@ -25,6 +28,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -192,6 +196,31 @@ def adbc_fetch(uri: str, key: str, sql: str, schemas: dict, label: str):
     return run, conn
 
 
+def jdbc_measure(name: str, classpath: str, url: str, sql: str, repeats: int, warmup: int,
+                 server: ServerCpu, n: int, expected_sum: int, nbytes: int, log) -> Measurement:
+    """A JDBC driver in one JVM (so its JIT warms up): one JSON line per timed run from ThroughputClient.java."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "ThroughputClient.java")
+    command = ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-cp", classpath, source,
+               url, str(warmup), str(repeats), sql]
+    server_before, children_before = server.read(), os.times()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    server_after, children_after = server.read(), os.times()
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: the JDBC client failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    runs_total = warmup + repeats
+    client_cpu = (children_after.children_user + children_after.children_system
+                  - children_before.children_user - children_before.children_system) / runs_total
+    server_cpu = (server_after - server_before) / runs_total if server_before is not None and server_after is not None else None
+    m = Measurement(name)
+    for i, line in enumerate(lines):
+        if line["rows"] != n or line["sum"] != expected_sum:
+            raise SystemExit(f"{name}: wrong answer: {line['rows']} rows, sum(i) = {line['sum']}; expected {n} rows, sum {expected_sum}")
+        m.runs.append(Run(line["seconds"], line["rows"], nbytes, 0, client_cpu, server_cpu))
+        log(f"  {name:<28} run {i + 1}: {line['seconds']:7.3f} s  {n / line['seconds'] / 1e6:6.2f} M rows/s")
+    return m
+
+
 def inprocess_stream(con: duckdb.DuckDBPyConnection, sql: str, schemas: dict, key: str):
     def run():
         relation = con.sql(sql)
@@ -264,6 +293,8 @@ def main() -> int:
     parser.add_argument("--compare-port", type=int, default=None, help="a second server (build B) measured in alternation with the first")
     parser.add_argument("--compare-pid", type=int, default=None)
     parser.add_argument("--compare-label", default="B")
+    parser.add_argument("--jdbc-classpath", default="", help="the Flight SQL JDBC driver's classpath: also time the computed result through JDBC")
+    parser.add_argument("--duckdb-jdbc", default="", help="DuckDB's JDBC driver (a jar): the same JDBC reader in-process, JDBC's own reference")
     args = parser.parse_args()
 
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -301,6 +332,14 @@ def main() -> int:
                 results["computed.adbc"] = measure("computed ADBC (Python)", adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
             finally:
                 adbc_conn.close()
+            flight_bytes = results["computed.flight"].best().bytes
+            if args.jdbc_classpath:
+                url = f"jdbc:arrow-flight-sql://{args.host}:{args.port}?useEncryption=false&user=admin&password={args.key}"
+                results["computed.jdbc"] = jdbc_measure("computed JDBC (typed getters)", args.jdbc_classpath, url, computed_sql,
+                                                        args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log)
+            if args.duckdb_jdbc:
+                results["computed.duckdb_jdbc"] = jdbc_measure("computed in-process JDBC", args.duckdb_jdbc, "jdbc:duckdb:", computed_sql,
+                                                               args.repeats, args.warmup, ServerCpu(None), n, expected_sum, flight_bytes, log)
             results["computed.duckdb_stream"] = measure("computed in-process stream", inprocess_stream(con, computed_sql, schemas, "computed.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
             results["computed.duckdb_table"] = measure("computed in-process table", inprocess_table(con, computed_sql), args.repeats, args.warmup, server, n, expected_sum, log)
 
@@ -383,9 +422,10 @@ def main() -> int:
             f"{s['bytes'] / 1e6:9.1f} {s['batches']:8d} {srv} {s['client_cpu_s']:9.2f}"
         )
     print()
-    for case, suffix in (("computed", ""), ("computed.adbc", ""), ("stored", ""), ("computed", "_b"), ("stored", "_b")):
-        client_kind = "adbc" if case.endswith(".adbc") else "flight"
-        case = case.removesuffix(".adbc")
+    client_names = {"flight": "Flight", "adbc": "ADBC", "jdbc": "JDBC"}
+    for case, suffix in (("computed", ""), ("computed.adbc", ""), ("computed.jdbc", ""), ("stored", ""), ("computed", "_b"), ("stored", "_b")):
+        case, _, client_kind = case.partition(".")
+        client_kind = client_kind or "flight"
         fl = results.get(f"{case}.{client_kind}{suffix}")
         if not fl:
             continue
@@ -394,17 +434,18 @@ def main() -> int:
             speedup = a.median_seconds() / fl.median_seconds()
             figures["ratios"][f"{case}.b_vs_a"] = round(speedup, 3)
             print(f"{case}: {args.compare_label} is {speedup:.2f}x as fast as A (median time A / median time {args.compare_label}); runs alternated")
-        for base in ("duckdb_stream", "duckdb_table"):
+        for base in ("duckdb_stream", "duckdb_table") + (("duckdb_jdbc",) if client_kind == "jdbc" else ()):
             ref = results.get(f"{case}.{base}")
             if not ref:
                 continue
             best = ref.best().seconds / fl.best().seconds
             med = ref.median_seconds() / fl.median_seconds()
-            name = case if client_kind == "flight" else f"{case}.adbc"
+            name = case if client_kind == "flight" else f"{case}.{client_kind}"
             figures["ratios"][f"{name}{suffix}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
             tag = f" [{args.compare_label}]" if suffix else ""
-            client_name = "Flight" if client_kind == "flight" else "ADBC"
-            print(f"ratio {case}{tag}: in-process {base.split('_')[1]:<6} time / {client_name} time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
+            client_name = client_names[client_kind]
+            reference = {"duckdb_stream": "stream", "duckdb_table": "table", "duckdb_jdbc": "JDBC"}[base]
+            print(f"ratio {case}{tag}: in-process {reference:<6} time / {client_name} time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
     if "ceiling.flight" in results:
         c = summary["ceiling.flight"]
         figures["ceiling_gb_per_s"] = {"best": round(c["best_mb_per_s"] / 1000, 3), "median": round(c["median_mb_per_s"] / 1000, 3)}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Flight SQL throughput benchmark: starts `orrery serve` on free ports, streams large results to a
-# pyarrow client (bench.py) and compares with DuckDB's Python package producing the same Arrow data
-# in-process; also measures the transport ceiling (grpc-ceiling.mjs: pre-encoded FlightData from a
-# bare grpc-js server). Exit status 1 on a wrong answer.
+# Flight SQL throughput benchmark: starts `orrery serve` on free ports with its default settings,
+# streams large results to a pyarrow client, ADBC's DB-API and the Arrow Flight SQL JDBC driver
+# (bench.py, java/ThroughputClient.java) and compares with DuckDB's Python package producing the
+# same Arrow data in-process; also measures the transport ceiling (grpc-ceiling.mjs: pre-encoded
+# FlightData from a bare grpc-js server). Exit status 1 on a wrong answer.
 #
 #   bash bench/flight-throughput/run.sh                 # 10 M rows, 3 runs each
 #   ROWS=1000000 bash bench/flight-throughput/run.sh    # quick check
@@ -12,8 +13,9 @@
 #
 # Environment:
 #   ROWS            rows per result (default 10000000)
-#   THREADS         DuckDB threads, server and in-process (default 2)
-#   SERVER_THREADS  the server's DuckDB threads when they should differ from THREADS
+#   THREADS         in-process DuckDB threads (default 2, the machine's cores)
+#   SERVER_THREADS  the server's DuckDB threads (ORRERY_DUCKDB_THREADS; default: unset, the server's default)
+#   JDBC=0          skip the JDBC client (it needs java and mvn, which resolves the driver)
 #   ORRERY_REF / ORRERY_ROOT   which build serves (see bench/lib.sh; default: the work tree, built if stale)
 #   COMPARE_ROOT    a second built tree (B: dist/, proto/, package.json, node_modules reachable); it
 #                   is served too and its Flight runs alternate with A's run by run, so load drifting
@@ -28,7 +30,6 @@ source "$here/../lib.sh"
 
 rows="${ROWS:-10000000}"
 threads="${THREADS:-2}"
-server_threads="${SERVER_THREADS:-$threads}"
 profile_dir="${PROFILE_DIR:-$here/profiles}"
 mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
 
@@ -49,7 +50,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export ORRERY_DUCKDB_THREADS="$server_threads"
+if [ -n "${SERVER_THREADS:-}" ]; then export ORRERY_DUCKDB_THREADS="$SERVER_THREADS"; fi
 orrery_start serve "$work_dir/a" "${node_flags[@]}" || exit 1
 server_a=$ORRERY_PID
 echo "bench: Orrery A ($ORRERY_ROOT, pid $server_a) on 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
@@ -80,6 +81,20 @@ if [ "${CEILING:-1}" = "1" ]; then
     echo "bench: the ceiling server did not start (skipping that case):" >&2
     cat "$work_dir/ceiling.log" >&2
   fi
+fi
+
+if [ "${JDBC:-1}" = "1" ]; then
+  if command -v mvn >/dev/null && command -v java >/dev/null; then
+    cp_file="${TMPDIR:-/tmp}/orrery-bench-throughput-jdbc.classpath"
+    (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2 ||
+      { echo "bench: cannot resolve the JDBC driver" >&2; exit 1; }
+    args+=(--jdbc-classpath "$(cat "$cp_file")")
+    # DuckDB's own JDBC driver, the same release as the server's: the in-process reference for JDBC readers.
+    duckdb_version="$(node -p "require('$bench_root/node_modules/@duckdb/node-bindings/package.json').version.split('-')[0]")"
+    duckdb_jar="$HOME/.m2/repository/org/duckdb/duckdb_jdbc/$duckdb_version.1/duckdb_jdbc-$duckdb_version.1.jar"
+    [ -f "$duckdb_jar" ] || mvn -B -q dependency:get -Dartifact="org.duckdb:duckdb_jdbc:$duckdb_version.1" >&2 || true
+    if [ -f "$duckdb_jar" ]; then args+=(--duckdb-jdbc "$duckdb_jar"); else echo "bench: no DuckDB JDBC driver $duckdb_version.1: its reference is skipped" >&2; fi
+  else echo "bench: no mvn/java: the JDBC client is skipped" >&2; fi
 fi
 
 echo "bench: $rows rows" >&2
