@@ -12,21 +12,16 @@
 # (ingestion, default 8), KEEP_DATA=1.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=../lib.sh
-source "$here/../lib.sh"
 # shellcheck source=s3-lib.sh
 source "$here/s3-lib.sh"
 
-bench_ensure_built
-python="$(bench_venv)"
-data_dir="$(bench_data_dir s3)"
 cleanup() {
   orrery_stop
   s3_proxy_stop
-  bench_cleanup_data "$data_dir"
+  bench_cleanup_data "${data_dir:-}"
 }
 trap cleanup EXIT
-s3_proxy_start "$data_dir" || exit 1
+s3_bench_begin s3 || exit 1
 
 measure() {
   local store="$1"

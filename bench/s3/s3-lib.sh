@@ -1,9 +1,21 @@
-# Shared by bench/s3's scripts (source it after ../lib.sh): the S3 server behind its counting proxy.
+# Shared by bench/s3's scripts (source it; it sources ../lib.sh): the S3 server behind its counting proxy.
 #
+#   s3_bench_begin NAME       builds (bench_ensure_built), sets python (the bench venv) and data_dir (a fresh
+#                             folder), starts the proxy there; trap a cleanup calling s3_proxy_stop first
 #   s3_proxy_start DATA_DIR   starts s3-proxy.mjs, waits for its settings (DATA_DIR/s3.json); sets S3_PROXY_PID
 #   s3_proxy_stop             stops it
 #   s3_field EXPR             evaluates EXPR over the settings `s` (s.bucket, s.counts, s.reset, s.env)
 #   s3_lake PREFIX            exports MICROMEGAS_OBJECT_STORE_URI=s3://<bucket>/PREFIX and the AWS_* settings
+
+# shellcheck source=../lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+s3_bench_begin() {
+  bench_ensure_built
+  python="$(bench_venv)"
+  data_dir="$(bench_data_dir "$1")"
+  s3_proxy_start "$data_dir"
+}
 
 s3_proxy_start() {
   S3_INFO="$1/s3.json"
