@@ -260,7 +260,25 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         denyRules,
         ddl,
       };
-      const service = new SqlService(keyring, engine, version, backend, { limits: config.queryLimits, metrics });
+      // The heavy lane's engine (query-lanes.ts), made when a statement is first demoted to it.
+      let heavy: Promise<DuckDBEngine> | undefined;
+      const heavyEngine = (): Promise<DuckDBEngine> =>
+        (heavy ??= createEngine({ ...engineOptions, threads: config.heavyQueryThreads }, extensions, log).then(
+          ({ engine: made }) => made,
+          (error: unknown) => {
+            heavy = undefined;
+            throw error;
+          },
+        ));
+      closers.push({
+        name: 'the heavy-lane engine',
+        close: async () => (await heavy?.catch(() => undefined))?.close(),
+      });
+      const service = new SqlService(keyring, engine, version, backend, {
+        limits: config.queryLimits,
+        metrics,
+        heavyEngine,
+      });
       closers.push({ name: 'the SQL service', close: () => service.close() });
       const server = new FlightSqlServer<Principal>(service, {
         address: config.flightAddress,

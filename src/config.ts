@@ -72,7 +72,15 @@ export interface Config {
       /** ORRERY_MAX_CONCURRENT_QUERIES */
       readonly running: number;
     };
+    readonly lanes: {
+      /** ORRERY_SMALL_QUERY_MS; 0: one lane. */
+      readonly smallMs: number;
+      /** ORRERY_MAX_HEAVY_QUERIES */
+      readonly running: number;
+    };
   };
+  /** ORRERY_HEAVY_QUERY_THREADS: DuckDB threads of the heavy lane's engine. */
+  readonly heavyQueryThreads: number;
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -129,7 +137,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           nonNegativeInteger(env.ORRERY_MAX_QUEUED_QUERIES_PER_KEY, 'ORRERY_MAX_QUEUED_QUERIES_PER_KEY') ?? 32,
         running: positiveInteger(env.ORRERY_MAX_CONCURRENT_QUERIES, 'ORRERY_MAX_CONCURRENT_QUERIES') ?? 16,
       },
+      lanes: {
+        smallMs: nonNegativeInteger(env.ORRERY_SMALL_QUERY_MS, 'ORRERY_SMALL_QUERY_MS') ?? 1000,
+        running: positiveInteger(env.ORRERY_MAX_HEAVY_QUERIES, 'ORRERY_MAX_HEAVY_QUERIES') ?? 1,
+      },
     },
+    heavyQueryThreads: positiveInteger(env.ORRERY_HEAVY_QUERY_THREADS, 'ORRERY_HEAVY_QUERY_THREADS') ?? 1,
   };
 }
 

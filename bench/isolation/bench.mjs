@@ -106,14 +106,34 @@ function summary(latencies) {
 }
 const round = (x) => Math.round(x * 10) / 10;
 
+/** GET /health: the event loop alone (no DuckDB, no Postgres), for telling what a slow call waited on. */
+async function health() {
+  const response = await fetch(`http://127.0.0.1:${httpPort}/health`, { signal: AbortSignal.timeout(callTimeoutMs) });
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`GET /health answered ${response.status}`);
+}
+
+/** SELECT 1 as `small`: Flight SQL, admission and DuckDB without a view set or a file read. */
+async function selectOne() {
+  const table = await small.query('SELECT 1 AS one', { deadline: Date.now() + callTimeoutMs });
+  if (table.numRows !== 1) throw new Error(`SELECT 1 answered ${table.numRows} rows`);
+}
+
 async function phase(seconds) {
   const until = Date.now() + seconds * 1000;
-  const failed = { query: { timeouts: 0 }, post: { timeouts: 0 } };
-  const [query, post] = await Promise.all([
+  const failed = { query: { timeouts: 0 }, post: { timeouts: 0 }, one: { timeouts: 0 }, health: { timeouts: 0 } };
+  const [query, post, one, healthy] = await Promise.all([
     measure(smallQuery, until, failed.query),
     measure(postLogs, until, failed.post),
+    measure(selectOne, until, failed.one),
+    measure(health, until, failed.health),
   ]);
-  return { query: { ...summary(query), ...failed.query }, post: { ...summary(post), ...failed.post } };
+  return {
+    query: { ...summary(query), ...failed.query },
+    post: { ...summary(post), ...failed.post },
+    one: { ...summary(one), ...failed.one },
+    health: { ...summary(healthy), ...failed.health },
+  };
 }
 
 /** Keeps `heavyCount` heavy queries running over `heavyKeys` keys until stopped; counts how they ended. */
@@ -194,6 +214,8 @@ small.close();
 const rows = [
   ['small query', idle.query, loaded.query],
   ['OTLP POST (100 records)', idle.post, loaded.post],
+  ['  SELECT 1 (no view set)', idle.one, loaded.one],
+  ['  GET /health (event loop)', idle.health, loaded.health],
 ];
 console.log(
   `\n${heavyCount} heavy queries (${heavyRunning} running, ${heavyQueued} queued when measured) from ${heavyKeys} key(s), ${cpus().length} cores`,

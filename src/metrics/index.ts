@@ -73,6 +73,24 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly queryDemotions = new Counter({
+    name: 'orrery_query_demotions_total',
+    help: 'Statements moved to the heavy lane: no first batch within ORRERY_SMALL_QUERY_MS',
+    registers: [this.registry],
+  });
+
+  readonly heavyQueriesRunning = new Gauge({
+    name: 'orrery_heavy_queries_running',
+    help: 'Statements running in the heavy lane (at most ORRERY_MAX_HEAVY_QUERIES)',
+    registers: [this.registry],
+  });
+
+  readonly heavyQueriesQueued = new Gauge({
+    name: 'orrery_heavy_queries_queued',
+    help: 'Statements waiting for the heavy lane',
+    registers: [this.registry],
+  });
+
   readonly materializations = new Counter({
     name: 'orrery_materializations_total',
     help: 'Partition ranges the daemon looked at, by view set and outcome',

@@ -43,6 +43,7 @@ import {
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
 import { PartitionPruning, type PartitionsRead } from './partition-pruning.js';
+import { QueryLanes } from './query-lanes.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
 import { messageOf, type OrreryError } from '../errors/index.js';
@@ -154,6 +155,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Flight SQL transactions, offered where series tables are (there is something to commit). */
   readonly transactions?: Transactions;
   private readonly limits: StatementLimits;
+  private readonly lanes: QueryLanes;
   /** Statements run in orrery.main: Flight sessions accept those and answer them. */
   readonly sessionOptions = { catalog: 'orrery', schema: 'main' } as const;
   /** Plans of GetFlightInfo kept for their DoGet, with the statement DuckDB prepared for it. */
@@ -164,9 +166,22 @@ export class SqlService implements FlightSqlBackend<Principal> {
     private readonly engine: DuckDBEngine,
     private readonly serverVersion: string,
     private readonly backend?: LakehouseBackend,
-    options: { limits?: QueryLimits; metrics?: OrreryMetrics } = {},
+    options: {
+      limits?: QueryLimits;
+      metrics?: OrreryMetrics;
+      /** The heavy lane's engine, made when first needed (without it, one lane). */
+      heavyEngine?: () => Promise<DuckDBEngine>;
+    } = {},
   ) {
-    this.limits = new StatementLimits(options.limits ?? defaultQueryLimits, options.metrics);
+    const limits = options.limits ?? defaultQueryLimits;
+    this.limits = new StatementLimits(limits, options.metrics);
+    this.lanes = new QueryLanes(
+      engine,
+      options.heavyEngine,
+      limits.lanes,
+      limits.admission.runningPerKey,
+      options.metrics,
+    );
     if (backend?.lakehouse.tables) this.transactions = new Transactions(engine);
   }
 
@@ -264,17 +279,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
         };
         return { schema: countSchema, batches: run.track(counted()) };
       }
-      const result = await this.engine.query(plan.sql, { ...plan.options, limit: ctx.options.limit }, plan.description);
       const rerun = async (): Promise<AsyncIterable<RecordBatch>> => {
         const planned = await this.plan(ctx, statement, run);
         if (planned.kind !== 'engine') throw new Error(`a statement planned for DuckDB was planned as ${planned.kind}`);
-        return (
-          await this.engine.query(planned.sql, { ...planned.options, limit: ctx.options.limit }, planned.description)
-        ).batches;
+        return this.engineBatches(ctx, planned);
       };
-      const contained = this.containedBatches(result.batches, rerun, reruns);
+      const contained = this.containedBatches(await this.engineBatches(ctx, plan), rerun, reruns);
       const batches = ctx.principal.admin ? contained : this.guardedBatches(statement, contained);
-      return { schema: result.schema, batches: run.track(batches) };
+      return { schema: plan.description.schema, batches: run.track(batches) };
     } catch (error) {
       let failure = error;
       try {
@@ -644,6 +656,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     } catch (error) {
       throw readerError(error, statement.query, this.engine.hiddenLocations);
     }
+  }
+
+  /** A DuckDB plan's batches: a SELECT through the lanes (query-lanes.ts), anything else on the query engine. */
+  private async engineBatches(ctx: CallContext<Principal>, plan: EnginePlan): Promise<AsyncIterable<RecordBatch>> {
+    const options = { ...plan.options, limit: ctx.options.limit };
+    if (plan.description.statementType !== StatementType.SELECT)
+      return (await this.engine.query(plan.sql, options, plan.description)).batches;
+    return this.lanes.batches(ctx.principal.name, plan.sql, options, plan.description);
   }
 
   /**

@@ -4,6 +4,7 @@ import { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { QueryAdmission, type AdmissionLimits } from './query-admission.js';
+import { defaultLaneLimits, type LaneLimits } from './query-lanes.js';
 
 /** What one caller's statements may take of the server. */
 export interface QueryLimits {
@@ -12,12 +13,15 @@ export interface QueryLimits {
   readonly timeoutSeconds: number;
   /** ORRERY_MAX_BIND_ROWS: parameter rows one execution of a prepared statement may bind. */
   readonly maxBindRows: number;
+  /** The small and heavy lanes of SELECTs (query-lanes.ts). */
+  readonly lanes: LaneLimits;
 }
 
 export const defaultQueryLimits: QueryLimits = {
   admission: { runningPerKey: 4, queuedPerKey: 32, running: 16 },
   timeoutSeconds: 300,
   maxBindRows: 1000,
+  lanes: defaultLaneLimits,
 };
 
 const clientDeadlineMarginMs = 50;

@@ -4,22 +4,12 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { tableFromArrays } from 'apache-arrow';
-import { FlightClientError } from '../../src/client/index.js';
 import { FlightSql, packAny, type TestFlightClient } from '../support/flight-client.js';
 import { useOrrery } from '../support/orrery-process.js';
+import { failure } from '../support/statement-calls.js';
 
 const limit = 50;
 const tooMany = `${limit + 1} parameter rows bound to one statement; at most ${limit} (ORRERY_MAX_BIND_ROWS): bind them in smaller batches`;
-
-async function failure(promise: Promise<unknown>): Promise<FlightClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof FlightClientError) return error;
-    throw error;
-  }
-  assert.fail('expected the call to fail');
-}
 
 const ids = (n: number): BigInt64Array => BigInt64Array.from({ length: n }, (_, i) => BigInt(i));
 

@@ -4,24 +4,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FlightClientError } from '../../src/client/index.js';
 import { Flight, encode } from '../../src/wire/index.js';
 import { useOrrery } from '../support/orrery-process.js';
 import { cpuSettles } from '../support/cpu-settles.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
-
-/** A cross join of 10^16 pairs: hours of DuckDB work, a few bytes of answer. */
-const hugeCrossJoin = 'SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0';
-
-async function failure(promise: Promise<unknown>): Promise<FlightClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof FlightClientError) return error;
-    throw error;
-  }
-  assert.fail('expected the call to fail');
-}
+import { failure, hugeCrossJoin } from '../support/statement-calls.js';
 
 /** A statement's FlightInfo, as the client received it (encoded again for the cancel request). */
 async function flightInfo(client: TestFlightClient, sql: string): Promise<{ ticket: Uint8Array; info: Uint8Array }> {

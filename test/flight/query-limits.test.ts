@@ -5,31 +5,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FlightClientError, type FlightSqlClient } from '../../src/client/index.js';
 import { useOrrery } from '../support/orrery-process.js';
 import { cpuSettles } from '../support/cpu-settles.js';
+import { doGetSql, failure, hugeCrossJoin } from '../support/statement-calls.js';
 
 /** Runs forever (a counter with no stop). */
 const endlessRecursion = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r';
-/** A cross join of 10^16 pairs: hours of DuckDB work, a few bytes of answer. */
-const hugeCrossJoin = 'SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0';
 const timeoutMessage =
   'statement timeout: the statement did not finish within 1 s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped';
-
-/** DoGet with the SQL text as the ticket. */
-async function doGetSql(client: FlightSqlClient, sql: string): Promise<void> {
-  for await (const _ of client.doGet(new TextEncoder().encode(sql)));
-}
-
-async function failure(promise: Promise<unknown>): Promise<FlightClientError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof FlightClientError) return error;
-    throw error;
-  }
-  assert.fail('expected the call to fail');
-}
 
 describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout: 180_000 }, () => {
   const fixture = useOrrery({ ORRERY_QUERY_TIMEOUT_SECONDS: '1', ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1' });

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FlightClientError, type FlightSqlClient } from '../../src/client/index.js';
+import { FlightClientError } from '../../src/client/index.js';
+import { doGetSql, hugeCrossJoin } from '../support/statement-calls.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 
@@ -20,12 +21,6 @@ function listedMetrics(): string[] {
   return [...section.matchAll(/^\| `([a-z_*]+)`(?:, `([a-z_*]+)`)? \|/gm)].flatMap((m) => [m[1], m[2]].filter(Boolean));
 }
 
-/** DoGet with the SQL text as the ticket. */
-async function doGetSql(client: FlightSqlClient, sql: string, deadline?: number): Promise<void> {
-  for await (const _ of client.doGet(new TextEncoder().encode(sql), { deadline }));
-}
-
-const hugeCrossJoin = 'SELECT count(*) FROM range(100000000) a, range(100000000) b WHERE a.range + b.range < 0';
 const now = BigInt(Date.now()) * 1_000_000n;
 
 const metricsBody = JSON.stringify({
@@ -63,6 +58,7 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
   const fixture = useOrrery(
     {
       ORRERY_QUERY_TIMEOUT_SECONDS: '60',
+      ORRERY_SMALL_QUERY_MS: '200',
       ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1',
       ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1',
       MICROMEGAS_VIEW_DEFINITION_REFRESH_SECONDS: '1',
@@ -173,6 +169,11 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
       orrery_query_timeouts_total: () => assert.equal(sample(text, 'orrery_query_timeouts_total'), 1),
       orrery_queries_running: () => assert.equal(sample(text, 'orrery_queries_running'), 0),
       orrery_queries_queued: () => assert.equal(sample(text, 'orrery_queries_queued'), 0),
+      // The cross join, past ORRERY_SMALL_QUERY_MS with no batch (a small statement slowed by a loaded
+      // machine may be demoted too: at least one).
+      orrery_query_demotions_total: () => assert.ok((sample(text, 'orrery_query_demotions_total') ?? 0) >= 1),
+      orrery_heavy_queries_running: () => assert.equal(sample(text, 'orrery_heavy_queries_running'), 0),
+      orrery_heavy_queries_queued: () => assert.equal(sample(text, 'orrery_heavy_queries_queued'), 0),
       orrery_query_queue_wait_seconds: () => assert.equal(sample(text, 'orrery_query_queue_wait_seconds_count'), 1),
       orrery_queries_refused_total: () => assert.equal(sample(text, 'orrery_queries_refused_total{key="reader"}'), 1),
       orrery_materializations_total: () =>

@@ -1,0 +1,63 @@
+// Issue 9, item 3: heavy statements cannot take every core from small ones. A SELECT with no first
+// batch within ORRERY_SMALL_QUERY_MS runs again in the heavy lane (an engine of its own, few threads),
+// which runs at most ORRERY_MAX_HEAVY_QUERIES statements at once, one per key, the others waiting;
+// the statement timeout and the per-key limits hold there too. Latency itself is measured by
+// bench/isolation (compare.sh), not here.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { useOrrery } from '../support/orrery-process.js';
+import { cpuSettles } from '../support/cpu-settles.js';
+import { doGetSql, failure, hugeCrossJoin } from '../support/statement-calls.js';
+
+/** 2.5 * 10^7 pairs: well past 300 ms of work on the heavy lane's one thread, with an answer checked below. */
+const side = 5_000;
+const mediumCrossJoin = `SELECT count(*) AS n FROM range(${side}) a, range(${side}) b WHERE (a.range + b.range) % 7 = 0`;
+const timeoutMessage =
+  'statement timeout: the statement did not finish within 8 s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped';
+
+describe('issue 9: the small and heavy lanes of statements', { timeout: 180_000 }, () => {
+  const fixture = useOrrery({
+    ORRERY_SMALL_QUERY_MS: '300',
+    ORRERY_MAX_HEAVY_QUERIES: '2',
+    ORRERY_QUERY_TIMEOUT_SECONDS: '8',
+  });
+  const metric = async (name: string): Promise<number> => {
+    const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  };
+  const until = async (name: string, value: number): Promise<void> => {
+    while ((await metric(name)) !== value) await sleep(20);
+  };
+
+  it('a statement with no first batch in time runs again in the heavy lane and answers exactly', async () => {
+    const residues = Array.from({ length: 7 }, (_, r) => Math.floor((side - 1 - r) / 7) + 1);
+    const expected = residues.reduce((sum, n, r) => sum + n * residues[(7 - r) % 7], 0);
+    const table = await fixture.reader.query(mediumCrossJoin);
+    assert.equal(Number(table.getChild('n')?.get(0)), expected);
+    assert.equal(await metric('orrery_query_demotions_total'), 1);
+    assert.equal(await metric('orrery_heavy_queries_running'), 0);
+  });
+
+  it('runs at most ORRERY_MAX_HEAVY_QUERIES heavy statements, one per key; the timeout stops them running or waiting', async () => {
+    const demotedBefore = await metric('orrery_query_demotions_total');
+    const reader = [failure(doGetSql(fixture.reader.client, hugeCrossJoin))];
+    await until('orrery_heavy_queries_running', 1);
+    reader.push(failure(doGetSql(fixture.reader.client, hugeCrossJoin)));
+    await until('orrery_heavy_queries_queued', 1); // the reader's second waits: one per key
+    const admin = failure(doGetSql(fixture.admin.client, hugeCrossJoin));
+    await until('orrery_heavy_queries_running', 2); // another key's runs beside it
+    assert.equal(await metric('orrery_heavy_queries_queued'), 1);
+    // A small statement of either key answers meanwhile, in the small lane.
+    assert.equal(Number((await fixture.reader.query('SELECT 7 AS n')).getChild('n')?.get(0)), 7);
+    for (const error of await Promise.all([...reader, admin])) {
+      assert.equal(error.status, 'DEADLINE_EXCEEDED');
+      assert.equal(error.details, timeoutMessage);
+    }
+    await until('orrery_heavy_queries_running', 0);
+    assert.equal(await metric('orrery_heavy_queries_queued'), 0);
+    // (A small statement slowed past ORRERY_SMALL_QUERY_MS by a loaded machine is demoted too: at least 3.)
+    assert.ok((await metric('orrery_query_demotions_total')) - demotedBefore >= 3);
+    await cpuSettles();
+  });
+});
