@@ -23,7 +23,7 @@ for round in $(seq 1 "$rounds"); do
     echo "$side $load $line" >>"$results"
     echo "round $round $side (load $load): $(node -e '
       const r = JSON.parse(process.argv[1]).loaded;
-      console.log(`small query p50 ${r.query.p50_ms} ms p99 ${r.query.p99_ms} ms; OTLP POST p50 ${r.post.p50_ms} ms p99 ${r.post.p99_ms} ms`);
+      console.log(`small query p50 ${r.query.p50_ms} ms p99 ${r.query.p99_ms} ms (${r.query.timeouts} timed out); OTLP POST p50 ${r.post.p50_ms} ms p99 ${r.post.p99_ms} ms (${r.post.timeouts} timed out)`);
     ' "$line")"
   done
 done
