@@ -37,6 +37,7 @@ import {
   builtinViewSets,
   compatibilityMacros,
   findStaticTables,
+  nativeSketchParameters,
   sketchStatements,
   staticTableStatements,
 } from './views/index.js';
@@ -146,7 +147,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const native = nativeSetting(config, log);
     const engineOptions: EngineOptions = {
       nativeExport: native,
-      nativeSketches: native,
+      nativeSketches: native ? nativeSketchParameters : undefined,
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
       locationAliases: store.aliases,
       secrets: store.duckdbSetup,

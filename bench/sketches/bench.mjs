@@ -10,7 +10,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 
 // The tree whose macros are measured (bench/lib.sh's ORRERY_ROOT: this one, or ORRERY_REF's build).
 const root = process.env.ORRERY_ROOT ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const { sketchStatements } = await import(pathToFileURL(join(root, 'dist/src/views/index.js')).href);
+const { nativeSketchParameters, sketchStatements } = await import(
+  pathToFileURL(join(root, 'dist/src/views/index.js')).href
+);
 const { registerNativeSketches } = await import(pathToFileURL(join(root, 'dist/src/engine/native-export.js')).href);
 
 const rows = Number(process.env.ROWS ?? 10_000_000);
@@ -32,7 +34,7 @@ await db.run("ATTACH ':memory:' AS orrery");
 await db.run("ATTACH ':memory:' AS sqldefs");
 await db.run('USE orrery');
 await sql.run('USE sqldefs');
-registerNativeSketches(db);
+registerNativeSketches(db, nativeSketchParameters);
 for (const statement of sketchStatements(true)) await db.run(statement);
 for (const statement of sketchStatements(false).filter((s) => !s.includes('snouttime'))) await sql.run(statement);
 const value = async (sql) => (await db.runAndReadAll(sql)).getRows()[0][0];

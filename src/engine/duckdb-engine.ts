@@ -10,7 +10,13 @@ import {
 import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'apache-arrow';
 import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
-import { nativeBatches, registerNativeSketches, resultError, type BatchSource } from './native-export.js';
+import {
+  nativeBatches,
+  registerNativeSketches,
+  resultError,
+  type BatchSource,
+  type NativeSketchParameters,
+} from './native-export.js';
 import type { OrreryError } from '../errors/index.js';
 import { DuckDBResultFailure, engineClosed, engineErrors, sqlError } from './errors.js';
 import { bindRow, parameterRowCount } from './parameters.js';
@@ -49,10 +55,11 @@ export interface EngineOptions {
    */
   readonly nativeExport?: boolean;
   /**
-   * Register the native sketch aggregates (native/sketch-aggregates.cc) before startupSql, which
-   * then holds sketchStatements(true); create() fails when the native module is not built.
+   * Register the native sketch aggregates (native/sketch-aggregates.cc) with these parameters
+   * (views' nativeSketchParameters) before startupSql, which then holds sketchStatements(true);
+   * create() fails when the native module is not built.
    */
-  readonly nativeSketches?: boolean;
+  readonly nativeSketches?: NativeSketchParameters;
 }
 
 /** What a statement is, learnt by preparing it (nothing runs). */
@@ -243,7 +250,7 @@ export class DuckDBEngine {
       for (const file of options.extensions ?? []) await loadExtension(setup, file);
       for (const statement of options.secrets ?? []) await createSecret(setup, statement);
       for (const statement of options.attach ?? []) await attach(setup, statement);
-      if (options.nativeSketches) registerNativeSketches(setup);
+      if (options.nativeSketches) registerNativeSketches(setup, options.nativeSketches);
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);

@@ -66,7 +66,7 @@ interface NativeModule {
     onRoom: () => void,
   ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
-  registerSketchFunctions(connection: unknown): void;
+  registerSketchFunctions(connection: unknown, inverseLogGamma: number): void;
 }
 
 /** The error a DuckDB result ended with: its type as duckdb.h numbers it (duckdb_error_type), and its message. */
@@ -108,14 +108,20 @@ export function connectionHandle(connection: DuckDBConnection): unknown {
   return (connection as unknown as { connection: unknown }).connection;
 }
 
+/** What the native sketch aggregates take from the sketch macros (views' nativeSketchParameters). */
+export interface NativeSketchParameters {
+  /** 1 / ln(gamma) of the percentile sketches' log buckets. */
+  readonly inverseLogGamma: number;
+}
+
 /**
  * Registers the native sketch aggregates (native/sketch-aggregates.cc) in the connection's
  * database, for every connection of it; sketchStatements(true) needs them.
  */
-export function registerNativeSketches(connection: DuckDBConnection): void {
+export function registerNativeSketches(connection: DuckDBConnection, parameters: NativeSketchParameters): void {
   const module = nativeExportModule();
   if (!module) throw new Error(`the native sketch aggregates are not available: ${loadError}`);
-  module.registerSketchFunctions(connectionHandle(connection));
+  module.registerSketchFunctions(connectionHandle(connection), parameters.inverseLogGamma);
 }
 
 /**

@@ -5,6 +5,7 @@ export { compatibilityMacros, compatibilityTableFunctions } from './sql-function
 export {
   distinctPrecision,
   distinctSketchType,
+  nativeSketchParameters,
   percentileRelativeError,
   percentileSketchType,
   sketchStatements,

@@ -1,10 +1,11 @@
 // Mergeable sketches as DuckDB macros, in queries, view definitions and rollups alike. A sketch is
 // a plain STRUCT value: the merge of sketches is the sketch of the union of their inputs,
-// identical to it, so a rollup's merged buckets equal the raw ones. Three aggregates inside them
-// (the HyperLogLog registers of hashes, their union, the sum of log buckets) are the native
-// addon's (engine/native/sketch-aggregates.cc) where it runs, and otherwise the SQL definitions
-// below over DuckDB's own aggregates (list DISTINCT, list), which return the same values at 7-10x
-// the cost (list DISTINCT) or a cost quadratic in the entries (the sum of log buckets).
+// identical to it, so a rollup's merged buckets equal the raw ones. Four aggregates inside them
+// (the log buckets of values, their sum, the HyperLogLog registers of hashes, their union) are the
+// native addon's (engine/native/sketch-aggregates.cc) where it runs, and otherwise the SQL
+// definitions below over DuckDB's own aggregates (histogram, list DISTINCT, list), which return
+// the same values at several times the cost, or a cost quadratic in the entries (the sum of log
+// buckets).
 //
 // Macro parameters are expressions substituted wherever the body names them, so a body binds each
 // costly argument once through a one-element list_transform (`list_transform([arg], a -> ...)[1]`)
@@ -24,7 +25,9 @@ const keyOffset = 40000;
 const infiniteIndex = 40000;
 const topKey = keyOffset + infiniteIndex;
 const double = (value: number): string => `CAST('${value}' AS DOUBLE)`;
-const inverseLogGamma = double(1 / Math.log(gamma));
+/** What the native aggregates take from here (EngineOptions.nativeSketches): 1 / ln(gamma), as the macros have it. */
+export const nativeSketchParameters = { inverseLogGamma: 1 / Math.log(gamma) } as const;
+const inverseLogGamma = double(nativeSketchParameters.inverseLogGamma);
 const logGamma = double(Math.log(gamma));
 // Half way (relatively) between a bucket's bounds gamma^(i-1) and gamma^i: alpha from either.
 const midpointFactor = double(2 / (1 + gamma));
@@ -93,6 +96,8 @@ const helpers = [
 // The SQL definitions of the native aggregates (engine/native/sketch-aggregates.cc), of the same
 // names and results; an engine with the native ones must not create these (a macro would hide them).
 const sqlAggregates = [
+  // The count of each log bucket of the values that are not NULL.
+  `CREATE OR REPLACE MACRO __orrery_dd_build(x) AS coalesce(histogram(__orrery_dd_key(x)), ${emptyBuckets})`,
   // Sums the counts of equal keys in a list of (key, value) entries sorted by key: the counts
   // between consecutive run ends. Its lambdas copy the entries per key (O(entries x keys), which
   // the native __orrery_dd_union avoids); a GROUP BY over unnest(entries) is faster, but DuckDB 1.5 cannot bind that subquery under percentile()'s
@@ -133,7 +138,7 @@ const sketchMacros: readonly Macro[] = [
       {
         parameters: [['x', 'DOUBLE']],
         body: `CAST({'format': '${percentileFormat}', 'n': count(x), 'min': min(x), 'max': max(x),
-          'log_buckets': coalesce(histogram(__orrery_dd_key(x)), ${emptyBuckets})} AS ${percentileSketchType})`,
+          'log_buckets': __orrery_dd_build(x)} AS ${percentileSketchType})`,
       },
     ],
   },

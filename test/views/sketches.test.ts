@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { DuckDBEngine, nativeExportProblem } from '../../src/engine/index.js';
 import {
   distinctPrecision,
+  nativeSketchParameters,
   orreryFunctionNames,
   percentileRelativeError,
   sketchStatements,
@@ -30,7 +31,10 @@ describe('sketch error bounds (issue 17)', () => {
   const one = async (sql: string): Promise<unknown> => (await values(sql))[0][0];
 
   before(async () => {
-    engine = await DuckDBEngine.create({ nativeSketches: native, startupSql: sketchStatements(native) });
+    engine = await DuckDBEngine.create({
+      nativeSketches: native ? nativeSketchParameters : undefined,
+      startupSql: sketchStatements(native),
+    });
     // 240,000 rows over 24 hours: lognormal latencies, Pareto sizes (tail index 1.1), and a mix of
     // signs with 5 % zeros and 2 % NULLs.
     await engine.execute(
@@ -177,7 +181,11 @@ describe(
     FROM range(300000) t(i)`;
 
     before(async () => {
-      withNative = await DuckDBEngine.create({ threads: 2, nativeSketches: true, startupSql: sketchStatements(true) });
+      withNative = await DuckDBEngine.create({
+        threads: 2,
+        nativeSketches: nativeSketchParameters,
+        startupSql: sketchStatements(true),
+      });
       withSql = await DuckDBEngine.create({ threads: 2, startupSql: sketchStatements(false) });
       for (const engine of [withNative, withSql]) await engine.execute(data);
     });
@@ -196,26 +204,45 @@ describe(
       const kinds = async (engine: DuckDBEngine): Promise<unknown[][]> =>
         engine.values(
           `SELECT function_name, function_type FROM duckdb_functions()
-          WHERE function_name IN ('__orrery_hll_build', '__orrery_hll_union', '__orrery_dd_union') ORDER BY 1`,
+          WHERE function_name IN ('__orrery_dd_build', '__orrery_dd_union', '__orrery_hll_build', '__orrery_hll_union')
+          ORDER BY 1`,
         );
       assert.deepStrictEqual(await kinds(withNative), [
+        ['__orrery_dd_build', 'aggregate'],
         ['__orrery_dd_union', 'aggregate'],
         ['__orrery_hll_build', 'aggregate'],
         ['__orrery_hll_union', 'aggregate'],
       ]);
       assert.deepStrictEqual(await kinds(withSql), [
+        ['__orrery_dd_build', 'macro'],
         ['__orrery_dd_union', 'macro'],
         ['__orrery_hll_build', 'macro'],
         ['__orrery_hll_union', 'macro'],
       ]);
     });
 
-    it('distinct_sketch: per group of 60, 6,000 and 300,000 rows, over no rows and over NULLs only', async () => {
-      await same('SELECT i % 5000, distinct_sketch(k) FROM draws GROUP BY 1 ORDER BY 1');
-      await same('SELECT host, distinct_sketch(k), distinct_sketch(x) FROM draws GROUP BY 1 ORDER BY 1');
-      await same('SELECT distinct_sketch(k), distinct_sketch(x) FROM draws');
-      await same('SELECT distinct_sketch(k) FROM draws WHERE false');
-      await same('SELECT host, distinct_sketch(k) FROM draws WHERE k IS NULL GROUP BY 1 ORDER BY 1');
+    for (const [sketch, main, other] of [
+      ['distinct_sketch', 'k', 'x'],
+      ['percentile_sketch', 'x', 'k'],
+    ]) {
+      it(`${sketch}: per group of 60, 6,000 and 300,000 rows, over no rows and over NULLs only`, async () => {
+        await same(`SELECT i % 5000, ${sketch}(${main}) FROM draws GROUP BY 1 ORDER BY 1`);
+        await same(`SELECT host, ${sketch}(${main}), ${sketch}(${other}) FROM draws GROUP BY 1 ORDER BY 1`);
+        await same(`SELECT ${sketch}(${main}), ${sketch}(${other}) FROM draws`);
+        await same(`SELECT ${sketch}(${main}) FROM draws WHERE false`);
+        await same(`SELECT host, ${sketch}(${main}) FROM draws WHERE ${main} IS NULL GROUP BY 1 ORDER BY 1`);
+      });
+    }
+
+    it('percentile_sketch of extreme values', async () => {
+      // NaN (with +infinity, above every value in DuckDB's order), infinities, the smallest and
+      // largest doubles, negative zero, and values next to bucket bounds (powers of gamma).
+      await same(
+        `SELECT percentile_sketch(v) FROM (SELECT unnest(['nan', 'inf', '-inf', '5e-324', '-5e-324', '1.7976931348623157e308',
+           '-1.7976931348623157e308', '-0.0', '1', '-1']::DOUBLE[]) AS v
+         UNION ALL SELECT power((1 + ${percentileRelativeError}) / (1 - ${percentileRelativeError}), i / 2) * (1 + (i % 3 - 1) * 1e-15)
+           FROM range(-4000, 4000) t(i))`,
+      );
     });
 
     it('the rank of hashes next to every power of two (where log2 of a double rounds up)', async () => {

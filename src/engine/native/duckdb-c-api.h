@@ -94,7 +94,7 @@ typedef struct {
   uint64_t length;
 } duckdb_list_entry;
 // duckdb_type's values for the types used here.
-enum { DUCKDB_TYPE_INTEGER = 4, DUCKDB_TYPE_UBIGINT = 9 };
+enum { DUCKDB_TYPE_INTEGER = 4, DUCKDB_TYPE_UBIGINT = 9, DUCKDB_TYPE_DOUBLE = 11 };
 typedef idx_t (*duckdb_aggregate_state_size)(duckdb_function_info info);
 typedef void (*duckdb_aggregate_init_t)(duckdb_function_info info, duckdb_aggregate_state state);
 typedef void (*duckdb_aggregate_destroy_t)(duckdb_aggregate_state *states, idx_t count);
@@ -123,6 +123,10 @@ void duckdb_aggregate_function_set_destructor(duckdb_aggregate_function aggregat
                                               duckdb_aggregate_destroy_t destroy);
 duckdb_state duckdb_register_aggregate_function(duckdb_connection con, duckdb_aggregate_function aggregate_function);
 void duckdb_aggregate_function_set_error(duckdb_function_info info, const char *error);
+typedef void (*duckdb_delete_callback_t)(void *data);
+void duckdb_aggregate_function_set_extra_info(duckdb_aggregate_function aggregate_function, void *extra_info,
+                                              duckdb_delete_callback_t destroy);
+void *duckdb_aggregate_function_get_extra_info(duckdb_function_info info);
 duckdb_vector duckdb_list_vector_get_child(duckdb_vector vector);
 idx_t duckdb_list_vector_get_size(duckdb_vector vector);
 duckdb_state duckdb_list_vector_set_size(duckdb_vector vector, idx_t size);
