@@ -8,8 +8,9 @@
 #
 #   bash bench/resources/run.sh                      # 200 000 entries over 10 days (quick)
 #   ROWS=2000000 DAYS=30 bash bench/resources/run.sh
+#   KIND=columns bash bench/resources/run.sh         # a stored column of the pod property (+ bloom filter)
 #
-# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KEEP_DATA=1.
+# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns), KEEP_DATA=1.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -26,4 +27,4 @@ trap cleanup EXIT
 orrery_start serve "$data_dir/orrery" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
 node "$here/bench.mjs" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --dir "$data_dir/publication" \
-  --rows "${ROWS:-200000}" --days "${DAYS:-10}" --repeats "${REPEATS:-5}"
+  --rows "${ROWS:-200000}" --days "${DAYS:-10}" --repeats "${REPEATS:-5}" --kind "${KIND:-indexes}"

@@ -16,6 +16,7 @@ export {
   quarantinedPartitionCounts,
   quarantinedPartitions,
   quarantinePartitionFile,
+  replacePartitionFile,
   retireEverything,
   retireExactly,
   retireFile,

@@ -210,6 +210,32 @@ export async function commitPartitions(
   });
 }
 
+/**
+ * Registers `replacement`, a new file holding the same rows as the partition whose file is `oldPath`
+ * (rewritten with more columns), in that partition's place, retiring the old file; false, and nothing
+ * changed, when no partition has that file any more (a merge or a rebuild replaced it meanwhile).
+ */
+export async function replacePartitionFile(
+  metadata: MetadataStore,
+  oldPath: string,
+  replacement: Partition,
+  retireDelaySeconds: number,
+  onChange?: PartitionChangeHook,
+): Promise<boolean> {
+  return metadata.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
+      `partition:${replacement.viewSetName}:${replacement.viewInstanceId}`,
+    ]);
+    const retired = await retireWhere(tx, 'file_path = $2', [oldPath], retireDelaySeconds);
+    if (retired.partitions === 0) return false;
+    await insertPartition(tx, replacement);
+    const added = replacement.filePath === null ? [] : [replacement.filePath];
+    // The same rows in another file: what follows the set's rows sees a move, not a change.
+    await onChange?.(tx, { viewSetName: replacement.viewSetName, retired: [oldPath], added, mergedFrom: [oldPath] });
+    return true;
+  });
+}
+
 async function insertPartition(db: MetadataQueries, partition: Partition): Promise<void> {
   await db.query(
     `INSERT INTO lakehouse_partitions (view_set_name, view_instance_id, begin_insert_time, end_insert_time, min_event_time,

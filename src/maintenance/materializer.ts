@@ -7,8 +7,10 @@ import {
   commitPartitions,
   nanosToIso,
   partitionKey,
+  partitionOfFile,
   partitionsOverlapping,
   payloadKey,
+  replacePartitionFile,
   scratchKey,
   secondsToNanos,
   type ObjectStore,
@@ -27,7 +29,13 @@ import {
   type InsertRange,
   type ViewSet,
 } from '../views/index.js';
-import { indexPartition } from '../resources/index.js';
+import {
+  ensureLedger,
+  indexPartition,
+  installedColumns,
+  recordColumnFiles,
+  withStoredColumns,
+} from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
 import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
@@ -84,6 +92,8 @@ const isDataError = (error: unknown): boolean => isErrorOf(error, engineErrors, 
  * of its window materializes without it.
  */
 export class Materializer {
+  /** The stored columns each file written and not yet registered holds (object key → column names). */
+  private readonly storedIn = new Map<string, readonly string[]>();
   private readonly unreadablePartitions: UnreadablePartitions;
 
   constructor(private readonly options: MaterializerOptions) {
@@ -95,7 +105,7 @@ export class Materializer {
       viewSet,
       log,
       onOutcome: onUnreadable,
-      onPartitionsChanged: options.onPartitionsChanged,
+      onPartitionsChanged: this.changed,
       readWhole: (path) => this.unreadableFile(path),
       sourceCount: (view, range) => this.sourceCount(view, range),
       rebuild: (view, range, register) => this.rebuild(view, range, register),
@@ -111,8 +121,7 @@ export class Materializer {
   ): Promise<T> {
     return this.options.db.transaction(async (tx) => {
       const { result, view, files } = await retire(tx);
-      if (view !== null && files.length > 0)
-        await this.options.onPartitionsChanged?.(tx, { viewSetName: view, retired: files, added: [] });
+      if (view !== null && files.length > 0) await this.changed(tx, { viewSetName: view, retired: files, added: [] });
       return result;
     });
   }
@@ -240,17 +249,14 @@ export class Materializer {
       for (const piece of pieces)
         partitions.push(await this.extracted(view, piece, await this.sourceCount(view, piece)));
       this.checkWrittenInTime(view, started);
-      await commitPartitions(
-        this.options.db,
-        partitions,
-        span,
-        this.options.retireDelaySeconds,
-        this.options.onPartitionsChanged,
-      );
+      await commitPartitions(this.options.db, partitions, span, this.options.retireDelaySeconds, this.changed);
     } catch (error) {
       for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
       throw overlapping(view, span, error);
+    } finally {
+      this.forgetWritten(partitions);
     }
+    for (const partition of partitions) await this.indexed(view, partition);
     return 'created';
   }
 
@@ -272,6 +278,7 @@ export class Materializer {
       this.checkWrittenInTime(view, started);
       registered = await register(partitions);
     } finally {
+      this.forgetWritten(partitions);
       if (!registered) for (const p of partitions) if (p.filePath) await this.options.store.delete(p.filePath);
     }
     for (const partition of partitions) await this.indexed(view, partition);
@@ -354,16 +361,12 @@ export class Materializer {
   ): Promise<void> {
     try {
       this.checkWrittenInTime(view, started);
-      await commitPartition(
-        this.options.db,
-        partition,
-        this.options.retireDelaySeconds,
-        this.options.onPartitionsChanged,
-        mergedFrom,
-      );
+      await commitPartition(this.options.db, partition, this.options.retireDelaySeconds, this.changed, mergedFrom);
     } catch (error) {
       if (partition.filePath) await this.options.store.delete(partition.filePath);
       throw overlapping(view, { begin: partition.beginInsertTime, end: partition.endInsertTime }, error);
+    } finally {
+      this.forgetWritten([partition]);
     }
     await this.indexed(view, partition);
   }
@@ -377,6 +380,54 @@ export class Materializer {
         `${view.name}: the indexes' statistics of a new partition were not recorded (${(error as Error).message}); queries read it whole`,
       ),
     );
+  }
+
+  /**
+   * The hook of every change this materializer makes to partitions: in its transaction, records which
+   * stored columns each new file holds (queries read a column only from files listed so) and forgets the
+   * files it retires, then the caller's hook.
+   */
+  private readonly changed: PartitionChangeHook = async (tx, change) => {
+    await ensureLedger(this.options.db);
+    const written = new Map(change.added.flatMap((f) => (this.storedIn.has(f) ? [[f, this.storedIn.get(f)!]] : [])));
+    await recordColumnFiles(tx, change.viewSetName, written, change.retired);
+    await this.options.onPartitionsChanged?.(tx, change);
+  };
+
+  private forgetWritten(partitions: readonly Partition[]): void {
+    for (const p of partitions) if (p.filePath) this.storedIn.delete(p.filePath);
+  }
+
+  /**
+   * Rewrites one partition file of a set with every stored column installed on it and registers the new
+   * file in its place (a stored column's backfill); false when the file is no longer a current partition
+   * of the set (replaced meanwhile, or of an older schema, which no query reads).
+   */
+  async storeColumns(viewName: string, filePath: string): Promise<boolean> {
+    const view = this.options.viewSet(viewName);
+    if (!view) throw maintenanceErrors.error('SOURCE_VIEW_NOT_LOADED', `view set '${viewName}' is not loaded`);
+    const old = await partitionOfFile(this.options.db, filePath);
+    if (!old || old.viewSetName !== view.name || !old.schemaHash.equals(schemaHash(view.columns))) return false;
+    const started = Date.now();
+    const range = { begin: old.beginInsertTime, end: old.endInsertTime };
+    const rows = filesRelation(view.columns, [this.options.store.location(filePath)]);
+    const written = { ...(await this.write(view, range, old.sourceCount, rows, [])), sortOrder: old.sortOrder };
+    let replaced = false;
+    try {
+      this.checkWrittenInTime(view, started);
+      replaced = await replacePartitionFile(
+        this.options.db,
+        filePath,
+        written,
+        this.options.retireDelaySeconds,
+        this.changed,
+      );
+    } finally {
+      this.forgetWritten([written]);
+      if (!replaced && written.filePath) await this.options.store.delete(written.filePath);
+    }
+    if (replaced) await this.indexed(view, written);
+    return replaced;
   }
 
   /**
@@ -569,17 +620,24 @@ export class Materializer {
     sql: string,
     setup: string[],
   ): Promise<Partition> {
-    const { store, engine } = this.options;
+    const { store, engine, db } = this.options;
     const key = partitionKey(view.name, globalInstance, range.begin);
     const path = await store.writableLocation(key);
+    // Every stored column installed on the set is computed into the file (recorded as held at its commit).
+    const stored = await installedColumns(db, [view.name]);
     const rows = await engine.execute(
-      `COPY (${typedColumns(view.columns, sql)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
+      `COPY (${withStoredColumns(typedColumns(view.columns, sql), stored)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
       { setup },
     );
     if (rows === 0) {
       await store.delete(key);
       return emptyPartition(view, range, count);
     }
+    if (stored.length > 0)
+      this.storedIn.set(
+        key,
+        stored.map((c) => c.name),
+      );
     // Event-time bounds from the row groups' statistics in the footer: no data is read again.
     const [row] = await this.rows(
       `SELECT epoch_ns(min(TRY_CAST(stats_min AS TIMESTAMP_NS)) FILTER (WHERE path_in_schema = ${quoteLiteral(view.minTimeColumn)})),

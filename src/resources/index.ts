@@ -34,7 +34,15 @@ export { diagnosticLine, runResourcesCli, serverViewSets, validateFolder, type R
 export { ResourcesCliError, resourcesErrors, resourcesExitStatus, type ResourcesErrorCode } from './errors.js';
 export { parseJsonText, type JsonText } from './json-text.js';
 export { registerInstaller, installerOf, type InstallContext, type ResourceInstaller } from './installers.js';
-export { entryHash, ledgerRows, ledgerSchema, retirementDays, storedPublication, type LedgerRow } from './ledger.js';
+export {
+  ensureLedger,
+  entryHash,
+  ledgerRows,
+  ledgerSchema,
+  retirementDays,
+  storedPublication,
+  type LedgerRow,
+} from './ledger.js';
 export { lockNamespace, takeLock, type HeldLock } from './lock.js';
 export {
   planEntries,
@@ -57,3 +65,10 @@ export {
   type PartitionStatistics,
 } from './partition-stats.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
+export {
+  columnsHeldByAll,
+  installedColumns,
+  recordColumnFiles,
+  withStoredColumns,
+  type InstalledColumn,
+} from './stored-columns.js';

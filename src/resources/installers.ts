@@ -6,6 +6,7 @@ import type { MetadataQueries } from '../metadata/index.js';
 import type { ResourceKind } from './declarations.js';
 import type { LedgerRow } from './ledger.js';
 import { partitionStatsInstaller } from './partition-stats.js';
+import { storedColumnInstaller } from './stored-columns.js';
 import type { ValidEntry } from './validation.js';
 
 /** What an installer may use while it installs one entry. */
@@ -20,6 +21,11 @@ export interface InstallContext {
   lakeRows(sql: string): Promise<unknown[][]>;
   /** Records backfill progress in the ledger, so a crashed publication resumes there. */
   progress(update: { backfilledBegin?: Date; backfilledEnd?: Date; detail?: string }): Promise<void>;
+  /**
+   * Rewrites one partition file of a view set with every stored column installed on it and registers the
+   * new file in its place; false when the file is no longer a partition (the daemon replaced it).
+   */
+  rewritePartition?(viewSet: string, filePath: string): Promise<boolean>;
 }
 
 /** Makes, points and drops the database objects of one kind of entry. */
@@ -34,7 +40,10 @@ export interface ResourceInstaller {
   drop(row: LedgerRow, ctx: { readonly db: MetadataQueries; readonly store: ObjectStore }): Promise<string>;
 }
 
-const installers = new Map<ResourceKind, ResourceInstaller>([['index', partitionStatsInstaller]]);
+const installers = new Map<ResourceKind, ResourceInstaller>([
+  ['index', partitionStatsInstaller],
+  ['column', storedColumnInstaller],
+]);
 /** Installers registered for one server (by its metadata handle): a process may run several servers. */
 const scopedInstallers = new WeakMap<object, Map<ResourceKind, ResourceInstaller>>();
 

@@ -1,7 +1,8 @@
 // The resource ledger and the publications, in Orrery's Postgres (created here on first use, as the
 // rollups component does): each installed entry's declaration, hash, state, cutover, backfilled
 // range, retirement and prune times; each publication's files and content hash; the minmax and set
-// indexes (what each reads, its type) and their statistics per partition file.
+// indexes (what each reads, its type) and their statistics per partition file; the stored columns and
+// the partition files holding each.
 import { createHash } from 'node:crypto';
 import type { MetadataQueries } from '../metadata/index.js';
 import type { ValidEntry } from './validation.js';
@@ -60,7 +61,22 @@ CREATE TABLE IF NOT EXISTS resource_partition_stats (
   distinct_values   JSONB,
   PRIMARY KEY (index_hash, file_path)
 );
-ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS bloom BYTEA;`;
+ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS bloom BYTEA;
+CREATE TABLE IF NOT EXISTS resource_columns (
+  column_name     TEXT NOT NULL,
+  view_set_name   TEXT NOT NULL,
+  entry_key       TEXT NOT NULL,
+  expression      TEXT NOT NULL,
+  stored_type     TEXT NOT NULL,
+  expression_type TEXT,
+  PRIMARY KEY (view_set_name, column_name)
+);
+CREATE TABLE IF NOT EXISTS resource_column_files (
+  view_set_name TEXT NOT NULL,
+  column_name   TEXT NOT NULL,
+  file_path     TEXT NOT NULL,
+  PRIMARY KEY (view_set_name, file_path, column_name)
+);`;
 
 /** One ledger row. */
 export interface LedgerRow {

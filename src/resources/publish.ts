@@ -32,6 +32,8 @@ export interface PublishContext {
   viewSets(): Promise<ServerViewSet[]>;
   /** Runs a SELECT on the server's DuckDB (the lake's files, local or on S3). */
   lakeRows(sql: string): Promise<unknown[][]>;
+  /** Rewrites a partition file with the set's stored columns (see InstallContext). */
+  rewritePartition?(viewSet: string, filePath: string): Promise<boolean>;
 }
 
 /** One planned step for an entry. */
@@ -307,6 +309,7 @@ async function contextFor(
     entries,
     row,
     lakeRows: (sql) => ctx.lakeRows(sql),
+    rewritePartition: ctx.rewritePartition && ((viewSet, filePath) => ctx.rewritePartition!(viewSet, filePath)),
     progress: (update) => recordProgress(ctx.db, row, update),
   };
 }

@@ -33,6 +33,8 @@ export type ValidEntry = ResourceEntry & {
         readonly storedName: string;
         readonly storedType: string | null;
         readonly canonical: string;
+        /** DuckDB's type of the expression over the table: queries read the stored column in its place only when it is stored as this type. */
+        readonly expressionType: string | null;
         /** An existing column of the table that computes the same expression, which satisfies the entry. */
         readonly satisfiedBy: string | null;
       }
@@ -163,6 +165,7 @@ class FileChecker {
       storedName: '',
       storedType: null,
       canonical: '',
+      expressionType: null,
       satisfiedBy: null,
     };
     const what = `expression '${entry.expression}'`;
@@ -219,6 +222,7 @@ class FileChecker {
       storedName: storedType === null ? '' : storedColumnName(facts.canonical, storedType),
       storedType,
       canonical: facts.canonical,
+      expressionType: facts.type,
       satisfiedBy,
     };
   }
@@ -360,6 +364,7 @@ type ColumnFacts = {
   readonly storedName: string;
   readonly storedType: string | null;
   readonly canonical: string;
+  readonly expressionType: string | null;
   readonly satisfiedBy: string | null;
 };
 

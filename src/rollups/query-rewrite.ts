@@ -357,7 +357,8 @@ function joinedTables(from: Node, input: RewriteInput, ctes: ReadonlySet<string>
   });
 }
 
-const levelParts = (node: Node): unknown[] => [
+/** The parts of a SELECT node holding its own expressions (not its FROM or CTEs). */
+export const levelParts = (node: Node): unknown[] => [
   node.select_list,
   node.where_clause,
   node.group_expressions,

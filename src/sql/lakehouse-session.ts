@@ -50,21 +50,25 @@ export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSe
 /** Which of a set's partitions (object keys) a statement must read; the others cannot hold a row it keeps. */
 export interface PartitionFilter {
   keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
+  /** The stored columns the statement was rewritten to read from these files (see StoredColumnReads). */
+  storedColumns?(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
 }
 
-/** Where DuckDB opens a set's current partitions, those meeting the event range (and the filter). */
-async function filesOf(
+/** A set's session view: where DuckDB opens its current partitions, those meeting the event range (and the filter). */
+async function sessionViewOf(
   lakehouse: Lakehouse,
   view: ViewSet,
   eventRange: EventRange = {},
   filter?: PartitionFilter,
-): Promise<string[]> {
+): Promise<SessionView> {
   const hash = schemaHash(view.columns);
   const partitions = lakehouse.partitions
     ? await lakehouse.partitions.queryable(view.name, globalInstance, hash, eventRange)
     : await queryablePartitions(lakehouse.db, view.name, globalInstance, hash, eventRange);
-  const keys = partitions.map((p) => p.filePath!);
-  return (filter ? await filter.keep(view, keys) : keys).map((key) => lakehouse.store.location(key));
+  const all = partitions.map((p) => p.filePath!);
+  const keys = filter ? await filter.keep(view, all) : all;
+  const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
+  return { view, files: keys.map((key) => lakehouse.store.location(key)), stored };
 }
 
 /** The processes set's files, which tell the audience of each process, when an audience scope needs them. */
@@ -75,7 +79,7 @@ export async function processAudiencesFor(
 ): Promise<SessionView | undefined> {
   const needsOwners = scope.kind === 'audiences' && views.some((v) => v.audienceColumn === 'process_id');
   const processes = needsOwners ? lakehouse.views.get('processes') : undefined;
-  return processes ? { view: processes, files: await filesOf(lakehouse, processes) } : undefined;
+  return processes ? await sessionViewOf(lakehouse, processes) : undefined;
 }
 
 /**
@@ -89,9 +93,7 @@ export async function viewSetup(
   eventRange: EventRange,
   filter?: PartitionFilter,
 ): Promise<string[]> {
-  const sessionViews = await Promise.all(
-    views.map(async (view) => ({ view, files: await filesOf(lakehouse, view, eventRange, filter) })),
-  );
+  const sessionViews = await Promise.all(views.map((view) => sessionViewOf(lakehouse, view, eventRange, filter)));
   const processAudiences = await processAudiencesFor(lakehouse, views, scope);
   return sessionStatements(sessionViews, scope, { processAudiences, eventRange });
 }

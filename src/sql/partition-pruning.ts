@@ -11,8 +11,17 @@ import { callNode, castNode, expressionKey } from '../rollups/index.js';
 import { quoteLiteral, type ViewSet } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 
-type Node = Record<string, unknown>;
-type Tree = { statements: Node[] };
+export type Node = Record<string, unknown>;
+export type Tree = { statements: Node[] };
+
+/** One statement as the readers of installed resources see it: its parse tree and shape, and where to look. */
+export interface Statement {
+  readonly db: MetadataQueries;
+  readonly engine: DuckDBEngine;
+  readonly tree: Tree;
+  readonly shape: QueryShape;
+  readonly viewOf: (name: string) => ViewSet | undefined;
+}
 
 /** What pruning did for one view set: for the provenance of an admin's result. */
 export interface PartitionsRead {
@@ -75,31 +84,43 @@ function restrictionOf(conjunct: Node): Restriction | null {
 }
 
 /**
- * The restrictions a statement puts on a view set's rows, when pruning that set's partitions cannot
- * change its answer: one SELECT whose FROM is the set alone (no join, sample or time travel), the set
- * named nowhere else in the statement (every reference reads the same pruned partitions), and a merge
- * query that passes rows through (a merging set's rows are not its partitions' rows).
+ * The SELECT node of a statement that reads a view set's rows as its partitions hold them: one SELECT
+ * whose FROM is the set alone (no join, sample or time travel), the set named nowhere else in the
+ * statement (every reference reads the same partitions), and a merge query that passes rows through
+ * (a merging set's rows are not its partitions' rows). With the name its columns are qualified by.
  */
+export function readsAlone(
+  tree: Tree,
+  shape: QueryShape,
+  view: ViewSet,
+  viewOf: (name: string) => ViewSet | undefined,
+): { node: Node; qualifier: string } | null {
+  if (tree.statements.length !== 1 || !/^select \* from \{source\}$/i.test(view.mergeQuery.trim())) return null;
+  const node = tree.statements[0].node as Node | undefined;
+  const from = node?.from_table as Node | undefined;
+  if (node?.type !== 'SELECT_NODE' || node.sample || from?.type !== 'BASE_TABLE') return null;
+  if (from.catalog_name !== '' || from.schema_name !== '' || from.sample || from.at_clause) return null;
+  const name = String(from.table_name);
+  const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
+  if (viewOf(name) !== view || ctes.some((c) => c.key.toLowerCase() === name.toLowerCase())) return null;
+  if (shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length !== 1) return null;
+  const alias = typeof from.alias === 'string' ? from.alias : '';
+  return { node, qualifier: (alias || name).toLowerCase() };
+}
+
+/** The restrictions a statement's WHERE puts on a view set's rows, when it reads them alone (see readsAlone). */
 function restrictionsOn(
   tree: Tree,
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
 ): { qualifier: string; restrictions: Restriction[] } | null {
-  if (tree.statements.length !== 1 || !/^select \* from \{source\}$/i.test(view.mergeQuery.trim())) return null;
-  const node = tree.statements[0].node as Node | undefined;
-  const from = node?.from_table as Node | undefined;
-  if (node?.type !== 'SELECT_NODE' || !node.where_clause || node.sample || from?.type !== 'BASE_TABLE') return null;
-  if (from.catalog_name !== '' || from.schema_name !== '' || from.sample || from.at_clause) return null;
-  const name = String(from.table_name);
-  const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
-  if (viewOf(name) !== view || ctes.some((c) => c.key.toLowerCase() === name.toLowerCase())) return null;
-  if (shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length !== 1) return null;
-  const restrictions = conjuncts(node.where_clause as Node)
+  const alone = readsAlone(tree, shape, view, viewOf);
+  if (!alone?.node.where_clause) return null;
+  const restrictions = conjuncts(alone.node.where_clause as Node)
     .map(restrictionOf)
     .filter((r) => r !== null);
-  const alias = typeof from.alias === 'string' ? from.alias : '';
-  return { qualifier: (alias || name).toLowerCase(), restrictions };
+  return { qualifier: alone.qualifier, restrictions };
 }
 
 const columnRef = (name: string): Node => ({
@@ -182,7 +203,7 @@ function remember<T>(cache: Map<string, T>, key: string, value: T): void {
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
-async function expressionTree(engine: DuckDBEngine, expression: string): Promise<Node | null> {
+export async function expressionTree(engine: DuckDBEngine, expression: string): Promise<Node | null> {
   if (!parsedExpressions.has(expression)) {
     const tree = await engine.parseSelect(`SELECT ${expression}`).catch(() => null);
     const list = (tree?.statements[0]?.node as Node | undefined)?.select_list as Node[] | undefined;
@@ -196,11 +217,16 @@ function sameSpelling(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sameSpelling);
   if (value === null || typeof value !== 'object') return value;
   const out = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, sameSpelling(v)])) as Node;
-  if (out.class === 'FUNCTION' && out.function_name === '->>') out.function_name = 'json_extract_string';
+  if (out.class === 'FUNCTION' && out.function_name === '->>') {
+    out.function_name = 'json_extract_string';
+    out.is_operator = false;
+  }
   return out;
 }
 
-const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string => expressionKey(sameSpelling(node), qualifiers);
+/** An expression as compared with an installed resource's (no alias or position, the table's qualifier dropped). */
+export const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string =>
+  expressionKey(sameSpelling(node), qualifiers);
 
 /**
  * Prunes the partitions of the view sets one statement reads and remembers what it skipped. One per
@@ -209,17 +235,17 @@ const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string => expressio
 export class PartitionPruning {
   readonly reads: PartitionsRead[] = [];
 
-  constructor(
-    private readonly db: MetadataQueries,
-    private readonly engine: DuckDBEngine,
-    private readonly tree: Tree,
-    private readonly shape: QueryShape,
-    private readonly viewOf: (name: string) => ViewSet | undefined,
-  ) {}
+  private readonly db: MetadataQueries;
+  private readonly engine: DuckDBEngine;
+
+  constructor(private readonly statement: Statement) {
+    ({ db: this.db, engine: this.engine } = statement);
+  }
 
   /** The partitions (object keys) of `view` the statement must read, in their order. */
   async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
-    const on = files.length > 0 ? restrictionsOn(this.tree, this.shape, view, this.viewOf) : null;
+    const { tree, shape, viewOf } = this.statement;
+    const on = files.length > 0 ? restrictionsOn(tree, shape, view, viewOf) : null;
     if (!on || on.restrictions.length === 0) return files;
     const qualifiers = new Set([on.qualifier]);
     const skipped = new Set<string>();

@@ -110,9 +110,10 @@ const optionalText = (value: unknown): string | null =>
   value === null || value === undefined ? null : typeof value === 'string' ? value : JSON.stringify(value);
 
 /** What a publication reaches through the lakehouse: its metadata, its store, the view sets it serves. */
-export function publishContextOf({ lakehouse, engine }: ProcedureContext): PublishContext {
+export function publishContextOf({ lakehouse, engine, materializer }: ProcedureContext): PublishContext {
   return {
     lakeRows: (sql) => engine.values(sql),
+    rewritePartition: (viewSet, filePath) => materializer.storeColumns(viewSet, filePath),
     db: lakehouse.db,
     store: lakehouse.store,
     viewSets: async () => [

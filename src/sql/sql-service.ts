@@ -39,11 +39,13 @@ import {
   orreryFunctionKind,
   quoteLiteral,
   orreryFunctionNames,
+  type ViewSet,
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
-import { referencedViews, scopeOf, viewSetup, type Lakehouse } from './lakehouse-session.js';
+import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
 import { PartitionPruning, type PartitionsRead } from './partition-pruning.js';
 import { QueryLanes } from './query-lanes.js';
+import { StoredColumnReads, type StoredColumnUse } from './stored-column-reads.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
 import { messageOf, type OrreryError } from '../errors/index.js';
@@ -581,11 +583,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
       if (!shape) throw selectOnly(principal);
       await this.checkReadable(shape);
     }
-    const pruning =
-      tree && shape && this.lakehouse
-        ? new PartitionPruning(this.lakehouse.db, this.engine, tree, shape, (name) => this.lakehouse?.views.get(name))
-        : undefined;
-    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, pruning) : [];
+    const lakehouse = this.lakehouse;
+    // One statement's readers of installed resources: pruning by indexes, then stored columns.
+    const read =
+      tree && shape && lakehouse
+        ? { db: lakehouse.db, engine: this.engine, tree, shape, viewOf: (name: string) => lakehouse.views.get(name) }
+        : null;
+    const pruning = read ? new PartitionPruning(read) : undefined;
+    const stored = read ? new StoredColumnReads(read) : undefined;
+    const filter = pruning &&
+      stored && {
+        keep: (view: ViewSet, files: readonly string[]) => pruning.keep(view, files),
+        storedColumns: (view: ViewSet, files: readonly string[]) => stored.read(view, files),
+      };
+    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, filter) : [];
     // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
     // statement may name one, not for statements over view sets alone.
     const listed = tables && (!shape || this.mayNameSeriesTables(shape)) ? await tables.list() : undefined;
@@ -622,16 +633,25 @@ export class SqlService implements FlightSqlBackend<Principal> {
           (listsTables || listsColumns) && substituteListings(tree, { tables: tablesListing, columns: columnsListing }),
           renamed,
           (reads?.rollups.length ?? 0) > 0,
+          stored?.substituted ?? false,
         ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
     const described = hold
       ? await this.engine.describeAndHold(sql, options)
       : { description: await this.engine.describe(sql, options) };
-    // What pruning skipped is told to admins only: statistics span every audience's rows.
+    // What pruning skipped and which stored columns were read are told to admins only: statistics span
+    // every audience's rows, and a stored column is the server's own.
     const partitions = principal.admin ? (pruning?.reads ?? []) : [];
+    const storedColumns = principal.admin ? (stored?.uses ?? []) : [];
     const provenance =
-      partitions.length > 0 ? { ...(reads?.provenance ?? { resources: [] }), partitions } : reads?.provenance;
+      partitions.length > 0 || storedColumns.length > 0
+        ? {
+            ...(reads?.provenance ?? { resources: [] }),
+            ...(partitions.length > 0 ? { partitions } : {}),
+            ...(storedColumns.length > 0 ? { stored_columns: storedColumns } : {}),
+          }
+        : reads?.provenance;
     const description = withProvenance(dataFusionNames(described.description), provenance);
     const { held } = described;
     if (!principal.admin && description.statementType !== StatementType.SELECT) {
@@ -874,7 +894,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     ctx: CallContext<Principal>,
     shape: QueryShape,
     lakehouse: Lakehouse,
-    pruning?: PartitionPruning,
+    pruning?: PartitionFilter,
   ): Promise<string[]> {
     const calls = shape.tableFunctions.filter(isLakehouseFunction);
     const views = new Map(
@@ -992,7 +1012,7 @@ export const provenanceKey = 'orrery.provenance';
 /** A result's description with its provenance in the schema metadata, when it touched a table with rollups. */
 function withProvenance(
   description: StatementDescription,
-  provenance: (Provenance & { partitions?: PartitionsRead[] }) | undefined,
+  provenance: (Provenance & { partitions?: PartitionsRead[]; stored_columns?: StoredColumnUse[] }) | undefined,
 ): StatementDescription {
   if (!provenance) return description;
   const metadata = new Map(description.schema.metadata);

@@ -11,6 +11,11 @@ export type ReadScope = { kind: 'all' } | { kind: 'audiences'; audiences: readon
 export interface SessionView {
   readonly view: ViewSet;
   readonly files: readonly string[];
+  /**
+   * Stored columns (`__orr_<hash>`) every one of the files holds, read beside the set's columns: only
+   * for a statement rewritten to read them, over a set whose merge query passes rows through.
+   */
+  readonly stored?: readonly string[];
 }
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -22,17 +27,23 @@ export function emptyRelation(columns: readonly ColumnSpec[]): string {
 }
 
 /** SQL reading a list of Parquet files with a set's columns. */
-export function filesRelation(columns: readonly ColumnSpec[], files: readonly string[]): string {
+export function filesRelation(
+  columns: readonly ColumnSpec[],
+  files: readonly string[],
+  stored: readonly string[] = [],
+): string {
   if (files.length === 0) return emptyRelation(columns);
   const list = files.map(quoteLiteral).join(', ');
-  return `SELECT ${columns.map((col) => quoteIdentifier(col.name)).join(', ')} FROM read_parquet([${list}])`;
+  const names = [...columns.map((col) => col.name), ...stored].map(quoteIdentifier);
+  return `SELECT ${names.join(', ')} FROM read_parquet([${list}])`;
 }
 
 /** A query's columns cast to a set's types (a merge may widen sum(BIGINT) to HUGEINT; users see the extract's type). */
-export function typedColumns(columns: readonly ColumnSpec[], query: string): string {
-  const list = columns
-    .map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`)
-    .join(', ');
+export function typedColumns(columns: readonly ColumnSpec[], query: string, stored: readonly string[] = []): string {
+  const list = [
+    ...columns.map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`),
+    ...stored.map(quoteIdentifier),
+  ].join(', ');
   return `SELECT ${list} FROM (${query})`;
 }
 
@@ -61,13 +72,13 @@ export function sessionStatements(
 
 /** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
 export function sessionRelation(
-  { view, files }: SessionView,
+  { view, files, stored = [] }: SessionView,
   scope: ReadScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
-  const rows = inEventRange(filesRelation(view.columns, files), view, options.eventRange);
+  const rows = inEventRange(filesRelation(view.columns, files, stored), view, options.eventRange);
   const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
-  return typedColumns(view.columns, withSource(view.mergeQuery, source));
+  return typedColumns(view.columns, withSource(view.mergeQuery, source), files.length === 0 ? [] : stored);
 }
 
 /**

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
-import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { useOrrery } from '../support/orrery-process.js';
+import { publishFolder } from '../support/publish.js';
 
 const provenanceOf = (table: Table): unknown => {
   const text = table.schema.metadata.get('orrery.provenance');
@@ -26,17 +26,7 @@ describe('orrery publish installs rollup entries (issue 14)', () => {
   const sql = (text: string): Promise<Table> => fixture.admin.query(text);
   const rows = (text: string) => plainRows(fixture.admin, text);
 
-  const publish = async () => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
-    const status = await runResourcesCli(
-      ['--dir', dir],
-      { env, out: (l) => out.push(l), err: (l) => err.push(l) },
-      'publish',
-    );
-    return { status, out, err, text: out.join('\n') };
-  };
+  const publish = () => publishFolder(fixture.orrery.address, dir);
   const declare = (resources: unknown): void => {
     mkdirSync(join(dir, 'resources'), { recursive: true });
     writeFileSync(join(dir, 'resources', 'spans.resources.json'), JSON.stringify({ resources }, null, 2));

@@ -5,6 +5,8 @@ export interface LogSpec {
   readonly severity: number;
   readonly body: string;
   readonly target?: string;
+  /** The record's attributes (string values). */
+  readonly attributes?: Record<string, string>;
 }
 
 /** An ExportLogsServiceRequest in OTLP/JSON with one resource. */
@@ -22,6 +24,12 @@ export function logsRequest(resource: Record<string, string>, logs: readonly Log
               timeUnixNano: String(l.time),
               severityNumber: l.severity,
               body: { stringValue: l.body },
+              ...(l.attributes && {
+                attributes: Object.entries(l.attributes).map(([key, value]) => ({
+                  key,
+                  value: { stringValue: value },
+                })),
+              }),
             })),
           },
         ],
