@@ -68,6 +68,7 @@ export { publicationOf, publishedTexts, readPublicationTexts } from './files.js'
 export {
   columnsHeldByAll,
   installedColumns,
+  recentColumns,
   recordColumnFiles,
   withStoredColumns,
   type InstalledColumn,

@@ -8,7 +8,7 @@
 // statement where a select alias shadows a column the expression reads. A statement that names a
 // `__orr_` column, or the table as a value, reads no stored column (the names stay unbound, as
 // without resources); a `*` over the table excludes the stored columns it reads.
-import { columnsHeldByAll, installedColumns, type InstalledColumn } from '../resources/index.js';
+import { columnsHeldByAll, recentColumns, type InstalledColumn } from '../resources/index.js';
 import { levelParts } from '../rollups/index.js';
 import type { ViewSet } from '../views/index.js';
 import { expressionTree, keyOf, readsAlone, type Node, type Statement } from './partition-pruning.js';
@@ -66,7 +66,7 @@ export class StoredColumnReads {
     const { db, engine, tree, shape, viewOf } = this.statement;
     const alone = readsAlone(tree, shape, view, viewOf);
     if (!alone) return [];
-    const columns = await installedColumns(db, [view.name]);
+    const columns = await recentColumns(db, view.name);
     if (columns.length === 0) return [];
     const { node, qualifier } = alone;
     const qualifiers = new Set([qualifier]);

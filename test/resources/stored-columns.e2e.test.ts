@@ -41,6 +41,7 @@ const queries: Array<[string, boolean | null]> = [
   ],
   ["SELECT * FROM log_entries WHERE (properties->>'pod') IN ('pod-0', 'pod-2') ORDER BY msg", true],
   ["SELECT e.msg, upper(e.properties->>'pod') FROM log_entries e ORDER BY 2, 1", true],
+  ["SELECT e.* FROM log_entries e WHERE e.properties->>'pod' = 'pod-1' ORDER BY msg", true],
   ["SELECT msg FROM log_entries ORDER BY properties->>'pod' DESC, msg", true],
   ["SELECT msg AS properties FROM log_entries WHERE properties->>'pod' = 'pod-1' ORDER BY 1", false],
   ["SELECT log_entries.msg, log_entries FROM log_entries WHERE properties->>'pod' = 'pod-2' ORDER BY 1", false],
