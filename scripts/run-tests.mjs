@@ -20,7 +20,7 @@ const statementSuites = [
   'flight/prepared.test.js',
   'tables/series-ingest.test.js',
 ].map((f) => join(testDir, f));
-// Ingestion, materialization, queries with audiences, retention, admin functions, index pruning and
+// Ingestion, materialization, queries with audiences, retention, admin functions, index pruning, stored columns and
 // partition files gone from the store, lean for CI time.
 const lakehouseSuites = [
   'ingestion/otlp-whole-request.test.js',
@@ -31,6 +31,7 @@ const lakehouseSuites = [
   'lakehouse/security.test.js',
   'lakehouse/time-filters.test.js',
   'resources/index-pruning.e2e.test.js',
+  'resources/stored-columns.e2e.test.js',
 ].map((f) => join(testDir, f));
 
 const onS3 = async (label, testFiles) => {
