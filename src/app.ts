@@ -30,7 +30,7 @@ import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
 import { RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
-import { registerInstaller } from './resources/index.js';
+import { registerInstaller, storedColumnInstaller } from './resources/index.js';
 import {
   ViewLoader,
   ViewRegistry,
@@ -236,6 +236,12 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
       const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames, viewSetSources) : undefined;
       await rollups?.prepare();
+      // This server's publications plan column entries against its view sets.
+      registerInstaller(
+        'column',
+        storedColumnInstaller((name) => views.get(name)),
+        metadata,
+      );
       if (rollups) {
         tables?.addDependents('rollup', (table) => rollups.dependentsOf(table));
         // This server's publications install resources files' rollup entries as its rollups.

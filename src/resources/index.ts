@@ -70,6 +70,7 @@ export {
   installedColumns,
   recentColumns,
   recordColumnFiles,
+  storedColumnInstaller,
   withStoredColumns,
   type InstalledColumn,
 } from './stored-columns.js';

@@ -8,7 +8,7 @@
 // listed, so an interrupted install resumes with the files not yet listed.
 import { allPartitions, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { quoteIdentifier } from '../views/index.js';
+import { passesRowsThrough, quoteIdentifier, type ViewSet } from '../views/index.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, type LedgerRow } from './ledger.js';
 import type { ValidEntry } from './validation.js';
@@ -181,5 +181,21 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
   return `${entry.storedName} no longer written or read; ${rowCount ?? 0} file(s) keep its bytes until they are next merged or rebuilt`;
 }
 
-/** Installs column entries as stored columns of the view set's partitions. */
-export const storedColumnInstaller: ResourceInstaller = { install, drop };
+/**
+ * Installs column entries as stored columns of view sets' partitions. With the server's view sets
+ * (`viewOf`), an entry whose table queries could not read a stored column of is planned as omitted.
+ */
+export function storedColumnInstaller(viewOf?: (name: string) => ViewSet | undefined): ResourceInstaller {
+  return {
+    unsupported(entry) {
+      if (entry.kind !== 'column' || !viewOf) return null;
+      const view = viewOf(entry.physical);
+      if (!view) return `${entry.physical} is not a view set: this server stores columns in view sets' partition files`;
+      return passesRowsThrough(view)
+        ? null
+        : `${entry.physical} merges its partitions' rows (its merge query is not SELECT * FROM {source}): queries could not read a stored column`;
+    },
+    install,
+    drop,
+  };
+}

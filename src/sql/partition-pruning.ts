@@ -8,7 +8,7 @@
 import { nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import { installedIndexes, mayHold, partitionStatistics, type InstalledIndex } from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
-import { quoteLiteral, type ViewSet } from '../views/index.js';
+import { passesRowsThrough, quoteLiteral, type ViewSet } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 
 export type Node = Record<string, unknown>;
@@ -95,7 +95,7 @@ export function readsAlone(
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
 ): { node: Node; qualifier: string } | null {
-  if (tree.statements.length !== 1 || !/^select \* from \{source\}$/i.test(view.mergeQuery.trim())) return null;
+  if (tree.statements.length !== 1 || !passesRowsThrough(view)) return null;
   const node = tree.statements[0].node as Node | undefined;
   const from = node?.from_table as Node | undefined;
   if (node?.type !== 'SELECT_NODE' || node.sample || from?.type !== 'BASE_TABLE') return null;

@@ -38,6 +38,10 @@ export interface ViewSet {
   readonly source: ViewSource;
 }
 
+/** Whether a set's rows are its partitions' rows (its merge query is `SELECT * FROM {source}`), not merged ones. */
+export const passesRowsThrough = (view: Pick<ViewSet, 'mergeQuery'>): boolean =>
+  /^select \* from \{source\}$/i.test(view.mergeQuery.trim());
+
 /** Where a view set's rows come from. */
 export type ViewSource =
   | { kind: 'metadata'; table: 'blocks' | 'processes' | 'streams' }

@@ -242,6 +242,20 @@ describe('stored columns: installed, backfilled, read in place of their expressi
     await assertSameAnswers();
   });
 
+  it('a column on a view set whose merge query merges rows is planned as omitted: queries could not read it', async () => {
+    declare({
+      pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
+      level_text: { column: { table: 'log_stats', expression: "concat('level ', level)" } },
+    });
+    const run = await publishFolder(fixture.orrery.address, dir, '--dry-run');
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(
+      run.text,
+      /^warning: omitted column level_text on log_stats \(__orr_[0-9a-f]{16} VARCHAR\) \(resources\/logs\.resources\.json: level_text\): log_stats merges its partitions' rows/m,
+    );
+    assert.match(run.text, /^installed column pod on log_entries/m);
+  });
+
   it('a later publication retires the entry; once pruned, queries compute the expression again', async () => {
     declare({});
     const out = await publish();
