@@ -143,6 +143,8 @@ export async function countingProxy(endpoint) {
     incoming.pipe(forward);
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // A test whose set-up failed before closing it still exits.
+  server.unref();
   return {
     url: `http://127.0.0.1:${server.address().port}`,
     requests: () => [...seen],
