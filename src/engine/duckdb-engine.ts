@@ -114,13 +114,13 @@ export interface RunOptions {
   readonly held?: HeldStatement;
 }
 
+/** json_serialize_sql's error_type for a statement other than SELECT (DuckDB's wording, not a stub of ours). */
+const SERIALIZE_REFUSES_NON_SELECT = 'not implemented';
+
 /**
  * One DuckDB connection held across statements, for a transaction: what runs with it as
  * `RunOptions.session` sees the same uncommitted changes. One statement at a time. Idempotent close.
  */
-/** json_serialize_sql's error_type for a statement other than SELECT (DuckDB's wording, not a stub of ours). */
-const SERIALIZE_REFUSES_NON_SELECT = 'not implemented';
-
 export class EngineSession {
   private closed = false;
 

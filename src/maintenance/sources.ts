@@ -121,12 +121,11 @@ export async function blockRecords(
   );
   const block = rows[0];
   if (!block) return null;
-  const payload = await store
-    .get(payloadKey(block.process_id, block.stream_id, blockId))
-    .catch(async (error: unknown) => {
-      if ((await store.size(payloadKey(block.process_id, block.stream_id, blockId))) === null) return null;
-      throw error;
-    });
+  const key = payloadKey(block.process_id, block.stream_id, blockId);
+  const payload = await store.get(key).catch(async (error: unknown) => {
+    if ((await store.size(key)) === null) return null; // gone from the store
+    throw error;
+  });
   const lines =
     payload === null
       ? null
