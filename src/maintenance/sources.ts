@@ -92,7 +92,6 @@ export async function sourceCount(
 
 /** One block's records as its view set reads them, for parse_block. */
 export interface BlockRecords {
-  readonly audience: string;
   /** The stream's format: `otlp/v1/logs`, `otlp/v1/metrics` or `otlp/v1/traces`. */
   readonly format: string;
   /** The process's resource attributes, as JSON text. */
@@ -101,23 +100,27 @@ export interface BlockRecords {
   readonly lines: string[] | null;
 }
 
-/** A block's records (its payload decoded as the materializer decodes it); null when no block has this id. */
+/**
+ * A block's records (its payload decoded as the materializer decodes it); null when no block of these
+ * audiences (null: any) has this id. The audience is checked before the payload is read, so a block of
+ * another audience costs what a missing one does.
+ */
 export async function blockRecords(
   db: MetadataQueries,
   store: ObjectStore,
   blockId: string,
+  audiences: readonly string[] | null,
 ): Promise<BlockRecords | null> {
   const { rows } = await db.query<{
     process_id: string;
     stream_id: string;
-    audience: string;
     format: string;
     resource: string;
   }>(
-    `SELECT b.process_id::text, b.stream_id::text, b.audience, s.format, p.properties::text AS resource
+    `SELECT b.process_id::text, b.stream_id::text, s.format, p.properties::text AS resource
        FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
-      WHERE b.block_id = $1::uuid`,
-    [blockId],
+      WHERE b.block_id = $1::uuid AND ($2::text[] IS NULL OR b.audience = ANY($2::text[]))`,
+    [blockId, audiences],
   );
   const block = rows[0];
   if (!block) return null;
@@ -133,5 +136,5 @@ export async function blockRecords(
           .toString('utf8')
           .split('\n')
           .filter((line) => line.length > 0);
-  return { audience: block.audience, format: block.format, resource: block.resource, lines };
+  return { format: block.format, resource: block.resource, lines };
 }

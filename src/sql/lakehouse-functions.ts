@@ -175,10 +175,12 @@ async function define(
     case 'parse_block': {
       arity(name, args, 1);
       const blockId = String(args[0]).toLowerCase();
-      const block = uuidPattern.test(blockId) ? await blockRecords(lakehouse.db, lakehouse.store, blockId) : null;
       // A block of an audience the key cannot read looks exactly like one that does not exist.
-      if (!block || (scope.kind === 'audiences' && !scope.audiences.includes(block.audience)))
-        throw sqlErrors.error('BLOCK_NOT_FOUND', `parse_block: block '${String(args[0])}' not found`);
+      const audiences = scope.kind === 'audiences' ? scope.audiences : null;
+      const block = uuidPattern.test(blockId)
+        ? await blockRecords(lakehouse.db, lakehouse.store, blockId, audiences)
+        : null;
+      if (!block) throw sqlErrors.error('BLOCK_NOT_FOUND', `parse_block: block '${String(args[0])}' not found`);
       if (block.lines === null)
         throw sqlErrors.error(
           'BLOCK_PAYLOAD_MISSING',
