@@ -59,8 +59,10 @@ export { diagnosticText } from './diagnostics.js';
 export {
   indexPartition,
   installedIndexes,
+  mayContain,
   mayHold,
   partitionStatistics,
+  searchedTrigrams,
   type InstalledIndex,
   type PartitionStatistics,
 } from './partition-stats.js';

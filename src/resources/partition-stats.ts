@@ -1,6 +1,6 @@
-// The minmax, set and bloom_filter indexes: per partition file of a view set, the column's min and max
+// The minmax, set, bloom_filter and text indexes: per partition file of a view set, the column's min and max
 // (and, for set, its distinct values when there are at most 1000; for bloom_filter, a bloom filter of
-// DuckDB's hash() of its distinct values), kept in Postgres beside the partitions, with
+// DuckDB's hash() of its distinct values; for text, the trigrams of its lowercased tokens), kept in Postgres beside the partitions, with
 // what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
 // Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
@@ -15,7 +15,55 @@ import type { ValidEntry } from './validation.js';
 export const setIndexLimit = 1000;
 
 /** The index kinds whose statistics are kept per partition. */
-export type StatisticsKind = 'minmax' | 'set' | 'bloom_filter';
+export type StatisticsKind = 'minmax' | 'set' | 'bloom_filter' | 'text';
+
+/**
+ * A text index's characters: the ASCII letters and digits a token is made of (DuckDB's lower() of the value,
+ * split on every other character). A substring search's run of these characters lies inside one token of
+ * every value it matches, so the trigrams of its run are trigrams of that token (ClickHouse's ngrambf, exact).
+ */
+const tokenCharacters = '0123456789abcdefghijklmnopqrstuvwxyz';
+const trigramBits = tokenCharacters.length ** 3;
+
+/** A trigram's bit in a text index's bitmap; -1 when it holds another character. */
+function trigramBit(trigram: string): number {
+  if (trigram.length !== 3) return -1;
+  let bit = 0;
+  for (const c of trigram) {
+    const i = tokenCharacters.indexOf(c);
+    if (i < 0) return -1;
+    bit = bit * tokenCharacters.length + i;
+  }
+  return bit;
+}
+
+/** A partition's text index: one bit per trigram of [0-9a-z] (46656 bits), set when a token holds it. */
+function trigramBitmap(trigrams: readonly string[]): Buffer {
+  const bitmap = Buffer.alloc(trigramBits / 8);
+  for (const bit of trigrams.map(trigramBit)) if (bit >= 0) bitmap[bit >> 3] |= 1 << (bit & 7);
+  return bitmap;
+}
+
+/**
+ * The trigrams a value must hold for a substring search to match it: those of each run of ASCII letters and
+ * digits of the searched text, lowercased. Sound for `ILIKE`, `LIKE` (`%`, `_` and any escape are not letters
+ * or digits, so they only end runs) and `contains`: a shorter word, or one of other characters, yields none
+ * and skips nothing.
+ */
+export function searchedTrigrams(searched: string): string[] {
+  const trigrams = new Set<string>();
+  for (const run of searched.toLowerCase().match(/[0-9a-z]{3,}/g) ?? [])
+    for (let i = 0; i + 3 <= run.length; i++) trigrams.add(run.slice(i, i + 3));
+  return [...trigrams];
+}
+
+/** Whether a partition whose text index is `bitmap` may hold a value holding every one of these trigrams. */
+export function mayContain(bitmap: Buffer, trigrams: readonly string[]): boolean {
+  return trigrams.every((t) => {
+    const bit = trigramBit(t);
+    return bit < 0 || bit >= bitmap.length * 8 || (bitmap[bit >> 3] & (1 << (bit & 7))) !== 0;
+  });
+}
 
 /**
  * A partition's bloom filter: a power of two of bits, at least ten per distinct value (64 to 2^23),
@@ -103,10 +151,21 @@ async function writeStatistics(
       : 'NULL';
   const hashes = index.kind === 'bloom_filter' ? 'list(DISTINCT hash(v)) FILTER (WHERE v IS NOT NULL)' : 'NULL';
   const source = `read_parquet(${quoteLiteral(ctx.store.location(partition.filePath))})`;
+  const values = `SELECT ${index.expression} AS v FROM ${source}`;
+  // A text index keeps no min and max (nothing compares them) but the trigrams of the distinct tokens.
   const [[min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
-    `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (SELECT ${index.expression} AS v FROM ${source})`,
+    index.kind === 'text'
+      ? `SELECT NULL, NULL, NULL, list(DISTINCT substring(t, i, 3)) FROM (
+           SELECT t, unnest(range(1, length(t) - 1)) AS i FROM (
+             SELECT DISTINCT unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t FROM (${values})))`
+      : `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (${values})`,
   );
-  const bloom = index.kind === 'bloom_filter' ? bloomFilter(listOf(valueHashes)) : null;
+  const bloom =
+    index.kind === 'bloom_filter'
+      ? bloomFilter(listOf(valueHashes).map((h) => BigInt(h as bigint)))
+      : index.kind === 'text'
+        ? trigramBitmap(listOf(valueHashes).map(String))
+        : null;
   await ctx.db.query(
     `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (index_hash, file_path) DO NOTHING`,
@@ -123,11 +182,8 @@ async function writeStatistics(
   );
 }
 
-/** The items of a DuckDB LIST value (node-api's DuckDBListValue), as bigints. */
-function listOf(value: unknown): bigint[] {
-  const items = (value as { items?: unknown[] } | null)?.items ?? [];
-  return items.map((item) => BigInt(item as bigint));
-}
+/** The items of a DuckDB LIST value (node-api's DuckDBListValue). */
+const listOf = (value: unknown): unknown[] => (value as { items?: unknown[] } | null)?.items ?? [];
 
 /**
  * Keeps the indexes of a view set up to date as its partitions land: the statistics of a partition
@@ -150,19 +206,14 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
   return `${rowCount ?? 0} partition statistics row(s) deleted`;
 }
 
-/** Installs minmax, set and bloom_filter indexes; the other index kinds are reported as not installed by this server. */
+/** Installs every index kind (minmax, set, bloom_filter and text) as per-partition statistics. */
 export const partitionStatsInstaller: ResourceInstaller = {
-  unsupported(entry) {
-    if (entry.kind !== 'index') return null;
-    return entry.indexKind === 'minmax' || entry.indexKind === 'set' || entry.indexKind === 'bloom_filter'
-      ? null
-      : `this server does not install ${entry.indexKind} indexes yet`;
-  },
+  unsupported: () => null,
   install,
   drop,
 };
 
-/** An installed minmax, set or bloom_filter index of a view set. */
+/** An installed index of a view set. */
 export interface InstalledIndex {
   readonly hash: string;
   readonly viewSet: string;
@@ -182,11 +233,11 @@ export interface PartitionStatistics {
   readonly max: string | null;
   /** The distinct values (set indexes), or null when there were more than the limit. */
   readonly distinct: readonly string[] | null;
-  /** The bloom filter of the values' hashes (bloom_filter indexes). */
+  /** The bloom filter of the values' hashes (bloom_filter indexes), the trigram bitmap (text indexes). */
   readonly bloom: Buffer | null;
 }
 
-/** The minmax, set and bloom_filter indexes installed on these view sets, whichever publication declared them. */
+/** The indexes installed on these view sets, whichever publication declared them. */
 export async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
   await ensureLedger(db);
   const { rows } = await db.query<Record<string, string>>(

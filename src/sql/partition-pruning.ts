@@ -1,12 +1,20 @@
-// Skipping partitions by the minmax, set and bloom_filter indexes installed on a view set (issue 13), before
-// any of their files is opened: a statement that reads one view set once, from its own FROM, and
-// compares an indexed expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed)
+// Skipping partitions by the indexes installed on a view set (issue 13), before any of their files is
+// opened: a statement that reads one view set once, from its own FROM, and compares an indexed
+// expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed) or searches it for a
+// constant text (ILIKE, LIKE, contains, starts_with, ends_with: a text index)
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
 // DuckDB's own, run over the statistics cast back to the indexed type, so a partition is skipped only
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
 // filtering is untouched (it filters the rows of the partitions that remain).
 import { nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
-import { installedIndexes, mayHold, partitionStatistics, type InstalledIndex } from '../resources/index.js';
+import {
+  installedIndexes,
+  mayContain,
+  mayHold,
+  partitionStatistics,
+  searchedTrigrams,
+  type InstalledIndex,
+} from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
 import { passesRowsThrough, quoteLiteral, type ViewSet } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
@@ -39,6 +47,30 @@ interface Restriction {
   readonly op: string;
   readonly constants: Node[];
   readonly conjunct: Node;
+}
+
+/** A WHERE conjunct a text index can decide: a substring search of the indexed side, by the trigrams a match holds. */
+interface Search {
+  readonly expression: Node;
+  readonly trigrams: string[];
+}
+
+/** The functions (and LIKE's, ILIKE's operators) true only of a value holding their constant's text, or a match of it. */
+const substringSearches = new Set(['~~', '~~*', 'contains', 'starts_with', 'ends_with', 'prefix', 'suffix']);
+
+function searchOf(conjunct: Node): Search | null {
+  if (
+    conjunct.class !== 'FUNCTION' ||
+    conjunct.schema !== '' ||
+    !substringSearches.has(conjunct.function_name as string)
+  )
+    return null;
+  const [subject, searched, ...rest] = conjunct.children as Node[];
+  const value = searched?.class === 'CONSTANT' ? (searched.value as Node) : null;
+  if (rest.length > 0 || value?.is_null !== false || (value.type as Node).id !== 'VARCHAR' || isConstant(subject))
+    return null;
+  const trigrams = searchedTrigrams(String(value.value));
+  return trigrams.length > 0 ? { expression: subject, trigrams } : null;
 }
 
 const flipped: Record<string, string> = {
@@ -108,19 +140,19 @@ export function readsAlone(
   return { node, qualifier: (alias || name).toLowerCase() };
 }
 
-/** The restrictions a statement's WHERE puts on a view set's rows, when it reads them alone (see readsAlone). */
+/** The restrictions and searches a statement's WHERE puts on a view set's rows, when it reads them alone (see readsAlone). */
 function restrictionsOn(
   tree: Tree,
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
-): { qualifier: string; restrictions: Restriction[] } | null {
+): { qualifier: string; restrictions: Restriction[]; searches: Search[] } | null {
   const alone = readsAlone(tree, shape, view, viewOf);
   if (!alone?.node.where_clause) return null;
-  const restrictions = conjuncts(alone.node.where_clause as Node)
-    .map(restrictionOf)
-    .filter((r) => r !== null);
-  return { qualifier: alone.qualifier, restrictions };
+  const all = conjuncts(alone.node.where_clause as Node);
+  const restrictions = all.map(restrictionOf).filter((r) => r !== null);
+  const searches = all.map(searchOf).filter((s) => s !== null);
+  return { qualifier: alone.qualifier, restrictions, searches };
 }
 
 const columnRef = (name: string): Node => ({
@@ -246,19 +278,25 @@ export class PartitionPruning {
   async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
     const { tree, shape, viewOf } = this.statement;
     const on = files.length > 0 ? restrictionsOn(tree, shape, view, viewOf) : null;
-    if (!on || on.restrictions.length === 0) return files;
+    if (!on || on.restrictions.length + on.searches.length === 0) return files;
     const qualifiers = new Set([on.qualifier]);
     const skipped = new Set<string>();
     const used: string[] = [];
     for (const index of await installedIndexes(this.db, [view.name])) {
-      if (!exactText.test(index.valueType)) continue;
       const indexed = await expressionTree(this.engine, index.expression);
       if (!indexed) continue;
       const key = keyOf(indexed, new Set());
-      const applicable = on.restrictions.filter((r) => keyOf(r.expression, qualifiers) === key);
-      if (applicable.length === 0) continue;
       const remaining = files.filter((f) => !skipped.has(f));
-      const kept = await this.kept(index, applicable, remaining);
+      let kept: Set<string> | null;
+      if (index.kind === 'text') {
+        const searches = on.searches.filter((s) => keyOf(s.expression, qualifiers) === key);
+        if (searches.length === 0) continue;
+        kept = await this.containing(index, searches, remaining);
+      } else {
+        const applicable = on.restrictions.filter((r) => keyOf(r.expression, qualifiers) === key);
+        if (applicable.length === 0 || !exactText.test(index.valueType)) continue;
+        kept = await this.kept(index, applicable, remaining);
+      }
       if (!kept) continue;
       const before = skipped.size;
       for (const file of remaining) if (!kept.has(file)) skipped.add(file);
@@ -314,6 +352,14 @@ export class PartitionPruning {
       for (const { filePath, bloom } of stats)
         if (bloom && kept.has(filePath) && !hashes.some((h) => mayHold(bloom, h))) kept.delete(filePath);
     }
+    return kept;
+  }
+
+  /** The files that may hold a value matching every search, by a text index: those without one, and those whose trigrams hold the searches'. */
+  private async containing(index: InstalledIndex, searches: Search[], files: string[]): Promise<Set<string>> {
+    const kept = new Set(files);
+    for (const { filePath, bloom } of await partitionStatistics(this.db, [index.hash], files))
+      if (bloom && !searches.every((s) => mayContain(bloom, s.trigrams))) kept.delete(filePath);
     return kept;
   }
 

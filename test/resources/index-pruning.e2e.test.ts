@@ -3,19 +3,18 @@
 // opened; every query answers exactly as it did before the indexes existed, for each key (admins and
 // keys of an audience); an admin's result tells what was skipped (orrery.provenance), a reader's does not.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
 import { postOtlp } from '../support/otlp.js';
-import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
+import { adminKey } from '../support/orrery-process.js';
+import { teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
-const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
 
 /** An OTLP/JSON logs body: one resource, records with a level, a body and a `pod` attribute. */
 const logsBody = (service: string, records: Array<{ time: bigint; level: number; msg: string; pod: string }>) =>
@@ -90,16 +89,8 @@ const queries: Array<[string, number]> = [
 ];
 
 describe('queries skip partitions by the minmax, set and bloom_filter indexes (issue 13)', () => {
-  const fixture = useOrrery({
-    MICROMEGAS_API_KEYS: JSON.stringify([
-      adminKey,
-      { ...readerKey, audiences: ['public'] },
-      { ...teamKey, audiences: ['team_x'] },
-    ]),
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'orrery-pruning-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  let team: TestFlightClient;
+  const suite = useAudiencesOrrery('orrery-pruning-');
+  const { fixture, dir } = suite;
   let files: string[] = [];
   const answers = new Map<string, unknown>();
 
@@ -113,18 +104,11 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
   const everyAnswer = async () => {
     const all = new Map<string, unknown>();
     for (const [sql] of queries)
-      for (const [who, client] of [
-        ['admin', fixture.admin],
-        ['reader', fixture.reader],
-        ['team_x', team],
-      ] as const)
-        all.set(`${who}: ${sql}`, await answer(client, sql));
+      for (const [who, client] of suite.clients()) all.set(`${who}: ${sql}`, await answer(client, sql));
     return all;
   };
 
   before(async () => {
-    team = new TestFlightClient(fixture.orrery.address);
-    team.headers.authorization = `Bearer ${teamKey.key}`;
     // Three ingests a second and more apart, materialized by the second: three partitions of log_entries,
     // levels 4, 3 and 2 (severities 9, 13 and 17), the middle one from a key of audience team_x.
     const start = Math.floor(Date.now() / 1000);
@@ -166,7 +150,6 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
     const status = await runResourcesCli(['--dir', dir], { env, out: () => {}, err: (l) => err.push(l) }, 'publish');
     assert.equal(status, 0, err.join('\n'));
   });
-  after(() => team.close());
 
   it('answers every query as before the indexes, for every key, skipping the partitions the WHERE excludes', async () => {
     const now = await everyAnswer();

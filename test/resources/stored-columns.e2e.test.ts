@@ -6,21 +6,19 @@
 // column entry prunes partitions. Only an admin's result names the column read; nobody reads `__orr_`
 // columns by name.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { TestFlightClient } from '../support/flight-client.js';
+import type { TestFlightClient } from '../support/flight-client.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
-import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
-import { publishFolder } from '../support/publish.js';
+import { adminKey } from '../support/orrery-process.js';
+import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
-const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
 
 interface Provenance {
   partitions?: Array<{ skipped: number; indexes: string[] }>;
@@ -54,17 +52,8 @@ const queries: Array<[string, boolean | null]> = [
 ];
 
 describe('stored columns: installed, backfilled, read in place of their expression (issue 13)', () => {
-  const fixture = useOrrery({
-    ORRERY_RETIRE_DELAY_SECONDS: '0',
-    MICROMEGAS_API_KEYS: JSON.stringify([
-      adminKey,
-      { ...readerKey, audiences: ['public'] },
-      { ...teamKey, audiences: ['team_x'] },
-    ]),
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'orrery-columns-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
-  let team: TestFlightClient;
+  const suite = useAudiencesOrrery('orrery-columns-', { ORRERY_RETIRE_DELAY_SECONDS: '0' });
+  const { fixture, dir } = suite;
   let start = 0;
   const answers = new Map<string, unknown>();
 
@@ -75,11 +64,7 @@ describe('stored columns: installed, backfilled, read in place of their expressi
       return { error: (error as Error).message };
     }
   };
-  const clients = (): Array<[string, TestFlightClient]> => [
-    ['admin', fixture.admin],
-    ['reader', fixture.reader],
-    ['team_x', team],
-  ];
+  const { clients } = suite;
   const everyAnswer = async () => {
     const all = new Map<string, unknown>();
     for (const [sql] of queries)
@@ -121,8 +106,6 @@ describe('stored columns: installed, backfilled, read in place of their expressi
     ).rows.map((r) => r.file_path);
 
   before(async () => {
-    team = new TestFlightClient(fixture.orrery.address);
-    team.headers.authorization = `Bearer ${teamKey.key}`;
     // Three partitions of log_entries a second apart, pods 0, 1 and 2; the middle one sent by a key of audience team_x.
     start = Math.floor(Date.now() / 1000);
     for (const i of [0, 1, 2]) {
@@ -152,7 +135,6 @@ describe('stored columns: installed, backfilled, read in place of their expressi
     assert.deepEqual(answers.get(`admin: ${queries[0][0]}`), [{ msg: 'entry 1.0' }, { msg: 'entry 1.1' }]);
     mkdirSync(join(dir, 'resources'), { recursive: true });
   });
-  after(() => team.close());
 
   it('publish rewrites every partition file with the column, newest first, and queries read it; no answer changes', async () => {
     declare({
@@ -192,7 +174,7 @@ describe('stored columns: installed, backfilled, read in place of their expressi
     assert.deepEqual(pruned?.partitions?.[0]?.skipped, 2);
     assert.deepEqual(pruned?.partitions?.[0]?.indexes, ['pod_bloom']);
     // A reader's result names no stored column.
-    for (const client of [fixture.reader, team])
+    for (const client of [fixture.reader, suite.team])
       assert.equal(provenanceOf(await client.query(queries[0][0]))?.stored_columns, undefined);
   });
 

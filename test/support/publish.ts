@@ -1,6 +1,11 @@
 // `orrery publish --dir <folder>` against a started Orrery, as the admin, its output kept.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { runResourcesCli } from '../../src/resources/index.js';
-import { adminKey } from './orrery-process.js';
+import { TestFlightClient } from './flight-client.js';
+import { adminKey, readerKey, useOrrery, type OrreryFixture } from './orrery-process.js';
 
 /** Runs `orrery publish --dir <dir>` (and more arguments) against `address`; its status and output lines. */
 export async function publishFolder(
@@ -17,4 +22,51 @@ export async function publishFolder(
     'publish',
   );
   return { status, out, err, text: out.join('\n') };
+}
+
+/** A key of audience team_x, beside the admin's key and the reader's (made of audience public here). */
+export const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
+
+/** A started Orrery with an admin's, a reader's (audience public) and team_x's keys, and a publication folder. */
+export interface AudiencesFixture {
+  readonly fixture: OrreryFixture;
+  /** An empty folder, removed after the suite. */
+  readonly dir: string;
+  /** team_x's client, connected before the suite's own `before`. */
+  readonly team: TestFlightClient;
+  /** Each key's client by name: admin, reader, team_x. */
+  readonly clients: () => Array<[string, TestFlightClient]>;
+}
+
+export function useAudiencesOrrery(prefix: string, env: Record<string, string> = {}): AudiencesFixture {
+  const fixture = useOrrery({
+    ...env,
+    MICROMEGAS_API_KEYS: JSON.stringify([
+      adminKey,
+      { ...readerKey, audiences: ['public'] },
+      { ...teamKey, audiences: ['team_x'] },
+    ]),
+  });
+  let team: TestFlightClient | undefined;
+  const suite: AudiencesFixture = {
+    fixture,
+    dir: mkdtempSync(join(tmpdir(), prefix)),
+    get team() {
+      return team!;
+    },
+    clients: () => [
+      ['admin', fixture.admin],
+      ['reader', fixture.reader],
+      ['team_x', team!],
+    ],
+  };
+  before(() => {
+    team = new TestFlightClient(fixture.orrery.address);
+    team.headers.authorization = `Bearer ${teamKey.key}`;
+  });
+  after(() => {
+    team?.close();
+    rmSync(suite.dir, { recursive: true, force: true });
+  });
+  return suite;
 }

@@ -1,0 +1,112 @@
+// The text index (issue 13 item 6): per partition of log_entries, the trigrams of msg's lowercased tokens,
+// backfilled into the existing partitions at publish and written for each partition the daemon commits.
+// A substring search (ILIKE, LIKE, contains, starts_with) does not read a partition lacking a trigram of
+// the searched word's runs of letters and digits; every answer is the one the statement gave before the
+// index existed, for an admin and two audiences' keys, including searches for part of a token
+// ('%time%' matches 'timeout': a whole-token index would wrongly skip it).
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey } from '../support/orrery-process.js';
+import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+/** Each partition's messages: the second is sent with a key of audience team_x. */
+const messages = [
+  ['connection timeout after 30s', 'retrying request'],
+  ['request ok', 'cache hit for key abc'],
+  ['TimeOutError in handler', 'Ünïcode messäge'],
+];
+
+/** Each query, and how many of the 3 partitions an admin's skips by the text index. */
+const queries: Array<[string, number]> = [
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%time%' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE msg LIKE '%Timeout%' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE contains(msg, 'meou') ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries e WHERE e.msg ILIKE '%out after%' ORDER BY msg", 2],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%time_ut%' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%request%' AND level = 4 ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE starts_with(msg, 'cache') ORDER BY msg", 2],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%MESSÄGE%' ORDER BY msg", 2],
+  ["SELECT count(*) AS n FROM log_entries WHERE msg ILIKE '%zzz%'", 3],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%ok%' ORDER BY msg", 0],
+  ["SELECT msg FROM log_entries WHERE msg NOT ILIKE '%timeout%' ORDER BY msg", 0],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' OR msg ILIKE '%cache%' ORDER BY msg", 0],
+  ["SELECT msg FROM log_entries WHERE lower(msg) LIKE '%timeout%' ORDER BY msg", 0],
+];
+
+const skippedBy = (table: Table): number => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  const read = text === undefined ? undefined : (JSON.parse(text) as { partitions?: Array<{ skipped: number }> });
+  return read?.partitions?.[0]?.skipped ?? 0;
+};
+
+describe('text index: substring searches skip partitions lacking the word, answers unchanged (issue 13)', () => {
+  const suite = useAudiencesOrrery('orrery-text-index-');
+  const { fixture, dir } = suite;
+  const answers = new Map<string, unknown>();
+  let published: string[] = [];
+
+  const everyAnswer = async () => {
+    const all = new Map<string, unknown>();
+    for (const [sql] of queries)
+      for (const [who, client] of suite.clients()) all.set(`${who}: ${sql}`, await plainRows(client, sql));
+    return all;
+  };
+  const ingest = async (i: number, key: string, bodies: readonly string[]) => {
+    const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
+    const logs = bodies.map((body, j) => ({ time: time + BigInt(j), severity: 9, body, target: 'app' }));
+    const sent = await postOtlp(fixture.orrery.httpPort, 'logs', key, logsRequest({ 'service.name': `svc${i}` }, logs));
+    assert.equal(sent.status, 200, sent.text);
+    await sleep(1100);
+  };
+  const materialize = async (from: number, to: number) => {
+    for (const view of ['processes', 'log_entries'])
+      await fixture.admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', 1)`);
+  };
+
+  before(async () => {
+    const start = Math.floor(Date.now() / 1000);
+    for (const [i, bodies] of messages.entries()) await ingest(i, i === 1 ? teamKey.key : adminKey.key, bodies);
+    await materialize(start - 2, start + 6);
+    for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
+    assert.deepEqual(answers.get(`admin: ${queries[1][0]}`), [
+      { msg: 'TimeOutError in handler' },
+      { msg: 'connection timeout after 30s' },
+    ]);
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const resources = { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } };
+    writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    published = run.out;
+  });
+
+  it('is backfilled into every partition at publish, and every search answers as before it, for every key', async () => {
+    assert.ok(
+      published.some((l) => l.startsWith('backfill text index msg_text on log_entries: 3 of 3 partition(s)')),
+      published.join('\n'),
+    );
+    const now = await everyAnswer();
+    for (const [sql, rows] of answers) assert.deepEqual(now.get(sql), rows, sql);
+    for (const [sql, skipped] of queries) assert.equal(skippedBy(await fixture.admin.query(sql)), skipped, sql);
+  });
+
+  it('indexes each partition the daemon commits after the install', async () => {
+    const start = Math.floor(Date.now() / 1000);
+    await ingest(3, adminKey.key, ['upstream timeout']);
+    await materialize(start - 1, start + 2);
+    const sql = "SELECT msg FROM log_entries WHERE msg ILIKE '%ups%' ORDER BY msg";
+    const table = await fixture.admin.query(sql);
+    assert.deepEqual(await plainRows(fixture.admin, sql), [{ msg: 'upstream timeout' }]);
+    assert.equal(skippedBy(table), 3);
+  });
+});
