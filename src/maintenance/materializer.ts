@@ -41,6 +41,9 @@ import { quarantine, release } from './quarantine.js';
 import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
+/** How many times materializeNow looks at a range another process keeps registering partitions across. */
+const overlapAttempts = 5;
+
 /** What materializing one range did. */
 export type Outcome = 'created' | 'merged' | 'up to date' | 'skipped';
 
@@ -124,6 +127,21 @@ export class Materializer {
       if (view !== null && files.length > 0) await this.changed(tx, { viewSetName: view, retired: files, added: [] });
       return result;
     });
+  }
+
+  /**
+   * materialize for a caller that waits for the answer (an admin's call). A partition another process
+   * (a daemon's pass) registered across the range while this call worked changed nothing here, so the
+   * range is looked at again, as the daemon's next pass would, before PARTITION_OVERLAP reaches the caller.
+   */
+  async materializeNow(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.materialize(view, range, force);
+      } catch (error) {
+        if (attempt >= overlapAttempts || !isErrorOf(error, maintenanceErrors, 'PARTITION_OVERLAP')) throw error;
+      }
+    }
   }
 
   async materialize(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {

@@ -348,7 +348,7 @@ async function* materialize(
     throw invalid(`${fn}: delta_seconds (${delta}) must divide the range exactly`);
   for (let b = begin; b < end; b += step) {
     const e = b + step < end ? b + step : end;
-    const outcome = await ctx.materializer.materialize(view, { begin: b, end: e }, force);
+    const outcome = await ctx.materializer.materializeNow(view, { begin: b, end: e }, force);
     yield `${view.name} ${show(b, e)}: ${outcome}`;
   }
 }
