@@ -108,11 +108,15 @@ describe('maintenance daemon', () => {
     ).rows;
     const payloads = await store.list('blobs/');
     assert.ok(files.length > 0 && payloads.length === 2);
-    for (const table of ['blocks', 'streams', 'processes'])
-      await db.query(`UPDATE ${table} SET insert_time = now() - interval '40 days'`);
-    await db.query(
-      `UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days', end_insert_time = end_insert_time - interval '40 days'`,
-    );
+    // In one transaction, as time ages them all: a daemon pass between the updates would see recent
+    // partitions without their blocks and rebuild them empty.
+    await db.transaction(async (tx) => {
+      for (const table of ['blocks', 'streams', 'processes'])
+        await tx.query(`UPDATE ${table} SET insert_time = now() - interval '40 days'`);
+      await tx.query(
+        `UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days', end_insert_time = end_insert_time - interval '40 days'`,
+      );
+    });
     await daemon!.housekeeping();
     assert.equal(Number((await db.query('SELECT count(*) AS n FROM blocks')).rows[0].n), 0);
     assert.equal(Number((await db.query('SELECT count(*) AS n FROM processes')).rows[0].n), 0);
