@@ -3,7 +3,8 @@
 // the partitions each query skipped (from the admin's orrery.provenance), median times, the ratio.
 // With --kind columns: queries on the `pod` JSON property before and after publishing a stored column
 // of it (and a bloom filter on that column), the column read (provenance) against the same expression
-// spelled so that it is computed. Exits 1 when an answer with the resources differs from its answer without.
+// spelled so that it is computed. With --kind text: `msg ILIKE` searches over the days (a week by default)
+// before and after publishing a text index on msg, timeouts logged on one day of seven. Exits 1 when an answer with the resources differs from its answer without.
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ const { values } = parseArgs({
   },
 });
 const columns = values.kind === 'columns';
+const text = values.kind === 'text';
 const [rows, days, repeats] = [values.rows, values.days, values.repeats].map(Number);
 const apiKey = 'admin-key-0123';
 const address = `127.0.0.1:${values['flight-port']}`;
@@ -31,9 +33,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const dayNanos = 86_400_000_000_000n;
 const base = BigInt(Date.parse('2026-01-01T00:00:00Z')) * 1_000_000n;
 
+/** Whether a day logs timeouts: every day, or (--kind text) one day of seven, an incident's. */
+const timeoutDay = (day) => !text || day % 7 === 3;
 /** A request's log line: an id that sorts nowhere near its day's other ids, and its outcome. */
 const message = (day, j) =>
-  `request ${createHash('sha1').update(`${day}/${j}`).digest('hex').slice(0, 16)} ${j % 97 === 0 ? 'timeout' : 'ok'}`;
+  `request ${createHash('sha1').update(`${day}/${j}`).digest('hex').slice(0, 16)} ${j % 97 === 0 && timeoutDay(day) ? 'timeout' : 'ok'}`;
 
 // One partition per day: each day's entries (one service) are ingested a second apart from the next
 // day's, and materialized in one-second partitions.
@@ -148,7 +152,23 @@ const columnQueries = [
   indexed: sql,
   unindexed: sql.replaceAll("->>'pod'", "->>('po' || 'd')"),
 }));
-const queries = columns ? columnQueries : indexQueries;
+// The text index's searches, and one whose word every partition holds (it skips nothing: the index's cost).
+const textQueries = [
+  [
+    'timeouts per service',
+    'SELECT exe, count(*) AS n FROM log_entries',
+    "msg ILIKE '%timeout%'",
+    'GROUP BY exe ORDER BY exe',
+  ],
+  ['latest timeouts', 'SELECT time, exe, msg FROM log_entries', "msg ILIKE '%timeout%'", 'ORDER BY time DESC LIMIT 20'],
+  ['contains, case-sensitive', 'SELECT count(*) AS n FROM log_entries', "contains(msg, 'timeout')", ''],
+  ['a word every day holds', 'SELECT count(*) AS n FROM log_entries', "msg ILIKE '%request%'", ''],
+].map(([name, head, where, rest]) => ({
+  name,
+  indexed: `${head} WHERE ${where} ${rest}`.trim(),
+  unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
+}));
+const queries = columns ? columnQueries : text ? textQueries : indexQueries;
 
 const plain = (table) =>
   JSON.stringify(
@@ -181,11 +201,13 @@ writeFileSync(
           pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
           pod_bloom: { index: { table: 'log_entries', column: 'pod', kind: 'bloom_filter' } },
         }
-      : {
-          time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
-          exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
-          msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
-        },
+      : text
+        ? { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } }
+        : {
+            time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
+            exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
+            msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
+          },
   }),
 );
 const publishStart = Date.now();
@@ -247,7 +269,9 @@ for (const r of results)
 console.log(
   columns
     ? "before = the query before publishing; without = after, its property key spelled 'po' || 'd' (computed); with = the stored column read; ratio = without / with"
-    : 'before = the query before publishing; ratio = time without an index (the same WHERE `OR false`) / time with the indexes; answers checked against those before publishing',
+    : text
+      ? 'before = the query before publishing; ratio = time without the text index (the same WHERE `OR false`) / time with it; answers checked against those before publishing'
+      : 'before = the query before publishing; ratio = time without an index (the same WHERE `OR false`) / time with the indexes; answers checked against those before publishing',
 );
 console.log(
   JSON.stringify({

@@ -9,8 +9,9 @@
 #   bash bench/resources/run.sh                      # 200 000 entries over 10 days (quick)
 #   ROWS=2000000 DAYS=30 bash bench/resources/run.sh
 #   KIND=columns bash bench/resources/run.sh         # a stored column of the pod property (+ bloom filter)
+#   KIND=text DAYS=7 bash bench/resources/run.sh     # msg ILIKE '%timeout%' over a week, with a text index on msg
 #
-# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns), KEEP_DATA=1.
+# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text), KEEP_DATA=1.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
