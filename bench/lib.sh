@@ -4,8 +4,9 @@
 #   bench_ensure_built             compiles dist/ when stale (scripts/ensure-built.mjs) and sets ORRERY_ROOT, the
 #                                  tree whose dist/ runs. With ORRERY_REF=<git ref> set (e.g. HEAD), the server
 #                                  runs from a snapshot of that commit built in $TMPDIR/orrery-bench-build-<sha>
-#                                  (node_modules linked), so a benchmark can measure committed code while the work
-#                                  tree is mid-edit; ORRERY_REF_SHA is then exported for the JSON lines.
+#                                  (node_modules linked; the native addon built too), so a benchmark can measure
+#                                  committed code while the work tree is mid-edit; ORRERY_REF_SHA is then exported
+#                                  for the JSON lines.
 #                                  With ORRERY_ROOT=<another tree with dist/ built> set, that tree runs as is.
 #   bench_venv                     creates or refreshes bench/.venv (pinned pyarrow, duckdb, ADBC); prints its python
 #   orrery_start ROLE DATA_DIR [node flags...]
@@ -34,6 +35,11 @@ bench_ensure_built() {
       git -C "$bench_root" archive "$sha" | tar -x -C "$dir"
       ln -s "$bench_root/node_modules" "$dir/node_modules"
       (cd "$dir" && npx tsc -p tsconfig.json >&2) || { echo "bench: $sha does not compile" >&2; rm -rf "$dir"; return 1; }
+    fi
+    # The native Arrow exporter too: without it the snapshot's results take the JavaScript converter,
+    # and a comparison with the work tree (which has it) measures that instead of the commit.
+    if [ -f "$dir/scripts/build-native.mjs" ] && [ ! -f "$dir/dist/native/arrow_export.node" ]; then
+      (cd "$dir" && node scripts/build-native.mjs >&2)
     fi
     chmod 755 "$dir"
     export ORRERY_ROOT="$dir" ORRERY_REF_SHA="$sha"

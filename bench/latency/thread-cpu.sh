@@ -2,8 +2,11 @@
 # Server CPU per statement, by thread: starts `orrery serve` (fresh data folder), sends N (default 300)
 # raw pyarrow DoGets of SQL (default `SELECT 1`) as a key that is not an admin, after 20 warm-up ones,
 # and prints each server thread's CPU per statement (from /proc/<pid>/task/*/stat; DuckDB's and
-# libuv's threads are all named "node"). PERF=1 also records `perf record -g` of the server into
-# /tmp/latency-perf.data (`perf report -i /tmp/latency-perf.data --no-children --sort dso,sym`).
+# libuv's threads are all named "node"), then one line with the whole process's CPU per statement
+# (/proc/<pid>/stat, which also counts threads that have exited meanwhile), the main thread's and
+# the wall time per statement (bench/latency/compare-cpu.sh alternates two commits on it). PERF=1
+# also records `perf record -g` of the server into /tmp/latency-perf.data
+# (`perf report -i /tmp/latency-perf.data --no-children --sort dso,sym`).
 #
 #   bash bench/latency/thread-cpu.sh
 #   CLIENT=adbc bash bench/latency/thread-cpu.sh     # ADBC statements (GetFlightInfo + DoGet) instead
@@ -43,13 +46,18 @@ for _ in range(20): one()
 import subprocess
 perf = subprocess.Popen(["perf","record","-g","-F","999","-p",str(pid),"-o","/tmp/latency-perf.data"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if os.environ.get("PERF") else None
 time.sleep(0.5)
-a = threads(); t0 = time.perf_counter(); n = int(os.environ.get("N", "300"))
+def process():
+    st = open(f"/proc/{pid}/stat").read().rsplit(")",1)[1].split()
+    return int(st[11]) + int(st[12])  # utime + stime: every thread's, exited ones' too
+a = threads(); pa = process(); t0 = time.perf_counter(); n = int(os.environ.get("N", "300"))
 for _ in range(n): one()
-el = time.perf_counter() - t0; b = threads()
+el = time.perf_counter() - t0; b = threads(); pb = process()
 if perf:
     perf.send_signal(2); perf.wait()
 tick = os.sysconf("SC_CLK_TCK")
 print(f"{n} statements ({os.environ.get('CLIENT') or 'raw DoGet'}) in {el:.2f}s ({el/n*1000:.2f} ms each)")
+main = next((b[k]-a[k] for k in b if "(main)" in k), 0)
+print(f"per statement: process {(pb-pa)/tick*1000/n:.3f} ms CPU, main thread {main/tick*1000/n:.3f} ms, wall {el/n*1000:.3f} ms")
 for k in sorted(set(a)|set(b), key=lambda k: -(b[k]-a[k])):
     if b[k]-a[k]: print(f"  {k:20s} {(b[k]-a[k])/tick*1000/n:.2f} ms CPU per statement")
 PY
