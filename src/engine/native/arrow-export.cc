@@ -261,7 +261,6 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     const int64_t maxBinary = info[4].As<Napi::Number>().Int64Value();
     if (maxBinary <= 0 || maxBinary > INT32_MAX) throw Napi::TypeError::New(env, "Exporter: maxBinaryBytes must be in [1, 2^31 - 1]");
     maxBinaryBytes_ = size_t(maxBinary);
-    fetcher_ = std::thread([this] { FetchLoop(); });
   }
 
   ~Exporter() {
@@ -374,6 +373,24 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   // DuckDB runs a streaming query's pipeline on the thread that fetches, so fetching runs on a
   // thread of its own, a few chunks ahead: DuckDB computes while batches are filled and sent.
   static constexpr size_t kChunksAhead = 16;
+  // A result's first chunks are fetched on the worker thread that fills the batch; the fetching
+  // thread starts only for a result that goes on past them. Most dashboard statements end within
+  // their first chunk, and a thread for each of them cost a clone, two hand-overs between threads
+  // and a join per statement (bench/latency/PROFILE.md).
+  static constexpr int kChunksInline = 2;
+
+  // The result's next chunk, or null at its end (fetchError_ set when DuckDB failed).
+  duckdb_data_chunk FetchChunk() {
+    duckdb_data_chunk chunk = duckdb_fetch_chunk(*result_);
+    if (chunk && duckdb_data_chunk_get_size(chunk) > 0) return chunk;
+    if (chunk) duckdb_destroy_data_chunk(&chunk);
+    const char *message = duckdb_result_error(result_);
+    if (message && *message) {
+      fetchError_ = message;
+      fetchErrorType_ = duckdb_result_error_type(result_);
+    }
+    return nullptr;
+  }
 
   void FetchLoop() {
     for (;;) {
@@ -382,17 +399,9 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
         fetchable_.wait(lock, [this] { return stopping_ || ahead_.size() < kChunksAhead; });
         if (stopping_) break;
       }
-      duckdb_data_chunk chunk = duckdb_fetch_chunk(*result_);
+      duckdb_data_chunk chunk = FetchChunk();
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!chunk || duckdb_data_chunk_get_size(chunk) == 0) {
-        if (chunk) duckdb_destroy_data_chunk(&chunk);
-        const char *message = duckdb_result_error(result_);
-        if (message && *message) {
-          fetchError_ = message;
-          fetchErrorType_ = duckdb_result_error_type(result_);
-        }
-        break;
-      }
+      if (!chunk) break;
       ahead_.push_back(chunk);
       available_.notify_one();
     }
@@ -401,8 +410,20 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     available_.notify_one();
   }
 
-  // The next chunk, or null at the end (with `error` set when DuckDB failed).
+  // The next chunk, or null at the end (with `error` set when DuckDB failed). Called only by Fill.
   duckdb_data_chunk TakeChunk(std::string &error) {
+    if (!fetcher_.joinable()) {
+      if (chunksInline_ < kChunksInline) {
+        chunksInline_++;
+        duckdb_data_chunk chunk = FetchChunk();
+        if (!chunk) {
+          error = fetchError_;
+          errorType_ = fetchErrorType_;
+        }
+        return chunk;
+      }
+      fetcher_ = std::thread([this] { FetchLoop(); });
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     available_.wait(lock, [this] { return !ahead_.empty() || fetched_; });
     if (ahead_.empty()) {
@@ -445,7 +466,8 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   bool busy_ = false;
   int errorType_ = 0;
 
-  std::thread fetcher_;
+  int chunksInline_ = 0;
+  std::thread fetcher_;  // started by TakeChunk once the first chunks are taken
   std::mutex mutex_;
   std::condition_variable fetchable_;  // room ahead, or stopping
   std::condition_variable available_;  // a chunk ahead, or fetching is over
