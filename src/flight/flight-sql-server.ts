@@ -155,14 +155,21 @@ export class FlightSqlServer<P> {
     };
   }
 
-  /** Streams a result: the schema message first (also for zero rows), then each batch, with backpressure. */
+  /**
+   * Streams a result: the schema message first (also for zero rows), then each batch, with backpressure.
+   * The schema is written once the first batch (or the end) is there: Node's HTTP/2 session sends
+   * what a call writes within one turn of the event loop in one socket write, so a small result's
+   * headers, schema, batch and trailers reach the client together rather than in three writes
+   * (each one a system call here and a wake-up of the client).
+   */
   private async stream(call: grpc.ServerWritableStream<unknown, unknown>, result: QueryResult): Promise<void> {
     const iterator = result.batches[Symbol.asyncIterator]();
     try {
+      const first = await iterator.next();
       if (!(await write(call, encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 }))))
         return;
       const sentDictionaries = new Map<number, Data>();
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      for (let next = first; !next.done; next = await iterator.next()) {
         for (const piece of splitBatch(next.value, this.maxSendBytes - 64 * 1024)) {
           for (const message of recordBatchMessages(piece, sentDictionaries)) {
             if (!(await write(call, encodeFlightData(message)))) return;
