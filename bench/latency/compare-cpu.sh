@@ -15,8 +15,11 @@ trap 'rm -rf "$out"' EXIT
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((round = 1; round <= ${ROUNDS:-4}; round++)); do
   for side in 0 1; do
-    line="$(CLIENT="${CLIENT-adbc}" N="${N:-800}" ORRERY_REF="${refs[$side]}" bash "$here/thread-cpu.sh" 2>/dev/null |
-      grep '^per statement:')"
+    if ! line="$(CLIENT="${CLIENT-adbc}" N="${N:-800}" ORRERY_REF="${refs[$side]}" bash "$here/thread-cpu.sh" 2>&1 |
+      grep '^per statement:')"; then
+      echo "round $round ${refs[$side]}: the run failed (a server that did not start under load?); left out"
+      continue
+    fi
     echo "round $round ${refs[$side]}: $line (load $(cut -d' ' -f1 /proc/loadavg))"
     echo "$line" >>"$out/$side"
   done
