@@ -5,19 +5,19 @@
  * commit takes every group written meanwhile). A request arriving to an idle stage goes at once, alone.
  * A stage's failure fails every request in it (none was acknowledged; each may be retried).
  */
-export class GroupCommit<T, R> {
+export class GroupCommit<T, W, R> {
   private toWrite: Entry<T, R>[] = [];
-  private toCommit: Entry<T, R>[] = [];
+  private toCommit: Array<{ written: W; entry: Entry<T, R> }> = [];
   private writing = false;
   private committing = false;
 
   /**
-   * `write` makes the items' payloads durable (the first stage); `commit` then records them together and
-   * gives each its result, in order (the second).
+   * `write` makes the items' payloads durable and says where each went (the first stage); `commit` then
+   * records them together and gives each its result, in order (the second).
    */
   constructor(
-    private readonly write: (items: readonly T[]) => Promise<void>,
-    private readonly commit: (items: readonly T[]) => Promise<R[]>,
+    private readonly write: (items: readonly T[]) => Promise<W[]>,
+    private readonly commit: (items: readonly W[]) => Promise<R[]>,
   ) {}
 
   /** Resolves with the item's result once the commit holding it has succeeded. */
@@ -31,13 +31,14 @@ export class GroupCommit<T, R> {
     this.writing = true;
     while (this.toWrite.length > 0) {
       const group = this.toWrite.splice(0);
+      let written: W[];
       try {
-        await this.write(group.map((entry) => entry.item));
+        written = await this.write(group.map((entry) => entry.item));
       } catch (error) {
         for (const entry of group) entry.reject(error);
         continue;
       }
-      this.toCommit.push(...group);
+      this.toCommit.push(...group.map((entry, i) => ({ written: written[i], entry })));
       if (!this.committing) void this.commitAll();
     }
     this.writing = false;
@@ -48,10 +49,10 @@ export class GroupCommit<T, R> {
     while (this.toCommit.length > 0) {
       const group = this.toCommit.splice(0);
       try {
-        const results = await this.commit(group.map((entry) => entry.item));
-        group.forEach((entry, i) => entry.resolve(results[i]));
+        const results = await this.commit(group.map((written) => written.written));
+        group.forEach(({ entry }, i) => entry.resolve(results[i]));
       } catch (error) {
-        for (const entry of group) entry.reject(error);
+        for (const { entry } of group) entry.reject(error);
       }
     }
     this.committing = false;

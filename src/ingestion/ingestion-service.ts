@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
-import { nanosToPg, nowNanos, payloadKey, type ObjectStore } from '../lakehouse/index.js';
+import { nanosToPg, nowNanos, payloadGroupKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import {
   asFieldOne,
@@ -40,11 +40,11 @@ const text = (value: unknown): string | null =>
 /**
  * Stores OTLP requests: each resource becomes a process (a stable id per audience and
  * resource), each signal a stream of it, and each request's records for one resource a block:
- * its payload written once to the object store, then its row inserted. Concurrent requests of a signal
- * are stored together (group commit, see flush).
+ * its payload written to the object store, then its row inserted. Concurrent requests of a signal
+ * are stored together (group commit): their payloads in one object, their rows in one statement.
  */
 export class IngestionService {
-  private readonly commits: Record<OtlpSignal, GroupCommit<readonly StoredBlock[], number>>;
+  private readonly commits: Record<OtlpSignal, GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>>;
 
   constructor(
     private readonly db: MetadataStore,
@@ -52,7 +52,7 @@ export class IngestionService {
     private readonly metrics?: OrreryMetrics,
   ) {
     const commit = (signal: OtlpSignal) =>
-      new GroupCommit<readonly StoredBlock[], number>(
+      new GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>(
         (requests) => this.writePayloads(requests),
         (requests) => this.insert(signal, requests),
       );
@@ -83,21 +83,28 @@ export class IngestionService {
   }
 
   /**
-   * The first stage of storing checked requests: every payload of them written and synced together. (Payloads
-   * are written before their rows: a payload whose rows never commit is read by nothing, and a retry of the
-   * request finds it in place.)
+   * The first stage of storing checked requests: every payload of them appended to one new object (one write,
+   * one sync, one name), each block placed at its offset (a block two requests carry, once). Payloads are
+   * written before their rows: an object whose rows never commit is named by no block, and the orphan sweep
+   * deletes it; a retry writes its payloads again, and its rows, already there, keep naming the first copy.
    */
-  private async writePayloads(requests: readonly (readonly StoredBlock[])[]): Promise<void> {
-    await this.store.putAllIfAbsent(
-      uniqueBy(requests.flat(), (b) => b.blockId).map((b) => ({
-        key: payloadKey(b.processId, b.streamId, b.blockId),
-        bytes: b.payload,
-      })),
-    );
+  private async writePayloads(requests: readonly (readonly StoredBlock[])[]): Promise<PlacedBlock[][]> {
+    const file = payloadGroupKey(nowNanos());
+    const offsets = new Map<string, number>();
+    const payloads: Uint8Array[] = [];
+    let size = 0;
+    for (const block of requests.flat()) {
+      if (offsets.has(block.blockId)) continue;
+      offsets.set(block.blockId, size);
+      payloads.push(block.payload);
+      size += block.payload.byteLength;
+    }
+    await this.store.put(file, payloads.length === 1 ? payloads[0] : Buffer.concat(payloads, size));
+    return requests.map((request) => request.map((b) => ({ ...b, file, offset: offsets.get(b.blockId)! })));
   }
 
   /** The second stage: the rows of the requests in one statement; returns each request's records newly stored. */
-  private async insert(signal: OtlpSignal, requests: readonly (readonly StoredBlock[])[]): Promise<number[]> {
+  private async insert(signal: OtlpSignal, requests: readonly (readonly PlacedBlock[])[]): Promise<number[]> {
     this.metrics?.ingestFlushRequests.observe({ signal }, requests.length);
     const inserted = await insertRows(
       this.db,
@@ -235,14 +242,14 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
 async function insertRows(
   db: MetadataQueries,
   signal: OtlpSignal,
-  blocks: readonly StoredBlock[],
+  blocks: readonly PlacedBlock[],
 ): Promise<Set<string>> {
-  const byId = (key: (b: StoredBlock) => string) => (a: StoredBlock, b: StoredBlock) =>
+  const byId = (key: (b: PlacedBlock) => string) => (a: PlacedBlock, b: PlacedBlock) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
   const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
   const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
   const sorted = [...blocks].sort(byId((b) => b.blockId));
-  const r = (b: StoredBlock, name: string): string | null => text(b.resource[name]);
+  const r = (b: PlacedBlock, name: string): string | null => text(b.resource[name]);
   const result = await db.query<{ block_id: string }>(
     `WITH p AS (
        INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
@@ -256,10 +263,11 @@ async function insertRows(
        ON CONFLICT (stream_id) DO NOTHING
      ), b AS (
        INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
-                           object_offset, payload_size, audience)
-       SELECT id, stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, 0, payload_size, audience
-         FROM unnest($14::uuid[], $15::uuid[], $16::uuid[], $17::timestamptz[], $18::timestamptz[], $19::int[], $20::bigint[], $21::text[])
-              AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_size, audience)
+                           payload_file, object_offset, payload_size, audience)
+       SELECT id, stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, payload_file, object_offset, payload_size, audience
+         FROM unnest($14::uuid[], $15::uuid[], $16::uuid[], $17::timestamptz[], $18::timestamptz[], $19::int[], $20::text[],
+                     $21::bigint[], $22::bigint[], $23::text[])
+              AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_file, object_offset, payload_size, audience)
        ON CONFLICT (block_id) DO NOTHING
        RETURNING block_id
      )
@@ -284,6 +292,8 @@ async function insertRows(
       sorted.map((b) => nanosToPg(b.begin)),
       sorted.map((b) => nanosToPg(b.end, 'ceil')),
       sorted.map((b) => b.count),
+      sorted.map((b) => b.file),
+      sorted.map((b) => b.offset),
       sorted.map((b) => b.payload.byteLength),
       sorted.map((b) => b.audience),
     ],
@@ -321,4 +331,10 @@ interface StoredBlock extends PendingBlock {
   processId: string;
   streamId: string;
   blockId: string;
+}
+
+/** A block whose payload is written: `payload.byteLength` bytes at `offset` of the object `file`. */
+interface PlacedBlock extends StoredBlock {
+  file: string;
+  offset: number;
 }

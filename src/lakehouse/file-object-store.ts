@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
-import type { ObjectStore, StoredObject } from './object-store.js';
+import type { ObjectStore } from './object-store.js';
 
 /** Objects as files under a folder: writes by temporary file and rename, create-only by link(). */
 export class FileObjectStore implements ObjectStore {
@@ -40,40 +40,29 @@ export class FileObjectStore implements ObjectStore {
   }
 
   async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
-    return (await this.putAllIfAbsent([{ key, bytes }]))[0];
-  }
-
-  async putAllIfAbsent(objects: readonly StoredObject[]): Promise<boolean[]> {
-    const changed = new Set<string>();
-    const written = await Promise.all(
-      objects.map(async ({ key, bytes }) => {
-        const path = this.location(key);
-        if ((await this.size(key)) !== null) return false;
-        const { temporary, folders } = await this.writeTemporary(path, bytes, true);
-        try {
-          // link() fails when the target exists, which makes create-only atomic.
-          await link(temporary, path);
-          for (const folder of folders) changed.add(folder);
-          return true;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-          throw error;
-        } finally {
-          await rm(temporary, { force: true });
-        }
-      }),
-    );
+    const path = this.location(key);
+    if ((await this.size(key)) !== null) return false;
+    const { temporary, folders } = await this.writeTemporary(path, bytes, true);
+    try {
+      // link() fails when the target exists, which makes create-only atomic.
+      await link(temporary, path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    } finally {
+      await rm(temporary, { force: true });
+    }
     // The file's data is synced, but its name lives in its folder: until the folder is synced too, a power
-    // loss could lose the file whose block row was committed. Each folder once for all the objects.
-    await Promise.all([...changed].map(syncFolder));
-    return written;
+    // loss could lose the file.
+    await Promise.all([...folders].map(syncFolder));
+    return true;
   }
 
   async get(key: string): Promise<Uint8Array> {
     return readFile(this.location(key));
   }
 
-  async readPrefix(key: string, length: number): Promise<Uint8Array | null> {
+  async readRange(key: string, offset: number, length: number): Promise<Uint8Array | null> {
     let handle;
     try {
       handle = await open(this.location(key), 'r');
@@ -83,7 +72,7 @@ export class FileObjectStore implements ObjectStore {
     }
     try {
       const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, 0);
+      const { bytesRead } = await handle.read(buffer, 0, length, offset);
       return buffer.subarray(0, bytesRead);
     } finally {
       await handle.close();

@@ -31,4 +31,13 @@ export {
 export { PartitionCache } from './partition-cache.js';
 export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';
 export { deleteOrphans } from './orphans.js';
-export { partitionKey, partitionKeysIn, payloadKey, scratchKey } from './object-keys.js';
+export {
+  partitionKey,
+  partitionKeysIn,
+  payloadGroupKey,
+  payloadKey,
+  payloadPlace,
+  scratchKey,
+  type PayloadPlace,
+} from './object-keys.js';
+export { readPayload } from './payloads.js';

@@ -3,9 +3,42 @@ import { nanosToIso } from './time.js';
 
 // Where things live in the object store.
 
-/** A block's payload: newline-delimited JSON rows, or an OTLP logs protobuf request as received (the key is the same). */
+/**
+ * A block's payload as an object of its own (how blocks were stored before commit-group files, which they
+ * still read): newline-delimited JSON rows, or an OTLP logs protobuf request as received (the key is the same).
+ */
 export const payloadKey = (processId: string, streamId: string, blockId: string): string =>
   `blobs/${processId}/${streamId}/${blockId}.jsonl`;
+
+/**
+ * A commit group's payloads, one after another in one object: blobs/groups/<date>/<time>_<uuid>.payloads,
+ * dated by the time it was written. Each block names it with its offset and size.
+ */
+export function payloadGroupKey(at: bigint): string {
+  const iso = nanosToIso(at);
+  return `blobs/groups/${iso.slice(0, 10)}/${iso.slice(11, 19).replaceAll(':', '-')}_${randomUUID()}.payloads`;
+}
+
+/** Where a block's payload is: a whole object (size null), or `size` bytes at `offset` of a group's object. */
+export interface PayloadPlace {
+  readonly key: string;
+  readonly offset: number;
+  readonly size: number | null;
+}
+
+/** The place of a block's payload from its row (Postgres's BIGINTs come as text). */
+export function payloadPlace(block: {
+  readonly process_id: string;
+  readonly stream_id: string;
+  readonly block_id: string;
+  readonly payload_file: string | null;
+  readonly object_offset: string | number | null;
+  readonly payload_size: string | number | null;
+}): PayloadPlace {
+  return block.payload_file === null
+    ? { key: payloadKey(block.process_id, block.stream_id, block.block_id), offset: 0, size: null }
+    : { key: block.payload_file, offset: Number(block.object_offset), size: Number(block.payload_size) };
+}
 
 /** A new partition file: views/<set>/<instance>/<date>/<time>_<uuid>.parquet, dated by its insert range. */
 export function partitionKey(view: string, instance: string, begin: bigint): string {

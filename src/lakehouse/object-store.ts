@@ -10,14 +10,9 @@ export interface ObjectStore {
   put(key: string, bytes: Uint8Array, options?: { durable?: boolean }): Promise<void>;
   /** Writes an object only if it does not exist yet; false when it already did. */
   putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean>;
-  /**
-   * putIfAbsent of several objects at once, durable together when it resolves (a local store syncs their
-   * files concurrently and each folder once); for each, false when it already existed.
-   */
-  putAllIfAbsent(objects: readonly StoredObject[]): Promise<boolean[]>;
   get(key: string): Promise<Uint8Array>;
-  /** The first `length` bytes of an object (fewer when it is shorter); null when it does not exist. */
-  readPrefix(key: string, length: number): Promise<Uint8Array | null>;
+  /** `length` bytes of an object from `offset` (fewer when it is shorter); null when it does not exist. */
+  readRange(key: string, offset: number, length: number): Promise<Uint8Array | null>;
   /** Deletes an object; deleting a missing one is not an error. */
   delete(key: string): Promise<void>;
   /** Keys under a prefix, sorted. */
@@ -46,10 +41,4 @@ export interface ObjectStore {
   readonly needsHttpfs: boolean;
   /** Lets go of the store's connections; idempotent. */
   close(): void;
-}
-
-/** An object to write: its key and its bytes. */
-export interface StoredObject {
-  readonly key: string;
-  readonly bytes: Uint8Array;
 }

@@ -2,9 +2,10 @@ import type { MetadataQueries } from '../metadata/index.js';
 import type { ObjectStore } from './object-store.js';
 
 // Every object under these prefixes is accounted for by a Postgres row: a partition, a retired
-// file or a quarantined one (kept for inspection) for views/, a block for blobs/, nothing for tmp/ (scratch files live for one materialization).
+// file or a quarantined one (kept for inspection) for views/, a block for blobs/ (a group's object: any
+// block that names it), nothing for tmp/ (scratch files live for one materialization).
 // A writer killed between writing an object and registering it (a daemon after its COPY, a server
-// after a payload's PUT) leaves an object no row names; this sweep deletes those once they are older
+// after writing a group's payloads) leaves an object no row names; this sweep deletes those once they are older
 // than the grace, which must exceed the time any writer takes from starting an object to committing its
 // row (the materializer refuses to commit a partition written more than half the grace ago). DuckLake
 // keeps its own files under tables/ and expires them itself: they are not swept.
@@ -24,11 +25,12 @@ const referenced: Record<string, (db: MetadataQueries, keys: string[]) => Promis
   },
   'blobs/': async (db, keys) => {
     const ids = new Map(keys.flatMap((key) => (blobKey.exec(key) ? [[blobKey.exec(key)![1], key] as const] : [])));
-    const { rows } = await db.query<{ block_id: string }>(
-      'SELECT block_id::text FROM blocks WHERE block_id = ANY($1::uuid[])',
-      [[...ids.keys()]],
+    const { rows } = await db.query<{ block_id: string | null; payload_file: string | null }>(
+      `SELECT block_id::text, NULL AS payload_file FROM blocks WHERE block_id = ANY($1::uuid[])
+       UNION SELECT NULL, payload_file FROM blocks WHERE payload_file = ANY($2)`,
+      [[...ids.keys()], keys],
     );
-    return new Set(rows.map((r) => ids.get(r.block_id)!));
+    return new Set(rows.map((r) => r.payload_file ?? ids.get(r.block_id!)!));
   },
   'tmp/': () => Promise.resolve(new Set()),
 };

@@ -11,7 +11,7 @@ import {
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
-import type { ObjectStore, StoredObject } from './object-store.js';
+import type { ObjectStore } from './object-store.js';
 
 /** Where an `s3://` store is and how to sign for it (MICROMEGAS_OBJECT_STORE_URI and the AWS_* settings). */
 export interface S3Settings {
@@ -168,11 +168,6 @@ export class S3ObjectStore implements ObjectStore {
     }
   }
 
-  // Each conditional PUT is durable when it answers: the objects go at once, each on its own request.
-  putAllIfAbsent(objects: readonly StoredObject[]): Promise<boolean[]> {
-    return Promise.all(objects.map(({ key, bytes }) => this.putIfAbsent(key, bytes)));
-  }
-
   async get(key: string): Promise<Uint8Array> {
     const answer = await this.client.send(
       new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(key) }),
@@ -181,19 +176,20 @@ export class S3ObjectStore implements ObjectStore {
     return answer.Body.transformToByteArray();
   }
 
-  async readPrefix(key: string, length: number): Promise<Uint8Array | null> {
+  async readRange(key: string, offset: number, length: number): Promise<Uint8Array | null> {
+    if (length === 0) return (await this.size(key)) === null ? null : new Uint8Array();
     try {
       const answer = await this.client.send(
         new GetObjectCommand({
           Bucket: this.settings.bucket,
           Key: this.objectKey(key),
-          Range: `bytes=0-${length - 1}`,
+          Range: `bytes=${offset}-${offset + length - 1}`,
         }),
       );
       return answer.Body ? (await answer.Body.transformToByteArray()).subarray(0, length) : new Uint8Array();
     } catch (error) {
       if (statusOf(error) === 404) return null;
-      if (statusOf(error) === 416) return new Uint8Array(); // an empty object has no byte 0
+      if (statusOf(error) === 416) return new Uint8Array(); // the object ends before `offset`
       throw error;
     }
   }

@@ -251,12 +251,28 @@ export class MaintenanceDaemon {
     const { db, store, retentionDays, orphanGraceSeconds } = this.options;
     return db.locks.tryWhileHolding('housekeeping', async () => {
       const horizon = `now() - make_interval(days => ${Math.floor(retentionDays)})`;
-      const expired = await db.query<{ process_id: string; stream_id: string; block_id: string }>(
-        `SELECT process_id::text, stream_id::text, block_id::text FROM blocks WHERE insert_time < ${horizon}`,
+      const expired = await db.query<{
+        process_id: string;
+        stream_id: string;
+        block_id: string;
+        payload_file: string | null;
+      }>(
+        `SELECT process_id::text, stream_id::text, block_id::text, payload_file FROM blocks WHERE insert_time < ${horizon}`,
+      );
+      const ids = expired.rows.map((b) => b.block_id);
+      // A group's object goes once none of the blocks it holds stays (a group's blocks share their insert
+      // time, so they normally expire together).
+      const groupFiles = await db.query<{ payload_file: string }>(
+        `SELECT DISTINCT e.payload_file FROM blocks e
+          WHERE e.block_id = ANY($1::uuid[]) AND e.payload_file IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.payload_file = e.payload_file AND NOT b.block_id = ANY($1::uuid[]))`,
+        [ids],
       );
       for (const block of expired.rows)
-        await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
-      await db.query('DELETE FROM blocks WHERE block_id = ANY($1::uuid[])', [expired.rows.map((b) => b.block_id)]);
+        if (block.payload_file === null)
+          await store.delete(payloadKey(block.process_id, block.stream_id, block.block_id));
+      for (const group of groupFiles.rows) await store.delete(group.payload_file);
+      await db.query('DELETE FROM blocks WHERE block_id = ANY($1::uuid[])', [ids]);
       await db.query(
         'DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)',
       );

@@ -9,13 +9,15 @@ import {
   partitionKey,
   partitionOfFile,
   partitionsOverlapping,
-  payloadKey,
+  payloadPlace,
+  readPayload,
   replacePartitionFile,
   scratchKey,
   secondsToNanos,
   type ObjectStore,
   type Partition,
   type PartitionChangeHook,
+  type PayloadPlace,
 } from '../lakehouse/index.js';
 import {
   filesRelation,
@@ -715,16 +717,16 @@ export class Materializer {
     const { store, scratch } = this.options;
     if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: async () => {} };
     const tempKey = scratchKey('jsonl');
-    const decodedKeys: string[] = [];
+    const localKeys: string[] = [];
     const cleanup = async (): Promise<void> => {
-      for (const key of [tempKey, ...decodedKeys]) await scratch.delete(key);
+      for (const key of [tempKey, ...localKeys]) await scratch.delete(key);
     };
     const withPaths = [];
     for (const b of blocks) {
-      const key = payloadKey(b.process_id, b.stream_id, b.block_id);
-      const decoded = await this.decodedPayload(key);
-      if (decoded !== null) decodedKeys.push(decoded);
-      withPaths.push({ ...b, path: decoded === null ? store.location(key) : scratch.location(decoded) });
+      const place = payloadPlace(b);
+      const local = await this.localPayload(place);
+      if (local !== null) localKeys.push(local);
+      withPaths.push({ ...b, path: local === null ? store.location(place.key) : scratch.location(local) });
     }
     await scratch.put(tempKey, jsonLines(withPaths), { durable: false });
     const blockColumns: ColumnSpec[] = [
@@ -745,27 +747,29 @@ export class Materializer {
   }
 
   /**
-   * A payload stored as received (protobuf) decoded to its NDJSON lines in a scratch object, whose key this
-   * returns; null for an NDJSON payload, which DuckDB reads in place, and for one that cannot be read or
-   * decoded, which is then read in place too, so DuckDB's error on it quarantines its block as usual.
+   * A payload copied to a scratch object as the NDJSON lines DuckDB reads, whose key this returns: a segment of
+   * a group's object (DuckDB reads whole files), or a payload stored as received (protobuf) decoded. Null for
+   * an NDJSON payload that is an object of its own, which DuckDB reads in place, and for one that cannot be
+   * read or decoded, which is then read in place too, so DuckDB's error on it quarantines its block as usual
+   * (a segment that cannot be decoded is copied as it is, for the same reason).
    */
-  private async decodedPayload(key: string): Promise<string | null> {
+  private async localPayload(place: PayloadPlace): Promise<string | null> {
     const { store, scratch } = this.options;
-    // One whole read (an NDJSON payload is then read again by DuckDB, as a prefix read used to cost anyway).
-    const payload = await store.get(key).catch(async (error: unknown) => {
-      if ((await store.size(key)) === null) return null; // gone: DuckDB's read of it fails and quarantines it
-      throw error;
-    });
-    if (payload === null || payload.length === 0 || payload[0] === 0x7b /* '{': NDJSON */) return null;
-    let lines: Uint8Array;
-    try {
-      lines = payloadLines(payload);
-    } catch {
-      return null;
-    }
-    const decoded = scratchKey('jsonl');
-    await scratch.put(decoded, lines, { durable: false });
-    return decoded;
+    // One whole read (an NDJSON payload of its own is then read again by DuckDB, as a prefix read used to cost anyway).
+    const payload = await readPayload(store, place);
+    if (payload === null) return null; // gone: DuckDB's read of it fails and quarantines it
+    const segment = place.size !== null;
+    let lines = payload;
+    if (payload.length > 0 && payload[0] !== 0x7b /* '{': NDJSON */) {
+      try {
+        lines = payloadLines(payload);
+      } catch {
+        if (!segment) return null;
+      }
+    } else if (!segment) return null;
+    const local = scratchKey('jsonl');
+    await scratch.put(local, lines, { durable: false });
+    return local;
   }
 
   /** The sets a SQL-defined set reads, each with the object keys of its partition files in the range. */

@@ -1,6 +1,6 @@
 import { payloadLines } from '../ingestion/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { nanosToPg, payloadKey, type ObjectStore } from '../lakehouse/index.js';
+import { nanosToPg, payloadPlace, readPayload, type ObjectStore } from '../lakehouse/index.js';
 import type { InsertRange } from '../views/index.js';
 
 // What the daemon reads from Postgres for the view sets built on ingested data.
@@ -13,7 +13,10 @@ export interface BlockRow {
   readonly begin_time: string;
   readonly end_time: string;
   readonly nb_objects: number;
-  readonly payload_size: number;
+  /** The object holding the payload, with the offset of it there; null for a payload stored as an object of its own. */
+  readonly payload_file: string | null;
+  readonly object_offset: string;
+  readonly payload_size: string;
   readonly insert_time: string;
   readonly tags: string[];
   readonly format: string;
@@ -40,7 +43,8 @@ export async function blocksInRange(
   if (payloadsOf) params.push(payloadsOf.tag, payloadsOf.view);
   const { rows } = await db.query<BlockRow>(
     `SELECT b.block_id::text, b.stream_id::text, b.process_id::text, ${iso('b.begin_time')} AS begin_time,
-            ${iso('b.end_time')} AS end_time, b.nb_objects, b.payload_size, ${iso('b.insert_time')} AS insert_time,
+            ${iso('b.end_time')} AS end_time, b.nb_objects, b.payload_file, b.object_offset, b.payload_size,
+            ${iso('b.insert_time')} AS insert_time,
             s.tags, s.format, p.exe, p.username, p.computer, p.properties AS process_properties, b.audience
        FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
       WHERE b.insert_time >= $1 AND b.insert_time < $2 ${payloadsOf ? `AND $3 = ANY(s.tags) AND ${notQuarantined('$4')}` : ''}
@@ -114,21 +118,21 @@ export async function blockRecords(
   const { rows } = await db.query<{
     process_id: string;
     stream_id: string;
+    payload_file: string | null;
+    object_offset: string;
+    payload_size: string;
     format: string;
     resource: string;
   }>(
-    `SELECT b.process_id::text, b.stream_id::text, s.format, p.properties::text AS resource
+    `SELECT b.process_id::text, b.stream_id::text, b.payload_file, b.object_offset, b.payload_size, s.format,
+            p.properties::text AS resource
        FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
       WHERE b.block_id = $1::uuid AND ($2::text[] IS NULL OR b.audience = ANY($2::text[]))`,
     [blockId, audiences],
   );
   const block = rows[0];
   if (!block) return null;
-  const key = payloadKey(block.process_id, block.stream_id, blockId);
-  const payload = await store.get(key).catch(async (error: unknown) => {
-    if ((await store.size(key)) === null) return null; // gone from the store
-    throw error;
-  });
+  const payload = await readPayload(store, payloadPlace({ ...block, block_id: blockId }));
   const lines =
     payload === null
       ? null

@@ -6,6 +6,7 @@ import { logStatsDefinition } from './migration-2-log-stats-definition.js';
 import { quarantinedBlocks } from './migration-3-quarantined-blocks.js';
 import { partitionNotifications } from './migration-4-partition-notifications.js';
 import { quarantinedPartitions } from './migration-5-quarantined-partitions.js';
+import { payloadFiles } from './migration-6-payload-files.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -23,6 +24,7 @@ export const migrations: readonly Migration[] = [
   { version: 3, name: 'quarantined blocks', sql: quarantinedBlocks },
   { version: 4, name: 'partition change notifications', sql: partitionNotifications },
   { version: 5, name: 'quarantined partitions', sql: quarantinedPartitions },
+  { version: 6, name: 'payloads in commit-group files', sql: payloadFiles },
 ];
 
 /**

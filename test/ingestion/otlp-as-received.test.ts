@@ -1,16 +1,14 @@
 // Issue 16: a logs protobuf body the validating scan vouches for is stored as received and decoded at
 // materialization; what lands in log_entries is what the decode-first path (OTLP/JSON) stores.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { payloadLines } from '../../src/ingestion/index.js';
 import { decodeLogs, logsLines, scanLogs } from '../../src/ingestion/otlp/index.js';
 import { logLine } from '../../src/ingestion/payload-lines.js';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
-import { payloadKey } from '../../src/lakehouse/index.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
 
 const traceHex = '0af7651916cd43dd8448eb211c80319c';
 const spanHex = 'b7ad6b7169203331';
@@ -158,16 +156,16 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     await response.arrayBuffer();
     return response.status;
   };
-  const blocksOf = async (service: string): Promise<Array<Record<string, string>>> =>
+  type BlockRow = PayloadRow & Record<string, string>;
+  const blocksOf = async (service: string): Promise<BlockRow[]> =>
     (
-      await fixture.orrery.metadata.query(
-        `SELECT b.process_id, b.stream_id, b.block_id, b.nb_objects, b.begin_time, b.end_time FROM blocks b
+      await fixture.orrery.metadata.query<BlockRow>(
+        `SELECT ${payloadColumns}, b.nb_objects, b.begin_time, b.end_time FROM blocks b
            JOIN processes p USING (process_id) WHERE p.exe LIKE $1 ORDER BY p.exe`,
         [`${service}-%`],
       )
     ).rows;
-  const payload = (b: Record<string, string>): Buffer =>
-    readFileSync(join(fixture.orrery.dataDir, 'lake', payloadKey(b.process_id, b.stream_id, b.block_id)));
+  const payload = (b: BlockRow): Promise<Buffer> => blockPayload(fixture.orrery.store, b);
   const materialize = async (): Promise<void> => {
     const now = Math.floor(Date.now() / 1000);
     const range = `'${new Date((now - 120) * 1000).toISOString()}', '${new Date((now + 120) * 1000).toISOString()}', 240`;
@@ -242,14 +240,14 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.equal(await post(one, 'application/x-protobuf'), 200);
     const [block] = await blocksOf('bytes1');
     assert.equal(Number(block.nb_objects), 12);
-    assert.deepEqual(payload(block), Buffer.from(one));
+    assert.deepEqual(await payload(block), Buffer.from(one));
 
     assert.equal(await post(protobufOf(request('bytes2', false, 2)), 'application/x-protobuf'), 200);
     const blocks = await blocksOf('bytes2');
     assert.equal(blocks.length, 2);
     const { resourceLogs } = request('bytes2', false, 2) as { resourceLogs: object[] };
     for (const [i, b] of blocks.entries())
-      assert.deepEqual(payload(b), Buffer.from(protobufOf({ resourceLogs: [resourceLogs[i]] })));
+      assert.deepEqual(await payload(b), Buffer.from(protobufOf({ resourceLogs: [resourceLogs[i]] })));
   });
 
   it('a retried body stores nothing twice', async () => {
@@ -275,7 +273,7 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.equal(await post(gzipSync(body, { level: 1 }), 'application/x-protobuf', 'gzip'), 200);
     const blocks = await blocksOf('gz');
     assert.equal(blocks.length, 1);
-    assert.deepEqual(payload(blocks[0]), gz);
+    assert.deepEqual(await payload(blocks[0]), gz);
     assert.equal(await post(protobufOf(request('plain', false, 1)), 'application/x-protobuf'), 200);
     await materialize();
     const rows = await rowsOf('gz');
@@ -289,8 +287,8 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
   it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (decoded first)', async () => {
     assert.equal(await post(protobufOf(request('same', false, 2)), 'application/x-protobuf'), 200);
     assert.equal(await post(Buffer.from(JSON.stringify(request('json', true, 2))), 'application/json'), 200);
-    assert.equal(payload((await blocksOf('same'))[0])[0], 0x0a); // protobuf
-    assert.equal(payload((await blocksOf('json'))[0])[0], 0x7b); // NDJSON
+    assert.equal((await payload((await blocksOf('same'))[0]))[0], 0x0a); // protobuf
+    assert.equal((await payload((await blocksOf('json'))[0]))[0], 0x7b); // NDJSON
     await materialize();
     const fromProtobuf = await rowsOf('same');
     assert.equal(fromProtobuf.length, 24);

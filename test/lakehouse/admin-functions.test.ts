@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
-import { nanosToIso, payloadKey } from '../../src/lakehouse/index.js';
+import { nanosToIso, payloadPlace } from '../../src/lakehouse/index.js';
+import { payloadColumns, type PayloadRow } from '../support/payloads.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 import { TestFlightClient } from '../support/flight-client.js';
@@ -174,14 +175,8 @@ describe('admin functions', () => {
     const traces = { resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 's' }, spans: [span] }] }] };
     assert.equal((await postOtlp(port, 'traces', teamKey.key, JSON.stringify(traces))).status, 200);
 
-    const { rows } = await fixture.orrery.metadata.query<{
-      block_id: string;
-      process_id: string;
-      stream_id: string;
-      format: string;
-      exe: string;
-    }>(
-      `SELECT b.block_id::text, b.process_id::text, b.stream_id::text, s.format, p.exe
+    const { rows } = await fixture.orrery.metadata.query<PayloadRow & { format: string; exe: string }>(
+      `SELECT ${payloadColumns}, s.format, p.exe
          FROM blocks b JOIN streams s ON s.stream_id = b.stream_id JOIN processes p ON p.process_id = b.process_id
         WHERE b.audience = 'team_x'`,
     );
@@ -245,7 +240,7 @@ describe('admin functions', () => {
     }
     // A payload gone from the store (deleted by hand) is said so, not answered as an empty block.
     const gone = rows.find((r) => r.exe === 'shapes' && r.format === 'otlp/v1/traces')!;
-    await fixture.orrery.store.delete(payloadKey(gone.process_id, gone.stream_id, gone.block_id));
+    await fixture.orrery.store.delete(payloadPlace(gone).key);
     assert.deepEqual(await refusal(team.query(`SELECT * FROM parse_block('${gone.block_id}')`)), {
       code: 9,
       details: `parse_block: the payload of block '${gone.block_id}' is gone from the object store`,

@@ -166,7 +166,7 @@ describe('a cluster: two servers, two daemons, one Postgres, one bucket (issue 1
             await postgres.pool.query<{ key: string }>(
               `SELECT file_path AS key FROM lakehouse_partitions WHERE file_path IS NOT NULL
                UNION ALL SELECT file_path FROM temporary_files
-               UNION ALL SELECT format('blobs/%s/%s/%s.jsonl', process_id, stream_id, block_id) FROM blocks`,
+               UNION ALL SELECT coalesce(payload_file, format('blobs/%s/%s/%s.jsonl', process_id, stream_id, block_id)) FROM blocks`,
             )
           ).rows.map((r) => r.key),
         );

@@ -80,10 +80,15 @@ describe('maintenance daemon', () => {
       )
     ).rows.map((r) => r.file_path);
     assert.ok(registered, 'a partition file to keep');
-    // What writers killed at each step would leave: a partition file never registered, a payload whose
-    // block row never committed, a scratch file, a temporary file of an interrupted write.
+    const [payloads] = (
+      await db.query<{ payload_file: string }>('SELECT payload_file FROM blocks ORDER BY payload_file LIMIT 1')
+    ).rows.map((r) => r.payload_file);
+    // What writers killed at each step would leave: a partition file never registered, a group's payloads
+    // whose block rows never committed (and one of its own, as blocks were stored before), a scratch file,
+    // a temporary file of an interrupted write.
     const orphans = [
       `views/log_entries/global/2024-01-02/03-04-05_${randomUUID()}.parquet`,
+      `blobs/groups/2024-01-02/03-04-05_${randomUUID()}.payloads`,
       `blobs/${randomUUID()}/${randomUUID()}/${randomUUID()}.jsonl`,
       `tmp/${randomUUID()}.parquet`,
       `blobs/${randomUUID()}/.tmp-${randomUUID()}`,
@@ -99,6 +104,45 @@ describe('maintenance daemon', () => {
     assert.ok((report?.orphanObjects ?? 0) >= orphans.length, `${report?.orphanObjects} deleted`);
     for (const key of orphans) assert.equal(await store.size(key), null, `${key} is deleted`);
     assert.notEqual(await store.size(registered), null, 'a registered file is kept');
+    assert.notEqual(await store.size(payloads), null, 'a payload object a block names is kept');
+  });
+
+  it('retention deletes an object of several blocks once none of them stays', async () => {
+    const { metadata: db, store, daemon } = fixture.orrery;
+    // One request of two resources: two blocks, their payloads in one object.
+    const resourceLogs = ['shared1', 'shared2'].flatMap(
+      (name) =>
+        (
+          JSON.parse(logsRequest({ 'service.name': name }, [{ time: times[0], severity: 9, body: name }])) as {
+            resourceLogs: unknown[];
+          }
+        ).resourceLogs,
+    );
+    const posted = await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, JSON.stringify({ resourceLogs }));
+    assert.equal(posted.status, 200);
+    const blocks = async () =>
+      (
+        await db.query<{ block_id: string; payload_file: string }>(
+          `SELECT b.block_id::text, b.payload_file FROM blocks b JOIN processes p USING (process_id)
+            WHERE p.exe IN ('shared1', 'shared2') ORDER BY p.exe`,
+        )
+      ).rows;
+    const [first, second] = await blocks();
+    assert.equal(first.payload_file, second.payload_file);
+    const age = (block: string) =>
+      db.query(`UPDATE blocks SET insert_time = now() - interval '40 days' WHERE block_id = $1`, [block]);
+
+    await age(first.block_id);
+    await daemon!.housekeeping();
+    assert.deepEqual(await blocks(), [second]);
+    assert.notEqual(await store.size(second.payload_file), null, 'the object a block still names is kept');
+    const parsed = await admin.query(`SELECT value->>'msg' AS msg FROM parse_block('${second.block_id}')`);
+    assert.equal(parsed.getChild('msg')!.get(0), 'shared2');
+
+    await age(second.block_id);
+    await daemon!.housekeeping();
+    assert.deepEqual(await blocks(), []);
+    assert.equal(await store.size(second.payload_file), null, 'the object goes with its last block');
   });
 
   it('housekeeping deletes retired files and everything older than the retention period', async () => {

@@ -591,7 +591,7 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
       'SELECT (SELECT count(*) FROM processes) AS processes, (SELECT count(*) FROM streams) AS streams, (SELECT count(*) FROM blocks) AS blocks',
     );
     const payloads = readdirSync(join(orrery.dataDir, 'lake', 'blobs'), { recursive: true }).filter((f) =>
-      String(f).endsWith('.jsonl'),
+      String(f).endsWith('.payloads'),
     ).length;
     return { ...Object.fromEntries(Object.entries(rows[0]).map(([k, v]) => [k, Number(v)])), payloads };
   }

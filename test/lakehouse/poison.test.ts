@@ -10,9 +10,10 @@ import { version } from '../../src/app.js';
 import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
 import type { OtlpSignal } from '../../src/ingestion/otlp/index.js';
-import { payloadKey } from '../../src/lakehouse/index.js';
+import { payloadPlace } from '../../src/lakehouse/index.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { TestFlightClient } from '../support/flight-client.js';
+import { payloadColumns, type PayloadRow } from '../support/payloads.js';
 import {
   clientFor,
   pollUntil,
@@ -299,11 +300,12 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     await postLog(teamA.key, 'a_good', 'a readable');
     await postLog(teamB.key, 'b', 'b readable');
     await postLog(teamA.key, 'a_bad', 'a unreadable');
-    const { rows } = await serve.metadata.query<{ process_id: string; stream_id: string; block_id: string }>(
-      "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'",
+    const { rows } = await serve.metadata.query<PayloadRow>(
+      `SELECT ${payloadColumns} FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'a_bad'`,
     );
     badBlock = rows[0].block_id;
-    badPath = serve.store.location(payloadKey(rows[0].process_id, rows[0].stream_id, rows[0].block_id));
+    // The request was stored alone, so its object holds only this payload.
+    badPath = serve.store.location(payloadPlace(rows[0]).key);
     badPayload = readFileSync(badPath);
     writeFileSync(badPath, '{"time": 1, "msg": \n'); // the block's payload, made unreadable on purpose
     const minute = Math.floor(Date.now() / 60_000) * 60;
@@ -399,11 +401,10 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
   });
 
   it('quarantines nothing when every block of the window fails (the system, not the data, is at fault)', async () => {
-    const { rows } = await serve.metadata.query<{ process_id: string; stream_id: string; block_id: string }>(
-      "SELECT b.process_id::text, b.stream_id::text, b.block_id::text FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)",
+    const { rows } = await serve.metadata.query<PayloadRow>(
+      `SELECT ${payloadColumns} FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)`,
     );
-    for (const row of rows)
-      writeFileSync(serve.store.location(payloadKey(row.process_id, row.stream_id, row.block_id)), '{');
+    for (const row of rows) writeFileSync(serve.store.location(payloadPlace(row).key), '{');
     await assert.rejects(admin.query(`SELECT * FROM regenerate_partitions('log_entries', ${range})`), {
       code: 3,
       details: /Malformed JSON/,

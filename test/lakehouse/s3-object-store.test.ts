@@ -53,6 +53,19 @@ describe('S3ObjectStore (issue 15)', () => {
     assert.equal(await store.putIfAbsent('once/x', Buffer.from('later')), false);
   });
 
+  it('readRange reads a segment with a ranged GET: short at the end, empty past it, null when missing', async () => {
+    await store.put('group/one', Buffer.from('firstsecondthird'));
+    const text = async (offset: number, length: number) => {
+      const bytes = await store.readRange('group/one', offset, length);
+      return bytes === null ? null : Buffer.from(bytes).toString();
+    };
+    assert.equal(await text(5, 6), 'second');
+    assert.equal(await text(11, 10), 'third');
+    assert.equal(await text(40, 3), '');
+    assert.equal(await text(3, 0), '');
+    assert.equal(await store.readRange('group/missing', 0, 3), null);
+  });
+
   it('lists past one page of keys', async () => {
     const keys = Array.from({ length: 1005 }, (_, i) => `many/${String(i).padStart(4, '0')}`);
     for (let i = 0; i < keys.length; i += 50)

@@ -32,24 +32,25 @@ describe('FileObjectStore', () => {
     assert.equal(Buffer.from(await store.get('c/x')).toString(), 'first');
   });
 
-  it('putAllIfAbsent writes the absent objects (in new folders too) and leaves those there', async () => {
-    await store.put('d/old', Buffer.from('old'));
-    const objects = [
-      { key: 'd/old', bytes: Buffer.from('new') },
-      { key: 'd/e/f/one', bytes: Buffer.from('one') },
-      { key: 'd/e/two', bytes: Buffer.from('two') },
-    ];
-    assert.deepEqual(await store.putAllIfAbsent(objects), [false, true, true]);
-    assert.deepEqual(await store.putAllIfAbsent(objects), [false, false, false]);
-    assert.deepEqual(await Promise.all(objects.map(async (o) => Buffer.from(await store.get(o.key)).toString())), [
-      'old',
-      'one',
-      'two',
-    ]);
+  it('putIfAbsent writes in new folders too, and leaves no temporary file', async () => {
+    assert.equal(await store.putIfAbsent('d/e/f/one', Buffer.from('one')), true);
+    assert.equal(Buffer.from(await store.get('d/e/f/one')).toString(), 'one');
     assert.deepEqual(
       readdirSync(join(root, 'd'), { recursive: true }).filter((f) => String(f).includes('.tmp-')),
       [],
     );
+  });
+
+  it('readRange reads a segment: short at the end, empty past it, null when the object is missing', async () => {
+    await store.put('g/group', Buffer.from('firstsecondthird'));
+    const cases: Array<[number, number, string]> = [
+      [5, 6, 'second'],
+      [11, 10, 'third'],
+      [40, 3, ''],
+    ];
+    for (const [offset, length, expected] of cases)
+      assert.equal(Buffer.from((await store.readRange('g/group', offset, length))!).toString(), expected);
+    assert.equal(await store.readRange('g/missing', 0, 3), null);
   });
 
   it('refuses keys that leave the store', () => {
