@@ -261,6 +261,8 @@ export class Rollups {
   private readonly changes = new Map<string, string[]>();
   /** Rewrites by statement, snapshot and rollups (see rewrite). */
   private readonly rewrites = new Map<string, KeptRewrite>();
+  /** The view sets some rollup is built on, as last read (see readsViewSetBase). */
+  private viewSetBases: { readonly at: number; readonly names: Promise<ReadonlySet<string>> } | undefined;
 
   /** Creates this component's Postgres tables and DuckLake schema; idempotent, safe for processes starting together. */
   async prepare(): Promise<void> {
@@ -270,6 +272,25 @@ export class Rollups {
       await tx.query(invalidationsSchemaSql);
     });
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
+  }
+
+  /**
+   * Whether a statement naming these relations may read a view set with rollups, so the rewrite must
+   * look at it. The list is at most viewSetBasesKeptMs old (creates and drops in this process are
+   * seen at once): a statement over view sets alone pays no Postgres query, and a stale list only
+   * leaves a new rollup unread for that long (a dropped one is then not found by the rewrite).
+   */
+  async readsViewSetBase(names: readonly string[]): Promise<boolean> {
+    if (!this.viewSets || names.length === 0) return false;
+    if (!this.viewSetBases || Date.now() - this.viewSetBases.at > viewSetBasesKeptMs) {
+      const listed = this.metadata
+        .query<{ base: string }>('SELECT DISTINCT base FROM rollup_definitions WHERE base_is_view_set')
+        .then(({ rows }) => new Set(rows.map((r) => r.base)));
+      this.viewSetBases = { at: Date.now(), names: listed };
+      listed.catch(() => (this.viewSetBases = undefined));
+    }
+    const bases = await this.viewSetBases.names;
+    return names.some((n) => bases.has(n.toLowerCase()));
   }
 
   /** Every rollup, by name. */
@@ -589,6 +610,7 @@ export class Rollups {
         );
         await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
       });
+      this.viewSetBases = undefined;
     } catch (error) {
       await this.dropStorage(name);
       throw error;
@@ -606,6 +628,7 @@ export class Rollups {
         `drop_rollup: rollup ${dependents.map((d) => `'${d}'`).join(', ')} is built on '${definition.name}'; drop ${dependents.length > 1 ? 'them' : 'it'} first`,
       );
     await this.metadata.query('DELETE FROM rollup_definitions WHERE name = $1', [definition.name]);
+    this.viewSetBases = undefined;
     await this.dropStorage(definition.name);
     return definition.name;
   }
@@ -964,6 +987,12 @@ export class Rollups {
     if (this.viewSets) await recordInvalidations(tx, this.engine, this.viewSets, change);
   }
 
+  /** A rollup's view set base as the rewrite reads it: its columns, timed by the rollup's time column; undefined when it is gone. */
+  private viewSetTable(definition: RollupDefinition): SeriesTable | undefined {
+    const view = this.viewSets?.get(definition.base);
+    return view && { name: view.name, columns: view.columns, timeColumn: definition.baseTimeColumn };
+  }
+
   /** The columns of a rollup's base: its series table's or its view set's; undefined when it is gone. */
   private baseOf(
     definition: Pick<RollupDefinition, 'base' | 'viewSetBase'>,
@@ -1189,10 +1218,14 @@ export class Rollups {
     }
     const cache = new Map();
     const targets = new Map<string, RollupTarget[]>();
+    // The relations a level may read through a rollup: series tables, and view sets with rollups
+    // (read as a table of the set's columns, timed by the column its rollups bucket).
+    const bases = new Map(tables);
     const states = await this.statesAt(relevant, snapshot);
     for (const definition of relevant) {
-      const base = tables.get(definition.base);
+      const base = definition.viewSetBase ? this.viewSetTable(definition) : tables.get(definition.base);
       if (!base) continue;
+      bases.set(definition.base, base);
       const list = targets.get(definition.base) ?? [];
       list.push({
         name: definition.name,
@@ -1232,7 +1265,7 @@ export class Rollups {
     });
     const rewritten = await rewriteOntoRollups(tree, {
       engine: recording,
-      tables,
+      tables: bases,
       targets,
       aggregates: await this.aggregateNames(),
     });
@@ -1590,6 +1623,8 @@ interface KeptRewrite {
 
 /** How long a rewrite is kept: a rollup's retention moves with the clock, not with snapshots. */
 const rewriteKeptMs = 60_000;
+/** How long the list of view sets with rollups is kept (readsViewSetBase). */
+const viewSetBasesKeptMs = 2_000;
 
 /** How many states and change-feed results are kept: the reads of a dashboard's refresh, many times over. */
 const keptEntries = 256;

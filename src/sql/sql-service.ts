@@ -52,7 +52,7 @@ import { messageOf, type OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
-import { jobsRelation, jobsUpdate, snouttimeNames, type Provenance } from '../rollups/index.js';
+import { jobsRelation, jobsUpdate, snouttimeNames, type Provenance, type Rollups } from '../rollups/index.js';
 import { rollupReadSetup } from './rollup-reads.js';
 import {
   isColumnsListing,
@@ -603,12 +603,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const rollups = this.lakehouse?.rollups;
-    const reads =
-      tree && shape && rollups && this.mayNameSeriesTables(shape) ? await rollups.rewrite(tree, listed) : null;
-    const rollupSetup =
-      shape && rollups && this.mayNameSeriesTables(shape)
-        ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at)
-        : { statements: [], snapshot: null };
+    const readsRollups = shape && rollups && (await this.mayReadRollups(shape, rollups));
+    const reads = tree && readsRollups ? await rollups.rewrite(tree, listed) : null;
+    const rollupSetup = readsRollups
+      ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at)
+      : { statements: [], snapshot: null };
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).
@@ -785,6 +784,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Whether a SELECT names a relation that is neither a CTE nor a view set. */
   private mayNameSeriesTables(shape: QueryShape): boolean {
     return shape.relations.some((r) => !r.cte && !this.lakehouse?.views.get(r.name));
+  }
+
+  /** Whether a statement may read a rollup: by naming one, or a series table or view set that has some. */
+  private async mayReadRollups(shape: QueryShape, rollups: Rollups): Promise<boolean> {
+    return (
+      this.mayNameSeriesTables(shape) ||
+      (await rollups.readsViewSetBase(shape.relations.filter((r) => !r.cte).map((r) => r.name)))
+    );
   }
 
   /** What a non-admin statement may name. */

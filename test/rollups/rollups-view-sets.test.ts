@@ -4,34 +4,18 @@
 // sees it. Late blocks invalidate the buckets of their rows (and only those), a merge of partitions
 // invalidates nothing, and the lake's retention leaves the materialized buckets in place.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import pg from 'pg';
 import {
-  clientFor,
   plainRows,
   pollUntil,
   refusal,
   scalar,
-  sharedEnv,
-  startRole,
-  startTestPostgres,
   type InProcessOrrery,
-  type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
 import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
-
-const admin: TestKey = { name: 'admin', key: 'admin-key-rollup-views-01', audiences: ['ops'] };
-const teamA: TestKey = { name: 'team-a', key: 'team-a-key-rollup-views-01', audiences: ['team-a'] };
-const teamB: TestKey = { name: 'team-b', key: 'team-b-key-rollup-views-01', audiences: ['team-b'] };
-
-const hourNs = 3_600_000_000_000n;
-/** The start of the hour `hoursAgo` hours before now, in ns: buckets that are closed, inside retention. */
-const hourStart = (hoursAgo: number): bigint => {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  return now - (now % hourNs) - BigInt(hoursAgo) * hourNs;
-};
+import { hourStart, useLogsOrrery, type LogSender } from '../support/log-sender.js';
 
 const logsOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, time::TIMESTAMP) AS bucket, target, count(*) AS n,
   max(level) AS max_level, audience FROM log_entries GROUP BY ALL`;
@@ -40,11 +24,13 @@ const countsOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, time_bin::TIMESTAMP)
 const order = ' ORDER BY bucket, target, audience';
 
 describe('rollups of view sets (issue 17)', () => {
+  const fixture = useLogsOrrery('rollup-views-01');
+  const { teamA, teamB } = fixture.keys;
   let postgres: TestPostgres;
   let orrery: InProcessOrrery;
   let asAdmin: TestFlightClient;
   let clients: TestFlightClient[];
-  let sent = 0;
+  let logs: LogSender;
 
   /** The contract, for every key: the rollup reads exactly the aggregation of its view set. */
   const contract = async (rollup: string, source: string): Promise<void> => {
@@ -57,49 +43,14 @@ describe('rollups of view sets (issue 17)', () => {
     }
   };
 
-  /** Sends `count` log records of one target as `key`, `minutes` apart from `start`, and waits until log_entries has them. */
-  const send = async (key: TestKey, target: string, start: bigint, count: number, level = 9): Promise<void> => {
-    const logs = Array.from({ length: count }, (_, i) => ({
-      time: start + BigInt(i) * 7n * 60_000_000_000n,
-      severity: level,
-      body: `${target} ${i}`,
-      target,
-    }));
-    const { status, text } = await postOtlp(
-      orrery.httpPort,
-      'logs',
-      key.key,
-      logsRequest({ 'service.name': `svc-${key.name}` }, logs),
-    );
-    assert.equal(status, 200, text);
-    sent += count;
-    await pollUntil(
-      'the daemon materializing the records',
-      () => scalar(asAdmin, 'SELECT count(*) FROM log_entries'),
-      (n) => n === sent,
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
-  };
-
   const pending = (rollup: string): Promise<number> =>
     scalar(asAdmin, `SELECT pending_buckets FROM list_rollups() WHERE name = '${rollup}'`);
 
   before(async () => {
-    postgres = await startTestPostgres();
-    orrery = await startRole(
-      'all',
-      sharedEnv({ keys: [admin, teamA, teamB], admins: [admin.name], connectionString: postgres.connectionString }),
-    );
-    asAdmin = clientFor(orrery.flightPort, admin);
-    clients = [asAdmin, clientFor(orrery.flightPort, teamA), clientFor(orrery.flightPort, teamB)];
-    await send(teamA, 'cart', hourStart(5), 20);
-    await send(teamB, 'cart', hourStart(4), 10, 13);
-    await send(teamB, 'stock', hourStart(3), 12, 17);
-  });
-  after(async () => {
-    for (const c of clients ?? []) c.close();
-    await orrery?.close();
-    await postgres?.close();
+    ({ postgres, orrery, admin: asAdmin, clients, logs } = fixture);
+    await logs.send(teamA, 'cart', hourStart(5), 20);
+    await logs.send(teamB, 'cart', hourStart(4), 10, 13);
+    await logs.send(teamB, 'stock', hourStart(3), 12, 17);
   });
 
   it('create_rollup over log_entries: raw until the first refresh, materialized after, exact for every audience', async () => {
@@ -161,11 +112,11 @@ describe('rollups of view sets (issue 17)', () => {
 
   it('late blocks invalidate the buckets of their rows, and only those', async () => {
     // Two records in the hour five hours ago, sent now: a new partition (by insert time) holding old rows.
-    await send(teamA, 'cart', hourStart(5) + 60_000_000_000n, 2, 21);
+    await logs.send(teamA, 'cart', hourStart(5) + 60_000_000_000n, 2, 21);
     assert.equal(await pending('logs_hourly'), 1);
     await contract('logs_hourly', logsOfSource);
     // A late block of another audience in another closed hour.
-    await send(teamB, 'late', hourStart(2), 1);
+    await logs.send(teamB, 'late', hourStart(2), 1);
     assert.equal(await pending('logs_hourly'), 2);
     await contract('logs_hourly', logsOfSource);
     assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 2);
@@ -198,7 +149,7 @@ describe('rollups of view sets (issue 17)', () => {
     assert.ok((await pending('logs_hourly')) >= 4);
     await contract('logs_hourly', logsOfSource);
     await plainRows(asAdmin, `SELECT * FROM materialize_partitions('log_entries', '${begin}', '${end}', 3600)`);
-    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM log_entries'), sent);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM log_entries'), logs.sent);
     await contract('logs_hourly', logsOfSource);
     await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`);
     assert.equal(await pending('logs_hourly'), 0);
@@ -218,7 +169,7 @@ describe('rollups of view sets (issue 17)', () => {
     await pollUntil(
       'the daemon backfilling target_counts',
       () => scalar(asAdmin, 'SELECT coalesce(sum(count), 0) FROM target_counts'),
-      (n) => n === sent,
+      (n) => n === logs.sent,
       { timeoutMs: 60_000, intervalMs: 300 },
     );
     await plainRows(
@@ -241,11 +192,11 @@ describe('rollups of view sets (issue 17)', () => {
     await contract('counts_daily', dailyOfSource);
 
     // A late block reaches target_counts through log_entries; both rollups see it at once.
-    await send(teamA, 'cart', hourStart(4) + 120_000_000_000n, 3);
+    await logs.send(teamA, 'cart', hourStart(4) + 120_000_000_000n, 3);
     await pollUntil(
       'target_counts holding the late block',
       () => scalar(asAdmin, 'SELECT coalesce(sum(count), 0) FROM target_counts'),
-      (n) => n === sent,
+      (n) => n === logs.sent,
       { timeoutMs: 60_000, intervalMs: 300 },
     );
     assert.equal(await pending('counts_hourly'), 1);

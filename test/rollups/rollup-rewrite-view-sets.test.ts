@@ -1,0 +1,127 @@
+// Issue 14 with issue 17's rollups of view sets: a query over log_entries reads the coarsest ready
+// rollup of it, exactly. Through Flight SQL against a real Orrery whose daemon materializes OTLP
+// ingestion: for an admin and two audiences, each dashboard query (buckets, windows on and off
+// bucket boundaries, measures, the audience) names the rollup it read in its provenance and answers
+// what the same query over the raw rows answers, also while a late block's bucket is pending.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { plainRows, scalar } from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+import { hourStart, useLogsOrrery, type LogSender } from '../support/log-sender.js';
+
+const minuteNs = 60_000_000_000n;
+const dayNs = 86_400_000_000_000n;
+/** The start of the UTC day `daysAgo` days before today, in ns. */
+const dayStart = (daysAgo: number): bigint => {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  return now - (now % dayNs) - BigInt(daysAgo) * dayNs;
+};
+const iso = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString();
+
+/** The rollup a query's (single) level read, from the provenance in its stream's schema metadata. */
+const rollupRead = (table: Table): string | null => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  if (text === undefined) return null;
+  const { resources } = JSON.parse(text) as { resources: Array<{ rollup: { name: string } | null }> };
+  return resources[0]?.rollup?.name ?? null;
+};
+
+/** The same query over a subquery of the set, which no rollup answers: the raw answer. */
+const rawTwin = (sql: string): string =>
+  sql.replace(' from log_entries ', ' from (select * from log_entries) as log_entries ');
+
+describe('queries over a view set read its rollups (issues 14 and 17)', () => {
+  const fixture = useLogsOrrery('rewrite-views-01');
+  let asAdmin: TestFlightClient;
+  let clients: TestFlightClient[];
+  let logs: LogSender;
+
+  /** Dashboard queries over the last eight hours; `read` is the rollup each must read. */
+  const queries = (): Array<{ sql: string; read: string }> => {
+    const [from, to] = [iso(hourStart(8)), iso(hourStart(1))];
+    const [offFrom, offTo] = [iso(hourStart(8) + 17n * minuteNs), iso(hourStart(1) + 41n * minuteNs)];
+    return [
+      {
+        sql: `select date_trunc('hour', time) as h, target, count(*) as n, max(level) as top from log_entries where time >= '${from}' and time < '${to}' group by all order by 1, 2`,
+        read: 'logs_hourly',
+      },
+      {
+        sql: `select target, avg(level) as mean, sum(level) as total, min(level) as low from log_entries where time >= '${from}' and time < '${to}' group by target order by target`,
+        read: 'logs_hourly',
+      },
+      {
+        // Off the hour at both ends: whole hours from the rollup, the edges from raw rows.
+        sql: `select time_bucket(interval '2 hours', time) as b, count(*) as n, max(level) as top from log_entries where time >= '${offFrom}' and time < '${offTo}' group by b order by b`,
+        read: 'logs_hourly',
+      },
+      {
+        sql: `select audience, count(*) filter (where target = 'cart') as carts, count(*) as n from log_entries where time >= '${from}' group by audience order by audience`,
+        read: 'logs_hourly',
+      },
+      {
+        // A window of whole days: the daily rollup of the hourly one (today's bucket is still filling).
+        sql: `select date_trunc('day', time) as d, target, count(*) as n from log_entries where time >= '${iso(dayStart(2))}' and time < '${iso(dayStart(-1))}' group by all order by 1, 2`,
+        read: 'logs_daily',
+      },
+    ];
+  };
+
+  /** Each query, for every key: the rollup named, and the raw rows' answer. */
+  const check = async (): Promise<void> => {
+    for (const client of clients) {
+      for (const { sql, read } of queries()) {
+        assert.equal(rollupRead(await client.query(sql)), read, sql);
+        const [got, want] = await Promise.all([plainRows(client, sql), plainRows(client, rawTwin(sql))]);
+        assert.ok(want.length > 0, sql);
+        assert.deepEqual(got, want, sql);
+      }
+    }
+  };
+
+  before(async () => {
+    ({ admin: asAdmin, clients, logs } = fixture);
+    const { teamA, teamB } = fixture.keys;
+    await logs.send(teamA, 'cart', hourStart(7) + 3n * minuteNs, 40, 9);
+    await logs.send(teamB, 'cart', hourStart(6) + 5n * minuteNs, 30, 13);
+    await logs.send(teamB, 'stock', hourStart(5), 24, 17);
+    await plainRows(
+      asAdmin,
+      `select snouttime.create_rollup('logs_hourly', 'log_entries', interval '1 hour',
+         select_list => 'target, count(*) as n, count(level) as level_n, sum(level) as level_sum, min(level) as level_min, max(level) as level_max',
+         group_by => 'target')`,
+    );
+    await plainRows(
+      asAdmin,
+      `select snouttime.create_rollup('logs_daily', 'logs_hourly', interval '1 day',
+         select_list => 'target, sum(n) as n', group_by => 'target')`,
+    );
+    // The test refreshes by itself.
+    for (const rollup of ['logs_hourly', 'logs_daily'])
+      await plainRows(asAdmin, `select snouttime.set_job_schedule('${rollup}', interval '1 day')`);
+  });
+
+  it('reads raw rows until the rollups are refreshed, saying so', async () => {
+    const [{ sql }] = queries();
+    const text = (await asAdmin.query(sql)).schema.metadata.get('orrery.provenance');
+    assert.match(text ?? '', /not ready: the rollup has not been refreshed yet/);
+  });
+
+  it('reads the coarsest ready rollup once refreshed, exactly as raw rows answer, for every key', async () => {
+    await plainRows(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`);
+    await plainRows(asAdmin, `select snouttime.refresh_rollup('logs_daily')`);
+    await check();
+  });
+
+  it('answers a late block exactly while its bucket is pending, and after the refresh', async () => {
+    await logs.send(fixture.keys.teamA, 'stock', hourStart(6) + 11n * minuteNs, 5, 21);
+    assert.ok(
+      (await scalar(asAdmin, `SELECT pending_buckets FROM list_rollups() WHERE name = 'logs_hourly'`)) > 0,
+      'the late block left a bucket pending',
+    );
+    await check();
+    await plainRows(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`);
+    await plainRows(asAdmin, `select snouttime.refresh_rollup('logs_daily')`);
+    await check();
+  });
+});

@@ -1,0 +1,106 @@
+// Log records sent by OTLP to a real Orrery whose daemon materializes them into log_entries, for
+// tests of what is built on that view set (its rollups and their reads).
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
+import {
+  clientFor,
+  pollUntil,
+  scalar,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestKey,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from './flight-client.js';
+import { logsRequest, postOtlp } from './otlp.js';
+
+const hourNs = 3_600_000_000_000n;
+
+/** The start of the hour `hoursAgo` hours before now, in ns since the epoch. */
+export const hourStart = (hoursAgo: number): bigint => {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  return now - (now % hourNs) - BigInt(hoursAgo) * hourNs;
+};
+
+export interface LogSender {
+  /** Sends `count` records of one target as `key`, 7 minutes apart from `start`, and waits until log_entries has them. */
+  send(key: TestKey, target: string, start: bigint, count: number, level?: number): Promise<void>;
+  /** How many records were sent so far (log_entries holds them all once send returned). */
+  readonly sent: number;
+}
+
+/** A sender to `orrery`, counting log_entries as `admin` sees it. */
+export function logSender(orrery: InProcessOrrery, admin: TestFlightClient): LogSender {
+  let sent = 0;
+  return {
+    get sent() {
+      return sent;
+    },
+    async send(key, target, start, count, level = 9) {
+      const logs = Array.from({ length: count }, (_, i) => ({
+        time: start + BigInt(i) * 7n * 60_000_000_000n,
+        severity: level,
+        body: `${target} ${i}`,
+        target,
+      }));
+      const { status, text } = await postOtlp(
+        orrery.httpPort,
+        'logs',
+        key.key,
+        logsRequest({ 'service.name': `svc-${key.name}` }, logs),
+      );
+      assert.equal(status, 200, text);
+      sent += count;
+      await pollUntil(
+        'the daemon materializing the records',
+        () => scalar(admin, 'SELECT count(*) FROM log_entries'),
+        (n) => n === sent,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+    },
+  };
+}
+
+/** A suite's Orrery (role all, its own Postgres), its keys' clients and its log sender, set in `before`. */
+export interface LogsOrrery {
+  readonly keys: { readonly admin: TestKey; readonly teamA: TestKey; readonly teamB: TestKey };
+  postgres: TestPostgres;
+  orrery: InProcessOrrery;
+  admin: TestFlightClient;
+  /** The admin's, team-a's and team-b's clients, in that order. */
+  clients: TestFlightClient[];
+  logs: LogSender;
+}
+
+/** Starts an Orrery before the suite (an admin of audience ops, keys of team-a and team-b) and closes it after. */
+export function useLogsOrrery(suite: string): LogsOrrery {
+  const key = (name: string, audience: string): TestKey => ({
+    name,
+    key: `${name}-key-${suite}`,
+    audiences: [audience],
+  });
+  const keys = { admin: key('admin', 'ops'), teamA: key('team-a', 'team-a'), teamB: key('team-b', 'team-b') };
+  const fixture = { keys } as LogsOrrery;
+  before(async () => {
+    fixture.postgres = await startTestPostgres();
+    fixture.orrery = await startRole(
+      'all',
+      sharedEnv({
+        keys: [keys.admin, keys.teamA, keys.teamB],
+        admins: [keys.admin.name],
+        connectionString: fixture.postgres.connectionString,
+      }),
+    );
+    fixture.clients = [keys.admin, keys.teamA, keys.teamB].map((k) => clientFor(fixture.orrery.flightPort, k));
+    fixture.admin = fixture.clients[0];
+    fixture.logs = logSender(fixture.orrery, fixture.admin);
+  });
+  after(async () => {
+    for (const c of fixture.clients ?? []) c.close();
+    await fixture.orrery?.close();
+    await fixture.postgres?.close();
+  });
+  return fixture;
+}
