@@ -38,3 +38,4 @@ export {
   substituteListings,
 } from './dialect.js';
 export { duckdbTypeOf } from './arrow-append.js';
+export { boundTexts, type BoundText } from './parameters.js';

@@ -5,8 +5,11 @@
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
 // DuckDB's own, run over the statistics cast back to the indexed type, so a partition is skipped only
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
-// filtering is untouched (it filters the rows of the partitions that remain).
-import { nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
+// filtering is untouched (it filters the rows of the partitions that remain). The set may be read in a
+// CTE or a subquery, the constants may be the statement's bound parameters, and a lower bound may rise
+// with the clock (`time > now() - INTERVAL 1 day`: now() when pruning is no later than when running).
+import type { Table } from 'apache-arrow';
+import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
   installedIndexes,
   mayContain,
@@ -29,6 +32,10 @@ export interface Statement {
   readonly tree: Tree;
   readonly shape: QueryShape;
   readonly viewOf: (name: string) => ViewSet | undefined;
+  /** The statement's bound parameters (one row is one run: others are not pruned by them). */
+  readonly parameters?: Table;
+  /** Whether the statement runs in a transaction of its own, begun after pruning (its now() is no earlier). */
+  readonly ownTransaction?: boolean;
 }
 
 /** What pruning did for one view set: for the provenance of an admin's result. */
@@ -58,7 +65,7 @@ interface Search {
 /** The functions (and LIKE's, ILIKE's operators) true only of a value holding their constant's text, or a match of it. */
 const substringSearches = new Set(['~~', '~~*', 'contains', 'starts_with', 'ends_with', 'prefix', 'suffix']);
 
-function searchOf(conjunct: Node): Search | null {
+function searchOf(conjunct: Node, bindings: Bindings): Search | null {
   if (
     conjunct.class !== 'FUNCTION' ||
     conjunct.schema !== '' ||
@@ -66,10 +73,14 @@ function searchOf(conjunct: Node): Search | null {
   )
     return null;
   const [subject, searched, ...rest] = conjunct.children as Node[];
-  const value = searched?.class === 'CONSTANT' ? (searched.value as Node) : null;
-  if (rest.length > 0 || value?.is_null !== false || (value.type as Node).id !== 'VARCHAR' || isConstant(subject))
-    return null;
-  const trigrams = searchedTrigrams(String(value.value));
+  const text =
+    searched?.class === 'PARAMETER'
+      ? bindings.texts.get(String(searched.identifier))
+      : searched?.class === 'CONSTANT' && (searched.value as Node).is_null === false
+        ? ((searched.value as Node).type as Node).id === 'VARCHAR' && String((searched.value as Node).value)
+        : undefined;
+  if (rest.length > 0 || typeof text !== 'string' || isConstant(subject) || subject.class === 'PARAMETER') return null;
+  const trigrams = searchedTrigrams(text);
   return trigrams.length > 0 ? { expression: subject, trigrams } : null;
 }
 
@@ -85,31 +96,128 @@ const flipped: Record<string, string> = {
 const isConstant = (node: Node | undefined): boolean =>
   node?.class === 'CONSTANT' || (node?.class === 'CAST' && isConstant(node.child as Node));
 
+/** Deterministic functions of constants an interval is written with (`INTERVAL 1 DAY` is to_days(...)). */
+const constantFunctions = new Set([
+  'to_years',
+  'to_months',
+  'to_weeks',
+  'to_days',
+  'to_hours',
+  'to_minutes',
+  'to_seconds',
+  'to_milliseconds',
+  'to_microseconds',
+  'trunc',
+  '+',
+  '-',
+  '*',
+]);
+const isCall = (node: Node, names: ReadonlySet<string>): boolean =>
+  node.class === 'FUNCTION' &&
+  node.schema === '' &&
+  node.catalog === '' &&
+  node.filter === null &&
+  names.has(String(node.function_name));
+const isFixed = (node: Node): boolean =>
+  isConstant(node) ||
+  (node.class === 'CAST' && isFixed(node.child as Node)) ||
+  (isCall(node, constantFunctions) && (node.children as Node[]).every(isFixed));
+
+/** The clock's functions: the start of the statement's transaction. */
+const clockFunctions = new Set(['now', 'get_current_timestamp', 'transaction_timestamp']);
+
+/** An expression of the clock that never falls as the clock rises: now(), and now() plus or minus a fixed value. */
+function rises(node: Node): boolean {
+  const [left, right, ...rest] = (node.children as Node[] | undefined) ?? [];
+  if (isCall(node, clockFunctions)) return left === undefined;
+  if (rest.length > 0 || right === undefined) return false;
+  if (isCall(node, new Set(['-']))) return rises(left) && isFixed(right);
+  if (isCall(node, new Set(['+']))) return (rises(left) && isFixed(right)) || (isFixed(left) && rises(right));
+  return false;
+}
+
+/** What a statement's WHERE is read with: its bound parameters, and whether its clock is read at or after pruning. */
+interface Bindings {
+  /** `$n`'s value as a constant node (its text cast to the type it is bound as), by n. */
+  readonly parameters: ReadonlyMap<string, Node>;
+  /** `$n`'s value when it is bound as text. */
+  readonly texts: ReadonlyMap<string, string>;
+  readonly risingClock: boolean;
+}
+
+/** The type each parameter's constant node is bound as (see compatible). */
+const boundTypes = new WeakMap<Node, string>();
+
+/** A statement's bindings; a parameter of several rows (runs), NULL or a blob is not bound here. */
+function bindingsOf(statement: Statement): Bindings {
+  const [parameters, texts] = [new Map<string, Node>(), new Map<string, string>()];
+  if (statement.parameters?.numRows === 1)
+    for (const [i, bound] of boundTexts(statement.parameters, 0).entries()) {
+      if (!bound) continue;
+      const value = { type: { id: 'VARCHAR', type_info: null }, is_null: false, value: bound.text };
+      const node = castNode(
+        { class: 'CONSTANT', type: 'VALUE_CONSTANT', alias: '', value },
+        { id: bound.type, type_info: null },
+      );
+      boundTypes.set(node, bound.type);
+      parameters.set(String(i + 1), node);
+      if (bound.type === 'VARCHAR') texts.set(String(i + 1), bound.text);
+    }
+  return { parameters, texts, risingClock: statement.ownTransaction === true };
+}
+
+/**
+ * Whether a parameter bound as `bound` compares with an indexed value of type `indexed` as its text cast to
+ * `bound` does: DuckDB casts a parameter to the type the comparison gives it (the indexed one), which keeps
+ * the value only for the same type, or an integer for an integer type.
+ */
+const compatible = (bound: string, indexed: string): boolean =>
+  bound === indexed || (bound === 'BIGINT' && integerTypes.test(indexed));
+
+/** A restriction's constant side: a constant, or a bound parameter's value; null otherwise. */
+function constantOf(node: Node, bindings: Bindings): Node | null {
+  if (node.class === 'PARAMETER') return bindings.parameters.get(String(node.identifier)) ?? null;
+  return isConstant(node) ? node : null;
+}
+
 function conjuncts(node: Node): Node[] {
   return node.class === 'CONJUNCTION' && node.type === 'CONJUNCTION_AND'
     ? (node.children as Node[]).flatMap(conjuncts)
     : [node];
 }
 
-function restrictionOf(conjunct: Node): Restriction | null {
+/** Lower bounds: a value that rises with the clock bounds them no higher when pruning than when running. */
+const lowerBounds = new Set(['COMPARE_GREATERTHAN', 'COMPARE_GREATERTHANOREQUALTO']);
+
+/** The side a restriction restricts: not a constant, not a parameter. */
+const isSubject = (node: Node): boolean => !isConstant(node) && node.class !== 'PARAMETER';
+
+/** A restriction, its conjunct written with the constants (bound parameters' values) it is decided by. */
+function restrictionOf(conjunct: Node, bindings: Bindings): Restriction | null {
   if (conjunct.class === 'COMPARISON' && (conjunct.type as string) in flipped) {
-    const [left, right] = [conjunct.left as Node, conjunct.right as Node];
-    if (isConstant(right) && !isConstant(left))
-      return { expression: left, op: conjunct.type as string, constants: [right], conjunct };
-    if (isConstant(left) && !isConstant(right))
-      return { expression: right, op: flipped[conjunct.type as string], constants: [left], conjunct };
+    const sides: Array<[Node, Node, string]> = [
+      [conjunct.left as Node, conjunct.right as Node, conjunct.type as string],
+      [conjunct.right as Node, conjunct.left as Node, flipped[conjunct.type as string]],
+    ];
+    for (const [expression, other, op] of sides) {
+      if (!isSubject(expression)) continue;
+      const rising = bindings.risingClock && lowerBounds.has(op) && rises(other);
+      const constant = constantOf(other, bindings) ?? (rising ? other : null);
+      if (constant) return { expression, op, constants: [constant], conjunct };
+    }
     return null;
   }
   if (conjunct.class === 'BETWEEN') {
-    const bounds = [conjunct.lower as Node, conjunct.upper as Node];
-    return bounds.every(isConstant) && !isConstant(conjunct.input as Node)
-      ? { expression: conjunct.input as Node, op: 'between', constants: bounds, conjunct }
+    const [lower, upper] = [conjunct.lower as Node, conjunct.upper as Node].map((b) => constantOf(b, bindings));
+    return lower && upper && isSubject(conjunct.input as Node)
+      ? { expression: conjunct.input as Node, op: 'between', constants: [lower, upper], conjunct }
       : null;
   }
   if (conjunct.class === 'OPERATOR' && conjunct.type === 'COMPARE_IN') {
     const [first, ...rest] = conjunct.children as Node[];
-    return rest.every(isConstant) && !isConstant(first)
-      ? { expression: first, op: 'in', constants: rest, conjunct }
+    const constants = rest.map((c) => constantOf(c, bindings));
+    return constants.every((c) => c !== null) && isSubject(first)
+      ? { expression: first, op: 'in', constants, conjunct }
       : null;
   }
   return null;
@@ -127,32 +235,79 @@ export function readsAlone(
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
 ): { node: Node; qualifier: string } | null {
-  if (tree.statements.length !== 1 || !passesRowsThrough(view)) return null;
-  const node = tree.statements[0].node as Node | undefined;
+  if (!readOnce(tree, shape, view, viewOf)) return null;
+  const node = tree.statements[0].node as Node;
+  const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
+  const reader = readerOf(node, view, viewOf);
+  return reader && !ctes.some((c) => viewOf(c.key) === view) ? reader : null;
+}
+
+/** One statement that names a set whose merge query passes rows through once (see readsAlone). */
+const readOnce = (tree: Tree, shape: QueryShape, view: ViewSet, viewOf: (name: string) => ViewSet | undefined) =>
+  tree.statements.length === 1 &&
+  passesRowsThrough(view) &&
+  shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length === 1;
+
+/** A SELECT whose FROM is the set alone (no join, sample or time travel), with the name its columns are qualified by. */
+function readerOf(
+  node: Node | undefined,
+  view: ViewSet,
+  viewOf: (name: string) => ViewSet | undefined,
+): { node: Node; qualifier: string } | null {
   const from = node?.from_table as Node | undefined;
   if (node?.type !== 'SELECT_NODE' || node.sample || from?.type !== 'BASE_TABLE') return null;
   if (from.catalog_name !== '' || from.schema_name !== '' || from.sample || from.at_clause) return null;
   const name = String(from.table_name);
-  const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
-  if (viewOf(name) !== view || ctes.some((c) => c.key.toLowerCase() === name.toLowerCase())) return null;
-  if (shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length !== 1) return null;
+  if (viewOf(name) !== view) return null;
   const alias = typeof from.alias === 'string' ? from.alias : '';
   return { node, qualifier: (alias || name).toLowerCase() };
 }
 
-/** The restrictions and searches a statement's WHERE puts on a view set's rows, when it reads them alone (see readsAlone). */
-function restrictionsOn(
+/**
+ * The SELECT that reads a set, wherever it is in the statement (its body, a CTE's, a subquery): as readsAlone,
+ * but the one table reference naming the set may be in any SELECT, whose WHERE then filters every row the
+ * statement reads of it. None when a CTE anywhere has the set's name (a reference might mean either).
+ */
+function readingSelect(
   tree: Tree,
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
+): { node: Node; qualifier: string } | null {
+  if (!readOnce(tree, shape, view, viewOf)) return null;
+  const [tables, selects] = [[] as Node[], [] as Node[]];
+  let shadowed = false;
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    const node = value as Node;
+    if (node.type === 'BASE_TABLE' && viewOf(String(node.table_name)) === view) tables.push(node);
+    if (node.type === 'SELECT_NODE') selects.push(node);
+    const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
+    shadowed ||= ctes.some((c) => viewOf(c.key) === view);
+    Object.values(node).forEach(visit);
+  };
+  visit(tree.statements[0]);
+  if (shadowed || tables.length !== 1) return null;
+  return readerOf(
+    selects.find((s) => s.from_table === tables[0]),
+    view,
+    viewOf,
+  );
+}
+
+/** The restrictions and searches a statement's WHERE puts on a view set's rows, when it reads them alone (see readsAlone). */
+function restrictionsOn(
+  statement: Statement,
+  view: ViewSet,
 ): { qualifier: string; restrictions: Restriction[]; searches: Search[] } | null {
-  const alone = readsAlone(tree, shape, view, viewOf);
-  if (!alone?.node.where_clause) return null;
-  const all = conjuncts(alone.node.where_clause as Node);
-  const restrictions = all.map(restrictionOf).filter((r) => r !== null);
-  const searches = all.map(searchOf).filter((s) => s !== null);
-  return { qualifier: alone.qualifier, restrictions, searches };
+  const reader = readingSelect(statement.tree, statement.shape, view, statement.viewOf);
+  if (!reader?.node.where_clause) return null;
+  const bindings = bindingsOf(statement);
+  const all = conjuncts(reader.node.where_clause as Node);
+  const restrictions = all.map((c) => restrictionOf(c, bindings)).filter((r) => r !== null);
+  const searches = all.map((c) => searchOf(c, bindings)).filter((s) => s !== null);
+  return { qualifier: reader.qualifier, restrictions, searches };
 }
 
 const columnRef = (name: string): Node => ({
@@ -205,7 +360,7 @@ function valueMeets(r: Restriction): Node {
     case 'COMPARISON':
       return compare(r.op, valueRef, r.constants[0]);
     case 'BETWEEN':
-      return { ...r.conjunct, input: valueRef };
+      return { ...r.conjunct, input: valueRef, lower: r.constants[0], upper: r.constants[1] };
     default:
       return { ...r.conjunct, children: [valueRef, ...r.constants] };
   }
@@ -276,8 +431,7 @@ export class PartitionPruning {
 
   /** The partitions (object keys) of `view` the statement must read, in their order. */
   async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
-    const { tree, shape, viewOf } = this.statement;
-    const on = files.length > 0 ? restrictionsOn(tree, shape, view, viewOf) : null;
+    const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
     if (!on || on.restrictions.length + on.searches.length === 0) return files;
     const qualifiers = new Set([on.qualifier]);
     const skipped = new Set<string>();
@@ -293,7 +447,11 @@ export class PartitionPruning {
         if (searches.length === 0) continue;
         kept = await this.containing(index, searches, remaining);
       } else {
-        const applicable = on.restrictions.filter((r) => keyOf(r.expression, qualifiers) === key);
+        const applicable = on.restrictions.filter(
+          (r) =>
+            keyOf(r.expression, qualifiers) === key &&
+            r.constants.every((c) => compatible(boundTypes.get(c) ?? index.valueType, index.valueType)),
+        );
         if (applicable.length === 0 || !exactText.test(index.valueType)) continue;
         kept = await this.kept(index, applicable, remaining);
       }

@@ -587,7 +587,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
     const read =
       tree && shape && lakehouse
-        ? { db: lakehouse.db, engine: this.engine, tree, shape, viewOf: (name: string) => lakehouse.views.get(name) }
+        ? {
+            db: lakehouse.db,
+            engine: this.engine,
+            tree,
+            shape,
+            viewOf: (name: string) => lakehouse.views.get(name),
+            parameters: statement.parameters,
+            ownTransaction: session === undefined,
+          }
         : null;
     const pruning = read ? new PartitionPruning(read) : undefined;
     const stored = read ? new StoredColumnReads(read) : undefined;

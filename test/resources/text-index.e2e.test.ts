@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import type { Table } from 'apache-arrow';
-import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { tableFromArrays, type Table } from 'apache-arrow';
+import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
@@ -98,6 +98,14 @@ describe('text index: substring searches skip partitions lacking the word, answe
     const now = await everyAnswer();
     for (const [sql, rows] of answers) assert.deepEqual(now.get(sql), rows, sql);
     for (const [sql, skipped] of queries) assert.equal(skippedBy(await fixture.admin.query(sql)), skipped, sql);
+    // A prepared statement's bound text searches as the same constant does.
+    const search = 'SELECT msg FROM log_entries WHERE msg ILIKE ? ORDER BY msg';
+    const bound = await fixture.admin.queryPrepared(search, tableFromArrays({ p: ['%timeout%'] }));
+    assert.deepEqual(
+      bound.toArray().map((row) => plain(row.toJSON() as Record<string, unknown>)),
+      answers.get(`admin: ${queries[0][0]}`),
+    );
+    assert.equal(skippedBy(bound), 1);
   });
 
   it('indexes each partition the daemon commits after the install', async () => {

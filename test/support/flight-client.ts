@@ -108,6 +108,27 @@ export class TestFlightClient {
     };
   }
 
+  /** A query prepared, its parameters bound by DoPut (one row per run), executed and closed: its result. */
+  async queryPrepared(query: string, parameters: Table): Promise<Table> {
+    const { handle } = await this.prepare(query);
+    const [meta] = await this.doPut(
+      packAny('CommandPreparedStatementQuery', { preparedStatementHandle: handle }),
+      parameters,
+    );
+    const { preparedStatementHandle } = FlightSql.DoPutPreparedStatementResult.decode(meta) as unknown as {
+      preparedStatementHandle: Uint8Array;
+    };
+    try {
+      const info = await this.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle }));
+      return (await this.doGet(info.endpoints[0].ticket)).table;
+    } finally {
+      await this.doAction(
+        'ClosePreparedStatement',
+        packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle }),
+      );
+    }
+  }
+
   /** DoPut with a descriptor command and optional Arrow data; returns the PutResult app_metadata values. */
   doPut(cmd: Uint8Array, data?: Table): Promise<Uint8Array[]> {
     return this.client.doPut(cmd, data ? tableToFlightData(data) : []);
