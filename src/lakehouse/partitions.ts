@@ -433,6 +433,33 @@ export async function quarantinePartitionFile(
   });
 }
 
+/** A partition whose file cannot be read and whose range cannot be rebuilt (list_lost_partitions()). */
+export interface LostPartition {
+  readonly partition: Partition;
+  /** Why its file cannot be read, as first found. */
+  readonly error: string;
+  readonly lostAt: Date;
+}
+
+/**
+ * Records that the partition whose file is `path` cannot be read nor rebuilt, the first time it is found
+ * (a partition every statement meets is written once).
+ */
+export async function markPartitionLost(db: MetadataQueries, path: string, error: string): Promise<void> {
+  await db.query(
+    'UPDATE lakehouse_partitions SET lost_error = $2, lost_at = now() WHERE file_path = $1 AND lost_at IS NULL',
+    [path, error],
+  );
+}
+
+/** The partitions recorded lost and still registered, oldest finding first. */
+export async function lostPartitions(db: MetadataQueries): Promise<LostPartition[]> {
+  const { rows } = await db.query<PartitionRow & { lost_error: string; lost_at: Date }>(
+    `SELECT ${columns}, lost_error, lost_at FROM lakehouse_partitions WHERE lost_at IS NOT NULL ORDER BY lost_at, file_path`,
+  );
+  return rows.map((row) => ({ partition: fromRow(row), error: row.lost_error, lostAt: row.lost_at }));
+}
+
 /** Every quarantined partition, oldest first. */
 export async function quarantinedPartitions(db: MetadataQueries): Promise<QuarantinedPartition[]> {
   const { rows } = await db.query<Parameters<typeof quarantinedFromRow>[0]>(

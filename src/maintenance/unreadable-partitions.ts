@@ -1,6 +1,8 @@
 import type { MetadataStore } from '../metadata/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors/index.js';
 import {
+  markPartitionLost,
   nanosToIso,
   partitionOfFile,
   quarantinePartitionFile,
@@ -55,7 +57,7 @@ interface Lost {
 
 type Verdict = 'readable' | 'contained' | Lost;
 
-/** Contains unreadable partition files; one containment per file at a time in this process. */
+/** Contains unreadable partition files; one containment per file at a time, in this process and across processes. */
 export class UnreadablePartitions {
   /** Containments under way, by file: a second statement failing on the file waits for the first's. */
   private readonly underWay = new Map<string, Promise<Verdict>>();
@@ -85,56 +87,88 @@ export class UnreadablePartitions {
     return running;
   }
 
+  /**
+   * Judges a file holding a Postgres advisory lock named after it, so one process at a time contains it:
+   * without it, two servers meeting the file at once both rebuilt its range and the later one's files
+   * were written for nothing. A process that finds the lock held waits, then finds the file no longer a
+   * partition and reads nothing.
+   */
   private async judge(path: string): Promise<Verdict> {
-    const { db, store, version, log, onOutcome } = this.parts;
-    let partition: Partition | null = null;
-    let error: string | null = null;
+    const found: Found = { partition: null, error: null };
     try {
-      error =
-        (await store.size(path)) === null
-          ? 'the file is missing from the object store'
-          : // DuckDB's first line: its context lines quote Orrery's internal SQL.
-            ((await this.parts.readWhole(path))?.split('\n')[0] ?? null);
-      if (error === null) return 'readable';
-      partition = await partitionOfFile(db, path);
-      if (!partition) return 'contained'; // no longer a partition: a statement run again does not read it
-      const view = this.parts.viewSet(partition.viewSetName);
-      const range = { begin: partition.beginInsertTime, end: partition.endInsertTime };
-      if (view) {
-        const sourceNow = await this.parts.sourceCount(view, range);
-        if (sourceNow < partition.sourceCount) {
-          const lost = { partition, error, sourceNow };
-          log?.('error', lostMessage(lost));
-          onOutcome?.(partition.viewSetName, 'lost');
-          return lost;
-        }
+      for (;;) {
+        const verdict = await this.parts.db.locks.tryWhileHolding(`orrery_contain:${path}`, () =>
+          this.judgeHolding(path, found),
+        );
+        if (verdict !== undefined) return verdict;
+        await sleep(lockPollMs);
       }
-      // The rebuilt partitions take the file's place in the transaction that quarantines it: no statement
-      // sees the range empty. Another process may have contained it first (then ours are deleted).
-      const unreadable = error;
-      let record: QuarantinedPartition | null = null;
-      const register = async (rebuilt: readonly Partition[]): Promise<boolean> => {
-        record = await quarantinePartitionFile(db, path, unreadable, version, rebuilt, this.parts.onPartitionsChanged);
-        return record !== null;
-      };
-      if (view) await this.parts.rebuild(view, range, register);
-      else await register([]);
-      if (record) {
-        log?.('warn', `quarantined partition file ${path} of ${partition.viewSetName} ${show(range)}: ${error}`);
-        onOutcome?.(partition.viewSetName, 'quarantined');
-      }
-      return 'contained';
     } catch (failure) {
+      const { partition, error } = found;
       const what = partition
         ? `${partition.viewSetName}'s partition file ${path} ${show(rangeOf(partition))}`
         : `partition file ${path}`;
       const message = `${what} cannot be read${error ? ` (${error})` : ''}; containing it failed: ${messageOf(failure)}`;
-      log?.('error', message);
-      onOutcome?.(partition?.viewSetName ?? 'unknown', 'failed');
+      this.parts.log?.('error', message);
+      this.parts.onOutcome?.(partition?.viewSetName ?? 'unknown', 'failed');
       throw maintenanceErrors.error('PARTITION_CONTAINMENT_FAILED', message, { cause: failure });
     }
   }
+
+  /** judge's work, under the file's lock; fills `found` as it learns, for the message of a failure. */
+  private async judgeHolding(path: string, found: Found): Promise<Verdict> {
+    const { db, store, version, log, onOutcome } = this.parts;
+    const partition = (found.partition = await partitionOfFile(db, path));
+    if (!partition) return 'contained'; // no longer a partition: a statement run again does not read it
+    const error = (found.error =
+      (await store.size(path)) === null
+        ? 'the file is missing from the object store'
+        : // DuckDB's first line: its context lines quote Orrery's internal SQL.
+          ((await this.parts.readWhole(path))?.split('\n')[0] ?? null));
+    if (error === null) return 'readable';
+    const view = this.parts.viewSet(partition.viewSetName);
+    const range = rangeOf(partition);
+    if (view) {
+      const sourceNow = await this.parts.sourceCount(view, range);
+      if (sourceNow < partition.sourceCount) {
+        const lost = { partition, error, sourceNow };
+        await markPartitionLost(db, path, error);
+        log?.('error', lostMessage(lost));
+        onOutcome?.(partition.viewSetName, 'lost');
+        return lost;
+      }
+    }
+    // The rebuilt partitions take the file's place in the transaction that quarantines it: no statement
+    // sees the range empty.
+    let record: QuarantinedPartition | null = null;
+    const register = async (rebuilt: readonly Partition[]): Promise<boolean> => {
+      record = await quarantinePartitionFile(db, path, error, version, rebuilt, this.parts.onPartitionsChanged);
+      return record !== null;
+    };
+    if (view) await this.parts.rebuild(view, range, register);
+    else await register([]);
+    if (record) {
+      log?.('warn', `quarantined partition file ${path} of ${partition.viewSetName} ${show(range)}: ${error}`);
+      onOutcome?.(partition.viewSetName, 'quarantined');
+    } else {
+      // The partition left between our look and our commit (retired by an admin or a merge): the rebuild's files are deleted.
+      log?.(
+        'info',
+        `partition file ${path} of ${partition.viewSetName} left the lake while its range was rebuilt here`,
+      );
+    }
+    return 'contained';
+  }
 }
+
+/** What judging a file has learnt so far. */
+interface Found {
+  partition: Partition | null;
+  error: string | null;
+}
+
+/** How often a process waiting for another's containment of a file tries its lock again. */
+const lockPollMs = 50;
 
 const rangeOf = (p: Partition): InsertRange => ({ begin: p.beginInsertTime, end: p.endInsertTime });
 const show = (range: InsertRange): string => `[${nanosToIso(range.begin)}, ${nanosToIso(range.end)})`;

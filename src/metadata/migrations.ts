@@ -7,6 +7,7 @@ import { quarantinedBlocks } from './migration-3-quarantined-blocks.js';
 import { partitionNotifications } from './migration-4-partition-notifications.js';
 import { quarantinedPartitions } from './migration-5-quarantined-partitions.js';
 import { payloadFiles } from './migration-6-payload-files.js';
+import { lostPartitions } from './migration-7-lost-partitions.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -25,6 +26,7 @@ export const migrations: readonly Migration[] = [
   { version: 4, name: 'partition change notifications', sql: partitionNotifications },
   { version: 5, name: 'quarantined partitions', sql: quarantinedPartitions },
   { version: 6, name: 'payloads in commit-group files', sql: payloadFiles },
+  { version: 7, name: 'lost partitions', sql: lostPartitions },
 ];
 
 /**

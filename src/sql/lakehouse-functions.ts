@@ -1,6 +1,6 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
-import { allPartitions, quarantinedPartitions, type Partition } from '../lakehouse/index.js';
+import { allPartitions, lostPartitions, quarantinedPartitions, type Partition } from '../lakehouse/index.js';
 import { blockRecords, quarantinedBlocks } from '../maintenance/index.js';
 import {
   instanceView,
@@ -212,6 +212,27 @@ async function define(
         name,
         'file_path VARCHAR, view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, ' +
           'end_insert_time TIMESTAMP_NS, num_rows BIGINT, error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
+        rows,
+      );
+    }
+    case 'list_lost_partitions': {
+      arity(name, args, 0);
+      const rows = (await lostPartitions(lakehouse.db)).map(({ partition: p, error, lostAt }) =>
+        [
+          quoteLiteral(p.filePath ?? ''),
+          quoteLiteral(p.viewSetName),
+          quoteLiteral(p.viewInstanceId),
+          `make_timestamp_ns(${p.beginInsertTime})`,
+          `make_timestamp_ns(${p.endInsertTime})`,
+          String(p.numRows),
+          quoteLiteral(error),
+          `${quoteLiteral(lostAt.toISOString())}::TIMESTAMPTZ`,
+        ].join(', '),
+      );
+      return table(
+        name,
+        'file_path VARCHAR, view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, ' +
+          'end_insert_time TIMESTAMP_NS, num_rows BIGINT, error VARCHAR, lost_at TIMESTAMPTZ',
         rows,
       );
     }

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
 import { version } from '../../src/app.js';
 import { adminKey } from '../support/orrery-process.js';
 import { runnerS3 } from '../support/s3-server.js';
@@ -105,6 +106,14 @@ describe('issue 9: a missing partition file is contained; one whose source is pa
       await daemon.close();
     }
   };
+
+  const lostList = (): Promise<unknown[][]> =>
+    values(
+      admin,
+      `SELECT file_path, view_set_name, num_rows, end_insert_time > begin_insert_time, lost_at IS NOT NULL, error
+         FROM list_lost_partitions()`,
+    );
+  const lostRow = (file: string, error: string): unknown[] => [file, 'log_entries', 1, true, true, error];
 
   const counted = (outcome: string, n: number): string =>
     `orrery_unreadable_partitions_total{view_set="log_entries",outcome="${outcome}"} ${n}`;
@@ -231,8 +240,11 @@ describe('issue 9: a missing partition file is contained; one whose source is pa
       }
     }
     assert.deepEqual(await values(admin, 'SELECT count(*)::INT FROM streams'), [[2]]);
+    // Admins see what PARTITION_LOST names, once however many statements met it.
+    assert.deepEqual(await lostList(), [lostRow(deleted, 'the file is missing from the object store')]);
     await messages(`SELECT * FROM retire_partition_by_file('${deleted}')`);
     assert.deepEqual(await msgs(a), expected(1, ['a three']));
+    assert.deepEqual(await lostList(), []);
   });
 
   it("an overwritten file whose range's source is past retention: DATA_LOSS naming it until an admin retires it", async () => {
@@ -242,7 +254,11 @@ describe('issue 9: a missing partition file is contained; one whose source is pa
     await serve.store.put(garbage, randomBytes(Number(await serve.store.size(garbage))));
     await assert.rejects(msgs(b), lost(garbage, 'Invalid Input Error: No magic bytes found at end of file'));
     assert.deepEqual(await unreadableCounts(), [counted('lost', 1)]);
+    const [listed] = await lostList();
+    assert.deepEqual(listed.slice(0, -1), lostRow(garbage, '').slice(0, -1));
+    assert.match(String(listed.at(-1)), /^Invalid Input Error: No magic bytes found at end of file/);
     await messages(`SELECT * FROM retire_partition_by_file('${garbage}')`);
+    assert.deepEqual(await lostList(), []);
     assert.deepEqual(await msgs(b), expected(2, ['b three']));
     assert.deepEqual(await msgs(admin), expected(undefined, ['a three', 'b three']));
   });
@@ -257,5 +273,42 @@ describe('issue 9: a missing partition file is contained; one whose source is pa
     assert.deepEqual(await msgs(admin), expected(undefined, ['a three', 'b three']));
     assert.deepEqual((await quarantined()).length, 5);
     assert.deepEqual(await unreadableCounts(), [counted('quarantined', 1)]);
+  });
+
+  it('two servers meeting one deleted file at once: one contains it, the other waits and reads the rebuilt range', async () => {
+    await restart();
+    const other = await startRole('serve', env);
+    const [otherAdmin, otherA] = [keyList[0], keyList[1]].map((key) => clientFor(other.flightPort, key));
+    try {
+      const [file] = await logFiles();
+      await serve.store.delete(file);
+      // The file's lock held elsewhere (as by a third server containing it): neither server contains it meanwhile.
+      const holder = new pg.Client({ connectionString: postgres.connectionString });
+      await holder.connect();
+      let answering: Promise<unknown[][][]>;
+      try {
+        await holder.query('SELECT pg_advisory_lock(hashtext($1))', [`orrery_contain:${file}`]);
+        answering = Promise.all([msgs(admin), msgs(otherAdmin), msgs(a), msgs(otherA)]);
+        await sleep(1500);
+        assert.equal((await quarantined()).length, 5);
+        assert.ok((await logFiles()).includes(file), 'the partition is still registered');
+      } finally {
+        await holder.end();
+      }
+      const answers = await answering;
+      const all = expected(undefined, ['a three', 'b three']);
+      const ofA = expected(1, ['a three']);
+      assert.deepEqual(answers, [all, all, ofA, ofA]);
+      assert.equal((await quarantined()).length, 6);
+      // Without the lock both servers rebuilt the range and the later one's files were deleted (it logged so).
+      const lines = [...serve.lines, ...other.lines];
+      assert.deepEqual(
+        lines.filter((l) => l.includes(file)).map((l) => l.replace(/ of log_entries .*/, '')),
+        [`warn quarantined partition file ${file}`],
+      );
+    } finally {
+      for (const client of [otherAdmin, otherA]) client.close();
+      await other.close();
+    }
   });
 });
