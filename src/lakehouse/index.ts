@@ -43,4 +43,4 @@ export {
   scratchKey,
   type PayloadPlace,
 } from './object-keys.js';
-export { readPayload } from './payloads.js';
+export { readPayload, readPayloadsOfObject } from './payloads.js';

@@ -12,3 +12,19 @@ export async function readPayload(store: ObjectStore, place: PayloadPlace): Prom
     throw error;
   });
 }
+
+/**
+ * The payloads of blocks stored in one object (as readPayload gives each), in one read: the span their
+ * segments cover (on S3 one ranged GET instead of one per block).
+ */
+export async function readPayloadsOfObject(
+  store: ObjectStore,
+  places: readonly PayloadPlace[],
+): Promise<Array<Uint8Array | null>> {
+  if (places.length === 1 || places.some((p) => p.size === null || p.key !== places[0].key))
+    return Promise.all(places.map((place) => readPayload(store, place)));
+  const begin = Math.min(...places.map((p) => p.offset));
+  const end = Math.max(...places.map((p) => p.offset + p.size!));
+  const span = await store.readRange(places[0].key, begin, end - begin);
+  return places.map((p) => span && span.subarray(p.offset - begin, p.offset - begin + p.size!));
+}

@@ -10,7 +10,7 @@ import {
   partitionOfFile,
   partitionsOverlapping,
   payloadPlace,
-  readPayload,
+  readPayloadsOfObject,
   replacePartitionFile,
   scratchKey,
   secondsToNanos,
@@ -721,13 +721,25 @@ export class Materializer {
     const cleanup = async (): Promise<void> => {
       for (const key of [tempKey, ...localKeys]) await scratch.delete(key);
     };
-    const withPaths = [];
+    // One object at a time (the payloads of a group's blocks in one read), so that memory holds one object's.
+    const byObject = new Map<string, BlockRow[]>();
     for (const b of blocks) {
-      const place = payloadPlace(b);
-      const local = await this.localPayload(place);
-      if (local !== null) localKeys.push(local);
-      withPaths.push({ ...b, path: local === null ? store.location(place.key) : scratch.location(local) });
+      const key = b.payload_file ?? b.block_id;
+      const sharing = byObject.get(key);
+      if (sharing) sharing.push(b);
+      else byObject.set(key, [b]);
     }
+    const paths = new Map<BlockRow, string>();
+    for (const sharing of byObject.values()) {
+      const places = sharing.map(payloadPlace);
+      const payloads = await readPayloadsOfObject(store, places);
+      for (const [i, b] of sharing.entries()) {
+        const local = await this.localPayload(places[i], payloads[i]);
+        if (local !== null) localKeys.push(local);
+        paths.set(b, local === null ? store.location(places[i].key) : scratch.location(local));
+      }
+    }
+    const withPaths = blocks.map((b) => ({ ...b, path: paths.get(b)! }));
     await scratch.put(tempKey, jsonLines(withPaths), { durable: false });
     const blockColumns: ColumnSpec[] = [
       { name: 'block_id', type: 'VARCHAR' },
@@ -747,16 +759,15 @@ export class Materializer {
   }
 
   /**
-   * A payload copied to a scratch object as the NDJSON lines DuckDB reads, whose key this returns: a segment of
+   * A payload (read whole: an NDJSON payload of its own is then read again by DuckDB, as a prefix read used to
+   * cost anyway) copied to a scratch object as the NDJSON lines DuckDB reads, whose key this returns: a segment of
    * a group's object (DuckDB reads whole files), or a payload stored as received (protobuf) decoded. Null for
    * an NDJSON payload that is an object of its own, which DuckDB reads in place, and for one that cannot be
    * read or decoded, which is then read in place too, so DuckDB's error on it quarantines its block as usual
    * (a segment that cannot be decoded is copied as it is, for the same reason).
    */
-  private async localPayload(place: PayloadPlace): Promise<string | null> {
-    const { store, scratch } = this.options;
-    // One whole read (an NDJSON payload of its own is then read again by DuckDB, as a prefix read used to cost anyway).
-    const payload = await readPayload(store, place);
+  private async localPayload(place: PayloadPlace, payload: Uint8Array | null): Promise<string | null> {
+    const { scratch } = this.options;
     if (payload === null) return null; // gone: DuckDB's read of it fails and quarantines it
     const segment = place.size !== null;
     let lines = payload;
