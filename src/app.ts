@@ -270,7 +270,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       // The heavy lane's engine (query-lanes.ts), made when a statement is first demoted to it.
       let heavy: Promise<DuckDBEngine> | undefined;
       const heavyEngine = (): Promise<DuckDBEngine> =>
-        (heavy ??= createEngine({ ...engineOptions, threads: config.heavyQueryThreads }, extensions, log).then(
+        (heavy ??= createEngine(
+          { ...engineOptions, threads: config.heavyQueryThreads, memoryLimit: config.heavyQueryMemoryLimit },
+          extensions,
+          log,
+        ).then(
           ({ engine: made }) => made,
           (error: unknown) => {
             heavy = undefined;

@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OrreryError, declareErrors, messageOf } from './errors/index.js';
@@ -81,6 +82,8 @@ export interface Config {
   };
   /** ORRERY_HEAVY_QUERY_THREADS: DuckDB threads of the heavy lane's engine. */
   readonly heavyQueryThreads: number;
+  /** ORRERY_HEAVY_QUERY_MEMORY_LIMIT: the heavy lane engine's memory limit, by default a quarter of the query engine's. */
+  readonly heavyQueryMemoryLimit: string;
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -143,7 +146,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       },
     },
     heavyQueryThreads: positiveInteger(env.ORRERY_HEAVY_QUERY_THREADS, 'ORRERY_HEAVY_QUERY_THREADS') ?? 1,
+    heavyQueryMemoryLimit:
+      memoryLimit(env.ORRERY_HEAVY_QUERY_MEMORY_LIMIT, 'ORRERY_HEAVY_QUERY_MEMORY_LIMIT') ??
+      heavyShare(env.ORRERY_DUCKDB_MEMORY_LIMIT),
   };
+}
+
+/**
+ * A quarter of the query engine's memory limit (ORRERY_DUCKDB_MEMORY_LIMIT, else DuckDB's default of 80%
+ * of the machine's memory), in MiB: the heavy lane's own engine would otherwise take as much again as the
+ * query engine, so heavy statements could hold the memory small ones need.
+ */
+function heavyShare(queryLimit: string | undefined): string {
+  const bytes = queryLimit ? sizeBytes(queryLimit) : 0.8 * totalmem();
+  return `${Math.max(1, Math.floor(bytes / 4 / 2 ** 20))}MiB`;
+}
+
+/** Bytes of a size in DuckDB's memory_limit syntax (checked by memoryLimit). */
+function sizeBytes(value: string): number {
+  const [, number, prefix, binary] = /^(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B$/i.exec(value.trim())!;
+  return Number(number) * (binary ? 1024 : 1000) ** ' KMGT'.indexOf(prefix.toUpperCase() || ' ');
 }
 
 /** Seconds, fractions allowed (0.5); 0 means no limit. */

@@ -31,7 +31,11 @@ function laneMetrics(httpPort: () => number) {
 // 1 ms: no statement with a real aggregation answers its first batch that soon, however idle the
 // machine, so the demotion is certain (with 300 ms, a quiet machine finished the join in time).
 describe('issue 9: a statement demoted to the heavy lane', { timeout: 180_000 }, () => {
-  const fixture = useOrrery({ ORRERY_SMALL_QUERY_MS: '1', ORRERY_QUERY_TIMEOUT_SECONDS: '120' });
+  const fixture = useOrrery({
+    ORRERY_SMALL_QUERY_MS: '1',
+    ORRERY_QUERY_TIMEOUT_SECONDS: '120',
+    ORRERY_DUCKDB_MEMORY_LIMIT: '1GiB',
+  });
   const { metric } = laneMetrics(() => fixture.orrery.httpPort);
 
   it('a statement with no first batch in time runs again in the heavy lane and answers exactly', async () => {
@@ -41,6 +45,14 @@ describe('issue 9: a statement demoted to the heavy lane', { timeout: 180_000 },
     assert.equal(Number(table.getChild('n')?.get(0)), expected);
     assert.equal(await metric('orrery_query_demotions_total'), 1);
     assert.equal(await metric('orrery_heavy_queries_running'), 0);
+  });
+
+  it("the heavy lane's engine has its own share of memory: a quarter of the query engine's limit", async () => {
+    const table = await fixture.admin.query(
+      `SELECT current_setting('memory_limit') AS heavy, (${mediumCrossJoin}) AS n, count(*) AS one FROM range(1)`,
+    );
+    assert.equal(table.getChild('heavy')?.get(0), '256.0 MiB');
+    assert.equal(await metric('orrery_query_demotions_total'), 2);
   });
 });
 
