@@ -3,9 +3,8 @@
 // identical to it, so a rollup's merged buckets equal the raw ones. Four aggregates inside them
 // (the log buckets of values, their sum, the HyperLogLog registers of hashes, their union) are the
 // native addon's (engine/native/sketch-aggregates.cc) where it runs, and otherwise the SQL
-// definitions below over DuckDB's own aggregates (histogram, list DISTINCT, list), which return
-// the same values at several times the cost, or a cost quadratic in the entries (the sum of log
-// buckets).
+// definitions below over DuckDB's own aggregates (histogram, list DISTINCT, list, sum), which
+// return the same values at several times the cost.
 //
 // Macro parameters are expressions substituted wherever the body names them, so a body binds each
 // costly argument once through a one-element list_transform (`list_transform([arg], a -> ...)[1]`)
@@ -98,15 +97,6 @@ const helpers = [
 const sqlAggregates = [
   // The count of each log bucket of the values that are not NULL.
   `CREATE OR REPLACE MACRO __orrery_dd_build(x) AS coalesce(histogram(__orrery_dd_key(x)), ${emptyBuckets})`,
-  // Sums the counts of equal keys in a list of (key, value) entries sorted by key: the counts
-  // between consecutive run ends. Its lambdas copy the entries per key (O(entries x keys), which
-  // the native __orrery_dd_union avoids); a GROUP BY over unnest(entries) is faster, but DuckDB 1.5 cannot bind that subquery under percentile()'s
-  // lambdas ("UNNEST() for correlated expressions is not supported yet"), so percentile(merge(p), q)
-  // would fail.
-  `CREATE OR REPLACE MACRO __orrery_dd_sum(sorted) AS list_transform([coalesce(sorted, [])], __e -> list_transform(
-     [list_filter(range(1, len(__e) + 1), __i -> __i = len(__e) OR __e[__i].key <> __e[__i + 1].key)],
-     __ends -> MAP(list_transform(__ends, __i -> __e[__i].key),
-       list_transform(__ends, (__i, __j) -> CAST(list_sum(list_transform(__e[coalesce(__ends[__j - 1], 0) + 1:__i], __x -> __x.value)) AS UBIGINT))))[1])[1]`,
   // A register and its rank (leading zeros of the other bits, plus one) from a 64-bit hash.
   `CREATE OR REPLACE MACRO __orrery_hll_entry(h) AS CAST(h >> ${rankBits} AS INTEGER) * 64 +
      greatest(1, ${rankBits} - CAST(floor(log2(CAST((h & ${2n ** BigInt(rankBits) - 1n}) | 1 AS DOUBLE))) AS INTEGER))`,
@@ -118,8 +108,16 @@ const sqlAggregates = [
      __orrery_hll_max(list_sort(list(DISTINCT __orrery_hll_entry(h)) FILTER (WHERE h IS NOT NULL)))`,
   // The entries of the union of lists of entries.
   `CREATE OR REPLACE MACRO __orrery_hll_union(entries) AS __orrery_hll_max(list_sort(flatten(list(entries))))`,
-  // The counts of log buckets summed per key.
-  `CREATE OR REPLACE MACRO __orrery_dd_union(buckets) AS __orrery_dd_sum(list_sort(flatten(list(map_entries(buckets)))))`,
+  // The counts of log buckets summed per key: the entries of the group's maps unnested and summed
+  // by GROUP BY, linear in the entries. (A lambda summing runs of a sorted list would be quadratic:
+  // DuckDB copies a list a lambda captures once per element.) The aggregate inside is the caller's,
+  // bound to its group: DuckDB binds it so only where the call is not the argument of a typed macro
+  // parameter, which is why percentile() takes its sketch untyped and casts it.
+  `CREATE OR REPLACE MACRO __orrery_dd_union(buckets) AS (
+     SELECT coalesce(map(list(__k ORDER BY __k), list(CAST(__n AS UBIGINT) ORDER BY __k)), ${emptyBuckets})
+       FROM (SELECT __e.key AS __k, sum(__e.value) AS __n
+               FROM (SELECT unnest(__l) AS __e FROM (SELECT flatten(list(map_entries(buckets))) AS __l))
+              GROUP BY __e.key))`,
 ];
 
 type Parameter = readonly [name: string, type?: string];
@@ -174,16 +172,16 @@ const sketchMacros: readonly Macro[] = [
     name: 'percentile',
     overloads: [
       {
-        parameters: [
-          ['sketch', percentileSketchType],
-          ['q', 'DOUBLE'],
-        ],
-        body: `list_transform([sketch], __s -> CASE
-          WHEN __s IS NULL OR q IS NULL THEN NULL
+        // Untyped, cast in the body: the same casts typed parameters make (a sketch of the other
+        // kind keeps only its format, refused by name), but percentile(merge(p), q) then binds with
+        // the SQL definition of merge's union (see __orrery_dd_union).
+        parameters: [['sketch'], ['q']],
+        body: `list_transform([CAST(sketch AS ${percentileSketchType})], __s -> list_transform([CAST(q AS DOUBLE)], __q -> CASE
+          WHEN __s IS NULL OR __q IS NULL THEN NULL
           ${checkFormat('percentile', '__s', percentileFormat, 'percentile_sketch')}
-          WHEN NOT (q >= 0 AND q <= 1) THEN error('percentile(): q must be between 0 and 1, got ' || q)
+          WHEN NOT (__q >= 0 AND __q <= 1) THEN error('percentile(): q must be between 0 and 1, got ' || __q)
           WHEN __s.n = 0 THEN NULL
-          ELSE __orrery_dd_rank(__s, greatest(1, __s.n - floor(__s.n - __s.n * q)) - 1) END)[1]`,
+          ELSE __orrery_dd_rank(__s, greatest(1, __s.n - floor(__s.n - __s.n * __q)) - 1) END)[1])[1]`,
       },
     ],
   },

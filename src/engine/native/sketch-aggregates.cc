@@ -11,8 +11,8 @@
 //   the cost of DuckDB's approx_count_distinct (issue 17 item 5).
 // - __orrery_hll_union(INTEGER[]) -> INTEGER[]: the same entries of the union of such lists.
 // - __orrery_dd_union(MAP(INTEGER, UBIGINT)) -> MAP(INTEGER, UBIGINT): counts summed per key,
-//   sorted by key. The SQL definition sums runs of a sorted list with lambdas that copy the list
-//   per key, quadratic in the entries (issue 14: a rollup's p99 per day slower than raw).
+//   sorted by key. The SQL definition unnests the group's entries and sums them per key with a
+//   GROUP BY in a correlated subquery, which DuckDB plans as a join.
 
 #include "sketch-aggregates.h"
 
