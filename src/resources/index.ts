@@ -67,6 +67,7 @@ export {
   type PartitionStatistics,
 } from './partition-stats.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
+export { installedProjections, projectionCopies, type InstalledProjection } from './projections.js';
 export {
   columnsHeldByAll,
   installedColumns,

@@ -6,6 +6,7 @@ import type { MetadataQueries } from '../metadata/index.js';
 import type { ResourceKind } from './declarations.js';
 import type { LedgerRow } from './ledger.js';
 import { partitionStatsInstaller } from './partition-stats.js';
+import { projectionInstaller } from './projections.js';
 import { storedColumnInstaller } from './stored-columns.js';
 import type { ValidEntry } from './validation.js';
 
@@ -30,8 +31,8 @@ export interface InstallContext {
 
 /** Makes, points and drops the database objects of one kind of entry. */
 export interface ResourceInstaller {
-  /** Why this server cannot install the entry (the plan omits it with a warning), or null. */
-  unsupported?(entry: ValidEntry): string | null | Promise<string | null>;
+  /** Why this server cannot install the entry (the plan omits it with a warning), or null; `entries`: the publication's. */
+  unsupported?(entry: ValidEntry, entries: readonly ValidEntry[]): string | null | Promise<string | null>;
   /** Installs and backfills, idempotent and resumable from `ctx.row`; yields progress lines. */
   install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string>;
   /** Points stable names at what `install` made; runs at the serve step. */
@@ -43,6 +44,7 @@ export interface ResourceInstaller {
 const installers = new Map<ResourceKind, ResourceInstaller>([
   ['index', partitionStatsInstaller],
   ['column', storedColumnInstaller()],
+  ['projection', projectionInstaller],
 ]);
 /** Installers registered for one server (by its metadata handle): a process may run several servers. */
 const scopedInstallers = new WeakMap<object, Map<ResourceKind, ResourceInstaller>>();

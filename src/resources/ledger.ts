@@ -76,6 +76,19 @@ CREATE TABLE IF NOT EXISTS resource_column_files (
   column_name   TEXT NOT NULL,
   file_path     TEXT NOT NULL,
   PRIMARY KEY (view_set_name, file_path, column_name)
+);
+CREATE TABLE IF NOT EXISTS resource_projections (
+  projection_hash TEXT PRIMARY KEY,
+  view_set_name   TEXT NOT NULL,
+  entry_key       TEXT NOT NULL,
+  order_by        JSONB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS resource_projection_files (
+  projection_hash TEXT NOT NULL,
+  view_set_name   TEXT NOT NULL,
+  file_path       TEXT NOT NULL,
+  copy_path       TEXT NOT NULL,
+  PRIMARY KEY (projection_hash, file_path)
 );`;
 
 /** One ledger row. */

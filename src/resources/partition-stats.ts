@@ -4,10 +4,12 @@
 // what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
 // Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
-import { allPartitions, type ObjectStore, type Partition } from '../lakehouse/index.js';
+import type { ObjectStore, Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
+import { backfillEach, partitionsToDo } from './backfill.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
+import { projectPartition } from './projections.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import type { ValidEntry } from './validation.js';
 
@@ -100,16 +102,13 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   if (entry.kind !== 'index') return;
   await ensureLedger(ctx.db);
   const hash = entryHash(entry);
-  const files = (await allPartitions(ctx.db))
-    .filter((p): p is Partition & { filePath: string } => p.viewSetName === entry.physical && p.filePath !== null)
-    .sort((a, b) => (a.endInsertTime < b.endInsertTime ? 1 : a.endInsertTime > b.endInsertTime ? -1 : 0));
-  const { rows } = await ctx.db.query<{ file_path: string }>(
+  const { files, todo, done } = await partitionsToDo(
+    ctx.db,
+    entry.physical,
     'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1',
-    [hash],
+    hash,
   );
-  const done = new Set(rows.map((r) => r.file_path));
-  const todo = files.filter((f) => !done.has(f.filePath));
-  yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done.size} done before), newest first`;
+  yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done} done before), newest first`;
   if (files.length === 0) return;
   const expression = indexedExpression(entry, ctx.entries);
   // What the index reads and its type, recorded first: queries use each partition's statistics as they
@@ -124,16 +123,13 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
     [hash, entry.physical, entry.key, entry.indexKind, expression, String(valueType)],
   );
   const index = { hash, viewSet: entry.physical, kind: entry.indexKind as StatisticsKind, expression };
-  const started = Date.now();
-  for (const [i, partition] of todo.entries()) {
-    await writeStatistics(ctx, index, partition);
-    await ctx.progress({
-      backfilledBegin: new Date(Number(partition.beginInsertTime / 1_000_000n)),
-      backfilledEnd: new Date(Number(todo[0].endInsertTime / 1_000_000n)),
-    });
-    const left = ((Date.now() - started) / (i + 1)) * (todo.length - i - 1);
-    yield `  ${entry.key}: ${i + 1}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${Math.ceil(left / 1000)} s left`;
-  }
+  yield* backfillEach(
+    ctx,
+    todo,
+    (partition) => writeStatistics(ctx, index, partition),
+    (i, partition, left) =>
+      `  ${entry.key}: ${i}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
+  );
 }
 
 /** What statistics are computed for. */
@@ -186,8 +182,9 @@ async function writeStatistics(
 const listOf = (value: unknown): unknown[] => (value as { items?: unknown[] } | null)?.items ?? [];
 
 /**
- * Keeps the indexes of a view set up to date as its partitions land: the statistics of a partition
- * just registered under every index installed on its set (the daemon calls this after each commit).
+ * Keeps the indexes and projections of a view set up to date as its partitions land: the statistics of a
+ * partition just registered under every index installed on its set, and its copy under every projection
+ * (the daemon calls this after each commit).
  */
 export async function indexPartition(
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
@@ -197,6 +194,7 @@ export async function indexPartition(
   if (filePath === null) return;
   for (const index of await installedIndexes(ctx.db, [partition.viewSetName]))
     await writeStatistics(ctx, index, { filePath, beginInsertTime: partition.beginInsertTime });
+  await projectPartition(ctx, partition);
 }
 
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {

@@ -123,7 +123,7 @@ export async function planEntries(
         ? null
         : !installer
           ? `this server installs no ${entry.kind} entries`
-          : ((await installer.unsupported?.(entry)) ?? null));
+          : ((await installer.unsupported?.(entry, entries)) ?? null));
     if (reason !== null) omitted.set(id(entry), reason);
   }
   // An entry reading an omitted one (a column entry an index sorts by, the rollup it is computed from) goes too.

@@ -12,6 +12,8 @@ import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
   installedIndexes,
+  installedProjections,
+  projectionCopies,
   mayContain,
   mayHold,
   partitionStatistics,
@@ -45,6 +47,12 @@ export interface PartitionsRead {
   readonly skipped: number;
   /** The index entries that decided, by key. */
   readonly indexes: string[];
+}
+
+/** A projection a statement read in place of a set's partition files: for the provenance of an admin's result. */
+export interface ProjectionRead {
+  readonly table: string;
+  readonly projection: string;
 }
 
 /** A WHERE conjunct an index can decide: the indexed side and the conjunct with it on the left. */
@@ -421,6 +429,7 @@ export const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string =>
  */
 export class PartitionPruning {
   readonly reads: PartitionsRead[] = [];
+  readonly projections: ProjectionRead[] = [];
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
@@ -463,6 +472,28 @@ export class PartitionPruning {
     if (used.length === 0) return files;
     this.reads.push({ table: view.name, partitions: files.length, skipped: skipped.size, indexes: used });
     return files.filter((f) => !skipped.has(f));
+  }
+
+  /**
+   * The files to read in place of these partition files (object keys): the copies of the first projection
+   * whose leading sort column the statement's WHERE restricts as an index could (=, IN, <, BETWEEN, ...),
+   * when it holds a copy of every one of them; otherwise the files themselves. A copy holds the same rows
+   * and columns, sorted, so only its row groups whose min/max meet the restriction are read.
+   */
+  async projected(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
+    const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
+    if (!on || on.restrictions.length === 0) return files;
+    const qualifiers = new Set([on.qualifier]);
+    for (const projection of await installedProjections(this.db, [view.name])) {
+      const leading = await expressionTree(this.engine, `"${projection.orderBy[0].replace(/"/g, '""')}"`);
+      if (!leading || !on.restrictions.some((r) => keyOf(r.expression, qualifiers) === keyOf(leading, new Set())))
+        continue;
+      const copies = await projectionCopies(this.db, projection.hash, files);
+      if (files.some((f) => !copies.has(f))) continue;
+      this.projections.push({ table: view.name, projection: projection.entryKey });
+      return files.map((f) => copies.get(f)!);
+    }
+    return files;
   }
 
   /**

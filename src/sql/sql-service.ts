@@ -43,7 +43,7 @@ import {
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
-import { PartitionPruning, type PartitionsRead } from './partition-pruning.js';
+import { PartitionPruning, type PartitionsRead, type ProjectionRead } from './partition-pruning.js';
 import { QueryLanes } from './query-lanes.js';
 import { StoredColumnReads, type StoredColumnUse } from './stored-column-reads.js';
 import { DdlError } from './ddl-errors.js';
@@ -603,6 +603,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       stored && {
         keep: (view: ViewSet, files: readonly string[]) => pruning.keep(view, files),
         storedColumns: (view: ViewSet, files: readonly string[]) => stored.read(view, files),
+        projected: (view: ViewSet, files: readonly string[]) => pruning.projected(view, files),
       };
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, filter) : [];
     // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
@@ -651,12 +652,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // every audience's rows, and a stored column is the server's own.
     const partitions = principal.admin ? (pruning?.reads ?? []) : [];
     const storedColumns = principal.admin ? (stored?.uses ?? []) : [];
+    const projections = principal.admin ? (pruning?.projections ?? []) : [];
     const provenance =
-      partitions.length > 0 || storedColumns.length > 0
+      partitions.length > 0 || storedColumns.length > 0 || projections.length > 0
         ? {
             ...(reads?.provenance ?? { resources: [] }),
             ...(partitions.length > 0 ? { partitions } : {}),
             ...(storedColumns.length > 0 ? { stored_columns: storedColumns } : {}),
+            ...(projections.length > 0 ? { projections } : {}),
           }
         : reads?.provenance;
     const description = withProvenance(dataFusionNames(described.description), provenance);
@@ -1027,7 +1030,13 @@ export const provenanceKey = 'orrery.provenance';
 /** A result's description with its provenance in the schema metadata, when it touched a table with rollups. */
 function withProvenance(
   description: StatementDescription,
-  provenance: (Provenance & { partitions?: PartitionsRead[]; stored_columns?: StoredColumnUse[] }) | undefined,
+  provenance:
+    | (Provenance & {
+        partitions?: PartitionsRead[];
+        stored_columns?: StoredColumnUse[];
+        projections?: ProjectionRead[];
+      })
+    | undefined,
 ): StatementDescription {
   if (!provenance) return description;
   const metadata = new Map(description.schema.metadata);

@@ -10,12 +10,8 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { tableFromArrays, type Table } from 'apache-arrow';
 import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 /** Each partition's messages: the second is sent with a key of audience team_x. */
 const messages = [
@@ -55,23 +51,14 @@ describe('text index: substring searches skip partitions lacking the word, answe
   const answers = new Map<string, unknown>();
   let published: string[] = [];
 
-  const everyAnswer = async () => {
-    const all = new Map<string, unknown>();
-    for (const [sql] of queries)
-      for (const [who, client] of suite.clients()) all.set(`${who}: ${sql}`, await plainRows(client, sql));
-    return all;
-  };
-  const ingest = async (i: number, key: string, bodies: readonly string[]) => {
-    const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
-    const logs = bodies.map((body, j) => ({ time: time + BigInt(j), severity: 9, body, target: 'app' }));
-    const sent = await postOtlp(fixture.orrery.httpPort, 'logs', key, logsRequest({ 'service.name': `svc${i}` }, logs));
-    assert.equal(sent.status, 200, sent.text);
-    await sleep(1100);
-  };
-  const materialize = async (from: number, to: number) => {
-    for (const view of ['processes', 'log_entries'])
-      await fixture.admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', 1)`);
-  };
+  const everyAnswer = () => suite.everyAnswer(queries.map(([sql]) => sql));
+  const ingest = (i: number, key: string, bodies: readonly string[]) =>
+    suite.ingest(
+      i,
+      key,
+      bodies.map((body) => ({ severity: 9, body })),
+    );
+  const { materialize } = suite;
 
   before(async () => {
     const start = Math.floor(Date.now() / 1000);

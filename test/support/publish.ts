@@ -1,10 +1,13 @@
 // `orrery publish --dir <folder>` against a started Orrery, as the admin, its output kept.
+import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { runResourcesCli } from '../../src/resources/index.js';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { TestFlightClient } from './flight-client.js';
+import { logsRequest, postOtlp } from './otlp.js';
 import { adminKey, readerKey, useOrrery, type OrreryFixture } from './orrery-process.js';
 
 /** Runs `orrery publish --dir <dir>` (and more arguments) against `address`; its status and output lines. */
@@ -36,7 +39,18 @@ export interface AudiencesFixture {
   readonly team: TestFlightClient;
   /** Each key's client by name: admin, reader, team_x. */
   readonly clients: () => Array<[string, TestFlightClient]>;
+  /** Each query's rows as each key reads them, by `<key name>: <sql>`. */
+  readonly everyAnswer: (queries: readonly string[]) => Promise<Map<string, unknown>>;
+  /**
+   * Posts log records of service `svc<i>` with `key` at 2024-01-02 03:04:05 plus i ms (one nanosecond apart),
+   * then waits past the second, so partitions materialized one second each keep each call's records apart.
+   */
+  readonly ingest: (i: number, key: string, logs: ReadonlyArray<{ severity: number; body: string }>) => Promise<void>;
+  /** Materializes processes and log_entries between two epoch seconds, in one-second partitions. */
+  readonly materialize: (from: number, to: number) => Promise<void>;
 }
+
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
 export function useAudiencesOrrery(prefix: string, env: Record<string, string> = {}): AudiencesFixture {
   const fixture = useOrrery({
@@ -59,6 +73,24 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
       ['reader', fixture.reader],
       ['team_x', team!],
     ],
+    everyAnswer: async (queries) => {
+      const all = new Map<string, unknown>();
+      for (const sql of queries)
+        for (const [who, client] of suite.clients()) all.set(`${who}: ${sql}`, await plainRows(client, sql));
+      return all;
+    },
+    ingest: async (i, key, logs) => {
+      const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
+      const records = logs.map((l, j) => ({ ...l, time: time + BigInt(j), target: 'app' }));
+      const body = logsRequest({ 'service.name': `svc${i}` }, records);
+      const sent = await postOtlp(fixture.orrery.httpPort, 'logs', key, body);
+      assert.equal(sent.status, 200, sent.text);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+    },
+    materialize: async (from, to) => {
+      for (const view of ['processes', 'log_entries'])
+        await fixture.admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', 1)`);
+    },
   };
   before(() => {
     team = new TestFlightClient(fixture.orrery.address);
