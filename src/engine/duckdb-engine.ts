@@ -874,19 +874,61 @@ function columns(prepared: DuckDBPreparedStatement): Array<{ name: string; type:
   return out;
 }
 
+type DescribedSchemas = Pick<StatementDescription, 'schema' | 'parameterSchema'>;
+
+/**
+ * Schemas of prepared statements by what they are made of (column names, DuckDB types, parameter
+ * types), least recently used first: statements of the same shape share one pair of Schema
+ * objects, so their wire encoding (kept per Schema object by wire/ipc) is made once, not once per
+ * statement (#10: a measurable share of a small statement's CPU). Schemas are never modified
+ * after they are made (schemaForClient and the like make new ones).
+ */
+const describedSchemas = new Map<string, DescribedSchemas>();
+const describedSchemaEntries = 256;
+/** A longer description (an ENUM of many members, a wide table) is built each time, not kept. */
+const describedSchemaMaxKey = 8 * 1024;
+
 function describePrepared(prepared: DuckDBPreparedStatement, typeOptions: ArrowTypeOptions): StatementDescription {
   const statementType = prepared.statementType;
   const returnsRows = rowReturning.has(statementType);
-  const fields = columns(prepared).map(
-    ({ name, type }) => new Field(name, type ? arrowType(type, typeOptions) : new Null(), true, columnMetadata(type)),
-  );
-  const parameters: Field[] = [];
+  const resultColumns = columns(prepared);
+  const parameterTypes: Array<DuckDBType | null> = [];
   for (let i = 1; i <= prepared.parameterCount; i++) {
     const typed =
       prepared.parameterTypeId(i) !== DuckDBTypeId.INVALID && prepared.parameterTypeId(i) !== DuckDBTypeId.ANY;
-    parameters.push(new Field(`$${i}`, typed ? arrowType(prepared.parameterType(i)) : new Utf8(), true));
+    parameterTypes.push(typed ? prepared.parameterType(i) : null);
   }
-  return { statementType, returnsRows, schema: new Schema(fields), parameterSchema: new Schema(parameters) };
+  // Dictionaries are numbered per statement: those schemas are not shared.
+  const key = typeOptions.dictionaryIds ? undefined : schemasKey(resultColumns, parameterTypes);
+  let schemas = key === undefined ? undefined : describedSchemas.get(key);
+  if (schemas) {
+    describedSchemas.delete(key!);
+  } else {
+    const fields = resultColumns.map(
+      ({ name, type }) => new Field(name, type ? arrowType(type, typeOptions) : new Null(), true, columnMetadata(type)),
+    );
+    const parameters = parameterTypes.map(
+      (type, i) => new Field(`$${i + 1}`, type ? arrowType(type) : new Utf8(), true),
+    );
+    schemas = { schema: new Schema(fields), parameterSchema: new Schema(parameters) };
+  }
+  if (key !== undefined) {
+    describedSchemas.set(key, schemas);
+    if (describedSchemas.size > describedSchemaEntries) describedSchemas.delete(describedSchemas.keys().next().value!);
+  }
+  return { statementType, returnsRows, ...schemas };
+}
+
+/** What a statement's schemas are made of, as text; undefined when too long to keep. */
+function schemasKey(
+  resultColumns: ReadonlyArray<{ name: string; type: DuckDBType | null }>,
+  parameterTypes: ReadonlyArray<DuckDBType | null>,
+): string | undefined {
+  const key = JSON.stringify([
+    resultColumns.map(({ name, type }) => [name, type?.toJson() ?? null]),
+    parameterTypes.map((type) => type?.toJson() ?? null),
+  ]);
+  return key.length <= describedSchemaMaxKey ? key : undefined;
 }
 
 function columnTypesOf(result: { columnCount: number; columnType(i: number): DuckDBType }): DuckDBType[] {
