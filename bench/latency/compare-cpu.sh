@@ -4,8 +4,10 @@
 # their ratio B / A. Each round is a fresh server on a fresh data folder.
 #
 #   bash bench/latency/compare-cpu.sh <ref A> <ref B>             # e.g. origin/main HEAD
-#   ROUNDS=5 CLIENT=adbc N=1000 SQL="SELECT 1" bash bench/latency/compare-cpu.sh origin/main HEAD
-# ROUNDS (default 4) pairs; CLIENT, N and SQL are passed to thread-cpu.sh (default: ADBC, 800, SELECT 1).
+#   ROUNDS=5 CLIENT=adbc N=1000 WARMUP=500 SQL="SELECT 1" bash bench/latency/compare-cpu.sh origin/main HEAD
+# ROUNDS (default 4) pairs; CLIENT, N, WARMUP and SQL are passed to thread-cpu.sh (default: ADBC, 1500,
+# 1000, SELECT 1): the warm-up lets V8 finish compiling the hot path, whose compiler threads otherwise
+# count in the figure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [ $# -eq 2 ] || { echo "usage: compare-cpu.sh <ref A> <ref B>" >&2; exit 2; }
@@ -15,7 +17,7 @@ trap 'rm -rf "$out"' EXIT
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((round = 1; round <= ${ROUNDS:-4}; round++)); do
   for side in 0 1; do
-    if ! line="$(CLIENT="${CLIENT-adbc}" N="${N:-800}" ORRERY_REF="${refs[$side]}" bash "$here/thread-cpu.sh" 2>&1 |
+    if ! line="$(CLIENT="${CLIENT-adbc}" N="${N:-1500}" WARMUP="${WARMUP:-1000}" ORRERY_REF="${refs[$side]}" bash "$here/thread-cpu.sh" 2>&1 |
       grep '^per statement:')"; then
       echo "round $round ${refs[$side]}: the run failed (a server that did not start under load?); left out"
       continue

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Server CPU per statement, by thread: starts `orrery serve` (fresh data folder), sends N (default 300)
-# raw pyarrow DoGets of SQL (default `SELECT 1`) as a key that is not an admin, after 20 warm-up ones,
+# raw pyarrow DoGets of SQL (default `SELECT 1`) as a key that is not an admin, after WARMUP (default
+# 20; V8 is still compiling the hot path for the first thousand or so) warm-up ones,
 # and prints each server thread's CPU per statement (from /proc/<pid>/task/*/stat; DuckDB's and
 # libuv's threads are all named "node"), then one line with the whole process's CPU per statement
 # (/proc/<pid>/stat, which also counts threads that have exited meanwhile), the main thread's and
@@ -42,7 +43,7 @@ if os.environ.get("CLIENT") == "adbc":
 else:
     def one():
         c.do_get(fl.Ticket(sql.encode()), o).read_all()
-for _ in range(20): one()
+for _ in range(int(os.environ.get("WARMUP", "20"))): one()
 import subprocess
 perf = subprocess.Popen(["perf","record","-g","-F","999","-p",str(pid),"-o","/tmp/latency-perf.data"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if os.environ.get("PERF") else None
 time.sleep(0.5)
