@@ -12,6 +12,7 @@ import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
 import {
   nativeBatches,
+  nativeStatementBatches,
   registerNativeSketches,
   resultError,
   type BatchSource,
@@ -639,8 +640,9 @@ export class DuckDBEngine {
         const rowSets = Math.max(1, parameterRowCount(options.parameters));
         for (let row = 0; row < rowSets; row++) {
           guard.check();
-          if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
-          yield* this.streamResult(prepared, schema, guard);
+          const bound = Boolean(options.parameters && options.parameters.numRows > 0);
+          if (bound) bindRow(prepared, options.parameters!, row);
+          yield* this.streamResult(prepared, schema, guard, bound);
         }
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
       } finally {
@@ -652,20 +654,20 @@ export class DuckDBEngine {
     }
   }
 
-  /** Streams one execution of a prepared statement. */
+  /** Streams one execution of a prepared statement (`bound`: with parameter values bound). */
   private async *streamResult(
     prepared: DuckDBPreparedStatement,
     schema: Schema,
     guard: StatementGuard,
+    bound: boolean,
   ): AsyncGenerator<RecordBatch> {
-    const result = await prepared.stream().catch((error) => {
-      throw this.failure(error, guard);
-    });
-    const types = columnTypesOf(result);
     const batchBytes = this.batchBytes;
+    // Without parameters, the prepared statement's column types are its result's: the native
+    // exporter runs the statement itself, its run and first batch in one trip to a worker thread.
+    const types = this.nativeExport && !bound ? preparedColumnTypes(prepared) : null;
     const source =
-      (this.nativeExport && nativeBatches(result, schema, types, batchBytes)) ||
-      chunkBatches(result, schema, types, batchBytes, this.nativeExport);
+      (types && nativeStatementBatches(prepared, schema, types, batchBytes)) ||
+      (await this.resultBatches(prepared, schema, guard));
     // Ask for the next batch before handing this one on, so DuckDB works while the consumer
     // sends. It is awaited only later: until then its failure must not count as an unhandled
     // rejection (which ends the process).
@@ -695,6 +697,22 @@ export class DuckDBEngine {
       }
       source.close();
     }
+  }
+
+  /** Runs the statement through @duckdb/node-api and reads its result natively or, failing that, in JavaScript. */
+  private async resultBatches(
+    prepared: DuckDBPreparedStatement,
+    schema: Schema,
+    guard: StatementGuard,
+  ): Promise<BatchSource> {
+    const result = await prepared.stream().catch((error) => {
+      throw this.failure(error, guard);
+    });
+    const types = columnTypesOf(result);
+    return (
+      (this.nativeExport && nativeBatches(result, schema, types, this.batchBytes)) ||
+      chunkBatches(result, schema, types, this.batchBytes, this.nativeExport)
+    );
   }
 
   private async withPrepared<T>(
@@ -929,6 +947,12 @@ function schemasKey(
     parameterTypes.map((type) => type?.toJson() ?? null),
   ]);
   return key.length <= describedSchemaMaxKey ? key : undefined;
+}
+
+/** A prepared statement's column types, or null when one is not known before the run. */
+function preparedColumnTypes(prepared: DuckDBPreparedStatement): DuckDBType[] | null {
+  for (let i = 0; i < prepared.columnCount; i++) if (prepared.columnTypeId(i) === DuckDBTypeId.INVALID) return null;
+  return columnTypesOf(prepared);
 }
 
 function columnTypesOf(result: { columnCount: number; columnType(i: number): DuckDBType }): DuckDBType[] {

@@ -3,6 +3,7 @@ import {
   DuckDBTypeId,
   ResultReturnType,
   type DuckDBConnection,
+  type DuckDBPreparedStatement,
   type DuckDBResult,
   type DuckDBType,
 } from '@duckdb/node-api';
@@ -51,11 +52,13 @@ export interface NativeArrowIngest {
 
 interface NativeModule {
   Exporter: new (
-    result: unknown,
+    source: unknown,
     kinds: Int32Array,
     batchBytes: number,
     framingRoom: number,
     maxBinaryBytes: number,
+    /** Given, `source` is a prepared statement the exporter runs, whose result must have these column types. */
+    typeIds?: Int32Array,
   ) => NativeExporter;
   ArrowIngest: new (
     connection: unknown,
@@ -146,6 +149,11 @@ function resultHandle(result: DuckDBResult): unknown {
   return (result as unknown as { result: unknown }).result;
 }
 
+/** The prepared statement's handle as @duckdb/node-bindings holds it (an External over its holder). */
+function preparedHandle(prepared: DuckDBPreparedStatement): unknown {
+  return (prepared as unknown as { prepared_statement: unknown }).prepared_statement;
+}
+
 /** [kind, parameter] of a column the native exporter fills, or null when it cannot. */
 function nativeKind(type: DuckDBType, arrow: DataType): [Kind, number] | null {
   const id = type.typeId;
@@ -183,18 +191,42 @@ export function nativeBatches(
   batchBytes: number,
   maxBinaryBytes = maxOffset,
 ): BatchSource | null {
+  return exporterBatches(resultHandle(result), undefined, schema, types, batchBytes, maxBinaryBytes);
+}
+
+/**
+ * Batches of a prepared statement without parameters that the native exporter runs itself (see
+ * nativeBatches): the statement's run and its first batch take one trip to a worker thread rather
+ * than two (#10). Null when nativeBatches would be. The statement must not be destroyed, nor its
+ * connection used for anything else, until the source is closed.
+ */
+export function nativeStatementBatches(
+  prepared: DuckDBPreparedStatement,
+  schema: Schema,
+  types: readonly DuckDBType[],
+  batchBytes: number,
+): BatchSource | null {
+  const typeIds = Int32Array.from(types, (type) => type.typeId);
+  return exporterBatches(preparedHandle(prepared), typeIds, schema, types, batchBytes, maxOffset);
+}
+
+function exporterBatches(
+  source: unknown,
+  typeIds: Int32Array | undefined,
+  schema: Schema,
+  types: readonly DuckDBType[],
+  batchBytes: number,
+  maxBinaryBytes: number,
+): BatchSource | null {
   const module = nativeExportModule();
   if (!module) return null;
   const kinds = types.map((type, i) => nativeKind(type, schema.fields[i].type));
   if (kinds.some((k) => k === null)) return null;
   const room = framingRoomFor(types.length);
-  const exporter = new module.Exporter(
-    resultHandle(result),
-    Int32Array.from(kinds.flatMap((k) => k!)),
-    batchBytes,
-    room,
-    maxBinaryBytes,
-  );
+  const layouts = Int32Array.from(kinds.flatMap((k) => k!));
+  const exporter = typeIds
+    ? new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes, typeIds)
+    : new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes);
   const structType = new Struct(schema.fields);
   return {
     async next() {

@@ -68,4 +68,24 @@ describe('held statements (issue 10)', () => {
     for (const h of held) assert.equal(h.take(), undefined);
     await assert.rejects(engine.describeAndHold('SELECT 1'), { code: 'ENGINE_CLOSED' });
   });
+  it('a held statement whose table changed type before its run fails clearly instead of sending other columns', async () => {
+    // DuckDB plans the statement again at its run; the batches must not then carry columns of
+    // another type under the schema GetFlightInfo announced (they did: a VARCHAR as Int32).
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER)');
+    await engine.execute('INSERT INTO t VALUES (1), (2)');
+    const sql = 'SELECT x FROM t ORDER BY x';
+    const { description, held } = await engine.describeAndHold(sql);
+    await engine.execute('DROP TABLE t');
+    await engine.execute('CREATE TABLE t (x VARCHAR)');
+    await engine.execute("INSERT INTO t VALUES ('a')");
+    const run = await engine.query(sql, { held }, description);
+    await assert.rejects(rows(run.batches), {
+      code: 'QUERY_INVALID',
+      message: "Invalid Input Error: the statement's columns changed between its planning and its run; run it again",
+    });
+    // Planned anew, the statement answers with the table as it is now.
+    const fresh = await engine.query(sql);
+    assert.deepEqual(await rows(fresh.batches), ['{"x":"a"}']);
+  });
 });

@@ -237,17 +237,33 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   }
 
   // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom, maxBinaryBytes)
+  // new Exporter(preparedExternal, kinds, batchBytes, headroom, maxBinaryBytes, typeIds: Int32Array)
+  // The second form runs the prepared statement itself, in its first Fill, and checks that the
+  // result's column types are `typeIds` (duckdb_type numbers): the statement's run and its first
+  // batch then take one trip to a worker thread, not two. The prepared statement must stay alive
+  // (not destroyed) until the exporter is closed; the result is the exporter's own.
   Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 5 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() ||
-        !info[4].IsNumber()) {
-      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom, maxBinaryBytes)");
+        !info[4].IsNumber() || (info.Length() > 5 && !info[5].IsTypedArray())) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom, maxBinaryBytes[, typeIds])");
     }
     resultRef_ = Napi::Persistent(info[0]);
-    result_ = info[0].As<Napi::External<duckdb_result>>().Data();
+    idx_t resultColumns;
+    if (info.Length() > 5) {
+      // @duckdb/node-bindings wraps the statement in a holder whose first member is the handle
+      // (null once the statement is destroyed), as it does connections (see arrow-ingest.cc).
+      prepared_ = *static_cast<duckdb_prepared_statement *>(info[0].As<Napi::External<void>>().Data());
+      if (!prepared_) throw Napi::TypeError::New(env, "Exporter: the prepared statement has been destroyed");
+      Napi::Int32Array typeIds = info[5].As<Napi::Int32Array>();
+      expectedTypes_.assign(typeIds.Data(), typeIds.Data() + typeIds.ElementLength());
+      resultColumns = expectedTypes_.size();
+    } else {
+      result_ = info[0].As<Napi::External<duckdb_result>>().Data();
+      resultColumns = duckdb_column_count(result_);
+    }
     Napi::Int32Array kinds = info[1].As<Napi::Int32Array>();
     // Each column is read at its index in every chunk, so the layouts must be exactly one per column.
-    const idx_t resultColumns = duckdb_column_count(result_);
     if (kinds.ElementLength() != 2 * resultColumns) {
       throw Napi::TypeError::New(env, "Exporter: " + std::to_string(kinds.ElementLength() / 2) + " column layout(s) for a result of " +
                                           std::to_string(resultColumns) + " column(s)");
@@ -266,6 +282,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   ~Exporter() {
     StopFetcher();
     DropChunk();
+    DestroyOwnResult();
   }
 
   // Fills the next batch on a worker thread; resolves to null at the end of the result.
@@ -278,12 +295,17 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     if (busy_) throw Napi::Error::New(info.Env(), "the exporter is busy");
     StopFetcher();
     DropChunk();
+    DestroyOwnResult();
     finished_ = true;
     return info.Env().Undefined();
   }
 
   // Runs on the worker thread. Returns false with `error` set when DuckDB reports one.
   bool Fill(Batch &batch, std::string &error) {
+    if (prepared_ && !result_ && !finished_ && !Run(error)) {
+      finished_ = true;
+      return false;
+    }
     for (Column &c : columns_) c.start();
     size_t rows = 0;
     bool hasBinary = false;
@@ -370,6 +392,35 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     }
   }
 
+  // Runs the prepared statement (on the worker thread), streaming, into the exporter's own result.
+  bool Run(std::string &error) {
+    const bool ran = duckdb_execute_prepared_streaming(prepared_, &ownResult_) == DuckDBSuccess;
+    result_ = &ownResult_;  // destroyed by DestroyOwnResult, also after a failure (duckdb.h asks it)
+    if (!ran) {
+      const char *message = duckdb_result_error(result_);
+      error = message && *message ? message : "the statement failed";
+      errorType_ = duckdb_result_error_type(result_);
+      return false;
+    }
+    // Planned again since it was prepared (DuckDB rebinds a statement whose catalog changed), a
+    // statement may return other columns than the layouts were made for.
+    bool same = duckdb_column_count(result_) == expectedTypes_.size();
+    for (idx_t i = 0; same && i < expectedTypes_.size(); i++) same = duckdb_column_type(result_, i) == expectedTypes_[i];
+    if (!same) {
+      error = "Invalid Input Error: the statement's columns changed between its planning and its run; run it again";
+      errorType_ = 32;  // DUCKDB_ERROR_INVALID_INPUT
+      return false;
+    }
+    return true;
+  }
+
+  void DestroyOwnResult() {
+    if (result_ != &ownResult_) return;
+    duckdb_destroy_result(&ownResult_);
+    result_ = nullptr;
+    prepared_ = nullptr;  // run once
+  }
+
   // DuckDB runs a streaming query's pipeline on the thread that fetches, so fetching runs on a
   // thread of its own, a few chunks ahead: DuckDB computes while batches are filled and sent.
   static constexpr size_t kChunksAhead = 16;
@@ -453,8 +504,11 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     chunk_ = nullptr;
   }
 
-  Napi::Reference<Napi::Value> resultRef_;
-  duckdb_result *result_ = nullptr;
+  Napi::Reference<Napi::Value> resultRef_;  // the result's or the prepared statement's handle
+  duckdb_prepared_statement prepared_ = nullptr;
+  std::vector<int> expectedTypes_;
+  duckdb_result ownResult_{};
+  duckdb_result *result_ = nullptr;  // the caller's, or &ownResult_ once Run has run
   std::vector<Column> columns_;
   size_t batchBytes_ = 1 << 20;
   size_t headroom_ = 0;

@@ -34,6 +34,7 @@ typedef struct {
 } duckdb_string_t;
 
 typedef struct _duckdb_connection { void *internal_ptr; } *duckdb_connection;
+typedef struct _duckdb_prepared_statement { void *internal_ptr; } *duckdb_prepared_statement;
 typedef enum { DuckDBSuccess = 0, DuckDBError = 1 } duckdb_state;
 
 struct ArrowSchema {
@@ -72,7 +73,11 @@ struct ArrowArrayStream {
 // duckdb_arrow_stream is an ArrowArrayStream* in duckdb.h (deprecated there, still exported).
 duckdb_state duckdb_arrow_scan(duckdb_connection connection, const char *table_name, struct ArrowArrayStream *arrow);
 
+duckdb_state duckdb_execute_prepared_streaming(duckdb_prepared_statement prepared_statement, duckdb_result *out_result);
+void duckdb_destroy_result(duckdb_result *result);
 idx_t duckdb_column_count(duckdb_result *result);
+// duckdb.h declares the type an enum (duckdb_type); an int has its size and its values.
+int duckdb_column_type(duckdb_result *result, idx_t col);
 duckdb_data_chunk duckdb_fetch_chunk(duckdb_result result);
 idx_t duckdb_data_chunk_get_size(duckdb_data_chunk chunk);
 idx_t duckdb_data_chunk_get_column_count(duckdb_data_chunk chunk);
