@@ -17,9 +17,10 @@ trap 'rm -rf "$out"' EXIT
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((round = 1; round <= ${ROUNDS:-4}; round++)); do
   for side in 0 1; do
-    if ! line="$(CLIENT="${CLIENT-adbc}" N="${N:-1500}" WARMUP="${WARMUP:-1000}" ORRERY_REF="${refs[$side]}" bash "$here/thread-cpu.sh" 2>&1 |
-      grep '^per statement:')"; then
-      echo "round $round ${refs[$side]}: the run failed (a server that did not start under load?); left out"
+    if ! CLIENT="${CLIENT-adbc}" N="${N:-1500}" WARMUP="${WARMUP:-1000}" ORRERY_REF="${refs[$side]}" \
+      bash "$here/thread-cpu.sh" >"$out/run" 2>&1 || ! line="$(grep '^per statement:' "$out/run")"; then
+      echo "round $round ${refs[$side]}: the run failed, left out; its last lines:"
+      tail -n 3 "$out/run" | sed 's/^/    /'
       continue
     fi
     echo "round $round ${refs[$side]}: $line (load $(cut -d' ' -f1 /proc/loadavg))"
