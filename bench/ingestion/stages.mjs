@@ -9,7 +9,8 @@
 //   store       + FileObjectStore.putIfAbsent into a temporary folder (mkdir, write, fsync, link, rm)
 // and the path a logs protobuf body takes since issue 16 (stored as received, decoded at materialization):
 //   scan        scanLogs, the validating scan that builds no objects, + the resources decoded alone
-//   scan-store  + sha256 of the payload and the ids + FileObjectStore.putIfAbsent
+//   scan-store  + sha256 of the payload and the ids + FileObjectStore.put of a group object holding it (as a
+//               request that goes alone through group commit; the old NDJSON path above keeps one file per payload)
 //   mat-decode  what materialization then does per block: payloadLines (decodeLogs + logLine)
 // and, for comparison, `lines-direct`: the same JSON lines built by one template string per record
 // from the decoded records (checked byte-equal to logLine's output) instead of logLine's object +
@@ -28,7 +29,7 @@ const { decodeLogs, resourceSkeleton, scanLogs } = await dist('ingestion/otlp/in
 const { exportRequestTypes } = await dist('ingestion/otlp/otlp-proto.js');
 const { logLine, levelOf } = await dist('ingestion/payload-lines.js');
 const { derivedUuid, payloadLines } = await dist('ingestion/index.js');
-const { FileObjectStore, payloadKey } = await dist('lakehouse/index.js');
+const { FileObjectStore, payloadGroupKey, payloadKey } = await dist('lakehouse/index.js');
 
 const batch = 1000;
 const templates = buildTemplates(8, 4, batch);
@@ -86,12 +87,12 @@ const stages = {
     if (scanned === null) throw new Error('the scan refused a loadgen body');
     decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
   },
-  'scan-store': async (body, n) => {
+  'scan-store': async (body) => {
     const scanned = scanLogs(body);
     decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
     const p = derivedUuid(`process\u0000public\u0000x`);
-    const b = derivedUuid(`block\u0000${p}\u0000otlp\u0000${createHash('sha256').update(body).digest('hex')}`);
-    await store.putIfAbsent(payloadKey(p, `t${n % 8}`, b), body);
+    derivedUuid(`block\u0000${p}\u0000otlp\u0000${createHash('sha256').update(body).digest('hex')}`);
+    await store.put(payloadGroupKey(now), body);
   },
   'mat-decode': async (body) => {
     payloadLines(body);
