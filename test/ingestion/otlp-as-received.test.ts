@@ -214,6 +214,25 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.equal(scanLogs(Buffer.from([0x10, 0x01])), null); // an unknown field
   });
 
+  it('the scan checks UTF-8 at every position of a string (ASCII is skipped a word at a time)', () => {
+    const marker = 'MMMMMMMMMMMMM';
+    const body = Buffer.from(
+      protobufOf(request('utf8', false, 1, () => [{ timeUnixNano: String(t0), body: { stringValue: marker } }])),
+    );
+    const at = body.indexOf(marker);
+    assert.ok(at > 0 && scanLogs(body));
+    for (let k = 0; k < marker.length - 1; k++) {
+      const changed = (bytes: number[]): Buffer => {
+        const copy = Buffer.from(body);
+        copy.set(bytes, at + k);
+        return copy;
+      };
+      assert.equal(scanLogs(changed([0xff])), null, `0xff at ${k}`);
+      assert.equal(scanLogs(changed([0xc3, 0x4d])), null, `a cut sequence at ${k}`);
+      assert.ok(scanLogs(changed([0xc3, 0xa9])), `é at ${k}`);
+    }
+  });
+
   it('payloads are written straight to the same NDJSON lines as decodeLogs + logLine (2 000 random bodies)', () => {
     const next = random(16);
     let direct = 0;

@@ -41,6 +41,7 @@ let buf: Uint8Array = new Uint8Array(0);
 let pos = 0;
 
 function varint(): number {
+  if (pos < buf.length && buf[pos] < 0x80) return buf[pos++]; // one byte: nearly every tag, most lengths
   let result = 0;
   let multiplier = 1;
   for (let i = 0; i < 10; i++) {
@@ -70,7 +71,10 @@ function skipVarint(): void {
 }
 
 function utf8(end: number): void {
-  for (let i = pos; i < end; i++) {
+  let i = pos;
+  // ASCII (most strings) four bytes at a time, then byte by byte from the first word holding a high byte.
+  while (i + 4 <= end && ((buf[i] | buf[i + 1] | buf[i + 2] | buf[i + 3]) & 0x80) === 0) i += 4;
+  for (; i < end; i++) {
     if (buf[i] >= 0x80) {
       if (!isUtf8(buf.subarray(pos, end))) throw giveUp;
       break;
