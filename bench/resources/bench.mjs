@@ -4,7 +4,8 @@
 // With --kind columns: queries on the `pod` JSON property before and after publishing a stored column
 // of it (and a bloom filter on that column), the column read (provenance) against the same expression
 // spelled so that it is computed. With --kind text: `msg ILIKE` searches over the days (a week by default)
-// before and after publishing a text index on msg, timeouts logged on one day of seven. Exits 1 when an answer with the resources differs from its answer without.
+// before and after publishing a text index on msg, timeouts logged on one day of seven. With --kind projection:
+// filters on level and on msg before and after publishing projections sorted by each. Exits 1 when an answer with the resources differs from its answer without.
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,6 +26,7 @@ const { values } = parseArgs({
 });
 const columns = values.kind === 'columns';
 const text = values.kind === 'text';
+const projection = values.kind === 'projection';
 const [rows, days, repeats] = [values.rows, values.days, values.repeats].map(Number);
 const apiKey = 'admin-key-0123';
 const address = `127.0.0.1:${values['flight-port']}`;
@@ -168,7 +170,27 @@ const textQueries = [
   indexed: `${head} WHERE ${where} ${rest}`.trim(),
   unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
 }));
-const queries = columns ? columnQueries : text ? textQueries : indexQueries;
+// The projections' queries: each filters on one projection's sort column; the last filters on none.
+const projectionQueries = [
+  ['fatal entries per service', 'SELECT exe, count(*) AS n FROM log_entries', 'level = 1', 'GROUP BY exe ORDER BY exe'],
+  [
+    'one request by its log line',
+    'SELECT exe, level FROM log_entries',
+    `msg = '${message(Math.floor(days / 2), 123)}'`,
+    '',
+  ],
+  [
+    'top pods (no filter)',
+    "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries",
+    'true',
+    'GROUP BY pod ORDER BY n DESC, pod LIMIT 5',
+  ],
+].map(([name, head, where, rest]) => ({
+  name,
+  indexed: `${head} WHERE ${where} ${rest}`.trim(),
+  unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
+}));
+const queries = columns ? columnQueries : text ? textQueries : projection ? projectionQueries : indexQueries;
 
 const plain = (table) =>
   JSON.stringify(
@@ -178,7 +200,9 @@ const plain = (table) =>
 const median = (list) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
 const provenanceOf = (table) => JSON.parse(table.schema.metadata.get('orrery.provenance') ?? '{}');
 const skippedBy = (table) => provenanceOf(table).partitions?.[0]?.skipped ?? 0;
-const columnRead = (table) => provenanceOf(table).stored_columns?.some((u) => u.use === 'substituted') ?? false;
+const columnRead = (table) =>
+  (provenanceOf(table).stored_columns?.some((u) => u.use === 'substituted') ?? false) ||
+  (provenanceOf(table).projections?.length ?? 0) > 0;
 const timedOnce = async (sql) => {
   const start = process.hrtime.bigint();
   const table = await client.query(sql);
@@ -203,11 +227,16 @@ writeFileSync(
         }
       : text
         ? { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } }
-        : {
-            time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
-            exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
-            msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
-          },
+        : projection
+          ? {
+              by_level: { projection: { table: 'log_entries', order_by: ['level'] } },
+              by_msg: { projection: { table: 'log_entries', order_by: ['msg'] } },
+            }
+          : {
+              time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
+              exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
+              msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
+            },
   }),
 );
 const publishStart = Date.now();
@@ -269,9 +298,11 @@ for (const r of results)
 console.log(
   columns
     ? "before = the query before publishing; without = after, its property key spelled 'po' || 'd' (computed); with = the stored column read; ratio = without / with"
-    : text
-      ? 'before = the query before publishing; ratio = time without the text index (the same WHERE `OR false`) / time with it; answers checked against those before publishing'
-      : 'before = the query before publishing; ratio = time without an index (the same WHERE `OR false`) / time with the indexes; answers checked against those before publishing',
+    : projection
+      ? "before = the query before publishing; column 'read' = the projection's sorted copies read; ratio = time without (the same WHERE `OR false`, which reads the partition files) / time with"
+      : text
+        ? 'before = the query before publishing; ratio = time without the text index (the same WHERE `OR false`) / time with it; answers checked against those before publishing'
+        : 'before = the query before publishing; ratio = time without an index (the same WHERE `OR false`) / time with the indexes; answers checked against those before publishing',
 );
 console.log(
   JSON.stringify({

@@ -10,8 +10,9 @@
 #   ROWS=2000000 DAYS=30 bash bench/resources/run.sh
 #   KIND=columns bash bench/resources/run.sh         # a stored column of the pod property (+ bloom filter)
 #   KIND=text DAYS=7 bash bench/resources/run.sh     # msg ILIKE '%timeout%' over a week, with a text index on msg
+#   KIND=projection bash bench/resources/run.sh      # filters on level and msg, with projections sorted by each
 #
-# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text), KEEP_DATA=1.
+# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection), KEEP_DATA=1.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
