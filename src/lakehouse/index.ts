@@ -18,6 +18,7 @@ export {
   quarantinedPartitionCounts,
   quarantinedPartitions,
   quarantinePartitionFile,
+  queueForDeletion,
   replacePartitionFile,
   retireEverything,
   retireExactly,

@@ -482,6 +482,22 @@ export async function retireEverything(db: MetadataQueries, view: string, retire
 }
 
 /**
+ * Queues objects that are no partition's file (a resource's copies of partitions) for deletion after
+ * `delaySeconds`, as retired files are: a statement planned before they were given up may still read them.
+ */
+export async function queueForDeletion(
+  db: MetadataQueries,
+  paths: readonly string[],
+  delaySeconds: number,
+): Promise<void> {
+  await db.query(
+    `INSERT INTO temporary_files (file_path, file_size, expiration)
+       SELECT p, 0, now() + make_interval(secs => $2) FROM unnest($1::text[]) AS p`,
+    [paths, delaySeconds],
+  );
+}
+
+/**
  * Deletes the retired files whose delay has passed, from the store and then from temporary_files, so
  * that a process killed in between leaves rows the next run deletes again rather than files nothing
  * names; returns how many.

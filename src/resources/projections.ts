@@ -4,8 +4,8 @@
 // file (stored columns included): this server installs projections without `columns` only. Copies live
 // under projections/<hash>/<the file's key>, listed in resource_projection_files; backfilled newest
 // partition first (a file already copied is skipped, so an interrupted install resumes), written by the
-// daemon for each partition it commits, deleted when prune drops the projection.
-import type { ObjectStore, Partition } from '../lakehouse/index.js';
+// daemon for each partition it commits, queued for deletion an hour after prune drops the projection.
+import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
@@ -75,6 +75,12 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   );
 }
 
+/**
+ * How long the copies of a dropped projection stay: a statement planned before the drop may still read them
+ * (plans are kept a minute; this is the default retire delay of partition files).
+ */
+const copiesKeptSeconds = 3600;
+
 async function drop(
   row: LedgerRow,
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore },
@@ -82,12 +88,15 @@ async function drop(
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_projections WHERE projection_hash = $1', [row.hash]);
   const { rows } = await ctx.db.query<{ copy_path: string }>(
-    'SELECT copy_path FROM resource_projection_files WHERE projection_hash = $1',
+    'DELETE FROM resource_projection_files WHERE projection_hash = $1 RETURNING copy_path',
     [row.hash],
   );
-  for (const { copy_path } of rows) await ctx.store.delete(copy_path);
-  await ctx.db.query('DELETE FROM resource_projection_files WHERE projection_hash = $1', [row.hash]);
-  return `${rows.length} projection file(s) deleted`;
+  await queueForDeletion(
+    ctx.db,
+    rows.map((r) => r.copy_path),
+    copiesKeptSeconds,
+  );
+  return `${rows.length} projection file(s) queued for deletion in ${copiesKeptSeconds} s`;
 }
 
 /** Installs projections of every column sorted by physical columns; others are planned as omitted. */
