@@ -95,6 +95,12 @@ const lastDay = new Date(Number((base + BigInt(days - 1) * dayNanos) / 1_000_000
   .toISOString()
   .replace('T', ' ')
   .replace('Z', '');
+/** A query as [name, select ... from, where, rest]: its WHERE as written, and the same WHERE `OR false` (no resource serves it). */
+const twins = ([name, head, where, rest]) => ({
+  name,
+  indexed: `${head} WHERE ${where} ${rest}`.trim(),
+  unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
+});
 // Each query as [name, select ... from, where, rest]; the same WHERE `OR false` is what no index serves
 // (DuckDB folds it away, so the scan is the same), timed alternately with the indexed form.
 const indexQueries = [
@@ -128,11 +134,7 @@ const indexQueries = [
     'true',
     'GROUP BY pod ORDER BY n DESC, pod LIMIT 5',
   ],
-].map(([name, head, where, rest]) => ({
-  name,
-  indexed: `${head} WHERE ${where} ${rest}`.trim(),
-  unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
-}));
+].map(twins);
 // The stored column's queries; computed, the property's key is spelled 'po' || 'd' (DuckDB folds it to the same
 // constant, so the work is the expression's), which is not the stored expression, so it is not read from the column.
 const columnQueries = [
@@ -165,11 +167,7 @@ const textQueries = [
   ['latest timeouts', 'SELECT time, exe, msg FROM log_entries', "msg ILIKE '%timeout%'", 'ORDER BY time DESC LIMIT 20'],
   ['contains, case-sensitive', 'SELECT count(*) AS n FROM log_entries', "contains(msg, 'timeout')", ''],
   ['a word every day holds', 'SELECT count(*) AS n FROM log_entries', "msg ILIKE '%request%'", ''],
-].map(([name, head, where, rest]) => ({
-  name,
-  indexed: `${head} WHERE ${where} ${rest}`.trim(),
-  unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
-}));
+].map(twins);
 // The projections' queries: each filters on one projection's sort column; the last filters on none.
 const projectionQueries = [
   ['fatal entries per service', 'SELECT exe, count(*) AS n FROM log_entries', 'level = 1', 'GROUP BY exe ORDER BY exe'],
@@ -185,11 +183,7 @@ const projectionQueries = [
     'true',
     'GROUP BY pod ORDER BY n DESC, pod LIMIT 5',
   ],
-].map(([name, head, where, rest]) => ({
-  name,
-  indexed: `${head} WHERE ${where} ${rest}`.trim(),
-  unindexed: `${head} WHERE (${where}) OR false ${rest}`.trim(),
-}));
+].map(twins);
 const queries = columns ? columnQueries : text ? textQueries : projection ? projectionQueries : indexQueries;
 
 const plain = (table) =>
