@@ -103,6 +103,19 @@ const twins = ([name, head, where, rest]) => ({
 });
 // Each query as [name, select ... from, where, rest]; the same WHERE `OR false` is what no index serves
 // (DuckDB folds it away, so the scan is the same), timed alternately with the indexed form.
+/** One request's entry by its log line; and the top pods, which no resource serves (the control). */
+const needle = [
+  'one request by its log line',
+  'SELECT exe, level FROM log_entries',
+  `msg = '${message(Math.floor(days / 2), 123)}'`,
+  '',
+];
+const topPods = [
+  'top pods (no filter)',
+  "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries",
+  'true',
+  'GROUP BY pod ORDER BY n DESC, pod LIMIT 5',
+];
 const indexQueries = [
   [
     'one service, its errors by level',
@@ -122,18 +135,8 @@ const indexQueries = [
     "exe IN ('svc-1', 'svc-2') AND msg ILIKE '%timeout%'",
     '',
   ],
-  [
-    'one request by its log line',
-    'SELECT exe, level FROM log_entries',
-    `msg = '${message(Math.floor(days / 2), 123)}'`,
-    '',
-  ],
-  [
-    'top pods (no filter)',
-    "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries",
-    'true',
-    'GROUP BY pod ORDER BY n DESC, pod LIMIT 5',
-  ],
+  needle,
+  topPods,
 ].map(twins);
 // The stored column's queries; computed, the property's key is spelled 'po' || 'd' (DuckDB folds it to the same
 // constant, so the work is the expression's), which is not the stored expression, so it is not read from the column.
@@ -171,18 +174,8 @@ const textQueries = [
 // The projections' queries: each filters on one projection's sort column; the last filters on none.
 const projectionQueries = [
   ['fatal entries per service', 'SELECT exe, count(*) AS n FROM log_entries', 'level = 1', 'GROUP BY exe ORDER BY exe'],
-  [
-    'one request by its log line',
-    'SELECT exe, level FROM log_entries',
-    `msg = '${message(Math.floor(days / 2), 123)}'`,
-    '',
-  ],
-  [
-    'top pods (no filter)',
-    "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries",
-    'true',
-    'GROUP BY pod ORDER BY n DESC, pod LIMIT 5',
-  ],
+  needle,
+  topPods,
 ].map(twins);
 const queries = columns ? columnQueries : text ? textQueries : projection ? projectionQueries : indexQueries;
 
