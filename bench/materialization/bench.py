@@ -26,11 +26,13 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 import duckdb
 
@@ -38,6 +40,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchlib import ROOT, CpuMeter, Orrery, git_state, ingest, insert_range, log, machine_state  # noqa: E402
 
 COPY_OPTIONS = "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
+
+
+def metadata_url(data_dir: str) -> str:
+    """The embedded Postgres of the server started on data_dir: its port from the server's log, its password from the cluster."""
+    with open(os.path.join(data_dir, "server.log"), encoding="utf8") as f:
+        found = re.search(r"embedded Postgres ready on 127\.0\.0\.1:(\d+) \(cluster (.+?), \d+ ms\)", f.read())
+    if not found:
+        raise SystemExit("the server's log does not say where its embedded Postgres listens")
+    with open(os.path.join(found.group(2), "orrery-password"), encoding="utf8") as f:
+        password = urllib.parse.quote(f.read().strip(), safe="")
+    return f"postgres://postgres:{password}@127.0.0.1:{found.group(1)}/orrery"
 FINGERPRINT = ("count(*)::BIGINT AS n, sum(level)::BIGINT AS levels, epoch_ns(min(time)) AS tmin, epoch_ns(max(time)) AS tmax, "
                "sum(hash(msg) % 1000003)::BIGINT AS msgs, count(DISTINCT block_id)::BIGINT AS blocks")
 
@@ -121,7 +134,8 @@ def main() -> int:
         # first rewritten as the NDJSON lines the server decodes them to; that decode is timed apart.
         decoded = json.loads(subprocess.run(
             ["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode-payloads.mjs"), lake],
-            check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+            check=True, capture_output=True, text=True,
+            env={**os.environ, "ORRERY_METADATA_URL": metadata_url(args.data_dir)}).stdout.strip().splitlines()[-1])
         checks["payload_decode"] = decoded
         if decoded["rewritten"]:
             log(f"  payload decode (node, payloadLines): {decoded['rewritten']} payloads, {decoded['records']:,} records"
