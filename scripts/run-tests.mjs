@@ -20,8 +20,8 @@ const statementSuites = [
   'flight/prepared.test.js',
   'tables/series-ingest.test.js',
 ].map((f) => join(testDir, f));
-// Ingestion, materialization, queries with audiences, retention, admin functions, index pruning, stored columns and
-// partition files gone from the store, lean for CI time.
+// Ingestion, materialization, queries with audiences, retention, admin functions, index pruning, stored columns, text
+// indexes, projections and partition files gone from the store, lean for CI time.
 const lakehouseSuites = [
   'ingestion/otlp-whole-request.test.js',
   'ingestion/otlp-group-commit.test.js',
@@ -32,6 +32,8 @@ const lakehouseSuites = [
   'lakehouse/time-filters.test.js',
   'resources/index-pruning.e2e.test.js',
   'resources/stored-columns.e2e.test.js',
+  'resources/text-index.e2e.test.js',
+  'resources/projections.e2e.test.js',
 ].map((f) => join(testDir, f));
 
 const onS3 = async (label, testFiles) => {

@@ -256,7 +256,7 @@ const readOnce = (tree: Tree, shape: QueryShape, view: ViewSet, viewOf: (name: s
   passesRowsThrough(view) &&
   shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length === 1;
 
-/** A SELECT whose FROM is the set alone (no join, sample or time travel), with the name its columns are qualified by. */
+/** A SELECT whose FROM is the set alone (no join, sample, time travel or column aliases), with the name its columns are qualified by. */
 function readerOf(
   node: Node | undefined,
   view: ViewSet,
@@ -265,6 +265,8 @@ function readerOf(
   const from = node?.from_table as Node | undefined;
   if (node?.type !== 'SELECT_NODE' || node.sample || from?.type !== 'BASE_TABLE') return null;
   if (from.catalog_name !== '' || from.schema_name !== '' || from.sample || from.at_clause) return null;
+  // Column aliases (`FROM log_entries AS l(a, b)`) rename the set's columns: a name no longer means its column.
+  if ((from.column_name_alias as unknown[] | undefined)?.length) return null;
   const name = String(from.table_name);
   if (viewOf(name) !== view) return null;
   const alias = typeof from.alias === 'string' ? from.alias : '';

@@ -86,6 +86,8 @@ const queries: Array<[string, number]> = [
   ["SELECT count(*) AS n FROM log_entries WHERE msg = 'entry 0.05'", 3],
   ["SELECT msg FROM log_entries WHERE msg IN ('entry 2.0', 'entry 0.05') ORDER BY msg", 2],
   ['SELECT msg FROM log_entries WHERE msg = NULL', 3],
+  // Column aliases rename the set's columns: here exe is the msg column, which the exe_set index does not describe.
+  ["SELECT count(*) AS n FROM log_entries AS l(p, s, b, i, msg, u, c, t, g, lv, exe) WHERE exe = 'entry 0.0'", 0],
   // The set read in a CTE or a subquery: that SELECT's WHERE filters every row the statement reads of it.
   ['WITH e AS (SELECT msg, level FROM log_entries WHERE level = 3) SELECT msg FROM e ORDER BY msg', 2],
   ["SELECT count(*) AS n FROM (SELECT msg FROM log_entries l WHERE l.level >= 3) WHERE msg <> ''", 1],

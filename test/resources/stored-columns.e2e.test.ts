@@ -49,6 +49,11 @@ const queries: Array<[string, boolean | null]> = [
   ],
   ["SELECT count(*) AS n FROM (SELECT properties->>'pod' AS p FROM log_entries) WHERE p = 'pod-2'", null],
   ["SELECT msg FROM log_entries WHERE properties->>'other' IS NULL ORDER BY msg", null],
+  // Column aliases rename msg to properties: the expression no longer reads the property (answer 0, not 2).
+  [
+    "SELECT count(*) AS n FROM log_entries AS l(p, s, b, i, e, u, c, t, g, lv, properties, m) WHERE CASE WHEN json_valid(properties) THEN properties->>'pod' END = 'pod-1'",
+    null,
+  ],
 ];
 
 describe('stored columns: installed, backfilled, read in place of their expression (issue 13)', () => {
