@@ -46,5 +46,7 @@ for (const [name, sql] of panels) {
     `${name} | ${read} | ${ms(a.median)} (${ms(a.min)}) | ${ms(b.median)} (${ms(b.min)}) | ${(b.median / a.median).toFixed(2)}x`,
   );
 }
-console.log(JSON.stringify({ bench: 'rollup-rewrite-twins', native: process.env.ORRERY_NATIVE ?? null, results }));
+// The variant measured, for native-ab.sh: its BENCH_MODE (before/after), or the addon's on/off.
+const mode = process.env.BENCH_MODE ?? process.env.ORRERY_NATIVE ?? null;
+console.log(JSON.stringify({ bench: 'rollup-rewrite-twins', mode, results }));
 client.close();

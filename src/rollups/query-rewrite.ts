@@ -51,6 +51,8 @@ export interface RollupTarget {
   readonly stored: StoredColumns | null;
   /** For a rollup of the table itself, its aggregate statement over `__rollup_source`, to aggregate raw edges with; null otherwise. */
   readonly rawEdges: string | null;
+  /** The start of the bucket still filling as of the read (ns since the epoch); null before the first refresh. */
+  readonly watermark: bigint | null;
 }
 
 export interface SkippedRollup {
@@ -659,6 +661,8 @@ interface RawEdges {
   readonly to: bigint | null;
   readonly lower: Bound | null;
   readonly upper: Bound | null;
+  /** A window open at its end read up to the watermark from the rollup, the rows from there on raw. */
+  readonly tail: boolean;
 }
 
 /** The start of the range a rollup answers for (its retention's and its backfill's), or null for every bucket. */
@@ -705,7 +709,10 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
   const [lower] = lowers;
   const [upper] = uppers;
   const from = ceilBoundary(ladder, lower.op === 'gt' ? lower.nanos + 1n : lower.nanos);
-  const to = upper ? floorBoundary(ladder, upper.nanos) : null;
+  // A window open at its end reads the rollup's buckets up to the watermark and the rows after it
+  // in the same scan of the table as its start's edge (the rollup's view would scan it again).
+  const tail = !upper && target.watermark !== null && target.watermark > from;
+  const to = upper ? floorBoundary(ladder, upper.nanos) : tail ? target.watermark : null;
   if (to !== null && from >= to) throw new Skip(`${reason}, and the window holds no whole ${target.grain} bucket`);
   covered(from);
   return {
@@ -713,6 +720,7 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
     to,
     lower: aligned(lower) ? null : lower,
     upper: upper && !aligned(upper) ? upper : null,
+    tail,
   };
 }
 
@@ -758,12 +766,19 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
   const from = level.node.from_table as Node;
   const alias = String(from.alias) || level.table.name;
   const time = `CAST(${q(alias)}.${q(level.table.timeColumn)} AS TIMESTAMP)`;
-  const edge = (placeholder: string, range: string): string =>
-    `SELECT * FROM (WITH __rollup_source AS (SELECT * FROM temp.main.${q(level.table.name)} AS ${q(alias)} WHERE ${placeholder} AND ${range}) ${target.rawEdges!})`;
+  // Both ends in one scan of the table: the rollup aggregates by bucket, and the ends share none.
+  const ends = [
+    ...(edges.lower ? [`(__orrery_lower_edge AND ${time} < ${literal(edges.from)})`] : []),
+    ...(edges.upper ? [`(__orrery_upper_edge AND ${time} >= ${literal(edges.to!)})`] : []),
+    ...(edges.tail ? [`${time} >= ${literal(edges.to!)}`] : []),
+  ];
   const parts = [
     `SELECT * FROM temp.main.${q(target.name)} WHERE bucket >= ${literal(edges.from)}${edges.to === null ? '' : ` AND bucket < ${literal(edges.to)}`}`,
-    ...(edges.lower ? [edge('__orrery_lower_edge', `${time} < ${literal(edges.from)}`)] : []),
-    ...(edges.upper ? [edge('__orrery_upper_edge', `${time} >= ${literal(edges.to!)}`)] : []),
+    ...(ends.length > 0
+      ? [
+          `SELECT * FROM (WITH __rollup_source AS (SELECT * FROM temp.main.${q(level.table.name)} AS ${q(alias)} WHERE ${ends.join(' OR ')}) ${target.rawEdges!})`,
+        ]
+      : []),
   ];
   const tree = (await input.engine.parseSelect(`SELECT * FROM (${parts.join(' UNION ALL ')}) AS ${rollupAlias}`))!;
   const table = (tree.statements[0].node as Node).from_table as Node;

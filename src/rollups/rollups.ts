@@ -1227,10 +1227,11 @@ export class Rollups {
       if (!base) continue;
       bases.set(definition.base, base);
       const list = targets.get(definition.base) ?? [];
+      const { watermark } = states.get(definition.name)!;
       list.push({
         name: definition.name,
         grain: definition.grain,
-        ready: states.get(definition.name)!.watermark !== null,
+        ready: watermark !== null,
         sameHash: sameSource(definition, base, await this.columnsRead(definition, definitions)),
         integer: definition.integer,
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
@@ -1238,6 +1239,7 @@ export class Rollups {
         backfilledFrom: definition.coveredFrom === null ? null : timestampNanos(definition.coveredFrom),
         stored: await storedColumns(this.engine, definition, definitions, cache),
         rawEdges: definition.sourceIsRollup ? null : definition.query,
+        watermark: watermark === null ? null : timestampNanos(watermark),
       });
       targets.set(definition.base, list);
     }

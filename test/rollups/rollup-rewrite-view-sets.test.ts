@@ -56,6 +56,11 @@ describe('queries over a view set read its rollups (issues 14 and 17)', () => {
         read: 'logs_hourly',
       },
       {
+        // Open at its end, off the hour: whole hours up to the watermark, raw rows at its start and after it.
+        sql: `select target, count(*) as n, max(level) as top from log_entries where time >= '${offFrom}' group by target order by target`,
+        read: 'logs_hourly',
+      },
+      {
         sql: `select audience, count(*) filter (where target = 'cart') as carts, count(*) as n from log_entries where time >= '${from}' group by audience order by audience`,
         read: 'logs_hourly',
       },

@@ -151,6 +151,27 @@ describe('queries read rollups (issue 14)', () => {
     }
   });
 
+  it('a window open at its end and off the hour: stored hours up to the watermark, raw rows at its start and from the watermark on', async () => {
+    const sql = `select host, count(*) as n, max(cpu) as top from metrics where ts >= '2024-01-20 13:17:00' group by host order by host`;
+    const check = async (): Promise<void> => {
+      const table = await fixture.reader.query(sql);
+      const level = (
+        provenanceOf(table) as {
+          resources: Array<{ rollup: { name: string; buckets?: { from: string; to: string | null } } | null }>;
+        }
+      ).resources[0];
+      assert.equal(level.rollup?.name, 'metrics_hourly');
+      assert.equal(level.rollup?.buckets?.from, '2024-01-20T14:00:00Z');
+      // The whole hours end at the watermark (the hour now), not open: the rows after it are read raw.
+      assert.notEqual(level.rollup?.buckets?.to, null);
+      assert.deepEqual(await plainRows(fixture.reader, sql), await plainRows(fixture.reader, rawTwin(sql)));
+    };
+    await check();
+    // A row of now's hour (after the watermark) and a late one in a stored hour (pending): both counted.
+    await fixture.admin.query(`INSERT INTO metrics VALUES (now(), 'a', 1000), ('2024-01-21 05:00:00+00', 'b', 2000)`);
+    await check();
+  });
+
   it('a statement sent again is rewritten again once what it reads changed: a write, a retention (no snapshot)', async () => {
     const sql = `select date_trunc('day', ts) as d, count(*) as n from metrics where ts >= '2024-01-02' and ts < '2024-01-05' group by d order by d`;
     const read = async (): Promise<unknown> =>
