@@ -87,6 +87,9 @@ orrery_start() {
   local want_flight=1
   [ "$role" = "maintain" ] && want_flight=0
   for _ in $(seq 1 300); do
+    # A data folder removed under the server (something cleaning the temporary folder) must not end
+    # a `set -e` caller here, before the server is stopped: it would be left running.
+    [ -f "$ORRERY_LOG" ] || break
     ORRERY_HTTP_PORT=$(sed -n 's/.*HTTP (OTLP.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$ORRERY_LOG" | head -1)
     ORRERY_FLIGHT_PORT=$(sed -n 's/.*Flight SQL listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$ORRERY_LOG" | head -1)
     if [ -n "$ORRERY_HTTP_PORT" ] && { [ "$want_flight" = 0 ] || [ -n "$ORRERY_FLIGHT_PORT" ]; }; then
@@ -96,7 +99,7 @@ orrery_start() {
     sleep 0.2
   done
   echo "bench: the server did not start:" >&2
-  cat "$ORRERY_LOG" >&2
+  cat "$ORRERY_LOG" >&2 || true
   orrery_stop
   return 1
 }
