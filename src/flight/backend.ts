@@ -97,6 +97,11 @@ export interface QueryResult {
   readonly schema: Schema;
   /** Batches in order; the service stops iterating (calls `return`) when the client goes away. */
   readonly batches: AsyncIterable<RecordBatch>;
+  /**
+   * When the statement must have ended (ms since the epoch) and what to tell the client then: a client
+   * that stops reading does not hold the statement (its slot, its DuckDB work) past it.
+   */
+  readonly deadline?: { readonly at: number; readonly message: string };
 }
 
 export interface PreparedStatementInfo {

@@ -16,6 +16,11 @@ export const flightErrors = declareErrors('flight', {
     status: 'CANCELLED',
     meaning: 'the client cancelled a DoPut (or its deadline passed) before its upload ended; nothing of it is kept',
   },
+  RESULT_NOT_READ: {
+    status: 'DEADLINE_EXCEEDED',
+    meaning:
+      "the client stopped reading a result and was still not reading when the statement's timeout (or its own deadline) passed; the statement was stopped",
+  },
   FLIGHT_UNAUTHENTICATED: { status: 'UNAUTHENTICATED', meaning: 'missing, malformed or refused credentials' },
   FLIGHT_SERVER_STATE: {
     status: 'FAILED_PRECONDITION',

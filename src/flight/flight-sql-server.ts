@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { RecordBatch, Data } from 'apache-arrow';
 import type { CallContext, FlightSqlBackend, QueryResult } from './backend.js';
@@ -164,15 +165,21 @@ export class FlightSqlServer<P> {
    */
   private async stream(call: grpc.ServerWritableStream<unknown, unknown>, result: QueryResult): Promise<void> {
     const iterator = result.batches[Symbol.asyncIterator]();
+    // A client that stops reading past the statement's deadline has its call ended with why (the
+    // finally ends the statement): it held the key's slot and the statement's DuckDB work until it read again.
+    const send = async (message: Buffer): Promise<boolean> => {
+      const sent = await write(call, message, result.deadline?.at);
+      if (sent === 'late') throw flightErrors.error('RESULT_NOT_READ', result.deadline!.message);
+      return sent === 'written';
+    };
     try {
       const first = await iterator.next();
-      if (!(await write(call, encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 }))))
-        return;
+      if (!(await send(encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 })))) return;
       const sentDictionaries = new Map<number, Data>();
       for (let next = first; !next.done; next = await iterator.next()) {
         for (const piece of splitBatch(next.value, this.maxSendBytes - 64 * 1024)) {
           for (const message of recordBatchMessages(piece, sentDictionaries)) {
-            if (!(await write(call, encodeFlightData(message)))) return;
+            if (!(await send(encodeFlightData(message)))) return;
           }
         }
       }
@@ -288,25 +295,40 @@ function checkCommand(descriptor: Descriptor): { cmd: Uint8Array } {
   return { cmd: descriptor.cmd };
 }
 
-/** Writes one message; waits while the client is slow. False when the call has gone away. */
-async function write(call: grpc.ServerWritableStream<unknown, unknown>, message: Buffer): Promise<boolean> {
-  if (call.cancelled || call.destroyed) return false;
-  if (call.write(message)) return true;
+/**
+ * Writes one message; waits while the client is slow, until `deadline` (ms since the epoch) at most:
+ * `gone` when the call has gone away, `late` when the client was still not reading at the deadline.
+ */
+async function write(
+  call: grpc.ServerWritableStream<unknown, unknown>,
+  message: Buffer,
+  deadline: number | undefined,
+): Promise<'written' | 'gone' | 'late'> {
+  if (call.cancelled || call.destroyed) return 'gone';
+  if (call.write(message)) return 'written';
   const controller = new AbortController();
   const drained = once(call, 'drain', { signal: controller.signal }).then(
-    () => true,
-    () => false,
+    () => 'written' as const,
+    () => 'gone' as const,
   );
   const gone = Promise.race([
     once(call, 'cancelled', { signal: controller.signal }),
     once(call, 'close', { signal: controller.signal }),
   ]).then(
-    () => false,
-    () => false,
+    () => 'gone' as const,
+    () => 'gone' as const,
   );
-  const result = await Promise.race([drained, gone]);
+  const late =
+    deadline === undefined
+      ? []
+      : [
+          sleep(Math.max(0, deadline - Date.now()), 'late' as const, { signal: controller.signal }).catch(
+            () => 'gone' as const,
+          ),
+        ];
+  const result = await Promise.race([drained, gone, ...late]);
   controller.abort();
-  return result && !call.cancelled;
+  return call.cancelled ? 'gone' : result;
 }
 
 /** Splits a batch whose buffers exceed the message limit into row slices that fit. */

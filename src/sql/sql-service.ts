@@ -253,7 +253,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     call.signal.addEventListener('abort', redeemed.end, { once: true });
     try {
       const result = await this.runQuery({ ...call, signal: redeemed.signal }, statement);
-      return { schema: result.schema, batches: untilDone(result.batches, redeemed.end) };
+      return { ...result, batches: untilDone(result.batches, redeemed.end) };
     } catch (error) {
       redeemed.end();
       throw error;
@@ -271,15 +271,23 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const kept = reruns > 0 ? undefined : this.keptPlan(ctx, statement, run);
       const plan = kept ?? (await this.plan(ctx, statement, run));
       if (plan.kind === 'procedure')
-        return { schema: plan.schema, batches: run.track(this.progress(plan, ctx.principal.name)) };
+        return {
+          schema: plan.schema,
+          batches: run.track(this.progress(plan, ctx.principal.name)),
+          deadline: run.deadline,
+        };
       if (plan.kind === 'ddl')
-        return { schema: ddlSchema, batches: run.track(this.ddl(plan.statement, ctx.principal)) };
+        return {
+          schema: ddlSchema,
+          batches: run.track(this.ddl(plan.statement, ctx.principal)),
+          deadline: run.deadline,
+        };
       if (plan.kind === 'series') {
         const { write, session } = plan;
         const counted = async function* (): AsyncGenerator<RecordBatch> {
           yield batchFromRows(countSchema, [[BigInt(await write.run(session))]]);
         };
-        return { schema: countSchema, batches: run.track(counted()) };
+        return { schema: countSchema, batches: run.track(counted()), deadline: run.deadline };
       }
       const rerun = async (): Promise<AsyncIterable<RecordBatch>> => {
         const planned = await this.plan(ctx, statement, run);
@@ -288,7 +296,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       };
       const contained = this.containedBatches(await this.engineBatches(ctx, plan), rerun, reruns);
       const batches = ctx.principal.admin ? contained : this.guardedBatches(statement, contained);
-      return { schema: plan.description.schema, batches: run.track(batches) };
+      return { schema: plan.description.schema, batches: run.track(batches), deadline: run.deadline };
     } catch (error) {
       let failure = error;
       try {

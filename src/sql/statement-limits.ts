@@ -90,7 +90,7 @@ export class StatementLimits {
       release();
       this.record(error, started, executes);
     };
-    return { deadline, end, track: (batches) => tracked(batches, end) };
+    return { deadline, end, track: (batches) => tracked(batches, end, deadline) };
   }
 
   private deadline(arrival: number, clientDeadline: number | undefined): Deadline | undefined {
@@ -119,8 +119,16 @@ export class StatementLimits {
   }
 }
 
-/** Batches that call `end` once: after the last, with the error of a failing one, or CANCELLED when the reader stops early. */
-function tracked(batches: AsyncIterable<RecordBatch>, end: (error?: unknown) => void): AsyncIterable<RecordBatch> {
+/**
+ * Batches that call `end` once: after the last, with the error of a failing one, or when the reader stops
+ * early with CANCELLED (DEADLINE_EXCEEDED once the deadline has passed: a reader that stopped reading is
+ * ended then by the front end).
+ */
+function tracked(
+  batches: AsyncIterable<RecordBatch>,
+  end: (error?: unknown) => void,
+  deadline: Deadline | undefined,
+): AsyncIterable<RecordBatch> {
   return {
     [Symbol.asyncIterator]() {
       const inner = batches[Symbol.asyncIterator]();
@@ -139,7 +147,11 @@ function tracked(batches: AsyncIterable<RecordBatch>, end: (error?: unknown) => 
           try {
             return (await inner.return?.()) ?? { done: true, value: undefined };
           } finally {
-            end(engineErrors.error('QUERY_CANCELLED', 'query cancelled'));
+            end(
+              deadline && Date.now() >= deadline.at
+                ? engineErrors.error('QUERY_DEADLINE_EXCEEDED', deadline.message)
+                : engineErrors.error('QUERY_CANCELLED', 'query cancelled'),
+            );
           }
         },
       };

@@ -56,6 +56,27 @@ describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout:
     await cpuSettles();
   });
 
+  it("ends a result whose client stops reading at the timeout: the key's slot is free while the client still waits", async () => {
+    const stalled = fixture.reader.client
+      .queryBatches('SELECT range AS n FROM range(1000000000000)')
+      [Symbol.asyncIterator]();
+    assert.equal((await stalled.next()).done, false);
+    // The client reads nothing more. The key has one slot: its next statement, sent once the stalled one's
+    // timeout has passed, runs (before, it waited in the queue until its own timeout passed).
+    await sleep(1200);
+    assert.equal(Number((await fixture.reader.query('SELECT 41 + 1 AS n')).getChild('n')?.get(0)), 42);
+    // Read again, the stalled call ends with why after what it had buffered.
+    const error = await failure(
+      (async () => {
+        for (let next = await stalled.next(); !next.done; next = await stalled.next());
+      })(),
+    );
+    assert.equal(error.status, 'DEADLINE_EXCEEDED');
+    assert.equal(error.details, timeoutMessage);
+    assert.equal(error.errorCode, 'RESULT_NOT_READ');
+    await cpuSettles();
+  });
+
   it('honours a client deadline shorter than the timeout: the statement stops when it passes', async () => {
     const error = await failure(fixture.reader.client.query(endlessRecursion, { deadline: Date.now() + 300 }));
     assert.equal(error.status, 'DEADLINE_EXCEEDED');
