@@ -58,16 +58,16 @@ export {
 export { diagnosticText } from './diagnostics.js';
 export {
   indexPartition,
-  installedIndexes,
   mayContain,
   mayHold,
   partitionStatistics,
+  recentIndexes,
   searchedTrigrams,
   type InstalledIndex,
   type PartitionStatistics,
 } from './partition-stats.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
-export { installedProjections, projectionCopies, type InstalledProjection } from './projections.js';
+export { projectionCopies, recentProjections, type InstalledProjection } from './projections.js';
 export {
   columnsHeldByAll,
   installedColumns,

@@ -8,6 +8,7 @@ import type { ObjectStore, Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
+import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { projectPartition } from './projections.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
@@ -122,6 +123,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (index_hash) DO NOTHING`,
     [hash, entry.physical, entry.key, entry.indexKind, expression, String(valueType)],
   );
+  forgetRecent();
   const index = { hash, viewSet: entry.physical, kind: entry.indexKind as StatisticsKind, expression };
   yield* backfillEach(
     ctx,
@@ -200,6 +202,7 @@ export async function indexPartition(
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_indexes WHERE index_hash = $1', [row.hash]);
+  forgetRecent();
   const { rowCount } = await ctx.db.query('DELETE FROM resource_partition_stats WHERE index_hash = $1', [row.hash]);
   return `${rowCount ?? 0} partition statistics row(s) deleted`;
 }
@@ -235,8 +238,12 @@ export interface PartitionStatistics {
   readonly bloom: Buffer | null;
 }
 
+/** The indexes installed on a set, as read at most two seconds ago (see recently). */
+export const recentIndexes = (db: MetadataQueries, viewSet: string): Promise<InstalledIndex[]> =>
+  recently(db, `indexes:${viewSet}`, () => installedIndexes(db, [viewSet]));
+
 /** The indexes installed on these view sets, whichever publication declared them. */
-export async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
+async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
   await ensureLedger(db);
   const { rows } = await db.query<Record<string, string>>(
     `SELECT index_hash, view_set_name, entry_key, kind, expression, value_type FROM resource_indexes

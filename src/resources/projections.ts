@@ -9,6 +9,7 @@ import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
+import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import type { ValidEntry } from './validation.js';
@@ -59,6 +60,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
      VALUES ($1, $2, $3, $4) ON CONFLICT (projection_hash) DO NOTHING`,
     [hash, entry.physical, entry.key, JSON.stringify(entry.orderBy)],
   );
+  forgetRecent();
   const { files, todo } = await partitionsToDo(
     ctx.db,
     entry.physical,
@@ -87,6 +89,7 @@ async function drop(
 ): Promise<string> {
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_projections WHERE projection_hash = $1', [row.hash]);
+  forgetRecent();
   const { rows } = await ctx.db.query<{ copy_path: string }>(
     'DELETE FROM resource_projection_files WHERE projection_hash = $1 RETURNING copy_path',
     [row.hash],
@@ -116,10 +119,7 @@ export const projectionInstaller: ResourceInstaller = {
 };
 
 /** The projections installed on these view sets, whichever publication declared them. */
-export async function installedProjections(
-  db: MetadataQueries,
-  viewSets: readonly string[],
-): Promise<InstalledProjection[]> {
+async function installedProjections(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledProjection[]> {
   await ensureLedger(db);
   const { rows } = await db.query<{
     projection_hash: string;
@@ -138,6 +138,10 @@ export async function installedProjections(
     orderBy: r.order_by,
   }));
 }
+
+/** The projections installed on a set, as read at most two seconds ago (see recently). */
+export const recentProjections = (db: MetadataQueries, viewSet: string): Promise<InstalledProjection[]> =>
+  recently(db, `projections:${viewSet}`, () => installedProjections(db, [viewSet]));
 
 /** The copies (object keys) one projection holds of these partition files, by file; files without one are absent. */
 export async function projectionCopies(

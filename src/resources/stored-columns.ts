@@ -11,6 +11,7 @@ import type { MetadataQueries } from '../metadata/index.js';
 import { passesRowsThrough, quoteIdentifier, type ViewSet } from '../views/index.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, type LedgerRow } from './ledger.js';
+import { forgetRecent, recently } from './recent.js';
 import type { ValidEntry } from './validation.js';
 
 /** A stored column installed on a view set. */
@@ -45,26 +46,9 @@ export async function installedColumns(db: MetadataQueries, viewSets: readonly s
   }));
 }
 
-/** How long a query may use the list of a set's stored columns another query read. */
-const listSeconds = 2;
-let lists = new WeakMap<object, Map<string, { at: number; columns: Promise<InstalledColumn[]> }>>();
-
-/**
- * The stored columns installed on a set as read at most `listSeconds` ago (this process's installs and
- * drops are seen at once): one Postgres query per set and interval for the queries, not one each. A list
- * out of date changes no answer: a column installed since is not read yet, and one dropped since is held
- * by no file any more (columnsHeldByAll).
- */
-export function recentColumns(db: MetadataQueries, viewSet: string): Promise<InstalledColumn[]> {
-  const own = lists.get(db) ?? new Map<string, { at: number; columns: Promise<InstalledColumn[]> }>();
-  lists.set(db, own);
-  const known = own.get(viewSet);
-  if (known && Date.now() - known.at < listSeconds * 1000) return known.columns;
-  const columns = installedColumns(db, [viewSet]);
-  own.set(viewSet, { at: Date.now(), columns });
-  columns.catch(() => own.delete(viewSet));
-  return columns;
-}
+/** The stored columns installed on a set, as read at most two seconds ago (see recently). */
+export const recentColumns = (db: MetadataQueries, viewSet: string): Promise<InstalledColumn[]> =>
+  recently(db, `columns:${viewSet}`, () => installedColumns(db, [viewSet]));
 
 /** Of a set's stored columns, those every one of these partition files (object keys) holds. */
 export async function columnsHeldByAll(
@@ -141,7 +125,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (view_set_name, column_name) DO NOTHING`,
     [entry.storedName, entry.physical, entry.key, entry.expression, entry.storedType, entry.expressionType],
   );
-  lists = new WeakMap();
+  forgetRecent();
   const what = `stored column ${entry.key} (${entry.storedName} ${entry.storedType}) on ${entry.physical}`;
   const started = Date.now();
   const seen = new Set<string>();
@@ -177,7 +161,7 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
     'DELETE FROM resource_column_files WHERE view_set_name = $1 AND column_name = $2',
     [entry.physical, entry.storedName],
   );
-  lists = new WeakMap();
+  forgetRecent();
   return `${entry.storedName} no longer written or read; ${rowCount ?? 0} file(s) keep its bytes until they are next merged or rebuilt`;
 }
 

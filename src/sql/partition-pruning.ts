@@ -11,9 +11,9 @@
 import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
-  installedIndexes,
-  installedProjections,
   projectionCopies,
+  recentIndexes,
+  recentProjections,
   mayContain,
   mayHold,
   partitionStatistics,
@@ -447,7 +447,7 @@ export class PartitionPruning {
     const qualifiers = new Set([on.qualifier]);
     const skipped = new Set<string>();
     const used: string[] = [];
-    for (const index of await installedIndexes(this.db, [view.name])) {
+    for (const index of await recentIndexes(this.db, view.name)) {
       const indexed = await expressionTree(this.engine, index.expression);
       if (!indexed) continue;
       const key = keyOf(indexed, new Set());
@@ -486,7 +486,7 @@ export class PartitionPruning {
     const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
     if (!on || on.restrictions.length === 0) return files;
     const qualifiers = new Set([on.qualifier]);
-    for (const projection of await installedProjections(this.db, [view.name])) {
+    for (const projection of await recentProjections(this.db, view.name)) {
       const leading = await expressionTree(this.engine, `"${projection.orderBy[0].replace(/"/g, '""')}"`);
       if (!leading || !on.restrictions.some((r) => keyOf(r.expression, qualifiers) === keyOf(leading, new Set())))
         continue;
