@@ -4,7 +4,7 @@
 // Without a compiler or on an unsupported platform it says so and leaves results to the
 // JavaScript converter. Dependency-free, like ensure-built.mjs which runs it.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 
@@ -20,7 +20,11 @@ const sources = [
 ].map((f) => join(sourceDir, f));
 const output = join(root, 'dist', 'native', 'arrow_export.node');
 
+const newestSource = () => Math.max(...sources.map((f) => statSync(f).mtimeMs));
+
 function skip(reason) {
+  // An addon built from older sources may not keep the contract today's JavaScript expects: gone, not used.
+  if (existsSync(output) && statSync(output).mtimeMs < newestSource()) rmSync(output);
   console.log(`orrery: native Arrow exporter not built (${reason}); results use the JavaScript converter`);
   process.exit(0);
 }
@@ -39,8 +43,7 @@ try {
   skip(`missing package: ${error.message.split('\n')[0]}`);
 }
 
-const newestSource = Math.max(...sources.map((f) => statSync(f).mtimeMs));
-if (existsSync(output) && statSync(output).mtimeMs >= newestSource) process.exit(0);
+if (existsSync(output) && statSync(output).mtimeMs >= newestSource()) process.exit(0);
 
 const compiler = process.env.CXX || 'g++';
 console.log(`orrery: compiling the native Arrow exporter (${compiler})`);
