@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Keyring } from '../auth/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { IngestAdmission, RETRY_AFTER_SECONDS, type IngestLimits } from './admission.js';
+import { OrreryError } from '../errors/index.js';
 import { httpErrors } from './errors.js';
 import type { IngestionService } from './ingestion-service.js';
 import {
@@ -162,6 +163,11 @@ export class HttpServer {
       await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0], received);
     } catch (error) {
       if (error instanceof OtlpDecodeError) return fail(error.httpStatus, error.message);
+      // Orrery's trouble, passing (the metadata database or the object store unavailable): OTLP's retryable 503.
+      if (error instanceof OrreryError && error.status === 'UNAVAILABLE') {
+        this.options.log('warn', `OTLP ${signal}: ${error.message}`, error);
+        return fail(503, error.message);
+      }
       throw error;
     } finally {
       admitted?.release();

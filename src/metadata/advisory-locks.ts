@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { MetadataError } from './errors.js';
 import type { MetadataLog } from './metadata-log.js';
+import { unavailableOr } from './unavailable.js';
 
 /**
  * Postgres advisory locks that may be held for as long as a piece of work runs (a
@@ -26,10 +27,13 @@ export class AdvisoryLocks {
     if (this.held.has(key)) return undefined;
     this.held.add(key);
     try {
-      const client = await this.connect();
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
-        key,
-      ]);
+      const lost = (error: unknown): never => {
+        throw unavailableOr(error);
+      };
+      const client = await this.connect().catch(lost);
+      const { rows } = await client
+        .query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [key])
+        .catch(lost);
       if (!rows[0].locked) return undefined;
       try {
         return await work();

@@ -33,6 +33,11 @@ export const metadataErrors = declareErrors('metadata', {
     meaning: 'the database holds migrations this version of Orrery does not know',
   },
   MIGRATION_FAILED: { status: 'INTERNAL', meaning: 'a schema migration failed; nothing of it was applied' },
+  METADATA_UNAVAILABLE: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'the metadata database stopped answering while the server runs (down, restarting, out of connections); the call may be tried again',
+  },
   METADATA_CLOSED: {
     status: 'UNAVAILABLE',
     meaning: 'the metadata store or the embedded server has been closed (the server is stopping)',

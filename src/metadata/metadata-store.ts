@@ -6,6 +6,7 @@ import { EmbeddedPostgres } from './embedded-postgres.js';
 import { MetadataError, messageOf } from './errors.js';
 import type { MetadataLog } from './metadata-log.js';
 import { migrate } from './migrations.js';
+import { unavailableOr } from './unavailable.js';
 import { transaction, type MetadataQueries } from './transaction.js';
 
 export interface MetadataStoreOptions {
@@ -79,7 +80,9 @@ export class MetadataStore implements MetadataQueries {
   /** Runs `work` in a transaction on one pooled connection: committed if it resolves, rolled back if it throws (see {@link transaction}). */
   async transaction<T>(work: (tx: MetadataQueries) => Promise<T>): Promise<T> {
     if (this.closing) throw closedError();
-    return transaction(this.pool, work);
+    return transaction(this.pool, work).catch((error: unknown) => {
+      throw unavailableOr(error);
+    });
   }
 
   /** Runs one statement on a pooled connection. */
@@ -88,7 +91,9 @@ export class MetadataStore implements MetadataQueries {
     values?: unknown[],
   ): Promise<pg.QueryResult<R>> {
     if (this.closing) throw closedError();
-    return this.pool.query<R>(text, values);
+    return this.pool.query<R>(text, values).catch((error: unknown) => {
+      throw unavailableOr(error);
+    });
   }
 
   /**

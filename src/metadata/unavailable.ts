@@ -1,0 +1,43 @@
+import { OrreryError } from '../errors/index.js';
+import { MetadataError } from './errors.js';
+
+// A statement's own failure (a constraint, a serialization conflict, bad SQL) is the caller's to
+// handle by its SQLSTATE. A failure of the connection under it (the database down, restarting, out of
+// connections, or the socket gone) is none of that: every caller, whatever it was doing, meets the
+// same condition, and a client of Orrery should hear "unavailable, try again", not "internal error".
+
+/** SQLSTATEs of the connection, not the statement: class 08, the server shutting down or starting, too many connections. */
+const connectionStates = /^(08...|57P0[123]|53300)$/;
+/** Node's socket errors. */
+const socketErrors = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+/** node-postgres's own messages for a connection that ended or never came (they carry no code). */
+const poolMessages =
+  /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * `error` as METADATA_UNAVAILABLE when it is a failure of the connection to the metadata database,
+ * otherwise `error` itself. The message says what a client may know (no address of the database);
+ * the cause, for the server's log, keeps the rest.
+ */
+export function unavailableOr(error: unknown): unknown {
+  if (error instanceof OrreryError) return error;
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  const lost =
+    (typeof code === 'string' && (connectionStates.test(code) || socketErrors.has(code))) ||
+    (typeof message === 'string' && poolMessages.test(message));
+  return lost
+    ? new MetadataError(
+        'METADATA_UNAVAILABLE',
+        'the metadata database cannot be reached (down, restarting or out of connections): try again',
+        { cause: error },
+      )
+    : error;
+}
