@@ -8,7 +8,10 @@ import type { Rollups } from './rollups.js';
 // cutover and nothing older materialized, then backfilled one day at a time from newest to oldest
 // within its retention, each day recorded in the ledger (a publication that dies midway resumes at
 // the day after the last one recorded); at the serve step the stable view `rollup_<table>_<key>`
-// is pointed at it. A rollup with `from` is computed from the finer entry's target.
+// is pointed at it. A rollup with `from` is computed from the finer entry's target. Over a view set
+// the target is made as create_rollup makes one (the set's invalidations keep it exact) and its first
+// refresh is the backfill: every bucket before its watermark, from the set's partitions, which hold
+// the lake's retention and no more.
 
 type RollupValidEntry = ValidEntry & { readonly kind: 'rollup' };
 
@@ -61,6 +64,7 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
           selectList = merged.selectList;
         } else note = `; computed from ${entry.physical} itself, not from '${finer.key}': ${merged.problem}`;
       }
+      const viewSet = (await rollups.viewSetBase(entry.physical)) !== undefined;
       await rollups.create(
         {
           name: target,
@@ -70,7 +74,7 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
           groupBy: shape.groupBy,
           bucketWidth: null,
         },
-        { backfilled: true },
+        { backfilled: !viewSet },
       );
       made = `created rollup ${target} over ${source} (grain ${entry.grain})${note}`;
     }
@@ -86,6 +90,15 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
     if (made) yield made;
     const { target } = rollupNames(entry, entryHash(entry));
     const cutover = ctx.row.cutover ?? new Date();
+    const set = await rollups.viewSetBase(entry.physical);
+    if (set) {
+      // One refresh, idempotent: a publication that died during it refreshes again. A `from` target reads the finer one through its never-stale view, refreshed or not.
+      yield `backfill rollup ${entry.key} on ${entry.physical} into ${target}: one refresh over the view set's partitions, from ${set.retainedFrom.toISOString()} (the lake's retention)${ctx.row.backfilledBegin ? ' (resumed)' : ''}`;
+      const { watermark } = await rollups.refresh(target);
+      await ctx.progress({ backfilledBegin: set.retainedFrom, backfilledEnd: cutover });
+      yield `  ${entry.key}: refreshed, materialized up to ${watermark ?? 'no bucket yet'}`;
+      return;
+    }
     const held = (await rollups.definitions()).get(target)?.coveredFrom ?? null;
     if (held === null) {
       if (ctx.row.backfilledBegin === null) await ctx.progress({ backfilledBegin: cutover, backfilledEnd: cutover });
@@ -108,8 +121,11 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
     async unsupported(entry) {
       if (entry.kind !== 'rollup') return null;
       const time = await rollups.timeKind(entry.physical);
-      if (time === null)
-        return `a publication installs rollups of series tables (backfilled by day); ${entry.physical} is a view set`;
+      if (time === null) {
+        const set = await rollups.viewSetBase(entry.physical);
+        if (!set) return `${entry.physical} is neither a series table nor a view set`;
+        if (set.problem !== null) return set.problem;
+      }
       if (time === 'integer') return `${entry.physical} keeps integer time; a rollup entry's grain is a duration`;
       const { target } = rollupNames(entry, entryHash(entry));
       if (!/^[a-z_][a-z0-9_]{0,62}$/.test(target))

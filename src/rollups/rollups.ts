@@ -1367,6 +1367,26 @@ export class Rollups {
   }
 
   /**
+   * Of a loaded view set (not a series table, which create_rollup reads as one): why no rollup may be
+   * built on it, or null when one may, with the start of the lake's retention (what a first refresh
+   * materializes from); undefined when it is no such view set.
+   */
+  async viewSetBase(
+    name: string,
+  ): Promise<{ readonly problem: string | null; readonly retainedFrom: Date } | undefined> {
+    if ((await this.tables.list()).has(name.toLowerCase())) return undefined;
+    const view = this.viewSets?.get(name.toLowerCase());
+    if (!view || !this.viewSets) return undefined;
+    const retainedFrom = new Date(Date.now() - Math.floor(this.viewSets.retentionDays) * 86_400_000);
+    try {
+      checkViewSetSource(view);
+      return { problem: null, retainedFrom };
+    } catch (error) {
+      return { problem: (error as Error).message.replace(/^create_rollup: /, ''), retainedFrom };
+    }
+  }
+
+  /**
    * validate --online: each rollup's stored rows against the aggregate of the raw rows, per
    * bucket, over its most recent complete buckets (ending at least 5 minutes before now, at most
    * `window` long but one bucket at least), as of one DuckLake snapshot. Rollups not ready, of

@@ -5,10 +5,9 @@
 // what the same query over the raw rows answers, also while a late block's bucket is pending.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import type { Table } from 'apache-arrow';
 import { plainRows, scalar } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
-import { hourStart, useLogsOrrery, type LogSender } from '../support/log-sender.js';
+import { hourStart, rawTwin, rollupRead, useLogsOrrery, type LogSender } from '../support/log-sender.js';
 
 const minuteNs = 60_000_000_000n;
 const dayNs = 86_400_000_000_000n;
@@ -18,18 +17,6 @@ const dayStart = (daysAgo: number): bigint => {
   return now - (now % dayNs) - BigInt(daysAgo) * dayNs;
 };
 const iso = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString();
-
-/** The rollup a query's (single) level read, from the provenance in its stream's schema metadata. */
-const rollupRead = (table: Table): string | null => {
-  const text = table.schema.metadata.get('orrery.provenance');
-  if (text === undefined) return null;
-  const { resources } = JSON.parse(text) as { resources: Array<{ rollup: { name: string } | null }> };
-  return resources[0]?.rollup?.name ?? null;
-};
-
-/** The same query over a subquery of the set, which no rollup answers: the raw answer. */
-const rawTwin = (sql: string): string =>
-  sql.replace(' from log_entries ', ' from (select * from log_entries) as log_entries ');
 
 describe('queries over a view set read its rollups (issues 14 and 17)', () => {
   const fixture = useLogsOrrery('rewrite-views-01');

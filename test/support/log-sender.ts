@@ -2,6 +2,7 @@
 // tests of what is built on that view set (its rollups and their reads).
 import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
+import type { Table } from 'apache-arrow';
 import {
   clientFor,
   pollUntil,
@@ -23,6 +24,18 @@ export const hourStart = (hoursAgo: number): bigint => {
   const now = BigInt(Date.now()) * 1_000_000n;
   return now - (now % hourNs) - BigInt(hoursAgo) * hourNs;
 };
+
+/** The rollup a query's (single) level read, from the provenance in its stream's schema metadata. */
+export const rollupRead = (table: Table): string | null => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  if (text === undefined) return null;
+  const { resources } = JSON.parse(text) as { resources: Array<{ rollup: { name: string } | null }> };
+  return resources[0]?.rollup?.name ?? null;
+};
+
+/** The same query over a subquery of the set, which no rollup answers: the raw answer. */
+export const rawTwin = (sql: string): string =>
+  sql.replace(' from log_entries ', ' from (select * from log_entries) as log_entries ');
 
 export interface LogSender {
   /** Sends `count` records of one target as `key`, 7 minutes apart from `start`, and waits until log_entries has them. */

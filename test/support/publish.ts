@@ -11,14 +11,24 @@ import { logsRequest, postOtlp } from './otlp.js';
 import { adminKey, readerKey, useOrrery, type OrreryFixture } from './orrery-process.js';
 
 /** Runs `orrery publish --dir <dir>` (and more arguments) against `address`; its status and output lines. */
-export async function publishFolder(
+export function publishFolder(
+  address: string,
+  dir: string,
+  ...args: string[]
+): Promise<{ status: number; out: string[]; err: string[]; text: string }> {
+  return publishFolderAs(adminKey.key, address, dir, ...args);
+}
+
+/** publishFolder with another admin's key (a suite with keys of its own). */
+export async function publishFolderAs(
+  key: string,
   address: string,
   dir: string,
   ...args: string[]
 ): Promise<{ status: number; out: string[]; err: string[]; text: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const env = { ORRERY_FLIGHT_SQL_ADDR: address, ORRERY_API_KEY: adminKey.key };
+  const env = { ORRERY_FLIGHT_SQL_ADDR: address, ORRERY_API_KEY: key };
   const status = await runResourcesCli(
     ['--dir', dir, ...args],
     { env, out: (l) => out.push(l), err: (l) => err.push(l) },
