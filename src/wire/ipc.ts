@@ -156,10 +156,18 @@ export function tableFromFlightData(messages: readonly FlightData[]): Table | nu
 
 async function* ipcStream(messages: AsyncIterable<FlightData>): AsyncGenerator<Uint8Array> {
   for await (const data of messages) {
-    if (data.dataHeader.byteLength > 0) yield frameMessage(data);
+    if (data.dataHeader.byteLength > 0) {
+      yield frameMessage(data);
+      // apache-arrow's byte reader hands on a read that ends exactly where its chunks end only after
+      // pulling one more chunk: without this empty one, each batch waited for the next message, and the
+      // last one before an error (a procedure's last progress line) was lost with it.
+      yield noBytes;
+    }
   }
   yield endOfStream;
 }
+
+const noBytes = new Uint8Array(0);
 
 /**
  * The record batches of a stream of FlightData (a DoGet), decoded as they arrive. The stream's

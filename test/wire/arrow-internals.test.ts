@@ -19,7 +19,14 @@ import {
   RecordBatch,
   Struct,
 } from 'apache-arrow';
-import { decodeSchema, encapsulateSchema, tableFromFlightData, tableToFlightData } from '../../src/wire/index.js';
+import {
+  decodeBatches,
+  decodeSchema,
+  encapsulateSchema,
+  tableFromFlightData,
+  tableToFlightData,
+  type FlightData,
+} from '../../src/wire/index.js';
 
 const root = new URL('../../../', import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as {
@@ -99,5 +106,28 @@ describe('apache-arrow internals used by wire/', () => {
     const fieldsOf = (schema: Schema): string[] => schema.fields.map((f) => `${f.name}:${f.type}:${f.nullable}`);
     assert.deepEqual(fieldsOf(decoded), ['id:Int32:false', 'name:Dictionary<Int32, Utf8>:true']);
     assert.deepEqual(fieldsOf(decodeSchema(encapsulateSchema(table.schema))), fieldsOf(table.schema));
+  });
+
+  it('decodes each batch as soon as its message is in, before asking for the next message', async () => {
+    const table = new Table([
+      tableFromArrays({ n: Int32Array.from([1, 2]) }).batches[0],
+      tableFromArrays({ n: Int32Array.from([3]) }).batches[0],
+    ]);
+    const messages = tableToFlightData(table);
+    let asked = 0;
+    async function* arriving(): AsyncGenerator<FlightData> {
+      for (const message of messages) {
+        asked++;
+        yield message;
+      }
+    }
+    const batches = decodeBatches(arriving(), () => {});
+    const first = await batches.next();
+    // The schema's message and the first batch's: not the second batch's (a procedure's last line before its error).
+    assert.equal(asked, 2);
+    assert.deepEqual([...(first.value as RecordBatch).getChild('n')!], [1, 2]);
+    const second = await batches.next();
+    assert.deepEqual([...(second.value as RecordBatch).getChild('n')!], [3]);
+    assert.equal((await batches.next()).done, true);
   });
 });
