@@ -1,10 +1,11 @@
 // Issue 14 with issue 17's rollups of view sets: `orrery publish` installs a rollup entry over
 // log_entries (no longer planned as omitted) against a real Orrery whose daemon materializes OTLP
 // ingestion: the target is made as create_rollup over the set makes one and refreshed at install
-// (the ledger ready, its backfilled range the lake's retention), the stable view points at it, and a
-// dashboard query over log_entries names it in its provenance and answers what the raw rows answer,
+// (the ledger ready, its backfilled range the lake's retention), the stable view points at it, a
+// `from` entry is a rollup of its target, and a dashboard query over log_entries names the coarsest
+// that answers it in its provenance and answers what the raw rows answer,
 // for an admin and two audiences, also while a late block's bucket is pending. A later publication
-// without it retires it, as it retires a series table's.
+// without it retires it, as it retires a series table's, and `resources prune` drops the targets.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { hourStart, rawTwin, rollupRead, useLogsOrrery } from '../support/log-sender.js';
-import { publishFolderAs } from '../support/publish.js';
+import { publishFolderAs, runCliAs } from '../support/publish.js';
 
 const minuteNs = 60_000_000_000n;
 const dayNs = 86_400_000_000_000n;
@@ -28,7 +29,8 @@ describe('orrery publish installs rollup entries over a view set (issues 14 and 
   const dir = mkdtempSync(join(tmpdir(), 'orrery-rollup-publish-views-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
   const rows = (text: string) => plainRows(fixture.admin, text);
-  const publish = () => publishFolderAs(fixture.keys.admin.key, `127.0.0.1:${fixture.orrery.flightPort}`, dir);
+  const address = (): string => `127.0.0.1:${fixture.orrery.flightPort}`;
+  const publish = () => publishFolderAs(fixture.keys.admin.key, address(), dir);
   const declare = (resources: unknown): void => {
     mkdirSync(join(dir, 'resources'), { recursive: true });
     writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }, null, 2));
@@ -159,6 +161,23 @@ describe('orrery publish installs rollup entries over a view set (issues 14 and 
       [
         ['daily', 'retired', true],
         ['hourly', 'retired', true],
+      ],
+    );
+    await check(null);
+  });
+
+  it('prune drops the retired targets (the daily one before the hourly one it reads); answers stay those of the raw rows', async () => {
+    await fixture.orrery.metadata.query("UPDATE resource_ledger SET prune_after = now() - interval '1 second'");
+    const run = await runCliAs(fixture.keys.admin.key, address(), 'resources', ['prune']);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    for (const target of [targets.daily, targets.hourly])
+      assert.match(run.text, new RegExp(`dropped rollup ${target}`));
+    assert.deepEqual(await rows(`SELECT name FROM list_rollups()`), []);
+    assert.deepEqual(
+      (await ledger()).map((e) => [e.entry_key, e.state]),
+      [
+        ['daily', 'pruned'],
+        ['hourly', 'pruned'],
       ],
     );
     await check(null);

@@ -20,20 +20,26 @@ export function publishFolder(
 }
 
 /** publishFolder with another admin's key (a suite with keys of its own). */
-export async function publishFolderAs(
+export function publishFolderAs(
   key: string,
   address: string,
   dir: string,
   ...args: string[]
 ): Promise<{ status: number; out: string[]; err: string[]; text: string }> {
+  return runCliAs(key, address, 'publish', ['--dir', dir, ...args]);
+}
+
+/** Runs `orrery publish …` or `orrery resources …` as `key` against `address`; its status and output lines. */
+export async function runCliAs(
+  key: string,
+  address: string,
+  program: 'publish' | 'resources',
+  argv: readonly string[],
+): Promise<{ status: number; out: string[]; err: string[]; text: string }> {
   const out: string[] = [];
   const err: string[] = [];
   const env = { ORRERY_FLIGHT_SQL_ADDR: address, ORRERY_API_KEY: key };
-  const status = await runResourcesCli(
-    ['--dir', dir, ...args],
-    { env, out: (l) => out.push(l), err: (l) => err.push(l) },
-    'publish',
-  );
+  const status = await runResourcesCli(argv, { env, out: (l) => out.push(l), err: (l) => err.push(l) }, program);
   return { status, out, err, text: out.join('\n') };
 }
 
