@@ -19,7 +19,7 @@ import {
 import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
-import type { Provenance } from '../rollups/index.js';
+import type { ExplainedReads } from './resource-reads.js';
 import { ledgerRows } from '../resources/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
@@ -69,7 +69,7 @@ export async function functionSetup(
   scope: ReadScope,
   denyRules?: DenyRules,
   /** explain_resources: what a statement would read, planned for the caller without running it. */
-  explain?: (sql: string) => Promise<Provenance>,
+  explain?: (sql: string) => Promise<ExplainedReads>,
 ): Promise<string[]> {
   const statements: string[] = [];
   const seen = new Map<string, string>();
@@ -93,7 +93,7 @@ async function define(
   lakehouse: Lakehouse,
   scope: ReadScope,
   denyRules?: DenyRules,
-  explain?: (sql: string) => Promise<Provenance>,
+  explain?: (sql: string) => Promise<ExplainedReads>,
 ): Promise<string[]> {
   switch (name) {
     case 'validate_rollups': {
@@ -121,10 +121,24 @@ async function define(
       arity(name, args, 1);
       if (typeof args[0] !== 'string' || !explain) throw invalid('explain_resources: give the statement as a string');
       const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
-      const rows = (await explain(args[0])).resources.flatMap((level) => [
-        ...(level.rollup ? [[level.level, level.table, level.rollup.name, level.rollup.grain, 'read', null]] : []),
-        ...level.skipped_rollup.map((s) => [level.level, level.table, s.name, s.grain, 'skipped', s.reason]),
-      ]);
+      const explained = await explain(args[0]);
+      // Resources other than rollups belong to no level; `rollup` holds their entry key.
+      const rows = [
+        ...explained.resources.flatMap((level) => [
+          ...(level.rollup ? [[level.level, level.table, level.rollup.name, level.rollup.grain, 'read', null]] : []),
+          ...level.skipped_rollup.map((s) => [level.level, level.table, s.name, s.grain, 'skipped', s.reason]),
+        ]),
+        ...explained.stored_columns.map((c) => [null, c.table, c.entry, null, c.use, c.reason ?? `reads ${c.column}`]),
+        ...explained.pruned.map((p) => [null, p.table, p.index, null, 'pruned', `partition ${p.partition}`]),
+        ...explained.projections.map((p) => [
+          null,
+          p.table,
+          p.projection,
+          null,
+          'projection',
+          'reads its sorted copies',
+        ]),
+      ];
       return table(
         name,
         'level VARCHAR, "table" VARCHAR, rollup VARCHAR, grain VARCHAR, decision VARCHAR, reason VARCHAR',

@@ -49,6 +49,15 @@ export interface PartitionsRead {
   readonly indexes: string[];
 }
 
+/** A partition an index's statistics skipped: for explain_resources, an admin's. */
+export interface PrunedPartition {
+  readonly table: string;
+  /** The partition's object key, as list_partitions() names it. */
+  readonly partition: string;
+  /** The index entry that skipped it (the first that did). */
+  readonly index: string;
+}
+
 /** A projection a statement read in place of a set's partition files: for the provenance of an admin's result. */
 export interface ProjectionRead {
   readonly table: string;
@@ -431,6 +440,7 @@ export const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string =>
  */
 export class PartitionPruning {
   readonly reads: PartitionsRead[] = [];
+  readonly pruned: PrunedPartition[] = [];
   readonly projections: ProjectionRead[] = [];
 
   private readonly db: MetadataQueries;
@@ -445,7 +455,8 @@ export class PartitionPruning {
     const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
     if (!on || on.restrictions.length + on.searches.length === 0) return files;
     const qualifiers = new Set([on.qualifier]);
-    const skipped = new Set<string>();
+    // Each skipped file, by the index that skipped it.
+    const skipped = new Map<string, string>();
     const used: string[] = [];
     for (const index of await recentIndexes(this.db, view.name)) {
       const indexed = await expressionTree(this.engine, index.expression);
@@ -468,11 +479,13 @@ export class PartitionPruning {
       }
       if (!kept) continue;
       const before = skipped.size;
-      for (const file of remaining) if (!kept.has(file)) skipped.add(file);
+      for (const file of remaining) if (!kept.has(file)) skipped.set(file, index.entryKey);
       if (skipped.size > before) used.push(index.entryKey);
     }
     if (used.length === 0) return files;
     this.reads.push({ table: view.name, partitions: files.length, skipped: skipped.size, indexes: used });
+    for (const partition of files.filter((f) => skipped.has(f)))
+      this.pruned.push({ table: view.name, partition, index: skipped.get(partition)! });
     return files.filter((f) => !skipped.has(f));
   }
 

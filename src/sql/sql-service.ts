@@ -39,13 +39,13 @@ import {
   orreryFunctionKind,
   quoteLiteral,
   orreryFunctionNames,
-  type ViewSet,
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
-import { PartitionPruning, type PartitionsRead, type ProjectionRead } from './partition-pruning.js';
+import type { PartitionsRead, ProjectionRead, Statement as ResourceStatement } from './partition-pruning.js';
 import { QueryLanes } from './query-lanes.js';
-import { StoredColumnReads, type StoredColumnUse } from './stored-column-reads.js';
+import { resourceReaders, type ExplainedReads } from './resource-reads.js';
+import type { StoredColumnUse } from './stored-column-reads.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
 import { messageOf, type OrreryError } from '../errors/index.js';
@@ -591,29 +591,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
       if (!shape) throw selectOnly(principal);
       await this.checkReadable(shape);
     }
-    const lakehouse = this.lakehouse;
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
-    const read =
-      tree && shape && lakehouse
-        ? {
-            db: lakehouse.db,
-            engine: this.engine,
-            tree,
-            shape,
-            viewOf: (name: string) => lakehouse.views.get(name),
-            parameters: statement.parameters,
-            ownTransaction: session === undefined,
-          }
-        : null;
-    const pruning = read ? new PartitionPruning(read) : undefined;
-    const stored = read ? new StoredColumnReads(read) : undefined;
-    const filter = pruning &&
-      stored && {
-        keep: (view: ViewSet, files: readonly string[]) => pruning.keep(view, files),
-        storedColumns: (view: ViewSet, files: readonly string[]) => stored.read(view, files),
-        projected: (view: ViewSet, files: readonly string[]) => pruning.projected(view, files),
-      };
-    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, filter) : [];
+    const readers =
+      tree && shape ? this.resourceStatement(tree, shape, statement.parameters, session === undefined) : undefined;
+    const { pruning, stored } = readers ?? {};
+    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter) : [];
     // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
     // statement may name one, not for statements over view sets alone.
     const listed = tables && (!shape || this.mayNameSeriesTables(shape)) ? await tables.list() : undefined;
@@ -943,25 +925,57 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return [
       ...viewStatements,
       ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules, (sql) =>
-        this.explainResources(ctx.principal, sql),
+        this.explainResources(ctx, sql),
       )),
     ];
   }
 
+  /** The readers of installed resources for one statement's tree, when the server runs the lakehouse. */
+  private resourceStatement(
+    tree: ResourceStatement['tree'],
+    shape: QueryShape,
+    parameters: ResourceStatement['parameters'],
+    ownTransaction: boolean,
+  ): ReturnType<typeof resourceReaders> | undefined {
+    const lakehouse = this.lakehouse;
+    if (!lakehouse) return undefined;
+    const viewOf = (name: string) => lakehouse.views.get(name);
+    return resourceReaders({ db: lakehouse.db, engine: this.engine, tree, shape, viewOf, parameters, ownTransaction });
+  }
+
   /**
    * explain_resources: the provenance a SELECT would have, planned as the caller's (the same
-   * checks), without running it.
+   * checks, the same event range), without running it. To an admin, also what it would read of the
+   * other resources (pruned partitions, stored columns, a projection): a reader is told none of them,
+   * as its results tell none (partitions and their statistics span every audience's rows).
    */
-  private async explainResources(principal: Principal, sql: string): Promise<Provenance> {
+  private async explainResources(ctx: CallContext<Principal>, sql: string): Promise<ExplainedReads> {
+    const { principal } = ctx;
     const tree = await this.engine.parseSelect(sql);
     if (!tree) throw sqlErrors.error('FUNCTION_ARGUMENT_INVALID', 'explain_resources: the statement is not a SELECT');
     snouttimeNames(tree);
     const shape = queryShape(tree);
     checkSingleStatement(shape);
     if (!principal.admin) await this.checkReadable(shape);
+    const lakehouse = this.lakehouse;
+    // As planning does: a statement calling lakehouse functions reads its sets whole.
+    const readers =
+      principal.admin && lakehouse && !shape.tableFunctions.some(isLakehouseFunction)
+        ? this.resourceStatement(tree, shape, undefined, true)
+        : undefined;
+    if (lakehouse && readers) {
+      const range = { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd };
+      await viewSetup(lakehouse, referencedViews(shape, lakehouse), scopeOf(principal), range, readers.filter);
+    }
     nanosecondTimestamps(tree);
-    const rollups = this.lakehouse?.rollups;
-    return (rollups && (await rollups.rewrite(tree))?.provenance) ?? { resources: [] };
+    const rollups = lakehouse?.rollups;
+    const provenance = (rollups && (await rollups.rewrite(tree))?.provenance) ?? { resources: [] };
+    return {
+      ...provenance,
+      stored_columns: readers?.stored.uses ?? [],
+      pruned: readers?.pruning.pruned ?? [],
+      projections: readers?.pruning.projections ?? [],
+    };
   }
 
   /**

@@ -221,6 +221,37 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
     assert.equal(partitionsRead(await fixture.reader.query('SELECT msg FROM log_entries WHERE level = 2')), undefined);
   });
 
+  it('explain_resources names each partition an index skips, and by which index, to an admin; a reader sees none', async () => {
+    // The partitions in the order they were written: levels 4, 3 (team_x's) and 2.
+    const [level4, level3, level2] = rowsOf(
+      await fixture.admin.query(
+        "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL ORDER BY begin_insert_time",
+      ),
+    ).map((r) => String((r as { file_path: string }).file_path));
+    const explain = (client: TestFlightClient, sql: string) =>
+      client.query(`SELECT * FROM explain_resources('${sql.replaceAll("'", "''")}')`).then(rowsOf);
+    const pruned = (index: string, file: string) => ({
+      level: null,
+      table: 'log_entries',
+      rollup: index,
+      grain: null,
+      decision: 'pruned',
+      reason: `partition ${file}`,
+    });
+    assert.deepEqual(await explain(fixture.admin, 'SELECT msg FROM log_entries WHERE level = 3'), [
+      pruned('level_minmax', level4),
+      pruned('level_minmax', level2),
+    ]);
+    // Each partition by the first index (in the order they are tried) that excludes it.
+    assert.deepEqual(
+      await explain(fixture.admin, "SELECT msg FROM log_entries WHERE exe IN ('svc0', 'svc2') AND level > 2"),
+      [pruned('exe_set', level3), pruned('level_minmax', level2)],
+    );
+    assert.deepEqual(await explain(fixture.admin, "SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0'"), []);
+    for (const [, client] of suite.clients().slice(1))
+      assert.deepEqual(await explain(client, 'SELECT msg FROM log_entries WHERE level = 3'), []);
+  });
+
   it("prunes by a prepared statement's bound parameters as by constants, answering as before the indexes", async () => {
     for (const [sql, parameters, skipped] of prepared) {
       for (const [who, client] of suite.clients())

@@ -93,6 +93,21 @@ describe('projections: sorted copies of the partitions, read when the WHERE rest
     assert.equal(projectionsOf(await fixture.reader.query(queries[0][0])), undefined);
   });
 
+  it('explain_resources tells an admin the projection a statement reads; a reader sees none', async () => {
+    const explain = (client: typeof fixture.admin, sql: string) =>
+      plainRows(client, `SELECT * FROM explain_resources('${sql.replaceAll("'", "''")}')`);
+    const read = {
+      level: null,
+      table: 'log_entries',
+      rollup: 'by_level',
+      grain: null,
+      decision: 'projection',
+      reason: 'reads its sorted copies',
+    };
+    for (const [sql, reads] of queries) assert.deepEqual(await explain(fixture.admin, sql), reads ? [read] : [], sql);
+    for (const [, client] of suite.clients().slice(1)) assert.deepEqual(await explain(client, queries[0][0]), []);
+  });
+
   it('the daemon copies each partition it commits; prune queues every copy for deletion', async () => {
     const start = Math.floor(Date.now() / 1000);
     await ingest(3, adminKey.key);

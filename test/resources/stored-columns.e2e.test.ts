@@ -183,6 +183,31 @@ describe('stored columns: installed, backfilled, read in place of their expressi
       assert.equal(provenanceOf(await client.query(queries[0][0]))?.stored_columns, undefined);
   });
 
+  it('explain_resources tells an admin the stored column a statement reads, and why one is kept; a reader sees none', async () => {
+    const [{ column_name: column }] = (
+      await fixture.orrery.metadata.query<{ column_name: string }>(
+        "SELECT column_name FROM resource_columns WHERE view_set_name = 'log_entries' AND entry_key = 'pod'",
+      )
+    ).rows;
+    const explain = (client: TestFlightClient, sql: string) =>
+      plainRows(client, `SELECT * FROM explain_resources('${sql.replaceAll("'", "''")}')`);
+    const use = (decision: string, reason: string) => ({
+      level: null,
+      table: 'log_entries',
+      rollup: 'pod',
+      grain: null,
+      decision,
+      reason,
+    });
+    assert.deepEqual(await explain(fixture.admin, queries[1][0]), [use('substituted', `reads ${column}`)]);
+    assert.deepEqual(
+      await explain(fixture.admin, "SELECT msg AS properties FROM log_entries ORDER BY properties->>'pod'"),
+      [use('kept', 'the select alias properties shadows the column the expression reads')],
+    );
+    assert.deepEqual(await explain(fixture.admin, queries[11][0]), []);
+    for (const client of [fixture.reader, suite.team]) assert.deepEqual(await explain(client, queries[1][0]), []);
+  });
+
   it('nobody reads a __orr_ column by name, and a statement naming one reads no stored column', async () => {
     const { rows } = await fixture.orrery.metadata.query<{ column_name: string }>(
       'SELECT column_name FROM resource_columns',
