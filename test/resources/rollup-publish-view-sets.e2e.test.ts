@@ -3,9 +3,10 @@
 // ingestion: the target is made as create_rollup over the set makes one and refreshed at install
 // (the ledger ready, its backfilled range the lake's retention), the stable view points at it, a
 // `from` entry is a rollup of its target, and a dashboard query over log_entries names the coarsest
-// that answers it in its provenance and answers what the raw rows answer,
-// for an admin and two audiences, also while a late block's bucket is pending. A later publication
-// without it retires it, as it retires a series table's, and `resources prune` drops the targets.
+// that answers it in its provenance and answers what the raw rows answer, for an admin and two
+// audiences, also while a late block's bucket is pending; validate --online finds each target equal
+// to the raw rows. A later publication without them retires them, as it retires a series table's,
+// and `resources prune` drops them.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -145,6 +146,22 @@ describe('orrery publish installs rollup entries over a view set (issues 14 and 
   it('answers a late block exactly while its bucket is pending', async () => {
     await fixture.logs.send(fixture.keys.teamA, 'stock', hourStart(6) + 11n * minuteNs, 5, 21);
     await check(targets);
+  });
+
+  it('validate --online, once the late block is refreshed, finds each target equal to the raw rows of the set', async () => {
+    for (const target of [targets.hourly, targets.daily]) await rows(`select snouttime.refresh_rollup('${target}')`);
+    const run = await runCliAs(fixture.keys.admin.key, address(), 'resources', [
+      'validate',
+      '--dir',
+      dir,
+      '--online',
+      '--rollup-window',
+      '10h',
+    ]);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    for (const target of [targets.daily, targets.hourly])
+      assert.match(run.text, new RegExp(`^rollup ${target}: ok \\([1-9]\\d* buckets from `, 'm'));
+    assert.match(run.text, /^2 rollup\(s\) checked online, 0 mismatch\(es\)\.$/m);
   });
 
   it('a publication without the entries retires them, as series table rollups are retired', async () => {
