@@ -127,6 +127,11 @@ describe('orrery publish installs rollup entries over a view set (issues 14 and 
       { name: targets.daily, source: targets.hourly, retention: null, refreshed: true },
       { name: targets.hourly, source: 'log_entries', retention: '30 days', refreshed: true },
     ]);
+    // Each keeps refreshing: its refresh job, every minute, as create_rollup's.
+    assert.deepEqual(await rows(`SELECT kind, target, schedule FROM snouttime.jobs ORDER BY target`), [
+      { kind: 'refresh', target: targets.daily, schedule: '00:01:00' },
+      { kind: 'refresh', target: targets.hourly, schedule: '00:01:00' },
+    ]);
     // The stable view, per key: a row per bucket, dimension and audience the key sees, as the raw rows count them.
     for (const client of fixture.clients)
       assert.deepEqual(
