@@ -10,6 +10,7 @@ import {
   type ObjectStore,
 } from '../lakehouse/index.js';
 import type { InsertRange, ViewSet } from '../views/index.js';
+import { forgetGoneFiles } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import type { Materializer, Outcome } from './materializer.js';
 
@@ -287,6 +288,8 @@ export class MaintenanceDaemon {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
       }
       const retiredFiles = await deleteExpiredFiles(db, store);
+      // The resources' rows of the files just deleted (and of any a killed run left) go after them.
+      await forgetGoneFiles(db);
       const orphans = await deleteOrphans(db, store, orphanGraceSeconds, now);
       if (orphans.objects + orphans.uploads > 0)
         this.options.log(

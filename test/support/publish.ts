@@ -68,6 +68,12 @@ export interface AudiencesFixture {
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
+/** Materializes processes and log_entries between two epoch seconds, in one-second partitions, as `admin`. */
+export async function materializeLogs(admin: TestFlightClient, from: number, to: number): Promise<void> {
+  for (const view of ['processes', 'log_entries'])
+    await admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', 1)`);
+}
+
 export function useAudiencesOrrery(prefix: string, env: Record<string, string> = {}): AudiencesFixture {
   const fixture = useOrrery({
     ...env,
@@ -103,10 +109,7 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
       assert.equal(sent.status, 200, sent.text);
       await new Promise((resolve) => setTimeout(resolve, 1100));
     },
-    materialize: async (from, to) => {
-      for (const view of ['processes', 'log_entries'])
-        await fixture.admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', 1)`);
-    },
+    materialize: (from, to) => materializeLogs(fixture.admin, from, to),
   };
   before(() => {
     team = new TestFlightClient(fixture.orrery.address);
