@@ -52,6 +52,8 @@ uint32_t HllEntry(uint64_t hash) {
 struct Hll {
   std::vector<uint32_t> sparse;
   size_t compactAt = 64;
+  // sparse[0, sorted) is the last compaction's result, sorted and one entry per register.
+  size_t sorted = 0;
   std::vector<uint8_t> dense;
 
   void Add(uint32_t entry) {
@@ -64,17 +66,22 @@ struct Hll {
     if (sparse.size() >= compactAt) Compact();
   }
 
-  // Sorted, the largest rank of each register kept (entries of a register sort by rank).
+  // Sorted, the largest rank of each register kept (entries of a register sort by rank). Only the
+  // entries added since the last compaction are sorted, then merged with the sorted ones: with
+  // 10,000 groups of 1,000 values the sorting was most of the build's time.
   void Compact() {
-    std::sort(sparse.begin(), sparse.end());
+    std::sort(sparse.begin() + sorted, sparse.end());
+    std::inplace_merge(sparse.begin(), sparse.begin() + sorted, sparse.end());
     size_t kept = 0;
     for (size_t i = 0; i < sparse.size(); i++)
       if (i + 1 == sparse.size() || (sparse[i] >> 6) != (sparse[i + 1] >> 6)) sparse[kept++] = sparse[i];
     sparse.resize(kept);
+    sorted = kept;
     if (kept > kSparseMost) {
       dense.assign(kRegisters, 0);
       for (uint32_t entry : sparse) dense[entry >> 6] = entry & 63;
       std::vector<uint32_t>().swap(sparse);
+      sorted = 0;
     } else {
       compactAt = std::max<size_t>(64, 2 * kept);
     }
@@ -87,6 +94,7 @@ struct Hll {
         dense.assign(kRegisters, 0);
         for (uint32_t entry : sparse) dense[entry >> 6] = std::max<uint8_t>(dense[entry >> 6], entry & 63);
         std::vector<uint32_t>().swap(sparse);
+        sorted = 0;
       }
       for (uint32_t r = 0; r < kRegisters; r++) dense[r] = std::max(dense[r], other.dense[r]);
     } else {
