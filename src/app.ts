@@ -73,7 +73,7 @@ export const version: string = (
 export function keyringFromConfig(
   config: Config,
   log: Log,
-): { keyring: Keyring; connectHint?: string; createdFile?: string } {
+): { keyring: Keyring; connectHint?: (flightPort: number) => string; createdFile?: string } {
   if (config.apiKeysJson) {
     const keys = parseApiKeys(config.apiKeysJson);
     const admins = config.adminsJson ? parseAdmins(config.adminsJson, keys) : new Set<string>();
@@ -82,11 +82,9 @@ export function keyringFromConfig(
   }
   if (config.adminsJson) parseAdmins(config.adminsJson, []);
   const { key, created, path } = loadOrCreateLocalCredentials(config.dataDir);
-  const [host, port] = [
-    config.flightAddress.slice(0, config.flightAddress.lastIndexOf(':')),
-    config.flightAddress.slice(config.flightAddress.lastIndexOf(':') + 1),
-  ];
-  const connectHint =
+  const host = hostOf(config.flightAddress);
+  // The port the server listens on, which is not the configured one when that is 0.
+  const connectHint = (port: number): string =>
     `${created ? 'created' : 'using'} the local admin key in ${path} (no MICROMEGAS_API_KEYS set). Connect with:\n` +
     `  JDBC:    jdbc:arrow-flight-sql://${host}:${port}?useEncryption=false&user=${key.name}&password=${key.key}\n` +
     `  ADBC:    adbc_driver_flightsql.dbapi.connect("grpc://${host}:${port}", db_kwargs={"username": "${key.name}", "password": "${key.key}"})\n` +
@@ -362,7 +360,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     // Unset, Prometheus's own `instance` (the scraped host:port) tells the processes apart.
     if (config.instance) metrics.labelInstance(config.instance);
     log('info', `HTTP (OTLP, /health, /ready, /metrics) listening on ${hostOf(config.httpAddress)}:${httpPort}`);
-    if (connectHint) log('info', connectHint);
+    if (connectHint) log('info', connectHint(flightPort));
     started = true;
     let closing: Promise<void> | undefined;
     const close = (): Promise<void> => (closing ??= drain().then(closeStarted));

@@ -110,6 +110,11 @@ describe('startup errors', () => {
       child.kill('SIGTERM');
       assert.equal(await exited, 0);
       assert.doesNotMatch(output, / (ERROR|WARN) /, output);
+      // The hints name the port the server listens on (here not the configured 0).
+      const listening = /Flight SQL listening on 127\.0\.0\.1:(\d+)/.exec(output)?.[1];
+      assert.ok(listening && listening !== '0', output);
+      assert.match(output, new RegExp(`jdbc:arrow-flight-sql://127\\.0\\.0\\.1:${listening}\\?`));
+      assert.match(output, new RegExp(`grpc://127\\.0\\.0\\.1:${listening}"`));
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
