@@ -118,12 +118,10 @@ let schemaReady: WeakSet<object> = new WeakSet();
 /** Creates the ledger tables when missing (once per metadata handle). */
 export async function ensureLedger(db: MetadataQueries): Promise<void> {
   if (schemaReady.has(db)) return;
-  await db.query(`SELECT pg_advisory_lock(hashtextextended('orrery_resource_ledger', 0))`);
-  try {
-    await db.query(ledgerSchema);
-  } finally {
-    await db.query(`SELECT pg_advisory_unlock(hashtextextended('orrery_resource_ledger', 0))`);
-  }
+  // One query string: Postgres runs it as one transaction on one connection, so the lock that keeps two
+  // servers from creating the tables at once is released with it. (A session lock taken and released by
+  // two pooled queries could stay on a connection the release never reached, and stop every other server.)
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_resource_ledger', 0));\n${ledgerSchema}`);
   schemaReady.add(db);
 }
 
