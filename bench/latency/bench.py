@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import CpuMeter, Orrery, git_state, ingest, log, machine_state  # noqa: E402
+from benchlib import CpuMeter, Orrery, git_state, ingest, log, machine_state, proc_cpu  # noqa: E402
 
 READER_NAME, READER_KEY = "reader", "reader-key-0123"
 
@@ -237,8 +237,9 @@ def main() -> int:
             times, elapsed, _ = timed_loop(lambda: raw.get_flight_info(flight_sql_descriptor(sql), raw_options),
                                            args.seconds / 2, args.warmup)
             row["getflightinfo_1"] = summary(times, elapsed)
-        times, elapsed = concurrent_loop(lambda: adbc_runner(sql), args.clients, args.seconds, 1)
-        row[f"adbc_{args.clients}"] = summary(times, elapsed)
+        with CpuSplit(args.server_pid, os.getpid()) as split:
+            times, elapsed = concurrent_loop(lambda: adbc_runner(sql), args.clients, args.seconds, 1)
+        row[f"adbc_{args.clients}"] = {**summary(times, elapsed), **split.per_statement(len(times))}
         times, elapsed = concurrent_loop(lambda: duckdb_runner(sql), args.clients, args.seconds, 1)
         row[f"duckdb_{args.clients}"] = summary(times, elapsed)
         row["rows"] = flight_table.num_rows
@@ -247,7 +248,7 @@ def main() -> int:
         if not same or flight_table.num_rows == 0:
             mismatches.append(name)
         for client, command in other_clients(args, sql).items():
-            row[client] = run_client(client, command)
+            row[client] = run_client(client, command, args.server_pid)
             if row[client]["1"]["rows"] != local_table.num_rows:
                 mismatches.append(f"{name} ({client})")
             log(f"  {name}: {client} p50 {row[client]['1']['p50_ms']:.2f} ms; "
@@ -281,7 +282,7 @@ def main() -> int:
         print(f"Per client (same statements, key '{READER_NAME}'): p50/p99 with one connection, ratio to in-process p50, "
               f"and with {c} connections at once")
         header = (f"{'statement':<18} {'client':<6} | {'p50':>8} {'p99':>8} {'ratio':>6} {'vs +1ms':>7} | "
-                  f"{c} conns: {'p50':>8} {'p99':>8} {'stmt/s':>7}")
+                  f"{c} conns: {'p50':>8} {'p99':>8} {'stmt/s':>7} {'srv CPU':>7} {'cli CPU':>7} {'CPU cap':>7}")
         print(header)
         print("-" * len(header))
         for name, r in results.items():
@@ -294,7 +295,11 @@ def main() -> int:
                 bound = local + 1 if name == "select1" else 1.5 * local + 1
                 verdict = "" if client == "duckdb" else ("ok" if one["p50_ms"] <= bound else "over")
                 print(f"{name:<18} {client:<6} | {one['p50_ms']:>8.2f} {one['p99_ms']:>8.2f} {one['p50_ms'] / local:>6.1f} "
-                      f"{verdict:>7} | {'':>{len(str(c)) + 7}}{many['p50_ms']:>8.2f} {many['p99_ms']:>8.2f} {many['per_s']:>7.0f}")
+                      f"{verdict:>7} | {'':>{len(str(c)) + 7}}{many['p50_ms']:>8.2f} {many['p99_ms']:>8.2f} {many['per_s']:>7.0f}"
+                      f"{cpu_cells(many)}")
+    print(f"{c} conns: srv CPU / cli CPU = ms of CPU per statement of the server process and of the client process over "
+          f"the timed part; CPU cap = {os.cpu_count()} cores' ms per second / (srv + cli): the rate at which the two would "
+          "fill every core between them")
     if "select1" in results:
         print(f"bare GetFlightInfo (SELECT 1, pyarrow): p50 {results['select1']['getflightinfo_1']['p50_ms']:.2f} ms")
     print("times in ms; ratio = ADBC p50 / in-process p50 (one connection); srv CPU = server process CPU per ADBC statement "
@@ -309,6 +314,15 @@ def main() -> int:
                "duckdb": duckdb.__version__, "ingest_records_per_s": run["records_per_s"], **git_state()}
     print(json.dumps(figures, separators=(",", ":")))
     return 0 if not mismatches else 1
+
+
+def cpu_cells(phase: dict) -> str:
+    """The server's and the client's CPU per statement of a phase, and the rate the cores allow at that cost."""
+    if "server_cpu_ms" not in phase or "client_cpu_ms" not in phase:
+        return ""
+    both = phase["server_cpu_ms"] + phase["client_cpu_ms"]
+    cap = (os.cpu_count() or 1) * 1000 / both if both > 0 else 0
+    return f" {phase['server_cpu_ms']:>7.2f} {phase['client_cpu_ms']:>7.2f} {cap:>7.0f}"
 
 
 def other_clients(args, sql: str) -> dict[str, list[str]]:
@@ -326,13 +340,50 @@ def other_clients(args, sql: str) -> dict[str, list[str]]:
     return commands
 
 
-def run_client(client: str, command: list[str]) -> dict:
-    """Runs a client program; its JSON lines by phase ("1" and the number of clients)."""
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    phases = {line["phase"]: line for line in map(json.loads, (l for l in done.stdout.splitlines() if l.startswith("{")))}
-    if done.returncode != 0 or len(phases) != 2:
-        raise SystemExit(f"{client} client failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+def run_client(client: str, command: list[str], server_pid: int | None) -> dict:
+    """Runs a client program; its JSON lines by phase ("1" and the number of clients), each with the server's
+    and the client's CPU per statement over its timed part (from the program's mark line to its report)."""
+    phases: dict[str, dict] = {}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as program:
+        split = None
+        for line in program.stdout:
+            if not line.startswith("{"):
+                continue
+            record = json.loads(line)
+            if "mark" in record:
+                split = CpuSplit(server_pid, program.pid).__enter__()
+            elif split is not None:
+                split.__exit__(None, None, None)
+                phases[record["phase"]] = {**record, **split.per_statement(record["n"])}
+                split = None
+        stderr = program.stderr.read()
+        program.wait(timeout=600)
+    if program.returncode != 0 or len(phases) != 2:
+        raise SystemExit(f"{client} client failed ({program.returncode}): {stderr.strip()[-2000:]}")
     return phases
+
+
+class CpuSplit:
+    """CPU of the server and of a client process over an interval: with 16 clients on 2 cores, the clients'
+    own CPU is part of why a rate stops where it does."""
+
+    def __init__(self, server_pid: int | None, client_pid: int):
+        self.pids = (server_pid, client_pid)
+
+    def __enter__(self) -> "CpuSplit":
+        self.start = [proc_cpu(p) if p else None for p in self.pids]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.end = [proc_cpu(p) if p else None for p in self.pids]
+
+    def per_statement(self, n: int) -> dict:
+        """ms of CPU per statement: server_cpu_ms (the Node process, every thread) and client_cpu_ms."""
+        out = {}
+        for name, a, b in zip(("server_cpu_ms", "client_cpu_ms"), self.start, self.end):
+            if a is not None and b is not None and n > 0:
+                out[name] = round((b - a) * 1000 / n, 3)
+        return out
 
 
 def flight_sql_descriptor(sql: str) -> flight.FlightDescriptor:

@@ -86,6 +86,12 @@ func report(phase string, times []float64, elapsed time.Duration, rows int64) {
 	fmt.Println(string(out))
 }
 
+// mark tells bench.py that a phase's timed part starts now (it reads the server's and this
+// process's CPU then, and again at the phase's report line).
+func mark(phase string) {
+	fmt.Printf("{\"client\":\"go\",\"mark\":%q}\n", phase)
+}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "Flight SQL host:port")
 	user := flag.String("user", "reader", "key name")
@@ -112,6 +118,7 @@ func main() {
 		}
 	}
 	var times []float64
+	mark("1")
 	start := time.Now()
 	for time.Since(start) < duration {
 		t0 := time.Now()
@@ -138,6 +145,7 @@ func main() {
 	perClient := make([][]float64, *clients)
 	errs := make(chan error, *clients)
 	var wg sync.WaitGroup
+	mark(fmt.Sprint(*clients))
 	start = time.Now()
 	end := start.Add(duration)
 	for i, r := range runners {

@@ -39,6 +39,13 @@ public class LatencyClient {
     System.out.printf(
         "{\"client\":\"jdbc\",\"phase\":\"%s\",\"n\":%d,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"per_s\":%.1f,\"rows\":%d}%n",
         phase, times.size(), p50, p99, times.size() / seconds, rows);
+    System.out.flush();
+  }
+
+  /** Tells bench.py that a phase's timed part starts now (it reads the server's and this JVM's CPU then). */
+  static void mark(String phase) {
+    System.out.printf("{\"client\":\"jdbc\",\"mark\":\"%s\"}%n", phase);
+    System.out.flush();
   }
 
   public static void main(String[] args) throws Exception {
@@ -55,6 +62,7 @@ public class LatencyClient {
     // The JVM compiles the driver's paths as they run: warm it more than a native client.
     for (int i = 0; i < Math.max(warmup, 200); i++) rows = one.run();
     List<Double> times = new ArrayList<>();
+    mark("1");
     long start = System.nanoTime();
     while (System.nanoTime() - start < nanos) {
       long t0 = System.nanoTime();
@@ -92,6 +100,7 @@ public class LatencyClient {
       t.start();
       threads.add(t);
     }
+    mark(String.valueOf(clients));
     barrier.await();
     start = System.nanoTime();
     for (Thread t : threads) t.join();
