@@ -80,6 +80,9 @@ orrery_start() {
   ORRERY_FLIGHT_PORT=""
   ORRERY_HTTP_PORT=""
   local keys='[{"name":"admin","key":"admin-key-0123"}]' admins='["admin"]'
+  # Made before the server starts: the wait below stops when the log is missing, and the
+  # background shell may not have opened it yet on a loaded machine.
+  : >>"$ORRERY_LOG"
   MICROMEGAS_API_KEYS="${BENCH_API_KEYS:-$keys}" MICROMEGAS_ADMINS="${BENCH_ADMINS:-$admins}" \
   ORRERY_FLIGHT_SQL_ADDR=127.0.0.1:0 ORRERY_HTTP_ADDR=127.0.0.1:0 ORRERY_DATA_DIR="$data_dir" \
     node "$@" "$(orrery_entry)" "$role" >>"$ORRERY_LOG" 2>&1 &
