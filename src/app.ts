@@ -309,6 +309,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         housekeepingSeconds: config.housekeepingSeconds,
         orphanGraceSeconds: config.orphanGraceSeconds,
         backfillSeconds: config.viewBackfillHours * 3600,
+        onPartitionsExpired: maintenanceRollups
+          ? (tx, change) => maintenanceRollups.partitionsChanged(tx, change)
+          : undefined,
         seriesRetention: maintenanceLake
           ? () => new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention()
           : undefined,

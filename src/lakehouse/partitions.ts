@@ -55,6 +55,8 @@ export interface PartitionChange {
   readonly retired: readonly string[];
   readonly added: readonly string[];
   readonly mergedFrom?: readonly string[];
+  /** The lake's retention took `retired` away (by insert time): their rows are gone, not changed. */
+  readonly expired?: boolean;
 }
 
 /** Runs in the transaction of every change to partitions that adds or removes rows (rollups follow view sets so). */
@@ -268,7 +270,7 @@ async function retireWhere(
   where: string,
   params: unknown[],
   retireDelaySeconds: number,
-): Promise<{ files: string[]; partitions: number; views: string[] }> {
+): Promise<{ files: string[]; partitions: number; views: string[]; filesByView: Map<string, string[]> }> {
   const { rows } = await db.query<{ file_path: string | null; view_set_name: string }>(
     `WITH gone AS (DELETE FROM lakehouse_partitions WHERE ${where} RETURNING view_set_name, file_path, file_size, begin_insert_time)
      , queued AS (INSERT INTO temporary_files (file_path, file_size, expiration)
@@ -276,10 +278,15 @@ async function retireWhere(
      SELECT view_set_name, file_path FROM gone ORDER BY begin_insert_time, file_path`,
     [retireDelaySeconds, ...params],
   );
+  const filesByView = new Map<string, string[]>();
+  for (const r of rows)
+    if (r.file_path !== null)
+      filesByView.set(r.view_set_name, [...(filesByView.get(r.view_set_name) ?? []), r.file_path]);
   return {
     files: rows.flatMap((r) => (r.file_path === null ? [] : [r.file_path])),
     partitions: rows.length,
     views: [...new Set(rows.map((r) => r.view_set_name))],
+    filesByView,
   };
 }
 
@@ -516,7 +523,16 @@ export async function deleteExpiredFiles(db: MetadataQueries, store: ObjectStore
  * they cover is past retention, so no query may read it any more); deleteExpiredFiles then deletes
  * their files. Returns how many partitions went.
  */
-export async function retirePartitionsOlderThan(db: MetadataQueries, days: number): Promise<number> {
-  return (await retireWhere(db, 'end_insert_time < now() - make_interval(days => $2)', [Math.floor(days)], 0))
-    .partitions;
+export async function retirePartitionsOlderThan(
+  metadata: MetadataStore,
+  days: number,
+  onChange?: PartitionChangeHook,
+): Promise<number> {
+  return metadata.transaction(async (tx) => {
+    const gone = await retireWhere(tx, 'end_insert_time < now() - make_interval(days => $2)', [Math.floor(days)], 0);
+    // Their files are deleted only after this commits, so the hook can still read the rows retention took.
+    for (const [viewSetName, retired] of gone.filesByView)
+      await onChange?.(tx, { viewSetName, retired, added: [], expired: true });
+    return gone.partitions;
+  });
 }

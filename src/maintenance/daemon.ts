@@ -8,6 +8,7 @@ import {
   retirePartitionsOlderThan,
   secondsToNanos,
   type ObjectStore,
+  type PartitionChangeHook,
 } from '../lakehouse/index.js';
 import type { InsertRange, ViewSet } from '../views/index.js';
 import { forgetGoneFiles } from '../resources/index.js';
@@ -59,6 +60,8 @@ export interface DaemonOptions {
   readonly backfillSeconds?: number;
   /** Deletes series-table rows past their set_retention (absent: no series tables here). */
   readonly seriesRetention?: () => Promise<Array<{ table: string; deleted: number }>>;
+  /** Told, in the transaction that retires them, of the partitions retention takes (rollups keep their buckets). */
+  readonly onPartitionsExpired?: PartitionChangeHook;
   readonly passes?: readonly Pass[];
   readonly log: (level: 'info' | 'warn' | 'error', message: string, error?: unknown) => void;
   readonly onOutcome?: (view: string, outcome: Outcome | 'failed') => void;
@@ -283,7 +286,7 @@ export class MaintenanceDaemon {
       await db.query(
         `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
       );
-      const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays);
+      const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays, this.options.onPartitionsExpired);
       for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
       }

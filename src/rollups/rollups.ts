@@ -917,8 +917,8 @@ export class Rollups {
 
   /**
    * The pending buckets of a rollup of a view set: those invalidated after the last one its refresh
-   * consumed, below its watermark. Buckets older than the lake's retention keep their materialized
-   * values (their raw rows may be gone, and a late block must not replace them with a fragment).
+   * consumed, below its watermark. Buckets some of whose rows the lake's retention took are never
+   * pending (readViewSet leaves them out): a late block must not replace them with a fragment.
    */
   private async pendingOfViewSet(
     definition: RollupDefinition,
@@ -936,11 +936,9 @@ export class Rollups {
       ),
     ];
     if (changed.length === 0) return [];
-    const horizon = `now()::TIMESTAMP - INTERVAL ${Math.floor(this.viewSets?.retentionDays ?? 0)} DAY`;
     const rows = await this.engine.values(
       `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${changed.map(quoteLiteral).join(', ')}]::TIMESTAMP[]) AS b)
-       WHERE b < ${bucketLiteral(definition, state.watermark)} AND b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))
-       ORDER BY b`,
+       WHERE b < ${bucketLiteral(definition, state.watermark)} ORDER BY b`,
     );
     return rows.map(([b]) => String(b));
   }

@@ -23,12 +23,18 @@ import { bucketSql } from './rollup-sql.js';
 // merge nothing. A refresh records the last invalidation it consumed with its state in DuckLake;
 // a read takes the state, then the partitions and the invalidations after it in one Postgres
 // snapshot, so the three always agree.
+//
+// The lake's retention deletes partitions by insert time, so it can take some of a bucket's rows
+// (those inserted long ago) and leave others, and a late block can bring rows for any event time.
+// Its transaction records, per rollup, the buckets of the rows it took (rollup_view_kept): those
+// keep their materialized values for ever, and a later change to them is not pending (recomputing
+// one would store a fragment). Every other bucket follows its raw rows, however old its event time.
 
 /** What the rollups of view sets need of them: the loaded sets, the store their files are in, their retention. */
 export interface ViewSetSources {
   readonly get: (name: string) => ViewSet | undefined;
   readonly store: ObjectStore;
-  /** MICROMEGAS_RETENTION_DAYS: buckets older than this keep their materialized values (the raw rows may be gone). */
+  /** MICROMEGAS_RETENTION_DAYS: how far back, by insert time, the lake keeps partitions. */
   readonly retentionDays: number;
 }
 
@@ -40,7 +46,12 @@ CREATE TABLE IF NOT EXISTS rollup_view_invalidations (
   bucket      TEXT NOT NULL,
   recorded_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-CREATE INDEX IF NOT EXISTS rollup_view_invalidations_rollup ON rollup_view_invalidations (rollup, seq);`;
+CREATE INDEX IF NOT EXISTS rollup_view_invalidations_rollup ON rollup_view_invalidations (rollup, seq);
+CREATE TABLE IF NOT EXISTS rollup_view_kept (
+  rollup TEXT NOT NULL REFERENCES rollup_definitions (name) ON DELETE CASCADE,
+  bucket TEXT NOT NULL,
+  PRIMARY KEY (rollup, bucket)
+);`;
 
 /**
  * Every change to a set's partitions holds this lock shared while it records its invalidations; a
@@ -55,6 +66,7 @@ export interface ViewSetRead {
   readonly files: readonly string[];
   /** The number of the last invalidation recorded (for any set) as of this read. */
   readonly sequence: bigint;
+  /** Those of buckets the lake's retention took rows of are left out: they keep their stored values. */
   readonly invalidations: ReadonlyArray<{
     readonly rollup: string;
     readonly bucket: string;
@@ -81,8 +93,10 @@ export async function readViewSet(
     else await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     const partitions = await queryablePartitions(tx, view.name, globalInstance, schemaHash(view.columns));
     const { rows } = await tx.query<{ rollup: string; bucket: string; seq: string }>(
-      `SELECT rollup, bucket, seq::TEXT AS seq FROM rollup_view_invalidations
-        WHERE rollup = ANY($1) AND seq > $2 ORDER BY seq`,
+      `SELECT rollup, bucket, seq::TEXT AS seq FROM rollup_view_invalidations i
+        WHERE rollup = ANY($1) AND seq > $2
+          AND NOT EXISTS (SELECT 1 FROM rollup_view_kept k WHERE k.rollup = i.rollup AND k.bucket = i.bucket)
+        ORDER BY seq`,
       [rollups, after.toString()],
     );
     const { rows: last } = await tx.query<{ seq: string }>(
@@ -107,7 +121,8 @@ export async function forgetInvalidations(db: MetadataQueries, rollup: string, c
 
 /**
  * Records, in the transaction of a change to a set's partitions, the buckets it changed for each
- * rollup on the set. A set without rollups pays one shared lock and one lookup.
+ * rollup on the set, or for retention the buckets whose rows it took (kept as stored). A set
+ * without rollups pays one shared lock and one lookup.
  */
 export async function recordInvalidations(
   tx: MetadataQueries,
@@ -150,6 +165,17 @@ export async function recordInvalidations(
     const bucket = bucketSql({ integer: false, grain }, column);
     const hashed = (sql: string): string =>
       `SELECT b, count(*) AS n, sum(h) AS s FROM (SELECT ${bucket} AS b, hash(${view.columns.map((c) => quoteIdentifier(c.name)).join(', ')})::HUGEINT AS h FROM (${sql})) GROUP BY b`;
+    if (change.expired) {
+      const taken = await engine.values(
+        `SELECT DISTINCT CAST(b AS VARCHAR) FROM (SELECT ${bucket} AS b FROM (${relation(change.retired)})) WHERE b IS NOT NULL`,
+      );
+      await tx.query(
+        `INSERT INTO rollup_view_kept (rollup, bucket)
+         SELECT r, b FROM unnest($1::TEXT[]) AS r, unnest($2::TEXT[]) AS b ON CONFLICT DO NOTHING`,
+        [rollups, taken.map(([b]) => String(b))],
+      );
+      continue;
+    }
     const changed = await engine.values(
       `WITH o AS (${hashed(relation(change.retired))}), n AS (${hashed(relation(change.added))})
        SELECT DISTINCT CAST(coalesce(o.b, n.b) AS VARCHAR) FROM o FULL OUTER JOIN n ON o.b = n.b

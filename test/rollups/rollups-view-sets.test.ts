@@ -250,4 +250,36 @@ describe('rollups of view sets (issue 17)', () => {
     assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 0);
     assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
   });
+
+  it('retention keeps the buckets whose rows it took, by insert time; an older bucket whose rows are all there follows them', async () => {
+    // The last test's retention took every row: log_entries holds none of those sent.
+    logs.holding(0);
+    const keptBy = await Promise.all(clients.map((c) => plainRows(c, `SELECT * FROM logs_hourly${order}`)));
+    const [kept] = keptBy;
+    // A late block for an hour whose rows retention took: the stored bucket stays, never a fragment.
+    await logs.send(teamA, 'cart', hourStart(5) + 120_000_000_000n, 1, 22);
+    assert.equal(await pending('logs_hourly'), 0);
+    assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
+    // Rows of an hour 100 days ago sent now: older than the lake's retention (90 days) by event time, yet
+    // all there (it deletes by insert time), so the rollup reads them as the set does, before and after
+    // a refresh, for every key.
+    await logs.send(teamB, 'old', hourStart(24 * 100), 2, 11);
+    const exact = async (): Promise<void> => {
+      for (const [i, client] of clients.entries()) {
+        const [got, want, stored] = await Promise.all([
+          plainRows(client, `SELECT * FROM logs_hourly WHERE target = 'old'${order}`),
+          plainRows(client, `SELECT * FROM (${logsOfSource}) WHERE target = 'old'${order}`),
+          plainRows(client, `SELECT * FROM logs_hourly WHERE target <> 'old'${order}`),
+        ]);
+        assert.deepEqual(got, want);
+        assert.deepEqual(stored, keptBy[i]);
+      }
+    };
+    assert.equal(await pending('logs_hourly'), 1);
+    await exact();
+    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 1);
+    assert.equal(await pending('logs_hourly'), 0);
+    await exact();
+    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM logs_hourly_materialized WHERE target = 'old'`), 1);
+  });
 });

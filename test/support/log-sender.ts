@@ -42,6 +42,8 @@ export interface LogSender {
   send(key: TestKey, target: string, start: bigint, count: number, level?: number): Promise<void>;
   /** How many records were sent so far (log_entries holds them all once send returned). */
   readonly sent: number;
+  /** After retention took records: log_entries holds `count` of those sent, and the next send waits for those plus its own. */
+  holding(count: number): void;
 }
 
 /** A sender to `orrery`, counting log_entries as `admin` sees it. */
@@ -50,6 +52,9 @@ export function logSender(orrery: InProcessOrrery, admin: TestFlightClient): Log
   return {
     get sent() {
       return sent;
+    },
+    holding(count) {
+      sent = count;
     },
     async send(key, target, start, count, level = 9) {
       const logs = Array.from({ length: count }, (_, i) => ({
