@@ -8,6 +8,7 @@ import type { ObjectStore, Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
+import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { projectPartition } from './projections.js';
@@ -178,6 +179,7 @@ async function writeStatistics(
       bloom,
     ],
   );
+  forgetAbsent();
 }
 
 /** The items of a DuckDB LIST value (node-api's DuckDBListValue). */
@@ -260,30 +262,39 @@ async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]
   }));
 }
 
-/** The statistics these indexes hold for these partition files (object keys); files without any are absent. */
+/** The statistics an index holds for these partition files (object keys), kept in memory (see factsOf); files without any are absent. */
 export async function partitionStatistics(
   db: MetadataQueries,
-  hashes: readonly string[],
+  hash: string,
   files: readonly string[],
 ): Promise<PartitionStatistics[]> {
+  const found = await factsOf(db, `stats:${hash}`, files, (missing) => statisticsRows(db, hash, missing), sizeOf);
+  return files.flatMap((f) => found.get(f) ?? []);
+}
+
+const sizeOf = (s: PartitionStatistics): number =>
+  (s.bloom?.length ?? 0) + (s.min?.length ?? 0) + (s.max?.length ?? 0) + (s.distinct?.join('').length ?? 0) + 200;
+
+async function statisticsRows(
+  db: MetadataQueries,
+  hash: string,
+  files: readonly string[],
+): Promise<Map<string, PartitionStatistics>> {
   const { rows } = await db.query<{
-    index_hash: string;
     file_path: string;
     min_value: string | null;
     max_value: string | null;
     distinct_values: string[] | null;
     bloom: Buffer | null;
   }>(
-    `SELECT index_hash, file_path, min_value, max_value, distinct_values, bloom FROM resource_partition_stats
-      WHERE index_hash = ANY($1::text[]) AND file_path = ANY($2::text[])`,
-    [hashes, files],
+    `SELECT file_path, min_value, max_value, distinct_values, bloom FROM resource_partition_stats
+      WHERE index_hash = $1 AND file_path = ANY($2::text[])`,
+    [hash, files],
   );
-  return rows.map((r) => ({
-    hash: r.index_hash,
-    filePath: r.file_path,
-    min: r.min_value,
-    max: r.max_value,
-    distinct: r.distinct_values,
-    bloom: r.bloom,
-  }));
+  return new Map(
+    rows.map((r) => [
+      r.file_path,
+      { hash, filePath: r.file_path, min: r.min_value, max: r.max_value, distinct: r.distinct_values, bloom: r.bloom },
+    ]),
+  );
 }

@@ -9,6 +9,7 @@ import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
+import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
@@ -48,6 +49,7 @@ async function writeCopy(
      VALUES ($1, $2, $3, $4) ON CONFLICT (projection_hash, file_path) DO NOTHING`,
     [projection.hash, projection.viewSet, filePath, key],
   );
+  forgetAbsent();
 }
 
 async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
@@ -143,17 +145,25 @@ async function installedProjections(db: MetadataQueries, viewSets: readonly stri
 export const recentProjections = (db: MetadataQueries, viewSet: string): Promise<InstalledProjection[]> =>
   recently(db, `projections:${viewSet}`, () => installedProjections(db, [viewSet]));
 
-/** The copies (object keys) one projection holds of these partition files, by file; files without one are absent. */
+/** The copies (object keys) one projection holds of these partition files, by file, kept in memory (see factsOf); files without one are absent. */
 export async function projectionCopies(
   db: MetadataQueries,
   hash: string,
   files: readonly string[],
 ): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ file_path: string; copy_path: string }>(
-    `SELECT file_path, copy_path FROM resource_projection_files WHERE projection_hash = $1 AND file_path = ANY($2::text[])`,
-    [hash, files],
+  return factsOf(
+    db,
+    `copies:${hash}`,
+    files,
+    async (missing) => {
+      const { rows } = await db.query<{ file_path: string; copy_path: string }>(
+        `SELECT file_path, copy_path FROM resource_projection_files WHERE projection_hash = $1 AND file_path = ANY($2::text[])`,
+        [hash, missing],
+      );
+      return new Map(rows.map((r) => [r.file_path, r.copy_path]));
+    },
+    (copy) => copy.length * 2,
   );
-  return new Map(rows.map((r) => [r.file_path, r.copy_path]));
 }
 
 /** Copies a partition just registered under every projection installed on its set (the daemon, after each commit). */

@@ -398,11 +398,13 @@ const hashedTypes =
 const isNull = (c: Node): boolean =>
   c.class === 'CONSTANT' ? (c.value as Node).is_null === true : c.class === 'CAST' && isNull(c.child as Node);
 
-/** What statements compute again and again, bounded: kept while fewer than 1000, then started over. */
+/** What statements compute again and again, bounded: kept while fewer than the limit, then started over. */
 const conditions = new Map<string, string | null>();
 const hashes = new Map<string, bigint[] | null>();
-function remember<T>(cache: Map<string, T>, key: string, value: T): void {
-  if (cache.size >= 1000) cache.clear();
+/** Whether a file's statistics meet a condition of constants, by index, condition and file. */
+const decisions = new Map<string, boolean>();
+function remember<T>(cache: Map<string, T>, key: string, value: T, limit = 1000): void {
+  if (cache.size >= limit) cache.clear();
   cache.set(key, value);
 }
 
@@ -517,37 +519,60 @@ export class PartitionPruning {
    * reads every partition and reports its own error, if any).
    */
   private async kept(index: InstalledIndex, restrictions: Restriction[], files: string[]): Promise<Set<string> | null> {
-    const stats = await partitionStatistics(this.db, [index.hash], files);
+    const stats = await partitionStatistics(this.db, index.hash, files);
     const kept = new Set(files);
     if (stats.length === 0) return kept;
-    const rows: string[] = [];
-    for (const s of stats) {
-      kept.delete(s.filePath);
-      const [file, min, max] = [s.filePath, s.min, s.max].map((v) => (v === null ? 'NULL::VARCHAR' : quoteLiteral(v)));
-      if (s.distinct === null || index.kind !== 'set')
-        rows.push(`(${file}, false, true, NULL::VARCHAR, ${min}, ${max})`);
-      else
-        for (const value of s.distinct)
-          rows.push(
-            `(${file}, true, false, ${value === null ? 'NULL::VARCHAR' : quoteLiteral(value)}, ${min}, ${max})`,
-          );
-    }
-    const type = index.valueType;
-    const relation =
-      `SELECT __orr_file, __orr_listed, __orr_unlisted, CAST(__orr_value AS ${type}) AS __orr_value, ` +
-      `CAST(__orr_min AS ${type}) AS __orr_min, CAST(__orr_max AS ${type}) AS __orr_max ` +
-      `FROM (VALUES ${rows.join(', ')}) AS s(__orr_file, __orr_listed, __orr_unlisted, __orr_value, __orr_min, __orr_max)`;
     const meets = junction('CONJUNCTION_OR', [
       junction('CONJUNCTION_AND', [columnRef('__orr_listed'), ...restrictions.map(valueMeets)]),
       junction('CONJUNCTION_AND', [columnRef('__orr_unlisted'), ...restrictions.map(rangeMeets)]),
     ]);
+    let condition: string | null;
     try {
-      const condition = await this.condition(meets);
-      if (condition === null) return null;
-      for (const [file] of await this.engine.values(`SELECT DISTINCT __orr_file FROM (${relation}) ${condition}`))
-        kept.add(String(file));
+      condition = await this.condition(meets);
     } catch {
       return null;
+    }
+    if (condition === null) return null;
+    // A file's statistics never change, so neither does a condition of constants over them: a repeated
+    // statement asks DuckDB only of files it has not decided yet (not a bound rising with the clock).
+    const fixed = restrictions.every((r) => r.constants.every(isConstant));
+    const decisionOf = (file: string): string => `${index.hash}\u0000${condition}\u0000${file}`;
+    const undecided: typeof stats = [];
+    for (const s of stats) {
+      const known = fixed ? decisions.get(decisionOf(s.filePath)) : undefined;
+      if (known === false) kept.delete(s.filePath);
+      else if (known === undefined) undecided.push(s);
+    }
+    if (undecided.length > 0) {
+      const rows: string[] = [];
+      for (const s of undecided) {
+        const [file, min, max] = [s.filePath, s.min, s.max].map((v) =>
+          v === null ? 'NULL::VARCHAR' : quoteLiteral(v),
+        );
+        if (s.distinct === null || index.kind !== 'set')
+          rows.push(`(${file}, false, true, NULL::VARCHAR, ${min}, ${max})`);
+        else
+          for (const value of s.distinct)
+            rows.push(
+              `(${file}, true, false, ${value === null ? 'NULL::VARCHAR' : quoteLiteral(value)}, ${min}, ${max})`,
+            );
+      }
+      const type = index.valueType;
+      const relation =
+        `SELECT __orr_file, __orr_listed, __orr_unlisted, CAST(__orr_value AS ${type}) AS __orr_value, ` +
+        `CAST(__orr_min AS ${type}) AS __orr_min, CAST(__orr_max AS ${type}) AS __orr_max ` +
+        `FROM (VALUES ${rows.join(', ')}) AS s(__orr_file, __orr_listed, __orr_unlisted, __orr_value, __orr_min, __orr_max)`;
+      const passed = new Set<string>();
+      try {
+        for (const [file] of await this.engine.values(`SELECT DISTINCT __orr_file FROM (${relation}) ${condition}`))
+          passed.add(String(file));
+      } catch {
+        return null;
+      }
+      for (const { filePath } of undecided) {
+        if (!passed.has(filePath)) kept.delete(filePath);
+        if (fixed) remember(decisions, decisionOf(filePath), passed.has(filePath), 100_000);
+      }
     }
     if (index.kind !== 'bloom_filter') return kept;
     for (const r of restrictions.filter((r) => r.op === 'COMPARE_EQUAL' || r.op === 'in')) {
@@ -562,7 +587,7 @@ export class PartitionPruning {
   /** The files that may hold a value matching every search, by a text index: those without one, and those whose trigrams hold the searches'. */
   private async containing(index: InstalledIndex, searches: Search[], files: string[]): Promise<Set<string>> {
     const kept = new Set(files);
-    for (const { filePath, bloom } of await partitionStatistics(this.db, [index.hash], files))
+    for (const { filePath, bloom } of await partitionStatistics(this.db, index.hash, files))
       if (bloom && !searches.every((s) => mayContain(bloom, s.trigrams))) kept.delete(filePath);
     return kept;
   }

@@ -329,4 +329,31 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
       await fixture.orrery.store.put(path, bytes);
     }
   });
+
+  it('decides a repeated statement from the statistics it read before, asking Postgres nothing again', async () => {
+    const sqls = [
+      'SELECT msg FROM log_entries WHERE level = 3',
+      "SELECT count(*) AS n FROM log_entries WHERE msg = 'entry 0.05'",
+    ];
+    const first = [];
+    for (const sql of sqls) first.push(partitionsRead(await fixture.admin.query(sql)));
+    assert.deepEqual(first[0], [{ table: 'log_entries', partitions: 4, skipped: 3, indexes: ['level_minmax'] }]);
+    // The statistics taken away behind the server's back: a statement asking Postgres for them would skip nothing.
+    const { metadata } = fixture.orrery;
+    await metadata.query('CREATE TABLE kept_stats AS SELECT * FROM resource_partition_stats');
+    await metadata.query('DELETE FROM resource_partition_stats');
+    try {
+      for (const [i, sql] of sqls.entries()) {
+        assert.deepEqual(partitionsRead(await fixture.admin.query(sql)), first[i], sql);
+        assert.deepEqual(
+          rowsOf(await fixture.admin.query(sql)),
+          rowsOf(await fixture.admin.query(`${sql} OR false`)),
+          sql,
+        );
+      }
+    } finally {
+      await metadata.query('INSERT INTO resource_partition_stats SELECT * FROM kept_stats');
+      await metadata.query('DROP TABLE kept_stats');
+    }
+  });
 });
