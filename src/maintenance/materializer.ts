@@ -35,6 +35,7 @@ import {
   ensureLedger,
   indexPartition,
   installedColumns,
+  parquetWriteOptions,
   recordColumnFiles,
   withStoredColumns,
 } from '../resources/index.js';
@@ -42,6 +43,9 @@ import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
 import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
+
+/** Rows per row group of a partition file. */
+const partitionRowGroupSize = 131072;
 
 /** How many times materializeNow looks at a range another process keeps registering partitions across. */
 const overlapAttempts = 5;
@@ -645,8 +649,10 @@ export class Materializer {
     const path = await store.writableLocation(key);
     // Every stored column installed on the set is computed into the file (recorded as held at its commit).
     const stored = await installedColumns(db, [view.name]);
+    // With a bloom_filter index on the set, every column chunk gets a Parquet bloom filter.
+    const options = await parquetWriteOptions(db, view.name, partitionRowGroupSize);
     const rows = await engine.execute(
-      `COPY (${withStoredColumns(typedColumns(view.columns, sql), stored)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)`,
+      `COPY (${withStoredColumns(typedColumns(view.columns, sql), stored)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${partitionRowGroupSize}${options})`,
       { setup },
     );
     if (rows === 0) {

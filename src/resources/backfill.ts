@@ -14,12 +14,17 @@ export async function partitionsToDo(
   doneSql: string,
   hash: string,
 ): Promise<{ files: FilePartition[]; todo: FilePartition[]; done: number }> {
-  const files = (await allPartitions(db))
-    .filter((p): p is FilePartition => p.viewSetName === viewSet && p.filePath !== null)
-    .sort((a, b) => (a.endInsertTime < b.endInsertTime ? 1 : a.endInsertTime > b.endInsertTime ? -1 : 0));
+  const files = await partitionFiles(db, viewSet);
   const { rows } = await db.query<{ file_path: string }>(doneSql, [hash]);
   const done = new Set(rows.map((r) => r.file_path));
   return { files, todo: files.filter((f) => !done.has(f.filePath)), done: done.size };
+}
+
+/** A view set's partition files, newest first. */
+export async function partitionFiles(db: MetadataQueries, viewSet: string): Promise<FilePartition[]> {
+  return (await allPartitions(db))
+    .filter((p): p is FilePartition => p.viewSetName === viewSet && p.filePath !== null)
+    .sort((a, b) => (a.endInsertTime < b.endInsertTime ? 1 : a.endInsertTime > b.endInsertTime ? -1 : 0));
 }
 
 /** Does each partition in turn, recording the backfilled range after each; yields a line per partition. */

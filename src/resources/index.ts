@@ -67,6 +67,7 @@ export {
   type PartitionStatistics,
 } from './partition-stats.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
+export { parquetWriteOptions } from './parquet-bloom.js';
 export { projectionCopies, recentProjections, type InstalledProjection } from './projections.js';
 /** Housekeeping's part: forgets what the resources record of partition files that are gone. */
 export { forgetGoneFiles } from './gone-files.js';

@@ -11,6 +11,7 @@ import { backfillEach, partitionsToDo } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
+import { writeParquetBloomFilters } from './parquet-bloom.js';
 import { projectPartition } from './projections.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import type { ValidEntry } from './validation.js';
@@ -133,6 +134,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
     (i, partition, left) =>
       `  ${entry.key}: ${i}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
   );
+  if (entry.indexKind === 'bloom_filter') yield* writeParquetBloomFilters(entry, ctx);
 }
 
 /** What statistics are computed for. */

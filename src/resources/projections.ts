@@ -13,6 +13,7 @@ import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
+import { parquetWriteOptions } from './parquet-bloom.js';
 import type { ValidEntry } from './validation.js';
 
 /** Rows per row group of a copy: small, so a filter on the sort column skips most of them. */
@@ -40,9 +41,11 @@ async function writeCopy(
 ): Promise<void> {
   const key = copyKey(projection.hash, filePath);
   const source = `read_parquet(${quoteLiteral(ctx.store.location(filePath))})`;
+  // Read in place of the partition files: with their Parquet bloom filters (see parquetWriteOptions).
+  const options = await parquetWriteOptions(ctx.db, projection.viewSet, rowGroupSize);
   await ctx.lakeRows(
     `COPY (SELECT * FROM ${source} ORDER BY ${projection.orderBy.map(quoteName).join(', ')})
-       TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize})`,
+       TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize}${options})`,
   );
   await ctx.db.query(
     `INSERT INTO resource_projection_files (projection_hash, view_set_name, file_path, copy_path)
