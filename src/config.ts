@@ -3,6 +3,7 @@ import { totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OrreryError, declareErrors, messageOf } from './errors/index.js';
+import { sizeBytes } from './engine/memory-limit.js';
 import { s3Settings, type S3Settings } from './lakehouse/index.js';
 
 declareErrors('config', {
@@ -160,12 +161,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 function heavyShare(queryLimit: string | undefined): string {
   const bytes = queryLimit ? sizeBytes(queryLimit) : 0.8 * totalmem();
   return `${Math.max(1, Math.floor(bytes / 4 / 2 ** 20))}MiB`;
-}
-
-/** Bytes of a size in DuckDB's memory_limit syntax (checked by memoryLimit). */
-function sizeBytes(value: string): number {
-  const [, number, prefix, binary] = /^(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B$/i.exec(value.trim())!;
-  return Number(number) * (binary ? 1024 : 1000) ** ' KMGT'.indexOf(prefix.toUpperCase() || ' ');
 }
 
 /** Seconds, fractions allowed (0.5); 0 means no limit. */

@@ -25,6 +25,7 @@ import { nanosecondTimestamps } from './dialect.js';
 import { insertBatches } from './batch-insert.js';
 import { StatementGuard, type Deadline } from './statement-guard.js';
 import { ConnectionPool } from './connection-pool.js';
+import { sizeBytes } from './memory-limit.js';
 
 export interface EngineOptions {
   /** Folders queries may read; every other file is out of reach. */
@@ -251,7 +252,11 @@ export class DuckDBEngine {
       for (const file of options.extensions ?? []) await loadExtension(setup, file);
       for (const statement of options.secrets ?? []) await createSecret(setup, statement);
       for (const statement of options.attach ?? []) await attach(setup, statement);
-      if (options.nativeSketches) registerNativeSketches(setup, options.nativeSketches);
+      if (options.nativeSketches) {
+        // As DuckDB settled it (its default is a share of the machine's memory), in its own syntax.
+        const [[limit]] = (await setup.runAndReadAll(`SELECT current_setting('memory_limit')`)).getRows();
+        registerNativeSketches(setup, options.nativeSketches, sizeBytes(String(limit)));
+      }
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);

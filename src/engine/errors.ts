@@ -98,6 +98,9 @@ const INTERRUPT = errorTypeNames.indexOf('INTERRUPT');
 const FATAL = errorTypeNames.indexOf('FATAL');
 const INTERNAL = errorTypeNames.indexOf('INTERNAL');
 const OUT_OF_MEMORY = errorTypeNames.indexOf('Out of Memory');
+const INVALID_INPUT = errorTypeNames.indexOf('Invalid Input');
+/** How the native sketch aggregates' error opens when their states would pass the memory limit. */
+const SKETCH_BUDGET = 'native sketch states would take more than';
 /**
  * The types DuckDB reports a file it cannot read with: missing or unreachable (IO; HTTP, for s3://),
  * or not a valid file of its format (Invalid Input: Parquet's reader, e.g. "No magic bytes found";
@@ -148,6 +151,11 @@ export function sqlError(error: unknown): OrreryError {
       );
     case OUT_OF_MEMORY:
       return engineErrors.error('QUERY_OUT_OF_MEMORY', message);
+    case INVALID_INPUT:
+      // The native sketch aggregates' budget (sketch-aggregates.cc's Account): DuckDB reports an
+      // aggregate's error as invalid input, whatever it was.
+      if (message.includes(SKETCH_BUDGET)) return engineErrors.error('QUERY_OUT_OF_MEMORY', message);
+      return engineErrors.error('QUERY_INVALID', message, { cause: error });
     case FATAL:
     case INTERNAL:
       return engineErrors.error('ENGINE_INTERNAL', message, { cause: error });

@@ -69,7 +69,7 @@ interface NativeModule {
     onRoom: () => void,
   ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
-  registerSketchFunctions(connection: unknown, inverseLogGamma: number): void;
+  registerSketchFunctions(connection: unknown, inverseLogGamma: number, memoryLimitBytes: number): void;
 }
 
 /** The error a DuckDB result ended with: its type as duckdb.h numbers it (duckdb_error_type), and its message. */
@@ -119,12 +119,18 @@ export interface NativeSketchParameters {
 
 /**
  * Registers the native sketch aggregates (native/sketch-aggregates.cc) in the connection's
- * database, for every connection of it; sketchStatements(true) needs them.
+ * database, for every connection of it; sketchStatements(true) needs them. Their states, held
+ * outside DuckDB's buffer manager, may take at most `memoryLimitBytes` (the database's
+ * memory_limit) together: a query that would take more fails (QUERY_OUT_OF_MEMORY).
  */
-export function registerNativeSketches(connection: DuckDBConnection, parameters: NativeSketchParameters): void {
+export function registerNativeSketches(
+  connection: DuckDBConnection,
+  parameters: NativeSketchParameters,
+  memoryLimitBytes: number,
+): void {
   const module = nativeExportModule();
   if (!module) throw new Error(`the native sketch aggregates are not available: ${loadError}`);
-  module.registerSketchFunctions(connectionHandle(connection), parameters.inverseLogGamma);
+  module.registerSketchFunctions(connectionHandle(connection), parameters.inverseLogGamma, memoryLimitBytes);
 }
 
 /**

@@ -285,3 +285,52 @@ describe(
     });
   },
 );
+
+describe(
+  "native sketch states count against DuckDB's memory_limit (issue 17)",
+  {
+    skip: nativeExportProblem() ? 'the native addon is not built' : false,
+  },
+  () => {
+    let engine: DuckDBEngine;
+    before(async () => {
+      engine = await DuckDBEngine.create({
+        threads: 2,
+        memoryLimit: '32MB',
+        nativeSketches: nativeSketchParameters,
+        startupSql: sketchStatements(true),
+      });
+    });
+    after(() => engine.close());
+
+    // 2,500 distinct values per group: each group's registers go dense (16 KiB), outside DuckDB's buffers.
+    const sketches = (groups: number): string =>
+      `SELECT count(*), sum(distinct_count(d)) FROM (SELECT i % ${groups} AS g, distinct_sketch(i) AS d
+         FROM range(${groups * 2500}) t(i) GROUP BY g)`;
+
+    it('a GROUP BY whose states pass the limit fails with QUERY_OUT_OF_MEMORY, and what it held is given back', async () => {
+      const refusal = async (): Promise<void> => {
+        await assert.rejects(engine.values(sketches(4000)), (error: Error & { code?: string; status?: string }) => {
+          assert.equal(error.code, 'QUERY_OUT_OF_MEMORY');
+          assert.equal(error.status, 'RESOURCE_EXHAUSTED');
+          assert.match(error.message, /native sketch states would take more than 30\.5 MiB, the engine's memory_limit/);
+          assert.match(error.message, /group by fewer groups, narrow the query, or raise the limit/);
+          return true;
+        });
+      };
+      await refusal();
+      // The failed query's states were destroyed and uncounted: a query that fits runs, again and again.
+      for (let i = 0; i < 3; i++) {
+        const [[groups, total]] = await engine.values(sketches(200));
+        assert.equal(groups, 200n);
+        assert.ok(Math.abs(Number(total) - 500_000) / 500_000 < 0.02);
+      }
+      await refusal();
+      // percentile_sketch and merge are counted too: a union of many groups' sketches within the limit.
+      const [[merged]] = await engine.values(
+        `SELECT distinct_count(merge(d)) FROM (SELECT i % 200 AS g, distinct_sketch(i) AS d FROM range(500000) t(i) GROUP BY g)`,
+      );
+      assert.ok(Math.abs(Number(merged) - 500_000) / 500_000 < 0.02);
+    });
+  },
+);

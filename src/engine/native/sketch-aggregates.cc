@@ -13,12 +13,18 @@
 // - __orrery_dd_union(MAP(INTEGER, UBIGINT)) -> MAP(INTEGER, UBIGINT): counts summed per key,
 //   sorted by key. The SQL definition unnests the group's entries and sums them per key with a
 //   GROUP BY in a correlated subquery, which DuckDB plans as a join.
+// The states live on this addon's heap, where DuckDB's memory_limit does not see them: each
+// database's states are counted together (Budget) and a query whose states would take more than
+// its memory_limit fails with an error instead of exhausting the process.
 
 #include "sketch-aggregates.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -47,9 +53,27 @@ uint32_t HllEntry(uint64_t hash) {
   return static_cast<uint32_t>(hash >> kRankBits) * 64 + rank;
 }
 
+// The bytes the sketch states of one database's running queries hold, and the most they may.
+struct Budget {
+  std::atomic<int64_t> used{0};
+  int64_t limit = 0;
+};
+
+// What every aggregate of a database is registered with.
+struct Parameters {
+  double inverseLogGamma = 0;
+  std::shared_ptr<Budget> budget;
+};
+
+// The part of a state that counts its bytes against its database's budget.
+struct Accounted {
+  Budget *budget = nullptr;
+  int64_t charged = 0;
+};
+
 // One group's registers: entries appended (unsorted, repeated) and compacted now and then, or one
 // byte per register once many registers are set; a group of few values stays small.
-struct Hll {
+struct Hll : Accounted {
   std::vector<uint32_t> sparse;
   size_t compactAt = 64;
   // sparse[0, sorted) is the last compaction's result, sorted and one entry per register.
@@ -102,6 +126,8 @@ struct Hll {
     }
   }
 
+  size_t Bytes() const { return sizeof(Hll) + sparse.capacity() * sizeof(uint32_t) + dense.capacity(); }
+
   void Entries(std::vector<int32_t> &out) {
     out.clear();
     if (dense.empty()) Compact();
@@ -115,9 +141,11 @@ struct Hll {
 };
 
 // One group's log buckets: (key, count) appended and summed per key now and then.
-struct Buckets {
+struct Buckets : Accounted {
   std::vector<std::pair<int32_t, uint64_t>> entries;
   size_t compactAt = 256;
+
+  size_t Bytes() const { return sizeof(Buckets) + entries.capacity() * sizeof(entries[0]); }
 
   void Add(int32_t key, uint64_t count) {
     entries.emplace_back(key, count);
@@ -144,11 +172,38 @@ template <class T>
 T *&Slot(duckdb_aggregate_state state) {
   return *reinterpret_cast<T **>(state);
 }
+Budget *BudgetOf(duckdb_function_info info) {
+  return static_cast<Parameters *>(duckdb_aggregate_function_get_extra_info(info))->budget.get();
+}
 template <class T>
-T &Own(duckdb_aggregate_state state) {
+T &Own(duckdb_aggregate_state state, Budget *budget) {
   T *&slot = Slot<T>(state);
-  if (!slot) slot = new T();
+  if (!slot) {
+    slot = new T();
+    slot->budget = budget;
+  }
   return *slot;
+}
+
+// Brings a state's charge up to date with its bytes (they change only when a vector grows or goes
+// dense, so the shared count is touched rarely); throws when a growth takes the database past its
+// budget. The state keeps what it charged, so Destroy gives exactly that back.
+template <class T>
+void Account(T &state) {
+  const int64_t now = static_cast<int64_t>(state.Bytes());
+  const int64_t growth = now - state.charged;
+  if (growth == 0) return;
+  const int64_t used = state.budget->used.fetch_add(growth) + growth;
+  state.charged = now;
+  if (growth > 0 && used > state.budget->limit) {
+    char message[400];
+    std::snprintf(message, sizeof message,
+                  "native sketch states would take more than %.1f MiB, the engine's memory_limit "
+                  "(ORRERY_DUCKDB_MEMORY_LIMIT), with the queries running: group by fewer groups, narrow the "
+                  "query, or raise the limit",
+                  static_cast<double>(state.budget->limit) / 1048576.0);
+    throw std::runtime_error(message);
+  }
 }
 template <class T>
 idx_t StateSize(duckdb_function_info) {
@@ -161,7 +216,10 @@ void Init(duckdb_function_info, duckdb_aggregate_state state) {
 template <class T>
 void Destroy(duckdb_aggregate_state *states, idx_t count) {
   for (idx_t i = 0; i < count; i++) {
-    delete Slot<T>(states[i]);
+    if (T *state = Slot<T>(states[i])) {
+      state->budget->used.fetch_sub(state->charged);
+      delete state;
+    }
     Slot<T>(states[i]) = nullptr;
   }
 }
@@ -181,40 +239,48 @@ void Guarded(duckdb_function_info info, F &&body) {
 template <class T>
 void Combine(duckdb_function_info info, duckdb_aggregate_state *source, duckdb_aggregate_state *target, idx_t count) {
   Guarded(info, [&] {
+    Budget *budget = BudgetOf(info);
     for (idx_t i = 0; i < count; i++) {
       const T *from = Slot<T>(source[i]);
       if (!from) continue;
-      T &into = Own<T>(target[i]);
+      T &into = Own<T>(target[i], budget);
       if constexpr (std::is_same_v<T, Hll>) {
         into.Merge(*from);
       } else {
         for (const auto &[key, value] : from->entries) into.Add(key, value);
       }
+      Account(into);
     }
   });
 }
 
 // Calls add(state, value) for each value of the input that is not NULL (a column of V).
 template <class T, class V, class F>
-void ForEachValue(duckdb_data_chunk input, duckdb_aggregate_state *states, F &&add) {
+void ForEachValue(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states, F &&add) {
+  Budget *budget = BudgetOf(info);
   const idx_t rows = duckdb_data_chunk_get_size(input);
   duckdb_vector vector = duckdb_data_chunk_get_vector(input, 0);
   const auto *values = static_cast<const V *>(duckdb_vector_get_data(vector));
   const uint64_t *validity = duckdb_vector_get_validity(vector);
-  for (idx_t i = 0; i < rows; i++)
-    if (IsValid(validity, i)) add(Own<T>(states[i]), values[i]);
+  for (idx_t i = 0; i < rows; i++) {
+    if (!IsValid(validity, i)) continue;
+    T &state = Own<T>(states[i], budget);
+    add(state, values[i]);
+    Account(state);
+  }
 }
 
 void HllBuildUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
   Guarded(info, [&] {
-    ForEachValue<Hll, uint64_t>(input, states, [](Hll &hll, uint64_t hash) { hll.Add(HllEntry(hash)); });
+    ForEachValue<Hll, uint64_t>(info, input, states, [](Hll &hll, uint64_t hash) { hll.Add(HllEntry(hash)); });
   });
 }
 
 // For each list (or map) of the input that is not NULL, calls add(state, j) for its elements j,
 // where add = reader(child vector), made once per chunk.
 template <class T, class R>
-void ForEachElement(duckdb_data_chunk input, duckdb_aggregate_state *states, R &&reader) {
+void ForEachElement(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states, R &&reader) {
+  Budget *budget = BudgetOf(info);
   const idx_t rows = duckdb_data_chunk_get_size(input);
   duckdb_vector vector = duckdb_data_chunk_get_vector(input, 0);
   const auto *lists = static_cast<const duckdb_list_entry *>(duckdb_vector_get_data(vector));
@@ -222,14 +288,15 @@ void ForEachElement(duckdb_data_chunk input, duckdb_aggregate_state *states, R &
   auto add = reader(duckdb_list_vector_get_child(vector));
   for (idx_t i = 0; i < rows; i++) {
     if (!IsValid(validity, i)) continue;
-    T &state = Own<T>(states[i]);
+    T &state = Own<T>(states[i], budget);
     for (idx_t j = lists[i].offset; j < lists[i].offset + lists[i].length; j++) add(state, j);
+    Account(state);
   }
 }
 
 void HllUnionUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
   Guarded(info, [&] {
-    ForEachElement<Hll>(input, states, [](duckdb_vector child) {
+    ForEachElement<Hll>(info, input, states, [](duckdb_vector child) {
       const auto *entries = static_cast<const int32_t *>(duckdb_vector_get_data(child));
       const uint64_t *validity = duckdb_vector_get_validity(child);
       return [entries, validity](Hll &hll, idx_t j) {
@@ -262,7 +329,10 @@ void HllFinalize(duckdb_function_info info, duckdb_aggregate_state *states, duck
     std::vector<int32_t> entries;
     for (idx_t i = 0; i < count; i++) {
       entries.clear();
-      if (Hll *hll = Slot<Hll>(states[i])) hll->Entries(entries);
+      if (Hll *hll = Slot<Hll>(states[i])) {
+        hll->Entries(entries);
+        Account(*hll);
+      }
       AppendList(result, offset + i, entries.size(), [&](duckdb_vector child, idx_t start) {
         if (!entries.empty())
           std::memcpy(static_cast<int32_t *>(duckdb_vector_get_data(child)) + start, entries.data(),
@@ -274,7 +344,7 @@ void HllFinalize(duckdb_function_info info, duckdb_aggregate_state *states, duck
 
 void BucketsUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
   Guarded(info, [&] {
-    ForEachElement<Buckets>(input, states, [](duckdb_vector pairs) {
+    ForEachElement<Buckets>(info, input, states, [](duckdb_vector pairs) {
       duckdb_vector countVector = duckdb_struct_vector_get_child(pairs, 1);
       const auto *keys = static_cast<const int32_t *>(duckdb_vector_get_data(duckdb_struct_vector_get_child(pairs, 0)));
       const auto *counts = static_cast<const uint64_t *>(duckdb_vector_get_data(countVector));
@@ -302,8 +372,9 @@ int32_t DdKey(double x, double inverseLogGamma) {
 // __orrery_dd_build(x DOUBLE): the log buckets of the values that are not NULL.
 void DdBuildUpdate(duckdb_function_info info, duckdb_data_chunk input, duckdb_aggregate_state *states) {
   Guarded(info, [&] {
-    const double inverseLogGamma = *static_cast<const double *>(duckdb_aggregate_function_get_extra_info(info));
-    ForEachValue<Buckets, double>(input, states, [inverseLogGamma](Buckets &buckets, double x) {
+    const double inverseLogGamma =
+        static_cast<const Parameters *>(duckdb_aggregate_function_get_extra_info(info))->inverseLogGamma;
+    ForEachValue<Buckets, double>(info, input, states, [inverseLogGamma](Buckets &buckets, double x) {
       buckets.Add(DdKey(x, inverseLogGamma), 1);
     });
   });
@@ -338,10 +409,11 @@ struct LogicalType {
 template <class T>
 bool Register(duckdb_connection connection, const char *name, duckdb_logical_type argument,
               duckdb_logical_type returns, duckdb_aggregate_update_t update, duckdb_aggregate_finalize_t finalize,
-              double *parameter = nullptr) {
+              const Parameters &parameters) {
   duckdb_aggregate_function function = duckdb_create_aggregate_function();
-  if (parameter)
-    duckdb_aggregate_function_set_extra_info(function, parameter, [](void *p) { delete static_cast<double *>(p); });
+  // Each function holds the budget: it outlives every state, which the database destroys first.
+  duckdb_aggregate_function_set_extra_info(function, new Parameters(parameters),
+                                           [](void *p) { delete static_cast<Parameters *>(p); });
   duckdb_aggregate_function_set_name(function, name);
   duckdb_aggregate_function_add_parameter(function, argument);
   duckdb_aggregate_function_set_return_type(function, returns);
@@ -352,12 +424,13 @@ bool Register(duckdb_connection connection, const char *name, duckdb_logical_typ
   return done;
 }
 
-// registerSketchFunctions(connection, inverseLogGamma): registers the aggregates in the connection's database
-// (its system catalog, so every connection and catalog sees them). Throws when DuckDB refuses.
+// registerSketchFunctions(connection, inverseLogGamma, memoryLimitBytes): registers the aggregates in the
+// connection's database (its system catalog, so every connection and catalog sees them), their states bounded
+// together by memoryLimitBytes. Throws when DuckDB refuses.
 Napi::Value RegisterSketchFunctions(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 2 || !info[0].IsExternal() || !info[1].IsNumber())
-    throw Napi::TypeError::New(env, "registerSketchFunctions(connection, inverseLogGamma)");
+  if (info.Length() < 3 || !info[0].IsExternal() || !info[1].IsNumber() || !info[2].IsNumber())
+    throw Napi::TypeError::New(env, "registerSketchFunctions(connection, inverseLogGamma, memoryLimitBytes)");
   // @duckdb/node-bindings holds a connection as an External over { duckdb_connection }.
   duckdb_connection connection = *static_cast<duckdb_connection *>(info[0].As<Napi::External<void>>().Data());
   LogicalType integer(duckdb_create_logical_type(DUCKDB_TYPE_INTEGER));
@@ -365,12 +438,19 @@ Napi::Value RegisterSketchFunctions(const Napi::CallbackInfo &info) {
   LogicalType real(duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE));
   LogicalType entries(duckdb_create_list_type(integer.type));
   LogicalType buckets(duckdb_create_map_type(integer.type, ubigint.type));
+  Parameters parameters;
+  parameters.inverseLogGamma = info[1].As<Napi::Number>().DoubleValue();
+  parameters.budget = std::make_shared<Budget>();
+  parameters.budget->limit = info[2].As<Napi::Number>().Int64Value();
   const bool done =
-      Register<Hll>(connection, "__orrery_hll_build", ubigint.type, entries.type, HllBuildUpdate, HllFinalize) &&
-      Register<Hll>(connection, "__orrery_hll_union", entries.type, entries.type, HllUnionUpdate, HllFinalize) &&
-      Register<Buckets>(connection, "__orrery_dd_union", buckets.type, buckets.type, BucketsUpdate, BucketsFinalize) &&
+      Register<Hll>(connection, "__orrery_hll_build", ubigint.type, entries.type, HllBuildUpdate, HllFinalize,
+                    parameters) &&
+      Register<Hll>(connection, "__orrery_hll_union", entries.type, entries.type, HllUnionUpdate, HllFinalize,
+                    parameters) &&
+      Register<Buckets>(connection, "__orrery_dd_union", buckets.type, buckets.type, BucketsUpdate, BucketsFinalize,
+                        parameters) &&
       Register<Buckets>(connection, "__orrery_dd_build", real.type, buckets.type, DdBuildUpdate, BucketsFinalize,
-                        new double(info[1].As<Napi::Number>().DoubleValue()));
+                        parameters);
   if (!done) throw Napi::Error::New(env, "DuckDB refused to register the native sketch aggregates");
   return env.Undefined();
 }
