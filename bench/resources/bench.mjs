@@ -7,11 +7,12 @@
 // before and after publishing a text index on msg, timeouts logged on one day of seven. With --kind projection:
 // filters on level and on msg before and after publishing projections sorted by each. Exits 1 when an answer with the resources differs from its answer without.
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FlightSqlClient } from '../../dist/src/client/index.js';
 import { runResourcesCli } from '../../dist/src/resources/index.js';
+import { generateLogEntries } from './generate.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -22,6 +23,11 @@ const { values } = parseArgs({
     days: { type: 'string', default: '10' },
     repeats: { type: 'string', default: '5' },
     kind: { type: 'string', default: 'indexes' },
+    // GENERATE=1: the entries written by DuckDB and registered directly (generate.mjs), in the server's data folder.
+    generate: { type: 'boolean', default: false },
+    'data-dir': { type: 'string' },
+    'per-partition': { type: 'string', default: '1000000' },
+    processes: { type: 'string', default: '20' },
   },
 });
 const columns = values.kind === 'columns';
@@ -40,15 +46,18 @@ const timeoutDay = (day) => !text || day % 7 === 3;
 /** A request's log line: an id that sorts nowhere near its day's other ids, and its outcome. */
 const message = (day, j) =>
   `request ${createHash('sha1').update(`${day}/${j}`).digest('hex').slice(0, 16)} ${j % 97 === 0 && timeoutDay(day) ? 'timeout' : 'ok'}`;
+/** The same line in DuckDB's SQL, of the columns day and j (generate.mjs). */
+const messageSql = `'request ' || substr(sha1(concat(day, '/', j)), 1, 16) || ' ' || CASE WHEN j % 97 = 0 AND ${text ? 'day % 7 = 3' : 'true'} THEN 'timeout' ELSE 'ok' END`;
 
 // One partition per day: each day's entries (one service) are ingested a second apart from the next
 // day's, and materialized in one-second partitions.
+// With --generate, one day of ten entries is ingested so the server writes a partition to take as the template.
 const perDay = Math.ceil(rows / days);
 const started = Date.now();
 const ingestBegin = new Date(Math.floor(Date.now() / 1000) * 1000 - 2000);
-for (let day = 0; day < days; day++) {
-  for (let first = 0; first < perDay; first += 5000) {
-    const count = Math.min(5000, perDay - first);
+for (let day = 0; day < (values.generate ? 1 : days); day++) {
+  for (let first = 0; first < (values.generate ? 10 : perDay); first += 5000) {
+    const count = Math.min(5000, (values.generate ? 10 : perDay) - first);
     const logRecords = Array.from({ length: count }, (_, k) => {
       const j = first + k;
       return {
@@ -80,6 +89,17 @@ for (const view of ['processes', 'log_entries'])
   await client.query(
     `SELECT * FROM materialize_partitions('${view}', '${ingestBegin.toISOString()}', '${ingestEnd.toISOString()}', 1)`,
   );
+if (values.generate)
+  await generateLogEntries({
+    dataDir: values['data-dir'],
+    days,
+    perDay,
+    perPartition: Number(values['per-partition']),
+    processes: Number(values.processes),
+    base,
+    messageSql,
+    log: (line) => console.error(line),
+  });
 const partitions = Number(
   (
     await client.query(
@@ -236,6 +256,34 @@ const status = await runResourcesCli(
 if (status !== 0) throw new Error(`publish failed: ${err.join('\n')}`);
 const publishSeconds = (Date.now() - publishStart) / 1000;
 
+// Rows and bytes of the partition files a query opens (explain_resources names those an index skips);
+// row groups DuckDB skips inside an opened file (min/max, Parquet bloom filters, a projection's sorted
+// copy) are not counted, and a projection's copies are counted as the files they copy.
+const lakeFiles = new Map(
+  (
+    await client.query(
+      "SELECT file_path, num_rows FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
+    )
+  )
+    .toArray()
+    .map((r) => [
+      r.file_path,
+      { rows: Number(r.num_rows), bytes: statSync(join(values['data-dir'], 'lake', r.file_path)).size },
+    ]),
+);
+const opened = async (sql) => {
+  const explained = await client.query(`SELECT * FROM explain_resources('${sql.replaceAll("'", "''")}')`);
+  const pruned = new Set(
+    explained
+      .toArray()
+      .filter((r) => r.decision === 'pruned')
+      .map((r) => String(r.reason).replace(/^partition /, '')),
+  );
+  const read = [...lakeFiles].filter(([file]) => !pruned.has(file)).map(([, f]) => f);
+  return { rows: read.reduce((n, f) => n + f.rows, 0), bytes: read.reduce((n, f) => n + f.bytes, 0) };
+};
+const everything = await opened('SELECT 1');
+
 const results = [];
 let ok = true;
 for (const [i, q] of queries.entries()) {
@@ -263,6 +311,10 @@ for (const [i, q] of queries.entries()) {
     partitions,
     skipped,
     column_read: read,
+    rows_read: (await opened(q.indexed)).rows,
+    bytes_read: (await opened(q.indexed)).bytes,
+    rows_read_without: everything.rows,
+    bytes_read_without: everything.bytes,
     before_publish_ms: Number(median(beforeMs[i]).toFixed(1)),
     without_ms: Number(median(without).toFixed(1)),
     with_ms: Number(median(withIndexes).toFixed(1)),
@@ -275,12 +327,12 @@ client.close();
 console.log(
   `Orrery resources (${values.kind}): ${rows} log entries in ${partitions} partitions (${days} days, one service each), median of ${repeats} alternating runs; publish (install and backfill) ${publishSeconds.toFixed(1)} s`,
 );
-const header = `${'query'.padEnd(34)} ${'skipped'.padStart(9)} ${'column'.padStart(7)} ${'before ms'.padStart(10)} ${'without ms'.padStart(11)} ${'with ms'.padStart(9)} ${'ratio'.padStart(7)}  answer`;
+const header = `${'query'.padEnd(34)} ${'skipped'.padStart(9)} ${'column'.padStart(7)} ${'rows read'.padStart(23)} ${'MB read'.padStart(15)} ${'before ms'.padStart(10)} ${'without ms'.padStart(11)} ${'with ms'.padStart(9)} ${'ratio'.padStart(7)}  answer`;
 console.log(header);
 console.log('-'.repeat(header.length));
 for (const r of results)
   console.log(
-    `${r.query.padEnd(34)} ${`${r.skipped}/${r.partitions}`.padStart(9)} ${(r.column_read ? 'read' : '-').padStart(7)} ${r.before_publish_ms.toFixed(1).padStart(10)} ${r.without_ms.toFixed(1).padStart(11)} ${r.with_ms.toFixed(1).padStart(9)} ${r.ratio.toFixed(2).padStart(7)}  ${r.same_answer ? 'same' : 'DIFFERS'}`,
+    `${r.query.padEnd(34)} ${`${r.skipped}/${r.partitions}`.padStart(9)} ${(r.column_read ? 'read' : '-').padStart(7)} ${`${r.rows_read} / ${r.rows_read_without}`.padStart(23)} ${`${(r.bytes_read / 1e6).toFixed(0)} / ${(r.bytes_read_without / 1e6).toFixed(0)}`.padStart(15)} ${r.before_publish_ms.toFixed(1).padStart(10)} ${r.without_ms.toFixed(1).padStart(11)} ${r.with_ms.toFixed(1).padStart(9)} ${r.ratio.toFixed(2).padStart(7)}  ${r.same_answer ? 'same' : 'DIFFERS'}`,
   );
 console.log(
   columns
@@ -290,6 +342,9 @@ console.log(
       : text
         ? 'before = the query before publishing; ratio = time without the text index (the same WHERE `OR false`) / time with it; answers checked against those before publishing'
         : 'before = the query before publishing; ratio = time without an index (the same WHERE `OR false`) / time with the indexes; answers checked against those before publishing',
+);
+console.log(
+  'rows read / MB read: in the partition files the query opens with the resources / without (row groups skipped inside a file not counted)',
 );
 console.log(
   JSON.stringify({
