@@ -5,7 +5,7 @@
 #
 #   bash bench/latency/compare-cpu.sh <ref A> <ref B>             # e.g. origin/main HEAD
 #   ROUNDS=5 CLIENT=adbc N=1000 WARMUP=500 SQL="SELECT 1" bash bench/latency/compare-cpu.sh origin/main HEAD
-# ROUNDS (default 4) pairs; CLIENT, N, WARMUP and SQL are passed to thread-cpu.sh (default: ADBC, 1500,
+# ROUNDS (default 4) pairs; CLIENT (adbc, go, or "" for raw DoGets), N, WARMUP and SQL are passed to thread-cpu.sh (default: ADBC, 1500,
 # 1000, SELECT 1): the warm-up lets V8 finish compiling the hot path, whose compiler threads otherwise
 # count in the figure.
 set -euo pipefail

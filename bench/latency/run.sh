@@ -35,8 +35,7 @@ for client in ${OTHER_CLIENTS-go jdbc}; do
   case "$client" in
     go)
       if command -v go >/dev/null; then
-        go_bin="${TMPDIR:-/tmp}/orrery-bench-latency-go-$(cat "$here/go/go.mod" "$here/go/main.go" | sha1sum | cut -c1-12)"
-        [ -x "$go_bin" ] || (cd "$here/go" && go build -o "$go_bin" .) >&2 || { echo "bench: the Go client does not build" >&2; exit 1; }
+        go_bin="$(bash "$here/go-client.sh")" || exit 1
         client_args+=(--go-client "$go_bin")
       else echo "bench: no go: the arrow-go client is skipped" >&2; fi ;;
     jdbc)

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Two commits' servers side by side, one statement to each in turn (A, B, B, A, A, B, ...), so both see the
+# machine's load at the same moments: on a shared, loaded machine this resolves differences in latency that
+# alternating whole runs (compare-cpu.sh) cannot. Each statement is sent as ADBC and arrow-go send it
+# (GetFlightInfo, then DoGet of its ticket) by pyarrow's Flight client, as a key that is not an admin.
+# Prints per side the p50 and p99 of a statement, the server process's CPU per statement, and B / A.
+#
+#   bash bench/latency/interleave.sh <ref A> <ref B>
+#   N=4000 SQL="SELECT i % 1000 AS k, count(*) AS n FROM range(100000) t(i) GROUP BY 1" bash bench/latency/interleave.sh origin/main HEAD
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
+[ $# -eq 2 ] || { echo "usage: interleave.sh <ref A> <ref B>" >&2; exit 2; }
+python="$(bench_venv)"
+pids=() ports=() dirs=()
+cleanup() {
+  for pid in "${pids[@]}"; do ORRERY_PID="$pid" orrery_stop; done
+  for d in "${dirs[@]}"; do rm -rf "$d"; done
+}
+trap cleanup EXIT
+for ref in "$1" "$2"; do
+  ORRERY_REF="$ref" bench_ensure_built
+  d="$(bench_data_dir inter)"
+  dirs+=("$d")
+  BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS=2 \
+    orrery_start serve "$d/o"
+  pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT")
+  unset ORRERY_ROOT ORRERY_REF_SHA
+done
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$python" - "$1" "$2" "${ports[@]}" "${pids[@]}" "${SQL:-SELECT 1 AS one}" "${N:-3000}" "${WARMUP:-1000}" <<'PY'
+import os, statistics, sys, time, pyarrow.flight as fl
+refs, ports, pids, sql, n, warmup = sys.argv[1:3], sys.argv[3:5], [int(p) for p in sys.argv[5:7]], sys.argv[7], int(sys.argv[8]), int(sys.argv[9])
+def varint(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v: return bytes(out)
+query = sql.encode()
+inner = b"\x0a" + varint(len(query)) + query
+url = b"type.googleapis.com/arrow.flight.protocol.sql.CommandStatementQuery"
+descriptor = fl.FlightDescriptor.for_command(b"\x0a" + varint(len(url)) + url + b"\x12" + varint(len(inner)) + inner)
+options = fl.FlightCallOptions(headers=[(b"authorization", b"Bearer reader-key-0123")])
+clients = [fl.FlightClient(f"grpc+tcp://127.0.0.1:{p}") for p in ports]
+def one(side):
+    info = clients[side].get_flight_info(descriptor, options)
+    return clients[side].do_get(info.endpoints[0].ticket, options).read_all().num_rows
+def cpu(pid):
+    st = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+for i in range(warmup):
+    one(i % 2)
+times = ([], [])
+start = [cpu(p) for p in pids]
+for i in range(n):
+    # ABBA order: neither side always follows the other.
+    for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+        t0 = time.perf_counter()
+        one(side)
+        times[side].append((time.perf_counter() - t0) * 1000)
+used = [(cpu(p) - s) * 1000 / n for p, s in zip(pids, start)]
+def p(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+print(f"{n} statements to each side, interleaved: {sql}")
+print(f"  {'':22} {'p50':>9} {'p99':>9} {'server CPU':>11}")
+for side in (0, 1):
+    print(f"  {refs[side][:22]:22} {p(times[side], 50):6.3f} ms {p(times[side], 99):6.3f} ms {used[side]:8.3f} ms")
+print(f"  {'ratio B / A':22} {p(times[1], 50) / p(times[0], 50):9.2f} {p(times[1], 99) / p(times[0], 99):9.2f} {used[1] / used[0]:11.2f}")
+PY
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
