@@ -2,6 +2,10 @@
 1 000 log records over N concurrent connections for a fixed time, for each N asked; then the stored
 count is checked through the lakehouse (materialize_partitions('blocks', ...) over the runs' insert
 range as the admin, then SELECT sum(nb_objects), count(*) FROM blocks = records and requests sent).
+With --data-dir, log_entries is then materialized over the same range as one partition (what the daemon's
+merges end with) and the bytes kept per record sent are printed next to micromegas's 149 (357 MB for
+2.4 M records, issue 16): payload objects + partition files + the metadata database (storage.mjs); with
+the server's pid, also its peak resident memory (VmHWM of the Node process; its embedded Postgres apart).
 
 Run through run.sh, which starts the server; by hand:
   bench/.venv/bin/python bench/ingestion/bench.py --http-port 4318 --flight-port 50051 --connections 4,8
@@ -12,10 +16,40 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import CpuMeter, Orrery, git_state, insert_range, log, machine_state, run_loadgen  # noqa: E402
+from benchlib import ROOT, CpuMeter, Orrery, git_state, insert_range, log, machine_state, run_loadgen  # noqa: E402
+
+MICROMEGAS_BYTES_PER_RECORD = 149  # 357 MB on disk for 2.4 M records (issue 16)
+
+
+def peak_rss(pid: int) -> dict:
+    """Peak resident memory (VmHWM, bytes) of the process, and the sum over its descendants (the embedded
+    Postgres: shared buffers counted once per process, so an upper bound)."""
+    def hwm(p: int) -> int:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+        except (OSError, StopIteration):
+            return 0
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                pass
+    tree, changed = {pid}, True
+    while changed:
+        changed = False
+        for p, ppid in parents.items():
+            if ppid in tree and p not in tree:
+                tree.add(p)
+                changed = True
+    return {"node_peak_rss_bytes": hwm(pid), "children_peak_rss_bytes": sum(hwm(p) for p in tree if p != pid)}
 
 
 def main() -> int:
@@ -28,6 +62,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=2, help="seconds at the start of each run left out of rate and latency")
     parser.add_argument("--target", type=float, default=100_000, help="goal, log records/s")
     parser.add_argument("--skip-verify", action="store_true")
+    parser.add_argument("--data-dir", default=None, help="the server's ORRERY_DATA_DIR: measure bytes stored per record")
     args = parser.parse_args()
 
     load_at_start = machine_state()["loadavg_1m"]
@@ -41,6 +76,8 @@ def main() -> int:
         log(f"  {run['measured_records_per_s'] or 0:,} records/s, p50 {run['latency_ms']['p50']} ms, p99 {run['latency_ms']['p99']} ms, "
             f"{run['requests_failed']} failed")
 
+    # Before any materialization: what acknowledging the requests alone took.
+    ingest_rss = peak_rss(args.server_pid)["node_peak_rss_bytes"] if args.server_pid else 0
     sent = sum(r["records_sent"] for r in runs)
     requests = sum(r["requests_ok"] for r in runs)
     verify: dict = {"records_sent": sent, "requests_ok": requests}
@@ -57,6 +94,20 @@ def main() -> int:
         verify.update({"stored_records": stored, "stored_blocks": blocks, "materialize_blocks_s": round(seconds, 3), "materialize_msgs": messages})
         ok = ok and stored == sent and blocks == requests
         verify["ok"] = ok
+
+    storage: dict = {}
+    if args.data_dir and not args.skip_verify:
+        orrery = Orrery(args.flight_port)
+        try:
+            _, storage["materialize_log_entries_s"] = orrery.materialize("log_entries", begin, end)
+        finally:
+            orrery.close()
+        storage.update(json.loads(subprocess.run(["node", os.path.join(ROOT, "bench", "ingestion", "storage.mjs"), args.data_dir],
+                                                 stdout=subprocess.PIPE, text=True, check=True).stdout.strip().splitlines()[-1]))
+        total = storage["payloads"]["bytes"] + storage["partitions"]["bytes"] + storage["postgres"]["database"]
+        storage["bytes_per_record"] = round(total / sent, 1) if sent else None
+    if args.server_pid:
+        storage.update(peak_rss(args.server_pid), node_peak_rss_ingest_bytes=ingest_rss)
 
     best = max(runs, key=lambda r: r["measured_records_per_s"] or 0)
     # Records per CPU-second of the Node process over the whole run: less sensitive than records/s to
@@ -83,6 +134,17 @@ def main() -> int:
         print(f"check: {verify['stored_records']:,} records in {verify['stored_blocks']:,} blocks stored (SELECT sum(nb_objects), count(*) FROM blocks "
               f"after materialize_partitions('blocks', ...) in {verify['materialize_blocks_s']:.2f} s); sent {sent:,} in {requests:,} requests "
               f"-> {'OK' if ok else 'MISMATCH'}")
+    if storage.get("bytes_per_record") is not None:
+        per = lambda n: n / sent  # noqa: E731
+        print(f"storage: {storage['bytes_per_record']:.1f} bytes per record sent (micromegas {MICROMEGAS_BYTES_PER_RECORD}; "
+              f"ratio {storage['bytes_per_record'] / MICROMEGAS_BYTES_PER_RECORD:.2f}): payloads {per(storage['payloads']['bytes']):.1f} "
+              f"({storage['payloads']['files']} objects), partitions {per(storage['partitions']['bytes']):.1f} ({storage['partitions']['files']} files), "
+              f"Postgres {per(storage['postgres']['database']):.1f} (database; its tables {per(storage['postgres']['tables']):.1f}) "
+              f"over {sent:,} records; log_entries materialized in {storage['materialize_log_entries_s']:.2f} s")
+    if storage.get("node_peak_rss_bytes"):
+        print(f"peak RSS: Node {storage['node_peak_rss_ingest_bytes'] / 2**20:,.0f} MiB while ingesting, "
+              f"{storage['node_peak_rss_bytes'] / 2**20:,.0f} MiB after materializing (goal < 1 GiB), embedded Postgres processes "
+              f"{storage['children_peak_rss_bytes'] / 2**20:,.0f} MiB summed (shared buffers counted per process)")
     figures = {
         "bench": "ingestion",
         "batch": runs[0]["batch"],
@@ -97,6 +159,7 @@ def main() -> int:
         **git_state(),
         "runs": [{k: v for k, v in r.items() if k not in ("per_minute", "per_level")} for r in runs],
         "verify": verify,
+        "storage": storage,
     }
     if load_at_start > 0.7:
         print(f"warning: 1-minute load average was {load_at_start} at start: other work on the machine may have skewed the figures")

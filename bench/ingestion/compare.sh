@@ -3,7 +3,8 @@
 # on a shared machine: each round runs run.sh once per commit (a fresh server, CONNECTIONS senders for
 # DURATION s each, stored count checked) and keeps its records/s, p50, p99 and records per CPU-second of the
 # server's Node process (the steadier figure when other work shares the cores); the end prints every round,
-# the median of each commit per connection count and the ratios B/A.
+# the median of each commit per connection count and the ratios B/A, then each round's bytes stored per record
+# (over all its runs' records) and the server's peak RSS.
 #
 #   BEFORE=origin/main AFTER=HEAD bash bench/ingestion/compare.sh
 #   ROUNDS=3 CONNECTIONS=4,16 DURATION=8 BEFORE=<sha> AFTER=<sha> bash bench/ingestion/compare.sh
@@ -44,6 +45,16 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
               f"{r['latency_ms']['p50']:>7.1f} {r['latency_ms']['p99']:>7.1f} {r.get('records_per_node_cpu_s', 0):>14,} "
               f"{r.get('server_postgres_cpu_s', 0):>8.1f} {d['loadavg_1m_at_start']:>5} "
               f"{'ok' if d['verify'].get('ok') else 'BAD':>6}")
+print()
+print(f"{'round':>5} {'side':>4} {'records':>10} {'B/record':>8} {'payloads':>8} {'parts':>6} {'pg':>5} {'RSS ingest':>10} {'RSS mat.':>8}   (MiB; micromegas: 149 B/record)")
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    d = json.load(open(path))
+    round_, side = os.path.basename(path)[:-5].split("-")
+    s, n = d.get("storage", {}), d["verify"].get("records_sent", 0)
+    if s.get("bytes_per_record") is None or not n:
+        continue
+    print(f"{round_:>5} {side:>4} {n:>10,} {s['bytes_per_record']:>8.1f} {s['payloads']['bytes'] / n:>8.1f} {s['partitions']['bytes'] / n:>6.1f} "
+          f"{s['postgres']['database'] / n:>5.1f} {s.get('node_peak_rss_ingest_bytes', 0) / 2**20:>10,.0f} {s.get('node_peak_rss_bytes', 0) / 2**20:>8,.0f}")
 print()
 print(f"{'conns':>5} {'A records/s':>12} {'B records/s':>12} {'B/A':>6} {'A p50':>7} {'B p50':>7} {'A rec/cpu-s':>12} {'B rec/cpu-s':>12} {'B/A':>6}")
 for conns in sorted({c for _, c in rows}):

@@ -2,7 +2,10 @@
 # OTLP/HTTP log ingestion benchmark: starts `orrery serve` on free ports with a fresh data folder,
 # drives it with loadgen.mjs (protobuf requests of 1 000 log records, N concurrent connections, each
 # request different), prints log records/s and request latency per N, then checks the stored count
-# (materialize_partitions('blocks', ...) + SELECT sum(nb_objects) FROM blocks = records sent).
+# (materialize_partitions('blocks', ...) + SELECT sum(nb_objects) FROM blocks = records sent), then
+# materializes log_entries and prints the bytes kept per record (payloads + partitions + Postgres, against
+# micromegas's 149) and the server's peak RSS. The same 2.4 M records as issue 16's micromegas run:
+#   PROFILE=0 CONNECTIONS=4 DURATION=<s> bash bench/ingestion/run.sh   (records sent = rate x DURATION)
 #
 #   bash bench/ingestion/run.sh                          # 4, 8, 16 connections, 20 s each
 #   CONNECTIONS=8 DURATION=5 bash bench/ingestion/run.sh # quick check
@@ -39,6 +42,7 @@ echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, F
 out="$data_dir/bench.out"
 status=0
 "$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
+  --data-dir "$data_dir/main" \
   --connections "$connections" --duration "$duration" --warmup "$warmup" --target "$target" "$@" | tee "$out" || status=$?
 orrery_stop
 if [ "$status" -ne 0 ]; then
