@@ -1,7 +1,7 @@
 // Issue 16: a logs protobuf body the validating scan vouches for is stored as received and decoded at
 // materialization; what lands in log_entries is what the decode-first path (OTLP/JSON) stores.
 import assert from 'node:assert/strict';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { payloadLines } from '../../src/ingestion/index.js';
 import { decodeLogs, logsLines, scanLogs } from '../../src/ingestion/otlp/index.js';
@@ -166,6 +166,13 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
       )
     ).rows;
   const payload = (b: BlockRow): Promise<Buffer> => blockPayload(fixture.orrery.store, b);
+  /** What a payload stored compressed (as every one since #16's storage item) holds. */
+  const content = async (b: BlockRow): Promise<Buffer> => {
+    const stored = await payload(b);
+    assert.deepEqual([...stored.subarray(0, 2)], [0x1f, 0x8b], 'stored gzipped');
+    assert.equal(Number(b.payload_size), stored.length);
+    return gunzipSync(stored);
+  };
   const materialize = async (): Promise<void> => {
     const now = Math.floor(Date.now() / 1000);
     const range = `'${new Date((now - 120) * 1000).toISOString()}', '${new Date((now + 120) * 1000).toISOString()}', 240`;
@@ -254,19 +261,20 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.ok(direct > 150, `${direct} of ${scanned} written directly`);
   });
 
-  it('a one-resource body is its payload byte for byte; two resources make two requests of their own', async () => {
+  it('a one-resource body is its payload byte for byte (gzipped); two resources make two requests of their own', async () => {
     const one = protobufOf(request('bytes1', false, 1));
     assert.equal(await post(one, 'application/x-protobuf'), 200);
     const [block] = await blocksOf('bytes1');
     assert.equal(Number(block.nb_objects), 12);
-    assert.deepEqual(await payload(block), Buffer.from(one));
+    assert.deepEqual(await content(block), Buffer.from(one));
+    assert.ok((await payload(block)).length < one.length / 2, 'stored compressed');
 
     assert.equal(await post(protobufOf(request('bytes2', false, 2)), 'application/x-protobuf'), 200);
     const blocks = await blocksOf('bytes2');
     assert.equal(blocks.length, 2);
     const { resourceLogs } = request('bytes2', false, 2) as { resourceLogs: object[] };
     for (const [i, b] of blocks.entries())
-      assert.deepEqual(await payload(b), Buffer.from(protobufOf({ resourceLogs: [resourceLogs[i]] })));
+      assert.deepEqual(await content(b), Buffer.from(protobufOf({ resourceLogs: [resourceLogs[i]] })));
   });
 
   it('a retried body stores nothing twice', async () => {
@@ -306,8 +314,8 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
   it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (decoded first)', async () => {
     assert.equal(await post(protobufOf(request('same', false, 2)), 'application/x-protobuf'), 200);
     assert.equal(await post(Buffer.from(JSON.stringify(request('json', true, 2))), 'application/json'), 200);
-    assert.equal((await payload((await blocksOf('same'))[0]))[0], 0x0a); // protobuf
-    assert.equal((await payload((await blocksOf('json'))[0]))[0], 0x7b); // NDJSON
+    assert.equal((await content((await blocksOf('same'))[0]))[0], 0x0a); // protobuf
+    assert.equal((await content((await blocksOf('json'))[0]))[0], 0x7b); // NDJSON
     await materialize();
     const fromProtobuf = await rowsOf('same');
     assert.equal(fromProtobuf.length, 24);
