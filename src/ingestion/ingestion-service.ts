@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import { gunzipSync, gzip } from 'node:zlib';
+import { brotliCompress, brotliDecompressSync, constants as zlib, gunzipSync } from 'node:zlib';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadGroupKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
@@ -207,30 +207,55 @@ function storedAsReceived(
   return blocks;
 }
 
-const gzipped = promisify(gzip);
+const brotli = promisify(brotliCompress);
 
 /** gzip's magic bytes: neither NDJSON ('{') nor protobuf (0x1f would be wire type 7, which does not exist) start so. */
 const isGzip = (payload: Uint8Array): boolean => payload[0] === 0x1f && payload[1] === 0x8b;
 
 /**
- * The block with its payload gzipped (level 1), unless it came compressed: payloads are kept until retention
- * deletes them, and OTLP logs shrink ~5x (170 to ~34 bytes per record of the bench's records). The
- * compression runs on libuv's thread pool, before the request joins a commit group, so the event loop and
- * the group's stages do not wait on it; the block id was derived from the uncompressed content already.
+ * The first byte of a payload the server compressed, before the brotli stream (which has no magic bytes of its
+ * own): wire type 6 in protobuf (none such exists), not '{' and not gzip's, so every payload says what it is.
+ */
+const BROTLI_MARK = 0xce;
+
+/**
+ * The block with its payload compressed, unless it came so (gzip): payloads are kept until retention deletes
+ * them, and OTLP logs shrink ~4x (170 to ~40 bytes per record of the bench's records). Brotli at quality 0 costs
+ * ~0.26 ms of CPU per 170 KB request where gzip level 1 costs ~0.7 (for ~34 bytes per record), and the ack
+ * path's CPU is what limits records/s; its window is the payload's size (at most 256 KiB), which bounds the
+ * memory of each compression. It runs on libuv's thread pool, before the request joins a commit group, so
+ * the event loop and the group's stages do not wait on it; the block id was derived from the content already.
  */
 async function compressed(block: StoredBlock): Promise<StoredBlock> {
   if (isGzip(block.payload)) return block;
-  return { ...block, payload: await gzipped(block.payload, { level: 1 }) };
+  const stream = await brotli(block.payload, {
+    params: {
+      [zlib.BROTLI_PARAM_QUALITY]: 0,
+      [zlib.BROTLI_PARAM_LGWIN]: 18,
+      [zlib.BROTLI_PARAM_SIZE_HINT]: block.payload.byteLength,
+    },
+  });
+  const payload = Buffer.allocUnsafe(1 + stream.byteLength);
+  payload[0] = BROTLI_MARK;
+  payload.set(stream, 1);
+  return { ...block, payload };
+}
+
+/** A stored payload's content: itself, or decompressed (gzip as received, brotli as `compressed` wrote it). */
+export function payloadContent(payload: Uint8Array): Uint8Array {
+  if (isGzip(payload)) return gunzipSync(payload);
+  if (payload[0] === BROTLI_MARK) return brotliDecompressSync(payload.subarray(1));
+  return payload;
 }
 
 /**
  * A block payload as the NDJSON lines the view sets read: an NDJSON payload as it is, a logs payload
- * stored as received (protobuf) decoded to them; either may be gzipped (as received, or by `compressed`).
+ * stored as received (protobuf) decoded to them; either may be compressed (see payloadContent).
  * The decode cannot fail on what the scan accepted; if the payload was damaged since, it throws (the block
  * is then unreadable, as a damaged NDJSON one).
  */
 export function payloadLines(payload: Uint8Array): Uint8Array {
-  if (isGzip(payload)) payload = gunzipSync(payload);
+  payload = payloadContent(payload);
   if (payload.length === 0 || payload[0] === 0x7b /* '{' */) return payload;
   const direct = logsLines(payload);
   if (direct !== null) return direct;
@@ -335,7 +360,7 @@ function withoutReserved(attributes: Attributes): Attributes {
 
 interface PendingBlock {
   resource: Attributes;
-  /** NDJSON lines (one per record), or the request's protobuf bytes; gzipped once stored (see payloadLines). */
+  /** NDJSON lines (one per record), or the request's protobuf bytes; compressed once stored (see payloadContent). */
   payload: Uint8Array;
   /** The payload's content when the payload is compressed (what the block id hashes). */
   content?: Uint8Array;

@@ -1,18 +1,17 @@
 // Issue 16: a logs protobuf body the validating scan vouches for is stored as received and decoded at
 // materialization; what lands in log_entries is what the decode-first path (OTLP/JSON) stores.
 import assert from 'node:assert/strict';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
-import { payloadLines } from '../../src/ingestion/index.js';
+import { payloadContent, payloadLines } from '../../src/ingestion/index.js';
 import { decodeLogs, logsLines, scanLogs } from '../../src/ingestion/otlp/index.js';
 import { logLine } from '../../src/ingestion/payload-lines.js';
-import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
+import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
 
 const traceHex = '0af7651916cd43dd8448eb211c80319c';
 const spanHex = 'b7ad6b7169203331';
-const t0 = 1_700_000_000_000_000_000n;
 
 /** Attribute values of every AnyValue kind, nested, in OTLP/JSON form (bytes as base64, ints as strings). */
 const attributesJson = [
@@ -66,81 +65,6 @@ function request(service: string, json: boolean, resources = 1, withRecords = re
   };
 }
 
-const protobufOf = (object: object): Uint8Array => {
-  const type = exportRequestTypes.logs;
-  return type.encode(type.fromObject(object)).finish();
-};
-
-/** A seeded generator (mulberry32), so a failure is reproducible. */
-function random(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Random log records in protobufjs form: strings with escapes and non-ASCII text, every AnyValue kind. */
-function randomRequest(next: () => number): object {
-  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
-  const text = (): string =>
-    Array.from({ length: Math.floor(next() * 8) }, () =>
-      pick(['a', 'Z', ' ', '"', '\\', '\n', '\t', '\u0001', '\u001f', '\u007f', 'é', '€', '😀', '\u2028', '/', '<']),
-    ).join('');
-  const key = (): string => pick(['k', 'a.b', 'é', 'q"uote', '1', '07', '__proto__', 'otel.severity_text', text()]);
-  const doubles = [0, -0, 0.1, -1.5, 1e21, 1e-7, 5e-324, 1.7976931348623157e308, NaN, Infinity, -Infinity, 123456789];
-  const ints = ['0', '-1', '42', '9007199254740991', '9007199254740993', '-9223372036854775808', '9223372036854775807'];
-  const value = (depth: number): object => {
-    switch (Math.floor(next() * (depth > 2 ? 6 : 8))) {
-      case 0:
-        return { stringValue: text() };
-      case 1:
-        return { boolValue: next() < 0.5 };
-      case 2:
-        return { intValue: pick(ints) };
-      case 3:
-        return { doubleValue: pick(doubles) };
-      case 4:
-        return { bytesValue: Buffer.from(text()) };
-      case 5:
-        return {};
-      case 6:
-        return { arrayValue: { values: Array.from({ length: Math.floor(next() * 3) }, () => value(depth + 1)) } };
-      default:
-        return { kvlistValue: { values: attributes(depth + 1) } };
-    }
-  };
-  const attributes = (depth: number): object[] =>
-    Array.from({ length: Math.floor(next() * 4) }, () =>
-      next() < 0.1 ? { key: key() } : { key: key(), value: value(depth) },
-    );
-  const id = (size: number): Buffer =>
-    next() < 0.3
-      ? Buffer.alloc(0)
-      : next() < 0.2
-        ? Buffer.alloc(size)
-        : Buffer.from(Array.from({ length: size }, () => Math.floor(next() * 256)));
-  const record = (): object => ({
-    ...(next() < 0.8 ? { timeUnixNano: String(t0 + BigInt(Math.floor(next() * 1e9))) } : {}),
-    observedTimeUnixNano: String(t0 + 7n),
-    ...(next() < 0.7 ? { severityNumber: Math.floor(next() * 25) } : {}),
-    ...(next() < 0.4 ? { severityText: text() } : {}),
-    ...(next() < 0.9 ? { body: next() < 0.6 ? { stringValue: text() } : value(0) } : {}),
-    attributes: attributes(0),
-    ...(next() < 0.5 ? { traceId: id(16), spanId: id(8) } : {}),
-  });
-  return {
-    resourceLogs: Array.from({ length: 1 + Math.floor(next() * 2) }, () => ({
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'fuzz' } }] },
-      scopeLogs: Array.from({ length: 1 + Math.floor(next() * 2) }, () => ({
-        ...(next() < 0.8 ? { scope: { name: text(), version: '1' } } : {}),
-        logRecords: Array.from({ length: 1 + Math.floor(next() * 4) }, record),
-      })),
-    })),
-  };
-}
-
 describe('issue 16: logs protobuf bodies are stored as received and decoded at materialization', () => {
   const fixture = useOrrery();
   const post = async (body: Uint8Array, contentType: string, encoding?: string): Promise<number> => {
@@ -166,12 +90,12 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
       )
     ).rows;
   const payload = (b: BlockRow): Promise<Buffer> => blockPayload(fixture.orrery.store, b);
-  /** What a payload stored compressed (as every one since #16's storage item) holds. */
+  /** What a payload the server compressed (every one not sent gzipped, since #16's storage item) holds. */
   const content = async (b: BlockRow): Promise<Buffer> => {
     const stored = await payload(b);
-    assert.deepEqual([...stored.subarray(0, 2)], [0x1f, 0x8b], 'stored gzipped');
+    assert.equal(stored[0], 0xce, 'stored compressed (brotli, marked)');
     assert.equal(Number(b.payload_size), stored.length);
-    return gunzipSync(stored);
+    return Buffer.from(payloadContent(stored));
   };
   const materialize = async (): Promise<void> => {
     const now = Math.floor(Date.now() / 1000);
@@ -261,7 +185,7 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.ok(direct > 150, `${direct} of ${scanned} written directly`);
   });
 
-  it('a one-resource body is its payload byte for byte (gzipped); two resources make two requests of their own', async () => {
+  it('a one-resource body is its payload byte for byte (compressed); two resources make two requests of their own', async () => {
     const one = protobufOf(request('bytes1', false, 1));
     assert.equal(await post(one, 'application/x-protobuf'), 200);
     const [block] = await blocksOf('bytes1');

@@ -1,0 +1,83 @@
+// Random OTLP logs requests for the tests of the validating scan (issue 16): seeded, so a failure is
+// reproducible; every AnyValue kind, strings with escapes and non-ASCII text, ids of every size, records
+// with and without a time.
+import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
+
+/** The records' base time (ns). */
+export const t0 = 1_700_000_000_000_000_000n;
+
+/** An ExportLogsServiceRequest in protobufjs form, encoded. */
+export const protobufOf = (object: object): Uint8Array => {
+  const type = exportRequestTypes.logs;
+  return type.encode(type.fromObject(object)).finish();
+};
+
+/** A seeded generator (mulberry32), so a failure is reproducible. */
+export function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Random log records in protobufjs form: strings with escapes and non-ASCII text, every AnyValue kind. */
+export function randomRequest(next: () => number): object {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
+  const text = (): string =>
+    Array.from({ length: Math.floor(next() * 8) }, () =>
+      pick(['a', 'Z', ' ', '"', '\\', '\n', '\t', '\u0001', '\u001f', '\u007f', 'é', '€', '😀', '\u2028', '/', '<']),
+    ).join('');
+  const key = (): string => pick(['k', 'a.b', 'é', 'q"uote', '1', '07', '__proto__', 'otel.severity_text', text()]);
+  const doubles = [0, -0, 0.1, -1.5, 1e21, 1e-7, 5e-324, 1.7976931348623157e308, NaN, Infinity, -Infinity, 123456789];
+  const ints = ['0', '-1', '42', '9007199254740991', '9007199254740993', '-9223372036854775808', '9223372036854775807'];
+  const value = (depth: number): object => {
+    switch (Math.floor(next() * (depth > 2 ? 6 : 8))) {
+      case 0:
+        return { stringValue: text() };
+      case 1:
+        return { boolValue: next() < 0.5 };
+      case 2:
+        return { intValue: pick(ints) };
+      case 3:
+        return { doubleValue: pick(doubles) };
+      case 4:
+        return { bytesValue: Buffer.from(text()) };
+      case 5:
+        return {};
+      case 6:
+        return { arrayValue: { values: Array.from({ length: Math.floor(next() * 3) }, () => value(depth + 1)) } };
+      default:
+        return { kvlistValue: { values: attributes(depth + 1) } };
+    }
+  };
+  const attributes = (depth: number): object[] =>
+    Array.from({ length: Math.floor(next() * 4) }, () =>
+      next() < 0.1 ? { key: key() } : { key: key(), value: value(depth) },
+    );
+  const id = (size: number): Buffer =>
+    next() < 0.3
+      ? Buffer.alloc(0)
+      : next() < 0.2
+        ? Buffer.alloc(size)
+        : Buffer.from(Array.from({ length: size }, () => Math.floor(next() * 256)));
+  const record = (): object => ({
+    ...(next() < 0.8 ? { timeUnixNano: String(t0 + BigInt(Math.floor(next() * 1e9))) } : {}),
+    observedTimeUnixNano: String(t0 + 7n),
+    ...(next() < 0.7 ? { severityNumber: Math.floor(next() * 25) } : {}),
+    ...(next() < 0.4 ? { severityText: text() } : {}),
+    ...(next() < 0.9 ? { body: next() < 0.6 ? { stringValue: text() } : value(0) } : {}),
+    attributes: attributes(0),
+    ...(next() < 0.5 ? { traceId: id(16), spanId: id(8) } : {}),
+  });
+  return {
+    resourceLogs: Array.from({ length: 1 + Math.floor(next() * 2) }, () => ({
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'fuzz' } }] },
+      scopeLogs: Array.from({ length: 1 + Math.floor(next() * 2) }, () => ({
+        ...(next() < 0.8 ? { scope: { name: text(), version: '1' } } : {}),
+        logRecords: Array.from({ length: 1 + Math.floor(next() * 4) }, record),
+      })),
+    })),
+  };
+}
