@@ -1,6 +1,6 @@
-// Builds the native addon (src/engine/native: the Arrow exporter, bulk ingest and the sketch
-// aggregates) into dist/native/arrow_export.node with the machine's C++ compiler, linked against
-// the libduckdb that @duckdb/node-bindings ships.
+// Builds the native addon (src/engine/native: the Arrow exporter, bulk ingest, the sketch
+// aggregates and the OTLP logs scan) into dist/native/arrow_export.node with the machine's C++
+// compiler, linked against the libduckdb that @duckdb/node-bindings ships.
 // Without a compiler or on an unsupported platform it says so and leaves results to the
 // JavaScript converter. Dependency-free, like ensure-built.mjs which runs it.
 import { execFileSync } from 'node:child_process';
@@ -16,6 +16,8 @@ const sources = [
   'arrow-ingest.h',
   'sketch-aggregates.cc',
   'sketch-aggregates.h',
+  'logs-scan.cc',
+  'logs-scan.h',
   'duckdb-c-api.h',
 ].map((f) => join(sourceDir, f));
 const output = join(root, 'dist', 'native', 'arrow_export.node');
@@ -65,6 +67,7 @@ try {
       join(sourceDir, 'arrow-export.cc'),
       join(sourceDir, 'arrow-ingest.cc'),
       join(sourceDir, 'sketch-aggregates.cc'),
+      join(sourceDir, 'logs-scan.cc'),
       '-o',
       partial,
       `-L${libraryDir}`,

@@ -13,6 +13,7 @@ import {
   findExtensions,
   missingExtensionsHelp,
   nativeExportProblem,
+  nativeLogsScan,
   type EngineOptions,
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
@@ -347,7 +348,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const http = new HttpServer({
       address: config.httpAddress,
       keyring,
-      ingestion: role !== 'maintain' ? new IngestionService(metadata, store, metrics) : undefined,
+      ingestion:
+        role !== 'maintain'
+          ? new IngestionService(metadata, store, metrics, native ? nativeLogsScan() : null)
+          : undefined,
       metrics,
       maxBodyBytes: config.maxBodyBytes,
       ingestLimits: config.ingestLimits,

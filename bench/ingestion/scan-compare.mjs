@@ -1,7 +1,9 @@
 // The validating scan's CPU (scanLogs alone, main thread) of two builds, alternately in one process, on the
 // loadgen bodies (1,000 log records each): prints each build's median CPU ms per request and their ratio.
 // Each root is a built checkout (its dist/), e.g. a bench build of a ref (bench/lib.sh, ORRERY_REF) and this one.
+// With B = `native`, B is root A's native scan (the addon's, src/engine/native/logs-scan.cc, as the server calls it).
 //   node bench/ingestion/scan-compare.mjs <root A> <root B> [rounds=41]
+//   node bench/ingestion/scan-compare.mjs . native
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { buildTemplates, makeBody } from './bodies.mjs';
@@ -10,7 +12,14 @@ const [rootA, rootB, roundsArg] = process.argv.slice(2);
 if (!rootA || !rootB) throw new Error('usage: node bench/ingestion/scan-compare.mjs <root A> <root B> [rounds]');
 const rounds = Number(roundsArg ?? 41);
 const scanOf = async (root) => (await import(join(root, 'dist/src/ingestion/otlp/logs-scan.js'))).scanLogs;
-const [a, b] = [await scanOf(rootA), await scanOf(rootB)];
+const nativeOf = async (root) => {
+  const { nativeLogsScan } = await import(join(root, 'dist/src/engine/native-export.js'));
+  const { scanLogsWith } = await import(join(root, 'dist/src/ingestion/otlp/logs-scan.js'));
+  const flat = nativeLogsScan();
+  if (!flat) throw new Error(`no native addon in ${root} (npm run build)`);
+  return scanLogsWith(flat);
+};
+const [a, b] = [await scanOf(rootA), await (rootB === 'native' ? nativeOf(rootA) : scanOf(rootB))];
 const templates = buildTemplates(8, 4, 1000);
 const bodies = Array.from({ length: 200 }, (_, n) => makeBody(templates, n, 'scan', 1000).body);
 const text = (scanned) => JSON.stringify(scanned, (_, v) => (typeof v === 'bigint' ? String(v) : v));

@@ -70,6 +70,8 @@ interface NativeModule {
   ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
   registerSketchFunctions(connection: unknown, inverseLogGamma: number, memoryLimitBytes: number): void;
+  /** The OTLP logs scan (logs-scan.cc): 11 numbers per ResourceLogs, or null (see scanLogsWith). */
+  scanLogs(body: Uint8Array): Float64Array | null;
 }
 
 /** The error a DuckDB result ended with: its type as duckdb.h numbers it (duckdb_error_type), and its message. */
@@ -104,6 +106,12 @@ export function nativeExportModule(): NativeModule | null {
 export function nativeExportProblem(): string {
   nativeExportModule();
   return loadError;
+}
+
+/** The native validating scan of OTLP logs protobuf bodies, or null when the addon is not loaded. */
+export function nativeLogsScan(): ((body: Uint8Array) => Float64Array | null) | null {
+  const module = nativeExportModule();
+  return module ? (body) => module.scanLogs(body) : null;
 }
 
 /** A connection's handle as @duckdb/node-bindings holds it (an External over duckdb_connection). */

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "arrow-ingest.h"
+#include "logs-scan.h"
 #include "sketch-aggregates.h"
 #include "duckdb-c-api.h"
 
@@ -625,6 +626,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("resultError", Napi::Function::New(env, ResultError));
   DefineArrowIngest(env, exports);
   DefineSketchAggregates(env, exports);
+  DefineLogsScan(env, exports);
   return exports;
 }
 

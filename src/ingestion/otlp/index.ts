@@ -10,7 +10,14 @@ export { encodeErrorStatus, encodeExportResponse, type PartialSuccess } from './
 /** Decodes a logs request body to log records grouped by resource. */
 export { decodeLogs } from './logs-decoder.js';
 /** The validating scan of a logs protobuf body that decodes nothing, and the pieces its blocks are stored as. */
-export { asFieldOne, resourceSkeleton, scanLogs, type ScannedResourceLogs } from './logs-scan.js';
+export {
+  asFieldOne,
+  resourceSkeleton,
+  scanLogs,
+  scanLogsWith,
+  type FlatLogsScan,
+  type ScannedResourceLogs,
+} from './logs-scan.js';
 /** A logs payload stored as received written straight to its NDJSON lines (null: decode it the slow way). */
 export { logsLines } from './logs-lines.js';
 /** Decodes a metrics request body to one record per data point, grouped by resource. */

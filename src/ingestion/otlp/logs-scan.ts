@@ -276,6 +276,7 @@ function resourceLogs(start: number, limit: number): ScannedResourceLogs {
   let resource: [number, number] = [-1, -1];
   let schemaUrl: [number, number] = [-1, -1];
   records = 0;
+  minHi = minLo = maxHi = maxLo = 0; // a resource without records says 0, not the last one's span
   while (pos < limit) {
     const fieldStart = pos;
     const tag = varint();
@@ -314,6 +315,33 @@ export function scanLogs(body: Uint8Array): ScannedResourceLogs[] | null {
   } finally {
     buf = new Uint8Array(0);
   }
+}
+
+/**
+ * The native addon's scan (src/engine/native/logs-scan.cc, the same walk rule for rule) answers 11 numbers per
+ * ResourceLogs: where its bytes, resource and schema URL are (-1: absent), its record count, and its smallest
+ * and largest time as 32-bit halves (no bigint crosses the boundary); null when it cannot vouch for the body.
+ */
+export type FlatLogsScan = (body: Uint8Array) => Float64Array | null;
+
+/** scanLogs's answer from a flat scan's. */
+export function scanLogsWith(flat: FlatLogsScan): (body: Uint8Array) => ScannedResourceLogs[] | null {
+  const nanos = (hi: number, lo: number): bigint => (BigInt(hi) << 32n) | BigInt(lo);
+  return (body) => {
+    const f = flat(body);
+    if (f === null) return null;
+    const out: ScannedResourceLogs[] = [];
+    for (let i = 0; i + 11 <= f.length; i += 11)
+      out.push({
+        bytes: [f[i], f[i + 1]],
+        resource: [f[i + 2], f[i + 3]],
+        schemaUrl: [f[i + 4], f[i + 5]],
+        records: f[i + 6],
+        begin: nanos(f[i + 7], f[i + 8]),
+        end: nanos(f[i + 9], f[i + 10]),
+      });
+    return out;
+  };
 }
 
 /** `message` as field 1 of a message: a ResourceLogs wrapped as an ExportLogsServiceRequest of its own. */
