@@ -18,6 +18,8 @@ const sources = [
   'sketch-aggregates.h',
   'logs-scan.cc',
   'logs-scan.h',
+  'thread-priority.cc',
+  'thread-priority.h',
   'duckdb-c-api.h',
 ].map((f) => join(sourceDir, f));
 const output = join(root, 'dist', 'native', 'arrow_export.node');
@@ -68,6 +70,7 @@ try {
       join(sourceDir, 'arrow-ingest.cc'),
       join(sourceDir, 'sketch-aggregates.cc'),
       join(sourceDir, 'logs-scan.cc'),
+      join(sourceDir, 'thread-priority.cc'),
       '-o',
       partial,
       `-L${libraryDir}`,

@@ -12,6 +12,7 @@ import {
   extensionCacheFolder,
   findExtensions,
   missingExtensionsHelp,
+  lowPriorityProblem,
   nativeExportProblem,
   nativeLogsScan,
   type EngineOptions,
@@ -270,7 +271,12 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       let heavy: Promise<DuckDBEngine> | undefined;
       const heavyEngine = (): Promise<DuckDBEngine> =>
         (heavy ??= createEngine(
-          { ...engineOptions, threads: config.heavyQueryThreads, memoryLimit: config.heavyQueryMemoryLimit },
+          {
+            ...engineOptions,
+            threads: config.heavyQueryThreads,
+            memoryLimit: config.heavyQueryMemoryLimit,
+            nice: heavyLaneNice(config.heavyQueryNice, engineOptions.nativeExport ?? false, log),
+          },
           extensions,
           log,
         ).then(
@@ -434,6 +440,19 @@ function nativeSetting(config: Config, log: Log): boolean {
     `${reason}. Results use the JavaScript converter, a query failing after its first rows fails without DuckDB's reason, and distinct_sketch() and merge() run as slower SQL`,
   );
   return false;
+}
+
+/**
+ * The nice value the heavy lane's threads run at (ORRERY_HEAVY_QUERY_NICE), or 0 with a warning when
+ * this process cannot lower a thread's priority (no native addon, setpriority refused): the lane
+ * then works at the server's priority, as it did before.
+ */
+function heavyLaneNice(nice: number, native: boolean, log: Log): number {
+  if (nice === 0) return 0;
+  const problem = native ? lowPriorityProblem(nice) : 'the native addon is not used (ORRERY_NATIVE)';
+  if (!problem) return nice;
+  log('warn', `the heavy lane's threads run at the server's priority, not at nice ${nice}: ${problem}`);
+  return 0;
 }
 
 const hostOf = (address: string): string => address.slice(0, address.lastIndexOf(':'));

@@ -85,6 +85,8 @@ export interface Config {
   readonly heavyQueryThreads: number;
   /** ORRERY_HEAVY_QUERY_MEMORY_LIMIT: the heavy lane engine's memory limit, by default a quarter of the query engine's. */
   readonly heavyQueryMemoryLimit: string;
+  /** ORRERY_HEAVY_QUERY_NICE: nice value (0-19) of the threads that work only for the heavy lane; 0: the server's own. */
+  readonly heavyQueryNice: number;
 }
 
 /** Every setting, from the environment (see the README's table). */
@@ -150,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heavyQueryMemoryLimit:
       memoryLimit(env.ORRERY_HEAVY_QUERY_MEMORY_LIMIT, 'ORRERY_HEAVY_QUERY_MEMORY_LIMIT') ??
       heavyShare(env.ORRERY_DUCKDB_MEMORY_LIMIT),
+    heavyQueryNice: niceValue(env.ORRERY_HEAVY_QUERY_NICE, 'ORRERY_HEAVY_QUERY_NICE') ?? 19,
   };
 }
 
@@ -188,6 +191,12 @@ function nonNegativeInteger(value: string | undefined, variable: string): number
   if (!value) return undefined;
   if (!/^\d+$/.test(value)) throw new ConfigError(`${variable} must be a non-negative integer, got '${value}'`);
   return Number(value);
+}
+
+function niceValue(value: string | undefined, variable: string): number | undefined {
+  const nice = nonNegativeInteger(value, variable);
+  if (nice !== undefined && nice > 19) throw new ConfigError(`${variable} must be from 0 to 19, got '${value}'`);
+  return nice;
 }
 
 function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], variable: string): T | undefined {

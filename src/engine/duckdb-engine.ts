@@ -7,6 +7,7 @@ import {
   type DuckDBResult,
   type DuckDBType,
 } from '@duckdb/node-api';
+import { availableParallelism } from 'node:os';
 import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'apache-arrow';
 import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
@@ -15,6 +16,7 @@ import {
   nativeStatementBatches,
   registerNativeSketches,
   resultError,
+  setThreadsAtPriority,
   type BatchSource,
   type NativeSketchParameters,
 } from './native-export.js';
@@ -62,6 +64,14 @@ export interface EngineOptions {
    * create() fails when the native module is not built.
    */
   readonly nativeSketches?: NativeSketchParameters;
+  /**
+   * > 0 (the heavy lane's engine, issue 9): DuckDB's work for this instance runs on threads at this
+   * nice value, which work for it alone: its background threads, and for statements the native
+   * exporter runs (flat column types, no parameters) a thread of the statement's own. The caller
+   * checked that this process may lower a thread's priority (lowPriorityProblem); needs the native
+   * exporter. Other statements run on libuv's shared threads at their priority.
+   */
+  readonly nice?: number;
 }
 
 /** What a statement is, learnt by preparing it (nothing runs). */
@@ -234,6 +244,7 @@ export class DuckDBEngine {
     private readonly instance: DuckDBInstance,
     private readonly batchBytes: number,
     private readonly nativeExport: boolean,
+    private readonly nice: number,
   ) {
     this.pool = new ConnectionPool(instance, [`USE ${catalogName}`]);
   }
@@ -241,11 +252,16 @@ export class DuckDBEngine {
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
     // Said outright although it is DuckDB's default: extensions load only when DuckDB's signature checks pass.
     const config: Record<string, string> = { allow_unsigned_extensions: 'false' };
-    if (options.threads) config.threads = String(options.threads);
+    const nice = options.nice ?? 0;
+    // At a nice value the instance starts with no background thread (threads 1): they are launched
+    // below, from a lowered thread, and inherit its priority.
+    const threads = options.threads ?? (nice > 0 ? availableParallelism() : undefined);
+    if (threads) config.threads = nice > 0 ? '1' : String(threads);
     if (options.memoryLimit) config.memory_limit = options.memoryLimit;
     const instance = await DuckDBInstance.create(':memory:', config);
     const setup = await instance.connect();
     try {
+      if (nice > 0 && threads! > 1) setThreadsAtPriority(setup, threads!, nice);
       await setup.run(`ATTACH ':memory:' AS ${catalogName}`);
       await setup.run(`SET GLOBAL TimeZone = 'UTC'`);
       await setup.run(`USE ${catalogName}`);
@@ -275,6 +291,7 @@ export class DuckDBEngine {
       instance,
       options.batchBytes ?? 1024 * 1024,
       options.nativeExport ?? true,
+      nice,
     );
   }
 
@@ -668,10 +685,11 @@ export class DuckDBEngine {
   ): AsyncGenerator<RecordBatch> {
     const batchBytes = this.batchBytes;
     // Without parameters, the prepared statement's column types are its result's: the native
-    // exporter runs the statement itself, its run and first batch in one trip to a worker thread.
+    // exporter runs the statement itself, its run and first batch in one trip to a worker thread
+    // (at `nice`, on a thread of the statement's own).
     const types = this.nativeExport && !bound ? preparedColumnTypes(prepared) : null;
     const source =
-      (types && nativeStatementBatches(prepared, schema, types, batchBytes)) ||
+      (types && nativeStatementBatches(prepared, schema, types, batchBytes, this.nice)) ||
       (await this.resultBatches(prepared, schema, guard));
     // Ask for the next batch before handing this one on, so DuckDB works while the consumer
     // sends. It is awaited only later: until then its failure must not count as an unhandled

@@ -59,6 +59,8 @@ interface NativeModule {
     maxBinaryBytes: number,
     /** Given, `source` is a prepared statement the exporter runs, whose result must have these column types. */
     typeIds?: Int32Array,
+    /** > 0: the exporter runs the statement and fetches its chunks on a thread of its own at this nice value. */
+    nice?: number,
   ) => NativeExporter;
   ArrowIngest: new (
     connection: unknown,
@@ -72,6 +74,10 @@ interface NativeModule {
   registerSketchFunctions(connection: unknown, inverseLogGamma: number, memoryLimitBytes: number): void;
   /** The OTLP logs scan (logs-scan.cc): 11 numbers per ResourceLogs, or null (see scanLogsWith). */
   scanLogs(body: Uint8Array): Float64Array | null;
+  /** '' when a thread of this process may lower its priority to `nice`, else why not. */
+  threadPriorityProblem(nice: number): string;
+  /** Runs `SET threads = <threads>` from a thread at `nice`, whose background threads inherit it: '' or the error. */
+  setThreadsAtPriority(connection: unknown, threads: number, nice: number): string;
 }
 
 /** The error a DuckDB result ended with: its type as duckdb.h numbers it (duckdb_error_type), and its message. */
@@ -219,9 +225,34 @@ export function nativeStatementBatches(
   schema: Schema,
   types: readonly DuckDBType[],
   batchBytes: number,
+  /** > 0: the statement runs on a thread of its own at this nice value (see lowPriorityProblem). */
+  nice = 0,
 ): BatchSource | null {
   const typeIds = Int32Array.from(types, (type) => type.typeId);
-  return exporterBatches(preparedHandle(prepared), typeIds, schema, types, batchBytes, maxOffset);
+  return exporterBatches(preparedHandle(prepared), typeIds, schema, types, batchBytes, maxOffset, nice);
+}
+
+/**
+ * Why this process cannot run DuckDB work on threads at `nice` (the native module missing, or
+ * setpriority refused), or '' when it can.
+ */
+export function lowPriorityProblem(nice: number): string {
+  const module = nativeExportModule();
+  if (!module) return `the native addon is not loaded (${loadError.split('\n')[0]})`;
+  const problem = module.threadPriorityProblem(nice);
+  return problem && `setpriority failed: ${problem}`;
+}
+
+/**
+ * Sets the DuckDB instance's threads (`SET threads`) from a thread at `nice`, so that its
+ * background threads start at that nice value; the connection is the instance's, its
+ * configuration not yet locked. Throws DuckDB's error.
+ */
+export function setThreadsAtPriority(connection: DuckDBConnection, threads: number, nice: number): void {
+  const module = nativeExportModule();
+  if (!module) throw new Error(`the native addon is not loaded: ${loadError}`);
+  const error = module.setThreadsAtPriority(connectionHandle(connection), threads, nice);
+  if (error) throw new Error(error);
 }
 
 function exporterBatches(
@@ -231,6 +262,7 @@ function exporterBatches(
   types: readonly DuckDBType[],
   batchBytes: number,
   maxBinaryBytes: number,
+  nice = 0,
 ): BatchSource | null {
   const module = nativeExportModule();
   if (!module) return null;
@@ -239,7 +271,7 @@ function exporterBatches(
   const room = framingRoomFor(types.length);
   const layouts = Int32Array.from(kinds.flatMap((k) => k!));
   const exporter = typeIds
-    ? new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes, typeIds)
+    ? new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes, typeIds, nice)
     : new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes);
   const structType = new Struct(schema.fields);
   return {

@@ -79,6 +79,12 @@ export class QueryLanes {
     } finally {
       clearTimeout(timer);
     }
+    // The time may run out while the first batch is on its way: the small run is stopped then (its
+    // next batch would fail as cancelled), so the statement moves to the heavy lane all the same.
+    if (head && demote.signal.aborted && !options.signal?.aborted) {
+      await smallRun.return?.();
+      head = undefined;
+    }
     if (head) {
       try {
         for (let next = head; !next.done; next = await smallRun.next()) yield next.value;

@@ -27,6 +27,7 @@
 #include "arrow-ingest.h"
 #include "logs-scan.h"
 #include "sketch-aggregates.h"
+#include "thread-priority.h"
 #include "duckdb-c-api.h"
 
 namespace {
@@ -238,17 +239,22 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   }
 
   // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom, maxBinaryBytes)
-  // new Exporter(preparedExternal, kinds, batchBytes, headroom, maxBinaryBytes, typeIds: Int32Array)
+  // new Exporter(preparedExternal, kinds, batchBytes, headroom, maxBinaryBytes, typeIds: Int32Array[, nice])
   // The second form runs the prepared statement itself, in its first Fill, and checks that the
   // result's column types are `typeIds` (duckdb_type numbers): the statement's run and its first
   // batch then take one trip to a worker thread, not two. The prepared statement must stay alive
   // (not destroyed) until the exporter is closed; the result is the exporter's own.
+  // With `nice` (> 0, the heavy lane's statements) the statement runs, and every chunk is fetched,
+  // on the exporter's own thread, lowered to that nice value first (thread-priority.cc): DuckDB
+  // does a statement's work on the thread that runs and fetches it, and that thread then works for
+  // this statement alone, so the scheduler lets every other thread of the server go first.
   Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 5 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() ||
-        !info[4].IsNumber() || (info.Length() > 5 && !info[5].IsTypedArray())) {
-      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom, maxBinaryBytes[, typeIds])");
+        !info[4].IsNumber() || (info.Length() > 5 && !info[5].IsTypedArray()) || (info.Length() > 6 && !info[6].IsNumber())) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom, maxBinaryBytes[, typeIds[, nice]])");
     }
+    if (info.Length() > 6) nice_ = info[6].As<Napi::Number>().Int32Value();
     resultRef_ = Napi::Persistent(info[0]);
     idx_t resultColumns;
     if (info.Length() > 5) {
@@ -303,7 +309,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
 
   // Runs on the worker thread. Returns false with `error` set when DuckDB reports one.
   bool Fill(Batch &batch, std::string &error) {
-    if (prepared_ && !result_ && !finished_ && !Run(error)) {
+    if (prepared_ && !nice_ && !result_ && !finished_ && !Run(error)) {
       finished_ = true;
       return false;
     }
@@ -445,6 +451,20 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   }
 
   void FetchLoop() {
+    if (nice_) {
+      // A failure to lower leaves the thread as it is: the statement still runs (app.ts checked
+      // once, and logged, whether this process may lower its threads).
+      LowerThisThread(nice_);
+      std::string error;
+      if (prepared_ && !Run(error)) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        fetchError_ = error;
+        fetchErrorType_ = errorType_;
+        fetched_ = true;
+        available_.notify_one();
+        return;
+      }
+    }
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
@@ -465,7 +485,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   // The next chunk, or null at the end (with `error` set when DuckDB failed). Called only by Fill.
   duckdb_data_chunk TakeChunk(std::string &error) {
     if (!fetcher_.joinable()) {
-      if (chunksInline_ < kChunksInline) {
+      if (!nice_ && chunksInline_ < kChunksInline) {
         chunksInline_++;
         duckdb_data_chunk chunk = FetchChunk();
         if (!chunk) {
@@ -520,6 +540,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   bool finished_ = false;
   bool busy_ = false;
   int errorType_ = 0;
+  int nice_ = 0;  // > 0: run and fetch on the exporter's own thread, at this nice value
 
   int chunksInline_ = 0;
   std::thread fetcher_;  // started by TakeChunk once the first chunks are taken
@@ -627,6 +648,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   DefineArrowIngest(env, exports);
   DefineSketchAggregates(env, exports);
   DefineLogsScan(env, exports);
+  DefineThreadPriority(env, exports);
   return exports;
 }
 

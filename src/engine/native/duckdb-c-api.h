@@ -73,6 +73,7 @@ struct ArrowArrayStream {
 // duckdb_arrow_stream is an ArrowArrayStream* in duckdb.h (deprecated there, still exported).
 duckdb_state duckdb_arrow_scan(duckdb_connection connection, const char *table_name, struct ArrowArrayStream *arrow);
 
+duckdb_state duckdb_query(duckdb_connection connection, const char *query, duckdb_result *out_result);
 duckdb_state duckdb_execute_prepared_streaming(duckdb_prepared_statement prepared_statement, duckdb_result *out_result);
 void duckdb_destroy_result(duckdb_result *result);
 idx_t duckdb_column_count(duckdb_result *result);
