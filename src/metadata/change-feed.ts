@@ -4,6 +4,11 @@ import type { MetadataLog } from './metadata-log.js';
 
 /** The channel migration 4's trigger notifies, with the view set's name, when lakehouse_partitions changes. */
 export const partitionsChannel = 'orrery_partitions';
+/**
+ * The channel the rollups of view sets notify, with a rollup's name, in the transaction that
+ * records buckets of it invalidated (so readers keep the invalidations between statements).
+ */
+export const rollupInvalidationsChannel = 'orrery_rollup_invalidations';
 /** The channel sync() notifies, with a token of its own. */
 const syncChannel = 'orrery_sync';
 
@@ -108,7 +113,7 @@ export class ChangeFeed {
     client.on('notification', (message) => this.received(message.channel, message.payload ?? ''));
     try {
       await client.connect();
-      await client.query(`LISTEN ${partitionsChannel}; LISTEN ${syncChannel}`);
+      await client.query(`LISTEN ${partitionsChannel}; LISTEN ${rollupInvalidationsChannel}; LISTEN ${syncChannel}`);
       if (this.client !== client) return;
       this.epoch++;
       this.listening = true;

@@ -2,7 +2,7 @@
 // migrations and the connection pool every other component reaches the metadata through.
 /** Orrery's Postgres behind one pool, migrated at open; see {@link MetadataStore.open}. */
 export { MetadataStore } from './metadata-store.js';
-export { ChangeFeed, partitionsChannel } from './change-feed.js';
+export { ChangeFeed, partitionsChannel, rollupInvalidationsChannel } from './change-feed.js';
 /** The one transaction helper (a connection whose ROLLBACK failed is destroyed), and what runs statements. */
 export { transaction, type MetadataQueries } from './transaction.js';
 /** Advisory locks held across long work on a connection outside the pool; the store owns one. */

@@ -1,6 +1,6 @@
 import type { DuckDBEngine } from '../engine/index.js';
 import { queryablePartitions, type ObjectStore, type PartitionChange } from '../lakehouse/index.js';
-import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
+import { rollupInvalidationsChannel, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import {
   filesRelation,
   globalInstance,
@@ -92,13 +92,7 @@ export async function readViewSet(
     if (exclusive) await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [lockKey(view.name)]);
     else await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
     const partitions = await queryablePartitions(tx, view.name, globalInstance, schemaHash(view.columns));
-    const { rows } = await tx.query<{ rollup: string; bucket: string; seq: string }>(
-      `SELECT rollup, bucket, seq::TEXT AS seq FROM rollup_view_invalidations i
-        WHERE rollup = ANY($1) AND seq > $2
-          AND NOT EXISTS (SELECT 1 FROM rollup_view_kept k WHERE k.rollup = i.rollup AND k.bucket = i.bucket)
-        ORDER BY seq`,
-      [rollups, after.toString()],
-    );
+    const invalidations = await invalidationsAfter(tx, rollups, after);
     const { rows: last } = await tx.query<{ seq: string }>(
       'SELECT coalesce(max(seq), 0)::TEXT AS seq FROM rollup_view_invalidations',
     );
@@ -106,9 +100,25 @@ export async function readViewSet(
     return {
       files: partitions.map((p) => sources.store.location(p.filePath!)),
       sequence: sequence > after ? sequence : after,
-      invalidations: rows.map((r) => ({ rollup: r.rollup, bucket: r.bucket, sequence: BigInt(r.seq) })),
+      invalidations,
     };
   });
+}
+
+/** The invalidations of `rollups` numbered after `after`, oldest first, less those of buckets kept as stored. */
+export async function invalidationsAfter(
+  db: MetadataQueries,
+  rollups: readonly string[],
+  after: bigint,
+): Promise<ViewSetRead['invalidations']> {
+  const { rows } = await db.query<{ rollup: string; bucket: string; seq: string }>(
+    `SELECT rollup, bucket, seq::TEXT AS seq FROM rollup_view_invalidations i
+      WHERE rollup = ANY($1) AND seq > $2
+        AND NOT EXISTS (SELECT 1 FROM rollup_view_kept k WHERE k.rollup = i.rollup AND k.bucket = i.bucket)
+      ORDER BY seq`,
+    [rollups, after.toString()],
+  );
+  return rows.map((r) => ({ rollup: r.rollup, bucket: r.bucket, sequence: BigInt(r.seq) }));
 }
 
 /** Forgets the invalidations a refresh before the last one consumed, once no read can still be using them. */
@@ -174,6 +184,7 @@ export async function recordInvalidations(
          SELECT r, b FROM unnest($1::TEXT[]) AS r, unnest($2::TEXT[]) AS b ON CONFLICT DO NOTHING`,
         [rollups, taken.map(([b]) => String(b))],
       );
+      await notifyReaders(tx, rollups);
       continue;
     }
     const changed = await engine.values(
@@ -187,7 +198,16 @@ export async function recordInvalidations(
        SELECT r, b FROM unnest($1::TEXT[]) AS r, unnest($2::TEXT[]) AS b`,
       [rollups, changed.map(([b]) => String(b))],
     );
+    await notifyReaders(tx, rollups);
   }
+}
+
+/**
+ * Tells the servers that keep the rollups' invalidations between statements to read them again:
+ * delivered at commit, with the partitions' own notifications (in the order sent, together).
+ */
+async function notifyReaders(tx: MetadataQueries, rollups: readonly string[]): Promise<void> {
+  await tx.query('SELECT pg_notify($1, r) FROM unnest($2::TEXT[]) AS r', [rollupInvalidationsChannel, rollups]);
 }
 
 function sameFiles(a: readonly string[], b: readonly string[]): boolean {
