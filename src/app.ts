@@ -234,7 +234,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       const { engine, lake } = await createEngine(engineOptions, extensions, log);
       closers.push({ name: 'the query engine', close: () => engine.close() });
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
-      const rollups = tables ? new Rollups(engine, metadata, tables, seriesNames, viewSetSources) : undefined;
+      const rollups = tables
+        ? new Rollups(engine, metadata, tables, seriesNames, viewSetSources, {
+            rawEdgesMinRows: config.rollupRawEdgesMinRows,
+          })
+        : undefined;
       await rollups?.prepare();
       // This server's publications plan column entries against its view sets.
       registerInstaller(

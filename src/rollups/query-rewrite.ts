@@ -90,6 +90,12 @@ export interface RewriteInput {
   /** The rollups of each base table. */
   readonly targets: ReadonlyMap<string, readonly RollupTarget[]>;
   readonly aggregates: ReadonlySet<string>;
+  /** When a window off bucket boundaries reads raw edges (see rawCheaper); without it, whenever it can. */
+  readonly rawEdges?: {
+    readonly minRows: number;
+    /** The table's rows with times in [from, to) (ns; to null: on), estimated; null when not known. */
+    readonly rowsWithin: (table: SeriesTable, from: bigint, to: bigint | null) => Promise<number | null>;
+  };
 }
 
 /** The alias a rewritten level reads its rollup under; references to the rollup's columns are qualified by it. */
@@ -257,6 +263,11 @@ export async function rewriteOntoRollups(
         skip(candidate.target, new Skip(`a coarser rollup answers the level (${chosen.target.name})`));
         continue;
       }
+      const costlier = await rawCheaper(level, candidate, input);
+      if (costlier) {
+        skip(candidate.target, costlier);
+        continue;
+      }
       try {
         await finish(level, candidate, input);
         chosen = candidate;
@@ -369,13 +380,30 @@ export const levelParts = (node: Node): unknown[] => [
   node.modifiers,
 ];
 
+/** An order by `ALL` (every select item), not by a star of columns. */
+const isAllColumns = (order: Node): boolean => {
+  const e = order.expression as Node;
+  return (
+    e.class === 'STAR' &&
+    e.relation_name === '' &&
+    e.expr === null &&
+    [e.exclude_list, e.replace_list, e.qualified_exclude_list, e.rename_list].every(
+      (list) => list === undefined || (list as unknown[]).length === 0,
+    )
+  );
+};
+
 /** The checks of a level that hold whatever the rollup; throws Skip. */
 async function analyse(node: Node, label: string, table: SeriesTable, input: RewriteInput): Promise<Level> {
   const parts = levelParts(node);
   if (some(parts, (n) => n.class === 'SUBQUERY')) throw new Skip('the level holds a subquery expression');
   if (some(parts, (n) => n.class === 'WINDOW') || node.qualify !== null)
     throw new Skip('the level holds a window function');
-  if (some(parts, (n) => n.class === 'STAR')) throw new Skip('the level selects *');
+  // ORDER BY ALL orders by the select items, which the rewrite keeps (values, names, types).
+  const modifiers = (node.modifiers as Node[]).map((m) =>
+    m.type === 'ORDER_MODIFIER' ? { ...m, orders: (m.orders as Node[]).filter((o) => !isAllColumns(o)) } : m,
+  );
+  if (some(levelParts({ ...node, modifiers }), (n) => n.class === 'STAR')) throw new Skip('the level selects *');
   if (node.sample !== null) throw new Skip('the level samples its table');
   const aggregates = some([node.select_list, node.having, node.modifiers], (n) => isAggregate(n, input));
   const distinct = (node.modifiers as Node[]).some((m) => m.type === 'DISTINCT_MODIFIER');
@@ -724,6 +752,23 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
   };
 }
 
+/**
+ * Why a window off bucket boundaries reads raw rather than whole buckets plus raw edges, or null.
+ * The edges' read scans the table for the window's ends and reads the rollup too, which costs more
+ * than scanning the window's rows raw unless its whole buckets replace at least `minRows` raw rows
+ * (estimated from the table's row count and time range as if spread evenly).
+ */
+async function rawCheaper(level: Level, candidate: Rewritten, input: RewriteInput): Promise<Skip | null> {
+  const { edges, target } = candidate;
+  if (!edges || !input.rawEdges) return null;
+  const { minRows, rowsWithin } = input.rawEdges;
+  const rows = await rowsWithin(level.table, edges.from, edges.to);
+  if (rows === null || rows >= minRows) return null;
+  return new Skip(
+    `window not aligned, and a raw read costs less than whole ${target.grain} buckets plus raw edges: the buckets would replace about ${Math.round(rows)} raw rows, fewer than ${minRows} (ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS)`,
+  );
+}
+
 /** Fills in the rewritten level's casts (the raw aggregates' types) and the names of changed unaliased items. */
 async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): Promise<void> {
   if (rewritten.edges) rewritten.node.from_table = await withRawEdges(level, rewritten.target, rewritten.edges, input);
@@ -766,18 +811,19 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
   const from = level.node.from_table as Node;
   const alias = String(from.alias) || level.table.name;
   const time = `CAST(${q(alias)}.${q(level.table.timeColumn)} AS TIMESTAMP)`;
-  // Both ends in one scan of the table: the rollup aggregates by bucket, and the ends share none.
+  // Each end is a scan of its own time range, so DuckDB skips the files and row groups outside it
+  // (one scan filtered by `end OR end` read every row of the table: 9 s for 100 M rows). The ends
+  // share no bucket, so the rollup's aggregate runs once over their union.
   const ends = [
-    ...(edges.lower ? [`(__orrery_lower_edge AND ${time} < ${literal(edges.from)})`] : []),
-    ...(edges.upper ? [`(__orrery_upper_edge AND ${time} >= ${literal(edges.to!)})`] : []),
+    ...(edges.lower ? [`__orrery_lower_edge AND ${time} < ${literal(edges.from)}`] : []),
+    ...(edges.upper ? [`__orrery_upper_edge AND ${time} >= ${literal(edges.to!)}`] : []),
     ...(edges.tail ? [`${time} >= ${literal(edges.to!)}`] : []),
   ];
+  const scans = ends.map((end) => `SELECT * FROM temp.main.${q(level.table.name)} AS ${q(alias)} WHERE ${end}`);
   const parts = [
     `SELECT * FROM temp.main.${q(target.name)} WHERE bucket >= ${literal(edges.from)}${edges.to === null ? '' : ` AND bucket < ${literal(edges.to)}`}`,
-    ...(ends.length > 0
-      ? [
-          `SELECT * FROM (WITH __rollup_source AS (SELECT * FROM temp.main.${q(level.table.name)} AS ${q(alias)} WHERE ${ends.join(' OR ')}) ${target.rawEdges!})`,
-        ]
+    ...(scans.length > 0
+      ? [`SELECT * FROM (WITH __rollup_source AS (${scans.join(' UNION ALL ')}) ${target.rawEdges!})`]
       : []),
   ];
   const tree = (await input.engine.parseSelect(`SELECT * FROM (${parts.join(' UNION ALL ')}) AS ${rollupAlias}`))!;

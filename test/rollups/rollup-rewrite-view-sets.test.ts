@@ -105,6 +105,43 @@ describe('queries over a view set read its rollups (issues 14 and 17)', () => {
     await check();
   });
 
+  it('reads only the stored rows of a closed window before the watermark: no Postgres read per statement', async () => {
+    // Closed windows of whole hours before the current one, nothing pending: the stored rows hold
+    // every answer. Each query runs once to keep the rollup's invalidations, then again while the
+    // invalidations table is locked: a read of the never-stale view (or of the invalidations) would
+    // wait for the lock; the stored rows alone answer at once.
+    const closed = queries().slice(0, 2);
+    for (const client of clients) for (const { sql } of closed) await plainRows(client, sql);
+    const lock = await fixture.postgres.pool.connect();
+    const answered: string[] = [];
+    let released = false;
+    const release = async (): Promise<void> => {
+      if (released) return;
+      released = true;
+      await lock.query('COMMIT');
+      lock.release();
+    };
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE rollup_view_invalidations IN ACCESS EXCLUSIVE MODE');
+      // Released after a while whatever happens, so a read that waits ends (and fails below).
+      const timer = setTimeout(() => void release(), 20_000);
+      try {
+        for (const client of clients)
+          for (const { sql, read } of closed) {
+            assert.equal(rollupRead(await client.query(sql)), read, sql);
+            if (!released) answered.push(sql);
+          }
+      } finally {
+        clearTimeout(timer);
+      }
+    } finally {
+      await release();
+    }
+    assert.equal(answered.length, clients.length * closed.length, 'every query answered while the lock was held');
+    await check();
+  });
+
   it('answers a late block exactly while its bucket is pending, and after the refresh', async () => {
     await logs.send(fixture.keys.teamA, 'stock', hourStart(6) + 11n * minuteNs, 5, 21);
     assert.ok(
