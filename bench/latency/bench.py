@@ -282,7 +282,7 @@ def main() -> int:
         print(f"Per client (same statements, key '{READER_NAME}'): p50/p99 with one connection, ratio to in-process p50, "
               f"and with {c} connections at once")
         header = (f"{'statement':<18} {'client':<6} | {'p50':>8} {'p99':>8} {'ratio':>6} {'vs +1ms':>7} | "
-                  f"{c} conns: {'p50':>8} {'p99':>8} {'stmt/s':>7} {'srv CPU':>7} {'cli CPU':>7} {'CPU cap':>7}")
+                  f"{c} conns: {'p50':>8} {'p99':>8} {'stmt/s':>7} {'srv CPU':>7} {'cli CPU':>7} {'CPU cap':>7} {'main busy':>9}")
         print(header)
         print("-" * len(header))
         for name, r in results.items():
@@ -299,7 +299,7 @@ def main() -> int:
                       f"{cpu_cells(many)}")
     print(f"{c} conns: srv CPU / cli CPU = ms of CPU per statement of the server process and of the client process over "
           f"the timed part; CPU cap = {os.cpu_count()} cores' ms per second / (srv + cli): the rate at which the two would "
-          "fill every core between them")
+          "fill every core between them; main busy = the server's main thread's CPU over the phase's wall time")
     if "select1" in results:
         print(f"bare GetFlightInfo (SELECT 1, pyarrow): p50 {results['select1']['getflightinfo_1']['p50_ms']:.2f} ms")
     print("times in ms; ratio = ADBC p50 / in-process p50 (one connection); srv CPU = server process CPU per ADBC statement "
@@ -322,7 +322,8 @@ def cpu_cells(phase: dict) -> str:
         return ""
     both = phase["server_cpu_ms"] + phase["client_cpu_ms"]
     cap = (os.cpu_count() or 1) * 1000 / both if both > 0 else 0
-    return f" {phase['server_cpu_ms']:>7.2f} {phase['client_cpu_ms']:>7.2f} {cap:>7.0f}"
+    busy = f" {phase['server_main_busy'] * 100:>8.0f}%" if "server_main_busy" in phase else ""
+    return f" {phase['server_cpu_ms']:>7.2f} {phase['client_cpu_ms']:>7.2f} {cap:>7.0f}{busy}"
 
 
 def other_clients(args, sql: str) -> dict[str, list[str]]:
@@ -365,25 +366,42 @@ def run_client(client: str, command: list[str], server_pid: int | None) -> dict:
 
 class CpuSplit:
     """CPU of the server and of a client process over an interval: with 16 clients on 2 cores, the clients'
-    own CPU is part of why a rate stops where it does."""
+    own CPU is part of why a rate stops where it does; and how busy the server's main thread (the event loop
+    gRPC runs on) was over it."""
 
     def __init__(self, server_pid: int | None, client_pid: int):
         self.pids = (server_pid, client_pid)
 
+    def read(self) -> tuple:
+        return (time.perf_counter(), thread_cpu(self.pids[0]), *(proc_cpu(p) if p else None for p in self.pids))
+
     def __enter__(self) -> "CpuSplit":
-        self.start = [proc_cpu(p) if p else None for p in self.pids]
+        self.start = self.read()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self.end = [proc_cpu(p) if p else None for p in self.pids]
+        self.end = self.read()
 
     def per_statement(self, n: int) -> dict:
-        """ms of CPU per statement: server_cpu_ms (the Node process, every thread) and client_cpu_ms."""
+        """ms of CPU per statement: server_cpu_ms (the Node process, every thread) and client_cpu_ms; and
+        server_main_busy, the main thread's CPU over the interval's wall time."""
         out = {}
-        for name, a, b in zip(("server_cpu_ms", "client_cpu_ms"), self.start, self.end):
+        for name, a, b in zip(("server_cpu_ms", "client_cpu_ms"), self.start[2:], self.end[2:]):
             if a is not None and b is not None and n > 0:
                 out[name] = round((b - a) * 1000 / n, 3)
+        if self.start[1] is not None and self.end[1] is not None:
+            out["server_main_busy"] = round((self.end[1] - self.start[1]) / (self.end[0] - self.start[0]), 3)
         return out
+
+
+def thread_cpu(pid: int | None) -> float | None:
+    """CPU seconds of a process's main thread."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, TypeError):
+        return None
 
 
 def flight_sql_descriptor(sql: str) -> flight.FlightDescriptor:
