@@ -7,6 +7,7 @@
 #
 #   bash bench/latency/interleave.sh <ref A> <ref B>
 #   N=4000 SQL="SELECT i % 1000 AS k, count(*) AS n FROM range(100000) t(i) GROUP BY 1" bash bench/latency/interleave.sh origin/main HEAD
+#   NODEFLAGS_B="--max-semi-space-size=64" bash bench/latency/interleave.sh HEAD HEAD   # node flags of one side
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -19,12 +20,14 @@ cleanup() {
   for d in "${dirs[@]}"; do rm -rf "$d"; done
 }
 trap cleanup EXIT
-for ref in "$1" "$2"; do
+flags=("${NODEFLAGS_A:-}" "${NODEFLAGS_B:-}")
+for side in 0 1; do
+  ref="${*:side+1:1}"
   ORRERY_REF="$ref" bench_ensure_built
   d="$(bench_data_dir inter)"
   dirs+=("$d")
   BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS=2 \
-    orrery_start serve "$d/o"
+    orrery_start serve "$d/o" ${flags[$side]}
   pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT")
   unset ORRERY_ROOT ORRERY_REF_SHA
 done
