@@ -133,6 +133,8 @@ function windowsOf(provenance: Provenance): Map<string, Array<{ from: string; to
 }
 
 /** A timestamp (DuckDB's text or RFC 3339) in ms since the epoch. */
+/** A timestamp as DuckDB casts one to text, years 0000-9999: its text sorts as its time. */
+const plainTimestamp = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?$/;
 const epochMs = (text: string): number => Date.parse(/[zZ]$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
 
 /** One day of a backfill: its buckets [from, to), and how many days are left; null days when nothing was left. */
@@ -917,15 +919,27 @@ export class Rollups {
     if (definition.viewSetBase) return this.pendingOfViewSet(definition, snapshot, state, definitions, context);
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
     const base = tables.get(definition.base);
-    const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, state.watermark)}`];
+    const changed = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
+    if (changed.length === 0) return [];
+    // Without retention, the buckets below the watermark are picked here: one DuckDB query less per
+    // read. DuckDB's text of a timestamp (zero-padded, as both come) sorts as its time; others go to SQL.
+    const watermark = state.watermark;
+    if (!base?.retention && (definition.integer || [watermark, ...changed].every((b) => plainTimestamp.test(b)))) {
+      return definition.integer
+        ? changed
+            .map(BigInt)
+            .filter((b) => b < BigInt(watermark))
+            .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+            .map(String)
+        : changed.filter((b) => b < watermark).sort();
+    }
+    const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, watermark)}`];
     if (base?.retention) {
       const horizon = isIntegerTime(base)
         ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(base.retention)}`
         : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(base.retention)}`;
       filters.push(`b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))`);
     }
-    const changed = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
-    if (changed.length === 0) return [];
     const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';
     const rows = await this.engine.values(
       `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${changed.map(quoteLiteral).join(', ')}]::${type}[]) AS b)
@@ -1156,8 +1170,10 @@ export class Rollups {
     const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
     if (rollups.length === 0 && stored.length === 0) return { statements: [], snapshot: null };
-    const snapshot = point?.snapshot ?? (await this.snapshot());
-    const tables = point?.tables ?? (await this.tables.list());
+    // The snapshot and the tables listed at it in one Postgres query (a statement pays it once).
+    const listing = point ? undefined : await this.tables.listAt();
+    const snapshot = point?.snapshot ?? listing!.snapshot;
+    const tables = point?.tables ?? listing!.tables;
     const context = readContext();
     const statements: string[] = [];
     for (const definition of rollups) {

@@ -114,12 +114,17 @@ export class SeriesTables {
    */
   async list(session?: EngineSession): Promise<ReadonlyMap<string, SeriesTable>> {
     if (session) return this.read(session);
+    return (await this.listAt()).tables;
+  }
+
+  /** list() as of the latest snapshot, with that snapshot's id: one Postgres query while no table changes. */
+  async listAt(): Promise<{ readonly snapshot: bigint; readonly tables: ReadonlyMap<string, SeriesTable> }> {
     const snapshot = await this.currentSnapshot();
-    if (this.listed?.snapshot === snapshot) return this.listed.tables;
+    if (this.listed?.snapshot === snapshot) return this.listed;
     // Read at this snapshot or a later one: a later list kept under an older id is re-read next time.
     const tables = await this.read();
     this.listed = { snapshot, tables };
-    return tables;
+    return this.listed;
   }
 
   private async read(session?: EngineSession): Promise<ReadonlyMap<string, SeriesTable>> {
