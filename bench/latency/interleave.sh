@@ -8,6 +8,8 @@
 #   bash bench/latency/interleave.sh <ref A> <ref B>
 #   N=4000 SQL="SELECT i % 1000 AS k, count(*) AS n FROM range(100000) t(i) GROUP BY 1" bash bench/latency/interleave.sh origin/main HEAD
 #   NODEFLAGS_B="--max-semi-space-size=64" bash bench/latency/interleave.sh HEAD HEAD   # node flags of one side
+#   bash bench/latency/interleave.sh grpc-floor HEAD      # against grpc-floor.mjs: two grpc-js calls and nothing else
+#   bash bench/latency/interleave.sh engine-floor HEAD    # the same calls through Orrery's DuckDB engine alone
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -23,9 +25,18 @@ trap cleanup EXIT
 flags=("${NODEFLAGS_A:-}" "${NODEFLAGS_B:-}")
 for side in 0 1; do
   ref="${*:side+1:1}"
-  ORRERY_REF="$ref" bench_ensure_built
   d="$(bench_data_dir inter)"
   dirs+=("$d")
+  if [ "$ref" = "grpc-floor" ] || [ "$ref" = "engine-floor" ]; then
+    bench_ensure_built
+    # shellcheck disable=SC2086
+    UV_THREADPOOL_SIZE=20 node ${flags[$side]} "$here/grpc-floor.mjs" "$ORRERY_ROOT" "${ref%-floor}" >"$d/floor.log" 2>&1 &
+    pids+=("$!")
+    for _ in $(seq 1 100); do grep -q listening "$d/floor.log" && break; sleep 0.1; done
+    ports+=("$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/floor.log")")
+    continue
+  fi
+  ORRERY_REF="$ref" bench_ensure_built
   BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS=2 \
     orrery_start serve "$d/o" ${flags[$side]}
   pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT")
