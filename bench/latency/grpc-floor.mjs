@@ -7,7 +7,7 @@
 // with no auth, planning, limits or lanes. Run by interleave.sh (refs "grpc-floor", "engine-floor");
 // prints "Flight SQL listening on 127.0.0.1:<port>".
 //
-//   node bench/latency/grpc-floor.mjs [dist root, default the repository's] [grpc | engine]
+//   node bench/latency/grpc-floor.mjs [dist root, default the repository's] [grpc | engine] [DuckDB threads, default 2]
 import * as grpc from '@grpc/grpc-js';
 import { tableFromArrays } from 'apache-arrow';
 import { pathToFileURL } from 'node:url';
@@ -40,7 +40,7 @@ handlers.DoGet = (call) => {
 };
 if (process.argv[3] === 'engine') {
   const { DuckDBEngine } = await import(pathToFileURL(join(root, 'dist', 'src', 'engine', 'index.js')).href);
-  const engine = await DuckDBEngine.create({ threads: 2 });
+  const engine = await DuckDBEngine.create({ threads: Number(process.argv[4] ?? 2) });
   const sql = 'SELECT 1 AS one';
   // The one statement in flight per client, as the server's plan cache keeps it for the DoGet.
   let kept;

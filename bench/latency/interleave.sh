@@ -10,6 +10,7 @@
 #   NODEFLAGS_B="--max-semi-space-size=64" bash bench/latency/interleave.sh HEAD HEAD   # node flags of one side
 #   bash bench/latency/interleave.sh grpc-floor HEAD      # against grpc-floor.mjs: two grpc-js calls and nothing else
 #   bash bench/latency/interleave.sh engine-floor HEAD    # the same calls through Orrery's DuckDB engine alone
+#   bash bench/latency/interleave.sh engine-floor:1 engine-floor   # that engine with 1 DuckDB thread against 2
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -27,10 +28,14 @@ for side in 0 1; do
   ref="${*:side+1:1}"
   d="$(bench_data_dir inter)"
   dirs+=("$d")
-  if [ "$ref" = "grpc-floor" ] || [ "$ref" = "engine-floor" ]; then
+  if [[ "$ref" == grpc-floor || "$ref" == engine-floor* ]]; then
     bench_ensure_built
+    # engine-floor:<n> runs its DuckDB with n threads (default 2, as the benches run the server).
+    threads=2
+    [[ "$ref" == *:* ]] && threads="${ref#*:}"
     # shellcheck disable=SC2086
-    UV_THREADPOOL_SIZE=20 node ${flags[$side]} "$here/grpc-floor.mjs" "$ORRERY_ROOT" "${ref%-floor}" >"$d/floor.log" 2>&1 &
+    UV_THREADPOOL_SIZE=20 node ${flags[$side]} "$here/grpc-floor.mjs" "$ORRERY_ROOT" "${ref%%-floor*}" "$threads" \
+      >"$d/floor.log" 2>&1 &
     pids+=("$!")
     for _ in $(seq 1 100); do grep -q listening "$d/floor.log" && break; sleep 0.1; done
     ports+=("$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/floor.log")")
