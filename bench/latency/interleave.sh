@@ -11,6 +11,7 @@
 #   bash bench/latency/interleave.sh grpc-floor HEAD      # against grpc-floor.mjs: two grpc-js calls and nothing else
 #   bash bench/latency/interleave.sh engine-floor HEAD    # the same calls through Orrery's DuckDB engine alone
 #   bash bench/latency/interleave.sh engine-floor:1 engine-floor   # that engine with 1 DuckDB thread against 2
+#   DUCKDB_THREADS_A=1 bash bench/latency/interleave.sh HEAD HEAD  # ORRERY_DUCKDB_THREADS of a side (default 2)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -24,6 +25,7 @@ cleanup() {
 }
 trap cleanup EXIT
 flags=("${NODEFLAGS_A:-}" "${NODEFLAGS_B:-}")
+duckdb_threads=("${DUCKDB_THREADS_A:-2}" "${DUCKDB_THREADS_B:-2}")
 for side in 0 1; do
   ref="${*:side+1:1}"
   d="$(bench_data_dir inter)"
@@ -42,7 +44,7 @@ for side in 0 1; do
     continue
   fi
   ORRERY_REF="$ref" bench_ensure_built
-  BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS=2 \
+  BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS="${duckdb_threads[$side]}" \
     orrery_start serve "$d/o" ${flags[$side]}
   pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT")
   unset ORRERY_ROOT ORRERY_REF_SHA
