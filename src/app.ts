@@ -23,6 +23,7 @@ import {
   FileObjectStore,
   PartitionCache,
   S3ObjectStore,
+  lostPartitionCounts,
   quarantinedPartitionCounts,
   type ObjectStore,
 } from './lakehouse/index.js';
@@ -226,6 +227,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     metrics.countQuarantinedWith({
       blocks: () => quarantineCounts(metadata),
       partitions: () => quarantinedPartitionCounts(metadata),
+      lost: () => lostPartitionCounts(metadata),
     });
 
     let flightPort = 0;

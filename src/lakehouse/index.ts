@@ -5,11 +5,13 @@ export { FileObjectStore } from './file-object-store.js';
 export { S3ObjectStore, s3Settings, type S3Settings } from './s3-object-store.js';
 export {
   allPartitions,
+  clearPartitionLost,
   commitPartition,
   commitPartitions,
   decodeCount,
   deleteExpiredFiles,
   encodeCount,
+  lostPartitionCounts,
   lostPartitions,
   markPartitionLost,
   partitionOfFile,

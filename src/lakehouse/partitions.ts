@@ -459,6 +459,19 @@ export async function markPartitionLost(db: MetadataQueries, path: string, error
   );
 }
 
+/** Forgets that the partition whose file is `path` was lost: its file reads whole again (put back). */
+export async function clearPartitionLost(db: MetadataQueries, path: string): Promise<void> {
+  await db.query('UPDATE lakehouse_partitions SET lost_error = NULL, lost_at = NULL WHERE file_path = $1', [path]);
+}
+
+/** How many partitions each view set has recorded lost (the orrery_lost_partitions gauge). */
+export async function lostPartitionCounts(db: MetadataQueries): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ view_set_name: string; n: number }>(
+    'SELECT view_set_name, count(*)::int AS n FROM lakehouse_partitions WHERE lost_at IS NOT NULL GROUP BY view_set_name',
+  );
+  return new Map(rows.map((r) => [r.view_set_name, r.n]));
+}
+
 /** The partitions recorded lost and still registered, oldest finding first. */
 export async function lostPartitions(db: MetadataQueries): Promise<LostPartition[]> {
   const { rows } = await db.query<PartitionRow & { lost_error: string; lost_at: Date }>(

@@ -479,6 +479,11 @@ export class Materializer {
     return this.unreadablePartitions.contain(paths);
   }
 
+  /** Forgets lost partitions whose file reads whole again (see UnreadablePartitions.forgetRecovered). */
+  forgetRecoveredPartitions(): Promise<void> {
+    return this.unreadablePartitions.forgetRecovered();
+  }
+
   /** Reads every value of a partition file: null when that works, else DuckDB's message (a system failure throws). */
   private async unreadableFile(path: string): Promise<string | null> {
     try {

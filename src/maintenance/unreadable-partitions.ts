@@ -2,6 +2,8 @@ import type { MetadataStore } from '../metadata/index.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../errors/index.js';
 import {
+  clearPartitionLost,
+  lostPartitions,
   markPartitionLost,
   nanosToIso,
   partitionOfFile,
@@ -76,6 +78,21 @@ export class UnreadablePartitions {
     const lost = verdicts.filter((v): v is Lost => typeof v === 'object');
     if (lost.length > 0) throw maintenanceErrors.error('PARTITION_LOST', lost.map(lostMessage).join('; '));
     return verdicts.filter((v) => v === 'contained').length;
+  }
+
+  /**
+   * Forgets the lost partitions whose file reads whole again (put back in the object store): they
+   * leave list_lost_partitions() and the orrery_lost_partitions gauge. A statement reading such a file
+   * already answers from it; nothing else would look at the file again.
+   */
+  async forgetRecovered(): Promise<void> {
+    const { db, store, log } = this.parts;
+    for (const { partition } of await lostPartitions(db)) {
+      const path = partition.filePath;
+      if (path === null || (await store.size(path)) === null || (await this.parts.readWhole(path)) !== null) continue;
+      await clearPartitionLost(db, path);
+      log?.('info', `${partition.viewSetName}'s partition file ${path} reads whole again: no longer lost`);
+    }
   }
 
   private verdict(path: string): Promise<Verdict> {

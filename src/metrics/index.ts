@@ -129,6 +129,7 @@ export class OrreryMetrics {
   private readonly quarantineSources: {
     blocks?: () => Promise<ReadonlyMap<string, number>>;
     partitions?: () => Promise<ReadonlyMap<string, number>>;
+    lost?: () => Promise<ReadonlyMap<string, number>>;
   } = {};
 
   /** Read from Postgres at each scrape (see countQuarantinedWith), so every process reports the same. */
@@ -144,6 +145,13 @@ export class OrreryMetrics {
     'orrery_quarantined_partitions',
     'Partition files of a view set taken out of the lake because they could not be read (list_quarantined_partitions())',
     () => this.quarantineSources.partitions,
+  );
+
+  readonly lostPartitions = postgresCountGauge(
+    this.registry,
+    'orrery_lost_partitions',
+    'Partitions whose file cannot be read nor rebuilt (source past retention): statements reading them fail with PARTITION_LOST (list_lost_partitions())',
+    () => this.quarantineSources.lost,
   );
 
   readonly rollupRefreshDuration = new Histogram({
@@ -168,10 +176,11 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
-  /** Where the quarantined block and partition counts come from (the process's Postgres). */
+  /** Where the quarantined block and partition counts, and the lost partition counts, come from (the process's Postgres). */
   countQuarantinedWith(sources: {
     blocks: () => Promise<ReadonlyMap<string, number>>;
     partitions: () => Promise<ReadonlyMap<string, number>>;
+    lost: () => Promise<ReadonlyMap<string, number>>;
   }): void {
     Object.assign(this.quarantineSources, sources);
   }

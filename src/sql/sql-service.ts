@@ -922,6 +922,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
             calls.length === 0 ? pruning : undefined,
           )
         : [];
+    // A lost partition whose file was put back leaves the list before it is read.
+    if (calls.some((c) => c.name === 'list_lost_partitions'))
+      await this.backend?.materializer?.forgetRecoveredPartitions();
     return [
       ...viewStatements,
       ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules, (sql) =>

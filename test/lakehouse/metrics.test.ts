@@ -191,6 +191,12 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
         const lag = sample(text, 'orrery_rollup_lag_seconds{rollup="metrics_hourly"}') ?? -1;
         assert.ok(lag >= 0 && lag <= 3600, `lag ${lag}`);
       },
+      // No partition is lost here: exported, with no view set counted (the gauge's moves are checked by
+      // test/lakehouse/missing-partition, which loses partitions past retention).
+      orrery_lost_partitions: () => {
+        assert.ok(text.includes('# TYPE orrery_lost_partitions gauge'));
+        assert.equal(text.split('\n').filter((l) => l.startsWith('orrery_lost_partitions{')).length, 0);
+      },
       'orrery_process_*': () => assert.ok((sample(text, 'orrery_process_cpu_seconds_total') ?? 0) > 0),
       'orrery_nodejs_*': () => assert.ok((sample(text, 'orrery_nodejs_heap_size_used_bytes') ?? 0) > 0),
     };

@@ -73,6 +73,12 @@ describe('issue 9: a missing partition file is contained; one whose source is pa
       'SELECT file_path, view_set_name, num_rows, error, orrery_version FROM list_quarantined_partitions() ORDER BY file_path',
     );
   const unreadableCounts = (): Promise<string[]> => metricLines(serve.httpPort, 'orrery_unreadable_partitions_total');
+  /** log_entries' orrery_lost_partitions gauge (no line: none seen by this process). */
+  const lostGauge = async (): Promise<number> => {
+    const lines = await metricLines(serve.httpPort, 'orrery_lost_partitions');
+    const line = lines.find((l) => l.includes('view_set="log_entries"'));
+    return line === undefined ? 0 : Number(line.split(' ').at(-1));
+  };
   const missing = (file: string): unknown[] => [
     file,
     'log_entries',
@@ -240,23 +246,41 @@ describe('issue 9: a missing partition file is contained; one whose source is pa
       }
     }
     assert.deepEqual(await values(admin, 'SELECT count(*)::INT FROM streams'), [[2]]);
-    // Admins see what PARTITION_LOST names, once however many statements met it.
+    // Admins see what PARTITION_LOST names, once however many statements met it, and so does the gauge.
     assert.deepEqual(await lostList(), [lostRow(deleted, 'the file is missing from the object store')]);
+    assert.equal(await lostGauge(), 1);
     await messages(`SELECT * FROM retire_partition_by_file('${deleted}')`);
     assert.deepEqual(await msgs(a), expected(1, ['a three']));
     assert.deepEqual(await lostList(), []);
+    assert.equal(await lostGauge(), 0);
   });
 
   it("an overwritten file whose range's source is past retention: DATA_LOSS naming it until an admin retires it", async () => {
     const garbage = files[5]; // 'b three'
+    const original = await serve.store.get(garbage);
     await ageOut(garbage);
     await restart();
-    await serve.store.put(garbage, randomBytes(Number(await serve.store.size(garbage))));
+    await serve.store.put(garbage, randomBytes(original.length));
     await assert.rejects(msgs(b), lost(garbage, 'Invalid Input Error: No magic bytes found at end of file'));
     assert.deepEqual(await unreadableCounts(), [counted('lost', 1)]);
     const [listed] = await lostList();
     assert.deepEqual(listed.slice(0, -1), lostRow(garbage, '').slice(0, -1));
     assert.match(String(listed.at(-1)), /^Invalid Input Error: No magic bytes found at end of file/);
+    assert.equal(await lostGauge(), 1);
+    // The file put back reads whole: it leaves the list and the gauge, and its row is answered again.
+    await serve.store.put(garbage, original);
+    await restart(); // (on s3:// DuckDB would answer from the bytes it read before)
+    assert.deepEqual(await lostList(), []);
+    assert.equal(await lostGauge(), 0);
+    assert.ok(
+      serve.lines.some((l) => l === `info log_entries's partition file ${garbage} reads whole again: no longer lost`),
+    );
+    assert.deepEqual(await msgs(b), expected(2));
+    // Lost again, until an admin retires it.
+    await serve.store.put(garbage, randomBytes(original.length));
+    await restart();
+    await assert.rejects(msgs(b), lost(garbage, 'Invalid Input Error: No magic bytes found at end of file'));
+    assert.equal((await lostList()).length, 1);
     await messages(`SELECT * FROM retire_partition_by_file('${garbage}')`);
     assert.deepEqual(await lostList(), []);
     assert.deepEqual(await msgs(b), expected(2, ['b three']));
