@@ -156,7 +156,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heavyQueryMemoryLimit:
       memoryLimit(env.ORRERY_HEAVY_QUERY_MEMORY_LIMIT, 'ORRERY_HEAVY_QUERY_MEMORY_LIMIT') ??
       heavyShare(env.ORRERY_DUCKDB_MEMORY_LIMIT),
-    heavyQueryNice: niceValue(env.ORRERY_HEAVY_QUERY_NICE, 'ORRERY_HEAVY_QUERY_NICE') ?? 19,
+    heavyQueryNice: niceValue(env.ORRERY_HEAVY_QUERY_NICE, 'ORRERY_HEAVY_QUERY_NICE') ?? 0,
   };
 }
 

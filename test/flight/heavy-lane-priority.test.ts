@@ -1,5 +1,5 @@
-// Issue 9, item 3: the heavy lane's DuckDB work runs on threads at a lower CPU priority
-// (ORRERY_HEAVY_QUERY_NICE), so Linux lets small statements and ingestion go first. The server runs
+// Issue 9, item 3: with ORRERY_HEAVY_QUERY_NICE the heavy lane's DuckDB work runs on threads at a
+// lower CPU priority, so Linux lets small statements and ingestion go first. The server runs
 // in this process: its threads are read from /proc/self/task (nice value and CPU time, as the
 // kernel keeps them). Only threads that work for the heavy lane alone are lowered: the heavy
 // engine's background threads and a thread per heavy statement; the event loop and libuv's pool,
@@ -49,6 +49,7 @@ const native = process.env.ORRERY_NATIVE !== 'off' && !nativeExportProblem() && 
 describe("issue 9: the heavy lane's threads run at a lower priority", { timeout: 120_000, skip: !native }, () => {
   const fixture = useOrrery({
     ORRERY_SMALL_QUERY_MS: '1',
+    ORRERY_HEAVY_QUERY_NICE: '19',
     ORRERY_HEAVY_QUERY_THREADS: '2',
     ORRERY_QUERY_TIMEOUT_SECONDS: '12',
   });
