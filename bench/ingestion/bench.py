@@ -62,6 +62,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=2, help="seconds at the start of each run left out of rate and latency")
     parser.add_argument("--target", type=float, default=100_000, help="goal, log records/s")
     parser.add_argument("--skip-verify", action="store_true")
+    parser.add_argument("--gzip", action="store_true", help="the load generator gzips each body (Content-Encoding: gzip)")
     parser.add_argument("--data-dir", default=None, help="the server's ORRERY_DATA_DIR: measure bytes stored per record")
     args = parser.parse_args()
 
@@ -70,7 +71,7 @@ def main() -> int:
     for n in [int(c) for c in args.connections.split(",") if c.strip()]:
         log(f"run: {n} connections, {args.duration:g} s")
         cpu = CpuMeter(args.server_pid)
-        run = run_loadgen(args.http_port, n, args.duration, warmup_s=args.warmup)
+        run = run_loadgen(args.http_port, n, args.duration, warmup_s=args.warmup, extra=["--gzip", "1"] if args.gzip else None)
         run.update(cpu.read())
         runs.append(run)
         log(f"  {run['measured_records_per_s'] or 0:,} records/s, p50 {run['latency_ms']['p50']} ms, p99 {run['latency_ms']['p99']} ms, "
@@ -116,7 +117,7 @@ def main() -> int:
     for r in runs:
         r["records_per_node_cpu_s"] = per_cpu(r)
     print()
-    print(f"Orrery OTLP/HTTP log ingestion: protobuf requests of {runs[0]['batch']} records "
+    print(f"Orrery OTLP/HTTP log ingestion: protobuf requests{' (gzip)' if args.gzip else ''} of {runs[0]['batch']} records "
           f"(~{runs[0]['body_bytes_avg'] / 1024:.0f} KiB), {args.duration:g} s per run ({args.warmup:g} s warm-up left out), "
           f"{os.cpu_count()} CPUs")
     header = f"{'conns':>5} {'records/s':>10} {'req/s':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'failed':>6} {'node cpu':>9} {'pg cpu':>7} {'gen cpu':>8} {'rec/node-cpu-s':>14}"
@@ -157,6 +158,7 @@ def main() -> int:
         "loadavg_1m_at_start": load_at_start,
         **machine_state(),
         **git_state(),
+        "gzip": args.gzip,
         "runs": [{k: v for k, v in r.items() if k not in ("per_minute", "per_level")} for r in runs],
         "verify": verify,
         "storage": storage,

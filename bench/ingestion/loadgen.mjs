@@ -19,6 +19,7 @@
 // interval of the run (insert times lie inside it) and the generator's CPU time.
 import { Agent, request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { buildTemplates, makeBody as makeBodyOf } from './bodies.mjs';
 
 const args = parseArgs(process.argv.slice(2), {
@@ -33,6 +34,7 @@ const args = parseArgs(process.argv.slice(2), {
   services: '8',
   variants: '4',
   warmup: '2',
+  gzip: '0', // 1: each body gzipped (level 1, before its latency is timed), sent with Content-Encoding: gzip
   'run-id': '',
 });
 const host = args.host;
@@ -80,6 +82,7 @@ function account({ template, base }) {
 }
 
 const agent = new Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
+const gzip = args.gzip === '1';
 function post(body) {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -91,6 +94,7 @@ function post(body) {
         agent,
         headers: {
           'content-type': 'application/x-protobuf',
+          ...(gzip ? { 'content-encoding': 'gzip' } : {}),
           'content-length': body.length,
           authorization: `Bearer ${args.key}`,
         },
@@ -128,10 +132,11 @@ async function worker() {
     if (maxRecords > 0 && next * batch >= maxRecords) return;
     const n = next++;
     const made = makeBody(n);
+    const sent = gzip ? gzipSync(made.body, { level: 1 }) : made.body;
     const t0 = performance.now();
     let result;
     try {
-      result = await post(made.body);
+      result = await post(sent);
     } catch (error) {
       failed++;
       failures.set(String(error.code ?? error.message), (failures.get(String(error.code ?? error.message)) ?? 0) + 1);

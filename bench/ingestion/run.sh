@@ -13,9 +13,10 @@
 #
 # Environment: CONNECTIONS (comma-separated, default 4,8,16), DURATION (s per run, default 20),
 # WARMUP (s left out of each run's figures, default 2), TARGET (records/s, default 100000),
-# PROFILE (auto: when the best run is below TARGET, a second server runs under node --cpu-prof
-# with the best connection count for DURATION s and its top self-time functions are printed;
-# 1: always; 0: never), PROFILE_DIR (default bench/ingestion/profiles), KEEP_DATA=1 keeps the data folder.
+# GZIP=1 (each body sent gzipped, Content-Encoding: gzip, as OTel exporters may; the load generator
+# compresses before timing), PROFILE (auto: when the best run is below TARGET, a second server runs under
+# node --cpu-prof with the best connection count for DURATION s and its top self-time functions are
+# printed; 1: always; 0: never), PROFILE_DIR (default bench/ingestion/profiles), KEEP_DATA=1 keeps the data folder.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -27,6 +28,8 @@ warmup="${WARMUP:-2}"
 target="${TARGET:-100000}"
 profile="${PROFILE:-auto}"
 profile_dir="${PROFILE_DIR:-$here/profiles}"
+gzip_flag=()
+[ "${GZIP:-0}" = 1 ] && gzip_flag=(--gzip)
 
 bench_ensure_built
 python="$(bench_venv)"
@@ -42,7 +45,7 @@ echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, F
 out="$data_dir/bench.out"
 status=0
 "$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
-  --data-dir "$data_dir/main" \
+  --data-dir "$data_dir/main" "${gzip_flag[@]}" \
   --connections "$connections" --duration "$duration" --warmup "$warmup" --target "$target" "$@" | tee "$out" || status=$?
 orrery_stop
 if [ "$status" -ne 0 ]; then
@@ -59,7 +62,8 @@ if [ "$profile" = "1" ] || { [ "$profile" = "auto" ] && [ "$met" = "0" ]; }; the
   echo >&2
   echo "bench: profiling: a fresh server under node --cpu-prof, $best_conns connections for $duration s" >&2
   orrery_start serve "$data_dir/profile" --cpu-prof --cpu-prof-dir="$profile_dir" || exit 1
-  node "$here/loadgen.mjs" --port "$ORRERY_HTTP_PORT" --connections "$best_conns" --duration "$duration" --warmup "$warmup" >"$data_dir/profile-run.json"
+  node "$here/loadgen.mjs" --port "$ORRERY_HTTP_PORT" --connections "$best_conns" --duration "$duration" --warmup "$warmup" \
+    --gzip "${GZIP:-0}" >"$data_dir/profile-run.json"
   "$python" - "$data_dir/profile-run.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
