@@ -1,4 +1,4 @@
-import type { DuckDBEngine } from '../engine/index.js';
+import { isFileReadFailure, type DuckDBEngine } from '../engine/index.js';
 import { queryablePartitions, type ObjectStore, type PartitionChange } from '../lakehouse/index.js';
 import { rollupInvalidationsChannel, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import {
@@ -176,13 +176,23 @@ export async function recordInvalidations(
     const hashed = (sql: string): string =>
       `SELECT b, count(*) AS n, sum(h) AS s FROM (SELECT ${bucket} AS b, hash(${view.columns.map((c) => quoteIdentifier(c.name)).join(', ')})::HUGEINT AS h FROM (${sql})) GROUP BY b`;
     if (change.expired) {
-      const taken = await engine.values(
-        `SELECT DISTINCT CAST(b AS VARCHAR) FROM (SELECT ${bucket} AS b FROM (${relation(change.retired)})) WHERE b IS NOT NULL`,
-      );
+      const bucketsOf = async (files: readonly string[]): Promise<string[]> =>
+        (
+          await engine.values(
+            `SELECT DISTINCT CAST(b AS VARCHAR) FROM (SELECT ${bucket} AS b FROM (${relation(files)})) WHERE b IS NOT NULL`,
+          )
+        ).map(([b]) => String(b));
+      // A file that cannot be read (deleted or damaged outside Orrery) must not stop retention: its
+      // buckets are not known, so they are not kept; the other files' are.
+      const readable = (files: readonly string[]): Promise<string[]> =>
+        bucketsOf(files).catch((error: unknown) => {
+          if (!isFileReadFailure(error)) throw error;
+          return files.length === 1 ? [] : Promise.all(files.map((f) => readable([f]))).then((b) => b.flat());
+        });
       await tx.query(
         `INSERT INTO rollup_view_kept (rollup, bucket)
          SELECT r, b FROM unnest($1::TEXT[]) AS r, unnest($2::TEXT[]) AS b ON CONFLICT DO NOTHING`,
-        [rollups, taken.map(([b]) => String(b))],
+        [rollups, [...new Set(await readable(change.retired))]],
       );
       await notifyReaders(tx, rollups);
       continue;

@@ -43,6 +43,34 @@ describe('rollups of view sets (issue 17)', () => {
     }
   };
 
+  /**
+   * Every block and partition becomes 100 days old by insert time (past the lake's retention, 90 days),
+   * then a housekeeping pass applies it. In one transaction, as time ages both: a daemon pass that saw
+   * the blocks aged and their partitions not would rebuild the partitions' ranges without their rows,
+   * taking the buckets away as a real change.
+   */
+  const pastRetention = async (): Promise<void> => {
+    const db = new pg.Client({ connectionString: postgres.connectionString });
+    await db.connect();
+    try {
+      const aged = `- INTERVAL '100 days'`;
+      await db.query('BEGIN');
+      await db.query(`UPDATE blocks SET insert_time = insert_time ${aged}`);
+      await db.query(`UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time ${aged},
+        end_insert_time = end_insert_time ${aged}`);
+      await db.query('COMMIT');
+    } finally {
+      await db.end();
+    }
+    // The daemon's own housekeeping may hold the cluster's turn: then this one runs after it.
+    await pollUntil(
+      'a housekeeping pass',
+      () => orrery.daemon!.housekeeping(),
+      (report) => report !== undefined,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+  };
+
   const pending = (rollup: string): Promise<number> =>
     scalar(asAdmin, `SELECT pending_buckets FROM list_rollups() WHERE name = '${rollup}'`);
 
@@ -214,31 +242,7 @@ describe('rollups of view sets (issue 17)', () => {
   it("the lake's retention leaves the materialized buckets in place", async () => {
     await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`);
     const kept = await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`);
-    // Every block and partition becomes 100 days old by insert time: past the lake's retention (90 days).
-    // In one transaction, as time ages both: a daemon pass that saw the blocks aged and their partitions
-    // not would rebuild the partitions' ranges without their rows, taking the buckets away as a real change.
-    const db = new pg.Client({ connectionString: postgres.connectionString });
-    await db.connect();
-    try {
-      const aged = `- INTERVAL '100 days'`;
-      await db.query('BEGIN');
-      await db.query(`UPDATE blocks SET insert_time = insert_time ${aged}`);
-      await db.query(`UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time ${aged},
-        end_insert_time = end_insert_time ${aged}`);
-      await db.query('COMMIT');
-    } finally {
-      await db.end();
-    }
-    // The daemon's own housekeeping may hold the cluster's turn: then this one runs after it.
-    await pollUntil(
-      'a housekeeping pass',
-      () => orrery.daemon!.housekeeping(),
-      (report) => report !== undefined,
-      {
-        timeoutMs: 30_000,
-        intervalMs: 200,
-      },
-    );
+    await pastRetention();
     await pollUntil(
       'retention taking the rows away',
       () => scalar(asAdmin, 'SELECT count(*) FROM log_entries'),
@@ -281,5 +285,25 @@ describe('rollups of view sets (issue 17)', () => {
     assert.equal(await pending('logs_hourly'), 0);
     await exact();
     assert.equal(await scalar(asAdmin, `SELECT count(*) FROM logs_hourly_materialized WHERE target = 'old'`), 1);
+  });
+
+  it('retention goes on when a partition file it takes cannot be read', async () => {
+    const stored = await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`);
+    const db = new pg.Client({ connectionString: postgres.connectionString });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ file_path: string }>(
+        `SELECT file_path FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL`,
+      );
+      assert.ok(rows.length > 0);
+      // Deleted outside Orrery, then past retention.
+      for (const { file_path } of rows) await orrery.store.delete(file_path);
+      await pastRetention();
+      const { rows: left } = await db.query(`SELECT 1 FROM lakehouse_partitions WHERE view_set_name = 'log_entries'`);
+      assert.equal(left.length, 0);
+    } finally {
+      await db.end();
+    }
+    assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), stored);
   });
 });
