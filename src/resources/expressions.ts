@@ -27,11 +27,44 @@ export interface ExpressionFacts {
   readonly distinctAggregates: readonly string[];
 }
 
-/** The functions that read a JSON property; all the same expression when called with (column, 'key'). */
+/** The functions that read a JSON property: `->>` is DuckDB's spelling of json_extract_string, property_get Orrery's macro over it. */
 const propertyReads = new Set(['->>', 'json_extract_string', 'property_get']);
 
 type Node = Record<string, unknown>;
 const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null;
+
+/** The key a constant JSON path reads as `$."<key>"`, by the function reading it; null for any other path. */
+function keyOfPath(name: string, path: string): string | null {
+  // A key holding `"` or `\` is escaped differently by property_get and read as a JSON pointer by
+  // json_extract_string; an empty one is the whole document to one and an error to the other.
+  const plain = path !== '' && !/["\\]/.test(path);
+  // property_get(p, k) is json_extract_string(p, '$."k"'), whatever k starts with.
+  if (name === 'property_get') return plain ? path : null;
+  // json_extract_string reads a path starting with neither $ nor / as `$."<path>"` (DuckDB's CheckPath).
+  if (plain && path[0] !== '$' && path[0] !== '/') return path;
+  const quoted = /^\$\."([^"\\]+)"$/.exec(path) ?? /^\$\.([A-Za-z_][A-Za-z0-9_]*)$/.exec(path);
+  return quoted ? quoted[1] : null;
+}
+
+/**
+ * A read of one JSON property by a constant key (`p->>'k'`, `json_extract_string(p, 'k')`,
+ * `json_extract_string(p, '$.k')`, `property_get(p, 'k')`): the value read from and the key, when the
+ * spelling provably reads the path `$."k"`, so that equal keys are the same expression; null otherwise
+ * (a JSONPath or pointer of more than one key, an array index: compared as written).
+ */
+export function propertyRead(node: Node): { subject: Node; key: string } | null {
+  if (node.class !== 'FUNCTION') return null;
+  const name = (node.function_name as string).toLowerCase();
+  if (!propertyReads.has(name) || node.schema !== '' || node.catalog !== '') return null;
+  if (node.filter !== null || node.distinct !== false || node.export_state !== false) return null;
+  if (((node.order_bys as Node | undefined)?.orders as unknown[] | undefined)?.length !== 0) return null;
+  const [subject, path, ...rest] = node.children as Node[];
+  const value = path?.class === 'CONSTANT' ? (path.value as Node) : undefined;
+  if (rest.length > 0 || !isNode(subject) || value?.is_null !== false || (value.type as Node).id !== 'VARCHAR')
+    return null;
+  const key = keyOfPath(name, String(value.value));
+  return key === null ? null : { subject, key };
+}
 
 /** An in-memory DuckDB to check expressions in; one owner, idempotent close. */
 export class ExpressionAnalyzer {
@@ -196,9 +229,11 @@ function canonical(value: unknown): unknown {
   }
   if (value.class === 'COLUMN_REF') out.column_names = (value.column_names as string[]).map((n) => n.toLowerCase());
   if (value.class === 'FUNCTION') {
-    const name = String(value.function_name as string).toLowerCase();
-    const children = value.children as unknown[];
-    out.function_name = propertyReads.has(name) && children.length === 2 ? 'json property' : name;
+    // A property read keeps its tree with the key as its path (the form stored columns' names were hashed from).
+    const read = propertyRead(value);
+    out.function_name = read ? 'json property' : String(value.function_name as string).toLowerCase();
+    const path = (out.children as Node[])[1];
+    if (read) (out.children as Node[])[1] = { ...path, value: { ...(path.value as Node), value: read.key } };
   }
   return out;
 }

@@ -19,7 +19,7 @@ export {
   type RollupEntry,
 } from './declarations.js';
 export { localPathReason, readPublicationFolder, type PublicationFiles } from './files.js';
-export { ExpressionAnalyzer, type ExpressionFacts } from './expressions.js';
+export { ExpressionAnalyzer, propertyRead, type ExpressionFacts } from './expressions.js';
 export {
   storedColumnName,
   validateResources,

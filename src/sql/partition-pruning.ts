@@ -17,6 +17,7 @@ import {
   mayContain,
   mayHold,
   partitionStatistics,
+  propertyRead,
   searchedTrigrams,
   type InstalledIndex,
 } from '../resources/index.js';
@@ -420,16 +421,14 @@ export async function expressionTree(engine: DuckDBEngine, expression: string): 
   return parsedExpressions.get(expression)!;
 }
 
-/** `->>` is DuckDB's spelling of json_extract_string: both read one index. */
+/** Every JSON property read by a constant key spelled one way (see propertyRead): all read one stored column or index. */
 function sameSpelling(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sameSpelling);
   if (value === null || typeof value !== 'object') return value;
-  const out = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, sameSpelling(v)])) as Node;
-  if (out.class === 'FUNCTION' && out.function_name === '->>') {
-    out.function_name = 'json_extract_string';
-    out.is_operator = false;
-  }
-  return out;
+  const read = propertyRead(value as Node);
+  if (read)
+    return { class: 'FUNCTION', function_name: 'json property', children: [sameSpelling(read.subject), read.key] };
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, sameSpelling(v)]));
 }
 
 /** An expression as compared with an installed resource's (no alias or position, the table's qualifier dropped). */

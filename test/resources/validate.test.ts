@@ -259,13 +259,16 @@ describe('resources validation (issue 13)', () => {
     );
   });
 
-  it('errors: a key twice, two column entries storing one expression (a JSON property read spelled three ways)', async () => {
+  it('errors: a key twice, two column entries storing one expression (a JSON property read spelled four ways)', async () => {
     const text = `{"resources": {
       "pod": {"column": {"table": "log_entries", "expression": "properties->>'pod'"}},
       "pod": {"column": {"table": "log_entries", "expression": "lower(msg)"}},
       "pod_again": {"column": {"table": "log_entries", "expression": "json_extract_string(properties, 'pod')"}},
       "pod_thrice": {"column": {"table": "log_entries", "expression": "property_get(\\"properties\\", 'pod')"}},
-      "other_key": {"column": {"table": "log_entries", "expression": "properties->>'node'"}}
+      "pod_path": {"column": {"table": "log_entries", "expression": "json_extract_string(properties, '$.\\"pod\\"')"}},
+      "other_key": {"column": {"table": "log_entries", "expression": "properties->>'node'"}},
+      "pointer": {"column": {"table": "log_entries", "expression": "properties->>'/node'"}},
+      "slash_key": {"column": {"table": "log_entries", "expression": "property_get(properties, '/node')"}}
     }}`;
     const file = parseResourcesFile('resources/logs.resources.json', text);
     const result = await validateResources([file], tableResolver(viewSets, new Map()), analyzer);
@@ -277,6 +280,8 @@ describe('resources validation (issue 13)', () => {
         'error',
         'stores the same expression on log_entries as resources/logs.resources.json: pod_again',
       ),
+      at('pod_path', 'error', 'stores the same expression on log_entries as resources/logs.resources.json: pod_again'),
+      // A JSON pointer and property_get's key `/node` read different values: two expressions.
     ]);
   });
 
