@@ -62,6 +62,8 @@ CREATE TABLE IF NOT EXISTS resource_partition_stats (
   PRIMARY KEY (index_hash, file_path)
 );
 ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS bloom BYTEA;
+-- NULL until the set has a partition file (an index installed on an empty set): see valueTypeOf.
+ALTER TABLE resource_indexes ALTER COLUMN value_type DROP NOT NULL;
 CREATE TABLE IF NOT EXISTS resource_columns (
   column_name     TEXT NOT NULL,
   view_set_name   TEXT NOT NULL,

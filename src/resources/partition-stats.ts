@@ -105,27 +105,29 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   if (entry.kind !== 'index') return;
   await ensureLedger(ctx.db);
   const hash = entryHash(entry);
-  const { files, todo, done } = await partitionsToDo(
-    ctx.db,
-    entry.physical,
-    'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1',
-    hash,
-  );
-  yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done} done before), newest first`;
-  if (files.length === 0) return;
+  const toDo = () =>
+    partitionsToDo(
+      ctx.db,
+      entry.physical,
+      'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1',
+      hash,
+    );
   const expression = indexedExpression(entry, ctx.entries);
-  // What the index reads and its type, recorded first: queries use each partition's statistics as they
-  // land, and the daemon indexes the partitions that land from now on.
-  const newest = quoteLiteral(ctx.store.location(files[0].filePath));
-  const [[valueType]] = await ctx.lakeRows(
-    `SELECT column_type FROM (DESCRIBE SELECT ${expression} AS v FROM read_parquet(${newest}))`,
-  );
+  // What the index reads and its type, recorded first, also on a set with no partition yet: queries use
+  // each partition's statistics as they land, the daemon indexes the partitions that land from now on,
+  // and a bloom_filter index's set is written with Parquet bloom filters from now on.
+  const [newest] = (await toDo()).files;
+  const valueType = newest ? await valueTypeOf(ctx, expression, newest.filePath) : null;
   await ctx.db.query(
     `INSERT INTO resource_indexes (index_hash, view_set_name, entry_key, kind, expression, value_type)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (index_hash) DO NOTHING`,
-    [hash, entry.physical, entry.key, entry.indexKind, expression, String(valueType)],
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (index_hash) DO UPDATE SET value_type = EXCLUDED.value_type WHERE resource_indexes.value_type IS NULL`,
+    [hash, entry.physical, entry.key, entry.indexKind, expression, valueType],
   );
   forgetRecent();
+  // Listed after the index is recorded: a partition landing before is in the list, one landing after is the daemon's.
+  const { files, todo, done } = await toDo();
+  yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done} done before), newest first`;
   const index = { hash, viewSet: entry.physical, kind: entry.indexKind as StatisticsKind, expression };
   yield* backfillEach(
     ctx,
@@ -135,6 +137,22 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
       `  ${entry.key}: ${i}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
   );
   if (entry.indexKind === 'bloom_filter') yield* writeParquetBloomFilters(entry, ctx);
+}
+
+/**
+ * DuckDB's type of what an index reads, over one of the set's partition files: the type its statistics
+ * are cast back to (the file's, which the set's declared columns need not spell alike).
+ */
+async function valueTypeOf(
+  ctx: { lakeRows(sql: string): Promise<unknown[][]>; readonly store: ObjectStore },
+  expression: string,
+  filePath: string,
+): Promise<string> {
+  const file = quoteLiteral(ctx.store.location(filePath));
+  const [[type]] = await ctx.lakeRows(
+    `SELECT column_type FROM (DESCRIBE SELECT ${expression} AS v FROM read_parquet(${file}))`,
+  );
+  return String(type);
 }
 
 /** What statistics are computed for. */
@@ -198,8 +216,17 @@ export async function indexPartition(
 ): Promise<void> {
   const { filePath } = partition;
   if (filePath === null) return;
-  for (const index of await installedIndexes(ctx.db, [partition.viewSetName]))
+  for (const index of await installedIndexes(ctx.db, [partition.viewSetName])) {
+    // An index installed on an empty set learns its type from the first partition file that lands.
+    if (index.valueType === null) {
+      await ctx.db.query('UPDATE resource_indexes SET value_type = $2 WHERE index_hash = $1 AND value_type IS NULL', [
+        index.hash,
+        await valueTypeOf(ctx, index.expression, filePath),
+      ]);
+      forgetRecent();
+    }
     await writeStatistics(ctx, index, { filePath, beginInsertTime: partition.beginInsertTime });
+  }
   await projectPartition(ctx, partition);
 }
 
@@ -226,8 +253,8 @@ export interface InstalledIndex {
   readonly kind: StatisticsKind;
   /** The SQL it reads over the view set's columns. */
   readonly expression: string;
-  /** DuckDB's type of that expression: the statistics are its values as text. */
-  readonly valueType: string;
+  /** DuckDB's type of that expression: the statistics are its values as text; null until the set has a partition file. */
+  readonly valueType: string | null;
 }
 
 /** One partition file's statistics under one index; values as DuckDB's text of them. */
@@ -249,7 +276,7 @@ export const recentIndexes = (db: MetadataQueries, viewSet: string): Promise<Ins
 /** The indexes installed on these view sets, whichever publication declared them. */
 async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
   await ensureLedger(db);
-  const { rows } = await db.query<Record<string, string>>(
+  const { rows } = await db.query<Record<string, string> & { value_type: string | null }>(
     `SELECT index_hash, view_set_name, entry_key, kind, expression, value_type FROM resource_indexes
       WHERE view_set_name = ANY($1::text[]) ORDER BY entry_key, index_hash`,
     [viewSets],

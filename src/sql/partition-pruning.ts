@@ -470,13 +470,16 @@ export class PartitionPruning {
         if (searches.length === 0) continue;
         kept = await this.containing(index, searches, remaining);
       } else {
+        // No type yet: installed on an empty set, no statistics recorded.
+        const { valueType } = index;
+        if (valueType === null || !exactText.test(valueType)) continue;
         const applicable = on.restrictions.filter(
           (r) =>
             keyOf(r.expression, qualifiers) === key &&
-            r.constants.every((c) => compatible(boundTypes.get(c) ?? index.valueType, index.valueType)),
+            r.constants.every((c) => compatible(boundTypes.get(c) ?? valueType, valueType)),
         );
-        if (applicable.length === 0 || !exactText.test(index.valueType)) continue;
-        kept = await this.kept(index, applicable, remaining);
+        if (applicable.length === 0) continue;
+        kept = await this.kept({ ...index, valueType }, applicable, remaining);
       }
       if (!kept) continue;
       const before = skipped.size;
@@ -517,7 +520,11 @@ export class PartitionPruning {
    * statistics meet every restriction. Null when DuckDB cannot compare them (the statement then
    * reads every partition and reports its own error, if any).
    */
-  private async kept(index: InstalledIndex, restrictions: Restriction[], files: string[]): Promise<Set<string> | null> {
+  private async kept(
+    index: InstalledIndex & { valueType: string },
+    restrictions: Restriction[],
+    files: string[],
+  ): Promise<Set<string> | null> {
     const stats = await partitionStatistics(this.db, index.hash, files);
     const kept = new Set(files);
     if (stats.length === 0) return kept;

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { tableFromArrays, type Table } from 'apache-arrow';
+import { tableFromArrays } from 'apache-arrow';
 import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
-import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
+import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /** Each partition's messages: the second is sent with a key of audience team_x. */
 const messages = [
@@ -38,12 +38,6 @@ const queries: Array<[string, number]> = [
   ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' OR msg ILIKE '%cache%' ORDER BY msg", 0],
   ["SELECT msg FROM log_entries WHERE lower(msg) LIKE '%timeout%' ORDER BY msg", 0],
 ];
-
-const skippedBy = (table: Table): number => {
-  const text = table.schema.metadata.get('orrery.provenance');
-  const read = text === undefined ? undefined : (JSON.parse(text) as { partitions?: Array<{ skipped: number }> });
-  return read?.partitions?.[0]?.skipped ?? 0;
-};
 
 describe('text index: substring searches skip partitions lacking the word, answers unchanged (issue 13)', () => {
   const suite = useAudiencesOrrery('orrery-text-index-');

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
+import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { TestFlightClient } from './flight-client.js';
@@ -42,6 +43,13 @@ export async function runCliAs(
   const status = await runResourcesCli(argv, { env, out: (l) => out.push(l), err: (l) => err.push(l) }, program);
   return { status, out, err, text: out.join('\n') };
 }
+
+/** How many partitions a statement's index statistics skipped, from an admin's result provenance (0 when none). */
+export const skippedBy = (table: Table): number => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  const read = text === undefined ? undefined : (JSON.parse(text) as { partitions?: Array<{ skipped: number }> });
+  return read?.partitions?.[0]?.skipped ?? 0;
+};
 
 /** A key of audience team_x, beside the admin's key and the reader's (made of audience public here). */
 export const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
