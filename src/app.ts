@@ -326,7 +326,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
           ? (tx, change) => maintenanceRollups.partitionsChanged(tx, change)
           : undefined,
         seriesRetention: maintenanceLake
-          ? () => new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention()
+          ? () =>
+              new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention(
+                maintenanceRollups ? (...args) => maintenanceRollups.retain(...args) : undefined,
+              )
           : undefined,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),

@@ -50,6 +50,12 @@ export const materializedTable = (name: string): string =>
 export const stateTable = (name: string): string =>
   `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(`${name}__state`)}`;
 
+/**
+ * The buckets of each rollup of a series table whose raw rows the table's retention deleted, some
+ * or all: those keep their stored values (Rollups.retain). Bucket as DuckDB's text of it.
+ */
+export const keptTable = `${lakeCatalog}.${rollupSchema}.kept_buckets`;
+
 /** A table as of one DuckLake snapshot. */
 export const at = (table: string, snapshot: bigint): string => `${table} AT (VERSION => ${snapshot})`;
 

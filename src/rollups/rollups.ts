@@ -19,6 +19,7 @@ import {
   bucketLiteral,
   bucketSql,
   inBuckets,
+  keptTable,
   materializedName,
   materializedTable,
   quoteLiteral,
@@ -273,6 +274,8 @@ export class Rollups {
   /** Rollup states by `name@snapshot`, and change-feed buckets by base, bucket and snapshot range (see state, changedBuckets). */
   private readonly states = new Map<string, RollupState>();
   private readonly changes = new Map<string, string[]>();
+  /** The buckets retention kept, by snapshot and rollup (see keptBuckets). */
+  private readonly kept = new Map<string, Promise<ReadonlyMap<string, ReadonlySet<string>>>>();
   /** Invalidations of view-set rollups by rollup, as read at a change-feed version of their set (see keptInvalidations). */
   private readonly invalidations = new Map<
     string,
@@ -293,6 +296,7 @@ export class Rollups {
       await tx.query(invalidationsSchemaSql);
     });
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
+    await this.engine.execute(`CREATE TABLE IF NOT EXISTS ${keptTable} (rollup VARCHAR, bucket VARCHAR)`);
   }
 
   /**
@@ -657,6 +661,7 @@ export class Rollups {
   private async dropStorage(name: string): Promise<void> {
     await this.engine.execute(`DROP TABLE IF EXISTS ${materializedTable(name)}`);
     await this.engine.execute(`DROP TABLE IF EXISTS ${stateTable(name)}`);
+    await this.engine.execute(`DELETE FROM ${keptTable} WHERE rollup = ${quoteLiteral(name)}`);
   }
 
   /** set_rollup_retention: buckets older than `keep` are deleted at each refresh; null keeps every bucket. */
@@ -797,10 +802,23 @@ export class Rollups {
                 deleted: `(bucket >= ${literal(state.watermark)} AND bucket < ${literal(watermark)})`,
                 rows: `(${time} >= ${literal(state.watermark)} AND ${time} < ${literal(watermark)})`,
               };
+    // Buckets retention kept hold values their raw rows no longer have: a closed range leaves them as stored.
+    const keptOut =
+      closed && (await this.keptBuckets(definition, snapshot)).size > 0
+        ? (bucket: string): string =>
+            `CAST(${bucket} AS VARCHAR) NOT IN (SELECT bucket FROM ${at(keptTable, snapshot)} WHERE rollup = ${quoteLiteral(definition.name)})`
+        : undefined;
+    const closedRange =
+      closed && keptOut
+        ? {
+            deleted: `(${closed.deleted} AND ${keptOut('bucket')})`,
+            rows: `(${closed.rows} AND ${keptOut(bucketSql(definition, definition.timeColumn))})`,
+          }
+        : closed;
     const pendingLiterals = pending.map(literal);
-    const rowFilters = [closed?.rows, inBuckets(definition, pendingLiterals)].filter((f): f is string => !!f);
+    const rowFilters = [closedRange?.rows, inBuckets(definition, pendingLiterals)].filter((f): f is string => !!f);
     const deleteFilters = [
-      closed?.deleted,
+      closedRange?.deleted,
       pendingLiterals.length > 0 ? `bucket IN (${pendingLiterals.join(', ')})` : null,
     ].filter((f): f is string => !!f);
     const ranges =
@@ -845,6 +863,97 @@ export class Rollups {
     await this.engine.execute(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket < ${horizon}`, {
       session,
     });
+  }
+
+  /**
+   * A series table's retention DELETE (`deleteSql`, of the rows `rowsGone` selects), in one DuckLake
+   * transaction with what the table's rollups keep of those rows: for every bucket of them not kept
+   * already, each rollup stores its aggregate of the raw rows as they are just before the delete (a
+   * pending bucket's correction included: what a read answered before retention it answers after)
+   * and records the bucket as kept, never pending again and never recomputed from what is left.
+   * Holds the rollups' refresh locks so that no refresh recomputes a bucket meanwhile (waiting for a
+   * running one as refresh_rollup does).
+   */
+  async retain(table: string, rowsGone: string, deleteSql: string): Promise<number> {
+    const onTable = [...(await this.definitions()).values()].filter(
+      (d) => d.base === table && !d.sourceIsRollup && !d.viewSetBase,
+    );
+    if (onTable.length === 0) return this.engine.execute(deleteSql);
+    const deadline = Date.now() + refreshWaitMs;
+    const holding = async (rest: readonly RollupDefinition[]): Promise<number> => {
+      if (rest.length > 0) {
+        for (;;) {
+          const deleted = await this.metadata.locks.tryWhileHolding(`orrery_rollup_refresh:${rest[0].name}`, () =>
+            holding(rest.slice(1)),
+          );
+          if (deleted !== undefined) return deleted;
+          if (Date.now() > deadline)
+            throw rollupErrors.error(
+              'ROLLUP_REFRESH_BUSY',
+              `retention of '${table}': a refresh of rollup '${rest[0].name}' is still running; the next housekeeping tries again`,
+            );
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      }
+      const session = await this.engine.openSession();
+      const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
+      try {
+        await run('BEGIN TRANSACTION');
+        for (const definition of onTable) await this.keepBuckets(definition, rowsGone, session);
+        const deleted = await run(deleteSql);
+        await run('COMMIT');
+        return deleted;
+      } catch (error) {
+        await run('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        session.close();
+      }
+    };
+    return holding(onTable);
+  }
+
+  /** retain's work for one rollup, in its transaction. */
+  private async keepBuckets(definition: RollupDefinition, rowsGone: string, session: EngineSession): Promise<void> {
+    const name = quoteLiteral(definition.name);
+    const rows = await this.engine.values(
+      `SELECT CAST(b AS VARCHAR) FROM (SELECT DISTINCT ${bucketSql(definition, definition.baseTimeColumn)} AS b
+         FROM ${lakeTable(definition.base)} WHERE ${rowsGone})
+        WHERE b IS NOT NULL AND CAST(b AS VARCHAR) NOT IN (SELECT bucket FROM ${keptTable} WHERE rollup = ${name})
+        ORDER BY b`,
+      session,
+    );
+    if (rows.length === 0) return;
+    const buckets = rows.map(([b]) => String(b));
+    const literals = buckets.map((b) => bucketLiteral(definition, b));
+    const stored = materializedTable(definition.name);
+    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
+    await run(`DELETE FROM ${stored} WHERE bucket IN (${literals.join(', ')})`);
+    await run(
+      `INSERT INTO ${stored} ${aggregateOver(definition, `SELECT * FROM ${lakeTable(definition.base)}`, inBuckets(definition, literals)!)}`,
+    );
+    await run(`INSERT INTO ${keptTable} SELECT ${name}, unnest([${buckets.map(quoteLiteral).join(', ')}])`);
+  }
+
+  /** The buckets retention kept of a rollup as of a snapshot (fixed once the snapshot exists, so kept for every rollup). */
+  private async keptBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
+    const key = String(snapshot);
+    let all = this.kept.get(key);
+    if (!all) {
+      const reading = this.engine.values(`SELECT rollup, bucket FROM ${at(keptTable, snapshot)}`).then((rows) => {
+        const byRollup = new Map<string, Set<string>>();
+        for (const [rollup, bucket] of rows) {
+          const set = byRollup.get(String(rollup)) ?? new Set<string>();
+          set.add(String(bucket));
+          byRollup.set(String(rollup), set);
+        }
+        return byRollup;
+      });
+      all = reading;
+      remember(this.kept, key, reading);
+      reading.catch(() => this.kept.get(key) === reading && this.kept.delete(key));
+    }
+    return (await all).get(definition.name) ?? new Set();
   }
 
   /** How many runs of consecutive buckets a set of buckets makes. */
@@ -906,7 +1015,7 @@ export class Rollups {
   /**
    * The pending buckets of a rollup at a snapshot: the buckets (of its grain) of every source row
    * inserted, updated (old and new) or deleted since its refresh snapshot, below its watermark.
-   * Buckets whose raw rows the base table's retention has passed keep their materialized values.
+   * Buckets some of whose raw rows the base table's retention deleted keep their stored values.
    */
   private async pending(
     definition: RollupDefinition,
@@ -919,12 +1028,17 @@ export class Rollups {
     if (definition.viewSetBase) return this.pendingOfViewSet(definition, snapshot, state, definitions, context);
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
     const base = tables.get(definition.base);
-    const changed = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
+    const all = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
+    // A rollup of the table keeps the buckets its retention took rows of (retain); a rollup of a
+    // rollup reads its source's view, which keeps them, so it leaves out only buckets past the horizon.
+    const kept = definition.sourceIsRollup ? new Set<string>() : await this.keptBuckets(definition, snapshot);
+    const changed = all.filter((b) => !kept.has(b));
     if (changed.length === 0) return [];
-    // Without retention, the buckets below the watermark are picked here: one DuckDB query less per
+    const horizonOf = definition.sourceIsRollup ? base?.retention : undefined;
+    // Without a horizon, the buckets below the watermark are picked here: one DuckDB query less per
     // read. DuckDB's text of a timestamp (zero-padded, as both come) sorts as its time; others go to SQL.
     const watermark = state.watermark;
-    if (!base?.retention && (definition.integer || [watermark, ...changed].every((b) => plainTimestamp.test(b)))) {
+    if (!horizonOf && (definition.integer || [watermark, ...changed].every((b) => plainTimestamp.test(b)))) {
       return definition.integer
         ? changed
             .map(BigInt)
@@ -934,10 +1048,10 @@ export class Rollups {
         : changed.filter((b) => b < watermark).sort();
     }
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, watermark)}`];
-    if (base?.retention) {
+    if (base && horizonOf) {
       const horizon = isIntegerTime(base)
-        ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(base.retention)}`
-        : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(base.retention)}`;
+        ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(horizonOf)}`
+        : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(horizonOf)}`;
       filters.push(`b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))`);
     }
     const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';

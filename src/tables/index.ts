@@ -16,6 +16,7 @@ export {
   audienceColumn,
   lakeTable,
   type DependentsSource,
+  type RetentionDelete,
   type SeriesColumn,
   type SeriesTable,
   type TableScope,

@@ -34,6 +34,13 @@ export interface Writer {
  */
 export type DependentsSource = (table: string) => Promise<readonly string[]>;
 
+/**
+ * How retention deletes a table's expired rows (`rowsGone`, a filter over its columns): by running
+ * `deleteSql`, answering how many rows it deleted. Rollups on the table run it in a transaction
+ * that first keeps their buckets of those rows (Rollups.retain).
+ */
+export type RetentionDelete = (table: string, rowsGone: string, deleteSql: string) => Promise<number>;
+
 /** The rows a reader sees: every row, or those of its audiences. */
 export type TableScope =
   { readonly kind: 'all' } | { readonly kind: 'audiences'; readonly audiences: readonly string[] };
@@ -279,7 +286,9 @@ export class SeriesTables {
   }
 
   /** Deletes, as ordinary DELETEs (which DuckLake's change feed shows), the rows past each table's retention. */
-  async applyRetention(): Promise<Array<{ table: string; deleted: number }>> {
+  async applyRetention(
+    remove: RetentionDelete = (_table, _rowsGone, deleteSql) => this.engine.execute(deleteSql),
+  ): Promise<Array<{ table: string; deleted: number }>> {
     const out: Array<{ table: string; deleted: number }> = [];
     for (const table of (await this.list()).values()) {
       if (!table.retention) continue;
@@ -290,9 +299,10 @@ export class SeriesTables {
       const horizon = integerTypes.test(column.type)
         ? `(SELECT max(${time}) FROM ${target}) - ${BigInt(table.retention)}`
         : `now() - INTERVAL ${quoteLiteral(table.retention)}`;
+      const rowsGone = `${time} < ${horizon}`;
       out.push({
         table: table.name,
-        deleted: await this.engine.execute(`DELETE FROM ${target} WHERE ${time} < ${horizon}`),
+        deleted: await remove(table.name, rowsGone, `DELETE FROM ${target} WHERE ${rowsGone}`),
       });
     }
     return out;
