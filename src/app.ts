@@ -15,6 +15,7 @@ import {
   lowPriorityProblem,
   nativeExportProblem,
   nativeLogsScan,
+  nativeLogsSeal,
   type EngineOptions,
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
@@ -365,7 +366,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       keyring,
       ingestion:
         role !== 'maintain'
-          ? new IngestionService(metadata, store, metrics, native ? nativeLogsScan() : null)
+          ? new IngestionService(
+              metadata,
+              store,
+              metrics,
+              native ? nativeLogsScan() : null,
+              native ? nativeLogsSeal() : null,
+            )
           : undefined,
       metrics,
       maxBodyBytes: config.maxBodyBytes,

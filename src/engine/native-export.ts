@@ -74,6 +74,11 @@ interface NativeModule {
   registerSketchFunctions(connection: unknown, inverseLogGamma: number, memoryLimitBytes: number): void;
   /** The OTLP logs scan (logs-scan.cc): 11 numbers per ResourceLogs, or null (see scanLogsWith). */
   scanLogs(body: Uint8Array): Float64Array | null;
+  /** The scan, sha256 and compression of a logs body on a worker thread (logs-seal.cc); absent when this Node lacks them. */
+  sealLogs?(
+    body: Uint8Array,
+    compress: boolean,
+  ): Promise<{ scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
   /** '' when a thread of this process may lower its priority to `nice`, else why not. */
   threadPriorityProblem(nice: number): string;
   /** Runs `SET threads = <threads>` from a thread at `nice`, whose background threads inherit it: '' or the error. */
@@ -118,6 +123,12 @@ export function nativeExportProblem(): string {
 export function nativeLogsScan(): ((body: Uint8Array) => Float64Array | null) | null {
   const module = nativeExportModule();
   return module ? (body) => module.scanLogs(body) : null;
+}
+
+/** The native seal of OTLP logs protobuf bodies (scan, sha256, brotli off the event loop), or null when not available. */
+export function nativeLogsSeal(): NativeModule['sealLogs'] | null {
+  const module = nativeExportModule();
+  return module?.sealLogs ? (body, compress) => module.sealLogs!(body, compress) : null;
 }
 
 /** A connection's handle as @duckdb/node-bindings holds it (an External over duckdb_connection). */

@@ -13,12 +13,15 @@ import {
   resourceSkeleton,
   scanLogs,
   scanLogsWith,
+  sealLogsWith,
   type Attributes,
   type FlatLogsScan,
+  type FlatLogsSeal,
   type OtlpContentType,
   type OtlpSignal,
   type ResourceGroup,
   type ScannedResourceLogs,
+  type SealedLogs,
 } from './otlp/index.js';
 import { GroupCommit } from './group-commit.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
@@ -48,18 +51,23 @@ const text = (value: unknown): string | null =>
 export class IngestionService {
   private readonly commits: Record<OtlpSignal, GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>>;
   private readonly scanLogs: (body: Uint8Array) => ScannedResourceLogs[] | null;
+  private readonly sealLogs: ((body: Uint8Array, compress: boolean) => Promise<SealedLogs>) | null;
 
   /**
    * `nativeScan`: the native addon's logs scan (src/engine/native/logs-scan.cc), the same verdicts as the
    * JavaScript one at a fraction of its cost; without it (no addon, ORRERY_NATIVE=off) the JavaScript one.
+   * `nativeSeal`: the same scan with the sha256 and compression of the body on a worker thread
+   * (src/engine/native/logs-seal.cc); used for logs protobuf bodies instead of the scan when given.
    */
   constructor(
     private readonly db: MetadataStore,
     private readonly store: ObjectStore,
     private readonly metrics?: OrreryMetrics,
     nativeScan?: FlatLogsScan | null,
+    nativeSeal?: FlatLogsSeal | null,
   ) {
     this.scanLogs = nativeScan ? scanLogsWith(nativeScan) : scanLogs;
+    this.sealLogs = nativeSeal ? sealLogsWith(nativeSeal) : null;
     const commit = (signal: OtlpSignal) =>
       new GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>(
         (requests) => this.writePayloads(requests),
@@ -82,7 +90,7 @@ export class IngestionService {
     received?: Uint8Array,
   ): Promise<number> {
     const now = nowNanos();
-    const blocks = this.blocks(signal, body, contentType, now, received).map((block) =>
+    const blocks = (await this.blocks(signal, body, contentType, now, received)).map((block) =>
       compressed(identified(signal, block, audience)),
     );
     if (blocks.length === 0) return 0;
@@ -124,16 +132,19 @@ export class IngestionService {
     return requests.map((request) => request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0));
   }
 
-  private blocks(
+  private async blocks(
     signal: OtlpSignal,
     body: Uint8Array,
     contentType: OtlpContentType,
     now: bigint,
     received: Uint8Array | undefined,
-  ): PendingBlock[] {
+  ): Promise<PendingBlock[]> {
     if (signal === 'logs' && contentType === 'protobuf') {
-      const scanned = this.scanLogs(body);
-      if (scanned !== null) return storedAsReceived(body, scanned, received);
+      // A gzip body is stored as it came (received): only an identity one needs compressing.
+      const { scanned, ...sealed }: SealedLogs = this.sealLogs
+        ? await this.sealLogs(body, received === undefined)
+        : { scanned: this.scanLogs(body) };
+      if (scanned !== null) return storedAsReceived(body, scanned, received, sealed);
     }
     const build = <R>(
       groups: ResourceGroup<R>[],
@@ -188,11 +199,13 @@ export class IngestionService {
  * The blocks of a logs body the scan vouched for: each ResourceLogs's bytes kept as received (the whole
  * body when it is the only one), as an ExportLogsServiceRequest of its own, decoded at materialization
  * (see payloadLines). The resources are decoded here, alone, which checks them as decoding the body would.
+ * A body stored whole takes the digest and compressed payload the native seal made of it, when it did.
  */
 function storedAsReceived(
   body: Uint8Array,
   scanned: ScannedResourceLogs[],
   received: Uint8Array | undefined,
+  { digest, payload }: Omit<SealedLogs, 'scanned'>,
 ): PendingBlock[] {
   const resources = decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
   const blocks: PendingBlock[] = [];
@@ -202,8 +215,9 @@ function storedAsReceived(
     blocks.push({
       resource: withoutReserved(resources[i].resource.attributes),
       // One ResourceLogs: the body itself, compressed as it came (gzip) when it came so.
-      payload: scanned.length === 1 ? (received ?? body) : asFieldOne(body.subarray(start, end)),
+      payload: scanned.length === 1 ? (received ?? payload ?? body) : asFieldOne(body.subarray(start, end)),
       content: scanned.length === 1 ? body : undefined,
+      digest: scanned.length === 1 ? digest : undefined,
       format: 'otlp',
       count: r.records,
       begin: r.begin,
@@ -232,7 +246,8 @@ const BROTLI_MARK = 0xce;
  * in its callbacks. The block id was derived from the content already.
  */
 function compressed(block: StoredBlock): StoredBlock {
-  if (isGzip(block.payload)) return block;
+  // Compressed as it came (gzip), or already (brotli, by the native seal).
+  if (isGzip(block.payload) || block.payload[0] === BROTLI_MARK) return block;
   const stream = brotliCompressSync(block.payload, {
     params: {
       [zlib.BROTLI_PARAM_QUALITY]: 0,
@@ -276,9 +291,11 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
   const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
   // An NDJSON block's id stays what it was; a protobuf one's names its format, so the two never meet.
   // The id hashes the content, not its compression: the same request gzipped otherwise is the same block.
-  const digest = createHash('sha256')
-    .update(block.content ?? block.payload)
-    .digest('hex');
+  const digest =
+    block.digest ??
+    createHash('sha256')
+      .update(block.content ?? block.payload)
+      .digest('hex');
   const blockId = derivedUuid(`block\u0000${streamId}\u0000${block.format === 'ndjson' ? '' : 'otlp\u0000'}${digest}`);
   return { ...block, audience, processId, streamId, blockId };
 }
@@ -369,6 +386,8 @@ interface PendingBlock {
   payload: Uint8Array;
   /** The payload's content when the payload is compressed (what the block id hashes). */
   content?: Uint8Array;
+  /** sha256 of the content, hex, when the native seal computed it already. */
+  digest?: string;
   format: 'ndjson' | 'otlp';
   count: number;
   begin: bigint;

@@ -26,6 +26,7 @@
 
 #include "arrow-ingest.h"
 #include "logs-scan.h"
+#include "logs-seal.h"
 #include "sketch-aggregates.h"
 #include "thread-priority.h"
 #include "duckdb-c-api.h"
@@ -648,6 +649,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   DefineArrowIngest(env, exports);
   DefineSketchAggregates(env, exports);
   DefineLogsScan(env, exports);
+  DefineLogsSeal(env, exports);
   DefineThreadPriority(env, exports);
   return exports;
 }

@@ -331,13 +331,15 @@ Napi::Value ScanLogs(const Napi::CallbackInfo &info) {
     throw Napi::TypeError::New(env, "scanLogs(body: Uint8Array)");
   Napi::Uint8Array body = info[0].As<Napi::Uint8Array>();
   std::vector<double> out;
-  if (!Scan(body.Data(), body.ByteLength()).Run(out)) return env.Null();
+  if (!ScanLogsBody(body.Data(), body.ByteLength(), out)) return env.Null();
   Napi::Float64Array result = Napi::Float64Array::New(env, out.size());
   if (!out.empty()) std::memcpy(result.Data(), out.data(), out.size() * sizeof(double));
   return result;
 }
 
 }  // namespace
+
+bool ScanLogsBody(const uint8_t *body, size_t size, std::vector<double> &out) { return Scan(body, size).Run(out); }
 
 void DefineLogsScan(Napi::Env env, Napi::Object exports) {
   exports.Set("scanLogs", Napi::Function::New(env, ScanLogs));

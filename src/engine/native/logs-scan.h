@@ -3,4 +3,12 @@
 
 #include <napi.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+// The scan itself, callable from any thread (it touches no JavaScript value): true and 11 numbers per
+// ResourceLogs appended to `out` (see Scan::Run), or false when the scan does not vouch for the body.
+bool ScanLogsBody(const uint8_t *body, size_t size, std::vector<double> &out);
+
 void DefineLogsScan(Napi::Env env, Napi::Object exports);

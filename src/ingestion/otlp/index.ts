@@ -15,7 +15,10 @@ export {
   resourceSkeleton,
   scanLogs,
   scanLogsWith,
+  sealLogsWith,
   type FlatLogsScan,
+  type FlatLogsSeal,
+  type SealedLogs,
   type ScannedResourceLogs,
 } from './logs-scan.js';
 /** A logs payload stored as received written straight to its NDJSON lines (null: decode it the slow way). */

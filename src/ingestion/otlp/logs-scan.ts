@@ -326,22 +326,53 @@ export type FlatLogsScan = (body: Uint8Array) => Float64Array | null;
 
 /** scanLogs's answer from a flat scan's. */
 export function scanLogsWith(flat: FlatLogsScan): (body: Uint8Array) => ScannedResourceLogs[] | null {
-  const nanos = (hi: number, lo: number): bigint => (BigInt(hi) << 32n) | BigInt(lo);
-  return (body) => {
-    const f = flat(body);
-    if (f === null) return null;
-    const out: ScannedResourceLogs[] = [];
-    for (let i = 0; i + 11 <= f.length; i += 11)
-      out.push({
-        bytes: [f[i], f[i + 1]],
-        resource: [f[i + 2], f[i + 3]],
-        schemaUrl: [f[i + 4], f[i + 5]],
-        records: f[i + 6],
-        begin: nanos(f[i + 7], f[i + 8]),
-        end: nanos(f[i + 9], f[i + 10]),
-      });
-    return out;
+  return (body) => unflattened(flat(body));
+}
+
+/**
+ * The native addon's sealLogs (src/engine/native/logs-seal.cc): the flat scan, on a worker thread, and for a body
+ * of one ResourceLogs with records (stored whole) the sha256 of the body and, when `compress`, the payload as
+ * ingestion-service.ts's `compressed` writes it (the 0xce mark, then brotli).
+ */
+export type FlatLogsSeal = (
+  body: Uint8Array,
+  compress: boolean,
+) => Promise<{ scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
+
+/** A body sealed off the event loop: the scan's answer, with the digest and payload when sealLogs gave them. */
+export interface SealedLogs {
+  readonly scanned: ScannedResourceLogs[] | null;
+  /** sha256 of the body, hex. */
+  readonly digest?: string;
+  readonly payload?: Uint8Array;
+}
+
+/** The seal's answer in scanLogs's terms. */
+export function sealLogsWith(flat: FlatLogsSeal): (body: Uint8Array, compress: boolean) => Promise<SealedLogs> {
+  return async (body, compress) => {
+    const sealed = await flat(body, compress);
+    return {
+      scanned: unflattened(sealed.scan),
+      digest: sealed.digest && Buffer.from(sealed.digest.buffer, sealed.digest.byteOffset, 32).toString('hex'),
+      payload: sealed.payload,
+    };
   };
+}
+
+function unflattened(f: Float64Array | null): ScannedResourceLogs[] | null {
+  if (f === null) return null;
+  const nanos = (hi: number, lo: number): bigint => (BigInt(hi) << 32n) | BigInt(lo);
+  const out: ScannedResourceLogs[] = [];
+  for (let i = 0; i + 11 <= f.length; i += 11)
+    out.push({
+      bytes: [f[i], f[i + 1]],
+      resource: [f[i + 2], f[i + 3]],
+      schemaUrl: [f[i + 4], f[i + 5]],
+      records: f[i + 6],
+      begin: nanos(f[i + 7], f[i + 8]),
+      end: nanos(f[i + 9], f[i + 10]),
+    });
+  return out;
 }
 
 /** `message` as field 1 of a message: a ResourceLogs wrapped as an ExportLogsServiceRequest of its own. */

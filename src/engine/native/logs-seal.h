@@ -1,0 +1,7 @@
+// The ack path's work on an OTLP logs body off the event loop (logs-seal.cc): registers sealLogs on the
+// addon's exports when this Node exports the brotli and sha256 it links.
+#pragma once
+
+#include <napi.h>
+
+void DefineLogsSeal(Napi::Env env, Napi::Object exports);
