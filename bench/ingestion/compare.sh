@@ -10,7 +10,8 @@
 #   ROUNDS=3 CONNECTIONS=4,16 DURATION=8 BEFORE=<sha> AFTER=<sha> bash bench/ingestion/compare.sh
 #
 # Environment: BEFORE, AFTER (git refs, default origin/main and HEAD; each built once, see ORRERY_REF in
-# bench/lib.sh), ROUNDS (default 2), CONNECTIONS (default 4,16), DURATION (s per run, default 8).
+# bench/lib.sh), ROUNDS (default 2), CONNECTIONS (default 4,16), DURATION (s per run, default 8), STORAGE=0 (skip
+# the bytes per record and the materialization after each round's runs, see run.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 before="${BEFORE:-origin/main}"

@@ -16,7 +16,8 @@
 # GZIP=1 (each body sent gzipped, Content-Encoding: gzip, as OTel exporters may; the load generator
 # compresses before timing), PROFILE (auto: when the best run is below TARGET, a second server runs under
 # node --cpu-prof with the best connection count for DURATION s and its top self-time functions are
-# printed; 1: always; 0: never), PROFILE_DIR (default bench/ingestion/profiles), KEEP_DATA=1 keeps the data folder.
+# printed; 1: always; 0: never), PROFILE_DIR (default bench/ingestion/profiles), KEEP_DATA=1 keeps the data folder,
+# STORAGE=0 (no log_entries materialization nor bytes per record after the runs: a quicker A/B of the ack path).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -34,6 +35,8 @@ gzip_flag=()
 bench_ensure_built
 python="$(bench_venv)"
 data_dir="$(bench_data_dir ingestion)"
+storage_flag=(--data-dir "$data_dir/main")
+[ "${STORAGE:-1}" = 0 ] && storage_flag=()
 cleanup() {
   orrery_stop
   bench_cleanup_data "$data_dir"
@@ -45,7 +48,7 @@ echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, F
 out="$data_dir/bench.out"
 status=0
 "$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
-  --data-dir "$data_dir/main" "${gzip_flag[@]}" \
+  "${storage_flag[@]}" "${gzip_flag[@]}" \
   --connections "$connections" --duration "$duration" --warmup "$warmup" --target "$target" "$@" | tee "$out" || status=$?
 orrery_stop
 if [ "$status" -ne 0 ]; then
