@@ -1,7 +1,7 @@
 // Skipping partitions by the indexes installed on a view set (issue 13), before any of their files is
 // opened: a statement that reads one view set once, from its own FROM, and compares an indexed
-// expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed) or searches it for a
-// constant text (ILIKE, LIKE, contains, starts_with, ends_with: a text index)
+// expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed, or ORed: see conjunctionOf)
+// or searches it for a constant text (ILIKE, LIKE, contains, starts_with, ends_with: a text index)
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
 // DuckDB's own, run over the statistics cast back to the indexed type, so a partition is skipped only
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
@@ -316,18 +316,50 @@ function readingSelect(
   );
 }
 
-/** The restrictions and searches a statement's WHERE puts on a view set's rows, when it reads them alone (see readsAlone). */
-function restrictionsOn(
-  statement: Statement,
-  view: ViewSet,
-): { qualifier: string; restrictions: Restriction[]; searches: Search[] } | null {
+/** What an index can decide of a WHERE: its restrictions and searches, ANDed, and ORs of such conjunctions. */
+interface Conjunction {
+  readonly restrictions: Restriction[];
+  readonly searches: Search[];
+  /** Each an OR: a row passes it only when it passes one of its conjunctions. */
+  readonly alternatives: Conjunction[][];
+}
+
+/** The conditions of ORs a statement is pruned by, at the most (each may cost a DuckDB query): more are read whole. */
+const alternativeLimit = 64;
+
+const disjuncts = (node: Node): Node[] =>
+  node.class === 'CONJUNCTION' && node.type === 'CONJUNCTION_OR'
+    ? (node.children as Node[]).flatMap(disjuncts)
+    : [node];
+
+const decides = (c: Conjunction): boolean => c.restrictions.length + c.searches.length + c.alternatives.length > 0;
+
+/**
+ * The conjunction a condition is, as far as indexes decide it. Sound under AND and OR alone: a partition
+ * none of whose rows makes a part TRUE has none making the whole TRUE. A conjunct it cannot decide (NOT,
+ * IS NULL, a function) is left out, and so is an OR with such an alternative: the WHERE still filters by them.
+ */
+function conjunctionOf(node: Node, bindings: Bindings, budget: { left: number }): Conjunction {
+  const out: Conjunction = { restrictions: [], searches: [], alternatives: [] };
+  for (const conjunct of conjuncts(node)) {
+    const restriction = restrictionOf(conjunct, bindings);
+    const search = searchOf(conjunct, bindings);
+    if (restriction) out.restrictions.push(restriction);
+    if (search) out.searches.push(search);
+    const options = disjuncts(conjunct);
+    if (options.length < 2 || (budget.left -= options.length) < 0) continue;
+    const alternatives = options.map((o) => conjunctionOf(o, bindings, budget));
+    if (alternatives.every(decides)) out.alternatives.push(alternatives);
+  }
+  return out;
+}
+
+/** What an index can decide of the WHERE on a view set's rows, when the statement reads them alone (see readsAlone). */
+function restrictionsOn(statement: Statement, view: ViewSet): (Conjunction & { qualifier: string }) | null {
   const reader = readingSelect(statement.tree, statement.shape, view, statement.viewOf);
   if (!reader?.node.where_clause) return null;
-  const bindings = bindingsOf(statement);
-  const all = conjuncts(reader.node.where_clause as Node);
-  const restrictions = all.map((c) => restrictionOf(c, bindings)).filter((r) => r !== null);
-  const searches = all.map((c) => searchOf(c, bindings)).filter((s) => s !== null);
-  return { qualifier: reader.qualifier, restrictions, searches };
+  const where = conjunctionOf(reader.node.where_clause as Node, bindingsOf(statement), { left: alternativeLimit });
+  return { qualifier: reader.qualifier, ...where };
 }
 
 const columnRef = (name: string): Node => ({
@@ -454,15 +486,34 @@ export class PartitionPruning {
   /** The partitions (object keys) of `view` the statement must read, in their order. */
   async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
     const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
-    if (!on || on.restrictions.length + on.searches.length === 0) return files;
-    const qualifiers = new Set([on.qualifier]);
-    // Each skipped file, by the index that skipped it.
-    const skipped = new Map<string, string>();
-    const used: string[] = [];
+    if (!on || !decides(on)) return files;
+    const indexes: Array<{ index: InstalledIndex; key: string }> = [];
     for (const index of await recentIndexes(this.db, view.name)) {
       const indexed = await expressionTree(this.engine, index.expression);
-      if (!indexed) continue;
-      const key = keyOf(indexed, new Set());
+      if (indexed) indexes.push({ index, key: keyOf(indexed, new Set()) });
+    }
+    const skipped = await this.excluded(on, files, new Set([on.qualifier]), indexes);
+    if (skipped.size === 0) return files;
+    const used = [...new Set(skipped.values())];
+    this.reads.push({ table: view.name, partitions: files.length, skipped: skipped.size, indexes: used });
+    for (const partition of files.filter((f) => skipped.has(f)))
+      this.pruned.push({ table: view.name, partition, index: skipped.get(partition)! });
+    return files.filter((f) => !skipped.has(f));
+  }
+
+  /**
+   * The files none of whose rows can pass a conjunction, each by the index that excluded it (the first that
+   * did): each index decides every restriction or search of its expression at once, then each OR excludes
+   * the files that every one of its alternatives excludes (by its first alternative's index).
+   */
+  private async excluded(
+    on: Conjunction,
+    files: readonly string[],
+    qualifiers: ReadonlySet<string>,
+    indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
+  ): Promise<Map<string, string>> {
+    const skipped = new Map<string, string>();
+    for (const { index, key } of indexes) {
       const remaining = files.filter((f) => !skipped.has(f));
       let kept: Set<string> | null;
       if (index.kind === 'text') {
@@ -481,16 +532,20 @@ export class PartitionPruning {
         if (applicable.length === 0) continue;
         kept = await this.kept({ ...index, valueType }, applicable, remaining);
       }
-      if (!kept) continue;
-      const before = skipped.size;
-      for (const file of remaining) if (!kept.has(file)) skipped.set(file, index.entryKey);
-      if (skipped.size > before) used.push(index.entryKey);
+      for (const file of remaining) if (kept && !kept.has(file)) skipped.set(file, index.entryKey);
     }
-    if (used.length === 0) return files;
-    this.reads.push({ table: view.name, partitions: files.length, skipped: skipped.size, indexes: used });
-    for (const partition of files.filter((f) => skipped.has(f)))
-      this.pruned.push({ table: view.name, partition, index: skipped.get(partition)! });
-    return files.filter((f) => !skipped.has(f));
+    for (const alternatives of on.alternatives) {
+      // The files the alternatives so far all exclude, by the first one's index.
+      let common = new Map(files.filter((f) => !skipped.has(f)).map((f) => [f, '']));
+      for (const alternative of alternatives) {
+        if (common.size === 0) break;
+        const out = await this.excluded(alternative, [...common.keys()], qualifiers, indexes);
+        const first = alternative === alternatives[0];
+        common = new Map([...common].filter(([f]) => out.has(f)).map(([f, by]) => [f, first ? out.get(f)! : by]));
+      }
+      for (const [file, index] of common) skipped.set(file, index);
+    }
+    return skipped;
   }
 
   /**

@@ -70,7 +70,17 @@ const queries: Array<[string, number]> = [
   ["SELECT msg FROM log_entries WHERE exe = 'svc0' AND level = 2 ORDER BY msg", 3],
   ["SELECT msg FROM log_entries WHERE time > '2024-01-02 03:04:05.0015' ORDER BY msg", 2],
   ["SELECT msg FROM log_entries WHERE time <= TIMESTAMP '2024-01-02 03:04:05.000000001' ORDER BY msg", 2],
-  ["SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0' ORDER BY msg", 0],
+  // An OR skips the partitions every one of its alternatives excludes; one no index decides skips none.
+  ["SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0' ORDER BY msg", 1],
+  ['SELECT msg FROM log_entries WHERE level = 4 OR level = 2 ORDER BY msg', 1],
+  ["SELECT msg FROM log_entries WHERE (level = 3 AND exe = 'svc1') OR msg = 'entry 2.0' ORDER BY msg", 1],
+  ['SELECT count(*) AS n FROM log_entries WHERE level = 99 OR level > 50', 3],
+  ["SELECT msg FROM log_entries WHERE level >= 2 AND (exe = 'svc0' OR (exe = 'svc2' AND level = 3)) ORDER BY msg", 2],
+  ['SELECT msg FROM log_entries WHERE (level = 3 OR level = 4) AND (level = 2 OR level = 3) ORDER BY msg', 2],
+  ["SELECT msg FROM log_entries WHERE level = 3 OR lower(exe) = 'svc0' ORDER BY msg", 0],
+  ['SELECT msg FROM log_entries WHERE level = 3 OR level IS NULL ORDER BY msg', 0],
+  ['SELECT msg FROM log_entries WHERE NOT (level = 3 OR level = 4) ORDER BY msg', 0],
+  ['SELECT msg FROM log_entries WHERE time < now() - INTERVAL 1 DAY OR level = 3 ORDER BY msg', 0],
   [
     'SELECT level, count(*) AS n FROM log_entries WHERE level >= 3 GROUP BY level HAVING count(*) > 1 ORDER BY level',
     1,
@@ -112,6 +122,11 @@ const prepared: Array<[string, Table, number]> = [
     'SELECT msg FROM log_entries WHERE level IN (?, $2) ORDER BY msg',
     tableFromArrays({ a: Int32Array.of(4), b: Int32Array.of(9) }),
     2,
+  ],
+  [
+    'SELECT msg FROM log_entries WHERE msg = ? OR level = $2 ORDER BY msg',
+    tableFromArrays({ a: ['entry 1.1'], b: Int32Array.of(4) }),
+    1,
   ],
   // A DOUBLE bound to an INTEGER comparison is cast to the column's type by DuckDB: not pruned by it.
   ['SELECT msg FROM log_entries WHERE level = ? ORDER BY msg', tableFromArrays({ p: Float64Array.of(3.5) }), 0],
@@ -214,8 +229,13 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
     assert.deepEqual(partitionsRead(none), [
       { table: 'log_entries', partitions: 3, skipped: 3, indexes: ['level_minmax'] },
     ]);
+    // An OR's skips are told by its first alternative's index.
+    assert.deepEqual(
+      partitionsRead(await fixture.admin.query("SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0'")),
+      [{ table: 'log_entries', partitions: 3, skipped: 1, indexes: ['level_minmax'] }],
+    );
     for (const sql of [
-      "SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0'",
+      "SELECT msg FROM log_entries WHERE level = 3 OR lower(exe) = 'svc0'",
       'SELECT a.msg FROM log_entries a JOIN log_entries b USING (msg) WHERE a.level = 3',
       'SELECT msg FROM log_entries WHERE level >= 2',
     ])
@@ -249,7 +269,13 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
       await explain(fixture.admin, "SELECT msg FROM log_entries WHERE exe IN ('svc0', 'svc2') AND level > 2"),
       [pruned('exe_set', level3), pruned('level_minmax', level2)],
     );
-    assert.deepEqual(await explain(fixture.admin, "SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0'"), []);
+    assert.deepEqual(await explain(fixture.admin, "SELECT msg FROM log_entries WHERE level = 3 OR exe = 'svc0'"), [
+      pruned('level_minmax', level2),
+    ]);
+    assert.deepEqual(
+      await explain(fixture.admin, "SELECT msg FROM log_entries WHERE level = 3 OR lower(exe) = 'svc0'"),
+      [],
+    );
     for (const [, client] of suite.clients().slice(1))
       assert.deepEqual(await explain(client, 'SELECT msg FROM log_entries WHERE level = 3'), []);
   });

@@ -36,6 +36,7 @@ const queries: Array<[string, number]> = [
   ["SELECT msg FROM log_entries WHERE msg ILIKE '%ok%' ORDER BY msg", 0],
   ["SELECT msg FROM log_entries WHERE msg NOT ILIKE '%timeout%' ORDER BY msg", 0],
   ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' OR msg ILIKE '%cache%' ORDER BY msg", 0],
+  ["SELECT msg FROM log_entries WHERE contains(msg, 'cache') OR msg ILIKE '%handler%' ORDER BY msg", 1],
   ["SELECT msg FROM log_entries WHERE lower(msg) LIKE '%timeout%' ORDER BY msg", 0],
 ];
 
