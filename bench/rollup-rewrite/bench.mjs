@@ -8,11 +8,10 @@
 //   - duckdb: DuckDB in-process (the same release) answering the raw SQL on the table's Parquet files.
 // Every panel's rollup answer must equal its raw answer (floats within 1e-9 relative). Prints a
 // table, then one JSON line; exits 1 on a differing answer.
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { FlightSqlClient } from '../../dist/src/client/index.js';
+import { seriesTableFiles } from '../lake-files.mjs';
 import { panels } from './panels.mjs';
 
 const { values } = parseArgs({
@@ -145,15 +144,7 @@ for (const [name, sql] of panels) {
 client.close();
 
 // DuckDB in-process on the table's own Parquet files (DuckLake writes them under <lake>/tables).
-const files = [];
-const walk = (dir) => {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) walk(path);
-    else if (entry.name.endsWith('.parquet') && path.includes('/requests/')) files.push(path);
-  }
-};
-walk(join(values.lake, 'tables'));
+const files = seriesTableFiles(values.lake, 'requests');
 const duck = await (await DuckDBInstance.create(':memory:')).connect();
 await duck.run(`CREATE VIEW requests AS SELECT * FROM read_parquet([${files.map((f) => `'${f}'`).join(', ')}])`);
 await duck.run(`CREATE MACRO percentile_sketch(x) AS quantile_cont(x, 0.99)`);

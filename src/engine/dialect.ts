@@ -171,3 +171,263 @@ export function substituteListings(
   tree.statements = tree.statements.map((s) => visit(s) as Node);
   return changed;
 }
+
+// Time bounds a scan can use. DuckDB pushes `column op constant` into a scan (DuckLake skips files,
+// Parquet row groups) only when the constant has the column's type; otherwise it casts the column
+// and reads every file. Orrery's instants are TIMESTAMP_NS (above) and a TIMESTAMPTZ literal stays
+// TIMESTAMPTZ, so a series table's TIMESTAMP column compared with them was read whole, and its
+// TIMESTAMPTZ column could not be compared with TIMESTAMP_NS at all (a DuckDB binder error).
+
+/** The microsecond time types of series-table columns that the rewrite below bounds. */
+export type MicrosecondTime = 'TIMESTAMP' | 'TIMESTAMP WITH TIME ZONE';
+
+const instantFunctions = new Set([
+  'now',
+  'get_current_timestamp',
+  'transaction_timestamp',
+  'to_timestamp',
+  'to_timestamp_seconds',
+  'to_timestamp_millis',
+  'to_timestamp_micros',
+  'to_timestamp_nanos',
+  'make_timestamp_ns',
+  'date_bin',
+]);
+
+/** Names DuckDB binds to the clock when no column has them. */
+const clockNames = new Set(['current_timestamp', 'current_date', 'current_time', 'localtimestamp']);
+const volatileFunctions = new Set(['random', 'gen_random_uuid', 'uuid', 'uuidv4', 'uuidv7', 'nextval', 'setseed']);
+
+/** Whether an expression reads nothing that varies by row or by binding: no column, subquery or parameter. */
+function constantExpression(value: unknown): boolean {
+  if (Array.isArray(value)) return value.every(constantExpression);
+  if (value === null || typeof value !== 'object') return true;
+  const node = value as Node;
+  if (node.class === 'COLUMN_REF') {
+    const names = node.column_names as string[];
+    return names.length === 1 && clockNames.has(names[0].toLowerCase());
+  }
+  if (node.class === 'SUBQUERY' || node.class === 'PARAMETER' || node.class === 'WINDOW') return false;
+  // The bound repeats the expression: a volatile one would not be the same value twice.
+  if (node.class === 'FUNCTION' && volatileFunctions.has(String(node.function_name).toLowerCase())) return false;
+  return Object.values(node).every(constantExpression);
+}
+
+/**
+ * The type of a column-free timestamp expression whose type the parse tree tells: TIMESTAMP_NS
+ * (Orrery's casts, now() and the other macros returning TIMESTAMP_NS), TIMESTAMPTZ (a typed
+ * literal) or a bound parameter (its type known only when it is bound).
+ */
+function instantKind(node: Node): 'TIMESTAMP_NS' | 'TIMESTAMP WITH TIME ZONE' | 'PARAMETER' | undefined {
+  if (node.class === 'PARAMETER') return 'PARAMETER';
+  if (node.class === 'CONSTANT') {
+    const type = ((node.value as Node | undefined)?.type as Node | undefined)?.id;
+    return type === 'TIMESTAMP WITH TIME ZONE' && (node.value as Node).is_null !== true ? type : undefined;
+  }
+  if (node.class === 'COLUMN_REF') {
+    const names = node.column_names as string[];
+    // DuckDB binds a bare `current_timestamp` to get_current_timestamp(), Orrery's macro.
+    return names.length === 1 && names[0].toLowerCase() === 'current_timestamp' ? 'TIMESTAMP_NS' : undefined;
+  }
+  if (!constantExpression(node)) return undefined;
+  if (node.class === 'CAST' && (node.cast_type as Node)?.id === 'TIMESTAMP_NS' && node.try_cast !== true)
+    return 'TIMESTAMP_NS';
+  if (node.class === 'FUNCTION' && !node.schema && instantFunctions.has(String(node.function_name)))
+    return 'TIMESTAMP_NS';
+  return undefined;
+}
+
+const clone = (node: Node): Node => structuredClone(node);
+
+function call(name: string, children: Node[], at: unknown, operator = false): Node {
+  return {
+    class: 'FUNCTION',
+    type: 'FUNCTION',
+    alias: '',
+    query_location: at,
+    function_name: name,
+    schema: '',
+    children,
+    filter: null,
+    order_bys: { type: 'ORDER_MODIFIER', orders: [] },
+    distinct: false,
+    is_operator: operator,
+    export_state: false,
+    catalog: '',
+  };
+}
+
+function integer(value: number, at: unknown): Node {
+  return {
+    class: 'CONSTANT',
+    type: 'VALUE_CONSTANT',
+    alias: '',
+    query_location: at,
+    value: { type: { id: 'BIGINT', type_info: null }, is_null: false, value },
+  };
+}
+
+const comparison = (type: string, left: Node, right: Node, at: unknown): Node => ({
+  class: 'COMPARISON',
+  type,
+  alias: '',
+  query_location: at,
+  left,
+  right,
+});
+
+/** The latest microsecond at or before an instant: a TIMESTAMP (DuckDB's cast from TIMESTAMP_NS rounds down). */
+const floorMicros = (value: Node): Node =>
+  castNode({ query_location: value.query_location }, clone(value), 'TIMESTAMP');
+
+/** The earliest microsecond at or after a TIMESTAMP_NS instant: its floor, plus one when nanoseconds remain. */
+function ceilMicros(value: Node): Node {
+  const at = value.query_location;
+  const remainder = call('%', [call('epoch_ns', [clone(value)], at), integer(1000, at)], at, true);
+  const partial = castNode(
+    { query_location: at },
+    comparison('COMPARE_NOTEQUAL', remainder, integer(0, at), at),
+    'BIGINT',
+  );
+  return call('+', [floorMicros(value), call('to_microseconds', [partial], at)], at, true);
+}
+
+/** `floor + 1 µs`: above every instant whose floor is `floor` (a bound for a value of unknown precision). */
+const aboveMicros = (value: Node): Node => {
+  const at = value.query_location;
+  return call('+', [floorMicros(value), call('to_microseconds', [integer(1, at)], at)], at, true);
+};
+
+type Side = 'lower' | 'upper';
+
+/**
+ * The conditions `column op value` becomes, for a column of microsecond type `type`:
+ * - TIMESTAMP: the comparison kept and ANDed with an implied bound of the column's own type
+ *   (floor for a lower bound, floor + 1 µs for an upper one), which DuckDB pushes into the scan.
+ *   Kept as is, so the answer cannot change.
+ * - TIMESTAMPTZ and a TIMESTAMP_NS value (which DuckDB refuses to compare): the same comparison of
+ *   instants, exactly, against whole microseconds (`>= v` is `>= ceil(v)`, `> v` is `> floor(v)`, …).
+ */
+function boundedComparison(
+  column: Node,
+  op: string,
+  value: Node,
+  type: MicrosecondTime,
+  at: unknown,
+): Node | undefined {
+  const kind = instantKind(value);
+  if (!kind || (type === 'TIMESTAMP WITH TIME ZONE' && kind !== 'TIMESTAMP_NS')) return undefined;
+  const sides: Side[] =
+    op === 'COMPARE_EQUAL'
+      ? ['lower', 'upper']
+      : op === 'COMPARE_GREATERTHAN' || op === 'COMPARE_GREATERTHANOREQUALTO'
+        ? ['lower']
+        : op === 'COMPARE_LESSTHAN' || op === 'COMPARE_LESSTHANOREQUALTO'
+          ? ['upper']
+          : [];
+  if (sides.length === 0) return undefined;
+  if (type === 'TIMESTAMP') {
+    const implied = sides.map((side) =>
+      side === 'lower'
+        ? comparison('COMPARE_GREATERTHANOREQUALTO', clone(column), floorMicros(value), at)
+        : comparison('COMPARE_LESSTHANOREQUALTO', clone(column), aboveMicros(value), at),
+    );
+    return {
+      class: 'CONJUNCTION',
+      type: 'CONJUNCTION_AND',
+      alias: '',
+      query_location: at,
+      children: [comparison(op, column, value, at), ...implied],
+    };
+  }
+  const exact: Record<string, Array<[string, (v: Node) => Node]>> = {
+    COMPARE_GREATERTHANOREQUALTO: [['COMPARE_GREATERTHANOREQUALTO', ceilMicros]],
+    COMPARE_GREATERTHAN: [['COMPARE_GREATERTHAN', floorMicros]],
+    COMPARE_LESSTHANOREQUALTO: [['COMPARE_LESSTHANOREQUALTO', floorMicros]],
+    COMPARE_LESSTHAN: [['COMPARE_LESSTHAN', ceilMicros]],
+    COMPARE_EQUAL: [
+      ['COMPARE_GREATERTHANOREQUALTO', ceilMicros],
+      ['COMPARE_LESSTHANOREQUALTO', floorMicros],
+    ],
+  };
+  const parts = exact[op].map(([type, bound]) => comparison(type, clone(column), bound(value), at));
+  return parts.length === 1
+    ? parts[0]
+    : { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', query_location: at, children: parts };
+}
+
+/** Keys of a parse tree's nodes holding conditions: WHERE, HAVING, QUALIFY, JOIN ... ON. */
+const conditionKeys = new Set(['where_clause', 'having', 'qualify', 'condition']);
+
+const mirrored: Record<string, string> = {
+  COMPARE_GREATERTHAN: 'COMPARE_LESSTHAN',
+  COMPARE_GREATERTHANOREQUALTO: 'COMPARE_LESSTHANOREQUALTO',
+  COMPARE_LESSTHAN: 'COMPARE_GREATERTHAN',
+  COMPARE_LESSTHANOREQUALTO: 'COMPARE_GREATERTHANOREQUALTO',
+  COMPARE_EQUAL: 'COMPARE_EQUAL',
+};
+
+/**
+ * Rewrites, in place, the comparisons (and BETWEENs) of a json_serialize_sql tree between a
+ * column named in `columns` (lower case: series tables' TIMESTAMP and TIMESTAMPTZ columns) and a
+ * timestamp of another type, so that DuckDB pushes them into the scan (see boundedComparison).
+ * Run after nanosecondTimestamps. True when anything changed.
+ */
+export function scanTimeBounds(tree: { statements: Node[] }, columns: ReadonlyMap<string, MicrosecondTime>): boolean {
+  if (columns.size === 0) return false;
+  let changed = false;
+  const typeOf = (node: Node | undefined): MicrosecondTime | undefined => {
+    if (node?.class !== 'COLUMN_REF') return undefined;
+    const names = node.column_names as string[];
+    return columns.get(names[names.length - 1].toLowerCase());
+  };
+  // Only conditions are rewritten: a select-list item's name is its text when it has no alias.
+  const visit = (value: unknown, inCondition: boolean): unknown => {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = visit(value[i], inCondition);
+      return value;
+    }
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Node;
+    for (const key of Object.keys(node))
+      node[key] = visit(node[key], conditionKeys.has(key) ? true : key === 'select_list' ? false : inCondition);
+    if (!inCondition) return node;
+    const at = node.query_location;
+    if (node.class === 'COMPARISON' && typeof node.type === 'string' && node.type in mirrored) {
+      const [left, right] = [node.left as Node, node.right as Node];
+      const leftType = typeOf(left);
+      const rightType = leftType ? undefined : typeOf(right);
+      const bounded = leftType
+        ? boundedComparison(left, node.type, right, leftType, at)
+        : rightType
+          ? boundedComparison(right, mirrored[node.type], left, rightType, at)
+          : undefined;
+      if (bounded) {
+        changed = true;
+        return bounded;
+      }
+    }
+    if (node.class === 'BETWEEN') {
+      const type = typeOf(node.input as Node);
+      if (!type) return node;
+      const lower = boundedComparison(node.input as Node, 'COMPARE_GREATERTHANOREQUALTO', node.lower as Node, type, at);
+      const upper = boundedComparison(node.input as Node, 'COMPARE_LESSTHANOREQUALTO', node.upper as Node, type, at);
+      if (!lower && !upper) return node;
+      changed = true;
+      const lowerSide =
+        lower ?? comparison('COMPARE_GREATERTHANOREQUALTO', clone(node.input as Node), node.lower as Node, at);
+      const upperSide =
+        upper ?? comparison('COMPARE_LESSTHANOREQUALTO', clone(node.input as Node), node.upper as Node, at);
+      return {
+        class: 'CONJUNCTION',
+        type: 'CONJUNCTION_AND',
+        alias: node.alias ?? '',
+        query_location: at,
+        children: [lowerSide, upperSide],
+      };
+    }
+    return node;
+  };
+  visit(tree.statements, false);
+  return changed;
+}

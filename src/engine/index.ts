@@ -35,6 +35,8 @@ export {
   isTablesListing,
   isTablesShow,
   nanosecondTimestamps,
+  scanTimeBounds,
+  type MicrosecondTime,
   substituteListings,
 } from './dialect.js';
 export { duckdbTypeOf } from './arrow-append.js';

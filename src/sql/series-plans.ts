@@ -4,6 +4,7 @@ import {
   quoteIdentifier,
   type DuckDBEngine,
   type EngineSession,
+  type MicrosecondTime,
   type QueryShape,
 } from '../engine/index.js';
 import type { OrreryError } from '../errors/index.js';
@@ -42,10 +43,30 @@ export function seriesReadSetup(
   /** The DuckLake snapshot the statement reads its rollups at, to read the tables there too. */
   snapshot?: bigint,
 ): string[] {
-  const named = shape
-    ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte))
-    : [...all.values()];
-  return tables.readViews(named, scopeOf(principal), snapshot);
+  return tables.readViews(namedTables(all, shape), scopeOf(principal), snapshot);
+}
+
+/** The series tables a statement names (every one when its shape is unknown). */
+const namedTables = (all: ReadonlyMap<string, SeriesTable>, shape?: QueryShape): SeriesTable[] =>
+  shape ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte)) : [...all.values()];
+
+/**
+ * The TIMESTAMP and TIMESTAMPTZ columns of the series tables a statement names, by lower-case
+ * name, for scanTimeBounds; a name with both types in different tables is left out.
+ */
+export function microsecondTimeColumns(
+  all: ReadonlyMap<string, SeriesTable>,
+  shape?: QueryShape,
+): Map<string, MicrosecondTime> {
+  const columns = new Map<string, MicrosecondTime | null>();
+  for (const table of namedTables(all, shape)) {
+    for (const { name, type } of table.columns) {
+      if (type !== 'TIMESTAMP' && type !== 'TIMESTAMP WITH TIME ZONE') continue;
+      const key = name.toLowerCase();
+      columns.set(key, columns.has(key) && columns.get(key) !== type ? null : type);
+    }
+  }
+  return new Map([...columns].filter((entry): entry is [string, MicrosecondTime] => entry[1] !== null));
 }
 
 /**

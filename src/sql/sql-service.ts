@@ -59,6 +59,7 @@ import {
   isTablesListing,
   isTablesShow,
   nanosecondTimestamps,
+  scanTimeBounds,
   queryShape,
   substituteListings,
   type QueryShape,
@@ -78,7 +79,13 @@ import {
   type ReaderCatalog,
 } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
-import { inTransaction, planSeriesWrite, seriesReadSetup, type SeriesWrite } from './series-plans.js';
+import {
+  inTransaction,
+  microsecondTimeColumns,
+  planSeriesWrite,
+  seriesReadSetup,
+  type SeriesWrite,
+} from './series-plans.js';
 import { Transactions, savepointRefusal } from './transactions.js';
 import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
 import type { OrreryMetrics } from '../metrics/index.js';
@@ -570,6 +577,21 @@ export class SqlService implements FlightSqlBackend<Principal> {
       }
     }
     const tree = await this.engine.parseSelect(statement.query);
+    // An admin's EXPLAIN [ANALYZE] of a SELECT explains the statement as Orrery runs it (rewritten).
+    const explain =
+      tree === null && principal.admin ? /^\s*(EXPLAIN(?:\s+ANALY[SZ]E)?)\s+([\s\S]+)$/i.exec(statement.query) : null;
+    if (explain && (await this.engine.parseSelect(explain[2])) !== null) {
+      const inner = await this.plan(ctx, { ...statement, query: explain[2] }, run);
+      if (inner.kind === 'engine') {
+        const sql = `${explain[1]} ${inner.sql}`;
+        return {
+          kind: 'engine',
+          sql,
+          description: await this.engine.describe(sql, inner.options),
+          options: inner.options,
+        };
+      }
+    }
     const renamed = tree !== null && snouttimeNames(tree);
     const shape = tree ? queryShape(tree) : null;
     const file = principal.admin && shape ? fileRelation(shape) : null;
@@ -624,10 +646,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
       shape !== null && (shape.relations.some(isTablesListing) || shape.catalogListings.some(isTablesShow));
     const listsColumns = shape !== null && shape.relations.some(isColumnsListing);
     if (listsTables || listsColumns) setup.push(...(await this.listingSetup(principal, listsColumns)));
+    // Series tables' time bounds in a form DuckDB pushes into the scan (after the rollup rewrite,
+    // whose raw edges bound the scan themselves).
+    const bounded = tree && listed ? scanTimeBounds(tree, microsecondTimeColumns(listed, shape ?? undefined)) : false;
     // Both rewrites run (no short circuit): either one means running the rewritten tree.
     const rewritten = tree
       ? [
           timestamps,
+          bounded,
           (listsTables || listsColumns) && substituteListings(tree, { tables: tablesListing, columns: columnsListing }),
           renamed,
           (reads?.rollups.length ?? 0) > 0,
