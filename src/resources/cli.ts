@@ -1,5 +1,6 @@
 // `orrery resources …` and `orrery publish`: a publication folder checked and published through a
 // running server's Flight SQL (list_view_sets(), publish_resources(), resource_ledger(), …).
+import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FlightClientError, FlightSqlClient } from '../client/index.js';
@@ -251,14 +252,18 @@ async function publishCommand(args: ResourcesArgs, client: FlightSqlClient, io: 
   const texts = publishedTexts(await readPublicationTexts(dir));
   if (args.dryRun) return streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'plan')`, io);
   const install = args.installResources ?? (await installOnPublish(dir));
-  if (install) await streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'install')`, io);
+  // One token for both steps: the server keeps the lock from install to serve (views are applied between).
+  const step = (name: string) =>
+    `SELECT msg FROM publish_resources(${publication(texts)}, '${name}', ${quoteLiteral(lockToken)})`;
+  const lockToken = randomUUID();
+  if (install) await streamLines(client, step('install'), io);
   else io.out('resources not installed (resources.install_on_publish is false, or --no-install-resources)');
   const views = [...texts.keys()].some((path) => path.startsWith('views/'));
   if (views) {
     const status = await applyCommand(new FlightDefinitionServer(client), join(dir, 'views'), false, io);
     if (status !== 0) return status;
   }
-  if (install) await streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'serve')`, io);
+  if (install) await streamLines(client, step('serve'), io);
   return resourcesExitStatus.ok;
 }
 

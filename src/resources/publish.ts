@@ -231,12 +231,16 @@ export async function missingRights(ctx: PublishContext): Promise<string[]> {
   return missing;
 }
 
-/** Runs one step of a publication; yields progress lines as it goes. */
+/**
+ * Runs one step of a publication; yields progress lines as it goes. With `lockToken` (the CLI's, the same for
+ * its install and serve steps), a completed install step hands the lock over to the serve step (see takeLock).
+ */
 export async function* publishResources(
   ctx: PublishContext,
   filesJson: string,
   step: PublishStep,
   caller: string,
+  lockToken?: string,
 ): AsyncGenerator<string> {
   const stored = storedRevision(filesJson);
   if (stored !== undefined) {
@@ -256,7 +260,8 @@ export async function* publishResources(
     yield* dryRun(ctx, texts);
     return;
   }
-  const lock = await takeLock(ctx.db, `publish (${step}) by ${caller}`);
+  const lock = await takeLock(ctx.db, `publish (${step}) by ${caller}`, lockToken);
+  let installed = false;
   try {
     const { entries, warnings } = await validEntries(ctx, texts);
     for (const warning of warnings) yield warning;
@@ -275,6 +280,7 @@ export async function* publishResources(
       for (const { entry } of active.filter((p) => !p.entry.async))
         yield* installEntry(ctx, entry, entries, publication.id);
       yield `installed: ${active.filter((p) => !p.entry.async).length} entr(ies) ready; serve next`;
+      installed = true;
       return;
     }
     for (const { entry } of active) {
@@ -292,7 +298,7 @@ export async function* publishResources(
     for (const { entry } of active.filter((p) => p.entry.async))
       yield* installEntry(ctx, entry, entries, publication.id);
   } finally {
-    await lock.release();
+    await (installed && lockToken !== undefined ? lock.handOver() : lock.release());
   }
 }
 

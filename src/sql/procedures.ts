@@ -279,13 +279,16 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     },
   },
   publish_resources: {
-    params: ['publication', 'step'],
+    // lock_token: the CLI's, the same for a publication's install and serve steps (the lock is held between them).
+    params: ['publication', 'step', 'lock_token'],
+    required: 2,
     run(ctx, args, caller) {
       const p = procedureList.publish_resources.params;
       const step = text(args, 1, 'publish_resources', p) as PublishStep;
       if (!publishSteps.includes(step))
         throw invalid(`publish_resources: argument step must be one of ${publishSteps.join(', ')}`);
-      return publishResources(publishContextOf(ctx), text(args, 0, 'publish_resources', p), step, caller);
+      const token = args[2] === undefined || args[2] === null ? undefined : text(args, 2, 'publish_resources', p);
+      return publishResources(publishContextOf(ctx), text(args, 0, 'publish_resources', p), step, caller, token);
     },
   },
   prune_resources: {

@@ -1,9 +1,10 @@
 // `orrery publish`, `orrery resources plan|status|prune` against a started Orrery (issue 13 items 3-5
 // and 7): the plan (omitted entries and what refers to them), the namespace lock (a second holder is
-// refused by name; an expired one is taken over), a backfill that fails midway and resumes from the
+// refused by name; an expired one is taken over; it is held from a publication's install step to its
+// serve step), a backfill that fails midway and resumes from the
 // ledger, retire then re-declare, prune, and minmax / set indexes matching the partitions' rows.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -187,6 +188,27 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
     } finally {
       await held.release();
     }
+  });
+
+  it('one publication holds the lock from its install step to its serve step: nothing else installs between them', async () => {
+    const files = JSON.stringify({
+      files: { 'resources/logs.resources.json': readFileSync(join(dir, 'resources', 'logs.resources.json'), 'utf8') },
+    });
+    const step = (name: string, token: string) =>
+      fixture.admin.query(`SELECT msg FROM publish_resources('${files.replaceAll("'", "''")}', '${name}', '${token}')`);
+    await step('install', 'publication-a');
+    // Between the two steps (where the CLI applies the views), another publish, a prune, or a serve step
+    // with another token are refused, naming the install step that holds the lock.
+    const refused = await publish();
+    assert.equal(refused.status, 1);
+    assert.match(refused.err.join('\n'), /another installation holds the resources lock: publish \(install\) by admin/);
+    assert.equal((await cli(['prune'])).status, 1);
+    await assert.rejects(step('serve', 'publication-b'), /another installation holds the resources lock/);
+    await step('serve', 'publication-a');
+    const { rows } = await fixture.orrery.metadata.query('SELECT token FROM resource_locks');
+    assert.deepEqual(rows, []);
+    const after = await publish();
+    assert.equal(after.status, 0, after.err.join('\n'));
   });
 
   it('a backfill that fails midway keeps its progress in the ledger; the next publish resumes there', async () => {
