@@ -1,5 +1,5 @@
 // Builds the native addon (src/engine/native: the Arrow exporter, bulk ingest, the sketch
-// aggregates and the OTLP logs scan) into dist/native/arrow_export.node with the machine's C++
+// aggregates, the OTLP logs scan and the OTLP logs payload table function) into dist/native/arrow_export.node with the machine's C++
 // compiler, linked against the libduckdb that @duckdb/node-bindings ships.
 // Without a compiler or on an unsupported platform it says so and leaves results to the
 // JavaScript converter. Dependency-free, like ensure-built.mjs which runs it.
@@ -20,6 +20,8 @@ const sources = [
   'logs-scan.h',
   'logs-seal.cc',
   'logs-seal.h',
+  'otlp-logs-table.cc',
+  'otlp-logs-table.h',
   'thread-priority.cc',
   'thread-priority.h',
   'duckdb-c-api.h',
@@ -73,6 +75,7 @@ try {
       join(sourceDir, 'sketch-aggregates.cc'),
       join(sourceDir, 'logs-scan.cc'),
       join(sourceDir, 'logs-seal.cc'),
+      join(sourceDir, 'otlp-logs-table.cc'),
       join(sourceDir, 'thread-priority.cc'),
       '-o',
       partial,

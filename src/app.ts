@@ -14,6 +14,7 @@ import {
   missingExtensionsHelp,
   lowPriorityProblem,
   nativeExportProblem,
+  nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,
   type EngineOptions,
@@ -178,8 +179,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     // The materializer's scratch files (read once by the maintenance engine, then deleted) stay on this host.
     const scratch = new FileObjectStore(mkdtempSync(join(tmpdir(), 'orrery-scratch-')));
     closers.push({ name: 'the scratch folder', close: () => rmSync(scratch.root, { recursive: true, force: true }) });
+    // With the addon, logs payloads stored as received are decoded by DuckDB's threads straight into columns.
     const { engine: maintenanceEngine, lake: maintenanceLake } = await createEngine(
-      { ...engineOptions, readableDirectories: [...(engineOptions.readableDirectories ?? []), scratch.root] },
+      {
+        ...engineOptions,
+        readableDirectories: [...(engineOptions.readableDirectories ?? []), scratch.root],
+        nativeLogsPayloads: native ? scratch.root : undefined,
+      },
       extensions,
       log,
     );
@@ -215,6 +221,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       store,
       scratch,
       engine: maintenanceEngine,
+      protobufLogs: native ? (nativeLogsPayloads() ?? undefined) : undefined,
       viewSet: (name) => views.get(name),
       retireDelaySeconds: config.retireDelaySeconds,
       orphanGraceSeconds: config.orphanGraceSeconds,

@@ -9,5 +9,13 @@ const view = views.builtinViewSets.find((v) => v.name === name);
 if (!view) throw new Error(`no built-in view set ${name}`);
 if (view.source.kind !== 'payload') throw new Error(`${name} is not built from block payloads`);
 console.log(
-  JSON.stringify({ name, extract: view.source.extract, columns: view.columns, sortOrder: view.mergeSortOrder ?? null }),
+  JSON.stringify({
+    name,
+    // Since the native logs decoder the extract reads a relation ({payloads}); before, a list of files.
+    extract: views.ndjsonPayloads
+      ? view.source.extract.replaceAll('{payloads}', views.ndjsonPayloads(view.source.tag, '{payloads}'))
+      : view.source.extract,
+    columns: view.columns,
+    sortOrder: view.mergeSortOrder ?? null,
+  }),
 );

@@ -14,6 +14,7 @@ import { ChunkConverter } from './chunk-converter.js';
 import {
   nativeBatches,
   nativeStatementBatches,
+  registerNativeOtlpLogs,
   registerNativeSketches,
   resultError,
   setThreadsAtPriority,
@@ -64,6 +65,11 @@ export interface EngineOptions {
    * create() fails when the native module is not built.
    */
   readonly nativeSketches?: NativeSketchParameters;
+  /**
+   * Register the native OTLP logs payload table function (native/otlp-logs-table.cc), reading payload files
+   * under this folder only (the materializer's scratch folder); create() fails when the addon is not built.
+   */
+  readonly nativeLogsPayloads?: string;
   /**
    * > 0 (the heavy lane's engine, issue 9): DuckDB's work for this instance runs on threads at this
    * nice value, which work for it alone: its background threads, and for statements the native
@@ -273,6 +279,7 @@ export class DuckDBEngine {
         const [[limit]] = (await setup.runAndReadAll(`SELECT current_setting('memory_limit')`)).getRows();
         registerNativeSketches(setup, options.nativeSketches, sizeBytes(String(limit)));
       }
+      if (options.nativeLogsPayloads) registerNativeOtlpLogs(setup, options.nativeLogsPayloads);
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);

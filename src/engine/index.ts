@@ -9,7 +9,13 @@ export type {
   TableDescription,
 } from './duckdb-engine.js';
 export { engineErrors, isFileReadFailure } from './errors.js';
-export { lowPriorityProblem, nativeExportProblem, nativeLogsScan, nativeLogsSeal } from './native-export.js';
+export {
+  lowPriorityProblem,
+  nativeExportProblem,
+  nativeLogsPayloads,
+  nativeLogsScan,
+  nativeLogsSeal,
+} from './native-export.js';
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
 export {

@@ -79,6 +79,10 @@ interface NativeModule {
     body: Uint8Array,
     compress: boolean,
   ): Promise<{ scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
+  /** Registers __orrery_otlp_logs (otlp-logs-table.cc), reading payload files under `root` only. */
+  registerOtlpLogsTable(connection: unknown, root: string): void;
+  /** Whether a stored logs payload holds protobuf, which __orrery_otlp_logs reads (see nativeLogsPayloads). */
+  storedLogsPayloadIsProtobuf(payload: Uint8Array): boolean;
   /** '' when a thread of this process may lower its priority to `nice`, else why not. */
   threadPriorityProblem(nice: number): string;
   /** Runs `SET threads = <threads>` from a thread at `nice`, whose background threads inherit it: '' or the error. */
@@ -129,6 +133,26 @@ export function nativeLogsScan(): ((body: Uint8Array) => Float64Array | null) | 
 export function nativeLogsSeal(): NativeModule['sealLogs'] | null {
   const module = nativeExportModule();
   return module?.sealLogs ? (body, compress) => module.sealLogs!(body, compress) : null;
+}
+
+/**
+ * Registers the OTLP logs payload table function (native/otlp-logs-table.cc) in the connection's database:
+ * `__orrery_otlp_logs(paths)` decodes logs payloads stored as received, read from files under `root` only,
+ * into the columns read_json gives from their NDJSON lines.
+ */
+export function registerNativeOtlpLogs(connection: DuckDBConnection, root: string): void {
+  const module = nativeExportModule();
+  if (!module) throw new Error(`the native OTLP logs decoder is not available: ${loadError}`);
+  module.registerOtlpLogsTable(connectionHandle(connection), root);
+}
+
+/**
+ * Whether a stored logs payload (compressed or not) holds protobuf, which __orrery_otlp_logs reads, rather
+ * than NDJSON or nothing; null when the addon is not loaded.
+ */
+export function nativeLogsPayloads(): ((payload: Uint8Array) => boolean) | null {
+  const module = nativeExportModule();
+  return module ? (payload) => module.storedLogsPayloadIsProtobuf(payload) : null;
 }
 
 /** A connection's handle as @duckdb/node-bindings holds it (an External over duckdb_connection). */

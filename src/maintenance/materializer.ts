@@ -22,6 +22,7 @@ import {
 import {
   filesRelation,
   globalInstance,
+  payloadRows,
   quoteIdentifier,
   quoteLiteral,
   schemaHash,
@@ -63,6 +64,11 @@ export interface MaterializerOptions {
    * payloads, probes): kept out of the object store, where each would cost a PUT, a HEAD, a GET and a DELETE.
    */
   readonly scratch: ObjectStore;
+  /**
+   * Set when the engine has the native addon's __orrery_otlp_logs: whether a stored logs payload holds
+   * protobuf, which that function decodes straight into columns (no NDJSON written and parsed again).
+   */
+  readonly protobufLogs?: (payload: Uint8Array) => boolean;
   /** View sets by name, to resolve what a SQL-defined set reads. */
   readonly viewSet: (name: string) => ViewSet | undefined;
   /** Seconds a retired file stays readable before deletion. */
@@ -741,13 +747,20 @@ export class Materializer {
       else byObject.set(key, [b]);
     }
     const paths = new Map<BlockRow, string>();
+    const protobuf = new Set<string>();
+    const decodes = source.tag === 'log' ? this.options.protobufLogs : undefined;
     for (const sharing of byObject.values()) {
       const places = sharing.map(payloadPlace);
       const payloads = await readPayloadsOfObject(store, places);
       for (const [i, b] of sharing.entries()) {
-        const local = await this.localPayload(places[i], payloads[i]);
+        const payload = payloads[i];
+        // Copied as stored (compressed) for __orrery_otlp_logs, which reads the scratch folder only.
+        const native = payload !== null && decodes !== undefined && decodes(payload);
+        const local = native ? await this.scratchCopy(payload) : await this.localPayload(places[i], payload);
         if (local !== null) localKeys.push(local);
-        paths.set(b, local === null ? store.location(places[i].key) : scratch.location(local));
+        const path = local === null ? store.location(places[i].key) : scratch.location(local);
+        paths.set(b, path);
+        if (native) protobuf.add(path);
       }
     }
     const withPaths = blocks.map((b) => ({ ...b, path: paths.get(b)! }));
@@ -765,8 +778,13 @@ export class Materializer {
       { name: 'path', type: 'VARCHAR' },
     ];
     const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(scratch.location(tempKey), blockColumns)}`];
-    const payloads = `[${withPaths.map((b) => quoteLiteral(b.path)).join(', ')}]`;
-    return { sql: source.extract.replaceAll('{payloads}', payloads), setup, cleanup };
+    const files = withPaths.map((b) => b.path);
+    const rows = payloadRows(
+      source.tag,
+      files.filter((path) => !protobuf.has(path)),
+      files.filter((path) => protobuf.has(path)),
+    );
+    return { sql: source.extract.replaceAll('{payloads}', rows), setup, cleanup };
   }
 
   /**
@@ -791,6 +809,13 @@ export class Materializer {
     } else if (!segment) return null;
     const local = scratchKey('jsonl');
     await scratch.put(local, lines, { durable: false });
+    return local;
+  }
+
+  /** A payload copied to a scratch object as it is; its key. */
+  private async scratchCopy(payload: Uint8Array): Promise<string> {
+    const local = scratchKey('payload');
+    await this.options.scratch.put(local, payload, { durable: false });
     return local;
   }
 

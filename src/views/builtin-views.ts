@@ -1,9 +1,10 @@
 import type { ColumnSpec, ViewSet } from './view-set.js';
+import { quoteLiteral } from './view-session.js';
 
 // The view sets Orrery ships. Block payloads are read as newline-delimited JSON (one object per
 // log record, metric point or span): as the ingestion service wrote them, or, for a logs request
-// stored as received (protobuf), as the materializer decodes them; the daemon joins them with their
-// block's metadata, loaded from Postgres into `__blocks`.
+// stored as received (protobuf), as the materializer decodes them (natively with the addon, see
+// payloadRows); the daemon joins them with their block's metadata, loaded from Postgres into `__blocks`.
 
 const c = (name: string, type: string): ColumnSpec => ({ name, type });
 const blockPrefix = [
@@ -28,10 +29,33 @@ export const payloadColumns = {
     "\"begin\": 'BIGINT', \"end\": 'BIGINT', status_code: 'INTEGER', status_message: 'VARCHAR', properties: 'JSON'}",
 } as const;
 
+/** read_json over NDJSON payload files (`files`: a DuckDB list of their paths), with each line's file. */
+export const ndjsonPayloads = (tag: keyof typeof payloadColumns, files: string): string =>
+  `read_json(${files}, format = 'newline_delimited', columns = ${payloadColumns[tag]}, filename = true)`;
+
+/**
+ * The rows of block payload files as an extract reads them (its `{payloads}`), each with its file's path:
+ * NDJSON files through read_json; logs payloads stored as received (protobuf, `protobufLogs`) through the
+ * native addon's __orrery_otlp_logs, whose properties text json() normalizes as read_json does its JSON column.
+ */
+export function payloadRows(
+  tag: keyof typeof payloadColumns,
+  ndjson: readonly string[],
+  protobufLogs: readonly string[] = [],
+): string {
+  const list = (paths: readonly string[]): string => `[${paths.map(quoteLiteral).join(', ')}]`;
+  if (protobufLogs.length === 0) return ndjsonPayloads(tag, list(ndjson));
+  const decoded = `SELECT time, target, level, msg, json(properties) AS properties, trace_id, span_id, filename
+     FROM __orrery_otlp_logs(${list(protobufLogs)})`;
+  return ndjson.length === 0
+    ? `(${decoded})`
+    : `(${decoded} UNION ALL BY NAME SELECT * FROM ${ndjsonPayloads(tag, list(ndjson))})`;
+}
+
 const blockColumns = 'b.process_id, b.stream_id, b.block_id, b.insert_time, b.exe, b.username, b.computer';
-const payloadExtract = (tag: keyof typeof payloadColumns, select: string, order: string): string =>
+const payloadExtract = (select: string, order: string): string =>
   `SELECT ${blockColumns}, ${select}, b.process_properties, b.audience
-     FROM read_json({payloads}, format = 'newline_delimited', columns = ${payloadColumns[tag]}, filename = true) r
+     FROM {payloads} r
      JOIN __blocks b ON r.filename = b.path
     ORDER BY ${order}`;
 
@@ -60,7 +84,6 @@ export const logEntries: ViewSet = {
     kind: 'payload',
     tag: 'log',
     extract: payloadExtract(
-      'log',
       'make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id',
       'time',
     ),
@@ -91,7 +114,6 @@ export const measures: ViewSet = {
     kind: 'payload',
     tag: 'metrics',
     extract: payloadExtract(
-      'metrics',
       'make_timestamp_ns(r.time) AS time, r.target, r.name, r.unit, r.value, r.properties',
       'time',
     ),
@@ -128,7 +150,6 @@ export const spans: ViewSet = {
     kind: 'payload',
     tag: 'traces',
     extract: payloadExtract(
-      'traces',
       'r.trace_id, r.span_id, r.parent_span_id, r.name, r.kind, r.target, make_timestamp_ns(r.begin) AS begin, ' +
         'make_timestamp_ns(r."end") AS "end", r."end" - r.begin AS duration, r.status_code, r.status_message, r.properties',
       'begin',

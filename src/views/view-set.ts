@@ -45,6 +45,7 @@ export const passesRowsThrough = (view: Pick<ViewSet, 'mergeQuery'>): boolean =>
 /** Where a view set's rows come from. */
 export type ViewSource =
   | { kind: 'metadata'; table: 'blocks' | 'processes' | 'streams' }
+  /** `extract` reads `{payloads}`: the rows of the range's payload files, each with its `filename` (payloadRows). */
   | { kind: 'payload'; tag: 'log' | 'metrics' | 'traces'; extract: string }
   | {
       kind: 'sql';

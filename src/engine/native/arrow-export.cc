@@ -27,6 +27,7 @@
 #include "arrow-ingest.h"
 #include "logs-scan.h"
 #include "logs-seal.h"
+#include "otlp-logs-table.h"
 #include "sketch-aggregates.h"
 #include "thread-priority.h"
 #include "duckdb-c-api.h"
@@ -650,6 +651,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   DefineSketchAggregates(env, exports);
   DefineLogsScan(env, exports);
   DefineLogsSeal(env, exports);
+  DefineOtlpLogsTable(env, exports);
   DefineThreadPriority(env, exports);
   return exports;
 }

@@ -138,4 +138,48 @@ idx_t duckdb_list_vector_get_size(duckdb_vector vector);
 duckdb_state duckdb_list_vector_set_size(duckdb_vector vector, idx_t size);
 duckdb_state duckdb_list_vector_reserve(duckdb_vector vector, idx_t required_capacity);
 duckdb_vector duckdb_struct_vector_get_child(duckdb_vector vector, idx_t index);
+
+// Table functions (otlp-logs-table.cc).
+typedef struct _duckdb_table_function { void *internal_ptr; } *duckdb_table_function;
+typedef struct _duckdb_bind_info { void *internal_ptr; } *duckdb_bind_info;
+typedef struct _duckdb_init_info { void *internal_ptr; } *duckdb_init_info;
+typedef struct _duckdb_value { void *internal_ptr; } *duckdb_value;
+enum { DUCKDB_TYPE_BIGINT = 5, DUCKDB_TYPE_VARCHAR = 17 };
+typedef void (*duckdb_table_function_bind_t)(duckdb_bind_info info);
+typedef void (*duckdb_table_function_init_t)(duckdb_init_info info);
+typedef void (*duckdb_table_function_t)(duckdb_function_info info, duckdb_data_chunk output);
+duckdb_table_function duckdb_create_table_function();
+void duckdb_destroy_table_function(duckdb_table_function *table_function);
+void duckdb_table_function_set_name(duckdb_table_function table_function, const char *name);
+void duckdb_table_function_add_parameter(duckdb_table_function table_function, duckdb_logical_type type);
+void duckdb_table_function_set_extra_info(duckdb_table_function table_function, void *extra_info,
+                                          duckdb_delete_callback_t destroy);
+void duckdb_table_function_set_bind(duckdb_table_function table_function, duckdb_table_function_bind_t bind);
+void duckdb_table_function_set_init(duckdb_table_function table_function, duckdb_table_function_init_t init);
+void duckdb_table_function_set_local_init(duckdb_table_function table_function, duckdb_table_function_init_t init);
+void duckdb_table_function_set_function(duckdb_table_function table_function, duckdb_table_function_t function);
+duckdb_state duckdb_register_table_function(duckdb_connection con, duckdb_table_function function);
+void *duckdb_bind_get_extra_info(duckdb_bind_info info);
+void duckdb_bind_add_result_column(duckdb_bind_info info, const char *name, duckdb_logical_type type);
+duckdb_value duckdb_bind_get_parameter(duckdb_bind_info info, idx_t index);
+void duckdb_bind_set_bind_data(duckdb_bind_info info, void *bind_data, duckdb_delete_callback_t destroy);
+void duckdb_bind_set_cardinality(duckdb_bind_info info, idx_t cardinality, bool is_exact);
+void duckdb_bind_set_error(duckdb_bind_info info, const char *error);
+void *duckdb_init_get_bind_data(duckdb_init_info info);
+void duckdb_init_set_init_data(duckdb_init_info info, void *init_data, duckdb_delete_callback_t destroy);
+void duckdb_init_set_max_threads(duckdb_init_info info, idx_t max_threads);
+void *duckdb_function_get_bind_data(duckdb_function_info info);
+void *duckdb_function_get_init_data(duckdb_function_info info);
+void *duckdb_function_get_local_init_data(duckdb_function_info info);
+void duckdb_function_set_error(duckdb_function_info info, const char *error);
+void duckdb_data_chunk_set_size(duckdb_data_chunk chunk, idx_t size);
+void duckdb_vector_assign_string_element_len(duckdb_vector vector, idx_t index, const char *str, idx_t str_len);
+void duckdb_vector_ensure_validity_writable(duckdb_vector vector);
+void duckdb_validity_set_row_invalid(uint64_t *validity, idx_t row);
+idx_t duckdb_vector_size();
+char *duckdb_get_varchar(duckdb_value value);
+idx_t duckdb_get_list_size(duckdb_value value);
+duckdb_value duckdb_get_list_child(duckdb_value value, idx_t index);
+void duckdb_destroy_value(duckdb_value *value);
+void duckdb_free(void *ptr);
 }

@@ -1,0 +1,867 @@
+// Materializing OTLP logs payloads stored as received (issue 16): a DuckDB table function,
+// __orrery_otlp_logs(paths VARCHAR[]), that reads payload files (the stored bytes: brotli after the
+// marker byte 0xce, gzip as the client sent it, or plain protobuf), decodes each ExportLogsServiceRequest
+// straight into DuckDB vectors on DuckDB's own threads (one payload per thread at a time), and yields
+// the columns read_json gives from the NDJSON lines of the JavaScript path (payloadLines: decodeLogs +
+// logLine in src/ingestion): time BIGINT, target, level INTEGER, msg, properties (JSON.stringify's text
+// of the attributes, which the materializer passes through json() as read_json's JSON column does),
+// trace_id, span_id, and filename (the path, as read_json's filename = true). Values follow JavaScript's
+// semantics exactly where they show: an object's key order (integer-like keys first, ascending; the last
+// of duplicate keys wins at the first one's place), Number's toString for doubles, int64 values past
+// 2^53 as decimal strings, bytes as base64. A payload is decoded only when it passes the validating scan
+// ingestion ran on it (logs-scan.cc); one that does not, or cannot be decompressed, fails the statement
+// with its path, as a damaged NDJSON payload fails read_json, so the materializer quarantines its block.
+// It reads only files under the folder it was registered with (the materializer's scratch folder).
+
+#define NAPI_VERSION 8
+#include <dlfcn.h>
+#include <napi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "duckdb-c-api.h"
+#include "logs-scan.h"
+#include "otlp-logs-table.h"
+
+namespace {
+
+// brotli/decode.h and zlib.h, as far as this file uses them: the copies Node itself links (its zlib module's),
+// found with dlsym, as logs-seal.cc finds the encoder (their headers are not installed with Node). Where this
+// Node does not export them, compressed payloads are not read here (storedLogsPayloadIsProtobuf says false, and
+// the JavaScript path decodes them).
+struct ZStream {  // z_stream
+  const uint8_t *next_in;
+  unsigned avail_in;
+  unsigned long total_in;
+  uint8_t *next_out;
+  unsigned avail_out;
+  unsigned long total_out;
+  const char *msg;
+  void *state;
+  void *zalloc;
+  void *zfree;
+  void *opaque;
+  int data_type;
+  unsigned long adler;
+  unsigned long reserved;
+};
+struct Decompressors {
+  void *(*brotli_create)(void *alloc_func, void *free_func, void *opaque);
+  void (*brotli_destroy)(void *state);
+  int (*brotli_stream)(void *state, size_t *available_in, const uint8_t **next_in, size_t *available_out,
+                       uint8_t **next_out, size_t *total_out);
+  int (*inflate_init)(ZStream *strm, int window_bits, const char *version, int stream_size);
+  int (*inflate)(ZStream *strm, int flush);
+  int (*inflate_end)(ZStream *strm);
+  int (*inflate_reset)(ZStream *strm);
+};
+
+template <typename F>
+void Find(F &f, const char *name) {
+  f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+const Decompressors *FindDecompressors() {
+  static const Decompressors *found = [] {
+    static Decompressors d;
+    Find(d.brotli_create, "BrotliDecoderCreateInstance");
+    Find(d.brotli_destroy, "BrotliDecoderDestroyInstance");
+    Find(d.brotli_stream, "BrotliDecoderDecompressStream");
+    Find(d.inflate_init, "inflateInit2_");
+    Find(d.inflate, "inflate");
+    Find(d.inflate_end, "inflateEnd");
+    Find(d.inflate_reset, "inflateReset");
+    const bool all = d.brotli_create && d.brotli_destroy && d.brotli_stream && d.inflate_init && d.inflate &&
+                     d.inflate_end && d.inflate_reset;
+    return all ? &d : nullptr;
+  }();
+  return found;
+}
+
+constexpr int kBrotliError = 0, kBrotliSuccess = 1, kBrotliNeedsMoreInput = 2;
+constexpr int kZOk = 0, kZStreamEnd = 1, kZBufError = -5, kZNoFlush = 0;
+constexpr uint8_t kBrotliMark = 0xce;  // BROTLI_MARK (src/ingestion/ingestion-service.ts)
+
+struct Failure {
+  std::string message;
+};
+
+bool IsGzip(const uint8_t *p, size_t n) { return n >= 2 && p[0] == 0x1f && p[1] == 0x8b; }
+
+// Decompresses a brotli stream into out, at most `limit` bytes (0: all); throws Failure when damaged.
+void Brotli(const Decompressors &d, const uint8_t *in, size_t n, std::string &out, size_t limit) {
+  std::unique_ptr<void, void (*)(void *)> state(d.brotli_create(nullptr, nullptr, nullptr), d.brotli_destroy);
+  if (!state) throw Failure{"out of memory for the brotli decoder"};
+  size_t available_in = n;
+  const uint8_t *next_in = in;
+  out.clear();
+  for (;;) {
+    const size_t at = out.size();
+    out.resize(limit ? limit : std::max<size_t>(at * 2, 4 * n + 4096));
+    size_t available_out = out.size() - at;
+    uint8_t *next_out = reinterpret_cast<uint8_t *>(&out[at]);
+    const int result = d.brotli_stream(state.get(), &available_in, &next_in, &available_out, &next_out, nullptr);
+    out.resize(out.size() - available_out);
+    if (result == kBrotliSuccess || (limit && out.size() >= limit)) return;
+    if (result == kBrotliError) throw Failure{"the brotli stream is damaged"};
+    if (result == kBrotliNeedsMoreInput) throw Failure{"the brotli stream is cut short"};
+  }
+}
+
+// Decompresses gzip members as Node's gunzipSync does (a member that follows starts with 0x1f; other
+// trailing bytes end the data), at most `limit` bytes (0: all); throws Failure when damaged.
+void Gunzip(const Decompressors &d, const uint8_t *in, size_t n, std::string &out, size_t limit) {
+  ZStream z;
+  std::memset(&z, 0, sizeof z);
+  // 15 + 16: a window of 2^15 and a gzip header; "1": the major version zlib checks.
+  if (d.inflate_init(&z, 15 + 16, "1", static_cast<int>(sizeof z)) != kZOk)
+    throw Failure{"zlib refused to start inflating"};
+  std::unique_ptr<ZStream, int (*)(ZStream *)> end(&z, d.inflate_end);
+  z.next_in = in;
+  z.avail_in = static_cast<unsigned>(n);
+  out.clear();
+  for (;;) {
+    const size_t at = out.size();
+    out.resize(limit ? limit : std::max<size_t>(at * 2, 4 * n + 4096));
+    z.next_out = reinterpret_cast<uint8_t *>(&out[at]);
+    z.avail_out = static_cast<unsigned>(out.size() - at);
+    const int result = d.inflate(&z, kZNoFlush);
+    out.resize(out.size() - z.avail_out);
+    if (limit && out.size() >= limit) return;
+    if (result == kZStreamEnd) {
+      if (z.avail_in == 0 || z.next_in[0] != 0x1f) return;
+      d.inflate_reset(&z);
+    } else if (result == kZBufError && z.avail_in == 0) {
+      throw Failure{"the gzip stream is cut short"};
+    } else if (result != kZOk && result != kZBufError) {
+      throw Failure{std::string("the gzip stream is damaged") + (z.msg ? std::string(": ") + z.msg : "")};
+    }
+  }
+}
+
+// A stored payload's content (see payloadContent in src/ingestion): the payload itself, or `buffer` holding
+// it decompressed (at most `limit` bytes, 0: all).
+std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::string &buffer, size_t limit) {
+  const bool gzip = IsGzip(p, n);
+  if (!gzip && (n == 0 || p[0] != kBrotliMark)) return {p, n};
+  const Decompressors *d = FindDecompressors();
+  if (!d) throw Failure{"this Node does not export brotli's decoder and zlib's inflate"};
+  if (gzip)
+    Gunzip(*d, p, n, buffer, limit);
+  else
+    Brotli(*d, p + 1, n - 1, buffer, limit);
+  return {reinterpret_cast<const uint8_t *>(buffer.data()), buffer.size()};
+}
+
+// ---- JavaScript's text of values ----
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// The letter of JSON.stringify's two-character escape of a byte, or 0 when it has none.
+char ShortEscape(uint8_t c) {
+  static constexpr char kFrom[] = "\"\\\b\f\n\r\t";
+  static constexpr char kTo[] = "\"\\bfnrt";
+  const char *at = c == 0 ? nullptr : std::strchr(kFrom, c);
+  return at ? kTo[at - kFrom] : 0;
+}
+
+// A string as JSON.stringify writes it (valid UTF-8 in, so no lone surrogate to escape).
+void JsonString(std::string &out, const uint8_t *s, size_t n) {
+  out.push_back('"');
+  size_t run = 0;
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t c = s[i];
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(reinterpret_cast<const char *>(s + run), i - run);
+    run = i + 1;
+    out.push_back('\\');
+    if (const char letter = ShortEscape(c)) {
+      out.push_back(letter);
+    } else {
+      out.append("u00");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  out.append(reinterpret_cast<const char *>(s + run), n - run);
+  out.push_back('"');
+}
+
+// Number.prototype.toString() of a double (ECMAScript's Number::toString: the shortest digits that read
+// back to it, in plain notation for exponents -7 < e < 21, else d.ddde±x).
+void JsNumber(std::string &out, double v) {
+  if (std::isnan(v)) {
+    out.append("NaN");
+    return;
+  }
+  if (std::isinf(v)) {
+    out.append(v < 0 ? "-Infinity" : "Infinity");
+    return;
+  }
+  if (v == 0) {
+    out.push_back('0');
+    return;
+  }
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  const char *p = buf;
+  if (*p == '-') {
+    out.push_back('-');
+    p++;
+  }
+  char digits[32];
+  int k = 0;
+  for (; p < r.ptr && *p != 'e'; p++)
+    if (*p != '.') digits[k++] = *p;
+  int exponent = 0;
+  std::from_chars(p + (p[1] == '+' ? 2 : 1), r.ptr, exponent);
+  const int n = exponent + 1;  // the position of the decimal point after the first digit
+  if (k <= n && n <= 21) {
+    out.append(digits, k);
+    out.append(n - k, '0');
+  } else if (0 < n && n <= 21) {
+    out.append(digits, n);
+    out.push_back('.');
+    out.append(digits + n, k - n);
+  } else if (-6 < n && n <= 0) {
+    out.append("0.");
+    out.append(-n, '0');
+    out.append(digits, k);
+  } else {
+    out.push_back(digits[0]);
+    if (k > 1) {
+      out.push_back('.');
+      out.append(digits + 1, k - 1);
+    }
+    out.push_back('e');
+    out.push_back(n - 1 < 0 ? '-' : '+');
+    out.append(std::to_string(std::abs(n - 1)));
+  }
+}
+
+void Base64(std::string &out, const uint8_t *s, size_t n) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3) {
+    const uint32_t v = (s[i] << 16) | (s[i + 1] << 8) | s[i + 2];
+    out.push_back(kAlphabet[v >> 18]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(kAlphabet[(v >> 6) & 63]);
+    out.push_back(kAlphabet[v & 63]);
+  }
+  if (i + 1 == n) {
+    const uint32_t v = s[i] << 16;
+    out.push_back(kAlphabet[v >> 18]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.append("==");
+  } else if (i + 2 == n) {
+    const uint32_t v = (s[i] << 16) | (s[i + 1] << 8);
+    out.push_back(kAlphabet[v >> 18]);
+    out.push_back(kAlphabet[(v >> 12) & 63]);
+    out.push_back(kAlphabet[(v >> 6) & 63]);
+    out.push_back('=');
+  }
+}
+
+constexpr int64_t kMaxSafe = 9007199254740991;  // Number.MAX_SAFE_INTEGER
+
+// A JavaScript array index (what an object lists first, in ascending order): "0" or digits without a
+// leading zero, below 2^32 - 1. Its value, else -1.
+int64_t ArrayIndex(const uint8_t *s, size_t n) {
+  if (n == 0 || n > 10 || (n > 1 && s[0] == '0')) return -1;
+  int64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v < 4294967295LL ? v : -1;
+}
+
+// One log record decoded to the columns' values; strings live in the row set's arena.
+struct Span {
+  uint32_t offset;
+  uint32_t length;
+};
+
+constexpr uint32_t kNull = UINT32_MAX;
+
+struct Rows {
+  std::vector<int64_t> time;
+  std::vector<int32_t> level;
+  std::vector<Span> target, msg, properties, trace_id, span_id;
+  std::string arena;
+  void Clear() {
+    time.clear();
+    level.clear();
+    target.clear();
+    msg.clear();
+    properties.clear();
+    trace_id.clear();
+    span_id.clear();
+    arena.clear();
+  }
+  size_t Size() const { return time.size(); }
+};
+
+// Decodes one ExportLogsServiceRequest that passed the scan, so its structure is known good (the reads
+// still stay within the buffer).
+class Decoder {
+ public:
+  Decoder(const uint8_t *buf, size_t size, Rows &rows) : buf_(buf), size_(size), rows_(rows) {}
+
+  void Run() {
+    while (pos_ < size_) {
+      Varint();  // resource_logs = 1
+      const size_t end = LengthEnd(size_);
+      while (pos_ < end) {
+        const uint64_t tag = Varint();
+        const size_t e = LengthEnd(end);
+        if (tag == ((2 << 3) | 2)) ScopeLogs(e);
+        pos_ = e;
+      }
+    }
+  }
+
+ private:
+  const uint8_t *buf_;
+  size_t size_;
+  size_t pos_ = 0;
+  Rows &rows_;
+  std::string &out_ = rows_.arena;
+
+  uint64_t Varint() {
+    uint64_t result = 0;
+    for (int i = 0; i < 10; i++) {
+      if (pos_ >= size_) throw Failure{"a varint runs past the payload"};
+      const uint8_t byte = buf_[pos_++];
+      result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+      if (byte < 0x80) return result;
+    }
+    throw Failure{"a varint is longer than 10 bytes"};
+  }
+
+  size_t LengthEnd(size_t limit) {
+    const uint64_t length = Varint();
+    if (length > limit - pos_) throw Failure{"a field runs past its message"};
+    return pos_ + static_cast<size_t>(length);
+  }
+
+  uint64_t Fixed64(size_t at) const {
+    uint64_t v;
+    std::memcpy(&v, buf_ + at, 8);
+    return v;  // little-endian hosts only (x86-64, arm64)
+  }
+
+  // Skips a field of this wire type, from after its tag.
+  void Skip(uint32_t wire, size_t limit) {
+    switch (wire) {
+      case 0:
+        Varint();
+        return;
+      case 1:
+        pos_ += 8;
+        break;
+      case 5:
+        pos_ += 4;
+        break;
+      default:
+        pos_ = LengthEnd(limit);
+        return;
+    }
+    if (pos_ > limit) throw Failure{"a field runs past its message"};
+  }
+
+  // Calls f(tag, start, end) for each length-delimited field from pos_ to `end`, the others skipped; pos_
+  // moves past each field after the call.
+  template <typename F>
+  void LengthFields(size_t end, F &&f) {
+    while (pos_ < end) {
+      const uint64_t tag = Varint();
+      if ((tag & 7) != 2) {
+        Skip(tag & 7, end);
+        continue;
+      }
+      const size_t e = LengthEnd(end);
+      f(tag, pos_, e);
+      pos_ = e;
+    }
+  }
+
+  double Double(size_t end) {
+    if (pos_ + 8 > end) throw Failure{"a double runs past its value"};
+    double v;
+    const uint64_t bits = Fixed64(pos_);
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+
+  Span Append(size_t start) const {
+    return Span{static_cast<uint32_t>(start), static_cast<uint32_t>(out_.size() - start)};
+  }
+
+  void ScopeLogs(size_t end) {
+    // The scope may come after the records: its name first.
+    const size_t start = pos_;
+    std::pair<size_t, size_t> scope_name{0, 0};
+    LengthFields(end, [&](uint64_t tag, size_t, size_t e) {
+      if (tag != ((1 << 3) | 2)) return;
+      LengthFields(e, [&](uint64_t field, size_t from, size_t to) {
+        if (field == ((1 << 3) | 2)) scope_name = {from, to};
+      });
+    });
+    pos_ = start;
+    LengthFields(end, [&](uint64_t tag, size_t, size_t e) {
+      if (tag == ((2 << 3) | 2)) LogRecord(e, scope_name);
+    });
+  }
+
+  struct Entry {
+    size_t key, key_end;
+    size_t value, value_end;  // an AnyValue's bytes; value == SIZE_MAX: none (null)
+    int64_t index;            // ArrayIndex of the key
+    bool text;                // value is a string's bytes (the severity text), not an AnyValue
+  };
+
+  // KeyValue messages as a JavaScript object built from them in order, written as JSON.stringify writes
+  // it; `extra`, when set, is the severity text under otel.severity_text, assigned last.
+  void Object(const std::vector<std::pair<size_t, size_t>> &key_values, const std::pair<size_t, size_t> *extra,
+              int depth) {
+    std::vector<Entry> entries;
+    entries.reserve(key_values.size() + (extra ? 1 : 0));
+    auto add = [&](const Entry &entry) {
+      const size_t length = entry.key_end - entry.key;
+      for (Entry &seen : entries) {
+        if (seen.key_end - seen.key == length && std::memcmp(buf_ + seen.key, buf_ + entry.key, length) == 0) {
+          seen.value = entry.value;
+          seen.value_end = entry.value_end;
+          seen.text = entry.text;
+          return;
+        }
+      }
+      entries.push_back(entry);
+    };
+    static const uint8_t kSeverityKey[] = "otel.severity_text";
+    for (const auto &[start, end] : key_values) {
+      Entry entry{start, start, SIZE_MAX, SIZE_MAX, -1, false};
+      pos_ = start;
+      LengthFields(end, [&](uint64_t tag, size_t from, size_t to) {
+        if (tag == ((1 << 3) | 2)) {
+          entry.key = from;
+          entry.key_end = to;
+        } else if (tag == ((2 << 3) | 2)) {
+          entry.value = from;
+          entry.value_end = to;
+        }
+      });
+      entry.index = ArrayIndex(buf_ + entry.key, entry.key_end - entry.key);
+      add(entry);
+    }
+    if (extra) {
+      // The key's bytes are not in the payload: compared by hand, then written from kSeverityKey.
+      const size_t length = sizeof kSeverityKey - 1;
+      bool replaced = false;
+      for (Entry &seen : entries) {
+        if (seen.key_end - seen.key == length && std::memcmp(buf_ + seen.key, kSeverityKey, length) == 0) {
+          seen.value = extra->first;
+          seen.value_end = extra->second;
+          seen.text = true;
+          replaced = true;
+        }
+      }
+      if (!replaced) entries.push_back(Entry{SIZE_MAX, SIZE_MAX, extra->first, extra->second, -1, true});
+    }
+    // Array indexes first, ascending; the other keys in the order they came.
+    std::stable_sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) {
+      if (a.index < 0 || b.index < 0) return a.index >= 0 && b.index < 0;
+      return a.index < b.index;
+    });
+    out_.push_back('{');
+    bool first = true;
+    for (const Entry &entry : entries) {
+      if (!first) out_.push_back(',');
+      first = false;
+      if (entry.key == SIZE_MAX)
+        JsonString(out_, kSeverityKey, sizeof kSeverityKey - 1);
+      else
+        JsonString(out_, buf_ + entry.key, entry.key_end - entry.key);
+      out_.push_back(':');
+      if (entry.text)
+        JsonString(out_, buf_ + entry.value, entry.value_end - entry.value);
+      else if (entry.value == SIZE_MAX)
+        out_.append("null");
+      else
+        AnyValueJson(entry.value, entry.value_end, depth + 1);
+    }
+    out_.push_back('}');
+  }
+
+  // The messages of field 1 between start and end (the KeyValues of a KeyValueList, the AnyValues of an ArrayValue).
+  std::vector<std::pair<size_t, size_t>> KeyValues(size_t start, size_t end) {
+    std::vector<std::pair<size_t, size_t>> out;
+    pos_ = start;
+    LengthFields(end, [&](uint64_t tag, size_t from, size_t to) {
+      if (tag == ((1 << 3) | 2)) out.emplace_back(from, to);
+    });
+    return out;
+  }
+
+  // An AnyValue (bytes [start, end)) as JSON.stringify writes what anyValue() returns.
+  void AnyValueJson(size_t start, size_t end, int depth) {
+    if (depth > 64) throw Failure{"values nested too deep"};
+    pos_ = start;
+    if (pos_ >= end) {
+      out_.append("null");
+      return;
+    }
+    const uint64_t tag = Varint();
+    switch (tag) {
+      case (1 << 3) | 2: {
+        const size_t e = LengthEnd(end);
+        JsonString(out_, buf_ + pos_, e - pos_);
+        return;
+      }
+      case (2 << 3) | 0:
+        out_.append(static_cast<uint32_t>(Varint()) != 0 ? "true" : "false");
+        return;
+      case (3 << 3) | 0: {
+        const int64_t n = static_cast<int64_t>(Varint());
+        if (n >= -kMaxSafe && n <= kMaxSafe) {
+          out_.append(std::to_string(n));
+        } else {
+          out_.push_back('"');
+          out_.append(std::to_string(n));
+          out_.push_back('"');
+        }
+        return;
+      }
+      case (4 << 3) | 1: {
+        const double v = Double(end);
+        if (std::isfinite(v))
+          JsNumber(out_, v);
+        else
+          out_.append("null");
+        return;
+      }
+      case (5 << 3) | 2: {
+        const size_t e = LengthEnd(end);
+        const auto items = KeyValues(pos_, e);  // values = 1: the same walk
+        out_.push_back('[');
+        for (size_t i = 0; i < items.size(); i++) {
+          if (i > 0) out_.push_back(',');
+          AnyValueJson(items[i].first, items[i].second, depth + 1);
+        }
+        out_.push_back(']');
+        return;
+      }
+      case (6 << 3) | 2: {
+        const size_t e = LengthEnd(end);
+        Object(KeyValues(pos_, e), nullptr, depth);
+        return;
+      }
+      case (7 << 3) | 2: {
+        const size_t e = LengthEnd(end);
+        out_.push_back('"');
+        Base64(out_, buf_ + pos_, e - pos_);
+        out_.push_back('"');
+        return;
+      }
+      default:
+        throw Failure{"an AnyValue of an unknown kind"};
+    }
+  }
+
+  // The body as anyValueText gives it: a string as it is, numbers and booleans as their literal, '' when
+  // empty, anything else (bytes as base64, arrays, lists) as JSON. Booleans and ints read the same as in
+  // JSON (an int past 2^53 is the JSON of its decimal string there too); a double's literal may be NaN or
+  // Infinity, which JSON writes null.
+  void BodyText(size_t start, size_t end) {
+    if (start >= end) return;
+    pos_ = start;
+    const uint64_t tag = Varint();
+    if (tag == ((1 << 3) | 2)) {
+      const size_t e = LengthEnd(end);
+      out_.append(reinterpret_cast<const char *>(buf_ + pos_), e - pos_);
+    } else if (tag == ((4 << 3) | 1)) {
+      JsNumber(out_, Double(end));
+    } else {
+      AnyValueJson(start, end, 0);
+    }
+  }
+
+  Span Id(std::pair<size_t, size_t> range) {
+    const auto [start, end] = range;
+    bool zero = true;
+    for (size_t i = start; i < end; i++) zero = zero && buf_[i] == 0;
+    if (start == end || zero) return Span{kNull, 0};
+    const size_t at = out_.size();
+    for (size_t i = start; i < end; i++) {
+      out_.push_back(kHex[buf_[i] >> 4]);
+      out_.push_back(kHex[buf_[i] & 15]);
+    }
+    return Append(at);
+  }
+
+  // micromegas levels from OTLP severity numbers, as levelOf in src/ingestion/payload-lines.ts.
+  static int32_t LevelOf(int32_t severity) {
+    if (severity <= 0) return 4;
+    if (severity <= 4) return 6;
+    if (severity <= 8) return 5;
+    if (severity <= 12) return 4;
+    if (severity <= 16) return 3;
+    if (severity <= 20) return 2;
+    return 1;
+  }
+
+  void LogRecord(size_t end, std::pair<size_t, size_t> scope_name) {
+    uint64_t time = 0, observed = 0;
+    int32_t severity = 0;
+    std::pair<size_t, size_t> severity_text{0, 0}, body{0, 0}, trace_id{0, 0}, span_id{0, 0};
+    std::vector<std::pair<size_t, size_t>> attributes;
+    while (pos_ < end) {
+      const uint64_t tag = Varint();
+      const uint32_t wire = tag & 7;
+      const uint64_t number = tag >> 3;
+      if (wire == 1 && (number == 1 || number == 11)) {
+        if (pos_ + 8 > end) throw Failure{"a time runs past its record"};
+        (number == 1 ? time : observed) = Fixed64(pos_);
+        pos_ += 8;
+      } else if (wire == 0 && number == 2) {
+        severity = static_cast<int32_t>(static_cast<uint32_t>(Varint()));
+      } else if (wire == 2) {
+        const size_t e = LengthEnd(end);
+        const std::pair<size_t, size_t> range{pos_, e};
+        if (number == 3)
+          severity_text = range;
+        else if (number == 5)
+          body = range;
+        else if (number == 6)
+          attributes.push_back(range);
+        else if (number == 9)
+          trace_id = range;
+        else if (number == 10)
+          span_id = range;
+        pos_ = e;
+      } else {
+        Skip(wire, end);
+      }
+    }
+    const size_t after = pos_;
+    const uint64_t t = time != 0 ? time : observed;
+    if (t > static_cast<uint64_t>(INT64_MAX)) throw Failure{"a record's time is past BIGINT"};
+    rows_.time.push_back(static_cast<int64_t>(t));
+    rows_.level.push_back(LevelOf(severity));
+    size_t at = out_.size();
+    out_.append(reinterpret_cast<const char *>(buf_ + scope_name.first), scope_name.second - scope_name.first);
+    rows_.target.push_back(Append(at));
+    at = out_.size();
+    BodyText(body.first, body.second);
+    rows_.msg.push_back(Append(at));
+    at = out_.size();
+    const bool has_severity = severity_text.second > severity_text.first;
+    Object(attributes, has_severity ? &severity_text : nullptr, 0);
+    rows_.properties.push_back(Append(at));
+    rows_.trace_id.push_back(Id(trace_id));
+    rows_.span_id.push_back(Id(span_id));
+    pos_ = after;
+  }
+};
+
+// ---- The table function ----
+
+struct Registration {
+  std::string root;  // the folder payload paths must lie in, with a trailing '/'
+};
+
+struct Bind {
+  std::vector<std::string> paths;
+};
+
+struct Global {
+  std::atomic<size_t> next{0};
+};
+
+struct Local {
+  std::string file, content;
+  std::vector<double> scanned;  // what the scan found (unused: only its verdict counts)
+  Rows rows;
+  size_t path = SIZE_MAX;
+  size_t row = 0;
+};
+
+template <typename T>
+void Delete(void *p) {
+  delete static_cast<T *>(p);
+}
+
+void ReadFile(const std::string &path, std::string &out) {
+  std::unique_ptr<FILE, int (*)(FILE *)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!file) throw Failure{"cannot be opened"};
+  out.clear();
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) out.append(buf, n);
+  if (std::ferror(file.get())) throw Failure{"cannot be read"};
+}
+
+void LogsBind(duckdb_bind_info info) {
+  const auto *registration = static_cast<const Registration *>(duckdb_bind_get_extra_info(info));
+  duckdb_value list = duckdb_bind_get_parameter(info, 0);
+  auto bind = std::make_unique<Bind>();
+  const idx_t count = duckdb_get_list_size(list);
+  for (idx_t i = 0; i < count; i++) {
+    duckdb_value child = duckdb_get_list_child(list, i);
+    char *text = duckdb_get_varchar(child);
+    std::string path = text ? text : "";
+    duckdb_free(text);
+    duckdb_destroy_value(&child);
+    if (path.compare(0, registration->root.size(), registration->root) != 0 ||
+        path.find("/../") != std::string::npos) {
+      duckdb_destroy_value(&list);
+      duckdb_bind_set_error(info, ("__orrery_otlp_logs reads only the materializer's scratch files, not " + path).c_str());
+      return;
+    }
+    bind->paths.push_back(std::move(path));
+  }
+  duckdb_destroy_value(&list);
+  struct Column {
+    const char *name;
+    int type;
+  };
+  for (const Column &column :
+       {Column{"time", DUCKDB_TYPE_BIGINT}, Column{"target", DUCKDB_TYPE_VARCHAR}, Column{"level", DUCKDB_TYPE_INTEGER},
+        Column{"msg", DUCKDB_TYPE_VARCHAR}, Column{"properties", DUCKDB_TYPE_VARCHAR},
+        Column{"trace_id", DUCKDB_TYPE_VARCHAR}, Column{"span_id", DUCKDB_TYPE_VARCHAR},
+        Column{"filename", DUCKDB_TYPE_VARCHAR}}) {
+    duckdb_logical_type type = duckdb_create_logical_type(column.type);
+    duckdb_bind_add_result_column(info, column.name, type);
+    duckdb_destroy_logical_type(&type);
+  }
+  duckdb_bind_set_bind_data(info, bind.release(), Delete<Bind>);
+}
+
+void LogsInit(duckdb_init_info info) {
+  const auto *bind = static_cast<const Bind *>(duckdb_init_get_bind_data(info));
+  duckdb_init_set_init_data(info, new Global(), Delete<Global>);
+  duckdb_init_set_max_threads(info, std::max<idx_t>(1, bind->paths.size()));
+}
+
+void LogsLocalInit(duckdb_init_info info) { duckdb_init_set_init_data(info, new Local(), Delete<Local>); }
+
+void AssignString(duckdb_vector vector, uint64_t *&validity, idx_t row, const std::string &arena, Span span) {
+  if (span.offset == kNull) {
+    if (!validity) {
+      duckdb_vector_ensure_validity_writable(vector);
+      validity = duckdb_vector_get_validity(vector);
+    }
+    duckdb_validity_set_row_invalid(validity, row);
+    return;
+  }
+  duckdb_vector_assign_string_element_len(vector, row, arena.data() + span.offset, span.length);
+}
+
+void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
+  const auto *bind = static_cast<const Bind *>(duckdb_function_get_bind_data(info));
+  auto *global = static_cast<Global *>(duckdb_function_get_init_data(info));
+  auto *local = static_cast<Local *>(duckdb_function_get_local_init_data(info));
+  while (local->row >= local->rows.Size()) {
+    local->path = global->next.fetch_add(1);
+    if (local->path >= bind->paths.size()) {
+      duckdb_data_chunk_set_size(output, 0);
+      return;
+    }
+    const std::string &path = bind->paths[local->path];
+    local->rows.Clear();
+    local->row = 0;
+    try {
+      ReadFile(path, local->file);
+      const auto [content, size] =
+          Content(reinterpret_cast<const uint8_t *>(local->file.data()), local->file.size(), local->content, 0);
+      local->scanned.clear();
+      if (!ScanLogsBody(content, size, local->scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
+      Decoder(content, size, local->rows).Run();
+    } catch (const Failure &failure) {
+      duckdb_function_set_error(info, ("OTLP logs payload " + path + ": " + failure.message).c_str());
+      return;
+    }
+  }
+  const Rows &rows = local->rows;
+  const idx_t count = std::min<idx_t>(duckdb_vector_size(), rows.Size() - local->row);
+  auto *time = static_cast<int64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 0)));
+  auto *level = static_cast<int32_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 2)));
+  duckdb_vector strings[6] = {duckdb_data_chunk_get_vector(output, 1), duckdb_data_chunk_get_vector(output, 3),
+                              duckdb_data_chunk_get_vector(output, 4), duckdb_data_chunk_get_vector(output, 5),
+                              duckdb_data_chunk_get_vector(output, 6), duckdb_data_chunk_get_vector(output, 7)};
+  const std::vector<Span> *columns[5] = {&rows.target, &rows.msg, &rows.properties, &rows.trace_id, &rows.span_id};
+  uint64_t *validity[6] = {};
+  const std::string &path = bind->paths[local->path];
+  for (idx_t i = 0; i < count; i++) {
+    const size_t r = local->row + i;
+    time[i] = rows.time[r];
+    level[i] = rows.level[r];
+    for (int c = 0; c < 5; c++) AssignString(strings[c], validity[c], i, rows.arena, (*columns[c])[r]);
+    duckdb_vector_assign_string_element_len(strings[5], i, path.data(), path.size());
+  }
+  local->row += count;
+  duckdb_data_chunk_set_size(output, count);
+}
+
+// registerOtlpLogsTable(connection, root): registers __orrery_otlp_logs in the connection's database.
+Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 2 || !info[0].IsExternal() || !info[1].IsString())
+    throw Napi::TypeError::New(env, "registerOtlpLogsTable(connection, root)");
+  // @duckdb/node-bindings holds a connection as an External over { duckdb_connection }.
+  duckdb_connection connection = *static_cast<duckdb_connection *>(info[0].As<Napi::External<void>>().Data());
+  std::string root = info[1].As<Napi::String>().Utf8Value();
+  if (root.empty() || root.back() != '/') root.push_back('/');
+  duckdb_table_function function = duckdb_create_table_function();
+  duckdb_table_function_set_name(function, "__orrery_otlp_logs");
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type list = duckdb_create_list_type(varchar);
+  duckdb_table_function_add_parameter(function, list);
+  duckdb_destroy_logical_type(&list);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_table_function_set_extra_info(function, new Registration{root}, Delete<Registration>);
+  duckdb_table_function_set_bind(function, LogsBind);
+  duckdb_table_function_set_init(function, LogsInit);
+  duckdb_table_function_set_local_init(function, LogsLocalInit);
+  duckdb_table_function_set_function(function, LogsFunction);
+  const bool done = duckdb_register_table_function(connection, function) == DuckDBSuccess;
+  duckdb_destroy_table_function(&function);
+  if (!done) throw Napi::Error::New(env, "DuckDB refused to register __orrery_otlp_logs");
+  return env.Undefined();
+}
+
+// storedLogsPayloadIsProtobuf(payload): whether a stored logs payload holds protobuf (what
+// __orrery_otlp_logs reads): its content, decompressed as far as its first byte, is neither empty nor
+// NDJSON ('{'). False too when it cannot be decompressed (the JavaScript path then fails on it as before).
+Napi::Value StoredLogsPayloadIsProtobuf(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    throw Napi::TypeError::New(env, "storedLogsPayloadIsProtobuf(payload: Uint8Array)");
+  Napi::Uint8Array payload = info[0].As<Napi::Uint8Array>();
+  std::string buffer;
+  try {
+    const auto [content, size] = Content(payload.Data(), payload.ByteLength(), buffer, 1);
+    return Napi::Boolean::New(env, size > 0 && content[0] != '{');
+  } catch (const Failure &) {
+    return Napi::Boolean::New(env, false);
+  }
+}
+
+}  // namespace
+
+void DefineOtlpLogsTable(Napi::Env env, Napi::Object exports) {
+  exports.Set("registerOtlpLogsTable", Napi::Function::New(env, RegisterOtlpLogsTable));
+  exports.Set("storedLogsPayloadIsProtobuf", Napi::Function::New(env, StoredLogsPayloadIsProtobuf));
+}
