@@ -164,25 +164,28 @@ export class EngineSession {
  * GetFlightInfo's, for the DoGet that follows), so that run neither leases a connection nor
  * prepares again. Let go (the statement destroyed, the connection back to the pool) when a run
  * takes it and ends, on close(), after the engine's hold time, or when the engine holds too many.
+ * Prepared `inTransaction`, the run ends the transaction the prepare began (see describeAndHold);
+ * a statement let go without a run rolls it back before its connection goes back to the pool.
  */
 export class HeldStatement {
-  private parts: { lease: Lease; prepared: DuckDBPreparedStatement } | undefined;
+  private parts: HeldParts | undefined;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
     lease: Lease,
     prepared: DuckDBPreparedStatement,
+    readonly inTransaction: boolean,
     holdMs: number,
     /** Called once, when the statement is taken or closed. */
     private readonly gone: (held: HeldStatement) => void,
   ) {
-    this.parts = { lease, prepared };
+    this.parts = { lease, prepared, inTransaction };
     this.timer = setTimeout(() => this.close(), holdMs);
     this.timer.unref();
   }
 
   /** The connection and prepared statement, for the run that now owns them; once. */
-  take(): { lease: Lease; prepared: DuckDBPreparedStatement } | undefined {
+  take(): HeldParts | undefined {
     const parts = this.parts;
     if (!parts) return undefined;
     this.parts = undefined;
@@ -196,8 +199,19 @@ export class HeldStatement {
     const parts = this.take();
     if (!parts) return;
     parts.prepared.destroySync();
-    parts.lease.release(true);
+    if (!parts.inTransaction) return parts.lease.release(true);
+    parts.lease.connection.run('ROLLBACK').then(
+      () => parts.lease.release(true),
+      () => parts.lease.release(false),
+    );
   }
+}
+
+interface HeldParts {
+  readonly lease: Lease;
+  readonly prepared: DuckDBPreparedStatement;
+  /** Prepared in a transaction of its own, which the run (or close) ends. */
+  readonly inTransaction: boolean;
 }
 
 /**
@@ -222,6 +236,8 @@ const deparsedTreeMaxJson = 256 * 1024;
 /** How long describeAndHold keeps a statement for its run, and how many it keeps at most. */
 const holdMs = 10_000;
 const maxHeld = 64;
+/** How many of them at most hold a transaction open (describeAndHold's `inTransaction`). */
+const maxHeldInTransaction = 16;
 
 const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, StatementType.PRAGMA, StatementType.CALL]);
 
@@ -328,10 +344,16 @@ export class DuckDBEngine {
    * describe, keeping the prepared statement and its connection for one run of the same
    * statement with the same setup (pass `held` in that run's options). For statements without
    * parameters outside a session; anything else is described as by describe, holding nothing.
+   *
+   * `inTransaction`: the prepare begins a transaction that the run commits, so the statement reads
+   * the DuckLake catalog at one snapshot in one DuckLake transaction (each transaction costs DuckLake a
+   * Postgres transaction and a snapshot read, and a prepared statement is bound again when it runs).
+   * Only for a run that follows at once: the run reads the lake as it was when the statement was prepared.
    */
   async describeAndHold(
     sql: string,
     options: RunOptions = {},
+    inTransaction = false,
   ): Promise<{ description: StatementDescription; held?: HeldStatement }> {
     if (options.session || (options.parameters && options.parameters.numRows > 0))
       return { description: await this.describe(sql, options) };
@@ -339,6 +361,8 @@ export class DuckDBEngine {
     const lease = await this.lease(options.setup);
     let prepared: DuckDBPreparedStatement | undefined;
     try {
+      // A connection whose transaction is left open never goes back to the pool: every failure below closes it.
+      if (inTransaction) await lease.connection.run('BEGIN TRANSACTION');
       prepared = await prepare(lease.connection, sql);
       const description = describePrepared(prepared, typeOptions);
       if (this.closed) throw engineClosed();
@@ -347,9 +371,12 @@ export class DuckDBEngine {
         lease.release(false);
         return { description };
       }
-      const held = new HeldStatement(lease, prepared, holdMs, (h) => this.held.delete(h));
+      const held = new HeldStatement(lease, prepared, inTransaction, holdMs, (h) => this.held.delete(h));
       this.held.add(held);
       if (this.held.size > maxHeld) this.held.values().next().value!.close();
+      // Each open DuckLake transaction holds a Postgres connection: a few at most wait for their run.
+      const waiting = [...this.held].filter((h) => h.inTransaction);
+      if (waiting.length > maxHeldInTransaction) waiting[0].close();
       return { description, held };
     } catch (error) {
       prepared?.destroySync();
@@ -677,6 +704,12 @@ export class DuckDBEngine {
       } finally {
         prepared.destroySync();
       }
+      // The transaction describeAndHold began ends with the run; a connection it stays open on is closed.
+      if (held?.inTransaction && reusable)
+        reusable = await connection.run('COMMIT').then(
+          () => true,
+          () => false,
+        );
     } finally {
       guard.dispose();
       release(reusable);

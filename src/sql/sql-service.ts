@@ -243,7 +243,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.limited(ctx, statement, false, async (run) => {
       const keepable = !statement.parameters && !statement.transactionId;
       const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
-      const plan = prepared ?? (await this.plan(ctx, statement, run, keepable));
+      const plan = prepared ?? (await this.plan(ctx, statement, run, keepable ? 'transaction' : false));
       if (plan.kind !== 'engine') return { schema: planSchema(plan) };
       const keep = keepable && plan.description.returnsRows;
       if (!keep) plan.options.held?.close();
@@ -518,8 +518,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
     ctx: CallContext<Principal>,
     statement: Statement,
     run: StatementRun,
-    /** Keep DuckDB's prepared statement for the plan's run (a GetFlightInfo for its DoGet). */
-    hold = false,
+    /**
+     * Keep DuckDB's prepared statement for the plan's run: a CreatePreparedStatement's for the run of
+     * its GetFlightInfo (true), a GetFlightInfo's for the DoGet that follows (`transaction`: a statement
+     * reading the lake is prepared in the transaction its run ends, see describeAndHold).
+     */
+    hold: boolean | 'transaction' = false,
   ): Promise<Plan> {
     const { principal } = ctx;
     this.limits.checkParameters(statement.parameters);
@@ -633,7 +637,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).
     const pinned = session === undefined ? (rollupSetup.snapshot ?? undefined) : undefined;
-    if (tables && listed) setup.push(...seriesReadSetup(tables, listed, principal, shape ?? undefined, pinned));
+    const seriesSetup = tables && listed ? seriesReadSetup(tables, listed, principal, shape ?? undefined, pinned) : [];
+    setup.push(...seriesSetup);
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
@@ -661,8 +666,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
         ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
+    // Only a GetFlightInfo's plan, run by the DoGet that follows: a CreatePreparedStatement's plan may run later,
+    // after writes its transaction would not see.
+    const readsLake = seriesSetup.length > 0 || rollupSetup.statements.length > 0;
     const described = hold
-      ? await this.engine.describeAndHold(sql, options)
+      ? await this.engine.describeAndHold(sql, options, hold === 'transaction' && readsLake)
       : { description: await this.engine.describe(sql, options) };
     // What pruning skipped and which stored columns were read are told to admins only: statistics span
     // every audience's rows, and a stored column is the server's own.

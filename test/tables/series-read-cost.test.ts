@@ -1,0 +1,126 @@
+// Issues 10, 14 and 17: what a series-table read costs DuckLake, counted on a real Postgres
+// (pg_stat_statements), and that the read stays exact: it sees every committed write, of its own
+// process and of another on the same Postgres, also after statements whose DoGet never came.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { EmbeddedPostgres } from '../../src/metadata/index.js';
+import {
+  clientFor,
+  scalar,
+  sharedEnv,
+  startRole,
+  type InProcessOrrery,
+  type TestKey,
+} from '../lakehouse/lakehouse-fixtures.js';
+import { packAny, type TestFlightClient } from '../support/flight-client.js';
+
+const admin: TestKey = { name: 'admin', key: 'admin-key-read-cost-0001', audiences: ['ops'] };
+const team: TestKey = { name: 'team', key: 'team-key-read-cost-0001', audiences: ['team'] };
+
+describe('series-table reads: DuckLake transactions per statement, never stale (issues 10, 14, 17)', () => {
+  let dir: string;
+  let postgres: EmbeddedPostgres;
+  let pool: pg.Pool;
+  let first: InProcessOrrery;
+  let second: InProcessOrrery;
+  let asFirst: TestFlightClient;
+  let asSecond: TestFlightClient;
+  let asTeam: TestFlightClient;
+
+  /** How many Postgres statements matching `pattern` (LIKE) ran since the last reset, in every session. */
+  const calls = async (pattern: string): Promise<number> => {
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_statements WHERE query LIKE $1`,
+      [pattern],
+    );
+    return Number(rows[0].n);
+  };
+  const reset = async (): Promise<void> => void (await pool.query('SELECT pg_stat_statements_reset()'));
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orrery-read-cost-'));
+    // Started once to preload pg_stat_statements, which counts what every session runs.
+    const plain = await EmbeddedPostgres.start({ dataDir: join(dir, 'pg') });
+    const setup = new pg.Client({ connectionString: plain.connectionString });
+    await setup.connect();
+    await setup.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
+    await setup.end();
+    await plain.close();
+    postgres = await EmbeddedPostgres.start({ dataDir: join(dir, 'pg') });
+    pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
+    pool.on('error', () => {});
+    await pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const env = sharedEnv({
+      keys: [admin, team],
+      admins: [admin.name],
+      connectionString: postgres.connectionString,
+      lakeDir: join(dir, 'lake'),
+    });
+    first = await startRole('serve', env);
+    second = await startRole('serve', env);
+    asFirst = clientFor(first.flightPort, admin);
+    asSecond = clientFor(second.flightPort, admin);
+    asTeam = clientFor(first.flightPort, team);
+    await asFirst.updateCount(`CREATE TABLE readings (ts TIMESTAMP, host VARCHAR, v DOUBLE) WITH (time_column = 'ts')`);
+    await asFirst.updateCount(
+      `INSERT INTO readings VALUES (TIMESTAMP '2026-01-01 00:00:00', 'a', 1), (TIMESTAMP '2026-01-01 00:01:00', 'b', 2)`,
+    );
+  });
+  after(async () => {
+    asFirst?.close();
+    asSecond?.close();
+    asTeam?.close();
+    await first?.close();
+    await second?.close();
+    await pool?.end();
+    await postgres?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a read (GetFlightInfo, then DoGet) is one DuckLake transaction: one Postgres transaction, one snapshot read', async () => {
+    assert.equal(await scalar(asFirst, 'SELECT count(*) FROM readings'), 2); // lists the tables at this snapshot
+    await reset();
+    const reads = 5;
+    for (let i = 0; i < reads; i++) assert.equal(await scalar(asFirst, 'SELECT count(*) FROM readings'), 2);
+    // DuckLake begins each of its Postgres transactions so, and reads the latest snapshot once in each.
+    assert.equal(await calls('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ%'), reads);
+    assert.equal(await calls('COPY (SELECT "snapshot_id", "schema_version"%ducklake_snapshot%'), reads);
+  });
+
+  it('a read sees every write committed before it, from its own process and from another', async () => {
+    let rows = await scalar(asFirst, 'SELECT count(*) FROM readings');
+    for (let i = 0; i < 3; i++) {
+      await asSecond.updateCount(
+        `INSERT INTO readings VALUES (TIMESTAMP '2026-01-02 00:00:00' + INTERVAL ${i} MINUTE, 'c', ${i})`,
+      );
+      rows++;
+      assert.equal(await scalar(asFirst, 'SELECT count(*) FROM readings'), rows);
+      await asFirst.updateCount(
+        `INSERT INTO readings VALUES (TIMESTAMP '2026-01-03 00:00:00' + INTERVAL ${i} MINUTE, 'd', ${i})`,
+      );
+      rows++;
+      assert.equal(await scalar(asFirst, 'SELECT count(*) FROM readings'), rows);
+      assert.equal(await scalar(asSecond, 'SELECT count(*) FROM readings'), rows);
+    }
+  });
+
+  it('statements whose DoGet never comes leave no connection behind in an old transaction', async () => {
+    const before = await scalar(asFirst, 'SELECT count(*) FROM readings');
+    // More GetFlightInfos than the engine keeps waiting in a transaction: the oldest are let go.
+    for (let i = 0; i < 40; i++)
+      await asFirst.getFlightInfo(packAny('CommandStatementQuery', { query: 'SELECT count(*) FROM readings' }));
+    await asSecond.updateCount(`INSERT INTO readings VALUES (TIMESTAMP '2026-01-04 00:00:00', 'e', 0)`);
+    // Reads with the same setup get the pooled connections those statements gave back.
+    const counts = await Promise.all(
+      Array.from({ length: 12 }, () => scalar(asFirst, 'SELECT count(*) FROM readings')),
+    );
+    assert.deepEqual(
+      counts,
+      Array.from({ length: 12 }, () => before + 1),
+    );
+  });
+});
