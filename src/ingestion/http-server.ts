@@ -177,7 +177,7 @@ export class HttpServer {
       response,
       200,
       contentType === 'json' ? 'application/json' : 'application/x-protobuf',
-      encodeExportResponse(signal, contentType),
+      successBodies[contentType][signal],
     );
   }
 
@@ -187,9 +187,21 @@ export class HttpServer {
   }
 }
 
+/** The body of every 200, encoded once (an export response without partial success). */
+const successBodies = Object.fromEntries(
+  (['json', 'protobuf'] as const).map((contentType) => [
+    contentType,
+    Object.fromEntries(
+      [...new Set(routes.values())].map((signal) => [signal, encodeExportResponse(signal, contentType)]),
+    ),
+  ]),
+) as Record<OtlpContentType, Record<OtlpSignal, Uint8Array>>;
+
 const gzipped = (encoding: string | undefined): boolean => /^\s*(x-)?gzip\s*$/i.test(encoding ?? '');
 
 function send(response: ServerResponse, status: number, contentType: string, body: string | Uint8Array): void {
-  response.writeHead(status, { 'content-type': contentType });
+  // With its length given, a response goes out in one write instead of chunked (header, chunk, terminator).
+  const length = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+  response.writeHead(status, { 'content-type': contentType, 'content-length': length });
   response.end(body);
 }

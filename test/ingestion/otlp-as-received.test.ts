@@ -207,6 +207,23 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.equal((await blocksOf('retry')).length, 2);
   });
 
+  it('the answers carry their Content-Length (one write each), not chunked framing', async () => {
+    for (const [body, status] of [
+      [protobufOf(request('framed', false, 1)), 200],
+      [Uint8Array.from([0xff, 0xff]), 400],
+    ] as const) {
+      const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/logs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${adminKey.key}` },
+        body: new Uint8Array(body),
+      });
+      const answer = await response.arrayBuffer();
+      assert.equal(response.status, status);
+      assert.equal(response.headers.get('transfer-encoding'), null);
+      assert.equal(response.headers.get('content-length'), String(answer.byteLength));
+    }
+  });
+
   it('a poison record anywhere in a body the scan would take is a 400 and stores nothing', async () => {
     const body = request('poison', false, 2, (n, tag, json) =>
       tag.startsWith('r1b')
