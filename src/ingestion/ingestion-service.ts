@@ -116,7 +116,7 @@ export class IngestionService {
       payloads.push(block.payload);
       size += block.payload.byteLength;
     }
-    await this.store.put(file, payloads.length === 1 ? payloads[0] : Buffer.concat(payloads, size));
+    await this.store.putNew(file, payloads);
     return requests.map((request) => request.map((b) => ({ ...b, file, offset: offsets.get(b.blockId)! })));
   }
 

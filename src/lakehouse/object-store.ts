@@ -8,6 +8,14 @@ export interface ObjectStore {
    * and deleted after) lets a local store skip its fsync.
    */
   put(key: string, bytes: Uint8Array, options?: { durable?: boolean }): Promise<void>;
+  /**
+   * Writes a new object, its parts one after another, durably: one whose key nothing else writes (it carries a
+   * random id) and that nothing reads before the caller has recorded it elsewhere (a commit group's payloads,
+   * named by rows committed after the write). Fails when the key exists. Unlike `put` it need not be atomic: a
+   * local store writes it in place (no temporary file, no rename); a crash midway leaves an object no row
+   * names, which the orphan sweep deletes.
+   */
+  putNew(key: string, parts: readonly Uint8Array[]): Promise<void>;
   /** Writes an object only if it does not exist yet; false when it already did. */
   putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean>;
   get(key: string): Promise<Uint8Array>;

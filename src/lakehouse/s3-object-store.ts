@@ -147,6 +147,11 @@ export class S3ObjectStore implements ObjectStore {
     );
   }
 
+  async putNew(key: string, parts: readonly Uint8Array[]): Promise<void> {
+    // An object store's PUT is atomic already: the object in one body.
+    await this.put(key, parts.length === 1 ? parts[0] : Buffer.concat(parts));
+  }
+
   async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
     const command = new PutObjectCommand({
       Bucket: this.settings.bucket,

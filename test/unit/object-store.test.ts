@@ -41,6 +41,15 @@ describe('FileObjectStore', () => {
     );
   });
 
+  it('putNew writes its parts in order, in place (new folders too), and refuses a key that exists', async () => {
+    await store.putNew('n/o/p/group', [Buffer.from('first'), Buffer.from(''), Buffer.from('second')]);
+    assert.equal(Buffer.from(await store.get('n/o/p/group')).toString(), 'firstsecond');
+    await store.putNew('n/o/p/other', [Buffer.from('x')]);
+    assert.deepEqual(readdirSync(join(root, 'n/o/p')).sort(), ['group', 'other'], 'no temporary file left');
+    await assert.rejects(store.putNew('n/o/p/group', [Buffer.from('again')]), { code: 'EEXIST' });
+    assert.equal(Buffer.from(await store.get('n/o/p/group')).toString(), 'firstsecond');
+  });
+
   it('readRange reads a segment: short at the end, empty past it, null when the object is missing', async () => {
     await store.put('g/group', Buffer.from('firstsecondthird'));
     const cases: Array<[number, number, string]> = [
