@@ -10,7 +10,6 @@ import {
   decodeTraces,
   logsLines,
   resourceKey,
-  resourceSkeleton,
   scanLogs,
   scanLogsWith,
   sealLogsWith,
@@ -24,6 +23,7 @@ import {
   type SealedLogs,
 } from './otlp/index.js';
 import { GroupCommit } from './group-commit.js';
+import { KnownResources, type KnownResource } from './known-resources.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
 /** Stream tag of each signal (what the view sets select blocks by). */
@@ -52,6 +52,7 @@ export class IngestionService {
   private readonly commits: Record<OtlpSignal, GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>>;
   private readonly scanLogs: (body: Uint8Array) => ScannedResourceLogs[] | null;
   private readonly sealLogs: ((body: Uint8Array, compress: boolean) => Promise<SealedLogs>) | null;
+  private readonly known = new KnownResources();
 
   /**
    * `nativeScan`: the native addon's logs scan (src/engine/native/logs-scan.cc), the same verdicts as the
@@ -144,7 +145,8 @@ export class IngestionService {
       const { scanned, ...sealed }: SealedLogs = this.sealLogs
         ? await this.sealLogs(body, received === undefined)
         : { scanned: this.scanLogs(body) };
-      if (scanned !== null) return storedAsReceived(body, scanned, received, sealed);
+      if (scanned !== null)
+        return storedAsReceived(body, scanned, received, sealed, this.known.resources(body, scanned, withoutReserved));
     }
     const build = <R>(
       groups: ResourceGroup<R>[],
@@ -198,22 +200,23 @@ export class IngestionService {
 /**
  * The blocks of a logs body the scan vouched for: each ResourceLogs's bytes kept as received (the whole
  * body when it is the only one), as an ExportLogsServiceRequest of its own, decoded at materialization
- * (see payloadLines). The resources are decoded here, alone, which checks them as decoding the body would.
- * A body stored whole takes the digest and compressed payload the native seal made of it, when it did.
+ * (see payloadLines). The resources come decoded alone (see KnownResources), which checks them as decoding the
+ * body would. A body stored whole takes the digest and compressed payload the native seal made of it, when it did.
  */
 function storedAsReceived(
   body: Uint8Array,
   scanned: ScannedResourceLogs[],
   received: Uint8Array | undefined,
   { digest, payload }: Omit<SealedLogs, 'scanned'>,
+  resources: readonly KnownResource[],
 ): PendingBlock[] {
-  const resources = decodeLogs(resourceSkeleton(body, scanned), 'protobuf');
   const blocks: PendingBlock[] = [];
   scanned.forEach((r, i) => {
     if (r.records === 0) return;
     const [start, end] = r.bytes;
     blocks.push({
-      resource: withoutReserved(resources[i].resource.attributes),
+      resource: resources[i].attributes,
+      resourceKey: resources[i].key,
       // One ResourceLogs: the body itself, compressed as it came (gzip) when it came so.
       payload: scanned.length === 1 ? (received ?? payload ?? body) : asFieldOne(body.subarray(start, end)),
       content: scanned.length === 1 ? body : undefined,
@@ -287,7 +290,7 @@ export function payloadLines(payload: Uint8Array): Uint8Array {
 
 /** A block with its ids and payload: ids derive from the content, so a retried request stores nothing twice. */
 function identified(signal: OtlpSignal, block: PendingBlock, audience: string): StoredBlock {
-  const processId = derivedUuid(`process\u0000${audience}\u0000${resourceKey(block.resource)}`);
+  const processId = derivedUuid(`process\u0000${audience}\u0000${block.resourceKey ?? resourceKey(block.resource)}`);
   const streamId = derivedUuid(`stream\u0000${processId}\u0000${signal}`);
   // An NDJSON block's id stays what it was; a protobuf one's names its format, so the two never meet.
   // The id hashes the content, not its compression: the same request gzipped otherwise is the same block.
@@ -382,6 +385,8 @@ function withoutReserved(attributes: Attributes): Attributes {
 
 interface PendingBlock {
   resource: Attributes;
+  /** resourceKey(resource), when known already. */
+  resourceKey?: string;
   /** NDJSON lines (one per record), or the request's protobuf bytes; compressed once stored (see payloadContent). */
   payload: Uint8Array;
   /** The payload's content when the payload is compressed (what the block id hashes). */
