@@ -13,7 +13,8 @@ Flight path: pyarrow.flight DoGet with the SQL text as the ticket, batches read 
 read_chunk() and dropped (rows, sum(i) and batch.nbytes counted). The computed case also runs
 through what users run: ADBC's DB-API (adbc-driver-flightsql) reading record batches, and the Arrow
 Flight SQL JDBC driver (java/ThroughputClient.java, one JVM, warmed up) reading every row with the
-typed getters, when --jdbc-classpath is given. In-process path: the same SQL
+typed getters, when --jdbc-classpath is given; each also against the same client on DuckDB's own
+driver in-process (adbc_driver_duckdb; DuckDB's JDBC driver with --duckdb-jdbc). In-process path: the same SQL
 on a duckdb connection with SET threads=2, read the same way from fetch_record_batch().
 ratio = in-process time / Flight time (1.0 = Flight costs nothing over in-process).
 
@@ -196,6 +197,28 @@ def adbc_fetch(uri: str, key: str, sql: str, schemas: dict, label: str):
     return run, conn
 
 
+def duckdb_adbc_fetch(threads: int, sql: str):
+    """The same DB-API reader on DuckDB's own ADBC driver (adbc_driver_duckdb, shipped in the duckdb
+    package), in-process: ADBC's own reference, as DuckDB's JDBC driver is JDBC's."""
+    import adbc_driver_duckdb.dbapi as duckdb_adbc
+    conn = duckdb_adbc.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"SET threads={threads}")
+
+    def run():
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            reader = cur.fetch_record_batch()
+
+            def next_batch():
+                try:
+                    return reader.read_next_batch()
+                except StopIteration:
+                    return None
+            return drain(next_batch)
+    return run, conn
+
+
 def jdbc_measure(name: str, classpath: str, url: str, sql: str, repeats: int, warmup: int,
                  server: ServerCpu, n: int, expected_sum: int, nbytes: int, log) -> Measurement:
     """A JDBC driver in one JVM (so its JIT warms up): one JSON line per timed run from ThroughputClient.java."""
@@ -332,6 +355,11 @@ def main() -> int:
                 results["computed.adbc"] = measure("computed ADBC (Python)", adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
             finally:
                 adbc_conn.close()
+            duckdb_adbc_run, duckdb_adbc_conn = duckdb_adbc_fetch(args.threads, computed_sql)
+            try:
+                results["computed.duckdb_adbc"] = measure("computed in-process ADBC", duckdb_adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
+            finally:
+                duckdb_adbc_conn.close()
             flight_bytes = results["computed.flight"].best().bytes
             if args.jdbc_classpath:
                 url = f"jdbc:arrow-flight-sql://{args.host}:{args.port}?useEncryption=false&user=admin&password={args.key}"
@@ -434,7 +462,8 @@ def main() -> int:
             speedup = a.median_seconds() / fl.median_seconds()
             figures["ratios"][f"{case}.b_vs_a"] = round(speedup, 3)
             print(f"{case}: {args.compare_label} is {speedup:.2f}x as fast as A (median time A / median time {args.compare_label}); runs alternated")
-        for base in ("duckdb_stream", "duckdb_table") + (("duckdb_jdbc",) if client_kind == "jdbc" else ()):
+        own = {"jdbc": ("duckdb_jdbc",), "adbc": ("duckdb_adbc",)}.get(client_kind, ())
+        for base in ("duckdb_stream", "duckdb_table") + own:
             ref = results.get(f"{case}.{base}")
             if not ref:
                 continue
@@ -444,7 +473,7 @@ def main() -> int:
             figures["ratios"][f"{name}{suffix}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
             tag = f" [{args.compare_label}]" if suffix else ""
             client_name = client_names[client_kind]
-            reference = {"duckdb_stream": "stream", "duckdb_table": "table", "duckdb_jdbc": "JDBC"}[base]
+            reference = {"duckdb_stream": "stream", "duckdb_table": "table", "duckdb_jdbc": "JDBC", "duckdb_adbc": "ADBC"}[base]
             print(f"ratio {case}{tag}: in-process {reference:<6} time / {client_name} time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
     if "ceiling.flight" in results:
         c = summary["ceiling.flight"]
