@@ -81,8 +81,8 @@ interface NativeModule {
   ): Promise<{ scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
   /** Registers __orrery_otlp_logs (otlp-logs-table.cc), reading payload files under `root` only. */
   registerOtlpLogsTable(connection: unknown, root: string): void;
-  /** Whether a stored logs payload holds protobuf, which __orrery_otlp_logs reads (see nativeLogsPayloads). */
-  storedLogsPayloadIsProtobuf(payload: Uint8Array): boolean;
+  /** A stored logs payload's content when it is protobuf, decompressed off the event loop (see nativeLogsPayloads). */
+  storedLogsPayloadContent(payload: Uint8Array): Promise<Uint8Array | null>;
   /** '' when a thread of this process may lower its priority to `nice`, else why not. */
   threadPriorityProblem(nice: number): string;
   /** Runs `SET threads = <threads>` from a thread at `nice`, whose background threads inherit it: '' or the error. */
@@ -147,12 +147,13 @@ export function registerNativeOtlpLogs(connection: DuckDBConnection, root: strin
 }
 
 /**
- * Whether a stored logs payload (compressed or not) holds protobuf, which __orrery_otlp_logs reads, rather
- * than NDJSON or nothing; null when the addon is not loaded.
+ * A stored logs payload's content (decompressed on a libuv worker thread) when it is protobuf, which
+ * __orrery_otlp_logs reads; null for NDJSON, an empty payload or one that cannot be decompressed. Null when
+ * the addon is not loaded.
  */
-export function nativeLogsPayloads(): ((payload: Uint8Array) => boolean) | null {
+export function nativeLogsPayloads(): ((payload: Uint8Array) => Promise<Uint8Array | null>) | null {
   const module = nativeExportModule();
-  return module ? (payload) => module.storedLogsPayloadIsProtobuf(payload) : null;
+  return module ? (payload) => module.storedLogsPayloadContent(payload) : null;
 }
 
 /** A connection's handle as @duckdb/node-bindings holds it (an External over duckdb_connection). */

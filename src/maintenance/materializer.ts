@@ -65,10 +65,11 @@ export interface MaterializerOptions {
    */
   readonly scratch: ObjectStore;
   /**
-   * Set when the engine has the native addon's __orrery_otlp_logs: whether a stored logs payload holds
-   * protobuf, which that function decodes straight into columns (no NDJSON written and parsed again).
+   * Set when the engine has the native addon's __orrery_otlp_logs: a stored logs payload's content when it is
+   * protobuf (decompressed off the event loop), which that function decodes straight into columns (no NDJSON
+   * written and parsed again); null for the others.
    */
-  readonly protobufLogs?: (payload: Uint8Array) => boolean;
+  readonly protobufLogs?: (payload: Uint8Array) => Promise<Uint8Array | null>;
   /** View sets by name, to resolve what a SQL-defined set reads. */
   readonly viewSet: (name: string) => ViewSet | undefined;
   /** Seconds a retired file stays readable before deletion. */
@@ -752,11 +753,15 @@ export class Materializer {
     for (const sharing of byObject.values()) {
       const places = sharing.map(payloadPlace);
       const payloads = await readPayloadsOfObject(store, places);
+      // Decompressed together on libuv's threads; the protobuf content copied for __orrery_otlp_logs, which
+      // reads the scratch folder only.
+      const contents = await Promise.all(
+        payloads.map((p) => (p !== null && decodes ? decodes(p) : Promise.resolve(null))),
+      );
       for (const [i, b] of sharing.entries()) {
-        const payload = payloads[i];
-        // Copied as stored (compressed) for __orrery_otlp_logs, which reads the scratch folder only.
-        const native = payload !== null && decodes !== undefined && decodes(payload);
-        const local = native ? await this.scratchCopy(payload) : await this.localPayload(places[i], payload);
+        const content = contents[i];
+        const native = content !== null;
+        const local = native ? await this.scratchCopy(content) : await this.localPayload(places[i], payloads[i]);
         if (local !== null) localKeys.push(local);
         const path = local === null ? store.location(places[i].key) : scratch.location(local);
         paths.set(b, path);

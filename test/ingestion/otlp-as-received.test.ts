@@ -1,6 +1,7 @@
 // Issue 16: a logs protobuf body the validating scan vouches for is stored as received and decoded at
 // materialization; what lands in log_entries is what the decode-first path (OTLP/JSON) stores.
 import assert from 'node:assert/strict';
+import { openSync, writeSync, closeSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import { payloadContent, payloadLines } from '../../src/ingestion/index.js';
@@ -8,6 +9,7 @@ import { decodeLogs, logsLines, scanLogs } from '../../src/ingestion/otlp/index.
 import { logLine } from '../../src/ingestion/payload-lines.js';
 import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { payloadPlace } from '../../src/lakehouse/index.js';
 import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
 
 const traceHex = '0af7651916cd43dd8448eb211c80319c';
@@ -263,6 +265,29 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     assert.deepEqual(
       JSON.stringify(fromProtobuf, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
       JSON.stringify(await rowsOf('json'), (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+    );
+  });
+
+  it('a block whose stored protobuf no longer decodes is quarantined, and the rest of its window materializes', async () => {
+    assert.equal(await post(protobufOf(request('dmgok', false, 1)), 'application/x-protobuf'), 200);
+    assert.equal(await post(protobufOf(request('dmgbad', false, 1)), 'application/x-protobuf'), 200);
+    const [bad] = await blocksOf('dmgbad');
+    // Its bytes in place, as many, become a plain protobuf whose first field runs past the payload: read
+    // natively (ORRERY_NATIVE=auto) or decoded by JavaScript (off), it fails, as a damaged NDJSON one does.
+    const place = payloadPlace(bad);
+    const size = place.size ?? (await payload(bad)).length;
+    const fd = openSync(fixture.orrery.store.location(place.key), 'r+');
+    writeSync(fd, Buffer.concat([Buffer.from([0x0a]), Buffer.alloc(size - 1, 0xff)]), 0, size, place.offset);
+    closeSync(fd);
+    await materialize();
+    assert.equal((await rowsOf('dmgok')).length, 12);
+    assert.deepEqual(await rowsOf('dmgbad'), []);
+    const quarantined = (
+      await fixture.admin.query('SELECT block_id, view_set_name FROM list_quarantined_blocks()')
+    ).toArray();
+    assert.deepEqual(
+      quarantined.map((r) => [r.block_id, r.view_set_name]),
+      [[bad.block_id, 'log_entries']],
     );
   });
 });

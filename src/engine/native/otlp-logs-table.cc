@@ -841,27 +841,70 @@ Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
   return env.Undefined();
 }
 
-// storedLogsPayloadIsProtobuf(payload): whether a stored logs payload holds protobuf (what
-// __orrery_otlp_logs reads): its content, decompressed as far as its first byte, is neither empty nor
-// NDJSON ('{'). False too when it cannot be decompressed (the JavaScript path then fails on it as before).
-Napi::Value StoredLogsPayloadIsProtobuf(const Napi::CallbackInfo &info) {
+// Decompresses a stored logs payload on a libuv worker thread: its content when that is protobuf (what
+// __orrery_otlp_logs reads), null when it is NDJSON or empty, or cannot be decompressed (the JavaScript path
+// then reads it and fails on it as before).
+class ContentWorker : public Napi::AsyncWorker {
+ public:
+  ContentWorker(Napi::Env env, Napi::Uint8Array payload)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        payload_(Napi::Persistent(payload)),  // keeps the bytes alive (and where they are) until OnOK
+        data_(payload.Data()),
+        size_(payload.ByteLength()) {}
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      const auto [content, size] = Content(data_, size_, *buffer_, 0);
+      protobuf_ = size > 0 && content[0] != '{';
+      plain_ = content == data_;
+    } catch (const Failure &) {
+      protobuf_ = false;
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    if (!protobuf_) {
+      deferred_.Resolve(env.Null());
+    } else if (plain_) {
+      deferred_.Resolve(payload_.Value());
+    } else {
+      std::string *held = buffer_.release();
+      deferred_.Resolve(Napi::Buffer<char>::New(env, held->data(), held->size(),
+                                                [](Napi::Env, char *, std::string *bytes) { delete bytes; }, held));
+    }
+  }
+
+  void OnError(const Napi::Error &error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Napi::Reference<Napi::Uint8Array> payload_;
+  const uint8_t *data_;
+  size_t size_;
+  std::unique_ptr<std::string> buffer_ = std::make_unique<std::string>();
+  bool protobuf_ = false;
+  bool plain_ = false;
+};
+
+// storedLogsPayloadContent(payload): Promise<Uint8Array | null> (see ContentWorker).
+Napi::Value StoredLogsPayloadContent(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsTypedArray() ||
       info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-    throw Napi::TypeError::New(env, "storedLogsPayloadIsProtobuf(payload: Uint8Array)");
-  Napi::Uint8Array payload = info[0].As<Napi::Uint8Array>();
-  std::string buffer;
-  try {
-    const auto [content, size] = Content(payload.Data(), payload.ByteLength(), buffer, 1);
-    return Napi::Boolean::New(env, size > 0 && content[0] != '{');
-  } catch (const Failure &) {
-    return Napi::Boolean::New(env, false);
-  }
+    throw Napi::TypeError::New(env, "storedLogsPayloadContent(payload: Uint8Array)");
+  auto *worker = new ContentWorker(env, info[0].As<Napi::Uint8Array>());
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
 }
 
 }  // namespace
 
 void DefineOtlpLogsTable(Napi::Env env, Napi::Object exports) {
   exports.Set("registerOtlpLogsTable", Napi::Function::New(env, RegisterOtlpLogsTable));
-  exports.Set("storedLogsPayloadIsProtobuf", Napi::Function::New(env, StoredLogsPayloadIsProtobuf));
+  exports.Set("storedLogsPayloadContent", Napi::Function::New(env, StoredLogsPayloadContent));
 }

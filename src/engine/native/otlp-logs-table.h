@@ -1,5 +1,5 @@
 // The OTLP logs payload table function (otlp-logs-table.cc): registers registerOtlpLogsTable and
-// storedLogsPayloadIsProtobuf on the addon's exports.
+// storedLogsPayloadContent on the addon's exports.
 #pragma once
 
 #include <napi.h>
