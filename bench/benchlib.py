@@ -113,19 +113,34 @@ def proc_cpu(pid: int | None, tree: bool = False) -> float | None:
     return (stats[pid][1] + sum(stats[p][2] for p in keep if p in stats and p != pid)) / tick
 
 
+def main_thread_cpu(pid: int | None) -> float | None:
+    """CPU seconds (user + system) of a process's main thread (its task whose id is the pid: Node's event loop)."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class CpuMeter:
-    """Server CPU over an interval: the Node process alone and its whole tree (Node + embedded Postgres)."""
+    """Server CPU over an interval: the Node process alone, its main thread, and its whole tree (Node + embedded
+    Postgres)."""
 
     def __init__(self, pid: int | None):
         self.pid = pid
         self.node0 = proc_cpu(pid)
         self.tree0 = proc_cpu(pid, tree=True)
+        self.main0 = main_thread_cpu(pid)
 
     def read(self) -> dict:
-        node, tree = proc_cpu(self.pid), proc_cpu(self.pid, tree=True)
+        node, tree, main = proc_cpu(self.pid), proc_cpu(self.pid, tree=True), main_thread_cpu(self.pid)
         if node is None or self.node0 is None or tree is None or self.tree0 is None:
             return {}
-        return {"server_node_cpu_s": round(node - self.node0, 2), "server_postgres_cpu_s": round((tree - self.tree0) - (node - self.node0), 2)}
+        return {"server_node_cpu_s": round(node - self.node0, 2), "server_postgres_cpu_s": round((tree - self.tree0) - (node - self.node0), 2),
+                **({"server_main_thread_cpu_s": round(main - self.main0, 2)} if main is not None and self.main0 is not None else {})}
 
 
 def run_loadgen(http_port: int, connections: int, duration_s: float, records: int = 0, warmup_s: float = 2, extra: list[str] | None = None) -> dict:

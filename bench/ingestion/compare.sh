@@ -36,7 +36,10 @@ import glob, json, os, statistics, sys
 out, before, after = sys.argv[1:]
 rows = {}
 print(f"A = {before}, B = {after}")
-print(f"{'round':>5} {'side':>4} {'sha':>9} {'conns':>5} {'records/s':>10} {'p50 ms':>7} {'p99 ms':>7} {'rec/node-cpu-s':>14} {'pg cpu s':>8} {'load':>5} {'stored':>6}")
+# CPU ms per 1,000-record request: of the whole Node process, and of its main thread (the event loop, what one
+# process's rate is bounded by).
+per_request = lambda r, key: 1000 * r[key] / r["requests_ok"] if r.get(key) and r.get("requests_ok") else 0  # noqa: E731
+print(f"{'round':>5} {'side':>4} {'sha':>9} {'conns':>5} {'records/s':>10} {'p50 ms':>7} {'p99 ms':>7} {'rec/node-cpu-s':>14} {'node ms/req':>11} {'main ms/req':>11} {'pg cpu s':>8} {'load':>5} {'stored':>6}")
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     d = json.load(open(path))
     round_, side = os.path.basename(path)[:-5].split("-")
@@ -44,6 +47,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
         rows.setdefault((side, r["connections"]), []).append(r)
         print(f"{round_:>5} {side:>4} {d.get('commit', '')[:9]:>9} {r['connections']:>5} {r['measured_records_per_s'] or 0:>10,} "
               f"{r['latency_ms']['p50']:>7.1f} {r['latency_ms']['p99']:>7.1f} {r.get('records_per_node_cpu_s', 0):>14,} "
+              f"{per_request(r, 'server_node_cpu_s'):>11.2f} {per_request(r, 'server_main_thread_cpu_s'):>11.2f} "
               f"{r.get('server_postgres_cpu_s', 0):>8.1f} {d['loadavg_1m_at_start']:>5} "
               f"{'ok' if d['verify'].get('ok') else 'BAD':>6}")
 print()
@@ -57,11 +61,13 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     print(f"{round_:>5} {side:>4} {n:>10,} {s['bytes_per_record']:>8.1f} {s['payloads']['bytes'] / n:>8.1f} {s['partitions']['bytes'] / n:>6.1f} "
           f"{s['postgres']['database'] / n:>5.1f} {s.get('node_peak_rss_ingest_bytes', 0) / 2**20:>10,.0f} {s.get('node_peak_rss_bytes', 0) / 2**20:>8,.0f}")
 print()
-print(f"{'conns':>5} {'A records/s':>12} {'B records/s':>12} {'B/A':>6} {'A p50':>7} {'B p50':>7} {'A rec/cpu-s':>12} {'B rec/cpu-s':>12} {'B/A':>6}")
+print(f"{'conns':>5} {'A records/s':>12} {'B records/s':>12} {'B/A':>6} {'A p50':>7} {'B p50':>7} {'A rec/cpu-s':>12} {'B rec/cpu-s':>12} {'B/A':>6} {'A main ms/req':>13} {'B main ms/req':>13} {'B/A':>6}")
 for conns in sorted({c for _, c in rows}):
     med = lambda side, f: statistics.median(f(r) for r in rows.get((side, conns), [])) if rows.get((side, conns)) else 0
     a, b = med("A", lambda r: r["measured_records_per_s"] or 0), med("B", lambda r: r["measured_records_per_s"] or 0)
     ca, cb = med("A", lambda r: r.get("records_per_node_cpu_s", 0)), med("B", lambda r: r.get("records_per_node_cpu_s", 0))
+    ma, mb = med("A", lambda r: per_request(r, "server_main_thread_cpu_s")), med("B", lambda r: per_request(r, "server_main_thread_cpu_s"))
     print(f"{conns:>5} {a:>12,.0f} {b:>12,.0f} {b / a if a else 0:>6.2f} {med('A', lambda r: r['latency_ms']['p50']):>7.1f} "
-          f"{med('B', lambda r: r['latency_ms']['p50']):>7.1f} {ca:>12,.0f} {cb:>12,.0f} {cb / ca if ca else 0:>6.2f}")
+          f"{med('B', lambda r: r['latency_ms']['p50']):>7.1f} {ca:>12,.0f} {cb:>12,.0f} {cb / ca if ca else 0:>6.2f} "
+          f"{ma:>13.2f} {mb:>13.2f} {mb / ma if ma else 0:>6.2f}")
 PY
