@@ -179,12 +179,17 @@ def adbc_fetch(uri: str, key: str, sql: str, schemas: dict, label: str):
     import adbc_driver_flightsql.dbapi as flightsql
 
     conn = flightsql.connect(uri, db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {key}"}, autocommit=True)
+    return dbapi_reader(conn, sql, schemas, label), conn
 
+
+def dbapi_reader(conn, sql: str, schemas: dict | None = None, label: str | None = None):
+    """A run of the DB-API reader on an ADBC connection: execute, then read the result's record batches."""
     def run():
         with conn.cursor() as cur:
             cur.execute(sql)
             reader = cur.fetch_record_batch()
-            schemas[label] = reader.schema
+            if schemas is not None:
+                schemas[label] = reader.schema
 
             def next_batch():
                 try:
@@ -194,7 +199,7 @@ def adbc_fetch(uri: str, key: str, sql: str, schemas: dict, label: str):
 
             return drain(next_batch)
 
-    return run, conn
+    return run
 
 
 def duckdb_adbc_fetch(threads: int, sql: str):
@@ -204,19 +209,7 @@ def duckdb_adbc_fetch(threads: int, sql: str):
     conn = duckdb_adbc.connect()
     with conn.cursor() as cur:
         cur.execute(f"SET threads={threads}")
-
-    def run():
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            reader = cur.fetch_record_batch()
-
-            def next_batch():
-                try:
-                    return reader.read_next_batch()
-                except StopIteration:
-                    return None
-            return drain(next_batch)
-    return run, conn
+    return dbapi_reader(conn, sql), conn
 
 
 def jdbc_measure(name: str, classpath: str, url: str, sql: str, repeats: int, warmup: int,
