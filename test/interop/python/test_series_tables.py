@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import re
 import uuid
 
 import adbc_driver_flightsql.dbapi as flightsql
@@ -106,3 +107,33 @@ def test_transactions_commit_and_rollback(orrery, table_name):
             tx.rollback()
             look.execute(f"SELECT sum(n) FROM {table_name}")
             assert look.fetchall() == [(6,)]
+
+
+@pytest.mark.parametrize(
+    "bound",
+    [
+        dt.datetime(2024, 3, 7, 0, 0, tzinfo=dt.timezone.utc),
+        dt.datetime(2024, 3, 7, 2, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+        dt.datetime(2024, 3, 7, 0, 0),  # naive: UTC
+        pa.record_batch([pa.array([1709769600000000000], pa.timestamp("ns", "UTC"))], names=["bound"]),
+    ],
+    ids=["aware-utc", "aware-plus2", "naive", "arrow-ns"],
+)
+def test_a_bound_timestamp_parameter_prunes_the_scan(orrery, table_name, bound):
+    """#14/#10: `ts >= ?` with a timestamp bound by ADBC reads only the files of the days it keeps
+    (each day's INSERT is a file; EXPLAIN ANALYZE counts the files DuckLake's scan read), with the
+    rows of the plain string bound."""
+    with connect(orrery, orrery.admin_user, orrery.admin_key, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE {table_name} (ts TIMESTAMP, n BIGINT) WITH (time_column = 'ts')")
+        for day in range(1, 9):
+            cur.execute(
+                f"INSERT INTO {table_name} SELECT TIMESTAMP '2024-03-0{day}' + to_microseconds(i * 17280000), i FROM range(5000) t(i)"
+            )
+        parameters = bound if isinstance(bound, pa.RecordBatch) else (bound,)
+        cur.execute(f"EXPLAIN ANALYZE SELECT count(*) FROM {table_name} WHERE ts >= ?", parameters)
+        plan = "\n".join(str(value) for row in cur.fetchall() for value in row)
+        files = sum(int(m) for m in re.findall(r"Total Files Read: (\d+)", plan))
+        assert files == 2, plan
+        cur.execute(f"SELECT count(*) FROM {table_name} WHERE ts >= ?", parameters)
+        assert cur.fetchone()[0] == 10000
+        cur.execute(f"DROP TABLE {table_name}")
