@@ -1,0 +1,191 @@
+// A publication killed in the middle of a backfill (issue 13 items 4 and 7), with a real kill: the server
+// running `orrery publish` is SIGKILLed once it has rewritten a first partition file with a stored
+// column. Then, on a new server over the same Postgres and object store: every answer is as before the
+// publication, for an admin and a team's key (the files not yet rewritten are read by the expression);
+// a publish is refused naming the dead holder of the lock until its lease runs out (within a minute);
+// the next publish resumes, rewriting only the files the killed one had not, and the column is read.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runResourcesCli } from '../../src/resources/index.js';
+import {
+  OrreryChild,
+  adminAndTeams,
+  clientFor,
+  plainRows,
+  sharedEnv,
+  sleep,
+  startRole,
+  startTestPostgres,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+
+const [admin, team] = adminAndTeams('publish-kill');
+const partitions = 10;
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+const queries = [
+  "SELECT msg FROM log_entries WHERE properties->>'pod' = 'pod-3' ORDER BY msg",
+  "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 1",
+];
+
+async function startChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
+  const child = new OrreryChild('serve', 'serve', env);
+  await child.waitForLine(/Flight SQL listening on 127\.0\.0\.1:\d+/, 60_000);
+  const line = child.output.find((l) => /Flight SQL listening on/.test(l))!;
+  return { child, port: Number(/:(\d+)/.exec(line.slice(line.indexOf('listening on')))![1]) };
+}
+
+describe('a publication killed mid-backfill resumes from the ledger (issue 13)', { timeout: 300_000 }, () => {
+  let postgres: TestPostgres;
+  const lakeDir = mkdtempSync(join(tmpdir(), 'orrery-kill-lake-'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-kill-data-'));
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-kill-publish-'));
+  let env: Record<string, string>;
+  const answers = new Map<string, unknown>();
+
+  const everyAnswer = async (port: number) => {
+    const all = new Map<string, unknown>();
+    for (const key of [admin, team]) {
+      const client = clientFor(port, key);
+      try {
+        for (const sql of queries) all.set(`${key.name}: ${sql}`, await plainRows(client, sql));
+      } finally {
+        client.close();
+      }
+    }
+    return all;
+  };
+  const publish = async (port: number) => {
+    const [out, err]: [string[], string[]] = [[], []];
+    const io = { out: (l: string) => out.push(l), err: (l: string) => err.push(l) };
+    const cliEnv = { ORRERY_FLIGHT_SQL_ADDR: `127.0.0.1:${port}`, ORRERY_API_KEY: admin.key };
+    const status = await runResourcesCli(['--dir', dir], { env: cliEnv, out: io.out, err: io.err }, 'publish');
+    return { status, out: out.join('\n'), err: err.join('\n') };
+  };
+  const holding = async () =>
+    Number(
+      (
+        await postgres.pool.query<{ n: string }>(
+          "SELECT count(*) AS n FROM resource_column_files WHERE view_set_name = 'log_entries'",
+        )
+      ).rows[0]?.n ?? 0,
+    );
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    env = {
+      ...sharedEnv({ keys: [admin, team], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
+      ORRERY_DATA_DIR: dataDir,
+    };
+    // Ten partitions of log_entries a second apart, pods 0 to 9; the odd ones sent by team_a's key.
+    const setup = await startRole('serve', env);
+    try {
+      const start = Math.floor(Date.now() / 1000);
+      for (let i = 0; i < partitions; i++) {
+        const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
+        const logs = [0, 1].map((j) => ({
+          time: time + BigInt(j),
+          severity: 9,
+          body: `entry ${i}.${j}`,
+          target: 'app',
+          attributes: { pod: `pod-${i}` },
+        }));
+        const body = logsRequest({ 'service.name': `svc${i}` }, logs);
+        const sent = await postOtlp(setup.httpPort, 'logs', i % 2 === 1 ? team.key : admin.key, body);
+        assert.equal(sent.status, 200, sent.text);
+        await sleep(1100);
+      }
+      const client = clientFor(setup.flightPort, admin);
+      try {
+        for (const view of ['processes', 'log_entries'])
+          await client.query(
+            `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(start + partitions + 4)}', 1)`,
+          );
+      } finally {
+        client.close();
+      }
+      for (const [sql, rows] of await everyAnswer(setup.flightPort)) answers.set(sql, rows);
+    } finally {
+      await setup.close();
+    }
+    assert.deepEqual(answers.get(`team_a: ${queries[0]}`), [{ msg: 'entry 3.0' }, { msg: 'entry 3.1' }]);
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const resources = { pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } } };
+    writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+  });
+  after(async () => {
+    await postgres?.close();
+    for (const d of [lakeDir, dataDir, dir]) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('SIGKILL after the first file rewritten; answers unchanged; the lock expires; the next publish resumes', async () => {
+    const { child, port } = await startChild(env);
+    const killedPid = child.child.pid!;
+    try {
+      const running = publish(port);
+      // Killed as soon as Postgres lists a first file holding the column (the backfill commits one at a time).
+      while ((await holding()) === 0) {
+        assert.ok(child.running, child.tail());
+        await sleep(10);
+      }
+      await child.stop('SIGKILL');
+      assert.equal((await running).status, 1);
+    } finally {
+      if (child.running) await child.stop('SIGKILL');
+    }
+    const done = await holding();
+    assert.ok(done > 0 && done < partitions, `${done} of ${partitions} files rewritten when killed`);
+    const { rows: ledger } = await postgres.pool.query<{ state: string }>(
+      "SELECT state FROM resource_ledger WHERE entry_key = 'pod'",
+    );
+    assert.deepEqual(ledger, [{ state: 'installing' }]);
+
+    const { child: again, port: againPort } = await startChild(env);
+    try {
+      // The files not rewritten yet are read by the expression: no answer depends on how far it got.
+      for (const [sql, rows] of await everyAnswer(againPort)) assert.deepEqual(rows, answers.get(sql), sql);
+      const refused = await publish(againPort);
+      assert.equal(refused.status, 1);
+      assert.match(
+        refused.err,
+        new RegExp(`another installation holds the resources lock: .* pid ${killedPid}, since`),
+      );
+      // The dead holder renews nothing: its lease runs out within a minute of its last renewal.
+      for (let waited = 0; ; waited += 1000) {
+        const { rows } = await postgres.pool.query<{ live: boolean }>(
+          'SELECT expires_at > now() AS live FROM resource_locks',
+        );
+        if (!rows[0]?.live) break;
+        assert.ok(waited < 75_000, 'the lock of the killed server did not expire');
+        await sleep(1000);
+      }
+      const resumed = await publish(againPort);
+      assert.equal(resumed.status, 0, resumed.err);
+      assert.match(
+        resumed.out,
+        new RegExp(
+          `^backfill stored column pod \\(__orr_[0-9a-f]{16} VARCHAR\\) on log_entries: ${partitions - done} partition file\\(s\\) to rewrite`,
+          'm',
+        ),
+      );
+      assert.equal(await holding(), partitions);
+      for (const [sql, rows] of await everyAnswer(againPort)) assert.deepEqual(rows, answers.get(sql), sql);
+      const client = clientFor(againPort, admin);
+      try {
+        const table = await client.query(queries[0]);
+        const provenance = JSON.parse(table.schema.metadata.get('orrery.provenance') ?? '{}') as {
+          stored_columns?: Array<{ use: string }>;
+        };
+        assert.equal(provenance.stored_columns?.[0]?.use, 'substituted');
+      } finally {
+        client.close();
+      }
+    } finally {
+      await again.stop();
+    }
+  });
+});
