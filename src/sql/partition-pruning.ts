@@ -6,8 +6,9 @@
 // DuckDB's own, run over the statistics cast back to the indexed type, so a partition is skipped only
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
 // filtering is untouched (it filters the rows of the partitions that remain). The set may be read in a
-// CTE or a subquery, the constants may be the statement's bound parameters, and a lower bound may rise
-// with the clock (`time > now() - INTERVAL 1 day`: now() when pruning is no later than when running).
+// CTE or a subquery (the WHEREs of the SELECTs enclosing it count too while the subqueries pass its rows
+// through: see passesThrough), the constants may be the statement's bound parameters, and a lower bound
+// may rise with the clock (`time > now() - INTERVAL 1 day`: now() when pruning is no later than when running).
 import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
@@ -293,9 +294,11 @@ function readingSelect(
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
-): { node: Node; qualifier: string } | null {
+): { node: Node; qualifier: string; outer: Level[] } | null {
   if (!readOnce(tree, shape, view, viewOf)) return null;
   const [tables, selects] = [[] as Node[], [] as Node[]];
+  // Each SELECT whose FROM is a subquery alone, by the subquery's SELECT.
+  const enclosing = new Map<Node, Node>();
   let shadowed = false;
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(visit);
@@ -303,25 +306,76 @@ function readingSelect(
     const node = value as Node;
     if (node.type === 'BASE_TABLE' && viewOf(String(node.table_name)) === view) tables.push(node);
     if (node.type === 'SELECT_NODE') selects.push(node);
+    const from = node.from_table as Node | undefined;
+    if (node.type === 'SELECT_NODE' && from?.type === 'SUBQUERY')
+      enclosing.set((from.subquery as Node).node as Node, node);
     const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
     shadowed ||= ctes.some((c) => viewOf(c.key) === view);
     Object.values(node).forEach(visit);
   };
   visit(tree.statements[0]);
   if (shadowed || tables.length !== 1) return null;
-  return readerOf(
+  const reader = readerOf(
     selects.find((s) => s.from_table === tables[0]),
     view,
     viewOf,
   );
+  if (!reader) return null;
+  const outer: Level[] = [];
+  for (let inner = reader; passesThrough(inner);) {
+    const node = enclosing.get(inner.node);
+    const from = node?.from_table as Node | undefined;
+    if (!node || !from || from.sample || (from.column_name_alias as unknown[]).length > 0) break;
+    inner = { node, qualifier: String(from.alias).toLowerCase() };
+    outer.push(inner);
+  }
+  return { ...reader, outer };
+}
+
+/** A SELECT, and the name its columns are qualified by. */
+interface Level {
+  readonly node: Node;
+  readonly qualifier: string;
+}
+
+/**
+ * Whether a SELECT hands on each row it reads, once, with the columns it reads under their own names:
+ * a list of `*` (no EXCLUDE, REPLACE, RENAME) and unrenamed columns, no grouping, DISTINCT, LIMIT,
+ * window or sample. The WHERE of a SELECT reading it then filters the set's rows as its own would.
+ */
+function passesThrough({ node, qualifier }: Level): boolean {
+  if ((node.group_expressions as unknown[]).length > 0 || (node.group_sets as unknown[]).length > 0) return false;
+  if (node.having || node.qualify || node.sample || node.aggregate_handling !== 'STANDARD_HANDLING') return false;
+  if (!(node.modifiers as Node[]).every((m) => m.type === 'ORDER_MODIFIER')) return false;
+  return (node.select_list as Node[]).every((item) => {
+    if (item.class === 'STAR')
+      return (
+        (item.relation_name === '' || String(item.relation_name).toLowerCase() === qualifier) &&
+        item.columns === false &&
+        item.expr === null &&
+        ['exclude_list', 'replace_list', 'qualified_exclude_list', 'rename_list'].every(
+          (list) => (item[list] as unknown[] | undefined)?.length === 0,
+        )
+      );
+    const names = ((item.column_names as string[] | undefined) ?? []).map((n) => n.toLowerCase());
+    return (
+      item.class === 'COLUMN_REF' &&
+      (names.length === 1 || (names.length === 2 && names[0] === qualifier)) &&
+      (item.alias === '' || String(item.alias).toLowerCase() === names.at(-1))
+    );
+  });
 }
 
 /** What an index can decide of a WHERE: its restrictions and searches, ANDed, and ORs of such conjunctions. */
 interface Conjunction {
+  /** The name the columns of its conditions are qualified by. */
+  readonly qualifier: string;
   readonly restrictions: Restriction[];
   readonly searches: Search[];
   /** Each an OR: a row passes it only when it passes one of its conjunctions. */
   readonly alternatives: Conjunction[][];
+  /** The WHEREs of the SELECTs reading the set's rows through subqueries that pass them through (ANDed). */
+  readonly outer: Conjunction[];
 }
 
 /** The conditions of ORs a statement is pruned by, at the most (each may cost a DuckDB query): more are read whole. */
@@ -332,15 +386,16 @@ const disjuncts = (node: Node): Node[] =>
     ? (node.children as Node[]).flatMap(disjuncts)
     : [node];
 
-const decides = (c: Conjunction): boolean => c.restrictions.length + c.searches.length + c.alternatives.length > 0;
+const decides = (c: Conjunction): boolean =>
+  c.restrictions.length + c.searches.length + c.alternatives.length > 0 || c.outer.some(decides);
 
 /**
  * The conjunction a condition is, as far as indexes decide it. Sound under AND and OR alone: a partition
  * none of whose rows makes a part TRUE has none making the whole TRUE. A conjunct it cannot decide (NOT,
  * IS NULL, a function) is left out, and so is an OR with such an alternative: the WHERE still filters by them.
  */
-function conjunctionOf(node: Node, bindings: Bindings, budget: { left: number }): Conjunction {
-  const out: Conjunction = { restrictions: [], searches: [], alternatives: [] };
+function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget: { left: number }): Conjunction {
+  const out: Conjunction = { qualifier, restrictions: [], searches: [], alternatives: [], outer: [] };
   for (const conjunct of conjuncts(node)) {
     const restriction = restrictionOf(conjunct, bindings);
     const search = searchOf(conjunct, bindings);
@@ -348,18 +403,26 @@ function conjunctionOf(node: Node, bindings: Bindings, budget: { left: number })
     if (search) out.searches.push(search);
     const options = disjuncts(conjunct);
     if (options.length < 2 || (budget.left -= options.length) < 0) continue;
-    const alternatives = options.map((o) => conjunctionOf(o, bindings, budget));
+    const alternatives = options.map((o) => conjunctionOf(o, qualifier, bindings, budget));
     if (alternatives.every(decides)) out.alternatives.push(alternatives);
   }
   return out;
 }
 
-/** What an index can decide of the WHERE on a view set's rows, when the statement reads them alone (see readsAlone). */
-function restrictionsOn(statement: Statement, view: ViewSet): (Conjunction & { qualifier: string }) | null {
+/**
+ * What an index can decide of the WHEREs on a view set's rows, when the statement reads them alone (see
+ * readsAlone): the reading SELECT's, and those of the SELECTs reading it through subqueries that pass rows through.
+ */
+function restrictionsOn(statement: Statement, view: ViewSet): Conjunction | null {
   const reader = readingSelect(statement.tree, statement.shape, view, statement.viewOf);
-  if (!reader?.node.where_clause) return null;
-  const where = conjunctionOf(reader.node.where_clause as Node, bindingsOf(statement), { left: alternativeLimit });
-  return { qualifier: reader.qualifier, ...where };
+  if (!reader) return null;
+  const [bindings, budget] = [bindingsOf(statement), { left: alternativeLimit }];
+  const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
+    node.where_clause
+      ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
+      : { qualifier, restrictions: [], searches: [], alternatives: [], outer: [] },
+  );
+  return { ...first, outer };
 }
 
 const columnRef = (name: string): Node => ({
@@ -492,7 +555,7 @@ export class PartitionPruning {
       const indexed = await expressionTree(this.engine, index.expression);
       if (indexed) indexes.push({ index, key: keyOf(indexed, new Set()) });
     }
-    const skipped = await this.excluded(on, files, new Set([on.qualifier]), indexes);
+    const skipped = await this.excluded(on, files, indexes);
     if (skipped.size === 0) return files;
     const used = [...new Set(skipped.values())];
     this.reads.push({ table: view.name, partitions: files.length, skipped: skipped.size, indexes: used });
@@ -509,9 +572,9 @@ export class PartitionPruning {
   private async excluded(
     on: Conjunction,
     files: readonly string[],
-    qualifiers: ReadonlySet<string>,
     indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
   ): Promise<Map<string, string>> {
+    const qualifiers = new Set([on.qualifier]);
     const skipped = new Map<string, string>();
     for (const { index, key } of indexes) {
       const remaining = files.filter((f) => !skipped.has(f));
@@ -539,12 +602,19 @@ export class PartitionPruning {
       let common = new Map(files.filter((f) => !skipped.has(f)).map((f) => [f, '']));
       for (const alternative of alternatives) {
         if (common.size === 0) break;
-        const out = await this.excluded(alternative, [...common.keys()], qualifiers, indexes);
+        const out = await this.excluded(alternative, [...common.keys()], indexes);
         const first = alternative === alternatives[0];
         common = new Map([...common].filter(([f]) => out.has(f)).map(([f, by]) => [f, first ? out.get(f)! : by]));
       }
       for (const [file, index] of common) skipped.set(file, index);
     }
+    for (const level of on.outer)
+      for (const [file, index] of await this.excluded(
+        level,
+        files.filter((f) => !skipped.has(f)),
+        indexes,
+      ))
+        skipped.set(file, index);
     return skipped;
   }
 

@@ -103,7 +103,22 @@ const queries: Array<[string, number]> = [
   // The set read in a CTE or a subquery: that SELECT's WHERE filters every row the statement reads of it.
   ['WITH e AS (SELECT msg, level FROM log_entries WHERE level = 3) SELECT msg FROM e ORDER BY msg', 2],
   ["SELECT count(*) AS n FROM (SELECT msg FROM log_entries l WHERE l.level >= 3) WHERE msg <> ''", 1],
-  ['SELECT msg FROM (SELECT * FROM log_entries) WHERE level = 3 ORDER BY msg', 0],
+  // A WHERE over a subquery that hands the set's rows on unchanged filters them as the set's own does.
+  ['SELECT msg FROM (SELECT * FROM log_entries) WHERE level = 3 ORDER BY msg', 2],
+  ['SELECT s.msg FROM (SELECT msg, level FROM log_entries WHERE level >= 3) AS s WHERE s.level = 3 ORDER BY 1', 2],
+  ["SELECT count(*) AS n FROM (SELECT * FROM (SELECT * FROM log_entries) WHERE exe <> 'x') WHERE level = 4", 2],
+  [
+    'SELECT level, count(*) AS n FROM (SELECT * FROM log_entries) WHERE level < 3 OR level > 3 GROUP BY 1 ORDER BY 1',
+    1,
+  ],
+  // ... not through a LIMIT, an aggregation, a window, a renamed or replaced column, or column aliases.
+  ['SELECT count(*) AS n FROM (SELECT * FROM log_entries ORDER BY msg LIMIT 3) WHERE level = 3', 0],
+  ['SELECT n FROM (SELECT level, count(*) AS n FROM log_entries GROUP BY level) WHERE level = 3', 0],
+  ['SELECT count(*) AS n FROM (SELECT *, row_number() OVER (ORDER BY msg) AS r FROM log_entries) WHERE r = 3', 0],
+  ['SELECT msg FROM (SELECT msg, level + 1 AS level FROM log_entries) WHERE level = 3 ORDER BY msg', 0],
+  ['SELECT msg FROM (SELECT * REPLACE (level + 1 AS level) FROM log_entries) WHERE level = 3 ORDER BY msg', 0],
+  ['SELECT msg FROM (SELECT msg AS level, level AS msg FROM log_entries) WHERE msg = 3 ORDER BY level', 0],
+  ['SELECT x FROM (SELECT * FROM log_entries) AS s(a, b, c, d, x, y, z, w, v, level) WHERE level = 3 ORDER BY x', 0],
   ['WITH log_entries AS (SELECT * FROM log_entries WHERE level = 4) SELECT msg FROM log_entries WHERE level = 3', 0],
   // A lower bound rising with the clock (its value when pruning is no later than when running); not an upper one.
   ['SELECT count(*) AS n FROM log_entries WHERE time > now() - INTERVAL 1 DAY', 3],
