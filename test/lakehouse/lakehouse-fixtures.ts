@@ -325,6 +325,14 @@ export class OrreryChild {
   }
 }
 
+/** Starts `orrery serve` in a child process (see OrreryChild); its Flight SQL port once it listens. */
+export async function startServeChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
+  const child = new OrreryChild('serve', 'serve', env);
+  await child.waitForLine(/Flight SQL listening on 127\.0\.0\.1:\d+/, 60_000);
+  const line = child.output.find((l) => /Flight SQL listening on/.test(l))!;
+  return { child, port: Number(/:(\d+)/.exec(line.slice(line.indexOf('listening on')))![1]) };
+}
+
 /** The gRPC code and message of a call that must be refused; throws when it is not. */
 export async function refusal(call: Promise<unknown>): Promise<{ code: number; details: string }> {
   try {

@@ -11,17 +11,17 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runResourcesCli } from '../../src/resources/index.js';
 import {
-  OrreryChild,
   adminAndTeams,
   clientFor,
   plainRows,
   sharedEnv,
   sleep,
   startRole,
+  startServeChild,
   startTestPostgres,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { podLogs, postOtlp } from '../support/otlp.js';
 
 const [admin, team] = adminAndTeams('publish-kill');
 const partitions = 10;
@@ -31,13 +31,6 @@ const queries = [
   "SELECT msg FROM log_entries WHERE properties->>'pod' = 'pod-3' ORDER BY msg",
   "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 1",
 ];
-
-async function startChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
-  const child = new OrreryChild('serve', 'serve', env);
-  await child.waitForLine(/Flight SQL listening on 127\.0\.0\.1:\d+/, 60_000);
-  const line = child.output.find((l) => /Flight SQL listening on/.test(l))!;
-  return { child, port: Number(/:(\d+)/.exec(line.slice(line.indexOf('listening on')))![1]) };
-}
 
 describe('a publication killed mid-backfill resumes from the ledger (issue 13)', { timeout: 300_000 }, () => {
   let postgres: TestPostgres;
@@ -86,16 +79,7 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
     try {
       const start = Math.floor(Date.now() / 1000);
       for (let i = 0; i < partitions; i++) {
-        const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
-        const logs = [0, 1].map((j) => ({
-          time: time + BigInt(j),
-          severity: 9,
-          body: `entry ${i}.${j}`,
-          target: 'app',
-          attributes: { pod: `pod-${i}` },
-        }));
-        const body = logsRequest({ 'service.name': `svc${i}` }, logs);
-        const sent = await postOtlp(setup.httpPort, 'logs', i % 2 === 1 ? team.key : admin.key, body);
+        const sent = await postOtlp(setup.httpPort, 'logs', i % 2 === 1 ? team.key : admin.key, podLogs(i));
         assert.equal(sent.status, 200, sent.text);
         await sleep(1100);
       }
@@ -123,7 +107,7 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
   });
 
   it('SIGKILL after the first file rewritten; answers unchanged; the lock expires; the next publish resumes', async () => {
-    const { child, port } = await startChild(env);
+    const { child, port } = await startServeChild(env);
     const killedPid = child.child.pid!;
     try {
       const running = publish(port);
@@ -144,7 +128,7 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
     );
     assert.deepEqual(ledger, [{ state: 'installing' }]);
 
-    const { child: again, port: againPort } = await startChild(env);
+    const { child: again, port: againPort } = await startServeChild(env);
     try {
       // The files not rewritten yet are read by the expression: no answer depends on how far it got.
       for (const [sql, rows] of await everyAnswer(againPort)) assert.deepEqual(rows, answers.get(sql), sql);

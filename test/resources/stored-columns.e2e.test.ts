@@ -13,7 +13,7 @@ import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { podLogs, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
@@ -121,20 +121,7 @@ describe('stored columns: installed, backfilled, read in place of their expressi
     // Three partitions of log_entries a second apart, pods 0, 1 and 2; the middle one sent by a key of audience team_x.
     start = Math.floor(Date.now() / 1000);
     for (const i of [0, 1, 2]) {
-      const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
-      const logs = [0, 1].map((j) => ({
-        time: time + BigInt(j),
-        severity: 9,
-        body: `entry ${i}.${j}`,
-        target: 'app',
-        attributes: { pod: `pod-${i}` },
-      }));
-      const sent = await postOtlp(
-        fixture.orrery.httpPort,
-        'logs',
-        i === 1 ? teamKey.key : adminKey.key,
-        logsRequest({ 'service.name': `svc${i}` }, logs),
-      );
+      const sent = await postOtlp(fixture.orrery.httpPort, 'logs', i === 1 ? teamKey.key : adminKey.key, podLogs(i));
       assert.equal(sent.status, 200, sent.text);
       await sleep(1100);
     }

@@ -50,3 +50,19 @@ export async function postOtlp(
   const response = await fetch(`http://127.0.0.1:${httpPort}/v1/${signal}`, { method: 'POST', headers, body });
   return { status: response.status, text: await response.text() };
 }
+
+/**
+ * Partition i's log records of the resources suites: `entry <i>.0` and `entry <i>.1`, severity 9, attribute
+ * `pod` = `pod-<i>`, of service `svc<i>`, at 2024-01-02 03:04:05 plus i ms (one nanosecond apart).
+ */
+export function podLogs(i: number): string {
+  const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
+  const logs = [0, 1].map((j) => ({
+    time: time + BigInt(j),
+    severity: 9,
+    body: `entry ${i}.${j}`,
+    target: 'app',
+    attributes: { pod: `pod-${i}` },
+  }));
+  return logsRequest({ 'service.name': `svc${i}` }, logs);
+}

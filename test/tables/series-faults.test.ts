@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Float64, Table, TimestampNanosecond, Utf8, makeVector, vectorFromArray, RecordBatch } from 'apache-arrow';
 import {
-  OrreryChild,
+  startServeChild,
   clientFor,
   scalar,
   sharedEnv,
@@ -57,13 +57,6 @@ async function ingest(client: TestFlightClient, table: string, data: Table): Pro
   );
 }
 
-async function startChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
-  const child = new OrreryChild('serve', 'serve', env);
-  await child.waitForLine(/Flight SQL listening on 127\.0\.0\.1:\d+/, 60_000);
-  const line = child.output.find((l) => /Flight SQL listening on/.test(l))!;
-  return { child, port: Number(/:(\d+)/.exec(line.slice(line.indexOf('listening on')))![1]) };
-}
-
 describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
   let postgres: TestPostgres;
   let lakeDir: string;
@@ -85,7 +78,7 @@ describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
   });
 
   it('kill -9 in the middle of an ingest: the table is as before it', async () => {
-    const { child, port } = await startChild(env);
+    const { child, port } = await startServeChild(env);
     const client = clientFor(port, admin);
     try {
       // 2 M rows sent, then the upload is held open: the server has streamed them into DuckLake but
@@ -110,7 +103,7 @@ describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
       client.close();
       if (child.running) await child.stop('SIGKILL');
     }
-    const { child: again, port: againPort } = await startChild(env);
+    const { child: again, port: againPort } = await startServeChild(env);
     const look = clientFor(againPort, admin);
     try {
       assert.equal(await scalar(look, 'SELECT count(*) FROM samples'), 1000);
@@ -121,7 +114,7 @@ describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
   });
 
   it('kill -9 with a transaction open: what it wrote is gone', async () => {
-    const { child, port } = await startChild(env);
+    const { child, port } = await startServeChild(env);
     const client = clientFor(port, admin);
     try {
       const [body] = await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
@@ -141,7 +134,7 @@ describe('series tables under faults (issue 12)', { timeout: 300_000 }, () => {
       client.close();
       if (child.running) await child.stop('SIGKILL');
     }
-    const { child: again, port: againPort } = await startChild(env);
+    const { child: again, port: againPort } = await startServeChild(env);
     const look = clientFor(againPort, admin);
     try {
       assert.equal(await scalar(look, 'SELECT count(*) FROM samples'), 1000);
