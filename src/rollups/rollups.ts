@@ -1,4 +1,4 @@
-import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
+import { isFileReadFailure, quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
 import { rollupInvalidationsChannel, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import type { PartitionChange } from '../lakehouse/index.js';
 import {
@@ -36,6 +36,7 @@ import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
 import {
+  filesBeforeExpiry,
   forgetInvalidations,
   invalidationsAfter,
   invalidationsSchemaSql,
@@ -246,6 +247,9 @@ const text = (value: unknown): string | null =>
       ? JSON.stringify(value)
       : String(value as string);
 
+/** The advisory lock one refresh of a rollup at a time holds (across processes). */
+const refreshLock = (definition: Pick<RollupDefinition, 'name'>): string => `orrery_rollup_refresh:${definition.name}`;
+
 /** How long refresh_rollup waits for a refresh of the same rollup running elsewhere. */
 const refreshWaitMs = 10 * 60_000;
 
@@ -378,16 +382,7 @@ export class Rollups {
    */
   async backfillStep(name: string): Promise<BackfillStep> {
     const definition = await this.definition(name, 'backfill');
-    const deadline = Date.now() + refreshWaitMs;
-    for (;;) {
-      const step = await this.metadata.locks.tryWhileHolding(`orrery_rollup_refresh:${definition.name}`, () =>
-        this.backfillHoldingLock(definition.name),
-      );
-      if (step) return step;
-      if (Date.now() > deadline)
-        throw rollupErrors.error('ROLLUP_REFRESH_BUSY', `backfill: a refresh of '${definition.name}' is still running`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    return this.holdingRefreshLock(definition, 'backfill', () => this.backfillHoldingLock(definition.name));
   }
 
   private async backfillHoldingLock(name: string): Promise<BackfillStep> {
@@ -428,23 +423,14 @@ export class Rollups {
     }
     const time = quoteIdentifier(definition.timeColumn);
     const begin = bucketLiteral(definition, from);
-    const session = await this.engine.openSession();
-    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
-    try {
-      await run('BEGIN TRANSACTION');
+    await this.lakeTransaction(async (run) => {
       const mat = materializedTable(definition.name);
       // A refresh may have stored a bucket of the day already (a write to it was pending): replaced whole.
       await run(`DELETE FROM ${mat} WHERE bucket >= ${begin} AND bucket < ${covered}`);
       await run(
         `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), `${time} >= ${begin} AND ${time} < ${covered}`)}`,
       );
-      await run('COMMIT');
-    } catch (error) {
-      await run('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      session.close();
-    }
+    });
     // After the rows' commit: a read in between takes the day from the source, as before.
     await uncover(Number(daysLeft) <= 0 ? null : from);
     return { from, to, daysLeft: Number(daysLeft) };
@@ -753,24 +739,12 @@ export class Rollups {
    */
   async refresh(name: string): Promise<RefreshOutcome> {
     const definition = await this.definition(name, 'refresh_rollup');
-    const deadline = Date.now() + refreshWaitMs;
-    for (;;) {
-      const outcome = await this.tryRefresh(definition);
-      if (outcome) return outcome;
-      if (Date.now() > deadline)
-        throw rollupErrors.error(
-          'ROLLUP_REFRESH_BUSY',
-          `refresh_rollup: another refresh of '${definition.name}' is still running`,
-        );
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    return this.holdingRefreshLock(definition, 'refresh_rollup', () => this.refreshHoldingLock(definition));
   }
 
   /** Refreshes unless a refresh of the rollup runs already (anywhere): then undefined. */
   tryRefresh(definition: RollupDefinition): Promise<RefreshOutcome | undefined> {
-    return this.metadata.locks.tryWhileHolding(`orrery_rollup_refresh:${definition.name}`, () =>
-      this.refreshHoldingLock(definition),
-    );
+    return this.metadata.locks.tryWhileHolding(refreshLock(definition), () => this.refreshHoldingLock(definition));
   }
 
   private async refreshHoldingLock(definition: RollupDefinition): Promise<RefreshOutcome> {
@@ -827,10 +801,7 @@ export class Rollups {
           ? 0
           : 1
         : await this.rangeCount(definition, [...pending, ...(closed ? [state.watermark] : [])]);
-    const session = await this.engine.openSession();
-    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
-    try {
-      await run('BEGIN TRANSACTION');
+    await this.lakeTransaction(async (run, session) => {
       if (deleteFilters.length > 0) {
         const mat = materializedTable(definition.name);
         await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
@@ -843,13 +814,7 @@ export class Rollups {
       await run(
         `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${set ? set.sequence : snapshot}, now()::TIMESTAMP)`,
       );
-      await run('COMMIT');
-    } catch (error) {
-      await run('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      session.close();
-    }
+    });
     if (set && state.sourceSnapshot !== null)
       await forgetInvalidations(this.metadata, definition.name, state.sourceSnapshot);
     return { ranges, pendingBuckets: pending.length, watermark };
@@ -879,38 +844,47 @@ export class Rollups {
       (d) => d.base === table && !d.sourceIsRollup && !d.viewSetBase,
     );
     if (onTable.length === 0) return this.engine.execute(deleteSql);
-    const deadline = Date.now() + refreshWaitMs;
-    const holding = async (rest: readonly RollupDefinition[]): Promise<number> => {
-      if (rest.length > 0) {
-        for (;;) {
-          const deleted = await this.metadata.locks.tryWhileHolding(`orrery_rollup_refresh:${rest[0].name}`, () =>
-            holding(rest.slice(1)),
-          );
-          if (deleted !== undefined) return deleted;
-          if (Date.now() > deadline)
-            throw rollupErrors.error(
-              'ROLLUP_REFRESH_BUSY',
-              `retention of '${table}': a refresh of rollup '${rest[0].name}' is still running; the next housekeeping tries again`,
-            );
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
-      }
-      const session = await this.engine.openSession();
-      const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
-      try {
-        await run('BEGIN TRANSACTION');
-        for (const definition of onTable) await this.keepBuckets(definition, rowsGone, session);
-        const deleted = await run(deleteSql);
-        await run('COMMIT');
-        return deleted;
-      } catch (error) {
-        await run('ROLLBACK').catch(() => {});
-        throw error;
-      } finally {
-        session.close();
-      }
-    };
+    const holding = (rest: readonly RollupDefinition[]): Promise<number> =>
+      rest.length > 0
+        ? this.holdingRefreshLock(rest[0], `retention of '${table}'`, () => holding(rest.slice(1)))
+        : this.lakeTransaction(async (run, session) => {
+            for (const definition of onTable) await this.keepBuckets(definition, rowsGone, session);
+            return run(deleteSql);
+          });
     return holding(onTable);
+  }
+
+  /** Runs `work` holding a rollup's refresh lock, waiting for a refresh running anywhere as refresh_rollup does. */
+  private async holdingRefreshLock<T>(definition: RollupDefinition, who: string, work: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + refreshWaitMs;
+    for (;;) {
+      const done = await this.metadata.locks.tryWhileHolding(refreshLock(definition), async () => ({
+        value: await work(),
+      }));
+      if (done) return done.value;
+      if (Date.now() > deadline)
+        throw rollupErrors.error('ROLLUP_REFRESH_BUSY', `${who}: a refresh of '${definition.name}' is still running`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** `work` in one DuckLake transaction on a session of its own: committed whole, or rolled back. */
+  private async lakeTransaction<T>(
+    work: (run: (sql: string) => Promise<number>, session: EngineSession) => Promise<T>,
+  ): Promise<T> {
+    const session = await this.engine.openSession();
+    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
+    try {
+      await run('BEGIN TRANSACTION');
+      const value = await work(run, session);
+      await run('COMMIT');
+      return value;
+    } catch (error) {
+      await run('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      session.close();
+    }
   }
 
   /** retain's work for one rollup, in its transaction. */
@@ -1162,7 +1136,64 @@ export class Rollups {
    * the rollups on the set (the materializer calls it for every change).
    */
   async partitionsChanged(tx: MetadataQueries, change: PartitionChange): Promise<void> {
-    if (this.viewSets) await recordInvalidations(tx, this.engine, this.viewSets, change);
+    if (!this.viewSets) return;
+    if (change.expired) await this.storeBeforeExpiry(tx, change, this.viewSets);
+    await recordInvalidations(tx, this.engine, this.viewSets, change);
+  }
+
+  /**
+   * Before the lake's retention keeps the buckets of the rows it takes (recordInvalidations), every
+   * pending bucket of a rollup on the set is stored as the set's rows give it just before, the
+   * retiring files still read: kept, a bucket is never pending again, and would otherwise keep its
+   * value from before the change that made it pending. Holds the rollup's refresh lock meanwhile; a
+   * refresh after it waits for the retention's commit (recordInvalidations' lock) and then finds the
+   * bucket kept. A bucket still pending after the retention is read from its rows as before. With a
+   * refresh running it fails at once rather than wait inside the retention's transaction (whose
+   * partitions a change the refresh waits for may be waiting for): the next housekeeping retries.
+   */
+  private async storeBeforeExpiry(
+    tx: MetadataQueries,
+    change: PartitionChange,
+    sources: ViewSetSources,
+  ): Promise<void> {
+    const view = sources.get(change.viewSetName);
+    const onSet = [...(await this.definitions()).values()].filter(
+      (d) => d.viewSetBase && !d.sourceIsRollup && d.base === change.viewSetName,
+    );
+    if (!view || onSet.length === 0) return;
+    let files: Promise<string[]> | undefined;
+    for (const definition of onSet) {
+      const done = await this.metadata.locks.tryWhileHolding(refreshLock(definition), async () => {
+        const state = await this.readState(definition, await this.snapshot());
+        if (state.watermark === null) return true;
+        const invalidated = await invalidationsAfter(tx, [definition.name], state.sourceSnapshot ?? 0n);
+        if (invalidated.length === 0) return true;
+        const buckets = await this.engine.values(
+          `SELECT DISTINCT CAST(b AS VARCHAR) FROM (SELECT unnest([${invalidated.map((i) => quoteLiteral(i.bucket)).join(', ')}]::TIMESTAMP[]) AS b)
+            WHERE b < ${bucketLiteral(definition, state.watermark)} ORDER BY 1`,
+        );
+        if (buckets.length === 0) return true;
+        files ??= filesBeforeExpiry(tx, sources, view, change);
+        const literals = buckets.map(([b]) => bucketLiteral(definition, String(b)));
+        const rows = sessionRelation({ view, files: await files }, { kind: 'all' });
+        await this.lakeTransaction(async (run) => {
+          await run(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket IN (${literals.join(', ')})`);
+          await run(
+            `INSERT INTO ${materializedTable(definition.name)} ${aggregateOver(definition, rows, inBuckets(definition, literals)!)}`,
+          );
+        }).catch((error: unknown) => {
+          // A file deleted or damaged outside Orrery: as recordInvalidations does, retention goes on,
+          // and those buckets stay pending, read from what is left.
+          if (!isFileReadFailure(error)) throw error;
+        });
+        return true;
+      });
+      if (!done)
+        throw rollupErrors.error(
+          'ROLLUP_REFRESH_BUSY',
+          `retention of '${change.viewSetName}': a refresh of '${definition.name}' is running; the next housekeeping retries`,
+        );
+    }
   }
 
   /** A rollup's view set base as the rewrite reads it: its columns, timed by the rollup's time column; undefined when it is gone. */

@@ -105,6 +105,17 @@ export async function readViewSet(
   });
 }
 
+/** In the transaction of the lake's retention, the files of a set as they were before it: those left and those it takes. */
+export async function filesBeforeExpiry(
+  tx: MetadataQueries,
+  sources: ViewSetSources,
+  view: ViewSet,
+  change: PartitionChange,
+): Promise<string[]> {
+  const left = await queryablePartitions(tx, view.name, globalInstance, schemaHash(view.columns));
+  return [...left.map((p) => p.filePath!), ...change.retired].map((key) => sources.store.location(key));
+}
+
 /** The invalidations of `rollups` numbered after `after`, oldest first, less those of buckets kept as stored. */
 export async function invalidationsAfter(
   db: MetadataQueries,
