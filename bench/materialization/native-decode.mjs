@@ -1,7 +1,7 @@
 // The decode step of a log_entries materialization alone, in one process, alternately (issue 16): the same
 // stored payloads (the bench's OTLP bodies, brotli-compressed after the marker as ingestion stores them)
 // written to Parquet as the materializer's extract reads them, by
-//   native: each payload decompressed on libuv's threads (storedLogsPayloadContent) and written to a file, as
+//   native: each payload decompressed on libuv's threads (storedLogsPayloadContent), all written to one file, as
 //           the materializer does, then __orrery_otlp_logs (the addon decodes each payload on DuckDB's threads,
 //           straight into columns);
 //   js:     payloadLines on this thread (decompress + protobuf to NDJSON lines), then DuckDB's read_json of
@@ -56,12 +56,9 @@ try {
   const kinds = {
     native: async () => {
       const contents = await Promise.all(stored.map(nativeLogsPayloads()));
-      const paths = contents.map((content, n) => {
-        const path = join(dir, `content-${n}.payload`);
-        writeFileSync(path, content);
-        return path;
-      });
-      return engine.execute(copy(payloadRows('log', [], paths)));
+      const file = join(dir, 'contents.otlp');
+      writeFileSync(file, Buffer.concat(contents));
+      return engine.execute(copy(payloadRows('log', [], { file, sizes: contents.map((c) => c.length) })));
     },
     js: async () => {
       const decoded = stored.map((bytes, n) => {

@@ -33,23 +33,27 @@ export const payloadColumns = {
 export const ndjsonPayloads = (tag: keyof typeof payloadColumns, files: string): string =>
   `read_json(${files}, format = 'newline_delimited', columns = ${payloadColumns[tag]}, filename = true)`;
 
+/** The name __orrery_otlp_logs gives the payload at `index` of its file (its rows' `filename`). */
+export const protobufPayloadName = (file: string, index: number): string => `${file}#${index}`;
+
 /**
- * The rows of block payload files as an extract reads them (its `{payloads}`), each with its file's path:
- * NDJSON files through read_json; logs payloads stored as received (protobuf, `protobufLogs`) through the
- * native addon's __orrery_otlp_logs, whose properties text json() normalizes as read_json does its JSON column.
+ * The rows of block payload files as an extract reads them (its `{payloads}`), each with its `filename`:
+ * NDJSON files through read_json; logs payloads stored as received (protobuf), laid one after the other in
+ * one file of these sizes, through the native addon's __orrery_otlp_logs (named by protobufPayloadName),
+ * whose properties text json() normalizes as read_json does its JSON column.
  */
 export function payloadRows(
   tag: keyof typeof payloadColumns,
   ndjson: readonly string[],
-  protobufLogs: readonly string[] = [],
+  protobufLogs?: { readonly file: string; readonly sizes: readonly number[] },
 ): string {
-  const list = (paths: readonly string[]): string => `[${paths.map(quoteLiteral).join(', ')}]`;
-  if (protobufLogs.length === 0) return ndjsonPayloads(tag, list(ndjson));
+  const list = `[${ndjson.map(quoteLiteral).join(', ')}]`;
+  if (!protobufLogs) return ndjsonPayloads(tag, list);
   const decoded = `SELECT time, target, level, msg, json(properties) AS properties, trace_id, span_id, filename
-     FROM __orrery_otlp_logs(${list(protobufLogs)})`;
+     FROM __orrery_otlp_logs(${quoteLiteral(protobufLogs.file)}, [${protobufLogs.sizes.join(', ')}]::UBIGINT[])`;
   return ndjson.length === 0
     ? `(${decoded})`
-    : `(${decoded} UNION ALL BY NAME SELECT * FROM ${ndjsonPayloads(tag, list(ndjson))})`;
+    : `(${decoded} UNION ALL BY NAME SELECT * FROM ${ndjsonPayloads(tag, list)})`;
 }
 
 const blockColumns = 'b.process_id, b.stream_id, b.block_id, b.insert_time, b.exe, b.username, b.computer';

@@ -5,7 +5,7 @@
 // kind, nested arrays and lists, duplicate and integer-like keys, missing fields, ids absent, empty or
 // zero), hand-made edge cases (times at the last valid value, int64 limits, doubles JavaScript writes in
 // exponent form) and every stored form (brotli after the marker byte, gzip as received, plain). A payload
-// that cannot be decoded fails the statement, naming its file, as a damaged NDJSON payload fails read_json.
+// that cannot be decoded fails the statement, naming it, as a damaged NDJSON payload fails read_json.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { nativeLogsPayloads } from '../../src/engine/native-export.js';
 import { isErrorOf } from '../../src/errors/index.js';
 import { payloadContent, payloadLines } from '../../src/ingestion/index.js';
 import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
-import { payloadRows } from '../../src/views/index.js';
+import { payloadRows, protobufPayloadName } from '../../src/views/index.js';
 import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
 
 const columns = 'time, target, level, msg, properties::VARCHAR AS properties, trace_id, span_id, filename';
@@ -57,13 +57,15 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
   /** Rows of these stored payloads read natively and through their NDJSON lines, with the file names made the same. */
   async function bothWays(payloads: readonly Uint8Array[]): Promise<{ native: string[]; js: string[] }> {
     assert.ok(contentOf, 'the native addon is built (npm run build)');
-    const stored = payloads.map((p) => put(p));
+    // One file, the payloads one after the other, as the materializer writes them.
+    const bundle = { file: put(Buffer.concat(payloads)), sizes: payloads.map((p) => p.length) };
+    const stored = payloads.map((_, i) => protobufPayloadName(bundle.file, i));
     const lines = payloads.map((p) => put(payloadLines(p)));
     for (const p of payloads) assert.deepEqual(Buffer.from((await contentOf(p))!), Buffer.from(payloadContent(p)));
     // Files by their place in the list, rows in one order (a row's text, times as decimal).
     const canonical = (paths: string[], rows: unknown[][]): string[] =>
       rows.map((row) => JSON.stringify([paths.indexOf(row.at(-1) as string), ...row.slice(0, -1).map(String)])).sort();
-    const native = await engine.values(`SELECT ${columns} FROM ${payloadRows('log', [], stored)}`);
+    const native = await engine.values(`SELECT ${columns} FROM ${payloadRows('log', [], bundle)}`);
     const js = await engine.values(`SELECT ${columns} FROM ${payloadRows('log', lines)}`);
     return { native: canonical(stored, native), js: canonical(lines, js) };
   }
@@ -139,7 +141,7 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
     assert.equal(await contentOf(Uint8Array.from([0xce, 1, 2, 3])), null, 'damaged brotli');
   });
 
-  it('fails the statement on a payload that does not decode, naming its file, as read_json fails on damaged NDJSON', async () => {
+  it('fails the statement on a payload that does not decode, naming it, as read_json fails on damaged NDJSON', async () => {
     const good = protobufOf(randomRequest(random(7)));
     const damaged: Array<[string, Uint8Array]> = [
       ['cut protobuf', good.subarray(0, good.length - 3)],
@@ -152,10 +154,13 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
       ],
     ];
     for (const [what, payload] of damaged) {
-      const path = put(payload);
+      // The damaged payload second, between good ones: the error names it.
+      const parts = [good, payload, good];
+      const file = put(Buffer.concat(parts));
       await assert.rejects(
-        engine.values(`SELECT count(*) FROM ${payloadRows('log', [], [path])}`),
-        (error: Error) => isErrorOf(error, engineErrors, 'QUERY_INVALID') && error.message.includes(path),
+        engine.values(`SELECT count(*) FROM ${payloadRows('log', [], { file, sizes: parts.map((p) => p.length) })}`),
+        (error: Error) =>
+          isErrorOf(error, engineErrors, 'QUERY_INVALID') && error.message.includes(protobufPayloadName(file, 1)),
         what,
       );
     }
@@ -163,11 +168,11 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
 
   it('reads only files in the folder it was registered with', async () => {
     await assert.rejects(
-      engine.values(`SELECT count(*) FROM ${payloadRows('log', [], ['/etc/passwd'])}`),
+      engine.values(`SELECT count(*) FROM ${payloadRows('log', [], { file: '/etc/passwd', sizes: [1] })}`),
       /reads only the materializer's scratch files/,
     );
     await assert.rejects(
-      engine.values(`SELECT count(*) FROM ${payloadRows('log', [], [`${dir}/../../etc/passwd`])}`),
+      engine.values(`SELECT count(*) FROM ${payloadRows('log', [], { file: `${dir}/../../etc/passwd`, sizes: [1] })}`),
       /reads only the materializer's scratch files/,
     );
   });

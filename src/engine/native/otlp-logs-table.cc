@@ -1,24 +1,28 @@
 // Materializing OTLP logs payloads stored as received (issue 16): a DuckDB table function,
-// __orrery_otlp_logs(paths VARCHAR[]), that reads payload files (the stored bytes: brotli after the
-// marker byte 0xce, gzip as the client sent it, or plain protobuf), decodes each ExportLogsServiceRequest
-// straight into DuckDB vectors on DuckDB's own threads (one payload per thread at a time), and yields
-// the columns read_json gives from the NDJSON lines of the JavaScript path (payloadLines: decodeLogs +
-// logLine in src/ingestion): time BIGINT, target, level INTEGER, msg, properties (JSON.stringify's text
-// of the attributes, which the materializer passes through json() as read_json's JSON column does),
-// trace_id, span_id, and filename (the path, as read_json's filename = true). Values follow JavaScript's
-// semantics exactly where they show: an object's key order (integer-like keys first, ascending; the last
-// of duplicate keys wins at the first one's place), Number's toString for doubles, int64 values past
-// 2^53 as decimal strings, bytes as base64. A payload is decoded only when it passes the validating scan
-// ingestion ran on it (logs-scan.cc); one that does not, or cannot be decompressed, fails the statement
-// with its path, as a damaged NDJSON payload fails read_json, so the materializer quarantines its block.
+// __orrery_otlp_logs(file VARCHAR, sizes UBIGINT[]), that reads the payloads laid one after the other in a
+// file (each as stored: brotli after the marker byte 0xce, gzip as the client sent it, or plain protobuf),
+// decodes each ExportLogsServiceRequest straight into DuckDB vectors on DuckDB's own threads (one payload
+// per thread at a time), and yields the columns read_json gives from the NDJSON lines of the JavaScript
+// path (payloadLines: decodeLogs + logLine in src/ingestion): time BIGINT, target, level INTEGER, msg,
+// properties (JSON.stringify's text of the attributes, which the materializer passes through json() as
+// read_json's JSON column does), trace_id, span_id, and filename (`<file>#<index of the payload>`: what
+// read_json's filename = true is to a file). Values follow JavaScript's semantics exactly where they
+// show: an object's key order (integer-like keys first, ascending; the last of duplicate keys wins at the
+// first one's place), Number's toString for doubles, int64 values past 2^53 as decimal strings, bytes as
+// base64. A payload is decoded only when it passes the validating scan ingestion ran on it
+// (logs-scan.cc); one that does not, or cannot be decompressed, fails the statement with its name, as a
+// damaged NDJSON payload fails read_json, so the materializer quarantines its block.
 // It reads only files under the folder it was registered with (the materializer's scratch folder).
 
 #define NAPI_VERSION 8
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <napi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -682,18 +686,22 @@ struct Registration {
 };
 
 struct Bind {
-  std::vector<std::string> paths;
+  std::string file;
+  std::vector<uint64_t> offsets;  // payload i is [offsets[i], offsets[i + 1]) of the file
 };
 
 struct Global {
   std::atomic<size_t> next{0};
+  int fd = -1;
+  ~Global() {
+    if (fd >= 0) close(fd);
+  }
 };
 
 struct Local {
-  std::string file, content;
+  std::string payload, content, name;
   std::vector<double> scanned;  // what the scan found (unused: only its verdict counts)
   Rows rows;
-  size_t path = SIZE_MAX;
   size_t row = 0;
 };
 
@@ -702,36 +710,43 @@ void Delete(void *p) {
   delete static_cast<T *>(p);
 }
 
-void ReadFile(const std::string &path, std::string &out) {
-  std::unique_ptr<FILE, int (*)(FILE *)> file(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!file) throw Failure{"cannot be opened"};
-  out.clear();
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, file.get())) > 0) out.append(buf, n);
-  if (std::ferror(file.get())) throw Failure{"cannot be read"};
+// Bytes [offset, end) of a file.
+void ReadSlice(int fd, uint64_t offset, uint64_t end, std::string &out) {
+  out.resize(end - offset);
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = pread(fd, &out[done], out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Failure{n == 0 ? "is cut short" : "cannot be read"};
+    done += static_cast<size_t>(n);
+  }
 }
 
+// __orrery_otlp_logs(file, sizes): the payloads are consecutive in the file, of these sizes; each row's
+// filename is `<file>#<index of its payload>`.
 void LogsBind(duckdb_bind_info info) {
   const auto *registration = static_cast<const Registration *>(duckdb_bind_get_extra_info(info));
-  duckdb_value list = duckdb_bind_get_parameter(info, 0);
   auto bind = std::make_unique<Bind>();
-  const idx_t count = duckdb_get_list_size(list);
-  for (idx_t i = 0; i < count; i++) {
-    duckdb_value child = duckdb_get_list_child(list, i);
-    char *text = duckdb_get_varchar(child);
-    std::string path = text ? text : "";
-    duckdb_free(text);
-    duckdb_destroy_value(&child);
-    if (path.compare(0, registration->root.size(), registration->root) != 0 ||
-        path.find("/../") != std::string::npos) {
-      duckdb_destroy_value(&list);
-      duckdb_bind_set_error(info, ("__orrery_otlp_logs reads only the materializer's scratch files, not " + path).c_str());
-      return;
-    }
-    bind->paths.push_back(std::move(path));
+  duckdb_value file = duckdb_bind_get_parameter(info, 0);
+  char *text = duckdb_get_varchar(file);
+  bind->file = text ? text : "";
+  duckdb_free(text);
+  duckdb_destroy_value(&file);
+  if (bind->file.compare(0, registration->root.size(), registration->root) != 0 ||
+      bind->file.find("/../") != std::string::npos) {
+    duckdb_bind_set_error(info,
+                          ("__orrery_otlp_logs reads only the materializer's scratch files, not " + bind->file).c_str());
+    return;
   }
-  duckdb_destroy_value(&list);
+  duckdb_value sizes = duckdb_bind_get_parameter(info, 1);
+  const idx_t count = duckdb_get_list_size(sizes);
+  bind->offsets.assign(1, 0);
+  for (idx_t i = 0; i < count; i++) {
+    duckdb_value child = duckdb_get_list_child(sizes, i);
+    bind->offsets.push_back(bind->offsets.back() + duckdb_get_uint64(child));
+    duckdb_destroy_value(&child);
+  }
+  duckdb_destroy_value(&sizes);
   struct Column {
     const char *name;
     int type;
@@ -750,8 +765,14 @@ void LogsBind(duckdb_bind_info info) {
 
 void LogsInit(duckdb_init_info info) {
   const auto *bind = static_cast<const Bind *>(duckdb_init_get_bind_data(info));
-  duckdb_init_set_init_data(info, new Global(), Delete<Global>);
-  duckdb_init_set_max_threads(info, std::max<idx_t>(1, bind->paths.size()));
+  auto global = std::make_unique<Global>();
+  global->fd = open(bind->file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (global->fd < 0) {
+    duckdb_init_set_error(info, ("OTLP logs payloads " + bind->file + ": cannot be opened").c_str());
+    return;
+  }
+  duckdb_init_set_init_data(info, global.release(), Delete<Global>);
+  duckdb_init_set_max_threads(info, std::max<idx_t>(1, bind->offsets.size() - 1));
 }
 
 void LogsLocalInit(duckdb_init_info info) { duckdb_init_set_init_data(info, new Local(), Delete<Local>); }
@@ -773,23 +794,23 @@ void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
   auto *global = static_cast<Global *>(duckdb_function_get_init_data(info));
   auto *local = static_cast<Local *>(duckdb_function_get_local_init_data(info));
   while (local->row >= local->rows.Size()) {
-    local->path = global->next.fetch_add(1);
-    if (local->path >= bind->paths.size()) {
+    const size_t payload = global->next.fetch_add(1);
+    if (payload + 1 >= bind->offsets.size()) {
       duckdb_data_chunk_set_size(output, 0);
       return;
     }
-    const std::string &path = bind->paths[local->path];
+    local->name = bind->file + "#" + std::to_string(payload);
     local->rows.Clear();
     local->row = 0;
     try {
-      ReadFile(path, local->file);
-      const auto [content, size] =
-          Content(reinterpret_cast<const uint8_t *>(local->file.data()), local->file.size(), local->content, 0);
+      ReadSlice(global->fd, bind->offsets[payload], bind->offsets[payload + 1], local->payload);
+      const auto [content, size] = Content(reinterpret_cast<const uint8_t *>(local->payload.data()),
+                                           local->payload.size(), local->content, 0);
       local->scanned.clear();
       if (!ScanLogsBody(content, size, local->scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
       Decoder(content, size, local->rows).Run();
     } catch (const Failure &failure) {
-      duckdb_function_set_error(info, ("OTLP logs payload " + path + ": " + failure.message).c_str());
+      duckdb_function_set_error(info, ("OTLP logs payload " + local->name + ": " + failure.message).c_str());
       return;
     }
   }
@@ -802,14 +823,16 @@ void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
                               duckdb_data_chunk_get_vector(output, 6), duckdb_data_chunk_get_vector(output, 7)};
   const std::vector<Span> *columns[5] = {&rows.target, &rows.msg, &rows.properties, &rows.trace_id, &rows.span_id};
   uint64_t *validity[6] = {};
-  const std::string &path = bind->paths[local->path];
   for (idx_t i = 0; i < count; i++) {
     const size_t r = local->row + i;
     time[i] = rows.time[r];
     level[i] = rows.level[r];
     for (int c = 0; c < 5; c++) AssignString(strings[c], validity[c], i, rows.arena, (*columns[c])[r]);
-    duckdb_vector_assign_string_element_len(strings[5], i, path.data(), path.size());
   }
+  // A chunk holds the rows of one payload: its name is a constant vector.
+  duckdb_value name = duckdb_create_varchar_length(local->name.data(), local->name.size());
+  duckdb_vector_reference_value(strings[5], name);
+  duckdb_destroy_value(&name);
   local->row += count;
   duckdb_data_chunk_set_size(output, count);
 }
@@ -826,9 +849,12 @@ Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
   duckdb_table_function function = duckdb_create_table_function();
   duckdb_table_function_set_name(function, "__orrery_otlp_logs");
   duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
-  duckdb_logical_type list = duckdb_create_list_type(varchar);
+  duckdb_logical_type ubigint = duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT);
+  duckdb_logical_type list = duckdb_create_list_type(ubigint);
+  duckdb_table_function_add_parameter(function, varchar);
   duckdb_table_function_add_parameter(function, list);
   duckdb_destroy_logical_type(&list);
+  duckdb_destroy_logical_type(&ubigint);
   duckdb_destroy_logical_type(&varchar);
   duckdb_table_function_set_extra_info(function, new Registration{root}, Delete<Registration>);
   duckdb_table_function_set_bind(function, LogsBind);
