@@ -124,12 +124,22 @@ export async function entryShape(
         states.push({ column: sketch, aggregate: state('distinct_sketch', copy(children.slice(0, 1))) });
         replaced.set(found, call('distinct_count', [column(sketch)]));
       } else if (fn === 'approx_quantile') {
+        // One quantile, or a list of them (the spec's quantiles): each read from the one sketch.
         const quantile = children[1];
-        if (children.length !== 2 || quantile.class !== 'CONSTANT' || quantile.value === null)
-          return `measure '${measure.name}': approx_quantile is stored as one quantile of a sketch; give one constant quantile per measure`;
+        const constant = (q: Node | undefined): boolean => q?.class === 'CONSTANT' && q.value !== null;
+        const list =
+          quantile?.class === 'FUNCTION' &&
+          String(quantile.function_name).toLowerCase() === 'list_value' &&
+          (quantile.children as Node[]).length > 0 &&
+          (quantile.children as Node[]).every(constant)
+            ? (quantile.children as Node[])
+            : null;
+        if (children.length !== 2 || !(constant(quantile) || list))
+          return `measure '${measure.name}': approx_quantile is stored as a sketch read at constant quantiles; give one constant quantile or a list of them ([0.5, 0.99])`;
         const sketch = columnName(`${measure.name}__percentile_sketch`);
         states.push({ column: sketch, aggregate: state('percentile_sketch', copy(children.slice(0, 1))) });
-        replaced.set(found, call('percentile', [column(sketch), copy(quantile)]));
+        const at = (q: Node): Node => call('percentile', [column(sketch), copy(q)]);
+        replaced.set(found, list ? call('list_value', list.map(at)) : at(quantile));
       } else {
         const stored = plain ? measure.name : columnName(`${measure.name}__${fn}`);
         states.push({ column: stored, aggregate: copy(found) });
