@@ -22,6 +22,7 @@ import {
   type LedgerRow,
 } from './ledger.js';
 import { takeLock } from './lock.js';
+import { retireUnrecorded, sameObject, unrecordedObjects } from './unrecorded.js';
 import { validateResources, type ValidEntry } from './validation.js';
 import { diagnosticText } from './diagnostics.js';
 
@@ -370,12 +371,28 @@ export async function* pruneResources(ctx: PublishContext, dryRun: boolean, call
   const lock = dryRun ? null : await takeLock(ctx.db, `prune by ${caller}`);
   try {
     const head = await storedPublication(ctx.db, null);
+    const headEntries = head ? (await validEntries(ctx, head.files)).entries : [];
     if (head && !dryRun) {
       // What the served head no longer declares is retired first, as a publication would.
-      const { entries } = await validEntries(ctx, head.files);
-      const declared = declaredIds(await planEntries(entries, await ledgerRows(ctx.db), ctx.db));
+      const declared = declaredIds(await planEntries(headEntries, await ledgerRows(ctx.db), ctx.db));
       for (const row of (await retireUndeclared(ctx.db, declared)).retired)
         yield `retired ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
+    }
+    // Objects no ledger row records are retired too, unless the head declares them.
+    for (const object of await unrecordedObjects(ctx.db)) {
+      const what = `${object.kind} ${object.entryKey} on ${object.physicalTable} (${object.column ?? object.hash})`;
+      const declared = headEntries.some(
+        (e) =>
+          e.kind === object.kind &&
+          e.physical === object.physicalTable &&
+          (e.kind === 'column' ? e.storedName === object.column : entryHash(e) === object.hash),
+      );
+      if (declared) yield `unrecorded ${what}: declared by the served publication, which a publish records again`;
+      else if (dryRun) yield `would retire unrecorded ${what} for 7 days`;
+      else {
+        await retireUnrecorded(ctx.db, object);
+        yield `retired unrecorded ${what} for 7 days`;
+      }
     }
     const now = Date.now();
     // Dependents first: a rollup is dropped before the finer one it is computed from.
@@ -391,6 +408,13 @@ export async function* pruneResources(ctx: PublishContext, dryRun: boolean, call
       }
       if (dryRun) {
         yield `would drop ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash})`;
+        continue;
+      }
+      // A retired row's object that a live row records again (declared anew) is not dropped.
+      const live = (await ledgerRows(ctx.db)).find((r) => r.retiredAt === null && sameObject(r, row));
+      if (live) {
+        await markPruned(ctx.db, row);
+        yield `kept ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}): recorded by ${live.entryKey} (${live.hash})`;
         continue;
       }
       const installer = installerOf(row.kind, ctx.db);

@@ -339,4 +339,71 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
     assert.equal(forced.status, 0, forced.err.join('\n'));
     assert.ok(forced.out.includes('file added: views/level_counts.sql'), forced.out.join('\n'));
   });
+  it('prune retires an index no ledger row records, then drops it seven days later; one the head declares is kept', async () => {
+    const { metadata } = fixture.orrery;
+    // An index whose ledger row is lost: a copy of exe_set's statistics under another hash and key.
+    const [{ index_hash: exe }] = (
+      await metadata.query<{ index_hash: string }>(
+        "SELECT index_hash FROM resource_indexes WHERE entry_key = 'exe_set'",
+      )
+    ).rows;
+    await metadata.query(
+      `INSERT INTO resource_indexes SELECT 'feedf00d', view_set_name, 'lost_set', kind, expression, value_type
+         FROM resource_indexes WHERE index_hash = $1`,
+      [exe],
+    );
+    await metadata.query(
+      `INSERT INTO resource_partition_stats SELECT 'feedf00d', view_set_name, file_path, begin_insert_time, min_value,
+              max_value, distinct_values, bloom FROM resource_partition_stats WHERE index_hash = $1`,
+      [exe],
+    );
+    // exe_set's own ledger row lost too: the served publication declares it, so it is left to the next publish.
+    const [lostRow] = (await metadata.query("SELECT * FROM resource_ledger WHERE entry_key = 'exe_set'")).rows;
+    await metadata.query("DELETE FROM resource_ledger WHERE entry_key = 'exe_set'");
+    try {
+      const dry = await cli(['prune', '--dry-run']);
+      assert.equal(dry.status, 0, dry.err.join('\n'));
+      assert.ok(
+        dry.out.includes('would retire unrecorded index lost_set on log_entries (feedf00d) for 7 days'),
+        dry.out.join('\n'),
+      );
+      assert.ok(
+        dry.out.includes(
+          `unrecorded index exe_set on log_entries (${exe}): declared by the served publication, which a publish records again`,
+        ),
+        dry.out.join('\n'),
+      );
+      const retired = await cli(['prune']);
+      assert.equal(retired.status, 0, retired.err.join('\n'));
+      assert.ok(
+        retired.out.includes('retired unrecorded index lost_set on log_entries (feedf00d) for 7 days'),
+        retired.out.join('\n'),
+      );
+      assert.match(retired.out.join('\n'), /^kept index lost_set on log_entries \(feedf00d\): retired until \d{4}-/m);
+      await metadata.query(
+        "UPDATE resource_ledger SET prune_after = now() - interval '1 second' WHERE entry_key = 'lost_set'",
+      );
+      const dropped = await cli(['prune']);
+      assert.equal(dropped.status, 0, dropped.err.join('\n'));
+      assert.ok(
+        dropped.out.includes(
+          `dropped index lost_set on log_entries (feedf00d): ${files.length} partition statistics row(s) deleted`,
+        ),
+        dropped.out.join('\n'),
+      );
+      const left = await metadata.query("SELECT 1 FROM resource_partition_stats WHERE index_hash = 'feedf00d'");
+      assert.equal(left.rows.length, 0);
+      // exe_set was neither retired nor dropped.
+      assert.equal(
+        (await metadata.query('SELECT 1 FROM resource_indexes WHERE index_hash = $1', [exe])).rows.length,
+        1,
+      );
+    } finally {
+      const columns = Object.keys(lostRow as object);
+      await metadata.query(
+        `INSERT INTO resource_ledger (${columns.join(', ')}) SELECT * FROM json_populate_record(NULL::resource_ledger, $1)`,
+        [JSON.stringify(lostRow)],
+      );
+    }
+  });
 });
