@@ -191,7 +191,22 @@ CREATE TABLE IF NOT EXISTS rollup_jobs (
   last_status TEXT,
   last_error  TEXT,
   PRIMARY KEY (kind, target)
-);`;
+);
+-- Counts the changes of the catalog (definitions and stable names, by any process), so a process keeps
+-- the catalog it read while the count it read with it stays (see Rollups.readPoint).
+CREATE TABLE IF NOT EXISTS rollup_catalog_version (
+  one     BOOLEAN PRIMARY KEY DEFAULT true CHECK (one),
+  version BIGINT NOT NULL DEFAULT 0
+);
+INSERT INTO rollup_catalog_version (one) VALUES (true) ON CONFLICT DO NOTHING;
+CREATE OR REPLACE FUNCTION rollup_catalog_changed() RETURNS trigger LANGUAGE plpgsql AS
+  $$ BEGIN UPDATE rollup_catalog_version SET version = version + 1; RETURN NULL; END $$;
+DROP TRIGGER IF EXISTS rollup_definitions_changed ON rollup_definitions;
+CREATE TRIGGER rollup_definitions_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON rollup_definitions
+  FOR EACH STATEMENT EXECUTE FUNCTION rollup_catalog_changed();
+DROP TRIGGER IF EXISTS rollup_aliases_changed ON rollup_aliases;
+CREATE TRIGGER rollup_aliases_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON rollup_aliases
+  FOR EACH STATEMENT EXECUTE FUNCTION rollup_catalog_changed();`;
 
 interface DefinitionRow {
   name: string;
@@ -255,7 +270,8 @@ const refreshWaitMs = 10 * 60_000;
 
 /**
  * The rollups of one Orrery process. Definitions and jobs live in Postgres, materialized rows and
- * state in DuckLake; nothing is cached, so every process sees the same rollups.
+ * state in DuckLake; what is kept is kept by a version read with it (the catalog's count of changes,
+ * a DuckLake snapshot), so every process sees the same rollups.
  */
 export class Rollups {
   /** DuckDB's aggregate functions and the sketches', worked out once. */
@@ -289,6 +305,8 @@ export class Rollups {
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Rewrites by statement, snapshot and rollups (see rewrite). */
   private readonly rewrites = new Map<string, KeptRewrite>();
+  /** The catalog as last read, with the version of it read in the same statement (see readPoint). */
+  private keptCatalog: { readonly version: string; readonly catalog: RollupCatalog } | undefined;
   /** The view sets some rollup is built on, as last read (see readsViewSetBase). */
   private viewSetBases: { readonly at: number; readonly names: Promise<ReadonlySet<string>> } | undefined;
 
@@ -327,17 +345,42 @@ export class Rollups {
     return (await this.catalog()).definitions;
   }
 
-  /** Every rollup and every stable name (pointAlias), in one Postgres statement. */
+  /** Every rollup and every stable name (pointAlias), with the catalog's version, in one Postgres statement. */
   private async catalog(): Promise<RollupCatalog> {
-    const { rows } = await this.metadata.query<DefinitionRow & { aliases: Array<[string, string]> }>(
-      `SELECT d.*, COALESCE((SELECT json_agg(json_build_array(a.name, a.select_list)) FROM rollup_aliases a
-                              WHERE a.target = d.name), '[]'::json) AS aliases
-         FROM rollup_definitions d ORDER BY name`,
+    const { rows } = await this.metadata.query<{
+      version: string;
+      definitions: Array<DefinitionRow & { aliases: Array<[string, string]> }>;
+    }>(
+      `SELECT version::text AS version, COALESCE((SELECT json_agg(row_to_json(x) ORDER BY x.name) FROM (
+           SELECT d.*, COALESCE((SELECT json_agg(json_build_array(a.name, a.select_list)) FROM rollup_aliases a
+                                   WHERE a.target = d.name), '[]'::json) AS aliases
+             FROM rollup_definitions d) x), '[]'::json) AS definitions
+         FROM rollup_catalog_version`,
     );
+    const [{ version, definitions }] = rows;
     const aliases = new Map<string, RollupAlias>();
-    for (const row of rows)
+    for (const row of definitions)
       for (const [name, selectList] of row.aliases) aliases.set(name, { name, target: row.name, selectList });
-    return { definitions: new Map(rows.map((row) => [row.name, definitionOf(row)])), aliases };
+    const catalog = { definitions: new Map(definitions.map((row) => [row.name, definitionOf(row)])), aliases };
+    this.keptCatalog = { version, catalog };
+    return catalog;
+  }
+
+  /**
+   * The lake's latest snapshot, the catalog and the series tables as of that snapshot: one Postgres
+   * statement (the snapshot id and the catalog's version) while neither changes, which every
+   * statement that may read a series table or a rollup pays once, for all its reads of them.
+   */
+  async readPoint(): Promise<RollupReadPoint> {
+    const { rows } = await this.metadata.query<{ snapshot: string; version: string }>(
+      `SELECT (SELECT max(snapshot_id) FROM ${lakeMetadataSchema}.ducklake_snapshot)::text AS snapshot,
+              version::text AS version
+         FROM rollup_catalog_version`,
+    );
+    const snapshot = BigInt(rows[0].snapshot);
+    const kept = this.keptCatalog;
+    const catalog = kept?.version === rows[0].version ? kept.catalog : await this.catalog();
+    return { snapshot, catalog, tables: (await this.tables.listAt(snapshot)).tables };
   }
 
   /** The stable names pointing at rollups, by name. */
@@ -1393,8 +1436,8 @@ export class Rollups {
    */
   async rewrite(
     tree: { statements: Node[] },
-    /** The series tables, when the caller has just listed them. */
-    listed?: ReadonlyMap<string, SeriesTable>,
+    /** Where the statement reads the lake and the catalog, when the caller has read it (readPoint). */
+    point?: RollupReadPoint,
   ): Promise<{ provenance: Provenance; rollups: string[]; at: RollupReadPoint } | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
@@ -1406,13 +1449,12 @@ export class Rollups {
     };
     visit(tree.statements);
     if (named.size === 0) return null;
-    const catalog = await this.catalog();
+    const catalog = point?.catalog ?? (await this.catalog());
     const { definitions } = catalog;
     const relevant = [...definitions.values()].filter((d) => named.has(d.base));
     if (relevant.length === 0) return null;
-    const tables = listed ?? (await this.tables.list());
-    const snapshot = await this.snapshot();
-    const at: RollupReadPoint = { snapshot, catalog, tables };
+    const at: RollupReadPoint = point ?? (await this.readPoint());
+    const { snapshot, tables } = at;
     // The same statement at the same snapshot over the same rollups is rewritten the same way
     // while its window's bounds evaluate the same (they may hang on now()).
     const key = JSON.stringify([
@@ -1746,8 +1788,8 @@ export class Rollups {
   }
 
   /** The names statements may read: every rollup and its materialized table. */
-  async readableNames(): Promise<Set<string>> {
-    const { definitions, aliases } = await this.catalog();
+  async readableNames(point?: RollupReadPoint): Promise<Set<string>> {
+    const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const names = [...definitions.keys()];
     return new Set([...names, ...names.map(materializedName), ...aliases.keys()]);
   }

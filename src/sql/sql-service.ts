@@ -52,7 +52,14 @@ import { messageOf, type OrreryError } from '../errors/index.js';
 import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
-import { jobsRelation, jobsUpdate, snouttimeNames, type Provenance, type Rollups } from '../rollups/index.js';
+import {
+  jobsRelation,
+  jobsUpdate,
+  snouttimeNames,
+  type Provenance,
+  type RollupReadPoint,
+  type Rollups,
+} from '../rollups/index.js';
 import { rollupReadSetup } from './rollup-reads.js';
 import {
   isColumnsListing,
@@ -611,27 +618,29 @@ export class SqlService implements FlightSqlBackend<Principal> {
           call: { ...procedure.call, args: await this.argumentValues(procedure.call) },
         };
     }
+    // The lake's snapshot, its series tables and the rollup catalog, read once for every use below: only
+    // when the statement may name a series table or read a rollup, not for statements over view sets alone.
+    const mayNameSeries = tables !== undefined && (!shape || this.mayNameSeriesTables(shape));
+    const rollups = this.lakehouse?.rollups;
+    const readsRollups = shape && rollups && (await this.mayReadRollups(shape, rollups));
+    const point = rollups && (mayNameSeries || readsRollups) ? await rollups.readPoint() : undefined;
     if (!principal.admin) {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
       // run (preparing EXPORT DATABASE already creates its folder).
       if (!shape) throw selectOnly(principal);
-      await this.checkReadable(shape);
+      await this.checkReadable(shape, point);
     }
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
     const readers =
       tree && shape ? this.resourceStatement(tree, shape, statement.parameters, session === undefined) : undefined;
     const { pruning, stored } = readers ?? {};
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter) : [];
-    // Listing series tables reads the DuckLake catalog (Postgres, through DuckDB): only when the
-    // statement may name one, not for statements over view sets alone.
-    const listed = tables && (!shape || this.mayNameSeriesTables(shape)) ? await tables.list() : undefined;
+    const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list())) : undefined;
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
-    const rollups = this.lakehouse?.rollups;
-    const readsRollups = shape && rollups && (await this.mayReadRollups(shape, rollups));
-    const reads = tree && readsRollups ? await rollups.rewrite(tree, listed) : null;
+    const reads = tree && readsRollups ? await rollups.rewrite(tree, point) : null;
     const rollupSetup = readsRollups
-      ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at)
+      ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at ?? point)
       : { statements: [], snapshot: null };
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
@@ -829,17 +838,17 @@ export class SqlService implements FlightSqlBackend<Principal> {
     );
   }
 
-  /** What a non-admin statement may name. */
-  private async readerCatalog(): Promise<ReaderCatalog> {
+  /** What a non-admin statement may name (the series tables and rollups as of `point`, when the caller read it). */
+  private async readerCatalog(point?: RollupReadPoint): Promise<ReaderCatalog> {
     const functions = await this.readerFunctionNames();
     let tables: Promise<Array<{ schema: string; name: string }>> | undefined;
     const readable = async (relation: RelationRef): Promise<boolean> => {
       const catalog = relation.catalog.toLowerCase();
       if ((catalog === '' || catalog === 'temp') && this.lakehouse?.views.get(relation.name)) return true;
-      if (catalog === '' && (await this.tables?.list())?.has(relation.name)) return true;
+      if (catalog === '' && (point?.tables ?? (await this.tables?.list()))?.has(relation.name)) return true;
       if (catalog === '' && relation.schema === '' && this.lakehouse?.rollups) {
         if (relation.name.toLowerCase() === jobsRelation) return true;
-        if ((await this.lakehouse.rollups.readableNames()).has(relation.name.toLowerCase())) return true;
+        if ((await this.lakehouse.rollups.readableNames(point)).has(relation.name.toLowerCase())) return true;
       }
       if (catalog === 'temp') return false;
       tables ??= this.engine.tables();
@@ -851,10 +860,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */
-  private async checkReadable(shape: QueryShape): Promise<void> {
+  private async checkReadable(shape: QueryShape, point?: RollupReadPoint): Promise<void> {
     const adminOnly = shape.tableFunctions.find((f) => orreryFunctionKind(f.name) === 'admin table');
     if (adminOnly) throw sqlErrors.error('ADMIN_ONLY', `permission denied: ${adminOnly.name} is an admin function`);
-    await checkReaderQuery(shape, await this.readerCatalog());
+    await checkReaderQuery(shape, await this.readerCatalog(point));
   }
 
   private async checkDenied(

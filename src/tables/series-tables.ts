@@ -124,9 +124,14 @@ export class SeriesTables {
     return (await this.listAt()).tables;
   }
 
-  /** list() as of the latest snapshot, with that snapshot's id: one Postgres query while no table changes. */
-  async listAt(): Promise<{ readonly snapshot: bigint; readonly tables: ReadonlyMap<string, SeriesTable> }> {
-    const snapshot = await this.currentSnapshot();
+  /**
+   * list() as of the latest snapshot, with that snapshot's id: one Postgres query while no table changes
+   * (none when the caller has just read the latest snapshot's id: `latest`).
+   */
+  async listAt(
+    latest?: bigint,
+  ): Promise<{ readonly snapshot: bigint; readonly tables: ReadonlyMap<string, SeriesTable> }> {
+    const snapshot = latest ?? (await this.currentSnapshot());
     if (this.listed?.snapshot === snapshot) return this.listed;
     // Read at this snapshot or a later one: a later list kept under an older id is re-read next time.
     const tables = await this.read();

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { EmbeddedPostgres } from '../../src/metadata/index.js';
 import {
   clientFor,
+  refusal,
   scalar,
   sharedEnv,
   startRole,
@@ -89,6 +90,36 @@ describe('series-table reads: DuckLake transactions per statement, never stale (
     // DuckLake begins each of its Postgres transactions so, and reads the latest snapshot once in each.
     assert.equal(await calls('BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ%'), reads);
     assert.equal(await calls('COPY (SELECT "snapshot_id", "schema_version"%ducklake_snapshot%'), reads);
+  });
+
+  it("Orrery's own Postgres work per read is one statement: the lake's snapshot id and the rollup catalog's version", async () => {
+    for (const client of [asFirst, asTeam]) await scalar(client, 'SELECT count(*) FROM readings');
+    await reset();
+    const reads = 4;
+    for (let i = 0; i < reads; i++) {
+      await scalar(asFirst, 'SELECT count(*) FROM readings');
+      await scalar(asTeam, 'SELECT count(*) FROM readings');
+    }
+    assert.equal(await calls('%FROM rollup_catalog_version%'), 2 * reads);
+    // Neither the catalog itself nor the snapshot alone is read again while neither changes.
+    assert.equal(await calls('%FROM rollup_definitions d%'), 0);
+    assert.equal(await calls('%max(snapshot_id)%'), 2 * reads);
+  });
+
+  it('a rollup created or dropped by another process is seen by the next statement', async () => {
+    await scalar(asFirst, 'SELECT count(*) FROM readings'); // the catalog kept as it is now
+    await asSecond.query(
+      `SELECT create_rollup('readings_hourly', 'readings', interval '1 hour', select_list => 'count(*) AS n')`,
+    );
+    const total = await scalar(asFirst, 'SELECT count(*) FROM readings');
+    assert.equal(await scalar(asFirst, 'SELECT sum(n) FROM readings_hourly'), total);
+    assert.equal(
+      await scalar(asTeam, 'SELECT sum(n) FROM readings_hourly'),
+      await scalar(asTeam, 'SELECT count(*) FROM readings'),
+    );
+    await asSecond.query(`SELECT drop_rollup('readings_hourly')`);
+    const { details } = await refusal(asFirst.query('SELECT sum(n) FROM readings_hourly'));
+    assert.match(details, /readings_hourly/);
   });
 
   it('a read sees every write committed before it, from its own process and from another', async () => {
