@@ -2,6 +2,7 @@
 // and passes: OTLP requests answer 503 with Retry-After (OTLP/HTTP's retryable answer) and Flight SQL
 // statements UNAVAILABLE, each saying what cannot be reached; never a 500 or INTERNAL.
 import assert from 'node:assert/strict';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { adminKey } from '../support/orrery-process.js';
 import { logsRequest } from '../support/otlp.js';
@@ -23,11 +24,32 @@ describe('the metadata database down under a running server', () => {
   let postgres: TestPostgres;
   let orrery: InProcessOrrery;
   let client: TestFlightClient;
-  const post = (): Promise<Response> =>
-    fetch(`http://127.0.0.1:${orrery.httpPort}/v1/logs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.key}` },
-      body: logsRequest({ 'service.name': 'svc' }, [{ time: BigInt(Date.now()) * 1_000_000n, severity: 9, body: 'x' }]),
+  // Each POST on a connection of its own: stopping Postgres can take longer than the server keeps an idle
+  // connection, and a pooled one closed just as it is reused fails the fetch before any answer (CI, load 24).
+  const post = (): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> =>
+    new Promise((resolve, reject) => {
+      const body = logsRequest({ 'service.name': 'svc' }, [
+        { time: BigInt(Date.now()) * 1_000_000n, severity: 9, body: 'x' },
+      ]);
+      const sent = request(
+        {
+          host: '127.0.0.1',
+          port: orrery.httpPort,
+          path: '/v1/logs',
+          method: 'POST',
+          agent: false,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${admin.key}` },
+        },
+        (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }));
+          response.on('error', reject);
+        },
+      );
+      sent.on('error', reject);
+      sent.end(body);
     });
 
   before(async () => {
@@ -47,10 +69,9 @@ describe('the metadata database down under a running server', () => {
   });
 
   it('an OTLP request answers 503 with Retry-After, naming the metadata database', async () => {
-    const response = await post();
-    const text = await response.text();
-    assert.equal(response.status, 503, text);
-    assert.ok(response.headers.get('retry-after'));
+    const { status, headers, text } = await post();
+    assert.equal(status, 503, text);
+    assert.ok(headers['retry-after']);
     assert.match(text, /metadata database/);
   });
 
