@@ -50,6 +50,9 @@ import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sourc
 /** Rows per row group of a partition file. */
 const partitionRowGroupSize = 131072;
 
+/** How many payload objects a materialization reads at once. */
+const objectReads = 8;
+
 /** How many times materializeNow looks at a range another process keeps registering partitions across. */
 const overlapAttempts = 5;
 
@@ -741,7 +744,7 @@ export class Materializer {
     const cleanup = async (): Promise<void> => {
       for (const key of [tempKey, ...localKeys]) await scratch.delete(key);
     };
-    // One object at a time (the payloads of a group's blocks in one read), so that memory holds one object's.
+    // A few objects at a time (the payloads of a group's blocks in one read), so that memory holds a few objects'.
     const byObject = new Map<string, BlockRow[]>();
     for (const b of blocks) {
       const key = b.payload_file ?? b.block_id;
@@ -755,9 +758,13 @@ export class Materializer {
     const bundle = { key: scratchKey('otlp'), sizes: [] as number[] };
     const protobuf = new Set<string>();
     const decodes = source.tag === 'log' ? this.options.protobufLogs : undefined;
-    let bundleFile: FileHandle | null = null;
-    try {
-      for (const sharing of byObject.values()) {
+    let bundleFile: Promise<FileHandle> | null = null;
+    let bundleEnd = 0;
+    const objects = [...byObject.values()];
+    let next = 0;
+    const reader = async (): Promise<void> => {
+      for (let o = next++; o < objects.length; o = next++) {
+        const sharing = objects[o];
         const places = sharing.map(payloadPlace);
         const payloads = await readPayloadsOfObject(store, places);
         // Decompressed together on libuv's threads.
@@ -769,13 +776,16 @@ export class Materializer {
           if (content !== null) {
             if (bundleFile === null) {
               localKeys.push(bundle.key);
-              bundleFile = await open(await scratch.writableLocation(bundle.key), 'w');
+              bundleFile = scratch.writableLocation(bundle.key).then((path) => open(path, 'w'));
             }
-            await bundleFile.write(content);
+            // Its place and index taken at once, before any wait: the payloads lie in the order of their indexes.
+            const position = bundleEnd;
+            bundleEnd += content.byteLength;
             const name = protobufPayloadName(scratch.location(bundle.key), bundle.sizes.length);
             bundle.sizes.push(content.byteLength);
             protobuf.add(name);
             paths.set(b, name);
+            await (await bundleFile).write(content, 0, content.byteLength, position);
             continue;
           }
           const local = await this.localPayload(places[i], payloads[i]);
@@ -783,8 +793,20 @@ export class Materializer {
           paths.set(b, local === null ? store.location(places[i].key) : scratch.location(local));
         }
       }
+    };
+    try {
+      // A few objects read at once: each read is a few file calls whose waits add up when made one by one.
+      const settled = await Promise.allSettled(Array.from({ length: objectReads }, reader));
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     } finally {
-      await bundleFile?.close();
+      // Assigned in the readers, which TypeScript does not follow here.
+      const opened = bundleFile as Promise<FileHandle> | null;
+      if (opened !== null)
+        await opened.then(
+          (file) => file.close(),
+          () => undefined,
+        );
     }
     const withPaths = blocks.map((b) => ({ ...b, path: paths.get(b)! }));
     await scratch.put(tempKey, jsonLines(withPaths), { durable: false });
