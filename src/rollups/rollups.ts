@@ -1554,10 +1554,12 @@ export class Rollups {
     from: bigint,
     to: bigint | null,
   ): Promise<number | null> {
-    const key = `${table.name}@${snapshot}`;
+    // A view set's partitions are not in DuckLake's snapshots: its estimate is kept for a minute.
+    const set = this.viewSets?.get(table.name);
+    const key = set ? `${table.name}@minute ${Math.floor(Date.now() / 60_000)}` : `${table.name}@${snapshot}`;
     let extent = this.extents.get(key);
     if (!extent) {
-      extent = this.extentOf(table);
+      extent = set ? this.viewSetExtentOf(set) : this.extentOf(table);
       remember(this.extents, key, extent);
       extent.catch(() => this.extents.delete(key));
     }
@@ -1567,6 +1569,20 @@ export class Rollups {
     const start = from < known.from ? known.from : from;
     if (end <= start) return 0;
     return (known.rows * Number(end - start)) / Number(known.to - known.from);
+  }
+
+  /** A view set's row count and event-time range, from its partitions' (every instance's: an estimate). */
+  private async viewSetExtentOf(view: ViewSet): Promise<TableExtent | null> {
+    const { rows } = await this.metadata.query<{ rows: string; least: Date | null; greatest: Date | null }>(
+      `SELECT coalesce(sum(num_rows), 0)::TEXT AS rows, min(min_event_time) AS least, max(max_event_time) AS greatest
+         FROM lakehouse_partitions WHERE view_set_name = $1 AND file_path IS NOT NULL`,
+      [view.name],
+    );
+    const [row] = rows;
+    if (!row || row.least === null || row.greatest === null) return null;
+    const nanos = (date: Date): bigint => BigInt(date.getTime()) * 1_000_000n;
+    // Read as JavaScript dates (milliseconds): the range runs to a millisecond after the greatest.
+    return { rows: Number(row.rows), from: nanos(row.least), to: nanos(row.greatest) + 1_000_000n };
   }
 
   private async extentOf(table: SeriesTable): Promise<TableExtent | null> {

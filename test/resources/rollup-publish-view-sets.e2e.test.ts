@@ -26,7 +26,7 @@ const dayStart = (daysAgo: number): bigint => {
 };
 
 describe('orrery publish installs rollup entries over a view set (issues 14 and 17)', () => {
-  const fixture = useLogsOrrery('rollpub-views-01');
+  const fixture = useLogsOrrery('rollpub-views-01', { ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: '0' });
   const dir = mkdtempSync(join(tmpdir(), 'orrery-rollup-publish-views-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
   const rows = (text: string) => plainRows(fixture.admin, text);

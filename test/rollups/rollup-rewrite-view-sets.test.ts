@@ -19,7 +19,7 @@ const dayStart = (daysAgo: number): bigint => {
 const iso = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString();
 
 describe('queries over a view set read its rollups (issues 14 and 17)', () => {
-  const fixture = useLogsOrrery('rewrite-views-01');
+  const fixture = useLogsOrrery('rewrite-views-01', { ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: '0' });
   let asAdmin: TestFlightClient;
   let clients: TestFlightClient[];
   let logs: LogSender;

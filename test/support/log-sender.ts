@@ -93,7 +93,7 @@ export interface LogsOrrery {
 }
 
 /** Starts an Orrery before the suite (an admin of audience ops, keys of team-a and team-b) and closes it after. */
-export function useLogsOrrery(suite: string): LogsOrrery {
+export function useLogsOrrery(suite: string, env: Record<string, string> = {}): LogsOrrery {
   const key = (name: string, audience: string): TestKey => ({
     name,
     key: `${name}-key-${suite}`,
@@ -103,14 +103,14 @@ export function useLogsOrrery(suite: string): LogsOrrery {
   const fixture = { keys } as LogsOrrery;
   before(async () => {
     fixture.postgres = await startTestPostgres();
-    fixture.orrery = await startRole(
-      'all',
-      sharedEnv({
+    fixture.orrery = await startRole('all', {
+      ...sharedEnv({
         keys: [keys.admin, keys.teamA, keys.teamB],
         admins: [keys.admin.name],
         connectionString: fixture.postgres.connectionString,
       }),
-    );
+      ...env,
+    });
     fixture.clients = [keys.admin, keys.teamA, keys.teamB].map((k) => clientFor(fixture.orrery.flightPort, k));
     fixture.admin = fixture.clients[0];
     fixture.logs = logSender(fixture.orrery, fixture.admin);
