@@ -155,6 +155,19 @@ const indexQueries = [
     "exe IN ('svc-1', 'svc-2') AND msg ILIKE '%timeout%'",
     '',
   ],
+  // An OR of indexed conditions, and a WHERE over a subquery handing the set's rows on (#13).
+  [
+    'two services, either',
+    'SELECT level, count(*) AS n FROM log_entries',
+    "exe = 'svc-3' OR exe = 'svc-5'",
+    'GROUP BY level ORDER BY level',
+  ],
+  [
+    'one service, outer WHERE',
+    'SELECT level, count(*) AS n FROM (SELECT * FROM log_entries)',
+    "exe = 'svc-3'",
+    'GROUP BY level ORDER BY level',
+  ],
   needle,
   topPods,
 ].map(twins);
@@ -166,6 +179,8 @@ const columnQueries = [
     'one pod, its errors by level',
     "SELECT level, count(*) AS n FROM log_entries WHERE properties->>'pod' = 'pod-7' AND level <= 3 GROUP BY level ORDER BY level",
   ],
+  // micromegas's spelling of the same property read (#13).
+  ['one pod, property_get', "SELECT count(*) AS n FROM log_entries WHERE property_get(properties, 'pod') = 'pod-7'"],
   [
     'top pods',
     "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries GROUP BY pod ORDER BY n DESC, pod LIMIT 5",
@@ -177,7 +192,9 @@ const columnQueries = [
 ].map(([name, sql]) => ({
   name,
   indexed: sql,
-  unindexed: sql.replaceAll("->>'pod'", "->>('po' || 'd')"),
+  unindexed: sql
+    .replaceAll("->>'pod'", "->>('po' || 'd')")
+    .replaceAll("properties, 'pod')", "properties, 'po' || 'd')"),
 }));
 // The text index's searches, and one whose word every partition holds (it skips nothing: the index's cost).
 const textQueries = [
