@@ -280,18 +280,6 @@ const comparison = (type: string, left: Node, right: Node, at: unknown): Node =>
 const floorMicros = (value: Node): Node =>
   castNode({ query_location: value.query_location }, clone(value), 'TIMESTAMP');
 
-/** The earliest microsecond at or after a TIMESTAMP_NS instant: its floor, plus one when nanoseconds remain. */
-function ceilMicros(value: Node): Node {
-  const at = value.query_location;
-  const remainder = call('%', [call('epoch_ns', [clone(value)], at), integer(1000, at)], at, true);
-  const partial = castNode(
-    { query_location: at },
-    comparison('COMPARE_NOTEQUAL', remainder, integer(0, at), at),
-    'BIGINT',
-  );
-  return call('+', [floorMicros(value), call('to_microseconds', [partial], at)], at, true);
-}
-
 /** `floor + 1 µs`: above every instant whose floor is `floor` (a bound for a value of unknown precision). */
 const aboveMicros = (value: Node): Node => {
   const at = value.query_location;
@@ -301,12 +289,14 @@ const aboveMicros = (value: Node): Node => {
 type Side = 'lower' | 'upper';
 
 /**
- * The conditions `column op value` becomes, for a column of microsecond type `type`:
- * - TIMESTAMP: the comparison kept and ANDed with an implied bound of the column's own type
- *   (floor for a lower bound, floor + 1 µs for an upper one), which DuckDB pushes into the scan.
- *   Kept as is, so the answer cannot change.
- * - TIMESTAMPTZ and a TIMESTAMP_NS value (which DuckDB refuses to compare): the same comparison of
- *   instants, exactly, against whole microseconds (`>= v` is `>= ceil(v)`, `> v` is `> floor(v)`, …).
+ * The conditions `column op value` becomes, for a column named like a series table's column of
+ * microsecond type `type`: the exact comparison ANDed with an implied bound of microsecond precision
+ * (floor for a lower bound, floor + 1 µs for an upper one), which DuckDB pushes into the scan.
+ * - TIMESTAMP: the comparison kept as written.
+ * - TIMESTAMPTZ and a TIMESTAMP_NS value (which DuckDB refuses to compare): the column cast to
+ *   TIMESTAMP_NS (the engine's time zone is UTC) against the value, which is exact whatever the
+ *   column turns out to be (a CTE's or view set's nanosecond column of the same name included).
+ * The implied bounds follow from the exact comparison for any column type, so no answer changes.
  */
 function boundedComparison(
   column: Node,
@@ -326,34 +316,22 @@ function boundedComparison(
           ? ['upper']
           : [];
   if (sides.length === 0) return undefined;
-  if (type === 'TIMESTAMP') {
-    const implied = sides.map((side) =>
-      side === 'lower'
-        ? comparison('COMPARE_GREATERTHANOREQUALTO', clone(column), floorMicros(value), at)
-        : comparison('COMPARE_LESSTHANOREQUALTO', clone(column), aboveMicros(value), at),
-    );
-    return {
-      class: 'CONJUNCTION',
-      type: 'CONJUNCTION_AND',
-      alias: '',
-      query_location: at,
-      children: [comparison(op, column, value, at), ...implied],
-    };
-  }
-  const exact: Record<string, Array<[string, (v: Node) => Node]>> = {
-    COMPARE_GREATERTHANOREQUALTO: [['COMPARE_GREATERTHANOREQUALTO', ceilMicros]],
-    COMPARE_GREATERTHAN: [['COMPARE_GREATERTHAN', floorMicros]],
-    COMPARE_LESSTHANOREQUALTO: [['COMPARE_LESSTHANOREQUALTO', floorMicros]],
-    COMPARE_LESSTHAN: [['COMPARE_LESSTHAN', ceilMicros]],
-    COMPARE_EQUAL: [
-      ['COMPARE_GREATERTHANOREQUALTO', ceilMicros],
-      ['COMPARE_LESSTHANOREQUALTO', floorMicros],
-    ],
+  const implied = sides.map((side) =>
+    side === 'lower'
+      ? comparison('COMPARE_GREATERTHANOREQUALTO', clone(column), floorMicros(value), at)
+      : comparison('COMPARE_LESSTHANOREQUALTO', clone(column), aboveMicros(value), at),
+  );
+  const exact =
+    type === 'TIMESTAMP'
+      ? comparison(op, column, value, at)
+      : comparison(op, castNode({ query_location: at }, column, 'TIMESTAMP_NS'), value, at);
+  return {
+    class: 'CONJUNCTION',
+    type: 'CONJUNCTION_AND',
+    alias: '',
+    query_location: at,
+    children: [exact, ...implied],
   };
-  const parts = exact[op].map(([type, bound]) => comparison(type, clone(column), bound(value), at));
-  return parts.length === 1
-    ? parts[0]
-    : { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', query_location: at, children: parts };
 }
 
 /** Keys of a parse tree's nodes holding conditions: WHERE, HAVING, QUALIFY, JOIN ... ON. */
