@@ -36,7 +36,7 @@ export interface Statement {
   readonly tree: Tree;
   readonly shape: QueryShape;
   readonly viewOf: (name: string) => ViewSet | undefined;
-  /** The statement's bound parameters (one row is one run: others are not pruned by them). */
+  /** The statement's bound parameters (each row is one run over the same files). */
   readonly parameters?: Table;
   /** Whether the statement runs in a transaction of its own, begun after pruning (its now() is no earlier). */
   readonly ownTransaction?: boolean;
@@ -167,11 +167,11 @@ interface Bindings {
 /** The type each parameter's constant node is bound as (see compatible). */
 const boundTypes = new WeakMap<Node, string>();
 
-/** A statement's bindings; a parameter of several rows (runs), NULL or a blob is not bound here. */
-function bindingsOf(statement: Statement): Bindings {
+/** A statement's bindings for one row of its parameters (a run); NULL or a blob is not bound here. */
+function bindingsOf(statement: Statement, row: number): Bindings {
   const [parameters, texts] = [new Map<string, Node>(), new Map<string, string>()];
-  if (statement.parameters?.numRows === 1)
-    for (const [i, bound] of boundTexts(statement.parameters, 0).entries()) {
+  if (statement.parameters && row < statement.parameters.numRows)
+    for (const [i, bound] of boundTexts(statement.parameters, row).entries()) {
       if (!bound) continue;
       const value = { type: { id: 'VARCHAR', type_info: null }, is_null: false, value: bound.text };
       const node = castNode(
@@ -416,13 +416,24 @@ function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget
 function restrictionsOn(statement: Statement, view: ViewSet): Conjunction | null {
   const reader = readingSelect(statement.tree, statement.shape, view, statement.viewOf);
   if (!reader) return null;
-  const [bindings, budget] = [bindingsOf(statement), { left: alternativeLimit }];
-  const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
-    node.where_clause
-      ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
-      : { qualifier, restrictions: [], searches: [], alternatives: [], outer: [] },
-  );
-  return { ...first, outer };
+  const budget = { left: alternativeLimit };
+  const run = (row: number): Conjunction => {
+    const bindings = bindingsOf(statement, row);
+    const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
+      node.where_clause
+        ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
+        : { qualifier, restrictions: [], searches: [], alternatives: [], outer: [] },
+    );
+    return { ...first, outer };
+  };
+  const rows = statement.parameters?.numRows ?? 0;
+  if (rows <= 1) return run(0);
+  // Several parameter rows are runs of the statement over the same files: a file is skipped only when
+  // every run's WHERE excludes it (an OR of the runs).
+  if ((budget.left -= rows) < 0) return null;
+  const runs = Array.from({ length: rows }, (_, row) => run(row));
+  const alternatives = runs.every(decides) ? [runs] : [];
+  return { qualifier: reader.qualifier, restrictions: [], searches: [], alternatives, outer: [] };
 }
 
 const columnRef = (name: string): Node => ({

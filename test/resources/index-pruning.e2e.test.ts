@@ -143,6 +143,14 @@ const prepared: Array<[string, Table, number]> = [
     tableFromArrays({ a: ['entry 1.1'], b: Int32Array.of(4) }),
     1,
   ],
+  // Several parameter rows are several runs over the same files: only what every run excludes is skipped.
+  [
+    'SELECT msg, level FROM log_entries WHERE level = $1 ORDER BY level, msg',
+    tableFromArrays({ p: Int32Array.of(3, 4) }),
+    1,
+  ],
+  ['SELECT msg FROM log_entries WHERE exe = ? AND level >= 3', tableFromArrays({ p: ['svc1', 'svc9'] }), 2],
+  ['SELECT msg FROM log_entries WHERE level = ? OR level > 90', tableFromArrays({ p: Int32Array.of(3, 2, 4) }), 0],
   // A DOUBLE bound to an INTEGER comparison is cast to the column's type by DuckDB: not pruned by it.
   ['SELECT msg FROM log_entries WHERE level = ? ORDER BY msg', tableFromArrays({ p: Float64Array.of(3.5) }), 0],
 ];
