@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 
-// micromegas level of each OTLP severity used (see src/ingestion/payload-lines.ts levelOf).
+// micromegas level of each OTLP severity used (see src/ingestion/otlp/logs-lines.ts levelOf).
 export const SEVERITIES = [
   { number: 9, text: 'INFO', level: 4, share: 70 },
   { number: 5, text: 'DEBUG', level: 5, share: 15 },

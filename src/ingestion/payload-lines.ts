@@ -1,19 +1,11 @@
-import type { OtlpLogRecord, OtlpMetricPoint, OtlpSpan } from './otlp/index.js';
+import { levelOf, type OtlpLogRecord, type OtlpMetricPoint, type OtlpSpan } from './otlp/index.js';
 
 // Block payloads are newline-delimited JSON, one object per record, in the columns the
 // view sets read (see payloadColumns in src/views). Nanosecond times are written as JSON
 // integers, exactly: JSON.stringify cannot write a bigint.
 
-/** micromegas levels: 1 fatal, 2 error, 3 warn, 4 info, 5 debug, 6 trace, from OTLP severity numbers. */
-export function levelOf(severityNumber: number): number {
-  if (severityNumber <= 0) return 4;
-  if (severityNumber <= 4) return 6;
-  if (severityNumber <= 8) return 5;
-  if (severityNumber <= 12) return 4;
-  if (severityNumber <= 16) return 3;
-  if (severityNumber <= 20) return 2;
-  return 1;
-}
+/** micromegas levels from OTLP severity numbers (one mapping for both ways of writing lines). */
+export { levelOf } from './otlp/index.js';
 
 // Lines are assembled as strings rather than through an object and JSON.stringify: this
 // runs once per record on the ingestion hot path.

@@ -614,7 +614,7 @@ class Decoder {
     return Append(at);
   }
 
-  // micromegas levels from OTLP severity numbers, as levelOf in src/ingestion/payload-lines.ts.
+  // micromegas levels from OTLP severity numbers, as levelOf in src/ingestion/otlp/logs-lines.ts.
   static int32_t LevelOf(int32_t severity) {
     if (severity <= 0) return 4;
     if (severity <= 4) return 6;

@@ -22,7 +22,7 @@ export {
   type ScannedResourceLogs,
 } from './logs-scan.js';
 /** A logs payload stored as received written straight to its NDJSON lines (null: decode it the slow way). */
-export { logsLines } from './logs-lines.js';
+export { levelOf, logsLines } from './logs-lines.js';
 /** Decodes a metrics request body to one record per data point, grouped by resource. */
 export { decodeMetrics } from './metrics-decoder.js';
 /** Decodes a traces request body to spans grouped by resource. */

@@ -251,8 +251,8 @@ function keyValuesJson(end: number, field: number, extra: readonly [number, numb
   out[at++] = 0x7d; // }
 }
 
-/** micromegas levels from OTLP severity numbers (as levelOf in payload-lines.ts). */
-function levelOf(severity: number): number {
+/** micromegas levels: 1 fatal, 2 error, 3 warn, 4 info, 5 debug, 6 trace, from OTLP severity numbers. */
+export function levelOf(severity: number): number {
   if (severity <= 0) return 4;
   if (severity <= 4) return 6;
   if (severity <= 8) return 5;
