@@ -199,10 +199,31 @@ async function statusCommand(client: FlightSqlClient, io: ResourcesIo): Promise<
   } catch (error) {
     throw serverError(client, 'cannot read the resource ledger', error);
   }
-  if (rows.length === 0) {
-    io.out(`The resource ledger of ${client.options.address} is empty.`);
-    return resourcesExitStatus.ok;
+  const drift = await driftRows(client);
+  if (rows.length === 0) io.out(`The resource ledger of ${client.options.address} is empty.`);
+  else printLedger(rows, io);
+  // Declared (the ledger's ready entries) against installed: what a publish repairs, what prune retires.
+  if (drift.length === 0) io.out(rows.length === 0 ? 'No drift.' : 'No drift: every ready entry is installed.');
+  else {
+    io.out(`Drift: ${drift.length} difference(s) between the ledger and what is installed:`);
+    for (const line of textTable(['TABLE', 'ENTRY', 'KIND', 'HASH', 'PROBLEM'], drift, '')) io.out(line);
   }
+  return resourcesExitStatus.ok;
+}
+
+async function driftRows(client: FlightSqlClient): Promise<string[][]> {
+  try {
+    return (await client.query('SELECT physical_table, entry_key, kind, hash, problem FROM resource_drift()'))
+      .toArray()
+      .map((r: Record<string, unknown>) =>
+        ['physical_table', 'entry_key', 'kind', 'hash', 'problem'].map((c) => String(r[c])),
+      );
+  } catch (error) {
+    throw serverError(client, 'cannot compare the ledger with what is installed', error);
+  }
+}
+
+function printLedger(rows: ReadonlyArray<Record<string, unknown>>, io: ResourcesIo): void {
   const time = (value: unknown): string =>
     value === null || value === undefined ? '-' : new Date(Number(value)).toISOString();
   const table = rows.map((r) => [
@@ -222,7 +243,6 @@ async function statusCommand(client: FlightSqlClient, io: ResourcesIo): Promise<
     '',
   ))
     io.out(line);
-  return resourcesExitStatus.ok;
 }
 
 /** `resources.install_on_publish` of `<dir>/orrery.json` (default true). */

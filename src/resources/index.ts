@@ -44,6 +44,7 @@ export {
   type LedgerRow,
 } from './ledger.js';
 export { lockNamespace, takeLock, type HeldLock } from './lock.js';
+export { resourceDrift, type Drift } from './drift.js';
 export {
   planEntries,
   planLines,

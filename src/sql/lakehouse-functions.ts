@@ -20,7 +20,7 @@ import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
 import type { ExplainedReads } from './resource-reads.js';
-import { ledgerRows } from '../resources/index.js';
+import { ledgerRows, resourceDrift } from '../resources/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
 // statement's connection, so they compose with the rest of the query (WHERE, JOIN, ...).
@@ -278,6 +278,17 @@ async function define(
         'physical_table VARCHAR, entry_key VARCHAR, kind VARCHAR, hash VARCHAR, state VARCHAR, publication_id BIGINT, ' +
           'cutover TIMESTAMPTZ, backfilled_begin TIMESTAMPTZ, backfilled_end TIMESTAMPTZ, retired_at TIMESTAMPTZ, ' +
           'prune_after TIMESTAMPTZ, pruned_at TIMESTAMPTZ, detail VARCHAR, declaration VARCHAR',
+        rows,
+      );
+    }
+    case 'resource_drift': {
+      arity(name, args, 0);
+      const rows = (await resourceDrift(lakehouse.db)).map((d) =>
+        [d.physicalTable, d.entryKey, d.kind, d.hash, d.problem].map(quoteLiteral).join(', '),
+      );
+      return table(
+        name,
+        'physical_table VARCHAR, entry_key VARCHAR, kind VARCHAR, hash VARCHAR, problem VARCHAR',
         rows,
       );
     }

@@ -50,6 +50,7 @@ export const orreryFunctions = {
   publish_resources: 'procedure',
   prune_resources: 'procedure',
   resource_ledger: 'admin table',
+  resource_drift: 'admin table',
   percentile_sketch: 'macro',
   percentile: 'macro',
   distinct_sketch: 'macro',

@@ -406,4 +406,65 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
       );
     }
   });
+
+  it('status reports drift: a missing index, missing statistics, an object no ledger records; a publish repairs the first two', async () => {
+    const { metadata } = fixture.orrery;
+    const hashOf = async (key: string) =>
+      (
+        await metadata.query<{ index_hash: string }>('SELECT index_hash FROM resource_indexes WHERE entry_key = $1', [
+          key,
+        ])
+      ).rows[0].index_hash;
+    const [exe, level] = [await hashOf('exe_set'), await hashOf('level_minmax')];
+    const drift = async () => {
+      const run = await cli(['status']);
+      assert.equal(run.status, 0, run.err.join('\n'));
+      return run.out.slice(run.out.findIndex((l) => /^(No drift|Drift: )/.test(l)));
+    };
+    assert.deepEqual(await drift(), ['No drift: every ready entry is installed.']);
+    await metadata.query('DELETE FROM resource_indexes WHERE index_hash = $1', [exe]);
+    await metadata.query('DELETE FROM resource_partition_stats WHERE index_hash = $1 AND file_path = $2', [
+      level,
+      files[0],
+    ]);
+    await metadata.query(
+      `INSERT INTO resource_indexes SELECT 'feedf00e', view_set_name, 'stray_minmax', kind, expression, value_type
+         FROM resource_indexes WHERE index_hash = $1`,
+      [level],
+    );
+    try {
+      const found = await drift();
+      assert.equal(found[0], 'Drift: 3 difference(s) between the ledger and what is installed:');
+      assert.match(found[1], /^TABLE +ENTRY +KIND +HASH +PROBLEM$/);
+      assert.deepEqual(
+        found.slice(2).map((l) => l.split(/ {2,}/)),
+        [
+          ['log_entries', 'exe_set', 'index', exe, 'missing index: not installed (publish again to repair)'],
+          [
+            'log_entries',
+            'level_minmax',
+            'index',
+            level,
+            `1 of ${files.length} partition file(s) without index statistics (publish again to repair)`,
+          ],
+          [
+            'log_entries',
+            'stray_minmax',
+            'index',
+            'feedf00e',
+            'installed but recorded by no ledger row (prune retires it)',
+          ],
+        ],
+      );
+      // A publish with no file changes installs what is missing; the stray object is prune's.
+      const repaired = await publish('--install-resources');
+      assert.equal(repaired.status, 0, repaired.err.join('\n'));
+      const left = await drift();
+      assert.equal(left.length, 3, left.join('\n'));
+      assert.match(left[2], /^log_entries +stray_minmax +index +feedf00e +installed but recorded by no ledger row/);
+    } finally {
+      await metadata.query("DELETE FROM resource_indexes WHERE index_hash = 'feedf00e'");
+    }
+    assert.deepEqual(await drift(), ['No drift: every ready entry is installed.']);
+  });
 });
