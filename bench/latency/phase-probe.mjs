@@ -1,0 +1,128 @@
+// Where a statement's server time goes, phase by phase (issue 10): preloaded into `orrery serve`
+// (`node --import <this file> dist/src/orrery.cjs serve`; phases.sh does it), it wraps the methods
+// each phase runs in (the classes' prototypes, so nothing in src/ changes) and records, per RPC, when
+// Node's HTTP/2 session saw the stream, when grpc-js handed it to the handler, how long each phase
+// took, when the handler gave grpc-js its answer and when the stream closed. Times are
+// process.hrtime (CLOCK_MONOTONIC, as Python's time.monotonic_ns), so the client's own timestamps
+// line up with them. SIGUSR1 forgets what was recorded (after the warm-up), SIGUSR2 writes it as
+// JSON to $PHASES_OUT. Bench only: the wrapping costs a few microseconds per phase.
+import http2 from 'node:http2';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const root = process.env.PHASES_ROOT ?? join(import.meta.dirname, '..', '..');
+const load = (path) => import(pathToFileURL(join(root, 'dist', 'src', path)).href);
+const { FlightSqlServer } = await load('flight/flight-sql-server.js');
+const { SqlService } = await load('sql/sql-service.js');
+const { DuckDBEngine } = await load('engine/duckdb-engine.js');
+const { StatementLimits } = await load('sql/statement-limits.js');
+const { QueryLanes } = await load('sql/query-lanes.js');
+const { DuckDBConnection } = await import('@duckdb/node-api');
+
+const now = () => Number(process.hrtime.bigint());
+/** RPCs seen since the last reset: { path, stream, handler, answered, closed, phases: [[name, start, end]] }. */
+let rpcs = [];
+/** The RPC whose handler runs now (one client, one statement at a time: the phases belong to it). */
+let current;
+
+// Streams as Node's HTTP/2 server sees them: grpc-js creates its server through http2.createServer.
+const createServer = http2.createServer;
+http2.createServer = function (...args) {
+  const server = createServer.apply(this, args);
+  server.prependListener('stream', (stream, headers) => {
+    const rpc = { path: String(headers[':path']).split('/').pop(), stream: now(), phases: [] };
+    rpcs.push(rpc);
+    current = rpc;
+    stream.once('close', () => (rpc.closed = now()));
+  });
+  return server;
+};
+
+/** Records the time `name` of an async method takes, inclusive, in the RPC it runs for. */
+function timed(proto, method, name) {
+  const original = proto[method];
+  if (typeof original !== 'function') throw new Error(`phase-probe: no method ${method} to time (${name})`);
+  proto[method] = function (...args) {
+    const rpc = current;
+    const start = now();
+    const result = original.apply(this, args);
+    const done = () => rpc?.phases.push([name, start, now()]);
+    if (result && typeof result.then === 'function') result.then(done, done);
+    else done();
+    return result;
+  };
+}
+
+/** Records how long an async generator method takes to its first item and to its end. */
+function timedGenerator(proto, method, name) {
+  const original = proto[method];
+  proto[method] = async function* (...args) {
+    const rpc = current;
+    const start = now();
+    let first = true;
+    try {
+      for await (const item of original.apply(this, args)) {
+        if (first) rpc?.phases.push([`${name}: first batch`, start, now()]);
+        first = false;
+        yield item;
+      }
+    } finally {
+      rpc?.phases.push([`${name}: to the end`, start, now()]);
+    }
+  };
+}
+
+const server = FlightSqlServer.prototype;
+const phases = {
+  'auth + call context': [server, 'context'],
+  'GetFlightInfo handler': [server, 'flightInfo'],
+  'DoGet stream (first batch, writes, end)': [server, 'stream'],
+  'planQuery (limits, plan, keep)': [SqlService.prototype, 'planQuery'],
+  plan: [SqlService.prototype, 'plan'],
+  'deny rules': [SqlService.prototype, 'checkDenied'],
+  'reader checks (audience)': [SqlService.prototype, 'checkReadable'],
+  'view-set setup': [SqlService.prototype, 'lakehouseSetup'],
+  'executeQuery (to the result)': [SqlService.prototype, 'executeQuery'],
+  'parse (json_serialize_sql, cached)': [DuckDBEngine.prototype, 'parseSelect'],
+  'DuckDB prepare + describe (held)': [DuckDBEngine.prototype, 'describeAndHold'],
+  'DuckDB prepare + describe': [DuckDBEngine.prototype, 'describe'],
+  'connection lease': [DuckDBEngine.prototype, 'lease'],
+  deparse: [DuckDBEngine.prototype, 'deparse'],
+  "DuckDB's prepare (@duckdb/node-api)": [DuckDBConnection.prototype, 'prepare'],
+  "DuckDB's run (@duckdb/node-api)": [DuckDBConnection.prototype, 'run'],
+  'limits: admission': [StatementLimits.prototype, 'begin'],
+};
+for (const [name, [proto, method]] of Object.entries(phases)) timed(proto, method, name);
+timedGenerator(QueryLanes.prototype, 'batches', 'DuckDB run + Arrow export');
+
+// The answer of a unary call: grpc-js's callback; of a stream: call.end(). Both found from the handler
+// map FlightSqlServer builds, by wrapping what it registers.
+const handlers = server.handlers;
+server.handlers = function () {
+  const map = handlers.call(this);
+  for (const [name, handler] of Object.entries(map)) {
+    map[name] = (call, callback) => {
+      const rpc = current;
+      if (rpc) rpc.handler = now();
+      if (callback)
+        return handler(call, (...args) => {
+          if (rpc) rpc.answered = now();
+          return callback(...args);
+        });
+      const end = call.end;
+      call.end = function (...args) {
+        if (rpc) rpc.answered = now();
+        return end.apply(this, args);
+      };
+      return handler(call);
+    };
+  }
+  return map;
+};
+
+process.on('SIGUSR1', () => (rpcs = []));
+process.on('SIGUSR2', () => {
+  writeFileSync(process.env.PHASES_OUT, JSON.stringify(rpcs));
+  rpcs = [];
+});
