@@ -1046,12 +1046,14 @@ export class Rollups {
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
     const base = tables.get(definition.base);
     const all = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
-    // A rollup of the table keeps the buckets its retention took rows of (retain); a rollup of a
-    // rollup reads its source's view, which keeps them, so it leaves out only buckets past the horizon.
+    // A rollup of the table keeps the buckets its retention took rows of (retain). A rollup of a
+    // rollup reads its source's view, which keeps those (so the table's retention changes nothing
+    // here); it leaves out only the buckets its source's own retention (set_rollup_retention)
+    // deleted buckets of: recomputed, they would be the fragment left.
     const kept = definition.sourceIsRollup ? new Set<string>() : await this.keptBuckets(definition, snapshot);
     const changed = all.filter((b) => !kept.has(b));
     if (changed.length === 0) return [];
-    const horizonOf = definition.sourceIsRollup ? base?.retention : undefined;
+    const horizonOf = definition.sourceIsRollup ? sourceRollup(definition, definitions).retention : null;
     // Without a horizon, the buckets below the watermark are picked here: one DuckDB query less per
     // read. DuckDB's text of a timestamp (zero-padded, as both come) sorts as its time; others go to SQL.
     const watermark = state.watermark;
@@ -1069,7 +1071,9 @@ export class Rollups {
       const horizon = isIntegerTime(base)
         ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(horizonOf)}`
         : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(horizonOf)}`;
-      filters.push(`b >= (SELECT ${bucketSql(definition, 'h')} FROM (SELECT ${horizon} AS h))`);
+      // The source deletes its buckets that start before its horizon (applyRetention): a bucket
+      // starting before it may hold one of them.
+      filters.push(`b >= ${horizon}`);
     }
     const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';
     const rows = await this.engine.values(
