@@ -8,6 +8,7 @@
 #                                  committed code while the work tree is mid-edit; ORRERY_REF_SHA is then exported
 #                                  for the JSON lines.
 #                                  With ORRERY_ROOT=<another tree with dist/ built> set, that tree runs as is.
+#   bench_base_and_this            with BASE_REF set, builds that commit too: BENCH_BASE_ARGS=(--base <tree>)
 #   bench_venv                     creates or refreshes bench/.venv (pinned pyarrow, duckdb, ADBC); prints its python
 #   orrery_start ROLE DATA_DIR [node flags...]
 #                                  starts `node [flags] dist/src/orrery.cjs ROLE` with the bench keys (admin key
@@ -56,6 +57,19 @@ bench_ensure_built() {
       return 1
     }
   fi
+}
+
+# bench_base_and_this: with BASE_REF=<git ref> set, builds that commit (as ORRERY_REF would) and sets
+# BENCH_BASE_ARGS=(--base <its tree>) for a probe that runs a second server from it; then makes sure this
+# tree is built (ORRERY_ROOT). BENCH_BASE_ARGS is empty without BASE_REF.
+bench_base_and_this() {
+  BENCH_BASE_ARGS=()
+  if [ -n "${BASE_REF:-}" ]; then
+    ORRERY_REF="$BASE_REF" bench_ensure_built
+    BENCH_BASE_ARGS=(--base "$ORRERY_ROOT")
+    unset ORRERY_REF ORRERY_ROOT
+  fi
+  bench_ensure_built
 }
 
 bench_venv() {

@@ -11,11 +11,5 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
 source "$here/../lib.sh"
 
-base=()
-if [ -n "${BASE_REF:-}" ]; then
-  ORRERY_REF="$BASE_REF" bench_ensure_built
-  base=(--base "$ORRERY_ROOT")
-  unset ORRERY_REF ORRERY_ROOT
-fi
-bench_ensure_built
-node "$here/probe.mjs" --repeats "${REPEATS:-21}" --rows "${ROWS:-1000}" "${base[@]}"
+bench_base_and_this
+node "$here/probe.mjs" --repeats "${REPEATS:-21}" --rows "${ROWS:-1000}" "${BENCH_BASE_ARGS[@]}"

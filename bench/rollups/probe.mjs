@@ -1,0 +1,94 @@
+// Rollup reads before / after a change in one run (issue 17): one embedded Postgres (pg_stat_statements
+// preloaded) and one lake, `orrery serve` from this tree and, with --base <tree with dist/ built>, a
+// second server from that tree on the same catalog and files. ROWS rows over 30 days, the hourly rollup
+// of bench.mjs refreshed, then one minute of rows written after the refresh (the never-stale read's raw
+// tail). Each case is timed on every server alternately (A, B, A, B; medians of --repeats), then the
+// Postgres statements one read runs are counted. Prints a table and one JSON line.
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { alternately, catalogProbe, loadAverage, median, printCases } from '../catalog-probe.mjs';
+
+const { values } = parseArgs({
+  options: {
+    repeats: { type: 'string', default: '21' },
+    rows: { type: 'string', default: '2000000' },
+    hosts: { type: 'string', default: '50' },
+    counted: { type: 'string', default: '5' },
+    base: { type: 'string' },
+  },
+});
+const root = process.env.ORRERY_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
+const [repeats, counted, rows, hosts] = ['repeats', 'counted', 'rows', 'hosts'].map((k) => Number(values[k]));
+const probe = await catalogProbe(root, 'orrery-rollups-probe-');
+
+try {
+  console.error(`bench: load average ${loadAverage()} at start; folder ${probe.dir}`);
+  const client = await probe.startServer(root, 'orrery');
+  const base = values.base ? await probe.startServer(resolve(values.base), 'base') : null;
+  const spanSeconds = 30 * 86400;
+  await client.executeUpdate(`CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`);
+  await client.executeUpdate(
+    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 30 DAY + to_microseconds(CAST(i * ${(spanSeconds * 1e6) / rows} AS BIGINT)),
+       'host' || (i % ${hosts}), (hash(i) % 10000) / 100.0 FROM range(${rows}) t(i)`,
+  );
+  await client.query(`select create_rollup('metrics_hourly', 'metrics', interval '1 hour',
+    select_list => 'host, count(*) as n, count(cpu) as cpu_n, sum(cpu) as cpu_sum, max(cpu) as cpu_max', group_by => 'host')`);
+  await client.query(`select refresh_rollup('metrics_hourly')`);
+  const perMinute = Math.max(1, Math.round(rows / (30 * 1440)));
+  await client.executeUpdate(
+    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 1 MINUTE + to_microseconds(CAST(i * ${60e6 / perMinute} AS BIGINT)),
+       'host' || (i % ${hosts}), 1.0 FROM range(${perMinute}) t(i)`,
+  );
+
+  const since = `time_bucket(INTERVAL 1 HOUR, now()::TIMESTAMP - INTERVAL 7 DAY)`;
+  const statements = {
+    'SELECT 1': 'SELECT 1',
+    'series, no row': 'SELECT count(*) FROM metrics WHERE false',
+    materialized: `SELECT bucket, host, n, cpu_sum FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
+    'never-stale': `SELECT bucket, host, n, cpu_sum FROM metrics_hourly WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
+    dashboard: `SELECT bucket, host, cpu_sum / n AS cpu_avg, cpu_max FROM metrics_hourly WHERE bucket >= ${since} ORDER BY bucket, host`,
+  };
+  const servers = [['this', client], ...(base ? [['base', base]] : [])];
+  const cases = servers.flatMap(([label, flight]) =>
+    Object.entries(statements).map(([name, sql]) => ({ name: `${label} ${name}`, run: () => flight.query(sql) })),
+  );
+  // Both servers answer the same rows.
+  const text = (table) =>
+    JSON.stringify(
+      table.toArray().map((r) => r.toJSON()),
+      (_, v) => (typeof v === 'bigint' ? String(v) : v),
+    );
+  for (const sql of Object.values(statements)) {
+    const answers = await Promise.all(servers.map(async ([, flight]) => text(await flight.query(sql))));
+    if (answers.some((a) => a !== answers[0])) throw new Error(`the servers answer differently: ${sql}`);
+  }
+  for (const c of cases) for (let i = 0; i < 3; i++) await c.run(); // warm
+  console.error(`bench: timing (load average ${loadAverage()})`);
+  const times = await alternately(cases, repeats);
+  const loadAfter = loadAverage();
+  const perStatement = await probe.postgresPerStatement(cases, counted);
+
+  const med = Object.fromEntries(cases.map((c, k) => [c.name, median(times[k])]));
+  console.log(`load average ${loadAfter} after timing; medians of ${repeats} alternated runs; ${rows} rows`);
+  printCases(cases, med, perStatement, 26);
+  for (const [label] of servers)
+    console.log(
+      `${label}: never-stale / materialized ${(med[`${label} never-stale`] / med[`${label} materialized`]).toFixed(3)}x; ` +
+        `above SELECT 1: materialized ${(med[`${label} materialized`] - med[`${label} SELECT 1`]).toFixed(2)} ms, ` +
+        `never-stale ${(med[`${label} never-stale`] - med[`${label} SELECT 1`]).toFixed(2)} ms, ` +
+        `dashboard ${(med[`${label} dashboard`] - med[`${label} SELECT 1`]).toFixed(2)} ms`,
+    );
+  console.log(
+    JSON.stringify({
+      bench: 'rollups-probe',
+      rows,
+      load_average: loadAfter,
+      base: values.base ?? null,
+      medians_ms: Object.fromEntries(Object.entries(med).map(([k, v]) => [k, Number(v.toFixed(3))])),
+      postgres_per_read: Object.fromEntries(cases.map((c, k) => [c.name, perStatement[k].kinds])),
+    }),
+  );
+} finally {
+  await probe.close();
+}
