@@ -13,17 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { hourStart, rawTwin, rollupRead, useLogsOrrery } from '../support/log-sender.js';
+import { dayStart, hourStart, rawTwin, rollupRead, useLogsOrrery } from '../support/log-sender.js';
 import { publishFolderAs, runCliAs } from '../support/publish.js';
 
 const minuteNs = 60_000_000_000n;
-const dayNs = 86_400_000_000_000n;
 const iso = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString();
-/** The start of the UTC day `daysAgo` days before today, in ns. */
-const dayStart = (daysAgo: number): bigint => {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  return now - (now % dayNs) - BigInt(daysAgo) * dayNs;
-};
 
 describe('orrery publish installs rollup entries over a view set (issues 14 and 17)', () => {
   const fixture = useLogsOrrery('rollpub-views-01', { ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: '0' });
@@ -61,12 +55,29 @@ describe('orrery publish installs rollup entries over a view set (issues 14 and 
     const offFrom = iso(hourStart(8) + 17n * minuteNs);
     const [dayFrom, dayTo] = [iso(dayStart(2)), iso(dayStart(-1))];
     return [
-      `select date_trunc('hour', time) as h, target, count(*) as n, max(level) as top from log_entries where time >= '${from}' and time < '${to}' group by all order by 1, 2`,
-      `select target, avg(level) as mean, sum(level) as total, min(level) as low from log_entries where time >= '${from}' and time < '${to}' group by target order by target`,
-      `select target, count(*) as n, max(level) as top from log_entries where time >= '${offFrom}' group by target order by target`,
-      `select audience, count(*) filter (where target = 'cart') as carts, count(*) as n from log_entries where time >= '${from}' group by audience order by audience`,
-      `select date_trunc('day', time) as d, target, count(*) as n from log_entries where time >= '${dayFrom}' and time < '${dayTo}' group by all order by 1, 2`,
-    ].map((sql) => ({ sql, daily: sql.includes("date_trunc('day'") }));
+      {
+        sql: `select date_trunc('hour', time) as h, target, count(*) as n, max(level) as top from log_entries where time >= '${from}' and time < '${to}' group by all order by 1, 2`,
+        daily: false,
+      },
+      {
+        sql: `select target, avg(level) as mean, sum(level) as total, min(level) as low from log_entries where time >= '${from}' and time < '${to}' group by target order by target`,
+        daily: false,
+      },
+      {
+        sql: `select target, count(*) as n, max(level) as top from log_entries where time >= '${offFrom}' group by target order by target`,
+        daily: false,
+      },
+      {
+        // Open at its end from a whole hour: the daily target when that hour starts a UTC day (a suite
+        // started between 08:00 and 09:00 UTC), else the hourly one.
+        sql: `select audience, count(*) filter (where target = 'cart') as carts, count(*) as n from log_entries where time >= '${from}' group by audience order by audience`,
+        daily: hourStart(8) === dayStart(0),
+      },
+      {
+        sql: `select date_trunc('day', time) as d, target, count(*) as n from log_entries where time >= '${dayFrom}' and time < '${dayTo}' group by all order by 1, 2`,
+        daily: true,
+      },
+    ];
   };
 
   /** Each query, for every key: the target named in its provenance (unless `read` is null), and the raw rows' answer. */

@@ -7,15 +7,9 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { plainRows, scalar } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
-import { hourStart, rawTwin, rollupRead, useLogsOrrery, type LogSender } from '../support/log-sender.js';
+import { dayStart, hourStart, rawTwin, rollupRead, useLogsOrrery, type LogSender } from '../support/log-sender.js';
 
 const minuteNs = 60_000_000_000n;
-const dayNs = 86_400_000_000_000n;
-/** The start of the UTC day `daysAgo` days before today, in ns. */
-const dayStart = (daysAgo: number): bigint => {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  return now - (now % dayNs) - BigInt(daysAgo) * dayNs;
-};
 const iso = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString();
 
 describe('queries over a view set read its rollups (issues 14 and 17)', () => {
@@ -48,10 +42,10 @@ describe('queries over a view set read its rollups (issues 14 and 17)', () => {
         read: 'logs_hourly',
       },
       {
-        // Open at its end from a whole hour: the daily rollup when that hour starts a UTC day (a run
-        // between 08:00 and 09:00 UTC), else the hourly one.
+        // Open at its end from a whole hour: the daily rollup when that hour starts a UTC day (a suite
+        // started between 08:00 and 09:00 UTC), else the hourly one.
         sql: `select audience, count(*) filter (where target = 'cart') as carts, count(*) as n from log_entries where time >= '${from}' group by audience order by audience`,
-        read: hourStart(8) % dayNs === 0n ? 'logs_daily' : 'logs_hourly',
+        read: hourStart(8) === dayStart(0) ? 'logs_daily' : 'logs_hourly',
       },
       {
         // A window of whole days: the daily rollup of the hourly one (today's bucket is still filling).

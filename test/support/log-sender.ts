@@ -18,12 +18,18 @@ import type { TestFlightClient } from './flight-client.js';
 import { logsRequest, postOtlp } from './otlp.js';
 
 const hourNs = 3_600_000_000_000n;
+const dayNs = 24n * hourNs;
+/**
+ * The clock when the suite's file was loaded: the rows a suite sends and the windows it reads are
+ * placed from this one instant, so an hour or a day that turns while the suite runs moves neither.
+ */
+const loadedAt = BigInt(Date.now()) * 1_000_000n;
 
-/** The start of the hour `hoursAgo` hours before now, in ns since the epoch. */
-export const hourStart = (hoursAgo: number): bigint => {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  return now - (now % hourNs) - BigInt(hoursAgo) * hourNs;
-};
+/** The start of the UTC hour `hoursAgo` hours before the suite's start, in ns since the epoch. */
+export const hourStart = (hoursAgo: number): bigint => loadedAt - (loadedAt % hourNs) - BigInt(hoursAgo) * hourNs;
+
+/** The start of the UTC day `daysAgo` days before the suite's start (-1: the next day), in ns since the epoch. */
+export const dayStart = (daysAgo: number): bigint => loadedAt - (loadedAt % dayNs) - BigInt(daysAgo) * dayNs;
 
 /** The rollup a query's (single) level read, from the provenance in its stream's schema metadata. */
 export const rollupRead = (table: Table): string | null => {
