@@ -16,6 +16,7 @@ import {
 } from '../lakehouse/lakehouse-fixtures.js';
 import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
 import { hourStart, useLogsOrrery, type LogSender } from '../support/log-sender.js';
+import { refreshPendingRanges } from '../support/pending-ranges.js';
 
 const logsOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, time::TIMESTAMP) AS bucket, target, count(*) AS n,
   max(level) AS max_level, audience FROM log_entries GROUP BY ALL`;
@@ -147,7 +148,7 @@ describe('rollups of view sets (issue 17)', () => {
     await logs.send(teamB, 'late', hourStart(2), 1);
     assert.equal(await pending('logs_hourly'), 2);
     await contract('logs_hourly', logsOfSource);
-    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 2);
+    assert.equal(await refreshPendingRanges(asAdmin, 'logs_hourly'), 2);
     assert.equal(await pending('logs_hourly'), 0);
     await contract('logs_hourly', logsOfSource);
   });
@@ -230,7 +231,7 @@ describe('rollups of view sets (issue 17)', () => {
     assert.equal(await pending('counts_hourly'), 1);
     await contract('counts_hourly', countsOfSource);
     await contract('counts_daily', dailyOfSource);
-    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('counts_hourly')`), 1);
+    assert.equal(await refreshPendingRanges(asAdmin, 'counts_hourly'), 1);
     await contract('counts_daily', dailyOfSource);
 
     const dropped = await refusal(asAdmin.query('DROP MATERIALIZED VIEW target_counts'));
@@ -251,7 +252,7 @@ describe('rollups of view sets (issue 17)', () => {
     );
     assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
     assert.equal(await pending('logs_hourly'), 0);
-    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 0);
+    assert.equal(await refreshPendingRanges(asAdmin, 'logs_hourly'), 0);
     assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
   });
 
@@ -281,7 +282,7 @@ describe('rollups of view sets (issue 17)', () => {
     };
     assert.equal(await pending('logs_hourly'), 1);
     await exact();
-    assert.equal(await scalar(asAdmin, `select snouttime.refresh_rollup('logs_hourly')`), 1);
+    assert.equal(await refreshPendingRanges(asAdmin, 'logs_hourly'), 1);
     assert.equal(await pending('logs_hourly'), 0);
     await exact();
     assert.equal(await scalar(asAdmin, `SELECT count(*) FROM logs_hourly_materialized WHERE target = 'old'`), 1);
