@@ -324,8 +324,9 @@ describe('rollups (issue 17)', () => {
 
   it("set_rollup_retention deletes old buckets at refresh; buckets past the source's retention keep their stored values", async () => {
     await asAdmin.updateCount(`CREATE TABLE events (ts TIMESTAMP, v BIGINT) WITH (time_column = 'ts')`);
-    const day = (daysAgo: number): string =>
-      `time_bucket(INTERVAL 1 DAY, now()::TIMESTAMP) - INTERVAL ${daysAgo} DAY + INTERVAL 1 HOUR`;
+    // Days counted from the UTC day the test starts, once: a day that turns during the test moves no row.
+    const today = new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000).toISOString().slice(0, 10);
+    const day = (daysAgo: number): string => `TIMESTAMP '${today}' - INTERVAL ${daysAgo} DAY + INTERVAL 1 HOUR`;
     await asAdmin.updateCount(
       `INSERT INTO events SELECT ${day(40)}, 1 UNION ALL SELECT ${day(35)}, 2 UNION ALL SELECT ${day(1)}, 3`,
     );
