@@ -7,8 +7,11 @@
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
 // filtering is untouched (it filters the rows of the partitions that remain). The set may be read in a
 // CTE or a subquery (the WHEREs of the SELECTs enclosing it count too while the subqueries pass its rows
-// through: see passesThrough), the constants may be the statement's bound parameters, and a lower bound
-// may rise with the clock (`time > now() - INTERVAL 1 day`: now() when pruning is no later than when running).
+// through: see passesThrough), the constants may be the statement's bound parameters, and a bound may be
+// written with the clock (`time > now() - INTERVAL 1 day`, `time < now()`): in a statement that runs in a
+// transaction of its own, now() is fixed once per statement, the value pruning compared, and the statement
+// runs with it (see fixedClock); otherwise only a lower bound is read, its value when pruning no later than
+// when running.
 import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
@@ -145,6 +148,66 @@ const isFixed = (node: Node): boolean =>
 /** The clock's functions: the start of the statement's transaction. */
 const clockFunctions = new Set(['now', 'get_current_timestamp', 'transaction_timestamp']);
 
+/**
+ * The names that read the clock other than those above (DuckDB's, as functions or bare words): a statement
+ * naming one keeps its clock as DuckDB reads it (fixing now() alone would give it two nows).
+ */
+const otherClockNames =
+  /^(current_timestamp|current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
+
+/**
+ * The constant now() is read as in a statement that runs in a transaction of its own, when nothing else in
+ * it reads the clock: now() at planning (a statement's now() is one value, the start of its transaction,
+ * which follows its planning by the time to its run). Null otherwise. Orrery's now() is a UTC TIMESTAMP_NS.
+ */
+function fixedClock(statement: Statement): Node | null {
+  if (statement.ownTransaction !== true) return null;
+  let other = false;
+  const visit = (value: unknown): void => {
+    if (other || value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) return value.forEach(visit);
+    const node = value as Node;
+    const names = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
+    other ||=
+      (node.class === 'FUNCTION' && otherClockNames.test(String(node.function_name))) ||
+      (names.length === 1 && otherClockNames.test(names[0]));
+    Object.values(node).forEach(visit);
+  };
+  visit(statement.tree.statements);
+  if (other) return null;
+  const now = new Date().toISOString().replace('T', ' ').replace('Z', '');
+  const text = { type: { id: 'VARCHAR', type_info: null }, is_null: false, value: now };
+  return castNode(
+    { class: 'CONSTANT', type: 'VALUE_CONSTANT', alias: '', value: text },
+    { id: 'TIMESTAMP_NS', type_info: null },
+  );
+}
+
+/** Whether a node is a call of the clock a fixed clock stands for (now(), get_current_timestamp(), transaction_timestamp()). */
+const readsClock = (node: Node): boolean =>
+  isCall(node, clockFunctions) && ((node.children as Node[] | undefined) ?? []).length === 0;
+
+/** Constants written with the statement's fixed clock: never kept as decisions (the next statement's clock differs). */
+const clockConstants = new WeakSet<Node>();
+
+/** A copy of an expression with each call of the clock replaced by `clock`. */
+function withClock(value: unknown, clock: Node): unknown {
+  if (Array.isArray(value)) return value.map((v) => withClock(v, clock));
+  if (value === null || typeof value !== 'object') return value;
+  if (readsClock(value as Node)) {
+    const fixed = { ...structuredClone(clock), alias: (value as Node).alias ?? '' };
+    clockConstants.add(fixed);
+    return fixed;
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withClock(v, clock)]));
+}
+
+/** Whether a fixed expression holds the fixed clock (a statement whose clock calls were already replaced). */
+const holdsClock = (node: Node): boolean =>
+  clockConstants.has(node) ||
+  (node.class === 'CAST' && holdsClock(node.child as Node)) ||
+  ((node.children as Node[] | undefined) ?? []).some(holdsClock);
+
 /** An expression of the clock that never falls as the clock rises: now(), and now() plus or minus a fixed value. */
 function rises(node: Node): boolean {
   const [left, right, ...rest] = (node.children as Node[] | undefined) ?? [];
@@ -162,13 +225,15 @@ interface Bindings {
   /** `$n`'s value when it is bound as text. */
   readonly texts: ReadonlyMap<string, string>;
   readonly risingClock: boolean;
+  /** The constant the statement's now() is fixed to (see fixedClock), or null. */
+  readonly clock: Node | null;
 }
 
 /** The type each parameter's constant node is bound as (see compatible). */
 const boundTypes = new WeakMap<Node, string>();
 
 /** A statement's bindings for one row of its parameters (a run); NULL or a blob is not bound here. */
-function bindingsOf(statement: Statement, row: number): Bindings {
+function bindingsOf(statement: Statement, row: number, clock: Node | null): Bindings {
   const [parameters, texts] = [new Map<string, Node>(), new Map<string, string>()];
   if (statement.parameters && row < statement.parameters.numRows)
     for (const [i, bound] of boundTexts(statement.parameters, row).entries()) {
@@ -182,7 +247,7 @@ function bindingsOf(statement: Statement, row: number): Bindings {
       parameters.set(String(i + 1), node);
       if (bound.type === 'VARCHAR') texts.set(String(i + 1), bound.text);
     }
-  return { parameters, texts, risingClock: statement.ownTransaction === true };
+  return { parameters, texts, risingClock: statement.ownTransaction === true, clock };
 }
 
 /**
@@ -220,14 +285,18 @@ function restrictionOf(conjunct: Node, bindings: Bindings): Restriction | null {
     ];
     for (const [expression, other, op] of sides) {
       if (!isSubject(expression)) continue;
-      const rising = bindings.risingClock && lowerBounds.has(op) && rises(other);
-      const constant = constantOf(other, bindings) ?? (rising ? other : null);
+      const constant = constantOf(other, bindings) ?? clockBound(other, op, bindings);
       if (constant) return { expression, op, constants: [constant], conjunct };
     }
     return null;
   }
   if (conjunct.class === 'BETWEEN') {
-    const [lower, upper] = [conjunct.lower as Node, conjunct.upper as Node].map((b) => constantOf(b, bindings));
+    const [lower, upper] = [
+      constantOf(conjunct.lower as Node, bindings) ??
+        clockBound(conjunct.lower as Node, 'COMPARE_GREATERTHANOREQUALTO', bindings),
+      constantOf(conjunct.upper as Node, bindings) ??
+        clockBound(conjunct.upper as Node, 'COMPARE_LESSTHANOREQUALTO', bindings),
+    ];
     return lower && upper && isSubject(conjunct.input as Node)
       ? { expression: conjunct.input as Node, op: 'between', constants: [lower, upper], conjunct }
       : null;
@@ -240,6 +309,25 @@ function restrictionOf(conjunct: Node, bindings: Bindings): Restriction | null {
       : null;
   }
   return null;
+}
+
+/**
+ * A bound written with the clock (now() plus or minus a fixed value) as pruning reads it: with the statement's
+ * clock fixed, that value (a constant); otherwise, as a lower bound only, the expression itself (its value when
+ * pruning is no later than when running). Null when it cannot be read.
+ */
+function clockBound(node: Node, op: string, bindings: Bindings): Node | null {
+  if (bindings.clock && isFixed(node) && holdsClock(node)) {
+    clockConstants.add(node);
+    return node;
+  }
+  if (!rises(node)) return null;
+  if (bindings.clock) {
+    const fixed = withClock(node, bindings.clock) as Node;
+    clockConstants.add(fixed);
+    return fixed;
+  }
+  return bindings.risingClock && lowerBounds.has(op) ? node : null;
 }
 
 /**
@@ -413,12 +501,12 @@ function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget
  * What an index can decide of the WHEREs on a view set's rows, when the statement reads them alone (see
  * readsAlone): the reading SELECT's, and those of the SELECTs reading it through subqueries that pass rows through.
  */
-function restrictionsOn(statement: Statement, view: ViewSet): Conjunction | null {
+function restrictionsOn(statement: Statement, view: ViewSet, clock: Node | null): Conjunction | null {
   const reader = readingSelect(statement.tree, statement.shape, view, statement.viewOf);
   if (!reader) return null;
   const budget = { left: alternativeLimit };
   const run = (row: number): Conjunction => {
-    const bindings = bindingsOf(statement, row);
+    const bindings = bindingsOf(statement, row, clock);
     const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
       node.where_clause
         ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
@@ -552,14 +640,31 @@ export class PartitionPruning {
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
+  /** The constant the statement's now() is fixed to, when it can be (see fixedClock). */
+  private readonly clock: Node | null;
+  /** Whether an index skipped a partition by a bound of the fixed clock. */
+  private clockUsed = false;
+  /** Whether the statement's clock calls were replaced by the fixed value (its tree is to be run rewritten). */
+  clockFixed = false;
 
   constructor(private readonly statement: Statement) {
     ({ db: this.db, engine: this.engine } = statement);
+    this.clock = fixedClock(statement);
   }
 
   /** The partitions (object keys) of `view` the statement must read, in their order. */
   async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
-    const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
+    const kept = await this.kept(view, files);
+    // The statement runs with the clock pruning compared: every now() of it is the fixed value.
+    if (this.clockUsed && !this.clockFixed && this.clock) {
+      this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock) as Node[];
+      this.clockFixed = true;
+    }
+    return kept;
+  }
+
+  private async kept(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
+    const on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock) : null;
     if (!on || !decides(on)) return files;
     const indexes: Array<{ index: InstalledIndex; key: string }> = [];
     for (const index of await recentIndexes(this.db, view.name)) {
@@ -604,7 +709,10 @@ export class PartitionPruning {
             r.constants.every((c) => compatible(boundTypes.get(c) ?? valueType, valueType)),
         );
         if (applicable.length === 0) continue;
-        kept = await this.kept({ ...index, valueType }, applicable, remaining);
+        const byStatistics = await this.byStatistics({ ...index, valueType }, applicable, remaining);
+        if (byStatistics && remaining.some((f) => !byStatistics.has(f)))
+          this.clockUsed ||= applicable.some((r) => r.constants.some((c) => clockConstants.has(c)));
+        kept = byStatistics;
       }
       for (const file of remaining) if (kept && !kept.has(file)) skipped.set(file, index.entryKey);
     }
@@ -636,7 +744,7 @@ export class PartitionPruning {
    * and columns, sorted, so only its row groups whose min/max meet the restriction are read.
    */
   async projected(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
-    const on = files.length > 0 ? restrictionsOn(this.statement, view) : null;
+    const on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock) : null;
     if (!on || on.restrictions.length === 0) return files;
     const qualifiers = new Set([on.qualifier]);
     for (const projection of await recentProjections(this.db, view.name)) {
@@ -656,7 +764,7 @@ export class PartitionPruning {
    * statistics meet every restriction. Null when DuckDB cannot compare them (the statement then
    * reads every partition and reports its own error, if any).
    */
-  private async kept(
+  private async byStatistics(
     index: InstalledIndex & { valueType: string },
     restrictions: Restriction[],
     files: string[],
@@ -677,7 +785,7 @@ export class PartitionPruning {
     if (condition === null) return null;
     // A file's statistics never change, so neither does a condition of constants over them: a repeated
     // statement asks DuckDB only of files it has not decided yet (not a bound rising with the clock).
-    const fixed = restrictions.every((r) => r.constants.every(isConstant));
+    const fixed = restrictions.every((r) => r.constants.every((c) => isConstant(c) && !clockConstants.has(c)));
     const decisionOf = (file: string): string => `${index.hash}\u0000${condition}\u0000${file}`;
     const undecided: typeof stats = [];
     for (const s of stats) {

@@ -672,6 +672,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
           renamed,
           (reads?.rollups.length ?? 0) > 0,
           stored?.substituted ?? false,
+          // Pruning fixed the statement's now() to the value it compared (see PartitionPruning).
+          pruning?.clockFixed ?? false,
         ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;

@@ -120,11 +120,25 @@ const queries: Array<[string, number]> = [
   ['SELECT msg FROM (SELECT msg AS level, level AS msg FROM log_entries) WHERE msg = 3 ORDER BY level', 0],
   ['SELECT x FROM (SELECT * FROM log_entries) AS s(a, b, c, d, x, y, z, w, v, level) WHERE level = 3 ORDER BY x', 0],
   ['WITH log_entries AS (SELECT * FROM log_entries WHERE level = 4) SELECT msg FROM log_entries WHERE level = 3', 0],
-  // A lower bound rising with the clock (its value when pruning is no later than when running); not an upper one.
+  // Bounds written with the clock: the statement's now() is fixed once, the value pruning compares and the
+  // statement runs with, so upper bounds, equalities and BETWEEN prune as lower bounds do (the rows are from 2024).
   ['SELECT count(*) AS n FROM log_entries WHERE time > now() - INTERVAL 1 DAY', 3],
   ["SELECT count(*) AS n FROM log_entries WHERE now() - INTERVAL '1 day' <= time AND level >= 2", 3],
   ['SELECT count(*) AS n FROM log_entries WHERE time < now() - INTERVAL 1 DAY', 0],
   ['SELECT count(*) AS n FROM log_entries WHERE time > now() - INTERVAL 36500 DAY', 0],
+  ['SELECT count(*) AS n FROM log_entries WHERE time < now() - INTERVAL 36500 DAY', 3],
+  ['SELECT msg FROM log_entries WHERE time <= now() - INTERVAL 36500 DAY OR level = 3 ORDER BY msg', 2],
+  [
+    'SELECT count(*) AS n FROM log_entries WHERE time BETWEEN now() - INTERVAL 36600 DAY AND now() - INTERVAL 36500 DAY',
+    3,
+  ],
+  ['SELECT count(*) AS n FROM log_entries WHERE transaction_timestamp() - INTERVAL 36500 DAY >= time', 3],
+  ['SELECT count(*) AS n, count(*) FILTER (WHERE now() > time) AS m FROM log_entries WHERE time = now()', 3],
+  // ... unless the statement reads the clock otherwise too (fixing now() alone would give it two clocks).
+  [
+    "SELECT count(*) AS n FROM log_entries WHERE time < now() - INTERVAL 36500 DAY AND current_date > DATE '2000-01-01'",
+    0,
+  ],
 ];
 
 /** Prepared statements, their parameters (one row) and how many partitions an admin's skips. */
