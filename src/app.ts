@@ -35,7 +35,7 @@ import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
 import { RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
-import { registerInstaller, storedColumnInstaller } from './resources/index.js';
+import { projectionInstaller, registerInstaller, storedColumnInstaller } from './resources/index.js';
 import {
   ViewLoader,
   ViewRegistry,
@@ -254,6 +254,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       registerInstaller(
         'column',
         storedColumnInstaller((name) => views.get(name)),
+        metadata,
+      );
+      registerInstaller(
+        'projection',
+        projectionInstaller((name) => views.get(name)),
         metadata,
       );
       if (rollups) {

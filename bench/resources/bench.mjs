@@ -28,6 +28,8 @@ const { values } = parseArgs({
     'data-dir': { type: 'string' },
     'per-partition': { type: 'string', default: '1000000' },
     processes: { type: 'string', default: '20' },
+    // --kind projection: the columns by_msg stores besides msg (comma-separated; empty: every column).
+    'projection-columns': { type: 'string', default: '' },
   },
 });
 const columns = values.kind === 'columns';
@@ -254,7 +256,13 @@ writeFileSync(
         : projection
           ? {
               by_level: { projection: { table: 'log_entries', order_by: ['level'] } },
-              by_msg: { projection: { table: 'log_entries', order_by: ['msg'] } },
+              by_msg: {
+                projection: {
+                  table: 'log_entries',
+                  order_by: ['msg'],
+                  ...(values['projection-columns'] ? { columns: values['projection-columns'].split(',') } : {}),
+                },
+              },
             }
           : {
               time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },

@@ -11,13 +11,15 @@
 #   KIND=columns bash bench/resources/run.sh         # a stored column of the pod property (+ bloom filter)
 #   KIND=text DAYS=7 bash bench/resources/run.sh     # msg ILIKE '%timeout%' over a week, with a text index on msg
 #   KIND=projection bash bench/resources/run.sh      # filters on level and msg, with projections sorted by each
+#   KIND=projection PROJECTION_COLUMNS=exe,level bash bench/resources/run.sh
+#                                                    # the msg projection storing those columns (and msg) only
 #   GENERATE=1 ROWS=100000000 DAYS=30 KIND=text bash bench/resources/run.sh
 #                                                    # the entries written by DuckDB into partitions of PER_PARTITION
 #                                                    # rows (default 1 000 000) from PROCESSES processes a day (default
 #                                                    # 20) and registered in Postgres as the materializer does (generate.mjs)
 #
 # Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection),
-# GENERATE=1, PER_PARTITION, PROCESSES, KEEP_DATA=1.
+# GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, KEEP_DATA=1.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -35,4 +37,5 @@ orrery_start serve "$data_dir/orrery" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
 node "$here/bench.mjs" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --dir "$data_dir/publication" \
   --rows "${ROWS:-200000}" --days "${DAYS:-10}" --repeats "${REPEATS:-5}" --kind "${KIND:-indexes}" \
-  --data-dir "$data_dir/orrery" ${GENERATE:+--generate} --per-partition "${PER_PARTITION:-1000000}" --processes "${PROCESSES:-20}"
+  --data-dir "$data_dir/orrery" ${GENERATE:+--generate} --per-partition "${PER_PARTITION:-1000000}" --processes "${PROCESSES:-20}" \
+  --projection-columns "${PROJECTION_COLUMNS:-}"

@@ -69,7 +69,13 @@ export {
 } from './partition-stats.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
 export { parquetWriteOptions } from './parquet-bloom.js';
-export { projectionCopies, recentProjections, type InstalledProjection } from './projections.js';
+export {
+  projectionCopies,
+  projectionInstaller,
+  recentProjections,
+  storedBy,
+  type InstalledProjection,
+} from './projections.js';
 /** Housekeeping's part: forgets what the resources record of partition files that are gone. */
 export { forgetGoneFiles } from './gone-files.js';
 export {

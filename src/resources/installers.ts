@@ -44,7 +44,7 @@ export interface ResourceInstaller {
 const installers = new Map<ResourceKind, ResourceInstaller>([
   ['index', partitionStatsInstaller],
   ['column', storedColumnInstaller()],
-  ['projection', projectionInstaller],
+  ['projection', projectionInstaller()],
 ]);
 /** Installers registered for one server (by its metadata handle): a process may run several servers. */
 const scopedInstallers = new WeakMap<object, Map<ResourceKind, ResourceInstaller>>();

@@ -85,6 +85,8 @@ CREATE TABLE IF NOT EXISTS resource_projections (
   entry_key       TEXT NOT NULL,
   order_by        JSONB NOT NULL
 );
+-- The columns a projection stores besides its order_by (NULL: every column).
+ALTER TABLE resource_projections ADD COLUMN IF NOT EXISTS columns JSONB;
 CREATE TABLE IF NOT EXISTS resource_projection_files (
   projection_hash TEXT NOT NULL,
   view_set_name   TEXT NOT NULL,

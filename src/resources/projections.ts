@@ -1,19 +1,21 @@
 // Projections: per partition file of a view set, a copy of its rows sorted by the projection's order_by,
 // in small row groups, so a query filtering on the leading sort column reads only the row groups whose
-// min/max hold the value (DuckDB's Parquet reader skips the others). A copy holds every column of the
-// file (stored columns included): this server installs projections without `columns` only. Copies live
+// min/max hold the value (DuckDB's Parquet reader skips the others), each column chunk with a Parquet
+// bloom filter, so an equality's value skips the row groups (and copies) that do not hold it. A copy holds
+// every column of the file, or with `columns` those, the order_by columns, the columns the set's audience
+// filter and event range read, and the file's stored columns: queries reading other columns read the
+// partition files (see neededColumns). Copies live
 // under projections/<hash>/<the file's key>, listed in resource_projection_files; backfilled newest
 // partition first (a file already copied is skipped, so an interrupted install resumes), written by the
 // daemon for each partition it commits, queued for deletion an hour after prune drops the projection.
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { quoteLiteral } from '../views/index.js';
+import { quoteLiteral, type ViewSet } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
-import { parquetWriteOptions } from './parquet-bloom.js';
 import type { ValidEntry } from './validation.js';
 
 /** Rows per row group of a copy: small, so a filter on the sort column skips most of them. */
@@ -26,6 +28,18 @@ export interface InstalledProjection {
   readonly entryKey: string;
   /** The physical columns it sorts by, in order. */
   readonly orderBy: readonly string[];
+  /** The columns it stores besides the file's stored columns (see storedBy); null: every column. */
+  readonly columns: readonly string[] | null;
+}
+
+/** The view set's columns the copies of a projection hold (besides the files' stored columns), null: all. */
+export function storedBy(
+  projection: { readonly orderBy: readonly string[]; readonly columns: readonly string[] | null },
+  view: Pick<ViewSet, 'audienceColumn' | 'minTimeColumn' | 'maxTimeColumn'>,
+): Set<string> | null {
+  if (projection.columns === null) return null;
+  const needed = [view.audienceColumn, view.minTimeColumn, view.maxTimeColumn];
+  return new Set([...projection.orderBy, ...projection.columns, ...needed].map((c) => c.toLowerCase()));
 }
 
 const quoteName = (name: string): string => `"${name.replace(/"/g, '""')}"`;
@@ -41,11 +55,21 @@ async function writeCopy(
 ): Promise<void> {
   const key = copyKey(projection.hash, filePath);
   const source = `read_parquet(${quoteLiteral(ctx.store.location(filePath))})`;
-  // Read in place of the partition files: with their Parquet bloom filters (see parquetWriteOptions).
-  const options = await parquetWriteOptions(ctx.db, projection.viewSet, rowGroupSize);
+  const kept = projection.columns && new Set(projection.columns.map((c) => c.toLowerCase()));
+  let list = '*';
+  if (kept) {
+    const names = (await ctx.lakeRows(`SELECT column_name FROM (DESCRIBE SELECT * FROM ${source})`)).map(([n]) =>
+      String(n),
+    );
+    list = names
+      .filter((n) => kept.has(n.toLowerCase()) || n.startsWith('__orr_'))
+      .map(quoteName)
+      .join(', ');
+  }
+  // A dictionary as large as a row group: every column chunk gets a Parquet bloom filter (see parquetWriteOptions).
   await ctx.lakeRows(
-    `COPY (SELECT * FROM ${source} ORDER BY ${projection.orderBy.map(quoteName).join(', ')})
-       TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize}${options})`,
+    `COPY (SELECT ${list} FROM ${source} ORDER BY ${projection.orderBy.map(quoteName).join(', ')})
+       TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize}, DICTIONARY_SIZE_LIMIT ${rowGroupSize})`,
   );
   await ctx.db.query(
     `INSERT INTO resource_projection_files (projection_hash, view_set_name, file_path, copy_path)
@@ -55,15 +79,24 @@ async function writeCopy(
   forgetAbsent();
 }
 
-async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
+async function* install(
+  entry: ValidEntry,
+  ctx: InstallContext,
+  viewOf?: (name: string) => ViewSet | undefined,
+): AsyncGenerator<string> {
   if (entry.kind !== 'projection') return;
   await ensureLedger(ctx.db);
   const hash = entryHash(entry);
+  // Recorded whole: every column a copy holds (see storedBy), which the daemon's copies read too.
+  const view = viewOf?.(entry.physical);
+  const held = view ? storedBy(entry, view) : null;
+  if (entry.columns !== null && !held) throw new Error(`${entry.physical} is not a view set this server serves`);
+  const columns = held && [...held].sort();
   // Recorded before listing the partitions: the daemon copies those that land from now on.
   await ctx.db.query(
-    `INSERT INTO resource_projections (projection_hash, view_set_name, entry_key, order_by)
-     VALUES ($1, $2, $3, $4) ON CONFLICT (projection_hash) DO NOTHING`,
-    [hash, entry.physical, entry.key, JSON.stringify(entry.orderBy)],
+    `INSERT INTO resource_projections (projection_hash, view_set_name, entry_key, order_by, columns)
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (projection_hash) DO NOTHING`,
+    [hash, entry.physical, entry.key, JSON.stringify(entry.orderBy), columns && JSON.stringify(columns)],
   );
   forgetRecent();
   const { files, todo } = await partitionsToDo(
@@ -73,7 +106,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
     hash,
   );
   yield `backfill projection ${entry.key} on ${entry.physical} (by ${entry.orderBy.join(', ')}): ${todo.length} of ${files.length} partition(s) to copy, newest first`;
-  const projection = { hash, viewSet: entry.physical, orderBy: entry.orderBy };
+  const projection = { hash, viewSet: entry.physical, orderBy: entry.orderBy, columns };
   yield* backfillEach(
     ctx,
     todo,
@@ -107,21 +140,28 @@ async function drop(
   return `${rows.length} projection file(s) queued for deletion in ${copiesKeptSeconds} s`;
 }
 
-/** Installs projections of every column sorted by physical columns; others are planned as omitted. */
-export const projectionInstaller: ResourceInstaller = {
-  unsupported(entry, entries) {
-    if (entry.kind !== 'projection') return null;
-    if (entry.columns !== null) return 'this server installs projections of every column only (without columns)';
-    const named = entry.orderBy.filter((name) =>
-      entries.some((e) => e.kind === 'column' && e.file === entry.file && e.key === name),
-    );
-    return named.length > 0
-      ? `this server sorts projections by physical columns only, not by column entries (${named.join(', ')})`
-      : null;
-  },
-  install,
-  drop,
-};
+/**
+ * Installs projections sorted by and storing physical columns; others are planned as omitted. With the
+ * server's view sets (`viewOf`), one storing some columns too (a copy holds what the set's audience filter
+ * and event range read besides).
+ */
+export function projectionInstaller(viewOf?: (name: string) => ViewSet | undefined): ResourceInstaller {
+  return {
+    unsupported(entry, entries) {
+      if (entry.kind !== 'projection') return null;
+      const named = [...entry.orderBy, ...(entry.columns ?? [])].filter((name) =>
+        entries.some((e) => e.kind === 'column' && e.file === entry.file && e.key === name),
+      );
+      if (named.length > 0)
+        return `this server sorts and stores projections by physical columns only, not by column entries (${named.join(', ')})`;
+      return entry.columns !== null && !viewOf?.(entry.physical)
+        ? `${entry.physical} is not a view set: this server stores some columns of view sets' partitions only`
+        : null;
+    },
+    install: (entry, ctx) => install(entry, ctx, viewOf),
+    drop,
+  };
+}
 
 /** The projections installed on these view sets, whichever publication declared them. */
 async function installedProjections(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledProjection[]> {
@@ -131,8 +171,9 @@ async function installedProjections(db: MetadataQueries, viewSets: readonly stri
     view_set_name: string;
     entry_key: string;
     order_by: string[];
+    columns: string[] | null;
   }>(
-    `SELECT projection_hash, view_set_name, entry_key, order_by FROM resource_projections
+    `SELECT projection_hash, view_set_name, entry_key, order_by, columns FROM resource_projections
       WHERE view_set_name = ANY($1::text[]) ORDER BY entry_key, projection_hash`,
     [viewSets],
   );
@@ -141,6 +182,7 @@ async function installedProjections(db: MetadataQueries, viewSets: readonly stri
     viewSet: r.view_set_name,
     entryKey: r.entry_key,
     orderBy: r.order_by,
+    columns: r.columns,
   }));
 }
 

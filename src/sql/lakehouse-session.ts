@@ -52,8 +52,11 @@ export interface PartitionFilter {
   keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
   /** The stored columns the statement was rewritten to read from these files (see StoredColumnReads). */
   storedColumns?(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
-  /** The files to read in their place (a projection's sorted copies of them, which hold the same rows and columns). */
-  projected?(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
+  /**
+   * The files to read in their place (a projection's sorted copies of them, which hold the same rows and the
+   * columns the statement reads), and the set's columns they lack.
+   */
+  projected?(view: ViewSet, files: readonly string[]): Promise<{ files: readonly string[]; absent: readonly string[] }>;
 }
 
 /** A set's session view: where DuckDB opens its current partitions, those meeting the event range (and the filter). */
@@ -70,8 +73,8 @@ async function sessionViewOf(
   const all = partitions.map((p) => p.filePath!);
   const keys = filter ? await filter.keep(view, all) : all;
   const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
-  const read = (await filter?.projected?.(view, keys)) ?? keys;
-  return { view, files: read.map((key) => lakehouse.store.location(key)), stored };
+  const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };
+  return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent };
 }
 
 /** The processes set's files, which tell the audience of each process, when an audience scope needs them. */

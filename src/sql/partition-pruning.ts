@@ -23,6 +23,7 @@ import {
   partitionStatistics,
   propertyRead,
   searchedTrigrams,
+  storedBy,
   type InstalledIndex,
 } from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
@@ -454,6 +455,41 @@ function passesThrough({ node, qualifier }: Level): boolean {
   });
 }
 
+/**
+ * Whether a statement reads no column of a set but `held` (lowercased; a stored column `__orr_…` is held by
+ * every copy): each part of a name it binds that spells one of the set's columns is held (an alias spelling
+ * one counts as the column: never less than what is read), and it has no `*`, COLUMNS(…), positional
+ * reference, or name of a relation read as a value (`SELECT l FROM log_entries l` is a row of every column).
+ */
+function readsOnly(tree: Tree, view: ViewSet, held: ReadonlySet<string>): boolean {
+  const columns = new Set(view.columns.map((c) => c.name.toLowerCase()));
+  const relations = new Set([view.name.toLowerCase()]);
+  const names: string[][] = [];
+  let whole = false;
+  const visit = (value: unknown): void => {
+    if (whole || value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) return value.forEach(visit);
+    const node = value as Node;
+    whole ||= node.class === 'STAR' || node.class === 'POSITIONAL_REFERENCE';
+    if (node.class === 'COLUMN_REF') names.push((node.column_names as string[]).map((n) => n.toLowerCase()));
+    // A table reference (no expression class): its name and alias name a relation.
+    if (node.class === undefined && typeof node.type === 'string') {
+      if (typeof node.alias === 'string' && node.alias) relations.add(node.alias.toLowerCase());
+      if (typeof node.table_name === 'string') relations.add(node.table_name.toLowerCase());
+    }
+    for (const cte of ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [])
+      relations.add(cte.key.toLowerCase());
+    Object.values(node).forEach(visit);
+  };
+  visit(tree.statements);
+  if (whole) return false;
+  return names.every(
+    (parts) =>
+      !(parts.length === 1 && relations.has(parts[0])) &&
+      parts.every((p) => !columns.has(p) || held.has(p) || p.startsWith('__orr_')),
+  );
+}
+
 /** What an index can decide of a WHERE: its restrictions and searches, ANDed, and ORs of such conjunctions. */
 interface Conjunction {
   /** The name the columns of its conditions are qualified by. */
@@ -743,20 +779,31 @@ export class PartitionPruning {
    * when it holds a copy of every one of them; otherwise the files themselves. A copy holds the same rows
    * and columns, sorted, so only its row groups whose min/max meet the restriction are read.
    */
-  async projected(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
+  async projected(
+    view: ViewSet,
+    files: readonly string[],
+  ): Promise<{ files: readonly string[]; absent: readonly string[] }> {
+    const unchanged = { files, absent: [] };
     const on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock) : null;
-    if (!on || on.restrictions.length === 0) return files;
+    if (!on || on.restrictions.length === 0) return unchanged;
     const qualifiers = new Set([on.qualifier]);
-    for (const projection of await recentProjections(this.db, view.name)) {
+    // The narrowest first: a projection storing fewer columns reads fewer bytes.
+    const narrowest = (await recentProjections(this.db, view.name))
+      .map((projection) => ({ projection, held: storedBy(projection, view) }))
+      .sort((a, b) => (a.held?.size ?? Infinity) - (b.held?.size ?? Infinity));
+    for (const { projection, held } of narrowest) {
       const leading = await expressionTree(this.engine, `"${projection.orderBy[0].replace(/"/g, '""')}"`);
       if (!leading || !on.restrictions.some((r) => keyOf(r.expression, qualifiers) === keyOf(leading, new Set())))
         continue;
+      // A projection storing some columns serves a statement reading those alone.
+      if (held && !readsOnly(this.statement.tree, view, held)) continue;
       const copies = await projectionCopies(this.db, projection.hash, files);
       if (files.some((f) => !copies.has(f))) continue;
       this.projections.push({ table: view.name, projection: projection.entryKey });
-      return files.map((f) => copies.get(f)!);
+      const absent = held ? view.columns.map((c) => c.name).filter((n) => !held.has(n.toLowerCase())) : [];
+      return { files: files.map((f) => copies.get(f)!), absent };
     }
-    return files;
+    return unchanged;
   }
 
   /**

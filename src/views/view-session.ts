@@ -16,6 +16,8 @@ export interface SessionView {
    * for a statement rewritten to read them, over a set whose merge query passes rows through.
    */
   readonly stored?: readonly string[];
+  /** The set's columns the files lack (a projection's copies storing some columns): read as NULLs, by no statement. */
+  readonly absent?: readonly string[];
 }
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -31,10 +33,17 @@ export function filesRelation(
   columns: readonly ColumnSpec[],
   files: readonly string[],
   stored: readonly string[] = [],
+  absent: readonly string[] = [],
 ): string {
   if (files.length === 0) return emptyRelation(columns);
   const list = files.map(quoteLiteral).join(', ');
-  const names = [...columns.map((col) => col.name), ...stored].map(quoteIdentifier);
+  const missing = new Set(absent);
+  const names = [
+    ...columns.map((col) =>
+      missing.has(col.name) ? `NULL::${col.type} AS ${quoteIdentifier(col.name)}` : quoteIdentifier(col.name),
+    ),
+    ...stored.map(quoteIdentifier),
+  ];
   return `SELECT ${names.join(', ')} FROM read_parquet([${list}])`;
 }
 
@@ -72,11 +81,11 @@ export function sessionStatements(
 
 /** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
 export function sessionRelation(
-  { view, files, stored = [] }: SessionView,
+  { view, files, stored = [], absent = [] }: SessionView,
   scope: ReadScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
-  const rows = inEventRange(filesRelation(view.columns, files, stored), view, options.eventRange);
+  const rows = inEventRange(filesRelation(view.columns, files, stored, absent), view, options.eventRange);
   const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
   return typedColumns(view.columns, withSource(view.mergeQuery, source), files.length === 0 ? [] : stored);
 }
