@@ -162,6 +162,45 @@ def ingest(http_port: int, records: int, connections: int = 8, server_pid: int |
     return run
 
 
+def peak_rss(pid: int) -> dict:
+    """Peak resident memory (VmHWM, bytes) of the process, and the sum over its descendants (the embedded
+    Postgres: shared buffers counted once per process, so an upper bound)."""
+    def hwm(p: int) -> int:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+        except (OSError, StopIteration):
+            return 0
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                pass
+    tree, changed = {pid}, True
+    while changed:
+        changed = False
+        for p, ppid in parents.items():
+            if ppid in tree and p not in tree:
+                tree.add(p)
+                changed = True
+    return {"node_peak_rss_bytes": hwm(pid), "children_peak_rss_bytes": sum(hwm(p) for p in tree if p != pid)}
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Resets the process's VmHWM to its current resident memory (Linux: 5 into /proc/PID/clear_refs), so that a
+    later peak_rss is the peak of what ran in between; False when the kernel refuses."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+
 def git_state() -> dict:
     if os.environ.get("ORRERY_REF_SHA"):  # run.sh ran a snapshot of a commit (ORRERY_REF)
         return {"commit": os.environ["ORRERY_REF_SHA"], "src_dirty": False, "src_diff_sha1": None, "snapshot": True}

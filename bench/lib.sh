@@ -19,6 +19,10 @@
 #   proc_tree_cpu PID              CPU seconds (user+system) of PID and all its live descendants
 #                                  (the embedded Postgres server and its backends are descendants)
 #   cpu_profile_top PROFILE_DIR [N] summarises the newest .cpuprofile in PROFILE_DIR (self time by function)
+#   bench_alternate OUT BEFORE AFTER ROUNDS COMMAND...
+#                                  runs COMMAND (a run.sh) ROUNDS times per commit, alternately (A = BEFORE, B = AFTER,
+#                                  as ORRERY_REF), so both see the same load; each output in OUT/<round>-<side>.txt
+#                                  and its last line (the JSON figures) in OUT/<round>-<side>.json
 
 bench_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -202,4 +206,18 @@ bench_data_dir() {
 # bench_cleanup_data DIR: removes DIR unless KEEP_DATA=1.
 bench_cleanup_data() {
   if [ "${KEEP_DATA:-0}" = "1" ]; then echo "bench: data kept in $1" >&2; else rm -rf "$1"; fi
+}
+
+bench_alternate() {
+  local out="$1" before="$2" after="$3" rounds="$4" round side ref
+  shift 4
+  for round in $(seq 1 "$rounds"); do
+    for side in A B; do
+      ref="$before"
+      [ "$side" = B ] && ref="$after"
+      echo "bench: round $round, $side = $ref (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+      ORRERY_REF="$ref" "$@" >"$out/$round-$side.txt"
+      tail -1 "$out/$round-$side.txt" >"$out/$round-$side.json"
+    done
+  done
 }

@@ -20,36 +20,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, CpuMeter, Orrery, git_state, insert_range, log, machine_state, run_loadgen  # noqa: E402
+from benchlib import ROOT, CpuMeter, Orrery, git_state, insert_range, log, machine_state, peak_rss, run_loadgen  # noqa: E402
 
 MICROMEGAS_BYTES_PER_RECORD = 149  # 357 MB on disk for 2.4 M records (issue 16)
-
-
-def peak_rss(pid: int) -> dict:
-    """Peak resident memory (VmHWM, bytes) of the process, and the sum over its descendants (the embedded
-    Postgres: shared buffers counted once per process, so an upper bound)."""
-    def hwm(p: int) -> int:
-        try:
-            with open(f"/proc/{p}/status") as f:
-                return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-        except (OSError, StopIteration):
-            return 0
-    parents: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                pass
-    tree, changed = {pid}, True
-    while changed:
-        changed = False
-        for p, ppid in parents.items():
-            if ppid in tree and p not in tree:
-                tree.add(p)
-                changed = True
-    return {"node_peak_rss_bytes": hwm(pid), "children_peak_rss_bytes": sum(hwm(p) for p in tree if p != pid)}
 
 
 def main() -> int:

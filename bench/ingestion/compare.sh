@@ -14,22 +14,16 @@
 # the bytes per record and the materialization after each round's runs, see run.sh).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=../lib.sh
+source "$here/../lib.sh"
 before="${BEFORE:-origin/main}"
 after="${AFTER:-HEAD}"
 rounds="${ROUNDS:-2}"
 out="$(mktemp -d "${TMPDIR:-/tmp}/orrery-ingestion-compare-XXXXXX")"
 trap 'rm -rf "$out"' EXIT
 
-for round in $(seq 1 "$rounds"); do
-  for side in A B; do
-    ref="$before"
-    [ "$side" = B ] && ref="$after"
-    echo "bench: round $round, $side = $ref" >&2
-    ORRERY_REF="$ref" PROFILE=0 CONNECTIONS="${CONNECTIONS:-4,16}" DURATION="${DURATION:-8}" \
-      bash "$here/run.sh" >"$out/$round-$side.txt"
-    tail -1 "$out/$round-$side.txt" >"$out/$round-$side.json"
-  done
-done
+bench_alternate "$out" "$before" "$after" "$rounds" \
+  env PROFILE=0 CONNECTIONS="${CONNECTIONS:-4,16}" DURATION="${DURATION:-8}" bash "$here/run.sh"
 
 python3 - "$out" "$before" "$after" <<'PY'
 import glob, json, os, statistics, sys

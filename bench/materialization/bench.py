@@ -37,7 +37,7 @@ import urllib.parse
 import duckdb
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchlib import ROOT, CpuMeter, Orrery, git_state, ingest, insert_range, log, machine_state  # noqa: E402
+from benchlib import ROOT, CpuMeter, Orrery, git_state, ingest, insert_range, log, machine_state, peak_rss, reset_peak_rss  # noqa: E402
 
 COPY_OPTIONS = "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 131072)"
 
@@ -69,6 +69,33 @@ def typed(columns: list[dict], sql: str) -> str:
     return f"SELECT {casts} FROM ({sql})"
 
 
+def load_blocks(con: duckdb.DuckDBPyConnection, blocks, lake: str) -> None:
+    """The server's __blocks (block metadata and each payload's NDJSON path) in `con`, from the blocks view set's rows."""
+    con.register("blocks_arrow", blocks)
+    con.execute(f"""CREATE TEMP TABLE __blocks AS
+        SELECT block_id, stream_id, process_id, insert_time::TIMESTAMP_NS AS insert_time, exe, username, computer,
+               process_properties::JSON AS process_properties, audience,
+               {quote_lit(lake + '/blobs/')} || process_id || '/' || stream_id || '/' || block_id || '.jsonl' AS path
+          FROM blocks_arrow""")
+
+
+def timed_copies(con: duckdb.DuckDBPyConnection, sql: str, out: str, label: str, repeats: int, records: int) -> list[tuple[float, dict]]:
+    """Runs COPY (sql) TO out `repeats` times: each run's seconds and process CPU-seconds; checks the rows written."""
+    runs = []
+    for _ in range(repeats):
+        if os.path.exists(out):
+            os.remove(out)
+        cpu0 = time.process_time()
+        start = time.perf_counter()
+        rows = con.execute(f"COPY ({sql}) TO {quote_lit(out)} {COPY_OPTIONS}").fetchone()[0]
+        seconds = time.perf_counter() - start
+        runs.append((seconds, {"cpu_s": time.process_time() - cpu0}))
+        if rows != records:
+            raise SystemExit(f"{label}: COPY wrote {rows:,} rows, expected {records:,}")
+        log(f"  {label}: {seconds:.2f} s  {rows / seconds / 1000:.0f} k rows/s")
+    return runs
+
+
 def summarize(name: str, runs: list[tuple[float, dict]], rows: int) -> dict:
     times = [t for t, _ in runs]
     best = min(times)
@@ -92,6 +119,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2", help="in-process DuckDB thread counts")
     parser.add_argument("--target", type=float, default=0.8)
+    parser.add_argument("--server-only", action="store_true",
+                        help="no in-process DuckDB runs: only the server's (the check is then its row count and blocks)")
     args = parser.parse_args()
 
     load_at_start = machine_state()["loadavg_1m"]
@@ -99,6 +128,13 @@ def main() -> int:
     view = json.loads(subprocess.run(["node", os.path.join(ROOT, "bench", "materialization", "view-sql.mjs"), args.root, "log_entries"],
                                      stdout=subprocess.PIPE, text=True, check=True).stdout)
     run = ingest(args.http_port, args.records, args.connections, args.server_pid)
+    # Peak resident memory of the server's Node process (VmHWM) while ingesting, then over each materialization
+    # alone (the peak is reset before each; MiB).
+    rss: dict[str, object] = {}
+    if args.server_pid:
+        rss["ingest_mib"] = round(peak_rss(args.server_pid)["node_peak_rss_bytes"] / 2**20)
+        rss["reset"] = reset_peak_rss(args.server_pid)
+        rss["materialize_mib"] = []
     begin, end = insert_range([run])
     orrery = Orrery(args.flight_port)
     results: dict[str, dict] = {}
@@ -124,93 +160,67 @@ def main() -> int:
             if not messages or not messages[-1].endswith(": created"):
                 raise SystemExit(f"{fn}('log_entries') did not create a partition: {messages}")
             server_runs.append((seconds, cpu.read()))
-            log(f"  orrery {fn}: {seconds:.2f} s  {args.records / seconds / 1000:.0f} k rows/s")
+            peak = ""
+            if args.server_pid:
+                rss["materialize_mib"].append(round(peak_rss(args.server_pid)["node_peak_rss_bytes"] / 2**20))
+                reset_peak_rss(args.server_pid)
+                peak = f", peak RSS {rss['materialize_mib'][-1]:,} MiB"
+            log(f"  orrery {fn}: {seconds:.2f} s  {args.records / seconds / 1000:.0f} k rows/s{peak}")
         results["orrery"] = summarize("orrery materialize_partitions", server_runs, args.records)
         server_fp = orrery.query(f"SELECT {FINGERPRINT} FROM log_entries").to_pylist()[0]
         parts = orrery.query("SELECT * FROM list_partitions() WHERE view_set_name = 'log_entries'")
         checks["partitions"] = parts.num_rows
 
-        # In-process: the same statement on the same records. Payloads stored as received (protobuf) are
-        # first rewritten as the NDJSON lines the server decodes them to; that decode is timed apart.
-        decoded = json.loads(subprocess.run(
-            ["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode-payloads.mjs"), lake],
-            check=True, capture_output=True, text=True,
-            env={**os.environ, "ORRERY_METADATA_URL": metadata_url(args.data_dir)}).stdout.strip().splitlines()[-1])
-        checks["payload_decode"] = decoded
-        if decoded["rewritten"]:
-            log(f"  payload decode (node, payloadLines): {decoded['rewritten']} payloads, {decoded['records']:,} records"
-                f" in {decoded['decode_s']:.2f} s ({decoded['records'] / max(decoded['decode_s'], 1e-9) / 1000:.0f} k rows/s)")
-        con = duckdb.connect()
-        con.register("blocks_arrow", blocks)
-        con.execute(f"""CREATE TEMP TABLE __blocks AS
-            SELECT block_id, stream_id, process_id, insert_time::TIMESTAMP_NS AS insert_time, exe, username, computer,
-                   process_properties::JSON AS process_properties, audience,
-                   {quote_lit(lake + '/blobs/')} || process_id || '/' || stream_id || '/' || block_id || '.jsonl' AS path
-              FROM blocks_arrow""")
-        paths = [r[0] for r in con.execute("SELECT path FROM __blocks").fetchall()]
-        missing = [p for p in paths if not os.path.exists(p)]
-        if missing:
-            raise SystemExit(f"{len(missing)} payload files missing, e.g. {missing[0]}")
-        payloads = "[" + ", ".join(quote_lit(p) for p in paths) + "]"
-        extract = typed(view["columns"], view["extract"].replace("{payloads}", payloads))
-        log_cols = "{time: 'BIGINT', target: 'VARCHAR', level: 'INTEGER', msg: 'VARCHAR', properties: 'JSON', trace_id: 'VARCHAR', span_id: 'VARCHAR'}"
-        plain = f"SELECT * FROM read_json({payloads}, format = 'newline_delimited', columns = {log_cols})"
-        out = os.path.join(tmp, "inprocess.parquet")
-        for threads in [int(t) for t in args.threads.split(",") if t.strip()]:
-            con.execute(f"SET threads={threads}")
-            for label, sql in ((f"duckdb same extract t={threads}", extract), (f"duckdb plain read_json t={threads}", plain)):
-                runs = []
-                for _ in range(args.repeats):
-                    if os.path.exists(out):
-                        os.remove(out)
-                    cpu0 = time.process_time()
-                    start = time.perf_counter()
-                    rows = con.execute(f"COPY ({sql}) TO {quote_lit(out)} {COPY_OPTIONS}").fetchone()[0]
-                    seconds = time.perf_counter() - start
-                    runs.append((seconds, {"cpu_s": time.process_time() - cpu0}))
-                    if rows != args.records:
-                        raise SystemExit(f"{label}: COPY wrote {rows:,} rows, expected {args.records:,}")
-                    log(f"  {label}: {seconds:.2f} s  {rows / seconds / 1000:.0f} k rows/s")
-                key = label.replace("duckdb ", "").replace(" ", "_")
-                results[key] = summarize(label, runs, args.records)
-                results[key]["parquet_mb"] = round(os.path.getsize(out) / 1e6, 1)
-                if sql is extract:
-                    checks["inprocess_fp"] = con.execute(f"SELECT {FINGERPRINT} FROM read_parquet({quote_lit(out)})").fetchone()
-        # The server's engine settings (src/engine/duckdb-engine.ts DuckDBEngine.create): a sandbox with the
-        # lake as the only readable folder, one thread as the maintenance engine has; output in the lake.
-        sandboxed = duckdb.connect(config={"threads": 1})
-        sandboxed.execute("ATTACH ':memory:' AS orrery")
-        sandboxed.execute("SET GLOBAL TimeZone = 'UTC'")
-        sandboxed.execute("USE orrery")
-        sandboxed.register("blocks_arrow", blocks)
-        sandboxed.execute(f"""CREATE TEMP TABLE __blocks AS
-            SELECT block_id, stream_id, process_id, insert_time::TIMESTAMP_NS AS insert_time, exe, username, computer,
-                   process_properties::JSON AS process_properties, audience,
-                   {quote_lit(lake + '/blobs/')} || process_id || '/' || stream_id || '/' || block_id || '.jsonl' AS path
-              FROM blocks_arrow""")
-        sandboxed.execute(f"SET allowed_directories = [{quote_lit(lake)}]")
-        sandboxed.execute("SET enable_external_access = false")
-        sandboxed.execute("SET lock_configuration = true")
-        out_lake = os.path.join(lake, "bench-inprocess.parquet")
-        runs = []
-        for _ in range(args.repeats):
-            if os.path.exists(out_lake):
-                os.remove(out_lake)
-            cpu0 = time.process_time()
-            start = time.perf_counter()
-            rows = sandboxed.execute(f"COPY ({extract}) TO {quote_lit(out_lake)} {COPY_OPTIONS}").fetchone()[0]
-            seconds = time.perf_counter() - start
-            runs.append((seconds, {"cpu_s": time.process_time() - cpu0}))
-            if rows != args.records:
-                raise SystemExit(f"sandboxed: COPY wrote {rows:,} rows, expected {args.records:,}")
-            log(f"  duckdb same extract, server settings t=1: {seconds:.2f} s  {rows / seconds / 1000:.0f} k rows/s")
-        results["same_extract_server_settings_t=1"] = summarize("duckdb same, server settings t=1", runs, args.records)
-        results["same_extract_server_settings_t=1"]["parquet_mb"] = round(os.path.getsize(out_lake) / 1e6, 1)
-        os.remove(out_lake)
-        sandboxed.close()
+        if not args.server_only:
+            # In-process: the same statement on the same records. Payloads stored as received (protobuf) are
+            # first rewritten as the NDJSON lines the server decodes them to; that decode is timed apart.
+            decoded = json.loads(subprocess.run(
+                ["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "decode-payloads.mjs"), lake],
+                check=True, capture_output=True, text=True,
+                env={**os.environ, "ORRERY_METADATA_URL": metadata_url(args.data_dir)}).stdout.strip().splitlines()[-1])
+            checks["payload_decode"] = decoded
+            if decoded["rewritten"]:
+                log(f"  payload decode (node, payloadLines): {decoded['rewritten']} payloads, {decoded['records']:,} records"
+                    f" in {decoded['decode_s']:.2f} s ({decoded['records'] / max(decoded['decode_s'], 1e-9) / 1000:.0f} k rows/s)")
+            con = duckdb.connect()
+            load_blocks(con, blocks, lake)
+            paths = [r[0] for r in con.execute("SELECT path FROM __blocks").fetchall()]
+            missing = [p for p in paths if not os.path.exists(p)]
+            if missing:
+                raise SystemExit(f"{len(missing)} payload files missing, e.g. {missing[0]}")
+            payloads = "[" + ", ".join(quote_lit(p) for p in paths) + "]"
+            extract = typed(view["columns"], view["extract"].replace("{payloads}", payloads))
+            log_cols = "{time: 'BIGINT', target: 'VARCHAR', level: 'INTEGER', msg: 'VARCHAR', properties: 'JSON', trace_id: 'VARCHAR', span_id: 'VARCHAR'}"
+            plain = f"SELECT * FROM read_json({payloads}, format = 'newline_delimited', columns = {log_cols})"
+            out = os.path.join(tmp, "inprocess.parquet")
+            for threads in [int(t) for t in args.threads.split(",") if t.strip()]:
+                con.execute(f"SET threads={threads}")
+                for label, sql in ((f"duckdb same extract t={threads}", extract), (f"duckdb plain read_json t={threads}", plain)):
+                    runs = timed_copies(con, sql, out, label, args.repeats, args.records)
+                    key = label.replace("duckdb ", "").replace(" ", "_")
+                    results[key] = summarize(label, runs, args.records)
+                    results[key]["parquet_mb"] = round(os.path.getsize(out) / 1e6, 1)
+                    if sql is extract:
+                        checks["inprocess_fp"] = con.execute(f"SELECT {FINGERPRINT} FROM read_parquet({quote_lit(out)})").fetchone()
+            # The server's engine settings (src/engine/duckdb-engine.ts DuckDBEngine.create): a sandbox with the
+            # lake as the only readable folder, one thread as the maintenance engine has; output in the lake.
+            sandboxed = duckdb.connect(config={"threads": 1})
+            sandboxed.execute("ATTACH ':memory:' AS orrery")
+            sandboxed.execute("SET GLOBAL TimeZone = 'UTC'")
+            sandboxed.execute("USE orrery")
+            load_blocks(sandboxed, blocks, lake)
+            sandboxed.execute(f"SET allowed_directories = [{quote_lit(lake)}]")
+            sandboxed.execute("SET enable_external_access = false")
+            sandboxed.execute("SET lock_configuration = true")
+            out_lake = os.path.join(lake, "bench-inprocess.parquet")
+            runs = timed_copies(sandboxed, extract, out_lake, "duckdb same extract, server settings t=1", args.repeats, args.records)
+            results["same_extract_server_settings_t=1"] = summarize("duckdb same, server settings t=1", runs, args.records)
+            results["same_extract_server_settings_t=1"]["parquet_mb"] = round(os.path.getsize(out_lake) / 1e6, 1)
+            os.remove(out_lake)
+            sandboxed.close()
+            con.close()
         newest = max(glob.glob(os.path.join(lake, "views", "log_entries", "**", "*.parquet"), recursive=True), key=os.path.getmtime)
         results["orrery"]["parquet_mb"] = round(os.path.getsize(newest) / 1e6, 1)
-        con.close()
     finally:
         orrery.close()
         for f in glob.glob(os.path.join(tmp, "*")):
@@ -218,10 +228,9 @@ def main() -> int:
         os.rmdir(tmp)
 
     server_tuple = tuple(server_fp[k] for k in ("n", "levels", "tmin", "tmax", "msgs", "blocks"))
-    inproc_tuple = tuple(checks["inprocess_fp"])
+    inproc_tuple = tuple(checks.pop("inprocess_fp", server_tuple))
     ok = server_tuple == inproc_tuple and server_tuple[0] == args.records and server_tuple[5] == blocks.num_rows
     checks.update({"server_fingerprint": list(server_tuple), "inprocess_fingerprint": list(inproc_tuple), "ok": ok})
-    del checks["inprocess_fp"]
 
     o = results["orrery"]
     print()
@@ -245,6 +254,10 @@ def main() -> int:
     print(f"check: blocks sum(nb_objects) {checks['blocks_sum_nb_objects']:,} = sent {args.records:,}; server partition and in-process file "
           f"fingerprints (rows, sum(level), min/max(time), sum(hash(msg)), blocks) {'equal' if ok else 'DIFFER'}: {list(server_tuple)}"
           f"{'' if ok else ' vs ' + str(list(inproc_tuple))}")
+    if rss:
+        print(f"peak RSS of the server's Node process: {rss['ingest_mib']:,} MiB while ingesting, "
+              f"{', '.join(f'{m:,}' for m in rss['materialize_mib'])} MiB over each materialization"
+              f"{'' if rss['reset'] else ' (the peak could not be reset: each figure includes the ingestion)'} (goal < 1024)")
     if load_at_start > 0.7:
         print(f"warning: 1-minute load average was {load_at_start} at start: other work on the machine may have skewed the figures")
     figures = {
@@ -259,6 +272,7 @@ def main() -> int:
         "target": args.target,
         "met": ratios.get("same_extract_t=2", 0) >= args.target,
         "checks": checks,
+        "peak_rss": rss,
         "loadavg_1m_at_start": load_at_start,
         **machine_state(),
         "duckdb": duckdb.__version__,

@@ -36,6 +36,11 @@ export interface EngineOptions {
   /** DuckDB worker threads (default: DuckDB's own, the core count). */
   readonly threads?: number;
   readonly memoryLimit?: string;
+  /**
+   * The folder DuckDB spills to when an operator (a sort, a hash aggregate or join) outgrows memoryLimit;
+   * unset: DuckDB's default, `.tmp` under the process's working folder.
+   */
+  readonly tempDirectory?: string;
   /** Target size of each Arrow batch produced (default 1 MiB). */
   readonly batchBytes?: number;
   /**
@@ -280,6 +285,7 @@ export class DuckDBEngine {
     const threads = options.threads ?? (nice > 0 ? availableParallelism() : undefined);
     if (threads) config.threads = nice > 0 ? '1' : String(threads);
     if (options.memoryLimit) config.memory_limit = options.memoryLimit;
+    if (options.tempDirectory) config.temp_directory = options.tempDirectory;
     const instance = await DuckDBInstance.create(':memory:', config);
     const setup = await instance.connect();
     try {

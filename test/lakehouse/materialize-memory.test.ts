@@ -1,0 +1,101 @@
+// Issue 16: materializing more rows than the maintenance engine's memory limit holds
+// (ORRERY_MAINTENANCE_MEMORY_LIMIT). The partition's rows are sorted by time with the sort spilling to disk, so
+// the server's peak resident memory grows by the limit and a margin, not by the rows' size (here 426-432 MiB on a
+// 256 MiB limit; 548-609 MiB without one), and the file holds the same rows, in order.
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { useOrrery, adminKey } from '../support/orrery-process.js';
+import { partitionFiles } from './lakehouse-fixtures.js';
+import { protobufOf } from '../support/otlp-logs-corpus.js';
+
+const requests = 480;
+const perRequest = 1000;
+const records = requests * perRequest;
+/**
+ * Each message's padding: small enough for a Parquet row group (131,072 rows, buffered whole by the writer) to
+ * fit in the limit, while the 480,000 records take several times the limit to sort.
+ */
+const padding = 'x'.repeat(100);
+const limitMiB = 256;
+/** Records' times: request i's record j at t0 + j * requests + (requests - 1 - i), so no request arrives in order. */
+const t0 = BigInt(Date.now() - 60_000) * 1_000_000n;
+
+const request = (i: number): Uint8Array =>
+  protobufOf({
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'memory' } }] },
+        scopeLogs: [
+          {
+            scope: { name: 'mem' },
+            logRecords: Array.from({ length: perRequest }, (_, j) => ({
+              timeUnixNano: String(t0 + BigInt(j * requests + (requests - 1 - i))),
+              severityNumber: 9,
+              body: { stringValue: `m-${i}-${j}-${padding}` },
+            })),
+          },
+        ],
+      },
+    ],
+  });
+
+/** This process's resident memory now and at its peak since the last reset, in MiB (Linux). */
+function residentMiB(): { now: number; peak: number } {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const kib = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)![1]);
+  return { now: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+describe('materializing more rows than the maintenance memory limit (issue 16)', () => {
+  const fixture = useOrrery({ ORRERY_MAINTENANCE_MEMORY_LIMIT: `${limitMiB}MiB` });
+
+  it('writes them all, sorted by time, with the peak memory growing by less than their size', async (t) => {
+    const { httpPort } = fixture.orrery;
+    let next = 0;
+    const send = async (): Promise<void> => {
+      for (let i = next++; i < requests; i = next++) {
+        const response = await fetch(`http://127.0.0.1:${httpPort}/v1/logs`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${adminKey.key}` },
+          body: Buffer.from(request(i)),
+        });
+        assert.equal(response.status, 200, await response.text());
+      }
+    };
+    await Promise.all(Array.from({ length: 4 }, send));
+    const now = Math.floor(Date.now() / 1000);
+    const range = `'${new Date((now - 600) * 1000).toISOString()}', '${new Date((now + 60) * 1000).toISOString()}', 660`;
+    await fixture.admin.query(`SELECT * FROM materialize_partitions('blocks', ${range})`);
+
+    global.gc?.();
+    writeFileSync('/proc/self/clear_refs', '5'); // VmHWM from here on
+    const before = residentMiB().now;
+    await fixture.admin.query(`SELECT * FROM materialize_partitions('log_entries', ${range})`);
+    const grown = residentMiB().peak - before;
+    t.diagnostic(`peak resident memory grew by ${Math.round(grown)} MiB while materializing`);
+
+    const files = await partitionFiles(fixture.orrery, 'log_entries');
+    assert.equal(files.length, 1, 'one partition over the range');
+    const duckdb = await DuckDBInstance.create(':memory:');
+    const connection = await duckdb.connect();
+    try {
+      const file = fixture.orrery.store.location(files[0]).replaceAll("'", "''");
+      const reader = await connection.runAndReadAll(
+        `SELECT count(*)::BIGINT, count(DISTINCT msg)::BIGINT,
+                sum(CAST(split_part(msg, '-', 2) AS BIGINT) * ${perRequest} + CAST(split_part(msg, '-', 3) AS BIGINT))::BIGINT,
+                sum(epoch_ns(time) - ${t0})::BIGINT,
+                count(*) FILTER (WHERE msg NOT LIKE '%-${padding}')::BIGINT,
+                count(*) FILTER (WHERE time < previous)::BIGINT
+           FROM (SELECT msg, time, lag(time) OVER () AS previous FROM read_parquet('${file}'))`,
+      );
+      const n = BigInt(records);
+      assert.deepEqual(reader.getRows()[0], [n, n, (n * (n - 1n)) / 2n, (n * (n - 1n)) / 2n, 0n, 0n]);
+    } finally {
+      connection.closeSync();
+      duckdb.closeSync();
+    }
+    assert.ok(grown < limitMiB + 256, `peak resident memory grew by ${Math.round(grown)} MiB while materializing`);
+  });
+});
