@@ -171,7 +171,20 @@ def breakdown(name: str, stamps, rpcs, client_cpu: float, server_cpu: float) -> 
     print(f"  {'server process CPU per statement (all its threads)':92s} {server_cpu:8.3f}")
     if extra:
         print(f"  other RPCs during the statements: {extra}")
-    return {"name": name, "p50": statistics.median(rows["whole statement (client's view)"])}
+    def median(label: str) -> float | None:
+        return round(statistics.median(rows[label]), 4) if label in rows else None
+
+    summary = {
+        "client": name.split(" (round")[0],
+        "p50_ms": median("whole statement (client's view)"),
+        "getflightinfo_handler_ms": median("GetFlightInfo: handler (server work, below)"),
+        "doget_handler_ms": median("DoGet: handler (server work, below)"),
+        "server_cpu_ms": round(server_cpu, 4),
+        "client_cpu_ms": round(client_cpu, 4),
+        "load": os.getloadavg()[0],
+    }
+    print("PHASES " + json.dumps(summary))
+    return {"name": name, "p50": summary["p50_ms"]}
 
 
 def in_process() -> float:
@@ -186,13 +199,14 @@ def in_process() -> float:
     return ms(statistics.median(times))
 
 
+clients = {"adbc": adbc_client, "adbc-statement": adbc_low_level_client, "pyarrow": pyarrow_client}
+labels = {"adbc": "ADBC", "adbc-statement": "ADBC without DB-API", "pyarrow": "pyarrow GetFlightInfo + DoGet"}
 print(f"load average at start: {os.getloadavg()}")
 results = []
 for r in range(rounds):
-    results.append(measure(f"ADBC (round {r + 1})", adbc_client()))
-    results.append(measure(f"ADBC without DB-API (round {r + 1})", adbc_low_level_client()))
-    results.append(measure(f"pyarrow GetFlightInfo + DoGet (round {r + 1})", pyarrow_client()))
-local = in_process() if sql.strip().upper().startswith("SELECT 1") else None
+    for client in os.environ.get("CLIENTS", "adbc adbc-statement pyarrow").split():
+        results.append(measure(f"{labels[client]} (round {r + 1})", clients[client]()))
+local = in_process() if sql.strip().upper().startswith("SELECT 1") and os.environ.get("IN_PROCESS", "1") == "1" else None
 print()
 for result in results:
     print(f"{result['name']:44s} p50 {result['p50']:.3f} ms")

@@ -19,6 +19,8 @@ export class ConnectionPool {
     /** Run once on every new connection. */
     private readonly initialSql: readonly string[],
     private readonly maxIdle = 16,
+    /** Told of each connection the pool closes, before it closes it. */
+    private readonly closing: (connection: DuckDBConnection) => void = () => {},
   ) {}
 
   /** A connection with exactly `setup` run on it (beyond the initial statements). */
@@ -30,7 +32,7 @@ export class ConnectionPool {
     try {
       for (const statement of setup) await connection.run(statement);
     } catch (error) {
-      connection.closeSync();
+      this.closeConnection(connection);
       throw error;
     }
     return { connection, key };
@@ -39,17 +41,22 @@ export class ConnectionPool {
   /** Gives a connection back: kept for its setup when `reusable`, closed otherwise. */
   release(connection: DuckDBConnection, key: string, reusable: boolean): void {
     if (!reusable || this.closed) {
-      connection.closeSync();
+      this.closeConnection(connection);
       return;
     }
     this.idle.push({ key, connection });
-    if (this.idle.length > this.maxIdle) this.idle.shift()!.connection.closeSync();
+    if (this.idle.length > this.maxIdle) this.closeConnection(this.idle.shift()!.connection);
   }
 
   /** Closes every idle connection; later releases close theirs. Idempotent. */
   close(): void {
     this.closed = true;
-    for (const { connection } of this.idle.splice(0)) connection.closeSync();
+    for (const { connection } of this.idle.splice(0)) this.closeConnection(connection);
+  }
+
+  private closeConnection(connection: DuckDBConnection): void {
+    this.closing(connection);
+    connection.closeSync();
   }
 
   private take(key: string): DuckDBConnection | undefined {
@@ -64,7 +71,7 @@ export class ConnectionPool {
     try {
       for (const statement of this.initialSql) await connection.run(statement);
     } catch (error) {
-      connection.closeSync();
+      this.closeConnection(connection);
       throw error;
     }
     return connection;

@@ -28,6 +28,7 @@ import { nanosecondTimestamps } from './dialect.js';
 import { insertBatches } from './batch-insert.js';
 import { StatementGuard, type Deadline } from './statement-guard.js';
 import { ConnectionPool } from './connection-pool.js';
+import { KeptStatements } from './kept-statements.js';
 import { sizeBytes } from './memory-limit.js';
 
 export interface EngineOptions {
@@ -183,8 +184,10 @@ export class HeldStatement {
     holdMs: number,
     /** Called once, when the statement is taken or closed. */
     private readonly gone: (held: HeldStatement) => void,
+    /** The text to keep the statement under after its run (KeptStatements), if it may be. */
+    keepAs?: string,
   ) {
-    this.parts = { lease, prepared, inTransaction };
+    this.parts = { lease, prepared, inTransaction, keepAs };
     this.timer = setTimeout(() => this.close(), holdMs);
     this.timer.unref();
   }
@@ -217,6 +220,7 @@ interface HeldParts {
   readonly prepared: DuckDBPreparedStatement;
   /** Prepared in a transaction of its own, which the run (or close) ends. */
   readonly inTransaction: boolean;
+  readonly keepAs?: string;
 }
 
 /**
@@ -226,6 +230,8 @@ interface HeldParts {
  */
 interface Lease {
   readonly connection: DuckDBConnection;
+  /** The pool's key of the connection's setup (none for a session's connection). */
+  readonly setupKey?: string;
   readonly release: (reusable: boolean) => void;
 }
 
@@ -245,6 +251,8 @@ const maxHeld = 64;
 const maxHeldInTransaction = 16;
 
 const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, StatementType.PRAGMA, StatementType.CALL]);
+/** Statements that change rows, never what a text binds to: kept statements stay (see KeptStatements). */
+const keepsCatalog = new Set([StatementType.SELECT, StatementType.INSERT, StatementType.UPDATE, StatementType.DELETE]);
 
 /**
  * One DuckDB database, sandboxed: no file access outside the readable folders, no
@@ -264,6 +272,8 @@ export class DuckDBEngine {
   private readonly held = new Set<HeldStatement>();
   /** SQL texts by parse tree (JSON), least recently used first (see deparse). */
   private readonly deparsedTrees = new Map<string, string>();
+  /** SELECTs' prepared statements kept on idle connections for the next run of the same text. */
+  private readonly kept = new KeptStatements();
 
   private constructor(
     /** The folders queries may read, and other spellings of them (error messages may name files in them). */
@@ -273,7 +283,7 @@ export class DuckDBEngine {
     private readonly nativeExport: boolean,
     private readonly nice: number,
   ) {
-    this.pool = new ConnectionPool(instance, [`USE ${catalogName}`]);
+    this.pool = new ConnectionPool(instance, [`USE ${catalogName}`], undefined, (c) => this.kept.drop(c));
   }
 
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
@@ -355,11 +365,16 @@ export class DuckDBEngine {
    * the DuckLake catalog at one snapshot in one DuckLake transaction (each transaction costs DuckLake a
    * Postgres transaction and a snapshot read, and a prepared statement is bound again when it runs).
    * Only for a run that follows at once: the run reads the lake as it was when the statement was prepared.
+   *
+   * `keep`: once run to its end, the prepared statement stays on its connection for the next
+   * describeAndHold of the same text with the same setup (see KeptStatements); not for statements
+   * reading the lake (DuckLake binds them again at each run, and other processes change its catalog).
    */
   async describeAndHold(
     sql: string,
     options: RunOptions = {},
     inTransaction = false,
+    keep = false,
   ): Promise<{ description: StatementDescription; held?: HeldStatement }> {
     if (options.session || (options.parameters && options.parameters.numRows > 0))
       return { description: await this.describe(sql, options) };
@@ -369,7 +384,10 @@ export class DuckDBEngine {
     try {
       // A connection whose transaction is left open never goes back to the pool: every failure below closes it.
       if (inTransaction) await lease.connection.run('BEGIN TRANSACTION');
-      prepared = await prepare(lease.connection, sql);
+      const keepAs = keep && !inTransaction && lease.setupKey !== undefined ? sql : undefined;
+      prepared =
+        (keepAs !== undefined ? this.kept.take(lease.connection, lease.setupKey!, keepAs) : undefined) ??
+        (await prepare(lease.connection, sql));
       const description = describePrepared(prepared, typeOptions);
       if (this.closed) throw engineClosed();
       if (prepared.statementType !== StatementType.SELECT) {
@@ -377,7 +395,7 @@ export class DuckDBEngine {
         lease.release(false);
         return { description };
       }
-      const held = new HeldStatement(lease, prepared, inTransaction, holdMs, (h) => this.held.delete(h));
+      const held = new HeldStatement(lease, prepared, inTransaction, holdMs, (h) => this.held.delete(h), keepAs);
       this.held.add(held);
       if (this.held.size > maxHeld) this.held.values().next().value!.close();
       // Each open DuckLake transaction holds a Postgres connection: a few at most wait for their run.
@@ -544,7 +562,9 @@ export class DuckDBEngine {
       throw this.failure(error);
     } finally {
       // Callers read catalog functions with a SELECT; anything else leaves nothing behind.
-      release(reusable && /^\s*SELECT\b/i.test(sql));
+      const select = /^\s*SELECT\b/i.test(sql);
+      if (!select) this.kept.catalogMayHaveChanged();
+      release(reusable && select);
     }
   }
 
@@ -600,7 +620,11 @@ export class DuckDBEngine {
     // The stream's own connection is never a pooled one: it attaches a database and changes its default.
     const connect = (): Promise<EngineSession> => this.openSession();
     const target = { connection, catalog: catalogName, native: this.nativeExport, run, connect };
-    return insertBatches(target, schema, batches, sqlFor);
+    try {
+      return await insertBatches(target, schema, batches, sqlFor);
+    } finally {
+      this.kept.catalogMayHaveChanged(); // a bulk ingest may create its table
+    }
   }
 
   /** Tables and views of the user catalog. */
@@ -708,7 +732,10 @@ export class DuckDBEngine {
         }
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
       } finally {
-        prepared.destroySync();
+        if (!keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
+        if (reusable && held?.keepAs !== undefined && held.lease.setupKey !== undefined)
+          this.kept.put(connection, held.lease.setupKey, held.keepAs, prepared);
+        else prepared.destroySync();
       }
       // The transaction describeAndHold began ends with the run; a connection it stays open on is closed.
       if (held?.inTransaction && reusable)
@@ -802,6 +829,7 @@ export class DuckDBEngine {
       } catch (error) {
         throw this.failure(error);
       } finally {
+        if (!keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
         prepared.destroySync();
       }
     } catch (error) {
@@ -830,6 +858,7 @@ export class DuckDBEngine {
     const session = new EngineSession(connection, (closing) => {
       closing.closeSync();
       this.unclaim(closing);
+      this.kept.catalogMayHaveChanged(); // what the transaction changed is seen by all from now
     });
     try {
       await connection.run(`USE ${catalogName}`);
@@ -850,6 +879,7 @@ export class DuckDBEngine {
       this.claim(connection, () => this.pool.release(connection, key, false));
       return {
         connection,
+        setupKey: key,
         release: (reusable) => {
           this.unclaim(connection);
           this.pool.release(connection, key, reusable && !this.closed);

@@ -680,8 +680,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Only a GetFlightInfo's plan, run by the DoGet that follows: a CreatePreparedStatement's plan may run later,
     // after writes its transaction would not see.
     const readsLake = seriesSetup.length > 0 || rollupSetup.statements.length > 0;
+    // A statement not reading the lake keeps DuckDB's prepared statement for the next one of the same text.
     const described = hold
-      ? await this.engine.describeAndHold(sql, options, hold === 'transaction' && readsLake)
+      ? await this.engine.describeAndHold(sql, options, hold === 'transaction' && readsLake, !readsLake)
       : { description: await this.engine.describe(sql, options) };
     // What pruning skipped and which stored columns were read are told to admins only: statistics span
     // every audience's rows, and a stored column is the server's own.

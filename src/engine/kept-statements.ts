@@ -1,0 +1,69 @@
+import type { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
+
+/**
+ * SELECTs' prepared statements kept on the pool's idle connections after their run, by text, so the
+ * next GetFlightInfo of the same text with the same setup on that connection is described without a
+ * trip to DuckDB's thread to prepare it again (a dashboard sends the same statements over and over;
+ * #10). A kept statement serves only its own connection, under the same setup (the pool's key: the
+ * same temporary views), and only while nothing that may change the catalog has ended since it was
+ * kept (`catalogMayHaveChanged`: any statement other than a SELECT, INSERT, UPDATE or DELETE, any
+ * transaction's end). DuckDB also binds a prepared statement again at its run when a catalog it read
+ * has changed, and the run checks its result's column types against the described ones, so a
+ * description gone stale is refused (QUERY_INVALID), never sent as a wrong schema.
+ */
+export class KeptStatements {
+  private readonly byConnection = new WeakMap<DuckDBConnection, Kept>();
+  private generation = 0;
+
+  constructor(private readonly perConnection = 16) {}
+
+  /** Something may have changed what a text binds to: every statement kept so far is let go. */
+  catalogMayHaveChanged(): void {
+    this.generation++;
+  }
+
+  /** The statement kept for `sql` on this connection under this setup, now the caller's; once. */
+  take(connection: DuckDBConnection, setupKey: string, sql: string): DuckDBPreparedStatement | undefined {
+    const kept = this.current(connection, setupKey);
+    const prepared = kept?.statements.get(sql);
+    if (prepared) kept!.statements.delete(sql);
+    return prepared;
+  }
+
+  /** Keeps a statement that ran to its end on this connection (which goes back to the pool idle). */
+  put(connection: DuckDBConnection, setupKey: string, sql: string, prepared: DuckDBPreparedStatement): void {
+    let kept = this.current(connection, setupKey);
+    if (!kept) {
+      kept = { setupKey, generation: this.generation, statements: new Map() };
+      this.byConnection.set(connection, kept);
+    }
+    kept.statements.get(sql)?.destroySync();
+    kept.statements.delete(sql);
+    kept.statements.set(sql, prepared);
+    if (kept.statements.size <= this.perConnection) return;
+    const [oldest, statement] = kept.statements.entries().next().value!;
+    kept.statements.delete(oldest);
+    statement.destroySync();
+  }
+
+  /** Lets go of what a connection kept (it is being closed, or its setup changes). */
+  drop(connection: DuckDBConnection): void {
+    const kept = this.byConnection.get(connection);
+    if (!kept) return;
+    this.byConnection.delete(connection);
+    for (const statement of kept.statements.values()) statement.destroySync();
+  }
+
+  private current(connection: DuckDBConnection, setupKey: string): Kept | undefined {
+    const kept = this.byConnection.get(connection);
+    if (kept && (kept.setupKey !== setupKey || kept.generation !== this.generation)) this.drop(connection);
+    return this.byConnection.get(connection);
+  }
+}
+
+interface Kept {
+  readonly setupKey: string;
+  readonly generation: number;
+  /** Least recently kept first. */
+  readonly statements: Map<string, DuckDBPreparedStatement>;
+}

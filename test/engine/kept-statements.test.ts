@@ -1,0 +1,111 @@
+// Issue 10: a SELECT's prepared statement, once run to its end, stays on its connection for the next
+// GetFlightInfo of the same text with the same setup (describeAndHold with `keep`), so a dashboard's
+// repeated statement is described without preparing it again. What it answers is what a statement
+// prepared anew answers: data as of the run, and after anything that may change the catalog (DDL, a
+// transaction's end) the statement is prepared again.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBEngine } from '../../src/engine/index.js';
+
+async function rows(batches: AsyncIterable<{ toArray(): unknown[] }>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const batch of batches) for (const row of batch.toArray()) out.push(JSON.stringify(row));
+  return out;
+}
+
+/** How many statements DuckDB prepared while `work` ran (the bindings' own prepare, counted as it passes). */
+async function prepares<T>(work: () => Promise<T>): Promise<{ result: T; prepared: number }> {
+  const proto = DuckDBConnection.prototype;
+  const original = Object.getOwnPropertyDescriptor(proto, 'prepare')!.value as DuckDBConnection['prepare'];
+  let prepared = 0;
+  proto.prepare = function (this: DuckDBConnection, ...args: Parameters<DuckDBConnection['prepare']>) {
+    prepared++;
+    return original.apply(this, args);
+  };
+  try {
+    return { result: await work(), prepared };
+  } finally {
+    proto.prepare = original;
+  }
+}
+
+/** GetFlightInfo then DoGet, as the statement service runs them: describe and hold, then run the held statement. */
+async function run(engine: DuckDBEngine, sql: string, setup: string[] = [], keep = true) {
+  const { result: described, prepared } = await prepares(() => engine.describeAndHold(sql, { setup }, false, keep));
+  const { description, held } = described;
+  const result = await engine.query(sql, { setup, held }, description);
+  return { types: description.schema.fields.map((f) => String(f.type)), rows: await rows(result.batches), prepared };
+}
+
+describe('kept statements (issue 10)', () => {
+  it('a SELECT run to its end is described again without preparing, and reads the data as of each run', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER)');
+    await engine.execute('INSERT INTO t VALUES (1)');
+    const setup = ['CREATE OR REPLACE TEMP VIEW doubled AS SELECT x * 2 AS y FROM t'];
+    const sql = 'SELECT y FROM doubled ORDER BY y';
+    const first = await run(engine, sql, setup);
+    assert.deepEqual([first.rows, first.prepared], [['{"y":2}'], 1]);
+    await engine.execute('INSERT INTO t VALUES (2)');
+    const second = await run(engine, sql, setup);
+    assert.deepEqual([second.rows, second.prepared], [['{"y":2}', '{"y":4}'], 0], 'kept, and the new row is read');
+    const third = await run(engine, sql, setup);
+    assert.deepEqual([third.rows, third.prepared], [['{"y":2}', '{"y":4}'], 0]);
+  });
+
+  it('a table changed by DDL is read as it is now: the kept statement is let go', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER)');
+    await engine.execute('INSERT INTO t VALUES (1)');
+    // The view's connection (setup) is not the one the DDL runs on, which is closed after it.
+    const setup = ['CREATE OR REPLACE TEMP VIEW w AS SELECT 1 AS one'];
+    const sql = 'SELECT x FROM t, w';
+    assert.deepEqual((await run(engine, sql, setup)).rows, ['{"x":1}']);
+    await engine.execute('CREATE OR REPLACE TABLE t (x VARCHAR)');
+    await engine.execute("INSERT INTO t VALUES ('a')");
+    // Kept across the DDL, the statement would be described as INTEGER and its run refused.
+    const after = await run(engine, sql, setup);
+    assert.deepEqual(after, { types: ['Utf8'], rows: ['{"x":"a"}'], prepared: 1 });
+  });
+
+  it("a transaction's DDL, once committed, is read as it is then", async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER)');
+    await engine.execute('INSERT INTO t VALUES (1)');
+    const sql = 'SELECT * FROM t';
+    assert.deepEqual((await run(engine, sql)).rows, ['{"x":1}']);
+    const session = await engine.openSession();
+    try {
+      await engine.execute('BEGIN TRANSACTION', { session });
+      await engine.execute('ALTER TABLE t ADD COLUMN y VARCHAR', { session });
+      await engine.execute("UPDATE t SET y = 'b'", { session });
+      await engine.execute('COMMIT', { session });
+    } finally {
+      session.close();
+    }
+    const after = await run(engine, sql);
+    assert.deepEqual([after.rows, after.prepared], [['{"x":1,"y":"b"}'], 1]);
+  });
+
+  it('another setup, a statement not to keep, or a run stopped early: prepared anew', async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    const view = (n: number) => [`CREATE OR REPLACE TEMP VIEW v AS SELECT ${n} AS n`];
+    const sql = 'SELECT n FROM v';
+    assert.deepEqual((await run(engine, sql, view(1))).rows, ['{"n":1}']);
+    // The pool has an idle connection with view(1) and the statement kept on it; view(2) is another setup.
+    const other = await run(engine, sql, view(2));
+    assert.deepEqual([other.rows, other.prepared], [['{"n":2}'], 1]);
+    assert.equal((await run(engine, sql, view(2))).prepared, 0);
+    assert.equal((await run(engine, 'SELECT 7 AS seven', [], false)).prepared, 1);
+    assert.equal((await run(engine, 'SELECT 7 AS seven', [], false)).prepared, 1, 'not kept');
+    // A result left after its first batch: its statement is not kept.
+    const many = 'SELECT * FROM range(300000)';
+    const { description, held } = await engine.describeAndHold(many, {}, false, true);
+    for await (const batch of (await engine.query(many, { held }, description)).batches) {
+      assert.ok(batch.numRows > 0);
+      break;
+    }
+    assert.equal((await prepares(() => engine.describeAndHold(many, {}, false, true))).prepared, 1);
+  });
+});
