@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Two servers' phases alternately (issue 10): runs phases.sh for ref A, then ref B, ROUNDS times (default 3;
+# Two servers' phases alternately (issue 10): runs phases.sh for ref A and ref B (A B, B A, ...), ROUNDS times (default 4;
 # each a fresh server, N statements per client after WARMUP), and prints per client the medians over the
 # rounds of p50, the GetFlightInfo and DoGet handlers' time and the server's and the client's CPU per
 # statement, for A and B, and B / A. A ref is a commit (built as bench/lib.sh's ORRERY_REF does) or `.`,
@@ -12,8 +12,10 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 a="${1:?ref A}" b="${2:?ref B}"
 out="$(mktemp -t orrery-phases-compare-XXXXXX)"
 trap 'rm -f "$out"' EXIT
-for round in $(seq 1 "${ROUNDS:-3}"); do
-  for side in A B; do
+for round in $(seq 1 "${ROUNDS:-4}"); do
+  # A B, then B A: a load that rises or falls over the run weighs on both sides alike.
+  order="A B"; [ $((round % 2)) = 0 ] && order="B A"
+  for side in $order; do
     ref="$a"; [ "$side" = B ] && ref="$b"
     echo "bench: round $round, $side ($ref), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
     if [ "$ref" = . ]; then

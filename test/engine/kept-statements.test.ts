@@ -52,6 +52,14 @@ describe('kept statements (issue 10)', () => {
     assert.deepEqual([second.rows, second.prepared], [['{"y":2}', '{"y":4}'], 0], 'kept, and the new row is read');
     const third = await run(engine, sql, setup);
     assert.deepEqual([third.rows, third.prepared], [['{"y":2}', '{"y":4}'], 0]);
+    // The clock is read by each run, not fixed when the kept statement was prepared.
+    const clock = 'SELECT CAST(epoch_us(now()) AS VARCHAR) AS us';
+    const before = await run(engine, clock);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const later = await run(engine, clock);
+    assert.equal(later.prepared, 0);
+    const us = (r: { rows: string[] }) => BigInt((JSON.parse(r.rows[0]) as { us: string }).us);
+    assert.ok(us(later) > us(before), `${us(later)} after ${us(before)}`);
   });
 
   it('a table changed by DDL is read as it is now: the kept statement is let go', async () => {
