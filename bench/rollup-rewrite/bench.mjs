@@ -6,18 +6,21 @@
 //   - raw: the same SQL over a subquery of the table (`from (select * from requests) as requests`),
 //     which no rollup answers;
 //   - duckdb: DuckDB in-process (the same release) answering the raw SQL on the table's Parquet files.
+// With --server-pid, also the server's CPU per statement (its process tree: Postgres too) on each side.
 // Every panel's rollup answer must equal its raw answer (floats within 1e-9 relative). Prints a
 // table, then one JSON line; exits 1 on a differing answer.
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { FlightSqlClient } from '../../dist/src/client/index.js';
 import { seriesTableFiles } from '../lake-files.mjs';
+import { processTreeCpuMs } from '../process-cpu.mjs';
 import { panels } from './panels.mjs';
 
 const { values } = parseArgs({
   options: {
     'flight-port': { type: 'string' },
     lake: { type: 'string' },
+    'server-pid': { type: 'string' },
     rows: { type: 'string', default: '1000000' },
     repeats: { type: 'string', default: '3' },
   },
@@ -105,17 +108,24 @@ const rowsRead = async (sql, level) => {
 };
 
 const rawTwin = (sql) => sql.replace(' from requests ', ' from (select * from requests) as requests ');
+// The server's CPU (its process and descendants: Postgres too) per statement, summed over the repeats
+// (/proc counts 10 ms ticks): what a statement costs, which the load on a shared machine hardly moves.
+const serverPid = values['server-pid'] ? Number(values['server-pid']) : null;
+const serverCpuMs = () => (serverPid === null ? 0 : processTreeCpuMs(serverPid));
 const timed = async (run) => {
+  const cpu = serverCpuMs();
   const start = process.hrtime.bigint();
   const result = await run();
-  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, result };
+  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, cpuMs: serverCpuMs() - cpu, result };
 };
+const sum = (list) => list.reduce((a, b) => a + b, 0);
 const raw = [];
 const rollup = [];
 for (const [name, sql] of panels) {
   let read = null;
   let level = null;
   const times = { raw: [], rollup: [] };
+  const cpu = { raw: [], rollup: [] };
   let answers = {};
   for (let i = 0; i < repeats; i++) {
     const r = await timed(async () => rowsOf(await client.query(rawTwin(sql))));
@@ -130,14 +140,17 @@ for (const [name, sql] of panels) {
     });
     times.raw.push(r.seconds);
     times.rollup.push(u.seconds);
+    cpu.raw.push(r.cpuMs);
+    cpu.rollup.push(u.cpuMs);
     answers = { raw: r.result, rollup: u.result };
   }
-  raw.push({ name, seconds: median(times.raw), result: answers.raw });
+  raw.push({ name, seconds: median(times.raw), cpuMs: sum(cpu.raw) / repeats, result: answers.raw });
   rollup.push({
     name,
     read,
     rowsRead: await rowsRead(sql, level),
     seconds: median(times.rollup),
+    cpuMs: sum(cpu.rollup) / repeats,
     result: answers.rollup,
   });
 }
@@ -159,6 +172,13 @@ const figures = panels.map(([name], i) => ({
   raw_seconds: raw[i].seconds,
   rollup_seconds: rollup[i].seconds,
   speedup: raw[i].seconds / rollup[i].seconds,
+  ...(serverPid === null
+    ? {}
+    : {
+        raw_cpu_ms: raw[i].cpuMs,
+        rollup_cpu_ms: rollup[i].cpuMs,
+        cpu_ratio: rollup[i].cpuMs > 0 ? raw[i].cpuMs / rollup[i].cpuMs : null,
+      }),
   duckdb_seconds: duckdb[i].seconds,
   vs_duckdb: duckdb[i].seconds / rollup[i].seconds,
   rows: raw[i].result.length,
@@ -170,10 +190,17 @@ const f = (x) => x.toFixed(4);
 console.log(
   `requests ${rows} over 30 days (loaded in ${loadSeconds.toFixed(1)} s); repeats ${repeats} (median); refresh of both rollups ${f(refreshSeconds)} s`,
 );
-console.log('panel | read | raw s | rollup s | speedup | duckdb s | duckdb/rollup | rows read raw | rollup | same');
+const cpuColumns = serverPid === null ? '' : ' | raw cpu ms | rollup cpu ms | cpu raw/rollup';
+console.log(
+  `panel | read | raw s | rollup s | speedup${cpuColumns} | duckdb s | duckdb/rollup | rows read raw | rollup | same`,
+);
+const cpuFigures = (p) =>
+  serverPid === null
+    ? ''
+    : ` | ${p.raw_cpu_ms.toFixed(1)} | ${p.rollup_cpu_ms.toFixed(1)} | ${p.cpu_ratio === null ? '-' : `${p.cpu_ratio.toFixed(2)}x`}`;
 for (const p of figures)
   console.log(
-    `${p.panel} | ${p.read} | ${f(p.raw_seconds)} | ${f(p.rollup_seconds)} | ${p.speedup.toFixed(1)}x | ${f(p.duckdb_seconds)} | ${p.vs_duckdb.toFixed(1)}x | ${p.raw_rows_read} | ${p.rollup_rows_read} | ${p.same_answer}`,
+    `${p.panel} | ${p.read} | ${f(p.raw_seconds)} | ${f(p.rollup_seconds)} | ${p.speedup.toFixed(1)}x${cpuFigures(p)} | ${f(p.duckdb_seconds)} | ${p.vs_duckdb.toFixed(1)}x | ${p.raw_rows_read} | ${p.rollup_rows_read} | ${p.same_answer}`,
   );
 console.log(
   JSON.stringify({ rows, repeats, load_seconds: loadSeconds, refresh_seconds: refreshSeconds, panels: figures }),

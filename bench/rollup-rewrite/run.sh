@@ -24,7 +24,7 @@ mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
 echo "bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at start" >&2
 orrery_start serve "$data_dir/main" "${node_flags[@]}" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
-node "$here/bench.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --lake "$data_dir/main/lake" \
+node "$here/bench.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --lake "$data_dir/main/lake" --server-pid "$ORRERY_PID" \
   --rows "${ROWS:-1000000}" --repeats "${REPEATS:-3}"
 echo "bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at end" >&2
 orrery_stop

@@ -31,6 +31,7 @@ import { rollupQuery } from './select-list.js';
 import { jobsUpdateQuery } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
+import { clockFree, shifted, stabilityOffsetsMs, stableUntil } from './constant-trends.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
@@ -1467,15 +1468,10 @@ export class Rollups {
       tree.statements,
     ]);
     const kept = this.rewrites.get(key);
-    if (kept && Date.now() - kept.at < rewriteKeptMs) {
-      const expressions = kept.constants.flatMap((c) => c.expressions);
-      const texts =
-        expressions.length === 0 ? [] : await this.engine.constantTexts(copy(expressions)).catch(() => null);
-      if (texts && JSON.stringify(texts) === JSON.stringify(kept.constants.flatMap((c) => c.texts))) {
-        tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
-        const provenance = copy(kept.provenance);
-        return { provenance, rollups: [...kept.rollups], at: { ...at, windows: windowsOf(provenance) } };
-      }
+    if (kept && Date.now() - kept.at < rewriteKeptMs && (await this.constantsHold(kept))) {
+      tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
+      const provenance = copy(kept.provenance);
+      return { provenance, rollups: [...kept.rollups], at: { ...at, windows: windowsOf(provenance) } };
     }
     const cache = new Map();
     const targets = new Map<string, RollupTarget[]>();
@@ -1543,8 +1539,30 @@ export class Rollups {
         statements: copy(tree.statements),
         provenance: copy(rewritten.provenance),
         rollups: [...rewritten.rollups],
+        // Constants that read no clock hold for as long as the rewrite is kept.
+        stableUntil: clockFree(constants.flatMap((c) => c.expressions)) ? Infinity : 0,
       });
     return { ...rewritten, at: { ...at, windows: windowsOf(rewritten.provenance) } };
+  }
+
+  /**
+   * Whether a kept rewrite's constants (window bounds, bucket widths) have the values it was made
+   * with. Checked by evaluating them, unless they are known to hold until now (constant-trends.ts);
+   * the check evaluates them ahead too, when it can, to learn until when they hold.
+   */
+  private async constantsHold(kept: KeptRewrite): Promise<boolean> {
+    const start = Date.now();
+    if (start < kept.stableUntil) return true;
+    const expressions = kept.constants.flatMap((c) => c.expressions);
+    const ahead = stabilityOffsetsMs.map((offset) => shifted(expressions, offset));
+    const later = ahead.every((a) => a !== null) ? (ahead as Node[][]) : [];
+    const texts = await this.engine.constantTexts(copy([...expressions, ...later.flat()])).catch(() => null);
+    if (!texts) return false;
+    const now = texts.slice(0, expressions.length);
+    if (JSON.stringify(now) !== JSON.stringify(kept.constants.flatMap((c) => c.texts))) return false;
+    const values = later.map((_, i) => texts.slice((i + 1) * expressions.length, (i + 2) * expressions.length));
+    kept.stableUntil = stableUntil(start, now, values);
+    return true;
   }
 
   /**
@@ -1968,6 +1986,8 @@ interface KeptRewrite {
   readonly statements: Node[];
   readonly provenance: Provenance;
   readonly rollups: string[];
+  /** Until when (ms since the epoch) its constants are known to keep their values (constantsHold). */
+  stableUntil: number;
 }
 
 /** How long a rewrite is kept: a rollup's retention moves with the clock, not with snapshots. */

@@ -1,0 +1,35 @@
+// CPU time a process and its live descendants have used (user + system, from /proc), in ms: for
+// benchmarks on a shared, loaded machine, where a statement's wall time is mostly waiting for a core
+// and its CPU time is what it costs. The server's descendants include its embedded Postgres and its
+// backends, so a statement's Postgres work counts too. Linux only; 0 where /proc cannot be read.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
+const ticksPerSecond = 100;
+
+/** The CPU ms used so far by `pid` and its live descendants. */
+export function processTreeCpuMs(pid) {
+  const stats = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // Fields after the command (which may hold spaces): state, ppid, ..., utime (14th), stime (15th).
+      const fields = readFileSync(`/proc/${name}/stat`, 'utf8').split(')').pop().trim().split(/\s+/);
+      stats.set(Number(name), { parent: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // The process ended while listed.
+    }
+  }
+  const tree = new Set([pid]);
+  for (let grown = true; grown;) {
+    grown = false;
+    for (const [child, { parent }] of stats)
+      if (tree.has(parent) && !tree.has(child)) {
+        tree.add(child);
+        grown = true;
+      }
+  }
+  let ticks = 0;
+  for (const member of tree) ticks += stats.get(member)?.ticks ?? 0;
+  return (ticks * 1000) / ticksPerSecond;
+}

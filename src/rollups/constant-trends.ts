@@ -1,0 +1,102 @@
+// How long a kept rewrite's constants keep their values (issue 14): a dashboard's window bounds
+// hang on now() through calls that never decrease as now() grows (date_trunc('day', now()) -
+// INTERVAL 1 DAY). Such a bound that has the same value now and k seconds from now has it all the
+// way between, so a kept rewrite needs no DuckDB query to check it until then.
+import { call, integer, type Node } from './tree.js';
+
+/** How a constant expression moves as now() grows: not at all, never down, or unknown (null). */
+type Trend = 'constant' | 'rising';
+
+/** Calls that read the statement's time (current_timestamp parses as a column). */
+const clockCalls = new Set(['now', 'current_timestamp', 'get_current_timestamp', 'transaction_timestamp']);
+/** Cast targets that keep the order of instants (the engine's time zone is UTC). */
+const orderedTypes = new Set([
+  'TIMESTAMP',
+  'TIMESTAMP_NS',
+  'TIMESTAMP_MS',
+  'TIMESTAMP_S',
+  'TIMESTAMP WITH TIME ZONE',
+  'DATE',
+]);
+/** Calls that give one value for the same constant arguments: interval builders and arithmetic. */
+const pureCalls = new Set([
+  ...['to_millennia', 'to_centuries', 'to_decades', 'to_years', 'to_quarters', 'to_months', 'to_weeks'],
+  ...['to_days', 'to_hours', 'to_minutes', 'to_seconds', 'to_milliseconds', 'to_microseconds'],
+  ...['trunc', '+', '-', '*', '/', 'date_trunc', 'time_bucket', 'date_bin'],
+]);
+/** Calls that never decrease in the argument at these positions when the others are constant. */
+const risingIn: Record<string, readonly number[]> = {
+  date_trunc: [1],
+  time_bucket: [1],
+  date_bin: [1],
+  '+': [0, 1],
+  '-': [0],
+};
+
+const isClock = (node: Node): boolean =>
+  node.class === 'FUNCTION'
+    ? clockCalls.has(String(node.function_name).toLowerCase()) &&
+      (node.children as unknown[]).length === 0 &&
+      ['', 'main'].includes(String(node.schema))
+    : node.class === 'COLUMN_REF' &&
+      (node.column_names as string[]).length === 1 &&
+      (node.column_names as string[])[0].toLowerCase() === 'current_timestamp';
+
+function trend(node: Node): Trend | null {
+  if (isClock(node)) return 'rising';
+  if (node.class === 'CONSTANT') return 'constant';
+  if (node.class === 'CAST') {
+    const inner = trend(node.child as Node);
+    if (inner === 'constant') return inner;
+    return inner === 'rising' && orderedTypes.has(String((node.cast_type as Node).id)) ? inner : null;
+  }
+  if (node.class !== 'FUNCTION' || node.filter !== null || !['', 'main'].includes(String(node.schema))) return null;
+  const name = String(node.function_name).toLowerCase();
+  if (!pureCalls.has(name)) return null;
+  const trends = (node.children as Node[]).map(trend);
+  if (trends.some((t) => t === null)) return null;
+  const rising = trends.flatMap((t, i) => (t === 'rising' ? [i] : []));
+  if (rising.length === 0) return 'constant';
+  const positions = risingIn[name] ?? [];
+  return rising.length === 1 && positions.includes(rising[0]) && trends.length > 1 ? 'rising' : null;
+}
+
+/** The offsets (ms from now) at which a kept rewrite's constants are evaluated besides now. */
+export const stabilityOffsetsMs = [1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 45_000, 60_000];
+
+/** Whether constant expressions read no clock (nor anything else that may change). */
+export const clockFree = (expressions: readonly Node[]): boolean => expressions.every((e) => trend(e) === 'constant');
+
+/**
+ * The constants as they would be `offsetMs` later (every clock call plus that time), or null when
+ * some constant is not known to never decrease as now() grows.
+ */
+export function shifted(expressions: readonly Node[], offsetMs: number): Node[] | null {
+  if (expressions.some((e) => trend(e) === null)) return null;
+  const shift = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(shift);
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Node;
+    if (isClock(node)) return call('+', [node, call('to_milliseconds', [integer(offsetMs)])], { operator: true });
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, shift(v)]));
+  };
+  return expressions.map((e) => shift(e) as Node);
+}
+
+/**
+ * Until when (ms since the epoch) constants evaluated at `start` keep their values: `texts` are
+ * their values then, `later[i]` their values stabilityOffsetsMs[i] later. A value that never
+ * decreases and is the same at both ends of a range is the same all through it.
+ */
+export function stableUntil(
+  start: number,
+  texts: readonly unknown[],
+  later: ReadonlyArray<readonly unknown[]>,
+): number {
+  let until = start;
+  for (const [i, values] of later.entries()) {
+    if (!values.every((v, j) => v === texts[j])) break;
+    until = start + stabilityOffsetsMs[i];
+  }
+  return until;
+}
