@@ -90,6 +90,11 @@ export interface RewriteInput {
   /** The rollups of each base table. */
   readonly targets: ReadonlyMap<string, readonly RollupTarget[]>;
   readonly aggregates: ReadonlySet<string>;
+  /**
+   * The expression a statement wrote where a stored column now stands (issue 13's substitution):
+   * a level is checked against rollups as written, so a dimension read from a stored column is still one.
+   */
+  readonly original?: (node: Node) => Node | undefined;
   /** When a window off bucket boundaries reads raw edges (see rawCheaper); without it, whenever it can. */
   readonly rawEdges?: {
     readonly minRows: number;
@@ -201,7 +206,7 @@ const isPlainCall = (node: Node): boolean =>
 export async function rewriteOntoRollups(
   tree: { statements: Node[] },
   input: RewriteInput,
-): Promise<{ provenance: Provenance; rollups: string[] }> {
+): Promise<{ provenance: Provenance; rollups: string[]; storedColumnsUnread: string[] }> {
   const ctes = new Set<string>();
   walkNodes(tree, (node) => {
     for (const entry of ((node.cte_map as Node | undefined)?.map as Node[] | undefined) ?? [])
@@ -213,8 +218,12 @@ export async function rewriteOntoRollups(
   );
   const resources: LevelProvenance[] = [];
   const read = new Set<string>();
+  // Tables whose level read stored columns in place of expressions, and now reads a rollup instead.
+  const storedColumnsUnread: string[] = [];
   const pendingTexts: Array<{ node: Node; fill: (text: string) => void }> = [];
-  for (const { node, label } of levels) {
+  for (const { node: parsed, label } of levels) {
+    const written = input.original && asWritten(parsed, input.original);
+    const node = written ?? parsed;
     const table = tableOf(node.from_table as Node, input, ctes);
     if (table === undefined) {
       for (const joined of joinedTables(node.from_table as Node, input, ctes)) {
@@ -277,8 +286,9 @@ export async function rewriteOntoRollups(
       }
     }
     if (!chosen) continue;
-    Object.assign(node, chosen.node);
+    Object.assign(parsed, chosen.node);
     read.add(chosen.target.name);
+    if (written) storedColumnsUnread.push(table.name);
     const lower = level.bounds.filter((b) => b.op === 'ge' || b.op === 'gt').map((b) => b.nanos);
     const upper = level.bounds.filter((b) => b.op === 'lt' || b.op === 'le').map((b) => b.nanos);
     const max = (values: bigint[]): bigint => values.reduce((a, b) => (a > b ? a : b));
@@ -303,7 +313,24 @@ export async function rewriteOntoRollups(
     pendingTexts.map((p) => p.node),
   );
   pendingTexts.forEach((p, i) => p.fill(texts[i]));
-  return { provenance: { resources }, rollups: [...read] };
+  return { provenance: { resources }, rollups: [...read], storedColumnsUnread };
+}
+
+/** A level's own expressions as its statement wrote them, where stored columns stand for some; null when none does. */
+function asWritten(level: Node, original: (node: Node) => Node | undefined): Node | null {
+  let found = false;
+  const restore = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(restore);
+    if (value === null || typeof value !== 'object') return value;
+    const written = original(value as Node);
+    if (written) {
+      found = true;
+      return copy(written);
+    }
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, restore(v)]));
+  };
+  const parts = Object.fromEntries(levelPartKeys.map((k) => [k, restore(level[k])]));
+  return found ? { ...level, ...parts } : null;
 }
 
 /** Every object of a tree. */
@@ -370,15 +397,10 @@ function joinedTables(from: Node, input: RewriteInput, ctes: ReadonlySet<string>
   });
 }
 
+const levelPartKeys = ['select_list', 'where_clause', 'group_expressions', 'having', 'qualify', 'modifiers'];
+
 /** The parts of a SELECT node holding its own expressions (not its FROM or CTEs). */
-export const levelParts = (node: Node): unknown[] => [
-  node.select_list,
-  node.where_clause,
-  node.group_expressions,
-  node.having,
-  node.qualify,
-  node.modifiers,
-];
+export const levelParts = (node: Node): unknown[] => levelPartKeys.map((k) => node[k]);
 
 /** An order by `ALL` (every select item), not by a star of columns. */
 const isAllColumns = (order: Node): boolean => {

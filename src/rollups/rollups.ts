@@ -1436,14 +1436,17 @@ export class Rollups {
 
   /**
    * Rewrites, in place, each level of a parsed SELECT that a ready rollup answers onto the coarsest
-   * such rollup; answers the provenance and the rollups read (to set up with readSetup), or null
-   * when the statement reads no series table with rollups.
+   * such rollup; answers the provenance, the rollups read (to set up with readSetup) and the tables
+   * whose stored columns a level no longer reads (it reads a rollup), or null when the statement
+   * reads no series table with rollups.
    */
   async rewrite(
     tree: { statements: Node[] },
     /** Where the statement reads the lake and the catalog, when the caller has read it (readPoint). */
     point?: RollupReadPoint,
-  ): Promise<{ provenance: Provenance; rollups: string[]; at: RollupReadPoint } | null> {
+    /** The expression the statement wrote where a stored column stands (StoredColumnReads.original). */
+    original?: (node: Node) => Node | undefined,
+  ): Promise<RollupRewrite | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
       if (Array.isArray(value)) return value.forEach(visit);
@@ -1471,7 +1474,12 @@ export class Rollups {
     if (kept && Date.now() - kept.at < rewriteKeptMs && (await this.constantsHold(kept))) {
       tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
       const provenance = copy(kept.provenance);
-      return { provenance, rollups: [...kept.rollups], at: { ...at, windows: windowsOf(provenance) } };
+      return {
+        provenance,
+        rollups: [...kept.rollups],
+        storedColumnsUnread: [...kept.storedColumnsUnread],
+        at: { ...at, windows: windowsOf(provenance) },
+      };
     }
     const cache = new Map();
     const targets = new Map<string, RollupTarget[]>();
@@ -1527,6 +1535,7 @@ export class Rollups {
       tables: bases,
       targets,
       aggregates: await this.aggregateNames(),
+      original,
       rawEdges: {
         minRows: this.options.rawEdgesMinRows ?? defaultRawEdgesMinRows,
         rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, from, to),
@@ -1539,6 +1548,7 @@ export class Rollups {
         statements: copy(tree.statements),
         provenance: copy(rewritten.provenance),
         rollups: [...rewritten.rollups],
+        storedColumnsUnread: [...rewritten.storedColumnsUnread],
         // Constants that read no clock hold for as long as the rewrite is kept.
         stableUntil: clockFree(constants.flatMap((c) => c.expressions)) ? Infinity : 0,
       });
@@ -1979,6 +1989,16 @@ function positiveInteger(value: string): string {
 }
 
 /** A rewrite kept for the next time the same statement comes at the same snapshot. */
+/** What Rollups.rewrite did to a statement. */
+export interface RollupRewrite {
+  readonly provenance: Provenance;
+  /** The rollups its levels read. */
+  readonly rollups: string[];
+  /** The tables whose stored columns a level read until it was rewritten onto a rollup (their uses are moot). */
+  readonly storedColumnsUnread: string[];
+  readonly at: RollupReadPoint;
+}
+
 interface KeptRewrite {
   readonly at: number;
   /** The constant expressions it evaluated (window bounds, bucket widths) and their values then. */
@@ -1986,6 +2006,7 @@ interface KeptRewrite {
   readonly statements: Node[];
   readonly provenance: Provenance;
   readonly rollups: string[];
+  readonly storedColumnsUnread: string[];
   /** Until when (ms since the epoch) its constants are known to keep their values (constantsHold). */
   stableUntil: number;
 }

@@ -638,7 +638,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list())) : undefined;
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
-    const reads = tree && readsRollups ? await rollups.rewrite(tree, point) : null;
+    const reads =
+      tree && readsRollups ? await rollups.rewrite(tree, point, stored && ((n) => stored.original(n))) : null;
     const rollupSetup = readsRollups
       ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at ?? point)
       : { statements: [], snapshot: null };
@@ -687,7 +688,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // What pruning skipped and which stored columns were read are told to admins only: statistics span
     // every audience's rows, and a stored column is the server's own.
     const partitions = principal.admin ? (pruning?.reads ?? []) : [];
-    const storedColumns = principal.admin ? (stored?.uses ?? []) : [];
+    const storedColumns = principal.admin ? (stored?.reported(reads?.storedColumnsUnread ?? []) ?? []) : [];
     const projections = principal.admin ? (pruning?.projections ?? []) : [];
     const provenance =
       partitions.length > 0 || storedColumns.length > 0 || projections.length > 0
@@ -1018,10 +1019,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     nanosecondTimestamps(tree);
     const rollups = lakehouse?.rollups;
-    const provenance = (rollups && (await rollups.rewrite(tree))?.provenance) ?? { resources: [] };
+    const stored = readers?.stored;
+    const reads = rollups && (await rollups.rewrite(tree, undefined, stored && ((n) => stored.original(n))));
     return {
-      ...provenance,
-      stored_columns: readers?.stored.uses ?? [],
+      ...(reads?.provenance ?? { resources: [] }),
+      stored_columns: stored?.reported(reads?.storedColumnsUnread ?? []) ?? [],
       pruned: readers?.pruning.pruned ?? [],
       projections: readers?.pruning.projections ?? [],
     };

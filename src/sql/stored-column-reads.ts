@@ -54,6 +54,8 @@ export class StoredColumnReads {
   readonly uses: StoredColumnUse[] = [];
   /** Whether the statement was rewritten (it must then be run as deparsed). */
   substituted = false;
+  /** The expressions as written, by the node that reads the stored column in their place. */
+  private readonly originals = new Map<Node, Node>();
 
   constructor(private readonly statement: Statement) {}
 
@@ -145,6 +147,7 @@ export class StoredColumnReads {
       const name = byKey.get(keyOf(n, qualifiers));
       if (name === undefined) return n.class !== 'SUBQUERY' && n.class !== 'LAMBDA';
       const alias = n.alias;
+      this.originals.set(n, structuredClone(n));
       for (const field of Object.keys(n)) delete n[field];
       Object.assign(n, { class: 'COLUMN_REF', type: 'COLUMN_REF', alias, column_names: [name] });
       return false;
@@ -154,6 +157,16 @@ export class StoredColumnReads {
       // `*` over the table reads its columns, not the stored ones.
       if (item.class === 'STAR') item.exclude_list = [...(item.exclude_list as string[]), ...byKey.values()];
     });
+  }
+
+  /** The expression the statement wrote where `node` reads a stored column, if it does. */
+  original(node: Node): Node | undefined {
+    return this.originals.get(node);
+  }
+
+  /** The uses to report once the statement's levels were rewritten onto rollups: none of the tables whose stored columns no level reads. */
+  reported(unread: readonly string[]): StoredColumnUse[] {
+    return this.uses.filter((u) => !(u.use === 'substituted' && unread.includes(u.table)));
   }
 
   /** The column name DuckDB gives an unaliased select item: its text as DuckDB writes it. */

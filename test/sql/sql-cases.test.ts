@@ -111,7 +111,8 @@ function withValues(record: CaseRecord, values: Record<string, string>): CaseRec
 }
 
 function title(record: CaseRecord): string {
-  if (record.kind === 'ingest') return `ingest logs ${record.exe} ${record.count} (${record.user})`;
+  if (record.kind === 'ingest')
+    return `ingest logs ${record.exe} ${record.count}${record.pods ? ` pods ${record.pods}` : ''} (${record.user})`;
   const sql = record.sql.replace(/\s+/g, ' ');
   return `${record.kind} (${record.user}) ${sql.length > 80 ? `${sql.slice(0, 77)}...` : sql}`;
 }
@@ -119,10 +120,12 @@ function title(record: CaseRecord): string {
 async function run(record: CaseRecord, client: TestFlightClient, httpPort: number, where: string): Promise<void> {
   switch (record.kind) {
     case 'ingest': {
+      const { pods } = record;
       const logs = Array.from({ length: record.count }, (_, i) => ({
         time: firstLogTime + BigInt(i) * 1_000_000_000n,
         severity: i % 2 ? 9 : 17,
         body: `${record.exe} ${i}`,
+        ...(pods === undefined ? {} : { attributes: { pod: `pod-${i % pods}` } }),
       }));
       const key = keys[record.user as Exclude<CaseUser, 'anonymous'>];
       const response = await postOtlp(httpPort, 'logs', key, logsRequest({ 'service.name': record.exe }, logs));

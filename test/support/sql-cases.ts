@@ -25,7 +25,7 @@ export type CaseRecord =
   | (RecordBase & { kind: 'statement ok'; sql: string; path: CasePath })
   | (RecordBase & { kind: 'statement error'; sql: string; path: CasePath; status: string; message: string })
   | (RecordBase & { kind: 'query'; sql: string; path: CasePath; types: string; rowsort: boolean; rows: string[] })
-  | (RecordBase & { kind: 'ingest'; exe: string; count: number });
+  | (RecordBase & { kind: 'ingest'; exe: string; count: number; pods?: number });
 
 export interface CaseFile {
   readonly name: string;
@@ -142,12 +142,20 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
         break;
       }
       case 'ingest': {
-        // ingest logs <exe> <count>: <count> OTLP log records of a process named <exe>, sent with the current user's key.
+        // ingest logs <exe> <count> [pods <n>]: <count> OTLP log records of a process named <exe>, sent with the
+        // current user's key; with `pods <n>`, record i has the attribute pod = pod-<i % n>.
         const count = Number(words[3]);
-        if (words.length !== 4 || words[1] !== 'logs' || !Number.isInteger(count) || count < 1)
-          fail(line, "'ingest' reads: ingest logs <exe> <count>");
+        const pods = words.length === 6 && words[4] === 'pods' ? Number(words[5]) : undefined;
+        if (
+          (words.length !== 4 && pods === undefined) ||
+          words[1] !== 'logs' ||
+          !Number.isInteger(count) ||
+          count < 1 ||
+          (pods !== undefined && (!Number.isInteger(pods) || pods < 1))
+        )
+          fail(line, "'ingest' reads: ingest logs <exe> <count> [pods <n>]");
         if (user === 'anonymous') fail(line, "'ingest' needs a key: set 'user' first");
-        records.push({ kind: 'ingest', line, user, exe: words[2], count });
+        records.push({ kind: 'ingest', line, user, exe: words[2], count, ...(pods === undefined ? {} : { pods }) });
         break;
       }
       case 'statement': {
