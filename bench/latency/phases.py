@@ -41,12 +41,15 @@ def adbc_client():
     )
     cur = conn.cursor()
 
-    def one() -> tuple[int, int, int]:
+    def one() -> tuple[int, int, int, int]:
         t0 = clock()
+        # What execute() does first: close the previous statement's result (timed on its own).
+        cur._clear()
+        cleared = clock()
         cur.execute(sql)
         t1 = clock()
         cur.fetch_arrow_table()
-        return t0, t1, clock()
+        return t0, t1, clock(), cleared - t0
 
     return one, lambda: (cur.close(), conn.close())
 
@@ -134,7 +137,7 @@ def breakdown(name: str, stamps, rpcs, client_cpu: float, server_cpu: float) -> 
         rows.setdefault(label, []).append(value)
 
     i = 0
-    for t0, t1, t2 in stamps:
+    for t0, t1, t2, *cleared in stamps:
         mine = []
         while i < len(rpcs) and rpcs[i]["stream"] < t2:
             if rpcs[i]["stream"] >= t0:
@@ -147,6 +150,8 @@ def breakdown(name: str, stamps, rpcs, client_cpu: float, server_cpu: float) -> 
                 extra[r["path"]] = extra.get(r["path"], 0) + 1
         add("whole statement (client's view)", ms(t2 - t0))
         add("  of it, until execute() / get_flight_info() returned", ms(t1 - t0))
+        if cleared:
+            add("  of it, closing the previous result (the DB-API's _clear, first in execute())", ms(cleared[0]))
         if not info or not get or "closed" not in info or "closed" not in get:
             continue
         add("client: call made, request on the wire, HTTP/2 stream at the server", ms(info["stream"] - t0))
