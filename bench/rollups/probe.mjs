@@ -2,8 +2,9 @@
 // preloaded) and one lake, `orrery serve` from this tree and, with --base <tree with dist/ built>, a
 // second server from that tree on the same catalog and files. ROWS rows over 30 days, the hourly rollup
 // of bench.mjs refreshed, then one minute of rows written after the refresh (the never-stale read's raw
-// tail). Each case is timed on every server alternately (A, B, A, B; medians of --repeats), then the
-// Postgres statements one read runs are counted. Prints a table and one JSON line.
+// tail). Each case is timed on every server alternately (A, B, A, B; medians of --repeats); then, after
+// one late row 10 days back (a pending bucket), the never-stale read again; the Postgres statements one
+// read runs are counted after each part. Prints a table and one JSON line.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -54,11 +55,13 @@ try {
     Object.entries(statements).map(([name, sql]) => ({ name: `${label} ${name}`, run: () => flight.query(sql) })),
   );
   // Both servers answer the same rows.
+  // The rows as text, sorted: the never-stale read has no ORDER BY.
   const text = (table) =>
-    JSON.stringify(
-      table.toArray().map((r) => r.toJSON()),
-      (_, v) => (typeof v === 'bigint' ? String(v) : v),
-    );
+    table
+      .toArray()
+      .map((r) => JSON.stringify(r.toJSON(), (_, v) => (typeof v === 'bigint' ? String(v) : v)))
+      .sort()
+      .join('\n');
   for (const sql of Object.values(statements)) {
     const answers = await Promise.all(servers.map(async ([, flight]) => text(await flight.query(sql))));
     if (answers.some((a) => a !== answers[0])) throw new Error(`the servers answer differently: ${sql}`);
@@ -66,12 +69,26 @@ try {
   for (const c of cases) for (let i = 0; i < 3; i++) await c.run(); // warm
   console.error(`bench: timing (load average ${loadAverage()})`);
   const times = await alternately(cases, repeats);
-  const loadAfter = loadAverage();
   const perStatement = await probe.postgresPerStatement(cases, counted);
+  // Then one late row 10 days back, pending until the next refresh: the never-stale read aggregates its
+  // bucket from the source too (outside the 7 days read, so the answer stays the same size).
+  await client.executeUpdate(`INSERT INTO metrics VALUES (now()::TIMESTAMP - INTERVAL 10 DAY, 'host0', 50.0)`);
+  const lateCases = servers.map(([label, flight]) => ({
+    name: `${label} never-stale, 1 pending`,
+    run: () => flight.query(statements['never-stale']),
+  }));
+  for (const sql of [statements['never-stale']]) {
+    const answers = await Promise.all(servers.map(async ([, flight]) => text(await flight.query(sql))));
+    if (answers.some((a) => a !== answers[0])) throw new Error(`the servers answer differently: ${sql}`);
+  }
+  times.push(...(await alternately(lateCases, repeats)));
+  const loadAfter = loadAverage();
+  perStatement.push(...(await probe.postgresPerStatement(lateCases, counted)));
+  cases.push(...lateCases);
 
   const med = Object.fromEntries(cases.map((c, k) => [c.name, median(times[k])]));
   console.log(`load average ${loadAfter} after timing; medians of ${repeats} alternated runs; ${rows} rows`);
-  printCases(cases, med, perStatement, 26);
+  printCases(cases, med, perStatement, 32);
   for (const [label] of servers)
     console.log(
       `${label}: never-stale / materialized ${(med[`${label} never-stale`] / med[`${label} materialized`]).toFixed(3)}x; ` +

@@ -1,5 +1,6 @@
 import { quoteIdentifier } from '../engine/index.js';
 import { lakeCatalog, lakeTable, type TableScope } from '../tables/index.js';
+import { intervalParts } from './calendar.js';
 import { sourceAlias } from './select-list.js';
 
 // The SQL Orrery runs for a rollup, built from its definition: identifiers quoted, values as
@@ -104,4 +105,71 @@ export function inBuckets(definition: RollupDefinition, literals: readonly strin
   const column = quoteIdentifier(definition.timeColumn);
   const [first, last] = [literals[0], literals[literals.length - 1]];
   return `(${column} >= ${first} AND ${column} < ${nextBucket(definition, last)} AND ${bucketSql(definition, definition.timeColumn)} IN (${literals.join(', ')}))`;
+}
+
+/** A timestamp bucket's text (DuckDB's, UTC) in ms since the epoch. */
+export const epochMs = (text: string): number => Date.parse(/[zZ]$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
+
+/** Where a bucket (as DuckDB's text of it) lies on its rollup's time axis, to order and space buckets. */
+function position(definition: Pick<RollupDefinition, 'integer'>, bucket: string): number {
+  return definition.integer ? Number(BigInt(bucket)) : epochMs(bucket);
+}
+
+/**
+ * The most scans of its source a read or a refresh makes for the pending buckets (see pendingScans):
+ * each scan of a DuckLake table costs its own catalog reads (5 Postgres statements: files, delete files,
+ * inlined rows, schema version, statistics), so scattered buckets share a few wider ones.
+ */
+const maxPendingScans = 4;
+
+/** A bucket's width on the axis of `position` (a month as 31 days: neighbouring months are never further apart). */
+function width(definition: Pick<RollupDefinition, 'integer' | 'grain'>): number {
+  if (definition.integer) return Number(BigInt(definition.grain));
+  const parts = intervalParts(definition.grain);
+  return parts ? parts.months * 31 * 86_400_000 + Number(parts.nanos / 1_000_000n) : 0;
+}
+
+/**
+ * Filters for scanning the source's rows of the pending buckets (DuckDB's texts, sorted), one scan
+ * each (see aggregateOverEach): runs of neighbouring buckets, cut at the widest gaps into at most
+ * maxPendingScans, each bounded by its own range. Buckets before `from` are left out.
+ */
+export function pendingScans(
+  definition: RollupDefinition,
+  buckets: readonly string[],
+  from: string | null = null,
+): string[] {
+  const at = (bucket: string): number => position(definition, bucket);
+  const kept = from === null ? buckets : buckets.filter((b) => at(b) >= at(from));
+  const step = width(definition);
+  const cuts = kept
+    .slice(1)
+    .map((b, i) => ({ at: i + 1, gap: at(b) - at(kept[i]) }))
+    .filter((g) => g.gap > step)
+    .sort((a, b) => b.gap - a.gap)
+    .slice(0, maxPendingScans - 1)
+    .map((g) => g.at)
+    .sort((a, b) => a - b);
+  const runs: string[][] = [];
+  let start = 0;
+  for (const cut of [...cuts, kept.length]) {
+    if (cut > start) runs.push(kept.slice(start, cut));
+    start = cut;
+  }
+  return runs.map((run) =>
+    inBuckets(
+      definition,
+      run.map((b) => bucketLiteral(definition, b)),
+    )!,
+  );
+}
+
+/**
+ * The rollup's aggregate over the source's rows that pass each filter, one scan each, UNION ALL.
+ * DuckDB pushes a range into a DuckLake scan (files and row groups outside it are skipped) but not an
+ * OR of ranges: the tail after the watermark OR one pending bucket scanned every row of the source.
+ * The filters must not share a bucket (each bucket is aggregated in one scan).
+ */
+export function aggregateOverEach(definition: RollupDefinition, source: string, filters: readonly string[]): string {
+  return filters.map((filter) => aggregateOver(definition, source, filter)).join('\nUNION ALL ');
 }

@@ -13,15 +13,18 @@ import { sessionRelation, type ViewSet } from '../views/index.js';
 import { rollupErrors } from './errors.js';
 import {
   aggregateOver,
+  aggregateOverEach,
   at,
   audienceFilter,
   baseRows,
   bucketLiteral,
   bucketSql,
+  epochMs,
   inBuckets,
   keptTable,
   materializedName,
   materializedTable,
+  pendingScans,
   quoteLiteral,
   rollupSchema,
   stateTable,
@@ -138,8 +141,6 @@ function windowsOf(provenance: Provenance): Map<string, Array<{ from: string; to
 /** A timestamp (DuckDB's text or RFC 3339) in ms since the epoch. */
 /** A timestamp as DuckDB casts one to text, years 0000-9999: its text sorts as its time. */
 const plainTimestamp = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?$/;
-const epochMs = (text: string): number => Date.parse(/[zZ]$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
-
 /** One day of a backfill: its buckets [from, to), and how many days are left; null days when nothing was left. */
 export interface BackfillStep {
   readonly from: string | null;
@@ -834,7 +835,8 @@ export class Rollups {
           }
         : closed;
     const pendingLiterals = pending.map(literal);
-    const rowFilters = [closedRange?.rows, inBuckets(definition, pendingLiterals)].filter((f): f is string => !!f);
+    // The closed range and the pending buckets (all before the old watermark), each range a scan of its own.
+    const rowFilters = [...(closedRange ? [closedRange.rows] : []), ...pendingScans(definition, pending)];
     const deleteFilters = [
       closedRange?.deleted,
       pendingLiterals.length > 0 ? `bucket IN (${pendingLiterals.join(', ')})` : null,
@@ -850,7 +852,7 @@ export class Rollups {
         const mat = materializedTable(definition.name);
         await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
         await run(
-          `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), rowFilters.join(' OR '))}`,
+          `INSERT INTO ${mat} ${aggregateOverEach(definition, this.sourceRows(definition, snapshot, all, context), rowFilters)}`,
         );
       }
       await this.applyRetention(definition, snapshot, session);
@@ -1317,9 +1319,8 @@ export class Rollups {
     if (state.watermark === null) {
       sql = aggregateOver(definition, source, 'TRUE');
     } else {
-      const pending = (await this.pending(definition, snapshot, state, tables, definitions, context)).map((b) =>
-        bucketLiteral(definition, b),
-      );
+      const buckets = await this.pending(definition, snapshot, state, tables, definitions, context);
+      const pending = buckets.map((b) => bucketLiteral(definition, b));
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
@@ -1330,14 +1331,16 @@ export class Rollups {
         ...(pending.length > 0 ? [`bucket NOT IN (${pending.join(', ')})`] : []),
         ...(filter ? [filter] : []),
       ];
+      // The rows after the watermark, before the range backfilled and of the pending buckets (those
+      // in that range: the others are in its scan), each range a scan of its own.
       const raw = [
         `${time} >= ${watermark}`,
-        covered ? `${time} < ${covered}` : null,
-        inBuckets(definition, pending),
-      ].filter((f): f is string => !!f);
+        ...(covered ? [`${time} < ${covered}`] : []),
+        ...pendingScans(definition, buckets, definition.coveredFrom),
+      ];
       sql =
         `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}\n` +
-        `UNION ALL ${aggregateOver(definition, source, raw.join(' OR '))}`;
+        `UNION ALL ${aggregateOverEach(definition, source, raw)}`;
     }
     context.views.set(definition.name, sql);
     return sql;
