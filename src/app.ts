@@ -186,14 +186,6 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         // Bounded, spilling to the scratch folder past it (sorts of a partition's rows, merges, rollup refreshes).
         memoryLimit: config.maintenanceMemoryLimit,
         tempDirectory: join(scratch.root, 'spill'),
-        // Memory DuckDB's allocator keeps after a task is handed back sooner: with its defaults (128 MiB per
-        // thread, no background thread) the server's peak RSS materializing 2 M log records was 1,030 MiB on a
-        // 384 MiB limit, 716-851 MiB with these.
-        startupSql: [
-          ...(engineOptions.startupSql ?? []),
-          "SET allocator_flush_threshold = '16MiB'",
-          'SET allocator_background_threads = true',
-        ],
         readableDirectories: [...(engineOptions.readableDirectories ?? []), scratch.root],
         nativeLogsPayloads: native ? scratch.root : undefined,
       },

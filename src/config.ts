@@ -167,9 +167,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /**
  * The maintenance engine's memory limit unless set: what it sorts and aggregates (a partition's rows ordered
  * by time, a merge of an hour of partitions) spills to disk past it, so that materializing millions of rows
- * keeps the server's memory bounded (issue 16: 2.8-3.4 GiB on DuckDB's default, 80% of the machine's memory).
+ * keeps the server's memory bounded (issue 16, 2 M log records as one partition: the server's peak RSS 2.6-3.5
+ * GiB on DuckDB's default, 80% of the machine's memory; 630-650 MiB at 256 MiB; 1.0-1.1 GiB at 384 MiB).
  */
-const maintenanceMemoryDefault = '384MiB';
+const maintenanceMemoryDefault = '256MiB';
 
 /**
  * A quarter of the query engine's memory limit (ORRERY_DUCKDB_MEMORY_LIMIT, else DuckDB's default of 80%
