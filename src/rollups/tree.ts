@@ -1,5 +1,6 @@
 // Small helpers over DuckDB's parse trees (json_serialize_sql): building expression nodes and
 // comparing expressions whatever their aliases, positions, qualifiers or letter case.
+import { propertyRead } from '../resources/index.js';
 
 export type Node = Record<string, unknown>;
 
@@ -103,8 +104,22 @@ export function normal(value: unknown, qualifiers: ReadonlySet<string>): unknown
   return out;
 }
 
+/**
+ * Every JSON property read by a constant key spelled one way (`->>`, json_extract_string, property_get:
+ * see propertyRead), so that the spellings of one read compare equal, as a stored column reads them.
+ */
+function oneSpelling(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(oneSpelling);
+  if (value === null || typeof value !== 'object') return value;
+  const read = propertyRead(value as Node);
+  if (read)
+    return { class: 'FUNCTION', function_name: 'json property', children: [oneSpelling(read.subject), read.key] };
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, oneSpelling(v)]));
+}
+
+/** A text equal for equal expressions (normal forms, a JSON property read however it is spelled). */
 export const key = (value: unknown, qualifiers: ReadonlySet<string>): string =>
-  JSON.stringify(normal(value, qualifiers));
+  JSON.stringify(normal(oneSpelling(value), qualifiers));
 
 /** A deep copy. */
 export const copy = <T>(value: T): T => structuredClone(value);

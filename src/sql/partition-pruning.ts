@@ -21,7 +21,6 @@ import {
   mayContain,
   mayHold,
   partitionStatistics,
-  propertyRead,
   searchedTrigrams,
   storedBy,
   type InstalledIndex,
@@ -651,19 +650,8 @@ export async function expressionTree(engine: DuckDBEngine, expression: string): 
   return parsedExpressions.get(expression)!;
 }
 
-/** Every JSON property read by a constant key spelled one way (see propertyRead): all read one stored column or index. */
-function sameSpelling(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sameSpelling);
-  if (value === null || typeof value !== 'object') return value;
-  const read = propertyRead(value as Node);
-  if (read)
-    return { class: 'FUNCTION', function_name: 'json property', children: [sameSpelling(read.subject), read.key] };
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, sameSpelling(v)]));
-}
-
 /** An expression as compared with an installed resource's (no alias or position, the table's qualifier dropped). */
-export const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string =>
-  expressionKey(sameSpelling(node), qualifiers);
+export const keyOf = (node: Node, qualifiers: ReadonlySet<string>): string => expressionKey(node, qualifiers);
 
 /**
  * Prunes the partitions of the view sets one statement reads and remembers what it skipped. One per
