@@ -52,6 +52,15 @@ export interface LogSender {
   holding(count: number): void;
 }
 
+/**
+ * How long a send waits for log_entries to show its records. A block's insert time is the start of the
+ * transaction inserting it: when its commit is seen more than ~1.5 s later (a loaded machine), the second
+ * pass over that second has already run without it, and the block waits for the minute pass, by design (see
+ * test/lakehouse/daemon-crash.test.ts): up to 125 s after its insert time (the pass covers [m - 120 s,
+ * m - 60 s) at 5 s past each minute m), plus the pass's own run. 30 s failed at a load average of 26.
+ */
+const materializedWithinMs = 160_000;
+
 /** A sender to `orrery`, counting log_entries as `admin` sees it. */
 export function logSender(orrery: InProcessOrrery, admin: TestFlightClient): LogSender {
   let sent = 0;
@@ -81,8 +90,15 @@ export function logSender(orrery: InProcessOrrery, admin: TestFlightClient): Log
         'the daemon materializing the records',
         () => scalar(admin, 'SELECT count(*) FROM log_entries'),
         (n) => n === sent,
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+        { timeoutMs: materializedWithinMs, intervalMs: 200 },
+      ).catch((error: unknown) => {
+        throw new Error(
+          `${(error as Error).message}\n--- the daemon's last lines:\n${orrery.lines.slice(-20).join('\n')}`,
+          {
+            cause: error,
+          },
+        );
+      });
     },
   };
 }
