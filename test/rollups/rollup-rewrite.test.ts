@@ -204,4 +204,36 @@ describe('queries read rollups (issue 14)', () => {
     await fixture.admin.query(`select set_rollup_retention('metrics_daily', NULL)`);
     assert.equal(await read(), 'metrics_daily');
   });
+  it('a statement sent again reads the window its clock bounds have now, also once they moved since its rewrite was kept', async () => {
+    // Rows over the last hours, in the hourly rollup.
+    await fixture.admin.query(
+      `INSERT INTO metrics SELECT now() - i * INTERVAL '10 minutes', 'a', 1 FROM range(0, 30) t(i)`,
+    );
+    await fixture.admin.query(`select snouttime.refresh_rollup('metrics_hourly')`);
+    // An hour boundary shifted to fall 4 s from now: date_trunc('hour', now() + X) moves then, whatever the time of day.
+    const flipAt = Math.ceil(Date.now() / 1000) * 1000 + 4000;
+    const shift = 3600 - ((flipAt / 1000) % 3600);
+    const hour = `date_trunc('hour', now()::TIMESTAMP + interval ${shift} second)`;
+    const sql = `select host, count(*) as n from metrics where ts >= ${hour} - interval 3 hour and ts < ${hour} group by host order by host`;
+    const read = async (): Promise<{ from: string; to: string | null } | undefined> => {
+      const level = (
+        provenanceOf(await fixture.reader.query(sql)) as {
+          resources: Array<{ rollup: { name: string; window: { from: string; to: string | null } } | null }>;
+        }
+      ).resources[0];
+      assert.equal(level.rollup?.name, 'metrics_hourly', sql);
+      return level.rollup?.window;
+    };
+    const to = (at: number): string =>
+      new Date(Math.floor((at + shift * 1000) / 3_600_000) * 3_600_000).toISOString().replace('.000Z', 'Z');
+    // Before the boundary: the first read rewrites, the next ones reuse the rewrite (its bounds evaluated ahead once).
+    const before = await read();
+    assert.equal(before?.to, to(flipAt - 1000));
+    while (Date.now() < flipAt - 1500) assert.deepEqual(await read(), before);
+    await new Promise((resolve) => setTimeout(resolve, flipAt + 500 - Date.now()));
+    // After it: the window an hour on, and the answer the raw rows give.
+    assert.equal((await read())?.to, to(flipAt + 500));
+    assert.notEqual(to(flipAt + 500), before?.to);
+    assert.deepEqual(await plainRows(fixture.reader, sql), await plainRows(fixture.reader, rawTwin(sql)));
+  });
 });
