@@ -356,25 +356,27 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       });
       closers.push({ name: 'the maintenance daemon', close: () => daemon!.close() });
       daemon.start();
-      if (maintenanceRollups) {
-        const jobs = new RefreshJobs(maintenanceRollups, metadata, log, (report) => {
-          metrics.rollupRefreshDuration.observe(
-            { rollup: report.rollup, outcome: report.failed ? 'failed' : 'ok' },
-            report.seconds,
-          );
-          if (!report.outcome) return;
-          metrics.rollupPendingBuckets.set({ rollup: report.rollup }, report.outcome.pendingBuckets);
-          const watermark = report.outcome.watermark;
-          if (watermark !== null && !/^-?\d+$/.test(watermark))
-            metrics.rollupLag.set(
-              { rollup: report.rollup },
-              (Date.now() - Date.parse(`${watermark.replace(' ', 'T')}Z`)) / 1000,
-            );
-        });
-        closers.push({ name: 'the rollup refresh jobs', close: () => jobs.close() });
-        jobs.start();
-      }
       log('info', 'maintenance daemon started');
+    }
+    // Every role runs the due refresh jobs, so a rollup made on a server with no daemon anywhere is refreshed
+    // at once and every minute; the rollup's lock and the job's due time, checked under it, share them out.
+    if (maintenanceRollups && config.rollupRefreshJobs) {
+      const jobs = new RefreshJobs(maintenanceRollups, metadata, log, (report) => {
+        metrics.rollupRefreshDuration.observe(
+          { rollup: report.rollup, outcome: report.failed ? 'failed' : 'ok' },
+          report.seconds,
+        );
+        if (!report.outcome) return;
+        metrics.rollupPendingBuckets.set({ rollup: report.rollup }, report.outcome.pendingBuckets);
+        const watermark = report.outcome.watermark;
+        if (watermark !== null && !/^-?\d+$/.test(watermark))
+          metrics.rollupLag.set(
+            { rollup: report.rollup },
+            (Date.now() - Date.parse(`${watermark.replace(' ', 'T')}Z`)) / 1000,
+          );
+      });
+      closers.push({ name: 'the rollup refresh jobs', close: () => jobs.close() });
+      jobs.start();
     }
     const http = new HttpServer({
       address: config.httpAddress,

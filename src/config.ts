@@ -51,6 +51,8 @@ export interface Config {
   readonly orphanGraceSeconds: number;
   /** ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: the raw rows a window off bucket boundaries must save to be read as rollup buckets plus raw edges. */
   readonly rollupRawEdgesMinRows: number;
+  /** ORRERY_ROLLUP_REFRESH_JOBS: whether this process runs the rollups' due refresh jobs (servers and daemons alike). */
+  readonly rollupRefreshJobs: boolean;
   readonly maxBodyBytes: number;
   /** ORRERY_INGEST_MAX_CONCURRENT, ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, ORRERY_INGEST_MEMORY_BYTES */
   /** ORRERY_SHUTDOWN_GRACE_SECONDS: how long SIGTERM lets OTLP requests and Flight streams under way finish. */
@@ -126,6 +128,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     orphanGraceSeconds: positiveInteger(env.ORRERY_ORPHAN_GRACE_SECONDS, 'ORRERY_ORPHAN_GRACE_SECONDS') ?? 21600,
     rollupRawEdgesMinRows:
       nonNegativeInteger(env.ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS, 'ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS') ?? 1_000_000,
+    rollupRefreshJobs:
+      (oneOf(env.ORRERY_ROLLUP_REFRESH_JOBS, ['on', 'off'], 'ORRERY_ROLLUP_REFRESH_JOBS') ?? 'on') === 'on',
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     shutdownGraceSeconds: nonNegativeSeconds(env.ORRERY_SHUTDOWN_GRACE_SECONDS, 'ORRERY_SHUTDOWN_GRACE_SECONDS') ?? 25,
     logFormat: oneOf(env.ORRERY_LOG_FORMAT, ['text', 'json'], 'ORRERY_LOG_FORMAT') ?? 'text',

@@ -15,10 +15,10 @@ const tickMs = 1000;
 const retrySeconds = 10;
 
 /**
- * Runs the rollups' refresh jobs (the maintenance daemon's): every due job in `rollup_jobs`, each
- * under its rollup's advisory lock, so several daemons share the jobs and a rollup refreshes once
- * at a time. The outcome is recorded on the job; a failure is kept (last_status, last_error) and
- * retried, never skipped.
+ * Runs the rollups' refresh jobs (every process's, servers and daemons alike): every due job in
+ * `rollup_jobs`, each under its rollup's advisory lock and checked due again under it, so several
+ * processes share the jobs and a rollup refreshes once per due time. The outcome is recorded on the
+ * job; a failure is kept (last_status, last_error) and retried, never skipped.
  */
 export class RefreshJobs {
   private timer: NodeJS.Timeout | undefined;
@@ -56,29 +56,39 @@ export class RefreshJobs {
       if (this.closed) return;
       const definition = definitions.get(target);
       if (!definition) continue;
-      const started = performance.now();
-      try {
-        const outcome = await this.rollups.tryRefresh(definition);
-        if (!outcome) continue; // another process refreshes it now
-        await this.metadata.query(
-          `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = 'ok', last_error = NULL
-            WHERE kind = 'refresh' AND target = $1`,
-          [target],
-        );
-        this.report({ rollup: target, seconds: (performance.now() - started) / 1000, outcome });
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        this.log('warn', `rollup ${target}: refresh failed (retried in ${retrySeconds} s)`, error);
-        this.report({ rollup: target, seconds: (performance.now() - started) / 1000, failed: true });
-        await this.metadata
-          .query(
-            `UPDATE rollup_jobs SET last_run = now(), last_status = 'failed', last_error = $2,
-               next_run = now() + LEAST(schedule, $3 * INTERVAL '1 second')
-             WHERE kind = 'refresh' AND target = $1`,
-            [target, message, retrySeconds],
-          )
-          .catch(() => {});
-      }
+      // Skipped while another process refreshes it: that one records the job.
+      await this.rollups.tryRefresh(definition, (refresh) => this.runHoldingLock(target, refresh));
+    }
+  }
+
+  /** One job, under its rollup's lock: run only if still due (another runner may have run it since the list). */
+  private async runHoldingLock(target: string, refresh: () => Promise<RefreshOutcome>): Promise<void> {
+    const { rows } = await this.metadata.query(
+      `SELECT 1 FROM rollup_jobs WHERE kind = 'refresh' AND target = $1 AND next_run <= now()`,
+      [target],
+    );
+    if (rows.length === 0) return;
+    const started = performance.now();
+    try {
+      const outcome = await refresh();
+      await this.metadata.query(
+        `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = 'ok', last_error = NULL
+          WHERE kind = 'refresh' AND target = $1`,
+        [target],
+      );
+      this.report({ rollup: target, seconds: (performance.now() - started) / 1000, outcome });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.log('warn', `rollup ${target}: refresh failed (retried in ${retrySeconds} s)`, error);
+      this.report({ rollup: target, seconds: (performance.now() - started) / 1000, failed: true });
+      await this.metadata
+        .query(
+          `UPDATE rollup_jobs SET last_run = now(), last_status = 'failed', last_error = $2,
+             next_run = now() + LEAST(schedule, $3 * INTERVAL '1 second')
+           WHERE kind = 'refresh' AND target = $1`,
+          [target, message, retrySeconds],
+        )
+        .catch(() => {});
     }
   }
 

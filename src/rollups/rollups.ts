@@ -787,9 +787,18 @@ export class Rollups {
     return this.holdingRefreshLock(definition, 'refresh_rollup', () => this.refreshHoldingLock(definition));
   }
 
-  /** Refreshes unless a refresh of the rollup runs already (anywhere): then undefined. */
-  tryRefresh(definition: RollupDefinition): Promise<RefreshOutcome | undefined> {
-    return this.metadata.locks.tryWhileHolding(refreshLock(definition), () => this.refreshHoldingLock(definition));
+  /**
+   * Runs a refresh job holding the rollup's lock, unless a refresh of it runs already (anywhere):
+   * then undefined. The job checks it is still due and records its outcome under the lock, so two
+   * runners that both found it due never refresh it twice.
+   */
+  tryRefresh<T>(
+    definition: RollupDefinition,
+    job: (refresh: () => Promise<RefreshOutcome>) => Promise<T>,
+  ): Promise<T | undefined> {
+    return this.metadata.locks.tryWhileHolding(refreshLock(definition), () =>
+      job(() => this.refreshHoldingLock(definition)),
+    );
   }
 
   private async refreshHoldingLock(definition: RollupDefinition): Promise<RefreshOutcome> {

@@ -11,7 +11,7 @@ import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { EmbeddedPostgres } from '../../src/metadata/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
-import { adminKey } from '../support/orrery-process.js';
+import { adminKey, servedByTheTest } from '../support/orrery-process.js';
 import { runnerS3, s3LakeEnv } from '../support/s3-server.js';
 
 export { sleep };
@@ -105,6 +105,7 @@ export async function startRole(role: Role, env: Record<string, string>): Promis
     ORRERY_FLIGHT_SQL_ADDR: '127.0.0.1:0',
     ORRERY_HTTP_ADDR: '127.0.0.1:0',
     ORRERY_DATA_DIR: dataDir,
+    ...servedByTheTest(role),
     ...env,
   });
   let orrery: Orrery;

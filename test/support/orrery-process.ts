@@ -10,6 +10,13 @@ import { runnerS3, s3LakeEnv } from './s3-server.js';
 export const adminKey = { name: 'admin', key: 'admin-key-0123' };
 export const readerKey = { name: 'reader', key: 'reader-key-0123' };
 
+/**
+ * A suite's `serve` runs no refresh jobs unless it asks: its rollups are refreshed when the test says,
+ * so what a read or a refresh does is the test's to predict (test/rollups/serve-refresh-jobs runs them).
+ */
+export const servedByTheTest = (role: Role): Record<string, string> =>
+  role === 'serve' ? { ORRERY_ROLLUP_REFRESH_JOBS: 'off' } : {};
+
 /** Starts Orrery in this process on free ports with a temporary data folder (no daemon unless asked). */
 export async function startTestOrrery(
   env: Record<string, string> = {},
@@ -26,6 +33,7 @@ export async function startTestOrrery(
     ...(process.env.ORRERY_NATIVE ? { ORRERY_NATIVE: process.env.ORRERY_NATIVE } : {}),
     // ... and the lakehouse suites once more on an S3 server (ORRERY_TEST_S3).
     ...(runnerS3() ? s3LakeEnv(runnerS3()!) : {}),
+    ...servedByTheTest(role),
     ...env,
   });
   const orrery = await startOrrery(config, () => {}, role);

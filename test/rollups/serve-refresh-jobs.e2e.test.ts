@@ -1,0 +1,85 @@
+// Issue 17 item 6 and the spec's "a refresh job for the rollup starts at once and runs every minute": a real
+// `orrery serve` process with no maintenance daemon anywhere runs its rollups' refresh jobs. A rollup created
+// there gets its first refresh within seconds (the job's last_run and last_status in Postgres), and its
+// closed buckets are then read from the materialized table.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  adminAndTeams,
+  clientFor,
+  plainRows,
+  pollUntil,
+  sharedEnv,
+  startServeChild,
+  startTestPostgres,
+  type OrreryChild,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+
+const [admin] = adminAndTeams('serve-jobs');
+
+describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { timeout: 180_000 }, () => {
+  let postgres: TestPostgres;
+  const lakeDir = mkdtempSync(join(tmpdir(), 'orrery-serve-jobs-lake-'));
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-serve-jobs-data-'));
+  let serve: OrreryChild | undefined;
+
+  before(async () => {
+    postgres = await startTestPostgres();
+  });
+  after(async () => {
+    await serve?.stop();
+    await postgres?.close();
+    for (const d of [lakeDir, dataDir]) rmSync(d, { recursive: true, force: true });
+  });
+
+  it("a rollup created on a serve process gets its first refresh within seconds: the job's last_run and last_status", async () => {
+    const env = {
+      ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
+      ORRERY_DATA_DIR: dataDir,
+    };
+    const started = await startServeChild(env);
+    serve = started.child;
+    const client = clientFor(started.port, admin);
+    try {
+      await client.updateCount(
+        `CREATE TABLE readings (ts TIMESTAMPTZ, host VARCHAR, v DOUBLE) WITH (time_column = 'ts')`,
+      );
+      // Two closed hours of 2024: a refresh materializes both, whatever the time of day the test runs at.
+      await client.updateCount(
+        `INSERT INTO readings VALUES ('2024-01-01 00:10:00+00', 'a', 1.0), ('2024-01-01 01:20:00+00', 'a', 2.0)`,
+      );
+      await client.query(
+        `select snouttime.create_rollup('readings_hourly', 'readings', interval '1 hour',
+          select_list => 'host, count(*) as n, sum(v) as v_sum', group_by => 'host')`,
+      );
+      const [job] = await pollUntil(
+        'the first run of the refresh job, with no daemon',
+        async () =>
+          (
+            await postgres.pool.query<{ ran: boolean; last_status: string | null; last_error: string | null }>(
+              `SELECT last_run IS NOT NULL AS ran, last_status, last_error, next_run > last_run AS rescheduled
+                 FROM rollup_jobs WHERE kind = 'refresh' AND target = 'readings_hourly'`,
+            )
+          ).rows,
+        (rows) => rows[0]?.ran === true,
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      assert.deepEqual(job, { ran: true, last_status: 'ok', last_error: null, rescheduled: true });
+      assert.ok(serve.running, serve.tail());
+      // The refresh stored the closed buckets: the rollup's materialized table holds both hours.
+      assert.deepEqual(
+        await plainRows(client, `SELECT bucket, host, n, v_sum FROM readings_hourly_materialized ORDER BY bucket`),
+        [
+          { bucket: Date.parse('2024-01-01T00:00:00Z'), host: 'a', n: 1, v_sum: 1 },
+          { bucket: Date.parse('2024-01-01T01:00:00Z'), host: 'a', n: 1, v_sum: 2 },
+        ],
+      );
+    } finally {
+      client.close();
+    }
+  });
+});
