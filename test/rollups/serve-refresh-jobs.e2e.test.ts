@@ -1,7 +1,8 @@
 // Issue 17 item 6 and the spec's "a refresh job for the rollup starts at once and runs every minute": a real
 // `orrery serve` process with no maintenance daemon anywhere runs its rollups' refresh jobs. A rollup created
 // there gets its first refresh within seconds (the job's last_run and last_status in Postgres), and its
-// closed buckets are then read from the materialized table.
+// closed buckets are then read from the materialized table. With a second server on the same Postgres,
+// both run jobs and a new rollup's first run happens once (their refresh counts in /metrics add up to 1).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import {
   plainRows,
   pollUntil,
   sharedEnv,
+  sleep,
   startServeChild,
   startTestPostgres,
   type OrreryChild,
@@ -25,19 +27,47 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
   let postgres: TestPostgres;
   const lakeDir = mkdtempSync(join(tmpdir(), 'orrery-serve-jobs-lake-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-serve-jobs-data-'));
+  const dataDirB = mkdtempSync(join(tmpdir(), 'orrery-serve-jobs-data-b-'));
   let serve: OrreryChild | undefined;
+  let serveB: OrreryChild | undefined;
+  let env: Record<string, string> = {};
+
+  /** How many refresh jobs of `rollup` a server ran, by its /metrics. */
+  const refreshesOn = async (child: OrreryChild, rollup: string): Promise<number> => {
+    const line = child.output.find((l) => /HTTP \(OTLP.*listening on/.test(l))!;
+    const httpPort = /:(\d+)\s*$/.exec(line)![1];
+    const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    return text
+      .split('\n')
+      .filter((l) => l.startsWith('orrery_rollup_refresh_duration_seconds_count{') && l.includes(`rollup="${rollup}"`))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+  };
+  const firstRun = (rollup: string) =>
+    pollUntil(
+      `the first run of ${rollup}'s refresh job, with no daemon`,
+      async () =>
+        (
+          await postgres.pool.query<{ ran: boolean; last_status: string | null; last_error: string | null }>(
+            `SELECT last_run IS NOT NULL AS ran, last_status, last_error, next_run > last_run AS rescheduled
+               FROM rollup_jobs WHERE kind = 'refresh' AND target = $1`,
+            [rollup],
+          )
+        ).rows,
+      (rows) => rows[0]?.ran === true,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
 
   before(async () => {
     postgres = await startTestPostgres();
   });
   after(async () => {
-    await serve?.stop();
+    await Promise.all([serve?.stop(), serveB?.stop()]);
     await postgres?.close();
-    for (const d of [lakeDir, dataDir]) rmSync(d, { recursive: true, force: true });
+    for (const d of [lakeDir, dataDir, dataDirB]) rmSync(d, { recursive: true, force: true });
   });
 
   it("a rollup created on a serve process gets its first refresh within seconds: the job's last_run and last_status", async () => {
-    const env = {
+    env = {
       ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
       ORRERY_DATA_DIR: dataDir,
     };
@@ -56,18 +86,7 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
         `select snouttime.create_rollup('readings_hourly', 'readings', interval '1 hour',
           select_list => 'host, count(*) as n, sum(v) as v_sum', group_by => 'host')`,
       );
-      const [job] = await pollUntil(
-        'the first run of the refresh job, with no daemon',
-        async () =>
-          (
-            await postgres.pool.query<{ ran: boolean; last_status: string | null; last_error: string | null }>(
-              `SELECT last_run IS NOT NULL AS ran, last_status, last_error, next_run > last_run AS rescheduled
-                 FROM rollup_jobs WHERE kind = 'refresh' AND target = 'readings_hourly'`,
-            )
-          ).rows,
-        (rows) => rows[0]?.ran === true,
-        { timeoutMs: 30_000, intervalMs: 200 },
-      );
+      const [job] = await firstRun('readings_hourly');
       assert.deepEqual(job, { ran: true, last_status: 'ok', last_error: null, rescheduled: true });
       assert.ok(serve.running, serve.tail());
       // The refresh stored the closed buckets: the rollup's materialized table holds both hours.
@@ -78,6 +97,27 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
           { bucket: Date.parse('2024-01-01T01:00:00Z'), host: 'a', n: 1, v_sum: 2 },
         ],
       );
+    } finally {
+      client.close();
+    }
+  });
+
+  it('two servers on one Postgres: a new rollup made on one is refreshed once for its first run, not by both', async () => {
+    const started = await startServeChild({ ...env, ORRERY_DATA_DIR: dataDirB });
+    serveB = started.child;
+    const client = clientFor(started.port, admin);
+    try {
+      await client.query(
+        `select snouttime.create_rollup('readings_daily', 'readings', interval '1 day',
+          select_list => 'host, count(*) as n', group_by => 'host')`,
+      );
+      const [job] = await firstRun('readings_daily');
+      assert.deepEqual(job, { ran: true, last_status: 'ok', last_error: null, rescheduled: true });
+      // Both servers look every second; the next run is a minute away, so any second run would be double work.
+      await sleep(3000);
+      const counts = [await refreshesOn(serve!, 'readings_daily'), await refreshesOn(serveB, 'readings_daily')];
+      assert.equal(counts[0] + counts[1], 1, `refresh runs by server A and B: ${counts.join(', ')}`);
+      assert.ok(serve!.running && serveB.running);
     } finally {
       client.close();
     }
