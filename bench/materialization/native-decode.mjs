@@ -14,18 +14,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { brotliCompressSync, constants } from 'node:zlib';
-import { buildTemplates, makeBody } from '../ingestion/bodies.mjs';
+import { arg, storedPayloads } from './payloads.mjs';
 
 const root = new URL('../..', import.meta.url).pathname;
 const { DuckDBEngine, nativeLogsPayloads } = await import(`${root}/dist/src/engine/index.js`);
 const { payloadLines } = await import(`${root}/dist/src/ingestion/index.js`);
 const { payloadRows, quoteLiteral } = await import(`${root}/dist/src/views/index.js`);
 
-const arg = (name, fallback) => {
-  const at = process.argv.indexOf(`--${name}`);
-  return at > 0 ? Number(process.argv[at + 1]) : fallback;
-};
 const payloads = arg('payloads', 500);
 const batch = arg('records', 1000);
 const repeats = arg('repeats', 3);
@@ -34,15 +29,9 @@ const threads = arg('threads', 2);
 const dir = mkdtempSync(join(tmpdir(), 'orrery-native-decode-'));
 const engine = await DuckDBEngine.create({ readableDirectories: [dir], nativeLogsPayloads: dir, threads });
 try {
-  const templates = buildTemplates(8, 4, batch);
-  const stored = [];
+  const stored = storedPayloads(payloads, batch, 'decode');
   const lines = [];
   for (let n = 0; n < payloads; n++) {
-    const { body } = makeBody(templates, n, 'decode', batch);
-    const compressed = brotliCompressSync(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 0, [constants.BROTLI_PARAM_LGWIN]: 18 },
-    });
-    stored.push(Buffer.concat([Buffer.from([0xce]), compressed]));
     const path = join(dir, `lines-${n}.jsonl`);
     writeFileSync(path, payloadLines(stored[n]));
     lines.push(path);
