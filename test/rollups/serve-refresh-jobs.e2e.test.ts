@@ -3,6 +3,7 @@
 // there gets its first refresh within seconds (the job's last_run and last_status in Postgres), and its
 // closed buckets are then read from the materialized table. With a second server on the same Postgres,
 // both run jobs and a new rollup's first run happens once (their refresh counts in /metrics add up to 1).
+// A refresh that fails is recorded on its job (last_status, last_error) and retried until it succeeds.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,7 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
   const dataDirB = mkdtempSync(join(tmpdir(), 'orrery-serve-jobs-data-b-'));
   let serve: OrreryChild | undefined;
   let serveB: OrreryChild | undefined;
+  let portA = 0;
   let env: Record<string, string> = {};
 
   /** How many refresh jobs of `rollup` a server ran, by its /metrics. */
@@ -73,6 +75,7 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
     };
     const started = await startServeChild(env);
     serve = started.child;
+    portA = started.port;
     const client = clientFor(started.port, admin);
     try {
       await client.updateCount(
@@ -118,6 +121,42 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
       const counts = [await refreshesOn(serve!, 'readings_daily'), await refreshesOn(serveB, 'readings_daily')];
       assert.equal(counts[0] + counts[1], 1, `refresh runs by server A and B: ${counts.join(', ')}`);
       assert.ok(serve!.running && serveB.running);
+    } finally {
+      client.close();
+    }
+  });
+  it('a failing refresh is recorded on its job and retried until it succeeds', async () => {
+    const client = clientFor(portA, admin);
+    try {
+      await client.updateCount(`CREATE TABLE codes (ts TIMESTAMPTZ, code VARCHAR) WITH (time_column = 'ts')`);
+      // A code that is not a number makes every aggregation of its hour fail, the refresh's included.
+      await client.updateCount(
+        `INSERT INTO codes VALUES ('2024-01-01 00:10:00+00', '7'), ('2024-01-01 00:20:00+00', 'x')`,
+      );
+      await client.query(
+        `select snouttime.create_rollup('codes_hourly', 'codes', interval '1 hour',
+          select_list => 'sum(CAST(code AS INTEGER)) as total')`,
+      );
+      const [failed] = await firstRun('codes_hourly');
+      assert.equal(failed.last_status, 'failed');
+      assert.match(String(failed.last_error), /Could not convert|Conversion/i);
+      // Once the row is corrected, the retry (within 10 s, not a minute) succeeds.
+      await client.updateCount(`UPDATE codes SET code = '8' WHERE code = 'x'`);
+      await pollUntil(
+        'the retried refresh',
+        async () =>
+          (
+            await postgres.pool.query<{ last_status: string | null }>(
+              `SELECT last_status FROM rollup_jobs WHERE kind = 'refresh' AND target = 'codes_hourly'`,
+            )
+          ).rows[0]?.last_status,
+        (status) => status === 'ok',
+        { timeoutMs: 30_000, intervalMs: 200 },
+      );
+      assert.deepEqual(
+        await plainRows(client, `SELECT CAST(total AS INTEGER) AS total FROM codes_hourly_materialized`),
+        [{ total: 15 }],
+      );
     } finally {
       client.close();
     }
