@@ -7,6 +7,7 @@ import { authenticate, deadlineMillis, headerMap, makeContext, readCredentials }
 import { runAction, supportedActions } from './actions.js';
 import { commandInfo, commandSchema, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
+import { coalesceWrites } from './coalesced-writes.js';
 import { FlightSessions } from './sessions.js';
 import { flightErrors, invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
@@ -158,10 +159,9 @@ export class FlightSqlServer<P> {
 
   /**
    * Streams a result: the schema message first (also for zero rows), then each batch, with backpressure.
-   * The schema is written once the first batch (or the end) is there: Node's HTTP/2 session sends
-   * what a call writes within one turn of the event loop in one socket write, so a small result's
-   * headers, schema, batch and trailers reach the client together rather than in three writes
-   * (each one a system call here and a wake-up of the client).
+   * The schema is written once the first batch (or the end) is there, and with it in one socket
+   * write (coalesceWrites: grpc-js alone writes each message after the previous one's socket write);
+   * the trailers follow in a second write once that one has called back.
    */
   private async stream(call: grpc.ServerWritableStream<unknown, unknown>, result: QueryResult): Promise<void> {
     const iterator = result.batches[Symbol.asyncIterator]();
@@ -174,12 +174,17 @@ export class FlightSqlServer<P> {
     };
     try {
       const first = await iterator.next();
+      // The schema and the message after it (the first batch, or its first dictionary) leave in one socket write.
+      let corked = coalesceWrites(call);
+      if (corked) call.cork();
       if (!(await send(encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 })))) return;
       const sentDictionaries = new Map<number, Data>();
       for (let next = first; !next.done; next = await iterator.next()) {
         for (const piece of splitBatch(next.value, this.maxSendBytes - 64 * 1024)) {
           for (const message of recordBatchMessages(piece, sentDictionaries)) {
             if (!(await send(encodeFlightData(message)))) return;
+            if (corked) call.uncork();
+            corked = false;
           }
         }
       }
