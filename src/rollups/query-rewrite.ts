@@ -3,7 +3,7 @@ import type { SeriesTable } from '../tables/index.js';
 import {
   approximateWidth,
   ceilBoundary,
-  divides,
+  day,
   floorBoundary,
   instantText,
   intervalParts,
@@ -14,6 +14,15 @@ import {
   type Ladder,
 } from './calendar.js';
 import type { StoredColumns } from './stored-columns.js';
+import {
+  answersBucket,
+  bucketsOnGrid,
+  comparedAs,
+  gridOf,
+  threshold,
+  timeExpression,
+  type TimeExpression,
+} from './window-bounds.js';
 import {
   call,
   cast,
@@ -137,7 +146,11 @@ class Skip extends Error {
 
 interface Bound {
   readonly op: 'ge' | 'gt' | 'lt' | 'le' | 'eq';
+  /** The instant the conjunct compares with, as written. */
   readonly nanos: bigint;
+  /** The first value of the time column the bound keeps (lower) or leaves out (upper): see window-bounds.ts. */
+  readonly side: 'lower' | 'upper';
+  readonly at: bigint;
   readonly conjunct: Node;
 }
 
@@ -151,11 +164,13 @@ interface Level {
   readonly aliases: ReadonlySet<string>;
   readonly time: string;
   readonly timeType: Node;
+  /** The step between the time column's values (ns). */
+  readonly grid: bigint;
   readonly bounds: readonly Bound[];
   /** WHERE conjuncts other than the window's. */
   readonly filters: readonly Node[];
-  /** Bucket calls over the time column, by key: their ladder, or why not understood. */
-  readonly buckets: ReadonlyMap<string, Ladder | string>;
+  /** Bucket calls over the time column, by key: their ladder and the step of the values they bucket, or why not understood. */
+  readonly buckets: ReadonlyMap<string, { readonly ladder: Ladder; readonly grid: bigint } | string>;
 }
 
 interface Rewritten {
@@ -289,8 +304,8 @@ export async function rewriteOntoRollups(
     Object.assign(parsed, chosen.node);
     read.add(chosen.target.name);
     if (written) storedColumnsUnread.push(table.name);
-    const lower = level.bounds.filter((b) => b.op === 'ge' || b.op === 'gt').map((b) => b.nanos);
-    const upper = level.bounds.filter((b) => b.op === 'lt' || b.op === 'le').map((b) => b.nanos);
+    const lower = level.bounds.filter((b) => b.side === 'lower').map((b) => b.at);
+    const upper = level.bounds.filter((b) => b.side === 'upper').map((b) => b.at);
     const max = (values: bigint[]): bigint => values.reduce((a, b) => (a > b ? a : b));
     const min = (values: bigint[]): bigint => values.reduce((a, b) => (a < b ? a : b));
     (entry as { rollup: RollupRead | null }).rollup = {
@@ -441,10 +456,12 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
   const time = table.timeColumn.toLowerCase();
   const timeColumnType = table.columns.find((c) => c.name.toLowerCase() === time)!.type;
   const [timeType, nanosType] = await castTypes(input.engine, [timeColumnType, 'TIMESTAMP_NS']);
+  const grid = gridOf(timeColumnType);
   const isTime = (n: Node): boolean => columnName(n, qualifiers) === time;
+  const over = (n: Node): TimeExpression | null => timeExpression(n, isTime, timeType, grid);
 
-  // The window: conjuncts comparing the time column with a constant.
-  const candidates: Array<{ op: Bound['op']; value: Node; conjunct: Node }> = [];
+  // The window: conjuncts comparing the time column, or a cast of it, with a constant.
+  const candidates: Array<{ op: Bound['op']; value: Node; conjunct: Node; time: TimeExpression }> = [];
   const filters: Node[] = [];
   const flip = { ge: 'le', gt: 'lt', lt: 'gt', le: 'ge', eq: 'eq' } as const;
   const ops: Record<string, Bound['op']> = {
@@ -457,46 +474,73 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
   for (const conjunct of conjuncts(node.where_clause as Node | null)) {
     const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
     const [left, right] = [conjunct.left as Node, conjunct.right as Node];
-    if (op && isTime(left) && isConstant(right)) candidates.push({ op, value: right, conjunct });
-    else if (op && isTime(right) && isConstant(left)) candidates.push({ op: flip[op], value: left, conjunct });
+    const [leftTime, rightTime, between] = [left, right, conjunct.input as Node].map((n) => n && over(n));
+    if (op && leftTime && isConstant(right)) candidates.push({ op, value: right, conjunct, time: leftTime });
+    else if (op && rightTime && isConstant(left))
+      candidates.push({ op: flip[op], value: left, conjunct, time: rightTime });
     else if (
       conjunct.class === 'BETWEEN' &&
-      isTime(conjunct.input as Node) &&
+      between &&
       isConstant(conjunct.lower as Node) &&
       isConstant(conjunct.upper as Node)
     ) {
-      candidates.push({ op: 'ge', value: conjunct.lower as Node, conjunct });
-      candidates.push({ op: 'le', value: conjunct.upper as Node, conjunct });
+      candidates.push({ op: 'ge', value: conjunct.lower as Node, conjunct, time: between });
+      candidates.push({ op: 'le', value: conjunct.upper as Node, conjunct, time: between });
     } else filters.push(conjunct);
   }
+  // The instant each compares with: a string cast to the compared type, another instant as it is.
+  // One of unknown type is read as a string where that is the same (a column of microseconds or
+  // finer); otherwise the level reads raw.
+  const compared = candidates.map((c) => {
+    const as = comparedAs(c.value);
+    if (as === null && c.time.grid > 1000n)
+      throw new Skip(`a bound of the window on ${time} is neither a string nor an instant`);
+    return as === 'instant' ? cast(c.value, nanosType) : cast(cast(c.value, c.time.type), nanosType);
+  });
   let values: Array<string | null>;
   try {
-    values = await input.engine.constantTexts(candidates.map((c) => cast(cast(c.value, timeType), nanosType)));
+    values = await input.engine.constantTexts(compared);
   } catch {
     throw new Skip(`a bound of the window on ${time} is not a constant instant`);
   }
-  const bounds = candidates.map((c, i) => {
+  const bounds = candidates.flatMap((c, i): Bound[] => {
     const nanos = values[i] === null ? null : timestampNanos(values[i]!);
     if (nanos === null) throw new Skip(`a bound of the window on ${time} is not an instant`);
-    return { op: c.op, nanos, conjunct: c.conjunct };
+    const { op, conjunct } = c;
+    const g = c.time.grid;
+    if (op === 'eq') {
+      // [value, value + step) when the value is one the expression takes; else an instant, read raw.
+      const end = threshold('le', nanos, g);
+      const on = end - g === nanos;
+      return [
+        { op, nanos, side: 'lower', at: nanos, conjunct },
+        { op, nanos, side: 'upper', at: on ? end : nanos, conjunct },
+      ];
+    }
+    const side = op === 'ge' || op === 'gt' ? 'lower' : 'upper';
+    return [{ op, nanos, side, at: threshold(op, nanos, g), conjunct }];
   });
-  if (!bounds.some((b) => b.op === 'ge' || b.op === 'gt' || b.op === 'eq'))
-    throw new Skip(`the level has no window: no lower bound on ${time}`);
+  if (!bounds.some((b) => b.side === 'lower')) throw new Skip(`the level has no window: no lower bound on ${time}`);
 
   // Bucket calls over the time column, their constant arguments evaluated once.
   const calls: Node[] = [];
   expressions(parts, (n) => {
+    if (isDayCast(n, isTime)) calls.push(n);
     if (n.class !== 'FUNCTION' || !bucketFunctions.has(String(n.function_name).toLowerCase())) return;
     const children = n.children as Node[];
-    const source = children[1];
-    const over = source && (isTime(source) || (source.class === 'CAST' && isTime(source.child as Node)));
-    if (over) calls.push(n);
+    const source = children[1] && over(children[1]);
+    if (source) calls.push(n);
   });
-  const buckets = new Map<string, Ladder | string>();
+  const buckets = new Map<string, { ladder: Ladder; grid: bigint } | string>();
   for (const n of calls) {
     const k = key(n, qualifiers);
     if (buckets.has(k)) continue;
-    buckets.set(k, await ladderOf(n, input.engine, nanosType));
+    if (n.class === 'CAST') {
+      buckets.set(k, { ladder: { kind: 'fixed', width: day, origin: 0n }, grid });
+      continue;
+    }
+    const ladder = await ladderOf(n, input.engine, nanosType);
+    buckets.set(k, typeof ladder === 'string' ? ladder : { ladder, grid: over((n.children as Node[])[1])!.grid });
   }
   return {
     node,
@@ -507,11 +551,16 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     aliases: new Set((node.select_list as Node[]).map((i) => String(i.alias).toLowerCase()).filter((a) => a !== '')),
     time,
     timeType,
+    grid,
     bounds,
     filters,
     buckets,
   };
 }
+
+/** A cast of the time column to DATE: its day, in UTC. */
+const isDayCast = (n: Node, isTime: (n: Node) => boolean): boolean =>
+  n.class === 'CAST' && n.try_cast !== true && String((n.cast_type as Node).id) === 'DATE' && isTime(n.child as Node);
 
 /** The bucket boundaries of a bucket call over the time column, or why they are not understood. */
 async function ladderOf(n: Node, engine: DuckDBEngine, nanosType: Node): Promise<Ladder | string> {
@@ -557,6 +606,8 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   const parts = intervalParts(target.grain);
   const ladder = parts && timeBucketLadder(parts);
   if (!ladder) throw new Skip('the rollup grain is not understood');
+  if (!bucketsOnGrid(ladder, level.grid))
+    throw new Skip(`the rollup's ${target.grain} buckets do not start on values of ${level.time}`);
   const edges = windowOf(level, target, ladder);
   const casts: Rewritten['casts'] = [];
   const { qualifiers } = level;
@@ -583,12 +634,13 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
       // The node itself, not a copy: its cast is filled in once the rollup is chosen.
       return Object.assign(aggregate(n), { alias: n.alias });
     }
-    if (n.class === 'FUNCTION') {
+    if (n.class === 'FUNCTION' || n.class === 'CAST') {
       const ladderOrReason = level.buckets.get(key(n, qualifiers));
       if (typeof ladderOrReason === 'string') throw new Skip(ladderOrReason, n);
       if (ladderOrReason) {
-        if (!divides(ladder, ladderOrReason))
+        if (!answersBucket(ladder, ladderOrReason.ladder, ladderOrReason.grid))
           throw new Skip(`grain ${target.grain} does not divide the query's bucket {}`, n);
+        if (n.class === 'CAST') return { ...n, child: bucket };
         const children = (n.children as Node[]).map((c, i) => {
           if (i !== 1) return c;
           return c.class === 'CAST' ? { ...c, child: bucket } : bucket;
@@ -680,8 +732,12 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     ? []
     : [...new Set(level.bounds.map((b) => b.conjunct))].map((conjunct) => {
         const c = copy(conjunct);
-        for (const side of ['left', 'right', 'input'] as const)
-          if (c[side] && columnName(c[side] as Node, qualifiers) === level.time) c[side] = bucket;
+        for (const side of ['left', 'right', 'input'] as const) {
+          const n = c[side] as Node | undefined;
+          if (n && columnName(n, qualifiers) === level.time) c[side] = bucket;
+          else if (n?.class === 'CAST' && columnName(n.child as Node, qualifiers) === level.time)
+            c[side] = { ...n, child: bucket };
+        }
         return c;
       });
   const rewritten: Node = {
@@ -735,10 +791,10 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
     if (bound.op === 'eq') return `${level.time} = ${at} is an instant`;
     return `${at} is not on a ${target.grain} bucket boundary`;
   };
-  const aligned = (b: Bound): boolean => (b.op === 'ge' || b.op === 'lt') && onBoundary(ladder, b.nanos);
+  const aligned = (b: Bound): boolean => onBoundary(ladder, b.at);
   const unaligned = level.bounds.filter((b) => !aligned(b));
-  const lowers = level.bounds.filter((b) => b.op === 'ge' || b.op === 'gt');
-  const uppers = level.bounds.filter((b) => b.op === 'lt' || b.op === 'le');
+  const lowers = level.bounds.filter((b) => b.side === 'lower');
+  const uppers = level.bounds.filter((b) => b.side === 'upper');
   const covered = (from: bigint): void => {
     if (target.coveredFrom !== null && from < target.coveredFrom)
       throw new Skip(
@@ -750,7 +806,7 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
       );
   };
   if (unaligned.length === 0) {
-    for (const b of lowers) covered(b.nanos);
+    for (const b of lowers) covered(b.at);
     return null;
   }
   const reason = `window not aligned: ${notAligned(unaligned[0])}`;
@@ -758,11 +814,11 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
   if (lowers.length !== 1 || uppers.length > 1 || level.bounds.some((b) => b.op === 'eq')) throw new Skip(reason);
   const [lower] = lowers;
   const [upper] = uppers;
-  const from = ceilBoundary(ladder, lower.op === 'gt' ? lower.nanos + 1n : lower.nanos);
+  const from = ceilBoundary(ladder, lower.at);
   // A window open at its end reads the rollup's buckets up to the watermark and the rows after it
   // in the same scan of the table as its start's edge (the rollup's view would scan it again).
   const tail = !upper && target.watermark !== null && target.watermark > from;
-  const to = upper ? floorBoundary(ladder, upper.nanos) : tail ? target.watermark : null;
+  const to = upper ? floorBoundary(ladder, upper.at) : tail ? target.watermark : null;
   if (to !== null && from >= to) throw new Skip(`${reason}, and the window holds no whole ${target.grain} bucket`);
   covered(from);
   return {
@@ -842,12 +898,12 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
   const ends = [
     ...(edges.lower
       ? [
-          `__orrery_lower_edge AND ${time} >= ${literal(edges.lower.nanos - (((edges.lower.nanos % micros) + micros) % micros))} AND ${time} < ${literal(edges.from)}`,
+          `__orrery_lower_edge AND ${time} >= ${literal(edges.lower.at - (((edges.lower.at % micros) + micros) % micros))} AND ${time} < ${literal(edges.from)}`,
         ]
       : []),
     ...(edges.upper
       ? [
-          `__orrery_upper_edge AND ${time} >= ${literal(edges.to!)} AND ${time} < ${literal(edges.upper.nanos + micros - (((edges.upper.nanos % micros) + micros) % micros))}`,
+          `__orrery_upper_edge AND ${time} >= ${literal(edges.to!)} AND ${time} < ${literal(edges.upper.at + micros - (((edges.upper.at % micros) + micros) % micros))}`,
         ]
       : []),
     ...(edges.tail ? [`${time} >= ${literal(edges.to!)}`] : []),
