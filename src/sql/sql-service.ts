@@ -121,6 +121,12 @@ const columnsListingColumns = [
   ['interval_type', 'VARCHAR'],
 ] as const;
 
+/** The table functions a key that is not an admin may call (a set built once: each reader statement is checked against it). */
+const readerTableFunctions: ReadonlySet<string> = new Set([
+  ...orreryFunctionNames('table'),
+  ...compatibilityTableFunctions,
+]);
+
 /** The rows every admin procedure streams: when, and what happened. */
 const progressSchema = new Schema([
   new Field('time', new TimestampNanosecond('UTC'), false),
@@ -859,8 +865,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const name = relation.name.toLowerCase();
       return (await tables).some((t) => t.schema === 'main' && t.name.toLowerCase() === name);
     };
-    const tableFunctions = new Set([...orreryFunctionNames('table'), ...compatibilityTableFunctions]);
-    return { tableFunctions, functions, readable };
+    return { tableFunctions: readerTableFunctions, functions, readable };
   }
 
   /** What a key that is not an admin may read: no admin functions, nothing outside the view sets and series tables. */
