@@ -186,8 +186,10 @@ export class HeldStatement {
     private readonly gone: (held: HeldStatement) => void,
     /** The text to keep the statement under after its run (KeptStatements), if it may be. */
     keepAs?: string,
+    /** What is known of it already (kept with it after its run). */
+    known?: Known,
   ) {
-    this.parts = { lease, prepared, inTransaction, keepAs };
+    this.parts = { lease, prepared, inTransaction, keepAs, known };
     this.timer = setTimeout(() => this.close(), holdMs);
     this.timer.unref();
   }
@@ -221,6 +223,13 @@ interface HeldParts {
   /** Prepared in a transaction of its own, which the run (or close) ends. */
   readonly inTransaction: boolean;
   readonly keepAs?: string;
+  readonly known?: Known;
+}
+
+/** What is known of a held statement without asking DuckDB again (see KeptStatement). */
+interface Known {
+  description?: StatementDescription;
+  columnTypes?: DuckDBType[] | null;
 }
 
 /**
@@ -385,17 +394,19 @@ export class DuckDBEngine {
       // A connection whose transaction is left open never goes back to the pool: every failure below closes it.
       if (inTransaction) await lease.connection.run('BEGIN TRANSACTION');
       const keepAs = keep && !inTransaction && lease.setupKey !== undefined ? sql : undefined;
-      prepared =
-        (keepAs !== undefined ? this.kept.take(lease.connection, lease.setupKey!, keepAs) : undefined) ??
-        (await prepare(lease.connection, sql));
-      const description = describePrepared(prepared, typeOptions);
+      const kept = keepAs !== undefined ? this.kept.take(lease.connection, lease.setupKey!, keepAs) : undefined;
+      prepared = kept?.prepared ?? (await prepare(lease.connection, sql));
+      // Dictionaries are numbered per statement: such a description is made for this statement alone.
+      const shared = !typeOptions.dictionaryIds;
+      const description = (shared ? kept?.description : undefined) ?? describePrepared(prepared, typeOptions);
       if (this.closed) throw engineClosed();
       if (prepared.statementType !== StatementType.SELECT) {
         prepared.destroySync();
         lease.release(false);
         return { description };
       }
-      const held = new HeldStatement(lease, prepared, inTransaction, holdMs, (h) => this.held.delete(h), keepAs);
+      const known = { description: shared ? description : kept?.description, columnTypes: kept?.columnTypes };
+      const held = new HeldStatement(lease, prepared, inTransaction, holdMs, (h) => this.held.delete(h), keepAs, known);
       this.held.add(held);
       if (this.held.size > maxHeld) this.held.values().next().value!.close();
       // Each open DuckLake transaction holds a Postgres connection: a few at most wait for their run.
@@ -728,13 +739,13 @@ export class DuckDBEngine {
           guard.check();
           const bound = Boolean(options.parameters && options.parameters.numRows > 0);
           if (bound) bindRow(prepared, options.parameters!, row);
-          yield* this.streamResult(prepared, schema, guard, bound);
+          yield* this.streamResult(prepared, schema, guard, bound, held?.known);
         }
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
       } finally {
         if (!keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
         if (reusable && held?.keepAs !== undefined && held.lease.setupKey !== undefined)
-          this.kept.put(connection, held.lease.setupKey, held.keepAs, prepared);
+          this.kept.put(connection, held.lease.setupKey, held.keepAs, { ...held.known, prepared });
         else prepared.destroySync();
       }
       // The transaction describeAndHold began ends with the run; a connection it stays open on is closed.
@@ -755,12 +766,18 @@ export class DuckDBEngine {
     schema: Schema,
     guard: StatementGuard,
     bound: boolean,
+    /** What is known of a held statement already; its column types are read here once and kept with it. */
+    known?: Known,
   ): AsyncGenerator<RecordBatch> {
     const batchBytes = this.batchBytes;
     // Without parameters, the prepared statement's column types are its result's: the native
     // exporter runs the statement itself, its run and first batch in one trip to a worker thread
     // (at `nice`, on a thread of the statement's own).
-    const types = this.nativeExport && !bound ? preparedColumnTypes(prepared) : null;
+    let types: DuckDBType[] | null = null;
+    if (this.nativeExport && !bound) {
+      types = known?.columnTypes !== undefined ? known.columnTypes : preparedColumnTypes(prepared);
+      if (known) known.columnTypes = types;
+    }
     const source =
       (types && nativeStatementBatches(prepared, schema, types, batchBytes, this.nice)) ||
       (await this.resultBatches(prepared, schema, guard));

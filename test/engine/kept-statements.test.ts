@@ -5,7 +5,7 @@
 // transaction's end) the statement is prepared again.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import { DuckDBEngine } from '../../src/engine/index.js';
 
 async function rows(batches: AsyncIterable<{ toArray(): unknown[] }>): Promise<string[]> {
@@ -27,6 +27,25 @@ async function prepares<T>(work: () => Promise<T>): Promise<{ result: T; prepare
     return { result: await work(), prepared };
   } finally {
     proto.prepare = original;
+  }
+}
+
+/** How many times the prepared statements' column types were read from DuckDB while `work` ran. */
+async function typeReads<T>(work: () => Promise<T>): Promise<{ result: T; reads: number }> {
+  const proto = DuckDBPreparedStatement.prototype;
+  const original = Object.getOwnPropertyDescriptor(proto, 'columnType')!.value as DuckDBPreparedStatement['columnType'];
+  let reads = 0;
+  proto.columnType = function (
+    this: DuckDBPreparedStatement,
+    ...args: Parameters<DuckDBPreparedStatement['columnType']>
+  ) {
+    reads++;
+    return original.apply(this, args);
+  };
+  try {
+    return { result: await work(), reads };
+  } finally {
+    proto.columnType = original;
   }
 }
 
@@ -60,6 +79,21 @@ describe('kept statements (issue 10)', () => {
     assert.equal(later.prepared, 0);
     const us = (r: { rows: string[] }) => BigInt((JSON.parse(r.rows[0]) as { us: string }).us);
     assert.ok(us(later) > us(before), `${us(later)} after ${us(before)}`);
+  });
+
+  it("a kept statement's description and column types are not read from DuckDB again", async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER, s VARCHAR)');
+    await engine.execute("INSERT INTO t VALUES (1, 'a')");
+    const sql = 'SELECT x, s FROM t ORDER BY x';
+    const first = await typeReads(() => run(engine, sql));
+    assert.ok(first.reads > 0, 'read when the statement is prepared');
+    for (let i = 0; i < 2; i++) {
+      const again = await typeReads(() => run(engine, sql));
+      assert.deepEqual([again.result.prepared, again.reads], [0, 0], 'kept, and described from what was kept');
+      assert.deepEqual(again.result.types, first.result.types);
+      assert.deepEqual(again.result.rows, ['{"x":1,"s":"a"}']);
+    }
   });
 
   it('a table changed by DDL is read as it is now: the kept statement is let go', async () => {
