@@ -14,40 +14,37 @@ async function rows(batches: AsyncIterable<{ toArray(): unknown[] }>): Promise<s
   return out;
 }
 
-/** How many statements DuckDB prepared while `work` ran (the bindings' own prepare, counted as it passes). */
-async function prepares<T>(work: () => Promise<T>): Promise<{ result: T; prepared: number }> {
-  const proto = DuckDBConnection.prototype;
-  const original = Object.getOwnPropertyDescriptor(proto, 'prepare')!.value as DuckDBConnection['prepare'];
-  let prepared = 0;
-  proto.prepare = function (this: DuckDBConnection, ...args: Parameters<DuckDBConnection['prepare']>) {
-    prepared++;
-    return original.apply(this, args);
-  };
+/** How many times the bindings' own `method` of `proto` was called while `work` ran (counted as it passes). */
+async function calls<T, P extends object>(
+  proto: P,
+  method: keyof P & string,
+  work: () => Promise<T>,
+): Promise<{ result: T; count: number }> {
+  const original = Object.getOwnPropertyDescriptor(proto, method)!.value as (...args: unknown[]) => unknown;
+  let count = 0;
+  Object.defineProperty(proto, method, {
+    configurable: true,
+    writable: true,
+    value: function (this: unknown, ...args: unknown[]) {
+      count++;
+      return original.apply(this, args);
+    },
+  });
   try {
-    return { result: await work(), prepared };
+    return { result: await work(), count };
   } finally {
-    proto.prepare = original;
+    Object.defineProperty(proto, method, { configurable: true, writable: true, value: original });
   }
 }
 
-/** How many times the prepared statements' column types were read from DuckDB while `work` ran. */
-async function typeReads<T>(work: () => Promise<T>): Promise<{ result: T; reads: number }> {
-  const proto = DuckDBPreparedStatement.prototype;
-  const original = Object.getOwnPropertyDescriptor(proto, 'columnType')!.value as DuckDBPreparedStatement['columnType'];
-  let reads = 0;
-  proto.columnType = function (
-    this: DuckDBPreparedStatement,
-    ...args: Parameters<DuckDBPreparedStatement['columnType']>
-  ) {
-    reads++;
-    return original.apply(this, args);
-  };
-  try {
-    return { result: await work(), reads };
-  } finally {
-    proto.columnType = original;
-  }
+/** How many statements DuckDB prepared while `work` ran. */
+async function prepares<T>(work: () => Promise<T>): Promise<{ result: T; prepared: number }> {
+  const { result, count } = await calls(DuckDBConnection.prototype, 'prepare', work);
+  return { result, prepared: count };
 }
+
+/** How many times the prepared statements' column types were read from DuckDB while `work` ran. */
+const typeReads = <T>(work: () => Promise<T>) => calls(DuckDBPreparedStatement.prototype, 'columnType', work);
 
 /** GetFlightInfo then DoGet, as the statement service runs them: describe and hold, then run the held statement. */
 async function run(engine: DuckDBEngine, sql: string, setup: string[] = [], keep = true) {
@@ -87,10 +84,10 @@ describe('kept statements (issue 10)', () => {
     await engine.execute("INSERT INTO t VALUES (1, 'a')");
     const sql = 'SELECT x, s FROM t ORDER BY x';
     const first = await typeReads(() => run(engine, sql));
-    assert.ok(first.reads > 0, 'read when the statement is prepared');
+    assert.ok(first.count > 0, 'read when the statement is prepared');
     for (let i = 0; i < 2; i++) {
       const again = await typeReads(() => run(engine, sql));
-      assert.deepEqual([again.result.prepared, again.reads], [0, 0], 'kept, and described from what was kept');
+      assert.deepEqual([again.result.prepared, again.count], [0, 0], 'kept, and described from what was kept');
       assert.deepEqual(again.result.types, first.result.types);
       assert.deepEqual(again.result.rows, ['{"x":1,"s":"a"}']);
     }
