@@ -53,6 +53,8 @@ export class IngestionService {
   private readonly scanLogs: (body: Uint8Array) => ScannedResourceLogs[] | null;
   private readonly sealLogs: ((body: Uint8Array, compress: boolean) => Promise<SealedLogs>) | null;
   private readonly known = new KnownResources();
+  /** The object key reserved for the next group's payloads (see writePayloads). */
+  private nextGroupFile: string | null = null;
 
   /**
    * `nativeScan`: the native addon's logs scan (src/engine/native/logs-scan.cc), the same verdicts as the
@@ -107,7 +109,11 @@ export class IngestionService {
    * deletes it; a retry writes its payloads again, and its rows, already there, keep naming the first copy.
    */
   private async writePayloads(requests: readonly (readonly StoredBlock[])[]): Promise<PlacedBlock[][]> {
-    const file = payloadGroupKey(nowNanos());
+    // The next group's object is reserved while this one is written: its creation and its folder's fsync are then
+    // off that group's path (at 4 senders they were ~1-3 ms of each request's ~7, stage 5 of bench/ingestion/PROFILE.md).
+    const file = this.nextGroupFile ?? payloadGroupKey(nowNanos());
+    this.nextGroupFile = payloadGroupKey(nowNanos());
+    this.store.reserveNew(this.nextGroupFile);
     const offsets = new Map<string, number>();
     const payloads: Uint8Array[] = [];
     let size = 0;

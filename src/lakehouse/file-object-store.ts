@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { link, mkdir, open, readFile, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { ObjectStore } from './object-store.js';
+
+/**
+ * How long a reserved file may wait for its putNew. Until written, its modification time is its creation, and the
+ * orphan sweep deletes files no row names once older than its grace (ORRERY_ORPHAN_GRACE_SECONDS, hours by
+ * default): one written within this bound cannot have been taken for an orphan by then.
+ */
+const RESERVATION_MS = 10_000;
 
 /** Objects as files under a folder: writes by temporary file and rename, create-only by link(). */
 export class FileObjectStore implements ObjectStore {
@@ -11,6 +19,8 @@ export class FileObjectStore implements ObjectStore {
   // DuckDB's defaults: it checks a cached local file against the file's modification time, which costs no request.
   readonly duckdbSettings: readonly string[] = [];
   readonly needsHttpfs = false;
+  /** Files created ahead of their putNew (reserveNew), by key. */
+  private readonly reserved = new Map<string, { at: number; path: string; handle: Promise<FileHandle | null> }>();
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -23,7 +33,15 @@ export class FileObjectStore implements ObjectStore {
     return path;
   }
 
-  close(): void {}
+  /** Reserved files never written are deleted (nothing names them). */
+  close(): void {
+    for (const { path, handle } of this.reserved.values())
+      void handle.then(async (h) => {
+        await h?.close().catch(() => undefined);
+        await rm(path, { force: true }).catch(() => undefined);
+      });
+    this.reserved.clear();
+  }
 
   async writableLocation(key: string): Promise<string> {
     const path = this.location(key);
@@ -42,25 +60,60 @@ export class FileObjectStore implements ObjectStore {
   /**
    * In place: open (create-only), one writev, fsync, close, then the folder's fsync (the new name); the folder is
    * created only when the open finds it missing. Two calls to the thread pool fewer than `put` (mkdir, rename),
-   * no copy of the parts into one buffer, and nothing renamed between the file's fsync and the folder's.
+   * no copy of the parts into one buffer, and nothing renamed between the file's fsync and the folder's. A key
+   * reserved (reserveNew) has its file open and its name durable already: writev, fsync and close are left.
    */
   async putNew(key: string, parts: readonly Uint8Array[]): Promise<void> {
+    const reserved = await this.reservation(key);
+    // A reserved file deleted meanwhile (an orphan sweep whose clock says it is old) holds nothing: written anew.
+    if (reserved && (await writeSynced(key, reserved, parts)).nlink > 0) return;
+    const { handle, folders } = await this.createNew(this.location(key));
+    await writeSynced(key, handle, parts);
+    await Promise.all(folders.map(syncFolder));
+  }
+
+  reserveNew(key: string): void {
     const path = this.location(key);
-    const folders = new Set([dirname(path)]);
+    const handle = this.createNew(path).then(
+      async ({ handle, folders }) => {
+        try {
+          await Promise.all(folders.map(syncFolder));
+          return handle;
+        } catch {
+          await handle.close().catch(() => undefined);
+          await rm(path, { force: true }).catch(() => undefined);
+          return null;
+        }
+      },
+      () => null,
+    );
+    this.reserved.set(key, { at: Date.now(), path, handle });
+  }
+
+  /**
+   * The reserved file of `key`, open, its name durable; null when there is none or it cannot be used
+   * (its creation failed, or it is older than RESERVATION_MS: then it is deleted, and putNew creates it anew).
+   */
+  private async reservation(key: string): Promise<FileHandle | null> {
+    const reservation = this.reserved.get(key);
+    if (!reservation) return null;
+    this.reserved.delete(key);
+    const handle = await reservation.handle;
+    if (handle && Date.now() - reservation.at <= RESERVATION_MS) return handle;
+    await handle?.close().catch(() => undefined);
+    await rm(reservation.path, { force: true });
+    return null;
+  }
+
+  /** Creates the file of a new object, open for writing; returns it with the folders whose entries changed. */
+  private async createNew(path: string): Promise<{ handle: FileHandle; folders: string[] }> {
+    const folders = [dirname(path)];
     const handle = await open(path, 'wx').catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
-      for (const folder of await this.makeFolder(dirname(path))) folders.add(folder);
+      folders.push(...(await this.makeFolder(dirname(path))));
       return open(path, 'wx');
     });
-    try {
-      const size = parts.reduce((n, part) => n + part.byteLength, 0);
-      const { bytesWritten } = await handle.writev(parts as Uint8Array[]);
-      if (bytesWritten !== size) throw new Error(`short write of ${key}: ${bytesWritten} of ${size} bytes`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await Promise.all([...folders].map(syncFolder));
+    return { handle, folders };
   }
 
   async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
@@ -188,6 +241,20 @@ export class FileObjectStore implements ObjectStore {
     const parents: string[] = [];
     if (created !== undefined) for (let f = folder; f !== dirname(created); f = dirname(f)) parents.push(dirname(f));
     return parents;
+  }
+}
+
+/** Writes the parts at the start of an open file, syncs and closes it; returns its status after the sync. */
+async function writeSynced(key: string, handle: FileHandle, parts: readonly Uint8Array[]): Promise<Stats> {
+  try {
+    const size = parts.reduce((n, part) => n + part.byteLength, 0);
+    const { bytesWritten } = await handle.writev(parts as Uint8Array[]);
+    if (bytesWritten !== size) throw new Error(`short write of ${key}: ${bytesWritten} of ${size} bytes`);
+    // The status comes from the thread pool alongside the sync, which it does not delay.
+    const [, stats] = await Promise.all([handle.sync(), handle.stat()]);
+    return stats;
+  } finally {
+    await handle.close();
   }
 }
 

@@ -152,6 +152,9 @@ export class S3ObjectStore implements ObjectStore {
     await this.put(key, parts.length === 1 ? parts[0] : Buffer.concat(parts));
   }
 
+  // A PUT has nothing to do ahead of its body.
+  reserveNew(): void {}
+
   async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
     const command = new PutObjectCommand({
       Bucket: this.settings.bucket,

@@ -108,8 +108,11 @@ describe('issue 9 item 5: OTLP requests are stored whole or not at all', () => {
       `SELECT (SELECT count(*) FROM processes)::int AS processes, (SELECT count(*) FROM streams)::int AS streams,
               (SELECT count(*) FROM blocks)::int AS blocks, (SELECT count(DISTINCT payload_file) FROM blocks)::int AS named`,
     );
-    // Through the store, so the s3:// pass counts the same objects.
-    const objects = (await fixture.orrery.store.list('blobs/')).length;
+    // Through the store, so the s3:// pass counts the same objects; those holding bytes (the one a local store
+    // reserves for the next group's payloads is empty until that group writes it).
+    let objects = 0;
+    for (const key of await fixture.orrery.store.list('blobs/'))
+      if ((await fixture.orrery.store.size(key)) !== 0) objects++;
     return { ...rows[0], objects };
   };
 

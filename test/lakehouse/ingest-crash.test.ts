@@ -149,7 +149,10 @@ describe('issue 16: kill -9 after a 200 loses nothing', { timeout: 180_000 }, ()
       // A group written but not committed when the kill came is named by no block: the orphan sweep (at a time
       // past its grace) deletes it, and leaves exactly the objects blocks name, every payload still readable.
       await deleteOrphans(serve.metadata, serve.store, 3600, Date.now() + 7_200_000);
-      assert.deepEqual(await serve.store.list('blobs/'), [...new Set(rows.map((r) => payloadPlace(r).key))].sort());
+      // (Objects holding bytes: the one a server reserves for its next group's payloads is empty until written.)
+      const written: string[] = [];
+      for (const key of await serve.store.list('blobs/')) if ((await serve.store.size(key)) !== 0) written.push(key);
+      assert.deepEqual(written, [...new Set(rows.map((r) => payloadPlace(r).key))].sort());
       for (const row of rows) await blockPayload(serve.store, row);
     } finally {
       client.close();

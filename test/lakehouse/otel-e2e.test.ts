@@ -1,7 +1,7 @@
 // Issue 3, "Done when": logs, metrics and traces sent by the real OpenTelemetry JS SDK exporters over
 // OTLP/HTTP, materialized by the daemon, read back through Flight SQL with exact counts, per audience.
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
@@ -590,8 +590,10 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
     const { rows } = await postgres.pool.query<Record<string, string>>(
       'SELECT (SELECT count(*) FROM processes) AS processes, (SELECT count(*) FROM streams) AS streams, (SELECT count(*) FROM blocks) AS blocks',
     );
-    const payloads = readdirSync(join(orrery.dataDir, 'lake', 'blobs'), { recursive: true }).filter((f) =>
-      String(f).endsWith('.payloads'),
+    // Those holding bytes: the one the server reserves for its next group's payloads is empty until written.
+    const blobs = join(orrery.dataDir, 'lake', 'blobs');
+    const payloads = readdirSync(blobs, { recursive: true }).filter(
+      (f) => String(f).endsWith('.payloads') && statSync(join(blobs, String(f))).size > 0,
     ).length;
     return { ...Object.fromEntries(Object.entries(rows[0]).map(([k, v]) => [k, Number(v)])), payloads };
   }
