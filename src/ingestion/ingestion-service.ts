@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants as zlib, gunzipSync } from 'node:zlib';
-import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
+import { blockInsertTag, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadGroupKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import {
@@ -326,8 +326,10 @@ async function insertRows(
   const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
   const sorted = [...blocks].sort(byId((b) => b.blockId));
   const r = (b: PlacedBlock, name: string): string | null => text(b.resource[name]);
+  // Tagged so that the daemon's passes wait for it (oldestBlockInsert): its rows' insert time is its start.
   const result = await db.query<{ block_id: string }>(
-    `WITH p AS (
+    `${blockInsertTag}
+     WITH p AS (
        INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
        SELECT id, exe, username, realname, computer, distro, cpu_brand, now(), properties, audience
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[], $9::text[])

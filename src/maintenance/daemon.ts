@@ -1,5 +1,5 @@
 import { isErrorOf } from '../errors/index.js';
-import type { MetadataStore } from '../metadata/index.js';
+import { oldestBlockInsert, type MetadataStore } from '../metadata/index.js';
 import {
   deleteExpiredFiles,
   deleteOrphans,
@@ -156,8 +156,15 @@ export class MaintenanceDaemon {
     const since = this.coveredUntil.get(pass.name);
     const earliest = window - secondsToNanos(pass.periodSeconds * maxCatchUpWindows);
     const begin = since !== undefined && since < window ? (since > earliest ? since : earliest) : window;
+    // Read before the ranges: an insert still running then may commit rows with an insert time before `end`
+    // that they do not see (its insert time is its start), so the next run starts again from that range.
+    // One running longer than maxCatchUpWindows periods is left to the coarser passes, as before.
+    const running = await oldestBlockInsert(this.options.db);
     await this.runRanges(begin, end, pass.deltaSeconds);
-    if (!this.closed) this.coveredUntil.set(pass.name, end);
+    if (this.closed) return;
+    const delta = BigInt(pass.deltaSeconds);
+    const held = running === null ? end : secondsToNanos(Number(running - (running % delta)));
+    this.coveredUntil.set(pass.name, held < end ? held : end);
   }
 
   /** Materializes [begin, end) cut in `deltaSeconds` ranges, every view set in ascending update group. */

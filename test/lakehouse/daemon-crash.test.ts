@@ -175,10 +175,19 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     ]);
     await sendSome(10);
 
+    const withDaemonOutput = (error: unknown): never => {
+      throw new Error(`${(error as Error).message}\n--- ${b.name}:\n${b.tail(20)}\n--- ${c.name}:\n${c.tail(20)}`, {
+        cause: error,
+      });
+    };
+
     // 5. A late commit, after the daemons' start-up catch-up: the blocks table is locked while one
     //    request is ingested, so its block commits seconds after its insert time (the transaction's
-    //    start), when the second passes over that time have run. Only the minute pass can pick it up.
+    //    start), when the second passes over that time have begun. They wait for the running insert
+    //    (oldestBlockInsert) instead of counting its second as done, so it is queryable before the minute
+    //    pass could cover it (not before 65 s after its insert time; it used to wait for that pass).
     const lock = await postgres.pool.connect();
+    const insertedMs = Date.now();
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE blocks IN EXCLUSIVE MODE');
@@ -191,19 +200,17 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
       lock.release();
     }
     const lateRequest = requests - 1;
-    await sleep(3000); // the second passes for the seconds after the commit have run
-    const lateSeen = (
-      await plainRows(client, `SELECT count(*) AS n FROM log_entries WHERE msg LIKE 'r${lateRequest}-%'`)
-    )[0].n;
-    assert.equal(
-      lateSeen,
-      0,
-      'the late block was materialized before the minute pass: the test does not exercise the minute pass',
-    );
+    await pollUntil(
+      'the late block to be materialized by a second pass',
+      async () =>
+        (await plainRows(client, `SELECT count(*) AS n FROM log_entries WHERE msg LIKE 'r${lateRequest}-%'`))[0].n,
+      (n) => n === recordsPerRequest,
+      { timeoutMs: insertedMs + 60_000 - Date.now(), intervalMs: 500 },
+    ).catch(withDaemonOutput);
     await sendSome(2);
 
     // 6. The minute pass covers [boundary - 120 s, boundary - 60 s) at 5 s past each minute boundary:
-    //    it rebuilds the late block's range (and any range a second pass missed).
+    //    it rebuilds any range a second pass missed.
     const minutePassMs = Math.floor(lastInsertMs / 60_000) * 60_000 + 125_000;
     const timeoutMs = minutePassMs + 30_000 - Date.now();
     t.diagnostic(
@@ -212,11 +219,6 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     const started = Date.now();
     const early = (await plainRows(client, 'SELECT count(*) AS n FROM log_entries'))[0].n;
     t.diagnostic(`log_entries holds ${String(early)} of ${sent} records before the minute pass`);
-    const withDaemonOutput = (error: unknown): never => {
-      throw new Error(`${(error as Error).message}\n--- ${b.name}:\n${b.tail(20)}\n--- ${c.name}:\n${c.tail(20)}`, {
-        cause: error,
-      });
-    };
     await pollUntil(
       `log_entries and log_stats to hold exactly the ${sent} records sent`,
       async () =>

@@ -181,4 +181,35 @@ describe('maintenance daemon', () => {
     for (const { file_path } of files) assert.equal(await store.size(file_path), null, file_path);
     assert.equal(await count(admin, 'SELECT count(*) FROM log_entries'), 0);
   });
+
+  it('a block committed seconds after its insert time is materialized by the second pass, not left to the minute pass', async () => {
+    // The blocks table locked while a request is stored: its insert runs (its insert time, the transaction's start,
+    // fixed) and commits 3 s later, after the second passes over that second have begun.
+    const logs = [1, 2].map((i) => ({ time: 1704164645000000000n + BigInt(i), severity: 9, body: `slow commit ${i}` }));
+    const { post } = await fixture.orrery.metadata.transaction(async (tx) => {
+      await tx.query('LOCK TABLE blocks IN EXCLUSIVE MODE');
+      const post = postOtlp(
+        fixture.orrery.httpPort,
+        'logs',
+        adminKey.key,
+        logsRequest({ 'service.name': 'slow' }, logs),
+      );
+      await new Promise((r) => setTimeout(r, 3000));
+      return { post }; // answered once the lock goes, at this transaction's end
+    });
+    assert.equal((await post).status, 200);
+    // Before its commit was awaited, only the minute pass (65-125 s later) picked such a block up.
+    await eventually(
+      'the slowly committed records to be materialized',
+      async () => (await count(admin, "SELECT count(*) FROM log_entries WHERE exe = 'slow'")) === 2,
+      150_000,
+    );
+    const { rows } = await fixture.orrery.metadata.query<{ seconds: number }>(
+      `SELECT extract(epoch FROM p.end_insert_time - p.begin_insert_time)::int AS seconds
+         FROM lakehouse_partitions p, blocks b JOIN processes USING (process_id)
+        WHERE p.view_set_name = 'log_entries' AND exe = 'slow'
+          AND b.insert_time >= p.begin_insert_time AND b.insert_time < p.end_insert_time`,
+    );
+    assert.deepEqual(rows, [{ seconds: 1 }], 'the partition holding them is one of the second pass');
+  });
 });
