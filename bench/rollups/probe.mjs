@@ -3,8 +3,9 @@
 // second server from that tree on the same catalog and files. ROWS rows over 30 days, the hourly rollup
 // of bench.mjs refreshed, then one minute of rows written after the refresh (the never-stale read's raw
 // tail). Each case is timed on every server alternately (A, B, A, B; medians of --repeats); then, after
-// one late row 10 days back (a pending bucket), the never-stale read again; the Postgres statements one
-// read runs are counted after each part. Prints a table and one JSON line.
+// one late row 10 days back (a pending bucket), the never-stale read again and the raw statement of
+// that closed day, rewritten onto the rollup; the Postgres statements one read runs are counted after
+// each part. Prints a table and one JSON line.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -73,11 +74,21 @@ try {
   // Then one late row 10 days back, pending until the next refresh: the never-stale read aggregates its
   // bucket from the source too (outside the 7 days read, so the answer stays the same size).
   await client.executeUpdate(`INSERT INTO metrics VALUES (now()::TIMESTAMP - INTERVAL 10 DAY, 'host0', 50.0)`);
-  const lateCases = servers.map(([label, flight]) => ({
-    name: `${label} never-stale, 1 pending`,
-    run: () => flight.query(statements['never-stale']),
-  }));
-  for (const sql of [statements['never-stale']]) {
+  // And the raw statement of one closed day holding that bucket, which the rewrite (#14) answers
+  // from the rollup: its stored rows and the pending bucket's raw rows.
+  const day = `date_trunc('day', now()::TIMESTAMP - INTERVAL 10 DAY)`;
+  const closedDay = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(cpu) AS cpu_sum FROM metrics
+    WHERE ts >= ${day} AND ts < ${day} + INTERVAL 1 DAY GROUP BY ALL`;
+  const lateCases = servers.flatMap(([label, flight]) => [
+    { name: `${label} never-stale, 1 pending`, run: () => flight.query(statements['never-stale']) },
+    { name: `${label} rewritten day, 1 pending`, run: () => flight.query(closedDay) },
+  ]);
+  for (const [, flight] of servers) {
+    const provenance = JSON.parse((await flight.query(closedDay)).schema.metadata.get('orrery.provenance') ?? '{}');
+    if (!provenance.resources?.every((level) => level.rollup?.name === 'metrics_hourly'))
+      throw new Error(`the closed day did not read the rollup: ${JSON.stringify(provenance)}`);
+  }
+  for (const sql of [statements['never-stale'], closedDay]) {
     const answers = await Promise.all(servers.map(async ([, flight]) => text(await flight.query(sql))));
     if (answers.some((a) => a !== answers[0])) throw new Error(`the servers answer differently: ${sql}`);
   }

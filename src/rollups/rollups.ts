@@ -1403,10 +1403,12 @@ export class Rollups {
   }
 
   /**
-   * A rollup's stored rows, when they are all its view holds of the buckets some levels read: each
-   * window closed, before the watermark, inside the range backfilled, and holding no pending bucket
-   * (the view's other rows, aggregated from the source, are of none of those buckets). Reading
-   * them alone leaves out the view's source rows and, for a rollup of a rollup, its source's view.
+   * A rollup's stored rows, and the pending buckets inside the windows some levels read aggregated
+   * from its base table, when those are all its view holds of the buckets the levels read: each
+   * window closed, before the watermark and inside the range backfilled (the view's other rows,
+   * aggregated from the source, are of none of those buckets). Reading them alone leaves out the
+   * view's rows after the watermark, its other pending buckets and, for a rollup of a rollup, its
+   * source's view; such a rollup, or one of a view set, with a pending bucket in a window reads its view.
    * For a rollup of a view set the pending buckets come from invalidations kept between statements
    * (keptInvalidations), so such a read asks Postgres nothing and opens none of the set's files.
    * Null when the view must be read.
@@ -1428,13 +1430,18 @@ export class Rollups {
     const pending = definition.viewSetBase
       ? await this.pendingOfViewSet(definition, snapshot, state, definitions, context, true)
       : await this.pending(definition, snapshot, state, tables, definitions, context);
-    const pendingMs = pending.map(epochMs);
     for (const window of windows) {
       if (window.to === null) return null;
       const [from, to] = [epochMs(window.from), epochMs(window.to)];
       if (!(to <= watermark) || (covered !== null && !(from >= covered))) return null;
-      if (pendingMs.some((p) => p >= from && p < to)) return null;
     }
+    const inWindows = pending.filter((b) =>
+      windows.some((w) => epochMs(b) >= epochMs(w.from) && epochMs(b) < epochMs(w.to!)),
+    );
+    // Pending buckets inside a window are aggregated from the base table, each run of them a scan
+    // of its own (pendingScans); the view would also scan the rows after the watermark and every
+    // other pending bucket. A rollup of a rollup or of a view set reads its view for them.
+    if (inWindows.length > 0 && (definition.sourceIsRollup || definition.viewSetBase)) return null;
     const literals = pending.map((b) => bucketLiteral(definition, b));
     const filter = audienceFilter(scope);
     const where = [
@@ -1443,7 +1450,10 @@ export class Rollups {
       ...(literals.length > 0 ? [`bucket NOT IN (${literals.join(', ')})`] : []),
       ...(filter ? [filter] : []),
     ];
-    return `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${where.join(' AND ')}`;
+    const storedSql = `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${where.join(' AND ')}`;
+    if (inWindows.length === 0) return storedSql;
+    const source = this.sourceRows(definition, snapshot, scope, context);
+    return `${storedSql}\nUNION ALL ${aggregateOverEach(definition, source, pendingScans(definition, inWindows))}`;
   }
 
   /**
