@@ -112,6 +112,8 @@ export interface RewriteInput {
   };
 }
 
+const zonedType = { id: 'TIMESTAMP WITH TIME ZONE', type_info: null };
+
 /** The alias a rewritten level reads its rollup under; references to the rollup's columns are qualified by it. */
 const rollupAlias = '__rollup';
 
@@ -732,12 +734,21 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     ? []
     : [...new Set(level.bounds.map((b) => b.conjunct))].map((conjunct) => {
         const c = copy(conjunct);
+        let zoned = false;
         for (const side of ['left', 'right', 'input'] as const) {
           const n = c[side] as Node | undefined;
-          if (n && columnName(n, qualifiers) === level.time) c[side] = bucket;
-          else if (n?.class === 'CAST' && columnName(n.child as Node, qualifiers) === level.time)
-            c[side] = { ...n, child: bucket };
+          const ofTime = n?.class === 'CAST' && columnName(n.child as Node, qualifiers) === level.time;
+          if (!n || (!ofTime && columnName(n, qualifiers) !== level.time)) continue;
+          c[side] = ofTime ? { ...n, child: bucket } : bucket;
+          zoned = String(((ofTime ? n.cast_type : level.timeType) as Node).id) === 'TIMESTAMP WITH TIME ZONE';
         }
+        // DuckDB compares no TIMESTAMPTZ with a TIMESTAMP_NS (Orrery's TIMESTAMP): the raw read casts the
+        // column (scanTimeBounds), the rollup's read the instant, the same value at every bucket boundary.
+        if (zoned)
+          for (const side of ['left', 'right', 'lower', 'upper'] as const) {
+            const n = c[side] as Node | undefined;
+            if (n && isConstant(n) && comparedAs(n) === 'instant') c[side] = cast(n, zonedType);
+          }
         return c;
       });
   const rewritten: Node = {
