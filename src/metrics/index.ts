@@ -41,6 +41,13 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly rollupRewrites = new Counter({
+    name: 'orrery_rollup_rewrites_total',
+    help: 'Statements reading a table with rollups, by whether their rollup rewrite was made or kept from an earlier statement of the same text (made, kept)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   readonly queryTimeouts = new Counter({
     name: 'orrery_query_timeouts_total',
     help: "Statements stopped because the statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS) or the client's deadline passed",

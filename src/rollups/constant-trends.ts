@@ -61,6 +61,17 @@ function trend(node: Node): Trend | null {
   return rising.length === 1 && positions.includes(rising[0]) && trends.length > 1 ? 'rising' : null;
 }
 
+/** Expressions with every clock call replaced by `clock`: the statement's now() fixed to a constant. */
+export function withClock(expressions: readonly Node[], clock: Node): Node[] {
+  const replace = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(replace);
+    if (value === null || typeof value !== 'object') return value;
+    if (isClock(value as Node)) return { ...clock, alias: (value as Node).alias ?? '' };
+    return Object.fromEntries(Object.entries(value as Node).map(([k, v]) => [k, replace(v)]));
+  };
+  return expressions.map((e) => replace(e) as Node);
+}
+
 /** The offsets (ms from now) at which a kept rewrite's constants are evaluated besides now. */
 export const stabilityOffsetsMs = [1_000, 2_000, 5_000, 10_000, 20_000, 30_000, 45_000, 60_000];
 

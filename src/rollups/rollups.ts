@@ -34,7 +34,7 @@ import { rollupQuery } from './select-list.js';
 import { jobsUpdateQuery } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
-import { clockFree, shifted, stabilityOffsetsMs, stableUntil } from './constant-trends.js';
+import { clockFree, shifted, stabilityOffsetsMs, stableUntil, withClock } from './constant-trends.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
@@ -1468,6 +1468,11 @@ export class Rollups {
     point?: RollupReadPoint,
     /** The expression the statement wrote where a stored column stands (StoredColumnReads.original). */
     original?: (node: Node) => Node | undefined,
+    /**
+     * The constant the statement's now() is fixed to (index pruning compared it), in ms too: bounds are
+     * evaluated with it, and the statement's clock calls, kept in the tree, key the rewrite kept.
+     */
+    clock?: { readonly node: Node; readonly ms: number } | null,
   ): Promise<RollupRewrite | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
@@ -1493,7 +1498,7 @@ export class Rollups {
       tree.statements,
     ]);
     const kept = this.rewrites.get(key);
-    if (kept && Date.now() - kept.at < rewriteKeptMs && (await this.constantsHold(kept))) {
+    if (kept && Date.now() - kept.at < rewriteKeptMs && (await this.constantsHold(kept, clock ?? null))) {
       tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
       const provenance = copy(kept.provenance);
       return {
@@ -1501,6 +1506,7 @@ export class Rollups {
         rollups: [...kept.rollups],
         storedColumnsUnread: [...kept.storedColumnsUnread],
         at: { ...at, windows: windowsOf(provenance) },
+        kept: true,
       };
     }
     const cache = new Map();
@@ -1540,7 +1546,7 @@ export class Rollups {
           return async (expressions: readonly Node[]): Promise<Array<string | null>> => {
             const asked = copy([...expressions]);
             try {
-              const texts = await target.constantTexts(expressions);
+              const texts = await target.constantTexts(clock ? withClock(expressions, clock.node) : expressions);
               constants.push({ expressions: asked, texts });
               return texts;
             } catch (error) {
@@ -1574,7 +1580,7 @@ export class Rollups {
         // Constants that read no clock hold for as long as the rewrite is kept.
         stableUntil: clockFree(constants.flatMap((c) => c.expressions)) ? Infinity : 0,
       });
-    return { ...rewritten, at: { ...at, windows: windowsOf(rewritten.provenance) } };
+    return { ...rewritten, at: { ...at, windows: windowsOf(rewritten.provenance) }, kept: false };
   }
 
   /**
@@ -1582,13 +1588,18 @@ export class Rollups {
    * with. Checked by evaluating them, unless they are known to hold until now (constant-trends.ts);
    * the check evaluates them ahead too, when it can, to learn until when they hold.
    */
-  private async constantsHold(kept: KeptRewrite): Promise<boolean> {
-    const start = Date.now();
+  private async constantsHold(
+    kept: KeptRewrite,
+    clock: { readonly node: Node; readonly ms: number } | null,
+  ): Promise<boolean> {
+    // The statement's clock: the value its now() is fixed to, else now (it runs no earlier).
+    const start = clock ? clock.ms : Date.now();
     if (start < kept.stableUntil) return true;
     const expressions = kept.constants.flatMap((c) => c.expressions);
     const ahead = stabilityOffsetsMs.map((offset) => shifted(expressions, offset));
     const later = ahead.every((a) => a !== null) ? (ahead as Node[][]) : [];
-    const texts = await this.engine.constantTexts(copy([...expressions, ...later.flat()])).catch(() => null);
+    const all = copy([...expressions, ...later.flat()]);
+    const texts = await this.engine.constantTexts(clock ? withClock(all, clock.node) : all).catch(() => null);
     if (!texts) return false;
     const now = texts.slice(0, expressions.length);
     if (JSON.stringify(now) !== JSON.stringify(kept.constants.flatMap((c) => c.texts))) return false;
@@ -2019,6 +2030,8 @@ export interface RollupRewrite {
   /** The tables whose stored columns a level read until it was rewritten onto a rollup (their uses are moot). */
   readonly storedColumnsUnread: string[];
   readonly at: RollupReadPoint;
+  /** Whether it is a rewrite kept from an earlier statement of the same text (no rollup was considered again). */
+  readonly kept: boolean;
 }
 
 interface KeptRewrite {

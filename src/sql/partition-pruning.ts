@@ -668,7 +668,7 @@ export class PartitionPruning {
   private readonly clock: Node | null;
   /** Whether an index skipped a partition by a bound of the fixed clock. */
   private clockUsed = false;
-  /** Whether the statement's clock calls were replaced by the fixed value (its tree is to be run rewritten). */
+  /** Whether the statement must run with the fixed clock, once fixClock has replaced its clock calls. */
   clockFixed = false;
 
   constructor(private readonly statement: Statement) {
@@ -679,12 +679,26 @@ export class PartitionPruning {
   /** The partitions (object keys) of `view` the statement must read, in their order. */
   async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
     const kept = await this.kept(view, files);
-    // The statement runs with the clock pruning compared: every now() of it is the fixed value.
-    if (this.clockUsed && !this.clockFixed && this.clock) {
-      this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock) as Node[];
-      this.clockFixed = true;
-    }
+    // The statement runs with the clock pruning compared: every now() of it is to be the fixed value.
+    if (this.clockUsed && this.clock) this.clockFixed = true;
     return kept;
+  }
+
+  /**
+   * The value the statement's now() is fixed to, when it is: as a constant, and in ms since the epoch. Other
+   * rewrites of the statement read its clock calls with it, and key what they keep on the calls (fixClock
+   * replaces them once they are done).
+   */
+  get fixedClock(): { readonly node: Node; readonly ms: number } | null {
+    if (!this.clockFixed || !this.clock) return null;
+    const text = String(((this.clock.child as Node).value as Node).value);
+    return { node: this.clock, ms: Date.parse(`${text.replace(' ', 'T')}Z`) };
+  }
+
+  /** Replaces every clock call of the statement by the fixed value, when pruning compared it. */
+  fixClock(): void {
+    if (this.clockFixed && this.clock)
+      this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock) as Node[];
   }
 
   private async kept(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {

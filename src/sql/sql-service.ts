@@ -177,6 +177,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /** Flight SQL transactions, offered where series tables are (there is something to commit). */
   readonly transactions?: Transactions;
   private readonly limits: StatementLimits;
+  private readonly metrics?: OrreryMetrics;
   private readonly lanes: QueryLanes;
   /** Statements run in orrery.main: Flight sessions accept those and answer them. */
   readonly sessionOptions = { catalog: 'orrery', schema: 'main' } as const;
@@ -196,6 +197,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     } = {},
   ) {
     const limits = options.limits ?? defaultQueryLimits;
+    this.metrics = options.metrics;
     this.limits = new StatementLimits(limits, options.metrics);
     this.lanes = new QueryLanes(
       engine,
@@ -645,7 +647,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const reads =
-      tree && readsRollups ? await rollups.rewrite(tree, point, stored && ((n) => stored.original(n))) : null;
+      tree && readsRollups
+        ? await rollups.rewrite(tree, point, stored && ((n) => stored.original(n)), pruning?.fixedClock)
+        : null;
+    if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.kept ? 'kept' : 'made' });
+    // Pruning compared the statement's now() as one value: the statement runs with it (after the rollup
+    // rewrite, which keys what it keeps on the clock calls and reads them with that value).
+    pruning?.fixClock();
     const rollupSetup = readsRollups
       ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at ?? point)
       : { statements: [], snapshot: null };
@@ -1025,7 +1033,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
     nanosecondTimestamps(tree);
     const rollups = lakehouse?.rollups;
     const stored = readers?.stored;
-    const reads = rollups && (await rollups.rewrite(tree, undefined, stored && ((n) => stored.original(n))));
+    const reads =
+      rollups &&
+      (await rollups.rewrite(tree, undefined, stored && ((n) => stored.original(n)), readers?.pruning.fixedClock));
     return {
       ...(reads?.provenance ?? { resources: [] }),
       stored_columns: stored?.reported(reads?.storedColumnsUnread ?? []) ?? [],

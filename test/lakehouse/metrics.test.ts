@@ -135,6 +135,9 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
       `select create_rollup('metrics_hourly', 'metrics_series', interval '1 hour', select_list => 'count(*) as n')`,
     );
     await until('orrery_rollup_refresh_duration_seconds_count{rollup="metrics_hourly",outcome="ok"}', 1);
+    // A statement the rollup could answer, twice: its rewrite made, then kept (made again if a refresh moved the snapshot).
+    for (let i = 0; i < 2; i++)
+      assert.equal((await admin.query(`select count(*) as n from metrics_series where ts >= '2024-01-01'`)).numRows, 1);
 
     const text = await scrape();
     const expected: Record<string, () => void> = {
@@ -157,15 +160,15 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
         }
       },
       orrery_queries_total: () => {
-        assert.equal(sample(text, 'orrery_queries_total{outcome="ok"}'), 7);
+        assert.equal(sample(text, 'orrery_queries_total{outcome="ok"}'), 9);
         assert.equal(sample(text, 'orrery_queries_total{outcome="invalid_argument"}'), 1);
         assert.equal(sample(text, 'orrery_queries_total{outcome="permission_denied"}'), 1);
         assert.equal(sample(text, 'orrery_queries_total{outcome="deadline_exceeded"}'), 1);
         assert.equal(sample(text, 'orrery_queries_total{outcome="resource_exhausted"}'), 1);
       },
-      // Executions: the seven that succeeded, the failing cast (it fails running, in DoGet) and the
+      // Executions: the nine that succeeded, the failing cast (it fails running, in DoGet) and the
       // one stopped; the PERMISSION_DENIED one failed at GetFlightInfo, before executing.
-      orrery_query_duration_seconds: () => assert.equal(sample(text, 'orrery_query_duration_seconds_count'), 9),
+      orrery_query_duration_seconds: () => assert.equal(sample(text, 'orrery_query_duration_seconds_count'), 11),
       orrery_query_timeouts_total: () => assert.equal(sample(text, 'orrery_query_timeouts_total'), 1),
       orrery_queries_running: () => assert.equal(sample(text, 'orrery_queries_running'), 0),
       orrery_queries_queued: () => assert.equal(sample(text, 'orrery_queries_queued'), 0),
@@ -185,6 +188,11 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
           (sample(text, 'orrery_rollup_refresh_duration_seconds_count{rollup="metrics_hourly",outcome="ok"}') ?? 0) >=
             1,
         ),
+      orrery_rollup_rewrites_total: () => {
+        const made = sample(text, 'orrery_rollup_rewrites_total{outcome="made"}') ?? 0;
+        const kept = sample(text, 'orrery_rollup_rewrites_total{outcome="kept"}') ?? 0;
+        assert.ok(made >= 1 && made + kept === 2, `made ${made}, kept ${kept}`);
+      },
       orrery_rollup_pending_buckets: () =>
         assert.equal(sample(text, 'orrery_rollup_pending_buckets{rollup="metrics_hourly"}'), 0),
       // From the watermark (the start of the hour its refresh read the clock in) to the refresh's end:
