@@ -1,0 +1,169 @@
+// Ways to write one log_entries partition under the maintenance engine's memory limit (issue 16), each in a
+// process of its own so that its peak RSS is its own: the decoded payloads are prepared once (--prepare), then
+// `--variant <name>` runs one statement on a DuckDB engine set up as the maintenance engine is (memory limit,
+// spill folder, threads) and prints a JSON line: seconds, CPU-seconds, the process's peak RSS (VmHWM) and its
+// growth over the statement, rows, whether the file is in time order, and a digest of its rows (a sum of row hashes).
+//
+//   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000]
+//   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB]
+// variants.sh runs the variants alternately and prints them side by side.
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { arg, storedPayloads } from './payloads.mjs';
+
+const root = process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathname;
+const { DuckDBEngine, nativeLogsPayloads } = await import(`${root}/dist/src/engine/index.js`);
+const views = await import(`${root}/dist/src/views/index.js`);
+const { builtinViewSets, payloadRows, quoteLiteral, typedColumns } = views;
+const { blocksTable, blockTexts } = await import(`${root}/dist/src/maintenance/materializer.js`);
+const logEntries = builtinViewSets.find((v) => v.name === 'log_entries');
+const option = (name) => {
+  const at = process.argv.indexOf(`--${name}`);
+  return at > 0 ? process.argv[at + 1] : undefined;
+};
+
+const prepare = option('prepare');
+if (prepare) {
+  mkdirSync(prepare, { recursive: true });
+  const payloads = arg('payloads', 2000);
+  const stored = storedPayloads(payloads, arg('records', 1000), 'variants');
+  const contents = await Promise.all(stored.map(nativeLogsPayloads()));
+  writeFileSync(join(prepare, 'contents.otlp'), Buffer.concat(contents));
+  writeFileSync(join(prepare, 'sizes.json'), JSON.stringify(contents.map((c) => c.byteLength)));
+  process.exit(0);
+}
+
+const variant = option('variant');
+const dir = process.argv[process.argv.length - 1];
+const file = join(dir, 'contents.otlp');
+const sizes = JSON.parse(readFileSync(join(dir, 'sizes.json'), 'utf8'));
+const spill = join(dir, `spill-${process.pid}`);
+const out = join(dir, `out-${process.pid}.parquet`);
+const status = () => readFileSync('/proc/self/status', 'utf8');
+const kib = (field) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status())[1]);
+const engine = await DuckDBEngine.create({
+  readableDirectories: [dir],
+  nativeLogsPayloads: dir,
+  threads: arg('threads', 2),
+  memoryLimit: option('limit') ?? '384MiB',
+  tempDirectory: spill,
+});
+try {
+  // Identifiers shaped as ingestion makes them (UUID text), the same in every run for the digest.
+  await engine.execute(
+    `CREATE OR REPLACE MACRO uuid_of(kind, i) AS CAST(substr(md5(kind || i), 1, 8) || '-' || substr(md5(kind || i), 9, 4) || '-' ||
+       substr(md5(kind || i), 13, 4) || '-' || substr(md5(kind || i), 17, 4) || '-' || substr(md5(kind || i), 21, 12) AS VARCHAR)`,
+  );
+  // The blocks' rows as the materializer reads them: one row per payload, its path the payload's name.
+  await engine.execute(
+    `CREATE OR REPLACE TABLE __block_text AS SELECT uuid_of('process', i % 8) AS process_id, uuid_of('stream', i % 8) AS stream_id,
+            uuid_of('block', i) AS block_id, TIMESTAMP_NS '2026-12-05 00:00:00' + to_microseconds(i) AS insert_time,
+            'bench-svc-' || (i % 8) AS exe, 'bench' AS username, 'bench-host-' || (i % 4) AS computer,
+            json_object('service.name', 'bench-svc-' || (i % 8), 'service.instance.id', 'bench-svc-' || (i % 8) || '-instance',
+                        'host.name', 'bench-host-' || (i % 4), 'process.owner', 'bench', 'os.type', 'linux') AS process_properties,
+            'public' AS audience, ${quoteLiteral(file)} || '#' || i AS path
+       FROM range(${sizes.length}) t(i)`,
+  );
+  const rows = payloadRows('log', [], { file, sizes });
+  const statements = await variants(rows);
+  if (!statements[variant]) throw new Error(`no variant ${variant}; one of ${Object.keys(statements).join(', ')}`);
+  const { setup = [], session = [], sql, rowGroup = 131072 } = statements[variant];
+  for (const s of setup) await engine.execute(s);
+  // The peak so far (DuckDB started, __blocks made) is the baseline: VmHWM reset to the current RSS.
+  writeFileSync('/proc/self/clear_refs', '5');
+  const base = kib('VmHWM');
+  const load = loadavg()[0];
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  if (process.argv.includes('--explain')) {
+    const { batches } = await engine.query(
+      `EXPLAIN ANALYZE COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroup})`,
+      { setup: session },
+    );
+    for await (const b of batches) for (let i = 0; i < b.numRows; i++) console.log(String(b.getChildAt(1)?.get(i)));
+    process.exit(0);
+  }
+  const written = await engine.execute(
+    `COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroup})`,
+    { setup: session },
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const peak = kib('VmHWM');
+  const [[ordered, digest]] = await engine
+    .values(
+      `SELECT bool_and(ordered), sum(hash(time, msg, properties, block_id, exe, audience, process_id, insert_time, process_properties, stream_id, computer, username)::HUGEINT)
+       FROM (SELECT *, coalesce(time >= lag(time) OVER (ORDER BY file_row_number), true) AS ordered, file_row_number AS rn
+               FROM read_parquet(${quoteLiteral(out)}, file_row_number = true))`,
+    )
+    .catch(() => [[null, null]]);
+  const [[groups]] = await engine.values(
+    `SELECT count(DISTINCT row_group_id) FROM parquet_metadata(${quoteLiteral(out)})`,
+  );
+  console.log(
+    JSON.stringify({
+      variant,
+      rows: written,
+      seconds: Number(seconds.toFixed(2)),
+      cpu_s: Number(((cpu.user + cpu.system) / 1e6).toFixed(2)),
+      peak_rss_mib: Math.round(peak / 1024),
+      growth_mib: Math.round((peak - base) / 1024),
+      file_mb: Number((statSync(out).size / 1e6).toFixed(1)),
+      row_groups: Number(groups),
+      ordered,
+      digest: String(digest),
+      load_1m: Number(load.toFixed(2)),
+    }),
+  );
+} finally {
+  await engine.close();
+  rmSync(spill, { recursive: true, force: true });
+  rmSync(out, { force: true });
+}
+
+/**
+ * The statements compared: `sql` is what COPY writes, `setup` runs before the measurement, `session` on the
+ * statement's connection (temporary types and tables). The extract is log_entries' own; __blocks is as above.
+ */
+async function variants(rows) {
+  const extract = logEntries.source.extract.replaceAll('{payloads}', rows);
+  const oneStream = (sql) =>
+    `SELECT * EXCLUDE (__orrery_row) FROM (SELECT row_number() OVER () AS __orrery_row, * FROM (${sql}))`;
+  const text = oneStream(typedColumns(logEntries.columns, extract));
+  // __blocks as text (before #16's change), or as the materializer makes it now (ENUMs, text after the sort).
+  const textBlocks = ['CREATE OR REPLACE TEMP TABLE __blocks AS SELECT * FROM __block_text'];
+  const enumBlocks = blocksTable('SELECT * FROM __block_text');
+  const texts = (sql) => typedColumns(logEntries.columns, blockTexts(logEntries, sql));
+  // The join on the payload's index (the number the decoder's filename ends with; a chunk holds one payload,
+  // so it is computed once per chunk) instead of its name.
+  const prefix = rows.match(/__orrery_otlp_logs\('([^']*)'/)[1].length + 2;
+  const withIndex = `(SELECT *, CAST(substr(filename, ${prefix}) AS UBIGINT) AS payload FROM ${rows})`;
+  const indexed = (table) =>
+    logEntries.source.extract
+      .replaceAll('{payloads}', withIndex)
+      .replace('JOIN __blocks b ON r.filename = b.path', `JOIN ${table} b ON r.payload = b.payload`);
+  const index = (from, to) =>
+    `CREATE OR REPLACE TEMP TABLE ${to} AS SELECT *, CAST(substr(path, ${prefix}) AS UBIGINT) AS payload FROM ${from}`;
+  const payloadOnly = `SELECT make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id
+       FROM ${rows} r ORDER BY time`;
+  return {
+    'text blocks': { session: textBlocks, sql: text },
+    'enum blocks': { session: enumBlocks, sql: oneStream(texts(extract)) },
+    'text int join': {
+      session: [...textBlocks, index('__blocks', '__blocks_i')],
+      sql: oneStream(typedColumns(logEntries.columns, indexed('__blocks_i'))),
+    },
+    'enum int join': {
+      session: [...enumBlocks, index('__blocks', '__blocks_i')],
+      sql: oneStream(texts(indexed('__blocks_i'))),
+    },
+    // References, not candidates: no block columns at all (sorted), and the rows unsorted (out of order).
+    'payload only': { sql: oneStream(payloadOnly) },
+    unsorted: {
+      session: textBlocks,
+      sql: oneStream(typedColumns(logEntries.columns, extract.slice(0, extract.lastIndexOf('ORDER BY')))),
+    },
+    'text rg32k': { session: textBlocks, sql: text, rowGroup: 32768 },
+  };
+}
