@@ -1,6 +1,6 @@
 import type { MetadataQueries } from '../metadata/index.js';
 import type { Principal } from '../auth/index.js';
-import { queryablePartitions, type ObjectStore, type PartitionCache } from '../lakehouse/index.js';
+import { queryablePartitions, type ObjectStore, type Partition, type PartitionCache } from '../lakehouse/index.js';
 import {
   globalInstance,
   schemaHash,
@@ -57,6 +57,8 @@ export interface PartitionFilter {
    * columns the statement reads), and the set's columns they lack.
    */
   projected?(view: ViewSet, files: readonly string[]): Promise<{ files: readonly string[]; absent: readonly string[] }>;
+  /** These partitions (those kept), in the order the statement reads them best (newest first for a top-N by time). */
+  newest?(view: ViewSet, partitions: readonly Partition[]): readonly string[];
 }
 
 /** A set's session view: where DuckDB opens its current partitions, those meeting the event range (and the filter). */
@@ -71,10 +73,17 @@ async function sessionViewOf(
     ? await lakehouse.partitions.queryable(view.name, globalInstance, hash, eventRange)
     : await queryablePartitions(lakehouse.db, view.name, globalInstance, hash, eventRange);
   const all = partitions.map((p) => p.filePath!);
-  const keys = filter ? await filter.keep(view, all) : all;
+  const pruned = filter ? await filter.keep(view, all) : all;
+  const keys = filter?.newest && pruned.length > 1 ? filter.newest(view, partitionsOf(partitions, pruned)) : pruned;
   const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
   const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };
   return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent };
+}
+
+/** The partitions of these object keys, in the keys' order. */
+function partitionsOf(partitions: readonly Partition[], keys: readonly string[]): Partition[] {
+  const byKey = new Map(partitions.map((p) => [p.filePath!, p]));
+  return keys.map((key) => byKey.get(key)!);
 }
 
 /** The processes set's files, which tell the audience of each process, when an audience scope needs them. */

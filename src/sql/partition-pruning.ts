@@ -28,6 +28,8 @@ import {
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
 import { passesRowsThrough, quoteLiteral, type ViewSet } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
+import type { Partition } from '../lakehouse/index.js';
+import { newestFirst, type NewestFirstRead } from './newest-first.js';
 
 export type Node = Record<string, unknown>;
 export type Tree = { statements: Node[] };
@@ -385,24 +387,45 @@ function readingSelect(
 ): { node: Node; qualifier: string; outer: Level[] } | null {
   if (!readOnce(tree, shape, view, viewOf)) return null;
   const [tables, selects] = [[] as Node[], [] as Node[]];
-  // Each SELECT whose FROM is a subquery alone, by the subquery's SELECT.
+  // Each SELECT whose FROM is a subquery alone, or the one reference of a CTE, by the subquery's (CTE's) SELECT.
   const enclosing = new Map<Node, Node>();
+  // Each CTE's SELECT by its name (null: named twice, or renaming its columns), and how often each name is read.
+  const [ctesByName, references] = [new Map<string, Node | null>(), new Map<string, number>()];
   let shadowed = false;
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(visit);
     if (value === null || typeof value !== 'object') return;
     const node = value as Node;
     if (node.type === 'BASE_TABLE' && viewOf(String(node.table_name)) === view) tables.push(node);
+    if (node.type === 'BASE_TABLE' && node.schema_name === '' && node.catalog_name === '') {
+      const name = String(node.table_name).toLowerCase();
+      references.set(name, (references.get(name) ?? 0) + 1);
+    }
     if (node.type === 'SELECT_NODE') selects.push(node);
     const from = node.from_table as Node | undefined;
     if (node.type === 'SELECT_NODE' && from?.type === 'SUBQUERY')
       enclosing.set((from.subquery as Node).node as Node, node);
-    const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
+    const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string; value: Node }> | undefined) ?? [];
     shadowed ||= ctes.some((c) => viewOf(c.key) === view);
+    for (const { key, value: cte } of ctes) {
+      const renames = (cte.aliases as unknown[] | undefined)?.length !== 0;
+      ctesByName.set(
+        key.toLowerCase(),
+        ctesByName.has(key.toLowerCase()) || renames ? null : ((cte.query as Node).node as Node),
+      );
+    }
     Object.values(node).forEach(visit);
   };
   visit(tree.statements[0]);
   if (shadowed || tables.length !== 1) return null;
+  // A CTE read once, by a SELECT whose FROM is it alone: that SELECT's WHERE filters every row the CTE hands on.
+  for (const select of selects) {
+    const from = select.from_table as Node;
+    const name = from?.type === 'BASE_TABLE' ? String(from.table_name).toLowerCase() : '';
+    const cte = ctesByName.get(name);
+    if (cte && references.get(name) === 1 && from.schema_name === '' && from.catalog_name === '' && !from.at_clause)
+      enclosing.set(cte, select);
+  }
   const reader = readerOf(
     selects.find((s) => s.from_table === tables[0]),
     view,
@@ -414,7 +437,9 @@ function readingSelect(
     const node = enclosing.get(inner.node);
     const from = node?.from_table as Node | undefined;
     if (!node || !from || from.sample || (from.column_name_alias as unknown[]).length > 0) break;
-    inner = { node, qualifier: String(from.alias).toLowerCase() };
+    // A CTE's rows are qualified by its reference's alias, else by its name.
+    const [alias, name] = [from.alias, from.type === 'BASE_TABLE' ? from.table_name : ''];
+    inner = { node, qualifier: (typeof alias === 'string' && alias ? alias : String(name)).toLowerCase() };
     outer.push(inner);
   }
   return { ...reader, outer };
@@ -661,6 +686,7 @@ export class PartitionPruning {
   readonly reads: PartitionsRead[] = [];
   readonly pruned: PrunedPartition[] = [];
   readonly projections: ProjectionRead[] = [];
+  readonly newestFirst: NewestFirstRead[] = [];
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
@@ -699,6 +725,13 @@ export class PartitionPruning {
   fixClock(): void {
     if (this.clockFixed && this.clock)
       this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock) as Node[];
+  }
+
+  /** The partitions kept (object keys), in the order the statement reads them best (see newestFirst). */
+  newest(view: ViewSet, partitions: readonly Partition[]): readonly string[] {
+    const { files, read } = newestFirst(this.statement, view, partitions);
+    if (read) this.newestFirst.push(read);
+    return files;
   }
 
   private async kept(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {

@@ -25,6 +25,7 @@ export function resourceReaders(statement: Statement): {
     keep: (view: ViewSet, files: readonly string[]) => pruning.keep(view, files),
     storedColumns: (view: ViewSet, files: readonly string[]) => stored.read(view, files),
     projected: (view: ViewSet, files: readonly string[]) => pruning.projected(view, files),
+    newest: (view, partitions) => pruning.newest(view, partitions),
   };
   return { pruning, stored, filter };
 }

@@ -103,6 +103,21 @@ const queries: Array<[string, number]> = [
   // The set read in a CTE or a subquery: that SELECT's WHERE filters every row the statement reads of it.
   ['WITH e AS (SELECT msg, level FROM log_entries WHERE level = 3) SELECT msg FROM e ORDER BY msg', 2],
   ["SELECT count(*) AS n FROM (SELECT msg FROM log_entries l WHERE l.level >= 3) WHERE msg <> ''", 1],
+  // A CTE handing the set's rows on, read once by a SELECT whose FROM is it alone: that SELECT's WHERE filters them.
+  ['WITH e AS (SELECT * FROM log_entries) SELECT msg FROM e WHERE level = 3 ORDER BY msg', 2],
+  ['WITH e AS (SELECT msg, level FROM log_entries) SELECT count(*) AS n FROM e AS x WHERE x.level >= 3', 1],
+  [
+    "WITH e AS (SELECT * FROM log_entries), f AS (SELECT * FROM e WHERE exe <> 'x') SELECT msg FROM f WHERE level = 3 ORDER BY msg",
+    2,
+  ],
+  ['SELECT (WITH e AS (SELECT * FROM log_entries) SELECT count(*) FROM e WHERE e.level = 4) AS n', 2],
+  // ... not a CTE read twice, renaming its columns, or through an aggregation.
+  [
+    'WITH e AS (SELECT * FROM log_entries) SELECT msg FROM e WHERE level = 3 UNION ALL SELECT msg FROM e WHERE level = 4 ORDER BY msg',
+    0,
+  ],
+  ['WITH e(m, p, l) AS (SELECT msg, exe, level FROM log_entries) SELECT m FROM e WHERE l = 3 ORDER BY m', 0],
+  ['WITH e AS (SELECT level, count(*) AS n FROM log_entries GROUP BY level) SELECT n FROM e WHERE level = 3', 0],
   // A WHERE over a subquery that hands the set's rows on unchanged filters them as the set's own does.
   ['SELECT msg FROM (SELECT * FROM log_entries) WHERE level = 3 ORDER BY msg', 2],
   ['SELECT s.msg FROM (SELECT msg, level FROM log_entries WHERE level >= 3) AS s WHERE s.level = 3 ORDER BY 1', 2],
