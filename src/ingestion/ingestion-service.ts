@@ -326,7 +326,7 @@ async function insertRows(
   const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
   const sorted = [...blocks].sort(byId((b) => b.blockId));
   const r = (b: PlacedBlock, name: string): string | null => text(b.resource[name]);
-  // Tagged so that the daemon's passes wait for it (oldestBlockInsert): its rows' insert time is its start.
+  // Tagged so that the daemon's passes wait for it (blockInsertsRunning): its rows' insert time is its start.
   const result = await db.query<{ block_id: string }>(
     `${blockInsertTag}
      WITH p AS (

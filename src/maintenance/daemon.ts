@@ -1,5 +1,5 @@
 import { isErrorOf } from '../errors/index.js';
-import { oldestBlockInsert, type MetadataStore } from '../metadata/index.js';
+import { blockInsertsRunning, type MetadataStore } from '../metadata/index.js';
 import {
   deleteExpiredFiles,
   deleteOrphans,
@@ -90,6 +90,8 @@ export class MaintenanceDaemon {
   private readonly busy = new Set<string>();
   /** Per pass, where the windows it has run end (nanoseconds), so a window skipped while busy is not lost. */
   private readonly coveredUntil = new Map<string, bigint>();
+  /** Per pass, the ranges (their begins) in which a block insert was running when it last ran: gone over again. */
+  private readonly runningAt = new Map<string, bigint[]>();
   /** The definition of each view set last checked for a backfill. */
   private readonly backfillChecked = new Map<string, ViewSet>();
   private closed = false;
@@ -157,19 +159,33 @@ export class MaintenanceDaemon {
     const earliest = window - secondsToNanos(pass.periodSeconds * maxCatchUpWindows);
     const begin = since !== undefined && since < window ? (since > earliest ? since : earliest) : window;
     // Read before the ranges: an insert still running then may commit rows with an insert time before `end`
-    // that they do not see (its insert time is its start), so the next run starts again from that range.
-    // One running longer than maxCatchUpWindows periods is left to the coarser passes, as before.
-    const running = await oldestBlockInsert(this.options.db);
-    await this.runRanges(begin, end, pass.deltaSeconds);
+    // that they do not see (its insert time is its start), so the next run goes over its range again. Ranges
+    // left so for longer than maxCatchUpWindows periods are the coarser passes' work, as before.
+    const delta = secondsToNanos(pass.deltaSeconds);
+    const running = (await blockInsertsRunning(this.options.db))
+      .map((second) => secondsToNanos(Number(second)))
+      .map((start) => start - (start % delta))
+      .filter((range) => range < end);
+    const again = (this.runningAt.get(pass.name) ?? []).filter((range) => range >= earliest && range < begin);
+    await this.runRanges(begin, end, pass.deltaSeconds, again);
     if (this.closed) return;
-    const delta = BigInt(pass.deltaSeconds);
-    const held = running === null ? end : secondsToNanos(Number(running - (running % delta)));
-    this.coveredUntil.set(pass.name, held < end ? held : end);
+    this.coveredUntil.set(pass.name, end);
+    this.runningAt.set(pass.name, [...new Set(running)]);
   }
 
-  /** Materializes [begin, end) cut in `deltaSeconds` ranges, every view set in ascending update group. */
-  private async runRanges(begin: bigint, end: bigint, deltaSeconds: number): Promise<void> {
-    const ranges: InsertRange[] = [];
+  /**
+   * Materializes [begin, end) cut in `deltaSeconds` ranges, after the ranges starting at `again` (earlier ones a
+   * pass goes over once more), every view set in ascending update group.
+   */
+  private async runRanges(
+    begin: bigint,
+    end: bigint,
+    deltaSeconds: number,
+    again: readonly bigint[] = [],
+  ): Promise<void> {
+    const ranges: InsertRange[] = [...again]
+      .sort((a, b) => (a < b ? -1 : 1))
+      .map((b) => ({ begin: b, end: b + secondsToNanos(deltaSeconds) }));
     for (let b = begin; b < end; b += secondsToNanos(deltaSeconds))
       ranges.push({ begin: b, end: b + secondsToNanos(deltaSeconds) });
     const views = [...this.options.viewSets()].sort(

@@ -11,17 +11,17 @@ import type { MetadataQueries } from './transaction.js';
 export const blockInsertTag = '/* orrery: block insert */';
 
 /**
- * The start of the oldest transaction of this database running a block insert (its rows' insert time), in
- * whole seconds since the epoch; null when none runs. Read from pg_stat_activity, which shows another
- * session's statement to the same role (or to members of pg_read_all_stats); inserts of other roles are not
- * seen. The tag is passed as a parameter, so this statement's own text does not carry it.
+ * The starts of the transactions of this database running a block insert (their rows' insert time), in whole
+ * seconds since the epoch, each second once. Read from pg_stat_activity, which shows another session's
+ * statement to the same role (or to members of pg_read_all_stats); inserts of other roles are not seen. The tag
+ * is passed as a parameter, so this statement's own text does not carry it.
  */
-export async function oldestBlockInsert(db: MetadataQueries): Promise<bigint | null> {
-  const { rows } = await db.query<{ start: string | null }>(
-    `SELECT floor(extract(epoch FROM min(xact_start)))::bigint::text AS start FROM pg_stat_activity
+export async function blockInsertsRunning(db: MetadataQueries): Promise<bigint[]> {
+  const { rows } = await db.query<{ start: string }>(
+    `SELECT DISTINCT floor(extract(epoch FROM xact_start))::bigint::text AS start FROM pg_stat_activity
       WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'
-        AND starts_with(query, $1)`,
+        AND starts_with(query, $1) AND xact_start IS NOT NULL`,
     [blockInsertTag],
   );
-  return rows[0].start === null ? null : BigInt(rows[0].start);
+  return rows.map((r) => BigInt(r.start));
 }

@@ -13,8 +13,8 @@ export type { MetadataStoreOptions } from './metadata-store.js';
 export { EmbeddedPostgres, embeddedDatabase } from './embedded-postgres.js';
 /** Options of {@link EmbeddedPostgres.start}: data folder, log, OS user (as root), start timeout. */
 export type { EmbeddedPostgresOptions } from './embedded-postgres.js';
-/** How the statements inserting blocks are tagged, and the start of the oldest one still running (daemon passes). */
-export { blockInsertTag, oldestBlockInsert } from './block-inserts.js';
+/** How the statements inserting blocks are tagged, and the starts of those still running (daemon passes). */
+export { blockInsertTag, blockInsertsRunning } from './block-inserts.js';
 /** The ordered schema migrations and the function that applies the missing ones under a lock. */
 export { migrate, migrations } from './migrations.js';
 /** One versioned schema change. */

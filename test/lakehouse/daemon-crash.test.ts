@@ -184,7 +184,7 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
     // 5. A late commit, after the daemons' start-up catch-up: the blocks table is locked while one
     //    request is ingested, so its block commits seconds after its insert time (the transaction's
     //    start), when the second passes over that time have begun. They wait for the running insert
-    //    (oldestBlockInsert) instead of counting its second as done, so it is queryable before the minute
+    //    (blockInsertsRunning) instead of counting its second as done, so it is queryable before the minute
     //    pass could cover it (not before 65 s after its insert time; it used to wait for that pass).
     const lock = await postgres.pool.connect();
     const insertedMs = Date.now();
