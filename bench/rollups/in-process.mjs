@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { alternately, catalogProbe, loadAverage, median } from '../catalog-probe.mjs';
+import { loadProbeData } from './probe-data.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -36,20 +37,7 @@ const probe = await catalogProbe(root, 'orrery-rollups-in-process-');
 
 try {
   const client = await probe.startServer(root, 'orrery');
-  const spanSeconds = 30 * 86400;
-  await client.executeUpdate(`CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`);
-  await client.executeUpdate(
-    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 30 DAY + to_microseconds(CAST(i * ${(spanSeconds * 1e6) / rows} AS BIGINT)),
-       'host' || (i % ${hosts}), (hash(i) % 10000) / 100.0 FROM range(${rows}) t(i)`,
-  );
-  await client.query(`select create_rollup('metrics_hourly', 'metrics', interval '1 hour',
-    select_list => 'host, count(*) as n, count(cpu) as cpu_n, sum(cpu) as cpu_sum, max(cpu) as cpu_max', group_by => 'host')`);
-  await client.query(`select refresh_rollup('metrics_hourly')`);
-  const perMinute = Math.max(1, Math.round(rows / (30 * 1440)));
-  await client.executeUpdate(
-    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 1 MINUTE + to_microseconds(CAST(i * ${60e6 / perMinute} AS BIGINT)),
-       'host' || (i % ${hosts}), 1.0 FROM range(${perMinute}) t(i)`,
-  );
+  await loadProbeData(client, { rows, hosts });
 
   // The server's DuckDB and extension files, DuckLake attached to the same catalog.
   const extensions = extensionCacheFolder(await duckdbBuild());
