@@ -43,11 +43,17 @@ export async function catalogProbe(root, prefix) {
     await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     const lake = join(dir, 'lake');
 
-    /** `orrery serve` from `tree` in a process of its own, on the probe's Postgres and lake; its client. */
-    const startServer = async (tree, name) => {
-      const server = spawn(process.execPath, [join(tree, 'dist/src/orrery.cjs'), 'serve'], {
+    /** Each server's process by name (signals to a preloaded probe: bench/latency/lake-phases.mjs). */
+    const servers = new Map();
+    /**
+     * `orrery serve` from `tree` in a process of its own, on the probe's Postgres and lake; its client.
+     * `nodeArgs` go before the script (`--import` of a probe), `env` over the server's environment.
+     */
+    const startServer = async (tree, name, { nodeArgs = [], env = {} } = {}) => {
+      const server = spawn(process.execPath, [...nodeArgs, join(tree, 'dist/src/orrery.cjs'), 'serve'], {
         env: {
           ...process.env,
+          ...env,
           MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString,
           MICROMEGAS_OBJECT_STORE_URI: pathToFileURL(lake).href,
           MICROMEGAS_API_KEYS: JSON.stringify([{ name: 'admin', key: 'admin-key-0123' }]),
@@ -58,6 +64,7 @@ export async function catalogProbe(root, prefix) {
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
+      servers.set(name, server);
       let log = '';
       server.stdout.on('data', (d) => (log += d));
       server.stderr.on('data', (d) => (log += d));
@@ -101,7 +108,7 @@ export async function catalogProbe(root, prefix) {
       }
       return perStatement;
     };
-    return { dir, postgres, lake, startServer, postgresPerStatement, close };
+    return { dir, postgres, admin, lake, servers, startServer, postgresPerStatement, close };
   } catch (error) {
     await close();
     throw error;

@@ -9,6 +9,13 @@
 // row-count query again, then the scan's file list); then the three are timed. Needs `npm run build`
 // and the lake extensions installed.
 //
+// Then the paths a DoGet could take alone, were GetFlightInfo to answer from a cached description
+// without preparing: every streaming run the C API offers (duckdb_prepare, then
+// duckdb_execute_prepared_streaming or a pending prepared statement; @duckdb/node-api's
+// connection.stream(text) is the same) binds twice, so it makes the 3 queries today's prepare at
+// GetFlightInfo plus run at DoGet make; only duckdb_query (connection.run(text): a materialized result)
+// binds once.
+//
 //   node bench/latency/lake-rebind.mjs [N=200]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,6 +53,22 @@ try {
   console.log('  prepare alone:                ', await queries(async () => (await c.prepare(sql)).destroySync()));
   console.log('  run of the prepared statement:', await queries(async () => (await prepared.run()).getRows()));
   console.log('  the text prepared and run:    ', await queries(async () => (await c.run(sql)).getRows()));
+  const fresh = async (read) => {
+    const p = await c.prepare(sql);
+    try {
+      await read(p);
+    } finally {
+      p.destroySync();
+    }
+  };
+  console.log('A DoGet alone, without a prepare at GetFlightInfo:');
+  console.log('  prepare, then run:            ', await queries(() => fresh(async (p) => (await p.run()).getRows())));
+  console.log(
+    '  prepare, then stream:         ',
+    await queries(() => fresh(async (p) => (await p.stream()).fetchChunk())),
+  );
+  console.log('  connection.stream(text):      ', await queries(async () => (await c.stream(sql)).fetchChunk()));
+  console.log('  connection.run(text), no stream:', await queries(async () => (await c.run(sql)).getRows()));
   await log.run(`CALL disable_logging()`);
   const time = async (f) => {
     const start = performance.now();
@@ -56,8 +79,10 @@ try {
     const run = await time(async () => (await prepared.run()).getRows());
     const text = await time(async () => (await c.run(sql)).getRows());
     const prepare = await time(async () => (await c.prepare(sql)).destroySync());
+    const streamed = await time(() => fresh(async (p) => (await p.stream()).fetchChunk()));
     console.log(
-      `ms each (${n}): run of the prepared statement ${run}, text prepared and run ${text}, prepare alone ${prepare}`,
+      `ms each (${n}): run of the prepared statement ${run}, text prepared and run ${text}, prepare alone ${prepare}, ` +
+        `prepare then stream ${streamed}; prepare + run / prepare then stream ${((Number(prepare) + Number(run)) / Number(streamed)).toFixed(2)}`,
     );
   }
   await c.run('COMMIT');

@@ -1,0 +1,168 @@
+// What a statement reading the lake costs at GetFlightInfo and at DoGet, apart (issue 10, plan once):
+// `orrery serve` from this tree and, with --base <tree with dist/ built>, a second server from that tree
+// on the same Postgres and lake (bench/catalog-probe.mjs: embedded Postgres with pg_stat_statements, a
+// lake in a temporary folder); a series table of --rows rows over a day and its hourly rollup. For
+// `SELECT 1`, a series read and a rollup read, GetFlightInfo and the DoGet of its ticket are timed apart
+// (servers and statements alternated, medians of --repeats), then the Postgres statements each RPC runs
+// are counted. The servers run with phase-probe.mjs preloaded: last, the medians of the phases of each
+// RPC (inclusive, nested: PROFILE.md, seventh pass, reads them), DuckDB's prepare and COMMIT among them.
+//
+//   node bench/latency/lake-phases.mjs [--repeats 41] [--rows 200000] [--base <tree>]
+//   VERBOSE=1 ...                                       # also each RPC's Postgres statements
+import { readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { catalogProbe, loadAverage, median } from '../catalog-probe.mjs';
+
+const { values } = parseArgs({
+  options: {
+    repeats: { type: 'string', default: '41' },
+    rows: { type: 'string', default: '200000' },
+    base: { type: 'string' },
+  },
+});
+const [repeats, rows] = [Number(values.repeats), Number(values.rows)];
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const { packAny } = await import(pathToFileURL(join(root, 'dist/src/wire/index.js')).href);
+const probe = await catalogProbe(root, 'orrery-lake-phases-');
+try {
+  // Each server with the phase probe preloaded (it loads the server's modules before orrery.cjs sizes
+  // libuv's pool: sized here as it would be).
+  const start = async (label, tree) => {
+    const out = join(probe.dir, `phases-${label}.json`);
+    const client = await probe.startServer(tree, label, {
+      nodeArgs: ['--import', fileURLToPath(new URL('phase-probe.mjs', import.meta.url))],
+      env: { PHASES_ROOT: tree, PHASES_OUT: out, UV_THREADPOOL_SIZE: '20' },
+    });
+    return { label, client, out, process: probe.servers.get(label) };
+  };
+  const servers = [await start('this', root), ...(values.base ? [await start('base', resolve(values.base))] : [])];
+  const { client } = servers[0];
+  await client.executeUpdate(`CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`);
+  await client.executeUpdate(
+    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 1 DAY + to_microseconds(CAST(i * ${86400e6 / rows} AS BIGINT)),
+       'host' || (i % 50), (hash(i) % 10000) / 100.0 FROM range(${rows}) t(i)`,
+  );
+  await client.query(`select create_rollup('metrics_hourly', 'metrics', interval '1 hour',
+    select_list => 'host, count(*) as n, sum(cpu) as cpu_sum', group_by => 'host')`);
+  await client.query(`select refresh_rollup('metrics_hourly')`);
+  const statements = {
+    'SELECT 1': 'SELECT 1',
+    'series read': `SELECT host, count(*) FROM metrics WHERE ts >= now()::TIMESTAMP - INTERVAL 1 HOUR GROUP BY host`,
+    'rollup read': `SELECT bucket, host, n FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 6 HOUR`,
+  };
+  // One statement on one server: its GetFlightInfo, then the DoGet of its tickets, timed apart (ms).
+  const once = async (server, name) => {
+    let t = process.hrtime.bigint();
+    const flight = await server.client.getFlightInfo(packAny('CommandStatementQuery', { query: statements[name] }));
+    const infoMs = Number(process.hrtime.bigint() - t) / 1e6;
+    t = process.hrtime.bigint();
+    for (const endpoint of flight.endpoints)
+      for await (const batch of server.client.readTicket(endpoint.ticket)) void batch;
+    return [infoMs, Number(process.hrtime.bigint() - t) / 1e6, flight];
+  };
+  const cases = servers.flatMap((server) =>
+    Object.keys(statements).map((name) => ({ server, name, info: [], doGet: [] })),
+  );
+  for (const c of cases) for (let i = 0; i < 3; i++) await once(c.server, c.name); // warm
+  const loadBefore = loadAverage();
+  for (let i = 0; i < repeats; i++)
+    for (const c of cases) {
+      const [infoMs, doGetMs] = await once(c.server, c.name);
+      c.info.push(infoMs);
+      c.doGet.push(doGetMs);
+    }
+  const loadAfter = loadAverage();
+
+  // Postgres statements per RPC: pg_stat_statements reset before each GetFlightInfo and before its DoGet.
+  const counted = 5;
+  const perRpc = async (c) => {
+    const sums = { GetFlightInfo: {}, DoGet: {} };
+    const add = async (rpc) => {
+      const { rows: stats } = await probe.admin.query(
+        `SELECT query, calls::int FROM pg_stat_statements WHERE query NOT ILIKE '%pg_stat_statements%'`,
+      );
+      for (const row of stats) {
+        if (process.env.VERBOSE)
+          console.log(
+            `  ${c.server.label} ${c.name} ${rpc} ${row.calls}x ${row.query.replace(/\s+/g, ' ').slice(0, 160)}`,
+          );
+        const kind = /ducklake_/i.test(row.query) ? 'DuckLake' : 'other';
+        sums[rpc][kind] = (sums[rpc][kind] ?? 0) + row.calls / counted;
+      }
+    };
+    const statement = packAny('CommandStatementQuery', { query: statements[c.name] });
+    for (let i = 0; i < counted; i++) {
+      await probe.admin.query('SELECT pg_stat_statements_reset()');
+      const flight = await c.server.client.getFlightInfo(statement);
+      await add('GetFlightInfo');
+      await probe.admin.query('SELECT pg_stat_statements_reset()');
+      for (const endpoint of flight.endpoints)
+        for await (const batch of c.server.client.readTicket(endpoint.ticket)) void batch;
+      await add('DoGet');
+    }
+    return sums;
+  };
+  const show = (counts) =>
+    Object.entries(counts)
+      .map(([kind, calls]) => `${kind} ${calls.toFixed(1)}`)
+      .join(', ') || '-';
+  console.log(`load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows`);
+  console.log(
+    `${'server, statement'.padEnd(20)} GetFlightInfo ms  DoGet ms   Postgres statements: GetFlightInfo | DoGet`,
+  );
+  for (const c of cases) {
+    const counts = await perRpc(c);
+    console.log(
+      `${`${c.server.label}, ${c.name}`.padEnd(20)} ${median(c.info).toFixed(2).padStart(16)} ${median(c.doGet).toFixed(2).padStart(9)}   ${show(counts.GetFlightInfo)} | ${show(counts.DoGet)}`,
+    );
+  }
+  if (servers.length > 1)
+    for (const name of Object.keys(statements)) {
+      const [a, b] = servers.map((s) => cases.find((c) => c.server === s && c.name === name));
+      console.log(
+        `${name}: this / base GetFlightInfo ${(median(a.info) / median(b.info)).toFixed(2)}, DoGet ${(median(a.doGet) / median(b.doGet)).toFixed(2)}`,
+      );
+    }
+
+  // Phases: SIGUSR1 makes a probe forget what it recorded, SIGUSR2 write it (per RPC: [name, start, end], ns).
+  console.log(`phases, medians of ${repeats} (ms, inclusive):`);
+  for (const c of cases) {
+    c.server.process.kill('SIGUSR1');
+    await sleep(100);
+    for (let i = 0; i < repeats; i++) await once(c.server, c.name);
+    rmSync(c.server.out, { force: true });
+    c.server.process.kill('SIGUSR2');
+    // Written at once by the probe's signal handler: read once it parses whole.
+    let recorded;
+    while (!recorded) {
+      await sleep(50);
+      try {
+        recorded = JSON.parse(readFileSync(c.server.out, 'utf8'));
+      } catch {
+        recorded = undefined;
+      }
+    }
+    const byRpc = {};
+    for (const rpc of recorded) {
+      const sums = {};
+      for (const [phase, t0, t1] of rpc.phases) sums[phase] = (sums[phase] ?? 0) + (t1 - t0) / 1e6;
+      if (rpc.closed && rpc.stream) sums['stream open to closed'] = (rpc.closed - rpc.stream) / 1e6;
+      for (const [phase, ms] of Object.entries(sums)) ((byRpc[rpc.path] ??= {})[phase] ??= []).push(ms);
+    }
+    for (const [path, phases] of Object.entries(byRpc))
+      console.log(
+        `  ${c.server.label}, ${c.name}, ${path}: ` +
+          Object.entries(phases)
+            .map(
+              ([phase, list]) =>
+                `${phase} ${median(list).toFixed(2)}${list.length < repeats ? ` (${list.length}x)` : ''}`,
+            )
+            .join('; '),
+      );
+  }
+} finally {
+  await probe.close();
+}
