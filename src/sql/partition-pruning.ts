@@ -375,17 +375,20 @@ function readerOf(
 }
 
 /**
- * The SELECT that reads a set, wherever it is in the statement (its body, a CTE's, a subquery): as readsAlone,
- * but the one table reference naming the set may be in any SELECT, whose WHERE then filters every row the
- * statement reads of it. None when a CTE anywhere has the set's name (a reference might mean either).
+ * The SELECTs that read a set, wherever they are in the statement (its body, a CTE's, a subquery), one per
+ * table reference naming it: as readsAlone, but each reference may be in any SELECT, whose WHERE then filters
+ * every row the statement reads of it through that reference. None when a reference is not a SELECT's FROM
+ * alone (a join: its rows are filtered by nothing known here), or a CTE anywhere has the set's name (a
+ * reference might mean either).
  */
-function readingSelect(
+function readingSelects(
   tree: Tree,
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
-): { node: Node; qualifier: string; outer: Level[] } | null {
-  if (!readOnce(tree, shape, view, viewOf)) return null;
+): Array<{ node: Node; qualifier: string; outer: Level[] }> | null {
+  const named = shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length;
+  if (tree.statements.length !== 1 || !passesRowsThrough(view) || named === 0) return null;
   const [tables, selects] = [[] as Node[], [] as Node[]];
   // Each SELECT whose FROM is a subquery alone, or the one reference of a CTE, by the subquery's (CTE's) SELECT.
   const enclosing = new Map<Node, Node>();
@@ -417,7 +420,7 @@ function readingSelect(
     Object.values(node).forEach(visit);
   };
   visit(tree.statements[0]);
-  if (shadowed || tables.length !== 1) return null;
+  if (shadowed || tables.length !== named) return null;
   // A CTE read once, by a SELECT whose FROM is it alone: that SELECT's WHERE filters every row the CTE hands on.
   for (const select of selects) {
     const from = select.from_table as Node;
@@ -426,23 +429,27 @@ function readingSelect(
     if (cte && references.get(name) === 1 && from.schema_name === '' && from.catalog_name === '' && !from.at_clause)
       enclosing.set(cte, select);
   }
-  const reader = readerOf(
-    selects.find((s) => s.from_table === tables[0]),
-    view,
-    viewOf,
+  const readers = tables.map((table) =>
+    readerOf(
+      selects.find((s) => s.from_table === table),
+      view,
+      viewOf,
+    ),
   );
-  if (!reader) return null;
-  const outer: Level[] = [];
-  for (let inner = reader; passesThrough(inner);) {
-    const node = enclosing.get(inner.node);
-    const from = node?.from_table as Node | undefined;
-    if (!node || !from || from.sample || (from.column_name_alias as unknown[]).length > 0) break;
-    // A CTE's rows are qualified by its reference's alias, else by its name.
-    const [alias, name] = [from.alias, from.type === 'BASE_TABLE' ? from.table_name : ''];
-    inner = { node, qualifier: (typeof alias === 'string' && alias ? alias : String(name)).toLowerCase() };
-    outer.push(inner);
-  }
-  return { ...reader, outer };
+  if (readers.some((r) => r === null)) return null;
+  return readers.map((reader) => {
+    const outer: Level[] = [];
+    for (let inner = reader!; passesThrough(inner);) {
+      const node = enclosing.get(inner.node);
+      const from = node?.from_table as Node | undefined;
+      if (!node || !from || from.sample || (from.column_name_alias as unknown[]).length > 0) break;
+      // A CTE's rows are qualified by its reference's alias, else by its name.
+      const [alias, name] = [from.alias, from.type === 'BASE_TABLE' ? from.table_name : ''];
+      inner = { node, qualifier: (typeof alias === 'string' && alias ? alias : String(name)).toLowerCase() };
+      outer.push(inner);
+    }
+    return { ...reader!, outer };
+  });
 }
 
 /** A SELECT, and the name its columns are qualified by. */
@@ -562,17 +569,24 @@ function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget
  * readsAlone): the reading SELECT's, and those of the SELECTs reading it through subqueries that pass rows through.
  */
 function restrictionsOn(statement: Statement, view: ViewSet, clock: Node | null): Conjunction | null {
-  const reader = readingSelect(statement.tree, statement.shape, view, statement.viewOf);
-  if (!reader) return null;
+  const readers = readingSelects(statement.tree, statement.shape, view, statement.viewOf);
+  if (!readers) return null;
   const budget = { left: alternativeLimit };
+  const qualifier = readers[0].qualifier;
+  const none = () => ({ restrictions: [], searches: [], alternatives: [], outer: [] });
   const run = (row: number): Conjunction => {
     const bindings = bindingsOf(statement, row, clock);
-    const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
-      node.where_clause
-        ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
-        : { qualifier, restrictions: [], searches: [], alternatives: [], outer: [] },
-    );
-    return { ...first, outer };
+    const each = readers.map((reader) => {
+      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
+        node.where_clause
+          ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
+          : { qualifier, ...none() },
+      );
+      return { ...first, outer };
+    });
+    // Every reference reads the same files: a file is skipped only when each one's WHEREs exclude it (an OR).
+    if (each.length === 1) return each[0];
+    return { qualifier, ...none(), alternatives: each.every(decides) ? [each] : [] };
   };
   const rows = statement.parameters?.numRows ?? 0;
   if (rows <= 1) return run(0);
@@ -580,8 +594,7 @@ function restrictionsOn(statement: Statement, view: ViewSet, clock: Node | null)
   // every run's WHERE excludes it (an OR of the runs).
   if ((budget.left -= rows) < 0) return null;
   const runs = Array.from({ length: rows }, (_, row) => run(row));
-  const alternatives = runs.every(decides) ? [runs] : [];
-  return { qualifier: reader.qualifier, restrictions: [], searches: [], alternatives, outer: [] };
+  return { qualifier, ...none(), alternatives: runs.every(decides) ? [runs] : [] };
 }
 
 const columnRef = (name: string): Node => ({
