@@ -236,4 +236,38 @@ describe('queries read rollups (issue 14)', () => {
     assert.notEqual(to(flipAt + 500), before?.to);
     assert.deepEqual(await plainRows(fixture.reader, sql), await plainRows(fixture.reader, rawTwin(sql)));
   });
+
+  it("reads a DATE column's bounds as the days they keep: whole weeks, and the provenance's window in them", async () => {
+    const run = (sql: string): Promise<Table> => fixture.admin.query(sql);
+    await run(`CREATE TABLE days (d DATE, host VARCHAR) WITH (time_column = 'd')`);
+    await run(`INSERT INTO days SELECT DATE '2024-01-01' + (i % 60)::INTEGER, 'h' || (i % 4) FROM range(0, 900) t(i)`);
+    await run(`select snouttime.create_rollup('days_daily', 'days', interval '1 day', select_list => 'count(*) as n')`);
+    await run(
+      `select snouttime.create_rollup('days_weekly', 'days_daily', interval '7 days', select_list => 'sum(n) as n')`,
+    );
+    await run(`select snouttime.refresh_rollup('days_daily')`);
+    await run(`select snouttime.refresh_rollup('days_weekly')`);
+    // After Sunday 2024-01-07 and up to Sunday 2024-02-04, inclusive: the days from Monday 01-08 to Monday 02-05.
+    const where = `where d > DATE '2024-01-07' and d <= DATE '2024-02-04'`;
+    const sql = `select count(*) as n from days ${where}`;
+    const { resources } = provenanceOf(await run(sql)) as {
+      resources: Array<{ level: string; table: string; rollup: unknown; skipped_rollup: unknown }>;
+    };
+    assert.deepEqual(
+      resources.map((r) => [r.level, r.table]),
+      [['main', 'days']],
+    );
+    assert.deepEqual(resources[0].rollup, {
+      name: 'days_weekly',
+      grain: '7 days',
+      covered: { from: null, to: null },
+      window: { from: '2024-01-08T00:00:00Z', to: '2024-02-05T00:00:00Z' },
+    });
+    assert.deepEqual(resources[0].skipped_rollup, [
+      { name: 'days_daily', grain: '1 day', reason: 'a coarser rollup answers the level (days_weekly)' },
+    ]);
+    const raw = await plainRows(fixture.admin, `select count(*) as n from (select * from days) as days ${where}`);
+    assert.deepEqual(await plainRows(fixture.admin, sql), raw);
+    assert.deepEqual(raw, [{ n: 420 }]);
+  });
 });
