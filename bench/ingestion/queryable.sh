@@ -34,20 +34,15 @@ fi
 out="$(mktemp -d "${TMPDIR:-/tmp}/orrery-queryable-XXXXXX")"
 trap 'rm -rf "$out"' EXIT
 bench_alternate "$out" "${BEFORE:-origin/main}" "${AFTER:-HEAD}" "${ROUNDS:-2}" bash "$here/queryable.sh" --one
-python3 - "$out" "${BEFORE:-origin/main}" "${AFTER:-HEAD}" <<'PY'
-import glob, json, os, statistics, sys
-out, before, after = sys.argv[1:]
-print(f"A = {before}, B = {after}")
+PYTHONPATH="$here/.." python3 - "$out" "${BEFORE:-origin/main}" "${AFTER:-HEAD}" <<'PY'
+from statistics import median
+from alternated import alternated_runs, compared
+runs = list(alternated_runs(compared()[0]))
 print(f"{'round':>5} {'side':>4} {'commit':>9} {'load':>5} {'records/s':>10} {'probes':>6} {'never':>5} {'p50 s':>6} {'p90 s':>6} {'max s':>6}")
-sides = {"A": [], "B": []}
-for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    round_, side = os.path.basename(path)[:-5].split("-")
-    d = json.load(open(path))
-    sides[side].append(d)
+for round_, side, d in runs:
     print(f"{round_:>5} {side:>4} {d['commit'][:9]:>9} {d['load']:>5} {d['records_per_s'] or 0:>10,} {d['probes']:>6} {d['never']:>5} "
           f"{d['p50_s'] or 0:>6} {d['p90_s'] or 0:>6} {d['max_s'] or 0:>6}")
-med = lambda side, key: statistics.median(d[key] or 0 for d in sides[side]) if sides[side] else 0
 for key in ("p50_s", "p90_s", "max_s"):
-    a, b = med("A", key), med("B", key)
+    a, b = (median(d[key] or 0 for _, s, d in runs if s == side) for side in "AB")
     print(f"median {key}: A {a} B {b} B/A {b / a if a else 0:.2f}")
 PY

@@ -20,15 +20,13 @@ trap 'rm -rf "$out"' EXIT
 bench_alternate "$out" "${BEFORE:-origin/main}" "${AFTER:-HEAD}" "${ROUNDS:-2}" \
   env PROFILE=0 RECORDS="${RECORDS:-2000000}" REPEATS="${REPEATS:-2}" bash "$here/run.sh" --server-only
 
-python3 - "$out" "${BEFORE:-origin/main}" "${AFTER:-HEAD}" <<'PY'
-import glob, json, os, statistics, sys
-out, before, after = sys.argv[1:]
-print(f"A = {before}, B = {after}")
+PYTHONPATH="$here/.." python3 - "$out" "${BEFORE:-origin/main}" "${AFTER:-HEAD}" <<'PY'
+import statistics
+from alternated import alternated_runs, compared
+out, before, after = compared()
 print(f"{'round':>5} {'side':>4} {'sha':>9} {'records':>10} {'seconds':>8} {'k rows/s':>9} {'node cpu s':>10} {'peak RSS MiB':>12} {'load':>5} {'rows equal':>10}")
 sides = {"A": [], "B": []}
-for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    d = json.load(open(path))
-    round_, side = os.path.basename(path)[:-5].split("-")
+for round_, side, d in alternated_runs(out):
     r = d["results"]["orrery"]
     for seconds, rss in zip(r["runs_s"], d["peak_rss"]["materialize_mib"]):
         sides[side].append((seconds, rss, d["records"] / seconds))
