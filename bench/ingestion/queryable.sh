@@ -44,5 +44,5 @@ for round_, side, d in runs:
           f"{d['p50_s'] or 0:>6} {d['p90_s'] or 0:>6} {d['max_s'] or 0:>6}")
 for key in ("p50_s", "p90_s", "max_s"):
     a, b = (median(d[key] or 0 for _, s, d in runs if s == side) for side in "AB")
-    print(f"median {key}: A {a} B {b} B/A {b / a if a else 0:.2f}")
+    print(f"median {key}: A {a:.2f} B {b:.2f} B/A {b / a if a else 0:.2f}")
 PY
