@@ -320,6 +320,9 @@ const opened = async (sql) => {
 };
 const everything = await opened('SELECT 1');
 
+/** A statement planned as it would run (partition lists, index statistics, the views' setup), not run: explain_resources. */
+const planned = (sql) => `SELECT * FROM explain_resources('${sql.replaceAll("'", "''")}')`;
+
 /** Two statements timed in turn, A B on even repeats and B A on odd ones (neither always runs right after the other). */
 const inTurn = async (x, y, r) => {
   if (r % 2 === 0) return [await timedOnce(x), await timedOnce(y)];
@@ -331,6 +334,13 @@ const results = [];
 let ok = true;
 for (const [i, q] of queries.entries()) {
   const [withIndexes, without, nested, nestedWithout] = [[], [], [], []];
+  // Planning alone, the index consulted or not: what the resources cost a statement they do not speed up.
+  const [planWith, planWithout] = [[], []];
+  for (let r = 0; r < repeats * 4; r++) {
+    const [a, b] = await inTurn(planned(q.indexed), planned(q.unindexed), r);
+    planWith.push(a.ms);
+    planWithout.push(b.ms);
+  }
   let answers = new Set([before[i]]);
   let skipped = 0;
   let read = false;
@@ -366,6 +376,8 @@ for (const [i, q] of queries.entries()) {
     before_publish_ms: Number(median(beforeMs[i]).toFixed(1)),
     without_ms: Number(median(without).toFixed(1)),
     with_ms: Number(median(withIndexes).toFixed(1)),
+    plan_without_ms: Number(median(planWithout).toFixed(2)),
+    plan_with_ms: Number(median(planWith).toFixed(2)),
     ratio: Number((median(without) / median(withIndexes)).toFixed(2)),
     ...(q.nested
       ? {
@@ -399,6 +411,10 @@ console.log(
         ? 'before = the query before publishing; ratio = time without the text index (the same WHERE `OR false`) / time with it; answers checked against those before publishing'
         : 'before = the query before publishing; ratio = time without an index (the same WHERE `OR false`) / time with the indexes; answers checked against those before publishing',
 );
+for (const r of results)
+  console.log(
+    `${r.query}: planning alone (explain_resources, median of ${repeats * 4} in turn) ${r.plan_with_ms.toFixed(2)} ms with the resources, ${r.plan_without_ms.toFixed(2)} without`,
+  );
 for (const r of results.filter((r) => r.nested_ms !== undefined))
   console.log(
     `${r.query}: newest first ${r.with_ms.toFixed(1)} ms with the index, ${r.without_ms.toFixed(1)} without; under SELECT * (not newest first) ${r.nested_ms.toFixed(1)} with, ${r.nested_without_ms.toFixed(1)} without: ${r.ratio_to_nested_without.toFixed(2)}x`,

@@ -19,7 +19,10 @@
 #                                                    # 20) and registered in Postgres as the materializer does (generate.mjs)
 #
 # Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection),
-# GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, KEEP_DATA=1.
+# GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, KEEP_DATA=1. The server's own settings pass through:
+# ORRERY_SMALL_QUERY_MS=0 keeps every statement in one lane (a statement near the small lane's 1 s is otherwise
+# rerun in the heavy lane at some runs and not at others, which swings its time 2-5x under load).
+# Each pair of forms is timed in turn (A B, then B A), and each query's planning alone (explain_resources) too.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
