@@ -145,6 +145,12 @@ async function variants(rows) {
       .replace('JOIN __blocks b ON r.filename = b.path', `JOIN ${table} b ON r.payload = b.payload`);
   const index = (from, to) =>
     `CREATE OR REPLACE TEMP TABLE ${to} AS SELECT *, CAST(substr(path, ${prefix}) AS UBIGINT) AS payload FROM ${from}`;
+  // The join on the payload's name cut to `#<index>` (an inlined string, no longer than 12 bytes).
+  const shortName = (from, to) =>
+    `CREATE OR REPLACE TEMP TABLE ${to} AS SELECT * REPLACE (substr(path, ${prefix - 1}) AS path) FROM ${from}`;
+  const short = logEntries.source.extract
+    .replaceAll('{payloads}', `(SELECT * REPLACE (substr(filename, ${prefix - 1}) AS filename) FROM ${rows})`)
+    .replace('JOIN __blocks b', 'JOIN __blocks_s b');
   const payloadOnly = `SELECT make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id
        FROM ${rows} r ORDER BY time`;
   return {
@@ -158,6 +164,7 @@ async function variants(rows) {
       session: [...enumBlocks, index('__blocks', '__blocks_i')],
       sql: oneStream(texts(indexed('__blocks_i'))),
     },
+    'enum short name': { session: [...enumBlocks, shortName('__blocks', '__blocks_s')], sql: oneStream(texts(short)) },
     // References, not candidates: no block columns at all (sorted), and the rows unsorted (out of order).
     'payload only': { sql: oneStream(payloadOnly) },
     unsorted: {
