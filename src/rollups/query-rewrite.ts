@@ -18,6 +18,7 @@ import {
   answersBucket,
   bucketsOnGrid,
   comparedAs,
+  isClockWord,
   gridOf,
   threshold,
   timeExpression,
@@ -207,8 +208,19 @@ const columnName = (node: Node, qualifiers: ReadonlySet<string>): string | null 
   return names.length === 2 && qualifiers.has(names[0]) ? names[1] : null;
 };
 
-const isConstant = (node: Node): boolean =>
-  !some(node, (n) => n.class === 'COLUMN_REF' || n.class === 'SUBQUERY' || n.class === 'WINDOW' || n.class === 'STAR');
+/**
+ * An expression of constants; with the table's columns, `current_date` and `current_timestamp` (which
+ * DuckDB parses as names) count as constants where the table has no column of that name.
+ */
+const isConstant = (node: Node, columns?: ReadonlySet<string>): boolean =>
+  !some(
+    node,
+    (n) =>
+      (n.class === 'COLUMN_REF' && !(columns && isClockWord(n, columns))) ||
+      n.class === 'SUBQUERY' ||
+      n.class === 'WINDOW' ||
+      n.class === 'STAR',
+  );
 
 /** A function call over column names and constants, such as count(*) or round(sum(x), 2): its name is kept by aliasing it. */
 const isPlainCall = (node: Node): boolean =>
@@ -473,18 +485,20 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     COMPARE_LESSTHANOREQUALTO: 'le',
     COMPARE_EQUAL: 'eq',
   };
+  const columns = new Set(table.columns.map((c) => c.name.toLowerCase()));
+  const isBound = (n: Node): boolean => isConstant(n, columns);
   for (const conjunct of conjuncts(node.where_clause as Node | null)) {
     const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
     const [left, right] = [conjunct.left as Node, conjunct.right as Node];
     const [leftTime, rightTime, between] = [left, right, conjunct.input as Node].map((n) => n && over(n));
-    if (op && leftTime && isConstant(right)) candidates.push({ op, value: right, conjunct, time: leftTime });
-    else if (op && rightTime && isConstant(left))
+    if (op && leftTime && isBound(right)) candidates.push({ op, value: right, conjunct, time: leftTime });
+    else if (op && rightTime && isBound(left))
       candidates.push({ op: flip[op], value: left, conjunct, time: rightTime });
     else if (
       conjunct.class === 'BETWEEN' &&
       between &&
-      isConstant(conjunct.lower as Node) &&
-      isConstant(conjunct.upper as Node)
+      isBound(conjunct.lower as Node) &&
+      isBound(conjunct.upper as Node)
     ) {
       candidates.push({ op: 'ge', value: conjunct.lower as Node, conjunct, time: between });
       candidates.push({ op: 'le', value: conjunct.upper as Node, conjunct, time: between });
@@ -549,7 +563,7 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     label,
     table,
     qualifiers,
-    columns: new Set(table.columns.map((c) => c.name.toLowerCase())),
+    columns,
     aliases: new Set((node.select_list as Node[]).map((i) => String(i.alias).toLowerCase()).filter((a) => a !== '')),
     time,
     timeType,
@@ -576,7 +590,7 @@ async function ladderOf(n: Node, engine: DuckDBEngine, nanosType: Node): Promise
   }
   if (children.length < 2 || children.length > 3) return unknown;
   const constants = [children[0], ...(children.length === 3 ? [children[2]] : [])];
-  if (!constants.every(isConstant)) return unknown;
+  if (!constants.every((c) => isConstant(c))) return unknown;
   let texts: Array<string | null>;
   try {
     texts = await engine.constantTexts([
@@ -747,7 +761,7 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
         if (zoned)
           for (const side of ['left', 'right', 'lower', 'upper'] as const) {
             const n = c[side] as Node | undefined;
-            if (n && isConstant(n) && comparedAs(n) === 'instant') c[side] = cast(n, zonedType);
+            if (n && isConstant(n, level.columns) && comparedAs(n) === 'instant') c[side] = cast(n, zonedType);
           }
         return c;
       });

@@ -31,8 +31,17 @@ const instantTypes = new Set([
 const clockCalls = new Set(['now', 'get_current_timestamp', 'transaction_timestamp', 'current_date', 'today']);
 const shifts = new Set(['+', '-', 'date_trunc', 'time_bucket', 'date_bin']);
 
+const clockWords = new Set(['current_date', 'current_timestamp']);
+
+/** `current_date` or `current_timestamp`, which DuckDB parses as a name: the clock, where no column has the name. */
+export const isClockWord = (n: Node, columns: ReadonlySet<string>): boolean => {
+  const names = n.class === 'COLUMN_REF' ? (n.column_names as string[]) : [];
+  return names.length === 1 && clockWords.has(names[0].toLowerCase()) && !columns.has(names[0].toLowerCase());
+};
+
 /** How DuckDB compares a time column with a constant: as a string cast to the column's type, or as an instant. */
 export function comparedAs(value: Node): 'string' | 'instant' | null {
+  if (isClockWord(value, new Set())) return 'instant';
   if (value.class === 'CONSTANT') {
     const id = String(((value.value as Node).type as Node).id);
     return id === 'VARCHAR' ? 'string' : instantTypes.has(id) ? 'instant' : null;
