@@ -16,7 +16,6 @@ const root = process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathna
 const { DuckDBEngine, nativeLogsPayloads } = await import(`${root}/dist/src/engine/index.js`);
 const views = await import(`${root}/dist/src/views/index.js`);
 const { builtinViewSets, payloadRows, quoteLiteral, typedColumns } = views;
-const { blocksTable, blockTexts } = await import(`${root}/dist/src/maintenance/materializer.js`);
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries');
 const option = (name) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -131,10 +130,34 @@ async function variants(rows) {
   const oneStream = (sql) =>
     `SELECT * EXCLUDE (__orrery_row) FROM (SELECT row_number() OVER () AS __orrery_row, * FROM (${sql}))`;
   const text = oneStream(typedColumns(logEntries.columns, extract));
-  // __blocks as text (before #16's change), or as the materializer makes it now (ENUMs, text after the sort).
+  // __blocks as text (what the materializer does), or with its text columns as ENUMs of their values (a763dc7,
+  // reverted: see README.md), cast back to text after the sort.
   const textBlocks = ['CREATE OR REPLACE TEMP TABLE __blocks AS SELECT * FROM __block_text'];
-  const enumBlocks = blocksTable('SELECT * FROM __block_text');
-  const texts = (sql) => typedColumns(logEntries.columns, blockTexts(logEntries, sql));
+  const enumColumns = [
+    'process_id',
+    'stream_id',
+    'block_id',
+    'exe',
+    'username',
+    'computer',
+    'process_properties',
+    'audience',
+  ];
+  const enumBlocks = [
+    ...enumColumns.map(
+      (c) =>
+        `CREATE OR REPLACE TEMP TYPE __orrery_blocks_${c} AS ENUM (SELECT DISTINCT CAST(${c} AS VARCHAR) FROM __block_text WHERE ${c} IS NOT NULL)`,
+    ),
+    `CREATE OR REPLACE TEMP TABLE __blocks AS SELECT * REPLACE (${enumColumns
+      .map((c) => `CAST(CAST(${c} AS VARCHAR) AS __orrery_blocks_${c}) AS ${c}`)
+      .join(', ')}) FROM __block_text`,
+  ];
+  // Text again (process_properties through VARCHAR: an ENUM cast to JSON is a JSON string of the text).
+  const texts = (sql) =>
+    typedColumns(
+      logEntries.columns,
+      `SELECT * REPLACE (${enumColumns.map((c) => `CAST(${c} AS VARCHAR) AS ${c}`).join(', ')}) FROM (${sql})`,
+    );
   // The join on the payload's index (the number the decoder's filename ends with; a chunk holds one payload,
   // so it is computed once per chunk) instead of its name.
   const prefix = rows.match(/__orrery_otlp_logs\('([^']*)'/)[1].length + 2;

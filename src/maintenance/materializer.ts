@@ -822,14 +822,14 @@ export class Materializer {
       { name: 'audience', type: 'VARCHAR' },
       { name: 'path', type: 'VARCHAR' },
     ];
-    const setup = blocksTable(readJson(scratch.location(tempKey), blockColumns));
+    const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(scratch.location(tempKey), blockColumns)}`];
     const ndjson = withPaths.map((b) => b.path).filter((path) => !protobuf.has(path));
     const rows = payloadRows(
       source.tag,
       ndjson,
       bundle.sizes.length > 0 ? { file: scratch.location(bundle.key), sizes: bundle.sizes } : undefined,
     );
-    return { sql: blockTexts(view, source.extract.replaceAll('{payloads}', rows)), setup, cleanup };
+    return { sql: source.extract.replaceAll('{payloads}', rows), setup, cleanup };
   }
 
   /**
@@ -925,51 +925,6 @@ function cut(range: InsertRange, width: bigint): InsertRange[] {
  */
 function inOneStream(sql: string): string {
   return `SELECT * EXCLUDE (__orrery_row) FROM (SELECT row_number() OVER () AS __orrery_row, * FROM (${sql}))`;
-}
-
-/** The block columns `__blocks` holds as ENUMs (see blocksTable). */
-const enumBlockColumns = [
-  'process_id',
-  'stream_id',
-  'block_id',
-  'exe',
-  'username',
-  'computer',
-  'process_properties',
-  'audience',
-];
-
-/**
- * The statements that make `__blocks` from its rows (`rows`, a query), each column of enumBlockColumns an ENUM
- * of its texts there. A payload extract joins every row with its block's columns and sorts the joined rows by
- * time: as text, each row carries its block's identifiers (36 characters each) and its process's properties
- * (JSON) into the sort, which under the maintenance engine's memory limit spills them; as an ENUM each is a small
- * integer, turned back into its text after the sort (blockTexts). Also run by bench/materialization/variants.mjs.
- */
-export function blocksTable(rows: string): string[] {
-  const type = (column: string): string => quoteIdentifier(`__orrery_blocks_${column}`);
-  return [
-    `CREATE OR REPLACE TEMP TABLE __block_rows AS ${rows}`,
-    ...enumBlockColumns.map((c) => {
-      const text = `CAST(${quoteIdentifier(c)} AS VARCHAR)`;
-      return `CREATE OR REPLACE TEMP TYPE ${type(c)} AS ENUM (SELECT DISTINCT ${text} FROM __block_rows WHERE ${text} IS NOT NULL)`;
-    }),
-    `CREATE OR REPLACE TEMP TABLE __blocks AS SELECT * REPLACE (${enumBlockColumns
-      .map((c) => `CAST(CAST(${quoteIdentifier(c)} AS VARCHAR) AS ${type(c)}) AS ${quoteIdentifier(c)}`)
-      .join(', ')}) FROM __block_rows`,
-  ];
-}
-
-/**
- * A payload extract's rows with the block columns it selects (enumBlockColumns) as text again. Outside the
- * extract, so after its sort; text, since an ENUM cast to JSON would be a JSON string of the text, not its value.
- */
-export function blockTexts(view: ViewSet, extract: string): string {
-  const names = new Set(view.columns.map((c) => c.name));
-  const texts = enumBlockColumns
-    .filter((c) => names.has(c))
-    .map((c) => `CAST(${quoteIdentifier(c)} AS VARCHAR) AS ${quoteIdentifier(c)}`);
-  return texts.length === 0 ? extract : `SELECT * REPLACE (${texts.join(', ')}) FROM (${extract})`;
 }
 
 /** `{begin}` and `{end}` as RFC 3339 with nanoseconds. */

@@ -1,7 +1,7 @@
-// Issue 16: a payload extract joins each row with its block's columns, which the materializer holds as ENUMs
-// while the rows are sorted (see blocksTable in src/maintenance/materializer.ts). The partition file must hold
-// them as before: text (VARCHAR, JSON for process_properties, the properties object and not a JSON string of its
-// text), each row with the columns of its own block, for two services sending at once.
+// Issue 16: a payload extract joins each row with its block's columns (__blocks) before sorting the rows by time.
+// The partition file holds them as text (VARCHAR, JSON for process_properties: the properties object, not a JSON
+// string of its text), each row with the columns of its own block, for two services sending at once. Written for
+// a763dc7 (the columns as ENUMs while sorted, since reverted), where casting an ENUM to JSON directly failed it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -43,7 +43,7 @@ const request = (service: string, i: number): Uint8Array =>
 describe('block columns of materialized rows (issue 16)', () => {
   const fixture = useOrrery({});
 
-  it('are the text of each row own block, with process_properties a JSON object', async () => {
+  it("are the text of each row's own block, with process_properties a JSON object", async () => {
     const { httpPort } = fixture.orrery;
     await Promise.all(
       services.map(async (service) => {
