@@ -185,6 +185,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         ...engineOptions,
         // Bounded, spilling to the scratch folder past it (sorts of a partition's rows, merges, rollup refreshes).
         memoryLimit: config.maintenanceMemoryLimit,
+        threads: config.maintenanceThreads,
         tempDirectory: join(scratch.root, 'spill'),
         readableDirectories: [...(engineOptions.readableDirectories ?? []), scratch.root],
         nativeLogsPayloads: native ? scratch.root : undefined,

@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { totalmem } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OrreryError, declareErrors, messageOf } from './errors/index.js';
@@ -32,6 +32,8 @@ export interface Config {
   readonly duckdbMemoryLimit: string | undefined;
   /** ORRERY_MAINTENANCE_MEMORY_LIMIT: the maintenance engine's memory limit (materialization, merges, rollup refreshes). */
   readonly maintenanceMemoryLimit: string;
+  /** ORRERY_MAINTENANCE_THREADS: the maintenance engine's DuckDB threads (materialization, merges, rollup refreshes). */
+  readonly maintenanceThreads: number;
   /** ORRERY_DUCKDB_EXTENSION_DIR: a folder of the signed extension files; unset: the install step's cache. */
   readonly duckdbExtensionDir: string | undefined;
   /** MICROMEGAS_SQL_CONNECTION_STRING; unset: an embedded Postgres under the data folder. */
@@ -115,6 +117,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     duckdbMemoryLimit: memoryLimit(env.ORRERY_DUCKDB_MEMORY_LIMIT, 'ORRERY_DUCKDB_MEMORY_LIMIT'),
     maintenanceMemoryLimit:
       memoryLimit(env.ORRERY_MAINTENANCE_MEMORY_LIMIT, 'ORRERY_MAINTENANCE_MEMORY_LIMIT') ?? maintenanceMemoryDefault,
+    maintenanceThreads:
+      positiveInteger(env.ORRERY_MAINTENANCE_THREADS, 'ORRERY_MAINTENANCE_THREADS') ?? maintenanceThreadsDefault(),
     duckdbExtensionDir: env.ORRERY_DUCKDB_EXTENSION_DIR ? resolve(env.ORRERY_DUCKDB_EXTENSION_DIR) : undefined,
     sqlConnectionString: postgresUrl(env.MICROMEGAS_SQL_CONNECTION_STRING, 'MICROMEGAS_SQL_CONNECTION_STRING'),
     objectStoreUri: env.MICROMEGAS_OBJECT_STORE_URI?.startsWith('s3://')
@@ -177,6 +181,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * threads hold more than the limit's accounting allows for), so the default keeps the margin.
  */
 const maintenanceMemoryDefault = '384MiB';
+
+/**
+ * Half the cores, at least one: the maintenance engine shares the host with the query engine and ingestion,
+ * and under its memory limit more threads are not faster. On 2 cores one thread materialized 2 M records as
+ * one partition in 7.3-7.5 s and 7.8-7.9 CPU-s against 9.3-13.1 s and 12.7-13.9 CPU-s on two (the sort and
+ * the Parquet writer spilling and contending under 384 MiB), peak RSS 767-771 MiB against 915-943
+ * (bench/materialization/run.sh --server-only, alternated, load 2.6-3.4).
+ */
+function maintenanceThreadsDefault(): number {
+  return Math.max(1, Math.floor(availableParallelism() / 2));
+}
 
 /**
  * A quarter of the query engine's memory limit (ORRERY_DUCKDB_MEMORY_LIMIT, else DuckDB's default of 80%

@@ -1,0 +1,25 @@
+// Settings read from the environment: the maintenance engine's thread count (ORRERY_MAINTENANCE_THREADS).
+import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('ORRERY_MAINTENANCE_THREADS', () => {
+  it('defaults to half the cores, at least one, whatever the query engine has', () => {
+    const half = Math.max(1, Math.floor(availableParallelism() / 2));
+    assert.equal(loadConfig({}).maintenanceThreads, half);
+    assert.equal(loadConfig({ ORRERY_DUCKDB_THREADS: '7' }).maintenanceThreads, half);
+  });
+  it('takes a positive integer', () => {
+    assert.equal(loadConfig({ ORRERY_MAINTENANCE_THREADS: '3' }).maintenanceThreads, 3);
+  });
+  for (const value of ['0', '-1', '1.5', 'two'])
+    it(`refuses '${value}' naming the setting`, () => {
+      assert.throws(
+        () => loadConfig({ ORRERY_MAINTENANCE_THREADS: value }),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.message === `ORRERY_MAINTENANCE_THREADS must be a positive integer, got '${value}'`,
+      );
+    });
+});
