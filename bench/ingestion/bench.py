@@ -36,6 +36,7 @@ def main() -> int:
     parser.add_argument("--target", type=float, default=100_000, help="goal, log records/s")
     parser.add_argument("--skip-verify", action="store_true")
     parser.add_argument("--gzip", action="store_true", help="the load generator gzips each body (Content-Encoding: gzip)")
+    parser.add_argument("--format", default="protobuf", choices=["protobuf", "json"], help="OTLP/HTTP body encoding")
     parser.add_argument("--data-dir", default=None, help="the server's ORRERY_DATA_DIR: measure bytes stored per record")
     args = parser.parse_args()
 
@@ -44,7 +45,7 @@ def main() -> int:
     for n in [int(c) for c in args.connections.split(",") if c.strip()]:
         log(f"run: {n} connections, {args.duration:g} s")
         cpu = CpuMeter(args.server_pid)
-        run = run_loadgen(args.http_port, n, args.duration, warmup_s=args.warmup, extra=["--gzip", "1"] if args.gzip else None)
+        run = run_loadgen(args.http_port, n, args.duration, warmup_s=args.warmup, extra=["--format", args.format, "--gzip", "1" if args.gzip else "0"])
         run.update(cpu.read())
         runs.append(run)
         log(f"  {run['measured_records_per_s'] or 0:,} records/s, p50 {run['latency_ms']['p50']} ms, p99 {run['latency_ms']['p99']} ms, "
@@ -132,6 +133,7 @@ def main() -> int:
         **machine_state(),
         **git_state(),
         "gzip": args.gzip,
+        "format": args.format,
         "runs": [{k: v for k, v in r.items() if k not in ("per_minute", "per_level")} for r in runs],
         "verify": verify,
         "storage": storage,

@@ -1,8 +1,8 @@
 // OTLP/HTTP log request bodies for the benchmarks: templates serialized once by the OpenTelemetry
-// SDK's own ProtobufLogsSerializer, then made unique per request by patching fixed-size fields in a
-// copy (see loadgen.mjs). Shared by loadgen.mjs and stages.mjs.
+// SDK's own ProtobufLogsSerializer (or JsonLogsSerializer, OTLP/JSON), then made unique per request by
+// patching fixed-size fields in a copy (see loadgen.mjs). Shared by loadgen.mjs and stages.mjs.
 import { randomBytes } from 'node:crypto';
-import { ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer';
+import { JsonLogsSerializer, ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 
 // micromegas level of each OTLP severity used (see src/ingestion/otlp/logs-lines.ts levelOf).
@@ -29,8 +29,11 @@ const TEMPLATE_T0 = BigInt(TEMPLATE_SECONDS) * 1_000_000_000n;
 const ROUTES = ['/api/v1/items', '/api/v1/orders', '/api/v1/users', '/health', '/api/v2/search', '/api/v1/cart'];
 const scopes = [0, 1, 2, 3].map((m) => ({ name: `bench.module${m}`, version: '1.0.0' }));
 
-/** One template: its bytes, the offsets of the token and of each record's time, and its level counts. */
-export function buildTemplate(service, variant, batch) {
+/**
+ * One template: its bytes, the offsets of the token and of each record's time, and its level counts.
+ * `format` 'protobuf' (application/x-protobuf) or 'json' (application/json, OTLP/JSON).
+ */
+export function buildTemplate(service, variant, batch, format = 'protobuf') {
   const resource = resourceFromAttributes({
     'service.name': `bench-svc-${service}`,
     'service.instance.id': `bench-svc-${service}-instance`,
@@ -65,26 +68,34 @@ export function buildTemplate(service, variant, batch) {
         : undefined,
     });
   }
-  const bytes = Buffer.from(ProtobufLogsSerializer.serializeRequest(records));
+  const json = format === 'json';
+  const serializer = json ? JsonLogsSerializer : ProtobufLogsSerializer;
+  const bytes = Buffer.from(serializer.serializeRequest(records));
   const tokenOffset = bytes.indexOf(PLACEHOLDER);
   if (tokenOffset < 0 || bytes.indexOf(PLACEHOLDER, tokenOffset + 1) >= 0)
     throw new Error('template: token placeholder not found once');
-  // time_unix_nano is LogRecord field 1, fixed64: tag byte 0x09 then 8 little-endian bytes.
   const timeOffsets = new Int32Array(batch).fill(-1);
-  for (let p = 0; p + 9 <= bytes.length; p++) {
-    if (bytes[p] !== 0x09) continue;
-    const value = bytes.readBigUInt64LE(p + 1);
+  const found = (value, offset) => {
     const i = value - TEMPLATE_T0;
-    if (i >= 0n && i < BigInt(batch) && timeOffsets[Number(i)] === -1) timeOffsets[Number(i)] = p + 1;
+    if (i >= 0n && i < BigInt(batch) && timeOffsets[Number(i)] === -1) timeOffsets[Number(i)] = offset;
+  };
+  if (json) {
+    // "timeUnixNano":"<19 digits>": a decimal string as long as any time of this century's.
+    const key = Buffer.from('"timeUnixNano":"');
+    for (let p = bytes.indexOf(key); p >= 0; p = bytes.indexOf(key, p + 1))
+      found(BigInt(bytes.toString('latin1', p + key.length, p + key.length + 19)), p + key.length);
+  } else {
+    // time_unix_nano is LogRecord field 1, fixed64: tag byte 0x09 then 8 little-endian bytes.
+    for (let p = 0; p + 9 <= bytes.length; p++) if (bytes[p] === 0x09) found(bytes.readBigUInt64LE(p + 1), p + 1);
   }
   if (timeOffsets.some((o) => o < 0)) throw new Error('template: a record time was not found');
-  return { bytes, tokenOffset, timeOffsets, levels };
+  return { bytes, tokenOffset, timeOffsets, levels, json };
 }
 
 /** Templates for `services` resources x `variants` record mixes, `batch` records each. */
-export function buildTemplates(services, variants, batch) {
+export function buildTemplates(services, variants, batch, format = 'protobuf') {
   const out = [];
-  for (let s = 0; s < services; s++) for (let v = 0; v < variants; v++) out.push(buildTemplate(s, v, batch));
+  for (let s = 0; s < services; s++) for (let v = 0; v < variants; v++) out.push(buildTemplate(s, v, batch, format));
   return out;
 }
 
@@ -94,6 +105,8 @@ export function makeBody(templates, n, runId, batch) {
   const body = Buffer.from(t.bytes);
   body.write(`${runId}${String(n).padStart(TOKEN_LENGTH - 6, '0')}`, t.tokenOffset, 'latin1');
   const base = BigInt(Date.now()) * 1_000_000n + BigInt(n % 1000) * 1000n;
-  for (let i = 0; i < batch; i++) body.writeBigUInt64LE(base + BigInt(i) * 1000n, t.timeOffsets[i]);
+  for (let i = 0; i < batch; i++)
+    if (t.json) body.write(String(base + BigInt(i) * 1000n), t.timeOffsets[i], 'latin1');
+    else body.writeBigUInt64LE(base + BigInt(i) * 1000n, t.timeOffsets[i]);
   return { body, template: t, base };
 }

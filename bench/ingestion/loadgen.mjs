@@ -1,4 +1,4 @@
-// OTLP/HTTP log load generator: N concurrent keep-alive connections POST protobuf
+// OTLP/HTTP log load generator: N concurrent keep-alive connections POST protobuf (or, --format json, OTLP/JSON)
 // ExportLogsServiceRequest bodies of --batch records each to /v1/logs, for --duration seconds or
 // until --records records are sent, whichever comes first. Bounded in count and time; loopback only.
 //
@@ -35,6 +35,7 @@ const args = parseArgs(process.argv.slice(2), {
   variants: '4',
   warmup: '2',
   gzip: '0', // 1: each body gzipped (level 1, before its latency is timed), sent with Content-Encoding: gzip
+  format: 'protobuf', // or json: OTLP/JSON bodies (application/json)
   'run-id': '',
 });
 const host = args.host;
@@ -49,10 +50,11 @@ const warmupMs = Number(args.warmup) * 1000;
 const runId = (args['run-id'] || randomBytes(3).toString('hex')).slice(0, 6).padEnd(6, '0');
 if (host !== '127.0.0.1' && host !== 'localhost' && host !== '::1') throw new Error('loadgen sends to loopback only');
 
-const templates = buildTemplates(services, variants, batch);
+if (args.format !== 'protobuf' && args.format !== 'json') throw new Error('--format is protobuf or json');
+const templates = buildTemplates(services, variants, batch, args.format);
 const bodyBytes = templates.reduce((sum, t) => sum + t.bytes.length, 0) / templates.length;
 process.stderr.write(
-  `loadgen: ${templates.length} templates of ${batch} records, ${(bodyBytes / 1024).toFixed(0)} KiB each; ` +
+  `loadgen: ${templates.length} ${args.format} templates of ${batch} records, ${(bodyBytes / 1024).toFixed(0)} KiB each; ` +
     `${connections} connections to http://${host}:${port}${args.path}, run ${runId}\n`,
 );
 
@@ -93,7 +95,7 @@ function post(body) {
         method: 'POST',
         agent,
         headers: {
-          'content-type': 'application/x-protobuf',
+          'content-type': args.format === 'json' ? 'application/json' : 'application/x-protobuf',
           ...(gzip ? { 'content-encoding': 'gzip' } : {}),
           'content-length': body.length,
           authorization: `Bearer ${args.key}`,

@@ -14,7 +14,7 @@
 # Environment: CONNECTIONS (comma-separated, default 4,8,16), DURATION (s per run, default 20),
 # WARMUP (s left out of each run's figures, default 2), TARGET (records/s, default 100000),
 # GZIP=1 (each body sent gzipped, Content-Encoding: gzip, as OTel exporters may; the load generator
-# compresses before timing), PROFILE (auto: when the best run is below TARGET, a second server runs under
+# compresses before timing), FORMAT=json (OTLP/JSON bodies instead of protobuf), PROFILE (auto: when the best run is below TARGET, a second server runs under
 # node --cpu-prof with the best connection count for DURATION s and its top self-time functions are
 # printed; 1: always; 0: never), PROFILE_DIR (default bench/ingestion/profiles), KEEP_DATA=1 keeps the data folder,
 # STORAGE=0 (no log_entries materialization nor bytes per record after the runs: a quicker A/B of the ack path).
@@ -31,6 +31,7 @@ profile="${PROFILE:-auto}"
 profile_dir="${PROFILE_DIR:-$here/profiles}"
 gzip_flag=()
 [ "${GZIP:-0}" = 1 ] && gzip_flag=(--gzip)
+gzip_flag+=(--format "${FORMAT:-protobuf}")
 
 bench_ensure_built
 python="$(bench_venv)"
@@ -66,7 +67,7 @@ if [ "$profile" = "1" ] || { [ "$profile" = "auto" ] && [ "$met" = "0" ]; }; the
   echo "bench: profiling: a fresh server under node --cpu-prof, $best_conns connections for $duration s" >&2
   orrery_start serve "$data_dir/profile" --cpu-prof --cpu-prof-dir="$profile_dir" || exit 1
   node "$here/loadgen.mjs" --port "$ORRERY_HTTP_PORT" --connections "$best_conns" --duration "$duration" --warmup "$warmup" \
-    --gzip "${GZIP:-0}" >"$data_dir/profile-run.json"
+    --gzip "${GZIP:-0}" --format "${FORMAT:-protobuf}" >"$data_dir/profile-run.json"
   "$python" - "$data_dir/profile-run.json" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
