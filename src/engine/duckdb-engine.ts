@@ -138,8 +138,8 @@ export interface RunOptions {
   readonly held?: HeldStatement;
 }
 
-/** json_serialize_sql's error_type for a statement other than SELECT (DuckDB's wording, not a stub of ours). */
-const SERIALIZE_REFUSES_NON_SELECT = 'not implemented';
+/** How json_serialize_sql answers a statement other than SELECT (DuckDB's own message). */
+const SERIALIZE_REFUSES_NON_SELECT = /^Only SELECT statements can be serialized/;
 
 /**
  * One DuckDB connection held across statements, for a transaction: what runs with it as
@@ -474,8 +474,8 @@ export class DuckDBEngine {
       statements: Record<string, unknown>[];
     };
     if (!tree.error) return tree;
-    // DuckDB serializes SELECT statements only and answers anything else with this error type: not a read.
-    if (tree.error_type === SERIALIZE_REFUSES_NON_SELECT) return null;
+    // DuckDB serializes SELECT statements only and answers anything else with this message: not a read.
+    if (tree.error_type !== 'parser' && SERIALIZE_REFUSES_NON_SELECT.test(tree.error_message ?? '')) return null;
     throw engineErrors.error('QUERY_INVALID', tree.error_message ?? 'cannot parse the statement');
   }
 
