@@ -14,6 +14,7 @@ import {
   missingExtensionsHelp,
   lowPriorityProblem,
   nativeExportProblem,
+  nativeJsonLogsSeal,
   nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,
@@ -390,6 +391,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
               metrics,
               native ? nativeLogsScan() : null,
               native ? nativeLogsSeal() : null,
+              native ? nativeJsonLogsSeal() : null,
             )
           : undefined,
       metrics,

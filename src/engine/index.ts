@@ -12,6 +12,7 @@ export { engineErrors, isFileReadFailure } from './errors.js';
 export {
   lowPriorityProblem,
   nativeExportProblem,
+  nativeJsonLogsSeal,
   nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,

@@ -79,6 +79,10 @@ interface NativeModule {
     body: Uint8Array,
     compress: boolean,
   ): Promise<{ scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
+  /** An OTLP/JSON logs body transcoded to protobuf (logs-json.cc), then sealed as sealLogs(body, true); absent as sealLogs. */
+  sealJsonLogs?(
+    body: Uint8Array,
+  ): Promise<{ body: Uint8Array | null; scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
   /** Registers __orrery_otlp_logs (otlp-logs-table.cc), reading payload files under `root` only. */
   registerOtlpLogsTable(connection: unknown, root: string): void;
   /** A stored logs payload's content when it is protobuf, decompressed off the event loop (see nativeLogsPayloads). */
@@ -133,6 +137,12 @@ export function nativeLogsScan(): ((body: Uint8Array) => Float64Array | null) | 
 export function nativeLogsSeal(): NativeModule['sealLogs'] | null {
   const module = nativeExportModule();
   return module?.sealLogs ? (body, compress) => module.sealLogs!(body, compress) : null;
+}
+
+/** The native seal of OTLP/JSON logs bodies (transcoded to protobuf, then sealed), or null when not available. */
+export function nativeJsonLogsSeal(): NativeModule['sealJsonLogs'] | null {
+  const module = nativeExportModule();
+  return module?.sealJsonLogs ? (body) => module.sealJsonLogs!(body) : null;
 }
 
 /**

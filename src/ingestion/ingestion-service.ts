@@ -12,14 +12,17 @@ import {
   resourceKey,
   scanLogs,
   scanLogsWith,
+  sealJsonLogsWith,
   sealLogsWith,
   type Attributes,
+  type FlatJsonLogsSeal,
   type FlatLogsScan,
   type FlatLogsSeal,
   type OtlpContentType,
   type OtlpSignal,
   type ResourceGroup,
   type ScannedResourceLogs,
+  type SealedJsonLogs,
   type SealedLogs,
 } from './otlp/index.js';
 import { GroupCommit } from './group-commit.js';
@@ -52,6 +55,7 @@ export class IngestionService {
   private readonly commits: Record<OtlpSignal, GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>>;
   private readonly scanLogs: (body: Uint8Array) => ScannedResourceLogs[] | null;
   private readonly sealLogs: ((body: Uint8Array, compress: boolean) => Promise<SealedLogs>) | null;
+  private readonly sealJsonLogs: ((body: Uint8Array) => Promise<SealedJsonLogs>) | null;
   private readonly known = new KnownResources();
   /** The object key reserved for the next group's payloads (see writePayloads). */
   private nextGroupFile: string | null = null;
@@ -61,6 +65,8 @@ export class IngestionService {
    * JavaScript one at a fraction of its cost; without it (no addon, ORRERY_NATIVE=off) the JavaScript one.
    * `nativeSeal`: the same scan with the sha256 and compression of the body on a worker thread
    * (src/engine/native/logs-seal.cc); used for logs protobuf bodies instead of the scan when given.
+   * `nativeJsonSeal`: an OTLP/JSON logs body transcoded to protobuf and sealed so, on a worker thread
+   * (src/engine/native/logs-json.cc); without it (or for a body it does not vouch for) JSON is decoded the slow way.
    */
   constructor(
     private readonly db: MetadataStore,
@@ -68,9 +74,11 @@ export class IngestionService {
     private readonly metrics?: OrreryMetrics,
     nativeScan?: FlatLogsScan | null,
     nativeSeal?: FlatLogsSeal | null,
+    nativeJsonSeal?: FlatJsonLogsSeal | null,
   ) {
     this.scanLogs = nativeScan ? scanLogsWith(nativeScan) : scanLogs;
     this.sealLogs = nativeSeal ? sealLogsWith(nativeSeal) : null;
+    this.sealJsonLogs = nativeJsonSeal ? sealJsonLogsWith(nativeJsonSeal) : null;
     const commit = (signal: OtlpSignal) =>
       new GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>(
         (requests) => this.writePayloads(requests),
@@ -153,6 +161,19 @@ export class IngestionService {
         : { scanned: this.scanLogs(body) };
       if (scanned !== null)
         return storedAsReceived(body, scanned, received, sealed, this.known.resources(body, scanned, withoutReserved));
+    }
+    if (signal === 'logs' && contentType === 'json' && this.sealJsonLogs) {
+      // Stored as the protobuf it stands for (never as received: the payload must be protobuf), decoded as one
+      // at materialization; a retry transcodes to the same bytes, so to the same block.
+      const { body: proto, scanned, ...sealed } = await this.sealJsonLogs(body);
+      if (proto !== null && scanned !== null)
+        return storedAsReceived(
+          proto,
+          scanned,
+          undefined,
+          sealed,
+          this.known.resources(proto, scanned, withoutReserved),
+        );
     }
     const build = <R>(
       groups: ResourceGroup<R>[],

@@ -254,18 +254,28 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     );
   });
 
-  it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (decoded first)', async () => {
+  it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (transcoded, or decoded first)', async () => {
+    const native = process.env.ORRERY_NATIVE !== 'off';
     assert.equal(await post(protobufOf(request('same', false, 2)), 'application/x-protobuf'), 200);
-    assert.equal(await post(Buffer.from(JSON.stringify(request('json', true, 2))), 'application/json'), 200);
-    assert.equal((await content((await blocksOf('same'))[0]))[0], 0x0a); // protobuf
-    assert.equal((await content((await blocksOf('json'))[0]))[0], 0x7b); // NDJSON
-    await materialize();
-    const fromProtobuf = await rowsOf('same');
-    assert.equal(fromProtobuf.length, 24);
-    assert.deepEqual(
-      JSON.stringify(fromProtobuf, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
-      JSON.stringify(await rowsOf('json'), (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+    const json = JSON.stringify(request('json', true, 2));
+    assert.equal(await post(Buffer.from(json), 'application/json'), 200);
+    // A severity given by its enum name: only the decode-first path reads those.
+    const named = JSON.stringify(request('named', true, 2)).replace(
+      '"severityNumber":1,',
+      '"severityNumber":"SEVERITY_NUMBER_TRACE",',
     );
+    assert.ok(named.includes('SEVERITY_NUMBER_TRACE'));
+    assert.equal(await post(Buffer.from(named), 'application/json'), 200);
+    assert.equal((await content((await blocksOf('same'))[0]))[0], 0x0a); // protobuf
+    assert.equal((await content((await blocksOf('json'))[0]))[0], native ? 0x0a : 0x7b); // protobuf with the addon (#16)
+    assert.equal((await content((await blocksOf('named'))[0]))[0], 0x7b); // NDJSON
+    await materialize();
+    const rows = async (service: string): Promise<string> =>
+      JSON.stringify(await rowsOf(service), (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    const fromProtobuf = await rows('same');
+    assert.equal(JSON.parse(fromProtobuf).length, 24);
+    assert.deepEqual(fromProtobuf, await rows('json'));
+    assert.deepEqual(fromProtobuf, await rows('named'));
   });
 
   it('a block whose stored protobuf no longer decodes is quarantined, and the rest of its window materializes', async () => {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <vector>
 
+#include "logs-json.h"
 #include "logs-scan.h"
 #include "logs-seal.h"
 
@@ -53,18 +54,29 @@ const Library *FindLibrary() {
 
 class SealWorker : public Napi::AsyncWorker {
  public:
-  SealWorker(Napi::Env env, const Library &library, Napi::Uint8Array body, bool compress)
+  SealWorker(Napi::Env env, const Library &library, Napi::Uint8Array body, bool compress, bool json)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         library_(library),
         body_(Napi::Persistent(body)),  // keeps the bytes alive (and where they are) until OnOK
         data_(body.Data()),
         size_(body.ByteLength()),
-        compress_(compress) {}
+        compress_(compress),
+        json_(json) {}
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
   void Execute() override {
+    if (json_) {
+      // An OTLP/JSON body is sealed as the protobuf it stands for (logs-json.cc), or not at all.
+      proto_.reset(new std::vector<uint8_t>());
+      if (!LogsJsonToProtobuf(data_, size_, *proto_)) {
+        proto_.reset();
+        return;
+      }
+      data_ = proto_->data();
+      size_ = proto_->size();
+    }
     accepted_ = ScanLogsBody(data_, size_, scan_);
     // Only a body of one ResourceLogs with records is stored whole; the blocks of others are its pieces.
     if (!accepted_ || scan_.size() != 11 || scan_[6] == 0) return;
@@ -93,6 +105,19 @@ class SealWorker : public Napi::AsyncWorker {
     } else {
       result.Set("scan", env.Null());
     }
+    if (json_ && !(accepted_ && proto_)) result.Set("body", env.Null());
+    if (accepted_ && proto_) {
+      // Handed over without a copy: the buffer owns the vector from here.
+      std::vector<uint8_t> *proto = proto_.release();
+      if (proto->empty()) {
+        result.Set("body", Napi::Buffer<uint8_t>::New(env, 0));
+        delete proto;
+      } else {
+        result.Set("body", Napi::Buffer<uint8_t>::New(env, proto->data(), proto->size(),
+                                                      [](Napi::Env, uint8_t *, std::vector<uint8_t> *owned) { delete owned; },
+                                                      proto));
+      }
+    }
     if (hashed_) result.Set("digest", Napi::Buffer<uint8_t>::Copy(env, digest_, kDigestBytes));
     if (payload_) result.Set("payload", Napi::Buffer<uint8_t>::Copy(env, payload_.get(), payload_size_));
     deferred_.Resolve(result);
@@ -107,6 +132,8 @@ class SealWorker : public Napi::AsyncWorker {
   const uint8_t *data_;
   size_t size_;
   bool compress_;
+  bool json_;
+  std::unique_ptr<std::vector<uint8_t>> proto_;  // a JSON body's protobuf bytes, which data_ then points at
   bool accepted_ = false;
   std::vector<double> scan_;
   bool hashed_ = false;
@@ -123,8 +150,22 @@ Napi::Value SealLogs(const Napi::CallbackInfo &info) {
   if (info.Length() < 2 || !info[0].IsTypedArray() ||
       info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array || !info[1].IsBoolean())
     throw Napi::TypeError::New(env, "sealLogs(body: Uint8Array, compress: boolean)");
-  auto *worker =
-      new SealWorker(env, *FindLibrary(), info[0].As<Napi::Uint8Array>(), info[1].As<Napi::Boolean>().Value());
+  auto *worker = new SealWorker(env, *FindLibrary(), info[0].As<Napi::Uint8Array>(),
+                                info[1].As<Napi::Boolean>().Value(), false);
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
+
+// sealJsonLogs(body: Uint8Array): Promise<{ body: Buffer | null, scan, digest?, payload? }>: an OTLP/JSON logs body
+// transcoded to protobuf (logs-json.cc), then sealed as sealLogs(body, true) seals that; body and scan are null
+// when either the transcoder or the scan does not vouch for it (the JSON is then decoded the slow way).
+Napi::Value SealJsonLogs(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsTypedArray() ||
+      info[0].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    throw Napi::TypeError::New(env, "sealJsonLogs(body: Uint8Array)");
+  auto *worker = new SealWorker(env, *FindLibrary(), info[0].As<Napi::Uint8Array>(), true, true);
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;
@@ -133,5 +174,7 @@ Napi::Value SealLogs(const Napi::CallbackInfo &info) {
 }  // namespace
 
 void DefineLogsSeal(Napi::Env env, Napi::Object exports) {
-  if (FindLibrary()) exports.Set("sealLogs", Napi::Function::New(env, SealLogs));
+  if (!FindLibrary()) return;
+  exports.Set("sealLogs", Napi::Function::New(env, SealLogs));
+  exports.Set("sealJsonLogs", Napi::Function::New(env, SealJsonLogs));
 }

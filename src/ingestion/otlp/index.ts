@@ -15,9 +15,12 @@ export {
   resourceSkeleton,
   scanLogs,
   scanLogsWith,
+  sealJsonLogsWith,
   sealLogsWith,
+  type FlatJsonLogsSeal,
   type FlatLogsScan,
   type FlatLogsSeal,
+  type SealedJsonLogs,
   type SealedLogs,
   type ScannedResourceLogs,
 } from './logs-scan.js';

@@ -349,13 +349,36 @@ export interface SealedLogs {
 
 /** The seal's answer in scanLogs's terms. */
 export function sealLogsWith(flat: FlatLogsSeal): (body: Uint8Array, compress: boolean) => Promise<SealedLogs> {
-  return async (body, compress) => {
-    const sealed = await flat(body, compress);
-    return {
-      scanned: unflattened(sealed.scan),
-      digest: sealed.digest && Buffer.from(sealed.digest.buffer, sealed.digest.byteOffset, 32).toString('hex'),
-      payload: sealed.payload,
-    };
+  return async (body, compress) => sealedIn(await flat(body, compress));
+}
+
+/**
+ * The native addon's sealJsonLogs (src/engine/native/logs-json.cc, logs-seal.cc): an OTLP/JSON logs body transcoded
+ * to the protobuf it stands for, then sealed as FlatLogsSeal seals that (compressed); `body` and `scan` are null when
+ * the transcoder or the scan does not vouch for it.
+ */
+export type FlatJsonLogsSeal = (
+  body: Uint8Array,
+) => Promise<{ body: Uint8Array | null; scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
+
+/** A JSON body sealed off the event loop: its protobuf bytes (null when not vouched for) and their seal. */
+export interface SealedJsonLogs extends SealedLogs {
+  readonly body: Uint8Array | null;
+}
+
+/** The JSON seal's answer in scanLogs's terms. */
+export function sealJsonLogsWith(flat: FlatJsonLogsSeal): (body: Uint8Array) => Promise<SealedJsonLogs> {
+  return async (json) => {
+    const { body, ...sealed } = await flat(json);
+    return { body, ...sealedIn(sealed) };
+  };
+}
+
+function sealedIn(sealed: Awaited<ReturnType<FlatLogsSeal>>): SealedLogs {
+  return {
+    scanned: unflattened(sealed.scan),
+    digest: sealed.digest && Buffer.from(sealed.digest.buffer, sealed.digest.byteOffset, 32).toString('hex'),
+    payload: sealed.payload,
   };
 }
 
