@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "logs-json.h"
+#include "logs-scan.h"
 
 namespace {
 
@@ -42,44 +43,6 @@ struct Key {
   }
   bool Equals(const char *name) const { return std::strlen(name) == size && std::memcmp(name, data, size) == 0; }
 };
-
-// Valid UTF-8 as Node's TextDecoder (fatal) means it; ASCII eight bytes at a time (as logs-scan.cc's ValidUtf8).
-bool ValidUtf8(const uint8_t *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    if (i + 8 <= n) {
-      uint64_t word;
-      std::memcpy(&word, s + i, 8);
-      if ((word & 0x8080808080808080ULL) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    const uint8_t c = s[i];
-    if (c < 0x80) {
-      i += 1;
-    } else if (c < 0xc2) {
-      return false;
-    } else if (c < 0xe0) {
-      if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return false;
-      i += 2;
-    } else if (c < 0xf0) {
-      if (i + 2 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return false;
-      if (c == 0xe0 && s[i + 1] < 0xa0) return false;
-      if (c == 0xed && s[i + 1] >= 0xa0) return false;
-      i += 3;
-    } else if (c < 0xf5) {
-      if (i + 3 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80)
-        return false;
-      if (c == 0xf0 && s[i + 1] < 0x90) return false;
-      if (c == 0xf4 && s[i + 1] >= 0x90) return false;
-      i += 4;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
 
 int HexDigit(uint8_t c) {
   if (c >= '0' && c <= '9') return c - '0';

@@ -35,45 +35,6 @@ uint32_t Uint32Of(double value) {
   return static_cast<uint32_t>(value < 4294967296.0 ? value : std::fmod(value, 4294967296.0));
 }
 
-// Valid UTF-8 as Node's isUtf8 (and TextDecoder's fatal mode) means it: no overlong forms, no surrogates,
-// nothing past U+10FFFF, no cut sequence. ASCII is skipped eight bytes at a time.
-bool ValidUtf8(const uint8_t *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    if (i + 8 <= n) {
-      uint64_t word;
-      std::memcpy(&word, s + i, 8);
-      if ((word & 0x8080808080808080ULL) == 0) {
-        i += 8;
-        continue;
-      }
-    }
-    const uint8_t c = s[i];
-    if (c < 0x80) {
-      i += 1;
-    } else if (c < 0xc2) {
-      return false;
-    } else if (c < 0xe0) {
-      if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return false;
-      i += 2;
-    } else if (c < 0xf0) {
-      if (i + 2 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return false;
-      if (c == 0xe0 && s[i + 1] < 0xa0) return false;   // overlong
-      if (c == 0xed && s[i + 1] >= 0xa0) return false;  // a surrogate
-      i += 3;
-    } else if (c < 0xf5) {
-      if (i + 3 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80)
-        return false;
-      if (c == 0xf0 && s[i + 1] < 0x90) return false;   // overlong
-      if (c == 0xf4 && s[i + 1] >= 0x90) return false;  // past U+10FFFF
-      i += 4;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 class Scan {
  public:
   Scan(const uint8_t *buf, size_t size) : buf_(buf), size_(size) {}
@@ -338,6 +299,45 @@ Napi::Value ScanLogs(const Napi::CallbackInfo &info) {
 }
 
 }  // namespace
+
+// Valid UTF-8 as Node's isUtf8 (and TextDecoder's fatal mode) means it: no overlong forms, no surrogates,
+// nothing past U+10FFFF, no cut sequence. ASCII is skipped eight bytes at a time.
+bool ValidUtf8(const uint8_t *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    if (i + 8 <= n) {
+      uint64_t word;
+      std::memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    const uint8_t c = s[i];
+    if (c < 0x80) {
+      i += 1;
+    } else if (c < 0xc2) {
+      return false;
+    } else if (c < 0xe0) {
+      if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return false;
+      i += 2;
+    } else if (c < 0xf0) {
+      if (i + 2 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return false;
+      if (c == 0xe0 && s[i + 1] < 0xa0) return false;   // overlong
+      if (c == 0xed && s[i + 1] >= 0xa0) return false;  // a surrogate
+      i += 3;
+    } else if (c < 0xf5) {
+      if (i + 3 >= n || (s[i + 1] & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80)
+        return false;
+      if (c == 0xf0 && s[i + 1] < 0x90) return false;   // overlong
+      if (c == 0xf4 && s[i + 1] >= 0x90) return false;  // past U+10FFFF
+      i += 4;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
 
 bool ScanLogsBody(const uint8_t *body, size_t size, std::vector<double> &out) { return Scan(body, size).Run(out); }
 
