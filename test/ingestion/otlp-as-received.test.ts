@@ -7,65 +7,17 @@ import { describe, it } from 'node:test';
 import { payloadContent, payloadLines } from '../../src/ingestion/index.js';
 import { decodeLogs, logsLines, scanLogs } from '../../src/ingestion/otlp/index.js';
 import { logLine } from '../../src/ingestion/payload-lines.js';
-import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
+import {
+  protobufOf,
+  random,
+  randomRequest,
+  sampleRecords as records,
+  sampleRequest as request,
+  t0,
+} from '../support/otlp-logs-corpus.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { payloadPlace } from '../../src/lakehouse/index.js';
 import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
-
-const traceHex = '0af7651916cd43dd8448eb211c80319c';
-const spanHex = 'b7ad6b7169203331';
-
-/** Attribute values of every AnyValue kind, nested, in OTLP/JSON form (bytes as base64, ints as strings). */
-const attributesJson = [
-  { key: 'str', value: { stringValue: 'héllo "quoted"\n' } },
-  { key: 'int', value: { intValue: '9007199254740993' } },
-  { key: 'small', value: { intValue: '-42' } },
-  { key: 'dbl', value: { doubleValue: 0.1 } },
-  { key: 'bool', value: { boolValue: true } },
-  { key: 'bytes', value: { bytesValue: Buffer.from([0, 1, 254, 255]).toString('base64') } },
-  {
-    key: 'arr',
-    value: { arrayValue: { values: [{ stringValue: 'a' }, { intValue: '1' }, { arrayValue: { values: [] } }] } },
-  },
-  {
-    key: 'kv',
-    value: { kvlistValue: { values: [{ key: 'inner', value: { kvlistValue: { values: [] } } }, { key: 'x' }] } },
-  },
-  { key: 'empty' },
-];
-
-function records(n: number, tag: string, json: boolean): object[] {
-  return Array.from({ length: n }, (_, i) => ({
-    ...(i % 3 === 2
-      ? { observedTimeUnixNano: String(t0 + BigInt(i)) } // no time: the observed time stands in
-      : { timeUnixNano: String(t0 + BigInt(i)), observedTimeUnixNano: String(t0 + 5n) }),
-    severityNumber: (i % 24) + 1,
-    ...(i % 2 ? { severityText: 'LOUD' } : {}),
-    body:
-      i % 4 === 1
-        ? { kvlistValue: { values: [{ key: 'b', value: { intValue: String(i) } }] } }
-        : { stringValue: `${tag} ${i}` },
-    attributes: i % 5 === 0 ? attributesJson : [{ key: 'i', value: { intValue: String(i) } }],
-    ...(i % 2
-      ? json
-        ? { traceId: traceHex, spanId: spanHex }
-        : { traceId: Buffer.from(traceHex, 'hex'), spanId: Buffer.from(spanHex, 'hex') }
-      : {}),
-    flags: 1,
-  }));
-}
-
-function request(service: string, json: boolean, resources = 1, withRecords = records): object {
-  return {
-    resourceLogs: Array.from({ length: resources }, (_, r) => ({
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: `${service}-${r}` } }] },
-      scopeLogs: [
-        { scope: { name: 'lib.a', version: '1' }, logRecords: withRecords(7, `r${r}a`, json) },
-        { scope: { name: 'lib.b', attributes: attributesJson }, logRecords: withRecords(5, `r${r}b`, json) },
-      ],
-    })),
-  };
-}
 
 describe('issue 16: logs protobuf bodies are stored as received and decoded at materialization', () => {
   const fixture = useOrrery();
