@@ -292,8 +292,14 @@ class FileChecker {
       const facts = await this.analyzer.analyze(table.physical, measure.expression);
       const what = `measure '${measure.name}' (${measure.expression})`;
       const entryRead = facts.columns.find((c) => this.byKey.has(c) && !table.columns.some((t) => t.name === c));
+      // Matched in the text: ClickHouse's parametric quantilesIfOrNull(0.5)(x, c) does not parse in DuckDB.
+      const refused = /\b(countIfOrNull|uniqIfOrNull|quantilesIfOrNull)\s*\(/i
+        .exec(measure.expression)?.[1]
+        .toLowerCase();
       if (entryRead) {
         this.error(entry, `${what} reads '${entryRead}', a resource entry; measures read the table's columns`);
+      } else if (refused) {
+        this.error(entry, `${what} ${orNullAfterIf.get(refused)!}`);
       } else if (facts.problem) {
         this.error(entry, `${what} ${facts.problem}`);
       } else if (facts.window) {
@@ -367,6 +373,25 @@ type ColumnFacts = {
   readonly expressionType: string | null;
   readonly satisfiedBy: string | null;
 };
+
+/**
+ * The spec's refused combinations (ClickHouse's names): OrNull after If is NULL only for a group with
+ * no rows, never for one whose rows the filter all leaves out; what to write instead, in DuckDB.
+ */
+const orNullAfterIf = new Map(
+  [
+    ['countIfOrNull', 'countOrNullIf', 'nullif(count(*) FILTER (WHERE …), 0)'],
+    ['uniqIfOrNull', 'uniqOrNullIf', 'nullif(approx_count_distinct(x) FILTER (WHERE …), 0)'],
+    [
+      'quantilesIfOrNull',
+      'quantilesOrNullIf',
+      'approx_quantile(x, [0.5, 0.99]) FILTER (WHERE …), NULL when no row matches',
+    ],
+  ].map(([name, instead, duckdb]) => [
+    name.toLowerCase(),
+    `is refused: ${name} is NULL only for a group with no rows, not for one whose rows the condition leaves out; use ${instead}, in DuckDB ${duckdb}`,
+  ]),
+);
 
 /** Why an aggregate measure cannot be stored as a mergeable state, or null. */
 function storableProblem(facts: ExpressionFacts): string | null {

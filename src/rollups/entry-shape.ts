@@ -109,6 +109,16 @@ export async function entryShape(
         ...call(name, stateChildren, { filter: filter && copy(filter) }),
         distinct: found.distinct,
       });
+      // A sketch leaves NULLs out, so its FILTER (the spec's If) is its value where the filter holds:
+      // the SQL definitions of the sketches are macros, which take no FILTER.
+      const sketchState = async (name: string, value: Node): Promise<Node> => {
+        if (!filter) return state(name, [copy(value)]);
+        const when = await expressionOf(engine, 'CASE WHEN true THEN NULL END');
+        const [check] = when.case_checks as Node[];
+        check.when_expr = copy(filter);
+        check.then_expr = copy(value);
+        return { ...call(name, [when]), distinct: found.distinct };
+      };
       const plain = calls.length === 1 && found === item;
       if (fn === 'avg' || fn === 'mean') {
         const sum = columnName(`${measure.name}__sum`);
@@ -121,7 +131,7 @@ export async function entryShape(
         );
       } else if (fn === 'approx_count_distinct') {
         const sketch = columnName(`${measure.name}__distinct_sketch`);
-        states.push({ column: sketch, aggregate: state('distinct_sketch', copy(children.slice(0, 1))) });
+        states.push({ column: sketch, aggregate: await sketchState('distinct_sketch', children[0]) });
         replaced.set(found, call('distinct_count', [column(sketch)]));
       } else if (fn === 'approx_quantile') {
         // One quantile, or a list of them (the spec's quantiles): each read from the one sketch.
@@ -137,9 +147,14 @@ export async function entryShape(
         if (children.length !== 2 || !(constant(quantile) || list))
           return `measure '${measure.name}': approx_quantile is stored as a sketch read at constant quantiles; give one constant quantile or a list of them ([0.5, 0.99])`;
         const sketch = columnName(`${measure.name}__percentile_sketch`);
-        states.push({ column: sketch, aggregate: state('percentile_sketch', copy(children.slice(0, 1))) });
+        states.push({ column: sketch, aggregate: await sketchState('percentile_sketch', children[0]) });
         const at = (q: Node): Node => call('percentile', [column(sketch), copy(q)]);
-        replaced.set(found, list ? call('list_value', list.map(at)) : at(quantile));
+        if (list) {
+          // approx_quantile of no value is NULL, not a list of NULLs: so is the list of a sketch of none.
+          const some = await expressionOf(engine, `CASE WHEN (${quoteIdentifier(sketch)}).n > 0 THEN NULL END`);
+          (some.case_checks as Node[])[0].then_expr = call('list_value', list.map(at));
+          replaced.set(found, some);
+        } else replaced.set(found, at(quantile));
       } else {
         const stored = plain ? measure.name : columnName(`${measure.name}__${fn}`);
         states.push({ column: stored, aggregate: copy(found) });

@@ -222,6 +222,22 @@ const isConstant = (node: Node, columns?: ReadonlySet<string>): boolean =>
       n.class === 'STAR',
   );
 
+/** Clocks DuckDB parses as names that the rewrite does not read: local wall-clock time and times of day. */
+const localClocks = new Set(['localtimestamp', 'localtime', 'current_time']);
+
+/** The local clock an expression reads (a name no column of the table has), or null. */
+const localClock = (node: Node | undefined, columns: ReadonlySet<string>): string | null => {
+  let found: string | null = null;
+  if (node)
+    some(node, (n) => {
+      const names = n.class === 'COLUMN_REF' ? (n.column_names as string[]) : [];
+      const name = names.length === 1 ? names[0].toLowerCase() : '';
+      if (localClocks.has(name) && !columns.has(name)) found = name;
+      return found !== null;
+    });
+  return found;
+};
+
 /** A function call over column names and constants, such as count(*) or round(sum(x), 2): its name is kept by aliasing it. */
 const isPlainCall = (node: Node): boolean =>
   node.class === 'FUNCTION' &&
@@ -502,7 +518,16 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     ) {
       candidates.push({ op: 'ge', value: conjunct.lower as Node, conjunct, time: between });
       candidates.push({ op: 'le', value: conjunct.upper as Node, conjunct, time: between });
-    } else filters.push(conjunct);
+    } else {
+      // A local clock read raw: say so, not that the level has no window.
+      const [clock, bound] = [localClock(right, columns), localClock(left, columns)];
+      const word = op && leftTime ? clock : op && rightTime ? bound : null;
+      if (word)
+        throw new Skip(
+          `a bound of the window on ${time} reads ${word}, ${word === 'localtimestamp' ? "the wall clock of the session's time zone" : 'a time of day'}, which the rewrite does not read as an instant`,
+        );
+      filters.push(conjunct);
+    }
   }
   // The instant each compares with: a string cast to the compared type, another instant as it is.
   // One of unknown type is read as a string where that is the same (a column of microseconds or

@@ -59,7 +59,15 @@ const cases: ReadonlyArray<{
     measure: 'approx_quantile(level, [0.5, 0.99])',
     stored: {
       states: 'percentile_sketch("level") AS m__percentile_sketch',
-      view: 'list_value(percentile(m__percentile_sketch, 0.5), percentile(m__percentile_sketch, 0.99)) AS m',
+      view: 'CASE  WHEN (((m__percentile_sketch).n > 0)) THEN (list_value(percentile(m__percentile_sketch, 0.5), percentile(m__percentile_sketch, 0.99))) ELSE NULL END AS m',
+    },
+  },
+  {
+    spec: 'quantiles If (FILTER as the sketched value where it holds: a sketch leaves NULLs out)',
+    measure: 'approx_quantile(level, [0.5]) FILTER (WHERE level <= 2)',
+    stored: {
+      states: 'percentile_sketch(CASE  WHEN (("level" <= 2)) THEN ("level") ELSE NULL END) AS m__percentile_sketch',
+      view: 'CASE  WHEN (((m__percentile_sketch).n > 0)) THEN (list_value(percentile(m__percentile_sketch, 0.5))) ELSE NULL END AS m',
     },
   },
   {
@@ -71,7 +79,7 @@ const cases: ReadonlyArray<{
     spec: 'uniqIf (FILTER on a sketch)',
     measure: 'approx_count_distinct(exe) FILTER (WHERE level <= 2)',
     stored: {
-      states: 'distinct_sketch(exe) FILTER (WHERE ("level" <= 2)) AS m__distinct_sketch',
+      states: 'distinct_sketch(CASE  WHEN (("level" <= 2)) THEN (exe) ELSE NULL END) AS m__distinct_sketch',
       view: 'distinct_count(m__distinct_sketch) AS m',
     },
   },
