@@ -3,11 +3,13 @@
 // on the same Postgres and lake (bench/catalog-probe.mjs: embedded Postgres with pg_stat_statements, a
 // lake in a temporary folder); a series table of --rows rows over a day and its hourly rollup. For
 // `SELECT 1`, a series read and a rollup read, GetFlightInfo and the DoGet of its ticket are timed apart
-// (servers and statements alternated, medians of --repeats), then the Postgres statements each RPC runs
+// (servers and statements alternated, medians of --repeats; "both": a statement's two RPCs, as a client
+// waits for them one after the other), then the Postgres statements each RPC runs
 // are counted. The servers run with phase-probe.mjs preloaded: last, the medians of the phases of each
 // RPC (inclusive, nested: PROFILE.md, seventh pass, reads them), DuckDB's prepare and COMMIT among them.
 //
-//   node bench/latency/lake-phases.mjs [--repeats 41] [--rows 200000] [--base <tree>]
+//   node bench/latency/lake-phases.mjs [--repeats 41] [--rows 200000] [--base <tree>] [--gap <ms>]
+//   (--gap: a pause after each statement, as between a dashboard's refreshes, instead of the next one at once)
 //   VERBOSE=1 ...                                       # also each RPC's Postgres statements
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -21,9 +23,10 @@ const { values } = parseArgs({
     repeats: { type: 'string', default: '41' },
     rows: { type: 'string', default: '200000' },
     base: { type: 'string' },
+    gap: { type: 'string', default: '0' },
   },
 });
-const [repeats, rows] = [Number(values.repeats), Number(values.rows)];
+const [repeats, rows, gap] = [Number(values.repeats), Number(values.rows), Number(values.gap)];
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const { packAny } = await import(pathToFileURL(join(root, 'dist/src/wire/index.js')).href);
 const probe = await catalogProbe(root, 'orrery-lake-phases-');
@@ -64,15 +67,17 @@ try {
     return [infoMs, Number(process.hrtime.bigint() - t) / 1e6, flight];
   };
   const cases = servers.flatMap((server) =>
-    Object.keys(statements).map((name) => ({ server, name, info: [], doGet: [] })),
+    Object.keys(statements).map((name) => ({ server, name, info: [], doGet: [], both: [] })),
   );
   for (const c of cases) for (let i = 0; i < 3; i++) await once(c.server, c.name); // warm
   const loadBefore = loadAverage();
   for (let i = 0; i < repeats; i++)
     for (const c of cases) {
       const [infoMs, doGetMs] = await once(c.server, c.name);
+      if (gap > 0) await sleep(gap);
       c.info.push(infoMs);
       c.doGet.push(doGetMs);
+      c.both.push(infoMs + doGetMs);
     }
   const loadAfter = loadAverage();
 
@@ -109,21 +114,23 @@ try {
     Object.entries(counts)
       .map(([kind, calls]) => `${kind} ${calls.toFixed(1)}`)
       .join(', ') || '-';
-  console.log(`load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows`);
   console.log(
-    `${'server, statement'.padEnd(20)} GetFlightInfo ms  DoGet ms   Postgres statements: GetFlightInfo | DoGet`,
+    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements`,
+  );
+  console.log(
+    `${'server, statement'.padEnd(20)} GetFlightInfo ms  DoGet ms  both ms   Postgres statements: GetFlightInfo | DoGet`,
   );
   for (const c of cases) {
     const counts = await perRpc(c);
     console.log(
-      `${`${c.server.label}, ${c.name}`.padEnd(20)} ${median(c.info).toFixed(2).padStart(16)} ${median(c.doGet).toFixed(2).padStart(9)}   ${show(counts.GetFlightInfo)} | ${show(counts.DoGet)}`,
+      `${`${c.server.label}, ${c.name}`.padEnd(20)} ${median(c.info).toFixed(2).padStart(16)} ${median(c.doGet).toFixed(2).padStart(9)} ${median(c.both).toFixed(2).padStart(8)}   ${show(counts.GetFlightInfo)} | ${show(counts.DoGet)}`,
     );
   }
   if (servers.length > 1)
     for (const name of Object.keys(statements)) {
       const [a, b] = servers.map((s) => cases.find((c) => c.server === s && c.name === name));
       console.log(
-        `${name}: this / base GetFlightInfo ${(median(a.info) / median(b.info)).toFixed(2)}, DoGet ${(median(a.doGet) / median(b.doGet)).toFixed(2)}`,
+        `${name}: this / base GetFlightInfo ${(median(a.info) / median(b.info)).toFixed(2)}, DoGet ${(median(a.doGet) / median(b.doGet)).toFixed(2)}, both (one statement, GetFlightInfo + DoGet) ${(median(a.both) / median(b.both)).toFixed(2)}`,
       );
     }
 

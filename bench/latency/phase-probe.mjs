@@ -18,6 +18,9 @@ const { SqlService } = await load('sql/sql-service.js');
 const { DuckDBEngine } = await load('engine/duckdb-engine.js');
 const { StatementLimits } = await load('sql/statement-limits.js');
 const { QueryLanes } = await load('sql/query-lanes.js');
+const { Rollups } = await load('rollups/rollups.js');
+const { SeriesTables } = await load('tables/series-tables.js');
+const { ConnectionPool } = await load('engine/connection-pool.js');
 const { DuckDBConnection } = await import('@duckdb/node-api');
 
 const now = () => Number(process.hrtime.bigint());
@@ -92,6 +95,11 @@ const phases = {
   "DuckDB's prepare (@duckdb/node-api)": [DuckDBConnection.prototype, 'prepare'],
   "DuckDB's run (@duckdb/node-api)": [DuckDBConnection.prototype, 'run'],
   'limits: admission': [StatementLimits.prototype, 'begin'],
+  'lake read point (snapshot id, rollup catalog version)': [Rollups.prototype, 'readPoint'],
+  'rollup rewrite': [Rollups.prototype, 'rewrite'],
+  'series tables at a snapshot': [SeriesTables.prototype, 'listAt'],
+  'pool acquire (setup run on a new connection)': [ConnectionPool.prototype, 'acquire'],
+  "DuckDB's runAndReadAll (@duckdb/node-api)": [DuckDBConnection.prototype, 'runAndReadAll'],
 };
 for (const [name, [proto, method]] of Object.entries(phases)) timed(proto, method, name);
 timedGenerator(QueryLanes.prototype, 'batches', 'DuckDB run + Arrow export');

@@ -12,6 +12,11 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 export class ConnectionPool {
   /** Idle connections, least recently released first. */
   private idle: Array<{ key: string; connection: DuckDBConnection }> = [];
+  /**
+   * Connections still finishing their statement (a read transaction committing after its stream
+   * ended), by setup: one statement of the same setup waits for each instead of setting up another.
+   */
+  private finishing: Array<{ key: string; released: Promise<void> }> = [];
   private closed = false;
 
   constructor(
@@ -26,7 +31,7 @@ export class ConnectionPool {
   /** A connection with exactly `setup` run on it (beyond the initial statements). */
   async acquire(setup: readonly string[]): Promise<{ connection: DuckDBConnection; key: string }> {
     const key = setupKey(setup);
-    const same = this.take(key);
+    const same = this.take(key) ?? (await this.handedOver(key));
     if (same) return { connection: same, key };
     const connection = this.take('') ?? (await this.open());
     try {
@@ -48,6 +53,19 @@ export class ConnectionPool {
     if (this.idle.length > this.maxIdle) this.closeConnection(this.idle.shift()!.connection);
   }
 
+  /**
+   * A connection with setup `key` that its holder releases once `released` settles (and not before):
+   * until then the next acquire of that setup finding no idle one waits for it, so a statement that
+   * follows a read whose COMMIT still runs takes that read's connection rather than opening and
+   * setting up another (one more DuckLake transaction).
+   */
+  finishingWith(key: string, released: Promise<void>): void {
+    const entry = { key, released };
+    this.finishing.push(entry);
+    const unlist = (): void => this.unlist(entry);
+    released.then(unlist, unlist);
+  }
+
   /** Closes every idle connection; later releases close theirs. Idempotent. */
   close(): void {
     this.closed = true;
@@ -57,6 +75,20 @@ export class ConnectionPool {
   private closeConnection(connection: DuckDBConnection): void {
     this.closing(connection);
     connection.closeSync();
+  }
+
+  /** Waits for a connection of setup `key` that is finishing and that no other acquire waits for. */
+  private async handedOver(key: string): Promise<DuckDBConnection | undefined> {
+    const entry = this.finishing.find((f) => f.key === key);
+    if (!entry) return undefined;
+    this.unlist(entry);
+    await entry.released.catch(() => {});
+    return this.take(key);
+  }
+
+  private unlist(entry: { key: string; released: Promise<void> }): void {
+    const at = this.finishing.indexOf(entry);
+    if (at >= 0) this.finishing.splice(at, 1);
   }
 
   private take(key: string): DuckDBConnection | undefined {

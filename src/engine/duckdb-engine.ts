@@ -724,9 +724,10 @@ export class DuckDBEngine {
   /** Streams the statement's batches, for each parameter row in turn. */
   private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
     const held = options.session ? undefined : options.held?.take();
-    const { connection, release } = held?.lease ?? (await this.lease(options.setup, options.session));
+    const { connection, release, setupKey } = held?.lease ?? (await this.lease(options.setup, options.session));
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
+    let committing: Promise<boolean> | undefined;
     try {
       const prepared =
         held?.prepared ??
@@ -749,14 +750,20 @@ export class DuckDBEngine {
         else prepared.destroySync();
       }
       // The transaction describeAndHold began ends with the run; a connection it stays open on is closed.
+      // The read transaction commits after the stream has ended (every row is read by then), so the
+      // client does not wait for it (DuckLake's COMMIT and its Postgres connection's reset); the
+      // connection stays the statement's until it is done, and the next statement of the same setup
+      // waits for it (ConnectionPool.finishingWith).
       if (held?.inTransaction && reusable)
-        reusable = await connection.run('COMMIT').then(
+        committing = connection.run('COMMIT').then(
           () => true,
           () => false,
         );
     } finally {
       guard.dispose();
-      release(reusable);
+      // (A held statement's lease is always the pool's, with a setup key.)
+      if (committing) this.pool.finishingWith(setupKey!, committing.then(release));
+      else release(reusable);
     }
   }
 

@@ -3,6 +3,7 @@
 // prepares again. What it answers is what a statement prepared at run time answers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DuckDBConnection } from '@duckdb/node-api';
 import { DuckDBEngine } from '../../src/engine/index.js';
 
 async function rows(batches: AsyncIterable<{ toArray(): unknown[] }>): Promise<string[]> {
@@ -87,5 +88,61 @@ describe('held statements (issue 10)', () => {
     // Planned anew, the statement answers with the table as it is now.
     const fresh = await engine.query(sql);
     assert.deepEqual(await rows(fresh.batches), ['{"x":"a"}']);
+  });
+
+  it("a read transaction's stream ends before its COMMIT, whose connection goes to the next statement of its setup", async () => {
+    // describeAndHold's transaction (a statement reading the lake) commits after the run: the client
+    // is not made to wait for DuckLake's COMMIT, and a statement with the same setup that comes while it
+    // runs waits for that connection rather than opening and setting up another.
+    await using engine = await DuckDBEngine.create({ threads: 1 });
+    await engine.execute('CREATE TABLE t (x INTEGER)');
+    await engine.execute('INSERT INTO t VALUES (1), (2)');
+    await engine.execute('CREATE TABLE setups (n INTEGER)');
+    const setup = ['INSERT INTO setups VALUES (1)', 'CREATE OR REPLACE TEMP VIEW doubled AS SELECT x * 2 AS y FROM t'];
+    const sql = 'SELECT y FROM doubled ORDER BY y';
+    // COMMITs wait for `open` (counted as they start), so what happens while one runs can be seen.
+    const original = Object.getOwnPropertyDescriptor(DuckDBConnection.prototype, 'run')!.value as (
+      this: DuckDBConnection,
+      ...args: unknown[]
+    ) => Promise<unknown>;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let commitStarted!: () => void;
+    const started = new Promise<void>((resolve) => (commitStarted = resolve));
+    let commits = 0;
+    Object.defineProperty(DuckDBConnection.prototype, 'run', {
+      configurable: true,
+      writable: true,
+      value: async function (this: DuckDBConnection, ...args: unknown[]) {
+        if (args[0] === 'COMMIT') {
+          commits++;
+          commitStarted();
+          await gate;
+        }
+        return original.apply(this, args);
+      },
+    });
+    /** Whether `promise` has settled once everything already queued has run. */
+    const settled = (promise: Promise<unknown>): Promise<boolean> =>
+      Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => setImmediate(() => resolve(false)))]);
+    try {
+      const first = await engine.describeAndHold(sql, { setup }, true);
+      const run = await engine.query(sql, { setup, held: first.held }, first.description);
+      const read = rows(run.batches);
+      await started;
+      assert.equal(await settled(read), true, 'the stream has ended while its COMMIT runs');
+      assert.deepEqual(await read, ['{"y":2}', '{"y":4}']);
+      const next = engine.describeAndHold(sql, { setup }, true);
+      assert.equal(await settled(next), false, 'the next statement of the setup waits for the committing connection');
+      open();
+      const second = await next;
+      const again = await engine.query(sql, { setup, held: second.held }, second.description);
+      assert.deepEqual(await rows(again.batches), ['{"y":2}', '{"y":4}']);
+      assert.equal(commits, 2);
+    } finally {
+      open();
+      Object.defineProperty(DuckDBConnection.prototype, 'run', { configurable: true, writable: true, value: original });
+    }
+    assert.deepEqual(await engine.values('SELECT count(*)::INTEGER FROM setups'), [[1]], 'one connection set up');
   });
 });
