@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -13,8 +14,64 @@ import { EmbeddedPostgres } from '../../src/metadata/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
 import { adminKey, servedByTheTest } from '../support/orrery-process.js';
 import { runnerS3, s3LakeEnv } from '../support/s3-server.js';
+import { protobufOf } from '../support/otlp-logs-corpus.js';
 
 export { sleep };
+
+/** Posts `count` OTLP/HTTP protobuf logs requests (`request(i)` the i-th body) with the admin key, four at a time; each must answer 200. */
+export async function postLogRequests(
+  httpPort: number,
+  count: number,
+  request: (i: number) => Uint8Array,
+): Promise<void> {
+  let next = 0;
+  const send = async (): Promise<void> => {
+    for (let i = next++; i < count; i = next++) {
+      const response = await fetch(`http://127.0.0.1:${httpPort}/v1/logs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${adminKey.key}` },
+        body: Buffer.from(request(i)),
+      });
+      assert.equal(response.status, 200, await response.text());
+    }
+  };
+  await Promise.all(Array.from({ length: 4 }, send));
+}
+
+/**
+ * The body of OTLP logs request `i` of `requests` with `perRequest` records: record j at t0 + j * requests +
+ * (requests - 1 - i), so no request arrives in time order and every record's time differs; its message `m-<i>-<j>`
+ * and the suffix.
+ */
+export function interleavedLogsRequest(
+  i: number,
+  shape: { requests: number; perRequest: number; t0: bigint; service: string; suffix?: string },
+): Uint8Array {
+  const { requests, perRequest, t0, service, suffix = '' } = shape;
+  return protobufOf({
+    resourceLogs: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+        scopeLogs: [
+          {
+            scope: { name: service },
+            logRecords: Array.from({ length: perRequest }, (_, j) => ({
+              timeUnixNano: String(t0 + BigInt(j * requests + (requests - 1 - i))),
+              severityNumber: 9,
+              body: { stringValue: `m-${i}-${j}${suffix}` },
+            })),
+          },
+        ],
+      },
+    ],
+  });
+}
+
+/** materialize_partitions' range arguments over the last ten minutes and the next one, as one partition. */
+export function recentRange(): string {
+  const now = Math.floor(Date.now() / 1000);
+  return `'${new Date((now - 600) * 1000).toISOString()}', '${new Date((now + 60) * 1000).toISOString()}', 660`;
+}
 
 /** A key as MICROMEGAS_API_KEYS lists it. */
 export interface TestKey {

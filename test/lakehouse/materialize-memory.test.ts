@@ -6,9 +6,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { useOrrery, adminKey } from '../support/orrery-process.js';
-import { partitionFiles } from './lakehouse-fixtures.js';
-import { protobufOf } from '../support/otlp-logs-corpus.js';
+import { useOrrery } from '../support/orrery-process.js';
+import { interleavedLogsRequest, partitionFiles, postLogRequests, recentRange } from './lakehouse-fixtures.js';
 
 const requests = 480;
 const perRequest = 1000;
@@ -19,27 +18,10 @@ const records = requests * perRequest;
  */
 const padding = 'x'.repeat(100);
 const limitMiB = 256;
-/** Records' times: request i's record j at t0 + j * requests + (requests - 1 - i), so no request arrives in order. */
 const t0 = BigInt(Date.now() - 60_000) * 1_000_000n;
 
 const request = (i: number): Uint8Array =>
-  protobufOf({
-    resourceLogs: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'memory' } }] },
-        scopeLogs: [
-          {
-            scope: { name: 'mem' },
-            logRecords: Array.from({ length: perRequest }, (_, j) => ({
-              timeUnixNano: String(t0 + BigInt(j * requests + (requests - 1 - i))),
-              severityNumber: 9,
-              body: { stringValue: `m-${i}-${j}-${padding}` },
-            })),
-          },
-        ],
-      },
-    ],
-  });
+  interleavedLogsRequest(i, { requests, perRequest, t0, service: 'memory', suffix: `-${padding}` });
 
 /** This process's resident memory now and at its peak since the last reset, in MiB (Linux). */
 function residentMiB(): { now: number; peak: number } {
@@ -52,21 +34,8 @@ describe('materializing more rows than the maintenance memory limit (issue 16)',
   const fixture = useOrrery({ ORRERY_MAINTENANCE_MEMORY_LIMIT: `${limitMiB}MiB` });
 
   it('writes them all, sorted by time, with the peak memory growing by less than their size', async (t) => {
-    const { httpPort } = fixture.orrery;
-    let next = 0;
-    const send = async (): Promise<void> => {
-      for (let i = next++; i < requests; i = next++) {
-        const response = await fetch(`http://127.0.0.1:${httpPort}/v1/logs`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${adminKey.key}` },
-          body: Buffer.from(request(i)),
-        });
-        assert.equal(response.status, 200, await response.text());
-      }
-    };
-    await Promise.all(Array.from({ length: 4 }, send));
-    const now = Math.floor(Date.now() / 1000);
-    const range = `'${new Date((now - 600) * 1000).toISOString()}', '${new Date((now + 60) * 1000).toISOString()}', 660`;
+    await postLogRequests(fixture.orrery.httpPort, requests, request);
+    const range = recentRange();
     await fixture.admin.query(`SELECT * FROM materialize_partitions('blocks', ${range})`);
 
     global.gc?.();

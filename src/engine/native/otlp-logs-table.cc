@@ -747,6 +747,10 @@ void LogsBind(duckdb_bind_info info) {
     duckdb_destroy_value(&child);
   }
   duckdb_destroy_value(&sizes);
+  // An estimate of the rows (a record is rarely under 64 bytes of protobuf): without one DuckDB takes the
+  // function for a single row and builds the materializer's join with __blocks on the payloads' rows, holding
+  // (and spilling) every decoded row of the partition, instead of on the blocks' few (issue 16).
+  duckdb_bind_set_cardinality(info, std::max<idx_t>(count, bind->offsets.back() / 64), false);
   struct Column {
     const char *name;
     int type;
