@@ -59,14 +59,21 @@ export {
 export { diagnosticText } from './diagnostics.js';
 export {
   indexPartition,
-  mayContain,
   mayHold,
   partitionStatistics,
   recentIndexes,
-  searchedTrigrams,
   type InstalledIndex,
   type PartitionStatistics,
 } from './partition-stats.js';
+export {
+  decodePostings,
+  mayContain,
+  rowCount,
+  rowsMatching,
+  searchedRuns,
+  searchedTrigrams,
+  type Postings,
+} from './text-index.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';
 export { parquetWriteOptions } from './parquet-bloom.js';
 export {

@@ -62,6 +62,8 @@ CREATE TABLE IF NOT EXISTS resource_partition_stats (
   PRIMARY KEY (index_hash, file_path)
 );
 ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS bloom BYTEA;
+-- A text index's postings (src/resources/text-index.ts); NULL for files indexed before they were kept.
+ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS postings BYTEA;
 -- NULL until the set has a partition file (an index installed on an empty set): see valueTypeOf.
 ALTER TABLE resource_indexes ALTER COLUMN value_type DROP NOT NULL;
 CREATE TABLE IF NOT EXISTS resource_columns (

@@ -14,6 +14,7 @@ import type { InstallContext, ResourceInstaller } from './installers.js';
 import { writeParquetBloomFilters } from './parquet-bloom.js';
 import { projectPartition } from './projections.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
+import { encodePostings, postedShare, postedTokens, postingsShare, trigramBitmap } from './text-index.js';
 import type { ValidEntry } from './validation.js';
 
 /** A set index keeps the distinct values of a partition when there are at most this many. */
@@ -21,54 +22,6 @@ export const setIndexLimit = 1000;
 
 /** The index kinds whose statistics are kept per partition. */
 export type StatisticsKind = 'minmax' | 'set' | 'bloom_filter' | 'text';
-
-/**
- * A text index's characters: the ASCII letters and digits a token is made of (DuckDB's lower() of the value,
- * split on every other character). A substring search's run of these characters lies inside one token of
- * every value it matches, so the trigrams of its run are trigrams of that token (ClickHouse's ngrambf, exact).
- */
-const tokenCharacters = '0123456789abcdefghijklmnopqrstuvwxyz';
-const trigramBits = tokenCharacters.length ** 3;
-
-/** A trigram's bit in a text index's bitmap; -1 when it holds another character. */
-function trigramBit(trigram: string): number {
-  if (trigram.length !== 3) return -1;
-  let bit = 0;
-  for (const c of trigram) {
-    const i = tokenCharacters.indexOf(c);
-    if (i < 0) return -1;
-    bit = bit * tokenCharacters.length + i;
-  }
-  return bit;
-}
-
-/** A partition's text index: one bit per trigram of [0-9a-z] (46656 bits), set when a token holds it. */
-function trigramBitmap(trigrams: readonly string[]): Buffer {
-  const bitmap = Buffer.alloc(trigramBits / 8);
-  for (const bit of trigrams.map(trigramBit)) if (bit >= 0) bitmap[bit >> 3] |= 1 << (bit & 7);
-  return bitmap;
-}
-
-/**
- * The trigrams a value must hold for a substring search to match it: those of each run of ASCII letters and
- * digits of the searched text, lowercased. Sound for `ILIKE`, `LIKE` (`%`, `_` and any escape are not letters
- * or digits, so they only end runs) and `contains`: a shorter word, or one of other characters, yields none
- * and skips nothing.
- */
-export function searchedTrigrams(searched: string): string[] {
-  const trigrams = new Set<string>();
-  for (const run of searched.toLowerCase().match(/[0-9a-z]{3,}/g) ?? [])
-    for (let i = 0; i + 3 <= run.length; i++) trigrams.add(run.slice(i, i + 3));
-  return [...trigrams];
-}
-
-/** Whether a partition whose text index is `bitmap` may hold a value holding every one of these trigrams. */
-export function mayContain(bitmap: Buffer, trigrams: readonly string[]): boolean {
-  return trigrams.every((t) => {
-    const bit = trigramBit(t);
-    return bit < 0 || bit >= bitmap.length * 8 || (bitmap[bit >> 3] & (1 << (bit & 7))) !== 0;
-  });
-}
 
 /**
  * A partition's bloom filter: a power of two of bits, at least ten per distinct value (64 to 2^23),
@@ -164,42 +117,91 @@ async function writeStatistics(
   index: IndexShape,
   partition: { readonly filePath: string; readonly beginInsertTime: bigint },
 ): Promise<void> {
-  const distinct =
-    index.kind === 'set'
-      ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
-      : 'NULL';
-  const hashes = index.kind === 'bloom_filter' ? 'list(DISTINCT hash(v)) FILTER (WHERE v IS NOT NULL)' : 'NULL';
-  const source = `read_parquet(${quoteLiteral(ctx.store.location(partition.filePath))})`;
-  const values = `SELECT ${index.expression} AS v FROM ${source}`;
-  // A text index keeps no min and max (nothing compares them) but the trigrams of the distinct tokens.
-  const [[min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
-    index.kind === 'text'
-      ? `SELECT NULL, NULL, NULL, list(DISTINCT substring(t, i, 3)) FROM (
-           SELECT t, unnest(range(1, length(t) - 1)) AS i FROM (
-             SELECT DISTINCT unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t FROM (${values})))`
-      : `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (${values})`,
-  );
-  const bloom =
-    index.kind === 'bloom_filter'
-      ? bloomFilter(listOf(valueHashes).map((h) => BigInt(h as bigint)))
-      : index.kind === 'text'
-        ? trigramBitmap(listOf(valueHashes).map(String))
-        : null;
+  const file = quoteLiteral(ctx.store.location(partition.filePath));
+  const { min, max, distinct, bloom, postings } =
+    index.kind === 'text' ? await textStatistics(ctx, index.expression, file) : await valueStatistics(ctx, index, file);
   await ctx.db.query(
-    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (index_hash, file_path) DO NOTHING`,
+    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (index_hash, file_path) DO NOTHING`,
     [
       index.hash,
       index.viewSet,
       partition.filePath,
       partition.beginInsertTime.toString(),
-      text(min),
-      text(max),
-      text(distinctValues),
+      min,
+      max,
+      distinct,
       bloom,
+      postings,
     ],
   );
   forgetAbsent();
+}
+
+/** What one partition file's statistics row holds. */
+interface StatisticsRow {
+  readonly min: string | null;
+  readonly max: string | null;
+  readonly distinct: string | null;
+  readonly bloom: Buffer | null;
+  readonly postings: Buffer | null;
+}
+
+/** A minmax, set or bloom_filter index's statistics of a file: its min and max, distinct values (set), bloom filter. */
+async function valueStatistics(
+  ctx: { lakeRows(sql: string): Promise<unknown[][]> },
+  index: IndexShape,
+  file: string,
+): Promise<StatisticsRow> {
+  const distinct =
+    index.kind === 'set'
+      ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
+      : 'NULL';
+  const hashes = index.kind === 'bloom_filter' ? 'list(DISTINCT hash(v)) FILTER (WHERE v IS NOT NULL)' : 'NULL';
+  const [[min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
+    `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (SELECT ${index.expression} AS v FROM read_parquet(${file}))`,
+  );
+  const bloom = index.kind === 'bloom_filter' ? bloomFilter(listOf(valueHashes).map((h) => BigInt(h as bigint))) : null;
+  return { min: text(min), max: text(max), distinct: text(distinctValues), bloom, postings: null };
+}
+
+/**
+ * A text index's statistics of a file (no min and max: nothing compares them): the trigrams of its distinct
+ * tokens, and postings (see text-index.ts): the most frequent tokens held by at most 1/8 of the rows each,
+ * at most 1024 of them, while their rows add up to at most half the file's, each with its rows.
+ */
+async function textStatistics(
+  ctx: { lakeRows(sql: string): Promise<unknown[][]> },
+  expression: string,
+  file: string,
+): Promise<StatisticsRow> {
+  const trigrams = (tokens: string) =>
+    `(SELECT list(DISTINCT substring(t, i, 3)) FROM (SELECT t, unnest(range(1, length(t) - 1)) AS i FROM ${tokens}))`;
+  const [[rows, all, unposted, tokenList, rowLists]] = await ctx.lakeRows(
+    `WITH tokens AS (
+       SELECT DISTINCT r, unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t
+         FROM (SELECT ${expression} AS v, file_row_number AS r FROM read_parquet(${file}, file_row_number = true))),
+     total AS (SELECT count(*) AS n FROM read_parquet(${file})),
+     counted AS (SELECT t, count(*) AS c FROM tokens GROUP BY t),
+     chosen AS (
+       SELECT t FROM (
+         SELECT t, sum(c) OVER (ORDER BY c DESC, t ROWS UNBOUNDED PRECEDING) AS running,
+                row_number() OVER (ORDER BY c DESC, t) AS rank FROM counted
+          WHERE c <= (SELECT n FROM total) // ${postedShare} AND length(t) <= 255)
+        WHERE running <= (SELECT n FROM total) // ${postingsShare} AND rank <= ${postedTokens})
+     SELECT (SELECT n FROM total), ${trigrams('counted')},
+       ${trigrams('(SELECT t FROM counted WHERE t NOT IN (SELECT t FROM chosen))')},
+       (SELECT list(t ORDER BY t) FROM chosen),
+       (SELECT list(rs ORDER BY t) FROM (SELECT t, list(r ORDER BY r) AS rs FROM tokens WHERE t IN (SELECT t FROM chosen) GROUP BY t))`,
+  );
+  const lists = listOf(rowLists);
+  const tokens = new Map(listOf(tokenList).map((token, i) => [String(token), listOf(lists[i]).map(Number)]));
+  const postings = encodePostings({
+    rows: Number(rows),
+    unposted: trigramBitmap(listOf(unposted).map(String)),
+    tokens,
+  });
+  return { min: null, max: null, distinct: null, bloom: trigramBitmap(listOf(all).map(String)), postings };
 }
 
 /** The items of a DuckDB LIST value (node-api's DuckDBListValue). */
@@ -267,6 +269,8 @@ export interface PartitionStatistics {
   readonly distinct: readonly string[] | null;
   /** The bloom filter of the values' hashes (bloom_filter indexes), the trigram bitmap (text indexes). */
   readonly bloom: Buffer | null;
+  /** A text index's postings (see text-index.ts); null for files indexed before they were kept. */
+  readonly postings: Buffer | null;
 }
 
 /** The indexes installed on a set, as read at most two seconds ago (see recently). */
@@ -302,7 +306,12 @@ export async function partitionStatistics(
 }
 
 const sizeOf = (s: PartitionStatistics): number =>
-  (s.bloom?.length ?? 0) + (s.min?.length ?? 0) + (s.max?.length ?? 0) + (s.distinct?.join('').length ?? 0) + 200;
+  (s.bloom?.length ?? 0) +
+  (s.postings?.length ?? 0) +
+  (s.min?.length ?? 0) +
+  (s.max?.length ?? 0) +
+  (s.distinct?.join('').length ?? 0) +
+  200;
 
 async function statisticsRows(
   db: MetadataQueries,
@@ -315,15 +324,24 @@ async function statisticsRows(
     max_value: string | null;
     distinct_values: string[] | null;
     bloom: Buffer | null;
+    postings: Buffer | null;
   }>(
-    `SELECT file_path, min_value, max_value, distinct_values, bloom FROM resource_partition_stats
+    `SELECT file_path, min_value, max_value, distinct_values, bloom, postings FROM resource_partition_stats
       WHERE index_hash = $1 AND file_path = ANY($2::text[])`,
     [hash, files],
   );
   return new Map(
     rows.map((r) => [
       r.file_path,
-      { hash, filePath: r.file_path, min: r.min_value, max: r.max_value, distinct: r.distinct_values, bloom: r.bloom },
+      {
+        hash,
+        filePath: r.file_path,
+        min: r.min_value,
+        max: r.max_value,
+        distinct: r.distinct_values,
+        bloom: r.bloom,
+        postings: r.postings,
+      },
     ]),
   );
 }

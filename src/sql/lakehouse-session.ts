@@ -59,6 +59,8 @@ export interface PartitionFilter {
   projected?(view: ViewSet, files: readonly string[]): Promise<{ files: readonly string[]; absent: readonly string[] }>;
   /** These partitions (those kept), in the order the statement reads them best (newest first for a top-N by time). */
   newest?(view: ViewSet, partitions: readonly Partition[]): readonly string[];
+  /** The rows to read of a partition kept, as a bitmap of its rows (a text index's postings); undefined: every row. */
+  rows?(file: string): Uint8Array | undefined;
 }
 
 /** A set's session view: where DuckDB opens its current partitions, those meeting the event range (and the filter). */
@@ -77,7 +79,13 @@ async function sessionViewOf(
   const keys = filter?.newest && pruned.length > 1 ? filter.newest(view, partitionsOf(partitions, pruned)) : pruned;
   const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
   const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };
-  return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent };
+  // Rows are numbered in the partitions' own files, not in a projection's sorted copies.
+  const rows = new Map<string, Uint8Array>();
+  for (const key of read === keys ? keys : []) {
+    const bitmap = filter?.rows?.(key);
+    if (bitmap) rows.set(lakehouse.store.location(key), bitmap);
+  }
+  return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent, rows };
 }
 
 /** The partitions of these object keys, in the keys' order. */

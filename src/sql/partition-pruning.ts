@@ -18,11 +18,16 @@ import {
   projectionCopies,
   recentIndexes,
   recentProjections,
+  decodePostings,
   mayContain,
   mayHold,
   partitionStatistics,
+  rowCount,
+  rowsMatching,
+  searchedRuns,
   searchedTrigrams,
   storedBy,
+  type Postings,
   type InstalledIndex,
 } from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
@@ -65,6 +70,23 @@ export interface PrunedPartition {
   readonly index: string;
 }
 
+/** The rows a text index's postings left a statement to read of a set's partitions: for the provenance of an admin's result. */
+export interface RowsRead {
+  readonly table: string;
+  /** The partitions read in part, their rows, and the rows read of them. */
+  readonly partitions: number;
+  readonly rows: number;
+  readonly read: number;
+  readonly index: string;
+}
+
+/** The rows of a file that may pass, as a bitmap of its `total` rows, by the text index `index` (see matching). */
+interface Matching {
+  readonly rows: Uint8Array;
+  readonly index: string;
+  readonly total: number;
+}
+
 /** A projection a statement read in place of a set's partition files: for the provenance of an admin's result. */
 export interface ProjectionRead {
   readonly table: string;
@@ -83,6 +105,8 @@ interface Restriction {
 /** A WHERE conjunct a text index can decide: a substring search of the indexed side, by the trigrams a match holds. */
 interface Search {
   readonly expression: Node;
+  /** Its runs of letters and digits (see searchedRuns), and their trigrams. */
+  readonly runs: string[];
   readonly trigrams: string[];
 }
 
@@ -104,8 +128,8 @@ function searchOf(conjunct: Node, bindings: Bindings): Search | null {
         ? ((searched.value as Node).type as Node).id === 'VARCHAR' && String((searched.value as Node).value)
         : undefined;
   if (rest.length > 0 || typeof text !== 'string' || isConstant(subject) || subject.class === 'PARAMETER') return null;
-  const trigrams = searchedTrigrams(text);
-  return trigrams.length > 0 ? { expression: subject, trigrams } : null;
+  const runs = searchedRuns(text);
+  return runs.length > 0 ? { expression: subject, runs, trigrams: searchedTrigrams(text) } : null;
 }
 
 const flipped: Record<string, string> = {
@@ -676,6 +700,13 @@ function remember<T>(cache: Map<string, T>, key: string, value: T, limit = 1000)
   cache.set(key, value);
 }
 
+/** Each file's postings decoded, once per stored value (kept as long as the statistics are). */
+const decodedPostings = new WeakMap<Buffer, Postings | null>();
+function postingsOf(stored: Buffer): Postings | null {
+  if (!decodedPostings.has(stored)) decodedPostings.set(stored, decodePostings(stored));
+  return decodedPostings.get(stored)!;
+}
+
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
@@ -700,6 +731,9 @@ export class PartitionPruning {
   readonly pruned: PrunedPartition[] = [];
   readonly projections: ProjectionRead[] = [];
   readonly newestFirst: NewestFirstRead[] = [];
+  readonly rowsRead: RowsRead[] = [];
+  /** The rows to read of a partition (object key), as a bitmap of its rows (see rowsMatching); absent: every row. */
+  readonly rows = new Map<string, Uint8Array>();
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
@@ -756,12 +790,81 @@ export class PartitionPruning {
       if (indexed) indexes.push({ index, key: keyOf(indexed, new Set()) });
     }
     const skipped = await this.excluded(on, files, indexes);
+    // Of the files left, the rows a text index's postings show may pass: none (the file is skipped too), or few.
+    const matching = await this.matching(
+      on,
+      files.filter((f) => !skipped.has(f)),
+      indexes,
+    );
+    const read = { partitions: 0, rows: 0, read: 0, index: '' };
+    for (const [file, { rows, index, total }] of matching) {
+      const count = rowCount(rows);
+      if (count === 0) skipped.set(file, index);
+      // Reading a bitmap costs its text in the statement: worth it for at most half the rows.
+      else if (count <= total / 2) {
+        this.rows.set(file, rows);
+        Object.assign(read, {
+          partitions: read.partitions + 1,
+          rows: read.rows + total,
+          read: read.read + count,
+          index: read.index || index,
+        });
+      }
+    }
+    if (read.partitions > 0) this.rowsRead.push({ table: view.name, ...read });
     if (skipped.size === 0) return files;
     const used = [...new Set(skipped.values())];
     this.reads.push({ table: view.name, partitions: files.length, skipped: skipped.size, indexes: used });
     for (const partition of files.filter((f) => skipped.has(f)))
       this.pruned.push({ table: view.name, partition, index: skipped.get(partition)! });
     return files.filter((f) => !skipped.has(f));
+  }
+
+  /**
+   * The rows of each file that may pass a conjunction, by the postings of the text indexes (see rowsMatching),
+   * with the index that told: within a conjunction a row must hold every search's words, of an OR one
+   * alternative's (a file is restricted only when every alternative restricts it), and pass every outer level.
+   * Files absent: every row may pass.
+   */
+  private async matching(
+    on: Conjunction,
+    files: readonly string[],
+    indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
+  ): Promise<Map<string, Matching>> {
+    const found = new Map<string, Matching>();
+    const restrict = (file: string, { rows, index, total }: Matching) => {
+      const before = found.get(file);
+      found.set(file, before ? { ...before, rows: rows.map((b, i) => b & before.rows[i]) } : { rows, index, total });
+    };
+    if (files.length === 0) return found;
+    const qualifiers = new Set([on.qualifier]);
+    for (const { index, key } of indexes) {
+      const searches = index.kind === 'text' ? on.searches.filter((s) => keyOf(s.expression, qualifiers) === key) : [];
+      if (searches.length === 0) continue;
+      for (const { filePath, postings } of await partitionStatistics(this.db, index.hash, [...files])) {
+        const decoded = postings && postingsOf(postings);
+        const rows =
+          decoded &&
+          rowsMatching(
+            decoded,
+            searches.map((s) => s.runs),
+          );
+        if (rows) restrict(filePath, { rows, index: index.entryKey, total: decoded.rows });
+      }
+    }
+    for (const alternatives of on.alternatives) {
+      const each = [];
+      for (const alternative of alternatives) each.push(await this.matching(alternative, files, indexes));
+      for (const file of files)
+        if (each.every((m) => m.has(file)))
+          restrict(file, {
+            ...each[0].get(file)!,
+            rows: each.map((m) => m.get(file)!.rows).reduce((a, b) => a.map((byte, i) => byte | b[i])),
+          });
+    }
+    for (const level of on.outer)
+      for (const [file, rows] of await this.matching(level, files, indexes)) restrict(file, rows);
+    return found;
   }
 
   /**

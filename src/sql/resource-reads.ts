@@ -26,6 +26,7 @@ export function resourceReaders(statement: Statement): {
     storedColumns: (view: ViewSet, files: readonly string[]) => stored.read(view, files),
     projected: (view: ViewSet, files: readonly string[]) => pruning.projected(view, files),
     newest: (view, partitions) => pruning.newest(view, partitions),
+    rows: (file) => pruning.rows.get(file),
   };
   return { pruning, stored, filter };
 }

@@ -705,14 +705,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const storedColumns = principal.admin ? (stored?.reported(reads?.storedColumnsUnread ?? []) ?? []) : [];
     const projections = principal.admin ? (pruning?.projections ?? []) : [];
     const newest = principal.admin ? (pruning?.newestFirst ?? []) : [];
+    const rowsRead = principal.admin ? (pruning?.rowsRead ?? []) : [];
     const provenance =
-      partitions.length > 0 || storedColumns.length > 0 || projections.length > 0 || newest.length > 0
+      partitions.length > 0 ||
+      storedColumns.length > 0 ||
+      projections.length > 0 ||
+      newest.length > 0 ||
+      rowsRead.length > 0
         ? {
             ...(reads?.provenance ?? { resources: [] }),
             ...(partitions.length > 0 ? { partitions } : {}),
             ...(storedColumns.length > 0 ? { stored_columns: storedColumns } : {}),
             ...(projections.length > 0 ? { projections } : {}),
             ...(newest.length > 0 ? { newest_first: newest } : {}),
+            ...(rowsRead.length > 0 ? { rows_read: rowsRead } : {}),
           }
         : reads?.provenance;
     const description = withProvenance(dataFusionNames(described.description), provenance);

@@ -18,6 +18,11 @@ export interface SessionView {
   readonly stored?: readonly string[];
   /** The set's columns the files lack (a projection's copies storing some columns): read as NULLs, by no statement. */
   readonly absent?: readonly string[];
+  /**
+   * The rows to read of some of the files, by file: a bitmap of the file's rows, the first row in the first
+   * byte's highest bit (a text index's postings: the other rows cannot pass the statement's WHERE).
+   */
+  readonly rows?: ReadonlyMap<string, Uint8Array>;
 }
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -28,15 +33,19 @@ export function emptyRelation(columns: readonly ColumnSpec[]): string {
   return `SELECT ${columns.map((col) => `NULL::${col.type} AS ${quoteIdentifier(col.name)}`).join(', ')} LIMIT 0`;
 }
 
-/** SQL reading a list of Parquet files with a set's columns. */
+/**
+ * SQL reading a list of Parquet files with a set's columns, in their order; a file given rows is read alone,
+ * only those rows: DuckDB evaluates the bit of each row's number first, the statement's filters on the rows
+ * it keeps.
+ */
 export function filesRelation(
   columns: readonly ColumnSpec[],
   files: readonly string[],
   stored: readonly string[] = [],
   absent: readonly string[] = [],
+  rows: ReadonlyMap<string, Uint8Array> = new Map(),
 ): string {
   if (files.length === 0) return emptyRelation(columns);
-  const list = files.map(quoteLiteral).join(', ');
   const missing = new Set(absent);
   const names = [
     ...columns.map((col) =>
@@ -44,7 +53,22 @@ export function filesRelation(
     ),
     ...stored.map(quoteIdentifier),
   ];
-  return `SELECT ${names.join(', ')} FROM read_parquet([${list}])`;
+  const select = `SELECT ${names.join(', ')} FROM `;
+  const parts: string[] = [];
+  for (let i = 0; i < files.length;) {
+    const bitmap = rows.get(files[i]);
+    if (bitmap) {
+      const bits = `from_base64('${Buffer.from(bitmap).toString('base64')}')::BIT`;
+      parts.push(
+        `${select}read_parquet(${quoteLiteral(files[i++])}, file_row_number = true) WHERE get_bit(${bits}, file_row_number::INTEGER) = 1`,
+      );
+      continue;
+    }
+    const whole: string[] = [];
+    while (i < files.length && !rows.has(files[i])) whole.push(files[i++]);
+    parts.push(`${select}read_parquet([${whole.map(quoteLiteral).join(', ')}])`);
+  }
+  return parts.join(' UNION ALL ');
 }
 
 /** A query's columns cast to a set's types (a merge may widen sum(BIGINT) to HUGEINT; users see the extract's type). */
@@ -81,11 +105,11 @@ export function sessionStatements(
 
 /** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
 export function sessionRelation(
-  { view, files, stored = [], absent = [] }: SessionView,
+  { view, files, stored = [], absent = [], rows: bitmaps }: SessionView,
   scope: ReadScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
-  const rows = inEventRange(filesRelation(view.columns, files, stored, absent), view, options.eventRange);
+  const rows = inEventRange(filesRelation(view.columns, files, stored, absent, bitmaps), view, options.eventRange);
   const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
   return typedColumns(view.columns, withSource(view.mergeQuery, source), files.length === 0 ? [] : stored);
 }

@@ -1,0 +1,154 @@
+// A text index's two levels (issue 13): per partition file, a bitmap of the trigrams of its values' tokens
+// (a search whose trigrams it lacks skips the file), and postings: for the tokens of a bounded share of its
+// rows, the row numbers holding each, plus a bitmap of the trigrams of every token left without one. A
+// search whose word lies in no unposted token (one of the word's trigrams is not in that bitmap) can match
+// only rows of posted tokens holding the word, so those rows are all a statement reads of the file (the
+// search itself is still evaluated on them: the index only skips).
+
+/**
+ * A text index's characters: the ASCII letters and digits a token is made of (DuckDB's lower() of the value,
+ * split on every other character). A substring search's run of these characters lies inside one token of
+ * every value it matches, so the trigrams of its run are trigrams of that token (ClickHouse's ngrambf, exact).
+ */
+const tokenCharacters = '0123456789abcdefghijklmnopqrstuvwxyz';
+const trigramBits = tokenCharacters.length ** 3;
+
+/** A trigram's bit in a text index's bitmap; -1 when it holds another character. */
+function trigramBit(trigram: string): number {
+  if (trigram.length !== 3) return -1;
+  let bit = 0;
+  for (const c of trigram) {
+    const i = tokenCharacters.indexOf(c);
+    if (i < 0) return -1;
+    bit = bit * tokenCharacters.length + i;
+  }
+  return bit;
+}
+
+/** A bitmap of trigrams of [0-9a-z] (46656 bits), a bit set for each trigram given. */
+export function trigramBitmap(trigrams: readonly string[]): Buffer {
+  const bitmap = Buffer.alloc(trigramBits / 8);
+  for (const bit of trigrams.map(trigramBit)) if (bit >= 0) bitmap[bit >> 3] |= 1 << (bit & 7);
+  return bitmap;
+}
+
+/**
+ * The runs of ASCII letters and digits, three or more long, of a searched text, lowercased: a value matching
+ * the search holds each inside one of its tokens. Sound for `ILIKE`, `LIKE` (`%`, `_` and any escape are not
+ * letters or digits, so they only end runs) and `contains`: a shorter word, or one of other characters,
+ * yields none and skips nothing.
+ */
+export const searchedRuns = (searched: string): string[] => searched.toLowerCase().match(/[0-9a-z]{3,}/g) ?? [];
+
+const trigramsOf = (run: string): string[] => Array.from({ length: run.length - 2 }, (_, i) => run.slice(i, i + 3));
+
+/** The trigrams a value must hold for a substring search to match it: those of each of its runs (see searchedRuns). */
+export const searchedTrigrams = (searched: string): string[] => [
+  ...new Set(searchedRuns(searched).flatMap(trigramsOf)),
+];
+
+/** Whether a bitmap of trigrams holds every one of these (false: no token it was made of holds them all). */
+export function mayContain(bitmap: Buffer, trigrams: readonly string[]): boolean {
+  return trigrams.every((t) => {
+    const bit = trigramBit(t);
+    return bit < 0 || bit >= bitmap.length * 8 || (bitmap[bit >> 3] & (1 << (bit & 7))) !== 0;
+  });
+}
+
+/** A partition file's postings: its row count, the posted tokens' rows, the trigrams of the other tokens. */
+export interface Postings {
+  readonly rows: number;
+  readonly unposted: Buffer;
+  readonly tokens: ReadonlyMap<string, readonly number[]>;
+}
+
+/**
+ * The share of a file's rows a token may hold to be posted, the share all postings may hold together, and
+ * the tokens posted at most (a file of unique ids would otherwise post each): the most frequent first.
+ */
+export const postedShare = 8;
+export const postingsShare = 2;
+export const postedTokens = 1024;
+
+const version = 1;
+
+/** Postings as stored: version, rows, the unposted bitmap, then each token with its rows as gaps (varints). */
+export function encodePostings({ rows, unposted, tokens }: Postings): Buffer {
+  const parts: Buffer[] = [Buffer.from([version]), uint32(rows), unposted, uint32(tokens.size)];
+  for (const [token, list] of tokens) {
+    parts.push(Buffer.from([token.length]), Buffer.from(token, 'latin1'), uint32(list.length));
+    const gaps: number[] = [];
+    let previous = -1;
+    for (const row of list) {
+      for (let gap = row - previous; ; gap = Math.floor(gap / 128)) {
+        if (gap < 128) {
+          gaps.push(gap);
+          break;
+        }
+        gaps.push((gap % 128) | 128);
+      }
+      previous = row;
+    }
+    parts.push(Buffer.from(gaps));
+  }
+  return Buffer.concat(parts);
+}
+
+function uint32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  return b;
+}
+
+/** Stored postings read back; null for another version (read as no postings: the file is read whole). */
+export function decodePostings(stored: Buffer): Postings | null {
+  if (stored[0] !== version) return null;
+  let at = 1;
+  const rows = stored.readUInt32BE(at);
+  const unposted = stored.subarray((at += 4), (at += trigramBits / 8));
+  const count = stored.readUInt32BE(at);
+  at += 4;
+  const tokens = new Map<string, number[]>();
+  for (let t = 0; t < count; t++) {
+    const length = stored[at++];
+    const token = stored.toString('latin1', at, (at += length));
+    const n = stored.readUInt32BE(at);
+    at += 4;
+    const list: number[] = [];
+    let previous = -1;
+    while (list.length < n) {
+      let [gap, scale] = [0, 1];
+      for (;;) {
+        const byte = stored[at++];
+        gap += (byte & 127) * scale;
+        if (byte < 128) break;
+        scale *= 128;
+      }
+      list.push((previous += gap));
+    }
+    tokens.set(token, list);
+  }
+  return { rows, unposted, tokens };
+}
+
+/**
+ * The rows of a file that may match every one of these searches (each given as its runs: see searchedRuns),
+ * as a bitmap of the file's rows, first row in the first byte's highest bit (DuckDB's BIT); null when the
+ * postings cannot tell (a run may lie in an unposted token). A row is left out only when a run of a search
+ * lies in none of its tokens.
+ */
+export function rowsMatching(postings: Postings, searches: ReadonlyArray<readonly string[]>): Uint8Array | null {
+  let rows: Uint8Array | null = null;
+  for (const run of searches.flat()) {
+    if (mayContain(postings.unposted, trigramsOf(run))) continue;
+    const holding = new Uint8Array(Math.ceil(postings.rows / 8));
+    for (const [token, list] of postings.tokens)
+      if (token.includes(run)) for (const row of list) holding[row >> 3] |= 0x80 >> (row & 7);
+    rows = rows ? rows.map((byte, i) => byte & holding[i]) : holding;
+  }
+  return rows;
+}
+
+/** The rows a bitmap of rows holds. */
+export const rowCount = (rows: Uint8Array): number => rows.reduce((n, byte) => n + bitsIn[byte], 0);
+const bitsIn = Array.from({ length: 256 }, (_, b) => b.toString(2).replace(/0/g, '').length);

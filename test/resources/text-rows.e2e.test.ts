@@ -1,0 +1,112 @@
+// A text index's postings (issue 13): in a partition holding the searched word, a search reads only the rows
+// whose tokens hold it (the posted tokens' rows), not the partition's other rows; the search is still
+// evaluated on those. One partition mixes the admin's rows (audience public) with team_x's; every answer,
+// for an admin, a reader and team_x, is the one the statement gave before the index existed, including a word
+// only team_x's rows hold, searches for part of a token, ORs, and words the postings cannot tell.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { adminKey } from '../support/orrery-process.js';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
+
+/**
+ * The mixed partition: 200 admin rows (every 40th a timeout, spelled in several ways, within a longer token
+ * for two) and 20 of team_x. Its tokens held by at most 1/8 of its rows are posted, 'request' is not.
+ */
+const adminRows = Array.from({ length: 200 }, (_, i) =>
+  i % 40 === 7
+    ? `request ${['TimeOut', 'timeout', 'timeouts', 'xtimeoutx', 'TIMEOUT'][(i - 7) / 40]} after 3s`
+    : 'request ok',
+);
+const teamRows = Array.from({ length: 20 }, (_, i) =>
+  i === 5 ? 'team call secretword' : i % 4 === 0 ? `team call ${i} timeout` : `team call ${i} refused`,
+);
+
+/** Each query, and the rows of the mixed partition's 220 an admin's statement reads (undefined: every row). */
+const queries: Array<[string, number | undefined]> = [
+  ["SELECT count(*) AS n FROM log_entries WHERE msg ILIKE '%timeout%'", 10],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%time%' ORDER BY msg", 10],
+  ["SELECT msg FROM log_entries WHERE contains(msg, 'timeout') ORDER BY msg", 10],
+  ["SELECT time, msg FROM log_entries WHERE msg ILIKE '%timeout%' ORDER BY time DESC LIMIT 3", 10],
+  ["SELECT exe, count(*) AS n FROM log_entries WHERE msg ILIKE '%timeout after%' GROUP BY exe ORDER BY exe", 5],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%secretword%' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' OR msg ILIKE '%refused%' ORDER BY msg", 24],
+  ["SELECT count(*) AS n FROM (SELECT * FROM log_entries) WHERE msg ILIKE '%timeout%'", 10],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' AND level = 9 ORDER BY msg", 10],
+  // What the postings cannot tell, or a row may pass without the word: every row is read.
+  ["SELECT count(*) AS n FROM log_entries WHERE msg ILIKE '%request%'", undefined],
+  ["SELECT count(*) AS n FROM log_entries WHERE msg ILIKE '%timeout%' OR level = 9", undefined],
+  ["SELECT count(*) AS n FROM log_entries WHERE msg NOT ILIKE '%timeout%'", undefined],
+  ["SELECT count(*) AS n FROM log_entries WHERE msg ILIKE '%ok%'", undefined],
+];
+
+/** The rows read of partitions read in part, from an admin's result provenance. */
+const rowsRead = (table: Table): Record<string, unknown> | undefined => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  const read = text === undefined ? undefined : (JSON.parse(text) as { rows_read?: Array<Record<string, unknown>> });
+  return read?.rows_read?.[0];
+};
+
+describe('text index postings: a search reads only the rows holding its word, answers unchanged (issue 13)', () => {
+  const suite = useAudiencesOrrery('orrery-text-rows-');
+  const { fixture, dir } = suite;
+  let before0: Map<string, unknown>;
+
+  before(async () => {
+    const start = Math.floor(Date.now() / 1000);
+    const time = 1704164645000000000n;
+    // Both keys' records in one second (of insert time): one partition.
+    await new Promise((resolve) => setTimeout(resolve, 1050 - (Date.now() % 1000)));
+    for (const [key, rows] of [
+      [adminKey.key, adminRows],
+      [teamKey.key, teamRows],
+    ] as const) {
+      const records = rows.map((body, j) => ({ time: time + BigInt(j), severity: 9, body, target: 'app' }));
+      const sent = await postOtlp(
+        fixture.orrery.httpPort,
+        'logs',
+        key,
+        logsRequest({ 'service.name': `svc-${key.slice(0, 4)}` }, records),
+      );
+      assert.equal(sent.status, 200, sent.text);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // A second partition without the word: the trigram bitmap skips it whole.
+    await suite.ingest(1, adminKey.key, [{ severity: 9, body: 'cache hit' }]);
+    await suite.materialize(start - 2, start + 6);
+    before0 = await suite.everyAnswer(queries.map(([sql]) => sql));
+    assert.deepEqual(before0.get(`admin: ${queries[0][0]}`), [{ n: 10 }]);
+    assert.deepEqual(before0.get(`reader: ${queries[5][0]}`), []);
+    assert.deepEqual(before0.get(`team_x: ${queries[5][0]}`), [{ msg: 'team call secretword' }]);
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const resources = { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } };
+    writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+  });
+
+  it('answers every search as before the index, for every key', async () => {
+    const now = await suite.everyAnswer(queries.map(([sql]) => sql));
+    for (const [sql, rows] of before0) assert.deepEqual(now.get(sql), rows, sql);
+  });
+
+  it("reads only the rows of the word's tokens, by the admin's provenance and DuckDB's plan; a reader is told nothing", async () => {
+    for (const [sql, read] of queries) {
+      const table = await fixture.admin.query(sql);
+      const expected = { table: 'log_entries', partitions: 1, rows: 220, read, index: 'msg_text' };
+      assert.deepEqual(rowsRead(table), read === undefined ? undefined : expected, sql);
+      if (read !== undefined) assert.equal(skippedBy(table), 1, sql);
+    }
+    // The partition's scan keeps a row only when its bit is set (10 of 220), evaluated in the scan with the search.
+    const plan = await fixture.admin.query(`EXPLAIN ANALYZE ${queries[0][0]}`);
+    const text = String(plan.toArray().at(-1)?.toJSON().explain_value).replace(/[│\s]/g, '');
+    const bits = /\(get_bit\(([01]+),CAST\(file_row_numberASINTEGER\)\)=1\)\(msg~~\*'%timeout%'\)/.exec(text)?.[1];
+    assert.equal(bits?.length, 224, text);
+    assert.equal(bits.replace(/0/g, '').length, 10);
+    assert.equal(rowsRead(await fixture.reader.query(queries[0][0])), undefined);
+    assert.equal(rowsRead(await suite.team.query(queries[5][0])), undefined);
+  });
+});
