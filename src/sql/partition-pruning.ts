@@ -700,6 +700,9 @@ function remember<T>(cache: Map<string, T>, key: string, value: T, limit = 1000)
   cache.set(key, value);
 }
 
+/** The bytes of row bitmaps one statement reads its files with, at the most (see kept): 16 M rows of partitions. */
+const bitmapLimit = 2 * 1024 * 1024;
+
 /** Each file's postings decoded, once per stored value (kept as long as the statistics are). */
 const decodedPostings = new WeakMap<Buffer, Postings | null>();
 function postingsOf(stored: Buffer): Postings | null {
@@ -734,6 +737,7 @@ export class PartitionPruning {
   readonly rowsRead: RowsRead[] = [];
   /** The rows to read of a partition (object key), as a bitmap of its rows (see rowsMatching); absent: every row. */
   readonly rows = new Map<string, Uint8Array>();
+  private bitmapBytes = 0;
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
@@ -800,8 +804,9 @@ export class PartitionPruning {
     for (const [file, { rows, index, total }] of matching) {
       const count = rowCount(rows);
       if (count === 0) skipped.set(file, index);
-      // Reading a bitmap costs its text in the statement: worth it for at most half the rows.
-      else if (count <= total / 2) {
+      // Reading a bitmap costs its text in the statement (a sixth of a byte per row): worth it for at most
+      // half the rows, up to a bound per statement (the files after it are read whole).
+      else if (count <= total / 2 && (this.bitmapBytes += rows.length) <= bitmapLimit) {
         this.rows.set(file, rows);
         Object.assign(read, {
           partitions: read.partitions + 1,
