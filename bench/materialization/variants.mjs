@@ -5,7 +5,10 @@
 // growth over the statement, rows, whether the file is in time order, and a digest of its rows (a sum of row hashes).
 //
 //   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000]
-//   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB]
+//   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory]
+// --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
+// and adds each tag's peaks (MiB) to the line: what holds the memory (the join's HASH_TABLE, the sort's ORDER_BY, the
+// Parquet writer's buffered row group, COLUMN_DATA).
 // variants.sh runs the variants alternately and prints them side by side.
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -83,10 +86,12 @@ try {
     for await (const b of batches) for (let i = 0; i < b.numRows; i++) console.log(String(b.getChildAt(1)?.get(i)));
     process.exit(0);
   }
-  const written = await engine.execute(
-    `COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroup})`,
-    { setup: session },
-  );
+  const sampling = process.argv.includes('--memory') ? sampleMemory() : null;
+  const written = await engine
+    .execute(`COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroup})`, {
+      setup: session,
+    })
+    .finally(() => sampling?.stop());
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const peak = kib('VmHWM');
@@ -113,12 +118,40 @@ try {
       ordered,
       digest: String(digest),
       load_1m: Number(load.toFixed(2)),
+      ...(sampling ? { duckdb_peak_mib: await sampling.peaks } : {}),
     }),
   );
 } finally {
   await engine.close();
   rmSync(spill, { recursive: true, force: true });
   rmSync(out, { force: true });
+}
+
+/** Samples duckdb_memory() until stop(): `peaks` resolves to each tag's highest memory and spilled MiB. */
+function sampleMemory() {
+  let running = true;
+  const peaks = {};
+  const mib = (bytes) => Math.round(Number(bytes) / 2 ** 20);
+  const done = (async () => {
+    while (running) {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const tags = await engine.values(
+        'SELECT tag, memory_usage_bytes, temporary_storage_bytes FROM duckdb_memory() WHERE memory_usage_bytes + temporary_storage_bytes > 0',
+      );
+      for (const [tag, memory, spilled] of tags) {
+        const peak = (peaks[tag] ??= { memory: 0, spilled: 0 });
+        peak.memory = Math.max(peak.memory, mib(memory));
+        peak.spilled = Math.max(peak.spilled, mib(spilled));
+      }
+    }
+    return peaks;
+  })();
+  return {
+    stop: () => {
+      running = false;
+    },
+    peaks: done,
+  };
 }
 
 /**

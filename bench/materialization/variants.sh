@@ -7,7 +7,8 @@
 #
 # Environment: VARIANTS (comma-separated, the first is the reference; see variants() in variants.mjs), ROUNDS
 # (default 3), PAYLOADS and RECORDS (payloads of RECORDS records each; default 2000 x 1000 = 2 M rows), LIMIT
-# (the engine's memory limit, default 384MiB), THREADS (default 2).
+# (the engine's memory limit, default 384MiB), THREADS (default 2), MEMORY=1 (each run samples duckdb_memory(): its
+# tags' peaks in runs.jsonl, see variants.mjs).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dir="$(mktemp -d "${TMPDIR:-/tmp}/orrery-variants-XXXXXX")"
@@ -16,7 +17,7 @@ node "$here/variants.mjs" --prepare "$dir" --payloads "${PAYLOADS:-2000}" --reco
 IFS=, read -r -a variants <<<"${VARIANTS:-text blocks,enum blocks}"
 for round in $(seq 1 "${ROUNDS:-3}"); do
   for v in "${variants[@]}"; do
-    node "$here/variants.mjs" --variant "$v" --limit "${LIMIT:-384MiB}" --threads "${THREADS:-2}" "$dir" >>"$dir/runs.jsonl"
+    node "$here/variants.mjs" --variant "$v" --limit "${LIMIT:-384MiB}" --threads "${THREADS:-2}" ${MEMORY:+--memory} "$dir" >>"$dir/runs.jsonl"
     tail -1 "$dir/runs.jsonl" >&2
   done
 done
