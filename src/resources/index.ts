@@ -66,7 +66,9 @@ export {
   type PartitionStatistics,
 } from './partition-stats.js';
 export {
+  bothOf,
   decodePostings,
+  eitherOf,
   mayContain,
   rowCount,
   rowsMatching,

@@ -144,11 +144,29 @@ export function rowsMatching(postings: Postings, searches: ReadonlyArray<readonl
     const holding = new Uint8Array(Math.ceil(postings.rows / 8));
     for (const [token, list] of postings.tokens)
       if (token.includes(run)) for (const row of list) holding[row >> 3] |= 0x80 >> (row & 7);
-    rows = rows ? rows.map((byte, i) => byte & holding[i]) : holding;
+    rows = rows ? bothOf(rows, holding) : holding;
   }
   return rows;
 }
 
+/** The rows two bitmaps of one file's rows both hold (a new bitmap). */
+export function bothOf(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = a[i] & b[i];
+  return out;
+}
+
+/** The rows either of two bitmaps of one file's rows holds (a new bitmap). */
+export function eitherOf(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = a[i] | b[i];
+  return out;
+}
+
 /** The rows a bitmap of rows holds. */
-export const rowCount = (rows: Uint8Array): number => rows.reduce((n, byte) => n + bitsIn[byte], 0);
-const bitsIn = Array.from({ length: 256 }, (_, b) => b.toString(2).replace(/0/g, '').length);
+export function rowCount(rows: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < rows.length; i++) n += bitsIn[rows[i]];
+  return n;
+}
+const bitsIn = Uint8Array.from({ length: 256 }, (_, b) => b.toString(2).replace(/0/g, '').length);

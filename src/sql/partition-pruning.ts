@@ -18,7 +18,9 @@ import {
   projectionCopies,
   recentIndexes,
   recentProjections,
+  bothOf,
   decodePostings,
+  eitherOf,
   mayContain,
   mayHold,
   partitionStatistics,
@@ -710,6 +712,16 @@ function postingsOf(stored: Buffer): Postings | null {
   return decodedPostings.get(stored)!;
 }
 
+/** The rows of a file matching searches, by its postings and the searches' runs: a dashboard repeats its searches. */
+const matched = new WeakMap<Postings, Map<string, Uint8Array | null>>();
+function matchingRows(postings: Postings, runs: string[][]): Uint8Array | null {
+  const known = matched.get(postings) ?? new Map<string, Uint8Array | null>();
+  matched.set(postings, known);
+  const key = JSON.stringify(runs);
+  if (!known.has(key)) remember(known, key, rowsMatching(postings, runs), 16);
+  return known.get(key)!;
+}
+
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
@@ -839,7 +851,7 @@ export class PartitionPruning {
     const found = new Map<string, Matching>();
     const restrict = (file: string, { rows, index, total }: Matching) => {
       const before = found.get(file);
-      found.set(file, before ? { ...before, rows: rows.map((b, i) => b & before.rows[i]) } : { rows, index, total });
+      found.set(file, before ? { ...before, rows: bothOf(rows, before.rows) } : { rows, index, total });
     };
     if (files.length === 0) return found;
     const qualifiers = new Set([on.qualifier]);
@@ -850,7 +862,7 @@ export class PartitionPruning {
         const decoded = postings && postingsOf(postings);
         const rows =
           decoded &&
-          rowsMatching(
+          matchingRows(
             decoded,
             searches.map((s) => s.runs),
           );
@@ -864,7 +876,7 @@ export class PartitionPruning {
         if (each.every((m) => m.has(file)))
           restrict(file, {
             ...each[0].get(file)!,
-            rows: each.map((m) => m.get(file)!.rows).reduce((a, b) => a.map((byte, i) => byte | b[i])),
+            rows: each.map((m) => m.get(file)!.rows).reduce(eitherOf),
           });
     }
     for (const level of on.outer)

@@ -1,0 +1,68 @@
+// A text index's postings (issue 13): stored row numbers read back as written, gaps of one to four varint
+// bytes included, and the bitmap of rows a search may match read by DuckDB's get_bit as the rows themselves.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { decodePostings, rowCount, rowsMatching, searchedRuns } from '../../src/resources/index.js';
+import { encodePostings, trigramBitmap } from '../../src/resources/text-index.js';
+
+const rows = 3_000_000;
+/** Rows with gaps of 1, 127, 128, 16_383, 16_384 and 2_097_152 (varints of one to four bytes). */
+const timeout = [0, 1, 128, 256, 16_639, 33_023, 2_130_175, rows - 1];
+const xtimeoutx = [5, 6, 7];
+const cache = [2, 129];
+
+describe('text index postings (issue 13)', () => {
+  const stored = encodePostings({
+    rows,
+    unposted: trigramBitmap(['req', 'equ', 'que', 'ues', 'est']),
+    tokens: new Map([
+      ['cache', cache],
+      ['timeout', timeout],
+      ['xtimeoutx', xtimeoutx],
+    ]),
+  });
+
+  it('reads back every token with its rows', () => {
+    const postings = decodePostings(stored)!;
+    assert.equal(postings.rows, rows);
+    assert.deepEqual(
+      [...postings.tokens],
+      [
+        ['cache', cache],
+        ['timeout', timeout],
+        ['xtimeoutx', xtimeoutx],
+      ],
+    );
+    assert.equal(decodePostings(Buffer.concat([Buffer.from([9]), stored.subarray(1)])), null);
+  });
+
+  it("gives the rows of the tokens holding each run, none when a run may lie in an unposted token, and DuckDB's get_bit reads them", async () => {
+    const postings = decodePostings(stored)!;
+    const matching = (searched: string[]) => rowsMatching(postings, searched.map(searchedRuns));
+    const bits = matching(['%TimeOut%'])!;
+    assert.equal(rowCount(bits), timeout.length + xtimeoutx.length);
+    assert.equal(rowCount(matching(['%time%', 'cache'])!), 0);
+    assert.equal(rowCount(matching(['%cache%'])!), 2);
+    // 'request' lies in an unposted token, 'ok' is no run: the postings cannot tell.
+    assert.equal(matching(['%request%']), null);
+    assert.equal(matching(['%ok%']), null);
+    assert.equal(rowCount(matching(['%request%', '%cache%'])!), 2);
+    const duck = await DuckDBInstance.create(':memory:');
+    const connection = await duck.connect();
+    try {
+      const read = await connection.runAndReadAll(
+        `SELECT list(i ORDER BY i) FROM range(${rows}) t(i)
+          WHERE get_bit(from_base64('${Buffer.from(bits).toString('base64')}')::BIT, i::INTEGER) = 1`,
+      );
+      const [[list]] = read.getRows() as unknown as Array<[{ items: bigint[] }]>;
+      assert.deepEqual(
+        list.items.map(Number),
+        [...timeout, ...xtimeoutx].sort((a, b) => a - b),
+      );
+    } finally {
+      connection.closeSync();
+      duck.closeSync();
+    }
+  });
+});
