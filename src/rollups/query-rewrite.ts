@@ -18,6 +18,7 @@ import {
   answersBucket,
   bucketsOnGrid,
   comparedAs,
+  instantTypes,
   isClockWord,
   gridOf,
   threshold,
@@ -530,12 +531,24 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     }
   }
   // The instant each compares with: a string cast to the compared type, another instant as it is.
-  // One of unknown type is read as a string where that is the same (a column of microseconds or
-  // finer); otherwise the level reads raw.
-  const compared = candidates.map((c) => {
-    const as = comparedAs(c.value);
-    if (as === null && c.time.grid > 1000n)
-      throw new Skip(`a bound of the window on ${time} is neither a string nor an instant`);
+  // One whose type the parse tree does not tell (make_date(…)) is read as a string where that is the
+  // same (a column of microseconds or finer); otherwise DuckDB types it, and only an instant is read
+  // (DuckDB casts a string literal to the column's type, no other text): else the level reads raw.
+  const told = candidates.map((c) => comparedAs(c.value));
+  const untold = candidates.filter((c, i) => told[i] === null && c.time.grid > 1000n);
+  let types: Array<string | null> = [];
+  try {
+    types =
+      untold.length > 0 ? await input.engine.constantTexts(untold.map((c) => call('typeof', [copy(c.value)]))) : [];
+  } catch {
+    throw new Skip(`a bound of the window on ${time} is not a constant instant`);
+  }
+  const compared = candidates.map((c, i) => {
+    const k = untold.indexOf(c);
+    const type = k < 0 ? null : (types[k] ?? 'NULL');
+    const as = k < 0 ? told[i] : instantTypes.has(type!) ? 'instant' : null;
+    if (k >= 0 && as === null)
+      throw new Skip(`a bound of the window on ${time} is neither a string nor an instant (${type})`);
     return as === 'instant' ? cast(c.value, nanosType) : cast(cast(c.value, c.time.type), nanosType);
   });
   let values: Array<string | null>;

@@ -20,7 +20,7 @@ export function gridOf(type: string): bigint {
 }
 
 /** Instant types: a comparison of a time column with one of them is exact. */
-const instantTypes = new Set([
+export const instantTypes: ReadonlySet<string> = new Set([
   'DATE',
   'TIMESTAMP',
   'TIMESTAMP_S',
