@@ -10,6 +10,9 @@
 //
 //   node bench/latency/lake-phases.mjs [--repeats 41] [--rows 200000] [--base <tree>] [--gap <ms>]
 //   (--gap: a pause after each statement, as between a dashboard's refreshes, instead of the next one at once)
+//   node bench/latency/lake-phases.mjs --clients 16 [--seconds 4] --base <tree>
+//   (also: --clients statements in flight at once on each server for --seconds, per statement, the servers in turn
+//   A B B A; statements/s and the p50 of GetFlightInfo + DoGet)
 //   VERBOSE=1 ...                                       # also each RPC's Postgres statements
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -24,6 +27,8 @@ const { values } = parseArgs({
     rows: { type: 'string', default: '200000' },
     base: { type: 'string' },
     gap: { type: 'string', default: '0' },
+    clients: { type: 'string', default: '0' },
+    seconds: { type: 'string', default: '4' },
   },
 });
 const [repeats, rows, gap] = [Number(values.repeats), Number(values.rows), Number(values.gap)];
@@ -133,6 +138,44 @@ try {
         `${name}: this / base GetFlightInfo ${(median(a.info) / median(b.info)).toFixed(2)}, DoGet ${(median(a.doGet) / median(b.doGet)).toFixed(2)}, both (one statement, GetFlightInfo + DoGet) ${(median(a.both) / median(b.both)).toFixed(2)}`,
       );
     }
+
+  const clients = Number(values.clients);
+  if (clients > 0) {
+    const seconds = Number(values.seconds);
+    console.log(`${clients} statements at once, ${seconds} s per statement and server, servers in turn A B B A:`);
+    for (const name of Object.keys(statements)) {
+      const runs = new Map(servers.map((server) => [server, { done: 0, elapsed: 0, times: [] }]));
+      const order = servers.length > 1 ? [servers[0], servers[1], servers[1], servers[0]] : [servers[0]];
+      const loadAt = loadAverage();
+      for (const server of order) {
+        const run = runs.get(server);
+        const until = performance.now() + seconds * 1000;
+        const started = performance.now();
+        await Promise.all(
+          Array.from({ length: clients }, async () => {
+            while (performance.now() < until) {
+              const [infoMs, doGetMs] = await once(server, name);
+              run.times.push(infoMs + doGetMs);
+              run.done++;
+            }
+          }),
+        );
+        run.elapsed += (performance.now() - started) / 1000;
+      }
+      const rates = servers.map((server) => {
+        const run = runs.get(server);
+        return { label: server.label, perS: run.done / run.elapsed, p50: median(run.times) };
+      });
+      console.log(
+        `  ${name.padEnd(12)} ` +
+          rates.map((r) => `${r.label} ${r.perS.toFixed(1)}/s p50 ${r.p50.toFixed(2)} ms`).join(', ') +
+          (rates.length > 1
+            ? `; this / base: rate ${(rates[0].perS / rates[1].perS).toFixed(2)}, p50 ${(rates[0].p50 / rates[1].p50).toFixed(2)}`
+            : '') +
+          ` (load ${loadAt} -> ${loadAverage()})`,
+      );
+    }
+  }
 
   // Phases: SIGUSR1 makes a probe forget what it recorded, SIGUSR2 write it (per RPC: [name, start, end], ns).
   console.log(`phases, medians of ${repeats} (ms, inclusive):`);
