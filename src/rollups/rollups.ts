@@ -39,6 +39,7 @@ import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
+import { tailRows, type TailRows } from './tail-files.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -303,6 +304,8 @@ export class Rollups {
     string,
     { readonly version: string; readonly after: bigint; readonly read: Promise<ViewSetRead['invalidations']> }
   >();
+  /** The never-stale read's tail files by `table@snapshot@watermark` (see tailSource). */
+  private readonly tails = new Map<string, Promise<TailRows | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Rewrites by statement, snapshot and rollups (see rewrite). */
@@ -1305,6 +1308,33 @@ export class Rollups {
   }
 
   /**
+   * The rows of a rollup's base series table from the watermark on, for a scope, read from the
+   * files that hold them (tailRows, listed once per snapshot and watermark); `{ sql: null }` when
+   * there are none, undefined when DuckLake's scan must read them (a rollup of a rollup or of a
+   * view set reads its source's view or partitions; a listing that fails reads DuckLake).
+   */
+  private async tailSource(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    watermark: string,
+    scope: TableScope,
+  ): Promise<TailRows | undefined> {
+    if (definition.sourceIsRollup || definition.viewSetBase) return undefined;
+    const key = `${definition.base}@${snapshot}@${definition.baseTimeColumn}@${watermark}`;
+    let listed = this.tails.get(key);
+    if (!listed) {
+      listed = tailRows(this.metadata, definition.base, definition.baseTimeColumn, snapshot, watermark).catch(
+        () => null,
+      );
+      remember(this.tails, key, listed);
+    }
+    const rows = await listed;
+    if (!rows) return undefined;
+    const filter = audienceFilter(scope);
+    return rows.sql === null || !filter ? rows : { sql: `${rows.sql} WHERE ${filter}` };
+  }
+
+  /**
    * The SELECT a rollup's view is at a snapshot, for a scope: its materialized buckets before the
    * watermark less the pending ones, plus the aggregate of the source's rows from the watermark
    * on and of the pending buckets.
@@ -1341,15 +1371,19 @@ export class Rollups {
         ...(filter ? [filter] : []),
       ];
       // The rows after the watermark, before the range backfilled and of the pending buckets (those
-      // in that range: the others are in its scan), each range a scan of its own.
+      // in that range: the others are in its scan), each range a scan of its own; the first of the
+      // tail's files alone when they hold it exactly (tailSource), and none when no file holds any.
+      const tail = await this.tailSource(definition, snapshot, state.watermark, scope);
       const raw = [
-        `${time} >= ${watermark}`,
         ...(covered ? [`${time} < ${covered}`] : []),
         ...pendingScans(definition, buckets, definition.coveredFrom),
       ];
-      sql =
-        `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}\n` +
-        `UNION ALL ${aggregateOverEach(definition, source, raw)}`;
+      const parts = [
+        `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}`,
+        ...(tail?.sql === null ? [] : [aggregateOver(definition, tail?.sql ?? source, `${time} >= ${watermark}`)]),
+        ...(raw.length > 0 ? [aggregateOverEach(definition, source, raw)] : []),
+      ];
+      sql = parts.join('\nUNION ALL ');
     }
     context.views.set(definition.name, sql);
     return sql;
