@@ -1442,10 +1442,13 @@ export class Rollups {
    * window closed, before the watermark and inside the range backfilled (the view's other rows,
    * aggregated from the source, are of none of those buckets). Reading them alone leaves out the
    * view's rows after the watermark, its other pending buckets and, for a rollup of a rollup, its
-   * source's view; such a rollup, or one of a view set, with a pending bucket in a window reads its view.
-   * For a rollup of a view set the pending buckets come from invalidations kept between statements
-   * (keptInvalidations), so such a read asks Postgres nothing and opens none of the set's files.
-   * Null when the view must be read.
+   * source's view. The pending buckets inside a window are aggregated from the source's rows of those
+   * buckets alone: the base table's, the view set's (read once for the statement, with the pending
+   * buckets as that read gives them, as the view does), or, for a rollup of a rollup, its source's
+   * stored rows and pending buckets inside those buckets (this again, one level down; its view when
+   * that cannot answer them). For a rollup of a view set with no pending bucket in a window, the
+   * pending buckets come from invalidations kept between statements (keptInvalidations), so such a
+   * read asks Postgres nothing and opens none of the set's files. Null when the view must be read.
    */
   private async storedRows(
     definition: RollupDefinition,
@@ -1461,21 +1464,41 @@ export class Rollups {
     if (state.watermark === null) return null;
     const watermark = epochMs(state.watermark);
     const covered = definition.coveredFrom === null ? null : epochMs(definition.coveredFrom);
-    const pending = definition.viewSetBase
-      ? await this.pendingOfViewSet(definition, snapshot, state, definitions, context, true)
-      : await this.pending(definition, snapshot, state, tables, definitions, context);
     for (const window of windows) {
       if (window.to === null) return null;
       const [from, to] = [epochMs(window.from), epochMs(window.to)];
       if (!(to <= watermark) || (covered !== null && !(from >= covered))) return null;
     }
-    const inWindows = pending.filter((b) =>
-      windows.some((w) => epochMs(b) >= epochMs(w.from) && epochMs(b) < epochMs(w.to!)),
-    );
-    // Pending buckets inside a window are aggregated from the base table, each run of them a scan
-    // of its own (pendingScans); the view would also scan the rows after the watermark and every
-    // other pending bucket. A rollup of a rollup or of a view set reads its view for them.
-    if (inWindows.length > 0 && (definition.sourceIsRollup || definition.viewSetBase)) return null;
+    const inside = (buckets: string[]): string[] =>
+      buckets.filter((b) => windows.some((w) => epochMs(b) >= epochMs(w.from) && epochMs(b) < epochMs(w.to!)));
+    // A view set read for this statement (by a rollup above) gives the pending buckets its files hold.
+    const ofViewSet = (kept: boolean): Promise<string[]> =>
+      this.pendingOfViewSet(definition, snapshot, state, definitions, context, kept);
+    let pending = definition.viewSetBase
+      ? await ofViewSet(!context.sets.has(definition.base))
+      : await this.pending(definition, snapshot, state, tables, definitions, context);
+    if (definition.viewSetBase && !context.sets.has(definition.base) && inside(pending).length > 0) {
+      await this.setRead(definition.base, snapshot, definitions, context);
+      pending = await ofViewSet(false);
+    }
+    const inWindows = inside(pending);
+    // Pending buckets inside a window are aggregated from the source's rows of them, each run of them
+    // a scan of its own (pendingScans); the view would also scan the rows after the watermark and every
+    // other pending bucket.
+    let source: string | null = null;
+    if (inWindows.length > 0 && definition.sourceIsRollup) {
+      const bucketWindows = inWindows.map((b) => ({ from: b, to: bucketEnd(definition, b) }));
+      source = await this.storedRows(
+        sourceRollup(definition, definitions),
+        snapshot,
+        scope,
+        tables,
+        definitions,
+        context,
+        bucketWindows,
+      );
+      if (source === null) return null;
+    } else if (inWindows.length > 0) source = this.sourceRows(definition, snapshot, scope, context);
     const literals = pending.map((b) => bucketLiteral(definition, b));
     const filter = audienceFilter(scope);
     const where = [
@@ -1485,8 +1508,7 @@ export class Rollups {
       ...(filter ? [filter] : []),
     ];
     const storedSql = `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${where.join(' AND ')}`;
-    if (inWindows.length === 0) return storedSql;
-    const source = this.sourceRows(definition, snapshot, scope, context);
+    if (source === null) return storedSql;
     return `${storedSql}\nUNION ALL ${aggregateOverEach(definition, source, pendingScans(definition, inWindows))}`;
   }
 
@@ -2027,6 +2049,16 @@ function retainedFrom(retention: string | null): bigint | null {
 }
 
 /** A view set a rollup may read: bucketed by its (first) event-time column, grouped by its audience column. */
+/** The end of a timestamp bucket (DuckDB's text of its start) as an ISO instant: its start plus the grain. */
+function bucketEnd(definition: Pick<RollupDefinition, 'grain'>, bucket: string): string {
+  const parts = intervalParts(definition.grain);
+  if (!parts) throw new Error(`rollup grain '${definition.grain}' is not an interval`);
+  const start = new Date(epochMs(bucket));
+  // Months from a bucket start (a month start, as time_bucket's month ladders begin), then the rest.
+  start.setUTCMonth(start.getUTCMonth() + parts.months);
+  return new Date(start.getTime() + Number(parts.nanos / 1_000_000n)).toISOString();
+}
+
 function checkViewSetSource(view: ViewSet): void {
   const time = view.columns.find((c) => c.name === view.minTimeColumn);
   if (!time || !/^(TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|DATE)$/i.test(time.type))

@@ -251,5 +251,34 @@ describe('series-table reads: DuckLake transactions per statement, never stale (
     // the rollup's whole view the read scanned the rows after the watermark and 03-01's pending hour
     // too (3 scans of the source, 03-01's file read).
     assert.deepEqual({ source: read.source, files: read.files - stored.files }, { source: 1, files: 1 });
+
+    // A rollup of pulses_hourly by day: a late row in 03-02's hour 07 leaves that day pending in both.
+    await asFirst.query(
+      `SELECT create_rollup('pulses_daily', 'pulses_hourly', INTERVAL '1 day', select_list => 'sum(n) AS n, sum(s) AS s')`,
+    );
+    await scalar(asFirst, `SELECT refresh_rollup('pulses_daily')`);
+    await asFirst.updateCount(`INSERT INTO pulses VALUES (TIMESTAMP '2024-03-02 07:20:00', 10000)`);
+    const perDay = (from: string): string =>
+      `SELECT time_bucket(INTERVAL 1 DAY, ts) AS h, count(*) AS n, sum(v) AS s FROM ${from}
+        WHERE ts >= TIMESTAMP '2024-03-01 00:00:00' AND ts < TIMESTAMP '2024-03-03 00:00:00' GROUP BY 1 ORDER BY 1`;
+    const daily = await asFirst.query(perDay('pulses'));
+    assert.deepEqual(
+      (
+        JSON.parse(daily.schema.metadata.get('orrery.provenance') ?? '{}') as {
+          resources: Array<{ rollup: { name: string } | null }>;
+        }
+      ).resources.map((level) => level.rollup?.name ?? null),
+      ['pulses_daily'],
+    );
+    assert.deepEqual(await rows(perDay('pulses')), [
+      '2024-03-01T00:00:00.000Z 25 376',
+      '2024-03-02T00:00:00.000Z 26 11276',
+    ]);
+    assert.deepEqual(await rows(perDay('pulses')), await rows(perDay('(SELECT * FROM pulses) AS p')));
+    assert.deepEqual(await rows(perDay('pulses'), asTeam), await rows(perDay('(SELECT * FROM pulses) AS p'), asTeam));
+    // One scan of the source, of 03-02's hour 07 (pulses_hourly's stored rows and that hour give the
+    // day): through pulses_daily's whole view the read scanned pulses for the rows after each
+    // rollup's watermark and each pending bucket, once per part reading pulses_hourly's view.
+    assert.equal((await scans(perDay('pulses'))).source, 1);
   });
 });
