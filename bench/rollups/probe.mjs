@@ -2,10 +2,11 @@
 // preloaded) and one lake, `orrery serve` from this tree and, with --base <tree with dist/ built>, a
 // second server from that tree on the same catalog and files. ROWS rows over 30 days, the hourly rollup
 // of bench.mjs refreshed, then one minute of rows written after the refresh (the never-stale read's raw
-// tail). Each case is timed on every server alternately (A, B, A, B; medians of --repeats); then, after
-// one late row 10 days back (a pending bucket), the never-stale read again and the raw statement of
-// that closed day, rewritten onto the rollup; the Postgres statements one read runs are counted after
-// each part. Prints a table and one JSON line.
+// tail). Each case is timed on every server alternately (A, B, A, B; medians of --repeats); then, with a
+// daily rollup of the hourly one and one late row 10 days back (a pending bucket in both), the
+// never-stale read again, the raw statement of that closed day, rewritten onto the hourly rollup, and
+// a per-day statement of the three closed days around it, rewritten onto the daily rollup; the Postgres
+// statements one read runs are counted after each part. Prints a table and one JSON line.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +60,10 @@ try {
   console.error(`bench: timing (load average ${loadAverage()})`);
   const times = await alternately(cases, repeats);
   const perStatement = await probe.postgresPerStatement(cases, counted);
+  // A daily rollup of the hourly one, refreshed, for the closed days below.
+  await client.query(`select create_rollup('metrics_daily', 'metrics_hourly', interval '1 day',
+    select_list => 'host, sum(n) as n, sum(cpu_sum) as cpu_sum', group_by => 'host')`);
+  await client.query(`select refresh_rollup('metrics_daily')`);
   // Then one late row 10 days back, pending until the next refresh: the never-stale read aggregates its
   // bucket from the source too (outside the 7 days read, so the answer stays the same size).
   await client.executeUpdate(`INSERT INTO metrics VALUES (now()::TIMESTAMP - INTERVAL 10 DAY, 'host0', 50.0)`);
@@ -67,16 +72,25 @@ try {
   const day = `date_trunc('day', now()::TIMESTAMP - INTERVAL 10 DAY)`;
   const closedDay = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(cpu) AS cpu_sum FROM metrics
     WHERE ts >= ${day} AND ts < ${day} + INTERVAL 1 DAY GROUP BY ALL`;
+  // Three closed days around it per day, which the rewrite answers from the daily rollup of the hourly
+  // one: its stored rows and the pending day from the hourly rollup's stored rows and pending hour.
+  const closedDays = `SELECT time_bucket(INTERVAL 1 DAY, ts) AS bucket, host, count(*) AS n, sum(cpu) AS cpu_sum FROM metrics
+    WHERE ts >= ${day} - INTERVAL 1 DAY AND ts < ${day} + INTERVAL 2 DAY GROUP BY ALL`;
   const lateCases = servers.flatMap(([label, flight]) => [
     { name: `${label} never-stale, 1 pending`, run: () => flight.query(statements['never-stale']) },
     { name: `${label} rewritten day, 1 pending`, run: () => flight.query(closedDay) },
+    { name: `${label} rewritten days of days`, run: () => flight.query(closedDays) },
   ]);
-  for (const [, flight] of servers) {
-    const provenance = JSON.parse((await flight.query(closedDay)).schema.metadata.get('orrery.provenance') ?? '{}');
-    if (!provenance.resources?.every((level) => level.rollup?.name === 'metrics_hourly'))
-      throw new Error(`the closed day did not read the rollup: ${JSON.stringify(provenance)}`);
-  }
-  for (const sql of [statements['never-stale'], closedDay]) {
+  for (const [, flight] of servers)
+    for (const [sql, rollup] of [
+      [closedDay, 'metrics_hourly'],
+      [closedDays, 'metrics_daily'],
+    ]) {
+      const provenance = JSON.parse((await flight.query(sql)).schema.metadata.get('orrery.provenance') ?? '{}');
+      if (!provenance.resources?.every((level) => level.rollup?.name === rollup))
+        throw new Error(`the closed days did not read ${rollup}: ${JSON.stringify(provenance)}`);
+    }
+  for (const sql of [statements['never-stale'], closedDay, closedDays]) {
     const answers = await Promise.all(servers.map(async ([, flight]) => text(await flight.query(sql))));
     if (answers.some((a) => a !== answers[0])) throw new Error(`the servers answer differently: ${sql}`);
   }
