@@ -9,7 +9,7 @@ import { quoteLiteral } from './rollup-sql.js';
 // against 6.8). Only when the files alone hold those rows exactly as DuckLake would give them:
 // no delete file or inlined delete on them, no inlined row at or after the watermark, files written
 // with the table's columns as they are (no column added, renamed or retyped since, no name mapping,
-// no encryption, no partial file) and of types the Parquet reader gives back as they are typed.
+// no encryption, no partial file, no partition) and of types the Parquet reader gives back as they are typed.
 // Anything else: null, and the read scans DuckLake as before.
 
 /** The tail's rows as a SELECT of the table's columns (no WHERE): null when no file holds any (the tail is empty). */
@@ -106,7 +106,7 @@ export async function tailRows(
   }>(
     `SELECT f.data_file_id::text AS id, f.path, f.path_is_relative AS relative,
             (f.begin_snapshot >= $4 AND f.partial_max IS NULL AND f.mapping_id IS NULL AND f.encryption_key IS NULL
-             AND f.file_format = 'parquet') AS plain,
+             AND f.partition_id IS NULL AND f.file_format = 'parquet') AS plain,
             EXISTS (SELECT 1 FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}) AS deleted
        FROM ${s}.ducklake_data_file f
        LEFT JOIN ${s}.ducklake_file_column_stats k ON k.data_file_id = f.data_file_id AND k.column_id = (
