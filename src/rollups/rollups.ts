@@ -2048,7 +2048,6 @@ function retainedFrom(retention: string | null): bigint | null {
   return BigInt(now.getTime()) * 1_000_000n - parts.nanos;
 }
 
-/** A view set a rollup may read: bucketed by its (first) event-time column, grouped by its audience column. */
 /** The end of a timestamp bucket (DuckDB's text of its start) as an ISO instant: its start plus the grain. */
 function bucketEnd(definition: Pick<RollupDefinition, 'grain'>, bucket: string): string {
   const parts = intervalParts(definition.grain);
@@ -2059,6 +2058,7 @@ function bucketEnd(definition: Pick<RollupDefinition, 'grain'>, bucket: string):
   return new Date(start.getTime() + Number(parts.nanos / 1_000_000n)).toISOString();
 }
 
+/** A view set a rollup may read: bucketed by its (first) event-time column, grouped by its audience column. */
 function checkViewSetSource(view: ViewSet): void {
   const time = view.columns.find((c) => c.name === view.minTimeColumn);
   if (!time || !/^(TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|DATE)$/i.test(time.type))
