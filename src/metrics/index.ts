@@ -41,6 +41,12 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly partitionRowsRead = new Counter({
+    name: 'orrery_partition_rows_read_total',
+    help: "Rows of view set partition files statements read from their FROM: a file read whole counts its rows, one a text index's postings restricted the rows they left (files an index skipped count none)",
+    registers: [this.registry],
+  });
+
   readonly rollupRewrites = new Counter({
     name: 'orrery_rollup_rewrites_total',
     help: 'Statements reading a table with rollups, by whether their rollup rewrite was made or kept from an earlier statement of the same text (made, kept)',

@@ -20,6 +20,7 @@ export async function forgetGoneFiles(db: MetadataQueries): Promise<number> {
   await ensureLedger(db);
   const columns = await db.query(`DELETE FROM resource_column_files f WHERE ${isGone('f')}`);
   const stats = await db.query(`DELETE FROM resource_partition_stats s WHERE ${isGone('s')}`);
+  const audiences = await db.query(`DELETE FROM resource_audience_stats s WHERE ${isGone('s')}`);
   // Copies are queued (by the lakehouse, which owns temporary_files) before their rows go: a run killed in
   // between queues them again, never leaves a copy nothing names.
   const copies = (
@@ -27,5 +28,5 @@ export async function forgetGoneFiles(db: MetadataQueries): Promise<number> {
   ).rows.map((r) => r.copy_path);
   if (copies.length > 0) await queueForDeletion(db, copies, 0);
   const copied = await db.query('DELETE FROM resource_projection_files WHERE copy_path = ANY($1::text[])', [copies]);
-  return (columns.rowCount ?? 0) + (stats.rowCount ?? 0) + (copied.rowCount ?? 0);
+  return (columns.rowCount ?? 0) + (stats.rowCount ?? 0) + (audiences.rowCount ?? 0) + (copied.rowCount ?? 0);
 }

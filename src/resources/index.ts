@@ -61,6 +61,7 @@ export {
   indexPartition,
   mayHold,
   partitionStatistics,
+  audienceStatistics,
   recentIndexes,
   type InstalledIndex,
   type PartitionStatistics,

@@ -64,6 +64,21 @@ CREATE TABLE IF NOT EXISTS resource_partition_stats (
 ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS bloom BYTEA;
 -- A text index's postings (src/resources/text-index.ts); NULL for files indexed before they were kept.
 ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS postings BYTEA;
+-- The audiences whose rows the file holds ('{}': none, or a set keyed by process), each with statistics of its
+-- own rows in resource_audience_stats: a reader's statement decides by its audiences' rows alone (see
+-- partition-stats.ts). NULL for files indexed before they were kept (a publish indexes them again).
+ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS audiences TEXT[];
+CREATE TABLE IF NOT EXISTS resource_audience_stats (
+  index_hash      TEXT NOT NULL,
+  file_path       TEXT NOT NULL,
+  audience        TEXT NOT NULL,
+  min_value       TEXT,
+  max_value       TEXT,
+  distinct_values JSONB,
+  bloom           BYTEA,
+  postings        BYTEA,
+  PRIMARY KEY (index_hash, file_path, audience)
+);
 -- NULL until the set has a partition file (an index installed on an empty set): see valueTypeOf.
 ALTER TABLE resource_indexes ALTER COLUMN value_type DROP NOT NULL;
 CREATE TABLE IF NOT EXISTS resource_columns (

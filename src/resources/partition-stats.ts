@@ -62,7 +62,8 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
     partitionsToDo(
       ctx.db,
       entry.physical,
-      'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1',
+      // A file indexed before its audiences' statistics were kept is indexed again (its own row is kept).
+      'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL',
       hash,
     );
   const expression = indexedExpression(entry, ctx.entries);
@@ -111,35 +112,76 @@ async function valueTypeOf(
 /** What statistics are computed for. */
 type IndexShape = Pick<InstalledIndex, 'hash' | 'viewSet' | 'kind' | 'expression'>;
 
-/** Reads one partition file's statistics under one index and records them (once: a file never changes). */
+/**
+ * Reads one partition file's statistics under one index and records them (once: a file never changes): of
+ * all its rows, for admins, and of each audience's rows, for readers (a statement of a reader decides by
+ * its audiences' statistics alone, so what it skips and reads tells nothing of another audience's rows).
+ * The audiences' rows are written first: the file's own row, naming its audiences, records them done.
+ */
 async function writeStatistics(
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
   index: IndexShape,
   partition: { readonly filePath: string; readonly beginInsertTime: bigint },
 ): Promise<void> {
   const file = quoteLiteral(ctx.store.location(partition.filePath));
-  const { min, max, distinct, bloom, postings } =
-    index.kind === 'text' ? await textStatistics(ctx, index.expression, file) : await valueStatistics(ctx, index, file);
+  const source = `read_parquet(${file}, file_row_number = true)`;
+  const statisticsOf = (rows: string, fileRows?: number) =>
+    index.kind === 'text' ? textStatistics(ctx, index.expression, rows, fileRows) : valueStatistics(ctx, index, rows);
+  const whole = await statisticsOf(source);
+  const { audiences, alone } = await audiencesOf(ctx, file);
+  for (const audience of audiences) {
+    // A file of one audience's rows alone (a tenant's, or public) has that audience's statistics already.
+    const own = alone
+      ? whole
+      : await statisticsOf(`(SELECT * FROM ${source} WHERE audience = ${quoteLiteral(audience)})`, whole.rows);
+    await ctx.db.query(
+      `INSERT INTO resource_audience_stats (index_hash, file_path, audience, min_value, max_value, distinct_values, bloom, postings)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (index_hash, file_path, audience) DO NOTHING`,
+      [index.hash, partition.filePath, audience, own.min, own.max, own.distinct, own.bloom, own.postings],
+    );
+  }
   await ctx.db.query(
-    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (index_hash, file_path) DO NOTHING`,
+    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings, audiences)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (index_hash, file_path)
+     DO UPDATE SET audiences = EXCLUDED.audiences WHERE resource_partition_stats.audiences IS NULL`,
     [
       index.hash,
       index.viewSet,
       partition.filePath,
       partition.beginInsertTime.toString(),
-      min,
-      max,
-      distinct,
-      bloom,
-      postings,
+      whole.min,
+      whole.max,
+      whole.distinct,
+      whole.bloom,
+      whole.postings,
+      audiences,
     ],
   );
   forgetAbsent();
 }
 
-/** What one partition file's statistics row holds. */
+/**
+ * The audiences whose rows a partition file holds (none for a file without an audience column: a set keyed
+ * by process), and whether every row is of the one audience it holds.
+ */
+async function audiencesOf(
+  ctx: { lakeRows(sql: string): Promise<unknown[][]> },
+  file: string,
+): Promise<{ audiences: string[]; alone: boolean }> {
+  const [[hasAudience]] = await ctx.lakeRows(
+    `SELECT count(*) FROM (DESCRIBE SELECT * FROM read_parquet(${file})) WHERE column_name = 'audience'`,
+  );
+  if (Number(hasAudience) === 0) return { audiences: [], alone: false };
+  const [[list, owned, rows]] = await ctx.lakeRows(
+    `SELECT list(DISTINCT audience::VARCHAR ORDER BY audience::VARCHAR), count(audience), count(*) FROM read_parquet(${file})`,
+  );
+  const audiences = listOf(list).map(String);
+  return { audiences, alone: audiences.length === 1 && Number(owned) === Number(rows) };
+}
+
+/** What one partition file's statistics row holds (of all its rows, or of one audience's), and the rows it was read from. */
 interface StatisticsRow {
+  readonly rows: number;
   readonly min: string | null;
   readonly max: string | null;
   readonly distinct: string | null;
@@ -151,37 +193,39 @@ interface StatisticsRow {
 async function valueStatistics(
   ctx: { lakeRows(sql: string): Promise<unknown[][]> },
   index: IndexShape,
-  file: string,
+  source: string,
 ): Promise<StatisticsRow> {
   const distinct =
     index.kind === 'set'
       ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
       : 'NULL';
   const hashes = index.kind === 'bloom_filter' ? 'list(DISTINCT hash(v)) FILTER (WHERE v IS NOT NULL)' : 'NULL';
-  const [[min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
-    `SELECT min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (SELECT ${index.expression} AS v FROM read_parquet(${file}))`,
+  const [[rows, min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
+    `SELECT count(*), min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (SELECT ${index.expression} AS v FROM ${source})`,
   );
   const bloom = index.kind === 'bloom_filter' ? bloomFilter(listOf(valueHashes).map((h) => BigInt(h as bigint))) : null;
-  return { min: text(min), max: text(max), distinct: text(distinctValues), bloom, postings: null };
+  return { rows: Number(rows), min: text(min), max: text(max), distinct: text(distinctValues), bloom, postings: null };
 }
 
 /**
- * A text index's statistics of a file (no min and max: nothing compares them): the trigrams of its distinct
- * tokens, and postings (see text-index.ts): the most frequent tokens held by at most 1/8 of the rows each,
- * at most 1024 of them, while their rows add up to at most half the file's, each with its rows.
+ * A text index's statistics of a file's rows (no min and max: nothing compares them): the trigrams of their
+ * distinct tokens, and postings (see text-index.ts): the most frequent tokens held by at most 1/8 of the
+ * rows each, at most 1024 of them, while their rows add up to at most half the rows, each with its rows.
+ * `source` reads the rows with their file_row_number; `fileRows`, the file's rows when they are some of them.
  */
 async function textStatistics(
   ctx: { lakeRows(sql: string): Promise<unknown[][]> },
   expression: string,
-  file: string,
+  source: string,
+  fileRows?: number,
 ): Promise<StatisticsRow> {
   const trigrams = (tokens: string) =>
     `(SELECT list(DISTINCT substring(t, i, 3)) FROM (SELECT t, unnest(range(1, length(t) - 1)) AS i FROM ${tokens}))`;
   const [[rows, all, unposted, tokenList, rowLists]] = await ctx.lakeRows(
     `WITH tokens AS (
        SELECT DISTINCT r, unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t
-         FROM (SELECT ${expression} AS v, file_row_number AS r FROM read_parquet(${file}, file_row_number = true))),
-     total AS (SELECT count(*) AS n FROM read_parquet(${file})),
+         FROM (SELECT ${expression} AS v, file_row_number AS r FROM ${source})),
+     total AS (SELECT count(*) AS n FROM ${source}),
      counted AS (SELECT t, count(*) AS c FROM tokens GROUP BY t),
      chosen AS (
        SELECT t FROM (
@@ -197,11 +241,18 @@ async function textStatistics(
   const lists = listOf(rowLists);
   const tokens = new Map(listOf(tokenList).map((token, i) => [String(token), listOf(lists[i]).map(Number)]));
   const postings = encodePostings({
-    rows: Number(rows),
+    rows: fileRows ?? Number(rows),
     unposted: trigramBitmap(listOf(unposted).map(String)),
     tokens,
   });
-  return { min: null, max: null, distinct: null, bloom: trigramBitmap(listOf(all).map(String)), postings };
+  return {
+    rows: Number(rows),
+    min: null,
+    max: null,
+    distinct: null,
+    bloom: trigramBitmap(listOf(all).map(String)),
+    postings,
+  };
 }
 
 /** The items of a DuckDB LIST value (node-api's DuckDBListValue). */
@@ -236,6 +287,7 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_indexes WHERE index_hash = $1', [row.hash]);
   forgetRecent();
+  await ctx.db.query('DELETE FROM resource_audience_stats WHERE index_hash = $1', [row.hash]);
   const { rowCount } = await ctx.db.query('DELETE FROM resource_partition_stats WHERE index_hash = $1', [row.hash]);
   return `${rowCount ?? 0} partition statistics row(s) deleted`;
 }
@@ -305,6 +357,65 @@ export async function partitionStatistics(
   return files.flatMap((f) => found.get(f) ?? []);
 }
 
+/**
+ * The statistics an index holds of the rows of these audiences in these partition files (object keys), by
+ * file: one per audience the file holds rows of (none: the file holds none of their rows), kept in memory
+ * (see factsOf); files indexed before audiences' statistics were kept are absent.
+ */
+export async function audienceStatistics(
+  db: MetadataQueries,
+  hash: string,
+  files: readonly string[],
+  audiences: readonly string[],
+): Promise<Map<string, PartitionStatistics[]>> {
+  const sorted = [...new Set(audiences)].sort();
+  const load = (missing: string[]) => audienceRows(db, hash, missing, sorted);
+  const size = (stats: PartitionStatistics[]) => stats.reduce((n, s) => n + sizeOf(s), 200);
+  return factsOf(db, `audience-stats:${hash}\u0000${JSON.stringify(sorted)}`, files, load, size);
+}
+
+async function audienceRows(
+  db: MetadataQueries,
+  hash: string,
+  files: readonly string[],
+  audiences: readonly string[],
+): Promise<Map<string, PartitionStatistics[]>> {
+  const { rows } = await db.query<StatisticsColumns & { audience: string | null }>(
+    `SELECT s.file_path, a.audience, a.min_value, a.max_value, a.distinct_values, a.bloom, a.postings
+       FROM resource_partition_stats s LEFT JOIN resource_audience_stats a
+         ON a.index_hash = s.index_hash AND a.file_path = s.file_path AND a.audience = ANY($3::text[])
+      WHERE s.index_hash = $1 AND s.file_path = ANY($2::text[]) AND s.audiences IS NOT NULL`,
+    [hash, files, audiences],
+  );
+  const found = new Map<string, PartitionStatistics[]>();
+  for (const r of rows) {
+    const stats = found.get(r.file_path) ?? [];
+    found.set(r.file_path, stats);
+    if (r.audience !== null) stats.push(statisticsOf(hash, r));
+  }
+  return found;
+}
+
+/** A statistics row's columns as Postgres returns them. */
+interface StatisticsColumns {
+  file_path: string;
+  min_value: string | null;
+  max_value: string | null;
+  distinct_values: string[] | null;
+  bloom: Buffer | null;
+  postings: Buffer | null;
+}
+
+const statisticsOf = (hash: string, r: StatisticsColumns): PartitionStatistics => ({
+  hash,
+  filePath: r.file_path,
+  min: r.min_value,
+  max: r.max_value,
+  distinct: r.distinct_values,
+  bloom: r.bloom,
+  postings: r.postings,
+});
+
 const sizeOf = (s: PartitionStatistics): number =>
   (s.bloom?.length ?? 0) +
   (s.postings?.length ?? 0) +
@@ -318,30 +429,10 @@ async function statisticsRows(
   hash: string,
   files: readonly string[],
 ): Promise<Map<string, PartitionStatistics>> {
-  const { rows } = await db.query<{
-    file_path: string;
-    min_value: string | null;
-    max_value: string | null;
-    distinct_values: string[] | null;
-    bloom: Buffer | null;
-    postings: Buffer | null;
-  }>(
+  const { rows } = await db.query<StatisticsColumns>(
     `SELECT file_path, min_value, max_value, distinct_values, bloom, postings FROM resource_partition_stats
       WHERE index_hash = $1 AND file_path = ANY($2::text[])`,
     [hash, files],
   );
-  return new Map(
-    rows.map((r) => [
-      r.file_path,
-      {
-        hash,
-        filePath: r.file_path,
-        min: r.min_value,
-        max: r.max_value,
-        distinct: r.distinct_values,
-        bloom: r.bloom,
-        postings: r.postings,
-      },
-    ]),
-  );
+  return new Map(rows.map((r) => [r.file_path, statisticsOf(hash, r)]));
 }

@@ -15,6 +15,7 @@ import {
 import type { QueryShape } from '../engine/index.js';
 import type { SeriesTables } from '../tables/index.js';
 import type { Rollups } from '../rollups/index.js';
+import { rowCount } from '../resources/index.js';
 
 /** What the lakehouse needs to answer queries: partitions in Postgres, files in the store, loaded view sets. */
 export interface Lakehouse {
@@ -61,6 +62,8 @@ export interface PartitionFilter {
   newest?(view: ViewSet, partitions: readonly Partition[]): readonly string[];
   /** The rows to read of a partition kept, as a bitmap of its rows (a text index's postings); undefined: every row. */
   rows?(file: string): Uint8Array | undefined;
+  /** Told how many rows of a set's partitions the statement reads (those of the files read whole, the rows of the others). */
+  read?(rows: number): void;
 }
 
 /** A set's session view: where DuckDB opens its current partitions, those meeting the event range (and the filter). */
@@ -81,10 +84,14 @@ async function sessionViewOf(
   const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };
   // Rows are numbered in the partitions' own files, not in a projection's sorted copies.
   const rows = new Map<string, Uint8Array>();
-  for (const key of read === keys ? keys : []) {
-    const bitmap = filter?.rows?.(key);
+  const rowsOf = new Map(partitions.map((p) => [p.filePath!, p.numRows]));
+  let rowsRead = 0;
+  for (const key of keys) {
+    const bitmap = read === keys ? filter?.rows?.(key) : undefined;
     if (bitmap) rows.set(lakehouse.store.location(key), bitmap);
+    rowsRead += bitmap ? rowCount(bitmap) : (rowsOf.get(key) ?? 0);
   }
+  filter?.read?.(rowsRead);
   return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent, rows };
 }
 

@@ -5,7 +5,9 @@
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
 // DuckDB's own, run over the statistics cast back to the indexed type, so a partition is skipped only
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
-// filtering is untouched (it filters the rows of the partitions that remain). The set may be read in a
+// filtering is untouched (it filters the rows of the partitions that remain), and a reader's statement
+// decides by the statistics of its audiences' rows alone (see statisticsOf): what it skips and reads,
+// and so its time, tell nothing of another audience's rows. The set may be read in a
 // CTE or a subquery (the WHEREs of the SELECTs enclosing it count too while the subqueries pass its rows
 // through: see passesThrough), the constants may be the statement's bound parameters, and a bound may be
 // written with the clock (`time > now() - INTERVAL 1 day`, `time < now()`): in a statement that runs in a
@@ -24,6 +26,7 @@ import {
   mayContain,
   mayHold,
   partitionStatistics,
+  audienceStatistics,
   rowCount,
   rowsMatching,
   searchedRuns,
@@ -31,6 +34,7 @@ import {
   storedBy,
   type Postings,
   type InstalledIndex,
+  type PartitionStatistics,
 } from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
 import { passesRowsThrough, quoteLiteral, type ViewSet } from '../views/index.js';
@@ -52,6 +56,8 @@ export interface Statement {
   readonly parameters?: Table;
   /** Whether the statement runs in a transaction of its own, begun after pruning (its now() is no earlier). */
   readonly ownTransaction?: boolean;
+  /** The audiences whose rows the statement may read (a reader's); undefined: every row (an admin's). */
+  readonly audiences?: readonly string[];
 }
 
 /** What pruning did for one view set: for the provenance of an admin's result. */
@@ -749,6 +755,8 @@ export class PartitionPruning {
   readonly rowsRead: RowsRead[] = [];
   /** The rows to read of a partition (object key), as a bitmap of its rows (see rowsMatching); absent: every row. */
   readonly rows = new Map<string, Uint8Array>();
+  /** The rows of the sets' partitions the statement reads, as they are read (whole, or the rows kept). */
+  partitionRows = 0;
   private bitmapBytes = 0;
 
   private readonly db: MetadataQueries;
@@ -805,9 +813,10 @@ export class PartitionPruning {
       const indexed = await expressionTree(this.engine, index.expression);
       if (indexed) indexes.push({ index, key: keyOf(indexed, new Set()) });
     }
-    const skipped = await this.excluded(on, files, indexes);
+    const skipped = await this.excluded(view, on, files, indexes);
     // Of the files left, the rows a text index's postings show may pass: none (the file is skipped too), or few.
     const matching = await this.matching(
+      view,
       on,
       files.filter((f) => !skipped.has(f)),
       indexes,
@@ -844,6 +853,7 @@ export class PartitionPruning {
    * Files absent: every row may pass.
    */
   private async matching(
+    view: ViewSet,
     on: Conjunction,
     files: readonly string[],
     indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
@@ -858,20 +868,27 @@ export class PartitionPruning {
     for (const { index, key } of indexes) {
       const searches = index.kind === 'text' ? on.searches.filter((s) => keyOf(s.expression, qualifiers) === key) : [];
       if (searches.length === 0) continue;
-      for (const { filePath, postings } of await partitionStatistics(this.db, index.hash, [...files])) {
-        const decoded = postings && postingsOf(postings);
-        const rows =
-          decoded &&
-          matchingRows(
-            decoded,
-            searches.map((s) => s.runs),
-          );
-        if (rows) restrict(filePath, { rows, index: index.entryKey, total: decoded.rows });
+      // A reader's statement reads, of the rows of each of its audiences, those holding the words: a file is
+      // restricted when the postings of every audience it holds of the reader's tell.
+      for (const [filePath, stats] of await this.statisticsOf(view, index, files)) {
+        const each = stats.map(({ postings }) => {
+          const decoded = postings && postingsOf(postings);
+          const rows =
+            decoded &&
+            matchingRows(
+              decoded,
+              searches.map((s) => s.runs),
+            );
+          return rows && { rows, total: decoded.rows };
+        });
+        if (each.length === 0 || !each.every((e) => e !== null)) continue;
+        const rows = each.map((e) => e.rows).reduce(eitherOf);
+        restrict(filePath, { rows, index: index.entryKey, total: each[0].total });
       }
     }
     for (const alternatives of on.alternatives) {
       const each = [];
-      for (const alternative of alternatives) each.push(await this.matching(alternative, files, indexes));
+      for (const alternative of alternatives) each.push(await this.matching(view, alternative, files, indexes));
       for (const file of files)
         if (each.every((m) => m.has(file)))
           restrict(file, {
@@ -880,7 +897,7 @@ export class PartitionPruning {
           });
     }
     for (const level of on.outer)
-      for (const [file, rows] of await this.matching(level, files, indexes)) restrict(file, rows);
+      for (const [file, rows] of await this.matching(view, level, files, indexes)) restrict(file, rows);
     return found;
   }
 
@@ -890,6 +907,7 @@ export class PartitionPruning {
    * the files that every one of its alternatives excludes (by its first alternative's index).
    */
   private async excluded(
+    view: ViewSet,
     on: Conjunction,
     files: readonly string[],
     indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
@@ -902,7 +920,7 @@ export class PartitionPruning {
       if (index.kind === 'text') {
         const searches = on.searches.filter((s) => keyOf(s.expression, qualifiers) === key);
         if (searches.length === 0) continue;
-        kept = await this.containing(index, searches, remaining);
+        kept = await this.containing(view, index, searches, remaining);
       } else {
         // No type yet: installed on an empty set, no statistics recorded.
         const { valueType } = index;
@@ -913,7 +931,7 @@ export class PartitionPruning {
             r.constants.every((c) => compatible(boundTypes.get(c) ?? valueType, valueType)),
         );
         if (applicable.length === 0) continue;
-        const byStatistics = await this.byStatistics({ ...index, valueType }, applicable, remaining);
+        const byStatistics = await this.byStatistics(view, { ...index, valueType }, applicable, remaining);
         if (byStatistics && remaining.some((f) => !byStatistics.has(f)))
           this.clockUsed ||= applicable.some((r) => r.constants.some((c) => clockConstants.has(c)));
         kept = byStatistics;
@@ -925,7 +943,7 @@ export class PartitionPruning {
       let common = new Map(files.filter((f) => !skipped.has(f)).map((f) => [f, '']));
       for (const alternative of alternatives) {
         if (common.size === 0) break;
-        const out = await this.excluded(alternative, [...common.keys()], indexes);
+        const out = await this.excluded(view, alternative, [...common.keys()], indexes);
         const first = alternative === alternatives[0];
         common = new Map([...common].filter(([f]) => out.has(f)).map(([f, by]) => [f, first ? out.get(f)! : by]));
       }
@@ -933,6 +951,7 @@ export class PartitionPruning {
     }
     for (const level of on.outer)
       for (const [file, index] of await this.excluded(
+        view,
         level,
         files.filter((f) => !skipped.has(f)),
         indexes,
@@ -980,13 +999,14 @@ export class PartitionPruning {
    * reads every partition and reports its own error, if any).
    */
   private async byStatistics(
+    view: ViewSet,
     index: InstalledIndex & { valueType: string },
     restrictions: Restriction[],
     files: string[],
   ): Promise<Set<string> | null> {
-    const stats = await partitionStatistics(this.db, index.hash, files);
+    const byFile = await this.statisticsOf(view, index, files);
     const kept = new Set(files);
-    if (stats.length === 0) return kept;
+    if (byFile.size === 0) return kept;
     const meets = junction('CONJUNCTION_OR', [
       junction('CONJUNCTION_AND', [columnRef('__orr_listed'), ...restrictions.map(valueMeets)]),
       junction('CONJUNCTION_AND', [columnRef('__orr_unlisted'), ...restrictions.map(rangeMeets)]),
@@ -1001,12 +1021,14 @@ export class PartitionPruning {
     // A file's statistics never change, so neither does a condition of constants over them: a repeated
     // statement asks DuckDB only of files it has not decided yet (not a bound rising with the clock).
     const fixed = restrictions.every((r) => r.constants.every((c) => isConstant(c) && !clockConstants.has(c)));
-    const decisionOf = (file: string): string => `${index.hash}\u0000${condition}\u0000${file}`;
-    const undecided: typeof stats = [];
-    for (const s of stats) {
-      const known = fixed ? decisions.get(decisionOf(s.filePath)) : undefined;
-      if (known === false) kept.delete(s.filePath);
-      else if (known === undefined) undecided.push(s);
+    const audiences = JSON.stringify(this.statement.audiences ?? null);
+    const decisionOf = (file: string): string => `${index.hash}\u0000${condition}\u0000${file}\u0000${audiences}`;
+    const undecided: PartitionStatistics[] = [];
+    for (const [file, stats] of byFile) {
+      const known = fixed ? decisions.get(decisionOf(file)) : undefined;
+      // A file holding none of a reader's rows: nothing of it can pass.
+      if (known === false || stats.length === 0) kept.delete(file);
+      else if (known === undefined) undecided.push(...stats);
     }
     if (undecided.length > 0) {
       const rows: string[] = [];
@@ -1034,7 +1056,7 @@ export class PartitionPruning {
       } catch {
         return null;
       }
-      for (const { filePath } of undecided) {
+      for (const filePath of new Set(undecided.map((s) => s.filePath))) {
         if (!passed.has(filePath)) kept.delete(filePath);
         if (fixed) remember(decisions, decisionOf(filePath), passed.has(filePath), 100_000);
       }
@@ -1043,18 +1065,44 @@ export class PartitionPruning {
     for (const r of restrictions.filter((r) => r.op === 'COMPARE_EQUAL' || r.op === 'in')) {
       const hashes = await this.valueHashes(r.constants, index.valueType);
       if (!hashes) continue;
-      for (const { filePath, bloom } of stats)
-        if (bloom && kept.has(filePath) && !hashes.some((h) => mayHold(bloom, h))) kept.delete(filePath);
+      for (const [filePath, stats] of byFile)
+        if (kept.has(filePath) && !stats.some(({ bloom }) => !bloom || hashes.some((h) => mayHold(bloom, h))))
+          kept.delete(filePath);
     }
     return kept;
   }
 
   /** The files that may hold a value matching every search, by a text index: those without one, and those whose trigrams hold the searches'. */
-  private async containing(index: InstalledIndex, searches: Search[], files: string[]): Promise<Set<string>> {
+  private async containing(
+    view: ViewSet,
+    index: InstalledIndex,
+    searches: Search[],
+    files: string[],
+  ): Promise<Set<string>> {
     const kept = new Set(files);
-    for (const { filePath, bloom } of await partitionStatistics(this.db, index.hash, files))
-      if (bloom && !searches.every((s) => mayContain(bloom, s.trigrams))) kept.delete(filePath);
+    for (const [filePath, stats] of await this.statisticsOf(view, index, files))
+      if (!stats.some(({ bloom }) => !bloom || searches.every((s) => mayContain(bloom, s.trigrams))))
+        kept.delete(filePath);
     return kept;
+  }
+
+  /**
+   * An index's statistics of what the statement may read of each file, by file: for an admin, of the file's
+   * rows; for a reader, of its audiences' rows, one per audience the file holds (none: it holds none of
+   * them), so what a reader's statement skips and reads depends on rows it may read alone. Files absent:
+   * nothing is known (read whole).
+   */
+  private async statisticsOf(
+    view: ViewSet,
+    index: InstalledIndex,
+    files: readonly string[],
+  ): Promise<Map<string, PartitionStatistics[]>> {
+    const { audiences } = this.statement;
+    if (!audiences)
+      return new Map((await partitionStatistics(this.db, index.hash, files)).map((s) => [s.filePath, [s]]));
+    // A set keyed by process: a row's audience is its process's, which no statistics were kept by.
+    if (view.audienceColumn !== 'audience') return new Map();
+    return audienceStatistics(this.db, index.hash, files, audiences);
   }
 
   /**

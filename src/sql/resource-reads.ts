@@ -27,6 +27,7 @@ export function resourceReaders(statement: Statement): {
     projected: (view: ViewSet, files: readonly string[]) => pruning.projected(view, files),
     newest: (view, partitions) => pruning.newest(view, partitions),
     rows: (file) => pruning.rows.get(file),
+    read: (rows) => (pruning.partitionRows += rows),
   };
   return { pruning, stored, filter };
 }

@@ -640,9 +640,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
     const readers =
-      tree && shape ? this.resourceStatement(tree, shape, statement.parameters, session === undefined) : undefined;
+      tree && shape
+        ? this.resourceStatement(tree, shape, statement.parameters, session === undefined, principal)
+        : undefined;
     const { pruning, stored } = readers ?? {};
     const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter) : [];
+    if (pruning && pruning.partitionRows > 0) this.metrics?.partitionRowsRead.inc(pruning.partitionRows);
     const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list())) : undefined;
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
@@ -1007,11 +1010,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
     shape: QueryShape,
     parameters: ResourceStatement['parameters'],
     ownTransaction: boolean,
+    principal: Principal,
   ): ReturnType<typeof resourceReaders> | undefined {
     const lakehouse = this.lakehouse;
     if (!lakehouse) return undefined;
     const viewOf = (name: string) => lakehouse.views.get(name);
-    return resourceReaders({ db: lakehouse.db, engine: this.engine, tree, shape, viewOf, parameters, ownTransaction });
+    // A reader's statement is pruned by its audiences' statistics alone (see PartitionPruning.statisticsOf).
+    const scope = scopeOf(principal);
+    const audiences = scope.kind === 'audiences' ? scope.audiences : undefined;
+    const statement = { db: lakehouse.db, engine: this.engine, tree, shape, viewOf, parameters, ownTransaction };
+    return resourceReaders({ ...statement, audiences });
   }
 
   /**
@@ -1032,7 +1040,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // As planning does: a statement calling lakehouse functions reads its sets whole.
     const readers =
       principal.admin && lakehouse && !shape.tableFunctions.some(isLakehouseFunction)
-        ? this.resourceStatement(tree, shape, undefined, true)
+        ? this.resourceStatement(tree, shape, undefined, true, principal)
         : undefined;
     if (lakehouse && readers) {
       const range = { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd };

@@ -11,6 +11,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromArrays, type Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
+import { metricValue } from '../support/metric-value.js';
 import { postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { teamKey, useAudiencesOrrery } from '../support/publish.js';
@@ -299,6 +300,29 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
     ])
       assert.equal(partitionsRead(await fixture.admin.query(sql)), undefined, sql);
     assert.equal(partitionsRead(await fixture.reader.query('SELECT msg FROM log_entries WHERE level = 2')), undefined);
+  });
+
+  it("decides a reader's statement by its audiences' statistics alone: another audience's values read no row, as absent ones", async () => {
+    // Rows of partitions a statement reads, as the server counts them: its work, so what its time can tell.
+    const rowsRead = async (client: TestFlightClient, sql: string) => {
+      const before = await metricValue(fixture.orrery.httpPort, 'orrery_partition_rows_read_total');
+      await client.query(sql);
+      return (await metricValue(fixture.orrery.httpPort, 'orrery_partition_rows_read_total')) - before;
+    };
+    // Level 3, 'entry 1.0' and svc1 are team_x's alone (the middle partition): a reader reads none of its rows,
+    // as for values nobody holds, by each kind (minmax, bloom_filter, set).
+    for (const sql of [
+      'SELECT msg FROM log_entries WHERE level = 3',
+      'SELECT msg FROM log_entries WHERE level = 5',
+      "SELECT msg FROM log_entries WHERE msg = 'entry 1.0'",
+      "SELECT msg FROM log_entries WHERE msg = 'entry 9.9'",
+      "SELECT msg FROM log_entries WHERE exe = 'svc1'",
+      "SELECT msg FROM log_entries WHERE exe = 'svc9'",
+    ])
+      assert.equal(await rowsRead(fixture.reader, sql), 0, sql);
+    assert.equal(await rowsRead(fixture.reader, 'SELECT msg FROM log_entries WHERE level = 2'), 2);
+    assert.equal(await rowsRead(suite.team, 'SELECT msg FROM log_entries WHERE level = 3'), 2);
+    assert.equal(await rowsRead(fixture.admin, 'SELECT msg FROM log_entries WHERE level = 3'), 2);
   });
 
   it('explain_resources names each partition an index skips, and by which index, to an admin; a reader sees none', async () => {

@@ -8,6 +8,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { metricValue } from '../support/metric-value.js';
 import { adminKey } from '../support/orrery-process.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
@@ -108,5 +110,27 @@ describe('text index postings: a search reads only the rows holding its word, an
     assert.equal(bits.replace(/0/g, '').length, 10);
     assert.equal(rowsRead(await fixture.reader.query(queries[0][0])), undefined);
     assert.equal(rowsRead(await suite.team.query(queries[5][0])), undefined);
+  });
+
+  it("decides a reader's search by its audiences' rows alone: another audience's word reads no row, as a word nobody holds", async () => {
+    // Rows of partitions read by each statement, as the server counts them: the work a statement does, so
+    // what its time can tell.
+    const rowsRead = async (client: typeof fixture.reader, sql: string) => {
+      const before = await metricValue(fixture.orrery.httpPort, 'orrery_partition_rows_read_total');
+      const rows = await plainRows(client, sql);
+      return { rows, read: (await metricValue(fixture.orrery.httpPort, 'orrery_partition_rows_read_total')) - before };
+    };
+    const search = (word: string) => `SELECT msg FROM log_entries WHERE msg ILIKE '%${word}%' ORDER BY msg`;
+    assert.deepEqual(await rowsRead(fixture.reader, search('secretword')), { rows: [], read: 0 });
+    assert.deepEqual(await rowsRead(fixture.reader, search('nobodyword')), { rows: [], read: 0 });
+    // Of the word's 10 rows, the 5 of the reader's audience (public) are read, not team_x's.
+    assert.deepEqual(await rowsRead(fixture.reader, queries[0][0]), { rows: [{ n: 5 }], read: 5 });
+    assert.deepEqual(await rowsRead(suite.team, search('secretword')), {
+      rows: [{ msg: 'team call secretword' }],
+      read: 1,
+    });
+    // A word most of team_x's rows hold (not posted: the reader's own statistics tell).
+    assert.deepEqual(await rowsRead(fixture.reader, search('refused')), { rows: [], read: 0 });
+    assert.deepEqual((await rowsRead(fixture.admin, search('secretword'))).read, 1);
   });
 });
