@@ -9,8 +9,11 @@
 //   tail, minute's file the aggregate of the rows after the bulk load's newest (the minute's file alone)
 //   tail, read_parquet the tail's aggregate over the table's files read by DuckDB's Parquet reader (no
 //                      DuckLake scan: no catalog read, no delete files, no inlined rows)
-//   never-stale, read_parquet  the stored rows plus that: the view as Orrery reads it since the tail
-//                      is read from its files (src/rollups/tail-files.ts)
+//   never-stale, read_parquet  the stored rows plus that: the view as Orrery read it from ea0bcb8
+//   materialized, read_parquet the stored rows from the materialized table's files by DuckDB's Parquet
+//                      reader (no DuckLake scan)
+//   never-stale, both read_parquet  those plus the tail read so: the view as Orrery reads it when both
+//                      tables' files alone hold their rows (src/rollups/table-files.ts)
 // --threads sets DuckDB's threads (a loaded machine's scheduling waits are fewer with 1).
 // DuckDB's own profile (cpu_time, the scans' operator time) of each is printed too. Prints a table and
 // one JSON line.
@@ -66,6 +69,14 @@ try {
   )
     .map(([file]) => `'${file}'`)
     .join(', ');
+  // The rollup's stored rows' data files at the snapshot (none has a delete file here either).
+  const storedFiles = (
+    await read(
+      `SELECT data_file FROM ducklake_list_files('lake', 'metrics_hourly_materialized', schema => 'rollups', snapshot_version => ${snapshot})`,
+    )
+  )
+    .map(([file]) => `'${file}'`)
+    .join(', ');
   const aggregate = (bound) =>
     `SELECT time_bucket(INTERVAL '1 hour', ts) AS bucket, host, count(*) AS n, count(cpu) AS cpu_n, sum(cpu) AS cpu_sum,
        max(cpu) AS cpu_max, audience FROM lake.main.metrics AT (VERSION => ${snapshot}) WHERE ts >= ${bound} GROUP BY ALL`;
@@ -84,6 +95,10 @@ try {
     ),
     'never-stale, read_parquet': days(
       `${stored} WHERE bucket < ${tail} UNION ALL ${aggregate(tail).replace(`lake.main.metrics AT (VERSION => ${snapshot})`, `read_parquet([${files}])`)}`,
+    ),
+    'materialized, read_parquet': days(`SELECT * FROM read_parquet([${storedFiles}])`),
+    'never-stale, both read_parquet': days(
+      `SELECT * FROM read_parquet([${storedFiles}]) WHERE bucket < ${tail} UNION ALL ${aggregate(tail).replace(`lake.main.metrics AT (VERSION => ${snapshot})`, `read_parquet([${files}])`)}`,
     ),
   };
   const inTransaction = async (sql) => {

@@ -39,7 +39,7 @@ import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-
 import { storedColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
-import { tailRows, type TailRows } from './tail-files.js';
+import { fileRows, type FileRows } from './table-files.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -304,8 +304,8 @@ export class Rollups {
     string,
     { readonly version: string; readonly after: bigint; readonly read: Promise<ViewSetRead['invalidations']> }
   >();
-  /** The never-stale read's tail files by `table@snapshot@watermark` (see tailSource). */
-  private readonly tails = new Map<string, Promise<TailRows | null>>();
+  /** Tables' rows from their files by schema, table, time column, snapshot and lower bound (see filesOf). */
+  private readonly files = new Map<string, Promise<FileRows | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Rewrites by statement, snapshot and rollups (see rewrite). */
@@ -1308,30 +1308,49 @@ export class Rollups {
   }
 
   /**
+   * The rows of a lake table at a snapshot with `timeColumn` from `from` on (all when null) from the
+   * files that hold them (fileRows), listed once per snapshot: a snapshot's files never change, and
+   * every process numbers snapshots alike. Null when DuckLake's scan must read them (a listing that
+   * fails included).
+   */
+  private filesOf(
+    ...args: [schema: string, table: string, timeColumn: string, snapshot: bigint, from: string | null]
+  ): Promise<FileRows | null> {
+    const key = JSON.stringify(args.map(String));
+    let listed = this.files.get(key);
+    if (!listed) {
+      listed = fileRows(this.metadata, ...args).catch(() => null);
+      remember(this.files, key, listed);
+    }
+    return listed;
+  }
+
+  /**
    * The rows of a rollup's base series table from the watermark on, for a scope, read from the
-   * files that hold them (tailRows, listed once per snapshot and watermark); `{ sql: null }` when
-   * there are none, undefined when DuckLake's scan must read them (a rollup of a rollup or of a
-   * view set reads its source's view or partitions; a listing that fails reads DuckLake).
+   * files that hold them (filesOf); `{ sql: null }` when there are none, undefined when DuckLake's
+   * scan must read them (a rollup of a rollup or of a view set reads its source's view or partitions).
    */
   private async tailSource(
     definition: RollupDefinition,
     snapshot: bigint,
     watermark: string,
     scope: TableScope,
-  ): Promise<TailRows | undefined> {
+  ): Promise<FileRows | undefined> {
     if (definition.sourceIsRollup || definition.viewSetBase) return undefined;
-    const key = `${definition.base}@${snapshot}@${definition.baseTimeColumn}@${watermark}`;
-    let listed = this.tails.get(key);
-    if (!listed) {
-      listed = tailRows(this.metadata, definition.base, definition.baseTimeColumn, snapshot, watermark).catch(
-        () => null,
-      );
-      remember(this.tails, key, listed);
-    }
-    const rows = await listed;
+    const rows = await this.filesOf('main', definition.base, definition.baseTimeColumn, snapshot, watermark);
     if (!rows) return undefined;
     const filter = audienceFilter(scope);
     return rows.sql === null || !filter ? rows : { sql: `${rows.sql} WHERE ${filter}` };
+  }
+
+  /**
+   * A rollup's stored rows at a snapshot, as a relation: read from the files of its `_materialized`
+   * table when they alone hold them (filesOf: a statement reading no other lake table then pays no
+   * DuckLake scan set-up), else that table at the snapshot.
+   */
+  private async storedSource(definition: RollupDefinition, snapshot: bigint): Promise<string> {
+    const rows = await this.filesOf(rollupSchema, materializedName(definition.name), 'bucket', snapshot, null);
+    return rows?.sql ? `(${rows.sql})` : at(materializedTable(definition.name), snapshot);
   }
 
   /**
@@ -1379,7 +1398,7 @@ export class Rollups {
         ...pendingScans(definition, buckets, definition.coveredFrom),
       ];
       const parts = [
-        `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${stored.join(' AND ')}`,
+        `SELECT * FROM ${await this.storedSource(definition, snapshot)} WHERE ${stored.join(' AND ')}`,
         ...(tail?.sql === null ? [] : [aggregateOver(definition, tail?.sql ?? source, `${time} >= ${watermark}`)]),
         ...(raw.length > 0 ? [aggregateOverEach(definition, source, raw)] : []),
       ];
@@ -1425,7 +1444,7 @@ export class Rollups {
     const filter = audienceFilter(scope);
     for (const definition of stored) {
       statements.push(
-        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${at(materializedTable(definition.name), snapshot)}${filter ? ` WHERE ${filter}` : ''}`,
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${await this.storedSource(definition, snapshot)}${filter ? ` WHERE ${filter}` : ''}`,
       );
     }
     for (const alias of stableNames) {
@@ -1507,7 +1526,7 @@ export class Rollups {
       ...(literals.length > 0 ? [`bucket NOT IN (${literals.join(', ')})`] : []),
       ...(filter ? [filter] : []),
     ];
-    const storedSql = `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE ${where.join(' AND ')}`;
+    const storedSql = `SELECT * FROM ${await this.storedSource(definition, snapshot)} WHERE ${where.join(' AND ')}`;
     if (source === null) return storedSql;
     return `${storedSql}\nUNION ALL ${aggregateOverEach(definition, source, pendingScans(definition, inWindows))}`;
   }

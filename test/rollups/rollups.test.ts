@@ -492,14 +492,17 @@ describe('rollups (issue 17)', () => {
   // or in a delete file, updates, a column added or renamed) and checks the contract for an admin and a
   // reader of one audience.
   describe('the tail read from its files', () => {
-    /** The DuckLake scans of `table` in an admin's plan of `sql`. */
-    const scansOf = async (table: string, sql: string): Promise<number> => {
-      const plan = (await asAdmin.query(`EXPLAIN ANALYZE ${sql}`))
+    /** An admin's plan of `sql`, as EXPLAIN ANALYZE draws it. */
+    const planOf = async (sql: string): Promise<string> =>
+      (await asAdmin.query(`EXPLAIN ANALYZE ${sql}`))
         .toArray()
         .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
         .join('\n');
-      return plan.match(new RegExp(`Table: ${table}\\b`, 'g'))?.length ?? 0;
-    };
+    /** The DuckLake scans of `table` in an admin's plan of `sql`. */
+    const scansOf = async (table: string, sql: string): Promise<number> =>
+      (await planOf(sql)).match(new RegExp(`Table: ${table}\\b`, 'g'))?.length ?? 0;
+    /** Every DuckLake scan in an admin's plan of `sql` (a table's long name is drawn on a line of its own). */
+    const lakeScans = async (sql: string): Promise<number> => (await planOf(sql)).match(/Table:/g)?.length ?? 0;
 
     /** The contract, for an admin and a reader of team-a: the hourly rollup of `name` is its GROUP BY. */
     const contract = (name: string, aggregates: string) => async (): Promise<void> => {
@@ -533,8 +536,8 @@ describe('rollups (issue 17)', () => {
         );
       const check = contract(name, 'count(*) AS n, sum(v) AS s, max(v) AS mx');
       await check();
-      // The tail came from its two files alone: no DuckLake scan of the source.
-      assert.equal(await scansOf(name, `SELECT * FROM ${name}_hourly`), 0);
+      // The tail came from its two files alone and the stored rows from theirs: no DuckLake scan.
+      assert.equal(await lakeScans(`SELECT * FROM ${name}_hourly`), 0);
       assert.ok(
         (await scalar(asTeamA, `SELECT count(*) FROM ${name}_hourly WHERE bucket >= TIMESTAMP '2100-01-01'`)) > 0,
       );
@@ -550,6 +553,29 @@ describe('rollups (issue 17)', () => {
       await asTeamA.updateCount(`INSERT INTO inlined_early VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
       await checkEarly();
       assert.equal(await scansOf('inlined_early', 'SELECT * FROM inlined_early_hourly'), 1);
+    });
+
+    it('the stored rows are read from their files, and through DuckLake once a refresh corrects them', async () => {
+      const { check } = await withTail('stored');
+      const stored = 'SELECT * FROM stored_hourly_materialized';
+      // Every bucket before the tail's (2100) is stored, none pending after a refresh.
+      const materialized = async (): Promise<void> => {
+        for (const client of [asAdmin, asTeamA])
+          await same(
+            client,
+            'stored_hourly_materialized',
+            `SELECT * FROM stored_hourly WHERE bucket < TIMESTAMP '2100-01-01'`,
+          );
+      };
+      await materialized();
+      assert.equal(await lakeScans(stored), 0);
+      // A late row corrects a stored bucket (a delete and an insert of the stored table): the files
+      // alone no longer hold the stored rows.
+      await asTeamA.updateCount(`INSERT INTO stored VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
+      await scalar(asAdmin, `SELECT refresh_rollup('stored_hourly')`);
+      await check();
+      await materialized();
+      assert.equal(await lakeScans(stored), 1);
     });
 
     it('deletes of tail rows, a few (inlined) and many (a delete file), are read', async () => {
