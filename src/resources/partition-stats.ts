@@ -6,7 +6,7 @@
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
 import type { ObjectStore, Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { quoteLiteral } from '../views/index.js';
+import { quoteIdentifier, quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
@@ -125,21 +125,27 @@ async function writeStatistics(
 ): Promise<void> {
   const file = quoteLiteral(ctx.store.location(partition.filePath));
   const source = `read_parquet(${file}, file_row_number = true)`;
-  const statisticsOf = (rows: string, fileRows?: number) =>
-    index.kind === 'text' ? textStatistics(ctx, index.expression, rows, fileRows) : valueStatistics(ctx, index, rows);
-  const whole = await statisticsOf(source);
+  const statisticsOf = (grouping: Grouping, fileRows?: number) =>
+    index.kind === 'text'
+      ? textStatistics(ctx, index.expression, grouping, fileRows)
+      : valueStatistics(ctx, index, grouping);
+  const [whole] = (await statisticsOf({ source, group: null })).values();
   const { audiences, alone } = await audiencesOf(ctx, file);
-  for (const audience of audiences) {
-    // A file of one audience's rows alone (a tenant's, or public) has that audience's statistics already.
-    const own = alone
-      ? whole
-      : await statisticsOf(`(SELECT * FROM ${source} WHERE audience = ${quoteLiteral(audience)})`, whole.rows);
+  // One more pass for every audience's statistics at once; a file of one audience's rows alone (a tenant's,
+  // or public) has that audience's already.
+  const own =
+    audiences.length === 0 || alone
+      ? new Map(audiences.map((a) => [a, whole]))
+      : await statisticsOf(
+          { source: `(SELECT * FROM ${source} WHERE audience IS NOT NULL)`, group: 'audience' },
+          whole.rows,
+        );
+  for (const [audience, stats] of own)
     await ctx.db.query(
       `INSERT INTO resource_audience_stats (index_hash, file_path, audience, min_value, max_value, distinct_values, bloom, postings)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (index_hash, file_path, audience) DO NOTHING`,
-      [index.hash, partition.filePath, audience, own.min, own.max, own.distinct, own.bloom, own.postings],
+      [index.hash, partition.filePath, audience, stats.min, stats.max, stats.distinct, stats.bloom, stats.postings],
     );
-  }
   await ctx.db.query(
     `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings, audiences)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (index_hash, file_path)
@@ -189,70 +195,100 @@ interface StatisticsRow {
   readonly postings: Buffer | null;
 }
 
-/** A minmax, set or bloom_filter index's statistics of a file: its min and max, distinct values (set), bloom filter. */
+/**
+ * The rows statistics are computed of: `source` reads them with their file_row_number; `group`, the column
+ * they are grouped by (statistics per value), or null for one group of them all ('').
+ */
+interface Grouping {
+  readonly source: string;
+  readonly group: string | null;
+}
+
+/**
+ * A grouping's `g` column of the rows, and its key and GROUP BY clause over them: the group column as text,
+ * or '' for one group of all the rows (even of none).
+ */
+const groupOf = ({ group }: Grouping) =>
+  group === null
+    ? { g: "'' AS g", key: "''", by: '' }
+    : { g: `${quoteIdentifier(group)}::VARCHAR AS g`, key: 'g', by: 'GROUP BY g' };
+
+/** A minmax, set or bloom_filter index's statistics of a file's rows, by group: min and max, distinct values (set), bloom filter. */
 async function valueStatistics(
   ctx: { lakeRows(sql: string): Promise<unknown[][]> },
   index: IndexShape,
-  source: string,
-): Promise<StatisticsRow> {
+  grouping: Grouping,
+): Promise<Map<string, StatisticsRow>> {
   const distinct =
     index.kind === 'set'
       ? `CASE WHEN count(DISTINCT v) <= ${setIndexLimit} THEN to_json(list(DISTINCT v::VARCHAR ORDER BY v::VARCHAR))::VARCHAR END`
       : 'NULL';
   const hashes = index.kind === 'bloom_filter' ? 'list(DISTINCT hash(v)) FILTER (WHERE v IS NOT NULL)' : 'NULL';
-  const [[rows, min, max, distinctValues, valueHashes]] = await ctx.lakeRows(
-    `SELECT count(*), min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes} FROM (SELECT ${index.expression} AS v FROM ${source})`,
+  const { g, key, by } = groupOf(grouping);
+  const found = await ctx.lakeRows(
+    `SELECT ${key}, count(*), min(v)::VARCHAR, max(v)::VARCHAR, ${distinct}, ${hashes}
+       FROM (SELECT ${index.expression} AS v, ${g} FROM ${grouping.source}) ${by}`,
   );
-  const bloom = index.kind === 'bloom_filter' ? bloomFilter(listOf(valueHashes).map((h) => BigInt(h as bigint))) : null;
-  return { rows: Number(rows), min: text(min), max: text(max), distinct: text(distinctValues), bloom, postings: null };
+  return new Map(
+    found.map(([group, rows, min, max, distinctValues, valueHashes]) => {
+      const bloom =
+        index.kind === 'bloom_filter' ? bloomFilter(listOf(valueHashes).map((h) => BigInt(h as bigint))) : null;
+      const stats = { rows: Number(rows), min: text(min), max: text(max), distinct: text(distinctValues), bloom };
+      return [String(group), { ...stats, postings: null }];
+    }),
+  );
 }
 
 /**
- * A text index's statistics of a file's rows (no min and max: nothing compares them): the trigrams of their
- * distinct tokens, and postings (see text-index.ts): the most frequent tokens held by at most 1/8 of the
- * rows each, at most 1024 of them, while their rows add up to at most half the rows, each with its rows.
- * `source` reads the rows with their file_row_number; `fileRows`, the file's rows when they are some of them.
+ * A text index's statistics of a file's rows by group (no min and max: nothing compares them): the trigrams
+ * of their distinct tokens, and postings (see text-index.ts): the most frequent tokens held by at most 1/8
+ * of the group's rows each, at most 1024 of them, while their rows add up to at most half the group's, each
+ * with its rows. `fileRows`: the file's rows, when a group is some of them.
  */
 async function textStatistics(
   ctx: { lakeRows(sql: string): Promise<unknown[][]> },
   expression: string,
-  source: string,
+  grouping: Grouping,
   fileRows?: number,
-): Promise<StatisticsRow> {
-  const trigrams = (tokens: string) =>
-    `(SELECT list(DISTINCT substring(t, i, 3)) FROM (SELECT t, unnest(range(1, length(t) - 1)) AS i FROM ${tokens}))`;
-  const [[rows, all, unposted, tokenList, rowLists]] = await ctx.lakeRows(
-    `WITH tokens AS (
-       SELECT DISTINCT r, unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t
-         FROM (SELECT ${expression} AS v, file_row_number AS r FROM ${source})),
-     total AS (SELECT count(*) AS n FROM ${source}),
-     counted AS (SELECT t, count(*) AS c FROM tokens GROUP BY t),
+): Promise<Map<string, StatisticsRow>> {
+  const { g, key, by } = groupOf(grouping);
+  const trigrams = `list(DISTINCT substring(t, i, 3))`;
+  const found = await ctx.lakeRows(
+    `WITH vals AS (SELECT ${expression} AS v, file_row_number AS r, ${g} FROM ${grouping.source}),
+     tokens AS (SELECT DISTINCT g, r, unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t FROM vals),
+     total AS (SELECT ${key} AS g, count(*) AS n FROM vals ${by}),
+     counted AS (SELECT g, t, count(*) AS c FROM tokens GROUP BY g, t),
      chosen AS (
-       SELECT t FROM (
-         SELECT t, sum(c) OVER (ORDER BY c DESC, t ROWS UNBOUNDED PRECEDING) AS running,
-                row_number() OVER (ORDER BY c DESC, t) AS rank FROM counted
-          WHERE c <= (SELECT n FROM total) // ${postedShare} AND length(t) <= 255)
-        WHERE running <= (SELECT n FROM total) // ${postingsShare} AND rank <= ${postedTokens})
-     SELECT (SELECT n FROM total), ${trigrams('counted')},
-       ${trigrams('(SELECT t FROM counted WHERE t NOT IN (SELECT t FROM chosen))')},
-       (SELECT list(t ORDER BY t) FROM chosen),
-       (SELECT list(rs ORDER BY t) FROM (SELECT t, list(r ORDER BY r) AS rs FROM tokens WHERE t IN (SELECT t FROM chosen) GROUP BY t))`,
+       SELECT g, t FROM (
+         SELECT g, t, n, sum(c) OVER (PARTITION BY g ORDER BY c DESC, t ROWS UNBOUNDED PRECEDING) AS running,
+                row_number() OVER (PARTITION BY g ORDER BY c DESC, t) AS rank
+           FROM counted JOIN total USING (g) WHERE c <= n // ${postedShare} AND length(t) <= 255)
+        WHERE running <= n // ${postingsShare} AND rank <= ${postedTokens}),
+     grams AS (
+       SELECT c.g, c.t, unnest(range(1, length(c.t) - 1)) AS i, ch.t IS NOT NULL AS posted
+         FROM counted c LEFT JOIN chosen ch ON ch.g = c.g AND ch.t = c.t),
+     posted AS (
+       SELECT g, list(t ORDER BY t) AS tokens, list(rs ORDER BY t) AS lists
+         FROM (SELECT g, t, list(r ORDER BY r) AS rs FROM tokens SEMI JOIN chosen USING (g, t) GROUP BY g, t)
+        GROUP BY g)
+     SELECT total.g, n, a.grams, u.grams, posted.tokens, posted.lists FROM total
+       LEFT JOIN (SELECT g, ${trigrams} AS grams FROM grams GROUP BY g) a ON a.g = total.g
+       LEFT JOIN (SELECT g, ${trigrams} AS grams FROM grams WHERE NOT posted GROUP BY g) u ON u.g = total.g
+       LEFT JOIN posted ON posted.g = total.g`,
   );
-  const lists = listOf(rowLists);
-  const tokens = new Map(listOf(tokenList).map((token, i) => [String(token), listOf(lists[i]).map(Number)]));
-  const postings = encodePostings({
-    rows: fileRows ?? Number(rows),
-    unposted: trigramBitmap(listOf(unposted).map(String)),
-    tokens,
-  });
-  return {
-    rows: Number(rows),
-    min: null,
-    max: null,
-    distinct: null,
-    bloom: trigramBitmap(listOf(all).map(String)),
-    postings,
-  };
+  return new Map(
+    found.map(([group, rows, all, unposted, tokenList, rowLists]) => {
+      const lists = listOf(rowLists);
+      const tokens = new Map(listOf(tokenList).map((token, i) => [String(token), listOf(lists[i]).map(Number)]));
+      const postings = encodePostings({
+        rows: fileRows ?? Number(rows),
+        unposted: trigramBitmap(listOf(unposted).map(String)),
+        tokens,
+      });
+      const bloom = trigramBitmap(listOf(all).map(String));
+      return [String(group), { rows: Number(rows), min: null, max: null, distinct: null, bloom, postings }];
+    }),
+  );
 }
 
 /** The items of a DuckDB LIST value (node-api's DuckDBListValue). */

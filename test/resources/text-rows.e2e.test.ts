@@ -84,7 +84,11 @@ describe('text index postings: a search reads only the rows holding its word, an
     assert.deepEqual(before0.get(`reader: ${queries[5][0]}`), []);
     assert.deepEqual(before0.get(`team_x: ${queries[5][0]}`), [{ msg: 'team call secretword' }]);
     mkdirSync(join(dir, 'resources'), { recursive: true });
-    const resources = { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } };
+    const resources = {
+      msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } },
+      // The mixed partition's services differ by audience: a reader's statement decides by public's alone.
+      exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
+    };
     writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
     const run = await publishFolder(fixture.orrery.address, dir);
     assert.equal(run.status, 0, run.err.join('\n'));
@@ -132,5 +136,17 @@ describe('text index postings: a search reads only the rows holding its word, an
     // A word most of team_x's rows hold (not posted: the reader's own statistics tell).
     assert.deepEqual(await rowsRead(fixture.reader, search('refused')), { rows: [], read: 0 });
     assert.deepEqual((await rowsRead(fixture.admin, search('secretword'))).read, 1);
+    // A set index: team_x's service holds no row of the reader's in the mixed partition (read whole by others).
+    const service = (name: string) => `SELECT count(*) AS n FROM log_entries WHERE exe = '${name}'`;
+    assert.deepEqual(await rowsRead(fixture.reader, service(`svc-${teamKey.key.slice(0, 4)}`)), {
+      rows: [{ n: 0 }],
+      read: 0,
+    });
+    assert.deepEqual(await rowsRead(fixture.reader, service('svc-nobody')), { rows: [{ n: 0 }], read: 0 });
+    assert.deepEqual(await rowsRead(suite.team, service(`svc-${teamKey.key.slice(0, 4)}`)), {
+      rows: [{ n: 20 }],
+      read: 220,
+    });
+    assert.deepEqual((await rowsRead(fixture.reader, service(`svc-${adminKey.key.slice(0, 4)}`))).read, 220);
   });
 });
