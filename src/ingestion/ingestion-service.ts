@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants as zlib, gunzipSync } from 'node:zlib';
-import { blockInsertTag, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
+import { blockInsertTag, type MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadGroupKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import {
@@ -336,11 +336,7 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
  * order (each table by id), so concurrent flushes naming the same processes wait on each other instead of
  * deadlocking.
  */
-async function insertRows(
-  db: MetadataQueries,
-  signal: OtlpSignal,
-  blocks: readonly PlacedBlock[],
-): Promise<Set<string>> {
+async function insertRows(db: MetadataStore, signal: OtlpSignal, blocks: readonly PlacedBlock[]): Promise<Set<string>> {
   const byId = (key: (b: PlacedBlock) => string) => (a: PlacedBlock, b: PlacedBlock) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
   const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
@@ -348,7 +344,9 @@ async function insertRows(
   const sorted = [...blocks].sort(byId((b) => b.blockId));
   const r = (b: PlacedBlock, name: string): string | null => text(b.resource[name]);
   // Tagged so that the daemon's passes wait for it (blockInsertsRunning): its rows' insert time is its start.
-  const result = await db.query<{ block_id: string }>(
+  // Prepared: one runs per group (at 4 senders, nearly one per request), its text always the same.
+  const result = await db.prepared<{ block_id: string }>(
+    'orrery_insert_blocks',
     `${blockInsertTag}
      WITH p AS (
        INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)

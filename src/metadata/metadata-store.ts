@@ -97,6 +97,21 @@ export class MetadataStore implements MetadataQueries {
   }
 
   /**
+   * Runs one statement prepared under `name` on each pooled connection the first time it runs there (parsed and
+   * planned once per connection, then only bound and executed): for a statement run many times a second.
+   */
+  async prepared<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    name: string,
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    if (this.closing) throw closedError();
+    return this.pool.query<R>({ name, text, values }).catch((error: unknown) => {
+      throw unavailableOr(error);
+    });
+  }
+
+  /**
    * Releases the locks, ends the pool (waiting for checked-out connections), then stops the embedded
    * server: each step even when an earlier one failed, every failure reported. Idempotent.
    */
