@@ -1,0 +1,124 @@
+// CPU of storing one lone OTLP logs request (a group of one: what nearly every request is at 4 senders), in Node
+// and in the embedded Postgres, for built trees taken in turn (issue 16). Each tree's IngestionService runs in
+// this process on a fresh data folder (its own embedded Postgres, a local lake) with the native seal when built;
+// REQUESTS bodies of 1,000 records (bench/ingestion/bodies.mjs, each unique) are ingested one after the other,
+// ROUNDS times per tree, alternately. Prints per tree and round: the wall time per request, this process's CPU per
+// request (all threads) and the Postgres server's (postmaster and backends, from /proc). CPU time is what a loaded
+// machine stretches least; the wall times are for reading, not comparing, under load.
+//
+//   node bench/ingestion/store-cpu.mjs <tree A> <tree B> [REQUESTS=300] [ROUNDS=3]
+//
+// A tree is a built checkout (dist/ compiled): e.g. /tmp/orrery-bench-build-<sha> from ORRERY_REF (bench/lib.sh).
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { buildTemplates, makeBody } from './bodies.mjs';
+
+const [treeA, treeB, requestsArg, roundsArg] = process.argv.slice(2);
+if (!treeA || !treeB) {
+  console.error('usage: node bench/ingestion/store-cpu.mjs <tree A> <tree B> [requests] [rounds]');
+  process.exit(2);
+}
+const requests = Number(requestsArg ?? 300);
+const rounds = Number(roundsArg ?? 3);
+const batch = 1000;
+const templates = buildTemplates(4, 2, batch);
+const ticks = 100; // USER_HZ
+
+/** CPU seconds (user + system) of a process and its children that are alive (the backends of a postmaster). */
+function treeCpu(pid) {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(entry) === pid || Number(fields[1]) === pid) total += (Number(fields[11]) + Number(fields[12])) / ticks;
+  }
+  return total;
+}
+
+/** The postmaster of a data folder (its command line names the cluster under it). */
+function postmasterOf(dataDir) {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'latin1');
+      if (cmdline.includes(dataDir) && cmdline.includes('-D')) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  throw new Error(`no postmaster for ${dataDir}`);
+}
+
+async function measure(tree, round) {
+  const load = async (path) => import(pathToFileURL(join(resolve(tree), 'dist', path)).href);
+  const { MetadataStore } = await load('src/metadata/index.js');
+  const { FileObjectStore } = await load('src/lakehouse/index.js');
+  const { IngestionService } = await load('src/ingestion/index.js');
+  const native = await load('src/engine/native-export.js').catch(() => ({}));
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-store-cpu-'));
+  const db = await MetadataStore.open({ dataDir });
+  const store = new FileObjectStore(join(dataDir, 'lake'));
+  try {
+    const service = new IngestionService(
+      db,
+      store,
+      undefined,
+      native.nativeLogsScan?.() ?? null,
+      native.nativeLogsSeal?.() ?? null,
+      native.nativeJsonLogsSeal?.() ?? null,
+    );
+    const postmaster = postmasterOf(dataDir);
+    const runId = `r${round}${tree.length % 10}${Date.now() % 1000}`.slice(0, 6).padEnd(6, 'x');
+    for (let n = 0; n < 20; n++)
+      await service.ingest('logs', makeBody(templates, n, runId, batch).body, 'protobuf', 'public');
+    const bodies = Array.from({ length: requests }, (_, n) => makeBody(templates, 20 + n, runId, batch).body);
+    const pg0 = treeCpu(postmaster);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (const body of bodies) await service.ingest('logs', body, 'protobuf', 'public');
+    const wall = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const pg = treeCpu(postmaster) - pg0;
+    return {
+      wallMs: wall / requests,
+      nodeMs: (cpu.user + cpu.system) / 1000 / requests,
+      pgMs: (pg * 1000) / requests,
+    };
+  } finally {
+    store.close();
+    await db.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const results = { A: [], B: [] };
+console.log(
+  `store-cpu: ${requests} lone requests per run, load ${readFileSync('/proc/loadavg', 'latin1').split(' ').slice(0, 3).join(' ')}`,
+);
+console.log('round side  wall ms/req  node cpu ms/req  postgres cpu ms/req');
+for (let round = 1; round <= rounds; round++)
+  for (const [side, tree] of [
+    ['A', treeA],
+    ['B', treeB],
+  ]) {
+    const r = await measure(tree, round);
+    results[side].push(r);
+    console.log(
+      `${String(round).padStart(5)} ${side.padStart(4)} ${r.wallMs.toFixed(2).padStart(12)} ${r.nodeMs.toFixed(3).padStart(16)} ${r.pgMs.toFixed(3).padStart(20)}`,
+    );
+  }
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+for (const key of ['wallMs', 'nodeMs', 'pgMs']) {
+  const a = median(results.A.map((r) => r[key]));
+  const b = median(results.B.map((r) => r[key]));
+  console.log(`median ${key}: A ${a.toFixed(3)}  B ${b.toFixed(3)}  B/A ${(b / a).toFixed(2)}`);
+}
+console.log(`A = ${treeA}\nB = ${treeB}`);
