@@ -104,6 +104,39 @@ describe('S3 lake: hot statements and empty ranges send no request, retired file
     assert.deepEqual(proxy.requests(), []);
   });
 
+  it("reads a rollup's stored rows and its raw tail from their files on the store, exactly (issue 17)", async () => {
+    const { admin } = fixture;
+    const rows = async (sql: string): Promise<string[]> =>
+      (await admin.query(sql))
+        .toArray()
+        .map((r) => JSON.stringify(r.toJSON(), (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)));
+    await admin.query(`CREATE TABLE s3_metrics (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`);
+    await admin.query(
+      `INSERT INTO s3_metrics SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i), 'h' || (i % 3), i FROM range(1440) t(i)`,
+    );
+    await admin.query(`SELECT create_rollup('s3_hourly', 's3_metrics', INTERVAL '1 hour',
+      select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`);
+    await admin.query(`SELECT refresh_rollup('s3_hourly')`);
+    // A tail after any watermark, in a file of its own.
+    await admin.query(
+      `INSERT INTO s3_metrics SELECT TIMESTAMP '2100-01-01 00:00:00' + to_seconds(i * 37), 'h' || (i % 3), i FROM range(300) t(i)`,
+    );
+    const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, audience FROM s3_metrics
+      GROUP BY ALL ORDER BY ALL`;
+    assert.deepEqual(await rows('SELECT * FROM s3_hourly ORDER BY ALL'), await rows(raw));
+    assert.deepEqual(
+      await rows('SELECT * FROM s3_hourly_materialized ORDER BY ALL'),
+      await rows(`SELECT * FROM (${raw}) WHERE bucket < TIMESTAMP '2100-01-01'`),
+    );
+    // Neither through DuckLake's scan: both from the files DuckLake's catalog lists, on the store.
+    const plan = (await admin.query('EXPLAIN ANALYZE SELECT * FROM s3_hourly'))
+      .toArray()
+      .map((r) => Object.values(r.toJSON() as Record<string, unknown>).join('\n'))
+      .join('\n');
+    assert.equal(plan.match(/Table:/g)?.length ?? 0, 0, plan);
+    assert.equal(plan.match(/READ_PARQUET/g)?.length, 2, plan);
+  });
+
   it('records an empty range of a view set defined in SQL without writing a file; a range with rows gets its file', async () => {
     // log_stats (SQL-defined, over log_entries) over ten seconds nothing was sent in: an idle daemon's passes.
     proxy.reset();
