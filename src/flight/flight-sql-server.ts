@@ -8,6 +8,7 @@ import { runAction, supportedActions } from './actions.js';
 import { commandInfo, commandSchema, decodeDescriptorCommand, decodeTicket, executeCommand } from './commands.js';
 import { handleDoPut } from './do-put.js';
 import { coalesceWrites } from './coalesced-writes.js';
+import { framed, framedWrites } from './framed-writes.js';
 import { FlightSessions } from './sessions.js';
 import { flightErrors, invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
@@ -17,6 +18,7 @@ import {
   recordBatchMessages,
   schemaHeader,
   serviceDefinition,
+  type IpcMessage,
 } from '../wire/index.js';
 
 export interface FlightSqlServerOptions {
@@ -172,17 +174,21 @@ export class FlightSqlServer<P> {
       if (sent === 'late') throw flightErrors.error('RESULT_NOT_READ', result.deadline!.message);
       return sent === 'written';
     };
+    // Messages framed for gRPC here, in the room in front of each batch body, are not copied again by grpc-js.
+    const prefixed = framedWrites(call);
+    const encode = (message: IpcMessage): Buffer =>
+      prefixed ? framed(encodeFlightData(message, true)) : encodeFlightData(message);
     try {
       const first = await iterator.next();
       // The schema and the message after it (the first batch, or its first dictionary) leave in one socket write.
       let corked = coalesceWrites(call);
       if (corked) call.cork();
-      if (!(await send(encodeFlightData({ header: schemaHeader(result.schema), body: [], bodyLength: 0 })))) return;
+      if (!(await send(encode({ header: schemaHeader(result.schema), body: [], bodyLength: 0 })))) return;
       const sentDictionaries = new Map<number, Data>();
       for (let next = first; !next.done; next = await iterator.next()) {
         for (const piece of splitBatch(next.value, this.maxSendBytes - 64 * 1024)) {
           for (const message of recordBatchMessages(piece, sentDictionaries)) {
-            if (!(await send(encodeFlightData(message)))) return;
+            if (!(await send(encode(message)))) return;
             if (corked) call.uncork();
             corked = false;
           }

@@ -32,18 +32,29 @@ function writeVarint(out: Buffer, offset: number, n: number): number {
   return offset;
 }
 
+/** Bytes of gRPC's own framing in front of each message: a compressed flag and the length (uint32, big-endian). */
+const grpcPrefixBytes = 5;
+
 /**
  * Serialises one IPC message as a FlightData protobuf. A body that lies after free room is
  * framed in place: the fields before it are written into the room and the body is not copied.
+ * With `grpcPrefix`, gRPC's message prefix (uncompressed, the length) comes first, so that the
+ * bytes can go to HTTP/2 as they are (see flight/framed-writes).
  */
-export function encodeFlightData(message: IpcMessage): Buffer {
+export function encodeFlightData(message: IpcMessage, grpcPrefix = false): Buffer {
   const { header, bodyLength, inPlace } = message;
-  const prefix =
+  const fields =
     1 + varintLength(header.byteLength) + header.byteLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) : 0);
+  const prefix = fields + (grpcPrefix ? grpcPrefixBytes : 0);
   const start = inPlace ? inPlace.bodyStart - prefix : -1;
   const out =
     start >= 0 ? Buffer.from(inPlace!.buffer, start, prefix + bodyLength) : Buffer.allocUnsafe(prefix + bodyLength);
   let offset = 0;
+  if (grpcPrefix) {
+    out[offset++] = 0;
+    out.writeUInt32BE(fields + bodyLength, offset);
+    offset += 4;
+  }
   out[offset++] = 0x12;
   offset = writeVarint(out, offset, header.byteLength);
   out.set(header, offset);
