@@ -7,7 +7,8 @@ once), against DuckDB's Python package in-process on the same Parquet files.
    log_entries, measures and log_stats (one partition each, as the admin).
 2. In-process: one DuckDB connection (same thread count as the server) with one view per view set
    over the same partition files (from list_partitions()).
-3. Times each statement (same text on both sides), hot: --seconds per statement and side with one
+3. Warms the server (--server-warmup seconds of untimed statements, V8 still compiling its statement path),
+   then times each statement (same text on both sides), hot: --seconds per statement and side with one
    connection, then --seconds with --clients connections at once (threads, each its own connection;
    in-process: a cursor each). p50/p99 per statement; ratio = Flight p50 / in-process p50.
    One connection also times raw pyarrow DoGet (SQL as ticket: one RPC) and a bare GetFlightInfo,
@@ -117,8 +118,9 @@ def timed_loop(run, seconds: float, warmup: int) -> tuple[list[float], float, ob
     return times, time.perf_counter() - start, result
 
 
-def concurrent_loop(make_runner, clients: int, seconds: float, warmup: int) -> tuple[list[float], float]:
-    """`clients` threads, each with its own runner, all timed over the same interval."""
+def concurrent_loop(make_runner, clients: int, seconds: float, warmup: int, meter: "CpuSplit | None" = None) -> tuple[list[float], float]:
+    """`clients` threads, each with its own runner, all timed over the same interval; `meter` reads CPU over that
+    interval alone (not the connections' set-up and warm-up)."""
     runners = [make_runner() for _ in range(clients)]
     for run in runners:
         for _ in range(warmup):
@@ -141,11 +143,15 @@ def concurrent_loop(make_runner, clients: int, seconds: float, warmup: int) -> t
     threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
     for t in threads:
         t.start()
+    if meter:
+        meter.__enter__()
     barrier.wait()
     start = time.perf_counter()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
+    if meter:
+        meter.__exit__()
     if errors:
         raise errors[0]
     return [t for ts in per_thread for t in ts], elapsed
@@ -168,6 +174,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="timed seconds per statement, side and phase")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--server-warmup", type=float, default=30.0,
+                        help="seconds of untimed statements (all of them in turn; pyarrow, then ADBC) before any is timed")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--only", default="", help="comma-separated statement names (default: all)")
     parser.add_argument("--go-client", default="", help="the built bench/latency/go program (arrow-go)")
@@ -215,6 +223,31 @@ def main() -> int:
     raw_options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {READER_KEY}".encode())])
 
     wanted = [n for n in STATEMENTS if not args.only or n in args.only.split(",")]
+    # The server's statement path is still being compiled by V8 over its first ~20,000 statements: without this,
+    # the client timed first (ADBC) paid for it, its server CPU per statement up to 1.5x a later client's. Most of
+    # them from pyarrow's client, the cheapest on the shared cores (GetFlightInfo + DoGet, as arrow-go sends), the
+    # rest through ADBC (a prepared statement's GetFlightInfo).
+    def raw_runner(sql: str):
+        client = flight.FlightClient(f"grpc+tcp://127.0.0.1:{args.flight_port}")
+        descriptor = flight_sql_descriptor(sql)
+
+        def run():
+            info = client.get_flight_info(descriptor, raw_options)
+            return client.do_get(info.endpoints[0].ticket, raw_options).read_all()
+        return run
+    warm = 0
+    for name in wanted:
+        sql = STATEMENTS[name].format(process=process)
+        warm += len(concurrent_loop(lambda: raw_runner(sql), 8, args.server_warmup * 0.7 / len(wanted), 1)[0])
+        warm += len(concurrent_loop(lambda: adbc_runner(sql), 4, args.server_warmup * 0.3 / len(wanted), 1)[0])
+    log(f"server warmed with {warm:,} statements")
+    # What the server spends with no statement running (its background work): charged to a client's statements
+    # over the timed part alike, so per statement it weighs more on a slower client.
+    idle = CpuMeter(args.server_pid)
+    time.sleep(3)
+    idle_cpu = idle.read()
+    idle_ms_per_s = round(idle_cpu["server_node_cpu_s"] * 1000 / 3, 1) if idle_cpu else None
+    log(f"server CPU while idle: {idle_ms_per_s} ms/s")
     results: dict[str, dict] = {}
     mismatches: list[str] = []
     server_cpu = CpuMeter(args.server_pid)
@@ -237,8 +270,8 @@ def main() -> int:
             times, elapsed, _ = timed_loop(lambda: raw.get_flight_info(flight_sql_descriptor(sql), raw_options),
                                            args.seconds / 2, args.warmup)
             row["getflightinfo_1"] = summary(times, elapsed)
-        with CpuSplit(args.server_pid, os.getpid()) as split:
-            times, elapsed = concurrent_loop(lambda: adbc_runner(sql), args.clients, args.seconds, 1)
+        split = CpuSplit(args.server_pid, os.getpid())
+        times, elapsed = concurrent_loop(lambda: adbc_runner(sql), args.clients, args.seconds, 1, split)
         row[f"adbc_{args.clients}"] = {**summary(times, elapsed), **split.per_statement(len(times))}
         times, elapsed = concurrent_loop(lambda: duckdb_runner(sql), args.clients, args.seconds, 1)
         row[f"duckdb_{args.clients}"] = summary(times, elapsed)
@@ -332,7 +365,8 @@ def other_clients(args, sql: str) -> dict[str, list[str]]:
     commands = {}
     if args.go_client:
         commands["go"] = [args.go_client, "-addr", f"127.0.0.1:{args.flight_port}", "-user", READER_NAME, "-key", READER_KEY,
-                          "-sql", sql, "-seconds", common[0], "-clients", common[1], "-warmup", common[2]]
+                          "-sql", sql, "-seconds", common[0], "-clients", common[1], "-warmup", common[2],
+                          *os.environ.get("GO_ARGS", "").split()]
     if args.jdbc_classpath:
         source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "LatencyClient.java")
         commands["jdbc"] = ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-cp",

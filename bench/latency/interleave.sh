@@ -6,6 +6,7 @@
 # Prints per side the p50 and p99 of a statement, the server process's CPU per statement, and B / A.
 #
 #   bash bench/latency/interleave.sh <ref A> <ref B>
+#   bash bench/latency/interleave.sh /tmp/base .          # a tree with dist/ built runs as it is (the work tree: .)
 #   N=4000 SQL="SELECT i % 1000 AS k, count(*) AS n FROM range(100000) t(i) GROUP BY 1" bash bench/latency/interleave.sh origin/main HEAD
 #   NODEFLAGS_B="--max-semi-space-size=64" bash bench/latency/interleave.sh HEAD HEAD   # node flags of one side
 #   bash bench/latency/interleave.sh grpc-floor HEAD      # against grpc-floor.mjs: two grpc-js calls and nothing else
@@ -43,7 +44,8 @@ for side in 0 1; do
     ports+=("$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/floor.log")")
     continue
   fi
-  ORRERY_REF="$ref" bench_ensure_built
+  # A directory (a tree with dist/ built) runs as it is; anything else is a git ref, built first.
+  if [ -d "$ref" ]; then ORRERY_ROOT="$(cd "$ref" && pwd)" bench_ensure_built; else ORRERY_REF="$ref" bench_ensure_built; fi
   BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS="${duckdb_threads[$side]}" \
     orrery_start serve "$d/o" ${flags[$side]}
   pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT")

@@ -15,7 +15,9 @@
 # Environment: RECORDS (log records, default 200000), POINTS (metric points, default 20000),
 # SECONDS_PER_CELL (default 2), CLIENTS (default 16), WARMUP (default 5), THREADS (DuckDB threads,
 # server and in-process, default 2), ONLY (comma-separated statement names), PROFILE=1, RPCS=1,
-# KEEP_DATA=1, OTHER_CLIENTS (default "go jdbc"; "" for ADBC alone).
+# KEEP_DATA=1, OTHER_CLIENTS (default "go jdbc"; "" for ADBC alone), GO_ARGS (more flags for the arrow-go client:
+# -prepared sends each statement as ADBC does, a prepared statement's GetFlightInfo; -pause 20ms paces each client).
+# Before anything is timed the server is warmed (bench.py --server-warmup, 30 s; pass --server-warmup 0 to skip).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh

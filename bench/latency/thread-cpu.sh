@@ -13,6 +13,8 @@
 #   CLIENT=adbc bash bench/latency/thread-cpu.sh     # ADBC statements (GetFlightInfo + DoGet) instead
 #   CLIENT=go bash bench/latency/thread-cpu.sh       # arrow-go's client (bench/latency/go), one connection, the
 #                                                    # same two RPCs; "wall" is then its median statement
+#   CLIENT=go GO_ARGS="-prepared -pause 4ms" ...     # its statements prepared once (ADBC's GetFlightInfo of
+#                                                    # CommandPreparedStatementQuery), 4 ms apart (ADBC's pace)
 #   SQL="SELECT count(*) FROM log_entries" N=500 bash bench/latency/thread-cpu.sh
 #   NODEFLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof" bash bench/latency/thread-cpu.sh
 set -euo pipefail
@@ -44,7 +46,7 @@ if os.environ.get("CLIENT") == "go":
     # The Go program times itself (a statement count is not one of its settings): one connection for
     # SECONDS_TIMED (default 3) per phase, both phases of one client; N is then how many statements it sent.
     seconds = os.environ.get("SECONDS_TIMED", "3")
-    go = [go_bin, "-addr", f"127.0.0.1:{port}", "-user", "reader", "-key", "reader-key-0123", "-sql", sql, "-clients", "1"]
+    go = [go_bin, "-addr", f"127.0.0.1:{port}", "-user", "reader", "-key", "reader-key-0123", "-sql", sql, "-clients", "1"] + os.environ.get("GO_ARGS", "").split()
     subprocess.run(go + ["-seconds", "1", "-warmup", os.environ.get("WARMUP", "20")], check=True, capture_output=True)
     def run_go():
         out = subprocess.run(go + ["-seconds", seconds, "-warmup", "0"], check=True, capture_output=True, text=True).stdout

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -23,7 +24,7 @@ import (
 
 type runner func() (int64, error)
 
-func connect(addr, user, key, sql string) (runner, func(), error) {
+func connect(addr, user, key, sql string, prepared bool) (runner, func(), error) {
 	cl, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, nil, err
@@ -35,8 +36,21 @@ func connect(addr, user, key, sql string) (runner, func(), error) {
 	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	ctx = metadata.NewOutgoingContext(context.Background(), md)
+	var stmt *flightsql.PreparedStatement
+	if prepared {
+		if stmt, err = cl.Prepare(ctx, sql); err != nil {
+			cl.Close()
+			return nil, nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
 	run := func() (int64, error) {
-		info, err := cl.Execute(ctx, sql)
+		var info *flight.FlightInfo
+		var err error
+		if stmt != nil {
+			info, err = stmt.Execute(ctx)
+		} else {
+			info, err = cl.Execute(ctx, sql)
+		}
 		if err != nil {
 			return 0, err
 		}
@@ -100,6 +114,8 @@ func main() {
 	seconds := flag.Float64("seconds", 2, "timed seconds per phase")
 	clients := flag.Int("clients", 16, "clients at once in the second phase")
 	warmup := flag.Int("warmup", 5, "untimed statements first, per client")
+	prepared := flag.Bool("prepared", false, "run the statement as a prepared statement (CreatePreparedStatement once), as ADBC does")
+	pause := flag.Duration("pause", 0, "pause after each statement of a client")
 	flag.Parse()
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "latency-go:", err)
@@ -107,7 +123,7 @@ func main() {
 	}
 	duration := time.Duration(*seconds * float64(time.Second))
 
-	run, closeOne, err := connect(*addr, *user, *key, *sql)
+	run, closeOne, err := connect(*addr, *user, *key, *sql, *prepared)
 	if err != nil {
 		fail(err)
 	}
@@ -126,13 +142,14 @@ func main() {
 			fail(err)
 		}
 		times = append(times, float64(time.Since(t0).Microseconds())/1000)
+		time.Sleep(*pause)
 	}
 	report("1", times, time.Since(start), rows)
 	closeOne()
 
 	runners := make([]runner, *clients)
 	for i := range runners {
-		r, c, err := connect(*addr, *user, *key, *sql)
+		r, c, err := connect(*addr, *user, *key, *sql, *prepared)
 		if err != nil {
 			fail(err)
 		}
@@ -159,6 +176,7 @@ func main() {
 					return
 				}
 				perClient[i] = append(perClient[i], float64(time.Since(t0).Microseconds())/1000)
+				time.Sleep(*pause)
 			}
 		}(i, r)
 	}
