@@ -18,7 +18,8 @@ import { arg, storedPayloads } from './payloads.mjs';
 const root = process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathname;
 const { DuckDBEngine, nativeLogsPayloads } = await import(`${root}/dist/src/engine/index.js`);
 const views = await import(`${root}/dist/src/views/index.js`);
-const { builtinViewSets, payloadRows, quoteLiteral, typedColumns } = views;
+const { builtinViewSets, orderedBlocks, orderedProtobufLogs, payloadRows, payloadSpans, quoteLiteral, typedColumns } =
+  views;
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries');
 const option = (name) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -207,6 +208,10 @@ async function variants(rows) {
   const short = logEntries.source.extract
     .replaceAll('{payloads}', `(SELECT * REPLACE (substr(filename, ${prefix - 1}) AS filename) FROM ${rows})`)
     .replace('JOIN __blocks b', 'JOIN __blocks_s b');
+  // The rows in time order from the payloads' merge (__orrery_otlp_logs_ordered), no join and no sort: what the
+  // materializer runs when the merge holds little (materializer.ts, mergeFirstTimes).
+  const firstTimes = (await engine.values(payloadSpans(file, sizes))).map(([first]) => first);
+  const ordered = logEntries.source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, firstTimes));
   const payloadOnly = `SELECT make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id
        FROM ${rows} r ORDER BY time`;
   return {
@@ -228,5 +233,9 @@ async function variants(rows) {
       sql: oneStream(typedColumns(logEntries.columns, extract.slice(0, extract.lastIndexOf('ORDER BY')))),
     },
     'text rg32k': { session: textBlocks, sql: text, rowGroup: 32768 },
+    ordered: {
+      session: [index('__block_text', '__blocks'), orderedBlocks],
+      sql: oneStream(typedColumns(logEntries.columns, ordered)),
+    },
   };
 }

@@ -23,7 +23,10 @@ import {
 import {
   filesRelation,
   globalInstance,
+  orderedBlocks,
+  orderedProtobufLogs,
   payloadRows,
+  payloadSpans,
   protobufPayloadName,
   quoteIdentifier,
   quoteLiteral,
@@ -49,6 +52,12 @@ import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sourc
 
 /** Rows per row group of a partition file. */
 const partitionRowGroupSize = 131072;
+
+/**
+ * The most payload bytes (protobuf, decompressed) the ordered read of a range's logs payloads may hold at once
+ * (those whose times overlap; decoded, about twice as much memory): above it, DuckDB sorts them under its limit.
+ */
+const orderedHoldBytes = 64 * 2 ** 20;
 
 /** How many payload objects a materialization reads at once. */
 const objectReads = 8;
@@ -753,6 +762,7 @@ export class Materializer {
       else byObject.set(key, [b]);
     }
     const paths = new Map<BlockRow, string>();
+    const indexes = new Map<BlockRow, number>();
     // Logs payloads holding protobuf, one after the other in one scratch file, for __orrery_otlp_logs (which
     // reads the scratch folder only): a file per payload cost ~1.7 ms of file calls each under load.
     const bundle = { key: scratchKey('otlp'), sizes: [] as number[] };
@@ -782,6 +792,7 @@ export class Materializer {
             const position = bundleEnd;
             bundleEnd += content.byteLength;
             const name = protobufPayloadName(scratch.location(bundle.key), bundle.sizes.length);
+            indexes.set(b, bundle.sizes.length);
             bundle.sizes.push(content.byteLength);
             protobuf.add(name);
             paths.set(b, name);
@@ -808,7 +819,7 @@ export class Materializer {
           () => undefined,
         );
     }
-    const withPaths = blocks.map((b) => ({ ...b, path: paths.get(b)! }));
+    const withPaths = blocks.map((b) => ({ ...b, path: paths.get(b)!, payload: indexes.get(b) ?? null }));
     await scratch.put(tempKey, jsonLines(withPaths), { durable: false });
     const blockColumns: ColumnSpec[] = [
       { name: 'block_id', type: 'VARCHAR' },
@@ -821,15 +832,46 @@ export class Materializer {
       { name: 'process_properties', type: 'JSON' },
       { name: 'audience', type: 'VARCHAR' },
       { name: 'path', type: 'VARCHAR' },
+      { name: 'payload', type: 'UBIGINT' },
     ];
     const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(scratch.location(tempKey), blockColumns)}`];
     const ndjson = withPaths.map((b) => b.path).filter((path) => !protobuf.has(path));
+    if (ndjson.length === 0 && source.ordered) {
+      const firstTimes = await this.mergeFirstTimes(scratch.location(bundle.key), bundle.sizes);
+      if (firstTimes !== null) {
+        const rows = orderedProtobufLogs(scratch.location(bundle.key), bundle.sizes, firstTimes);
+        return { sql: source.ordered.replaceAll('{payloads}', rows), setup: [...setup, orderedBlocks], cleanup };
+      }
+    }
     const rows = payloadRows(
       source.tag,
       ndjson,
       bundle.sizes.length > 0 ? { file: scratch.location(bundle.key), sizes: bundle.sizes } : undefined,
     );
     return { sql: source.extract.replaceAll('{payloads}', rows), setup, cleanup };
+  }
+
+  /**
+   * Each payload's first time (payloadSpans) when a merge of the payloads by first time holds at most orderedHoldBytes of them at once, else null.
+   * When payload j is decoded, every payload before it whose last time is before j's first time is done; the
+   * others are held (a bound: their early rows are out already).
+   */
+  private async mergeFirstTimes(file: string, sizes: readonly number[]): Promise<bigint[] | null> {
+    const spans = await this.rows(payloadSpans(file, sizes), []);
+    const first = spans.map((s) => s[0] as bigint);
+    const last = spans.map((s) => s[1] as bigint);
+    const byFirst = sizes.map((_, i) => i).sort((a, b) => (first[a] < first[b] ? -1 : first[a] > first[b] ? 1 : a - b));
+    const byLast = sizes.map((_, i) => i).sort((a, b) => (last[a] < last[b] ? -1 : last[a] > last[b] ? 1 : 0));
+    // A payload whose last time is before j's first time comes before j by first time: it was added already.
+    let added = 0;
+    let done = 0;
+    let next = 0;
+    for (const j of byFirst) {
+      added += sizes[j];
+      for (; next < byLast.length && last[byLast[next]] < first[j]; next++) done += sizes[byLast[next]];
+      if (added - done > orderedHoldBytes) return null;
+    }
+    return first;
   }
 
   /**

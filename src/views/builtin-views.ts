@@ -56,6 +56,29 @@ export function payloadRows(
     : `(${decoded} UNION ALL BY NAME SELECT * FROM ${ndjsonPayloads(tag, list)})`;
 }
 
+/**
+ * The rows of logs payloads stored as received (all of a range's, laid out as for payloadRows) in time order,
+ * with their blocks' columns, through the native addon's __orrery_otlp_logs_ordered: a merge of the payloads
+ * taken by their first time (`firstTimes`, per payload, from __orrery_otlp_logs_spans), which holds at once only
+ * the payloads whose times overlap. The blocks' columns come from the variable orderedBlocks sets.
+ */
+export function orderedProtobufLogs(file: string, sizes: readonly number[], firstTimes: readonly bigint[]): string {
+  return `__orrery_otlp_logs_ordered(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[], [${firstTimes.join(', ')}]::BIGINT[], getvariable('__orrery_blocks'))`;
+}
+
+/**
+ * Each payload's first and last record time (`first`, `last`; 0 for a payload without records or that cannot be
+ * walked, whose decode then fails as usual), in the payloads' order, through __orrery_otlp_logs_spans.
+ */
+export const payloadSpans = (file: string, sizes: readonly number[]): string =>
+  `SELECT coalesce(min_time, 0) AS first, coalesce(max_time, 0) AS last
+     FROM __orrery_otlp_logs_spans(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[]) ORDER BY payload`;
+
+/** Sets the block columns orderedProtobufLogs yields: __blocks' rows as text, by their `payload` index. */
+export const orderedBlocks = `SET VARIABLE __orrery_blocks = (SELECT coalesce(flatten(list([process_id, stream_id, block_id,
+  CAST(epoch_ns(insert_time) AS VARCHAR), exe, username, computer, CAST(process_properties AS VARCHAR), audience] ORDER BY payload)), [])
+  FROM __blocks)`;
+
 const blockColumns = 'b.process_id, b.stream_id, b.block_id, b.insert_time, b.exe, b.username, b.computer';
 const payloadExtract = (select: string, order: string): string =>
   `SELECT ${blockColumns}, ${select}, b.process_properties, b.audience
@@ -91,6 +114,10 @@ export const logEntries: ViewSet = {
       'make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id',
       'time',
     ),
+    ordered: `SELECT process_id, stream_id, block_id, make_timestamp_ns(insert_time) AS insert_time, exe, username, computer,
+                     make_timestamp_ns(time) AS time, target, level, msg, json(properties) AS properties, trace_id, span_id,
+                     process_properties, audience
+                FROM {payloads}`,
   },
 };
 

@@ -1,6 +1,15 @@
 // View sets: what users query, how each is materialized, and how a session sees them.
 export * from './view-set.js';
-export { builtinViewSets, ndjsonPayloads, payloadColumns, payloadRows, protobufPayloadName } from './builtin-views.js';
+export {
+  builtinViewSets,
+  ndjsonPayloads,
+  orderedBlocks,
+  orderedProtobufLogs,
+  payloadColumns,
+  payloadRows,
+  payloadSpans,
+  protobufPayloadName,
+} from './builtin-views.js';
 export { compatibilityMacros, compatibilityTableFunctions } from './sql-functions.js';
 export {
   distinctPrecision,

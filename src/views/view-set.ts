@@ -46,7 +46,16 @@ export const passesRowsThrough = (view: Pick<ViewSet, 'mergeQuery'>): boolean =>
 export type ViewSource =
   | { kind: 'metadata'; table: 'blocks' | 'processes' | 'streams' }
   /** `extract` reads `{payloads}`: the rows of the range's payload files, each with its `filename` (payloadRows). */
-  | { kind: 'payload'; tag: 'log' | 'metrics' | 'traces'; extract: string }
+  | {
+      kind: 'payload';
+      tag: 'log' | 'metrics' | 'traces';
+      extract: string;
+      /**
+       * The extract over `{payloads}` = orderedProtobufLogs(...) (logs only): rows already in time order with
+       * their block columns, so neither the join nor the sort of `extract` runs.
+       */
+      ordered?: string;
+    }
   | {
       kind: 'sql';
       extractQuery: string;

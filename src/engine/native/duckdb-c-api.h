@@ -183,6 +183,8 @@ duckdb_value duckdb_get_list_child(duckdb_value value, idx_t index);
 void duckdb_destroy_value(duckdb_value *value);
 void duckdb_free(void *ptr);
 uint64_t duckdb_get_uint64(duckdb_value val);
+int64_t duckdb_get_int64(duckdb_value val);
+bool duckdb_is_null_value(duckdb_value value);
 duckdb_value duckdb_create_varchar_length(const char *text, idx_t length);
 void duckdb_vector_reference_value(duckdb_vector vector, duckdb_value value);
 void duckdb_init_set_error(duckdb_init_info info, const char *error);

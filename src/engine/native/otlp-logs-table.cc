@@ -12,7 +12,8 @@
 // base64. A payload is decoded only when it passes the validating scan ingestion ran on it
 // (logs-scan.cc); one that does not, or cannot be decompressed, fails the statement with its name, as a
 // damaged NDJSON payload fails read_json, so the materializer quarantines its block.
-// It reads only files under the folder it was registered with (the materializer's scratch folder).
+// __orrery_otlp_logs_spans and __orrery_otlp_logs_ordered (below) give the same rows in time order without a sort.
+// They read only files under the folder they were registered with (the materializer's scratch folder).
 
 #define NAPI_VERSION 8
 #include <dlfcn.h>
@@ -24,12 +25,16 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
+#include <deque>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "duckdb-c-api.h"
@@ -320,7 +325,9 @@ struct Rows {
 // still stay within the buffer).
 class Decoder {
  public:
-  Decoder(const uint8_t *buf, size_t size, Rows &rows) : buf_(buf), size_(size), rows_(rows) {}
+  // `times_only`: each record's time alone (rows.time), for __orrery_otlp_logs_spans.
+  Decoder(const uint8_t *buf, size_t size, Rows &rows, bool times_only = false)
+      : buf_(buf), size_(size), rows_(rows), times_only_(times_only) {}
 
   void Run() {
     while (pos_ < size_) {
@@ -340,6 +347,7 @@ class Decoder {
   size_t size_;
   size_t pos_ = 0;
   Rows &rows_;
+  bool times_only_;
   std::string &out_ = rows_.arena;
 
   uint64_t Varint() {
@@ -662,6 +670,10 @@ class Decoder {
     const uint64_t t = time != 0 ? time : observed;
     if (t > static_cast<uint64_t>(INT64_MAX)) throw Failure{"a record's time is past BIGINT"};
     rows_.time.push_back(static_cast<int64_t>(t));
+    if (times_only_) {
+      pos_ = after;
+      return;
+    }
     rows_.level.push_back(LevelOf(severity));
     size_t at = out_.size();
     out_.append(reinterpret_cast<const char *>(buf_ + scope_name.first), scope_name.second - scope_name.first);
@@ -698,9 +710,14 @@ struct Global {
   }
 };
 
-struct Local {
-  std::string payload, content, name;
+// Buffers for reading and decoding one payload at a time.
+struct Workspace {
+  std::string payload, content;
   std::vector<double> scanned;  // what the scan found (unused: only its verdict counts)
+};
+
+struct Local : Workspace {
+  std::string name;
   Rows rows;
   size_t row = 0;
 };
@@ -722,59 +739,87 @@ void ReadSlice(int fd, uint64_t offset, uint64_t end, std::string &out) {
   }
 }
 
-// __orrery_otlp_logs(file, sizes): the payloads are consecutive in the file, of these sizes; each row's
-// filename is `<file>#<index of its payload>`.
-void LogsBind(duckdb_bind_info info) {
+// Reads payload `payload` of the file and decodes it into `rows` (cleared first): when it passes the
+// validating scan, or, `times_only`, each record's time without the scan (the walk stays within the buffer
+// and throws Failure on what it cannot walk). Throws Failure.
+void DecodePayload(int fd, const Bind &bind, size_t payload, Workspace &work, Rows &rows, bool times_only) {
+  rows.Clear();
+  ReadSlice(fd, bind.offsets[payload], bind.offsets[payload + 1], work.payload);
+  const auto [content, size] =
+      Content(reinterpret_cast<const uint8_t *>(work.payload.data()), work.payload.size(), work.content, 0);
+  if (!times_only) {
+    work.scanned.clear();
+    if (!ScanLogsBody(content, size, work.scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
+  }
+  Decoder(content, size, rows, times_only).Run();
+}
+
+std::string PayloadName(const Bind &bind, size_t payload) { return bind.file + "#" + std::to_string(payload); }
+
+// The file (under the registration's root) and the payloads' offsets, the first two parameters of each
+// function here; false (the bind's error set) when the file lies elsewhere.
+bool BindPayloads(duckdb_bind_info info, Bind &bind, const char *function) {
   const auto *registration = static_cast<const Registration *>(duckdb_bind_get_extra_info(info));
-  auto bind = std::make_unique<Bind>();
   duckdb_value file = duckdb_bind_get_parameter(info, 0);
   char *text = duckdb_get_varchar(file);
-  bind->file = text ? text : "";
+  bind.file = text ? text : "";
   duckdb_free(text);
   duckdb_destroy_value(&file);
-  if (bind->file.compare(0, registration->root.size(), registration->root) != 0 ||
-      bind->file.find("/../") != std::string::npos) {
-    duckdb_bind_set_error(info,
-                          ("__orrery_otlp_logs reads only the materializer's scratch files, not " + bind->file).c_str());
-    return;
+  if (bind.file.compare(0, registration->root.size(), registration->root) != 0 ||
+      bind.file.find("/../") != std::string::npos) {
+    duckdb_bind_set_error(
+        info, (std::string(function) + " reads only the materializer's scratch files, not " + bind.file).c_str());
+    return false;
   }
   duckdb_value sizes = duckdb_bind_get_parameter(info, 1);
   const idx_t count = duckdb_get_list_size(sizes);
-  bind->offsets.assign(1, 0);
+  bind.offsets.assign(1, 0);
   for (idx_t i = 0; i < count; i++) {
     duckdb_value child = duckdb_get_list_child(sizes, i);
-    bind->offsets.push_back(bind->offsets.back() + duckdb_get_uint64(child));
+    bind.offsets.push_back(bind.offsets.back() + duckdb_get_uint64(child));
     duckdb_destroy_value(&child);
   }
   duckdb_destroy_value(&sizes);
+  return true;
+}
+
+void AddColumn(duckdb_bind_info info, const char *name, int type_id) {
+  duckdb_logical_type type = duckdb_create_logical_type(type_id);
+  duckdb_bind_add_result_column(info, name, type);
+  duckdb_destroy_logical_type(&type);
+}
+
+// __orrery_otlp_logs(file, sizes): the payloads are consecutive in the file, of these sizes; each row's
+// filename is `<file>#<index of its payload>`.
+void LogsBind(duckdb_bind_info info) {
+  auto bind = std::make_unique<Bind>();
+  if (!BindPayloads(info, *bind, "__orrery_otlp_logs")) return;
   // An estimate of the rows (a record is rarely under 64 bytes of protobuf): without one DuckDB takes the
   // function for a single row and builds the materializer's join with __blocks on the payloads' rows, holding
   // (and spilling) every decoded row of the partition, instead of on the blocks' few (issue 16).
-  duckdb_bind_set_cardinality(info, std::max<idx_t>(count, bind->offsets.back() / 64), false);
-  struct Column {
-    const char *name;
-    int type;
-  };
-  for (const Column &column :
-       {Column{"time", DUCKDB_TYPE_BIGINT}, Column{"target", DUCKDB_TYPE_VARCHAR}, Column{"level", DUCKDB_TYPE_INTEGER},
-        Column{"msg", DUCKDB_TYPE_VARCHAR}, Column{"properties", DUCKDB_TYPE_VARCHAR},
-        Column{"trace_id", DUCKDB_TYPE_VARCHAR}, Column{"span_id", DUCKDB_TYPE_VARCHAR},
-        Column{"filename", DUCKDB_TYPE_VARCHAR}}) {
-    duckdb_logical_type type = duckdb_create_logical_type(column.type);
-    duckdb_bind_add_result_column(info, column.name, type);
-    duckdb_destroy_logical_type(&type);
-  }
+  duckdb_bind_set_cardinality(info, std::max<idx_t>(bind->offsets.size() - 1, bind->offsets.back() / 64), false);
+  AddColumn(info, "time", DUCKDB_TYPE_BIGINT);
+  AddColumn(info, "target", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "level", DUCKDB_TYPE_INTEGER);
+  AddColumn(info, "msg", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "properties", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "trace_id", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "span_id", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "filename", DUCKDB_TYPE_VARCHAR);
   duckdb_bind_set_bind_data(info, bind.release(), Delete<Bind>);
+}
+
+int OpenPayloads(duckdb_init_info info, const Bind &bind) {
+  const int fd = open(bind.file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) duckdb_init_set_error(info, ("OTLP logs payloads " + bind.file + ": cannot be opened").c_str());
+  return fd;
 }
 
 void LogsInit(duckdb_init_info info) {
   const auto *bind = static_cast<const Bind *>(duckdb_init_get_bind_data(info));
   auto global = std::make_unique<Global>();
-  global->fd = open(bind->file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (global->fd < 0) {
-    duckdb_init_set_error(info, ("OTLP logs payloads " + bind->file + ": cannot be opened").c_str());
-    return;
-  }
+  global->fd = OpenPayloads(info, *bind);
+  if (global->fd < 0) return;
   duckdb_init_set_init_data(info, global.release(), Delete<Global>);
   duckdb_init_set_max_threads(info, std::max<idx_t>(1, bind->offsets.size() - 1));
 }
@@ -803,16 +848,10 @@ void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
       duckdb_data_chunk_set_size(output, 0);
       return;
     }
-    local->name = bind->file + "#" + std::to_string(payload);
-    local->rows.Clear();
+    local->name = PayloadName(*bind, payload);
     local->row = 0;
     try {
-      ReadSlice(global->fd, bind->offsets[payload], bind->offsets[payload + 1], local->payload);
-      const auto [content, size] = Content(reinterpret_cast<const uint8_t *>(local->payload.data()),
-                                           local->payload.size(), local->content, 0);
-      local->scanned.clear();
-      if (!ScanLogsBody(content, size, local->scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
-      Decoder(content, size, local->rows).Run();
+      DecodePayload(global->fd, *bind, payload, *local, local->rows, false);
     } catch (const Failure &failure) {
       duckdb_function_set_error(info, ("OTLP logs payload " + local->name + ": " + failure.message).c_str());
       return;
@@ -841,6 +880,331 @@ void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
   duckdb_data_chunk_set_size(output, count);
 }
 
+// ---- Rows in time order without a sort ----
+//
+// The payloads of a partition mostly cover short, nearly consecutive spans of time (a sender's batch), so their
+// rows come out in time order from a merge of the payloads taken by their first time: a payload is decoded
+// once the merge reaches its first time and freed when its last row is out, so only payloads whose spans
+// overlap are held at once. The materializer asks __orrery_otlp_logs_spans for each payload's first and last
+// time, works out how many payload bytes the merge would hold at most, and reads __orrery_otlp_logs_ordered
+// when that fits (DuckDB's sort otherwise). The ordered function yields each row's block columns too, so no
+// join (which keeps no order) follows it.
+
+// __orrery_otlp_logs_spans(file, sizes): a row per payload: payload (its index), min_time and max_time (of its
+// records' `time`; NULL for a payload without records or one it cannot read or walk, which the decode proper
+// then fails on with its reason).
+void SpansBind(duckdb_bind_info info) {
+  auto bind = std::make_unique<Bind>();
+  if (!BindPayloads(info, *bind, "__orrery_otlp_logs_spans")) return;
+  duckdb_bind_set_cardinality(info, bind->offsets.size() - 1, true);
+  AddColumn(info, "payload", DUCKDB_TYPE_UBIGINT);
+  AddColumn(info, "min_time", DUCKDB_TYPE_BIGINT);
+  AddColumn(info, "max_time", DUCKDB_TYPE_BIGINT);
+  duckdb_bind_set_bind_data(info, bind.release(), Delete<Bind>);
+}
+
+void SpansFunction(duckdb_function_info info, duckdb_data_chunk output) {
+  const auto *bind = static_cast<const Bind *>(duckdb_function_get_bind_data(info));
+  auto *global = static_cast<Global *>(duckdb_function_get_init_data(info));
+  auto *local = static_cast<Local *>(duckdb_function_get_local_init_data(info));
+  auto *payload = static_cast<uint64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 0)));
+  auto *min = static_cast<int64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 1)));
+  auto *max = static_cast<int64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 2)));
+  idx_t count = 0;
+  while (count < duckdb_vector_size()) {
+    const size_t p = global->next.fetch_add(1);
+    if (p + 1 >= bind->offsets.size()) break;
+    payload[count] = p;
+    bool walked = false;
+    try {
+      DecodePayload(global->fd, *bind, p, *local, local->rows, true);
+      const auto &times = local->rows.time;
+      const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+      walked = !times.empty();
+      min[count] = walked ? *lo : 0;
+      max[count] = walked ? *hi : 0;
+    } catch (const Failure &) {
+    }
+    if (!walked) {
+      for (idx_t c = 1; c < 3; c++) {
+        duckdb_vector vector = duckdb_data_chunk_get_vector(output, c);
+        duckdb_vector_ensure_validity_writable(vector);
+        duckdb_validity_set_row_invalid(duckdb_vector_get_validity(vector), count);
+      }
+    }
+    count++;
+  }
+  duckdb_data_chunk_set_size(output, count);
+}
+
+// The block columns __orrery_otlp_logs_ordered yields, given as text, `kBlockFields` per payload in its
+// `blocks` parameter (insert_time as the decimal nanoseconds since the epoch, yielded as BIGINT).
+constexpr const char *kBlockFields[] = {"process_id", "stream_id", "block_id",           "insert_time", "exe",
+                                        "username",   "computer",  "process_properties", "audience"};
+constexpr size_t kBlockFieldCount = sizeof kBlockFields / sizeof kBlockFields[0];
+constexpr size_t kInsertTime = 3;
+
+struct OrderedBind : Bind {
+  std::vector<int64_t> mins;          // each payload's first time, as __orrery_otlp_logs_spans gave it
+  std::vector<std::string> blocks;    // kBlockFieldCount per payload
+  std::vector<bool> nulls;            // as blocks
+  std::vector<int64_t> insert_times;  // per payload
+};
+
+// __orrery_otlp_logs_ordered(file, sizes, mins BIGINT[], blocks VARCHAR[]): the rows of every payload
+// in time order (equal times in the order of the payloads' first times, then of their records), each with
+// its payload's block columns: the columns of kBlockFields (insert_time BIGINT), then time, target, level,
+// msg, properties, trace_id, span_id as __orrery_otlp_logs gives them.
+void OrderedBindFunction(duckdb_bind_info info) {
+  auto bind = std::make_unique<OrderedBind>();
+  if (!BindPayloads(info, *bind, "__orrery_otlp_logs_ordered")) return;
+  const size_t payloads = bind->offsets.size() - 1;
+  duckdb_value mins = duckdb_bind_get_parameter(info, 2);
+  duckdb_value blocks = duckdb_bind_get_parameter(info, 3);
+  const bool fits =
+      duckdb_get_list_size(mins) == payloads && duckdb_get_list_size(blocks) == payloads * kBlockFieldCount;
+  for (idx_t i = 0; fits && i < payloads; i++) {
+    duckdb_value child = duckdb_get_list_child(mins, i);
+    bind->mins.push_back(duckdb_get_int64(child));
+    duckdb_destroy_value(&child);
+  }
+  for (idx_t i = 0; fits && i < payloads * kBlockFieldCount; i++) {
+    duckdb_value child = duckdb_get_list_child(blocks, i);
+    const bool null = duckdb_is_null_value(child);
+    char *text = null ? nullptr : duckdb_get_varchar(child);
+    bind->blocks.emplace_back(text ? text : "");
+    bind->nulls.push_back(null);
+    duckdb_free(text);
+    duckdb_destroy_value(&child);
+  }
+  duckdb_destroy_value(&mins);
+  duckdb_destroy_value(&blocks);
+  if (!fits) {
+    duckdb_bind_set_error(info, "__orrery_otlp_logs_ordered takes a first time and 9 block fields per payload");
+    return;
+  }
+  for (size_t p = 0; p < payloads; p++) {
+    const std::string &text = bind->blocks[p * kBlockFieldCount + kInsertTime];
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (bind->nulls[p * kBlockFieldCount + kInsertTime] || error != std::errc() || end != text.data() + text.size()) {
+      duckdb_bind_set_error(info, "__orrery_otlp_logs_ordered: an insert_time is not a decimal integer");
+      return;
+    }
+    bind->insert_times.push_back(value);
+  }
+  duckdb_bind_set_cardinality(info, std::max<idx_t>(payloads, bind->offsets.back() / 64), false);
+  for (size_t f = 0; f < kBlockFieldCount; f++)
+    AddColumn(info, kBlockFields[f], f == kInsertTime ? DUCKDB_TYPE_BIGINT : DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "time", DUCKDB_TYPE_BIGINT);
+  AddColumn(info, "target", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "level", DUCKDB_TYPE_INTEGER);
+  AddColumn(info, "msg", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "properties", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "trace_id", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "span_id", DUCKDB_TYPE_VARCHAR);
+  duckdb_bind_set_bind_data(info, bind.release(), Delete<OrderedBind>);
+}
+
+// A decoded payload in the merge: its rows, their indexes in time order, the next of them to yield.
+struct Held {
+  size_t payload;
+  size_t place;  // its position among the payloads by first time (orders equal times across payloads)
+  Rows rows;
+  std::vector<uint32_t> order;
+  size_t next = 0;
+  int64_t Time() const { return rows.time[order[next]]; }
+};
+
+// A payload decoded for the merge, or why it could not be.
+struct Decoded {
+  std::unique_ptr<Held> held;
+  std::string error;
+};
+
+// Decodes the payloads in the merge's order on a thread of its own, a few ahead of the merge, so that the
+// decoding runs beside the merge, DuckDB's casts and the Parquet writer, which take the statement's one
+// thread (the rows leave in order from one thread); its thread inherits that thread's priority.
+class DecodeAhead {
+ public:
+  DecodeAhead(const OrderedBind &bind, int fd, const std::vector<size_t> &sequence)
+      : bind_(bind), fd_(fd), sequence_(sequence), thread_([this] { Run(); }) {}
+
+  ~DecodeAhead() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  // The next payload in the merge's order (waits for it).
+  Decoded Next() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !ready_.empty(); });
+    Decoded next = std::move(ready_.front());
+    ready_.pop_front();
+    changed_.notify_all();
+    return next;
+  }
+
+ private:
+  static constexpr size_t kAhead = 4;  // payloads decoded and not yet taken, at most
+  const OrderedBind &bind_;
+  const int fd_;
+  const std::vector<size_t> &sequence_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Decoded> ready_;
+  bool stop_ = false;
+  Workspace work_;
+  std::thread thread_;  // last: starts once the rest is set up
+
+  void Run() {
+    for (size_t place = 0; place < sequence_.size(); place++) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return stop_ || ready_.size() < kAhead; });
+        if (stop_) return;
+      }
+      Decoded decoded = Decode(place);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready_.push_back(std::move(decoded));
+      }
+      changed_.notify_all();
+    }
+  }
+
+  Decoded Decode(size_t place) {
+    const size_t payload = sequence_[place];
+    auto held = std::make_unique<Held>();
+    held->payload = payload;
+    held->place = place;
+    try {
+      DecodePayload(fd_, bind_, payload, work_, held->rows, false);
+    } catch (const Failure &failure) {
+      return {nullptr, "OTLP logs payload " + PayloadName(bind_, payload) + ": " + failure.message};
+    }
+    const auto &time = held->rows.time;
+    held->order.resize(time.size());
+    for (uint32_t i = 0; i < held->order.size(); i++) held->order[i] = i;
+    if (!std::is_sorted(time.begin(), time.end()))
+      std::stable_sort(held->order.begin(), held->order.end(),
+                       [&](uint32_t a, uint32_t b) { return time[a] < time[b]; });
+    return {std::move(held), ""};
+  }
+};
+
+struct Ordered {
+  int fd = -1;
+  std::vector<size_t> sequence;  // payload indexes by (first time, index)
+  size_t decoded = 0;            // how many of sequence the merge has taken
+  std::vector<std::unique_ptr<Held>> heap;  // the held payloads, the one with the earliest next row on top
+  std::unique_ptr<DecodeAhead> ahead;       // started at the first rows asked for
+  ~Ordered() {
+    ahead.reset();  // its thread reads fd
+    if (fd >= 0) close(fd);
+  }
+};
+
+// The heap's order: later rows sink (std heap functions keep the greatest on top).
+bool Later(const std::unique_ptr<Held> &a, const std::unique_ptr<Held> &b) {
+  const int64_t ta = a->Time(), tb = b->Time();
+  return ta != tb ? ta > tb : a->place > b->place;
+}
+
+void OrderedInit(duckdb_init_info info) {
+  const auto *bind = static_cast<const OrderedBind *>(duckdb_init_get_bind_data(info));
+  auto ordered = std::make_unique<Ordered>();
+  ordered->fd = OpenPayloads(info, *bind);
+  if (ordered->fd < 0) return;
+  ordered->sequence.resize(bind->mins.size());
+  for (size_t i = 0; i < ordered->sequence.size(); i++) ordered->sequence[i] = i;
+  std::stable_sort(ordered->sequence.begin(), ordered->sequence.end(),
+                   [&](size_t a, size_t b) { return bind->mins[a] < bind->mins[b]; });
+  duckdb_init_set_init_data(info, ordered.release(), Delete<Ordered>);
+  duckdb_init_set_max_threads(info, 1);  // one merge, in order
+}
+
+// Takes the next payload by first time into the heap; false (the function's error set) when it failed or
+// holds a time before the first time it was given (the rows would leave time order).
+bool HoldNext(duckdb_function_info info, const OrderedBind &bind, Ordered &ordered) {
+  if (!ordered.ahead) ordered.ahead = std::make_unique<DecodeAhead>(bind, ordered.fd, ordered.sequence);
+  ordered.decoded++;
+  Decoded next = ordered.ahead->Next();
+  if (!next.held) {
+    duckdb_function_set_error(info, next.error.c_str());
+    return false;
+  }
+  if (next.held->rows.time.empty()) return true;
+  if (next.held->Time() < bind.mins[next.held->payload]) {
+    duckdb_function_set_error(info, ("OTLP logs payload " + PayloadName(bind, next.held->payload) +
+                                     ": a time before the first time given")
+                                        .c_str());
+    return false;
+  }
+  ordered.heap.push_back(std::move(next.held));
+  std::push_heap(ordered.heap.begin(), ordered.heap.end(), Later);
+  return true;
+}
+
+void AssignBlockField(duckdb_vector vector, uint64_t *&validity, idx_t row, const OrderedBind &bind, size_t at) {
+  if (bind.nulls[at]) {
+    if (!validity) {
+      duckdb_vector_ensure_validity_writable(vector);
+      validity = duckdb_vector_get_validity(vector);
+    }
+    duckdb_validity_set_row_invalid(validity, row);
+    return;
+  }
+  duckdb_vector_assign_string_element_len(vector, row, bind.blocks[at].data(), bind.blocks[at].size());
+}
+
+void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
+  const auto *bind = static_cast<const OrderedBind *>(duckdb_function_get_bind_data(info));
+  auto *ordered = static_cast<Ordered *>(duckdb_function_get_init_data(info));
+  duckdb_vector vectors[kBlockFieldCount + 7];
+  for (size_t c = 0; c < kBlockFieldCount + 7; c++) vectors[c] = duckdb_data_chunk_get_vector(output, c);
+  auto *insert_time = static_cast<int64_t *>(duckdb_vector_get_data(vectors[kInsertTime]));
+  auto *time = static_cast<int64_t *>(duckdb_vector_get_data(vectors[kBlockFieldCount]));
+  auto *level = static_cast<int32_t *>(duckdb_vector_get_data(vectors[kBlockFieldCount + 2]));
+  const size_t strings[5] = {kBlockFieldCount + 1, kBlockFieldCount + 3, kBlockFieldCount + 4, kBlockFieldCount + 5,
+                             kBlockFieldCount + 6};
+  uint64_t *validity[kBlockFieldCount + 7] = {};
+  auto &heap = ordered->heap;
+  const size_t payloads = ordered->sequence.size();
+  idx_t count = 0;
+  while (count < duckdb_vector_size()) {
+    // Every payload whose first time is not after the earliest held row is held before that row is yielded:
+    // the payloads not yet decoded then hold only later rows.
+    while (ordered->decoded < payloads &&
+           (heap.empty() || bind->mins[ordered->sequence[ordered->decoded]] <= heap.front()->Time()))
+      if (!HoldNext(info, *bind, *ordered)) return;
+    if (heap.empty()) break;
+    std::pop_heap(heap.begin(), heap.end(), Later);
+    Held &held = *heap.back();
+    const uint32_t r = held.order[held.next++];
+    const Rows &rows = held.rows;
+    for (size_t f = 0; f < kBlockFieldCount; f++)
+      if (f != kInsertTime)
+        AssignBlockField(vectors[f], validity[f], count, *bind, held.payload * kBlockFieldCount + f);
+    insert_time[count] = bind->insert_times[held.payload];
+    time[count] = rows.time[r];
+    level[count] = rows.level[r];
+    const std::vector<Span> *columns[5] = {&rows.target, &rows.msg, &rows.properties, &rows.trace_id, &rows.span_id};
+    for (int c = 0; c < 5; c++)
+      AssignString(vectors[strings[c]], validity[strings[c]], count, rows.arena, (*columns[c])[r]);
+    count++;
+    if (held.next < held.order.size())
+      std::push_heap(heap.begin(), heap.end(), Later);
+    else
+      heap.pop_back();  // its last row is out: freed
+  }
+  duckdb_data_chunk_set_size(output, count);
+}
+
 // registerOtlpLogsTable(connection, root): registers __orrery_otlp_logs in the connection's database.
 Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -850,24 +1214,42 @@ Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
   duckdb_connection connection = *static_cast<duckdb_connection *>(info[0].As<Napi::External<void>>().Data());
   std::string root = info[1].As<Napi::String>().Utf8Value();
   if (root.empty() || root.back() != '/') root.push_back('/');
-  duckdb_table_function function = duckdb_create_table_function();
-  duckdb_table_function_set_name(function, "__orrery_otlp_logs");
-  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
-  duckdb_logical_type ubigint = duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT);
-  duckdb_logical_type list = duckdb_create_list_type(ubigint);
-  duckdb_table_function_add_parameter(function, varchar);
-  duckdb_table_function_add_parameter(function, list);
-  duckdb_destroy_logical_type(&list);
-  duckdb_destroy_logical_type(&ubigint);
-  duckdb_destroy_logical_type(&varchar);
-  duckdb_table_function_set_extra_info(function, new Registration{root}, Delete<Registration>);
-  duckdb_table_function_set_bind(function, LogsBind);
-  duckdb_table_function_set_init(function, LogsInit);
-  duckdb_table_function_set_local_init(function, LogsLocalInit);
-  duckdb_table_function_set_function(function, LogsFunction);
-  const bool done = duckdb_register_table_function(connection, function) == DuckDBSuccess;
-  duckdb_destroy_table_function(&function);
-  if (!done) throw Napi::Error::New(env, "DuckDB refused to register __orrery_otlp_logs");
+  struct Definition {
+    const char *name;
+    bool ordered;  // mins BIGINT[] and blocks VARCHAR[] after file and sizes
+    duckdb_table_function_bind_t bind;
+    duckdb_table_function_init_t init, local_init;
+    duckdb_table_function_t function;
+  };
+  for (const Definition &d :
+       {Definition{"__orrery_otlp_logs", false, LogsBind, LogsInit, LogsLocalInit, LogsFunction},
+        Definition{"__orrery_otlp_logs_spans", false, SpansBind, LogsInit, LogsLocalInit, SpansFunction},
+        Definition{"__orrery_otlp_logs_ordered", true, OrderedBindFunction, OrderedInit, nullptr, OrderedFunction}}) {
+    duckdb_table_function function = duckdb_create_table_function();
+    duckdb_table_function_set_name(function, d.name);
+    duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+    duckdb_logical_type ubigint = duckdb_create_logical_type(DUCKDB_TYPE_UBIGINT);
+    duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+    duckdb_logical_type sizes = duckdb_create_list_type(ubigint);
+    duckdb_logical_type mins = duckdb_create_list_type(bigint);
+    duckdb_logical_type blocks = duckdb_create_list_type(varchar);
+    duckdb_table_function_add_parameter(function, varchar);
+    duckdb_table_function_add_parameter(function, sizes);
+    if (d.ordered) {
+      duckdb_table_function_add_parameter(function, mins);
+      duckdb_table_function_add_parameter(function, blocks);
+    }
+    for (duckdb_logical_type *type : {&blocks, &mins, &sizes, &bigint, &ubigint, &varchar})
+      duckdb_destroy_logical_type(type);
+    duckdb_table_function_set_extra_info(function, new Registration{root}, Delete<Registration>);
+    duckdb_table_function_set_bind(function, d.bind);
+    duckdb_table_function_set_init(function, d.init);
+    if (d.local_init) duckdb_table_function_set_local_init(function, d.local_init);
+    duckdb_table_function_set_function(function, d.function);
+    const bool done = duckdb_register_table_function(connection, function) == DuckDBSuccess;
+    duckdb_destroy_table_function(&function);
+    if (!done) throw Napi::Error::New(env, std::string("DuckDB refused to register ") + d.name);
+  }
   return env.Undefined();
 }
 

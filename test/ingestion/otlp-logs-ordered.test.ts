@@ -1,0 +1,165 @@
+// Issue 16: log_entries' rows of logs payloads stored as received come out of the native addon's
+// __orrery_otlp_logs_ordered already in time order, with their blocks' columns (a merge of the payloads by
+// first time, so neither DuckDB's join with __blocks nor its sort runs). Its rows must be exactly those of the
+// extract that joins and sorts (the path for payloads whose times overlap too much), in time order: checked in
+// a real DuckDB engine over random bodies whose records are out of order within a payload and overlap across
+// payloads, equal times in several payloads, payloads without records, NULL block columns; a payload that does
+// not decode fails the statement naming it; first times that do not hold fail rather than yield rows out of order.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { DuckDBEngine, engineErrors } from '../../src/engine/index.js';
+import { isErrorOf } from '../../src/errors/index.js';
+import {
+  builtinViewSets,
+  orderedBlocks,
+  orderedProtobufLogs,
+  payloadRows,
+  payloadSpans,
+  protobufPayloadName,
+  quoteLiteral,
+  typedColumns,
+} from '../../src/views/index.js';
+import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
+
+const logEntries = builtinViewSets.find((v) => v.name === 'log_entries')!;
+const source = logEntries.source as { extract: string; ordered: string };
+
+describe('issue 16: log_entries rows in time order from the payloads, without a join or a sort', () => {
+  let dir: string;
+  let engine: DuckDBEngine;
+  let files = 0;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orrery-ordered-logs-'));
+    engine = await DuckDBEngine.create({ readableDirectories: [dir], nativeLogsPayloads: dir });
+  });
+  after(async () => {
+    await engine?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The payloads one after the other in one file, as the materializer lays them out. */
+  const bundle = (payloads: readonly Uint8Array[]): { file: string; sizes: number[] } => {
+    const file = join(dir, `bundle${files++}`);
+    writeFileSync(file, Buffer.concat(payloads));
+    return { file, sizes: payloads.map((p) => p.length) };
+  };
+
+  /** __blocks as the materializer makes it: one row per payload, its `path` and `payload` index; some NULLs. */
+  const blocks = (file: string, count: number): string =>
+    `CREATE OR REPLACE TEMP TABLE __blocks AS
+       SELECT 'process-' || (i % 3) AS process_id, 'stream-' || (i % 2) AS stream_id, 'block-' || i AS block_id,
+              make_timestamp_ns(1700000000000000000 + i * 1000) AS insert_time, 'exe "' || i || '"' AS exe,
+              CASE WHEN i % 2 = 0 THEN NULL ELSE 'user' END AS username, CASE WHEN i % 3 = 0 THEN NULL ELSE 'host' END AS computer,
+              json_object('service.name', 'svc' || i, 'quote', 'a"b\\c', 'n', i) AS process_properties,
+              CASE WHEN i % 4 = 0 THEN 'team_x' ELSE 'public' END AS audience,
+              ${quoteLiteral(file)} || '#' || i AS path, i::UBIGINT AS payload
+         FROM range(${count}) t(i)`;
+
+  async function rows(sql: string, setup: string[]): Promise<unknown[][]> {
+    const { batches } = await engine.query(sql, { setup });
+    const out: unknown[][] = [];
+    for await (const batch of batches)
+      for (let i = 0; i < batch.numRows; i++) out.push(batch.schema.fields.map((_, c) => batch.getChildAt(c)?.get(i)));
+    return out;
+  }
+
+  const text = (rows: unknown[][]): string[] => rows.map((row) => JSON.stringify(row.map(String)));
+  const selectAll = (sql: string): string =>
+    `SELECT * REPLACE (properties::VARCHAR AS properties, process_properties::VARCHAR AS process_properties) FROM (${typedColumns(logEntries.columns, sql)})`;
+
+  /** The ordered read's rows, and the join-and-sort extract's, over the same payloads and blocks. */
+  async function bothWays(payloads: readonly Uint8Array[], firstTimes?: bigint[]) {
+    const { file, sizes } = bundle(payloads);
+    const setup = [blocks(file, payloads.length)];
+    const first = firstTimes ?? (await engine.values(payloadSpans(file, sizes))).map(([t]) => t as bigint);
+    const ordered = await rows(
+      selectAll(source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, first))),
+      [...setup, orderedBlocks],
+    );
+    const sorted = await rows(
+      selectAll(source.extract.replaceAll('{payloads}', payloadRows('log', [], { file, sizes }))),
+      setup,
+    );
+    return { file, ordered, sorted };
+  }
+
+  const time = logEntries.columns.findIndex((c) => c.name === 'time');
+  const assertInTimeOrder = (rows: unknown[][], what: string): void => {
+    for (let i = 1; i < rows.length; i++)
+      assert.ok((rows[i - 1][time] as bigint) <= (rows[i][time] as bigint), `${what}: row ${i} before the one above`);
+  };
+
+  it('gives the rows of the join and sort, in time order, on random overlapping payloads', async () => {
+    const next = random(1616);
+    let total = 0;
+    for (let round = 0; round < 12; round++) {
+      const payloads = Array.from({ length: 25 }, () => protobufOf(randomRequest(next)));
+      const { ordered, sorted } = await bothWays(payloads);
+      assert.ok(ordered.length > 0);
+      assertInTimeOrder(ordered, `round ${round}`);
+      assert.deepEqual(text(ordered).sort(), text(sorted).sort(), `round ${round}`);
+      total += ordered.length;
+    }
+    assert.ok(total > 1000, `${total} rows compared`);
+  });
+
+  it('keeps equal times in the order of the payloads, then of their records; skips payloads without records', async () => {
+    const record = (time: bigint, body: string): object => ({
+      timeUnixNano: String(time),
+      body: { stringValue: body },
+    });
+    const request = (records: object[]): Uint8Array =>
+      protobufOf({ resourceLogs: [{ scopeLogs: [{ scope: { name: 's' }, logRecords: records }] }] });
+    const payloads = [
+      request([record(t0 + 5n, 'a5'), record(t0 + 1n, 'a1'), record(t0 + 5n, 'a5b')]),
+      request([]),
+      request([record(t0 + 5n, 'b5'), record(t0 + 3n, 'b3')]),
+      request([record(t0 + 1n, 'c1')]),
+    ];
+    const { ordered, sorted } = await bothWays(payloads);
+    const msg = logEntries.columns.findIndex((c) => c.name === 'msg');
+    // By first time: a (1), c (1), b (3); equal times by that order, then by the record's place.
+    assert.deepEqual(
+      ordered.map((r) => r[msg]),
+      ['a1', 'c1', 'b3', 'a5', 'a5b', 'b5'],
+    );
+    assert.deepEqual(text(ordered).sort(), text(sorted).sort());
+  });
+
+  it('fails on a payload that does not decode, naming it, and on a first time its records do not hold', async () => {
+    const good = protobufOf(randomRequest(random(3)));
+    const cut = good.subarray(0, good.length - 3);
+    await assert.rejects(
+      bothWays([good, cut, good], [t0, t0, t0]),
+      (error: Error) => isErrorOf(error, engineErrors, 'QUERY_INVALID') && error.message.includes('#1'),
+    );
+    // A first time after the payload's earliest record: its rows would leave time order, so the read fails.
+    const { file, sizes } = bundle([good]);
+    const [[first]] = await engine.values(payloadSpans(file, sizes));
+    await assert.rejects(
+      rows(
+        selectAll(source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, [(first as bigint) + 1n]))),
+        [blocks(file, 1), orderedBlocks],
+      ),
+      (error: Error) =>
+        isErrorOf(error, engineErrors, 'QUERY_INVALID') &&
+        error.message.includes(`${protobufPayloadName(file, 0)}: a time before the first time given`),
+    );
+  });
+
+  it('reads only files in the folder it was registered with', async () => {
+    for (const fn of ['__orrery_otlp_logs_spans', '__orrery_otlp_logs_ordered'])
+      await assert.rejects(
+        engine.values(
+          fn === '__orrery_otlp_logs_spans'
+            ? `SELECT * FROM ${fn}('/etc/passwd', [1]::UBIGINT[])`
+            : `SELECT * FROM ${fn}('/etc/passwd', [1]::UBIGINT[], [0]::BIGINT[], ['a','b','c','0','e','f','g','{}','i'])`,
+        ),
+        /reads only the materializer's scratch files/,
+      );
+  });
+});
