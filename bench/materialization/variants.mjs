@@ -71,7 +71,7 @@ try {
   const rows = payloadRows('log', [], { file, sizes });
   const statements = await variants(rows);
   if (!statements[variant]) throw new Error(`no variant ${variant}; one of ${Object.keys(statements).join(', ')}`);
-  const { setup = [], session = [], sql, rowGroup = 131072 } = statements[variant];
+  const { setup = [], session = [], sql, rowGroup = 131072, write = 'COMPRESSION zstd' } = statements[variant];
   for (const s of setup) await engine.execute(s);
   // The peak so far (DuckDB started, __blocks made) is the baseline: VmHWM reset to the current RSS.
   writeFileSync('/proc/self/clear_refs', '5');
@@ -81,7 +81,7 @@ try {
   const t0 = performance.now();
   if (process.argv.includes('--explain')) {
     const { batches } = await engine.query(
-      `EXPLAIN ANALYZE COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroup})`,
+      `EXPLAIN ANALYZE COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`,
       { setup: session },
     );
     for await (const b of batches) for (let i = 0; i < b.numRows; i++) console.log(String(b.getChildAt(1)?.get(i)));
@@ -89,7 +89,7 @@ try {
   }
   const sampling = process.argv.includes('--memory') ? sampleMemory() : null;
   const written = await engine
-    .execute(`COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroup})`, {
+    .execute(`COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`, {
       setup: session,
     })
     .finally(() => sampling?.stop());
@@ -212,6 +212,10 @@ async function variants(rows) {
   // materializer runs when the merge holds little (materializer.ts, mergeFirstTimes).
   const firstTimes = (await engine.values(payloadSpans(file, sizes))).map(([first]) => first);
   const ordered = logEntries.source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, firstTimes));
+  const orderedVariant = {
+    session: [index('__block_text', '__blocks'), orderedBlocks],
+    sql: oneStream(typedColumns(logEntries.columns, ordered)),
+  };
   const payloadOnly = `SELECT make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id
        FROM ${rows} r ORDER BY time`;
   return {
@@ -233,9 +237,12 @@ async function variants(rows) {
       sql: oneStream(typedColumns(logEntries.columns, extract.slice(0, extract.lastIndexOf('ORDER BY')))),
     },
     'text rg32k': { session: textBlocks, sql: text, rowGroup: 32768 },
-    ordered: {
-      session: [index('__block_text', '__blocks'), orderedBlocks],
-      sql: oneStream(typedColumns(logEntries.columns, ordered)),
-    },
+    ordered: orderedVariant,
+    // The Parquet writer's settings on the ordered rows (`write`: the COPY options besides the row group size).
+    'ordered zstd1': { ...orderedVariant, write: 'COMPRESSION zstd, COMPRESSION_LEVEL 1' },
+    'ordered snappy': { ...orderedVariant, write: 'COMPRESSION snappy' },
+    'ordered v2': { ...orderedVariant, write: 'COMPRESSION zstd, PARQUET_VERSION V2' },
+    'ordered no dict': { ...orderedVariant, write: 'COMPRESSION zstd, DICTIONARY_SIZE_LIMIT 1' },
+    'ordered rg256k': { ...orderedVariant, rowGroup: 262144 },
   };
 }

@@ -114,6 +114,7 @@ typedef void (*duckdb_aggregate_finalize_t)(duckdb_function_info info, duckdb_ag
 // duckdb.h declares the argument an enum (duckdb_type); an int has its size and its values.
 duckdb_logical_type duckdb_create_logical_type(int type);
 duckdb_logical_type duckdb_create_list_type(duckdb_logical_type type);
+void duckdb_logical_type_set_alias(duckdb_logical_type type, const char *alias);
 duckdb_logical_type duckdb_create_map_type(duckdb_logical_type key_type, duckdb_logical_type value_type);
 void duckdb_destroy_logical_type(duckdb_logical_type *type);
 duckdb_aggregate_function duckdb_create_aggregate_function();

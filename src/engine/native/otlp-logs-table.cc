@@ -783,8 +783,10 @@ bool BindPayloads(duckdb_bind_info info, Bind &bind, const char *function) {
   return true;
 }
 
-void AddColumn(duckdb_bind_info info, const char *name, int type_id) {
+// A result column; `alias` "JSON" makes a VARCHAR DuckDB's JSON type.
+void AddColumn(duckdb_bind_info info, const char *name, int type_id, const char *alias = nullptr) {
   duckdb_logical_type type = duckdb_create_logical_type(type_id);
+  if (alias) duckdb_logical_type_set_alias(type, alias);
   duckdb_bind_add_result_column(info, name, type);
   duckdb_destroy_logical_type(&type);
 }
@@ -942,7 +944,7 @@ void SpansFunction(duckdb_function_info info, duckdb_data_chunk output) {
 constexpr const char *kBlockFields[] = {"process_id", "stream_id", "block_id",           "insert_time", "exe",
                                         "username",   "computer",  "process_properties", "audience"};
 constexpr size_t kBlockFieldCount = sizeof kBlockFields / sizeof kBlockFields[0];
-constexpr size_t kInsertTime = 3;
+constexpr size_t kInsertTime = 3, kProcessProperties = 7;
 
 struct OrderedBind : Bind {
   std::vector<int64_t> mins;          // each payload's first time, as __orrery_otlp_logs_spans gave it
@@ -994,8 +996,10 @@ void OrderedBindFunction(duckdb_bind_info info) {
     bind->insert_times.push_back(value);
   }
   duckdb_bind_set_cardinality(info, std::max<idx_t>(payloads, bind->offsets.back() / 64), false);
+  // process_properties is __blocks' JSON text as DuckDB wrote it: typed JSON again, not parsed per row by a cast.
   for (size_t f = 0; f < kBlockFieldCount; f++)
-    AddColumn(info, kBlockFields[f], f == kInsertTime ? DUCKDB_TYPE_BIGINT : DUCKDB_TYPE_VARCHAR);
+    AddColumn(info, kBlockFields[f], f == kInsertTime ? DUCKDB_TYPE_BIGINT : DUCKDB_TYPE_VARCHAR,
+              f == kProcessProperties ? "JSON" : nullptr);
   AddColumn(info, "time", DUCKDB_TYPE_BIGINT);
   AddColumn(info, "target", DUCKDB_TYPE_VARCHAR);
   AddColumn(info, "level", DUCKDB_TYPE_INTEGER);
