@@ -793,13 +793,12 @@ void AddColumn(duckdb_bind_info info, const char *name, int type_id, const char 
 
 // __orrery_otlp_logs(file, sizes): the payloads are consecutive in the file, of these sizes; each row's
 // filename is `<file>#<index of its payload>`.
-void LogsBind(duckdb_bind_info info) {
-  auto bind = std::make_unique<Bind>();
-  if (!BindPayloads(info, *bind, "__orrery_otlp_logs")) return;
-  // An estimate of the rows (a record is rarely under 64 bytes of protobuf): without one DuckDB takes the
-  // function for a single row and builds the materializer's join with __blocks on the payloads' rows, holding
-  // (and spilling) every decoded row of the partition, instead of on the blocks' few (issue 16).
-  duckdb_bind_set_cardinality(info, std::max<idx_t>(bind->offsets.size() - 1, bind->offsets.back() / 64), false);
+// The records' columns of the decoding functions, with an estimate of their rows (a record is rarely under 64
+// bytes of protobuf): without one DuckDB takes the function for a single row and builds the materializer's join
+// with __blocks on the payloads' rows, holding (and spilling) every decoded row of the partition, instead of on
+// the blocks' few (issue 16).
+void AddRecordColumns(duckdb_bind_info info, const Bind &bind) {
+  duckdb_bind_set_cardinality(info, std::max<idx_t>(bind.offsets.size() - 1, bind.offsets.back() / 64), false);
   AddColumn(info, "time", DUCKDB_TYPE_BIGINT);
   AddColumn(info, "target", DUCKDB_TYPE_VARCHAR);
   AddColumn(info, "level", DUCKDB_TYPE_INTEGER);
@@ -807,6 +806,12 @@ void LogsBind(duckdb_bind_info info) {
   AddColumn(info, "properties", DUCKDB_TYPE_VARCHAR);
   AddColumn(info, "trace_id", DUCKDB_TYPE_VARCHAR);
   AddColumn(info, "span_id", DUCKDB_TYPE_VARCHAR);
+}
+
+void LogsBind(duckdb_bind_info info) {
+  auto bind = std::make_unique<Bind>();
+  if (!BindPayloads(info, *bind, "__orrery_otlp_logs")) return;
+  AddRecordColumns(info, *bind);
   AddColumn(info, "filename", DUCKDB_TYPE_VARCHAR);
   duckdb_bind_set_bind_data(info, bind.release(), Delete<Bind>);
 }
@@ -995,18 +1000,11 @@ void OrderedBindFunction(duckdb_bind_info info) {
     }
     bind->insert_times.push_back(value);
   }
-  duckdb_bind_set_cardinality(info, std::max<idx_t>(payloads, bind->offsets.back() / 64), false);
   // process_properties is __blocks' JSON text as DuckDB wrote it: typed JSON again, not parsed per row by a cast.
   for (size_t f = 0; f < kBlockFieldCount; f++)
     AddColumn(info, kBlockFields[f], f == kInsertTime ? DUCKDB_TYPE_BIGINT : DUCKDB_TYPE_VARCHAR,
               f == kProcessProperties ? "JSON" : nullptr);
-  AddColumn(info, "time", DUCKDB_TYPE_BIGINT);
-  AddColumn(info, "target", DUCKDB_TYPE_VARCHAR);
-  AddColumn(info, "level", DUCKDB_TYPE_INTEGER);
-  AddColumn(info, "msg", DUCKDB_TYPE_VARCHAR);
-  AddColumn(info, "properties", DUCKDB_TYPE_VARCHAR);
-  AddColumn(info, "trace_id", DUCKDB_TYPE_VARCHAR);
-  AddColumn(info, "span_id", DUCKDB_TYPE_VARCHAR);
+  AddRecordColumns(info, *bind);
   duckdb_bind_set_bind_data(info, bind.release(), Delete<OrderedBind>);
 }
 
