@@ -49,7 +49,7 @@ export class OrreryMetrics {
 
   readonly rollupRewrites = new Counter({
     name: 'orrery_rollup_rewrites_total',
-    help: 'Statements reading a table with rollups, by whether their rollup rewrite was made or kept from an earlier statement of the same text (made, kept)',
+    help: 'Statements reading a table with rollups, by whether their rollup rewrite was made, kept from an earlier statement of the same text, or remade from one whose window moved with the clock (made, kept, remade)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });

@@ -1,8 +1,12 @@
 // How long a kept rewrite's constants keep their values (issue 14): a dashboard's window bounds
 // hang on now() through calls that never decrease as now() grows (date_trunc('day', now()) -
 // INTERVAL 1 DAY). Such a bound that has the same value now and k seconds from now has it all the
-// way between, so a kept rewrite needs no DuckDB query to check it until then.
-import { call, integer, type Node } from './tree.js';
+// way between, so a kept rewrite needs no DuckDB query to check it until then. A bound that is the
+// clock plus a fixed length (now() - INTERVAL 7 DAY) changes at every statement but moves with the
+// clock nanosecond for nanosecond: its value now is its value then plus the time gone by, which a
+// kept rewrite works out without DuckDB too (clockMoved).
+import { instantText, timestampNanos } from './calendar.js';
+import { call, cast, integer, type Node } from './tree.js';
 
 /** How a constant expression moves as now() grows: not at all, never down, or unknown (null). */
 type Trend = 'constant' | 'rising';
@@ -110,4 +114,104 @@ export function stableUntil(
     until = start + stabilityOffsetsMs[i];
   }
   return until;
+}
+
+/** Interval builders of a fixed length: weeks and shorter (a month's or a year's length hangs on the date). */
+const fixedLengthCalls = new Set([
+  'to_weeks',
+  'to_days',
+  'to_hours',
+  'to_minutes',
+  'to_seconds',
+  'to_milliseconds',
+  'to_microseconds',
+]);
+/** Interval texts of fixed lengths only (`'7 days'`, `'1 hour 30 minutes'`). */
+const fixedLengthText =
+  /^\s*(?:[+-]?\d+(?:\.\d+)?\s*(?:weeks?|days?|hours?|minutes?|seconds?|milliseconds?|microseconds?)\s*)+$/i;
+/** Cast targets that keep an instant to the microsecond (now()'s precision) or finer. */
+const exactInstantTypes = new Set(['TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP WITH TIME ZONE']);
+
+const builtin = (node: Node): boolean =>
+  node.filter === null && node.distinct !== true && ['', 'main'].includes(String(node.schema));
+
+function isFixedLength(node: Node): boolean {
+  if (node.class === 'FUNCTION')
+    return (
+      builtin(node) &&
+      fixedLengthCalls.has(String(node.function_name).toLowerCase()) &&
+      (node.children as Node[]).every((c) => trend(c) === 'constant')
+    );
+  const child = node.child as Node | undefined;
+  const value = child?.value as { type?: { id?: unknown }; is_null?: boolean; value?: unknown } | undefined;
+  return (
+    node.class === 'CAST' &&
+    String((node.cast_type as Node).id) === 'INTERVAL' &&
+    child?.class === 'CONSTANT' &&
+    value?.type?.id === 'VARCHAR' &&
+    value.is_null === false &&
+    fixedLengthText.test(String(value.value))
+  );
+}
+
+/**
+ * Whether an expression is the statement's clock plus or minus fixed lengths (days are 24 hours: the
+ * engine's time zone is UTC), so that its value moves with now() nanosecond for nanosecond.
+ */
+export function movesWithClock(node: Node): boolean {
+  if (isClock(node)) return true;
+  if (node.class === 'CAST')
+    return (
+      node.try_cast !== true &&
+      exactInstantTypes.has(String((node.cast_type as Node).id)) &&
+      movesWithClock(node.child as Node)
+    );
+  if (node.class !== 'FUNCTION' || node.is_operator !== true || !builtin(node)) return false;
+  const children = node.children as Node[];
+  if (children.length !== 2) return false;
+  const [a, b] = children;
+  const name = String(node.function_name);
+  if (name === '-') return movesWithClock(a) && isFixedLength(b);
+  return name === '+' && ((movesWithClock(a) && isFixedLength(b)) || (isFixedLength(a) && movesWithClock(b)));
+}
+
+/** The statement's clock as an instant of nanoseconds, to evaluate with constants that move with it. */
+export const clockInstant = (): Node => cast(call('now', []), { id: 'TIMESTAMP_NS', type_info: null });
+
+/** An instant as text that timestampNanos reads back (UTC), as constantTexts gives one. */
+export const nanosText = (nanos: bigint): string => instantText(nanos).replace(/Z$/, '');
+
+/** Constants evaluated together, with the clock they were evaluated at when some of them move with it. */
+export interface EvaluatedConstants {
+  readonly expressions: Node[];
+  readonly texts: Array<string | null>;
+  /** now() as the evaluation read it (TIMESTAMP_NS text), or null when not read. */
+  readonly clock: string | null;
+}
+
+/**
+ * The constants' values at `nowNs` (ns since the epoch), worked out from their values at the clock they
+ * were evaluated at: those that read no clock as they were, those that move with it shifted by the
+ * time gone by; null when some other one reads the clock.
+ */
+export function clockMoved(
+  evaluated: readonly EvaluatedConstants[],
+  nowNs: bigint,
+): Array<Array<string | null>> | null {
+  const out: Array<Array<string | null>> = [];
+  for (const { expressions, texts, clock } of evaluated) {
+    const then = clock === null ? null : timestampNanos(clock);
+    const moved: Array<string | null> = [];
+    for (const [i, expression] of expressions.entries()) {
+      if (trend(expression) === 'constant') {
+        moved.push(texts[i]);
+        continue;
+      }
+      const value = texts[i] === null ? null : timestampNanos(texts[i]!);
+      if (then === null || value === null || !movesWithClock(expression)) return null;
+      moved.push(nanosText(value + nowNs - then));
+    }
+    out.push(moved);
+  }
+  return out;
 }

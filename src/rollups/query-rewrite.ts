@@ -106,6 +106,11 @@ export interface RewriteInput {
    * a level is checked against rollups as written, so a dimension read from a stored column is still one.
    */
   readonly original?: (node: Node) => Node | undefined;
+  /**
+   * The rows of a statement over one row of typed NULLs (its answer hangs on its text alone: DuckDB's
+   * types and names), kept by text; without it, run each time.
+   */
+  readonly probe?: (sql: string) => Promise<unknown[][]>;
   /** When a window off bucket boundaries reads raw edges (see rawCheaper); without it, whenever it can. */
   readonly rawEdges?: {
     readonly minRows: number;
@@ -364,19 +369,18 @@ export async function rewriteOntoRollups(
 
 /** A level's own expressions as its statement wrote them, where stored columns stand for some; null when none does. */
 function asWritten(level: Node, original: (node: Node) => Node | undefined): Node | null {
+  // Most levels read no stored column: looked for before copying anything.
   let found = false;
+  for (const k of levelPartKeys) walkNodes(level[k], (n) => (found ||= original(n) !== undefined));
+  if (!found) return null;
   const restore = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(restore);
     if (value === null || typeof value !== 'object') return value;
     const written = original(value as Node);
-    if (written) {
-      found = true;
-      return copy(written);
-    }
+    if (written) return copy(written);
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, restore(v)]));
   };
-  const parts = Object.fromEntries(levelPartKeys.map((k) => [k, restore(level[k])]));
-  return found ? { ...level, ...parts } : null;
+  return { ...level, ...Object.fromEntries(levelPartKeys.map((k) => [k, restore(level[k])])) };
 }
 
 /** Every object of a tree. */
@@ -934,7 +938,8 @@ async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): 
   probeNode.aggregate_handling = 'STANDARD_HANDLING';
   probeNode.group_expressions = columns.map((c) => column(alias, c.name));
   probeNode.group_sets = [columns.map((_, i) => i)];
-  const [row] = await input.engine.values(await input.engine.deparse(probe));
+  const sql = await input.engine.deparse(probe);
+  const [row] = input.probe ? await input.probe(sql) : await input.engine.values(sql);
   const texts = row.map(String);
   const types = await castTypes(input.engine, texts.slice(0, rewritten.casts.length) as string[]);
   rewritten.casts.forEach((c, i) => (c.cast.cast_type = types[i]));
@@ -947,7 +952,7 @@ async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): 
  * end of the window, where the window's own bounds still apply. Their rows have the rollup's shape.
  */
 async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges, input: RewriteInput): Promise<Node> {
-  const literal = (nanos: bigint): string => `TIMESTAMP '${instantText(nanos).replace('T', ' ').replace('Z', '')}'`;
+  const literal = (nanos: bigint): string => `TIMESTAMP '${timestampText(nanos)}'`;
   const q = (name: string): string => `"${name.replaceAll('"', '""')}"`;
   const from = level.node.from_table as Node;
   const alias = String(from.alias) || level.table.name;
@@ -957,17 +962,15 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
   // compares the column with a TIMESTAMP_NS constant, which DuckDB does not push into the scan (the
   // start's edge read all 100 M rows of the bench's table, 8.4 s). The ends share no bucket, so the
   // rollup's aggregate runs once over their union.
+  // The ends' own bounds are put in the tree, not the text: a window that moves with the clock then
+  // parses the same text until it reaches another bucket (the parse is kept by text).
   const micros = 1000n;
   const ends = [
     ...(edges.lower
-      ? [
-          `__orrery_lower_edge AND ${time} >= ${literal(edges.lower.at - (((edges.lower.at % micros) + micros) % micros))} AND ${time} < ${literal(edges.from)}`,
-        ]
+      ? [`__orrery_lower_edge AND ${time} >= __orrery_lower_start AND ${time} < ${literal(edges.from)}`]
       : []),
     ...(edges.upper
-      ? [
-          `__orrery_upper_edge AND ${time} >= ${literal(edges.to!)} AND ${time} < ${literal(edges.upper.at + micros - (((edges.upper.at % micros) + micros) % micros))}`,
-        ]
+      ? [`__orrery_upper_edge AND ${time} >= ${literal(edges.to!)} AND ${time} < __orrery_upper_end`]
       : []),
     ...(edges.tail ? [`${time} >= ${literal(edges.to!)}`] : []),
   ];
@@ -980,21 +983,53 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
   ];
   const tree = (await input.engine.parseSelect(`SELECT * FROM (${parts.join(' UNION ALL ')}) AS ${rollupAlias}`))!;
   const table = (tree.statements[0].node as Node).from_table as Node;
-  const placeholders = new Map([
-    ['__orrery_lower_edge', edges.lower],
-    ['__orrery_upper_edge', edges.upper],
+  const placeholders = new Map<string, Node>([
+    ...(edges.lower
+      ? ([
+          ['__orrery_lower_edge', edges.lower.conjunct],
+          ['__orrery_lower_start', timestampLiteral(edges.lower.at - (((edges.lower.at % micros) + micros) % micros))],
+        ] as const)
+      : []),
+    ...(edges.upper
+      ? ([
+          ['__orrery_upper_edge', edges.upper.conjunct],
+          [
+            '__orrery_upper_end',
+            timestampLiteral(edges.upper.at + micros - (((edges.upper.at % micros) + micros) % micros)),
+          ],
+        ] as const)
+      : []),
   ]);
   const replace = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(replace);
     if (value === null || typeof value !== 'object') return value;
     const node = value as Node;
     const name = node.class === 'COLUMN_REF' ? (node.column_names as string[]).join('.') : '';
-    const bound = placeholders.get(name);
-    if (bound) return copy(bound.conjunct);
+    const placed = placeholders.get(name);
+    if (placed) return copy(placed);
     return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v)]));
   };
   return replace(table) as Node;
 }
+
+/** An instant as the text of a TIMESTAMP literal. */
+const timestampText = (nanos: bigint): string => instantText(nanos).replace('T', ' ').replace('Z', '');
+
+/** `TIMESTAMP '…'` of an instant (whole microseconds), as DuckDB parses it. */
+const timestampLiteral = (nanos: bigint): Node =>
+  cast(
+    {
+      class: 'CONSTANT',
+      type: 'VALUE_CONSTANT',
+      alias: '',
+      value: {
+        type: { id: 'VARCHAR', type_info: null },
+        is_null: false,
+        value: timestampText(nanos),
+      },
+    },
+    { id: 'TIMESTAMP', type_info: null },
+  );
 
 /** The parse trees of DuckDB types named as text. */
 async function castTypes(engine: DuckDBEngine, types: readonly string[]): Promise<Node[]> {

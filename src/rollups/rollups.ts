@@ -34,9 +34,20 @@ import { rollupQuery } from './select-list.js';
 import { jobsUpdateQuery } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
-import { clockFree, shifted, stabilityOffsetsMs, stableUntil, withClock } from './constant-trends.js';
+import {
+  clockFree,
+  clockInstant,
+  clockMoved,
+  movesWithClock,
+  nanosText,
+  shifted,
+  stabilityOffsetsMs,
+  stableUntil,
+  withClock,
+  type EvaluatedConstants,
+} from './constant-trends.js';
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
-import { storedColumns } from './stored-columns.js';
+import { storedColumns, type StoredColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
 import { fileRows, type FileRows } from './table-files.js';
@@ -308,6 +319,13 @@ export class Rollups {
   private readonly files = new Map<string, Promise<FileRows | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
+  /** What the rewrite reads back of rollups' statements, by the catalog's definitions (see readBack). */
+  private readonly readBacks = new WeakMap<
+    ReadonlyMap<string, RollupDefinition>,
+    Map<string, Promise<{ columnsRead: Set<string>; stored: StoredColumns | null }>>
+  >();
+  /** The answers of the rewrite's probes of types and names, by statement (see probed). */
+  private readonly probes = new Map<string, Promise<unknown[][]>>();
   /** Rewrites by statement, snapshot and rollups (see rewrite). */
   private readonly rewrites = new Map<string, KeptRewrite>();
   /** The catalog as last read, with the version of it read in the same statement (see readPoint). */
@@ -1573,18 +1591,27 @@ export class Rollups {
       tree.statements,
     ]);
     const kept = this.rewrites.get(key);
-    if (kept && Date.now() - kept.at < rewriteKeptMs && (await this.constantsHold(kept, clock ?? null))) {
-      tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
-      const provenance = copy(kept.provenance);
-      return {
-        provenance,
-        rollups: [...kept.rollups],
-        storedColumnsUnread: [...kept.storedColumnsUnread],
-        at: { ...at, windows: windowsOf(provenance) },
-        kept: true,
-      };
+    // A kept rewrite whose bounds move with the clock (now() - INTERVAL 7 DAY) is made again from its
+    // statement with their values now, worked out without DuckDB: only what hangs on them is checked
+    // again (bucket alignment and rounding, covered range, raw edges), and its provenance is exact.
+    let answers: Array<Array<string | null>> | null = null;
+    const nowNs = BigInt(Date.now()) * 1_000_000n;
+    if (kept && Date.now() - kept.at < rewriteKeptMs) {
+      const all = kept.constants.flatMap((c) => c.expressions);
+      answers = clock || clockFree(all) ? null : clockMoved(kept.constants, nowNs);
+      if (!answers && (await this.constantsHold(kept, clock ?? null))) {
+        tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
+        const provenance = copy(kept.provenance);
+        return {
+          provenance,
+          rollups: [...kept.rollups],
+          storedColumnsUnread: [...kept.storedColumnsUnread],
+          at: { ...at, windows: windowsOf(provenance) },
+          outcome: 'kept',
+        };
+      }
     }
-    const cache = new Map();
+    const readBack = this.readBack(definitions);
     const targets = new Map<string, RollupTarget[]>();
     // The relations a level may read through a rollup: series tables, and view sets with rollups
     // (read as a table of the set's columns, timed by the column its rollups bucket).
@@ -1596,16 +1623,17 @@ export class Rollups {
       bases.set(definition.base, base);
       const list = targets.get(definition.base) ?? [];
       const { watermark } = states.get(definition.name)!;
+      const { columnsRead, stored } = await readBack(definition);
       list.push({
         name: definition.name,
         grain: definition.grain,
         ready: watermark !== null,
-        sameHash: sameSource(definition, base, await this.columnsRead(definition, definitions)),
+        sameHash: sameSource(definition, base, columnsRead),
         integer: definition.integer,
         coveredFrom: definition.integer ? null : retainedFrom(definition.retention),
         retention: definition.retention,
         backfilledFrom: definition.coveredFrom === null ? null : timestampNanos(definition.coveredFrom),
-        stored: await storedColumns(this.engine, definition, definitions, cache),
+        stored,
         rawEdges: definition.sourceIsRollup ? null : definition.query,
         watermark: watermark === null ? null : timestampNanos(watermark),
       });
@@ -1620,9 +1648,21 @@ export class Rollups {
         if (property === 'constantTexts')
           return async (expressions: readonly Node[]): Promise<Array<string | null>> => {
             const asked = copy([...expressions]);
+            // The same statement asks for the same constants in the same order as when it was kept.
+            const made = kept?.constants[constants.length];
+            if (answers && made && JSON.stringify(made.expressions) === JSON.stringify(asked)) {
+              const texts = answers[constants.length];
+              constants.push({ expressions: asked, texts, clock: made.clock === null ? null : nanosText(nowNs) });
+              return texts;
+            }
+            // now() too, for a later statement to work out the constants that move with it.
+            const withNow = !clock && asked.some((e) => movesWithClock(e));
             try {
-              const texts = await target.constantTexts(clock ? withClock(expressions, clock.node) : expressions);
-              constants.push({ expressions: asked, texts });
+              const texts = await target.constantTexts(
+                clock ? withClock(expressions, clock.node) : withNow ? [...expressions, clockInstant()] : expressions,
+              );
+              const now = withNow ? texts.pop()! : null;
+              constants.push({ expressions: asked, texts, clock: now });
               return texts;
             } catch (error) {
               keepable = false;
@@ -1639,6 +1679,7 @@ export class Rollups {
       targets,
       aggregates: await this.aggregateNames(),
       original,
+      probe: (sql) => this.probed(sql),
       rawEdges: {
         minRows: this.options.rawEdgesMinRows ?? defaultRawEdgesMinRows,
         rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, from, to),
@@ -1655,7 +1696,22 @@ export class Rollups {
         // Constants that read no clock hold for as long as the rewrite is kept.
         stableUntil: clockFree(constants.flatMap((c) => c.expressions)) ? Infinity : 0,
       });
-    return { ...rewritten, at: { ...at, windows: windowsOf(rewritten.provenance) }, kept: false };
+    return {
+      ...rewritten,
+      at: { ...at, windows: windowsOf(rewritten.provenance) },
+      outcome: answers ? 'remade' : 'made',
+    };
+  }
+
+  /** The rows of a statement whose answer hangs on its text alone (see RewriteInput.probe), kept by text. */
+  private probed(sql: string): Promise<unknown[][]> {
+    let rows = this.probes.get(sql);
+    if (!rows) {
+      rows = this.engine.values(sql);
+      remember(this.probes, sql, rows);
+      rows.catch(() => this.probes.delete(sql));
+    }
+    return rows;
   }
 
   /**
@@ -1781,6 +1837,34 @@ export class Rollups {
       out.set(definition.name, state);
     }
     return out;
+  }
+
+  /**
+   * What the rewrite reads back of each rollup's statement (the columns of its base it reads, its stored
+   * columns): worked out once per catalog read (a new version of the catalog is a new map of definitions).
+   */
+  private readBack(
+    definitions: ReadonlyMap<string, RollupDefinition>,
+  ): (definition: RollupDefinition) => Promise<{ columnsRead: Set<string>; stored: StoredColumns | null }> {
+    let read = this.readBacks.get(definitions);
+    if (!read) {
+      read = new Map();
+      this.readBacks.set(definitions, read);
+    }
+    const byName = read;
+    const cache = new Map();
+    return (definition) => {
+      let parts = byName.get(definition.name);
+      if (!parts) {
+        parts = (async () => ({
+          columnsRead: await this.columnsRead(definition, definitions),
+          stored: await storedColumns(this.engine, definition, definitions, cache),
+        }))();
+        byName.set(definition.name, parts);
+        parts.catch(() => byName.delete(definition.name));
+      }
+      return parts;
+    };
   }
 
   /**
@@ -2115,14 +2199,18 @@ export interface RollupRewrite {
   /** The tables whose stored columns a level read until it was rewritten onto a rollup (their uses are moot). */
   readonly storedColumnsUnread: string[];
   readonly at: RollupReadPoint;
-  /** Whether it is a rewrite kept from an earlier statement of the same text (no rollup was considered again). */
-  readonly kept: boolean;
+  /**
+   * `kept`: the rewrite of an earlier statement of the same text (no rollup was considered again);
+   * `remade`: made again from one whose window moved with the clock, its bounds worked out without DuckDB;
+   * `made`: made.
+   */
+  readonly outcome: 'made' | 'kept' | 'remade';
 }
 
 interface KeptRewrite {
   readonly at: number;
   /** The constant expressions it evaluated (window bounds, bucket widths) and their values then. */
-  readonly constants: Array<{ readonly expressions: Node[]; readonly texts: Array<string | null> }>;
+  readonly constants: EvaluatedConstants[];
   readonly statements: Node[];
   readonly provenance: Provenance;
   readonly rollups: string[];

@@ -653,7 +653,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       tree && readsRollups
         ? await rollups.rewrite(tree, point, stored && ((n) => stored.original(n)), pruning?.fixedClock)
         : null;
-    if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.kept ? 'kept' : 'made' });
+    if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.outcome });
     // Pruning compared the statement's now() as one value: the statement runs with it (after the rollup
     // rewrite, which keys what it keeps on the clock calls and reads them with that value).
     pruning?.fixClock();
