@@ -22,10 +22,14 @@ const orderedTypes = new Set([
   'TIMESTAMP WITH TIME ZONE',
   'DATE',
 ]);
+/** Interval builders of a fixed length: weeks and shorter (a month's or a year's length hangs on the date). */
+const fixedLengthCalls = new Set([
+  ...['to_weeks', 'to_days', 'to_hours', 'to_minutes'],
+  ...['to_seconds', 'to_milliseconds', 'to_microseconds'],
+]);
 /** Calls that give one value for the same constant arguments: interval builders and arithmetic. */
 const pureCalls = new Set([
-  ...['to_millennia', 'to_centuries', 'to_decades', 'to_years', 'to_quarters', 'to_months', 'to_weeks'],
-  ...['to_days', 'to_hours', 'to_minutes', 'to_seconds', 'to_milliseconds', 'to_microseconds'],
+  ...['to_millennia', 'to_centuries', 'to_decades', 'to_years', 'to_quarters', 'to_months', ...fixedLengthCalls],
   ...['trunc', '+', '-', '*', '/', 'date_trunc', 'time_bucket', 'date_bin'],
 ]);
 /** Calls that never decrease in the argument at these positions when the others are constant. */
@@ -116,16 +120,6 @@ export function stableUntil(
   return until;
 }
 
-/** Interval builders of a fixed length: weeks and shorter (a month's or a year's length hangs on the date). */
-const fixedLengthCalls = new Set([
-  'to_weeks',
-  'to_days',
-  'to_hours',
-  'to_minutes',
-  'to_seconds',
-  'to_milliseconds',
-  'to_microseconds',
-]);
 /** Interval texts of fixed lengths only (`'7 days'`, `'1 hour 30 minutes'`). */
 const fixedLengthText =
   /^\s*(?:[+-]?\d+(?:\.\d+)?\s*(?:weeks?|days?|hours?|minutes?|seconds?|milliseconds?|microseconds?)\s*)+$/i;
