@@ -724,8 +724,7 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   };
   /** A filter of an aggregate, over dimensions. */
   const filterOver = (filter: Node | null): Node | null => (filter === null ? null : (over(filter, 'where') as Node));
-  const measure = (aggregate: Node): string | undefined =>
-    stored.measures.find((m) => key(m.aggregate, new Set()) === key(aggregate, qualifiers))?.name;
+  const measure = (aggregate: Node): string | undefined => stored.measureKeys.get(key(aggregate, qualifiers));
   /** An inline aggregate read from stored states; throws Skip when none holds what it needs. */
   const aggregate = (n: Node): Node => {
     const name = String(n.function_name).toLowerCase();

@@ -18,6 +18,8 @@ export interface StoredColumns {
   /** Dimension name by the key of its expression over base columns. */
   readonly dimensions: ReadonlyMap<string, string>;
   readonly measures: readonly StoredMeasure[];
+  /** The first measure's name by the key of its aggregate (with no qualifier). */
+  readonly measureKeys: ReadonlyMap<string, string>;
   /** Every column of the rollup's view, lower case: bucket, dimensions, measures, audience. */
   readonly names: ReadonlySet<string>;
 }
@@ -116,9 +118,15 @@ export async function storedColumns(
 ): Promise<StoredColumns | null> {
   const raw = await rawColumns(engine, definition, definitions, cache);
   if (!raw) return null;
+  const measureKeys = new Map<string, string>();
+  for (const [name, aggregate] of raw.measures) {
+    const k = key(aggregate, none);
+    if (!measureKeys.has(k)) measureKeys.set(k, name);
+  }
   return {
     dimensions: new Map([...raw.dimensions].map(([name, expression]) => [key(expression, none), name])),
     measures: [...raw.measures].map(([name, aggregate]) => ({ name, aggregate })),
+    measureKeys,
     names: new Set(definition.columns.map((c) => c.toLowerCase())),
   };
 }

@@ -1,0 +1,124 @@
+// Statements whose window moves with the clock (`ts >= now() - INTERVAL 1 DAY`) through the rollup rewrite
+// against their raw twins (issue 14, "none slower"): such a statement has new bounds at every run, so
+// the rewrite considers its rollups again each time, also when it reads raw in the end. `orrery serve`
+// from --root (default this tree; another built tree to compare commits A B A B) on bench/catalog-probe's
+// Postgres and lake, bench.mjs's table and rollups, then each statement and its twin (the same SQL over a
+// subquery of the table, which no rollup answers) alternately: medians of --repeats, the server's CPU
+// per statement (its process: DuckDB included, Postgres not) and its main thread's, and the median time of
+// the rewrite itself (phase-probe.mjs, preloaded). Each statement's provenance says what it read.
+//
+//   npm run build && node bench/rollup-rewrite/clock-windows.mjs --rows 2000000 --repeats 30 [--root <tree>]
+//   ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS=0 node bench/rollup-rewrite/clock-windows.mjs ...   (whole hours + raw edges)
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { alternately, catalogProbe, loadAverage, median } from '../catalog-probe.mjs';
+import { processTreeCpuMs } from '../process-cpu.mjs';
+import { requestsRollups, requestsTable } from './panels.mjs';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '2000000' },
+    repeats: { type: 'string', default: '30' },
+    root: { type: 'string' },
+  },
+});
+const here = fileURLToPath(new URL('../..', import.meta.url));
+const root = values.root ? resolve(values.root) : here;
+const repeats = Number(values.repeats);
+const probe = await catalogProbe(root, 'orrery-clock-windows-');
+try {
+  const phases = join(probe.dir, 'phases.json');
+  console.error(
+    `bench: load average ${loadAverage()} at start; ${values.rows} requests over 30 days; server from ${root}`,
+  );
+  const client = await probe.startServer(root, 'orrery', {
+    nodeArgs: ['--import', join(here, 'bench/latency/phase-probe.mjs')],
+    env: { PHASES_ROOT: root, PHASES_OUT: phases, UV_THREADPOOL_SIZE: '20' },
+  });
+  const server = probe.servers.get('orrery');
+  for (const sql of requestsTable(Number(values.rows))) await client.executeUpdate(sql);
+  for (const sql of requestsRollups) await client.query(sql);
+  await client.query(`select refresh_rollup('requests_hourly')`);
+  await client.query(`select refresh_rollup('requests_daily')`);
+
+  const statements = [
+    [
+      'max latency per hour, 24 h',
+      `select date_trunc('hour', ts) as t, max(duration_ms) as slowest from requests where ts >= now() - interval 1 day group by t order by t`,
+    ],
+    [
+      'requests per service, 7 days',
+      `select service, count(*) as n from requests where ts >= now() - interval 7 day group by service order by service`,
+    ],
+  ];
+  const twin = (sql) => sql.replace(' from requests ', ' from (select * from requests) as requests ');
+  /** CPU ms of the server's main thread (the JavaScript), from /proc. */
+  const mainThreadMs = () => {
+    const fields = readFileSync(`/proc/${server.pid}/task/${server.pid}/stat`, 'utf8')
+      .split(')')
+      .pop()
+      .trim()
+      .split(/\s+/);
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  };
+  const cases = statements.flatMap(([name, sql]) => [
+    { name, sql, cpu: 0, main: 0 },
+    { name: `${name}: raw twin`, sql: twin(sql), cpu: 0, main: 0 },
+  ]);
+  for (const c of cases)
+    c.run = async () => {
+      const [cpu, main] = [processTreeCpuMs(server.pid), mainThreadMs()];
+      const table = await client.query(c.sql);
+      c.cpu += processTreeCpuMs(server.pid) - cpu;
+      c.main += mainThreadMs() - main;
+      return table;
+    };
+  for (const c of cases) {
+    const level = JSON.parse((await c.run()).schema.metadata.get('orrery.provenance') ?? '{"resources":[]}')
+      .resources[0];
+    c.read = level?.rollup?.name ?? 'raw';
+    for (let i = 0; i < 2; i++) await c.run();
+    c.cpu = c.main = 0;
+  }
+  server.kill('SIGUSR1'); // the phase probe forgets the warm-up
+  await sleep(300);
+  const times = await alternately(cases, repeats);
+  server.kill('SIGUSR2');
+  await sleep(1000);
+  // Each statement is a GetFlightInfo then a DoGet: the rewrite is in the GetFlightInfo.
+  const rpcs = JSON.parse(readFileSync(phases, 'utf8'));
+  const rewriteMs = cases.map(() => []);
+  rpcs.forEach((rpc, i) => {
+    const k = Math.floor(i / 2) % cases.length;
+    for (const [name, start, end] of rpc.phases) if (name === 'rollup rewrite') rewriteMs[k].push((end - start) / 1e6);
+  });
+  console.log(`load average ${loadAverage()}; ${repeats} alternated runs; server ${root}`);
+  console.log('statement | read | median ms | server CPU ms | main thread CPU ms | rewrite ms (median)');
+  for (const [k, c] of cases.entries())
+    console.log(
+      `${c.name} | ${c.read} | ${median(times[k]).toFixed(1)} | ${(c.cpu / repeats).toFixed(1)} | ${(c.main / repeats).toFixed(1)} | ${rewriteMs[k].length ? median(rewriteMs[k]).toFixed(2) : '-'}`,
+    );
+  for (let k = 0; k < cases.length; k += 2)
+    console.log(
+      `${cases[k].name}: twin/statement time ${(median(times[k + 1]) / median(times[k])).toFixed(2)}x, CPU ${(cases[k + 1].cpu / cases[k].cpu).toFixed(2)}x`,
+    );
+  console.log(
+    JSON.stringify({
+      bench: 'rollup-rewrite-clock-windows',
+      root,
+      cases: cases.map((c, k) => ({
+        name: c.name,
+        read: c.read,
+        median_ms: median(times[k]),
+        cpu_ms: c.cpu / repeats,
+        main_cpu_ms: c.main / repeats,
+        rewrite_ms: rewriteMs[k].length ? median(rewriteMs[k]) : null,
+      })),
+    }),
+  );
+} finally {
+  await probe.close();
+}
