@@ -172,8 +172,45 @@ export function movesWithClock(node: Node): boolean {
 /** The statement's clock as an instant of nanoseconds, to evaluate with constants that move with it. */
 export const clockInstant = (): Node => cast(call('now', []), { id: 'TIMESTAMP_NS', type_info: null });
 
-/** An instant as text that timestampNanos reads back (UTC), as constantTexts gives one. */
-export const nanosText = (nanos: bigint): string => instantText(nanos).replace(/Z$/, '');
+/** An instant as DuckDB writes a TIMESTAMP_NS (UTC), as constantTexts gives one. */
+export const nanosText = (nanos: bigint): string => instantText(nanos).replace('T', ' ').replace(/Z$/, '');
+
+/** A timestamp as text in UTC: a date, a time of day, digits of a second, `Z` or a zero offset. */
+const plainTimestamp = /^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?)?(Z|\+00(?::?00)?)?$/;
+/** Timestamp types a text is cast to: the digits of a second each keeps, and whether it reads an offset. */
+const textCasts: Record<string, { readonly digits: number; readonly zoned: boolean }> = {
+  TIMESTAMP: { digits: 6, zoned: false },
+  TIMESTAMP_NS: { digits: 9, zoned: false },
+  'TIMESTAMP WITH TIME ZONE': { digits: 6, zoned: true },
+};
+
+/**
+ * The value DuckDB gives a literal instant cast to TIMESTAMP_NS (`CAST(CAST('2024-01-01 10:00' AS
+ * TIMESTAMP) AS TIMESTAMP_NS)`, the form the rewrite evaluates window bounds in), worked out without
+ * DuckDB when its text is a plain UTC timestamp that every such type keeps as written (years 1900 to
+ * 2199, no rounding, no offset but zero); null for anything else, which DuckDB evaluates.
+ */
+export function literalInstantText(node: Node): string | null {
+  if (node.class !== 'CAST' || node.try_cast === true || String((node.cast_type as Node).id) !== 'TIMESTAMP_NS')
+    return null;
+  let literal = node.child as Node;
+  let type = 'TIMESTAMP_NS';
+  if (literal.class === 'CAST') {
+    if (literal.try_cast === true) return null;
+    type = String((literal.cast_type as Node).id);
+    literal = literal.child as Node;
+  }
+  const value = literal.value as { type?: { id?: unknown }; is_null?: boolean; value?: unknown } | undefined;
+  const cast = textCasts[type];
+  if (!cast || literal.class !== 'CONSTANT' || value?.type?.id !== 'VARCHAR' || value.is_null !== false) return null;
+  const m = plainTimestamp.exec(String(value.value));
+  if (!m || (m[8] && !cast.zoned) || (m[7] ?? '').length > cast.digits || m[1] < '1900' || m[1] > '2199') return null;
+  const [hours, minutes, seconds] = [m[4] ?? '00', m[5] ?? '00', m[6] ?? '00'];
+  const nanos = timestampNanos(`${m[1]}-${m[2]}-${m[3]} ${hours}:${minutes}:${seconds}${m[7] ? `.${m[7]}` : ''}`);
+  // Fields out of range ('2024-02-30', '24:00:00') roll over in JavaScript; DuckDB refuses them.
+  const written = `${m[1]}-${m[2]}-${m[3]} ${hours}:${minutes}:${seconds}`;
+  return nanos !== null && nanosText(nanos).startsWith(written) ? nanosText(nanos) : null;
+}
 
 /** Constants evaluated together, with the clock they were evaluated at when some of them move with it. */
 export interface EvaluatedConstants {

@@ -38,6 +38,7 @@ import {
   clockFree,
   clockInstant,
   clockMoved,
+  literalInstantText,
   movesWithClock,
   nanosText,
   shifted,
@@ -1654,6 +1655,12 @@ export class Rollups {
               const texts = answers[constants.length];
               constants.push({ expressions: asked, texts, clock: made.clock === null ? null : nanosText(nowNs) });
               return texts;
+            }
+            // Literal instants need no DuckDB (the bounds of most dashboards' windows).
+            const literals = asked.map(literalInstantText);
+            if (literals.every((t) => t !== null)) {
+              constants.push({ expressions: asked, texts: literals, clock: null });
+              return literals;
             }
             // now() too, for a later statement to work out the constants that move with it.
             const withNow = !clock && asked.some((e) => movesWithClock(e));
