@@ -999,16 +999,20 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
         ] as const)
       : []),
   ]);
-  const replace = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(replace);
-    if (value === null || typeof value !== 'object') return value;
-    const node = value as Node;
-    const name = node.class === 'COLUMN_REF' ? (node.column_names as string[]).join('.') : '';
-    const placed = placeholders.get(name);
-    if (placed) return copy(placed);
-    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v)]));
+  // The parse is this call's own: its placeholders are replaced in place.
+  const replace = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    const parent = value as Record<string, unknown>;
+    for (const [k, child] of Object.entries(parent)) {
+      const node = child as Node | null;
+      const name = node?.class === 'COLUMN_REF' ? (node.column_names as string[]).join('.') : '';
+      const placed = placeholders.get(name);
+      if (placed) parent[k] = copy(placed);
+      else replace(child);
+    }
   };
-  return replace(table) as Node;
+  replace(table);
+  return table;
 }
 
 /** An instant as the text of a TIMESTAMP literal. */

@@ -1600,7 +1600,7 @@ export class Rollups {
     if (kept && Date.now() - kept.at < rewriteKeptMs) {
       const all = kept.constants.flatMap((c) => c.expressions);
       answers = clock || clockFree(all) ? null : clockMoved(kept.constants, nowNs);
-      if (!answers && (await this.constantsHold(kept, clock ?? null))) {
+      if (!answers && kept.statements && (await this.constantsHold(kept, clock ?? null))) {
         tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
         const provenance = copy(kept.provenance);
         return {
@@ -1692,11 +1692,13 @@ export class Rollups {
         rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, from, to),
       },
     });
+    // A rewrite whose bounds move with the clock is always made again (not reused as it is): its tree is not kept.
+    const moves = !clock && !clockFree(constants.flatMap((c) => c.expressions)) && clockMoved(constants, nowNs);
     if (keepable)
       remember(this.rewrites, key, {
         at: Date.now(),
         constants,
-        statements: copy(tree.statements),
+        statements: moves ? null : copy(tree.statements),
         provenance: copy(rewritten.provenance),
         rollups: [...rewritten.rollups],
         storedColumnsUnread: [...rewritten.storedColumnsUnread],
@@ -2218,7 +2220,8 @@ interface KeptRewrite {
   readonly at: number;
   /** The constant expressions it evaluated (window bounds, bucket widths) and their values then. */
   readonly constants: EvaluatedConstants[];
-  readonly statements: Node[];
+  /** The rewritten statements; null for one whose bounds move with the clock (remade, never reused as it is). */
+  readonly statements: Node[] | null;
   readonly provenance: Provenance;
   readonly rollups: string[];
   readonly storedColumnsUnread: string[];
