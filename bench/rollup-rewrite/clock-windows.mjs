@@ -5,7 +5,8 @@
 // Postgres and lake, bench.mjs's table and rollups, then each statement and its twin (the same SQL over a
 // subquery of the table, which no rollup answers) alternately: medians of --repeats, the server's CPU
 // per statement (its process: DuckDB included, Postgres not) and its main thread's, and the median time of
-// the rewrite itself (phase-probe.mjs, preloaded). Each statement's provenance says what it read.
+// the rewrite itself (phase-probe.mjs, preloaded). Each statement's provenance says what it read. A third
+// statement sends its time range as literals new at each run (a new text, as a dashboard's refresh does).
 //
 //   npm run build && node bench/rollup-rewrite/clock-windows.mjs --rows 2000000 --repeats 30 [--root <tree>]
 //   ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS=0 node bench/rollup-rewrite/clock-windows.mjs ...   (whole hours + raw edges)
@@ -53,8 +54,20 @@ try {
       'requests per service, 7 days',
       `select service, count(*) as n from requests where ts >= now() - interval 7 day group by service order by service`,
     ],
+    // A dashboard's time range sent as literals, new at each refresh (Grafana's $__timeFilter): a new text each run.
+    [
+      'max latency per hour, 24 h, literal bounds',
+      () => {
+        const now = Date.now();
+        const text = (ms) => `'${new Date(ms).toISOString().replace('T', ' ').replace('Z', '')}'`;
+        return `select date_trunc('hour', ts) as t, max(duration_ms) as slowest from requests where ts >= ${text(now - 86_400_000)} and ts < ${text(now)} group by t order by t`;
+      },
+    ],
   ];
-  const twin = (sql) => sql.replace(' from requests ', ' from (select * from requests) as requests ');
+  const twin = (sql) =>
+    typeof sql === 'function'
+      ? () => twin(sql())
+      : sql.replace(' from requests ', ' from (select * from requests) as requests ');
   /** CPU ms of the server's main thread (the JavaScript), from /proc. */
   const mainThreadMs = () => {
     const fields = readFileSync(`/proc/${server.pid}/task/${server.pid}/stat`, 'utf8')
@@ -71,7 +84,7 @@ try {
   for (const c of cases)
     c.run = async () => {
       const [cpu, main] = [processTreeCpuMs(server.pid), mainThreadMs()];
-      const table = await client.query(c.sql);
+      const table = await client.query(typeof c.sql === 'function' ? c.sql() : c.sql);
       c.cpu += processTreeCpuMs(server.pid) - cpu;
       c.main += mainThreadMs() - main;
       return table;
