@@ -1359,7 +1359,8 @@ export class Rollups {
     const rows = await this.filesOf('main', definition.base, definition.baseTimeColumn, snapshot, watermark);
     if (!rows) return undefined;
     const filter = audienceFilter(scope);
-    return rows.sql === null || !filter ? rows : { sql: `${rows.sql} WHERE ${filter}` };
+    // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
+    return rows.sql === null || !filter ? rows : { sql: `SELECT * FROM (${rows.sql}) WHERE ${filter}` };
   }
 
   /**

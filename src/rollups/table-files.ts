@@ -8,12 +8,12 @@ import { quoteLiteral } from './rollup-sql.js';
 // transaction) and scan cost several times the reader's for the same rows (bench/rollups/in-process.mjs:
 // the tail 42 ms against 6.8; a rollup's stored rows 25.4 against 5.6). Two uses: a series table's
 // rows from a rollup's watermark on (the never-stale read's tail), and a rollup's stored rows (all of
-// its `_materialized` table). Only when the files alone hold those rows exactly as DuckLake would give
-// them: no delete file or inlined delete on them, no inlined row among them, files written with the
-// table's columns as they are (no column added, renamed or retyped since, no name mapping, no
-// encryption, no partial file, no partition) and of types the Parquet reader gives back as they are
-// typed (or, for HUGEINT, as DuckLake casts them back). Anything else: null, and the read scans
-// DuckLake as before.
+// its `_materialized` table). Only when the files, less the rows their delete files list, hold those
+// rows exactly as DuckLake would give them: no inlined delete on them, no inlined row among them, files
+// written with the table's columns as they are (no column added, renamed or retyped since, no name
+// mapping, no encryption, no partial file, no partition) and of types the Parquet reader gives back as
+// they are typed (or, for HUGEINT, as DuckLake casts them back). Anything else: null, and the read
+// scans DuckLake as before.
 
 /** The rows as a SELECT of the table's columns (no WHERE): null when no file holds any (there are none). */
 export interface FileRows {
@@ -118,12 +118,14 @@ export async function fileRows(
     path: string;
     relative: boolean;
     plain: boolean;
-    deleted: boolean;
+    deletes: Array<{ path: string; relative: boolean; plain: boolean }> | null;
   }>(
     `SELECT f.data_file_id::text AS id, f.path, f.path_is_relative AS relative,
             (f.begin_snapshot >= $4 AND f.partial_max IS NULL AND f.mapping_id IS NULL AND f.encryption_key IS NULL
              AND f.partition_id IS NULL AND f.file_format = 'parquet') AS plain,
-            EXISTS (SELECT 1 FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}) AS deleted
+            (SELECT json_agg(json_build_object('path', d.path, 'relative', d.path_is_relative,
+                                               'plain', d.format = 'parquet' AND d.encryption_key IS NULL))
+               FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}) AS deletes
        FROM ${s}.ducklake_data_file f
        LEFT JOIN ${s}.ducklake_file_column_stats k ON k.data_file_id = f.data_file_id AND k.column_id = (
             SELECT c.column_id FROM ${s}.ducklake_column c WHERE c.table_id = f.table_id AND c.column_name = $1 AND ${live('c')})
@@ -131,7 +133,10 @@ export async function fileRows(
       ORDER BY f.data_file_id`,
     [...params, String(newestColumn), meta.table_id],
   );
-  if (files.some((f) => !f.plain || f.deleted)) return null;
+  // A delete file lists the positions (from 0, in file order) of every row deleted from its data
+  // file up to its snapshot: one is live per data file at a snapshot.
+  if (files.some((f) => !f.plain || (f.deletes !== null && (f.deletes.length !== 1 || !f.deletes[0].plain))))
+    return null;
   // Rows inlined in the catalog (small writes) and deletes of file rows inlined there: the read
   // takes none of them, so any that it would see means DuckLake's scan.
   const checks = meta.inlined.map(
@@ -154,7 +159,8 @@ export async function fileRows(
   const under = (base: string, path: string, relative: boolean): string => (relative ? base + path : path);
   const schemaPath = under(meta.data_path, meta.schema_path, meta.schema_relative);
   const tablePath = under(schemaPath, meta.table_path, meta.table_relative);
-  const paths = files.map((f) => quoteLiteral(under(tablePath, f.path, f.relative)));
+  const path = (file: { path: string; relative: boolean }): string =>
+    quoteLiteral(under(tablePath, file.path, file.relative));
   const names = columns
     .map((c) => {
       const name = quoteIdentifier(c.name);
@@ -162,5 +168,17 @@ export async function fileRows(
       return cast ? `CAST(${name} AS ${cast}) AS ${name}` : name;
     })
     .join(', ');
-  return { sql: `SELECT ${names} FROM read_parquet([${paths.join(', ')}])` };
+  const whole = files.filter((f) => f.deletes === null);
+  const reads = [
+    ...(whole.length > 0 ? [`SELECT ${names} FROM read_parquet([${whole.map(path).join(', ')}])`] : []),
+    ...files.flatMap((f) =>
+      f.deletes === null
+        ? []
+        : [
+            `SELECT ${names} FROM read_parquet([${path(f)}], file_row_number = true)
+              WHERE file_row_number NOT IN (SELECT pos FROM read_parquet([${path(f.deletes[0])}]))`,
+          ],
+    ),
+  ];
+  return { sql: reads.join('\nUNION ALL ') };
 }

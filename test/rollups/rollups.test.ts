@@ -555,7 +555,7 @@ describe('rollups (issue 17)', () => {
       assert.equal(await scansOf('inlined_early', 'SELECT * FROM inlined_early_hourly'), 1);
     });
 
-    it('the stored rows are read from their files, and through DuckLake once a refresh corrects them', async () => {
+    it('the stored rows are read from their files, less a delete file, and through DuckLake once a refresh inlines a correction', async () => {
       const { check } = await withTail('stored');
       const stored = 'SELECT * FROM stored_hourly_materialized';
       // Every bucket before the tail's (2100) is stored, none pending after a refresh.
@@ -569,6 +569,22 @@ describe('rollups (issue 17)', () => {
       };
       await materialized();
       assert.equal(await lakeScans(stored), 0);
+      // Late rows in half the stored buckets: the refresh deletes their rows (a delete file: deleting
+      // a file's every row ends the file instead) and writes them again (a file), which the read
+      // applies by position, still from the files alone.
+      const { check: checkMany } = await withTail('stored_many');
+      await asTeamA.updateCount(
+        `INSERT INTO stored_many SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i * 20), 'h' || (i % 3), 7 FROM range(36) t(i)`,
+      );
+      await scalar(asAdmin, `SELECT refresh_rollup('stored_many_hourly')`);
+      await checkMany();
+      for (const client of [asAdmin, asTeamA])
+        await same(
+          client,
+          'stored_many_hourly_materialized',
+          `SELECT * FROM stored_many_hourly WHERE bucket < TIMESTAMP '2100-01-01'`,
+        );
+      assert.equal(await lakeScans('SELECT * FROM stored_many_hourly_materialized'), 0);
       // A late row corrects a stored bucket (a delete and an insert of the stored table): the files
       // alone no longer hold the stored rows.
       await asTeamA.updateCount(`INSERT INTO stored VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
@@ -578,13 +594,15 @@ describe('rollups (issue 17)', () => {
       assert.equal(await lakeScans(stored), 1);
     });
 
-    it('deletes of tail rows, a few (inlined) and many (a delete file), are read', async () => {
+    it('deletes of tail rows, a few (inlined) and many (a delete file, from the files), are read', async () => {
       const few = await withTail('few_deleted');
       await asAdmin.updateCount(`DELETE FROM few_deleted WHERE ts >= TIMESTAMP '2100-01-01' AND v IN (3, 1004)`);
       await few.check();
       const many = await withTail('many_deleted');
       await asAdmin.updateCount(`DELETE FROM many_deleted WHERE ts >= TIMESTAMP '2100-01-01' AND v % 2 = 0`);
       await many.check();
+      // A delete file is applied by the rows' positions: the tail still comes from the files alone.
+      assert.equal(await lakeScans('SELECT * FROM many_deleted_hourly'), 0);
     });
 
     it('updates of tail rows, and of an older row into the tail, are read', async () => {
