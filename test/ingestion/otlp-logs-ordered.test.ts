@@ -151,6 +151,17 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     );
   });
 
+  it('fails the statement, not the process, when a payload cannot be held in memory', async () => {
+    // The payloads are decoded on a thread of the addon's own: memory refused there (here a size no string can
+    // hold, std::length_error; under load std::bad_alloc) used to abort the process.
+    const { file } = bundle([protobufOf(randomRequest(random(4)))]);
+    await assert.rejects(
+      rows(`SELECT * FROM ${orderedProtobufLogs(file, [2 ** 63], [t0])}`, [blocks(file, 1), orderedBlocks]),
+      (error: Error) =>
+        isErrorOf(error, engineErrors, 'QUERY_INVALID') && error.message.includes(protobufPayloadName(file, 0)),
+    );
+  });
+
   it('reads only files in the folder it was registered with', async () => {
     for (const fn of ['__orrery_otlp_logs_spans', '__orrery_otlp_logs_ordered'])
       await assert.rejects(

@@ -27,6 +27,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -1084,17 +1085,21 @@ class DecodeAhead {
     auto held = std::make_unique<Held>();
     held->payload = payload;
     held->place = place;
+    // What this thread throws would end the process (no DuckDB frame above it to make it the statement's error,
+    // as for __orrery_otlp_logs): memory refused (std::bad_alloc, std::length_error) fails the statement too.
     try {
       DecodePayload(fd_, bind_, payload, work_, held->rows, false);
+      const auto &time = held->rows.time;
+      held->order.resize(time.size());
+      for (uint32_t i = 0; i < held->order.size(); i++) held->order[i] = i;
+      if (!std::is_sorted(time.begin(), time.end()))
+        std::stable_sort(held->order.begin(), held->order.end(),
+                         [&](uint32_t a, uint32_t b) { return time[a] < time[b]; });
     } catch (const Failure &failure) {
       return {nullptr, "OTLP logs payload " + PayloadName(bind_, payload) + ": " + failure.message};
+    } catch (const std::exception &error) {
+      return {nullptr, "OTLP logs payload " + PayloadName(bind_, payload) + ": " + error.what()};
     }
-    const auto &time = held->rows.time;
-    held->order.resize(time.size());
-    for (uint32_t i = 0; i < held->order.size(); i++) held->order[i] = i;
-    if (!std::is_sorted(time.begin(), time.end()))
-      std::stable_sort(held->order.begin(), held->order.end(),
-                       [&](uint32_t a, uint32_t b) { return time[a] < time[b]; });
     return {std::move(held), ""};
   }
 };
