@@ -114,8 +114,13 @@ export interface RewriteInput {
   /** When a window off bucket boundaries reads raw edges (see rawCheaper); without it, whenever it can. */
   readonly rawEdges?: {
     readonly minRows: number;
-    /** The table's rows with times in [from, to) (ns; to null: on), estimated; null when not known. */
-    readonly rowsWithin: (table: SeriesTable, from: bigint, to: bigint | null) => Promise<number | null>;
+    /**
+     * The table's rows with times in [from, to) (ns; to null: on), estimated; null when not known. Absent for a
+     * statement that may not weigh the table's rows: the estimate counts every audience's rows, and whether a
+     * reader's window read the rollup would tell how many rows other audiences hold (such a window reads raw,
+     * unless minRows is 0).
+     */
+    readonly rowsWithin?: (table: SeriesTable, from: bigint, to: bigint | null) => Promise<number | null>;
   };
 }
 
@@ -906,6 +911,11 @@ async function rawCheaper(level: Level, candidate: Rewritten, input: RewriteInpu
   const { edges, target } = candidate;
   if (!edges || !input.rawEdges) return null;
   const { minRows, rowsWithin } = input.rawEdges;
+  if (minRows === 0) return null;
+  if (!rowsWithin)
+    return new Skip(
+      `window not aligned, and whether whole ${target.grain} buckets plus raw edges cost less than a raw read is decided on every audience's rows, which only an admin's statement weighs (ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS=0 reads them for every key)`,
+    );
   const rows = await rowsWithin(level.table, edges.from, edges.to);
   if (rows === null || rows >= minRows) return null;
   return new Skip(

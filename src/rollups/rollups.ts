@@ -1568,6 +1568,11 @@ export class Rollups {
      * evaluated with it, and the statement's clock calls, kept in the tree, key the rewrite kept.
      */
     clock?: { readonly node: Node; readonly ms: number } | null,
+    /**
+     * Whether the statement's key reads every audience's rows (an admin's): only then may the rewrite weigh the
+     * table's row estimates, which count them all (see RewriteInput.rawEdges).
+     */
+    seesEveryAudience = false,
   ): Promise<RollupRewrite | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
@@ -1589,6 +1594,7 @@ export class Rollups {
     // while its window's bounds evaluate the same (they may hang on now()).
     const key = JSON.stringify([
       String(snapshot),
+      seesEveryAudience,
       relevant.map((d) => [d.name, d.retention, d.coveredFrom, d.sourceHash, d.query]),
       tree.statements,
     ]);
@@ -1690,7 +1696,7 @@ export class Rollups {
       probe: (sql) => this.probed(sql),
       rawEdges: {
         minRows: this.options.rawEdgesMinRows ?? defaultRawEdgesMinRows,
-        rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, from, to),
+        rowsWithin: seesEveryAudience ? (table, from, to) => this.rowsWithin(table, snapshot, from, to) : undefined,
       },
     });
     // A rewrite whose bounds move with the clock is always made again (not reused as it is): its tree is not kept.

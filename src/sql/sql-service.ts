@@ -651,7 +651,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const reads =
       tree && readsRollups
-        ? await rollups.rewrite(tree, point, stored && ((n) => stored.original(n)), pruning?.fixedClock)
+        ? await rollups.rewrite(
+            tree,
+            point,
+            stored && ((n) => stored.original(n)),
+            pruning?.fixedClock,
+            principal.admin,
+          )
         : null;
     if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.outcome });
     // Pruning compared the statement's now() as one value: the statement runs with it (after the rollup
@@ -1051,7 +1057,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const stored = readers?.stored;
     const reads =
       rollups &&
-      (await rollups.rewrite(tree, undefined, stored && ((n) => stored.original(n)), readers?.pruning.fixedClock));
+      (await rollups.rewrite(
+        tree,
+        undefined,
+        stored && ((n) => stored.original(n)),
+        readers?.pruning.fixedClock,
+        principal.admin,
+      ));
     return {
       ...(reads?.provenance ?? { resources: [] }),
       stored_columns: stored?.reported(reads?.storedColumnsUnread ?? []) ?? [],
