@@ -1,12 +1,13 @@
 // What the resources record of partition files that are gone (issue 13): a merge, a rebuild or retention
 // retires a partition's file, and housekeeping deletes it once no statement may read it. The rows about
-// such a file (the stored columns it holds, its indexes' statistics, its projections' sorted copies) are
-// then deleted, and the copies queued for deletion. A file is gone when no partition names it and it is
+// such a file (the stored columns it holds, its indexes' statistics, its text indexes' and projections'
+// copies) are then deleted, and the copies queued for deletion. A file is gone when no partition names it and it is
 // not waiting for deletion either: decided by state, not by the paths one run deleted, so a run killed in
 // between is finished by the next, and a row written for a partition retired meanwhile goes too.
 import { queueForDeletion } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { ensureLedger } from './ledger.js';
+import { textCopies } from './partition-stats.js';
 
 const isGone = (alias: string): string =>
   `NOT EXISTS (SELECT 1 FROM lakehouse_partitions p WHERE p.file_path = ${alias}.file_path)
@@ -19,14 +20,22 @@ const isGone = (alias: string): string =>
 export async function forgetGoneFiles(db: MetadataQueries): Promise<number> {
   await ensureLedger(db);
   const columns = await db.query(`DELETE FROM resource_column_files f WHERE ${isGone('f')}`);
-  const stats = await db.query(`DELETE FROM resource_partition_stats s WHERE ${isGone('s')}`);
-  const audiences = await db.query(`DELETE FROM resource_audience_stats s WHERE ${isGone('s')}`);
-  // Copies are queued (by the lakehouse, which owns temporary_files) before their rows go: a run killed in
-  // between queues them again, never leaves a copy nothing names.
+  // Copies (a text index's, a projection's) are queued (by the lakehouse, which owns temporary_files) before
+  // their rows go: a run killed in between queues them again, never leaves a copy nothing names.
+  const texts = textCopies(
+    (
+      await db.query<{ copy_path: string | null }>(
+        `SELECT copy_path FROM resource_partition_stats s WHERE ${isGone('s')}
+         UNION SELECT copy_path FROM resource_audience_stats s WHERE ${isGone('s')}`,
+      )
+    ).rows,
+  );
   const copies = (
     await db.query<{ copy_path: string }>(`SELECT copy_path FROM resource_projection_files c WHERE ${isGone('c')}`)
   ).rows.map((r) => r.copy_path);
-  if (copies.length > 0) await queueForDeletion(db, copies, 0);
+  if (copies.length + texts.length > 0) await queueForDeletion(db, [...texts, ...copies], 0);
+  const stats = await db.query(`DELETE FROM resource_partition_stats s WHERE ${isGone('s')}`);
+  const audiences = await db.query(`DELETE FROM resource_audience_stats s WHERE ${isGone('s')}`);
   const copied = await db.query('DELETE FROM resource_projection_files WHERE copy_path = ANY($1::text[])', [copies]);
   return (columns.rowCount ?? 0) + (stats.rowCount ?? 0) + (audiences.rowCount ?? 0) + (copied.rowCount ?? 0);
 }

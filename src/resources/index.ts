@@ -68,6 +68,7 @@ export {
 } from './partition-stats.js';
 export {
   bothOf,
+  copyRange,
   decodePostings,
   eitherOf,
   mayContain,
@@ -75,6 +76,7 @@ export {
   rowsMatching,
   searchedRuns,
   searchedTrigrams,
+  type CopyRange,
   type Postings,
 } from './text-index.js';
 export { publicationOf, publishedTexts, readPublicationTexts } from './files.js';

@@ -79,6 +79,10 @@ CREATE TABLE IF NOT EXISTS resource_audience_stats (
   postings        BYTEA,
   PRIMARY KEY (index_hash, file_path, audience)
 );
+-- A text index's copy of the rows its postings list (object key; partition-stats.ts, writeTextCopy): of the
+-- file's rows, and of each audience's. NULL for other kinds, and for files indexed before copies were kept.
+ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS copy_path TEXT;
+ALTER TABLE resource_audience_stats ADD COLUMN IF NOT EXISTS copy_path TEXT;
 -- NULL until the set has a partition file (an index installed on an empty set): see valueTypeOf.
 ALTER TABLE resource_indexes ALTER COLUMN value_type DROP NOT NULL;
 CREATE TABLE IF NOT EXISTS resource_columns (

@@ -4,7 +4,7 @@
 // what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
 // Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
-import type { ObjectStore, Partition } from '../lakehouse/index.js';
+import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteIdentifier, quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
@@ -14,7 +14,14 @@ import type { InstallContext, ResourceInstaller } from './installers.js';
 import { writeParquetBloomFilters } from './parquet-bloom.js';
 import { projectPartition } from './projections.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
-import { encodePostings, postedShare, postedTokens, postingsShare, trigramBitmap } from './text-index.js';
+import {
+  decodePostings,
+  encodePostings,
+  postedShare,
+  postedTokens,
+  postingsShare,
+  trigramBitmap,
+} from './text-index.js';
 import type { ValidEntry } from './validation.js';
 
 /** A set index keeps the distinct values of a partition when there are at most this many. */
@@ -62,8 +69,9 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
     partitionsToDo(
       ctx.db,
       entry.physical,
-      // A file indexed before its audiences' statistics were kept is indexed again (its own row is kept).
-      'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL',
+      // A file indexed before its audiences' statistics were kept, or (text) before its copies were, is
+      // indexed again (its own row is kept).
+      `SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL${entry.indexKind === 'text' ? ' AND copy_path IS NOT NULL' : ''}`,
       hash,
     );
   const expression = indexedExpression(entry, ctx.entries);
@@ -140,16 +148,35 @@ async function writeStatistics(
           { source: `(SELECT * FROM ${source} WHERE audience IS NOT NULL)`, group: 'audience' },
           whole.rows,
         );
-  for (const [audience, stats] of own)
+  // A text index's copies of the posted rows: of the file's, and of each audience's own (the file's, for one alone).
+  const copyOf = (audience: string | null, stats: StatisticsRow) =>
+    index.kind === 'text' ? writeTextCopy(ctx, index, partition.filePath, audience, stats) : null;
+  const wholeCopy = await copyOf(null, whole);
+  for (const [audience, stats] of own) {
+    const copy = stats === whole ? wholeCopy : await copyOf(audience, stats);
     await ctx.db.query(
-      `INSERT INTO resource_audience_stats (index_hash, file_path, audience, min_value, max_value, distinct_values, bloom, postings)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (index_hash, file_path, audience) DO NOTHING`,
-      [index.hash, partition.filePath, audience, stats.min, stats.max, stats.distinct, stats.bloom, stats.postings],
+      `INSERT INTO resource_audience_stats (index_hash, file_path, audience, min_value, max_value, distinct_values, bloom, postings, copy_path)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (index_hash, file_path, audience)
+       DO UPDATE SET postings = EXCLUDED.postings, copy_path = EXCLUDED.copy_path
+       WHERE resource_audience_stats.copy_path IS DISTINCT FROM EXCLUDED.copy_path`,
+      [
+        index.hash,
+        partition.filePath,
+        audience,
+        stats.min,
+        stats.max,
+        stats.distinct,
+        stats.bloom,
+        stats.postings,
+        copy,
+      ],
     );
+  }
   await ctx.db.query(
-    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings, audiences)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (index_hash, file_path)
-     DO UPDATE SET audiences = EXCLUDED.audiences WHERE resource_partition_stats.audiences IS NULL`,
+    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings, audiences, copy_path)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (index_hash, file_path)
+     DO UPDATE SET audiences = EXCLUDED.audiences, postings = EXCLUDED.postings, copy_path = EXCLUDED.copy_path
+     WHERE resource_partition_stats.audiences IS NULL OR resource_partition_stats.copy_path IS DISTINCT FROM EXCLUDED.copy_path`,
     [
       index.hash,
       index.viewSet,
@@ -161,9 +188,51 @@ async function writeStatistics(
       whole.bloom,
       whole.postings,
       audiences,
+      wholeCopy,
     ],
   );
   forgetAbsent();
+}
+
+/** Rows per row group of a text index's copy: a rare word's rows are a row group or two of it. */
+const copyRowGroup = 4096;
+
+/**
+ * Writes a text index's copy of the rows its postings list, of a file's rows or (`audience`) of one
+ * audience's: the file's columns, each posted token's rows in turn in the postings' order (tokens sorted,
+ * then rows), numbered in `__orr_position`, with their row in the file in `__orr_row`. A search then reads
+ * its tokens' rows as a range of the copy (see copyRange), a row group or a few, where the file's rows are
+ * scattered over every page; an audience's copy holds its rows alone, so what a reader's search reads of
+ * it depends on no other audience's rows. Returns the copy's object key.
+ */
+async function writeTextCopy(
+  ctx: { readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
+  index: IndexShape,
+  filePath: string,
+  audience: string | null,
+  stats: StatisticsRow,
+): Promise<string> {
+  const postings = decodePostings(stats.postings!)!;
+  const key = `text-index/${index.hash}/${audience === null ? 'all' : `audiences/${encodeURIComponent(audience)}`}/${filePath}`;
+  const tokens = [...postings.tokens.keys()].map(quoteLiteral).join(', ');
+  const rows = `read_parquet(${quoteLiteral(ctx.store.location(filePath))}, file_row_number = true)`;
+  const [[written]] = await ctx.lakeRows(
+    `COPY (
+       WITH source AS (SELECT * FROM ${rows}${audience === null ? '' : ` WHERE audience::VARCHAR = ${quoteLiteral(audience)}`}),
+       chosen AS (SELECT unnest([${tokens}]::VARCHAR[]) AS t),
+       posted AS (
+         SELECT * FROM (SELECT DISTINCT file_row_number AS r, unnest(regexp_extract_all(lower(${index.expression}), '[0-9a-z]{3,}')) AS t FROM source)
+          SEMI JOIN chosen USING (t))
+       SELECT source.* EXCLUDE (file_row_number), posted.r AS __orr_row,
+              row_number() OVER (ORDER BY posted.t, posted.r) - 1 AS __orr_position
+         FROM posted JOIN source ON source.file_row_number = posted.r
+        ORDER BY posted.t, posted.r)
+     TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${copyRowGroup})`,
+  );
+  const listed = [...postings.tokens.values()].reduce((n, list) => n + list.length, 0);
+  if (Number(written) !== listed)
+    throw new Error(`the text index's copy of ${filePath} holds ${String(written)} rows, its postings list ${listed}`);
+  return key;
 }
 
 /**
@@ -319,14 +388,33 @@ export async function indexPartition(
   await projectPartition(ctx, partition);
 }
 
+/**
+ * How long the copies of a dropped text index stay: a statement planned before the drop may still read them
+ * (as a dropped projection's copies).
+ */
+const copiesKeptSeconds = 3600;
+
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_indexes WHERE index_hash = $1', [row.hash]);
   forgetRecent();
-  await ctx.db.query('DELETE FROM resource_audience_stats WHERE index_hash = $1', [row.hash]);
-  const { rowCount } = await ctx.db.query('DELETE FROM resource_partition_stats WHERE index_hash = $1', [row.hash]);
-  return `${rowCount ?? 0} partition statistics row(s) deleted`;
+  const audiences = await ctx.db.query<{ copy_path: string | null }>(
+    'DELETE FROM resource_audience_stats WHERE index_hash = $1 RETURNING copy_path',
+    [row.hash],
+  );
+  const files = await ctx.db.query<{ copy_path: string | null }>(
+    'DELETE FROM resource_partition_stats WHERE index_hash = $1 RETURNING copy_path',
+    [row.hash],
+  );
+  const copies = textCopies([...audiences.rows, ...files.rows]);
+  await queueForDeletion(ctx.db, copies, copiesKeptSeconds);
+  return `${files.rowCount ?? 0} partition statistics row(s) deleted${copies.length > 0 ? `, ${copies.length} text index copies queued for deletion in ${copiesKeptSeconds} s` : ''}`;
 }
+
+/** The text index copies statistics rows name, once each (a file of one audience's rows shares its copy). */
+export const textCopies = (rows: ReadonlyArray<{ copy_path: string | null }>): string[] => [
+  ...new Set(rows.flatMap((r) => (r.copy_path === null ? [] : [r.copy_path]))),
+];
 
 /** Installs every index kind (minmax, set, bloom_filter and text) as per-partition statistics. */
 export const partitionStatsInstaller: ResourceInstaller = {
@@ -359,6 +447,8 @@ export interface PartitionStatistics {
   readonly bloom: Buffer | null;
   /** A text index's postings (see text-index.ts); null for files indexed before they were kept. */
   readonly postings: Buffer | null;
+  /** A text index's copy of the rows its postings list (object key, see writeTextCopy); null: none kept. */
+  readonly copy: string | null;
 }
 
 /** The indexes installed on a set, as read at most two seconds ago (see recently). */
@@ -417,7 +507,7 @@ async function audienceRows(
   audiences: readonly string[],
 ): Promise<Map<string, PartitionStatistics[]>> {
   const { rows } = await db.query<StatisticsColumns & { audience: string | null }>(
-    `SELECT s.file_path, a.audience, a.min_value, a.max_value, a.distinct_values, a.bloom, a.postings
+    `SELECT s.file_path, a.audience, a.min_value, a.max_value, a.distinct_values, a.bloom, a.postings, a.copy_path
        FROM resource_partition_stats s LEFT JOIN resource_audience_stats a
          ON a.index_hash = s.index_hash AND a.file_path = s.file_path AND a.audience = ANY($3::text[])
       WHERE s.index_hash = $1 AND s.file_path = ANY($2::text[]) AND s.audiences IS NOT NULL`,
@@ -440,6 +530,7 @@ interface StatisticsColumns {
   distinct_values: string[] | null;
   bloom: Buffer | null;
   postings: Buffer | null;
+  copy_path: string | null;
 }
 
 const statisticsOf = (hash: string, r: StatisticsColumns): PartitionStatistics => ({
@@ -450,6 +541,7 @@ const statisticsOf = (hash: string, r: StatisticsColumns): PartitionStatistics =
   distinct: r.distinct_values,
   bloom: r.bloom,
   postings: r.postings,
+  copy: r.copy_path,
 });
 
 const sizeOf = (s: PartitionStatistics): number =>
@@ -458,6 +550,7 @@ const sizeOf = (s: PartitionStatistics): number =>
   (s.min?.length ?? 0) +
   (s.max?.length ?? 0) +
   (s.distinct?.join('').length ?? 0) +
+  (s.copy?.length ?? 0) * 2 +
   200;
 
 async function statisticsRows(
@@ -466,7 +559,7 @@ async function statisticsRows(
   files: readonly string[],
 ): Promise<Map<string, PartitionStatistics>> {
   const { rows } = await db.query<StatisticsColumns>(
-    `SELECT file_path, min_value, max_value, distinct_values, bloom, postings FROM resource_partition_stats
+    `SELECT file_path, min_value, max_value, distinct_values, bloom, postings, copy_path FROM resource_partition_stats
       WHERE index_hash = $1 AND file_path = ANY($2::text[])`,
     [hash, files],
   );

@@ -170,3 +170,46 @@ export function rowCount(rows: Uint8Array): number {
   return n;
 }
 const bitsIn = Uint8Array.from({ length: 256 }, (_, b) => b.toString(2).replace(/0/g, '').length);
+
+/**
+ * A range of a text index's copy of a file's posted rows (see partition-stats.ts: each posted token's rows
+ * in turn, in the postings' order, numbered from 0 in `__orr_position`): the positions from `from` to `to`,
+ * all of them, or those `bits` holds (from `from`, in the first byte's highest bit).
+ */
+export interface CopyRange {
+  readonly from: number;
+  readonly to: number;
+  readonly bits: Uint8Array | null;
+}
+
+/**
+ * Where the rows of `left` (a bitmap of a file's rows) are in the copy of these postings' rows, each at the
+ * first token holding it of those holding one of `runs` (the searches': their rows are together), else at its
+ * first token; the rows found are cleared from `left`. Null when the postings list none of them.
+ */
+export function copyRange(postings: Postings, left: Uint8Array, runs: readonly string[]): CopyRange | null {
+  const positions: number[] = [];
+  const lists: Array<[number, readonly number[], boolean]> = [];
+  let offset = 0;
+  for (const [token, list] of postings.tokens) {
+    lists.push([offset, list, runs.some((run) => token.includes(run))]);
+    offset += list.length;
+  }
+  for (const searched of [true, false])
+    for (const [first, list, holds] of lists) {
+      if (holds !== searched) continue;
+      for (const [i, row] of list.entries()) {
+        const bit = 0x80 >> (row & 7);
+        if ((left[row >> 3] & bit) === 0) continue;
+        left[row >> 3] &= ~bit;
+        positions.push(first + i);
+      }
+    }
+  if (positions.length === 0) return null;
+  positions.sort((a, b) => a - b);
+  const [from, to] = [positions[0], positions[positions.length - 1]];
+  if (to - from + 1 === positions.length) return { from, to, bits: null };
+  const bits = new Uint8Array(Math.ceil((to - from + 1) / 8));
+  for (const p of positions) bits[(p - from) >> 3] |= 0x80 >> ((p - from) & 7);
+  return { from, to, bits };
+}

@@ -7,6 +7,7 @@ import {
   sessionStatements,
   type EventRange,
   type ReadScope,
+  type RowsToRead,
   type SessionView,
   type ViewLoader,
   type ViewRegistry,
@@ -60,8 +61,8 @@ export interface PartitionFilter {
   projected?(view: ViewSet, files: readonly string[]): Promise<{ files: readonly string[]; absent: readonly string[] }>;
   /** These partitions (those kept), in the order the statement reads them best (newest first for a top-N by time). */
   newest?(view: ViewSet, partitions: readonly Partition[]): readonly string[];
-  /** The rows to read of a partition kept, as a bitmap of its rows (a text index's postings); undefined: every row. */
-  rows?(file: string): Uint8Array | undefined;
+  /** The rows to read of a partition kept (a text index's postings), copies named by object key; undefined: every row. */
+  rows?(file: string): RowsToRead | undefined;
   /** Told how many rows of a set's partitions the statement reads (those of the files read whole, the rows of the others). */
   read?(rows: number): void;
 }
@@ -83,13 +84,16 @@ async function sessionViewOf(
   const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
   const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };
   // Rows are numbered in the partitions' own files, not in a projection's sorted copies.
-  const rows = new Map<string, Uint8Array>();
+  const rows = new Map<string, RowsToRead>();
   const rowsOf = new Map(partitions.map((p) => [p.filePath!, p.numRows]));
   let rowsRead = 0;
   for (const key of keys) {
-    const bitmap = read === keys ? filter?.rows?.(key) : undefined;
-    if (bitmap) rows.set(lakehouse.store.location(key), bitmap);
-    rowsRead += bitmap ? rowCount(bitmap) : (rowsOf.get(key) ?? 0);
+    const some = read === keys ? filter?.rows?.(key) : undefined;
+    if (some) {
+      const copies = some.copies?.map((c) => ({ ...c, file: lakehouse.store.location(c.file) })) ?? null;
+      rows.set(lakehouse.store.location(key), { bitmap: some.bitmap, copies });
+    }
+    rowsRead += some ? rowCount(some.bitmap) : (rowsOf.get(key) ?? 0);
   }
   filter?.read?.(rowsRead);
   return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent, rows };

@@ -21,6 +21,7 @@ import {
   recentIndexes,
   recentProjections,
   bothOf,
+  copyRange,
   decodePostings,
   eitherOf,
   mayContain,
@@ -37,7 +38,7 @@ import {
   type PartitionStatistics,
 } from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
-import { passesRowsThrough, quoteLiteral, type ViewSet } from '../views/index.js';
+import { passesRowsThrough, quoteLiteral, type CopyRead, type RowsToRead, type ViewSet } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import type { Partition } from '../lakehouse/index.js';
 import { newestFirst, type NewestFirstRead } from './newest-first.js';
@@ -86,13 +87,41 @@ export interface RowsRead {
   readonly rows: number;
   readonly read: number;
   readonly index: string;
+  /** Of those partitions, the ones whose rows were read from the text index's copies (see copyReads). */
+  readonly copies: number;
 }
 
-/** The rows of a file that may pass, as a bitmap of its `total` rows, by the text index `index` (see matching). */
+/**
+ * The rows of a file that may pass, as a bitmap of its `total` rows, by the text index `index` (see matching),
+ * and statistics of one text index whose postings list each of them (one per audience read), or null.
+ */
 interface Matching {
   readonly rows: Uint8Array;
   readonly index: string;
   readonly total: number;
+  readonly listedBy: readonly PartitionStatistics[] | null;
+  /** The searches' runs the rows were found by (their tokens list every row). */
+  readonly runs: readonly string[];
+}
+
+/**
+ * Where a file's rows are in the copies of the text index statistics listing them (see copyRange): null when
+ * one of them has no copy, or lists not every row.
+ */
+function copyReads(
+  listedBy: readonly PartitionStatistics[],
+  rows: Uint8Array,
+  runs: readonly string[],
+): CopyRead[] | null {
+  const left = rows.slice();
+  const reads: CopyRead[] = [];
+  for (const { postings, copy } of listedBy) {
+    const decoded = postings && postingsOf(postings);
+    if (!decoded || copy === null) return null;
+    const range = copyRange(decoded, left, runs);
+    if (range) reads.push({ file: copy, ...range });
+  }
+  return rowCount(left) === 0 ? reads : null;
 }
 
 /** A projection a statement read in place of a set's partition files: for the provenance of an admin's result. */
@@ -753,8 +782,8 @@ export class PartitionPruning {
   readonly projections: ProjectionRead[] = [];
   readonly newestFirst: NewestFirstRead[] = [];
   readonly rowsRead: RowsRead[] = [];
-  /** The rows to read of a partition (object key), as a bitmap of its rows (see rowsMatching); absent: every row. */
-  readonly rows = new Map<string, Uint8Array>();
+  /** The rows to read of a partition (object key; see rowsMatching), its copies' too; absent: every row. */
+  readonly rows = new Map<string, RowsToRead>();
   /** The rows of the sets' partitions the statement reads, as they are read (whole, or the rows kept). */
   partitionRows = 0;
   private bitmapBytes = 0;
@@ -821,19 +850,27 @@ export class PartitionPruning {
       files.filter((f) => !skipped.has(f)),
       indexes,
     );
-    const read = { partitions: 0, rows: 0, read: 0, index: '' };
-    for (const [file, { rows, index, total }] of matching) {
+    const read = { partitions: 0, rows: 0, read: 0, index: '', copies: 0 };
+    for (const [file, { rows, index, total, listedBy, runs }] of matching) {
       const count = rowCount(rows);
-      if (count === 0) skipped.set(file, index);
+      if (count === 0) {
+        skipped.set(file, index);
+        continue;
+      }
+      // The rows kept together in the index's copies are read there: the file's rows are spread over all of
+      // its pages, which a search would decode whole.
+      const copies = listedBy && copyReads(listedBy, rows, runs);
+      const bytes = copies ? copies.reduce((n, c) => n + (c.bits?.length ?? 0), 0) : rows.length;
       // Reading a bitmap costs its text in the statement (a sixth of a byte per row): worth it for at most
       // half the rows, up to a bound per statement (the files after it are read whole).
-      else if (count <= total / 2 && (this.bitmapBytes += rows.length) <= bitmapLimit) {
-        this.rows.set(file, rows);
+      if (count <= total / 2 && (this.bitmapBytes += bytes) <= bitmapLimit) {
+        this.rows.set(file, { bitmap: rows, copies });
         Object.assign(read, {
           partitions: read.partitions + 1,
           rows: read.rows + total,
           read: read.read + count,
           index: read.index || index,
+          copies: read.copies + (copies ? 1 : 0),
         });
       }
     }
@@ -859,9 +896,20 @@ export class PartitionPruning {
     indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
   ): Promise<Map<string, Matching>> {
     const found = new Map<string, Matching>();
-    const restrict = (file: string, { rows, index, total }: Matching) => {
+    // Rows both sides keep are listed by either's statistics.
+    const restrict = (file: string, matching: Matching) => {
       const before = found.get(file);
-      found.set(file, before ? { ...before, rows: bothOf(rows, before.rows) } : { rows, index, total });
+      found.set(
+        file,
+        before
+          ? {
+              ...before,
+              rows: bothOf(matching.rows, before.rows),
+              listedBy: before.listedBy ?? matching.listedBy,
+              runs: [...before.runs, ...matching.runs],
+            }
+          : matching,
+      );
     };
     if (files.length === 0) return found;
     const qualifiers = new Set([on.qualifier]);
@@ -883,18 +931,23 @@ export class PartitionPruning {
         });
         if (each.length === 0 || !each.every((e) => e !== null)) continue;
         const rows = each.map((e) => e.rows).reduce(eitherOf);
-        restrict(filePath, { rows, index: index.entryKey, total: each[0].total });
+        const runs = searches.flatMap((s) => s.runs);
+        restrict(filePath, { rows, index: index.entryKey, total: each[0].total, listedBy: stats, runs });
       }
     }
     for (const alternatives of on.alternatives) {
       const each = [];
       for (const alternative of alternatives) each.push(await this.matching(view, alternative, files, indexes));
       for (const file of files)
-        if (each.every((m) => m.has(file)))
-          restrict(file, {
-            ...each[0].get(file)!,
-            rows: each.map((m) => m.get(file)!.rows).reduce(eitherOf),
-          });
+        if (each.every((m) => m.has(file))) {
+          // Every alternative's rows are listed by one index's statistics when they all name the same.
+          const [first, ...others] = each.map((m) => m.get(file)!);
+          const same = (m: Matching) =>
+            m.listedBy?.length === first.listedBy?.length && m.listedBy?.every((s, i) => s === first.listedBy![i]);
+          const listedBy = others.every(same) ? first.listedBy : null;
+          const rows = each.map((m) => m.get(file)!.rows).reduce(eitherOf);
+          restrict(file, { ...first, rows, listedBy, runs: each.flatMap((m) => m.get(file)!.runs) });
+        }
     }
     for (const level of on.outer)
       for (const [file, rows] of await this.matching(view, level, files, indexes)) restrict(file, rows);

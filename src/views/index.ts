@@ -42,6 +42,8 @@ export {
   withSource,
   type EventRange,
   type ReadScope,
+  type CopyRead,
+  type RowsToRead,
   type SessionView,
 } from './view-session.js';
 export { instanceView, instanceViews, processSpansRelation, type InstanceView } from './instance-views.js';

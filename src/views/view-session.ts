@@ -18,11 +18,41 @@ export interface SessionView {
   readonly stored?: readonly string[];
   /** The set's columns the files lack (a projection's copies storing some columns): read as NULLs, by no statement. */
   readonly absent?: readonly string[];
-  /**
-   * The rows to read of some of the files, by file: a bitmap of the file's rows, the first row in the first
-   * byte's highest bit (a text index's postings: the other rows cannot pass the statement's WHERE).
-   */
-  readonly rows?: ReadonlyMap<string, Uint8Array>;
+  /** The rows to read of some of the files, by file (a text index's postings: the other rows cannot pass the statement's WHERE). */
+  readonly rows?: ReadonlyMap<string, RowsToRead>;
+}
+
+/**
+ * Rows of a partition file to read: a bitmap of the file's rows, the first row in the first byte's highest
+ * bit, and where they are also kept together, when they are: ranges of a text index's copies of the file's
+ * posted rows (each row in one), read in their place.
+ */
+export interface RowsToRead {
+  readonly bitmap: Uint8Array;
+  readonly copies: readonly CopyRead[] | null;
+}
+
+/**
+ * Rows of a text index's copy (a Parquet file of a partition file's rows, numbered in `__orr_position`, with
+ * their row in the file in `__orr_row`): the positions from `from` to `to`, all of them or those `bits` holds
+ * (from `from`, in the first byte's highest bit).
+ */
+export interface CopyRead {
+  readonly file: string;
+  readonly from: number;
+  readonly to: number;
+  readonly bits: Uint8Array | null;
+}
+
+const bitsOf = (bitmap: Uint8Array): string => `from_base64('${Buffer.from(bitmap).toString('base64')}')::BIT`;
+
+/** SQL reading rows of text index copies, in their rows' order in the partition file (as the file reads them). */
+function copiesRelation(select: string, copies: readonly CopyRead[]): string {
+  const ranges = copies.map(({ file, from, to, bits }) => {
+    const kept = bits ? ` AND get_bit(${bitsOf(bits)}, (__orr_position - ${from})::INTEGER) = 1` : '';
+    return `SELECT * FROM read_parquet(${quoteLiteral(file)}) WHERE __orr_position BETWEEN ${from} AND ${to}${kept}`;
+  });
+  return `SELECT * FROM (${select}(${ranges.join(' UNION ALL ')}) ORDER BY __orr_row)`;
 }
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -35,15 +65,16 @@ export function emptyRelation(columns: readonly ColumnSpec[]): string {
 
 /**
  * SQL reading a list of Parquet files with a set's columns, in their order; a file given rows is read alone,
- * only those rows: DuckDB evaluates the bit of each row's number first, the statement's filters on the rows
- * it keeps.
+ * only those rows: from the copies that keep them together when there are (only their row groups are
+ * decoded), else from the file, DuckDB evaluating the bit of each row's number first, the statement's
+ * filters on the rows it keeps.
  */
 export function filesRelation(
   columns: readonly ColumnSpec[],
   files: readonly string[],
   stored: readonly string[] = [],
   absent: readonly string[] = [],
-  rows: ReadonlyMap<string, Uint8Array> = new Map(),
+  rows: ReadonlyMap<string, RowsToRead> = new Map(),
 ): string {
   if (files.length === 0) return emptyRelation(columns);
   const missing = new Set(absent);
@@ -56,11 +87,15 @@ export function filesRelation(
   const select = `SELECT ${names.join(', ')} FROM `;
   const parts: string[] = [];
   for (let i = 0; i < files.length;) {
-    const bitmap = rows.get(files[i]);
-    if (bitmap) {
-      const bits = `from_base64('${Buffer.from(bitmap).toString('base64')}')::BIT`;
+    const read = rows.get(files[i]);
+    if (read?.copies) {
+      parts.push(copiesRelation(select, read.copies));
+      i++;
+      continue;
+    }
+    if (read) {
       parts.push(
-        `${select}read_parquet(${quoteLiteral(files[i++])}, file_row_number = true) WHERE get_bit(${bits}, file_row_number::INTEGER) = 1`,
+        `${select}read_parquet(${quoteLiteral(files[i++])}, file_row_number = true) WHERE get_bit(${bitsOf(read.bitmap)}, file_row_number::INTEGER) = 1`,
       );
       continue;
     }

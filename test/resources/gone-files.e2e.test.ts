@@ -1,8 +1,8 @@
 // What the resources record of a partition file (the stored columns it holds, its indexes' statistics, its
-// projection's sorted copy) goes when housekeeping deletes the file (issue 13): a partition past retention
-// is retired and its file deleted, then its rows in resource_column_files, resource_partition_stats and
-// resource_projection_files are deleted and its copy queued for deletion, deleted by the next run; the
-// live partition's rows and copy stay.
+// projection's sorted copy, its text index's copy of posted rows) goes when housekeeping deletes the file
+// (issue 13): a partition past retention is retired and its file deleted, then its rows in
+// resource_column_files, resource_partition_stats and resource_projection_files are deleted and its copies
+// queued for deletion, deleted by the next run; the live partition's rows and copies stay.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,8 @@ const recorded = async (db: MetadataStore) =>
   (
     await db.query<{ file_path: string; what: string }>(
       `SELECT file_path, 'column' AS what FROM resource_column_files
-       UNION ALL SELECT file_path, 'stats' FROM resource_partition_stats
+       UNION ALL SELECT file_path, 'stats' FROM resource_partition_stats WHERE copy_path IS NULL
+       UNION ALL SELECT file_path, 'text copy' FROM resource_partition_stats WHERE copy_path IS NOT NULL
        UNION ALL SELECT file_path, 'copy' FROM resource_projection_files ORDER BY 1, 2`,
     )
   ).rows.map((r) => [r.file_path, r.what]);
@@ -67,6 +68,7 @@ describe("housekeeping forgets the resources' rows of the partition files it del
     const resources = {
       loud: { column: { table: 'log_entries', expression: 'upper(msg)' } },
       level_minmax: { index: { table: 'log_entries', column: 'level', kind: 'minmax' } },
+      msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } },
       by_level: { projection: { table: 'log_entries', order_by: ['level'] } },
     };
     writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
@@ -88,6 +90,7 @@ describe("housekeeping forgets the resources' rows of the partition files it del
       [file, 'column'],
       [file, 'copy'],
       [file, 'stats'],
+      [file, 'text copy'],
     ];
     assert.deepEqual(await recorded(db), [...everything(old), ...everything(live)].sort());
     const copyOf = async (file: string) =>
@@ -96,7 +99,15 @@ describe("housekeeping forgets the resources' rows of the partition files it del
           file,
         ])
       ).rows[0].copy_path;
+    const textCopyOf = async (file: string) =>
+      (
+        await db.query<{ copy_path: string }>(
+          'SELECT copy_path FROM resource_partition_stats WHERE file_path = $1 AND copy_path IS NOT NULL',
+          [file],
+        )
+      ).rows[0].copy_path;
     const [oldCopy, liveCopy] = [await copyOf(old), await copyOf(live)];
+    const [oldText, liveText] = [await textCopyOf(old), await textCopyOf(live)];
     // The older partition's insert range is past the 30 days' retention.
     await db.query(
       `UPDATE lakehouse_partitions SET begin_insert_time = now() - interval '41 days', end_insert_time = now() - interval '40 days'
@@ -117,7 +128,9 @@ describe("housekeeping forgets the resources' rows of the partition files it del
     // The copy goes with the next run (queued, as every file is deleted); the live one stays.
     await housekeeping();
     await assert.rejects(fixture.orrery.store.get(oldCopy));
+    await assert.rejects(fixture.orrery.store.get(oldText));
     assert.ok((await fixture.orrery.store.get(liveCopy)).length > 0);
+    assert.ok((await fixture.orrery.store.get(liveText)).length > 0);
     assert.ok((await fixture.orrery.store.get(live)).length > 0);
   });
 });

@@ -1,9 +1,10 @@
 // A text index's postings (issue 13): stored row numbers read back as written, gaps of one to four varint
-// bytes included, and the bitmap of rows a search may match read by DuckDB's get_bit as the rows themselves.
+// bytes included, the bitmap of rows a search may match read by DuckDB's get_bit as the rows themselves, and
+// where those rows are in the copy of the posted rows.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { decodePostings, rowCount, rowsMatching, searchedRuns } from '../../src/resources/index.js';
+import { copyRange, decodePostings, rowCount, rowsMatching, searchedRuns } from '../../src/resources/index.js';
 import { encodePostings, trigramBitmap } from '../../src/resources/text-index.js';
 
 const rows = 3_000_000;
@@ -64,5 +65,31 @@ describe('text index postings (issue 13)', () => {
       connection.closeSync();
       duck.closeSync();
     }
+  });
+
+  it("finds each row once in the copy of the posted rows, at a token of the search's, else at its first", () => {
+    // The copy: aaa's rows at 0-1, timeout's at 2-4, xtimeoutx's at 5-6; row 1 is aaa's and timeout's, row 3
+    // timeout's and xtimeoutx's.
+    const postings = decodePostings(
+      encodePostings({
+        rows: 8,
+        unposted: trigramBitmap([]),
+        tokens: new Map([
+          ['aaa', [1, 4]],
+          ['timeout', [1, 2, 3]],
+          ['xtimeoutx', [3, 5]],
+        ]),
+      }),
+    )!;
+    const rows = () => rowsMatching(postings, [searchedRuns('%timeout%')])!;
+    const left = rows();
+    assert.equal(rowCount(left), 4);
+    assert.deepEqual(copyRange(postings, left, ['timeout']), { from: 2, to: 6, bits: Uint8Array.from([0b11101000]) });
+    assert.equal(rowCount(left), 0);
+    assert.deepEqual(copyRange(postings, rows(), []), { from: 0, to: 6, bits: Uint8Array.from([0b10011010]) });
+    assert.deepEqual(copyRange(postings, rowsMatching(postings, [['aaa']])!, ['aaa']), { from: 0, to: 1, bits: null });
+    const unlisted = new Uint8Array(1);
+    unlisted[0] = 0b00000001;
+    assert.equal(copyRange(postings, unlisted, ['timeout']), null);
   });
 });
