@@ -115,12 +115,11 @@ export interface RewriteInput {
   readonly rawEdges?: {
     readonly minRows: number;
     /**
-     * The table's rows with times in [from, to) (ns; to null: on), estimated; null when not known. Absent for a
-     * statement that may not weigh the table's rows: the estimate counts every audience's rows, and whether a
-     * reader's window read the rollup would tell how many rows other audiences hold (such a window reads raw,
-     * unless minRows is 0).
+     * The table's rows with times in [from, to) (ns; to null: on) that the statement's key reads, estimated; null
+     * when not known. A reader's counts its own audiences' rows alone: whether its window read the rollup, and the
+     * count its reason quotes, tell nothing of other audiences' rows.
      */
-    readonly rowsWithin?: (table: SeriesTable, from: bigint, to: bigint | null) => Promise<number | null>;
+    readonly rowsWithin: (table: SeriesTable, from: bigint, to: bigint | null) => Promise<number | null>;
   };
 }
 
@@ -905,17 +904,13 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
  * Why a window off bucket boundaries reads raw rather than whole buckets plus raw edges, or null.
  * The edges' read scans the table for the window's ends and reads the rollup too, which costs more
  * than scanning the window's rows raw unless its whole buckets replace at least `minRows` raw rows
- * (estimated from the table's row count and time range as if spread evenly).
+ * of those the statement's key reads (estimated: see RewriteInput.rawEdges).
  */
 async function rawCheaper(level: Level, candidate: Rewritten, input: RewriteInput): Promise<Skip | null> {
   const { edges, target } = candidate;
   if (!edges || !input.rawEdges) return null;
   const { minRows, rowsWithin } = input.rawEdges;
   if (minRows === 0) return null;
-  if (!rowsWithin)
-    return new Skip(
-      `window not aligned, and whether whole ${target.grain} buckets plus raw edges cost less than a raw read is decided on every audience's rows, which only an admin's statement weighs (ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS=0 reads them for every key)`,
-    );
   const rows = await rowsWithin(level.table, edges.from, edges.to);
   if (rows === null || rows >= minRows) return null;
   return new Skip(

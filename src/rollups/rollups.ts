@@ -52,6 +52,7 @@ import { storedColumns, type StoredColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
 import { fileRows, type FileRows } from './table-files.js';
+import { AudienceRows } from './audience-rows.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -304,7 +305,9 @@ export class Rollups {
       /** The raw rows (estimated) a window off bucket boundaries must save to be read with raw edges (see rowsWithin). */
       readonly rawEdgesMinRows?: number;
     } = {},
-  ) {}
+  ) {
+    this.audienceRows = new AudienceRows(engine, metadata);
+  }
 
   /** Rollup states by `name@snapshot`, and change-feed buckets by base, bucket and snapshot range (see state, changedBuckets). */
   private readonly states = new Map<string, RollupState>();
@@ -320,6 +323,8 @@ export class Rollups {
   private readonly files = new Map<string, Promise<FileRows | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
+  /** Readers' own rows of tables and view sets (see rowsWithin). */
+  private readonly audienceRows: AudienceRows;
   /** What the rewrite reads back of rollups' statements, by the catalog's definitions (see readBack). */
   private readonly readBacks = new WeakMap<
     ReadonlyMap<string, RollupDefinition>,
@@ -1569,10 +1574,10 @@ export class Rollups {
      */
     clock?: { readonly node: Node; readonly ms: number } | null,
     /**
-     * Whether the statement's key reads every audience's rows (an admin's): only then may the rewrite weigh the
-     * table's row estimates, which count them all (see RewriteInput.rawEdges).
+     * The rows the statement's key reads: every audience's (an admin's), or its audiences' and public ones. A
+     * reader's rewrite weighs its audiences' rows alone (see RewriteInput.rawEdges).
      */
-    seesEveryAudience = false,
+    scope: TableScope = { kind: 'audiences', audiences: [] },
   ): Promise<RollupRewrite | null> {
     const named = new Set<string>();
     const visit = (value: unknown): void => {
@@ -1590,11 +1595,12 @@ export class Rollups {
     if (relevant.length === 0) return null;
     const at: RollupReadPoint = point ?? (await this.readPoint());
     const { snapshot, tables } = at;
+    const audiences = scope.kind === 'all' ? null : [...new Set([...scope.audiences, 'public'])].sort();
     // The same statement at the same snapshot over the same rollups is rewritten the same way
     // while its window's bounds evaluate the same (they may hang on now()).
     const key = JSON.stringify([
       String(snapshot),
-      seesEveryAudience,
+      audiences,
       relevant.map((d) => [d.name, d.retention, d.coveredFrom, d.sourceHash, d.query]),
       tree.statements,
     ]);
@@ -1696,7 +1702,7 @@ export class Rollups {
       probe: (sql) => this.probed(sql),
       rawEdges: {
         minRows: this.options.rawEdgesMinRows ?? defaultRawEdgesMinRows,
-        rowsWithin: seesEveryAudience ? (table, from, to) => this.rowsWithin(table, snapshot, from, to) : undefined,
+        rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, audiences, from, to),
       },
     });
     // A rewrite whose bounds move with the clock is always made again (not reused as it is): its tree is not kept.
@@ -1756,16 +1762,25 @@ export class Rollups {
   }
 
   /**
-   * The rows of a series table with times in [from, to) (ns; to null: on), estimated from DuckLake's
-   * statistics of the table (its row count and the least and greatest time, kept per snapshot) as
-   * if its rows were spread evenly over that range; null when there are none.
+   * The rows of a series table with times in [from, to) (ns; to null: on) of these audiences (null: every
+   * audience's), estimated; null when there are none. Every audience's, from DuckLake's statistics of the table
+   * (its row count and the least and greatest time, kept per snapshot) as if its rows were spread evenly over
+   * that range; some audiences', from theirs alone (see audience-rows.ts).
    */
   private async rowsWithin(
     table: SeriesTable,
     snapshot: bigint,
+    audiences: readonly string[] | null,
     from: bigint,
     to: bigint | null,
   ): Promise<number | null> {
+    if (audiences) {
+      const own = new Set(audiences);
+      const viewSets = this.viewSets;
+      return viewSets?.get(table.name)
+        ? this.audienceRows.viewSetRows(table, (path) => viewSets.store.location(path), own, from, to)
+        : this.audienceRows.seriesRows(table, snapshot, own, from, to);
+    }
     // A view set's partitions are not in DuckLake's snapshots: its estimate is kept for a minute.
     const set = this.viewSets?.get(table.name);
     const key = set ? `${table.name}@minute ${Math.floor(Date.now() / 60_000)}` : `${table.name}@${snapshot}`;

@@ -57,13 +57,24 @@ function atOrAfter(type: string, value: string): string | null {
 const live = (alias: string): string =>
   `${alias}.begin_snapshot <= $2 AND (${alias}.end_snapshot IS NULL OR ${alias}.end_snapshot > $2)`;
 
-interface TableRow {
-  table_id: string;
+/** Where a DuckLake table's files are: the lake's data path, its schema's path and its own (each maybe relative). */
+export interface TablePaths {
   data_path: string;
   schema_path: string;
   schema_relative: boolean;
   table_path: string;
   table_relative: boolean;
+}
+
+/** The location of one of a table's files (a data or delete file's path, maybe relative to the table's). */
+export function tableFilePath(meta: TablePaths, file: { path: string; relative: boolean }): string {
+  const under = (base: string, path: string, relative: boolean): string => (relative ? base + path : path);
+  const schemaPath = under(meta.data_path, meta.schema_path, meta.schema_relative);
+  return under(under(schemaPath, meta.table_path, meta.table_relative), file.path, file.relative);
+}
+
+interface TableRow extends TablePaths {
+  table_id: string;
   columns: Array<{ name: string; type: string; begin: string; parent: string | null }>;
   inlined: string[];
   inlined_deletes: string | null;
@@ -156,11 +167,7 @@ export async function fileRows(
     if (rows[0]?.seen !== false) return null;
   }
   if (files.length === 0) return { sql: null };
-  const under = (base: string, path: string, relative: boolean): string => (relative ? base + path : path);
-  const schemaPath = under(meta.data_path, meta.schema_path, meta.schema_relative);
-  const tablePath = under(schemaPath, meta.table_path, meta.table_relative);
-  const path = (file: { path: string; relative: boolean }): string =>
-    quoteLiteral(under(tablePath, file.path, file.relative));
+  const path = (file: { path: string; relative: boolean }): string => quoteLiteral(tableFilePath(meta, file));
   const names = columns
     .map((c) => {
       const name = quoteIdentifier(c.name);

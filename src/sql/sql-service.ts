@@ -656,7 +656,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
             point,
             stored && ((n) => stored.original(n)),
             pruning?.fixedClock,
-            principal.admin,
+            scopeOf(principal),
           )
         : null;
     if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.outcome });
@@ -1062,7 +1062,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
         undefined,
         stored && ((n) => stored.original(n)),
         readers?.pruning.fixedClock,
-        principal.admin,
+        scopeOf(principal),
       ));
     return {
       ...(reads?.provenance ?? { resources: [] }),
