@@ -53,6 +53,7 @@ import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
 import { fileRows, type FileRows } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
+import { clockBoundText, followsClock } from './clock-bounds.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -1610,11 +1611,11 @@ export class Rollups {
     // again (bucket alignment and rounding, covered range, raw edges), and its provenance is exact.
     let answers: Array<Array<string | null>> | null = null;
     const nowNs = BigInt(Date.now()) * 1_000_000n;
+    // The statement's now(): its fixed value, else now (it runs no earlier).
+    const clockNs = clock ? BigInt(clock.ms) * 1_000_000n : nowNs;
     if (kept && Date.now() - kept.at < rewriteKeptMs) {
-      const all = kept.constants.flatMap((c) => c.expressions);
-      answers = clock || clockFree(all) ? null : clockMoved(kept.constants, nowNs);
-      if (!answers && kept.statements && (await this.constantsHold(kept, clock ?? null))) {
-        tree.statements.splice(0, tree.statements.length, ...copy(kept.statements));
+      const reused = (statements: Node[]): RollupRewrite => {
+        tree.statements.splice(0, tree.statements.length, ...copy(statements));
         const provenance = copy(kept.provenance);
         return {
           provenance,
@@ -1623,7 +1624,16 @@ export class Rollups {
           at: { ...at, windows: windowsOf(provenance) },
           outcome: 'kept',
         };
-      }
+      };
+      const all = kept.constants.flatMap((c) => c.expressions);
+      // Bounds written with the clock are worked out without DuckDB where they can be (clock-bounds.ts): the
+      // same values reuse the rewrite as it is, others remake it from them.
+      answers = clockFree(all) ? null : workedOut(kept.constants, clockNs);
+      const same = answers && JSON.stringify(answers) === JSON.stringify(kept.constants.map((c) => c.texts));
+      if (same && kept.statements) return reused(kept.statements);
+      answers ??= clock || clockFree(all) ? null : clockMoved(kept.constants, nowNs);
+      if (!answers && kept.statements && (await this.constantsHold(kept, clock ?? null)))
+        return reused(kept.statements);
     }
     const readBack = this.readBack(definitions);
     const targets = new Map<string, RollupTarget[]>();
@@ -1666,14 +1676,19 @@ export class Rollups {
             const made = kept?.constants[constants.length];
             if (answers && made && JSON.stringify(made.expressions) === JSON.stringify(asked)) {
               const texts = answers[constants.length];
-              constants.push({ expressions: asked, texts, clock: made.clock === null ? null : nanosText(nowNs) });
+              constants.push({ expressions: asked, texts, clock: made.clock === null ? null : nanosText(clockNs) });
               return texts;
             }
-            // Literal instants need no DuckDB (the bounds of most dashboards' windows).
-            const literals = asked.map(literalInstantText);
-            if (literals.every((t) => t !== null)) {
-              constants.push({ expressions: asked, texts: literals, clock: null });
-              return literals;
+            // Literal instants, and bounds written with the clock in the forms clock-bounds.ts works out, need
+            // no DuckDB (the bounds of most dashboards' windows).
+            const worked = asked.map((e) => literalInstantText(e) ?? clockBoundText(e, clockNs));
+            if (worked.every((t) => t !== null)) {
+              constants.push({
+                expressions: asked,
+                texts: worked,
+                clock: clockFree(asked) ? null : nanosText(clockNs),
+              });
+              return worked;
             }
             // now() too, for a later statement to work out the constants that move with it.
             const withNow = !clock && asked.some((e) => movesWithClock(e));
@@ -1705,8 +1720,13 @@ export class Rollups {
         rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, audiences, from, to),
       },
     });
-    // A rewrite whose bounds move with the clock is always made again (not reused as it is): its tree is not kept.
-    const moves = !clock && !clockFree(constants.flatMap((c) => c.expressions)) && clockMoved(constants, nowNs);
+    // A rewrite whose bounds change with every statement (now() - INTERVAL 7 DAY, not date_trunc('day', now())),
+    // and that is made again without DuckDB, is never reused as it is: its tree is not kept.
+    const evaluated = constants.flatMap((c) => c.expressions);
+    const moves =
+      !clock &&
+      evaluated.some((e) => !clockFree([e]) && followsClock(e)) &&
+      (workedOut(constants, clockNs) !== null || clockMoved(constants, nowNs) !== null);
     if (keepable)
       remember(this.rewrites, key, {
         at: Date.now(),
@@ -2273,6 +2293,20 @@ const viewSetBasesKeptMs = 2_000;
 const keptEntries = 256;
 
 /** Keeps an entry, dropping the oldest beyond `keptEntries`. */
+/**
+ * Constants' values with the statement's now() at `clockNs`, worked out without DuckDB (those that read no clock as
+ * they were evaluated); null when some bound is not one clock-bounds.ts works out.
+ */
+function workedOut(evaluated: readonly EvaluatedConstants[], clockNs: bigint): Array<Array<string | null>> | null {
+  const out: Array<Array<string | null>> = [];
+  for (const { expressions, texts } of evaluated) {
+    const values = expressions.map((e, i) => (clockFree([e]) ? texts[i] : clockBoundText(e, clockNs)));
+    if (values.some((v, i) => v === null && !clockFree([expressions[i]]))) return null;
+    out.push(values);
+  }
+  return out;
+}
+
 function remember<T>(kept: Map<string, T>, key: string, value: T): void {
   kept.set(key, value);
   if (kept.size > keptEntries) kept.delete(kept.keys().next().value!);

@@ -2,7 +2,8 @@
 // at every run. Its rewrite is made again from the one kept for its text, the bounds worked out from the
 // clock without DuckDB (orrery_rollup_rewrites_total{outcome="remade"}), and reads and reports what one
 // made anew would: the window now() gives, each skipped rollup's reason with that window, raw rows'
-// answer. What is kept across statements is dropped when another process changes the rollups.
+// answer. So is one a month long (`now() - INTERVAL '1 month'`), its bounds worked out by calendar arithmetic.
+// What is kept across statements is dropped when another process changes the rollups.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -90,24 +91,38 @@ describe('rollup rewrites of windows that move with the clock (issue 14)', { tim
     return ms >= at.before - 5 * hourMs - 1 && ms <= at.after - 5 * hourMs;
   };
 
-  it('remakes a kept rewrite read with raw edges without DuckDB: the window now() gives, whole hours from its next hour, raw rows answer', async () => {
-    const sql = `select host, count(*) as n, max(cpu) as top from metrics where ts >= now() - interval 5 hour group by host order by host`;
+  /**
+   * Reads a statement four times: each reads metrics_hourly from a start `startsWell` accepts (`check` looks at
+   * the rest) and answers its raw twin's rows; the starts all differ, and the rewrite was made twice (the
+   * statement, its raw twin, which is kept after) and remade three times.
+   */
+  const readsRemade = async (
+    sql: string,
+    startsWell: (from: string, at: { before: number; after: number }) => boolean,
+    check: (rollup: NonNullable<Level['rollup']>) => void = () => {},
+  ): Promise<void> => {
     const [made, remade] = [await rewrites('made'), await rewrites('remade')];
     const starts: string[] = [];
     for (let i = 0; i < 4; i++) {
       const at = await read(sql);
       const { rollup } = at.level;
       assert.equal(rollup?.name, 'metrics_hourly');
-      assert.ok(fiveHoursBefore(rollup.window.from, at), `${rollup.window.from} at ${at.before}-${at.after}`);
-      const whole = Date.parse(rollup.buckets!.from);
-      assert.equal(whole % hourMs, 0);
-      assert.ok(whole >= Date.parse(rollup.window.from) && whole - Date.parse(rollup.window.from) <= hourMs);
+      assert.ok(startsWell(rollup.window.from, at), `${rollup.window.from} at ${at.before}-${at.after}`);
+      check(rollup);
       starts.push(rollup.window.from);
       assert.deepEqual(at.rows, await plainRows(asFirst, rawTwin(sql)));
     }
     assert.equal(new Set(starts).size, 4, starts.join(', '));
-    // Made once for the statement and once for its raw twin (which is kept after).
     assert.deepEqual([(await rewrites('made')) - made, (await rewrites('remade')) - remade], [2, 3]);
+  };
+
+  it('remakes a kept rewrite read with raw edges without DuckDB: the window now() gives, whole hours from its next hour, raw rows answer', async () => {
+    const sql = `select host, count(*) as n, max(cpu) as top from metrics where ts >= now() - interval 5 hour group by host order by host`;
+    await readsRemade(sql, fiveHoursBefore, (rollup) => {
+      const whole = Date.parse(rollup.buckets!.from);
+      assert.equal(whole % hourMs, 0);
+      assert.ok(whole >= Date.parse(rollup.window.from) && whole - Date.parse(rollup.window.from) <= hourMs);
+    });
   });
 
   it('remakes a level read raw the same way, each skipped rollup with the reason its window gives now', async () => {
@@ -126,6 +141,16 @@ describe('rollup rewrites of windows that move with the clock (issue 14)', { tim
       assert.deepEqual(at.rows, await plainRows(asFirst, rawTwin(sql)));
     }
     assert.deepEqual([(await rewrites('made')) - made, (await rewrites('remade')) - remade], [2, 2]);
+  });
+
+  it('remakes a window a month long from the clock too, its start as DuckDB gives it', async () => {
+    // Its start a month before now() (not a fixed length): before, made anew by DuckDB at every run.
+    const sql = `select host, count(*) as n from metrics where ts >= now() - interval '1 month' group by host order by host`;
+    const day = 24 * hourMs;
+    await readsRemade(sql, (from, at) => {
+      const start = Date.parse(from);
+      return start >= at.before - 31 * day && start <= at.after - 28 * day;
+    });
   });
 
   it('reads the rollups another process created, refreshed and dropped at the next statement', async () => {

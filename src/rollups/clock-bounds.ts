@@ -1,0 +1,217 @@
+// Window bounds written with the clock, worked out without DuckDB (issue 14): `now() - INTERVAL '1 month'`,
+// `date_trunc('day', now())`, `now()::DATE - 7`, `date_trunc('month', now()) - INTERVAL 1 MONTH`. The rewrite
+// evaluates a bound as `CAST(bound AS TIMESTAMP_NS)`; for the forms below this gives DuckDB's value from the
+// statement's clock by UTC calendar arithmetic, so a rewrite needs no DuckDB round trip for them. Orrery's
+// now() is a TIMESTAMP_NS (views/sql-functions.ts), and DuckDB's semantics for it, which
+// test/rollups/clock-bounds.test.ts checks over many instants, are: an instant plus an interval adds its
+// months first (the day of the month clamped to the month's last: 2024-03-31 - 1 month is 2024-02-29), then
+// its days, then its time; minus an interval adds its negation; date_trunc is the start of the UTC calendar
+// unit (weeks start on Mondays); a cast to DATE is the UTC day. Anything else (another function, a fraction
+// in an interval, DuckDB's own TIMESTAMPTZ now(), a year outside 1900-2199) is null: DuckDB evaluates it.
+import { floorBoundary, timestampNanos, truncLadder } from './calendar.js';
+import { literalInstantText, nanosText } from './constant-trends.js';
+import type { Node } from './tree.js';
+
+type Value =
+  | { readonly kind: 'instant' | 'date'; readonly ns: bigint }
+  | { readonly kind: 'interval'; readonly months: number; readonly days: number; readonly micros: bigint }
+  | { readonly kind: 'integer'; readonly n: number };
+
+const dayNs = 86_400_000_000_000n;
+const clockCalls = new Set(['now', 'current_timestamp', 'get_current_timestamp', 'transaction_timestamp']);
+/** Cast targets an instant of microseconds keeps as it is (now() is one). */
+const instantCasts = new Set(['TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP WITH TIME ZONE']);
+const integerCasts = new Set(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'DOUBLE']);
+/** Interval units of DuckDB's interval text and `INTERVAL n unit` builders: months, days or microseconds each. */
+const units: Record<string, { readonly months?: number; readonly days?: number; readonly micros?: bigint }> = {
+  year: { months: 12 },
+  quarter: { months: 3 },
+  month: { months: 1 },
+  mon: { months: 1 },
+  week: { days: 7 },
+  day: { days: 1 },
+  hour: { micros: 3_600_000_000n },
+  minute: { micros: 60_000_000n },
+  second: { micros: 1_000_000n },
+  millisecond: { micros: 1000n },
+  microsecond: { micros: 1n },
+};
+const builders: Record<string, string> = {
+  to_years: 'year',
+  to_quarters: 'quarter',
+  to_months: 'month',
+  to_weeks: 'week',
+  to_days: 'day',
+  to_hours: 'hour',
+  to_minutes: 'minute',
+  to_seconds: 'second',
+  to_milliseconds: 'millisecond',
+  to_microseconds: 'microsecond',
+};
+
+const builtin = (node: Node): boolean =>
+  node.filter === null && node.distinct !== true && ['', 'main'].includes(String(node.schema));
+
+/** A call of the clock: Orrery's now() and its twins return TIMESTAMP_NS (views/sql-functions.ts). */
+const isClock = (node: Node): boolean =>
+  node.class === 'FUNCTION'
+    ? builtin(node) &&
+      !node.catalog &&
+      clockCalls.has(String(node.function_name).toLowerCase()) &&
+      (node.children as unknown[]).length === 0
+    : node.class === 'COLUMN_REF' &&
+      (node.column_names as string[]).length === 1 &&
+      (node.column_names as string[])[0].toLowerCase() === 'current_timestamp';
+
+const interval = (n: number, unit: (typeof units)[string]): Value => ({
+  kind: 'interval',
+  months: n * (unit.months ?? 0),
+  days: n * (unit.days ?? 0),
+  micros: BigInt(n) * (unit.micros ?? 0n),
+});
+
+/** DuckDB's interval text of whole units (`1 month`, `2 years 3 days`, `-1 mon`), or null. */
+function intervalText(text: string): Value | null {
+  const part = /^\s*([+-]?\d{1,6})\s*([a-z]+?)s?(?=\s|$)/i;
+  let rest = text;
+  let sum: Value = interval(0, {});
+  let seen = false;
+  for (let m = part.exec(rest); m; m = part.exec(rest)) {
+    const unit = units[m[2].toLowerCase()];
+    if (!unit) return null;
+    sum = plus(sum, interval(Number(m[1]), unit))!;
+    seen = true;
+    rest = rest.slice(m[0].length);
+  }
+  return seen && rest.trim() === '' ? sum : null;
+}
+
+const constantText = (node: Node): string | null => {
+  const value = node.value as { type?: { id?: unknown }; is_null?: boolean; value?: unknown } | undefined;
+  return node.class === 'CONSTANT' && value?.type?.id === 'VARCHAR' && value.is_null === false
+    ? String(value.value)
+    : null;
+};
+
+/** UTC calendar fields of an instant: the month's index from year 0, its day, and the time of day (ns). */
+function fields(ns: bigint): { month: number; day: number; time: bigint } {
+  const time = ((ns % dayNs) + dayNs) % dayNs;
+  const date = new Date(Number((ns - time) / 1_000_000n));
+  return { month: date.getUTCFullYear() * 12 + date.getUTCMonth(), day: date.getUTCDate(), time };
+}
+
+const midnight = (month: number, day: number): bigint =>
+  BigInt(Date.UTC(Math.floor(month / 12), month % 12, day)) * 1_000_000n;
+
+/** An instant plus an interval as DuckDB adds them: months (the day clamped to the month's last), days, then time. */
+function shifted(ns: bigint, by: Extract<Value, { kind: 'interval' }>): bigint {
+  const { month, day, time } = fields(ns);
+  const target = month + by.months;
+  const last = new Date(Date.UTC(Math.floor(target / 12), (target % 12) + 1, 0)).getUTCDate();
+  return midnight(target, Math.min(day, last)) + time + BigInt(by.days) * dayNs + by.micros * 1000n;
+}
+
+function plus(a: Value, b: Value): Value | null {
+  if (a.kind === 'interval' && b.kind === 'interval')
+    return { kind: 'interval', months: a.months + b.months, days: a.days + b.days, micros: a.micros + b.micros };
+  if (a.kind === 'interval') return plus(b, a);
+  if (b.kind === 'interval' && (a.kind === 'instant' || a.kind === 'date'))
+    return { kind: 'instant', ns: shifted(a.ns, b) };
+  if (a.kind === 'date' && b.kind === 'integer') return { kind: 'date', ns: a.ns + BigInt(b.n) * dayNs };
+  return null;
+}
+
+const negated = (v: Value): Value | null =>
+  v.kind === 'interval'
+    ? { kind: 'interval', months: -v.months, days: -v.days, micros: -v.micros }
+    : v.kind === 'integer'
+      ? { kind: 'integer', n: -v.n }
+      : null;
+
+function valueOf(node: Node, nowNs: bigint): Value | null {
+  if (isClock(node)) return { kind: 'instant', ns: nowNs - (((nowNs % 1000n) + 1000n) % 1000n) };
+  if (node.class === 'CONSTANT') {
+    const value = node.value as { type?: { id?: unknown }; is_null?: boolean; value?: unknown };
+    const n = value.value;
+    return integerCasts.has(String(value.type?.id)) && value.is_null === false && Number.isSafeInteger(n)
+      ? { kind: 'integer', n: n as number }
+      : null;
+  }
+  if (node.class === 'CAST') {
+    if (node.try_cast === true) return null;
+    const type = String((node.cast_type as Node).id);
+    const child = node.child as Node;
+    const text = constantText(child);
+    if (type === 'INTERVAL') return text === null ? null : intervalText(text);
+    if (text !== null) {
+      const literal = literalInstantText({
+        class: 'CAST',
+        child: { ...node, cast_type: { id: type === 'DATE' ? 'TIMESTAMP' : type, type_info: null } },
+        cast_type: { id: 'TIMESTAMP_NS', type_info: null },
+        try_cast: false,
+      });
+      const ns = literal === null ? null : timestampNanos(literal);
+      if (ns === null || (type === 'DATE' && ns % dayNs !== 0n)) return null;
+      return { kind: type === 'DATE' ? 'date' : 'instant', ns };
+    }
+    const inner = valueOf(child, nowNs);
+    if (inner === null) return null;
+    if (integerCasts.has(type)) return inner.kind === 'integer' ? inner : null;
+    if (inner.kind !== 'instant' && inner.kind !== 'date') return null;
+    if (type === 'DATE') return { kind: 'date', ns: inner.ns - (((inner.ns % dayNs) + dayNs) % dayNs) };
+    if (!instantCasts.has(type) || (type !== 'TIMESTAMP_NS' && inner.ns % 1000n !== 0n)) return null;
+    return { kind: 'instant', ns: inner.ns };
+  }
+  if (node.class !== 'FUNCTION' || !builtin(node)) return null;
+  const name = String(node.function_name).toLowerCase();
+  const children = node.children as Node[];
+  if (name === 'date_trunc' && children.length === 2) {
+    const unit = constantText(children[0]);
+    const ladder = unit === null ? null : truncLadder(unit);
+    const inner = valueOf(children[1], nowNs);
+    if (!ladder || inner?.kind !== 'instant') return null;
+    return { kind: 'instant', ns: floorBoundary(ladder, inner.ns) };
+  }
+  const values = children.map((c) => valueOf(c, nowNs));
+  if (values.some((v) => v === null)) return null;
+  const [a, b] = values as Value[];
+  if (name === 'trunc' && values.length === 1) return a.kind === 'integer' ? a : null;
+  if (builders[name] && values.length === 1) return a.kind === 'integer' ? interval(a.n, units[builders[name]]) : null;
+  if (node.is_operator !== true) return null;
+  if (name === '-' && values.length === 1) return negated(a);
+  if (values.length !== 2) return null;
+  if (name === '+') return plus(a, b);
+  if (name !== '-') return null;
+  const minus = negated(b);
+  return minus === null ? null : plus(a, minus);
+}
+
+/** The earliest and latest instants worked out here (DuckDB's and JavaScript's calendars agree on them). */
+const [earliest, latest] = [midnight(1900 * 12, 1), midnight(2200 * 12, 1)];
+
+/**
+ * DuckDB's text of `CAST(bound AS TIMESTAMP_NS)` (a window bound as the rewrite evaluates it) with now() at
+ * `nowNs` (ns since the epoch), worked out without DuckDB; null when not worked out here.
+ */
+export function clockBoundText(node: Node, nowNs: bigint): string | null {
+  if (node.class !== 'CAST' || node.try_cast === true || String((node.cast_type as Node).id) !== 'TIMESTAMP_NS')
+    return null;
+  const value = valueOf(node, nowNs);
+  if (value?.kind !== 'instant' || value.ns < earliest || value.ns >= latest) return null;
+  return nanosText(value.ns);
+}
+
+/**
+ * Whether a bound changes with every statement (now() - INTERVAL 1 MONTH), rather than stepwise, its
+ * clock read only through date_trunc or a cast to DATE (date_trunc('day', now())), or not at all.
+ */
+export function followsClock(node: Node): boolean {
+  if (isClock(node)) return true;
+  if (node.class === 'CAST' && String((node.cast_type as Node).id) === 'DATE') return false;
+  if (node.class === 'FUNCTION' && String(node.function_name).toLowerCase() === 'date_trunc') return false;
+  return Object.values(node).some((v) =>
+    Array.isArray(v)
+      ? v.some((c) => c !== null && typeof c === 'object' && followsClock(c as Node))
+      : v !== null && typeof v === 'object' && followsClock(v as Node),
+  );
+}
