@@ -6,7 +6,7 @@
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { quoteIdentifier, quoteLiteral } from '../views/index.js';
+import { bitmapLiteral, quoteIdentifier, quoteLiteral } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
@@ -215,10 +215,14 @@ async function writeTextCopy(
   const postings = decodePostings(stats.postings!)!;
   const key = `text-index/${index.hash}/${audience === null ? 'all' : `audiences/${encodeURIComponent(audience)}`}/${filePath}`;
   const tokens = [...postings.tokens.keys()].map(quoteLiteral).join(', ');
+  // Only the listed rows are tokenized again (a bitmap of them: the copy is the rows of their posted tokens).
+  const listed = new Uint8Array(Math.ceil(postings.rows / 8));
+  for (const list of postings.tokens.values()) for (const row of list) listed[row >> 3] |= 0x80 >> (row & 7);
   const rows = `read_parquet(${quoteLiteral(ctx.store.location(filePath))}, file_row_number = true)`;
+  const kept = `get_bit(${bitmapLiteral(listed)}, file_row_number::INTEGER) = 1${audience === null ? '' : ` AND audience::VARCHAR = ${quoteLiteral(audience)}`}`;
   const [[written]] = await ctx.lakeRows(
     `COPY (
-       WITH source AS (SELECT * FROM ${rows}${audience === null ? '' : ` WHERE audience::VARCHAR = ${quoteLiteral(audience)}`}),
+       WITH source AS (SELECT * FROM ${rows} WHERE ${kept}),
        chosen AS (SELECT unnest([${tokens}]::VARCHAR[]) AS t),
        posted AS (
          SELECT * FROM (SELECT DISTINCT file_row_number AS r, unnest(regexp_extract_all(lower(${index.expression}), '[0-9a-z]{3,}')) AS t FROM source)
@@ -229,9 +233,9 @@ async function writeTextCopy(
         ORDER BY posted.t, posted.r)
      TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${copyRowGroup})`,
   );
-  const listed = [...postings.tokens.values()].reduce((n, list) => n + list.length, 0);
-  if (Number(written) !== listed)
-    throw new Error(`the text index's copy of ${filePath} holds ${String(written)} rows, its postings list ${listed}`);
+  const entries = [...postings.tokens.values()].reduce((n, list) => n + list.length, 0);
+  if (Number(written) !== entries)
+    throw new Error(`the text index's copy of ${filePath} holds ${String(written)} rows, its postings list ${entries}`);
   return key;
 }
 

@@ -180,6 +180,8 @@ export interface CopyRange {
   readonly from: number;
   readonly to: number;
   readonly bits: Uint8Array | null;
+  /** Whether the rows at those positions are in their file's order (one token's, or tokens' in turn). */
+  readonly ordered: boolean;
 }
 
 /**
@@ -188,7 +190,7 @@ export interface CopyRange {
  * first token; the rows found are cleared from `left`. Null when the postings list none of them.
  */
 export function copyRange(postings: Postings, left: Uint8Array, runs: readonly string[]): CopyRange | null {
-  const positions: number[] = [];
+  const found: Array<[number, number]> = [];
   const lists: Array<[number, readonly number[], boolean]> = [];
   let offset = 0;
   for (const [token, list] of postings.tokens) {
@@ -202,14 +204,15 @@ export function copyRange(postings: Postings, left: Uint8Array, runs: readonly s
         const bit = 0x80 >> (row & 7);
         if ((left[row >> 3] & bit) === 0) continue;
         left[row >> 3] &= ~bit;
-        positions.push(first + i);
+        found.push([first + i, row]);
       }
     }
-  if (positions.length === 0) return null;
-  positions.sort((a, b) => a - b);
-  const [from, to] = [positions[0], positions[positions.length - 1]];
-  if (to - from + 1 === positions.length) return { from, to, bits: null };
+  if (found.length === 0) return null;
+  found.sort((a, b) => a[0] - b[0]);
+  const ordered = found.every(([, row], i) => i === 0 || row > found[i - 1][1]);
+  const [from, to] = [found[0][0], found[found.length - 1][0]];
+  if (to - from + 1 === found.length) return { from, to, bits: null, ordered };
   const bits = new Uint8Array(Math.ceil((to - from + 1) / 8));
-  for (const p of positions) bits[(p - from) >> 3] |= 0x80 >> ((p - from) & 7);
-  return { from, to, bits };
+  for (const [p] of found) bits[(p - from) >> 3] |= 0x80 >> ((p - from) & 7);
+  return { from, to, bits, ordered };
 }

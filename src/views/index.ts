@@ -31,6 +31,7 @@ export {
   type OrreryFunctionOf,
 } from './orrery-functions.js';
 export {
+  bitmapLiteral,
   emptyRelation,
   filesRelation,
   quoteIdentifier,

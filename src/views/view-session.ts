@@ -42,16 +42,21 @@ export interface CopyRead {
   readonly from: number;
   readonly to: number;
   readonly bits: Uint8Array | null;
+  /** Whether the rows at those positions are in their file's order. */
+  readonly ordered: boolean;
 }
 
-const bitsOf = (bitmap: Uint8Array): string => `from_base64('${Buffer.from(bitmap).toString('base64')}')::BIT`;
+/** A bitmap as DuckDB's BIT, for get_bit (the first bit is the first byte's highest). */
+export const bitmapLiteral = (bitmap: Uint8Array): string =>
+  `from_base64('${Buffer.from(bitmap).toString('base64')}')::BIT`;
 
 /** SQL reading rows of text index copies, in their rows' order in the partition file (as the file reads them). */
 function copiesRelation(select: string, copies: readonly CopyRead[]): string {
   const ranges = copies.map(({ file, from, to, bits }) => {
-    const kept = bits ? ` AND get_bit(${bitsOf(bits)}, (__orr_position - ${from})::INTEGER) = 1` : '';
+    const kept = bits ? ` AND get_bit(${bitmapLiteral(bits)}, (__orr_position - ${from})::INTEGER) = 1` : '';
     return `SELECT * FROM read_parquet(${quoteLiteral(file)}) WHERE __orr_position BETWEEN ${from} AND ${to}${kept}`;
   });
+  if (copies.length === 1 && copies[0].ordered) return `${select}(${ranges[0]})`;
   return `SELECT * FROM (${select}(${ranges.join(' UNION ALL ')}) ORDER BY __orr_row)`;
 }
 
@@ -95,7 +100,7 @@ export function filesRelation(
     }
     if (read) {
       parts.push(
-        `${select}read_parquet(${quoteLiteral(files[i++])}, file_row_number = true) WHERE get_bit(${bitsOf(read.bitmap)}, file_row_number::INTEGER) = 1`,
+        `${select}read_parquet(${quoteLiteral(files[i++])}, file_row_number = true) WHERE get_bit(${bitmapLiteral(read.bitmap)}, file_row_number::INTEGER) = 1`,
       );
       continue;
     }

@@ -84,10 +84,35 @@ describe('text index postings (issue 13)', () => {
     const rows = () => rowsMatching(postings, [searchedRuns('%timeout%')])!;
     const left = rows();
     assert.equal(rowCount(left), 4);
-    assert.deepEqual(copyRange(postings, left, ['timeout']), { from: 2, to: 6, bits: Uint8Array.from([0b11101000]) });
+    assert.deepEqual(copyRange(postings, left, ['timeout']), {
+      from: 2,
+      to: 6,
+      bits: Uint8Array.from([0b11101000]),
+      ordered: true,
+    });
     assert.equal(rowCount(left), 0);
-    assert.deepEqual(copyRange(postings, rows(), []), { from: 0, to: 6, bits: Uint8Array.from([0b10011010]) });
-    assert.deepEqual(copyRange(postings, rowsMatching(postings, [['aaa']])!, ['aaa']), { from: 0, to: 1, bits: null });
+    // Rows 1, 2, 3, 5 at their first tokens: 0, 3, 4, 6.
+    assert.deepEqual(copyRange(postings, rows(), []), {
+      from: 0,
+      to: 6,
+      bits: Uint8Array.from([0b10011010]),
+      ordered: true,
+    });
+    // Rows 1, 4 and 2 at 0, 1 and 3: not in the file's order.
+    const aaaAndTimeout = rowsMatching(postings, [['aaa']])!;
+    aaaAndTimeout[0] |= 0b00100000;
+    assert.deepEqual(copyRange(postings, aaaAndTimeout, []), {
+      from: 0,
+      to: 3,
+      bits: Uint8Array.from([0b11010000]),
+      ordered: false,
+    });
+    assert.deepEqual(copyRange(postings, rowsMatching(postings, [['aaa']])!, ['aaa']), {
+      from: 0,
+      to: 1,
+      bits: null,
+      ordered: true,
+    });
     const unlisted = new Uint8Array(1);
     unlisted[0] = 0b00000001;
     assert.equal(copyRange(postings, unlisted, ['timeout']), null);
