@@ -834,13 +834,39 @@ void LogsInit(duckdb_init_info info) {
 
 void LogsLocalInit(duckdb_init_info info) { duckdb_init_set_init_data(info, new Local(), Delete<Local>); }
 
+// Sets a VARCHAR vector's row to the `n` bytes at `p` without copying them: DuckDB's string_t holds strings of
+// up to 12 bytes inline (zero-padded), longer ones as their length, first 4 bytes and a pointer. The bytes must
+// stay valid until the function's next call: each operator of the pipeline is done with a chunk before the source
+// is asked for the next, and the materializer's statements over this function (projections, a streaming window,
+// the Parquet writer, which copies what it keeps) hold no chunk past that; an operator that caches chunks (a
+// join's probe side) would, since these strings belong to no buffer of the vector's. They are valid
+// UTF-8: the records' strings passed the payload's validating scan, the rest is ASCII written here or __blocks'
+// VARCHARs. This skips the copy into the vector's heap and the UTF-8 check of duckdb_vector_assign_string_element_len,
+// per row and column (issue 16).
+void PointString(duckdb_string_t *data, idx_t row, const char *p, size_t n) {
+  duckdb_string_t &s = data[row];
+  if (n <= sizeof s.value.inlined.inlined) {
+    s.value.inlined.length = static_cast<uint32_t>(n);
+    std::memset(s.value.inlined.inlined, 0, sizeof s.value.inlined.inlined);
+    std::memcpy(s.value.inlined.inlined, p, n);
+  } else {
+    s.value.pointer.length = static_cast<uint32_t>(n);
+    std::memcpy(s.value.pointer.prefix, p, sizeof s.value.pointer.prefix);
+    s.value.pointer.ptr = const_cast<char *>(p);
+  }
+}
+
+void SetNull(duckdb_vector vector, uint64_t *&validity, idx_t row) {
+  if (!validity) {
+    duckdb_vector_ensure_validity_writable(vector);
+    validity = duckdb_vector_get_validity(vector);
+  }
+  duckdb_validity_set_row_invalid(validity, row);
+}
+
 void AssignString(duckdb_vector vector, uint64_t *&validity, idx_t row, const std::string &arena, Span span) {
   if (span.offset == kNull) {
-    if (!validity) {
-      duckdb_vector_ensure_validity_writable(vector);
-      validity = duckdb_vector_get_validity(vector);
-    }
-    duckdb_validity_set_row_invalid(validity, row);
+    SetNull(vector, validity, row);
     return;
   }
   duckdb_vector_assign_string_element_len(vector, row, arena.data() + span.offset, span.length);
@@ -1109,6 +1135,8 @@ struct Ordered {
   std::vector<size_t> sequence;  // payload indexes by (first time, index)
   size_t decoded = 0;            // how many of sequence the merge has taken
   std::vector<std::unique_ptr<Held>> heap;  // the held payloads, the one with the earliest next row on top
+  // Payloads whose last row is out, freed at the next call: the chunk yielded last points into their strings.
+  std::vector<std::unique_ptr<Held>> done;
   std::unique_ptr<DecodeAhead> ahead;       // started at the first rows asked for
   ~Ordered() {
     ahead.reset();  // its thread reads fd
@@ -1157,18 +1185,6 @@ bool HoldNext(duckdb_function_info info, const OrderedBind &bind, Ordered &order
   return true;
 }
 
-void AssignBlockField(duckdb_vector vector, uint64_t *&validity, idx_t row, const OrderedBind &bind, size_t at) {
-  if (bind.nulls[at]) {
-    if (!validity) {
-      duckdb_vector_ensure_validity_writable(vector);
-      validity = duckdb_vector_get_validity(vector);
-    }
-    duckdb_validity_set_row_invalid(validity, row);
-    return;
-  }
-  duckdb_vector_assign_string_element_len(vector, row, bind.blocks[at].data(), bind.blocks[at].size());
-}
-
 void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
   const auto *bind = static_cast<const OrderedBind *>(duckdb_function_get_bind_data(info));
   auto *ordered = static_cast<Ordered *>(duckdb_function_get_init_data(info));
@@ -1179,7 +1195,12 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
   auto *level = static_cast<int32_t *>(duckdb_vector_get_data(vectors[kBlockFieldCount + 2]));
   const size_t strings[5] = {kBlockFieldCount + 1, kBlockFieldCount + 3, kBlockFieldCount + 4, kBlockFieldCount + 5,
                              kBlockFieldCount + 6};
+  duckdb_string_t *text[kBlockFieldCount + 7] = {};
+  for (size_t f = 0; f < kBlockFieldCount; f++)
+    if (f != kInsertTime) text[f] = static_cast<duckdb_string_t *>(duckdb_vector_get_data(vectors[f]));
+  for (const size_t c : strings) text[c] = static_cast<duckdb_string_t *>(duckdb_vector_get_data(vectors[c]));
   uint64_t *validity[kBlockFieldCount + 7] = {};
+  ordered->done.clear();  // the chunk yielded last, which pointed into them, is through the pipeline
   auto &heap = ordered->heap;
   const size_t payloads = ordered->sequence.size();
   idx_t count = 0;
@@ -1194,20 +1215,32 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
     Held &held = *heap.back();
     const uint32_t r = held.order[held.next++];
     const Rows &rows = held.rows;
-    for (size_t f = 0; f < kBlockFieldCount; f++)
-      if (f != kInsertTime)
-        AssignBlockField(vectors[f], validity[f], count, *bind, held.payload * kBlockFieldCount + f);
+    for (size_t f = 0; f < kBlockFieldCount; f++) {
+      const size_t at = held.payload * kBlockFieldCount + f;
+      if (f == kInsertTime) continue;
+      if (bind->nulls[at])
+        SetNull(vectors[f], validity[f], count);
+      else
+        PointString(text[f], count, bind->blocks[at].data(), bind->blocks[at].size());
+    }
     insert_time[count] = bind->insert_times[held.payload];
     time[count] = rows.time[r];
     level[count] = rows.level[r];
     const std::vector<Span> *columns[5] = {&rows.target, &rows.msg, &rows.properties, &rows.trace_id, &rows.span_id};
-    for (int c = 0; c < 5; c++)
-      AssignString(vectors[strings[c]], validity[strings[c]], count, rows.arena, (*columns[c])[r]);
+    for (int c = 0; c < 5; c++) {
+      const Span span = (*columns[c])[r];
+      if (span.offset == kNull)
+        SetNull(vectors[strings[c]], validity[strings[c]], count);
+      else
+        PointString(text[strings[c]], count, rows.arena.data() + span.offset, span.length);
+    }
     count++;
-    if (held.next < held.order.size())
+    if (held.next < held.order.size()) {
       std::push_heap(heap.begin(), heap.end(), Later);
-    else
-      heap.pop_back();  // its last row is out: freed
+    } else {
+      ordered->done.push_back(std::move(heap.back()));  // its last row is out: freed at the next call
+      heap.pop_back();
+    }
   }
   duckdb_data_chunk_set_size(output, count);
 }
