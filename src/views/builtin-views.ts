@@ -40,7 +40,7 @@ export const protobufPayloadName = (file: string, index: number): string => `${f
  * The rows of block payload files as an extract reads them (its `{payloads}`), each with its `filename`:
  * NDJSON files through read_json; logs payloads stored as received (protobuf), laid one after the other in
  * one file of these sizes, through the native addon's __orrery_otlp_logs (named by protobufPayloadName),
- * whose properties text json() normalizes as read_json does its JSON column.
+ * whose properties come as JSON, written as json() writes read_json's JSON column (not parsed again per row).
  */
 export function payloadRows(
   tag: keyof typeof payloadColumns,
@@ -49,7 +49,7 @@ export function payloadRows(
 ): string {
   const list = `[${ndjson.map(quoteLiteral).join(', ')}]`;
   if (!protobufLogs) return ndjsonPayloads(tag, list);
-  const decoded = `SELECT time, target, level, msg, json(properties) AS properties, trace_id, span_id, filename
+  const decoded = `SELECT time, target, level, msg, properties, trace_id, span_id, filename
      FROM __orrery_otlp_logs(${quoteLiteral(protobufLogs.file)}, [${protobufLogs.sizes.join(', ')}]::UBIGINT[])`;
   return ndjson.length === 0
     ? `(${decoded})`
@@ -115,7 +115,7 @@ export const logEntries: ViewSet = {
       'time',
     ),
     ordered: `SELECT process_id, stream_id, block_id, make_timestamp_ns(insert_time) AS insert_time, exe, username, computer,
-                     make_timestamp_ns(time) AS time, target, level, msg, json(properties) AS properties, trace_id, span_id,
+                     make_timestamp_ns(time) AS time, target, level, msg, properties, trace_id, span_id,
                      process_properties, audience
                 FROM {payloads}`,
   },

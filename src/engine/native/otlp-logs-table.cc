@@ -4,8 +4,8 @@
 // decodes each ExportLogsServiceRequest straight into DuckDB vectors on DuckDB's own threads (one payload
 // per thread at a time), and yields the columns read_json gives from the NDJSON lines of the JavaScript
 // path (payloadLines: decodeLogs + logLine in src/ingestion): time BIGINT, target, level INTEGER, msg,
-// properties (JSON.stringify's text of the attributes, which the materializer passes through json() as
-// read_json's JSON column does), trace_id, span_id, and filename (`<file>#<index of the payload>`: what
+// properties (JSON: the text json() makes of JSON.stringify's text of the attributes, as read_json's JSON
+// column holds it), trace_id, span_id, and filename (`<file>#<index of the payload>`: what
 // read_json's filename = true is to a file). Values follow JavaScript's semantics exactly where they
 // show: an object's key order (integer-like keys first, ascending; the last of duplicate keys wins at the
 // first one's place), Number's toString for doubles, int64 values past 2^53 as decimal strings, bytes as
@@ -184,8 +184,14 @@ char ShortEscape(uint8_t c) {
   return at ? kTo[at - kFrom] : 0;
 }
 
-// A string as JSON.stringify writes it (valid UTF-8 in, so no lone surrogate to escape).
-void JsonString(std::string &out, const uint8_t *s, size_t n) {
+// How JSON text is written: as JSON.stringify writes it, or as DuckDB's json() writes the value it reads from
+// that text (yyjson: an escape's hex digits in upper case, an exponent without '+'; the same text otherwise,
+// checked over every byte below 0x80 and 200,000 doubles), so that properties need no json() per row.
+enum class Json { kJavaScript, kDuckDb };
+
+// A string as JSON.stringify writes it (valid UTF-8 in, so no lone surrogate to escape), or as json() does.
+void JsonString(std::string &out, const uint8_t *s, size_t n, Json style = Json::kJavaScript) {
+  const char *hex = style == Json::kDuckDb ? "0123456789ABCDEF" : kHex;
   out.push_back('"');
   size_t run = 0;
   for (size_t i = 0; i < n; i++) {
@@ -198,8 +204,8 @@ void JsonString(std::string &out, const uint8_t *s, size_t n) {
       out.push_back(letter);
     } else {
       out.append("u00");
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
     }
   }
   out.append(reinterpret_cast<const char *>(s + run), n - run);
@@ -207,8 +213,8 @@ void JsonString(std::string &out, const uint8_t *s, size_t n) {
 }
 
 // Number.prototype.toString() of a double (ECMAScript's Number::toString: the shortest digits that read
-// back to it, in plain notation for exponents -7 < e < 21, else d.ddde±x).
-void JsNumber(std::string &out, double v) {
+// back to it, in plain notation for exponents -7 < e < 21, else d.ddde±x), or as json() writes it (d.ddde-x, d.dddex).
+void JsNumber(std::string &out, double v, Json style = Json::kJavaScript) {
   if (std::isnan(v)) {
     out.append("NaN");
     return;
@@ -253,7 +259,10 @@ void JsNumber(std::string &out, double v) {
       out.append(digits + 1, k - 1);
     }
     out.push_back('e');
-    out.push_back(n - 1 < 0 ? '-' : '+');
+    if (n - 1 < 0)
+      out.push_back('-');
+    else if (style == Json::kJavaScript)
+      out.push_back('+');
     out.append(std::to_string(std::abs(n - 1)));
   }
 }
@@ -350,6 +359,7 @@ class Decoder {
   Rows &rows_;
   bool times_only_;
   std::string &out_ = rows_.arena;
+  Json json_ = Json::kJavaScript;  // kDuckDb while writing properties
 
   uint64_t Varint() {
     uint64_t result = 0;
@@ -503,12 +513,12 @@ class Decoder {
       if (!first) out_.push_back(',');
       first = false;
       if (entry.key == SIZE_MAX)
-        JsonString(out_, kSeverityKey, sizeof kSeverityKey - 1);
+        JsonString(out_, kSeverityKey, sizeof kSeverityKey - 1, json_);
       else
-        JsonString(out_, buf_ + entry.key, entry.key_end - entry.key);
+        JsonString(out_, buf_ + entry.key, entry.key_end - entry.key, json_);
       out_.push_back(':');
       if (entry.text)
-        JsonString(out_, buf_ + entry.value, entry.value_end - entry.value);
+        JsonString(out_, buf_ + entry.value, entry.value_end - entry.value, json_);
       else if (entry.value == SIZE_MAX)
         out_.append("null");
       else
@@ -539,7 +549,7 @@ class Decoder {
     switch (tag) {
       case (1 << 3) | 2: {
         const size_t e = LengthEnd(end);
-        JsonString(out_, buf_ + pos_, e - pos_);
+        JsonString(out_, buf_ + pos_, e - pos_, json_);
         return;
       }
       case (2 << 3) | 0:
@@ -559,7 +569,7 @@ class Decoder {
       case (4 << 3) | 1: {
         const double v = Double(end);
         if (std::isfinite(v))
-          JsNumber(out_, v);
+          JsNumber(out_, v, json_);
         else
           out_.append("null");
         return;
@@ -684,7 +694,9 @@ class Decoder {
     rows_.msg.push_back(Append(at));
     at = out_.size();
     const bool has_severity = severity_text.second > severity_text.first;
+    json_ = Json::kDuckDb;  // the text json() would make of JSON.stringify's: the column is JSON as it comes
     Object(attributes, has_severity ? &severity_text : nullptr, 0);
+    json_ = Json::kJavaScript;
     rows_.properties.push_back(Append(at));
     rows_.trace_id.push_back(Id(trace_id));
     rows_.span_id.push_back(Id(span_id));
@@ -804,7 +816,7 @@ void AddRecordColumns(duckdb_bind_info info, const Bind &bind) {
   AddColumn(info, "target", DUCKDB_TYPE_VARCHAR);
   AddColumn(info, "level", DUCKDB_TYPE_INTEGER);
   AddColumn(info, "msg", DUCKDB_TYPE_VARCHAR);
-  AddColumn(info, "properties", DUCKDB_TYPE_VARCHAR);
+  AddColumn(info, "properties", DUCKDB_TYPE_VARCHAR, "JSON");
   AddColumn(info, "trace_id", DUCKDB_TYPE_VARCHAR);
   AddColumn(info, "span_id", DUCKDB_TYPE_VARCHAR);
 }
