@@ -13,13 +13,18 @@
 #   bash bench/latency/interleave.sh engine-floor HEAD    # the same calls through Orrery's DuckDB engine alone
 #   bash bench/latency/interleave.sh engine-floor:1 engine-floor   # that engine with 1 DuckDB thread against 2
 #   DUCKDB_THREADS_A=1 bash bench/latency/interleave.sh HEAD HEAD  # ORRERY_DUCKDB_THREADS of a side (default 2)
+#   DATA=1 SQL=log_stats_day bash bench/latency/interleave.sh origin/main .   # bench.py's data set and statements
+#
+# DATA=1 ingests bench.py's data set into each server first (RECORDS log records, default 200000, and POINTS
+# metric points, default 20000, materialized as bench.py does); SQL may then name one of bench.py's statements
+# (select1, groupby100k, logs_5min, log_stats_day, measures_p95_hour).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
 source "$here/../lib.sh"
 [ $# -eq 2 ] || { echo "usage: interleave.sh <ref A> <ref B>" >&2; exit 2; }
 python="$(bench_venv)"
-pids=() ports=() dirs=()
+pids=() ports=() http_ports=() dirs=()
 cleanup() {
   for pid in "${pids[@]}"; do ORRERY_PID="$pid" orrery_stop; done
   for d in "${dirs[@]}"; do rm -rf "$d"; done
@@ -41,20 +46,40 @@ for side in 0 1; do
       >"$d/floor.log" 2>&1 &
     pids+=("$!")
     for _ in $(seq 1 100); do grep -q listening "$d/floor.log" && break; sleep 0.1; done
-    ports+=("$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/floor.log")")
+    ports+=("$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/floor.log")") http_ports+=(0)
     continue
   fi
   # A directory (a tree with dist/ built) runs as it is; anything else is a git ref, built first.
   if [ -d "$ref" ]; then ORRERY_ROOT="$(cd "$ref" && pwd)" bench_ensure_built; else ORRERY_REF="$ref" bench_ensure_built; fi
   BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS="${duckdb_threads[$side]}" \
     orrery_start serve "$d/o" ${flags[$side]}
-  pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT")
+  pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT") http_ports+=("$ORRERY_HTTP_PORT")
   unset ORRERY_ROOT ORRERY_REF_SHA
 done
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+HERE="$here" HTTP_PORTS="${http_ports[*]}" DATA="${DATA:-0}" RECORDS="${RECORDS:-200000}" POINTS="${POINTS:-20000}" \
 "$python" - "$1" "$2" "${ports[@]}" "${pids[@]}" "${SQL:-SELECT 1 AS one}" "${N:-3000}" "${WARMUP:-1000}" <<'PY'
-import os, statistics, sys, time, pyarrow.flight as fl
+import datetime as dt, os, statistics, sys, time, pyarrow.flight as fl
 refs, ports, pids, sql, n, warmup = sys.argv[1:3], sys.argv[3:5], [int(p) for p in sys.argv[5:7]], sys.argv[7], int(sys.argv[8]), int(sys.argv[9])
+if os.environ["DATA"] == "1":
+    sys.path.insert(0, os.environ["HERE"])
+    import bench
+    from benchlib import Orrery, ingest
+    processes = []
+    for port, http_port, pid in zip(ports, os.environ["HTTP_PORTS"].split(), pids):
+        ingest(int(http_port), int(os.environ["RECORDS"]), 8, pid)
+        bench.post_metrics(int(http_port), int(os.environ["POINTS"]))
+        admin = Orrery(int(port))
+        begin = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=10)
+        end = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)
+        for view in bench.VIEWS:
+            admin.materialize(view, begin, end)
+        processes += admin.query("SELECT process_id, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1").column(0).to_pylist()
+        admin.close()
+    sql = bench.STATEMENTS.get(sql, sql)
+    if "{process}" in sql and processes[0] != processes[1]:
+        raise SystemExit(f"the sides' busiest processes differ ({processes}): {sql}")
+    sql = sql.format(process=processes[0])
 def varint(v):
     out = bytearray()
     while True:

@@ -3,6 +3,7 @@ import type { Principal } from '../auth/index.js';
 import { queryablePartitions, type ObjectStore, type Partition, type PartitionCache } from '../lakehouse/index.js';
 import {
   globalInstance,
+  partitionsMerged,
   schemaHash,
   sessionStatements,
   type EventRange,
@@ -96,7 +97,14 @@ async function sessionViewOf(
     rowsRead += some ? rowCount(some.bitmap) : (rowsOf.get(key) ?? 0);
   }
   filter?.read?.(rowsRead);
-  return { view, files: read.map((key) => lakehouse.store.location(key)), stored, absent, rows };
+  return {
+    view,
+    files: read.map((key) => lakehouse.store.location(key)),
+    stored,
+    absent,
+    rows,
+    merged: partitionsMerged(view, partitionsOf(partitions, keys)),
+  };
 }
 
 /** The partitions of these object keys, in the keys' order. */

@@ -34,6 +34,7 @@ export {
   bitmapLiteral,
   emptyRelation,
   filesRelation,
+  partitionsMerged,
   quoteIdentifier,
   quoteLiteral,
   scopedFileSummary,

@@ -20,6 +20,8 @@ export interface SessionView {
   readonly absent?: readonly string[];
   /** The rows to read of some of the files, by file (a text index's postings: the other rows cannot pass the statement's WHERE). */
   readonly rows?: ReadonlyMap<string, RowsToRead>;
+  /** The files' rows are the set's merge already (partitionsMerged): read as they are, not merged again. */
+  readonly merged?: boolean;
 }
 
 /**
@@ -58,6 +60,33 @@ function copiesRelation(select: string, copies: readonly CopyRead[]): string {
   });
   if (copies.length === 1 && copies[0].ordered) return `${select}(${ranges[0]})`;
   return `SELECT * FROM (${select}(${ranges.join(' UNION ALL ')}) ORDER BY __orr_row)`;
+}
+
+/** A partition's event-time bounds, from the catalog. */
+interface EventBounds {
+  readonly minEventTime: bigint | null;
+  readonly maxEventTime: bigint | null;
+}
+
+/**
+ * Whether these partitions' rows are their set's merge already: each holds a key of the merge once (the
+ * set's mergeKeys), and no two of them share a key, because the set's one event-time column is a key and
+ * no two partitions' event-time ranges meet (a time_bin in two partitions makes them meet). The catalog
+ * keeps the ranges widened to whole microseconds, which can only make them meet more often.
+ */
+export function partitionsMerged(view: ViewSet, partitions: readonly EventBounds[]): boolean {
+  if (!view.mergeKeys) return false;
+  if (partitions.length <= 1) return true;
+  const time = view.minTimeColumn.toLowerCase();
+  if (time !== view.maxTimeColumn.toLowerCase() || !view.mergeKeys.some((key) => key.toLowerCase() === time))
+    return false;
+  const ranges: { min: bigint; max: bigint }[] = [];
+  for (const { minEventTime: min, maxEventTime: max } of partitions) {
+    if (min === null || max === null) return false;
+    ranges.push({ min, max });
+  }
+  ranges.sort((a, b) => (a.min < b.min ? -1 : a.min > b.min ? 1 : 0));
+  return ranges.every((range, i) => i === 0 || ranges[i - 1].max < range.min);
 }
 
 export const quoteIdentifier = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -145,13 +174,16 @@ export function sessionStatements(
 
 /** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
 export function sessionRelation(
-  { view, files, stored = [], absent = [], rows: bitmaps }: SessionView,
+  { view, files, stored = [], absent = [], rows: bitmaps, merged = false }: SessionView,
   scope: ReadScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
   const rows = inEventRange(filesRelation(view.columns, files, stored, absent, bitmaps), view, options.eventRange);
   const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
-  return typedColumns(view.columns, withSource(view.mergeQuery, source), files.length === 0 ? [] : stored);
+  // Rows the scope and range filters keep of merged partitions are merged rows too. Columns read as NULLs
+  // (a projection's) are merged as before: a key of NULLs is not the partitions' key.
+  const query = merged && absent.length === 0 ? `SELECT * FROM ${source}` : withSource(view.mergeQuery, source);
+  return typedColumns(view.columns, query, files.length === 0 ? [] : stored);
 }
 
 /**

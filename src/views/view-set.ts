@@ -35,6 +35,11 @@ export interface ViewSet {
   /** The query users see, over `{source}` (the set's partitions). */
   readonly mergeQuery: string;
   readonly mergeSortOrder?: readonly string[];
+  /**
+   * Set when each partition holds a key of these columns once and the merge query only groups by them (see
+   * mergeKeysOf): partitions that share no key are the merge's rows as they are.
+   */
+  readonly mergeKeys?: readonly string[];
   readonly source: ViewSource;
 }
 
@@ -79,6 +84,10 @@ export function schemaHash(columns: readonly ColumnSpec[]): Buffer {
   }
   return hash;
 }
+
+/** DuckDB's integer types, and decimals of no fractional digits. */
+export const integerTypes =
+  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|DECIMAL\(\d+,0\))$/;
 
 /** The one instance of a global view set. */
 export const globalInstance = 'global';

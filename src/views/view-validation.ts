@@ -3,8 +3,9 @@ import { queryShape, type DuckDBEngine, type QueryShape } from '../engine/index.
 import { viewErrors } from './errors.js';
 import { orreryFunctionKind } from './orrery-functions.js';
 import type { ViewDefinition } from './view-definition.js';
+import { mergeKeysOf } from './merge-keys.js';
 import { emptyRelation, sessionStatements, withSource } from './view-session.js';
-import { parseDelta, type ColumnSpec, type ViewSet } from './view-set.js';
+import { integerTypes, parseDelta, type ColumnSpec, type ViewSet } from './view-set.js';
 
 // Everything CREATE MATERIALIZED VIEW checks before a definition is written, and what a
 // server checks again when it loads one: the three queries are planned by DuckDB and
@@ -35,8 +36,6 @@ const volatileFunctions = new Set([
 ]);
 /** `current_timestamp` and friends parse as column references, not function calls. */
 const volatileKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
-const integerTypes =
-  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|DECIMAL\(\d+,0\))$/;
 
 const fail = (message: string): never => {
   throw viewErrors.error('VIEW_DEFINITION_INVALID', message);
@@ -107,6 +106,7 @@ export async function buildViewSet(
     [],
   );
   checkMergeAgrees(columns, mergeColumns);
+  const mergeKeys = await mergeKeysOf(engine, columns, merge.tree, extract.tree, setup);
 
   const audienceColumn = audienceColumnOf(columns);
   for (const [option, column] of [
@@ -139,6 +139,7 @@ export async function buildViewSet(
     mergeDeltaSeconds: mergeDelta,
     mergeQuery: definition.mergeQuery,
     mergeSortOrder: definition.mergeSortOrder,
+    ...(mergeKeys ? { mergeKeys } : {}),
     source: {
       kind: 'sql',
       extractQuery: definition.extractQuery,
@@ -154,7 +155,7 @@ export function viewSetsRead(view: ViewSet): readonly string[] {
   return view.source.kind === 'sql' ? view.source.reads : [];
 }
 
-async function inspect(engine: DuckDBEngine, label: string, query: string): Promise<QueryShape> {
+async function inspect(engine: DuckDBEngine, label: string, query: string): Promise<Inspected> {
   if (query.trim() === '') fail(`${label} is empty`);
   let tree;
   try {
@@ -166,8 +167,11 @@ async function inspect(engine: DuckDBEngine, label: string, query: string): Prom
     fail(`${label} must be a SELECT: no DDL or DML (CREATE, COPY ... TO, INSERT, ...) inside a view definition`);
   const shape = queryShape(tree!);
   if (shape.statements !== 1) fail(`${label} must be a single SELECT statement`);
-  return shape;
+  return Object.assign(shape, { tree: tree! });
 }
+
+/** A query's shape and its parse tree. */
+type Inspected = QueryShape & { tree: { statements: Record<string, unknown>[] } };
 
 function checkFunctions(label: string, shape: QueryShape): void {
   for (const fn of shape.functions) {
