@@ -35,6 +35,7 @@ export {
   emptyRelation,
   filesRelation,
   partitionsMerged,
+  readBackTypes,
   quoteIdentifier,
   quoteLiteral,
   scopedFileSummary,

@@ -1,4 +1,4 @@
-import type { ColumnSpec, ViewSet } from './view-set.js';
+import { passesRowsThrough, type ColumnSpec, type ViewSet } from './view-set.js';
 
 // A query session sees each view set as a temporary view: the set's merge query over the
 // Parquet files of its current partitions, filtered to the caller's audiences. Callers
@@ -149,6 +149,46 @@ export function typedColumns(columns: readonly ColumnSpec[], query: string, stor
   return `SELECT ${list} FROM (${query})`;
 }
 
+/**
+ * Types that a Parquet file written by DuckDB reads back as, so a partition's column of one needs no cast to be
+ * its set's type. HUGEINT, for one, reads back as DOUBLE. test/views/read-back-types.test.ts checks each.
+ */
+export const readBackTypes: ReadonlySet<string> = new Set([
+  'VARCHAR',
+  'BOOLEAN',
+  'TINYINT',
+  'SMALLINT',
+  'INTEGER',
+  'BIGINT',
+  'UTINYINT',
+  'USMALLINT',
+  'UINTEGER',
+  'UBIGINT',
+  'FLOAT',
+  'DOUBLE',
+  'DATE',
+  'TIMESTAMP',
+  'TIMESTAMP_NS',
+  'BLOB',
+  'JSON',
+  'VARCHAR[]',
+]);
+
+/**
+ * Partition rows (`filesRelation`'s columns, filtered) as the set's columns: only a column of a type that does not
+ * read back as written is cast. Binding a cast costs every statement over the set (a JSON cast the most), and a
+ * cast to the column's own type changes nothing.
+ */
+function storedRows(columns: readonly ColumnSpec[], rows: string, stored: readonly string[]): string {
+  if (columns.every((c) => readBackTypes.has(c.type))) return rows;
+  const list = columns.map((c) =>
+    readBackTypes.has(c.type)
+      ? quoteIdentifier(c.name)
+      : `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`,
+  );
+  return `SELECT ${[...list, ...stored.map(quoteIdentifier)].join(', ')} FROM (${rows})`;
+}
+
 /** Replaces `{source}` in a merge query. */
 export function withSource(mergeQuery: string, relation: string): string {
   return mergeQuery.replaceAll('{source}', relation);
@@ -179,11 +219,12 @@ export function sessionRelation(
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
   const rows = inEventRange(filesRelation(view.columns, files, stored, absent, bitmaps), view, options.eventRange);
-  const source = `(${scopedRows(rows, view, scope, options.processAudiences)})`;
+  const scoped = scopedRows(rows, view, scope, options.processAudiences);
   // Rows the scope and range filters keep of merged partitions are merged rows too. Columns read as NULLs
   // (a projection's) are merged as before: a key of NULLs is not the partitions' key.
-  const query = merged && absent.length === 0 ? `SELECT * FROM ${source}` : withSource(view.mergeQuery, source);
-  return typedColumns(view.columns, query, files.length === 0 ? [] : stored);
+  const read = files.length === 0 ? [] : stored;
+  if (passesRowsThrough(view) || (merged && absent.length === 0)) return storedRows(view.columns, scoped, read);
+  return typedColumns(view.columns, withSource(view.mergeQuery, `(${scoped})`), read);
 }
 
 /**
