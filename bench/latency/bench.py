@@ -95,6 +95,28 @@ def post_metrics(http_port: int, points: int) -> None:
         sent += n
 
 
+def load_data(http_port: int, flight_port: int, server_pid: int | None, records: int, points: int) -> dict:
+    """The data set every statement reads: `records` log records and `points` metric points, then each view set
+    materialized as one partition. Returns the ingestion's run, the partitions and the busiest process."""
+    run = ingest(http_port, records, 8, server_pid)
+    post_metrics(http_port, points)
+    admin = Orrery(flight_port)
+    begin = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=10)
+    end = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)
+    for view in VIEWS:
+        _, seconds = admin.materialize(view, begin, end)
+        log(f"materialized {view} in {seconds:.2f} s")
+    parts = admin.query("SELECT view_set_name, file_path FROM list_partitions() WHERE file_path IS NOT NULL").to_pylist()
+    process = admin.query("SELECT process_id, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1").to_pylist()[0]["process_id"]
+    admin.close()
+    return {"run": run, "parts": parts, "process": process}
+
+
+def statement(name_or_sql: str, process: str) -> str:
+    """One of STATEMENTS by name (for the data set's busiest process), or the SQL given."""
+    return STATEMENTS.get(name_or_sql, name_or_sql).format(process=process)
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -185,17 +207,8 @@ def main() -> int:
     load_at_start = machine_state()["loadavg_1m"]
     lake = os.path.join(args.data_dir, "lake")
     uri = f"grpc://127.0.0.1:{args.flight_port}"
-    run = ingest(args.http_port, args.records, 8, args.server_pid)
-    post_metrics(args.http_port, args.points)
-    admin = Orrery(args.flight_port)
-    begin = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=10)
-    end = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)
-    for view in VIEWS:
-        _, seconds = admin.materialize(view, begin, end)
-        log(f"materialized {view} in {seconds:.2f} s")
-    parts = admin.query("SELECT view_set_name, file_path FROM list_partitions() WHERE file_path IS NOT NULL").to_pylist()
-    process = admin.query("SELECT process_id, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1").to_pylist()[0]["process_id"]
-    admin.close()
+    data = load_data(args.http_port, args.flight_port, args.server_pid, args.records, args.points)
+    run, parts, process = data["run"], data["parts"], data["process"]
 
     con = duckdb.connect()
     con.execute(f"SET threads={args.threads}")

@@ -59,27 +59,16 @@ done
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 HERE="$here" HTTP_PORTS="${http_ports[*]}" DATA="${DATA:-0}" RECORDS="${RECORDS:-200000}" POINTS="${POINTS:-20000}" \
 "$python" - "$1" "$2" "${ports[@]}" "${pids[@]}" "${SQL:-SELECT 1 AS one}" "${N:-3000}" "${WARMUP:-1000}" <<'PY'
-import datetime as dt, os, statistics, sys, time, pyarrow.flight as fl
+import os, statistics, sys, time, pyarrow.flight as fl
 refs, ports, pids, sql, n, warmup = sys.argv[1:3], sys.argv[3:5], [int(p) for p in sys.argv[5:7]], sys.argv[7], int(sys.argv[8]), int(sys.argv[9])
 if os.environ["DATA"] == "1":
     sys.path.insert(0, os.environ["HERE"])
     import bench
-    from benchlib import Orrery, ingest
-    processes = []
-    for port, http_port, pid in zip(ports, os.environ["HTTP_PORTS"].split(), pids):
-        ingest(int(http_port), int(os.environ["RECORDS"]), 8, pid)
-        bench.post_metrics(int(http_port), int(os.environ["POINTS"]))
-        admin = Orrery(int(port))
-        begin = dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=10)
-        end = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=5)
-        for view in bench.VIEWS:
-            admin.materialize(view, begin, end)
-        processes += admin.query("SELECT process_id, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1").column(0).to_pylist()
-        admin.close()
-    sql = bench.STATEMENTS.get(sql, sql)
-    if "{process}" in sql and processes[0] != processes[1]:
+    processes = [bench.load_data(int(h), int(f), p, int(os.environ["RECORDS"]), int(os.environ["POINTS"]))["process"]
+                 for f, h, p in zip(ports, os.environ["HTTP_PORTS"].split(), pids)]
+    if "{process}" in bench.STATEMENTS.get(sql, "") and processes[0] != processes[1]:
         raise SystemExit(f"the sides' busiest processes differ ({processes}): {sql}")
-    sql = sql.format(process=processes[0])
+    sql = bench.statement(sql, processes[0])
 def varint(v):
     out = bytearray()
     while True:

@@ -8,6 +8,7 @@
 #   bash bench/latency/phases.sh
 #   SQL="SELECT 1 AS one" N=3000 bash bench/latency/phases.sh
 #   ORRERY_REF=<commit> bash bench/latency/phases.sh   # another commit's server (bench/lib.sh)
+#   DATA=1 SQL=measures_p95_hour bash bench/latency/phases.sh   # bench.py's data set (RECORDS, POINTS) and statements
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -20,4 +21,11 @@ trap 'orrery_stop; rm -rf "$d"' EXIT
 export UV_THREADPOOL_SIZE="${UV_THREADPOOL_SIZE:-20}" PHASES_ROOT="$ORRERY_ROOT" PHASES_OUT="$d/phases.json"
 BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123","audiences":["public"]}]' \
   ORRERY_DUCKDB_THREADS="${THREADS:-2}" orrery_start serve "$d/o" --import "$here/phase-probe.mjs"
-"$python" "$here/phases.py" "$ORRERY_FLIGHT_PORT" "$ORRERY_PID" "$PHASES_OUT" "${SQL:-SELECT 1 AS one}"
+sql="${SQL:-SELECT 1 AS one}"
+if [ "${DATA:-0}" = 1 ]; then
+  sql="$(cd "$here" && "$python" -c 'import sys, bench
+http, flight, pid, records, points, sql = sys.argv[1:]
+print(bench.statement(sql, bench.load_data(int(http), int(flight), int(pid), int(records), int(points))["process"]))' \
+    "$ORRERY_HTTP_PORT" "$ORRERY_FLIGHT_PORT" "$ORRERY_PID" "${RECORDS:-200000}" "${POINTS:-20000}" "$sql")"
+fi
+"$python" "$here/phases.py" "$ORRERY_FLIGHT_PORT" "$ORRERY_PID" "$PHASES_OUT" "$sql"
