@@ -119,6 +119,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2", help="in-process DuckDB thread counts")
     parser.add_argument("--target", type=float, default=0.8)
+    parser.add_argument("--perf", default=None,
+                        help="a folder: each server materialization is recorded by `perf record -g` there (perf-<run>.data)")
     parser.add_argument("--server-only", action="store_true",
                         help="no in-process DuckDB runs: only the server's (the check is then its row count and blocks)")
     args = parser.parse_args()
@@ -154,9 +156,19 @@ def main() -> int:
         server_runs = []
         for i in range(args.repeats):
             fn = "materialize_partitions" if i == 0 else "regenerate_partitions"
+            recorder = None
+            if args.perf and args.server_pid:
+                with open(os.path.join(args.perf, f"perf-{i}.log"), "w") as perf_log:
+                    recorder = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(args.server_pid),
+                                                 "-o", os.path.join(args.perf, f"perf-{i}.data")],
+                                                stdout=perf_log, stderr=subprocess.STDOUT)
+                time.sleep(0.5)  # perf attached before the statement starts
             cpu = CpuMeter(args.server_pid)
             messages, seconds = orrery.procedure(
                 f"SELECT * FROM {fn}('log_entries', '{begin:%Y-%m-%dT%H:%M:%SZ}', '{end:%Y-%m-%dT%H:%M:%SZ}', {width})")
+            if recorder:
+                recorder.send_signal(2)
+                recorder.wait()
             if not messages or not messages[-1].endswith(": created"):
                 raise SystemExit(f"{fn}('log_entries') did not create a partition: {messages}")
             server_runs.append((seconds, cpu.read()))

@@ -10,7 +10,8 @@
 #
 # Environment: RECORDS (default 2000000), REPEATS (default 3), CONNECTIONS (ingestion, default 8),
 # THREADS (in-process DuckDB thread counts, default 1,2), PROFILE=1 (node --cpu-prof of the server;
-# profile in PROFILE_DIR, default bench/materialization/profiles), KEEP_DATA=1 keeps the data folder.
+# profile in PROFILE_DIR, default bench/materialization/profiles), PERF=1 (perf record -g of each materialization
+# in PERF_DIR, default bench/materialization/perf), KEEP_DATA=1 keeps the data folder.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -20,6 +21,15 @@ records="${RECORDS:-2000000}"
 repeats="${REPEATS:-3}"
 profile_dir="${PROFILE_DIR:-$here/profiles}"
 mapfile -t node_flags < <(bench_profile_flags "$profile_dir")
+perf_args=()
+if [ "${PERF:-0}" = "1" ]; then
+  # perf record of each server materialization (perf report -i PERF_DIR/perf-<run>.data); JIT frames named through
+  # Node's perf map.
+  perf_dir="${PERF_DIR:-$here/perf}"
+  mkdir -p "$perf_dir"
+  node_flags+=(--perf-basic-prof-only-functions)
+  perf_args=(--perf "$perf_dir")
+fi
 
 bench_ensure_built
 python="$(bench_venv)"
@@ -35,7 +45,7 @@ echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, F
 status=0
 "$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
   --data-dir "$data_dir/orrery" --records "$records" --repeats "$repeats" --connections "${CONNECTIONS:-8}" \
-  --threads "${THREADS:-1,2}" "$@" || status=$?
+  --threads "${THREADS:-1,2}" "${perf_args[@]}" "$@" || status=$?
 orrery_stop
 if [ "$status" -ne 0 ]; then
   echo "bench: bench.py failed ($status); server log:" >&2
