@@ -40,6 +40,9 @@ const plainTypes = new Set([
   'timestamptz',
 ]);
 
+/** DuckLake's nested column types: read back as they are typed when every field is (see fileRows). */
+const nestedTypes = new Set(['struct', 'map', 'list']);
+
 /**
  * DuckLake column types DuckDB's Parquet writer stores as another type, and the cast that gives them
  * back as DuckLake's scan does (HUGEINT, a sum of BIGINTs, is written as DOUBLE).
@@ -113,16 +116,18 @@ export async function fileRows(
   if (!meta || meta.data_path === null || !meta.columns) return null;
   const columns = meta.columns.filter((c) => c.parent === null);
   const time = columns.find((c) => c.name === timeColumn);
+  // Nested columns (a sketch's STRUCT of a MAP) of plain fields read back as they are typed too.
+  const fields = meta.columns.filter((c) => c.parent !== null);
   if (
     !time ||
-    columns.length !== meta.columns.length ||
-    columns.some((c) => !plainTypes.has(c.type) && !castTypes.has(c.type))
+    columns.some((c) => !plainTypes.has(c.type) && !castTypes.has(c.type) && !nestedTypes.has(c.type)) ||
+    fields.some((c) => !plainTypes.has(c.type) && !nestedTypes.has(c.type))
   )
     return null;
   // Rows with the time column at or after `from` ($3; every row when it is null), in Postgres.
   if (!atOrAfter(time.type, '')) return null;
   const after = (value: string): string => `($3::text IS NULL OR ${atOrAfter(time.type, value)!})`;
-  const newestColumn = columns.reduce((most, c) => (BigInt(c.begin) > most ? BigInt(c.begin) : most), 0n);
+  const newestColumn = meta.columns.reduce((most, c) => (BigInt(c.begin) > most ? BigInt(c.begin) : most), 0n);
   const params = [timeColumn, String(snapshot), from];
   const { rows: files } = await catalog.query<{
     id: string;
