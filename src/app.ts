@@ -380,20 +380,33 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       closers.push({ name: 'the rollup refresh jobs', close: () => jobs.close() });
       jobs.start();
     }
+    const ingestion =
+      role !== 'maintain'
+        ? new IngestionService(
+            metadata,
+            store,
+            metrics,
+            native ? nativeLogsScan() : null,
+            native ? nativeLogsSeal() : null,
+            native ? nativeJsonLogsSeal() : null,
+            config.ingestMarkMs > 0
+              ? {
+                  markIntervalMs: config.ingestMarkMs,
+                  log: (message, error) => log('warn', message, error),
+                }
+              : undefined,
+          )
+        : undefined;
+    if (ingestion) {
+      closers.push({ name: 'the ingest replay marks', close: () => ingestion.close() });
+      // What a crash of Postgres lost of acknowledged requests is inserted again before any new request.
+      const replayed = await ingestion.recover();
+      if (replayed > 0) log('info', `ingest: read ${replayed} commit group(s) again after a crash`);
+    }
     const http = new HttpServer({
       address: config.httpAddress,
       keyring,
-      ingestion:
-        role !== 'maintain'
-          ? new IngestionService(
-              metadata,
-              store,
-              metrics,
-              native ? nativeLogsScan() : null,
-              native ? nativeLogsSeal() : null,
-              native ? nativeJsonLogsSeal() : null,
-            )
-          : undefined,
+      ingestion,
       metrics,
       maxBodyBytes: config.maxBodyBytes,
       ingestLimits: config.ingestLimits,

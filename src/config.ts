@@ -56,6 +56,12 @@ export interface Config {
   /** ORRERY_ROLLUP_REFRESH_JOBS: whether this process runs the rollups' due refresh jobs (servers and daemons alike). */
   readonly rollupRefreshJobs: boolean;
   readonly maxBodyBytes: number;
+  /**
+   * ORRERY_INGEST_MARK_MS: how often an ingesting server marks, with one synchronous commit, which of its commit
+   * groups' rows Postgres has flushed; the rows themselves commit without waiting for the WAL flush, durable as
+   * their payload object's manifest until then. 0: every group's commit waits for the flush.
+   */
+  readonly ingestMarkMs: number;
   /** ORRERY_INGEST_MAX_CONCURRENT, ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, ORRERY_INGEST_MEMORY_BYTES */
   /** ORRERY_SHUTDOWN_GRACE_SECONDS: how long SIGTERM lets OTLP requests and Flight streams under way finish. */
   readonly shutdownGraceSeconds: number;
@@ -135,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rollupRefreshJobs:
       (oneOf(env.ORRERY_ROLLUP_REFRESH_JOBS, ['on', 'off'], 'ORRERY_ROLLUP_REFRESH_JOBS') ?? 'on') === 'on',
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
+    ingestMarkMs: nonNegativeInteger(env.ORRERY_INGEST_MARK_MS, 'ORRERY_INGEST_MARK_MS') ?? 200,
     shutdownGraceSeconds: nonNegativeSeconds(env.ORRERY_SHUTDOWN_GRACE_SECONDS, 'ORRERY_SHUTDOWN_GRACE_SECONDS') ?? 25,
     logFormat: oneOf(env.ORRERY_LOG_FORMAT, ['text', 'json'], 'ORRERY_LOG_FORMAT') ?? 'text',
     instance: env.ORRERY_INSTANCE || undefined,

@@ -26,6 +26,7 @@ import {
   type SealedLogs,
 } from './otlp/index.js';
 import { GroupCommit } from './group-commit.js';
+import { groupManifest, ReplayMarks, type BlockRow } from './group-replay.js';
 import { KnownResources, type KnownResource } from './known-resources.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
@@ -59,6 +60,8 @@ export class IngestionService {
   private readonly known = new KnownResources();
   /** The object key reserved for the next group's payloads (see writePayloads). */
   private nextGroupFile: string | null = null;
+  /** Which groups may commit without Postgres's WAL flush (see group-replay.ts); null: every group waits for it. */
+  private readonly marks: ReplayMarks | null;
 
   /**
    * `nativeScan`: the native addon's logs scan (src/engine/native/logs-scan.cc), the same verdicts as the
@@ -67,6 +70,8 @@ export class IngestionService {
    * (src/engine/native/logs-seal.cc); used for logs protobuf bodies instead of the scan when given.
    * `nativeJsonSeal`: an OTLP/JSON logs body transcoded to protobuf and sealed so, on a worker thread
    * (src/engine/native/logs-json.cc); without it (or for a body it does not vouch for) JSON is decoded the slow way.
+   * `replay`: commit groups' rows without waiting for the WAL flush, durable as their objects' manifests, with a mark
+   * set every `markIntervalMs` (see group-replay.ts and recover); without it every commit waits for the flush.
    */
   constructor(
     private readonly db: MetadataStore,
@@ -75,16 +80,40 @@ export class IngestionService {
     nativeScan?: FlatLogsScan | null,
     nativeSeal?: FlatLogsSeal | null,
     nativeJsonSeal?: FlatJsonLogsSeal | null,
+    replay?: { markIntervalMs: number; log: (message: string, error: unknown) => void },
   ) {
     this.scanLogs = nativeScan ? scanLogsWith(nativeScan) : scanLogs;
     this.sealLogs = nativeSeal ? sealLogsWith(nativeSeal) : null;
     this.sealJsonLogs = nativeJsonSeal ? sealJsonLogsWith(nativeJsonSeal) : null;
     const commit = (signal: OtlpSignal) =>
       new GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>(
-        (requests) => this.writePayloads(requests),
+        (requests) => this.writePayloads(signal, requests),
         (requests) => this.insert(signal, requests),
       );
     this.commits = { logs: commit('logs'), metrics: commit('metrics'), traces: commit('traces') };
+    this.marks = replay
+      ? new ReplayMarks(
+          db,
+          store,
+          (signal, rows, durable) => insertRows(db, signal, rows, durable),
+          replay.markIntervalMs,
+          replay.log,
+        )
+      : null;
+  }
+
+  /**
+   * Before the first request: inserts again the rows of the groups a crash of Postgres may have lost since the
+   * servers' last marks (their objects' manifests), then starts setting this server's marks. Returns how many
+   * groups it read.
+   */
+  recover(): Promise<number> {
+    return this.marks?.recover() ?? Promise.resolve(0);
+  }
+
+  /** Stops setting marks (requests still in flight commit with the WAL flush or are covered by the last mark). */
+  close(): void {
+    this.marks?.close();
   }
 
   /**
@@ -112,15 +141,19 @@ export class IngestionService {
 
   /**
    * The first stage of storing checked requests: every payload of them appended to one new object (one write,
-   * one sync, one name), each block placed at its offset (a block two requests carry, once). Payloads are
-   * written before their rows: an object whose rows never commit is named by no block, and the orphan sweep
-   * deletes it; a retry writes its payloads again, and its rows, already there, keep naming the first copy.
+   * one sync, one name), each block placed at its offset (a block two requests carry, once), then the group's rows
+   * (its manifest, see group-replay.ts). Payloads are written before their rows: an object whose rows never commit
+   * is named by no block, and the orphan sweep deletes it (unless a replay inserts its rows: whole, as a retry
+   * would); a retry writes its payloads again, and its rows, already there, keep naming the first copy.
    */
-  private async writePayloads(requests: readonly (readonly StoredBlock[])[]): Promise<PlacedBlock[][]> {
+  private async writePayloads(
+    signal: OtlpSignal,
+    requests: readonly (readonly StoredBlock[])[],
+  ): Promise<PlacedBlock[][]> {
     // The next group's object is reserved while this one is written: its creation and its folder's fsync are then
     // off that group's path (at 4 senders they were ~1-3 ms of each request's ~7, stage 5 of bench/ingestion/PROFILE.md).
-    const file = this.nextGroupFile ?? payloadGroupKey(nowNanos());
-    this.nextGroupFile = payloadGroupKey(nowNanos());
+    const file = this.nextGroupFile ?? this.newGroupFile();
+    this.nextGroupFile = this.newGroupFile();
     this.store.reserveNew(this.nextGroupFile);
     const offsets = new Map<string, number>();
     const payloads: Uint8Array[] = [];
@@ -131,18 +164,50 @@ export class IngestionService {
       payloads.push(block.payload);
       size += block.payload.byteLength;
     }
-    await this.store.putNew(file, payloads);
-    return requests.map((request) => request.map((b) => ({ ...b, file, offset: offsets.get(b.blockId)! })));
+    const placed = requests.map((request) =>
+      request.map((b) => ({ ...b, file, offset: offsets.get(b.blockId)!, size: b.payload.byteLength })),
+    );
+    try {
+      await this.store.putNew(file, [
+        ...payloads,
+        ...groupManifest(
+          payloads,
+          signal,
+          uniqueBy(placed.flat(), (b) => b.blockId),
+        ),
+      ]);
+    } catch (error) {
+      this.marks?.done(file, false);
+      throw error;
+    }
+    return placed;
+  }
+
+  /** A key for a group's object, named now (a group not committed yet, for the marks). */
+  private newGroupFile(): string {
+    const at = nowNanos();
+    const key = payloadGroupKey(at);
+    this.marks?.started(key, at);
+    return key;
   }
 
   /** The second stage: the rows of the requests in one statement; returns each request's records newly stored. */
   private async insert(signal: OtlpSignal, requests: readonly (readonly PlacedBlock[])[]): Promise<number[]> {
     this.metrics?.ingestFlushRequests.observe({ signal }, requests.length);
-    const inserted = await insertRows(
-      this.db,
-      signal,
-      uniqueBy(requests.flat(), (b) => b.blockId),
-    );
+    // Without the WAL flush when a recent mark covers the group: its object's manifest, fsynced, is what makes the
+    // rows durable (see group-replay.ts); the rows are visible at commit either way.
+    const deferred = this.marks?.mayDefer() ?? false;
+    let inserted: Set<string>;
+    try {
+      inserted = await insertRows(
+        this.db,
+        signal,
+        uniqueBy(requests.flat(), (b) => b.blockId),
+        !deferred,
+      );
+    } finally {
+      for (const file of new Set(requests.flat().map((b) => b.file))) this.marks?.done(file, deferred);
+    }
     // A block two requests of the flush both carry (a retry racing its original) counts for the first.
     return requests.map((request) => request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0));
   }
@@ -334,19 +399,25 @@ function identified(signal: OtlpSignal, block: PendingBlock, audience: string): 
  * Inserts the processes, streams and blocks of a flush's requests in one statement (one round trip,
  * atomic); returns the ids of the blocks it inserted (not those already stored: a retry). Rows go in one
  * order (each table by id), so concurrent flushes naming the same processes wait on each other instead of
- * deadlocking.
+ * deadlocking. `durable: false` commits without waiting for the WAL flush (synchronous_commit off for this
+ * transaction alone).
  */
-async function insertRows(db: MetadataStore, signal: OtlpSignal, blocks: readonly PlacedBlock[]): Promise<Set<string>> {
-  const byId = (key: (b: PlacedBlock) => string) => (a: PlacedBlock, b: PlacedBlock) =>
+async function insertRows(
+  db: MetadataStore,
+  signal: OtlpSignal,
+  blocks: readonly BlockRow[],
+  durable: boolean,
+): Promise<Set<string>> {
+  const byId = (key: (b: BlockRow) => string) => (a: BlockRow, b: BlockRow) =>
     key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
   const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
   const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
   const sorted = [...blocks].sort(byId((b) => b.blockId));
-  const r = (b: PlacedBlock, name: string): string | null => text(b.resource[name]);
+  const r = (b: BlockRow, name: string): string | null => text(b.resource[name]);
   // Tagged so that the daemon's passes wait for it (blockInsertsRunning): its rows' insert time is its start.
   // Prepared: one runs per group (at 4 senders, nearly one per request), its text always the same.
   const result = await db.prepared<{ block_id: string }>(
-    'orrery_insert_blocks',
+    durable ? 'orrery_insert_blocks' : 'orrery_insert_blocks_deferred',
     `${blockInsertTag}
      WITH p AS (
        INSERT INTO processes (process_id, exe, username, realname, computer, distro, cpu_brand, start_time, properties, audience)
@@ -367,8 +438,8 @@ async function insertRows(db: MetadataStore, signal: OtlpSignal, blocks: readonl
               AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_file, object_offset, payload_size, audience)
        ON CONFLICT (block_id) DO NOTHING
        RETURNING block_id
-     )
-     SELECT block_id FROM b`,
+     )${durable ? '' : `, c AS (SELECT set_config('synchronous_commit', 'off', true))`}
+     SELECT block_id FROM b${durable ? '' : ', c'}`,
     [
       processes.map((b) => b.processId),
       processes.map((b) => r(b, 'service.name') ?? r(b, 'process.executable.name')),
@@ -391,7 +462,7 @@ async function insertRows(db: MetadataStore, signal: OtlpSignal, blocks: readonl
       sorted.map((b) => b.count),
       sorted.map((b) => b.file),
       sorted.map((b) => b.offset),
-      sorted.map((b) => b.payload.byteLength),
+      sorted.map((b) => b.size),
       sorted.map((b) => b.audience),
     ],
   );
@@ -434,8 +505,5 @@ interface StoredBlock extends PendingBlock {
   blockId: string;
 }
 
-/** A block whose payload is written: `payload.byteLength` bytes at `offset` of the object `file`. */
-interface PlacedBlock extends StoredBlock {
-  file: string;
-  offset: number;
-}
+/** A block whose payload is written: `size` bytes at `offset` of the object `file`. */
+type PlacedBlock = StoredBlock & BlockRow;

@@ -40,7 +40,9 @@ export { deleteOrphans } from './orphans.js';
 export {
   partitionKey,
   partitionKeysIn,
+  payloadGroupFolder,
   payloadGroupKey,
+  payloadGroupSecond,
   payloadKey,
   payloadPlace,
   scratchKey,

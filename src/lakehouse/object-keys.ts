@@ -16,7 +16,18 @@ export const payloadKey = (processId: string, streamId: string, blockId: string)
  */
 export function payloadGroupKey(at: bigint): string {
   const iso = nanosToIso(at);
-  return `blobs/groups/${iso.slice(0, 10)}/${iso.slice(11, 19).replaceAll(':', '-')}_${randomUUID()}.payloads`;
+  return `${payloadGroupFolder(at)}${iso.slice(11, 19).replaceAll(':', '-')}_${randomUUID()}.payloads`;
+}
+
+/** The folder of the commit groups written on the (UTC) day of `at`. */
+export const payloadGroupFolder = (at: bigint): string => `blobs/groups/${nanosToIso(at).slice(0, 10)}/`;
+
+const groupKey = /^blobs\/groups\/(\d{4}-\d{2}-\d{2})\/(\d{2})-(\d{2})-(\d{2})_[0-9a-f-]{36}\.payloads$/;
+
+/** The second (since the epoch) a commit group's key was named at; null for any other key. */
+export function payloadGroupSecond(key: string): number | null {
+  const m = groupKey.exec(key);
+  return m ? Date.parse(`${m[1]}T${m[2]}:${m[3]}:${m[4]}Z`) / 1000 : null;
 }
 
 /** Where a block's payload is: a whole object (size null), or `size` bytes at `offset` of a group's object. */

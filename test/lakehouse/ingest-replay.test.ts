@@ -1,0 +1,343 @@
+// Issue 16: an acknowledged OTLP request's rows commit without waiting for Postgres's WAL flush; what makes them
+// durable is its commit group's object, fsynced before the 200 with the rows as its manifest (see
+// src/ingestion/group-replay.ts). Here Postgres and the server are killed (SIGKILL) right after the 200s, with the
+// Postgres processes that write WAL on their own stopped first, so that nothing flushed those commits: Postgres
+// comes back without them, and the next server inserts them again from the objects, whole and stamped with the
+// key's audience. Also: a group written but never committed (a crash between its fsync and its insert) is stored
+// whole by the next server, and a retry of its request then stores nothing twice.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { payloadLines } from '../../src/ingestion/index.js';
+import { EmbeddedPostgres } from '../../src/metadata/embedded-postgres.js';
+import { signal } from '../../src/metadata/os-processes.js';
+import { adminKey } from '../support/orrery-process.js';
+import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
+import {
+  OrreryChild,
+  interleavedLogsRequest,
+  pollUntil,
+  sharedEnv,
+  sleep,
+  startRole,
+  type TestKey,
+} from './lakehouse-fixtures.js';
+
+const admin: TestKey = { ...adminKey, audiences: ['public'] };
+const requests = 12;
+const perRequest = 50;
+
+/** POSTs an OTLP protobuf logs body with the admin key. */
+const post = (port: number, body: Uint8Array): Promise<Response> =>
+  fetch(`http://127.0.0.1:${port}/v1/logs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${admin.key}` },
+    body: Buffer.from(body),
+  });
+
+/** `orrery serve` as a child process (killed with SIGKILL by the tests), and its HTTP port. */
+async function serveChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
+  const child = new OrreryChild('serve', 'serve', env);
+  await child.waitForLine(/HTTP \(OTLP.*listening on/, 60_000);
+  return {
+    child,
+    port: Number(/listening on [^\s]*:(\d+)/.exec(child.output.find((l) => /HTTP \(OTLP/.test(l))!)![1]),
+  };
+}
+
+/** Every process of a Postgres server: its postmaster and the postmaster's children. */
+function postgresProcesses(postmaster: number): number[] {
+  const children = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        // pid (comm) state ppid ...: comm may hold spaces, so the fields after its closing parenthesis.
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+  return [postmaster, ...children];
+}
+
+/**
+ * Kills every process of a Postgres server at once (as a crash of it would), and waits until they are gone, reaped
+ * too (the postmaster is this process's child: a start on its cluster refuses while its pid still exists).
+ */
+async function crash(postgres: EmbeddedPostgres): Promise<void> {
+  const processes = postgresProcesses(postgres.pid);
+  for (const pid of processes) signal(pid, 'SIGKILL'); // (one may have exited meanwhile)
+  const deadline = Date.now() + 30_000;
+  while (processes.some((pid) => existsSync(`/proc/${pid}`))) {
+    assert.ok(Date.now() < deadline, 'Postgres processes still exist');
+    await sleep(20);
+  }
+}
+
+/** Stops the Postgres processes that write or flush WAL on their own: from then on only a synchronous commit does. */
+async function stopBackgroundWriters(pool: pg.Pool): Promise<void> {
+  const { rows } = await pool.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity
+      WHERE backend_type IN ('walwriter', 'background writer', 'checkpointer', 'autovacuum launcher')`,
+  );
+  assert.ok(rows.length > 0);
+  for (const { pid } of rows) signal(pid, 'SIGSTOP');
+}
+
+describe('issue 16: rows committed without the WAL flush survive a crash of Postgres', { timeout: 240_000 }, () => {
+  let dir: string;
+  let postgres: EmbeddedPostgres;
+  let pool: pg.Pool;
+  let env: Record<string, string>;
+  let child: OrreryChild | undefined;
+
+  const startPostgres = async (): Promise<void> => {
+    postgres = await EmbeddedPostgres.start({ dataDir: join(dir, 'pg') });
+    pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
+    pool.on('error', () => {});
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orrery-ingest-replay-'));
+    await startPostgres();
+    env = {
+      ...sharedEnv({
+        keys: [admin],
+        admins: [admin.name],
+        connectionString: postgres.connectionString,
+        lakeDir: join(dir, 'lake'),
+      }),
+      ORRERY_DATA_DIR: join(dir, 'serve'),
+      // One mark at start-up, then none during the test: a mark's synchronous commit would flush the requests'.
+      ORRERY_INGEST_MARK_MS: '600000',
+    };
+  });
+
+  after(async () => {
+    await child?.stop('SIGKILL');
+    await pool?.end().catch(() => {});
+    await postgres?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('every acknowledged request is stored again, whole, after Postgres and the server are killed', async () => {
+    const started = await serveChild(env);
+    child = started.child;
+    await stopBackgroundWriters(pool);
+    const t0 = BigInt(Date.now()) * 1_000_000n;
+    const shape = { requests, perRequest, t0, service: 'replayed' };
+    for (let i = 0; i < requests; i++) {
+      const response = await post(started.port, interleavedLogsRequest(i, shape));
+      assert.equal(response.status, 200, await response.text());
+    }
+    const visible = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM blocks`);
+    assert.equal(Number(visible.rows[0].n), requests, 'visible at once, as with a flushed commit');
+
+    await child.stop('SIGKILL');
+    await crash(postgres);
+    await pool.end().catch(() => {});
+    await postgres.close();
+    await startPostgres();
+    const survived = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM blocks`);
+    // Else this test tests nothing: the crash must have lost commits that were acknowledged.
+    assert.ok(Number(survived.rows[0].n) < requests, `${survived.rows[0].n} of ${requests} blocks survived`);
+
+    const serve = await startRole('serve', { ...env, MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString });
+    try {
+      const { rows } = await pool.query<PayloadRow & { nb_objects: number; audience: string }>(
+        `SELECT ${payloadColumns}, b.nb_objects, b.audience FROM blocks b`,
+      );
+      assert.equal(rows.length, requests);
+      const messages = new Map<string, number>();
+      for (const row of rows) {
+        assert.equal(row.audience, 'public');
+        assert.equal(row.nb_objects, perRequest);
+        const lines = Buffer.from(payloadLines(await blockPayload(serve.store, row)))
+          .toString()
+          .trimEnd()
+          .split('\n');
+        for (const line of lines) {
+          const msg = (JSON.parse(line) as { msg: string }).msg;
+          messages.set(msg, (messages.get(msg) ?? 0) + 1);
+        }
+      }
+      for (let i = 0; i < requests; i++)
+        for (let j = 0; j < perRequest; j++) assert.equal(messages.get(`m-${i}-${j}`), 1, `m-${i}-${j}`);
+      assert.ok(serve.lines.some((line) => /read \d+ commit group\(s\) again after a crash/.test(line)));
+    } finally {
+      await serve.close();
+    }
+  });
+
+  it('a group written but never committed is stored whole by the next server; its retry stores nothing twice', async () => {
+    const live = { ...env, MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString };
+    const started = await serveChild(live);
+    child = started.child;
+    const body = interleavedLogsRequest(0, {
+      requests: 1,
+      perRequest,
+      t0: BigInt(Date.now()) * 1_000_000n,
+      service: 'uncommitted',
+    });
+    const stored = async (): Promise<number> =>
+      Number(
+        (
+          await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'uncommitted'`,
+          )
+        ).rows[0].n,
+      );
+    // The insert waits behind this lock after the group's object is written and synced; the server dies there.
+    const holder = await pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE blocks IN EXCLUSIVE MODE');
+      const pending = post(started.port, body).catch(() => null);
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const { rows } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+        if (rows.length > 0) break;
+        assert.ok(Date.now() < deadline, 'the insert never waited for the lock');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await child.stop('SIGKILL');
+      assert.equal(await pending, null, 'not acknowledged');
+      // Its backend would still commit once the lock goes: end it, as a crash of the machine would have.
+      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    assert.equal(await stored(), 0);
+
+    const serve = await startRole('serve', live);
+    try {
+      assert.equal(await stored(), 1, 'the written group is stored by the next server');
+      const retry = await post(serve.httpPort, body);
+      assert.equal(retry.status, 200, await retry.text());
+      assert.equal(await stored(), 1, 'the retry stores nothing twice');
+      const { rows } = await pool.query<PayloadRow & { audience: string }>(
+        `SELECT ${payloadColumns}, b.audience FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'uncommitted'`,
+      );
+      assert.equal(rows[0].audience, 'public');
+      const lines = Buffer.from(payloadLines(await blockPayload(serve.store, rows[0])))
+        .toString()
+        .trimEnd()
+        .split('\n');
+      assert.deepEqual(
+        lines.map((line) => (JSON.parse(line) as { msg: string }).msg).sort(),
+        Array.from({ length: perRequest }, (_, j) => `m-0-${j}`).sort(),
+      );
+    } finally {
+      await serve.close();
+    }
+  });
+});
+
+describe('issue 16: a server that stays up while Postgres crashes and restarts', { timeout: 240_000 }, () => {
+  let dir: string;
+  let postgres: EmbeddedPostgres;
+  let pool: pg.Pool;
+  // The server reaches Postgres through this proxy, so that it reconnects to the restarted one (on another port).
+  let proxy: Server;
+  let target = 0;
+  const sockets = new Set<Socket>();
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'orrery-ingest-replay-live-'));
+    postgres = await EmbeddedPostgres.start({ dataDir: join(dir, 'pg') });
+    target = postgres.port;
+    pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
+    pool.on('error', () => {});
+    proxy = createServer((client) => {
+      const server = connect(target, '127.0.0.1');
+      for (const socket of [client, server]) {
+        sockets.add(socket);
+        socket.on('error', () => {});
+        socket.on('close', () => {
+          sockets.delete(socket);
+          client.destroy();
+          server.destroy();
+        });
+      }
+      client.pipe(server).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  });
+
+  after(async () => {
+    for (const socket of sockets) socket.destroy();
+    proxy?.close();
+    await pool?.end().catch(() => {});
+    await postgres?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('inserts again, at its next mark, the acknowledged rows the crash lost', async () => {
+    const proxied = postgres.connectionString.replace(
+      `:${postgres.port}/`,
+      `:${(proxy.address() as { port: number }).port}/`,
+    );
+    const serve = await startRole('serve', {
+      ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: proxied, lakeDir: join(dir, 'lake') }),
+      ORRERY_INGEST_MARK_MS: '100',
+    });
+    try {
+      const t0 = BigInt(Date.now()) * 1_000_000n;
+      const send = async (i: number): Promise<void> => {
+        const response = await post(
+          serve.httpPort,
+          interleavedLogsRequest(i, { requests, perRequest, t0, service: 'live' }),
+        );
+        assert.equal(response.status, 200, await response.text());
+      };
+      await send(0);
+      await pollUntil(
+        "the server's mark",
+        async () => Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ingest_marks`)).rows[0].n),
+        (n) => n === 1,
+        { timeoutMs: 10_000 },
+      );
+      // The server's next mark waits behind this lock, uncommitted, so nothing flushes the requests below.
+      await stopBackgroundWriters(pool);
+      const holder = await pool.connect();
+      holder.on('error', () => {}); // its connection dies with Postgres
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM ingest_marks FOR UPDATE');
+      for (let i = 1; i < requests; i++) await send(i);
+      const blocks = async (): Promise<number> =>
+        Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM blocks`)).rows[0].n);
+      assert.equal(await blocks(), requests);
+
+      await crash(postgres);
+      holder.release(true);
+      await pool.end().catch(() => {});
+      await postgres.close();
+      postgres = await EmbeddedPostgres.start({ dataDir: join(dir, 'pg') });
+      target = postgres.port;
+      pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
+      pool.on('error', () => {});
+      const survived = await blocks();
+      assert.ok(survived < requests, `${survived} of ${requests} blocks survived`);
+      // The server's next mark finds Postgres restarted and replays from its last one.
+      await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 30_000 });
+      const { rows } = await pool.query<{ exe: string; nb_objects: number; audience: string }>(
+        `SELECT p.exe, b.nb_objects, b.audience FROM blocks b JOIN processes p USING (process_id)`,
+      );
+      assert.deepEqual(
+        rows.map((r) => [r.exe, r.nb_objects, r.audience]),
+        Array.from({ length: requests }, () => ['live', perRequest, 'public']),
+      );
+      await send(requests - 1);
+      assert.equal(await blocks(), requests, 'a retry after the replay stores nothing twice');
+    } finally {
+      await serve.close();
+    }
+  });
+});
