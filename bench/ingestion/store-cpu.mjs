@@ -66,15 +66,20 @@ async function measure(tree, round) {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-store-cpu-'));
   const db = await MetadataStore.open({ dataDir });
   const store = new FileObjectStore(join(dataDir, 'lake'));
+  let service;
   try {
-    const service = new IngestionService(
+    service = new IngestionService(
       db,
       store,
       undefined,
       native.nativeLogsScan?.() ?? null,
       native.nativeLogsSeal?.() ?? null,
       native.nativeJsonLogsSeal?.() ?? null,
+      // As `orrery serve` stores them (a tree from before the option ignores it): rows committed without the WAL
+      // flush, a mark every 200 ms (src/ingestion/group-replay.ts).
+      { markIntervalMs: 200, log: (message, error) => console.error(message, error) },
     );
+    await service.recover?.();
     const postmaster = postmasterOf(dataDir);
     const runId = `r${round}${tree.length % 10}${Date.now() % 1000}`.slice(0, 6).padEnd(6, 'x');
     for (let n = 0; n < 20; n++)
@@ -93,6 +98,7 @@ async function measure(tree, round) {
       pgMs: (pg * 1000) / requests,
     };
   } finally {
+    service?.close?.();
     store.close();
     await db.close();
     rmSync(dataDir, { recursive: true, force: true });
