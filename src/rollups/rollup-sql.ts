@@ -94,9 +94,38 @@ export function baseRows(base: string, snapshot: bigint, scope: TableScope): str
   return `SELECT * FROM ${at(lakeTable(base), snapshot)}${filter ? ` WHERE ${filter}` : ''}`;
 }
 
-/** The rollup's aggregate over the rows of `source` (a SELECT) that pass `filter`. */
-export function aggregateOver(definition: RollupDefinition, source: string, filter: string): string {
-  return `SELECT * FROM (WITH ${sourceAlias} AS (SELECT * FROM (${source}) AS __rows WHERE ${filter}) ${definition.query}) AS __aggregate`;
+/**
+ * The rollup's aggregate over the rows of `source` (a SELECT) that pass `filter`; `buckets`: conditions
+ * on its `bucket` that every row of it meets (the range of buckets `filter` reads), said again over the
+ * aggregate so that a statement's window on the buckets meets them: DuckDB then drops a scan whose
+ * buckets all lie outside the window (it relates a window on `bucket` to conditions on `bucket`, not to
+ * `filter`'s on the rows' time), as for a pending bucket outside the days a dashboard reads.
+ */
+export function aggregateOver(
+  definition: RollupDefinition,
+  source: string,
+  filter: string,
+  buckets: readonly string[] = [],
+): string {
+  const aggregate = `SELECT * FROM (WITH ${sourceAlias} AS (SELECT * FROM (${source}) AS __rows WHERE ${filter}) ${definition.query}) AS __aggregate`;
+  return buckets.length === 0 ? aggregate : `SELECT * FROM (${aggregate}) AS __bounded WHERE ${buckets.join(' AND ')}`;
+}
+
+/**
+ * `bucket <op> <literal>` as a RowScan's condition on its buckets, said also as a statement compares
+ * them: Orrery's timestamps are TIMESTAMP_NS (nanosecondTimestamps), so a window on a timestamp
+ * bucket reaches the view as `CAST(bucket AS TIMESTAMP_NS) <op> ...`, which DuckDB relates only to
+ * conditions on that same expression.
+ */
+export function bucketBound(definition: Pick<RollupDefinition, 'integer'>, op: string, literal: string): string[] {
+  const plain = `bucket ${op} ${literal}`;
+  return definition.integer ? [plain] : [plain, `CAST(bucket AS TIMESTAMP_NS) ${op} CAST(${literal} AS TIMESTAMP_NS)`];
+}
+
+/** The source's rows one scan reads (a filter) and the conditions on `bucket` its aggregate meets (see aggregateOver). */
+export interface RowScan {
+  readonly rows: string;
+  readonly buckets: readonly string[];
 }
 
 /** Rows of the source in the given buckets (a list of bucket literals), with a range bound the scan can prune by. */
@@ -130,15 +159,15 @@ function width(definition: Pick<RollupDefinition, 'integer' | 'grain'>): number 
 }
 
 /**
- * Filters for scanning the source's rows of the pending buckets (DuckDB's texts, sorted), one scan
- * each (see aggregateOverEach): runs of neighbouring buckets, cut at the widest gaps into at most
+ * Scans of the source's rows of the pending buckets (DuckDB's texts, sorted), one each (see
+ * aggregateOverEach): runs of neighbouring buckets, cut at the widest gaps into at most
  * maxPendingScans, each bounded by its own range. Buckets before `from` are left out.
  */
 export function pendingScans(
   definition: RollupDefinition,
   buckets: readonly string[],
   from: string | null = null,
-): string[] {
+): RowScan[] {
   const at = (bucket: string): number => position(definition, bucket);
   const kept = from === null ? buckets : buckets.filter((b) => at(b) >= at(from));
   const step = width(definition);
@@ -156,20 +185,24 @@ export function pendingScans(
     if (cut > start) runs.push(kept.slice(start, cut));
     start = cut;
   }
-  return runs.map((run) =>
-    inBuckets(
-      definition,
-      run.map((b) => bucketLiteral(definition, b)),
-    )!,
-  );
+  return runs.map((run) => {
+    const literals = run.map((b) => bucketLiteral(definition, b));
+    return {
+      rows: inBuckets(definition, literals)!,
+      buckets: [
+        ...bucketBound(definition, '>=', literals[0]),
+        ...bucketBound(definition, '<=', literals[literals.length - 1]),
+      ],
+    };
+  });
 }
 
 /**
- * The rollup's aggregate over the source's rows that pass each filter, one scan each, UNION ALL.
+ * The rollup's aggregate over the source's rows of each scan, one scan each, UNION ALL.
  * DuckDB pushes a range into a DuckLake scan (files and row groups outside it are skipped) but not an
  * OR of ranges: the tail after the watermark OR one pending bucket scanned every row of the source.
- * The filters must not share a bucket (each bucket is aggregated in one scan).
+ * The scans must not share a bucket (each bucket is aggregated in one scan).
  */
-export function aggregateOverEach(definition: RollupDefinition, source: string, filters: readonly string[]): string {
-  return filters.map((filter) => aggregateOver(definition, source, filter)).join('\nUNION ALL ');
+export function aggregateOverEach(definition: RollupDefinition, source: string, scans: readonly RowScan[]): string {
+  return scans.map((scan) => aggregateOver(definition, source, scan.rows, scan.buckets)).join('\nUNION ALL ');
 }

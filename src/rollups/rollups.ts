@@ -14,6 +14,7 @@ import { rollupErrors } from './errors.js';
 import {
   aggregateOver,
   aggregateOverEach,
+  bucketBound,
   at,
   audienceFilter,
   baseRows,
@@ -54,6 +55,7 @@ import { copy, type Node } from './tree.js';
 import { fileRows, type FileRows } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
+import { inlinedTail, tailValues, tailValuesQuery, type InlinedTail } from './tail-values.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -322,6 +324,8 @@ export class Rollups {
   >();
   /** Tables' rows from their files by schema, table, time column, snapshot and lower bound (see filesOf). */
   private readonly files = new Map<string, Promise<FileRows | null>>();
+  /** The aggregate of each rollup's tail, kept for the files it was computed from (see keptTail). */
+  private readonly tails = new Map<string, { readonly aggregate: string; making: boolean; tail: InlinedTail | null }>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Readers' own rows of tables and view sets (see rowsWithin). */
@@ -873,7 +877,10 @@ export class Rollups {
         : closed;
     const pendingLiterals = pending.map(literal);
     // The closed range and the pending buckets (all before the old watermark), each range a scan of its own.
-    const rowFilters = [...(closedRange ? [closedRange.rows] : []), ...pendingScans(definition, pending)];
+    const rowFilters = [
+      ...(closedRange ? [{ rows: closedRange.rows, buckets: [] }] : []),
+      ...pendingScans(definition, pending),
+    ];
     const deleteFilters = [
       closedRange?.deleted,
       pendingLiterals.length > 0 ? `bucket IN (${pendingLiterals.join(', ')})` : null,
@@ -1351,22 +1358,60 @@ export class Rollups {
   }
 
   /**
-   * The rows of a rollup's base series table from the watermark on, for a scope, read from the
-   * files that hold them (filesOf); `{ sql: null }` when there are none, undefined when DuckLake's
-   * scan must read them (a rollup of a rollup or of a view set reads its source's view or partitions).
+   * The part of a rollup's view after its watermark, for a scope: the aggregate of its base series
+   * table's rows from the watermark on, read from the files that hold them (filesOf), or once made for
+   * those files (keptTail) as constant rows; else from `source` (DuckLake's scan, or for a
+   * rollup of a rollup or of a view set its source's view or partitions). Null when no row is there.
    */
-  private async tailSource(
+  private async tailPart(
     definition: RollupDefinition,
     snapshot: bigint,
     watermark: string,
     scope: TableScope,
-  ): Promise<FileRows | undefined> {
-    if (definition.sourceIsRollup || definition.viewSetBase) return undefined;
-    const rows = await this.filesOf('main', definition.base, definition.baseTimeColumn, snapshot, watermark);
-    if (!rows) return undefined;
+    source: string,
+  ): Promise<string | null> {
+    const from = bucketLiteral(definition, watermark);
+    const aggregate = (rows: string): string =>
+      aggregateOver(
+        definition,
+        rows,
+        `${quoteIdentifier(definition.timeColumn)} >= ${from}`,
+        bucketBound(definition, '>=', from),
+      );
+    const files =
+      definition.sourceIsRollup || definition.viewSetBase
+        ? null
+        : await this.filesOf('main', definition.base, definition.baseTimeColumn, snapshot, watermark);
+    if (!files) return aggregate(source);
+    if (files.sql === null) return null;
+    const kept = this.keptTail(definition, aggregate(files.sql));
+    if (kept) return tailValues(kept, definition.columns, scope);
     const filter = audienceFilter(scope);
     // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
-    return rows.sql === null || !filter ? rows : { sql: `SELECT * FROM (${rows.sql}) WHERE ${filter}` };
+    return aggregate(filter ? `SELECT * FROM (${files.sql}) WHERE ${filter}` : files.sql);
+  }
+
+  /**
+   * A rollup's aggregate of its tail's files (`aggregate`, every audience's rows), kept while the
+   * statements' tail is those files (see tail-values.ts); the latest per rollup. Made in the background
+   * when a second statement reads the same files (under steady ingestion, one read per new file costs
+   * nothing more; a dashboard's repeated reads read it from the third on): null until then, or when it
+   * cannot be kept or failed to be made (the statement reads the files).
+   */
+  private keptTail(definition: RollupDefinition, aggregate: string): InlinedTail | null {
+    const kept = this.tails.get(definition.name);
+    if (kept?.aggregate !== aggregate) {
+      this.tails.set(definition.name, { aggregate, making: false, tail: null });
+      return null;
+    }
+    if (!kept.making) {
+      kept.making = true;
+      this.engine.values(tailValuesQuery(aggregate)).then(
+        (rows) => (kept.tail = inlinedTail(rows, definition.columns)),
+        () => {},
+      );
+    }
+    return kept.tail;
   }
 
   /**
@@ -1417,15 +1462,16 @@ export class Rollups {
       ];
       // The rows after the watermark, before the range backfilled and of the pending buckets (those
       // in that range: the others are in its scan), each range a scan of its own; the first of the
-      // tail's files alone when they hold it exactly (tailSource), and none when no file holds any.
-      const tail = await this.tailSource(definition, snapshot, state.watermark, scope);
+      // tail's files alone when they hold it exactly (tailPart), and none when no file holds any.
+      const tail = await this.tailPart(definition, snapshot, state.watermark, scope, source);
+      // Each raw part also bounds its buckets (aggregateOver), so a window leaving it out drops its scan.
       const raw = [
-        ...(covered ? [`${time} < ${covered}`] : []),
+        ...(covered ? [{ rows: `${time} < ${covered}`, buckets: bucketBound(definition, '<', covered) }] : []),
         ...pendingScans(definition, buckets, definition.coveredFrom),
       ];
       const parts = [
         `SELECT * FROM ${await this.storedSource(definition, snapshot)} WHERE ${stored.join(' AND ')}`,
-        ...(tail?.sql === null ? [] : [aggregateOver(definition, tail?.sql ?? source, `${time} >= ${watermark}`)]),
+        ...(tail === null ? [] : [tail]),
         ...(raw.length > 0 ? [aggregateOverEach(definition, source, raw)] : []),
       ];
       sql = parts.join('\nUNION ALL ');

@@ -501,6 +501,14 @@ describe('rollups (issue 17)', () => {
     /** The DuckLake scans of `table` in an admin's plan of `sql`. */
     const scansOf = async (table: string, sql: string): Promise<number> =>
       (await planOf(sql)).match(new RegExp(`Table: ${table}\\b`, 'g'))?.length ?? 0;
+    /** Reads `rollup` until its tail's aggregate, made after a second read of the same files, is read instead of them. */
+    const tailKept = (rollup: string): Promise<number> =>
+      pollUntil(
+        `${rollup}'s tail read as constant rows`,
+        async () => (await planOf(`SELECT * FROM ${rollup}`)).match(/READ_PARQUET/g)?.length ?? 0,
+        (parquetScans) => parquetScans === 1,
+        { timeoutMs: 30_000 },
+      );
     /** Every DuckLake scan in an admin's plan of `sql` (a table's long name is drawn on a line of its own). */
     const lakeScans = async (sql: string): Promise<number> => (await planOf(sql)).match(/Table:/g)?.length ?? 0;
 
@@ -572,6 +580,16 @@ describe('rollups (issue 17)', () => {
       await asTeamA.updateCount(`INSERT INTO inlined_early VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
       await checkEarly();
       assert.equal(await scansOf('inlined_early', 'SELECT * FROM inlined_early_hourly'), 1);
+      // A window without that pending bucket scans none of its rows, written with literals or with now().
+      for (const window of [
+        `bucket >= TIMESTAMP '2024-01-01 06:00:00'`,
+        `bucket >= now()::TIMESTAMP - INTERVAL 1 DAY`,
+      ]) {
+        const source = `SELECT * FROM (SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s,
+          max(v) AS mx, audience FROM inlined_early GROUP BY ALL) WHERE ${window}`;
+        for (const client of [asAdmin, asTeamA]) await same(client, `inlined_early_hourly WHERE ${window}`, source);
+        assert.equal(await lakeScans(`SELECT * FROM inlined_early_hourly WHERE ${window}`), 0);
+      }
     });
 
     it('the stored rows are read from their files, less a delete file, and through DuckLake once a refresh inlines a correction', async () => {
@@ -611,6 +629,25 @@ describe('rollups (issue 17)', () => {
       await check();
       await materialized();
       assert.equal(await lakeScans(stored), 1);
+    });
+
+    it("the tail's aggregate is made once for its files and read as constant rows, each reader its audiences' rows", async () => {
+      const { check } = await withTail('constant');
+      const keptTail = (): Promise<number> => tailKept('constant_hourly');
+      // The stored rows' file is scanned; the tail, aggregated once, is not.
+      await keptTail();
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM constant GROUP BY ALL`;
+      await same(asTeamB, 'constant_hourly', source);
+      // Rows written into the tail (a file of their own): aggregated again, once, with them.
+      await asTeamB.updateCount(
+        `INSERT INTO constant SELECT TIMESTAMP '2100-01-01 03:00:00' + to_seconds(i), 'h2', i FROM range(300) t(i)`,
+      );
+      await check();
+      await same(asTeamB, 'constant_hourly', source);
+      await keptTail();
+      await check();
+      await same(asTeamB, 'constant_hourly', source);
     });
 
     it('deletes of tail rows, a few (inlined) and many (a delete file, from the files), are read', async () => {

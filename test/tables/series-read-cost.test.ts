@@ -10,6 +10,7 @@ import pg from 'pg';
 import { EmbeddedPostgres } from '../../src/metadata/index.js';
 import {
   clientFor,
+  pollUntil,
   refusal,
   scalar,
   sharedEnv,
@@ -184,8 +185,14 @@ describe('series-table reads: DuckLake transactions per statement, never stale (
     };
     const stored = await filesRead('SELECT * FROM heights_100_materialized');
     // File 5 for the rows from 4,900 on, files 1 and 3 for the pending buckets: an OR of those ranges
-    // reached the scan as a filter over every row, and all five files were read.
-    assert.equal((await filesRead(read)) - stored, 3);
+    // reached the scan as a filter over every row, and all five files were read. Once the same tail's
+    // files are read again, their aggregate is kept and read instead of file 5.
+    await pollUntil(
+      'the pending buckets read from their files, the tail from its kept aggregate',
+      async () => (await filesRead(read)) - stored,
+      (files) => files === 2,
+      { timeoutMs: 30_000, failFast: (files) => (files > 3 ? `${files} files read` : undefined) },
+    );
     // The refresh reads the same files: its answer is the source's.
     await scalar(asFirst, `SELECT refresh_rollup('heights_100')`);
     assert.deepEqual(
