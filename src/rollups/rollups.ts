@@ -1483,7 +1483,9 @@ export class Rollups {
   /**
    * The statements that make the rollups (and materialized tables) a statement names readable
    * for a scope, all as of one DuckLake snapshot: temporary views under their own names; and that
-   * snapshot (null when the statement names none), for the statement to read its series tables at.
+   * snapshot (null when the statement names none), for the statement to read its series tables at;
+   * `lake`: whether they read any DuckLake table (false when they read files alone: the stored rows,
+   * the tail and the view sets' partitions), which then needs no DuckLake transaction.
    */
   async readSetup(
     names: readonly string[],
@@ -1492,14 +1494,14 @@ export class Rollups {
     point?: RollupReadPoint,
     /** Rollups the statement reads only through the rewrite of its levels (it does not name them itself). */
     rewrittenOnly: ReadonlySet<string> = new Set(),
-  ): Promise<{ statements: string[]; snapshot: bigint | null }> {
+  ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
     const stableNames = [...aliases.values()].filter((a) => wanted.has(a.name));
     for (const alias of stableNames) wanted.add(alias.target);
     const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
-    if (rollups.length === 0 && stored.length === 0) return { statements: [], snapshot: null };
+    if (rollups.length === 0 && stored.length === 0) return { statements: [], snapshot: null, lake: false };
     // The snapshot and the tables listed at it in one Postgres query (a statement pays it once).
     const listing = point ? undefined : await this.tables.listAt();
     const snapshot = point?.snapshot ?? listing!.snapshot;
@@ -1524,7 +1526,8 @@ export class Rollups {
         `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(alias.name)} AS SELECT ${alias.selectList} FROM ${quoteIdentifier(alias.target)}`,
       );
     }
-    return { statements, snapshot };
+    // Every DuckLake table is named in its catalog (a file path never holds that name: it is Orrery's own).
+    return { statements, snapshot, lake: statements.some((s) => s.includes(lakeCatalog)) };
   }
 
   /**

@@ -7,7 +7,8 @@ import { scopeOf } from './lakehouse-session.js';
 /**
  * The setup that makes the rollups a statement names readable for its caller (each a temporary
  * view of its own name, as of one DuckLake snapshot, filtered to the caller's audiences), and the
- * refresh jobs table when it is named; the snapshot the rollups are read at (null when none is).
+ * refresh jobs table when it is named; the snapshot the rollups are read at (null when none is), and
+ * whether the setup reads a DuckLake table (see Rollups.readSetup).
  */
 export async function rollupReadSetup(
   rollups: Rollups,
@@ -17,13 +18,13 @@ export async function rollupReadSetup(
   rewrittenOnto: readonly string[] = [],
   /** Where the rewrite read the rollups, to set them up as of the same snapshot. */
   point?: RollupReadPoint,
-): Promise<{ statements: string[]; snapshot: bigint | null }> {
+): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
     .map((r) => r.name.toLowerCase());
   const rewrittenOnly = new Set(rewrittenOnto.filter((r) => !names.includes(r)));
   names.push(...rewrittenOnto);
-  if (names.length === 0) return { statements: [], snapshot: null };
+  if (names.length === 0) return { statements: [], snapshot: null, lake: false };
   const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly);
   if (names.includes(jobsRelation))
     setup.statements.push(

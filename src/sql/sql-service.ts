@@ -665,7 +665,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     pruning?.fixClock();
     const rollupSetup = readsRollups
       ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at ?? point)
-      : { statements: [], snapshot: null };
+      : { statements: [], snapshot: null, lake: false };
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).
@@ -701,9 +701,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
         ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
+    // A rollup read from its files alone reads no DuckLake table: no DuckLake transaction, its prepared statement kept.
+    const readsLake = seriesSetup.length > 0 || rollupSetup.lake;
     // Only a GetFlightInfo's plan, run by the DoGet that follows: a CreatePreparedStatement's plan may run later,
     // after writes its transaction would not see.
-    const readsLake = seriesSetup.length > 0 || rollupSetup.statements.length > 0;
     // A statement not reading the lake keeps DuckDB's prepared statement for the next one of the same text.
     const described = hold
       ? await this.engine.describeAndHold(sql, options, hold === 'transaction' && readsLake, !readsLake)

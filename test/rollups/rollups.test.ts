@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { DuckDBConnection } from '@duckdb/node-api';
 import {
   clientFor,
   plainRows,
@@ -648,6 +649,49 @@ describe('rollups (issue 17)', () => {
       await keptTail();
       await check();
       await same(asTeamB, 'constant_hourly', source);
+    });
+
+    it('a read from the files alone, repeated, is prepared once (no DuckLake transaction) and stays exact', async () => {
+      const { check } = await withTail('repeated');
+      await tailKept('repeated_hourly');
+      const sql = `SELECT * FROM repeated_hourly WHERE n > 0${order}`;
+      /** DuckDB's prepares of the statement while `work` runs (counted as they pass). */
+      const prepares = async (work: () => Promise<void>): Promise<number> => {
+        const original = Object.getOwnPropertyDescriptor(DuckDBConnection.prototype, 'prepare')!.value as (
+          this: DuckDBConnection,
+          text: string,
+        ) => unknown;
+        let count = 0;
+        const counted = function (this: DuckDBConnection, text: string): unknown {
+          if (text.includes('repeated_hourly')) count++;
+          return original.call(this, text);
+        };
+        Object.defineProperty(DuckDBConnection.prototype, 'prepare', {
+          configurable: true,
+          writable: true,
+          value: counted,
+        });
+        try {
+          await work();
+        } finally {
+          Object.defineProperty(DuckDBConnection.prototype, 'prepare', {
+            configurable: true,
+            writable: true,
+            value: original,
+          });
+        }
+        return count;
+      };
+      let want: unknown[] = [];
+      assert.equal(await prepares(async () => void (want = await plainRows(asTeamA, sql))), 1);
+      for (let i = 0; i < 2; i++)
+        assert.equal(await prepares(async () => assert.deepEqual(await plainRows(asTeamA, sql), want)), 0);
+      // A write makes another snapshot, whose files the next read is set up with: prepared again, exact.
+      await asTeamA.updateCount(
+        `INSERT INTO repeated SELECT TIMESTAMP '2100-01-01 02:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
+      );
+      await check();
+      assert.equal(await lakeScans('SELECT * FROM repeated_hourly'), 0);
     });
 
     it('deletes of tail rows, a few (inlined) and many (a delete file, from the files), are read', async () => {
