@@ -10,6 +10,9 @@
 //
 //   node bench/latency/lake-phases.mjs [--repeats 41] [--rows 200000] [--base <tree>] [--gap <ms>]
 //   (--gap: a pause after each statement, as between a dashboard's refreshes, instead of the next one at once)
+//   node bench/latency/lake-phases.mjs --rollups --rows 2000000 --base <tree>
+//   (--rollups: bench/rollups' data and reads instead, issue 17: --rows over 30 days, the hourly rollup refreshed,
+//   a minute of rows after it; the materialized rows, the never-stale read and the dashboard, phase by phase)
 //   node bench/latency/lake-phases.mjs --clients 16 [--seconds 4] --base <tree>
 //   (also: --clients statements in flight at once on each server for --seconds, per statement, the servers in turn
 //   A B B A; statements/s and the p50 of GetFlightInfo + DoGet)
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     gap: { type: 'string', default: '0' },
     clients: { type: 'string', default: '0' },
     seconds: { type: 'string', default: '4' },
+    rollups: { type: 'boolean', default: false },
   },
 });
 const [repeats, rows, gap] = [Number(values.repeats), Number(values.rows), Number(values.gap)];
@@ -48,19 +52,7 @@ try {
   };
   const servers = [await start('this', root), ...(values.base ? [await start('base', resolve(values.base))] : [])];
   const { client } = servers[0];
-  await client.executeUpdate(`CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`);
-  await client.executeUpdate(
-    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 1 DAY + to_microseconds(CAST(i * ${86400e6 / rows} AS BIGINT)),
-       'host' || (i % 50), (hash(i) % 10000) / 100.0 FROM range(${rows}) t(i)`,
-  );
-  await client.query(`select create_rollup('metrics_hourly', 'metrics', interval '1 hour',
-    select_list => 'host, count(*) as n, sum(cpu) as cpu_sum', group_by => 'host')`);
-  await client.query(`select refresh_rollup('metrics_hourly')`);
-  const statements = {
-    'SELECT 1': 'SELECT 1',
-    'series read': `SELECT host, count(*) FROM metrics WHERE ts >= now()::TIMESTAMP - INTERVAL 1 HOUR GROUP BY host`,
-    'rollup read': `SELECT bucket, host, n FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 6 HOUR`,
-  };
+  const statements = values.rollups ? await rollupsData(client) : await seriesData(client);
   // One statement on one server: its GetFlightInfo, then the DoGet of its tickets, timed apart (ms).
   const once = async (server, name) => {
     let t = process.hrtime.bigint();
@@ -215,4 +207,28 @@ try {
   }
 } finally {
   await probe.close();
+}
+
+/** A series table of --rows rows over a day and its hourly rollup; a series read and a rollup read. */
+async function seriesData(client) {
+  await client.executeUpdate(`CREATE TABLE metrics (ts TIMESTAMP, host VARCHAR, cpu DOUBLE) WITH (time_column = 'ts')`);
+  await client.executeUpdate(
+    `INSERT INTO metrics SELECT now()::TIMESTAMP - INTERVAL 1 DAY + to_microseconds(CAST(i * ${86400e6 / rows} AS BIGINT)),
+       'host' || (i % 50), (hash(i) % 10000) / 100.0 FROM range(${rows}) t(i)`,
+  );
+  await client.query(`select create_rollup('metrics_hourly', 'metrics', interval '1 hour',
+    select_list => 'host, count(*) as n, sum(cpu) as cpu_sum', group_by => 'host')`);
+  await client.query(`select refresh_rollup('metrics_hourly')`);
+  return {
+    'SELECT 1': 'SELECT 1',
+    'series read': `SELECT host, count(*) FROM metrics WHERE ts >= now()::TIMESTAMP - INTERVAL 1 HOUR GROUP BY host`,
+    'rollup read': `SELECT bucket, host, n FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 6 HOUR`,
+  };
+}
+
+/** --rollups: bench/rollups' data (probe-data.mjs, --rows over 30 days) and explain.mjs's reads of it. */
+async function rollupsData(client) {
+  const { loadProbeData, probeStatements } = await import('../rollups/probe-data.mjs');
+  await loadProbeData(client, { rows, hosts: 50 });
+  return probeStatements;
 }

@@ -100,6 +100,12 @@ const phases = {
   'series tables at a snapshot': [SeriesTables.prototype, 'listAt'],
   'pool acquire (setup run on a new connection)': [ConnectionPool.prototype, 'acquire'],
   "DuckDB's runAndReadAll (@duckdb/node-api)": [DuckDBConnection.prototype, 'runAndReadAll'],
+  'rollups: may read rollups': [SqlService.prototype, 'mayReadRollups'],
+  'rollups: read setup (temporary views)': [Rollups.prototype, 'readSetup'],
+  "rollups: a rollup's state": [Rollups.prototype, 'state'],
+  'rollups: pending buckets': [Rollups.prototype, 'pending'],
+  "rollups: files' listing (kept per snapshot)": [Rollups.prototype, 'filesOf'],
+  'rollups: catalog': [Rollups.prototype, 'catalog'],
 };
 for (const [name, [proto, method]] of Object.entries(phases)) timed(proto, method, name);
 timedGenerator(QueryLanes.prototype, 'batches', 'DuckDB run + Arrow export');

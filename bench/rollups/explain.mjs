@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { alternately, catalogProbe, loadAverage, median } from '../catalog-probe.mjs';
-import { loadProbeData } from './probe-data.mjs';
+import { loadProbeData, probeStatements } from './probe-data.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -22,13 +22,7 @@ const probe = await catalogProbe(root, 'orrery-rollups-explain-');
 try {
   const client = await probe.startServer(root, 'orrery');
   await loadProbeData(client, { rows, hosts });
-  const statements = {
-    'SELECT 1': 'SELECT 1',
-    materialized: `SELECT bucket, host, n, cpu_sum FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
-    'never-stale': `SELECT bucket, host, n, cpu_sum FROM metrics_hourly WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
-    dashboard: `SELECT bucket, host, cpu_sum / n AS cpu_avg, cpu_max FROM metrics_hourly
-      WHERE bucket >= time_bucket(INTERVAL 1 HOUR, now()::TIMESTAMP - INTERVAL 7 DAY) ORDER BY bucket, host`,
-  };
+  const statements = probeStatements;
   const plan = async (sql) =>
     (await client.query(`EXPLAIN ANALYZE ${sql}`))
       .toArray()

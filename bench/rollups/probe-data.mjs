@@ -19,3 +19,12 @@ export async function loadProbeData(client, { rows, hosts }) {
        'host' || (i % ${hosts}), 1.0 FROM range(${perMinute}) t(i)`,
   );
 }
+
+/** The reads explain.mjs and bench/latency/lake-phases.mjs --rollups time: the floor, the stored rows, the view, a dashboard. */
+export const probeStatements = {
+  'SELECT 1': 'SELECT 1',
+  materialized: `SELECT bucket, host, n, cpu_sum FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
+  'never-stale': `SELECT bucket, host, n, cpu_sum FROM metrics_hourly WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
+  dashboard: `SELECT bucket, host, cpu_sum / n AS cpu_avg, cpu_max FROM metrics_hourly
+    WHERE bucket >= time_bucket(INTERVAL 1 HOUR, now()::TIMESTAMP - INTERVAL 7 DAY) ORDER BY bucket, host`,
+};
