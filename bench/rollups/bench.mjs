@@ -5,7 +5,8 @@
 //   2. the never-stale read with one minute of raw tail (rows written after the refresh) vs a purely
 //      materialized read of the same buckets (goal <= 1.2x);
 //   3. refresh cost per minute of ingest (a refresh after one minute's rows);
-//   4. the cost of one late row: buckets recomputed (goal 1) and the refresh's time.
+//   4. the cost of one late row: buckets recomputed (goal 1) and the refresh's time;
+//   5. the reads of 2, each right after a write into the tail (steady ingestion).
 // Prints a table, then one JSON line; exits 1 when the rollup's answer differs from the raw one.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -124,10 +125,9 @@ const ingestMinute = await timed(() =>
   ),
 );
 console.error(`bench: never-stale read (load average ${loadAverage()})`);
-const [neverStale, materialized] = await alternately(
-  `SELECT bucket, host, n, cpu_sum FROM metrics_hourly WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
-  `SELECT bucket, host, n, cpu_sum FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`,
-);
+const neverStaleSql = `SELECT bucket, host, n, cpu_sum FROM metrics_hourly WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`;
+const materializedSql = `SELECT bucket, host, n, cpu_sum FROM metrics_hourly_materialized WHERE bucket >= now()::TIMESTAMP - INTERVAL 7 DAY`;
+const [neverStale, materialized] = await alternately(neverStaleSql, materializedSql);
 const tailRows = neverStale.table.numRows - materialized.table.numRows;
 
 // 3. The refresh job's work per minute of ingest: the refresh after that minute (it recomputes
@@ -143,6 +143,20 @@ const minMaxBuckets = await scalar(
   `SELECT datediff('hour', time_bucket(INTERVAL 1 HOUR, now()::TIMESTAMP - INTERVAL 10 DAY), time_bucket(INTERVAL 1 HOUR, now()::TIMESTAMP))`,
 );
 const late = await timed(() => scalar(`select refresh_rollup('metrics_hourly')`));
+
+// 5. Steady ingestion: the same two reads, each right after a write into the tail (100 rows at now(),
+// a file of their own). The never-stale read's tail aggregate, kept per set of tail files, is made
+// again at each; both read a new snapshot (its files listed again).
+console.error(`bench: reads after a write each (load average ${loadAverage()})`);
+const afterWrite = [neverStaleSql, materializedSql].map(() => []);
+for (let i = 0; i < repeats; i++)
+  for (const [k, sql] of [neverStaleSql, materializedSql].entries()) {
+    await client.executeUpdate(
+      `INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % ${hosts}), 1.0 FROM range(100) t(i)`,
+    );
+    afterWrite[k].push((await timed(() => client.query(sql))).seconds);
+  }
+const [neverStaleAfterWrite, materializedAfterWrite] = afterWrite.map(median);
 console.error(`bench: checking every bucket against the raw rows (load average ${loadAverage()})`);
 // Every bucket of the rollup against the raw aggregation (sums of doubles compared within rounding).
 const afterLate = await scalar(
@@ -172,6 +186,9 @@ const figures = {
   materialized_seconds: materialized.seconds,
   never_stale_ratio: neverStale.seconds / materialized.seconds,
   never_stale_tail_rows: tailRows,
+  never_stale_after_write_seconds: neverStaleAfterWrite,
+  materialized_after_write_seconds: materializedAfterWrite,
+  never_stale_after_write_ratio: neverStaleAfterWrite / materializedAfterWrite,
   rows_per_minute: perMinute,
   ingest_minute_seconds: ingestMinute.seconds,
   refresh_per_minute_seconds: refreshMinute.seconds,
@@ -213,6 +230,10 @@ console.log(
 console.log(
   `4. one late row (10 days back): ${pendingAfterLate} bucket(s) pending, ${late.result} range(s) recomputed ` +
     `in ${ms(late.seconds)} (goal 1 bucket); a min-max invalidation would recompute ${minMaxBuckets} buckets`,
+);
+console.log(
+  `5. the same reads, each right after a write of 100 rows into the tail: never-stale ${ms(neverStaleAfterWrite)} ` +
+    `vs materialized ${ms(materializedAfterWrite)}: ${f(figures.never_stale_after_write_ratio)}x`,
 );
 console.log(
   `answers match the raw aggregation: ${figures.answers_match}; raw side read no rollup: ${rawReadRaw}; ` +
