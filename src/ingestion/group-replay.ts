@@ -13,7 +13,7 @@ import type { Attributes, OtlpSignal } from './otlp/index.js';
  * before it) a few times a second, its mark in `ingest_marks`, the name time of its oldest group not yet committed;
  * every group named before it is durable in Postgres. After a crash the groups named from the marks on are
  * inserted again (ON CONFLICT DO NOTHING: the ones that survived are left as they are); a server that stays up
- * while Postgres restarts finds out at its next mark (the postmaster's start time changed) and does the same.
+ * while Postgres restarts or recovers from a crash finds out at its next mark (see POSTGRES_STARTED) and does the same.
  */
 
 /** One block's row, as its group's insert writes it and the group's manifest keeps it. */
@@ -128,6 +128,14 @@ export async function replayGroups(
     }
   return groups;
 }
+
+/**
+ * When Postgres last started or last recovered from a crash: either may have lost commits not flushed yet. A crash of
+ * one of its processes (a backend killed by the OOM killer, say) makes the postmaster end the others and recover
+ * from the WAL on disk, without changing pg_postmaster_start_time(); a crash recovery resets the shared statistics,
+ * stamping pg_stat_bgwriter's stats_reset. (pg_stat_reset_shared() stamps it too: a replay then stores nothing twice.)
+ */
+const POSTGRES_STARTED = `greatest(pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_bgwriter))`;
 
 /** A server's mark older than this (Postgres's clock) is of a server gone: replayed and deleted at start-up. */
 const STALE_MARK = '30 minutes';
@@ -244,18 +252,18 @@ export class ReplayMarks {
     this.dirty = false;
     const from = [...this.inFlight.values()].reduce((a, b) => (b < a ? b : a), nowNanos());
     const { rows } = await this.db.query<{ replay_from: string; restarted: boolean }>(
-      `INSERT INTO ingest_marks AS m (writer, replay_from, postgres_started) VALUES ($1, $2, pg_postmaster_start_time())
+      `INSERT INTO ingest_marks AS m (writer, replay_from, postgres_started) VALUES ($1, $2, ${POSTGRES_STARTED})
        ON CONFLICT (writer) DO UPDATE
           SET replay_from = CASE WHEN m.postgres_started = EXCLUDED.postgres_started THEN EXCLUDED.replay_from
                                  ELSE m.replay_from END,
               marked_at = now()
-       RETURNING replay_from::text, postgres_started <> pg_postmaster_start_time() AS restarted`,
+       RETURNING replay_from::text, postgres_started <> ${POSTGRES_STARTED} AS restarted`,
       [this.writer, from],
     );
     if (rows[0].restarted) {
       this.dirty = true;
       await replayGroups(this.store, [[BigInt(rows[0].replay_from), nowNanos()]], this.insert);
-      await this.db.query(`UPDATE ingest_marks SET postgres_started = pg_postmaster_start_time() WHERE writer = $1`, [
+      await this.db.query(`UPDATE ingest_marks SET postgres_started = ${POSTGRES_STARTED} WHERE writer = $1`, [
         this.writer,
       ]);
       return;

@@ -3,8 +3,8 @@
 // src/ingestion/group-replay.ts). Each ingesting server keeps here, with a synchronous commit a few times a second,
 // the name time from which its groups may not yet be flushed: after a crash of Postgres (or of the machine), the
 // group objects named from then on are read again and their rows inserted (ON CONFLICT DO NOTHING).
-// `postgres_started` is pg_postmaster_start_time() when the mark was set: a mark that finds another one knows
-// Postgres restarted since, and replays before it moves.
+// `postgres_started` is when Postgres last started or recovered from a crash, as of the mark (see POSTGRES_STARTED
+// in group-replay.ts): a mark that finds another one knows Postgres restarted since, and replays before it moves.
 
 export const ingestMarks = `
 CREATE TABLE ingest_marks (

@@ -39,6 +39,22 @@ const post = (port: number, body: Uint8Array): Promise<Response> =>
     body: Buffer.from(body),
   });
 
+/** `orrery serve` on this Postgres and lake, marking every 100 ms. */
+const serveMarking = (connectionString: string, lakeDir: string): ReturnType<typeof startRole> =>
+  startRole('serve', {
+    ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString, lakeDir }),
+    ORRERY_INGEST_MARK_MS: '100',
+  });
+
+/** Sends the i-th of `requests` requests of `service`, acknowledged. */
+const sender = (port: number, service: string): ((i: number) => Promise<void>) => {
+  const t0 = BigInt(Date.now()) * 1_000_000n;
+  return async (i) => {
+    const response = await post(port, interleavedLogsRequest(i, { requests, perRequest, t0, service }));
+    assert.equal(response.status, 200, await response.text());
+  };
+};
+
 /** `orrery serve` as a child process (killed with SIGKILL by the tests), and its HTTP port. */
 async function serveChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
   const child = new OrreryChild('serve', 'serve', env);
@@ -244,7 +260,8 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
   let dir: string;
   let postgres: EmbeddedPostgres;
   let pool: pg.Pool;
-  // The server reaches Postgres through this proxy, so that it reconnects to the restarted one (on another port).
+  // The server reaches Postgres through this proxy, so that it reconnects to the restarted one (on another port);
+  // `target` 0: through none.
   let proxy: Server;
   let target = 0;
   const sockets = new Set<Socket>();
@@ -256,6 +273,7 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
     pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
     pool.on('error', () => {});
     proxy = createServer((client) => {
+      if (target === 0) return void client.destroy(); // Postgres unreachable for now
       const server = connect(target, '127.0.0.1');
       for (const socket of [client, server]) {
         sockets.add(socket);
@@ -280,23 +298,12 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
   });
 
   it('inserts again, at its next mark, the acknowledged rows the crash lost', async () => {
-    const proxied = postgres.connectionString.replace(
-      `:${postgres.port}/`,
-      `:${(proxy.address() as { port: number }).port}/`,
+    const serve = await serveMarking(
+      postgres.connectionString.replace(`:${postgres.port}/`, `:${(proxy.address() as { port: number }).port}/`),
+      join(dir, 'lake'),
     );
-    const serve = await startRole('serve', {
-      ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: proxied, lakeDir: join(dir, 'lake') }),
-      ORRERY_INGEST_MARK_MS: '100',
-    });
     try {
-      const t0 = BigInt(Date.now()) * 1_000_000n;
-      const send = async (i: number): Promise<void> => {
-        const response = await post(
-          serve.httpPort,
-          interleavedLogsRequest(i, { requests, perRequest, t0, service: 'live' }),
-        );
-        assert.equal(response.status, 200, await response.text());
-      };
+      const send = sender(serve.httpPort, 'live');
       await send(0);
       await pollUntil(
         "the server's mark",
@@ -336,6 +343,78 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
       );
       await send(requests - 1);
       assert.equal(await blocks(), requests, 'a retry after the replay stores nothing twice');
+    } finally {
+      await serve.close();
+    }
+  });
+
+  it('inserts again what a crash of one Postgres process lost: Postgres reinitializes, its start time unchanged', async () => {
+    // A backend killed (by the OOM killer, say) makes the postmaster end every other process and recover from the
+    // WAL on disk, losing the commits not flushed yet; pg_postmaster_start_time() stays the same.
+    const serve = await serveMarking(
+      postgres.connectionString.replace(`:${postgres.port}/`, `:${(proxy.address() as { port: number }).port}/`),
+      join(dir, 'lake'),
+    );
+    const mine = `(SELECT count(*) FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'reinit')`;
+    const blocks = async (): Promise<number> =>
+      Number((await pool.query<{ n: string }>(`SELECT ${mine} AS n`)).rows[0].n);
+    try {
+      const send = sender(serve.httpPort, 'reinit');
+      await send(0);
+      const sent = (await pool.query<{ t: string }>(`SELECT now()::text AS t`)).rows[0].t;
+      await pollUntil(
+        "the server's mark after the first request",
+        async () =>
+          Number(
+            (await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ingest_marks WHERE marked_at > $1`, [sent]))
+              .rows[0].n,
+          ),
+        (n) => n === 1,
+        { timeoutMs: 10_000 },
+      );
+      // The server's next mark waits behind this lock, and the processes that flush WAL on their own are stopped.
+      await stopBackgroundWriters(pool);
+      const holder = await pool.connect();
+      holder.on('error', () => {}); // its backend is the one killed
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM ingest_marks FOR UPDATE');
+      for (let i = 1; i < requests; i++) await send(i);
+      assert.equal(await blocks(), requests);
+      const started = async (): Promise<string> =>
+        (await pool.query<{ t: string }>(`SELECT pg_postmaster_start_time()::text AS t`)).rows[0].t;
+      const before = await started();
+
+      const { rows: stopped } = await pool.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity
+          WHERE backend_type IN ('walwriter', 'background writer', 'checkpointer', 'autovacuum launcher')`,
+      );
+      const backend = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      // The server reaches Postgres again only once what survived is counted.
+      target = 0;
+      for (const socket of sockets) socket.destroy();
+      for (const pid of [backend, ...stopped.map((r) => r.pid)]) signal(pid, 'SIGKILL');
+      holder.release(true);
+      await pool.end().catch(() => {});
+      pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
+      pool.on('error', () => {});
+      // Back once recovered: its background processes started again (a query before the postmaster noticed the
+      // crash would still see the rows).
+      const old = new Set(stopped.map((r) => r.pid));
+      await pollUntil(
+        'Postgres recovered',
+        () =>
+          pool
+            .query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'`)
+            .then(({ rows }) => rows.map((r) => r.pid))
+            .catch(() => []),
+        (pids) => pids.length > 0 && !pids.some((pid) => old.has(pid)),
+        { timeoutMs: 60_000 },
+      );
+      const survived = await blocks();
+      assert.equal(await started(), before, 'the same postmaster');
+      assert.ok(survived < requests, `${survived} of ${requests} blocks survived`);
+      target = postgres.port;
+      await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 30_000 });
     } finally {
       await serve.close();
     }
