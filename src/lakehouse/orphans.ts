@@ -3,7 +3,8 @@ import type { ObjectStore } from './object-store.js';
 
 // Every object under these prefixes is accounted for by a Postgres row: a partition, a retired
 // file or a quarantined one (kept for inspection) for views/, a block for blobs/ (a group's object: any
-// block that names it), nothing for tmp/ (scratch files live for one materialization).
+// block that names it), nothing for tmp/ (scratch files live for one materialization), a text index's
+// statistics or a retired file for text-index/.
 // A writer killed between writing an object and registering it (a daemon after its COPY, a server
 // after writing a group's payloads) leaves an object no row names; this sweep deletes those once they are older
 // than the grace, which must exceed the time any writer takes from starting an object to committing its
@@ -33,6 +34,19 @@ const referenced: Record<string, (db: MetadataQueries, keys: string[]) => Promis
     return new Set(rows.map((r) => r.payload_file ?? ids.get(r.block_id!)!));
   },
   'tmp/': () => Promise.resolve(new Set()),
+  // A text index's copies (src/resources/partition-stats.ts, writeTextCopy): named by the statistics rows of its
+  // files, or queued for deletion (an index dropped). A copy is written before its row, and a drop deletes the
+  // rows before it queues their copies: a process killed in between leaves a copy of rows nothing else deletes,
+  // after retention or deletion of its partition too. (There are objects here only once the resources' tables exist.)
+  'text-index/': async (db, keys) => {
+    const { rows } = await db.query<{ file_path: string }>(
+      `SELECT copy_path AS file_path FROM resource_partition_stats WHERE copy_path = ANY($1)
+       UNION SELECT copy_path FROM resource_audience_stats WHERE copy_path = ANY($1)
+       UNION SELECT file_path FROM temporary_files WHERE file_path = ANY($1)`,
+      [keys],
+    );
+    return new Set(rows.map((r) => r.file_path));
+  },
 };
 
 /**

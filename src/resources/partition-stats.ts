@@ -402,16 +402,20 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_indexes WHERE index_hash = $1', [row.hash]);
   forgetRecent();
-  const audiences = await ctx.db.query<{ copy_path: string | null }>(
-    'DELETE FROM resource_audience_stats WHERE index_hash = $1 RETURNING copy_path',
-    [row.hash],
+  // The copies are queued before their rows go (as forgetGoneFiles does): a drop killed in between queues them
+  // again, never leaves a copy nothing names.
+  const copies = textCopies(
+    (
+      await ctx.db.query<{ copy_path: string | null }>(
+        `SELECT copy_path FROM resource_audience_stats WHERE index_hash = $1
+         UNION SELECT copy_path FROM resource_partition_stats WHERE index_hash = $1`,
+        [row.hash],
+      )
+    ).rows,
   );
-  const files = await ctx.db.query<{ copy_path: string | null }>(
-    'DELETE FROM resource_partition_stats WHERE index_hash = $1 RETURNING copy_path',
-    [row.hash],
-  );
-  const copies = textCopies([...audiences.rows, ...files.rows]);
   await queueForDeletion(ctx.db, copies, copiesKeptSeconds);
+  await ctx.db.query('DELETE FROM resource_audience_stats WHERE index_hash = $1', [row.hash]);
+  const files = await ctx.db.query('DELETE FROM resource_partition_stats WHERE index_hash = $1', [row.hash]);
   return `${files.rowCount ?? 0} partition statistics row(s) deleted${copies.length > 0 ? `, ${copies.length} text index copies queued for deletion in ${copiesKeptSeconds} s` : ''}`;
 }
 
