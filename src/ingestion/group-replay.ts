@@ -159,6 +159,7 @@ export class ReplayMarks {
   private dirty = false;
   private marking: Promise<void> | null = null;
   private timer: NodeJS.Timeout | undefined;
+  private closed = false;
 
   /**
    * `intervalMs`: how often a mark is set while groups commit (each mark is one synchronous commit: a WAL flush);
@@ -215,6 +216,7 @@ export class ReplayMarks {
    * replayed from it. Else the group commits durably and a mark is set at once.
    */
   mayDefer(): boolean {
+    if (this.closed) return false; // the mark may be gone (see close)
     if (this.markedAt > 0 && Date.now() - this.markedAt < FRESH_MARK_MS) return true;
     void this.mark();
     return false;
@@ -226,9 +228,21 @@ export class ReplayMarks {
     if (deferred) this.dirty = true;
   }
 
-  /** Stops setting marks; the last one stays (a clean stop has flushed everything since it anyway). */
-  close(): void {
+  /**
+   * Stops setting marks. With no group still committing, the mark is deleted: the DELETE's synchronous commit
+   * flushes every deferred commit of this server before it, so nothing of its needs a replay, and starts after a
+   * clean stop read none of its groups. A group still committing keeps the mark, replayed as after a crash.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     clearInterval(this.timer);
+    await this.marking;
+    if (this.inFlight.size > 0) return;
+    // Kept when Postgres restarted since the mark (commits may have been lost): the next start replays them.
+    await this.db.query(`DELETE FROM ingest_marks WHERE writer = $1 AND postgres_started = ${POSTGRES_STARTED}`, [
+      this.writer,
+    ]);
   }
 
   /** One mark at a time; a mark asked for while one runs is set after it. */

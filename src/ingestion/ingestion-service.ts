@@ -112,8 +112,11 @@ export class IngestionService {
   }
 
   /** Stops setting marks (requests still in flight commit with the WAL flush or are covered by the last mark). */
-  close(): void {
-    this.marks?.close();
+  async close(): Promise<void> {
+    // The next group's object, reserved ahead, holds nothing yet: it does not keep the mark.
+    if (this.nextGroupFile !== null) this.marks?.done(this.nextGroupFile, false);
+    this.nextGroupFile = null;
+    await this.marks?.close();
   }
 
   /**

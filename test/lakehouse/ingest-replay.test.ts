@@ -419,4 +419,29 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
       await serve.close();
     }
   });
+
+  it('a clean stop deletes its mark once its commits are flushed: later starts replay none of its groups', async () => {
+    const since = (await pool.query<{ t: string }>(`SELECT now()::text AS t`)).rows[0].t;
+    const marks = async (): Promise<number> =>
+      Number(
+        (await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ingest_marks WHERE marked_at > $1`, [since]))
+          .rows[0].n,
+      );
+    const serve = await serveMarking(postgres.connectionString, join(dir, 'lake'));
+    let closed = false;
+    try {
+      const send = sender(serve.httpPort, 'clean');
+      for (let i = 0; i < requests; i++) await send(i);
+      await pollUntil("the server's mark", marks, (n) => n === 1, { timeoutMs: 10_000 });
+      await serve.close();
+      closed = true;
+      assert.equal(await marks(), 0);
+      const { rows } = await pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'clean'`,
+      );
+      assert.equal(Number(rows[0].n), requests);
+    } finally {
+      if (!closed) await serve.close();
+    }
+  });
 });
