@@ -240,9 +240,11 @@ export class ReplayMarks {
     await this.marking;
     if (this.inFlight.size > 0) return;
     // Kept when Postgres restarted since the mark (commits may have been lost): the next start replays them.
-    await this.db.query(`DELETE FROM ingest_marks WHERE writer = $1 AND postgres_started = ${POSTGRES_STARTED}`, [
-      this.writer,
-    ]);
+    await this.db
+      .query(`DELETE FROM ingest_marks WHERE writer = $1 AND postgres_started = ${POSTGRES_STARTED}`, [this.writer])
+      .catch((error: unknown) =>
+        this.log('deleting the ingest replay mark failed: the next start replays from it', error),
+      );
   }
 
   /** One mark at a time; a mark asked for while one runs is set after it. */

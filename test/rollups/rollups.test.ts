@@ -535,6 +535,14 @@ describe('rollups (issue 17)', () => {
            select_list => 'host, count(*) AS n, sum(v) AS s, max(v) AS mx', group_by => 'host')`,
       );
       await asAdmin.query(`SELECT set_job_schedule('${name}_hourly', INTERVAL '1 day')`);
+      // The job's first run is due at create_rollup whatever the schedule: once it has run, the next is a day
+      // away, so no refresh of the job lands among the writes below (a loaded machine may run it late).
+      await pollUntil(
+        `${name}_hourly's first job run`,
+        () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = '${name}_hourly'`),
+        (rows) => rows[0]?.last_status === 'ok',
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
       await scalar(asAdmin, `SELECT refresh_rollup('${name}_hourly')`);
       for (const [client, offset] of [
         [asTeamA, 0],
