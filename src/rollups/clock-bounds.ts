@@ -9,7 +9,7 @@
 // unit (weeks start on Mondays); a cast to DATE is the UTC day. Anything else (another function, a fraction
 // in an interval, DuckDB's own TIMESTAMPTZ now(), a year outside 1900-2199) is null: DuckDB evaluates it.
 import { floorBoundary, timestampNanos, truncLadder } from './calendar.js';
-import { literalInstantText, nanosText } from './constant-trends.js';
+import { isClock as isAnyClock, literalInstantText, nanosText } from './constant-trends.js';
 import type { Node } from './tree.js';
 
 type Value =
@@ -18,7 +18,6 @@ type Value =
   | { readonly kind: 'integer'; readonly n: number };
 
 const dayNs = 86_400_000_000_000n;
-const clockCalls = new Set(['now', 'current_timestamp', 'get_current_timestamp', 'transaction_timestamp']);
 /** Cast targets an instant of microseconds keeps as it is (now() is one). */
 const instantCasts = new Set(['TIMESTAMP', 'TIMESTAMP_NS', 'TIMESTAMP WITH TIME ZONE']);
 const integerCasts = new Set(['TINYINT', 'SMALLINT', 'INTEGER', 'BIGINT', 'DOUBLE']);
@@ -52,16 +51,12 @@ const builders: Record<string, string> = {
 const builtin = (node: Node): boolean =>
   node.filter === null && node.distinct !== true && ['', 'main'].includes(String(node.schema));
 
-/** A call of the clock: Orrery's now() and its twins return TIMESTAMP_NS (views/sql-functions.ts). */
+/**
+ * A call of Orrery's clock: now() and its twins return TIMESTAMP_NS (views/sql-functions.ts); a catalog-qualified
+ * one (DuckDB's own `system.main.now()`, a TIMESTAMPTZ) or one with FILTER or DISTINCT is left to DuckDB.
+ */
 const isClock = (node: Node): boolean =>
-  node.class === 'FUNCTION'
-    ? builtin(node) &&
-      !node.catalog &&
-      clockCalls.has(String(node.function_name).toLowerCase()) &&
-      (node.children as unknown[]).length === 0
-    : node.class === 'COLUMN_REF' &&
-      (node.column_names as string[]).length === 1 &&
-      (node.column_names as string[])[0].toLowerCase() === 'current_timestamp';
+  isAnyClock(node) && (node.class !== 'FUNCTION' || (builtin(node) && !node.catalog));
 
 const interval = (n: number, unit: (typeof units)[string]): Value => ({
   kind: 'interval',

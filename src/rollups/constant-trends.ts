@@ -41,7 +41,8 @@ const risingIn: Record<string, readonly number[]> = {
   '-': [0],
 };
 
-const isClock = (node: Node): boolean =>
+/** A call of the statement's clock (or `current_timestamp`), however qualified. */
+export const isClock = (node: Node): boolean =>
   node.class === 'FUNCTION'
     ? clockCalls.has(String(node.function_name).toLowerCase()) &&
       (node.children as unknown[]).length === 0 &&
