@@ -16,6 +16,7 @@ import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
+import { mergedReadProblem } from './stored-columns.js';
 import type { ValidEntry } from './validation.js';
 
 /** Rows per row group of a copy: small, so a filter on the sort column skips most of them. */
@@ -143,7 +144,7 @@ async function drop(
 /**
  * Installs projections sorted by and storing physical columns; others are planned as omitted. With the
  * server's view sets (`viewOf`), one storing some columns too (a copy holds what the set's audience filter
- * and event range read besides).
+ * and event range read besides), and none on a set whose read merges its partitions (mergedReadProblem).
  */
 export function projectionInstaller(viewOf?: (name: string) => ViewSet | undefined): ResourceInstaller {
   return {
@@ -154,7 +155,9 @@ export function projectionInstaller(viewOf?: (name: string) => ViewSet | undefin
       );
       if (named.length > 0)
         return `this server sorts and stores projections by physical columns only, not by column entries (${named.join(', ')})`;
-      return entry.columns !== null && !viewOf?.(entry.physical)
+      const view = viewOf?.(entry.physical);
+      if (view) return mergedReadProblem(view, "a projection's copies");
+      return entry.columns !== null
         ? `${entry.physical} is not a view set: this server stores some columns of view sets' partitions only`
         : null;
     },

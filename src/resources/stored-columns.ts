@@ -166,6 +166,16 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
 }
 
 /**
+ * Why queries could never read `what` (a stored column, a projection's copies) of a set whose read merges its
+ * partitions' rows: pruning and column substitution only read sets that pass rows through (readingSelects in
+ * src/sql/partition-pruning.ts), so installing would write bytes no statement reads. Null when the set passes them.
+ */
+export const mergedReadProblem = (view: ViewSet, what: string): string | null =>
+  passesRowsThrough(view)
+    ? null
+    : `${view.name} merges its partitions' rows (its merge query is not SELECT * FROM {source}): queries could not read ${what}`;
+
+/**
  * Installs column entries as stored columns of view sets' partitions. With the server's view sets
  * (`viewOf`), an entry whose table queries could not read a stored column of is planned as omitted.
  */
@@ -175,9 +185,7 @@ export function storedColumnInstaller(viewOf?: (name: string) => ViewSet | undef
       if (entry.kind !== 'column' || !viewOf) return null;
       const view = viewOf(entry.physical);
       if (!view) return `${entry.physical} is not a view set: this server stores columns in view sets' partition files`;
-      return passesRowsThrough(view)
-        ? null
-        : `${entry.physical} merges its partitions' rows (its merge query is not SELECT * FROM {source}): queries could not read a stored column`;
+      return mergedReadProblem(view, 'a stored column');
     },
     install,
     drop,

@@ -1,0 +1,102 @@
+// A projection on a set whose read merges (log_stats: GROUP BY time_bin, process_id, level, target, audience) is
+// planned as omitted with a warning, as a stored column there is: statements read such a set's partitions and
+// merge them, never a projection's copies (readingSelects), so copies would be bytes no statement reads. Were
+// they read, copies lacking process_id and target would merge two processes' rows of one minute and level into
+// one (s10-projmerge). Answers stay the extract's, for every key. A projection of log_entries published with it
+// is installed and read. Real server, Postgres, DuckDB and Flight SQL client over a socket.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Table } from 'apache-arrow';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { adminKey } from '../support/orrery-process.js';
+import { publishFolder, useAudiencesOrrery } from '../support/publish.js';
+
+const views = ['blocks', 'processes', 'streams', 'log_entries', 'log_stats'];
+/** Reads multiplicity (count, avg) and sums, restricting the projection's sort column, naming only stored columns. */
+const query = 'SELECT count(*) AS n, avg(count) AS a, sum(count)::BIGINT AS s FROM log_stats WHERE level >= 0';
+/** The same over log_stats as its extract computes it from log_entries. */
+const truth = `SELECT count(*) AS n, avg(count) AS a, sum(count)::BIGINT AS s FROM (
+  SELECT date_bin('1 minute', time) AS time_bin, process_id, level, target, count(*) AS count, audience
+    FROM log_entries GROUP BY ALL) WHERE level >= 0`;
+
+const provenanceOf = (table: Table): Record<string, unknown> | undefined => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
+};
+
+describe('a projection on a set whose read merges is omitted with a warning (issue 13)', () => {
+  const suite = useAudiencesOrrery('orrery-projection-merge-');
+  const { fixture, dir } = suite;
+  /** Where the next insert range starts, epoch ms: the end of the last one materialized. */
+  let mark = 0;
+
+  /** Posts records of two services (processes) in one minute, then materializes the range as one partition per set. */
+  const round = async (first: number): Promise<void> => {
+    await sleep(Math.max(0, mark - Date.now() + 20));
+    for (const i of [first, first + 1])
+      await suite.ingest(i, adminKey.key, [
+        { severity: 9, body: `b${i}.0` },
+        { severity: 9, body: `b${i}.1` },
+      ]);
+    const end = Math.ceil(Date.now() / 1000) * 1000;
+    await sleep(end - Date.now() + 20);
+    const range = `'${new Date(mark).toISOString()}', '${new Date(end).toISOString()}', ${(end - mark) / 1000}`;
+    for (const view of views) await fixture.admin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
+    mark = end;
+  };
+  const answers = () => suite.everyAnswer([query]);
+  const truths = async () =>
+    new Map([...(await suite.everyAnswer([truth]))].map(([k, v]) => [k.replace(truth, query), v]));
+
+  before(async () => {
+    mark = (Math.floor(Date.now() / 1000) - 1) * 1000;
+    await round(0);
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+  });
+
+  it('publish warns and installs nothing for log_stats; the projection of log_entries is installed and read', async () => {
+    const without = await answers();
+    assert.deepEqual(without, await truths());
+    writeFileSync(
+      join(dir, 'resources', 'stats.resources.json'),
+      JSON.stringify({
+        resources: {
+          by_level: { projection: { table: 'log_stats', order_by: ['level'], columns: ['count'] } },
+          entries_by_level: { projection: { table: 'log_entries', order_by: ['level'], columns: ['msg'] } },
+        },
+      }),
+    );
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(
+      run.text,
+      /^warning: omitted projection by_level on log_stats \(resources\/stats\.resources\.json: by_level\): log_stats merges its partitions' rows .*queries could not read a projection's copies$/m,
+    );
+    assert.doesNotMatch(run.text, /projection by_level on log_stats .*partition\(s\)/);
+    assert.match(run.text, /^backfill projection entries_by_level on log_entries .*1 of 1 partition\(s\)/m);
+    // Nothing is written for it: no copy, no installed projection, no ledger row.
+    const { rows } = await fixture.orrery.metadata.query<{ n: string }>(
+      `SELECT (SELECT count(*) FROM resource_projections WHERE view_set_name = 'log_stats')
+            + (SELECT count(*) FROM resource_ledger WHERE physical_table = 'log_stats') AS n`,
+    );
+    assert.equal(Number(rows[0].n), 0);
+    for (const q of [query, 'SELECT level FROM log_stats WHERE level >= 0'])
+      assert.equal(provenanceOf(await fixture.admin.query(q))?.projections, undefined, q);
+    assert.deepEqual(await plainRows(fixture.admin, `SELECT * FROM explain_resources('${query}')`), []);
+    // The control: the pass-through set's projection is read by the same kind of statement.
+    assert.deepEqual(
+      provenanceOf(await fixture.admin.query('SELECT count(*) AS n FROM log_entries WHERE level >= 0'))?.projections,
+      [{ table: 'log_entries', projection: 'entries_by_level' }],
+    );
+    assert.deepEqual(await answers(), without);
+  });
+
+  it('partitions sharing a minute: answers equal the extract, no projection read', async () => {
+    await round(2);
+    assert.deepEqual(await answers(), await truths());
+    assert.equal(provenanceOf(await fixture.admin.query(query))?.projections, undefined);
+  });
+});
