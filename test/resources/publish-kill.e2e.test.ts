@@ -4,7 +4,11 @@
 // publication, for an admin and a team's key (the files not yet rewritten are read by the expression);
 // a publish is refused naming the dead holder of the lock until its lease runs out (within a minute);
 // the next publish resumes, rewriting only the files the killed one had not, and the column is read.
+// Then the `orrery publish` process itself SIGKILLed mid-backfill while its server lives: the server stops the
+// step when the call goes, the lock is free within a minute, and the next publish resumes the same way.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +28,7 @@ import {
 import { podLogs, postOtlp } from '../support/otlp.js';
 
 const [admin, team] = adminAndTeams('publish-kill');
+const orrery = new URL('../../src/orrery.cjs', import.meta.url).pathname;
 const partitions = 10;
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
@@ -59,14 +64,42 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
     const status = await runResourcesCli(['--dir', dir], { env: cliEnv, out: io.out, err: io.err }, 'publish');
     return { status, out: out.join('\n'), err: err.join('\n') };
   };
-  const holding = async () =>
+  /** The files of log_entries holding the stored column of `entry`. */
+  const holding = async (entry = 'pod') =>
     Number(
       (
         await postgres.pool.query<{ n: string }>(
-          "SELECT count(*) AS n FROM resource_column_files WHERE view_set_name = 'log_entries'",
+          `SELECT count(*) AS n FROM resource_column_files JOIN resource_columns USING (view_set_name, column_name)
+            WHERE view_set_name = 'log_entries' AND entry_key = $1`,
+          [entry],
         )
       ).rows[0]?.n ?? 0,
     );
+  /** Waits until the lock has expired or gone; fails after `ms` since `since`. */
+  const lockFreed = async (since: number, ms: number, what: string) => {
+    for (;;) {
+      const { rows } = await postgres.pool.query<{ live: boolean }>(
+        'SELECT expires_at > now() AS live FROM resource_locks',
+      );
+      if (!rows[0]?.live) return;
+      assert.ok(Date.now() - since < ms, `the lock of the killed ${what} did not expire`);
+      await sleep(1000);
+    }
+  };
+  /** Publishes again: it rewrites the `partitions - done` files left, and every file then holds the column. */
+  const resumes = async (port: number, entry: string, done: number) => {
+    const resumed = await publish(port);
+    assert.equal(resumed.status, 0, resumed.err);
+    assert.match(
+      resumed.out,
+      new RegExp(
+        `^backfill stored column ${entry} \\(__orr_[0-9a-f]{16} VARCHAR\\) on log_entries: ${partitions - done} partition file\\(s\\) to rewrite`,
+        'm',
+      ),
+    );
+    assert.equal(await holding(entry), partitions);
+    for (const [sql, rows] of await everyAnswer(port)) assert.deepEqual(rows, answers.get(sql), sql);
+  };
 
   before(async () => {
     postgres = await startTestPostgres();
@@ -139,25 +172,8 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
         new RegExp(`another installation holds the resources lock: .* pid ${killedPid}, since`),
       );
       // The dead holder renews nothing: its lease runs out within a minute of its last renewal.
-      for (let waited = 0; ; waited += 1000) {
-        const { rows } = await postgres.pool.query<{ live: boolean }>(
-          'SELECT expires_at > now() AS live FROM resource_locks',
-        );
-        if (!rows[0]?.live) break;
-        assert.ok(waited < 75_000, 'the lock of the killed server did not expire');
-        await sleep(1000);
-      }
-      const resumed = await publish(againPort);
-      assert.equal(resumed.status, 0, resumed.err);
-      assert.match(
-        resumed.out,
-        new RegExp(
-          `^backfill stored column pod \\(__orr_[0-9a-f]{16} VARCHAR\\) on log_entries: ${partitions - done} partition file\\(s\\) to rewrite`,
-          'm',
-        ),
-      );
-      assert.equal(await holding(), partitions);
-      for (const [sql, rows] of await everyAnswer(againPort)) assert.deepEqual(rows, answers.get(sql), sql);
+      await lockFreed(Date.now(), 75_000, 'server');
+      await resumes(againPort, 'pod', done);
       const client = clientFor(againPort, admin);
       try {
         const table = await client.query(queries[0]);
@@ -170,6 +186,41 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
       }
     } finally {
       await again.stop();
+    }
+  });
+
+  it('the CLI SIGKILLed mid-backfill, its server alive: the lock is free within a minute; the next publish resumes', async () => {
+    const { child: server, port } = await startServeChild(env);
+    try {
+      const resources = {
+        pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
+        pod_upper: { column: { table: 'log_entries', expression: "upper(properties->>'pod')" } },
+      };
+      writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+      const cli = spawn(process.execPath, [orrery, 'publish', '--dir', dir], {
+        env: { ...process.env, ORRERY_FLIGHT_SQL_ADDR: `127.0.0.1:${port}`, ORRERY_API_KEY: admin.key },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let printed = '';
+      cli.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+      cli.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+      const exited = once(cli, 'exit');
+      // Killed as soon as a first file holds the new column: no process is left to present its lock token.
+      while ((await holding('pod_upper')) === 0) {
+        assert.equal(cli.exitCode, null, printed);
+        await sleep(10);
+      }
+      cli.kill('SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+      // The server sees the call gone, stops the step and releases the lock; at worst its lease runs out.
+      await lockFreed(killedAt, 75_000, 'CLI');
+      const done = await holding('pod_upper');
+      // The installation stopped with its client: files are left for the next publish to resume with.
+      assert.ok(done < partitions, `${done} of ${partitions} files rewritten after the CLI was killed`);
+      await resumes(port, 'pod_upper', done);
+    } finally {
+      await server.stop();
     }
   });
 });
