@@ -401,7 +401,12 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       closers.push({ name: 'the ingest replay marks', close: () => ingestion.close() });
       // What a crash of Postgres lost of acknowledged requests is inserted again before any new request.
       const replayed = await ingestion.recover();
-      if (replayed > 0) log('info', `ingest: read ${replayed} commit group(s) again after a crash`);
+      if (replayed.listed > 0)
+        log(
+          'info',
+          `ingest: after a crash, ${replayed.listed} commit group(s) named in the replay marks' windows, ` +
+            `${replayed.readWhole} with rows missing from Postgres, ${replayed.inserted} inserted again`,
+        );
     }
     const http = new HttpServer({
       address: config.httpAddress,

@@ -9,11 +9,9 @@
 //   node bench/ingestion/store-cpu.mjs <tree A> <tree B> [REQUESTS=300] [ROUNDS=3]
 //
 // A tree is a built checkout (dist/ compiled): e.g. /tmp/orrery-bench-build-<sha> from ORRERY_REF (bench/lib.sh).
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { readFileSync, readdirSync } from 'node:fs';
 import { buildTemplates, makeBody } from './bodies.mjs';
+import { alternate, openTree } from './tree.mjs';
 
 const [treeA, treeB, requestsArg, roundsArg] = process.argv.slice(2);
 if (!treeA || !treeB) {
@@ -58,27 +56,10 @@ function postmasterOf(dataDir) {
 }
 
 async function measure(tree, round) {
-  const load = async (path) => import(pathToFileURL(join(resolve(tree), 'dist', path)).href);
-  const { MetadataStore } = await load('src/metadata/index.js');
-  const { FileObjectStore } = await load('src/lakehouse/index.js');
-  const { IngestionService } = await load('src/ingestion/index.js');
-  const native = await load('src/engine/native-export.js').catch(() => ({}));
-  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-store-cpu-'));
-  const db = await MetadataStore.open({ dataDir });
-  const store = new FileObjectStore(join(dataDir, 'lake'));
+  const { dataDir, service: newService, close } = await openTree(tree, 'store-cpu');
   let service;
   try {
-    service = new IngestionService(
-      db,
-      store,
-      undefined,
-      native.nativeLogsScan?.() ?? null,
-      native.nativeLogsSeal?.() ?? null,
-      native.nativeJsonLogsSeal?.() ?? null,
-      // As `orrery serve` stores them (a tree from before the option ignores it): rows committed without the WAL
-      // flush, a mark every 200 ms (src/ingestion/group-replay.ts).
-      { markIntervalMs: 200, log: (message, error) => console.error(message, error) },
-    );
+    service = newService();
     await service.recover?.();
     const postmaster = postmasterOf(dataDir);
     const runId = `r${round}${tree.length % 10}${Date.now() % 1000}`.slice(0, 6).padEnd(6, 'x');
@@ -99,32 +80,22 @@ async function measure(tree, round) {
     };
   } finally {
     service?.close?.();
-    store.close();
-    await db.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await close();
   }
 }
 
-const results = { A: [], B: [] };
 console.log(
   `store-cpu: ${requests} lone requests per run, load ${readFileSync('/proc/loadavg', 'latin1').split(' ').slice(0, 3).join(' ')}`,
 );
 console.log('round side  wall ms/req  node cpu ms/req  postgres cpu ms/req');
-for (let round = 1; round <= rounds; round++)
-  for (const [side, tree] of [
-    ['A', treeA],
-    ['B', treeB],
-  ]) {
-    const r = await measure(tree, round);
-    results[side].push(r);
-    console.log(
-      `${String(round).padStart(5)} ${side.padStart(4)} ${r.wallMs.toFixed(2).padStart(12)} ${r.nodeMs.toFixed(3).padStart(16)} ${r.pgMs.toFixed(3).padStart(20)}`,
-    );
-  }
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-for (const key of ['wallMs', 'nodeMs', 'pgMs']) {
-  const a = median(results.A.map((r) => r[key]));
-  const b = median(results.B.map((r) => r[key]));
-  console.log(`median ${key}: A ${a.toFixed(3)}  B ${b.toFixed(3)}  B/A ${(b / a).toFixed(2)}`);
-}
-console.log(`A = ${treeA}\nB = ${treeB}`);
+await alternate(
+  [treeA, treeB],
+  rounds,
+  measure,
+  (r) => `${r.wallMs.toFixed(2).padStart(12)} ${r.nodeMs.toFixed(3).padStart(16)} ${r.pgMs.toFixed(3).padStart(20)}`,
+  [
+    ['wallMs', 3],
+    ['nodeMs', 3],
+    ['pgMs', 3],
+  ],
+);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import type { MetadataStore } from '../metadata/index.js';
-import { nowNanos, payloadGroupFolder, payloadGroupSecond, type ObjectStore } from '../lakehouse/index.js';
+import { nowNanos, payloadGroupRanges, payloadGroupSecond, type ObjectStore } from '../lakehouse/index.js';
 import type { Attributes, OtlpSignal } from './otlp/index.js';
 
 /**
@@ -77,56 +77,114 @@ export function groupManifest(
   return [json, trailer];
 }
 
-/** The signal and rows of a group's object; null when it has none or fails its check (empty, torn, older). */
-export async function readGroup(
-  store: ObjectStore,
-  key: string,
-): Promise<{ signal: OtlpSignal; rows: BlockRow[] } | null> {
+/** Bytes read from a group object's end to find its manifest: one read for a group of up to ~150 requests. */
+const TAIL_BYTES = 64 * 1024;
+
+type Manifest = { signal: OtlpSignal; rows: BlockRow[] };
+
+/**
+ * The manifest `tail` ends with (the last bytes of the object `key`, `size` bytes in all); null when the trailer is
+ * not one, or the manifest starts before `tail` does ('short': read more) or is not what a manifest is.
+ */
+function manifestAt(key: string, tail: Uint8Array, size: number): Manifest | 'short' | null {
+  if (tail.byteLength < TRAILER_BYTES) return null;
+  const trailer = Buffer.from(tail.buffer, tail.byteOffset + tail.byteLength - TRAILER_BYTES, TRAILER_BYTES);
+  const length = trailer.readUInt32LE(0);
+  if (trailer.readUInt32LE(8) !== MAGIC || length > size - TRAILER_BYTES) return null;
+  if (length > tail.byteLength - TRAILER_BYTES) return 'short';
+  const end = tail.byteLength - TRAILER_BYTES;
+  try {
+    const manifest = JSON.parse(Buffer.from(tail.subarray(end - length, end)).toString()) as {
+      signal: OtlpSignal;
+      rows: Array<Omit<BlockRow, 'file' | 'begin' | 'end'> & { begin: string; end: string }>;
+    };
+    return {
+      signal: manifest.signal,
+      rows: manifest.rows.map((row) => ({ ...row, file: key, begin: BigInt(row.begin), end: BigInt(row.end) })),
+    };
+  } catch {
+    return null; // torn: the check of the whole (readGroup) would fail too
+  }
+}
+
+/**
+ * The signal and rows a group's object ends with, read from its end alone (one read, two for a large group); null
+ * when it has none. Its payloads are not checked: the rows may name bytes a crash tore (see readGroup).
+ */
+export async function readManifest(store: ObjectStore, key: string): Promise<Manifest | null> {
+  const size = await store.size(key);
+  if (size === null || size < TRAILER_BYTES) return null;
+  const read = async (length: number): Promise<Manifest | 'short' | null> => {
+    const tail = await store.readRange(key, size - length, length);
+    return tail === null || tail.byteLength !== length ? null : manifestAt(key, tail, size);
+  };
+  const manifest = await read(Math.min(size, TAIL_BYTES));
+  if (manifest !== 'short') return manifest;
+  const trailer = await store.readRange(key, size - TRAILER_BYTES, TRAILER_BYTES);
+  const whole = trailer === null ? null : await read(TRAILER_BYTES + Buffer.from(trailer).readUInt32LE(0));
+  return whole === 'short' ? null : whole;
+}
+
+/** The signal and rows of a group's object, read whole; null when it has none or fails its check (empty, torn). */
+export async function readGroup(store: ObjectStore, key: string): Promise<Manifest | null> {
   const size = await store.size(key);
   if (size === null || size < TRAILER_BYTES) return null;
   const bytes = await store.readRange(key, 0, size);
   if (bytes === null || bytes.byteLength !== size) return null;
-  const trailer = Buffer.from(bytes.buffer, bytes.byteOffset + size - TRAILER_BYTES, TRAILER_BYTES);
-  const length = trailer.readUInt32LE(0);
-  if (trailer.readUInt32LE(8) !== MAGIC || length > size - TRAILER_BYTES) return null;
-  if (crc32(bytes.subarray(0, size - TRAILER_BYTES)) !== trailer.readUInt32LE(4)) return null;
-  const manifest = JSON.parse(
-    Buffer.from(bytes.subarray(size - TRAILER_BYTES - length, size - TRAILER_BYTES)).toString(),
-  ) as { signal: OtlpSignal; rows: Array<Omit<BlockRow, 'file' | 'begin' | 'end'> & { begin: string; end: string }> };
-  return {
-    signal: manifest.signal,
-    rows: manifest.rows.map((row) => ({ ...row, file: key, begin: BigInt(row.begin), end: BigInt(row.end) })),
-  };
+  const crc = Buffer.from(bytes.buffer, bytes.byteOffset + size - 8, 4).readUInt32LE(0);
+  if (crc32(bytes.subarray(0, size - TRAILER_BYTES)) !== crc) return null;
+  const manifest = manifestAt(key, bytes, size);
+  return manifest === 'short' ? null : manifest;
 }
 
+/** What a replay did: group objects named in its ranges, those read whole (rows missing), those inserted again. */
+export interface Replayed {
+  listed: number;
+  readWhole: number;
+  inserted: number;
+}
+
+/** Manifests read at once (an object store's reads are round trips), and checked against Postgres in one query. */
+const MANIFESTS_AT_ONCE = 16;
+const MANIFESTS_PER_QUERY = 512;
+
 /**
- * Inserts again the rows of every group object named within one of `ranges` ([from, until] in nanoseconds; keys
- * name the second), each group in one statement; returns how many groups it read.
+ * Inserts again the rows missing from Postgres of every group object named within one of `ranges` ([from, until]
+ * in nanoseconds; keys name the second). Only the keys in the ranges are listed, and only each object's manifest is
+ * read; a group is read whole (its payloads checked) only when one of its blocks is missing (`stored` says which
+ * are there), and its missing rows are inserted in one statement.
  */
 export async function replayGroups(
   store: ObjectStore,
   ranges: ReadonlyArray<readonly [bigint, bigint]>,
+  stored: (blockIds: readonly string[]) => Promise<ReadonlySet<string>>,
   insert: InsertRows,
-): Promise<number> {
-  const second = (ns: bigint): number => Number(ns / 1_000_000_000n);
-  const day = 86_400_000_000_000n;
-  const now = nowNanos();
-  const folders = new Set<string>();
-  for (const [from, until] of ranges) {
-    const last = until < now ? until : now;
-    for (let at = from; at < last + day; at += day) folders.add(payloadGroupFolder(at < last ? at : last));
-  }
-  let groups = 0;
-  for (const folder of [...folders].sort())
-    for (const key of await store.list(folder)) {
-      const at = payloadGroupSecond(key);
-      if (at === null || !ranges.some(([from, until]) => at >= second(from) && at <= second(until))) continue;
-      const group = await readGroup(store, key);
-      if (group === null || group.rows.length === 0) continue;
-      await insert(group.signal, group.rows, true);
-      groups++;
+): Promise<Replayed> {
+  const keys = new Set<string>();
+  for (const [from, until] of ranges)
+    for (const range of payloadGroupRanges(from, until))
+      for (const key of await store.listBetween(range.prefix, range.after, range.until))
+        if (payloadGroupSecond(key) !== null) keys.add(key);
+  const sorted = [...keys].sort();
+  const replayed: Replayed = { listed: sorted.length, readWhole: 0, inserted: 0 };
+  for (let i = 0; i < sorted.length; i += MANIFESTS_PER_QUERY) {
+    const batch = sorted.slice(i, i + MANIFESTS_PER_QUERY);
+    const manifests: Array<Manifest | null> = [];
+    for (let j = 0; j < batch.length; j += MANIFESTS_AT_ONCE)
+      manifests.push(...(await Promise.all(batch.slice(j, j + MANIFESTS_AT_ONCE).map((k) => readManifest(store, k)))));
+    const ids = manifests.flatMap((m) => m?.rows.map((row) => row.blockId) ?? []);
+    const present = ids.length > 0 ? await stored(ids) : new Set<string>();
+    for (const [j, manifest] of manifests.entries()) {
+      if (manifest === null || manifest.rows.every((row) => present.has(row.blockId))) continue;
+      replayed.readWhole++;
+      const group = await readGroup(store, batch[j]);
+      const missing = group?.rows.filter((row) => !present.has(row.blockId)) ?? [];
+      if (group === null || missing.length === 0) continue;
+      await insert(group.signal, missing, true);
+      replayed.inserted++;
     }
-  return groups;
+  }
+  return replayed;
 }
 
 /**
@@ -139,12 +197,13 @@ const POSTGRES_STARTED = `greatest(pg_postmaster_start_time(), (SELECT stats_res
 
 /** A server's mark older than this (Postgres's clock) is of a server gone: replayed and deleted at start-up. */
 const STALE_MARK = '30 minutes';
-/** A server commits without the WAL flush only while its last mark is younger than this (its own clock). */
-const FRESH_MARK_MS = 5 * 60_000;
 /**
- * How far after its mark's time a server's groups are replayed: past FRESH_MARK_MS it committed durably, and the
- * margin covers clocks of servers and Postgres that differ (names are on the server's clock, marks on Postgres's).
+ * A server commits without the WAL flush only while its last mark is younger than this (its monotonic clock), and
+ * only groups named (its own clock, see nameNow) at most this long after the mark's name time: the mark's
+ * `replay_until`, the end of what a replay of it reads.
  */
+const FRESH_MARK_MS = 5 * 60_000;
+/** A mark of a server older than migration 9 has no `replay_until`: its groups are replayed up to this long after it. */
 const REPLAY_AFTER_MARK_NS = 15n * 60_000_000_000n;
 
 /**
@@ -154,8 +213,12 @@ const REPLAY_AFTER_MARK_NS = 15n * 60_000_000_000n;
 export class ReplayMarks {
   readonly writer = randomUUID();
   private readonly inFlight = new Map<string, bigint>();
-  /** When (this process's clock) the last mark was set; 0 before the first. */
+  /** When (performance.now(): a clock stepped back or forward does not move it) the last mark was set; 0 before. */
   private markedAt = 0;
+  /** The last mark's replay_until: a group named after it commits with the WAL flush. */
+  private until = -1n;
+  /** The latest name time given (see nameNow). */
+  private named = 0n;
   private dirty = false;
   private marking: Promise<void> | null = null;
   private timer: NodeJS.Timeout | undefined;
@@ -174,22 +237,30 @@ export class ReplayMarks {
   ) {}
 
   /**
+   * The time to name a new group by: the wall clock, but never before a name given already. A mark's replay_from is
+   * a name time, and every group named after it must be named at or after it: with the clock stepped back, a group
+   * named by it would sort before the mark and no replay would read it.
+   */
+  nameNow(): bigint {
+    const now = nowNanos();
+    if (now > this.named) this.named = now;
+    return this.named;
+  }
+
+  /**
    * At start-up, before any request: replays the groups of every server's mark (its own replay if it crashed with
    * Postgres, another's harmlessly), deletes the stale marks it replayed, then sets this server's first mark.
    */
-  async recover(): Promise<number> {
-    const { rows } = await this.db.query<{ writer: string; replay_from: string; marked: string; stale: boolean }>(
-      `SELECT writer, replay_from::text, (extract(epoch FROM marked_at) * 1e6)::bigint::text AS marked,
+  async recover(): Promise<Replayed> {
+    const { rows } = await this.db.query<{ writer: string; replay_from: string; until: string; stale: boolean }>(
+      `SELECT writer, replay_from::text,
+              coalesce(replay_until, (extract(epoch FROM marked_at) * 1e6)::bigint * 1000 + ${REPLAY_AFTER_MARK_NS})::text AS until,
               marked_at < now() - interval '${STALE_MARK}' AS stale
          FROM ingest_marks`,
     );
-    let groups = 0;
+    let replayed: Replayed = { listed: 0, readWhole: 0, inserted: 0 };
     if (rows.length > 0) {
-      groups = await replayGroups(
-        this.store,
-        rows.map((r) => [BigInt(r.replay_from), BigInt(r.marked) * 1000n + REPLAY_AFTER_MARK_NS] as const),
-        this.insert,
-      );
+      replayed = await this.replay(rows.map((r) => [BigInt(r.replay_from), BigInt(r.until)] as const));
       const stale = rows.filter((r) => r.stale);
       if (stale.length > 0)
         await this.db.query(
@@ -203,21 +274,22 @@ export class ReplayMarks {
       if (this.dirty) void this.mark();
     }, this.intervalMs);
     this.timer.unref();
-    return groups;
+    return replayed;
   }
 
-  /** A group named `key` at `at` is being written (until `done`). */
+  /** A group named `key` at `at` (a nameNow()) is being written (until `done`). */
   started(key: string, at: bigint): void {
     this.inFlight.set(key, at);
   }
 
   /**
-   * True when the group may commit without the WAL flush: a mark was set lately, so a crash of Postgres is
-   * replayed from it. Else the group commits durably and a mark is set at once.
+   * True when the groups named `keys` may commit without the WAL flush: a mark was set lately and its window covers
+   * their names, so a crash of Postgres is replayed from it. Else they commit durably and a mark is set at once.
    */
-  mayDefer(): boolean {
+  mayDefer(keys: Iterable<string>): boolean {
     if (this.closed) return false; // the mark may be gone (see close)
-    if (this.markedAt > 0 && Date.now() - this.markedAt < FRESH_MARK_MS) return true;
+    const fresh = this.markedAt > 0 && performance.now() - this.markedAt < FRESH_MARK_MS;
+    if (fresh && [...keys].every((key) => (this.inFlight.get(key) ?? this.until + 1n) <= this.until)) return true;
     void this.mark();
     return false;
   }
@@ -260,30 +332,54 @@ export class ReplayMarks {
 
   /**
    * Sets the mark at the name time of the oldest group not yet committed (every group named before it committed
-   * before this statement, whose synchronous commit flushes them). If Postgres restarted since the last mark (a
-   * crash may have lost commits made after it), the mark does not move: the groups from the old one are replayed
-   * first, and the mark moves on the next try.
+   * before this statement, whose synchronous commit flushes them), its window up to FRESH_MARK_MS of names after
+   * now. If Postgres restarted since the last mark (a crash may have lost commits made after it), the mark does
+   * not move: the groups of the old one's window are replayed first, and the mark moves on the next try.
    */
   private async setMark(): Promise<void> {
     this.dirty = false;
-    const from = [...this.inFlight.values()].reduce((a, b) => (b < a ? b : a), nowNanos());
-    const { rows } = await this.db.query<{ replay_from: string; restarted: boolean }>(
-      `INSERT INTO ingest_marks AS m (writer, replay_from, postgres_started) VALUES ($1, $2, ${POSTGRES_STARTED})
+    const now = this.nameNow();
+    const from = [...this.inFlight.values()].reduce((a, b) => (b < a ? b : a), now);
+    const until = now + BigInt(FRESH_MARK_MS) * 1_000_000n;
+    const { rows } = await this.db.query<{ replay_from: string; replay_until: string; restarted: boolean }>(
+      `INSERT INTO ingest_marks AS m (writer, replay_from, replay_until, postgres_started)
+       VALUES ($1, $2, $3, ${POSTGRES_STARTED})
        ON CONFLICT (writer) DO UPDATE
           SET replay_from = CASE WHEN m.postgres_started = EXCLUDED.postgres_started THEN EXCLUDED.replay_from
                                  ELSE m.replay_from END,
+              replay_until = CASE WHEN m.postgres_started = EXCLUDED.postgres_started THEN EXCLUDED.replay_until
+                                  ELSE m.replay_until END,
               marked_at = now()
-       RETURNING replay_from::text, postgres_started <> ${POSTGRES_STARTED} AS restarted`,
-      [this.writer, from],
+       RETURNING replay_from::text, replay_until::text, postgres_started <> ${POSTGRES_STARTED} AS restarted`,
+      [this.writer, from, until],
     );
     if (rows[0].restarted) {
       this.dirty = true;
-      await replayGroups(this.store, [[BigInt(rows[0].replay_from), nowNanos()]], this.insert);
+      await this.replay([[BigInt(rows[0].replay_from), BigInt(rows[0].replay_until)]]);
       await this.db.query(`UPDATE ingest_marks SET postgres_started = ${POSTGRES_STARTED} WHERE writer = $1`, [
         this.writer,
       ]);
       return;
     }
-    this.markedAt = Date.now();
+    this.markedAt = performance.now();
+    this.until = until;
+  }
+
+  /** Inserts again the rows missing from Postgres of the groups named in `ranges` (see replayGroups). */
+  private replay(ranges: ReadonlyArray<readonly [bigint, bigint]>): Promise<Replayed> {
+    return replayGroups(
+      this.store,
+      ranges,
+      async (ids) =>
+        new Set(
+          (
+            await this.db.query<{ block_id: string }>(
+              'SELECT block_id::text FROM blocks WHERE block_id = ANY($1::uuid[])',
+              [ids],
+            )
+          ).rows.map((row) => row.block_id),
+        ),
+      this.insert,
+    );
   }
 }

@@ -26,7 +26,7 @@ import {
   type SealedLogs,
 } from './otlp/index.js';
 import { GroupCommit } from './group-commit.js';
-import { groupManifest, ReplayMarks, type BlockRow } from './group-replay.js';
+import { groupManifest, ReplayMarks, type BlockRow, type Replayed } from './group-replay.js';
 import { KnownResources, type KnownResource } from './known-resources.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
@@ -104,11 +104,11 @@ export class IngestionService {
 
   /**
    * Before the first request: inserts again the rows of the groups a crash of Postgres may have lost since the
-   * servers' last marks (their objects' manifests), then starts setting this server's marks. Returns how many
-   * groups it read.
+   * servers' last marks (their objects' manifests), then starts setting this server's marks. Returns what it read
+   * and inserted.
    */
-  recover(): Promise<number> {
-    return this.marks?.recover() ?? Promise.resolve(0);
+  recover(): Promise<Replayed> {
+    return this.marks?.recover() ?? Promise.resolve({ listed: 0, readWhole: 0, inserted: 0 });
   }
 
   /** Stops setting marks (requests still in flight commit with the WAL flush or are covered by the last mark). */
@@ -188,7 +188,7 @@ export class IngestionService {
 
   /** A key for a group's object, named now (a group not committed yet, for the marks). */
   private newGroupFile(): string {
-    const at = nowNanos();
+    const at = this.marks?.nameNow() ?? nowNanos();
     const key = payloadGroupKey(at);
     this.marks?.started(key, at);
     return key;
@@ -199,7 +199,8 @@ export class IngestionService {
     this.metrics?.ingestFlushRequests.observe({ signal }, requests.length);
     // Without the WAL flush when a recent mark covers the group: its object's manifest, fsynced, is what makes the
     // rows durable (see group-replay.ts); the rows are visible at commit either way.
-    const deferred = this.marks?.mayDefer() ?? false;
+    const files = new Set(requests.flat().map((b) => b.file));
+    const deferred = this.marks?.mayDefer(files) ?? false;
     let inserted: Set<string>;
     try {
       inserted = await insertRows(
@@ -209,7 +210,7 @@ export class IngestionService {
         !deferred,
       );
     } finally {
-      for (const file of new Set(requests.flat().map((b) => b.file))) this.marks?.done(file, deferred);
+      for (const file of files) this.marks?.done(file, deferred);
     }
     // A block two requests of the flush both carry (a retry racing its original) counts for the first.
     return requests.map((request) => request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0));

@@ -166,6 +166,14 @@ export class FileObjectStore implements ObjectStore {
     return keys.sort();
   }
 
+  // A folder is read whole (its entries come in no order): the range saves the sort and the keys, not the read.
+  async listBetween(prefix: string, after: string, until: string): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const file of this.files(prefix))
+      if (!file.temporary && file.key > after && file.key <= until) keys.push(file.key);
+    return keys.sort();
+  }
+
   async *listWrittenBefore(prefix: string, before: Date): AsyncGenerator<string[]> {
     const page: string[] = [];
     for await (const file of this.files(prefix)) {

@@ -40,7 +40,7 @@ export { deleteOrphans } from './orphans.js';
 export {
   partitionKey,
   partitionKeysIn,
-  payloadGroupFolder,
+  payloadGroupRanges,
   payloadGroupKey,
   payloadGroupSecond,
   payloadKey,

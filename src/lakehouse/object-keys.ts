@@ -20,7 +20,31 @@ export function payloadGroupKey(at: bigint): string {
 }
 
 /** The folder of the commit groups written on the (UTC) day of `at`. */
-export const payloadGroupFolder = (at: bigint): string => `blobs/groups/${nanosToIso(at).slice(0, 10)}/`;
+const payloadGroupFolder = (at: bigint): string => `blobs/groups/${nanosToIso(at).slice(0, 10)}/`;
+
+/**
+ * How to list the commit groups named from `from` to `until` (their seconds, inclusive): per day folder, the keys
+ * after `after` and up to `until` (see ObjectStore.listBetween). Keys sort by the second they name.
+ */
+export function payloadGroupRanges(
+  from: bigint,
+  until: bigint,
+): Array<{ prefix: string; after: string; until: string }> {
+  const second = (at: bigint): string => nanosToIso(at).slice(11, 19).replaceAll(':', '-');
+  const ranges: Array<{ prefix: string; after: string; until: string }> = [];
+  if (from > until) return ranges;
+  for (let at = from; ; at += 86_400_000_000_000n) {
+    const prefix = payloadGroupFolder(at);
+    const last = prefix === payloadGroupFolder(until);
+    ranges.push({
+      prefix,
+      after: at === from ? `${prefix}${second(from)}` : prefix,
+      // '~' sorts after every character of a key's time and the '_' that follows it.
+      until: last ? `${prefix}${second(until)}~` : `${prefix}~`,
+    });
+    if (last) return ranges;
+  }
+}
 
 const groupKey = /^blobs\/groups\/(\d{4}-\d{2}-\d{2})\/(\d{2})-(\d{2})-(\d{2})_[0-9a-f-]{36}\.payloads$/;
 

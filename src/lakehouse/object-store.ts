@@ -32,6 +32,12 @@ export interface ObjectStore {
   /** Keys under a prefix, sorted. */
   list(prefix: string): Promise<string[]>;
   /**
+   * Keys under a prefix after `after` and up to `until` (in key order; neither need be a key), sorted. S3 starts its
+   * listing after `after` and stops past `until`: one request per 1,000 keys in the range, not per 1,000 under the
+   * prefix.
+   */
+  listBetween(prefix: string, after: string, until: string): Promise<string[]>;
+  /**
    * Keys under a prefix last written before `before`, a page at a time, in no set order; a local
    * store includes the temporary files a killed writer left, which `delete` removes.
    */

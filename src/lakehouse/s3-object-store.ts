@@ -212,6 +212,16 @@ export class S3ObjectStore implements ObjectStore {
     return keys.sort();
   }
 
+  async listBetween(prefix: string, after: string, until: string): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const page of this.pages(prefix, after))
+      for (const object of page) {
+        if (object.key > until) return keys;
+        if (object.key > after) keys.push(object.key);
+      }
+    return keys;
+  }
+
   async *listWrittenBefore(prefix: string, before: Date): AsyncGenerator<string[]> {
     for await (const page of this.pages(prefix))
       yield page.filter((object) => object.written < before).map((object) => object.key);
@@ -241,14 +251,18 @@ export class S3ObjectStore implements ObjectStore {
     return aborted;
   }
 
-  /** The objects under a prefix, one listing page at a time: object keys and when each was written. */
-  private async *pages(prefix: string): AsyncGenerator<Array<{ key: string; written: Date }>> {
+  /**
+   * The objects under a prefix (after `startAfter`, when given), one listing page at a time, in key order: object
+   * keys and when each was written.
+   */
+  private async *pages(prefix: string, startAfter?: string): AsyncGenerator<Array<{ key: string; written: Date }>> {
     let token: string | undefined;
     do {
       const page: ListObjectsV2CommandOutput = await this.client.send(
         new ListObjectsV2Command({
           Bucket: this.settings.bucket,
           Prefix: this.objectKey(prefix),
+          StartAfter: startAfter === undefined ? undefined : this.objectKey(startAfter),
           ContinuationToken: token,
         }),
       );

@@ -9,6 +9,7 @@ import { quarantinedPartitions } from './migration-5-quarantined-partitions.js';
 import { payloadFiles } from './migration-6-payload-files.js';
 import { lostPartitions } from './migration-7-lost-partitions.js';
 import { ingestMarks } from './migration-8-ingest-marks.js';
+import { ingestMarksUntil } from './migration-9-ingest-marks-until.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -29,6 +30,7 @@ export const migrations: readonly Migration[] = [
   { version: 6, name: 'payloads in commit-group files', sql: payloadFiles },
   { version: 7, name: 'lost partitions', sql: lostPartitions },
   { version: 8, name: 'ingest replay marks', sql: ingestMarks },
+  { version: 9, name: 'ingest replay mark windows', sql: ingestMarksUntil },
 ];
 
 /**

@@ -71,6 +71,10 @@ describe('S3ObjectStore (issue 15)', () => {
     for (let i = 0; i < keys.length; i += 50)
       await Promise.all(keys.slice(i, i + 50).map((key) => store.put(key, Buffer.from('x'))));
     assert.deepEqual(await store.list('many/'), keys);
+    // A range starts its listing after `after` (past the first page) and stops past `until`.
+    assert.deepEqual(await store.listBetween('many/', 'many/0998', 'many/1003'), keys.slice(999, 1004));
+    assert.deepEqual(await store.listBetween('many/', 'many/0001', 'many/00025'), keys.slice(2, 3));
+    assert.deepEqual(await store.listBetween('many/', 'many/1004', 'many/~'), []);
   });
 
   it('refuses keys that leave the prefix', () => {

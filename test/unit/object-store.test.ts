@@ -17,6 +17,8 @@ describe('FileObjectStore', () => {
     assert.equal(Buffer.from(await store.get('a/b/one.txt')).toString(), 'one');
     assert.equal(await store.size('a/two.txt'), 4);
     assert.deepEqual(await store.list('a/'), ['a/b/one.txt', 'a/two.txt']);
+    assert.deepEqual(await store.listBetween('a/', 'a/b/one.txt', 'a/z'), ['a/two.txt']);
+    assert.deepEqual(await store.listBetween('a/', 'a/', 'a/b/one.txt'), ['a/b/one.txt']);
     await store.delete('a/two.txt');
     await store.delete('a/two.txt');
     assert.equal(await store.size('a/two.txt'), null);
