@@ -849,8 +849,8 @@ void LogsLocalInit(duckdb_init_info info) { duckdb_init_set_init_data(info, new 
 // Sets a VARCHAR vector's row to the `n` bytes at `p` without copying them: DuckDB's string_t holds strings of
 // up to 12 bytes inline (zero-padded), longer ones as their length, first 4 bytes and a pointer. The bytes must
 // stay valid until the function's next call: each operator of the pipeline is done with a chunk before the source
-// is asked for the next, and the materializer's statements over this function (projections, a streaming window,
-// the Parquet writer, which copies what it keeps) hold no chunk past that; an operator that caches chunks (a
+// is asked for the next, and the materializer's statements over this function (projections and the Parquet
+// writer, which copies what it keeps) hold no chunk past that; an operator that caches chunks (a
 // join's probe side) would, since these strings belong to no buffer of the vector's. They are valid
 // UTF-8: the records' strings passed the payload's validating scan, the rest is ASCII written here or __blocks'
 // VARCHARs. This skips the copy into the vector's heap and the UTF-8 check of duckdb_vector_assign_string_element_len,
