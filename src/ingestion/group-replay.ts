@@ -152,7 +152,7 @@ const MANIFESTS_PER_QUERY = 512;
  * Inserts again the rows missing from Postgres of every group object named within one of `ranges` ([from, until]
  * in nanoseconds; keys name the second). Only the keys in the ranges are listed, and only each object's manifest is
  * read; a group is read whole (its payloads checked) only when one of its blocks is missing (`stored` says which
- * are there), and its missing rows are inserted in one statement.
+ * are there), and the missing rows of up to 512 groups are inserted in one statement per signal.
  */
 export async function replayGroups(
   store: ObjectStore,
@@ -174,15 +174,20 @@ export async function replayGroups(
       manifests.push(...(await Promise.all(batch.slice(j, j + MANIFESTS_AT_ONCE).map((k) => readManifest(store, k)))));
     const ids = manifests.flatMap((m) => m?.rows.map((row) => row.blockId) ?? []);
     const present = ids.length > 0 ? await stored(ids) : new Set<string>();
+    // The missing rows of the batch's groups, per signal: one statement (one WAL flush) each, every group whole.
+    const missing = new Map<OtlpSignal, BlockRow[]>();
     for (const [j, manifest] of manifests.entries()) {
       if (manifest === null || manifest.rows.every((row) => present.has(row.blockId))) continue;
       replayed.readWhole++;
       const group = await readGroup(store, batch[j]);
-      const missing = group?.rows.filter((row) => !present.has(row.blockId)) ?? [];
-      if (group === null || missing.length === 0) continue;
-      await insert(group.signal, missing, true);
+      if (group === null) continue;
+      missing.set(group.signal, [
+        ...(missing.get(group.signal) ?? []),
+        ...group.rows.filter((row) => !present.has(row.blockId)),
+      ]);
       replayed.inserted++;
     }
+    for (const [signal, rows] of missing) await insert(signal, rows, true);
   }
   return replayed;
 }
