@@ -115,11 +115,15 @@ export async function catalogProbe(root, prefix) {
   }
 }
 
-/** Cases timed alternately (A, B, A, B, ...: a loaded machine's drift hits all): each one's times in ms. */
+/**
+ * Cases timed alternately (A, B, A, B, ...: a loaded machine's drift hits all): each one's times in ms. A case's
+ * `before`, if any, runs untimed before each of its runs.
+ */
 export async function alternately(cases, repeats) {
   const times = cases.map(() => []);
   for (let i = 0; i < repeats; i++) {
     for (const [k, c] of cases.entries()) {
+      if (c.before) await c.before();
       const start = process.hrtime.bigint();
       await c.run();
       times[k].push(Number(process.hrtime.bigint() - start) / 1e6);

@@ -10,6 +10,8 @@
 //
 //   npm run build && node bench/rollup-rewrite/clock-windows.mjs --rows 2000000 --repeats 30 [--root <tree>]
 //   ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS=0 node bench/rollup-rewrite/clock-windows.mjs ...   (whole hours + raw edges)
+//   node bench/rollup-rewrite/clock-windows.mjs --after-refresh ...   (each run right after a refresh of the hourly
+//   rollup, untimed: a new snapshot whose rollup state changed, as a dashboard meets after each minute's refresh job)
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     rows: { type: 'string', default: '2000000' },
     repeats: { type: 'string', default: '30' },
     root: { type: 'string' },
+    'after-refresh': { type: 'boolean', default: false },
   },
 });
 const here = fileURLToPath(new URL('../..', import.meta.url));
@@ -81,7 +84,9 @@ try {
     { name, sql, cpu: 0, main: 0 },
     { name: `${name}: raw twin`, sql: twin(sql), cpu: 0, main: 0 },
   ]);
-  for (const c of cases)
+  const afterRefresh = values['after-refresh'];
+  for (const c of cases) {
+    if (afterRefresh) c.before = () => client.query(`select refresh_rollup('requests_hourly')`);
     c.run = async () => {
       const [cpu, main] = [processTreeCpuMs(server.pid), mainThreadMs()];
       const table = await client.query(typeof c.sql === 'function' ? c.sql() : c.sql);
@@ -89,6 +94,7 @@ try {
       c.main += mainThreadMs() - main;
       return table;
     };
+  }
   for (const c of cases) {
     const level = JSON.parse((await c.run()).schema.metadata.get('orrery.provenance') ?? '{"resources":[]}')
       .resources[0];
@@ -101,14 +107,18 @@ try {
   const times = await alternately(cases, repeats);
   server.kill('SIGUSR2');
   await sleep(1000);
-  // Each statement is a GetFlightInfo then a DoGet: the rewrite is in the GetFlightInfo.
+  // Each statement is a GetFlightInfo then a DoGet: the rewrite is in the GetFlightInfo. After a refresh's two.
   const rpcs = JSON.parse(readFileSync(phases, 'utf8'));
   const rewriteMs = cases.map(() => []);
+  const perCase = afterRefresh ? 4 : 2;
   rpcs.forEach((rpc, i) => {
-    const k = Math.floor(i / 2) % cases.length;
+    if (i % perCase < perCase - 2) return;
+    const k = Math.floor(i / perCase) % cases.length;
     for (const [name, start, end] of rpc.phases) if (name === 'rollup rewrite') rewriteMs[k].push((end - start) / 1e6);
   });
-  console.log(`load average ${loadAverage()}; ${repeats} alternated runs; server ${root}`);
+  console.log(
+    `load average ${loadAverage()}; ${repeats} alternated runs${afterRefresh ? ', each after a refresh' : ''}; server ${root}`,
+  );
   console.log('statement | read | median ms | server CPU ms | main thread CPU ms | rewrite ms (median)');
   for (const [k, c] of cases.entries())
     console.log(
@@ -122,6 +132,7 @@ try {
     JSON.stringify({
       bench: 'rollup-rewrite-clock-windows',
       root,
+      after_refresh: afterRefresh,
       cases: cases.map((c, k) => ({
         name: c.name,
         read: c.read,

@@ -48,8 +48,9 @@ export const materializedName = (name: string): string => `${name}_materialized`
 export const materializedTable = (name: string): string =>
   `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(materializedName(name))}`;
 /** One row per rollup: its watermark and the DuckLake snapshot of its source it was refreshed at. */
+export const stateTableName = (name: string): string => `${name}__state`;
 export const stateTable = (name: string): string =>
-  `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(`${name}__state`)}`;
+  `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(stateTableName(name))}`;
 
 /**
  * The buckets of each rollup of a series table whose raw rows the table's retention deleted, some

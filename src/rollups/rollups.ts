@@ -5,6 +5,7 @@ import {
   lakeCatalog,
   lakeMetadataSchema,
   lakeTable,
+  lakeVersionSql,
   type SeriesTable,
   type SeriesTables,
   type TableScope,
@@ -29,6 +30,7 @@ import {
   quoteLiteral,
   rollupSchema,
   stateTable,
+  stateTableName,
   type RollupDefinition,
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
@@ -52,7 +54,7 @@ import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-
 import { storedColumns, type StoredColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
-import { fileRows, type FileRows } from './table-files.js';
+import { fileRows, inlinedRows, type FileRows } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
 import { inlinedTail, tailValues, tailValuesQuery, type InlinedTail } from './tail-values.js';
@@ -406,15 +408,13 @@ export class Rollups {
    * statement that may read a series table or a rollup pays once, for all its reads of them.
    */
   async readPoint(): Promise<RollupReadPoint> {
-    const { rows } = await this.metadata.query<{ snapshot: string; version: string }>(
-      `SELECT (SELECT max(snapshot_id) FROM ${lakeMetadataSchema}.ducklake_snapshot)::text AS snapshot,
-              version::text AS version
-         FROM rollup_catalog_version`,
+    const { rows } = await this.metadata.query<{ snapshot: string; schema: string; version: string }>(
+      `SELECT lake.snapshot, lake.schema, version::text AS version FROM rollup_catalog_version, (${lakeVersionSql}) AS lake`,
     );
-    const snapshot = BigInt(rows[0].snapshot);
+    const [snapshot, schemaVersion] = [BigInt(rows[0].snapshot), BigInt(rows[0].schema)];
     const kept = this.keptCatalog;
     const catalog = kept?.version === rows[0].version ? kept.catalog : await this.catalog();
-    return { snapshot, catalog, tables: (await this.tables.listAt(snapshot)).tables };
+    return { snapshot, catalog, tables: (await this.tables.listAt({ snapshot, schemaVersion })).tables };
   }
 
   /** The stable names pointing at rollups, by name. */
@@ -1039,27 +1039,9 @@ export class Rollups {
     return this.tables.currentSnapshot();
   }
 
-  /** A rollup's state as of a snapshot (fixed once the snapshot exists, so kept for the next read at it). */
+  /** A rollup's state as of a snapshot. */
   private async state(definition: RollupDefinition, snapshot: bigint): Promise<RollupState> {
-    const key = `${definition.name}@${snapshot}`;
-    const kept = this.states.get(key);
-    if (kept) return kept;
-    const state = await this.readState(definition, snapshot);
-    remember(this.states, key, state);
-    return state;
-  }
-
-  private async readState(definition: RollupDefinition, snapshot: bigint): Promise<RollupState> {
-    const rows = await this.engine.values(
-      `SELECT CAST(watermark AS VARCHAR), source_snapshot, CAST(refreshed_at AS VARCHAR) FROM ${at(stateTable(definition.name), snapshot)}`,
-    );
-    if (rows.length === 0) return { watermark: null, sourceSnapshot: null, refreshedAt: null };
-    const [watermark, sourceSnapshot, refreshedAt] = rows[0];
-    return {
-      watermark: text(watermark),
-      sourceSnapshot: sourceSnapshot === null ? null : BigInt(sourceSnapshot as bigint),
-      refreshedAt: text(refreshedAt),
-    };
+    return (await this.statesAt([definition], snapshot)).get(definition.name)!;
   }
 
   /** The start of the bucket still filling: now's, or for integer time the largest value's; never moving back. */
@@ -1258,7 +1240,7 @@ export class Rollups {
     let files: Promise<string[]> | undefined;
     for (const definition of onSet) {
       const done = await this.metadata.locks.tryWhileHolding(refreshLock(definition), async () => {
-        const state = await this.readState(definition, await this.snapshot());
+        const state = await this.state(definition, await this.snapshot());
         if (state.watermark === null) return true;
         const invalidated = await invalidationsAfter(tx, [definition.name], state.sourceSnapshot ?? 0n);
         if (invalidated.length === 0) return true;
@@ -1902,8 +1884,10 @@ export class Rollups {
   }
 
   /**
-   * The states of rollups at a snapshot: those not kept from an earlier read at it (see state)
-   * read in one DuckLake statement, and kept.
+   * The states of rollups at a snapshot (fixed once the snapshot exists): those not kept from an earlier
+   * read at it read from DuckLake's catalog in Postgres where their rows are inlined there (as DuckLake
+   * writes a refresh's one row: a statement after each refresh pays no DuckLake scan for them), the others
+   * in one DuckLake statement; all kept.
    */
   private async statesAt(
     definitions: readonly RollupDefinition[],
@@ -1916,21 +1900,37 @@ export class Rollups {
       return !kept;
     });
     if (unknown.length === 0) return out;
-    const rows = await this.engine.values(
-      unknown
-        .map(
-          (d) =>
-            `SELECT ${quoteLiteral(d.name)} AS name, CAST(watermark AS VARCHAR), source_snapshot, CAST(refreshed_at AS VARCHAR) FROM ${at(stateTable(d.name), snapshot)}`,
-        )
-        .join(' UNION ALL '),
+    const inlined = await inlinedRows(
+      this.metadata,
+      rollupSchema,
+      unknown.map((d) => stateTableName(d.name)),
+      ['watermark', 'source_snapshot', 'refreshed_at'],
+      snapshot,
+    ).catch(() => new Map<string, Array<Array<string | null>>>());
+    const rows = new Map<string, unknown[] | undefined>(
+      unknown.flatMap((d) => {
+        const read = inlined.get(stateTableName(d.name));
+        return read ? [[d.name, read[0]]] : [];
+      }),
     );
+    const scanned = unknown.filter((d) => !rows.has(d.name));
+    if (scanned.length > 0)
+      for (const [name, ...row] of await this.engine.values(
+        scanned
+          .map(
+            (d) =>
+              `SELECT ${quoteLiteral(d.name)} AS name, CAST(watermark AS VARCHAR), source_snapshot, CAST(refreshed_at AS VARCHAR) FROM ${at(stateTable(d.name), snapshot)}`,
+          )
+          .join(' UNION ALL '),
+      ))
+        rows.set(name as string, row);
     for (const definition of unknown) {
-      const row = rows.find(([name]) => name === definition.name);
+      const row = rows.get(definition.name);
       const state: RollupState = row
         ? {
-            watermark: text(row[1]),
-            sourceSnapshot: row[2] === null ? null : BigInt(row[2] as bigint),
-            refreshedAt: text(row[3]),
+            watermark: text(row[0]),
+            sourceSnapshot: row[1] === null ? null : BigInt(row[1] as bigint | string),
+            refreshedAt: text(row[2]),
           }
         : { watermark: null, sourceSnapshot: null, refreshedAt: null };
       remember(this.states, `${definition.name}@${snapshot}`, state);

@@ -57,8 +57,9 @@ function atOrAfter(type: string, value: string): string | null {
   return null;
 }
 
-const live = (alias: string): string =>
-  `${alias}.begin_snapshot <= $2 AND (${alias}.end_snapshot IS NULL OR ${alias}.end_snapshot > $2)`;
+/** Whether a catalog row (`alias`) is live at the snapshot (the parameter `at`). */
+const live = (alias: string, at = '$2'): string =>
+  `${alias}.begin_snapshot <= ${at} AND (${alias}.end_snapshot IS NULL OR ${alias}.end_snapshot > ${at})`;
 
 /** Where a DuckLake table's files are: the lake's data path, its schema's path and its own (each maybe relative). */
 export interface TablePaths {
@@ -193,4 +194,43 @@ export async function fileRows(
     ),
   ];
   return { sql: reads.join('\nUNION ALL ') };
+}
+
+/**
+ * The rows at DuckLake snapshot `snapshot` of the tables `schema.<name>` (of `tables`) whose rows are all
+ * inlined in the catalog, `columns` as DuckDB's text of them (DuckLake inlines a small insert there, a time
+ * as that text, a number as a number; not VARCHAR or BLOB columns, inlined as bytes): read in Postgres, with no DuckLake scan to set up (a rollup's one-row state, read
+ * again at each new snapshot). A table any of whose rows is in a data file at the snapshot, or that does
+ * not exist then, is not in the map.
+ */
+export async function inlinedRows(
+  catalog: MetadataQueries,
+  schema: string,
+  tables: readonly string[],
+  columns: readonly string[],
+  snapshot: bigint,
+): Promise<Map<string, Array<Array<string | null>>>> {
+  const s = lakeMetadataSchema;
+  const { rows: found } = await catalog.query<{ table_name: string; inlined: string[]; filed: boolean }>(
+    `SELECT t.table_name,
+            ARRAY(SELECT i.table_name FROM ${s}.ducklake_inlined_data_tables i WHERE i.table_id = t.table_id) AS inlined,
+            EXISTS (SELECT 1 FROM ${s}.ducklake_data_file f WHERE f.table_id = t.table_id AND ${live('f')}) AS filed
+       FROM ${s}.ducklake_table t
+       JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = $3 AND ${live('n')}
+      WHERE t.table_name = ANY($1::text[]) AND ${live('t')}`,
+    [tables, String(snapshot), schema],
+  );
+  const inlined = found.filter((t) => !t.filed);
+  const out = new Map(inlined.map((t) => [t.table_name, [] as Array<Array<string | null>>]));
+  const reads = inlined.flatMap((t) =>
+    t.inlined.map(
+      (name) =>
+        `SELECT ${quoteLiteral(t.table_name)} AS __table, ${columns.map((c, i) => `r.${quoteIdentifier(c)}::text AS c${i}`).join(', ')}
+           FROM ${s}.${quoteIdentifier(name)} r WHERE ${live('r', '$1::bigint')}`,
+    ),
+  );
+  if (reads.length === 0) return out;
+  const { rows } = await catalog.query<Record<string, string | null>>(reads.join(' UNION ALL '), [String(snapshot)]);
+  for (const row of rows) out.get(row.__table!)!.push(columns.map((_, i) => row[`c${i}`]));
+  return out;
 }

@@ -15,6 +15,7 @@ export {
   SeriesTables,
   audienceColumn,
   lakeTable,
+  lakeVersionSql,
   type DependentsSource,
   type RetentionDelete,
   type SeriesColumn,

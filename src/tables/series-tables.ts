@@ -56,6 +56,16 @@ const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTE
 const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 
 /** A series table's name in the DuckLake catalog. */
+/** A DuckLake snapshot and its schema version. */
+export interface LakeVersion {
+  readonly snapshot: bigint;
+  readonly schemaVersion: bigint;
+}
+
+/** DuckLake's latest snapshot (`snapshot`) and its schema version (`schema`), as text: one indexed row in Postgres. */
+export const lakeVersionSql = `SELECT snapshot_id::text AS snapshot, schema_version::text AS schema
+  FROM ${lakeMetadataSchema}.ducklake_snapshot ORDER BY snapshot_id DESC LIMIT 1`;
+
 export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteIdentifier(name)}`;
 
 /**
@@ -66,7 +76,7 @@ export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteI
  */
 export class SeriesTables {
   private readonly dependents: Array<{ kind: string; source: DependentsSource }> = [];
-  private listed: { snapshot: bigint; tables: ReadonlyMap<string, SeriesTable> } | undefined;
+  private listed: { schemaVersion: bigint; tables: ReadonlyMap<string, SeriesTable> } | undefined;
 
   constructor(
     private readonly engine: DuckDBEngine,
@@ -85,10 +95,13 @@ export class SeriesTables {
    * the pool, where DuckDB's `current_snapshot()` costs a round of DuckLake catalog queries.
    */
   async currentSnapshot(): Promise<bigint> {
-    const { rows } = await this.metadata.query<{ id: string }>(
-      `SELECT max(snapshot_id)::text AS id FROM ${lakeMetadataSchema}.ducklake_snapshot`,
-    );
-    return BigInt(rows[0].id);
+    return (await this.currentVersion()).snapshot;
+  }
+
+  /** DuckLake's latest snapshot and its schema version (which every change of a table's columns or comment moves). */
+  async currentVersion(): Promise<LakeVersion> {
+    const { rows } = await this.metadata.query<{ snapshot: string; schema: string }>(lakeVersionSql);
+    return { snapshot: BigInt(rows[0].snapshot), schemaVersion: BigInt(rows[0].schema) };
   }
 
   /** Registers what depends on series tables (`kind` names it in errors: 'rollup'); DROP TABLE is refused while any does. */
@@ -126,17 +139,19 @@ export class SeriesTables {
 
   /**
    * list() as of the latest snapshot, with that snapshot's id: one Postgres query while no table changes
-   * (none when the caller has just read the latest snapshot's id: `latest`).
+   * (none when the caller has just read the latest snapshot's version: `latest`). The listing is read
+   * from DuckDB once per schema version (a table's columns and settings, its comment, are schema), not
+   * again at each snapshot a write or a rollup's refresh makes.
    */
   async listAt(
-    latest?: bigint,
+    latest?: LakeVersion,
   ): Promise<{ readonly snapshot: bigint; readonly tables: ReadonlyMap<string, SeriesTable> }> {
-    const snapshot = latest ?? (await this.currentSnapshot());
-    if (this.listed?.snapshot === snapshot) return this.listed;
-    // Read at this snapshot or a later one: a later list kept under an older id is re-read next time.
+    const { snapshot, schemaVersion } = latest ?? (await this.currentVersion());
+    if (this.listed?.schemaVersion === schemaVersion) return { snapshot, tables: this.listed.tables };
+    // Read at this version or a later one: a later list kept under an older version is re-read next time.
     const tables = await this.read();
-    this.listed = { snapshot, tables };
-    return this.listed;
+    this.listed = { schemaVersion, tables };
+    return { snapshot, tables };
   }
 
   private async read(session?: EngineSession): Promise<ReadonlyMap<string, SeriesTable>> {

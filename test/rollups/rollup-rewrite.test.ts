@@ -4,8 +4,10 @@
 // (buckets x windows on and off bucket boundaries x aggregates) each equal to its raw twin, the rollup read named.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DuckDBConnection } from '@duckdb/node-api';
 import type { Table } from 'apache-arrow';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { countedCalls } from '../support/counted-calls.js';
 import { useOrrery } from '../support/orrery-process.js';
 
 const provenanceOf = (table: Table): unknown => {
@@ -204,6 +206,30 @@ describe('queries read rollups (issue 14)', () => {
     await fixture.admin.query(`select set_rollup_retention('metrics_daily', NULL)`);
     assert.equal(await read(), 'metrics_daily');
   });
+  it("after a refresh, reads the rollups' states from DuckLake's catalog in Postgres (inlined there) and lists no table again", async () => {
+    const sql = `select date_trunc('day', ts) as d, count(*) as n from metrics where ts >= '2024-01-02' and ts < '2024-01-05' group by d order by d`;
+    /**
+     * DuckDB statements reading a rollup's state table at a snapshot or listing the lake's tables (the schema
+     * has not changed) while `work` runs (counted as they pass).
+     */
+    const stateScans = (work: () => Promise<void>): Promise<number> =>
+      countedCalls(DuckDBConnection.prototype, 'runAndReadAll', work, (text) =>
+        /__state" AT \(VERSION|duckdb_tables\(\)/.test(String(text)),
+      );
+    await fixture.admin.query(`INSERT INTO metrics VALUES ('2024-01-04 12:00:00+00', 'b', 2)`);
+    const scans = await stateScans(async () => {
+      for (const rollup of ['metrics_hourly', 'metrics_daily'])
+        await fixture.admin.query(`select snouttime.refresh_rollup('${rollup}')`);
+      const table = await fixture.reader.query(sql);
+      assert.equal(
+        (provenanceOf(table) as { resources: Array<{ rollup: { name: string } | null }> }).resources[0].rollup?.name,
+        'metrics_daily',
+      );
+      assert.deepEqual(await plainRows(fixture.reader, sql), await plainRows(fixture.reader, rawTwin(sql)));
+    });
+    assert.equal(scans, 0);
+  });
+
   it('a statement sent again reads the window its clock bounds have now, also once they moved since its rewrite was kept', async () => {
     // Rows over the last hours, in the hourly rollup.
     await fixture.admin.query(

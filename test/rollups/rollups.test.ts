@@ -21,6 +21,7 @@ import {
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
+import { countedCalls } from '../support/counted-calls.js';
 import { packAny, type TestFlightClient } from '../support/flight-client.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
 
@@ -663,33 +664,9 @@ describe('rollups (issue 17)', () => {
       const { check } = await withTail('repeated');
       await tailKept('repeated_hourly');
       const sql = `SELECT * FROM repeated_hourly WHERE n > 0${order}`;
-      /** DuckDB's prepares of the statement while `work` runs (counted as they pass). */
-      const prepares = async (work: () => Promise<void>): Promise<number> => {
-        const original = Object.getOwnPropertyDescriptor(DuckDBConnection.prototype, 'prepare')!.value as (
-          this: DuckDBConnection,
-          text: string,
-        ) => unknown;
-        let count = 0;
-        const counted = function (this: DuckDBConnection, text: string): unknown {
-          if (text.includes('repeated_hourly')) count++;
-          return original.call(this, text);
-        };
-        Object.defineProperty(DuckDBConnection.prototype, 'prepare', {
-          configurable: true,
-          writable: true,
-          value: counted,
-        });
-        try {
-          await work();
-        } finally {
-          Object.defineProperty(DuckDBConnection.prototype, 'prepare', {
-            configurable: true,
-            writable: true,
-            value: original,
-          });
-        }
-        return count;
-      };
+      /** DuckDB's prepares of the statement while `work` runs. */
+      const prepares = (work: () => Promise<void>): Promise<number> =>
+        countedCalls(DuckDBConnection.prototype, 'prepare', work, (text) => String(text).includes('repeated_hourly'));
       let want: unknown[] = [];
       assert.equal(await prepares(async () => void (want = await plainRows(asTeamA, sql))), 1);
       for (let i = 0; i < 2; i++)

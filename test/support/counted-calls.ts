@@ -1,0 +1,24 @@
+// How often an in-process server calls a method (DuckDB's prepare, the engine's constant evaluation) while a test
+// works: the method is wrapped on its prototype meanwhile, so every instance's calls pass through the count.
+
+/** The calls of `prototype[method]` whose first argument `counts` accepts while `work` runs. */
+export async function countedCalls(
+  prototype: object,
+  method: string,
+  work: () => Promise<void>,
+  counts: (first: unknown) => boolean = () => true,
+): Promise<number> {
+  const original = Object.getOwnPropertyDescriptor(prototype, method)!.value as (...args: unknown[]) => unknown;
+  let count = 0;
+  const counted = function (this: unknown, ...args: unknown[]): unknown {
+    if (counts(args[0])) count++;
+    return original.apply(this, args);
+  };
+  Object.defineProperty(prototype, method, { configurable: true, writable: true, value: counted });
+  try {
+    await work();
+  } finally {
+    Object.defineProperty(prototype, method, { configurable: true, writable: true, value: original });
+  }
+  return count;
+}
