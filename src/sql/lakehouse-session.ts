@@ -17,7 +17,6 @@ import {
 import type { QueryShape } from '../engine/index.js';
 import type { SeriesTables } from '../tables/index.js';
 import type { Rollups } from '../rollups/index.js';
-import { rowCount } from '../resources/index.js';
 
 /** What the lakehouse needs to answer queries: partitions in Postgres, files in the store, loaded view sets. */
 export interface Lakehouse {
@@ -62,8 +61,8 @@ export interface PartitionFilter {
   projected?(view: ViewSet, files: readonly string[]): Promise<{ files: readonly string[]; absent: readonly string[] }>;
   /** These partitions (those kept), in the order the statement reads them best (newest first for a top-N by time). */
   newest?(view: ViewSet, partitions: readonly Partition[]): readonly string[];
-  /** The rows to read of a partition kept (a text index's postings), copies named by object key; undefined: every row. */
-  rows?(file: string): RowsToRead | undefined;
+  /** The rows to read of a partition kept (a text index's postings), copies named by object key, and how many; undefined: every row. */
+  rows?(file: string): (RowsToRead & { readonly count: number }) | undefined;
   /** Told how many rows of a set's partitions the statement reads (those of the files read whole, the rows of the others). */
   read?(rows: number): void;
 }
@@ -94,7 +93,7 @@ async function sessionViewOf(
       const copies = some.copies?.map((c) => ({ ...c, file: lakehouse.store.location(c.file) })) ?? null;
       rows.set(lakehouse.store.location(key), { bitmap: some.bitmap, copies });
     }
-    rowsRead += some ? rowCount(some.bitmap) : (rowsOf.get(key) ?? 0);
+    rowsRead += some ? some.count : (rowsOf.get(key) ?? 0);
   }
   filter?.read?.(rowsRead);
   return {

@@ -105,23 +105,28 @@ interface Matching {
 }
 
 /**
- * Where a file's rows are in the copies of the text index statistics listing them (see copyRange): null when
- * one of them has no copy, or lists not every row.
+ * Where a file's rows (`count` of them) are in the copies of the text index statistics listing them (see
+ * copyRange): null when one of them has no copy, or lists not every row.
  */
 function copyReads(
   listedBy: readonly PartitionStatistics[],
   rows: Uint8Array,
+  count: number,
   runs: readonly string[],
 ): CopyRead[] | null {
   const left = rows.slice();
   const reads: CopyRead[] = [];
+  // Each row found is cleared from `left`, so every row is found when as many are as there were.
+  let found = 0;
   for (const { postings, copy } of listedBy) {
     const decoded = postings && postingsOf(postings);
     if (!decoded || copy === null) return null;
     const range = copyRange(decoded, left, runs);
-    if (range) reads.push({ file: copy, ...range });
+    if (!range) continue;
+    reads.push({ file: copy, ...range });
+    found += range.bits ? rowCount(range.bits) : range.to - range.from + 1;
   }
-  return rowCount(left) === 0 ? reads : null;
+  return found === count ? reads : null;
 }
 
 /** A projection a statement read in place of a set's partition files: for the provenance of an admin's result. */
@@ -757,6 +762,30 @@ function matchingRows(postings: Postings, runs: string[][]): Uint8Array | null {
   return known.get(key)!;
 }
 
+/**
+ * What statements work out of a bitmap of a file's rows: its count, and where its rows are in copies (by the
+ * searches' runs and the copies). The bitmaps matchingRows keeps come back at each statement repeating a search
+ * (a dashboard's) and are never changed (copyReads clears rows in a copy of its own).
+ */
+const ofBitmap = new WeakMap<Uint8Array, { count: number; copies: Map<string, CopyRead[] | null> }>();
+function bitmapFacts(rows: Uint8Array): { count: number; copies: Map<string, CopyRead[] | null> } {
+  let facts = ofBitmap.get(rows);
+  if (!facts) ofBitmap.set(rows, (facts = { count: rowCount(rows), copies: new Map() }));
+  return facts;
+}
+
+/** copyReads, once per bitmap, runs and copies. */
+function keptCopyReads(
+  listedBy: readonly PartitionStatistics[],
+  rows: Uint8Array,
+  runs: readonly string[],
+): CopyRead[] | null {
+  const { count, copies } = bitmapFacts(rows);
+  const key = JSON.stringify([runs, listedBy.map((s) => s.copy)]);
+  if (!copies.has(key)) remember(copies, key, copyReads(listedBy, rows, count, runs), 16);
+  return copies.get(key)!;
+}
+
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
@@ -782,8 +811,8 @@ export class PartitionPruning {
   readonly projections: ProjectionRead[] = [];
   readonly newestFirst: NewestFirstRead[] = [];
   readonly rowsRead: RowsRead[] = [];
-  /** The rows to read of a partition (object key; see rowsMatching), its copies' too; absent: every row. */
-  readonly rows = new Map<string, RowsToRead>();
+  /** The rows to read of a partition (object key; see rowsMatching), its copies' too, and how many; absent: every row. */
+  readonly rows = new Map<string, RowsToRead & { readonly count: number }>();
   /** The rows of the sets' partitions the statement reads, as they are read (whole, or the rows kept). */
   partitionRows = 0;
   private bitmapBytes = 0;
@@ -852,19 +881,19 @@ export class PartitionPruning {
     );
     const read = { partitions: 0, rows: 0, read: 0, index: '', copies: 0 };
     for (const [file, { rows, index, total, listedBy, runs }] of matching) {
-      const count = rowCount(rows);
+      const { count } = bitmapFacts(rows);
       if (count === 0) {
         skipped.set(file, index);
         continue;
       }
       // The rows kept together in the index's copies are read there: the file's rows are spread over all of
       // its pages, which a search would decode whole.
-      const copies = listedBy && copyReads(listedBy, rows, runs);
+      const copies = listedBy && keptCopyReads(listedBy, rows, runs);
       const bytes = copies ? copies.reduce((n, c) => n + (c.bits?.length ?? 0), 0) : rows.length;
       // Reading a bitmap costs its text in the statement (a sixth of a byte per row): worth it for at most
       // half the rows, up to a bound per statement (the files after it are read whole).
       if (count <= total / 2 && (this.bitmapBytes += bytes) <= bitmapLimit) {
-        this.rows.set(file, { bitmap: rows, copies });
+        this.rows.set(file, { bitmap: rows, copies, count });
         Object.assign(read, {
           partitions: read.partitions + 1,
           rows: read.rows + total,

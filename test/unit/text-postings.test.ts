@@ -113,8 +113,34 @@ describe('text index postings (issue 13)', () => {
       bits: null,
       ordered: true,
     });
+    // Found in both passes, merged in the copy's order: rows 3 and 5 at xtimeoutx's 5 and 6, then rows 1 and 2
+    // at their first tokens' 0 and 3.
+    assert.deepEqual(copyRange(postings, rows(), ['xtimeoutx']), {
+      from: 0,
+      to: 6,
+      bits: Uint8Array.from([0b10010110]),
+      ordered: true,
+    });
+    // Rows 1 and 4 at aaa's 0 and 1, row 3 at xtimeoutx's 5: row 4 before row 3.
+    assert.deepEqual(copyRange(postings, Uint8Array.from([0b01011000]), ['xtimeoutx']), {
+      from: 0,
+      to: 5,
+      bits: Uint8Array.from([0b11000100]),
+      ordered: false,
+    });
     const unlisted = new Uint8Array(1);
     unlisted[0] = 0b00000001;
     assert.equal(copyRange(postings, unlisted, ['timeout']), null);
+  });
+
+  it('counts the rows of bitmaps of any length and offset', () => {
+    const bytes = Uint8Array.from({ length: 64 }, (_, i) => (i * 151 + 7) & 255);
+    const bitsOf = (b: Uint8Array) => [...b].reduce((n, byte) => n + byte.toString(2).split('1').length - 1, 0);
+    for (let start = 0; start < 5; start++)
+      for (let length = 0; length <= 13; length++) {
+        const some = bytes.subarray(start, start + length);
+        assert.equal(rowCount(some), bitsOf(some), `${start}+${length}`);
+      }
+    assert.equal(rowCount(new Uint8Array(41).fill(255)), 328);
   });
 });
