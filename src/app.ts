@@ -36,7 +36,12 @@ import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
 import { RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
-import { projectionInstaller, registerInstaller, storedColumnInstaller } from './resources/index.js';
+import {
+  partitionStatsInstaller,
+  projectionInstaller,
+  registerInstaller,
+  storedColumnInstaller,
+} from './resources/index.js';
 import {
   ViewLoader,
   ViewRegistry,
@@ -264,6 +269,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       registerInstaller(
         'projection',
         projectionInstaller((name) => views.get(name)),
+        metadata,
+      );
+      registerInstaller(
+        'index',
+        partitionStatsInstaller((name) => views.get(name)),
         metadata,
       );
       if (rollups) {

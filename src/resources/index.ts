@@ -59,6 +59,7 @@ export {
 export { diagnosticText } from './diagnostics.js';
 export {
   indexPartition,
+  partitionStatsInstaller,
   mayHold,
   partitionStatistics,
   audienceStatistics,

@@ -42,7 +42,7 @@ export interface ResourceInstaller {
 }
 
 const installers = new Map<ResourceKind, ResourceInstaller>([
-  ['index', partitionStatsInstaller],
+  ['index', partitionStatsInstaller()],
   ['column', storedColumnInstaller()],
   ['projection', projectionInstaller()],
 ]);

@@ -6,13 +6,14 @@
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { bitmapLiteral, quoteIdentifier, quoteLiteral } from '../views/index.js';
+import { bitmapLiteral, quoteIdentifier, quoteLiteral, type ViewSet } from '../views/index.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { writeParquetBloomFilters } from './parquet-bloom.js';
 import { projectPartition } from './projections.js';
+import { mergedReadProblem } from './stored-columns.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import {
   decodePostings,
@@ -424,12 +425,23 @@ export const textCopies = (rows: ReadonlyArray<{ copy_path: string | null }>): s
   ...new Set(rows.flatMap((r) => (r.copy_path === null ? [] : [r.copy_path]))),
 ];
 
-/** Installs every index kind (minmax, set, bloom_filter and text) as per-partition statistics. */
-export const partitionStatsInstaller: ResourceInstaller = {
-  unsupported: () => null,
-  install,
-  drop,
-};
+/**
+ * Installs every index kind (minmax, set, bloom_filter and text) as per-partition statistics. With the server's
+ * view sets (`viewOf`), a minmax, set or text index on a set whose read merges its partitions is planned as
+ * omitted: only pruning reads those statistics, and it reads no such set. A bloom filter stays: its Parquet
+ * bloom filters are in the files, where DuckDB may use them for a filter it pushes below the merge.
+ */
+export function partitionStatsInstaller(viewOf?: (name: string) => ViewSet | undefined): ResourceInstaller {
+  return {
+    unsupported(entry) {
+      if (entry.kind !== 'index' || entry.indexKind === 'bloom_filter') return null;
+      const view = viewOf?.(entry.physical);
+      return view ? mergedReadProblem(view, `a ${entry.indexKind} index's statistics`) : null;
+    },
+    install,
+    drop,
+  };
+}
 
 /** An installed index of a view set. */
 export interface InstalledIndex {

@@ -1,9 +1,10 @@
-// A projection on a set whose read merges (log_stats: GROUP BY time_bin, process_id, level, target, audience) is
-// planned as omitted with a warning, as a stored column there is: statements read such a set's partitions and
-// merge them, never a projection's copies (readingSelects), so copies would be bytes no statement reads. Were
-// they read, copies lacking process_id and target would merge two processes' rows of one minute and level into
-// one (s10-projmerge). Answers stay the extract's, for every key. A projection of log_entries published with it
-// is installed and read. Real server, Postgres, DuckDB and Flight SQL client over a socket.
+// A projection, or a minmax, set or text index, on a set whose read merges (log_stats: GROUP BY time_bin,
+// process_id, level, target, audience) is planned as omitted with a warning, as a stored column there is:
+// statements read such a set's partitions and merge them, never a projection's copies nor index statistics
+// (readingSelects), so they would be bytes no statement reads. Were copies read, those lacking process_id and
+// target would merge two processes' rows of one minute and level into one (s10-projmerge). Answers stay the
+// extract's, for every key. A projection of log_entries published with them is installed and read. Real
+// server, Postgres, DuckDB and Flight SQL client over a socket.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,7 +28,7 @@ const provenanceOf = (table: Table): Record<string, unknown> | undefined => {
   return text === undefined ? undefined : (JSON.parse(text) as Record<string, unknown>);
 };
 
-describe('a projection on a set whose read merges is omitted with a warning (issue 13)', () => {
+describe('a projection or a statistics index on a set whose read merges is omitted with a warning (issue 13)', () => {
   const suite = useAudiencesOrrery('orrery-projection-merge-');
   const { fixture, dir } = suite;
   /** Where the next insert range starts, epoch ms: the end of the last one materialized. */
@@ -66,6 +67,9 @@ describe('a projection on a set whose read merges is omitted with a warning (iss
         resources: {
           by_level: { projection: { table: 'log_stats', order_by: ['level'], columns: ['count'] } },
           entries_by_level: { projection: { table: 'log_entries', order_by: ['level'], columns: ['msg'] } },
+          // Statistics only pruning reads, which reads no merging set: omitted too.
+          level_minmax: { index: { table: 'log_stats', column: 'level', kind: 'minmax' } },
+          target_text: { index: { table: 'log_stats', column: 'target', kind: 'text' } },
         },
       }),
     );
@@ -75,11 +79,23 @@ describe('a projection on a set whose read merges is omitted with a warning (iss
       run.text,
       /^warning: omitted projection by_level on log_stats \(resources\/stats\.resources\.json: by_level\): log_stats merges its partitions' rows .*queries could not read a projection's copies$/m,
     );
-    assert.doesNotMatch(run.text, /projection by_level on log_stats .*partition\(s\)/);
+    for (const [key, kind] of [
+      ['level_minmax', 'minmax'],
+      ['target_text', 'text'],
+    ])
+      assert.match(
+        run.text,
+        new RegExp(
+          `^warning: omitted index ${key} on log_stats \\(resources/stats\\.resources\\.json: ${key}\\): log_stats merges its partitions' rows .*queries could not read a ${kind} index's statistics$`,
+          'm',
+        ),
+      );
+    assert.doesNotMatch(run.text, /(by_level|level_minmax|target_text) on log_stats .*partition\(s\)/);
     assert.match(run.text, /^backfill projection entries_by_level on log_entries .*1 of 1 partition\(s\)/m);
-    // Nothing is written for it: no copy, no installed projection, no ledger row.
+    // Nothing is written for them: no copy, no installed projection or index, no ledger row.
     const { rows } = await fixture.orrery.metadata.query<{ n: string }>(
       `SELECT (SELECT count(*) FROM resource_projections WHERE view_set_name = 'log_stats')
+            + (SELECT count(*) FROM resource_indexes WHERE view_set_name = 'log_stats')
             + (SELECT count(*) FROM resource_ledger WHERE physical_table = 'log_stats') AS n`,
     );
     assert.equal(Number(rows[0].n), 0);
