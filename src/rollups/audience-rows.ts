@@ -1,9 +1,9 @@
-import type { DuckDBEngine } from '../engine/index.js';
+import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { lakeMetadataSchema, type SeriesTable } from '../tables/index.js';
 import { timestampNanos } from './calendar.js';
 import { quoteLiteral } from './rollup-sql.js';
-import { tableFilePath, type TablePaths } from './table-files.js';
+import { live, tableFilePath, type TablePaths } from './table-files.js';
 
 // A reader's rows of a series table or a view set in a window, estimated from its own audiences' rows alone:
 // what decides whether a reader's window off bucket boundaries reads whole rollup buckets plus raw edges
@@ -12,7 +12,9 @@ import { tableFilePath, type TablePaths } from './table-files.js';
 // a DuckLake data file whose audience column holds one value (its statistics say so) is that audience's alone,
 // with the file's row count and time range; any other file (a view set's partition, a data file of several
 // audiences) is read once, grouped by audience. Each audience's rows of a file count as spread evenly over
-// their own time range. Rows inlined in DuckLake's catalog and deletes are not counted (an estimate).
+// their own time range, less the file's deleted share (its delete file's and inlined deletes' count over its
+// rows: deletes change with snapshots, the file's counts do not). Rows inlined in DuckLake's catalog (small
+// inserts) are counted in Postgres by audience with their time range, at the snapshot.
 
 /** One audience's rows in one file: how many, from their least time to just after their greatest (ns). */
 interface AudienceSpan {
@@ -22,12 +24,16 @@ interface AudienceSpan {
   readonly to: bigint;
 }
 
-/** A file of the rows: where it is, its time range when known, and its spans when its statistics give them. */
+/**
+ * A file of the rows: where it is, its time range when known, its spans when its statistics give them (or, for
+ * rows inlined in the catalog, their count), and the share of its rows not deleted at the snapshot.
+ */
 interface ListedFile {
   readonly location: string;
   readonly from: bigint | null;
   readonly to: bigint | null;
   readonly spans: readonly AudienceSpan[] | null;
+  readonly live: number;
 }
 
 /** Files counted per process (their spans are a few numbers each). */
@@ -37,9 +43,6 @@ const listingsKept = 64;
 /** The time column's statistics or value as nanoseconds (TIMESTAMPTZ text is UTC with its offset). */
 const nanos = (text: string | null): bigint | null =>
   text === null ? null : timestampNanos(text.replace(/(?:\+00(?::?00)?|Z)$/, ''));
-
-const live = (alias: string): string =>
-  `${alias}.begin_snapshot <= $2 AND (${alias}.end_snapshot IS NULL OR ${alias}.end_snapshot > $2)`;
 
 export class AudienceRows {
   /** Each file's spans by location. */
@@ -105,12 +108,13 @@ export class AudienceRows {
     const spans = await this.spansOf(inWindow, table.timeColumn);
     if (!spans) return null;
     let rows = 0;
-    for (const span of spans.flat()) {
-      if (!audiences.has(span.audience)) continue;
-      const end = to === null || to > span.to ? span.to : to;
-      const start = from < span.from ? span.from : from;
-      if (end > start) rows += (span.rows * Number(end - start)) / Number(span.to - span.from);
-    }
+    for (const [i, file] of inWindow.entries())
+      for (const span of spans[i]) {
+        if (!audiences.has(span.audience)) continue;
+        const end = to === null || to > span.to ? span.to : to;
+        const start = from < span.from ? span.from : from;
+        if (end > start) rows += (file.live * span.rows * Number(end - start)) / Number(span.to - span.from);
+      }
     return rows;
   }
 
@@ -149,38 +153,56 @@ export class AudienceRows {
     }
   }
 
-  /** A series table's live data files at a snapshot, with their row counts and audience and time statistics. */
+  /**
+   * A series table's live data files at a snapshot, with their row counts, deleted rows, and audience and time
+   * statistics; and its rows inlined in the catalog then, as one listed file of their spans.
+   */
   private async seriesFiles(table: SeriesTable, snapshot: bigint): Promise<readonly ListedFile[] | null> {
     const s = lakeMetadataSchema;
-    const stats = (alias: string, name: string): string =>
-      `LEFT JOIN ${s}.ducklake_file_column_stats ${alias} ON ${alias}.data_file_id = f.data_file_id AND ${alias}.column_id = (
-         SELECT c.column_id FROM ${s}.ducklake_column c WHERE c.table_id = t.table_id AND c.column_name = ${name} AND ${live('c')})`;
-    const { rows } = await this.metadata.query<
-      TablePaths & {
-        path: string;
-        relative: boolean;
-        rows: string;
-        audience_least: string | null;
-        audience_greatest: string | null;
-        least: string | null;
-        greatest: string | null;
-      }
-    >(
-      `SELECT (SELECT value FROM ${s}.ducklake_metadata WHERE key = 'data_path' AND scope IS NULL) AS data_path,
+    const {
+      rows: [meta],
+    } = await this.metadata.query<TablePaths & { table_id: string; inlined: string[]; inlined_deletes: string | null }>(
+      `SELECT t.table_id::text AS table_id,
+              (SELECT value FROM ${s}.ducklake_metadata WHERE key = 'data_path' AND scope IS NULL) AS data_path,
               n.path AS schema_path, n.path_is_relative AS schema_relative, t.path AS table_path, t.path_is_relative AS table_relative,
-              f.path, f.path_is_relative AS relative, f.record_count::text AS rows,
-              a.min_value AS audience_least, a.max_value AS audience_greatest, k.min_value AS least, k.max_value AS greatest
+              ARRAY(SELECT i.table_name FROM ${s}.ducklake_inlined_data_tables i WHERE i.table_id = t.table_id) AS inlined,
+              to_regclass(format('%I.%I', $3::text, 'ducklake_inlined_delete_' || t.table_id))::text AS inlined_deletes
          FROM ${s}.ducklake_table t
          JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = 'main' AND ${live('n')}
-         JOIN ${s}.ducklake_data_file f ON f.table_id = t.table_id AND ${live('f')}
+        WHERE t.table_name = $1 AND ${live('t')}`,
+      [table.name, String(snapshot), s],
+    );
+    if (!meta || meta.data_path === null) return null;
+    const stats = (alias: string, name: string): string =>
+      `LEFT JOIN ${s}.ducklake_file_column_stats ${alias} ON ${alias}.data_file_id = f.data_file_id AND ${alias}.column_id = (
+         SELECT c.column_id FROM ${s}.ducklake_column c WHERE c.table_id = f.table_id AND c.column_name = ${name} AND ${live('c')})`;
+    // Deletes of a file's rows: its live delete file lists every one up to its snapshot; those inlined in the catalog.
+    const inlinedDeletes =
+      meta.inlined_deletes === null
+        ? '0'
+        : `(SELECT count(*) FROM ${meta.inlined_deletes} r WHERE r.file_id = f.data_file_id AND r.begin_snapshot <= $2)`;
+    const { rows } = await this.metadata.query<{
+      path: string;
+      relative: boolean;
+      rows: string;
+      deleted: string;
+      audience_least: string | null;
+      audience_greatest: string | null;
+      least: string | null;
+      greatest: string | null;
+    }>(
+      `SELECT f.path, f.path_is_relative AS relative, f.record_count::text AS rows,
+              (coalesce((SELECT sum(d.delete_count) FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}), 0)
+               + ${inlinedDeletes})::text AS deleted,
+              a.min_value AS audience_least, a.max_value AS audience_greatest, k.min_value AS least, k.max_value AS greatest
+         FROM ${s}.ducklake_data_file f
          ${stats('a', `'audience'`)}
          ${stats('k', '$3')}
-        WHERE t.table_name = $1 AND ${live('t')}`,
-      [table.name, String(snapshot), table.timeColumn],
+        WHERE f.table_id = $1 AND ${live('f')}`,
+      [meta.table_id, String(snapshot), table.timeColumn],
     );
-    if (rows.some((r) => r.data_path === null)) return null;
-    return rows.map((r) => {
-      const location = tableFilePath(r, r);
+    const files = rows.map((r) => {
+      const location = tableFilePath(meta, r);
       const [from, greatest] = [nanos(r.least), nanos(r.greatest)];
       const to = greatest === null ? null : greatest + 1n;
       const alone = r.audience_least !== null && r.audience_least === r.audience_greatest;
@@ -188,7 +210,46 @@ export class AudienceRows {
         alone && from !== null && to !== null
           ? [{ audience: r.audience_least!, rows: Number(r.rows), from, to }]
           : null;
-      return { location, from, to, spans };
+      const live = Number(r.rows) > 0 ? Math.max(0, 1 - Number(r.deleted) / Number(r.rows)) : 0;
+      return { location, from, to, spans, live };
+    });
+    const inlined = await this.inlinedSpans(meta.inlined, table.timeColumn, snapshot);
+    return inlined.length === 0
+      ? files
+      : [
+          ...files,
+          {
+            location: `${meta.table_id}@${snapshot} inlined`,
+            from: inlined.reduce((least, span) => (span.from < least ? span.from : least), inlined[0].from),
+            to: inlined.reduce((most, span) => (span.to > most ? span.to : most), inlined[0].to),
+            spans: inlined,
+            live: 1,
+          },
+        ];
+  }
+
+  /** The rows inlined in DuckLake's catalog tables `names` live at a snapshot, by audience with their time range. */
+  private async inlinedSpans(names: readonly string[], timeColumn: string, snapshot: bigint): Promise<AudienceSpan[]> {
+    if (names.length === 0) return [];
+    const time = `r."${timeColumn.replace(/"/g, '""')}"`;
+    // A time is DuckDB's text of it, in one format per type: least and greatest compare as text. A VARCHAR (the
+    // audience) is inlined as its UTF-8 bytes.
+    const { rows } = await this.metadata.query<{ audience: string; rows: string; least: string; greatest: string }>(
+      `SELECT audience, sum(n)::text AS rows, min(least) AS least, max(greatest) AS greatest FROM (${names
+        .map(
+          (name) =>
+            `SELECT convert_from(r.audience, 'UTF8') AS audience, count(*) AS n, min(${time}::text) AS least, max(${time}::text) AS greatest
+               FROM ${lakeMetadataSchema}.${quoteIdentifier(name)} r
+              WHERE ${live('r', '$1::bigint')} AND ${time} IS NOT NULL AND r.audience IS NOT NULL GROUP BY 1`,
+        )
+        .join(' UNION ALL ')}) AS spans GROUP BY audience`,
+      [String(snapshot)],
+    );
+    return rows.flatMap((r) => {
+      const [from, greatest] = [nanos(r.least), nanos(r.greatest)];
+      return from === null || greatest === null
+        ? []
+        : [{ audience: r.audience, rows: Number(r.rows), from, to: greatest + 1n }];
     });
   }
 
@@ -211,6 +272,7 @@ export class AudienceRows {
         from: ns(r.least),
         to: greatest === null ? null : greatest + 1_000_000n,
         spans: null,
+        live: 1,
       };
     });
   }

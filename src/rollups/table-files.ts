@@ -57,8 +57,8 @@ function atOrAfter(type: string, value: string): string | null {
   return null;
 }
 
-/** Whether a catalog row (`alias`) is live at the snapshot (the parameter `at`). */
-const live = (alias: string, at = '$2'): string =>
+/** Whether a DuckLake catalog row (`alias`) is live at the snapshot (the parameter `at`). */
+export const live = (alias: string, at = '$2'): string =>
   `${alias}.begin_snapshot <= ${at} AND (${alias}.end_snapshot IS NULL OR ${alias}.end_snapshot > ${at})`;
 
 /** Where a DuckLake table's files are: the lake's data path, its schema's path and its own (each maybe relative). */
