@@ -6,8 +6,10 @@
 // test/rollups/clock-bounds.test.ts checks over many instants, are: an instant plus an interval adds its
 // months first (the day of the month clamped to the month's last: 2024-03-31 - 1 month is 2024-02-29), then
 // its days, then its time; minus an interval adds its negation; date_trunc is the start of the UTC calendar
-// unit (weeks start on Mondays); a cast to DATE is the UTC day. Anything else (another function, a fraction
-// in an interval, DuckDB's own TIMESTAMPTZ now(), a year outside 1900-2199) is null: DuckDB evaluates it.
+// unit (weeks start on Mondays); a cast to DATE, and current_date, is the UTC day; a decimal number of days
+// or of a time unit in an interval's text is its whole days then the rest in microseconds. Anything else
+// (another function, a fraction of a month or year, or one that is not whole microseconds, DuckDB's own
+// TIMESTAMPTZ now(), a year outside 1900-2199) is null: DuckDB evaluates it.
 import { floorBoundary, timestampNanos, truncLadder } from './calendar.js';
 import { isClock as isAnyClock, literalInstantText, nanosText } from './constant-trends.js';
 import type { Node } from './tree.js';
@@ -65,21 +67,56 @@ const interval = (n: number, unit: (typeof units)[string]): Value => ({
   micros: BigInt(n) * (unit.micros ?? 0n),
 });
 
-/** DuckDB's interval text of whole units (`1 month`, `2 years 3 days`, `-1 mon`), or null. */
+/**
+ * A decimal number of a unit of days or time (`1.5 days`, `-0.25 hours`) as DuckDB's interval text reads it: the
+ * whole days, then the rest as microseconds; null when those are not whole, the fraction has more than six
+ * digits (DuckDB drops the rest) or the unit counts months (DuckDB's fractions of months and years follow rules
+ * of their own).
+ */
+function fraction(sign: string, whole: string, digits: string, unit: (typeof units)[string]): Value | null {
+  // DuckDB reads six digits of a fraction at most.
+  if (unit.months || sign === '+' || digits.length > 6) return null;
+  const scale = 10n ** BigInt(digits.length);
+  const scaled = (sign === '-' ? -1n : 1n) * (BigInt(whole) * scale + BigInt(digits));
+  let days = 0n;
+  let rest = scaled * (unit.micros ?? 0n);
+  if (unit.days) {
+    const inDays = scaled * BigInt(unit.days);
+    days = inDays / scale; // toward zero: the rest keeps the sign
+    rest = (inDays - days * scale) * 86_400_000_000n;
+  }
+  if (rest % scale !== 0n) return null;
+  return { kind: 'interval', months: 0, days: Number(days), micros: rest / scale };
+}
+
+/** DuckDB's interval text of whole units (`1 month`, `2 years 3 days`, `-1 mon`) or decimal ones of days or time, or null. */
 function intervalText(text: string): Value | null {
-  const part = /^\s*([+-]?\d{1,6})\s*([a-z]+?)s?(?=\s|$)/i;
+  const part = /^\s*([+-]?)(\d{1,6})(?:\.(\d{1,9}))?\s*([a-z]+?)s?(?=\s|$)/i;
   let rest = text;
   let sum: Value = interval(0, {});
   let seen = false;
   for (let m = part.exec(rest); m; m = part.exec(rest)) {
-    const unit = units[m[2].toLowerCase()];
+    const unit = units[m[4].toLowerCase()];
     if (!unit) return null;
-    sum = plus(sum, interval(Number(m[1]), unit))!;
+    const value = m[3] === undefined ? interval(Number(m[1] + m[2]), unit) : fraction(m[1], m[2], m[3], unit);
+    if (value === null) return null;
+    sum = plus(sum, value)!;
     seen = true;
     rest = rest.slice(m[0].length);
   }
   return seen && rest.trim() === '' ? sum : null;
 }
+
+/** DuckDB's current date, `current_date` (a column name it binds to the function), `current_date()` or `today()`. */
+const isCurrentDate = (node: Node): boolean =>
+  node.class === 'COLUMN_REF'
+    ? (node.column_names as string[]).length === 1 &&
+      (node.column_names as string[])[0].toLowerCase() === 'current_date'
+    : node.class === 'FUNCTION' &&
+      builtin(node) &&
+      !node.catalog &&
+      ['current_date', 'today'].includes(String(node.function_name).toLowerCase()) &&
+      (node.children as unknown[]).length === 0;
 
 const constantText = (node: Node): string | null => {
   const value = node.value as { type?: { id?: unknown }; is_null?: boolean; value?: unknown } | undefined;
@@ -125,6 +162,8 @@ const negated = (v: Value): Value | null =>
 
 function valueOf(node: Node, nowNs: bigint): Value | null {
   if (isClock(node)) return { kind: 'instant', ns: nowNs - (((nowNs % 1000n) + 1000n) % 1000n) };
+  // The UTC day of the clock (the engine's TimeZone is UTC), as now()::DATE.
+  if (isCurrentDate(node)) return { kind: 'date', ns: nowNs - (((nowNs % dayNs) + dayNs) % dayNs) };
   if (node.class === 'CONSTANT') {
     const value = node.value as { type?: { id?: unknown }; is_null?: boolean; value?: unknown };
     const n = value.value;
@@ -164,7 +203,8 @@ function valueOf(node: Node, nowNs: bigint): Value | null {
     const unit = constantText(children[0]);
     const ladder = unit === null ? null : truncLadder(unit);
     const inner = valueOf(children[1], nowNs);
-    if (!ladder || inner?.kind !== 'instant') return null;
+    // A date's is a TIMESTAMP too.
+    if (!ladder || (inner?.kind !== 'instant' && inner?.kind !== 'date')) return null;
     return { kind: 'instant', ns: floorBoundary(ladder, inner.ns) };
   }
   const values = children.map((c) => valueOf(c, nowNs));
@@ -202,6 +242,7 @@ export function clockBoundText(node: Node, nowNs: bigint): string | null {
  */
 export function followsClock(node: Node): boolean {
   if (isClock(node)) return true;
+  if (isCurrentDate(node)) return false;
   if (node.class === 'CAST' && String((node.cast_type as Node).id) === 'DATE') return false;
   if (node.class === 'FUNCTION' && String(node.function_name).toLowerCase() === 'date_trunc') return false;
   return Object.values(node).some((v) =>

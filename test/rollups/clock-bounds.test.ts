@@ -2,8 +2,8 @@
 // (`now() - INTERVAL '1 month'`, `date_trunc('day', now())`) are worked out without DuckDB. Each is compared
 // with DuckDB's own value over many instants (month ends, leap days, year ends, midnights, microseconds before
 // them, and instants spread over 1990-2150), with now() as Orrery defines it (views/sql-functions.ts: DuckDB's
-// now() cast to TIMESTAMP_NS, the type a statement's fixed clock has too); forms it does not work out are left
-// to DuckDB (null).
+// now() cast to TIMESTAMP_NS, the type a statement's fixed clock has too) and the current date as its UTC date;
+// forms it does not work out are left to DuckDB (null).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuckDBEngine } from '../../src/engine/index.js';
@@ -46,11 +46,35 @@ const bounds = [
   'CAST(now() AS DATE) - 7',
   "now()::DATE - INTERVAL '1 month'",
   "date_trunc('day', now()) + INTERVAL '1 month' - INTERVAL '1 day'",
+  // The current date (DuckDB's, in the engine's UTC: compared here as the clock's date).
+  'current_date',
+  'current_date - 7',
+  "current_date - INTERVAL '1 month'",
+  "date_trunc('month', current_date)",
+  "date_trunc('week', current_date) - INTERVAL '2 weeks'",
+  'today() - 1',
+  'current_date()',
+  // Decimal numbers of days and time units.
+  "now() - INTERVAL '1.5 hours'",
+  "now() - INTERVAL '1.5 days'",
+  "now() - INTERVAL '0.5 weeks'",
+  "now() - INTERVAL '-1.5 days'",
+  "now() - INTERVAL '0.333333 days'",
+  "now() - INTERVAL '1.5 day 2.25 minutes'",
+  "date_trunc('day', now()) - INTERVAL '10.5 millisecond'",
+  "now() - INTERVAL '1 month 1.5 days'",
 ];
 
 /** Bounds DuckDB evaluates: a fraction of a month, another function, a text interval form. */
 const leftToDuckDB = [
   "now() - INTERVAL '1.5 months'",
+  "now() - INTERVAL '1.1 months'",
+  "now() - INTERVAL '0.1 years'",
+  // Not whole microseconds: DuckDB rounds them.
+  "now() - INTERVAL '1.0000005 seconds'",
+  "now() - INTERVAL '0.0000001 days'",
+  // More than six digits of a fraction: DuckDB reads six.
+  "now() - INTERVAL '0.3333333 days'",
   'now() - to_months(CAST(random() * 0 AS INTEGER))',
   "now() - INTERVAL '1 day 02:00:00'",
   "date_trunc('decade', now())",
@@ -91,7 +115,10 @@ describe('window bounds written with the clock (issue 14)', () => {
           .flatMap((instant) => {
             const clock = `CAST(TIMESTAMPTZ '${instant}+00' AS TIMESTAMP_NS)`;
             return bounds.map(
-              (b) => `CAST(CAST((${b.replace(/now\(\)|current_timestamp/g, clock)}) AS TIMESTAMP_NS) AS VARCHAR)`,
+              (b) =>
+                `CAST(CAST((${b
+                  .replace(/current_date\(\)|current_date|today\(\)/g, `CAST(${clock} AS DATE)`)
+                  .replace(/now\(\)|current_timestamp/g, clock)}) AS TIMESTAMP_NS) AS VARCHAR)`,
             );
           })
           .join(', ')}`,

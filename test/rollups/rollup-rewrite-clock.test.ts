@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
+import { DuckDBEngine } from '../../src/engine/index.js';
 import {
   adminAndTeams,
   clientFor,
@@ -22,6 +23,7 @@ import {
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
+import { countedCalls } from '../support/counted-calls.js';
 import { metricValue } from '../support/metric-value.js';
 
 const [admin] = adminAndTeams('rewrite-clock');
@@ -151,6 +153,23 @@ describe('rollup rewrites of windows that move with the clock (issue 14)', { tim
       const start = Date.parse(from);
       return start >= at.before - 31 * day && start <= at.after - 28 * day;
     });
+  });
+
+  it('works out bounds from the current date and decimal intervals without DuckDB, and reads as raw rows do', async () => {
+    /** The DuckDB evaluations of constants while `work` runs. */
+    const evaluations = (work: () => Promise<void>): Promise<number> =>
+      countedCalls(DuckDBEngine.prototype, 'constantTexts', work);
+    for (const sql of [
+      `select host, count(*) as n from metrics where ts >= current_date - 1 group by host order by host`,
+      `select host, count(*) as n from metrics where ts >= now() - interval '1.5 hours' group by host order by host`,
+    ]) {
+      const reads: Array<Awaited<ReturnType<typeof read>>> = [];
+      assert.equal(await evaluations(async () => void reads.push(await read(sql), await read(sql))), 0, sql);
+      for (const at of reads) {
+        assert.ok(at.level.rollup, sql);
+        assert.deepEqual(at.rows, await plainRows(asFirst, rawTwin(sql)));
+      }
+    }
   });
 
   it('reads the rollups another process created, refreshed and dropped at the next statement', async () => {
