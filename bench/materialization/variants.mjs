@@ -16,10 +16,9 @@ import { join } from 'node:path';
 import { arg, storedPayloads } from './payloads.mjs';
 
 const root = process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathname;
-const { DuckDBEngine, nativeLogsPayloads } = await import(`${root}/dist/src/engine/index.js`);
+const { DuckDBEngine, nativeLogsPayloads, nativeLogsScan } = await import(`${root}/dist/src/engine/index.js`);
 const views = await import(`${root}/dist/src/views/index.js`);
-const { builtinViewSets, orderedBlocks, orderedProtobufLogs, payloadRows, payloadSpans, quoteLiteral, typedColumns } =
-  views;
+const { builtinViewSets, orderedBlocks, orderedProtobufLogs, payloadRows, quoteLiteral, typedColumns } = views;
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries');
 const option = (name) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -210,7 +209,19 @@ async function variants(rows) {
     .replace('JOIN __blocks b', 'JOIN __blocks_s b');
   // The rows in time order from the payloads' merge (__orrery_otlp_logs_ordered), no join and no sort: what the
   // materializer runs when the merge holds little (materializer.ts, mergeFirstTimes).
-  const firstTimes = (await engine.values(payloadSpans(file, sizes))).map(([first]) => first);
+  // Each payload's first time as its block holds it: the earliest of its records' times that ingestion's scan found
+  // (11 numbers per ResourceLogs: the records' count 7th, then that time's high and low 32-bit halves).
+  const contents = readFileSync(file);
+  const firstTimes = [];
+  for (let i = 0, at = 0; i < sizes.length; at += sizes[i++]) {
+    const scanned = nativeLogsScan()(contents.subarray(at, at + sizes[i]));
+    let first = 0n;
+    for (let r = 0; r < scanned.length; r += 11) {
+      const time = (BigInt(scanned[r + 7]) << 32n) | BigInt(scanned[r + 8]);
+      if (scanned[r + 6] > 0 && (first === 0n || time < first)) first = time;
+    }
+    firstTimes.push(first);
+  }
   const ordered = logEntries.source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, firstTimes));
   const orderedVariant = {
     session: [index('__block_text', '__blocks'), orderedBlocks],
@@ -238,6 +249,8 @@ async function variants(rows) {
     },
     'text rg32k': { session: textBlocks, sql: text, rowGroup: 32768 },
     ordered: orderedVariant,
+    // The ordered read without inOneStream's window: what the materializer runs since the window was left out of it.
+    'ordered bare': { ...orderedVariant, sql: typedColumns(logEntries.columns, ordered) },
     // The Parquet writer's settings on the ordered rows (`write`: the COPY options besides the row group size).
     'ordered zstd1': { ...orderedVariant, write: 'COMPRESSION zstd, COMPRESSION_LEVEL 1' },
     'ordered snappy': { ...orderedVariant, write: 'COMPRESSION snappy' },

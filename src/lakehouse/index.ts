@@ -35,7 +35,7 @@ export {
   type QuarantinedPartition,
 } from './partitions.js';
 export { PartitionCache } from './partition-cache.js';
-export { nanosToIso, nanosToPg, nowNanos, pgNanos, secondsToNanos } from './time.js';
+export { nanosToIso, nanosToPg, nowNanos, pgIsoToNanos, pgNanos, secondsToNanos } from './time.js';
 export { deleteOrphans } from './orphans.js';
 export {
   partitionKey,

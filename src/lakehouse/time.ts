@@ -17,6 +17,11 @@ export function nanosToPg(ns: bigint, round: 'floor' | 'ceil' = 'floor'): string
   return nanosToIso(micros * 1000n).replace(/000Z$/, 'Z');
 }
 
+/** Nanoseconds of a UTC time Postgres wrote as `YYYY-MM-DD"T"HH24:MI:SS.US"Z"` (microseconds, six digits). */
+export function pgIsoToNanos(text: string): bigint {
+  return BigInt(Date.parse(`${text.slice(0, 19)}Z`)) * 1_000_000n + BigInt(text.slice(20, 26)) * 1000n;
+}
+
 /** SQL expression turning a timestamptz column into bigint nanoseconds (Postgres). */
 export const pgNanos = (column: string): string => `(extract(epoch from ${column}) * 1000000)::bigint * 1000`;
 

@@ -11,6 +11,7 @@ import {
   partitionOfFile,
   partitionsOverlapping,
   payloadPlace,
+  pgIsoToNanos,
   readPayloadsOfObject,
   replacePartitionFile,
   scratchKey,
@@ -24,9 +25,9 @@ import {
   filesRelation,
   globalInstance,
   orderedBlocks,
+  orderedFirstTimeRefused,
   orderedProtobufLogs,
   payloadRows,
-  payloadSpans,
   protobufPayloadName,
   quoteIdentifier,
   quoteLiteral,
@@ -378,13 +379,18 @@ export class Materializer {
     return BigInt(rows as number | bigint) === 0n;
   }
 
-  private async extractedFrom(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
-    const { sql, setup, cleanup, oneStream } = await this.extract(view, range);
+  private async extractedFrom(view: ViewSet, range: InsertRange, count: bigint, ordered = true): Promise<Partition> {
+    const { sql, setup, cleanup, oneStream } = await this.extract(view, range, ordered);
     try {
       return await this.write(view, range, count, sql, setup, oneStream);
+    } catch (error) {
+      // A block whose begin_time is after its records' first time (the ordered read's first times are the
+      // blocks'): its rows would leave time order, so the range is read through the join and sort instead.
+      if (!oneStream || !(error instanceof Error) || !error.message.includes(orderedFirstTimeRefused)) throw error;
     } finally {
       await cleanup();
     }
+    return this.extractedFrom(view, range, count, false);
   }
 
   /** Refuses to register files whose writing began so long ago that housekeeping may take them for orphans. */
@@ -710,7 +716,7 @@ export class Materializer {
   }
 
   /** The extract query of a range, with what it needs set up on its connection. */
-  private async extract(view: ViewSet, range: InsertRange): Promise<ExtractQuery> {
+  private async extract(view: ViewSet, range: InsertRange, ordered: boolean): Promise<ExtractQuery> {
     const { source } = view;
     const none = async (): Promise<void> => {};
     if (source.kind === 'sql') {
@@ -736,6 +742,7 @@ export class Materializer {
       view,
       source,
       await blocksInRange(this.options.db, range, { view: view.name, tag: source.tag }),
+      ordered,
     );
   }
 
@@ -744,6 +751,7 @@ export class Materializer {
     view: ViewSet,
     source: PayloadSource,
     blocks: readonly BlockRow[],
+    ordered = false,
   ): Promise<ExtractQuery> {
     const { store, scratch } = this.options;
     if (blocks.length === 0) return { sql: emptyOf(view.columns), setup: [], cleanup: async () => {} };
@@ -835,8 +843,8 @@ export class Materializer {
     ];
     const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(scratch.location(tempKey), blockColumns)}`];
     const ndjson = withPaths.map((b) => b.path).filter((path) => !protobuf.has(path));
-    if (ndjson.length === 0 && source.ordered) {
-      const firstTimes = await this.mergeFirstTimes(scratch.location(bundle.key), bundle.sizes);
+    if (ndjson.length === 0 && source.ordered && ordered) {
+      const firstTimes = mergeFirstTimes(withPaths, bundle.sizes);
       if (firstTimes !== null) {
         const rows = orderedProtobufLogs(scratch.location(bundle.key), bundle.sizes, firstTimes);
         return {
@@ -853,29 +861,6 @@ export class Materializer {
       bundle.sizes.length > 0 ? { file: scratch.location(bundle.key), sizes: bundle.sizes } : undefined,
     );
     return { sql: source.extract.replaceAll('{payloads}', rows), setup, cleanup };
-  }
-
-  /**
-   * Each payload's first time (payloadSpans) when a merge of the payloads by first time holds at most orderedHoldBytes of them at once, else null.
-   * When payload j is decoded, every payload before it whose last time is before j's first time is done; the
-   * others are held (a bound: their early rows are out already).
-   */
-  private async mergeFirstTimes(file: string, sizes: readonly number[]): Promise<bigint[] | null> {
-    const spans = await this.rows(payloadSpans(file, sizes), []);
-    const first = spans.map((s) => s[0] as bigint);
-    const last = spans.map((s) => s[1] as bigint);
-    const byFirst = sizes.map((_, i) => i).sort((a, b) => (first[a] < first[b] ? -1 : first[a] > first[b] ? 1 : a - b));
-    const byLast = sizes.map((_, i) => i).sort((a, b) => (last[a] < last[b] ? -1 : last[a] > last[b] ? 1 : 0));
-    // A payload whose last time is before j's first time comes before j by first time: it was added already.
-    let added = 0;
-    let done = 0;
-    let next = 0;
-    for (const j of byFirst) {
-      added += sizes[j];
-      for (; next < byLast.length && last[byLast[next]] < first[j]; next++) done += sizes[byLast[next]];
-      if (added - done > orderedHoldBytes) return null;
-    }
-    return first;
   }
 
   /**
@@ -947,6 +932,39 @@ export class Materializer {
     }
     return out;
   }
+}
+
+/**
+ * Each bundled payload's first time when a merge of the payloads by first time holds at most orderedHoldBytes of
+ * them at once, else null. A payload's first and last times are its block's begin_time and end_time: its records'
+ * earliest and latest time as ingestion's scan found them, to the microsecond down and up (so the merge takes a
+ * payload a little early, never late), with no walk of the payloads before the read. When payload j is decoded,
+ * every payload before it whose last time is before j's first time is done; the others are held (a bound: their
+ * early rows are out already).
+ */
+function mergeFirstTimes(
+  blocks: ReadonlyArray<BlockRow & { readonly payload: number | null }>,
+  sizes: readonly number[],
+): bigint[] | null {
+  const first = new Array<bigint>(sizes.length).fill(0n);
+  const last = new Array<bigint>(sizes.length).fill(0n);
+  for (const b of blocks)
+    if (b.payload !== null) {
+      first[b.payload] = pgIsoToNanos(b.begin_time);
+      last[b.payload] = pgIsoToNanos(b.end_time);
+    }
+  const byFirst = sizes.map((_, i) => i).sort((a, b) => (first[a] < first[b] ? -1 : first[a] > first[b] ? 1 : a - b));
+  const byLast = sizes.map((_, i) => i).sort((a, b) => (last[a] < last[b] ? -1 : last[a] > last[b] ? 1 : 0));
+  // A payload whose last time is before j's first time comes before j by first time: it was added already.
+  let added = 0;
+  let done = 0;
+  let next = 0;
+  for (const j of byFirst) {
+    added += sizes[j];
+    for (; next < byLast.length && last[byLast[next]] < first[j]; next++) done += sizes[byLast[next]];
+    if (added - done > orderedHoldBytes) return null;
+  }
+  return first;
 }
 
 /** The object keys of the partitions that have a file. */

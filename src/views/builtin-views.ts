@@ -59,20 +59,16 @@ export function payloadRows(
 /**
  * The rows of logs payloads stored as received (all of a range's, laid out as for payloadRows) in time order,
  * with their blocks' columns, through the native addon's __orrery_otlp_logs_ordered: a merge of the payloads
- * taken by their first time (`firstTimes`, per payload, from __orrery_otlp_logs_spans), which holds at once only
- * the payloads whose times overlap. The blocks' columns come from the variable orderedBlocks sets.
+ * taken by their first time (`firstTimes`, per payload: at most its records' earliest time; the read fails with
+ * orderedFirstTimeRefused on a payload holding an earlier one), which holds at once only the payloads whose times
+ * overlap. The blocks' columns come from the variable orderedBlocks sets.
  */
 export function orderedProtobufLogs(file: string, sizes: readonly number[], firstTimes: readonly bigint[]): string {
   return `__orrery_otlp_logs_ordered(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[], [${firstTimes.join(', ')}]::BIGINT[], getvariable('__orrery_blocks'))`;
 }
 
-/**
- * Each payload's first and last record time (`first`, `last`; 0 for a payload without records or that cannot be
- * walked, whose decode then fails as usual), in the payloads' order, through __orrery_otlp_logs_spans.
- */
-export const payloadSpans = (file: string, sizes: readonly number[]): string =>
-  `SELECT coalesce(min_time, 0) AS first, coalesce(max_time, 0) AS last
-     FROM __orrery_otlp_logs_spans(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[]) ORDER BY payload`;
+/** What orderedProtobufLogs fails with, after the payload's name, on a payload holding a time before its first time. */
+export const orderedFirstTimeRefused = 'a time before the first time given';
 
 /** Sets the block columns orderedProtobufLogs yields: __blocks' rows as text, by their `payload` index. */
 export const orderedBlocks = `SET VARIABLE __orrery_blocks = (SELECT coalesce(flatten(list([process_id, stream_id, block_id,

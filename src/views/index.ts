@@ -4,10 +4,10 @@ export {
   builtinViewSets,
   ndjsonPayloads,
   orderedBlocks,
+  orderedFirstTimeRefused,
   orderedProtobufLogs,
   payloadColumns,
   payloadRows,
-  payloadSpans,
   protobufPayloadName,
 } from './builtin-views.js';
 export { compatibilityMacros, compatibilityTableFunctions } from './sql-functions.js';

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
+import { DuckDBInstance } from '@duckdb/node-api';
 import pg from 'pg';
 import { startOrrery, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -239,6 +240,25 @@ export async function partitionFiles(orrery: Orrery, view: string): Promise<stri
     [view],
   );
   return rows.map((r) => r.file_path);
+}
+
+/**
+ * The one row of `sql` over a view set's only partition file (`{file}` in it: read_parquet of that file), read by a
+ * DuckDB of the test's own; asserts that the set has one partition file.
+ */
+export async function onlyPartitionRow(orrery: Orrery, view: string, sql: string): Promise<unknown[]> {
+  const files = await partitionFiles(orrery, view);
+  assert.equal(files.length, 1, 'one partition over the range');
+  const duckdb = await DuckDBInstance.create(':memory:');
+  const connection = await duckdb.connect();
+  try {
+    const file = orrery.store.location(files[0]).replaceAll("'", "''");
+    const reader = await connection.runAndReadAll(sql.replaceAll('{file}', `read_parquet('${file}')`));
+    return reader.getRows()[0];
+  } finally {
+    connection.closeSync();
+    duckdb.closeSync();
+  }
 }
 
 /** The lines of a server's /metrics whose metric is `name`, without the instance label. */

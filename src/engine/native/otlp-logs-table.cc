@@ -12,7 +12,7 @@
 // base64. A payload is decoded only when it passes the validating scan ingestion ran on it
 // (logs-scan.cc); one that does not, or cannot be decompressed, fails the statement with its name, as a
 // damaged NDJSON payload fails read_json, so the materializer quarantines its block.
-// __orrery_otlp_logs_spans and __orrery_otlp_logs_ordered (below) give the same rows in time order without a sort.
+// __orrery_otlp_logs_ordered (below) gives the same rows in time order without a sort.
 // They read only files under the folder they were registered with (the materializer's scratch folder).
 
 #define NAPI_VERSION 8
@@ -335,9 +335,7 @@ struct Rows {
 // still stay within the buffer).
 class Decoder {
  public:
-  // `times_only`: each record's time alone (rows.time), for __orrery_otlp_logs_spans.
-  Decoder(const uint8_t *buf, size_t size, Rows &rows, bool times_only = false)
-      : buf_(buf), size_(size), rows_(rows), times_only_(times_only) {}
+  Decoder(const uint8_t *buf, size_t size, Rows &rows) : buf_(buf), size_(size), rows_(rows) {}
 
   void Run() {
     while (pos_ < size_) {
@@ -357,7 +355,6 @@ class Decoder {
   size_t size_;
   size_t pos_ = 0;
   Rows &rows_;
-  bool times_only_;
   std::string &out_ = rows_.arena;
   Json json_ = Json::kJavaScript;  // kDuckDb while writing properties
 
@@ -681,10 +678,6 @@ class Decoder {
     const uint64_t t = time != 0 ? time : observed;
     if (t > static_cast<uint64_t>(INT64_MAX)) throw Failure{"a record's time is past BIGINT"};
     rows_.time.push_back(static_cast<int64_t>(t));
-    if (times_only_) {
-      pos_ = after;
-      return;
-    }
     rows_.level.push_back(LevelOf(severity));
     size_t at = out_.size();
     out_.append(reinterpret_cast<const char *>(buf_ + scope_name.first), scope_name.second - scope_name.first);
@@ -752,19 +745,16 @@ void ReadSlice(int fd, uint64_t offset, uint64_t end, std::string &out) {
   }
 }
 
-// Reads payload `payload` of the file and decodes it into `rows` (cleared first): when it passes the
-// validating scan, or, `times_only`, each record's time without the scan (the walk stays within the buffer
-// and throws Failure on what it cannot walk). Throws Failure.
-void DecodePayload(int fd, const Bind &bind, size_t payload, Workspace &work, Rows &rows, bool times_only) {
+// Reads payload `payload` of the file and decodes it into `rows` (cleared first) when it passes the validating
+// scan. Throws Failure.
+void DecodePayload(int fd, const Bind &bind, size_t payload, Workspace &work, Rows &rows) {
   rows.Clear();
   ReadSlice(fd, bind.offsets[payload], bind.offsets[payload + 1], work.payload);
   const auto [content, size] =
       Content(reinterpret_cast<const uint8_t *>(work.payload.data()), work.payload.size(), work.content, 0);
-  if (!times_only) {
-    work.scanned.clear();
-    if (!ScanLogsBody(content, size, work.scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
-  }
-  Decoder(content, size, rows, times_only).Run();
+  work.scanned.clear();
+  if (!ScanLogsBody(content, size, work.scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
+  Decoder(content, size, rows).Run();
 }
 
 std::string PayloadName(const Bind &bind, size_t payload) { return bind.file + "#" + std::to_string(payload); }
@@ -897,7 +887,7 @@ void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
     local->name = PayloadName(*bind, payload);
     local->row = 0;
     try {
-      DecodePayload(global->fd, *bind, payload, *local, local->rows, false);
+      DecodePayload(global->fd, *bind, payload, *local, local->rows);
     } catch (const Failure &failure) {
       duckdb_function_set_error(info, ("OTLP logs payload " + local->name + ": " + failure.message).c_str());
       return;
@@ -931,57 +921,10 @@ void LogsFunction(duckdb_function_info info, duckdb_data_chunk output) {
 // The payloads of a partition mostly cover short, nearly consecutive spans of time (a sender's batch), so their
 // rows come out in time order from a merge of the payloads taken by their first time: a payload is decoded
 // once the merge reaches its first time and freed when its last row is out, so only payloads whose spans
-// overlap are held at once. The materializer asks __orrery_otlp_logs_spans for each payload's first and last
-// time, works out how many payload bytes the merge would hold at most, and reads __orrery_otlp_logs_ordered
-// when that fits (DuckDB's sort otherwise). The ordered function yields each row's block columns too, so no
+// overlap are held at once. The materializer takes each payload's first and last time from its block (what
+// ingestion's scan found), works out how many payload bytes the merge would hold at most, and reads
+// __orrery_otlp_logs_ordered when that fits (DuckDB's sort otherwise). The ordered function yields each row's block columns too, so no
 // join (which keeps no order) follows it.
-
-// __orrery_otlp_logs_spans(file, sizes): a row per payload: payload (its index), min_time and max_time (of its
-// records' `time`; NULL for a payload without records or one it cannot read or walk, which the decode proper
-// then fails on with its reason).
-void SpansBind(duckdb_bind_info info) {
-  auto bind = std::make_unique<Bind>();
-  if (!BindPayloads(info, *bind, "__orrery_otlp_logs_spans")) return;
-  duckdb_bind_set_cardinality(info, bind->offsets.size() - 1, true);
-  AddColumn(info, "payload", DUCKDB_TYPE_UBIGINT);
-  AddColumn(info, "min_time", DUCKDB_TYPE_BIGINT);
-  AddColumn(info, "max_time", DUCKDB_TYPE_BIGINT);
-  duckdb_bind_set_bind_data(info, bind.release(), Delete<Bind>);
-}
-
-void SpansFunction(duckdb_function_info info, duckdb_data_chunk output) {
-  const auto *bind = static_cast<const Bind *>(duckdb_function_get_bind_data(info));
-  auto *global = static_cast<Global *>(duckdb_function_get_init_data(info));
-  auto *local = static_cast<Local *>(duckdb_function_get_local_init_data(info));
-  auto *payload = static_cast<uint64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 0)));
-  auto *min = static_cast<int64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 1)));
-  auto *max = static_cast<int64_t *>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(output, 2)));
-  idx_t count = 0;
-  while (count < duckdb_vector_size()) {
-    const size_t p = global->next.fetch_add(1);
-    if (p + 1 >= bind->offsets.size()) break;
-    payload[count] = p;
-    bool walked = false;
-    try {
-      DecodePayload(global->fd, *bind, p, *local, local->rows, true);
-      const auto &times = local->rows.time;
-      const auto [lo, hi] = std::minmax_element(times.begin(), times.end());
-      walked = !times.empty();
-      min[count] = walked ? *lo : 0;
-      max[count] = walked ? *hi : 0;
-    } catch (const Failure &) {
-    }
-    if (!walked) {
-      for (idx_t c = 1; c < 3; c++) {
-        duckdb_vector vector = duckdb_data_chunk_get_vector(output, c);
-        duckdb_vector_ensure_validity_writable(vector);
-        duckdb_validity_set_row_invalid(duckdb_vector_get_validity(vector), count);
-      }
-    }
-    count++;
-  }
-  duckdb_data_chunk_set_size(output, count);
-}
 
 // The block columns __orrery_otlp_logs_ordered yields, given as text, `kBlockFields` per payload in its
 // `blocks` parameter (insert_time as the decimal nanoseconds since the epoch, yielded as BIGINT).
@@ -991,7 +934,7 @@ constexpr size_t kBlockFieldCount = sizeof kBlockFields / sizeof kBlockFields[0]
 constexpr size_t kInsertTime = 3, kProcessProperties = 7;
 
 struct OrderedBind : Bind {
-  std::vector<int64_t> mins;          // each payload's first time, as __orrery_otlp_logs_spans gave it
+  std::vector<int64_t> mins;          // each payload's first time: at most its records' earliest
   std::vector<std::string> blocks;    // kBlockFieldCount per payload
   std::vector<bool> nulls;            // as blocks
   std::vector<int64_t> insert_times;  // per payload
@@ -1126,7 +1069,7 @@ class DecodeAhead {
     // What this thread throws would end the process (no DuckDB frame above it to make it the statement's error,
     // as for __orrery_otlp_logs): memory refused (std::bad_alloc, std::length_error) fails the statement too.
     try {
-      DecodePayload(fd_, bind_, payload, work_, held->rows, false);
+      DecodePayload(fd_, bind_, payload, work_, held->rows);
       const auto &time = held->rows.time;
       held->order.resize(time.size());
       for (uint32_t i = 0; i < held->order.size(); i++) held->order[i] = i;
@@ -1275,7 +1218,6 @@ Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
   };
   for (const Definition &d :
        {Definition{"__orrery_otlp_logs", false, LogsBind, LogsInit, LogsLocalInit, LogsFunction},
-        Definition{"__orrery_otlp_logs_spans", false, SpansBind, LogsInit, LogsLocalInit, SpansFunction},
         Definition{"__orrery_otlp_logs_ordered", true, OrderedBindFunction, OrderedInit, nullptr, OrderedFunction}}) {
     duckdb_table_function function = duckdb_create_table_function();
     duckdb_table_function_set_name(function, d.name);
