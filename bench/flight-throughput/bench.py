@@ -213,11 +213,14 @@ def duckdb_adbc_fetch(threads: int, sql: str):
 
 
 def jdbc_measure(name: str, classpath: str, url: str, sql: str, repeats: int, warmup: int,
-                 server: ServerCpu, n: int, expected_sum: int, nbytes: int, log) -> Measurement:
-    """A JDBC driver in one JVM (so its JIT warms up): one JSON line per timed run from ThroughputClient.java."""
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", "ThroughputClient.java")
+                 server: ServerCpu, n: int, expected_sum: int, nbytes: int, log, extra: tuple[str, ...] = (),
+                 program: str = "ThroughputClient.java") -> Measurement:
+    """A JDBC driver in one JVM (so its JIT warms up): one JSON line per timed run from ThroughputClient.java
+    (`extra`: its reader, default every column by its typed getter), or from another program of java/ taking
+    the same arguments (then `url` is what it connects to, and `extra` its further arguments)."""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", program)
     command = ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-cp", classpath, source,
-               url, str(warmup), str(repeats), sql]
+               url, str(warmup), str(repeats), sql, *extra]
     server_before, children_before = server.read(), os.times()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     server_after, children_after = server.read(), os.times()
@@ -267,7 +270,7 @@ def inprocess_table(con: duckdb.DuckDBPyConnection, sql: str):
 
 
 def measure(name: str, fn, repeats: int, warmup: int, server: ServerCpu, n: int, expected_sum: int | None, log) -> Measurement:
-    if "flight" not in name and "ceiling" not in name:
+    if "in-process" in name:
         server = ServerCpu(None)  # the server idles during in-process runs
     m = Measurement(name)
     for i in range(warmup):
@@ -344,10 +347,18 @@ def main() -> int:
             log(f"computed result, {n:,} rows: {computed_sql}")
             flight_measure("computed.flight", "computed flight", computed_sql)
             adbc_run, adbc_conn = adbc_fetch(f"grpc://{args.host}:{args.port}", args.key, computed_sql, schemas, "computed.adbc")
+            adbc_b = adbc_fetch(f"grpc://{args.host}:{args.compare_port}", args.key, computed_sql, schemas, "computed.adbc.b") if client_b else None
             try:
-                results["computed.adbc"] = measure("computed ADBC (Python)", adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
+                if adbc_b is None:
+                    results["computed.adbc"] = measure("computed ADBC (Python)", adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
+                else:
+                    # ADBC's driver pays per batch on the client: a change of batches is compared through it too.
+                    results["computed.adbc"], results["computed.adbc_b"] = measure_pair(
+                        "computed ADBC (Python)", adbc_run, adbc_b[0], args.repeats, args.warmup, server, server_b, n, expected_sum, log)
             finally:
                 adbc_conn.close()
+                if adbc_b is not None:
+                    adbc_b[1].close()
             duckdb_adbc_run, duckdb_adbc_conn = duckdb_adbc_fetch(args.threads, computed_sql)
             try:
                 results["computed.duckdb_adbc"] = measure("computed in-process ADBC", duckdb_adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
@@ -358,6 +369,13 @@ def main() -> int:
                 url = f"jdbc:arrow-flight-sql://{args.host}:{args.port}?useEncryption=false&user=admin&password={args.key}"
                 results["computed.jdbc"] = jdbc_measure("computed JDBC (typed getters)", args.jdbc_classpath, url, computed_sql,
                                                         args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log)
+                # Where JDBC's time goes: the driver's cursor reading column 1 alone, and the Java Flight SQL
+                # client the driver runs on (no JDBC), on the same server.
+                results["computed.jdbc_rows"] = jdbc_measure("computed JDBC (next, getLong)", args.jdbc_classpath, url, computed_sql,
+                                                             args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log, ("rows",))
+                results["computed.java_flight"] = jdbc_measure("computed Java Flight SQL", args.jdbc_classpath, f"{args.host}:{args.port}",
+                                                               computed_sql, args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log,
+                                                               (args.key,), "FlightSqlThroughputClient.java")
             if args.duckdb_jdbc:
                 results["computed.duckdb_jdbc"] = jdbc_measure("computed in-process JDBC", args.duckdb_jdbc, "jdbc:duckdb:", computed_sql,
                                                                args.repeats, args.warmup, ServerCpu(None), n, expected_sum, flight_bytes, log)
@@ -444,17 +462,19 @@ def main() -> int:
         )
     print()
     client_names = {"flight": "Flight", "adbc": "ADBC", "jdbc": "JDBC"}
-    for case, suffix in (("computed", ""), ("computed.adbc", ""), ("computed.jdbc", ""), ("stored", ""), ("computed", "_b"), ("stored", "_b")):
+    for case, suffix in (("computed", ""), ("computed.adbc", ""), ("computed.jdbc", ""), ("stored", ""), ("computed", "_b"),
+                         ("computed.adbc", "_b"), ("stored", "_b")):
         case, _, client_kind = case.partition(".")
         client_kind = client_kind or "flight"
         fl = results.get(f"{case}.{client_kind}{suffix}")
         if not fl:
             continue
         if suffix:
-            a = results[f"{case}.flight"]
+            a = results[f"{case}.{client_kind}"]
             speedup = a.median_seconds() / fl.median_seconds()
-            figures["ratios"][f"{case}.b_vs_a"] = round(speedup, 3)
-            print(f"{case}: {args.compare_label} is {speedup:.2f}x as fast as A (median time A / median time {args.compare_label}); runs alternated")
+            name = case if client_kind == "flight" else f"{case}.{client_kind}"
+            figures["ratios"][f"{name}.b_vs_a"] = round(speedup, 3)
+            print(f"{name}: {args.compare_label} is {speedup:.2f}x as fast as A (median time A / median time {args.compare_label}); runs alternated")
         own = {"jdbc": ("duckdb_jdbc",), "adbc": ("duckdb_adbc",)}.get(client_kind, ())
         for base in ("duckdb_stream", "duckdb_table") + own:
             ref = results.get(f"{case}.{base}")
@@ -468,6 +488,12 @@ def main() -> int:
             client_name = client_names[client_kind]
             reference = {"duckdb_stream": "stream", "duckdb_table": "table", "duckdb_jdbc": "JDBC", "duckdb_adbc": "ADBC"}[base]
             print(f"ratio {case}{tag}: in-process {reference:<6} time / {client_name} time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
+    if "computed.jdbc" in results and "computed.java_flight" in results:
+        parts = {k: results[f"computed.{k}"].median_seconds() for k in ("java_flight", "jdbc_rows", "jdbc")}
+        figures["jdbc_breakdown_median_s"] = {k: round(v, 3) for k, v in parts.items()}
+        print(f"JDBC's time (median): Java Flight SQL client {parts['java_flight']:.3f} s, + the driver's cursor (next, getLong) "
+              f"{parts['jdbc_rows'] - parts['java_flight']:+.3f} s, + getDouble/getTimestamp/getString {parts['jdbc'] - parts['jdbc_rows']:+.3f} s "
+              f"= {parts['jdbc']:.3f} s (client CPU per run {summary['computed.jdbc']['client_cpu_s']:.2f} s)")
     if "ceiling.flight" in results:
         c = summary["ceiling.flight"]
         figures["ceiling_gb_per_s"] = {"best": round(c["best_mb_per_s"] / 1000, 3), "median": round(c["median_mb_per_s"] / 1000, 3)}

@@ -2,7 +2,10 @@
 // typed getter (getLong, getDouble, getTimestamp, getString). Prints one JSON line per timed run:
 // seconds, rows and sum(i), for bench/flight-throughput/bench.py to check. The same reader runs
 // against Orrery (the Arrow Flight SQL JDBC driver) and in-process DuckDB (DuckDB's JDBC driver).
-//   java -cp <driver classpath> ThroughputClient.java jdbc-url warmup repeats sql
+// `rows` as the last argument steps through the rows with ResultSet.next() and reads column 1 alone:
+// the driver's cursor without the other getters (issue 10 item 3; FlightSqlThroughputClient.java
+// reads the same result with the Java Flight SQL client the driver runs on).
+//   java -cp <driver classpath> ThroughputClient.java jdbc-url warmup repeats sql [getters|rows]
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
@@ -14,6 +17,8 @@ public class ThroughputClient {
     int warmup = Integer.parseInt(args[1]);
     int repeats = Integer.parseInt(args[2]);
     String sql = args[3];
+    String reader = args.length > 4 ? args[4] : "getters";
+    boolean getters = reader.equals("getters");
     try (Connection connection = DriverManager.getConnection(url); Statement statement = connection.createStatement()) {
       for (int run = 0; run < warmup + repeats; run++) {
         long start = System.nanoTime();
@@ -23,17 +28,22 @@ public class ThroughputClient {
         try (ResultSet rs = statement.executeQuery(sql)) {
           while (rs.next()) {
             sum += rs.getLong(1);
-            rs.getDouble(2);
-            rs.getTimestamp(3);
-            chars += rs.getString(4).length();
+            if (getters) {
+              rs.getDouble(2);
+              rs.getTimestamp(3);
+              chars += rs.getString(4).length();
+            }
             rows++;
           }
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
-        if (run >= warmup)
-          System.out.printf("{\"seconds\":%.6f,\"rows\":%d,\"sum\":%d,\"chars\":%d}%n", seconds, rows, sum, chars);
+        print(run >= warmup, start, rows, sum, chars);
       }
     }
     System.exit(0);
+  }
+
+  static void print(boolean timed, long start, long rows, long sum, long chars) {
+    double seconds = (System.nanoTime() - start) / 1e9;
+    if (timed) System.out.printf("{\"seconds\":%.6f,\"rows\":%d,\"sum\":%d,\"chars\":%d}%n", seconds, rows, sum, chars);
   }
 }

@@ -1,0 +1,51 @@
+// The computed result of bench/flight-throughput read with the Java Flight SQL client, the code the
+// Arrow Flight SQL JDBC driver runs under its cursor: Execute (GetFlightInfo), then DoGet, column 1
+// summed per batch, no JDBC. Splits JDBC's time from the transport's (issue 10 item 3). Prints one
+// JSON line per timed run, as ThroughputClient.java does, for bench.py to check.
+//   java -cp <driver classpath> FlightSqlThroughputClient.java host:port warmup repeats sql key
+import org.apache.arrow.flight.CallHeaders;
+import org.apache.arrow.flight.FlightCallHeaders;
+import org.apache.arrow.flight.FlightClient;
+import org.apache.arrow.flight.FlightInfo;
+import org.apache.arrow.flight.FlightStream;
+import org.apache.arrow.flight.HeaderCallOption;
+import org.apache.arrow.flight.Location;
+import org.apache.arrow.flight.sql.FlightSqlClient;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+
+public class FlightSqlThroughputClient {
+  public static void main(String[] args) throws Exception {
+    String[] address = args[0].split(":");
+    int warmup = Integer.parseInt(args[1]);
+    int repeats = Integer.parseInt(args[2]);
+    String sql = args[3];
+    CallHeaders headers = new FlightCallHeaders();
+    headers.insert("authorization", "Bearer " + args[4]);
+    HeaderCallOption auth = new HeaderCallOption(headers);
+    try (BufferAllocator allocator = new RootAllocator();
+        FlightClient client =
+            FlightClient.builder(allocator, Location.forGrpcInsecure(address[0], Integer.parseInt(address[1]))).build()) {
+      FlightSqlClient sqlClient = new FlightSqlClient(client);
+      for (int run = 0; run < warmup + repeats; run++) {
+        long start = System.nanoTime();
+        long rows = 0;
+        long sum = 0;
+        FlightInfo info = sqlClient.execute(sql, auth);
+        try (FlightStream stream = sqlClient.getStream(info.getEndpoints().get(0).getTicket(), auth)) {
+          while (stream.next()) {
+            VectorSchemaRoot root = stream.getRoot();
+            BigIntVector first = (BigIntVector) root.getVector(0);
+            for (int i = 0; i < root.getRowCount(); i++) sum += first.get(i);
+            rows += root.getRowCount();
+          }
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        if (run >= warmup) System.out.printf("{\"seconds\":%.6f,\"rows\":%d,\"sum\":%d}%n", seconds, rows, sum);
+      }
+    }
+    System.exit(0);
+  }
+}
