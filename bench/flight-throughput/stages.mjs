@@ -24,7 +24,7 @@ const { nativeBatches, nativeExportProblem } = await import(new URL('dist/src/en
 const rows = Number(process.argv[2] ?? 10_000_000);
 const repeats = Number(process.argv[3] ?? 3);
 const threads = Number(process.argv[4] ?? 2);
-const batchBytes = 1024 * 1024; // DuckDBEngine's default
+const batchBytes = 2 * 1024 * 1024; // DuckDBEngine's default
 const computed = `SELECT range AS i, range::DOUBLE * 0.5 AS d, (TIMESTAMP_NS '2024-01-01' + to_microseconds(range))::TIMESTAMP_NS AS ts, 'str' || (range % 1000) AS s FROM range(${rows})`;
 
 const instance = await DuckDBInstance.create(':memory:', { threads: String(threads) });

@@ -42,7 +42,11 @@ export interface EngineOptions {
    * unset: DuckDB's default, `.tmp` under the process's working folder.
    */
   readonly tempDirectory?: string;
-  /** Target size of each Arrow batch produced (default 1 MiB). */
+  /**
+   * Target size of each Arrow batch produced (default 2 MiB). Against 1 MiB, ADBC's Go driver spends ~15 % less
+   * CPU per large result (it pays per batch), and the server and pyarrow no more; a batch stays well under the
+   * 4 MiB that grpc-go clients accept by default (bench/latency/PROFILE.md, twelfth pass).
+   */
   readonly batchBytes?: number;
   /**
    * Extension files LOADed at start-up, before anything else, with DuckDB's signature checks on
@@ -337,7 +341,7 @@ export class DuckDBEngine {
     return new DuckDBEngine(
       [...(options.readableDirectories ?? []), ...(options.locationAliases ?? [])],
       instance,
-      options.batchBytes ?? 1024 * 1024,
+      options.batchBytes ?? 2 * 1024 * 1024,
       options.nativeExport ?? true,
       nice,
     );

@@ -138,7 +138,7 @@ describe('statements', () => {
     });
   });
 
-  it('streams large results in batches, each FlightData under 4 MiB', async () => {
+  it('streams large results in batches of about 2 MiB, each FlightData under 4 MiB', async () => {
     const info = await c.getFlightInfo(
       packAny('CommandStatementQuery', {
         query: "SELECT range AS i, range * 0.5 AS d, repeat('x', 100) || range AS s FROM range(300000)",
@@ -149,6 +149,8 @@ describe('statements', () => {
     assert.equal(table.getChild('i')!.get(299999), 299999n);
     assert.ok(sizes.length > 10, `expected many messages, got ${sizes.length}`);
     assert.ok(Math.max(...sizes) < 4 * 1024 * 1024);
+    // The default batch size: ADBC's Go driver pays per batch (bench/latency/PROFILE.md, twelfth pass).
+    assert.ok(Math.max(...sizes) > 1.5 * 1024 * 1024, `largest FlightData ${Math.max(...sizes)} bytes`);
     let sum = 0n;
     for (const v of table.getChild('i')!) sum += v as bigint;
     assert.equal(sum, (299999n * 300000n) / 2n);

@@ -635,8 +635,9 @@ Napi::Value ResultError(const Napi::CallbackInfo &info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // Process-wide, once, when the module loads (so it applies only where the native exporter runs):
   // allocations below 32 MiB come from malloc's arenas rather than from mmap. Each batch is a
-  // fresh ~1 MiB allocation, as is each gRPC frame Node allocates for it; served by mmap, every one
-  // paid its pages' faults and zeroing again. It also turns off glibc's sliding thresholds, so the
+  // fresh allocation of about the batch size (2 MiB by default; 1 MiB, plus as much again for
+  // Node's gRPC frame, when this was measured); served by mmap, every one paid its pages' faults
+  // and zeroing again. It also turns off glibc's sliding thresholds, so the
   // trim threshold stays at its 128 KiB default and freed memory still goes back to the system.
   // Measured on 2 cores, 3 M-row stored scan over Flight, server CPU per run (A/B builds alternated,
   // ROWS=3000000 CEILING=0 ORRERY_ROOT=<A> COMPARE_ROOT=<B> bash bench/flight-throughput/run.sh
