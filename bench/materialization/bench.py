@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -53,6 +54,31 @@ def metadata_url(data_dir: str) -> str:
     return f"postgres://postgres:{password}@127.0.0.1:{found.group(1)}/orrery"
 FINGERPRINT = ("count(*)::BIGINT AS n, sum(level)::BIGINT AS levels, epoch_ns(min(time)) AS tmin, epoch_ns(max(time)) AS tmax, "
                "sum(hash(msg) % 1000003)::BIGINT AS msgs, count(DISTINCT block_id)::BIGINT AS blocks")
+
+
+class RssTrace:
+    """Samples a process's RSS every 20 ms on a thread of its own, until stop() writes the samples to `path`."""
+
+    def __init__(self, pid: int, path: str) -> None:
+        self.pid, self.path, self.rows, self.done = pid, path, [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        start = time.perf_counter()
+        ticks = os.sysconf("SC_CLK_TCK")
+        while not self.done.is_set():
+            status = open(f"/proc/{self.pid}/status").read()
+            mib = [int(re.search(rf"^{k}:\s+(\d+)", status, re.M).group(1)) // 1024 for k in ("VmRSS", "RssAnon", "RssFile")]
+            fields = open(f"/proc/{self.pid}/stat").read().rsplit(")", 1)[1].split()
+            self.rows.append((time.perf_counter() - start, *mib, (int(fields[11]) + int(fields[12])) / ticks))
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+        with open(self.path, "w") as out:
+            out.writelines(f"{t:.3f} {rss} {anon} {file} {cpu:.2f}\n" for t, rss, anon, file, cpu in self.rows)
 
 
 def quote_ident(name: str) -> str:
@@ -119,6 +145,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", default="1,2", help="in-process DuckDB thread counts")
     parser.add_argument("--target", type=float, default=0.8)
+    parser.add_argument("--rss-trace", default=os.environ.get("RSS_TRACE") or None,
+                        help="a folder: the server's RSS (anonymous, file-backed) every 20 ms of each materialization, "
+                             "to rss-<run>.txt there (seconds, RSS, RssAnon, RssFile in MiB, the process's CPU-s)")
     parser.add_argument("--perf", default=None,
                         help="a folder: each server materialization is recorded by `perf record -g` there (perf-<run>.data)")
     parser.add_argument("--server-only", action="store_true",
@@ -159,13 +188,18 @@ def main() -> int:
             recorder = None
             if args.perf and args.server_pid:
                 with open(os.path.join(args.perf, f"perf-{i}.log"), "w") as perf_log:
-                    recorder = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(args.server_pid),
+                    # PERF_CALL_GRAPH=dwarf: stacks through DuckDB's frames (built without frame pointers), at 99 Hz.
+                    graph = ["-F", "99", "--call-graph", "dwarf,32768"] if os.environ.get("PERF_CALL_GRAPH") == "dwarf" else ["-F", "499", "-g"]
+                    recorder = subprocess.Popen(["perf", "record", *graph, "-p", str(args.server_pid),
                                                  "-o", os.path.join(args.perf, f"perf-{i}.data")],
                                                 stdout=perf_log, stderr=subprocess.STDOUT)
                 time.sleep(0.5)  # perf attached before the statement starts
             cpu = CpuMeter(args.server_pid)
+            tracer = RssTrace(args.server_pid, os.path.join(args.rss_trace, f"rss-{i}.txt")) if args.rss_trace else None
             messages, seconds = orrery.procedure(
                 f"SELECT * FROM {fn}('log_entries', '{begin:%Y-%m-%dT%H:%M:%SZ}', '{end:%Y-%m-%dT%H:%M:%SZ}', {width})")
+            if tracer:
+                tracer.stop()
             if recorder:
                 recorder.send_signal(2)
                 recorder.wait()

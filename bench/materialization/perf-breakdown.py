@@ -4,7 +4,7 @@ functions grouped by stage.
 
     python3 bench/materialization/perf-breakdown.py bench/materialization/perf/perf-1.data
 
-Seconds are samples / the sampling rate (499 Hz, as bench.py records).
+Seconds are samples / the sampling rate the recording was made at (499 Hz, or 99 with PERF_CALL_GRAPH=dwarf).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import re
 import subprocess
 import sys
 
-HZ = 499
 
 # Leaf symbol -> stage, first match wins.
 STAGES = [
@@ -42,6 +41,8 @@ def stage(symbol: str, dso: str) -> str:
 
 def main() -> int:
     data = sys.argv[1]
+    evlist = subprocess.run(["perf", "evlist", "-F", "-i", data], capture_output=True, text=True, check=True).stdout
+    hz = int(re.search(r"sample_freq=(\d+)", evlist).group(1))
     out = subprocess.run(["perf", "script", "-i", data, "-F", "tid,ip,sym,dso"], capture_output=True, text=True, check=True).stdout
     threads: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for block in out.split("\n\n"):
@@ -54,7 +55,7 @@ def main() -> int:
         symbol, dso = (found.group(1), found.group(2)) if found else (leaf, "")
         threads[tid][stage(symbol, dso)] += 1
     total = sum(sum(c.values()) for c in threads.values())
-    print(f"{total} samples, {total / HZ:.2f} CPU-s")
+    print(f"{total} samples, {total / hz:.2f} CPU-s")
     # Threads with few samples (libuv's pool, V8's helpers) are summed by their main stage.
     small: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for tid, counts in sorted(threads.items(), key=lambda kv: -sum(kv[1].values())):
@@ -62,12 +63,12 @@ def main() -> int:
         if n < total * 0.03:
             small[counts.most_common(1)[0][0]].update(counts)
             continue
-        print(f"thread {tid}: {n / HZ:.2f} CPU-s ({100 * n / total:.0f}%)")
+        print(f"thread {tid}: {n / hz:.2f} CPU-s ({100 * n / total:.0f}%)")
         for name, k in counts.most_common():
-            print(f"  {name:30s} {k / HZ:6.2f} s {100 * k / n:5.1f}%")
+            print(f"  {name:30s} {k / hz:6.2f} s {100 * k / n:5.1f}%")
     for main_stage, counts in sorted(small.items(), key=lambda kv: -sum(kv[1].values())):
         n = sum(counts.values())
-        print(f"small threads mostly in {main_stage}: {n / HZ:.2f} CPU-s ({100 * n / total:.0f}%)")
+        print(f"small threads mostly in {main_stage}: {n / hz:.2f} CPU-s ({100 * n / total:.0f}%)")
     return 0
 
 

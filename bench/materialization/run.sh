@@ -11,7 +11,9 @@
 # Environment: RECORDS (default 2000000), REPEATS (default 3), CONNECTIONS (ingestion, default 8),
 # THREADS (in-process DuckDB thread counts, default 1,2), PROFILE=1 (node --cpu-prof of the server;
 # profile in PROFILE_DIR, default bench/materialization/profiles), PERF=1 (perf record -g of each materialization
-# in PERF_DIR, default bench/materialization/perf), KEEP_DATA=1 keeps the data folder.
+# in PERF_DIR, default bench/materialization/perf; with PERF_CALL_GRAPH=dwarf, DWARF stacks at 99 Hz, which follow
+# DuckDB's frames), RSS_TRACE=<dir> (the server's RSS every 20 ms of each materialization, rss-<run>.txt there),
+# KEEP_DATA=1 keeps the data folder.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
