@@ -56,7 +56,8 @@ export const stateTable = (name: string): string =>
  * The buckets of each rollup of a series table whose raw rows the table's retention deleted, some
  * or all: those keep their stored values (Rollups.retain). Bucket as DuckDB's text of it.
  */
-export const keptTable = `${lakeCatalog}.${rollupSchema}.kept_buckets`;
+export const keptName = 'kept_buckets';
+export const keptTable = `${lakeCatalog}.${rollupSchema}.${keptName}`;
 
 /** A table as of one DuckLake snapshot. */
 export const at = (table: string, snapshot: bigint): string => `${table} AT (VERSION => ${snapshot})`;

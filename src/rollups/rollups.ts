@@ -23,6 +23,7 @@ import {
   bucketSql,
   epochMs,
   inBuckets,
+  keptName,
   keptTable,
   materializedName,
   materializedTable,
@@ -56,6 +57,7 @@ import { mismatchesSql, type RollupValidation } from './validation.js';
 import { copy, type Node } from './tree.js';
 import { fileRows, inlinedRows, type FileRows } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
+import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
 import { inlinedTail, tailValues, tailValuesQuery, type InlinedTail } from './tail-values.js';
 import {
@@ -274,6 +276,9 @@ interface ReadContext {
   readonly sets: Map<string, ViewSetRead>;
 }
 
+/** The key of a rollup's latest state read (see Rollups.sinceChange). */
+const stateKey = (definition: RollupDefinition): string => `${definition.name}\u0000state`;
+
 const readContext = (): ReadContext => ({ views: new Map(), sets: new Map() });
 
 const text = (value: unknown): string | null =>
@@ -312,6 +317,7 @@ export class Rollups {
     } = {},
   ) {
     this.audienceRows = new AudienceRows(engine, metadata);
+    this.lakeChanges = new LakeChanges(metadata);
   }
 
   /** Rollup states by `name@snapshot`, and change-feed buckets by base, bucket and snapshot range (see state, changedBuckets). */
@@ -319,6 +325,12 @@ export class Rollups {
   private readonly changes = new Map<string, string[]>();
   /** The buckets retention kept, by snapshot and rollup (see keptBuckets). */
   private readonly kept = new Map<string, Promise<ReadonlyMap<string, ReadonlySet<string>>>>();
+  /** What DuckLake's catalog says changed in tables between snapshots (see sinceChange, changedBuckets). */
+  private readonly lakeChanges: LakeChanges;
+  /** The latest read of each rollup's state and of the buckets retention kept, with the snapshot it holds at (see sinceChange). */
+  private readonly latestReads = new Map<string, { readonly snapshot: bigint; readonly value: Promise<unknown> }>();
+  /** Changed buckets by base, bucket, first snapshot and watermark, with the last snapshot they cover (see changedBuckets). */
+  private readonly latestChanges = new Map<string, { readonly to: bigint; readonly buckets: Promise<string[]> }>();
   /** Invalidations of view-set rollups by rollup, as read at a change-feed version of their set (see keptInvalidations). */
   private readonly invalidations = new Map<
     string,
@@ -1004,14 +1016,16 @@ export class Rollups {
     const key = String(snapshot);
     let all = this.kept.get(key);
     if (!all) {
-      const reading = this.engine.values(`SELECT rollup, bucket FROM ${at(keptTable, snapshot)}`).then((rows) => {
+      const reading = this.sinceChange(keptTable, rollupSchema, keptName, snapshot, async () => {
         const byRollup = new Map<string, Set<string>>();
-        for (const [rollup, bucket] of rows) {
+        for (const [rollup, bucket] of await this.engine.values(
+          `SELECT rollup, bucket FROM ${at(keptTable, snapshot)}`,
+        )) {
           const set = byRollup.get(String(rollup)) ?? new Set<string>();
           set.add(String(bucket));
           byRollup.set(String(rollup), set);
         }
-        return byRollup;
+        return byRollup as ReadonlyMap<string, ReadonlySet<string>>;
       });
       all = reading;
       remember(this.kept, key, reading);
@@ -1044,6 +1058,43 @@ export class Rollups {
     return (await this.statesAt([definition], snapshot)).get(definition.name)!;
   }
 
+  /**
+   * What `read` reads of DuckLake table `schema.table` at `snapshot`, or the latest read (under `key`)
+   * at an earlier snapshot when DuckLake recorded no change of that table since (lake-changes.ts): a
+   * rollup's state and the buckets retention kept change at refreshes, not with every write of a source.
+   */
+  private async sinceChange<T>(
+    key: string,
+    schema: string,
+    table: string,
+    snapshot: bigint,
+    read: () => Promise<T>,
+  ): Promise<T> {
+    const unchanged = await this.readBefore<T>(key, schema, table, snapshot);
+    if (unchanged !== undefined) return unchanged;
+    const value = read();
+    this.noteRead(key, snapshot, value);
+    return value;
+  }
+
+  /** The latest read under `key` (see sinceChange) when DuckLake recorded no change of `schema.table` from it to `snapshot`. */
+  private async readBefore<T>(key: string, schema: string, table: string, snapshot: bigint): Promise<T | undefined> {
+    const last = this.latestReads.get(key) as { snapshot: bigint; value: Promise<T> } | undefined;
+    if (!last || last.snapshot > snapshot) return undefined;
+    const change = await this.lakeChanges.between(schema, table, last.snapshot, snapshot).catch(() => 'other');
+    if (change !== 'none') return undefined;
+    if (snapshot > last.snapshot && this.latestReads.get(key) === last)
+      this.latestReads.set(key, { snapshot, value: last.value });
+    return last.value;
+  }
+
+  /** Keeps `value`, read at `snapshot`, as the latest read under `key` unless a later one is kept (see sinceChange). */
+  private noteRead(key: string, snapshot: bigint, value: Promise<unknown>): void {
+    const latest = this.latestReads.get(key);
+    if (!latest || latest.snapshot < snapshot) this.latestReads.set(key, { snapshot, value });
+    value.catch(() => this.latestReads.get(key)?.value === value && this.latestReads.delete(key));
+  }
+
   /** The start of the bucket still filling: now's, or for integer time the largest value's; never moving back. */
   private async newWatermark(
     definition: RollupDefinition,
@@ -1074,7 +1125,7 @@ export class Rollups {
     if (definition.viewSetBase) return this.pendingOfViewSet(definition, snapshot, state, definitions, context);
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
     const base = tables.get(definition.base);
-    const all = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot);
+    const all = await this.changedBuckets(definition, state.sourceSnapshot + 1n, snapshot, state.watermark);
     // A rollup of the table keeps the buckets its retention took rows of (retain). A rollup of a
     // rollup reads its source's view, which keeps those (so the table's retention changes nothing
     // here); it leaves out only the buckets its source's own retention (set_rollup_retention)
@@ -1287,10 +1338,53 @@ export class Rollups {
   }
 
   /**
-   * The buckets (of the rollup's grain) of the base rows that changed from snapshot `from` to `to`:
-   * DuckLake's change feed between two snapshots never changes, so it is kept for the next read.
+   * The buckets (of the rollup's grain) of the base rows that changed from snapshot `from` to `to`,
+   * all those below `watermark` among them: DuckLake's change feed between two snapshots never
+   * changes, so what was read up to an earlier snapshot is kept per base, bucket, `from` and
+   * watermark, and only the snapshots since are read. Snapshots that did not change the base, or only
+   * inserted rows at or after the watermark (steady ingestion: lake-changes.ts), add no bucket below it
+   * and are not read through DuckLake. Read in parts, an insert and a delete of one row may both be
+   * seen where the whole range would show neither: a bucket more is read raw, never one less.
    */
-  private async changedBuckets(definition: RollupDefinition, from: bigint, to: bigint): Promise<string[]> {
+  private async changedBuckets(
+    definition: RollupDefinition,
+    from: bigint,
+    to: bigint,
+    watermark: string,
+  ): Promise<string[]> {
+    const bucket = bucketSql(definition, definition.baseTimeColumn);
+    const key = JSON.stringify([definition.base, bucket, String(from), watermark]);
+    const last = this.latestChanges.get(key);
+    if (last?.to === to) return last.buckets;
+    let buckets: Promise<string[]>;
+    if (last && last.to < to) {
+      const before = last.buckets;
+      const change = this.lakeChanges.between('main', definition.base, last.to, to);
+      const since = (async () => {
+        // Unknown (the catalog's answer failed): read the feed.
+        const how = await change.catch(() => 'other');
+        if (how === 'none') return [];
+        if (
+          how === 'inserts' &&
+          (await this.lakeChanges
+            .insertsAtOrAfter('main', definition.base, definition.baseTimeColumn, last.to, to, watermark)
+            .catch(() => false))
+        )
+          return [];
+        return this.readChangedBuckets(definition, last.to + 1n, to);
+      })();
+      buckets = Promise.all([before, since]).then(([a, b]) => (b.length === 0 ? a : [...new Set([...a, ...b])]));
+    } else buckets = this.readChangedBuckets(definition, from, to);
+    if (!last || last.to < to) {
+      this.latestChanges.delete(key);
+      remember(this.latestChanges, key, { to, buckets });
+      buckets.catch(() => this.latestChanges.get(key)?.buckets === buckets && this.latestChanges.delete(key));
+    }
+    return buckets;
+  }
+
+  /** The buckets of the base rows DuckLake's change feed shows changed from snapshot `from` to `to`. */
+  private async readChangedBuckets(definition: RollupDefinition, from: bigint, to: bigint): Promise<string[]> {
     const bucket = bucketSql(definition, definition.baseTimeColumn);
     const key = `${definition.base}\u0000${bucket}\u0000${from}\u0000${to}`;
     const kept = this.changes.get(key);
@@ -1894,11 +1988,14 @@ export class Rollups {
     snapshot: bigint,
   ): Promise<Map<string, RollupState>> {
     const out = new Map<string, RollupState>();
-    const unknown = definitions.filter((d) => {
-      const kept = this.states.get(`${d.name}@${snapshot}`);
+    const unknown: RollupDefinition[] = [];
+    for (const d of definitions) {
+      const kept =
+        this.states.get(`${d.name}@${snapshot}`) ??
+        (await this.readBefore<RollupState>(stateKey(d), rollupSchema, stateTableName(d.name), snapshot));
       if (kept) out.set(d.name, kept);
-      return !kept;
-    });
+      else unknown.push(d);
+    }
     if (unknown.length === 0) return out;
     const inlined = await inlinedRows(
       this.metadata,
@@ -1934,6 +2031,7 @@ export class Rollups {
           }
         : { watermark: null, sourceSnapshot: null, refreshedAt: null };
       remember(this.states, `${definition.name}@${snapshot}`, state);
+      this.noteRead(stateKey(definition), snapshot, Promise.resolve(state));
       out.set(definition.name, state);
     }
     return out;

@@ -49,11 +49,11 @@ const nestedTypes = new Set(['struct', 'map', 'list']);
  */
 const castTypes = new Map([['int128', 'HUGEINT']]);
 
-/** How Postgres compares a time column's text (a file statistic, an inlined value) with the bound ($3). */
-function atOrAfter(type: string, value: string): string | null {
-  if (type === 'timestamp') return `${value}::timestamp >= $3::timestamp`;
-  if (type === 'timestamptz') return `${value}::timestamptz >= ($3::timestamp AT TIME ZONE 'UTC')`;
-  if (/^u?int(8|16|32|64)$/.test(type)) return `${value}::numeric >= $3::numeric`;
+/** How Postgres compares a time column's text (a file statistic, an inlined value) with the bound (DuckDB's text of it). */
+export function atOrAfter(type: string, value: string, bound = '$3'): string | null {
+  if (type === 'timestamp') return `${value}::timestamp >= ${bound}::timestamp`;
+  if (type === 'timestamptz') return `${value}::timestamptz >= (${bound}::timestamp AT TIME ZONE 'UTC')`;
+  if (/^u?int(8|16|32|64)$/.test(type)) return `${value}::numeric >= ${bound}::numeric`;
   return null;
 }
 

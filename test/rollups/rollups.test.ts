@@ -660,6 +660,26 @@ describe('rollups (issue 17)', () => {
       await same(asTeamB, 'constant_hourly', source);
     });
 
+    it('reads after writes into the tail read no change feed again; a late row does', async () => {
+      const { check } = await withTail('steady');
+      /** The DuckDB queries of a change feed (through DuckLake) while `work` runs. */
+      const feedReads = (work: () => Promise<void>): Promise<number> =>
+        countedCalls(DuckDBConnection.prototype, 'runAndReadAll', work, (text) =>
+          String(text).includes('ducklake_table_changes'),
+        );
+      const write = (ts: string): Promise<number> =>
+        asTeamA.updateCount(
+          `INSERT INTO steady SELECT TIMESTAMP '${ts}' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
+        );
+      for (const hour of ['05', '06', '07']) {
+        await write(`2100-01-01 ${hour}:00:00`);
+        assert.equal(await feedReads(check), 0, `a write at ${hour}:00 of 2100`);
+      }
+      // A late row (before the watermark) is a pending bucket: the feed of the snapshots since is read, once.
+      await write('2024-01-01 03:00:00');
+      assert.equal(await feedReads(check), 1);
+    });
+
     it('a read from the files alone, repeated, is prepared once (no DuckLake transaction) and stays exact', async () => {
       const { check } = await withTail('repeated');
       await tailKept('repeated_hourly');
