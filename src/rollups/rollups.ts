@@ -59,7 +59,7 @@ import { fileRows, inlinedRows, type FileRows } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
 import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
-import { inlinedTail, tailValues, tailValuesQuery, type InlinedTail } from './tail-values.js';
+import { keepTailSql, keptTailDropMs, keptTailTable, maxKeptRows, tailRows } from './tail-values.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -274,12 +274,26 @@ const definitionOf = (row: DefinitionRow): RollupDefinition => ({
 interface ReadContext {
   readonly views: Map<string, string>;
   readonly sets: Map<string, ViewSetRead>;
+  /**
+   * Whether the statements may read kept tails' tables (see tail-values.ts): not in a client's
+   * transaction, whose DuckDB transaction may have begun before the table was made.
+   */
+  readonly keptTails: boolean;
 }
 
 /** The key of a rollup's latest state read (see Rollups.sinceChange). */
 const stateKey = (definition: RollupDefinition): string => `${definition.name}\u0000state`;
 
-const readContext = (): ReadContext => ({ views: new Map(), sets: new Map() });
+const readContext = (keptTails = true): ReadContext => ({ views: new Map(), sets: new Map(), keptTails });
+
+/** A rollup's tail aggregate, kept (see Rollups.keptTail). */
+interface KeptTail {
+  readonly aggregate: string;
+  /** The table made for it, once made (and not too large). */
+  table: string | null;
+  /** The making of its table, once started (a second statement read the same files). */
+  made: Promise<string | null> | null;
+}
 
 const text = (value: unknown): string | null =>
   value === null || value === undefined
@@ -339,7 +353,7 @@ export class Rollups {
   /** Tables' rows from their files by schema, table, time column, snapshot and lower bound (see filesOf). */
   private readonly files = new Map<string, Promise<FileRows | null>>();
   /** The aggregate of each rollup's tail, kept for the files it was computed from (see keptTail). */
-  private readonly tails = new Map<string, { readonly aggregate: string; making: boolean; tail: InlinedTail | null }>();
+  private readonly tails = new Map<string, KeptTail>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Readers' own rows of tables and view sets (see rowsWithin). */
@@ -1436,7 +1450,7 @@ export class Rollups {
   /**
    * The part of a rollup's view after its watermark, for a scope: the aggregate of its base series
    * table's rows from the watermark on, read from the files that hold them (filesOf), or once made for
-   * those files (keptTail) as constant rows; else from `source` (DuckLake's scan, or for a
+   * those files (keptTail) from its kept table; else from `source` (DuckLake's scan, or for a
    * rollup of a rollup or of a view set its source's view or partitions). Null when no row is there.
    */
   private async tailPart(
@@ -1445,6 +1459,8 @@ export class Rollups {
     watermark: string,
     scope: TableScope,
     source: string,
+    /** Whether the statement may read a kept tail's table (ReadContext.keptTails). */
+    keptTails: boolean,
   ): Promise<string | null> {
     const from = bucketLiteral(definition, watermark);
     const aggregate = (rows: string): string =>
@@ -1460,34 +1476,52 @@ export class Rollups {
         : await this.filesOf('main', definition.base, definition.baseTimeColumn, snapshot, watermark);
     if (!files) return aggregate(source);
     if (files.sql === null) return null;
-    const kept = this.keptTail(definition, aggregate(files.sql));
-    if (kept) return tailValues(kept, definition.columns, scope);
+    const kept = this.keptTail(definition, aggregate(files.sql), keptTails);
+    if (kept) return tailRows(kept, scope);
     const filter = audienceFilter(scope);
     // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
     return aggregate(filter ? `SELECT * FROM (${files.sql}) WHERE ${filter}` : files.sql);
   }
 
   /**
-   * A rollup's aggregate of its tail's files (`aggregate`, every audience's rows), kept while the
-   * statements' tail is those files (see tail-values.ts); the latest per rollup. Made in the background
-   * when a second statement reads the same files (under steady ingestion, one read per new file costs
-   * nothing more; a dashboard's repeated reads read it from the third on): null until then, or when it
-   * cannot be kept or failed to be made (the statement reads the files).
+   * The table of a rollup's aggregate of its tail's files (`aggregate`, every audience's rows), kept
+   * while the statements' tail is those files (see tail-values.ts); the latest per rollup. Made in the
+   * background when a second statement reads the same files (under steady ingestion, one read per new
+   * file costs nothing more; a dashboard's repeated reads read it from the third on): null until then,
+   * when it is too large or failed to be made (the statement reads the files), or when the statement
+   * may not read it (`usable` false: it reads the files, and the aggregate is not made for it).
    */
-  private keptTail(definition: RollupDefinition, aggregate: string): InlinedTail | null {
+  private keptTail(definition: RollupDefinition, aggregate: string, usable: boolean): string | null {
     const kept = this.tails.get(definition.name);
     if (kept?.aggregate !== aggregate) {
-      this.tails.set(definition.name, { aggregate, making: false, tail: null });
+      if (kept) this.retireTail(kept);
+      this.tails.set(definition.name, { aggregate, table: null, made: null });
       return null;
     }
-    if (!kept.making) {
-      kept.making = true;
-      this.engine.values(tailValuesQuery(aggregate)).then(
-        (rows) => (kept.tail = inlinedTail(rows, definition.columns)),
-        () => {},
+    if (!usable) return null;
+    if (!kept.made) {
+      const table = keptTailTable();
+      kept.made = this.engine.execute(keepTailSql(table, aggregate)).then(
+        async (rows) => {
+          if (rows <= maxKeptRows) return table;
+          await this.engine.execute(`DROP TABLE IF EXISTS ${table}`);
+          return null;
+        },
+        () => null,
       );
+      void kept.made.then((made) => this.tails.get(definition.name) === kept && (kept.table = made));
     }
-    return kept.tail;
+    return kept.table;
+  }
+
+  /** Drops a replaced tail's table once no statement set up to read it can still run (see keptTailDropMs). */
+  private retireTail(kept: KeptTail): void {
+    kept.table = null;
+    const made = kept.made;
+    if (!made) return;
+    setTimeout(() => {
+      void made.then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`) : 0)).catch(() => {});
+    }, keptTailDropMs).unref();
   }
 
   /**
@@ -1539,7 +1573,7 @@ export class Rollups {
       // The rows after the watermark, before the range backfilled and of the pending buckets (those
       // in that range: the others are in its scan), each range a scan of its own; the first of the
       // tail's files alone when they hold it exactly (tailPart), and none when no file holds any.
-      const tail = await this.tailPart(definition, snapshot, state.watermark, scope, source);
+      const tail = await this.tailPart(definition, snapshot, state.watermark, scope, source, context.keptTails);
       // Each raw part also bounds its buckets (aggregateOver), so a window leaving it out drops its scan.
       const raw = [
         ...(covered ? [{ rows: `${time} < ${covered}`, buckets: bucketBound(definition, '<', covered) }] : []),
@@ -1570,6 +1604,8 @@ export class Rollups {
     point?: RollupReadPoint,
     /** Rollups the statement reads only through the rewrite of its levels (it does not name them itself). */
     rewrittenOnly: ReadonlySet<string> = new Set(),
+    /** False for a statement in a client's transaction (see ReadContext.keptTails). */
+    keptTails = true,
   ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
@@ -1582,7 +1618,7 @@ export class Rollups {
     const listing = point ? undefined : await this.tables.listAt();
     const snapshot = point?.snapshot ?? listing!.snapshot;
     const tables = point?.tables ?? listing!.tables;
-    const context = readContext();
+    const context = readContext(keptTails);
     const statements: string[] = [];
     for (const definition of rollups) {
       const windows = rewrittenOnly.has(definition.name) ? point?.windows?.get(definition.name) : undefined;

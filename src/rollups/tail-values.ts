@@ -1,60 +1,44 @@
 import type { TableScope } from '../tables/index.js';
-import { quoteIdentifier } from '../engine/index.js';
-import { quoteLiteral } from './rollup-sql.js';
+import { audienceFilter } from './rollup-sql.js';
 
 // A rollup's never-stale read aggregates the rows after its watermark at every read. When those rows
 // come from files alone (table-files.ts), the files listed, less their delete files, are all of them:
 // the same listing is the same rows, so their aggregate is made once (Rollups.keptTail), kept, and read
-// as constant rows (VALUES) by the statements that follow until the base table's files or the watermark
-// change (a refresh, an ingest into the table). Reading it from files cost each read a Parquet scan (the last row group of a
-// bulk file, every file since: 2-4 ms of a ~10 ms read, bench/rollups/explain.mjs). Only aggregates
-// of at most maxInlinedRows rows of scalar types, whose text DuckDB casts back to the same value, are
-// kept; a reader's statement holds only its audiences' rows (the view's text, unlike its files' names,
-// would otherwise show other audiences' values).
+// by the statements that follow until the base table's files or the watermark change (a refresh, an
+// ingest into the table). Reading it from files cost each read a Parquet scan (the last row group of a
+// bulk file, every file since: 2-4 ms of a ~10 ms read, bench/rollups/explain.mjs). It is kept as a
+// table of DuckDB's in-memory database `memory` (every connection of the engine sees it; DuckDB scans
+// a table for ~0.1 ms where the same rows as constant VALUES cost 2-4 ms): every audience's rows, and
+// each reader's statement reads its own audiences' rows of it through its temporary view, as it reads
+// the stored rows' files. No statement may name the table (its name is refused in every statement's
+// text, namesLakeInternals, and a non-admin may not name a relation outside the orrery catalog nor
+// one starting with `__`). A table's rows never change: a new aggregate is a new table, and the old
+// one is dropped once no statement set up to read it can still run.
 
-/** The most rows (every audience's) of a tail's aggregate kept and inlined into statements. */
-export const maxInlinedRows = 1000;
-
-/** DuckDB types whose VARCHAR text casts back to the same value (doubles print as their shortest exact text). */
-const exactText =
-  /^(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL\(\d+,\d+\)|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|TIMESTAMP_NS|TIMESTAMP WITH TIME ZONE|INTERVAL|UUID)$/;
-
-/** A tail's aggregate, kept: its rows as SQL constants, with each row's audience. */
-export interface InlinedTail {
-  readonly rows: ReadonlyArray<{ readonly audience: string | null; readonly values: string }>;
-}
-
-/** The statement reading the text and type of every column of `aggregate` (a SELECT), one row past the limit. */
-export function tailValuesQuery(aggregate: string): string {
-  return `SELECT CAST(COLUMNS(*) AS VARCHAR), typeof(COLUMNS(*)) FROM (${aggregate}) AS __tail LIMIT ${maxInlinedRows + 1}`;
-}
+/** The most rows (every audience's) of a tail's aggregate kept. */
+export const maxKeptRows = 100_000;
 
 /**
- * tailValuesQuery's answer for an aggregate of `columns` (its last the audience) as constant rows,
- * or null when it cannot be kept (too many rows, a type whose text is not exact).
+ * How long a kept tail's table outlives the aggregate that replaced it: a statement set up to read it
+ * may still be run (a GetFlightInfo's plan waits up to a minute for its DoGet); one running already
+ * reads it to its end (DuckDB's catalog is versioned).
  */
-export function inlinedTail(rows: ReadonlyArray<readonly unknown[]>, columns: readonly string[]): InlinedTail | null {
-  if (rows.length > maxInlinedRows) return null;
-  const n = columns.length;
-  const kept = [];
-  for (const row of rows) {
-    if (row.length !== 2 * n) return null;
-    const values = [];
-    for (let i = 0; i < n; i++) {
-      const [text, type] = [row[i], row[n + i]];
-      if (typeof type !== 'string' || !exactText.test(type) || (text !== null && typeof text !== 'string')) return null;
-      values.push(`CAST(${text === null ? 'NULL' : quoteLiteral(text)} AS ${type})`);
-    }
-    const audience = row[n - 1] as string | null;
-    kept.push({ audience, values: `(${values.join(', ')})` });
-  }
-  return { rows: kept };
+export const keptTailDropMs = 3 * 60_000;
+
+let tables = 0;
+
+/** A new name for a kept tail's table (never used twice in a process, so no statement meets a dropped one of its name). */
+export function keptTailTable(): string {
+  return `memory.main.__orrery_tail_${++tables}`;
 }
 
-/** A kept tail as a relation of `columns` for a scope (its audiences' rows), or null when it has none for it. */
-export function tailValues(tail: InlinedTail, columns: readonly string[], scope: TableScope): string | null {
-  const audiences = scope.kind === 'all' ? null : new Set([...scope.audiences, 'public']);
-  const rows = tail.rows.filter((r) => !audiences || (r.audience !== null && audiences.has(r.audience)));
-  if (rows.length === 0) return null;
-  return `SELECT * FROM (VALUES ${rows.map((r) => r.values).join(', ')}) AS __tail(${columns.map(quoteIdentifier).join(', ')})`;
+/** The statement keeping the aggregate `aggregate` (a SELECT) as `table`, one row past the most kept. */
+export function keepTailSql(table: string, aggregate: string): string {
+  return `CREATE TABLE ${table} AS SELECT * FROM (${aggregate}) AS __tail LIMIT ${maxKeptRows + 1}`;
+}
+
+/** A kept tail as a relation for a scope: its audiences' rows. */
+export function tailRows(table: string, scope: TableScope): string {
+  const filter = audienceFilter(scope);
+  return `SELECT * FROM ${table}${filter ? ` WHERE ${filter}` : ''}`;
 }

@@ -18,6 +18,8 @@ export async function rollupReadSetup(
   rewrittenOnto: readonly string[] = [],
   /** Where the rewrite read the rollups, to set them up as of the same snapshot. */
   point?: RollupReadPoint,
+  /** A statement of a client's session reads no kept tail's table (see Rollups.readSetup). */
+  inSession = false,
 ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
@@ -25,7 +27,7 @@ export async function rollupReadSetup(
   const rewrittenOnly = new Set(rewrittenOnto.filter((r) => !names.includes(r)));
   names.push(...rewrittenOnto);
   if (names.length === 0) return { statements: [], snapshot: null, lake: false };
-  const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly);
+  const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession);
   if (names.includes(jobsRelation))
     setup.statements.push(
       `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await rollups.jobs())}`,

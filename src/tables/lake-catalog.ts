@@ -36,11 +36,15 @@ export function attachLakeSql(connectionString: string, dataPath: string): strin
 /**
  * True when statement text names DuckLake's internals: the attached catalogs (the lake, an ingest's stream and
  * DuckLake's own metadata database), DuckLake's table functions, or the postgres extension's
- * functions, which would reach Orrery's Postgres directly. Checked on the raw text, before
+ * functions, which would reach Orrery's Postgres directly; or the rollups' kept tails (in-memory
+ * tables of every audience's rows, src/rollups/tail-values.ts). Checked on the raw text, before
  * any parse, for every key: a literal or identifier naming them anywhere is refused.
  */
 export function namesLakeInternals(text: string): string | null {
-  const match = /(__orrery_lake|__orrery_ingest\w*|__ducklake_metadata\w*|\bducklake_\w*|\bpostgres_\w*)/i.exec(text);
+  const match =
+    /(__orrery_lake|__orrery_ingest\w*|__orrery_tail\w*|__ducklake_metadata\w*|\bducklake_\w*|\bpostgres_\w*)/i.exec(
+      text,
+    );
   return match ? match[1] : null;
 }
 

@@ -137,7 +137,7 @@ describe('S3 lake: hot statements and empty ranges send no request, retired file
     const read = await plan();
     assert.equal(read.match(/Table:/g)?.length ?? 0, 0, read);
     assert.equal(read.match(/READ_PARQUET/g)?.length, 2, read);
-    // Read again, the tail is aggregated once from its files on the store, then read as constant rows.
+    // Read again, the tail is aggregated once from its files on the store, then read from its kept table.
     for (let reads = 0; (await plan()).match(/READ_PARQUET/g)?.length !== 1; reads++) assert.ok(reads < 50);
     assert.deepEqual(await rows('SELECT * FROM s3_hourly ORDER BY ALL'), await rows(raw));
   });

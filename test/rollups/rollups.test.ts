@@ -22,7 +22,7 @@ import {
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
 import { countedCalls } from '../support/counted-calls.js';
-import { packAny, type TestFlightClient } from '../support/flight-client.js';
+import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-rollups-0001', audiences: ['ops'] };
@@ -506,13 +506,19 @@ describe('rollups (issue 17)', () => {
     /** Reads `rollup` until its tail's aggregate, made after a second read of the same files, is read instead of them. */
     const tailKept = (rollup: string): Promise<number> =>
       pollUntil(
-        `${rollup}'s tail read as constant rows`,
+        `${rollup}'s tail read from its kept table`,
         async () => (await planOf(`SELECT * FROM ${rollup}`)).match(/READ_PARQUET/g)?.length ?? 0,
         (parquetScans) => parquetScans === 1,
         { timeoutMs: 30_000 },
       );
-    /** Every DuckLake scan in an admin's plan of `sql` (a table's long name is drawn on a line of its own). */
-    const lakeScans = async (sql: string): Promise<number> => (await planOf(sql)).match(/Table:/g)?.length ?? 0;
+    /**
+     * Every DuckLake scan in an admin's plan of `sql` (a table's long name is drawn on a line of its own),
+     * not the scan of a kept tail's in-memory table.
+     */
+    const lakeScans = async (sql: string): Promise<number> => {
+      const plan = await planOf(sql);
+      return (plan.match(/Table:/g)?.length ?? 0) - (plan.match(/\.__orrery_tail_\d+/g)?.length ?? 0);
+    };
 
     /** The contract, for an admin and a reader of team-a: the hourly rollup of `name` is its GROUP BY. */
     const contract = (name: string, aggregates: string) => async (): Promise<void> => {
@@ -641,7 +647,7 @@ describe('rollups (issue 17)', () => {
       assert.equal(await lakeScans(stored), 1);
     });
 
-    it("the tail's aggregate is made once for its files and read as constant rows, each reader its audiences' rows", async () => {
+    it("the tail's aggregate is made once for its files and read from a kept table, each reader its audiences' rows", async () => {
       const { check } = await withTail('constant');
       const keptTail = (): Promise<number> => tailKept('constant_hourly');
       // The stored rows' file is scanned; the tail, aggregated once, is not.
@@ -658,6 +664,37 @@ describe('rollups (issue 17)', () => {
       await keptTail();
       await check();
       await same(asTeamB, 'constant_hourly', source);
+    });
+
+    it("a kept tail's table is named by no statement, and a client's transaction reads the tail from its files", async () => {
+      const { check } = await withTail('hidden');
+      await tailKept('hidden_hourly');
+      const [table] = /__orrery_tail_\d+/.exec(await planOf('SELECT * FROM hidden_hourly')) ?? [];
+      assert.ok(table, "the tail's aggregate is read from a table");
+      // Every audience's rows are in it: no key reaches it but through the rollup's view (its own rows).
+      for (const name of [`memory.main.${table}`, table, `"memory"."main"."${table}"`, `memory.${table}`])
+        for (const client of [asTeamA, asAdmin])
+          await assert.rejects(client.query(`SELECT * FROM ${name}`), /permission denied/, name);
+      await assert.rejects(asAdmin.updateCount(`DROP TABLE memory.main.${table}`), /permission denied/);
+      await check();
+      // A client's transaction may have begun before a kept table was made: it reads the tail's files.
+      const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+      const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
+        transactionId: Uint8Array;
+      };
+      const sql = `SELECT sum(n) AS n FROM hidden_hourly`;
+      const inTransaction = async (): Promise<unknown> => {
+        const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query: sql, transactionId }));
+        return (await asAdmin.doGet(info.endpoints[0].ticket)).table.toArray()[0].toJSON().n;
+      };
+      assert.equal(Number(await inTransaction()), 2040);
+      await asTeamA.updateCount(
+        `INSERT INTO hidden SELECT TIMESTAMP '2100-01-01 04:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
+      );
+      await tailKept('hidden_hourly');
+      assert.equal(Number(await inTransaction()), 2340);
+      await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+      await check();
     });
 
     it('reads after writes into the tail read no change feed again; a late row does', async () => {
