@@ -13,6 +13,9 @@
 //   node bench/latency/lake-phases.mjs --rollups --rows 2000000 --base <tree>
 //   (--rollups: bench/rollups' data and reads instead, issue 17: --rows over 30 days, the hourly rollup refreshed,
 //   a minute of rows after it; the materialized rows, the never-stale read and the dashboard, phase by phase)
+//   node bench/latency/lake-phases.mjs --rollups --ingest --rows 2000000 --base <tree>
+//   (--ingest: steady ingestion, bench/rollups' section 5: each statement right after a write of 100 rows at now()
+//   through the same server, untimed, so every read is at a new snapshot with a new tail file)
 //   node bench/latency/lake-phases.mjs --clients 16 [--seconds 4] --base <tree>
 //   (also: --clients statements in flight at once on each server for --seconds, per statement, the servers in turn
 //   A B B A; statements/s and the p50 of GetFlightInfo + DoGet)
@@ -33,6 +36,7 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '0' },
     seconds: { type: 'string', default: '4' },
     rollups: { type: 'boolean', default: false },
+    ingest: { type: 'boolean', default: false },
   },
 });
 const [repeats, rows, gap] = [Number(values.repeats), Number(values.rows), Number(values.gap)];
@@ -54,7 +58,13 @@ try {
   const { client } = servers[0];
   const statements = values.rollups ? await rollupsData(client) : await seriesData(client);
   // One statement on one server: its GetFlightInfo, then the DoGet of its tickets, timed apart (ms).
+  const write = (server) =>
+    values.ingest &&
+    server.client.executeUpdate(
+      `INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % 50), 1.0 FROM range(100) t(i)`,
+    );
   const once = async (server, name) => {
+    await write(server);
     let t = process.hrtime.bigint();
     const flight = await server.client.getFlightInfo(packAny('CommandStatementQuery', { query: statements[name] }));
     const infoMs = Number(process.hrtime.bigint() - t) / 1e6;
@@ -97,6 +107,7 @@ try {
     };
     const statement = packAny('CommandStatementQuery', { query: statements[c.name] });
     for (let i = 0; i < counted; i++) {
+      await write(c.server);
       await probe.admin.query('SELECT pg_stat_statements_reset()');
       const flight = await c.server.client.getFlightInfo(statement);
       await add('GetFlightInfo');
@@ -112,7 +123,7 @@ try {
       .map(([kind, calls]) => `${kind} ${calls.toFixed(1)}`)
       .join(', ') || '-';
   console.log(
-    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements`,
+    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements${values.ingest ? '; a write of 100 rows before each' : ''}`,
   );
   console.log(
     `${'server, statement'.padEnd(20)} GetFlightInfo ms  DoGet ms  both ms   Postgres statements: GetFlightInfo | DoGet`,
