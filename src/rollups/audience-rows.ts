@@ -12,9 +12,11 @@ import { live, tableFilePath, type TablePaths } from './table-files.js';
 // a DuckLake data file whose audience column holds one value (its statistics say so) is that audience's alone,
 // with the file's row count and time range; any other file (a view set's partition, a data file of several
 // audiences) is read once, grouped by audience. Each audience's rows of a file count as spread evenly over
-// their own time range, less the file's deleted share (its delete file's and inlined deletes' count over its
-// rows: deletes change with snapshots, the file's counts do not). Rows inlined in DuckLake's catalog (small
-// inserts) are counted in Postgres by audience with their time range, at the snapshot.
+// their own time range, less, in a file of one audience, the file's deleted share (its delete file's and inlined
+// deletes' count over its rows: deletes change with snapshots, the file's counts do not). A file of several
+// audiences counts its rows whole: its deletes are of every audience's rows, so its share would tell a reader of
+// another audience's deletes. Rows inlined in DuckLake's catalog (small inserts) are counted in Postgres by
+// audience with their time range, at the snapshot.
 
 /** One audience's rows in one file: how many, from their least time to just after their greatest (ns). */
 interface AudienceSpan {
@@ -26,7 +28,8 @@ interface AudienceSpan {
 
 /**
  * A file of the rows: where it is, its time range when known, its spans when its statistics give them (or, for
- * rows inlined in the catalog, their count), and the share of its rows not deleted at the snapshot.
+ * rows inlined in the catalog, their count), and the share of its rows not deleted at the snapshot (1 for a file
+ * of several audiences' rows).
  */
 interface ListedFile {
   readonly location: string;
@@ -210,7 +213,8 @@ export class AudienceRows {
         alone && from !== null && to !== null
           ? [{ audience: r.audience_least!, rows: Number(r.rows), from, to }]
           : null;
-      const live = Number(r.rows) > 0 ? Math.max(0, 1 - Number(r.deleted) / Number(r.rows)) : 0;
+      // Only a file of one audience's rows has a deleted share that is the reader's own (see above).
+      const live = !spans ? 1 : Number(r.rows) > 0 ? Math.max(0, 1 - Number(r.deleted) / Number(r.rows)) : 0;
       return { location, from, to, spans, live };
     });
     const inlined = await this.inlinedSpans(meta.inlined, table.timeColumn, snapshot);
