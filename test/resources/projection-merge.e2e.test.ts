@@ -12,7 +12,8 @@ import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Table } from 'apache-arrow';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { adminKey } from '../support/orrery-process.js';
+import { runResourcesCli } from '../../src/resources/index.js';
+import { adminKey, readerKey } from '../support/orrery-process.js';
 import { publishFolder, useAudiencesOrrery } from '../support/publish.js';
 
 const views = ['blocks', 'processes', 'streams', 'log_entries', 'log_stats'];
@@ -73,6 +74,37 @@ describe('a projection or a statistics index on a set whose read merges is omitt
         },
       }),
     );
+    // `resources validate` reports them as the plan will, by asking the server's plan (an admin's call).
+    const validate = async (key: string) => {
+      const [out, err]: [string[], string[]] = [[], []];
+      const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: key };
+      const status = await runResourcesCli(['validate', '--dir', dir], {
+        env,
+        out: (l) => out.push(l),
+        err: (l) => err.push(l),
+      });
+      return { status, out, err };
+    };
+    const reason = (kind: string) =>
+      `this server does not install it: log_stats merges its partitions' rows (its merge query is not SELECT * FROM {source}): queries could not read ${kind}`;
+    assert.deepEqual(await validate(adminKey.key), {
+      status: 0,
+      out: [
+        `resources/stats.resources.json: by_level: warning: ${reason("a projection's copies")}`,
+        `resources/stats.resources.json: level_minmax: warning: ${reason("a minmax index's statistics")}`,
+        `resources/stats.resources.json: target_text: warning: ${reason("a text index's statistics")}`,
+        '4 valid entries, 0 error(s), 3 warning(s).',
+      ],
+      err: [],
+    });
+    assert.deepEqual(await validate(readerKey.key), {
+      status: 0,
+      out: [
+        "the server's install plan was not checked: planning needs an admin key",
+        '4 valid entries, 0 error(s), 0 warning(s).',
+      ],
+      err: [],
+    });
     const run = await publishFolder(fixture.orrery.address, dir);
     assert.equal(run.status, 0, run.err.join('\n'));
     assert.match(
