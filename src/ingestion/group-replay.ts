@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import type { MetadataStore } from '../metadata/index.js';
-import { nowNanos, payloadGroupRanges, payloadGroupSecond, type ObjectStore } from '../lakehouse/index.js';
+import {
+  nowNanos,
+  payloadGroupMayBeBy,
+  payloadGroupRanges,
+  payloadGroupSecond,
+  type ObjectStore,
+} from '../lakehouse/index.js';
 import type { Attributes, OtlpSignal } from './otlp/index.js';
 
 /**
@@ -149,22 +155,33 @@ const MANIFESTS_AT_ONCE = 16;
 const MANIFESTS_PER_QUERY = 512;
 
 /**
- * Inserts again the rows missing from Postgres of every group object named within one of `ranges` ([from, until]
- * in nanoseconds; keys name the second). Only the keys in the ranges are listed, and only each object's manifest is
+ * Group objects named from `from` to `until` (nanoseconds; keys name the second); when `writer` is given, not those
+ * whose keys name another writer (see payloadGroupKey: a server's mark covers its own groups alone).
+ */
+export interface ReplayRange {
+  readonly from: bigint;
+  readonly until: bigint;
+  readonly writer?: string;
+}
+
+/**
+ * Inserts again the rows missing from Postgres of every group object named within one of `ranges`. Only the keys
+ * in the ranges are listed, and only each object's manifest (none another writer named, when the range has one) is
  * read; a group is read whole (its payloads checked) only when one of its blocks is missing (`stored` says which
  * are there), and the missing rows of up to 512 groups are inserted in one statement per signal.
  */
 export async function replayGroups(
   store: ObjectStore,
-  ranges: ReadonlyArray<readonly [bigint, bigint]>,
+  ranges: readonly ReplayRange[],
   stored: (blockIds: readonly string[]) => Promise<ReadonlySet<string>>,
   insert: InsertRows,
 ): Promise<Replayed> {
   const keys = new Set<string>();
-  for (const [from, until] of ranges)
+  for (const { from, until, writer } of ranges)
     for (const range of payloadGroupRanges(from, until))
       for (const key of await store.listBetween(range.prefix, range.after, range.until))
-        if (payloadGroupSecond(key) !== null) keys.add(key);
+        if (payloadGroupSecond(key) !== null && (writer === undefined || payloadGroupMayBeBy(key, writer)))
+          keys.add(key);
   const sorted = [...keys].sort();
   const replayed: Replayed = { listed: sorted.length, readWhole: 0, inserted: 0 };
   for (let i = 0; i < sorted.length; i += MANIFESTS_PER_QUERY) {
@@ -257,7 +274,12 @@ export class ReplayMarks {
    * Postgres, another's harmlessly), deletes the stale marks it replayed, then sets this server's first mark.
    */
   async recover(): Promise<Replayed> {
-    const { rows } = await this.db.query<{ writer: string; replay_from: string; until: string; stale: boolean }>(
+    const { rows } = await this.db.query<{
+      writer: string;
+      replay_from: string;
+      until: string;
+      stale: boolean;
+    }>(
       `SELECT writer, replay_from::text,
               coalesce(replay_until, (extract(epoch FROM marked_at) * 1e6)::bigint * 1000 + ${REPLAY_AFTER_MARK_NS})::text AS until,
               marked_at < now() - interval '${STALE_MARK}' AS stale
@@ -265,7 +287,9 @@ export class ReplayMarks {
     );
     let replayed: Replayed = { listed: 0, readWhole: 0, inserted: 0 };
     if (rows.length > 0) {
-      replayed = await this.replay(rows.map((r) => [BigInt(r.replay_from), BigInt(r.until)] as const));
+      replayed = await this.replay(
+        rows.map((r) => ({ from: BigInt(r.replay_from), until: BigInt(r.until), writer: r.writer })),
+      );
       const stale = rows.filter((r) => r.stale);
       if (stale.length > 0)
         await this.db.query(
@@ -360,7 +384,9 @@ export class ReplayMarks {
     );
     if (rows[0].restarted) {
       this.dirty = true;
-      await this.replay([[BigInt(rows[0].replay_from), BigInt(rows[0].replay_until)]]);
+      await this.replay([
+        { from: BigInt(rows[0].replay_from), until: BigInt(rows[0].replay_until), writer: this.writer },
+      ]);
       await this.db.query(`UPDATE ingest_marks SET postgres_started = ${POSTGRES_STARTED} WHERE writer = $1`, [
         this.writer,
       ]);
@@ -371,7 +397,7 @@ export class ReplayMarks {
   }
 
   /** Inserts again the rows missing from Postgres of the groups named in `ranges` (see replayGroups). */
-  private replay(ranges: ReadonlyArray<readonly [bigint, bigint]>): Promise<Replayed> {
+  private replay(ranges: readonly ReplayRange[]): Promise<Replayed> {
     return replayGroups(
       this.store,
       ranges,

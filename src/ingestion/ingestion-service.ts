@@ -189,7 +189,7 @@ export class IngestionService {
   /** A key for a group's object, named now (a group not committed yet, for the marks). */
   private newGroupFile(): string {
     const at = this.marks?.nameNow() ?? nowNanos();
-    const key = payloadGroupKey(at);
+    const key = payloadGroupKey(at, this.marks?.writer);
     this.marks?.started(key, at);
     return key;
   }

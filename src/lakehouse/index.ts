@@ -42,6 +42,7 @@ export {
   partitionKeysIn,
   payloadGroupRanges,
   payloadGroupKey,
+  payloadGroupMayBeBy,
   payloadGroupSecond,
   payloadKey,
   payloadPlace,

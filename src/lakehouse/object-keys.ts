@@ -12,11 +12,21 @@ export const payloadKey = (processId: string, streamId: string, blockId: string)
 
 /**
  * A commit group's payloads, one after another in one object: blobs/groups/<date>/<time>_<uuid>.payloads,
- * dated by the time it was written. Each block names it with its offset and size.
+ * dated by the time it was written. Each block names it with its offset and size. Named by a server (`writer`), the
+ * uuid starts with the writer's first 8 digits and has version 8 (a random one, version 4, names no writer): a replay
+ * of that server's mark reads its groups alone.
  */
-export function payloadGroupKey(at: bigint): string {
+export function payloadGroupKey(at: bigint, writer?: string): string {
   const iso = nanosToIso(at);
-  return `${payloadGroupFolder(at)}${iso.slice(11, 19).replaceAll(':', '-')}_${randomUUID()}.payloads`;
+  const random = randomUUID();
+  const id = writer === undefined ? random : `${writer.slice(0, 8)}${random.slice(8, 14)}8${random.slice(15)}`;
+  return `${payloadGroupFolder(at)}${iso.slice(11, 19).replaceAll(':', '-')}_${id}.payloads`;
+}
+
+/** False when the commit group's key names a writer other than `writer` (see payloadGroupKey). */
+export function payloadGroupMayBeBy(key: string, writer: string): boolean {
+  const id = key.slice(key.lastIndexOf('_') + 1);
+  return id[14] !== '8' || id.startsWith(writer.slice(0, 8));
 }
 
 /** The folder of the commit groups written on the (UTC) day of `at`. */

@@ -265,6 +265,7 @@ describe('issue 16: a replay reads the window of each mark, exactly', { timeout:
     dir = mkdtempSync(join(tmpdir(), 'orrery-ingest-replay-window-'));
     postgres = await EmbeddedPostgres.start({ dataDir: join(dir, 'pg') });
     pool = new pg.Pool({ connectionString: postgres.connectionString, max: 2 });
+    pool.on('error', () => {});
   });
 
   after(async () => {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, truncateSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import {
   groupManifest,
@@ -12,6 +13,7 @@ import {
   readManifest,
   replayGroups,
   type BlockRow,
+  type ReplayRange,
 } from '../../src/ingestion/group-replay.js';
 import { FileObjectStore, payloadGroupKey } from '../../src/lakehouse/index.js';
 
@@ -55,7 +57,7 @@ describe('commit group manifests', () => {
     const replayed: BlockRow[][] = [];
     const n = await replayGroups(
       store,
-      [[at - 1_000_000_000n, at + 1_000_000_000n]],
+      [{ from: at - 1_000_000_000n, until: at + 1_000_000_000n }],
       none,
       async (signal, r, durable) => {
         assert.equal(signal, 'logs');
@@ -73,23 +75,39 @@ describe('commit group manifests', () => {
     const named = [-2n, -1n, 0n, 1n, 3n].map((s) => payloadGroupKey(midnight + s * second));
     for (const key of named) await write(key);
     const inserted: string[] = [];
-    const replay = (ranges: Array<[bigint, bigint]>) =>
+    const replay = (ranges: ReplayRange[]) =>
       replayGroups(store, ranges, none, async (_, r) => {
         inserted.push(...new Set(r.map((row) => row.file)));
       });
     const n = await replay([
-      [midnight - second, midnight + second],
-      [midnight, midnight + 2n * second],
+      { from: midnight - second, until: midnight + second },
+      { from: midnight, until: midnight + 2n * second },
     ]);
     assert.deepEqual(n, { listed: 3, readWhole: 3, inserted: 3 });
     assert.deepEqual(inserted, named.slice(1, 4));
-    assert.equal((await replay([[midnight + 4n * second, midnight + 9n * second]])).listed, 0);
+    assert.equal((await replay([{ from: midnight + 4n * second, until: midnight + 9n * second }])).listed, 0);
+  });
+
+  it("a range of a writer's mark reads no group another writer named (one naming none, it reads)", async () => {
+    const when = BigInt(Date.parse('2032-06-01T12:00:00Z')) * 1_000_000n;
+    const [one, other] = [randomUUID(), randomUUID()];
+    const mine = [payloadGroupKey(when, one), payloadGroupKey(when + 1_000_000_000n, one)];
+    const unnamed = payloadGroupKey(when); // by a server from before groups named their writer
+    for (const key of [...mine, payloadGroupKey(when, other), unnamed]) await write(key);
+    const inserted: string[] = [];
+    const range = { from: when, until: when + 1_000_000_000n };
+    const n = await replayGroups(store, [{ ...range, writer: one }], none, async (_, r) => {
+      inserted.push(...new Set(r.map((row) => row.file)));
+    });
+    assert.deepEqual(n, { listed: 3, readWhole: 3, inserted: 3 });
+    assert.deepEqual(inserted.sort(), [...mine, unnamed].sort());
+    assert.equal((await replayGroups(store, [range], none, async () => {})).listed, 4);
   });
 
   it('reads whole only a group with rows missing, and inserts only those', async () => {
     const key = payloadGroupKey(at + 7_200_000_000_000n);
     await write(key);
-    const range: Array<[bigint, bigint]> = [[at + 7_200_000_000_000n, at + 7_200_000_000_000n]];
+    const range = [{ from: at + 7_200_000_000_000n, until: at + 7_200_000_000_000n }];
     const inserted: BlockRow[][] = [];
     const insert = async (_: unknown, r: readonly BlockRow[]) => void inserted.push([...r]);
     const [first, second] = rows(key);
