@@ -15,6 +15,7 @@ import { schemaForClient } from './client-timestamps.js';
 import {
   encapsulateSchema,
   encodeFlightData,
+  recordBatchBodyLength,
   recordBatchMessages,
   schemaHeader,
   serviceDefinition,
@@ -342,15 +343,19 @@ async function write(
   return call.cancelled ? 'gone' : result;
 }
 
-/** Splits a batch whose buffers exceed the message limit into row slices that fit. */
-function splitBatch(batch: RecordBatch, maxBytes: number): RecordBatch[] {
-  const bytes = batchBytes(batch.data);
+/**
+ * Splits a batch whose buffers exceed the message limit into row slices that fit. A slice is measured by its own
+ * rows' bytes (recordBatchBodyLength): its buffers are the whole batch's, so measured as a batch is, every slice of
+ * a batch of strings over the limit would seem over it too, down to one row per message.
+ */
+function splitBatch(batch: RecordBatch, maxBytes: number, bytes = batchBytes(batch.data)): RecordBatch[] {
   if (bytes <= maxBytes || batch.numRows <= 1) return [batch];
   const pieces = Math.min(batch.numRows, Math.ceil(bytes / maxBytes) + 1);
   const rowsPerPiece = Math.ceil(batch.numRows / pieces);
   const out: RecordBatch[] = [];
   for (let start = 0; start < batch.numRows; start += rowsPerPiece) {
-    out.push(...splitBatch(batch.slice(start, Math.min(start + rowsPerPiece, batch.numRows)), maxBytes));
+    const piece = batch.slice(start, Math.min(start + rowsPerPiece, batch.numRows));
+    out.push(...splitBatch(piece, maxBytes, recordBatchBodyLength(piece)));
   }
   return out;
 }

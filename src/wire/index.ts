@@ -9,6 +9,7 @@ export {
   decodeSchema,
   encapsulateSchema,
   readFlightDataStream,
+  recordBatchBodyLength,
   recordBatchMessages,
   schemaHeader,
   tableFromFlightData,

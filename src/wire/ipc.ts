@@ -87,6 +87,9 @@ export function recordBatchMessages(batch: RecordBatch, sentDictionaries: Map<nu
   return messages;
 }
 
+/** The IPC body bytes of a batch: a slice's own rows' (its buffers are the whole batch's, shared). */
+export const recordBatchBodyLength = (batch: RecordBatch): number => VectorAssembler.assemble(batch).byteLength;
+
 function padBuffers(buffers: ArrayBufferView[]): Uint8Array[] {
   const out: Uint8Array[] = [];
   for (const buffer of buffers) {
