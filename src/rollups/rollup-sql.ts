@@ -47,8 +47,8 @@ export const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "
 export const materializedName = (name: string): string => `${name}_materialized`;
 export const materializedTable = (name: string): string =>
   `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(materializedName(name))}`;
-/** One row per rollup: its watermark and the DuckLake snapshot of its source it was refreshed at. */
 export const stateTableName = (name: string): string => `${name}__state`;
+/** One row per rollup: its watermark and the DuckLake snapshot of its source it was refreshed at. */
 export const stateTable = (name: string): string =>
   `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(stateTableName(name))}`;
 

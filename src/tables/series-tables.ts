@@ -55,7 +55,6 @@ const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTE
 
 const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 
-/** A series table's name in the DuckLake catalog. */
 /** A DuckLake snapshot and its schema version. */
 export interface LakeVersion {
   readonly snapshot: bigint;
@@ -66,6 +65,7 @@ export interface LakeVersion {
 export const lakeVersionSql = `SELECT snapshot_id::text AS snapshot, schema_version::text AS schema
   FROM ${lakeMetadataSchema}.ducklake_snapshot ORDER BY snapshot_id DESC LIMIT 1`;
 
+/** A series table's name in the DuckLake catalog. */
 export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteIdentifier(name)}`;
 
 /**
