@@ -90,14 +90,16 @@ async function* install(
   const hash = entryHash(entry);
   // Recorded whole: every column a copy holds (see storedBy), which the daemon's copies read too.
   const view = viewOf?.(entry.physical);
-  const held = view ? storedBy(entry, view) : null;
+  // By a column entry: sorted by its stored column, which every file holds by now (its entry installs first).
+  const orderBy = entry.sortedBy ?? entry.orderBy;
+  const held = view ? storedBy({ orderBy, columns: entry.columns }, view) : null;
   if (entry.columns !== null && !held) throw new Error(`${entry.physical} is not a view set this server serves`);
   const columns = held && [...held].sort();
   // Recorded before listing the partitions: the daemon copies those that land from now on.
   await ctx.db.query(
     `INSERT INTO resource_projections (projection_hash, view_set_name, entry_key, order_by, columns)
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (projection_hash) DO NOTHING`,
-    [hash, entry.physical, entry.key, JSON.stringify(entry.orderBy), columns && JSON.stringify(columns)],
+    [hash, entry.physical, entry.key, JSON.stringify(orderBy), columns && JSON.stringify(columns)],
   );
   forgetRecent();
   const { files, todo } = await partitionsToDo(
@@ -107,7 +109,7 @@ async function* install(
     hash,
   );
   yield `backfill projection ${entry.key} on ${entry.physical} (by ${entry.orderBy.join(', ')}): ${todo.length} of ${files.length} partition(s) to copy, newest first`;
-  const projection = { hash, viewSet: entry.physical, orderBy: entry.orderBy, columns };
+  const projection = { hash, viewSet: entry.physical, orderBy, columns };
   yield* backfillEach(
     ctx,
     todo,
@@ -142,7 +144,8 @@ async function drop(
 }
 
 /**
- * Installs projections sorted by and storing physical columns; others are planned as omitted. With the
+ * Installs projections sorted by physical columns or column entries (by their stored columns, see sortedBy)
+ * and storing physical columns; others are planned as omitted. With the
  * server's view sets (`viewOf`), one storing some columns too (a copy holds what the set's audience filter
  * and event range read besides), and none on a set whose read merges its partitions (mergedReadProblem).
  */
@@ -150,11 +153,17 @@ export function projectionInstaller(viewOf?: (name: string) => ViewSet | undefin
   return {
     unsupported(entry, entries) {
       if (entry.kind !== 'projection') return null;
-      const named = [...entry.orderBy, ...(entry.columns ?? [])].filter((name) =>
+      // Its copies are sorted by the stored column, which an async entry's backfill writes only after serving.
+      const later = entry.async
+        ? undefined
+        : entry.orderBy.find((name) => entries.some((e) => e.file === entry.file && e.key === name && e.async));
+      if (later !== undefined)
+        return `it is sorted by column entry '${later}', which is async (finished after serving): declare it async too`;
+      const named = (entry.columns ?? []).filter((name) =>
         entries.some((e) => e.kind === 'column' && e.file === entry.file && e.key === name),
       );
       if (named.length > 0)
-        return `this server sorts and stores projections by physical columns only, not by column entries (${named.join(', ')})`;
+        return `this server's projections store physical columns only, not column entries (${named.join(', ')})`;
       const view = viewOf?.(entry.physical);
       if (view) return mergedReadProblem(view, "a projection's copies");
       return entry.columns !== null

@@ -38,7 +38,16 @@ export type ValidEntry = ResourceEntry & {
         /** An existing column of the table that computes the same expression, which satisfies the entry. */
         readonly satisfiedBy: string | null;
       }
-    | { readonly kind: 'index' | 'projection' }
+    | { readonly kind: 'index' }
+    | {
+        readonly kind: 'projection';
+        /**
+         * The physical columns it sorts by, when its order_by names a column entry: the column that computes
+         * it, or its stored column. Absent otherwise, so the hash of a projection by columns stays; a changed
+         * expression changes the hash (its copies are sorted by another column).
+         */
+        readonly sortedBy?: readonly string[];
+      }
     | {
         readonly kind: 'rollup';
         /** The shape of the rollups its `from` chain reads (grain, dimensions, measures), so a changed source gives a new hash. */
@@ -112,7 +121,19 @@ class FileChecker {
         });
       else valid.push({ ...entry, physical: table.physical, unsupported: unsupported as string | null });
     }
-    return valid;
+    return valid.map((entry) => (entry.kind === 'projection' ? this.withSortedBy(entry, valid) : entry));
+  }
+
+  /** A projection with the physical columns it sorts by, when its order_by names a column entry (see sortedBy). */
+  private withSortedBy(entry: ValidEntry & { kind: 'projection' }, valid: readonly ValidEntry[]): ValidEntry {
+    const { columns } = this.tables.get(entry.table) as Resolved;
+    const sortedBy = entry.orderBy.map((name) => {
+      // A name of both is read as the table's column (nameType warns).
+      if (columns.some((c) => c.name.toLowerCase() === name.toLowerCase())) return name;
+      const column = valid.find((e) => e.key === name);
+      return column?.kind === 'column' ? (column.satisfiedBy ?? column.storedName) : name;
+    });
+    return sortedBy.some((name, i) => name !== entry.orderBy[i]) ? { ...entry, sortedBy } : entry;
   }
 
   private errorCount(): number {

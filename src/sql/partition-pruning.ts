@@ -18,6 +18,7 @@ import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
   projectionCopies,
+  recentColumns,
   recentIndexes,
   recentProjections,
   bothOf,
@@ -1061,9 +1062,17 @@ export class PartitionPruning {
       .map((projection) => ({ projection, held: storedBy(projection, view) }))
       .sort((a, b) => (a.held?.size ?? Infinity) - (b.held?.size ?? Infinity));
     for (const { projection, held } of narrowest) {
-      const leading = await expressionTree(this.engine, `"${projection.orderBy[0].replace(/"/g, '""')}"`);
-      if (!leading || !on.restrictions.some((r) => keyOf(r.expression, qualifiers) === keyOf(leading, new Set())))
-        continue;
+      const [first] = projection.orderBy;
+      // Sorted by a stored column: the statement restricts it, or its expression where it was left as written.
+      const stored = first.startsWith('__orr_')
+        ? (await recentColumns(this.db, view.name)).find((c) => c.name === first)
+        : undefined;
+      const keys = new Set<string>();
+      for (const sorted of [`"${first.replace(/"/g, '""')}"`, ...(stored ? [`(${stored.expression})`] : [])]) {
+        const tree = await expressionTree(this.engine, sorted);
+        if (tree) keys.add(keyOf(tree, new Set()));
+      }
+      if (!on.restrictions.some((r) => keys.has(keyOf(r.expression, qualifiers)))) continue;
       // A projection storing some columns serves a statement reading those alone.
       if (held && !readsOnly(this.statement.tree, view, held)) continue;
       const copies = await projectionCopies(this.db, projection.hash, files);

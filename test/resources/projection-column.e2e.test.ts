@@ -1,0 +1,96 @@
+// A projection sorted by a column entry (issue 13, the spec's example `by_pod`): its copies hold the entry's
+// stored column and are sorted by it, and a statement restricting the entry's expression reads them, whether
+// the expression was replaced by the stored column or left as written. Every answer is the same as without
+// the resources, for an admin and two audiences' keys.
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { logsRequest, postOtlp } from '../support/otlp.js';
+import { adminKey } from '../support/orrery-process.js';
+import { assertReads, copyRows } from '../support/projections.js';
+import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
+
+/** Each query, and whether an admin's reads the projection's copies. */
+const queries: Array<[string, boolean]> = [
+  ["SELECT msg FROM log_entries WHERE properties->>'k8s.pod.name' = 'pod-1' ORDER BY msg", true],
+  ["SELECT count(*) AS n FROM log_entries WHERE properties->>'k8s.pod.name' IN ('pod-0', 'pod-2')", true],
+  ["SELECT * FROM log_entries WHERE properties->>'k8s.pod.name' >= 'pod-1' ORDER BY msg", true],
+  // The alias shadows properties: the expression is left as written, and still restricts the sort column.
+  ["SELECT msg AS properties FROM log_entries WHERE properties->>'k8s.pod.name' = 'pod-2' ORDER BY 1", true],
+  ['SELECT msg FROM log_entries WHERE level = 3 ORDER BY msg', false],
+  ["SELECT count(*) AS n FROM log_entries WHERE properties->>'other' = 'pod-1'", false],
+];
+
+describe("a projection sorted by a column entry: the spec's example by_pod (issue 13)", () => {
+  const suite = useAudiencesOrrery('orrery-projection-column-', { ORRERY_RETIRE_DELAY_SECONDS: '0' });
+  const { fixture, dir } = suite;
+  const answers = new Map<string, unknown>();
+  const everyAnswer = () => suite.everyAnswer(queries.map(([sql]) => sql));
+
+  before(async () => {
+    const start = Math.floor(Date.now() / 1000);
+    for (const i of [0, 1, 2]) {
+      // Pods out of order within a partition, so its sorted copy differs from it.
+      const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
+      const logs = ['pod-2', 'pod-0', 'pod-1', 'pod-0'].map((pod, j) => ({
+        time: time + BigInt(j),
+        severity: 9 + 4 * ((i + j) % 3),
+        body: `entry ${i}.${j}`,
+        target: 'app',
+        attributes: { 'k8s.pod.name': pod },
+      }));
+      const body = logsRequest({ 'service.name': `svc${i}` }, logs);
+      const sent = await postOtlp(fixture.orrery.httpPort, 'logs', i === 1 ? teamKey.key : adminKey.key, body);
+      assert.equal(sent.status, 200, sent.text);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+    }
+    await suite.materialize(start - 2, start + 6);
+    for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
+    assert.deepEqual(answers.get(`admin: ${queries[0][0]}`), [
+      { msg: 'entry 0.2' },
+      { msg: 'entry 1.2' },
+      { msg: 'entry 2.2' },
+    ]);
+  });
+
+  it('publish installs by_pod; its copies are sorted by the stored column; queries on the expression read them', async () => {
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const declare = (async: boolean) =>
+      writeFileSync(
+        join(dir, 'resources', 'logs.resources.json'),
+        JSON.stringify({
+          resources: {
+            pod_name: { column: { table: 'log_entries', expression: "properties->>'k8s.pod.name'", async } },
+            pod_name_filter: { index: { table: 'log_entries', column: 'pod_name', kind: 'bloom_filter' } },
+            by_pod: { projection: { table: 'log_entries', order_by: ['pod_name', 'time'] } },
+          },
+        }),
+      );
+    // An async column is backfilled after serving: the projection, copied before, could not be sorted by it.
+    declare(true);
+    const dry = await publishFolder(fixture.orrery.address, dir, '--dry-run');
+    assert.match(dry.text, /^warning: omitted projection by_pod on log_entries .*'pod_name', which is async/m);
+    declare(false);
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.doesNotMatch(run.text, /warning/);
+    assert.match(run.text, /^backfill projection by_pod on log_entries \(by pod_name, time\): 3 of 3 partition\(s\)/m);
+
+    const { rows } = await fixture.orrery.metadata.query<{ order_by: string[]; copy_path: string }>(
+      `SELECT p.order_by, f.copy_path FROM resource_projections p
+         JOIN resource_projection_files f USING (projection_hash) ORDER BY f.copy_path`,
+    );
+    assert.equal(rows.length, 3);
+    const [stored] = rows[0].order_by;
+    assert.match(stored, /^__orr_[0-9a-f]{16}$/);
+    assert.deepEqual(rows[0].order_by, [stored, 'time']);
+    const copy = (await fixture.orrery.store.get(rows[0].copy_path))!;
+    const sorted = await copyRows(copy, (file) => `SELECT "${stored}" FROM read_parquet('${file}')`);
+    assert.deepEqual(sorted.flat(), ['pod-0', 'pod-0', 'pod-1', 'pod-2']);
+
+    const now = await everyAnswer();
+    for (const [sql, rows] of answers) assert.deepEqual(now.get(sql), rows, sql);
+    await assertReads(fixture.admin, queries, 'by_pod');
+  });
+});
