@@ -63,6 +63,23 @@ describe('resources validation (issue 13)', () => {
     assert.ok(column.kind === 'column');
     assert.equal(column.storedType, 'VARCHAR');
     assert.match(column.storedName, /^__orr_[0-9a-f]{16}$/);
+    // The projection sorts by the stored column; one by columns alone has no sortedBy, so its hash is as before.
+    const projection = result.entries[2];
+    assert.ok(projection.kind === 'projection');
+    assert.deepEqual(projection.sortedBy, [column.storedName, 'time']);
+    const [byTime] = (
+      await validateResources(
+        [
+          parseResourcesFile(
+            'resources/logs.resources.json',
+            JSON.stringify({ resources: { by_time: { projection: { table: 'log_entries', order_by: ['time'] } } } }),
+          ),
+        ],
+        tableResolver(viewSets, new Map()),
+        analyzer,
+      )
+    ).entries;
+    assert.ok(byTime.kind === 'projection' && !('sortedBy' in byTime));
   });
 
   it('parses every kind and its fields; a rollup with measures, grain, retention and from', async () => {
