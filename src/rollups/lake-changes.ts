@@ -53,8 +53,16 @@ export class LakeChanges {
   async between(schema: string, table: string, after: bigint, upTo: bigint): Promise<TableChange> {
     if (after === upTo) return 'none';
     const range = await this.range(after, upTo);
-    // A table created or dropped (of any name: names are quoted in these entries) may be this one.
-    if (range.changes.some(([kind]) => kind.startsWith('created_') || kind.startsWith('dropped_'))) return 'other';
+    // A schema created or dropped, or a table created by a name like this one's (names are quoted there, ids elsewhere).
+    if (
+      range.changes.some(
+        ([kind, subject]) =>
+          kind === 'created_schema' ||
+          kind === 'dropped_schema' ||
+          (kind === 'created_table' && subject.includes(table)),
+      )
+    )
+      return 'other';
     const info = await this.table(schema, table, upTo, range.schemaVersion);
     if (!info) return 'other';
     let inserts = false;

@@ -1527,10 +1527,15 @@ export class Rollups {
   /**
    * A rollup's stored rows at a snapshot, as a relation: read from the files of its `_materialized`
    * table when they alone hold them (filesOf: a statement reading no other lake table then pays no
-   * DuckLake scan set-up), else that table at the snapshot.
+   * DuckLake scan set-up), else that table at the snapshot. The files listed at an earlier snapshot
+   * serve while DuckLake records no change of that table since (sinceChange: it changes at refreshes,
+   * not with the source's writes), without listing them again.
    */
   private async storedSource(definition: RollupDefinition, snapshot: bigint): Promise<string> {
-    const rows = await this.filesOf(rollupSchema, materializedName(definition.name), 'bucket', snapshot, null);
+    const name = materializedName(definition.name);
+    const rows = await this.sinceChange(`${definition.name}\u0000stored`, rollupSchema, name, snapshot, () =>
+      this.filesOf(rollupSchema, name, 'bucket', snapshot, null),
+    );
     return rows?.sql ? `(${rows.sql})` : at(materializedTable(definition.name), snapshot);
   }
 
