@@ -54,7 +54,7 @@ import {
 import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-rewrite.js';
 import { storedColumns, type StoredColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
-import { copy, type Node } from './tree.js';
+import { baseTables, copy, type Node } from './tree.js';
 import { fileRows, inlinedRows, type FileRows } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
 import { LakeChanges } from './lake-changes.js';
@@ -1403,6 +1403,11 @@ export class Rollups {
     const key = `${definition.base}\u0000${bucket}\u0000${from}\u0000${to}`;
     const kept = this.changes.get(key);
     if (kept) return kept;
+    // Snapshots that only refreshed rollups (one a minute each) change no base row: no DuckLake feed to read.
+    if ((await this.lakeChanges.between('main', definition.base, from - 1n, to).catch(() => 'other')) === 'none') {
+      remember(this.changes, key, []);
+      return [];
+    }
     const rows = await this.engine.values(
       `SELECT DISTINCT CAST(${bucket} AS VARCHAR)
          FROM ducklake_table_changes(${quoteLiteral(lakeCatalog)}, 'main', ${quoteLiteral(definition.base)}, ${from}, ${to})`,
@@ -1746,15 +1751,7 @@ export class Rollups {
      */
     scope: TableScope = { kind: 'audiences', audiences: [] },
   ): Promise<RollupRewrite | null> {
-    const named = new Set<string>();
-    const visit = (value: unknown): void => {
-      if (Array.isArray(value)) return value.forEach(visit);
-      if (value === null || typeof value !== 'object') return;
-      const node = value as Node;
-      if (node.type === 'BASE_TABLE' && typeof node.table_name === 'string') named.add(node.table_name.toLowerCase());
-      Object.values(node).forEach(visit);
-    };
-    visit(tree.statements);
+    const named = baseTables(tree.statements);
     if (named.size === 0) return null;
     const catalog = point?.catalog ?? (await this.catalog());
     const { definitions } = catalog;

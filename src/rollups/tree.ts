@@ -76,6 +76,20 @@ export function some(value: unknown, test: (node: Node) => boolean): boolean {
   return found;
 }
 
+/** The names (lower case) of the tables a parsed statement reads, however qualified. */
+export function baseTables(value: unknown): Set<string> {
+  const named = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    const node = value as Node;
+    if (node.type === 'BASE_TABLE' && typeof node.table_name === 'string') named.add(node.table_name.toLowerCase());
+    Object.values(node).forEach(visit);
+  };
+  visit(value);
+  return named;
+}
+
 /** Functions of the rollups spec that Orrery also answers unqualified (`snouttime.merge` is `merge`). */
 const plainSchemas = new Set(['', 'main', 'snouttime']);
 

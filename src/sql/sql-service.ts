@@ -53,6 +53,7 @@ import { parseDdl, type DdlStatement } from './ddl-parser.js';
 import { permissionDenied, type DdlService } from './ddl-service.js';
 import { procedureOf, procedureResult, runProcedure, type ProcedureContext } from './procedures.js';
 import {
+  baseTables,
   jobsRelation,
   jobsUpdate,
   snouttimeNames,
@@ -649,6 +650,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list())) : undefined;
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
+    const namedBefore = tree && readsRollups ? baseTables(tree.statements) : undefined;
     const reads =
       tree && readsRollups
         ? await rollups.rewrite(
@@ -670,7 +672,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).
     const pinned = session === undefined ? (rollupSetup.snapshot ?? undefined) : undefined;
-    const seriesSetup = tables && listed ? seriesReadSetup(tables, listed, principal, shape ?? undefined, pinned) : [];
+    // A series table the statement named only where a rollup is now read needs no view: without one, a statement
+    // reading rollups from their files alone reads no DuckLake table (no DuckLake transaction, its plan kept).
+    const namedAfter = namedBefore && reads && reads.rollups.length > 0 ? baseTables(tree!.statements) : undefined;
+    const readSeries =
+      listed && namedAfter
+        ? new Map([...listed].filter(([name]) => !namedBefore!.has(name) || namedAfter.has(name)))
+        : listed;
+    const seriesSetup =
+      tables && readSeries ? seriesReadSetup(tables, readSeries, principal, shape ?? undefined, pinned) : [];
     setup.push(...seriesSetup);
     const options: RunOptions = {
       parameters: statement.parameters,
