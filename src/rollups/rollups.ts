@@ -744,6 +744,11 @@ export class Rollups {
     await this.metadata.query('DELETE FROM rollup_definitions WHERE name = $1', [definition.name]);
     this.viewSetBases = undefined;
     await this.dropStorage(definition.name);
+    // Its kept tail's table goes too, as a replaced one does (another process keeps its own until a rollup of this
+    // name reads another tail there, or the process ends: at most maxKeptRows rows).
+    const tail = this.tails.get(definition.name);
+    if (tail) this.retireTail(tail);
+    this.tails.delete(definition.name);
     return definition.name;
   }
 
