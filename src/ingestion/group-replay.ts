@@ -293,8 +293,10 @@ export class ReplayMarks {
       const stale = rows.filter((r) => r.stale);
       if (stale.length > 0)
         await this.db.query(
+          // Still stale when deleted: a server marking meanwhile keeps its replay_from while a group of its stays
+          // in flight, and its deferred commits rely on that mark.
           `DELETE FROM ingest_marks m USING unnest($1::uuid[], $2::bigint[]) AS s (writer, replay_from)
-            WHERE m.writer = s.writer AND m.replay_from = s.replay_from`,
+            WHERE m.writer = s.writer AND m.replay_from = s.replay_from AND m.marked_at < now() - interval '${STALE_MARK}'`,
           [stale.map((r) => r.writer), stale.map((r) => r.replay_from)],
         );
     }

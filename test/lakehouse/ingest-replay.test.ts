@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync, mkdtempSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { payloadLines } from '../../src/ingestion/index.js';
@@ -536,6 +537,53 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
       await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 30_000 });
     } finally {
       await serve.close();
+    }
+  });
+
+  it("a start deletes another server's mark only while it is stale: one its server marks meanwhile stays", async () => {
+    // A server whose oldest group has been in flight for over half an hour keeps its mark's replay_from: its mark
+    // is stale to a start (marked_at), which replays it; the server then marks again, before the start's DELETE.
+    await (await serveMarking(postgres.connectionString, join(dir, 'lake'))).close(); // the schema, when run alone
+    const writer = randomUUID();
+    const from = BigInt(Date.now() - 40 * 60_000) * 1_000_000n;
+    await pool.query(
+      `INSERT INTO ingest_marks (writer, replay_from, replay_until, postgres_started, marked_at)
+       VALUES ($1, $2, $3, now(), now() - interval '31 minutes')`,
+      [writer, String(from), String(from + 300_000_000_000n)],
+    );
+    // The server's next mark, held (a row lock) until the start's DELETE waits on it.
+    const marking = await pool.connect();
+    let starting: ReturnType<typeof serveMarking> | undefined;
+    try {
+      await marking.query('BEGIN');
+      await marking.query('UPDATE ingest_marks SET marked_at = now() WHERE writer = $1', [writer]);
+      starting = serveMarking(postgres.connectionString, join(dir, 'lake'));
+      starting.catch(() => {});
+      await pollUntil(
+        "the start's DELETE of the stale marks, waiting",
+        async () =>
+          Number(
+            (
+              await pool.query<{ n: string }>(
+                `SELECT count(*) AS n FROM pg_stat_activity
+                  WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM ingest_marks%'`,
+              )
+            ).rows[0].n,
+          ),
+        (n) => n === 1,
+        { timeoutMs: 60_000 },
+      );
+      await marking.query('COMMIT');
+    } finally {
+      marking.release();
+    }
+    const serve = await starting!;
+    try {
+      const { rows } = await pool.query('SELECT 1 FROM ingest_marks WHERE writer = $1', [writer]);
+      assert.equal(rows.length, 1, "the server's mark, marked again, is kept");
+    } finally {
+      await serve.close();
+      await pool.query('DELETE FROM ingest_marks WHERE writer = $1', [writer]);
     }
   });
 
