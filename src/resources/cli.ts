@@ -135,7 +135,7 @@ async function validateCommand(args: ResourcesArgs, client: FlightSqlClient, io:
   const result = ok
     ? {
         ...validated,
-        diagnostics: [...validated.diagnostics, ...(await serverOmissions(args.dir!, validated, client, io))],
+        diagnostics: [...validated.diagnostics, ...(await serverOmissions(args.dir!, validated, client))],
       }
     : validated;
   const errors = printDiagnostics(result, io);
@@ -147,45 +147,36 @@ async function validateCommand(args: ResourcesArgs, client: FlightSqlClient, io:
 }
 
 /**
- * The entries the server's plan omits for reasons of its own installers (a set whose read merges rows, a
- * projection by a column entry, a kind it lacks, an entry referring to one omitted), as warnings: validation
- * cannot see those from the listed view sets. Planning is an admin's call; another key is told it was not checked.
+ * The entries the server's plan omits for reasons of its own installers (a set whose read merges rows, a kind it
+ * lacks, an entry referring to one omitted), as warnings: validation cannot see those from the listed view sets.
+ * `resource_omissions` reads no ledger and no revision, so any key may ask it.
  */
 async function serverOmissions(
   dir: string,
   validated: ValidationResult,
   client: FlightSqlClient,
-  io: ResourcesIo,
 ): Promise<Diagnostic[]> {
   const texts = publishedTexts(await readPublicationTexts(dir));
-  const lines: string[] = [];
+  let rows: Array<{ file: string; entry_key: string; reason: string }>;
   try {
-    await streamLines(client, `SELECT msg FROM publish_resources(${publication(texts)}, 'plan')`, {
-      ...io,
-      out: (line) => lines.push(line),
-    });
+    rows = (
+      await client.query(`SELECT file, entry_key, reason FROM resource_omissions(${publication(texts)})`)
+    ).toArray() as typeof rows;
   } catch (error) {
-    if (!(error instanceof ResourcesCliError && /PERMISSION_DENIED|permission denied/i.test(error.message)))
-      throw error;
-    io.out("the server's install plan was not checked: planning needs an admin key");
-    return [];
+    throw serverError(client, "cannot ask the server's install plan", error);
   }
   // Validation's own warnings (entry.unsupported) are omitted by the plan too, and already reported.
   const reported = new Set(
     validated.entries.filter((e) => e.unsupported !== null).map((e) => `${e.file}\u0000${e.key}`),
   );
-  return lines.flatMap((line) => {
-    const omitted = /^warning: omitted \S+ (\S+) on .* \((.+): \1\): (.*)$/.exec(line);
-    if (!omitted || reported.has(`${omitted[2]}\u0000${omitted[1]}`)) return [];
-    return [
-      {
-        file: omitted[2],
-        entry: omitted[1],
-        severity: 'warning' as const,
-        message: `this server does not install it: ${omitted[3]}`,
-      },
-    ];
-  });
+  return rows
+    .filter((r) => !reported.has(`${r.file}\u0000${r.entry_key}`))
+    .map((r) => ({
+      file: r.file,
+      entry: r.entry_key,
+      severity: 'warning' as const,
+      message: `this server does not install it: ${r.reason}`,
+    }));
 }
 
 /** validate --online: the server's validate_rollups, one line per rollup; answers the number of mismatches. */

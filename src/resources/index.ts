@@ -48,10 +48,12 @@ export { resourceDrift, type Drift } from './drift.js';
 export {
   planEntries,
   planLines,
+  planOmissions,
   publicationFiles,
   publishResources,
   pruneResources,
   validEntries,
+  type Omission,
   type PlannedEntry,
   type PublishContext,
   type PublishStep,

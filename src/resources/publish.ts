@@ -77,7 +77,7 @@ function storedRevision(json: string): number | null | undefined {
 
 /** Validates the files against the server's view sets; throws RESOURCES_INVALID listing every error. */
 export async function validEntries(
-  ctx: PublishContext,
+  ctx: Pick<PublishContext, 'viewSets'>,
   texts: ReadonlyMap<string, string>,
 ): Promise<{ entries: ValidEntry[]; warnings: string[] }> {
   const folder = publicationOf('', texts);
@@ -165,6 +165,37 @@ function inReferenceOrder(entries: readonly ValidEntry[]): ValidEntry[] {
   };
   for (const entry of entries) visit(entry, new Set());
   return ordered;
+}
+
+/** An entry a plan omits, and why. */
+export interface Omission {
+  readonly file: string;
+  readonly entryKey: string;
+  readonly kind: string;
+  readonly physicalTable: string;
+  readonly reason: string;
+}
+
+/**
+ * The entries of a publication's files that this server's plan omits, and why (`resource_omissions`): what a
+ * publish would warn of. They depend on the files, the view sets' definitions and the installers alone (no
+ * ledger, no served revision), so any key may ask: `orrery resources validate` reports them with any key.
+ */
+export async function planOmissions(
+  ctx: Pick<PublishContext, 'viewSets'>,
+  filesJson: string,
+  scope: object,
+): Promise<Omission[]> {
+  const { entries } = await validEntries(ctx, publishedTexts(publicationFiles(filesJson)));
+  return (await planEntries(entries, [], scope))
+    .filter((p) => p.action === 'omitted')
+    .map(({ entry, reason }) => ({
+      file: entry.file,
+      entryKey: entry.key,
+      kind: entry.kind,
+      physicalTable: entry.physical,
+      reason: reason!,
+    }));
 }
 
 /** The ledger ids (`kind/table/key/hash`) of the entries a plan keeps. */

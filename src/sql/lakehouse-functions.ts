@@ -20,12 +20,24 @@ import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
 import type { ExplainedReads } from './resource-reads.js';
-import { ledgerRows, resourceDrift } from '../resources/index.js';
+import { ledgerRows, planOmissions, resourceDrift, type ServerViewSet } from '../resources/index.js';
 
 // Lakehouse table functions any key may call. Each becomes a temporary table macro on the
 // statement's connection, so they compose with the rest of the query (WHERE, JOIN, ...).
 // Rows of view_instance and process_spans come from the caller's audience-scoped view sets:
 // a process of another audience looks exactly like one that does not exist.
+
+/** The view sets and series tables a server serves, as resources files name their tables. */
+export async function servedViewSets(lakehouse: Lakehouse): Promise<ServerViewSet[]> {
+  return [
+    ...lakehouse.views.all().map((v) => ({ name: v.name, columns: v.columns, loadError: null })),
+    ...[...((await lakehouse.tables?.list())?.values() ?? [])].map((t) => ({
+      name: t.name,
+      columns: t.columns,
+      loadError: null,
+    })),
+  ];
+}
 
 /** Whether a call names a lakehouse table function (any key's or an admin's), defined per statement below. */
 export const isLakehouseFunction = (call: TableFunctionCall): boolean => {
@@ -279,6 +291,18 @@ async function define(
           'cutover TIMESTAMPTZ, backfilled_begin TIMESTAMPTZ, backfilled_end TIMESTAMPTZ, retired_at TIMESTAMPTZ, ' +
           'prune_after TIMESTAMPTZ, pruned_at TIMESTAMPTZ, detail VARCHAR, declaration VARCHAR',
         rows,
+      );
+    }
+    case 'resource_omissions': {
+      arity(name, args, 1);
+      if (typeof args[0] !== 'string')
+        throw invalid('resource_omissions: give the publication as a string: {"files": {"<path>": "<text>", …}}');
+      const omissions = await planOmissions({ viewSets: () => servedViewSets(lakehouse) }, args[0], lakehouse.db);
+      return table(
+        name,
+        'file VARCHAR, entry_key VARCHAR, kind VARCHAR, physical_table VARCHAR, reason VARCHAR',
+        omissions.map((o) => [o.file, o.entryKey, o.kind, o.physicalTable, o.reason].map(quoteLiteral).join(', ')),
+        1,
       );
     }
     case 'resource_drift': {

@@ -15,6 +15,7 @@ import type { DenyRules } from './deny-rules.js';
 import type { Lakehouse } from './lakehouse-session.js';
 import type { DuckDBEngine, TableFunctionCall } from '../engine/index.js';
 import { viewErrors } from '../views/index.js';
+import { servedViewSets } from './lakehouse-functions.js';
 import { sqlErrors } from './errors.js';
 import { type Rollups } from '../rollups/index.js';
 import { publishResources, pruneResources, type PublishContext, type PublishStep } from '../resources/index.js';
@@ -116,14 +117,7 @@ export function publishContextOf({ lakehouse, engine, materializer }: ProcedureC
     rewritePartition: (viewSet, filePath) => materializer.storeColumns(viewSet, filePath),
     db: lakehouse.db,
     store: lakehouse.store,
-    viewSets: async () => [
-      ...lakehouse.views.all().map((v) => ({ name: v.name, columns: v.columns, loadError: null })),
-      ...[...((await lakehouse.tables?.list())?.values() ?? [])].map((t) => ({
-        name: t.name,
-        columns: t.columns,
-        loadError: null,
-      })),
-    ],
+    viewSets: () => servedViewSets(lakehouse),
   };
 }
 

@@ -51,6 +51,7 @@ export const orreryFunctions = {
   prune_resources: 'procedure',
   resource_ledger: 'admin table',
   resource_drift: 'admin table',
+  resource_omissions: 'table',
   percentile_sketch: 'macro',
   percentile: 'macro',
   distinct_sketch: 'macro',
