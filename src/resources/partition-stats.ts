@@ -1,6 +1,6 @@
 // The minmax, set, bloom_filter and text indexes: per partition file of a view set, the column's min and max
 // (and, for set, its distinct values when there are at most 1000; for bloom_filter, a bloom filter of
-// DuckDB's hash() of its distinct values; for text, the trigrams of its lowercased tokens), kept in Postgres beside the partitions, with
+// DuckDB's hash() of its distinct values; for text, the trigrams of its lowercased tokens: see text-index.ts), kept in Postgres beside the partitions, with
 // what the index reads and its DuckDB type (resource_indexes) so queries can skip partitions by them.
 // Computed by the server's DuckDB, which opens the lake wherever it is (a folder or S3). Backfilled
 // newest partition first; a file already done is skipped, so an interrupted install resumes.
@@ -21,6 +21,7 @@ import {
   postedShare,
   postedTokens,
   postingsShare,
+  tokensOf,
   trigramBitmap,
 } from './text-index.js';
 import type { ValidEntry } from './validation.js';
@@ -226,7 +227,7 @@ async function writeTextCopy(
        WITH source AS (SELECT * FROM ${rows} WHERE ${kept}),
        chosen AS (SELECT unnest([${tokens}]::VARCHAR[]) AS t),
        posted AS (
-         SELECT * FROM (SELECT DISTINCT file_row_number AS r, unnest(regexp_extract_all(lower(${index.expression}), '[0-9a-z]{3,}')) AS t FROM source)
+         SELECT * FROM (SELECT DISTINCT file_row_number AS r, unnest(${tokensOf(index.expression)}) AS t FROM source)
           SEMI JOIN chosen USING (t))
        SELECT source.* EXCLUDE (file_row_number), posted.r AS __orr_row,
               row_number() OVER (ORDER BY posted.t, posted.r) - 1 AS __orr_position
@@ -329,7 +330,7 @@ async function textStatistics(
   const trigrams = `list(DISTINCT substring(t, i, 3))`;
   const found = await ctx.lakeRows(
     `WITH vals AS (SELECT ${expression} AS v, file_row_number AS r, ${g} FROM ${grouping.source}),
-     tokens AS (SELECT DISTINCT g, r, unnest(regexp_extract_all(lower(v), '[0-9a-z]{3,}')) AS t FROM vals),
+     tokens AS (SELECT DISTINCT g, r, unnest(${tokensOf('v')}) AS t FROM vals),
      total AS (SELECT ${key} AS g, count(*) AS n FROM vals ${by}),
      counted AS (SELECT g, t, count(*) AS c FROM tokens GROUP BY g, t),
      chosen AS (

@@ -6,52 +6,95 @@
 // search itself is still evaluated on them: the index only skips).
 
 /**
- * A text index's characters: the ASCII letters and digits a token is made of (DuckDB's lower() of the value,
- * split on every other character). A substring search's run of these characters lies inside one token of
- * every value it matches, so the trigrams of its run are trigrams of that token (ClickHouse's ngrambf, exact).
+ * A text index's tokens: the runs of three or more letters, digits and marks (Unicode's L, N and M) of
+ * DuckDB's lower() of a value, as DuckDB's regexp_extract_all finds them. The searched text is split by the
+ * same SQL (see asciiRuns): lower() maps each character to one (σ and final ς differ, 'İ' becomes 'i'),
+ * which JavaScript's toLowerCase does not, so a search and the values it matches are lowercased alike. A
+ * substring search's run of these characters lies inside one token of every value it matches, so the
+ * trigrams of its run are trigrams of that token (ClickHouse's ngrambf, exact).
  */
-const tokenCharacters = '0123456789abcdefghijklmnopqrstuvwxyz';
-const trigramBits = tokenCharacters.length ** 3;
+export const tokensOf = (sql: string): string => `regexp_extract_all(lower(${sql}), '[\\p{L}\\p{N}\\p{M}]{3,}')`;
 
-/** A trigram's bit in a text index's bitmap; -1 when it holds another character. */
-function trigramBit(trigram: string): number {
-  if (trigram.length !== 3) return -1;
-  let bit = 0;
+/** The ASCII token characters: a trigram of them has its own bit; any other trigram's bit is hashed. */
+const asciiCharacters = '0123456789abcdefghijklmnopqrstuvwxyz';
+const asciiBits = asciiCharacters.length ** 3;
+
+/** A trigram's bit among the ASCII trigrams' (its three characters), -1 when it holds another character. */
+function asciiBit(trigram: string): number {
+  let [bit, n] = [0, 0];
   for (const c of trigram) {
-    const i = tokenCharacters.indexOf(c);
+    const i = asciiCharacters.indexOf(c);
     if (i < 0) return -1;
-    bit = bit * tokenCharacters.length + i;
+    bit = bit * asciiCharacters.length + i;
+    n++;
   }
-  return bit;
+  return n === 3 ? bit : -1;
 }
 
-/** A bitmap of trigrams of [0-9a-z] (46656 bits), a bit set for each trigram given. */
-export function trigramBitmap(trigrams: readonly string[]): Buffer {
-  const bitmap = Buffer.alloc(trigramBits / 8);
-  for (const bit of trigrams.map(trigramBit)) if (bit >= 0) bitmap[bit >> 3] |= 1 << (bit & 7);
-  return bitmap;
+/** FNV-1a of a trigram's UTF-16 code units: its bit among a bitmap's hashed bits. */
+function hashOf(trigram: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < trigram.length; i++) h = Math.imul(h ^ trigram.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }
 
 /**
- * The runs of ASCII letters and digits, three or more long, of a searched text, lowercased: a value matching
- * the search holds each inside one of its tokens. Sound for `ILIKE`, `LIKE` (`%`, `_` and any escape are not
- * letters or digits, so they only end runs) and `contains`: a shorter word, or one of other characters,
- * yields none and skips nothing.
+ * A trigram's bit in a bitmap of `bytes` bytes: an ASCII trigram's own (below 46,656); another's hashed over
+ * the bits after those (at least 64). Null for another trigram in a bitmap of ASCII trigrams alone (one
+ * written before other tokens were indexed: it cannot tell).
  */
-export const searchedRuns = (searched: string): string[] => searched.toLowerCase().match(/[0-9a-z]{3,}/g) ?? [];
+function trigramBit(trigram: string, bytes: number): number | null {
+  const ascii = asciiBit(trigram);
+  if (ascii >= 0) return ascii;
+  const hashed = bytes * 8 - asciiBits;
+  return hashed > 0 ? asciiBits + (hashOf(trigram) % hashed) : null;
+}
 
-const trigramsOf = (run: string): string[] => Array.from({ length: run.length - 2 }, (_, i) => run.slice(i, i + 3));
+/**
+ * A bitmap of trigrams, a bit set for each trigram given: the 46,656 ASCII trigrams' bits (exact), then the
+ * other trigrams' hashed over a power of two of bits, eight per distinct one (64 to 2^20: about 12 % of
+ * other trigrams' bits are set, a search needs each of its trigrams').
+ */
+export function trigramBitmap(trigrams: readonly string[]): Buffer {
+  const others = new Set(trigrams.filter((t) => asciiBit(t) < 0)).size;
+  let hashed = 64;
+  while (hashed < others * 8 && hashed < 1 << 20) hashed *= 2;
+  const bitmap = Buffer.alloc((asciiBits + hashed) / 8);
+  for (const t of trigrams) {
+    const bit = trigramBit(t, bitmap.length)!;
+    bitmap[bit >> 3] |= 1 << (bit & 7);
+  }
+  return bitmap;
+}
 
-/** The trigrams a value must hold for a substring search to match it: those of each of its runs (see searchedRuns). */
-export const searchedTrigrams = (searched: string): string[] => [
-  ...new Set(searchedRuns(searched).flatMap(trigramsOf)),
-];
+/** A character other than ASCII (see asciiRuns). */
+const nonAscii = /[^\p{ASCII}]/u;
+
+/**
+ * A searched text's runs of letters, digits and marks, three or more long, lowercased, when it is ASCII
+ * alone: JavaScript's runs of [0-9a-z], which are DuckDB's tokensOf of it. Null for another text: its runs
+ * are DuckDB's (partition-pruning.ts asks). A value matching the search holds each run inside one of its
+ * tokens: sound for `ILIKE`, `LIKE` (`%`, `_` and any escape are not letters or digits, so they only end
+ * runs) and `contains`; a shorter word yields none and skips nothing.
+ */
+export function asciiRuns(searched: string): string[] | null {
+  return !nonAscii.test(searched) ? (searched.toLowerCase().match(/[0-9a-z]{3,}/g) ?? []) : null;
+}
+
+/** A token's trigrams, by characters (DuckDB's substring counts code points: 'é' may be 'e' and a mark). */
+export const trigramsOf = (run: string): string[] => {
+  const characters = Array.from(run);
+  return Array.from({ length: characters.length - 2 }, (_, i) => characters.slice(i, i + 3).join(''));
+};
+
+/** The trigrams a value must hold for a substring search of these runs to match it. */
+export const searchedTrigrams = (runs: readonly string[]): string[] => [...new Set(runs.flatMap(trigramsOf))];
 
 /** Whether a bitmap of trigrams holds every one of these (false: no token it was made of holds them all). */
 export function mayContain(bitmap: Buffer, trigrams: readonly string[]): boolean {
   return trigrams.every((t) => {
-    const bit = trigramBit(t);
-    return bit < 0 || bit >= bitmap.length * 8 || (bitmap[bit >> 3] & (1 << (bit & 7))) !== 0;
+    const bit = trigramBit(t, bitmap.length);
+    return bit === null || (bitmap[bit >> 3] & (1 << (bit & 7))) !== 0;
   });
 }
 
@@ -70,13 +113,28 @@ export const postedShare = 8;
 export const postingsShare = 2;
 export const postedTokens = 1024;
 
-const version = 1;
+/**
+ * 2: tokens of any letters (UTF-8), the unposted bitmap of any length (see trigramBitmap). 1 (still read):
+ * tokens of [0-9a-z] alone (latin1), the bitmap of their trigrams alone, which cannot tell of a run of other
+ * letters, so such a run restricts no row by them (see rowsMatching).
+ */
+const version = 2;
 
-/** Postings as stored: version, rows, the unposted bitmap, then each token with its rows as gaps (varints). */
+/**
+ * Postings as stored: version, rows, the unposted bitmap's bytes and the bitmap, then each token (its UTF-8
+ * bytes: at most 255 characters) with its rows as gaps (varints).
+ */
 export function encodePostings({ rows, unposted, tokens }: Postings): Buffer {
-  const parts: Buffer[] = [Buffer.from([version]), uint32(rows), unposted, uint32(tokens.size)];
+  const parts: Buffer[] = [
+    Buffer.from([version]),
+    uint32(rows),
+    uint32(unposted.length),
+    unposted,
+    uint32(tokens.size),
+  ];
   for (const [token, list] of tokens) {
-    parts.push(Buffer.from([token.length]), Buffer.from(token, 'latin1'), uint32(list.length));
+    const bytes = Buffer.from(token, 'utf8');
+    parts.push(uint16(bytes.length), bytes, uint32(list.length));
     const gaps: number[] = [];
     let previous = -1;
     for (const row of list) {
@@ -94,24 +152,32 @@ export function encodePostings({ rows, unposted, tokens }: Postings): Buffer {
   return Buffer.concat(parts);
 }
 
+function uint16(n: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(n);
+  return b;
+}
+
 function uint32(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32BE(n);
   return b;
 }
 
-/** Stored postings read back; null for another version (read as no postings: the file is read whole). */
+/** Stored postings read back (version 2 or 1); null for another version (read as no postings: the file is read whole). */
 export function decodePostings(stored: Buffer): Postings | null {
-  if (stored[0] !== version) return null;
-  let at = 1;
-  const rows = stored.readUInt32BE(at);
-  const unposted = stored.subarray((at += 4), (at += trigramBits / 8));
+  const [v] = stored;
+  if (v !== version && v !== 1) return null;
+  const rows = stored.readUInt32BE(1);
+  let at = v === 1 ? 5 : 9;
+  const unposted = stored.subarray(at, (at += v === 1 ? asciiBits / 8 : stored.readUInt32BE(5)));
   const count = stored.readUInt32BE(at);
   at += 4;
   const tokens = new Map<string, number[]>();
   for (let t = 0; t < count; t++) {
-    const length = stored[at++];
-    const token = stored.toString('latin1', at, (at += length));
+    const length = v === 1 ? stored[at] : stored.readUInt16BE(at);
+    at += v === 1 ? 1 : 2;
+    const token = stored.toString(v === 1 ? 'latin1' : 'utf8', at, (at += length));
     const n = stored.readUInt32BE(at);
     at += 4;
     const list: number[] = [];
@@ -132,15 +198,19 @@ export function decodePostings(stored: Buffer): Postings | null {
 }
 
 /**
- * The rows of a file that may match every one of these searches (each given as its runs: see searchedRuns),
+ * The rows of a file that may match every one of these searches (each given as its runs: see asciiRuns),
  * as a bitmap of the file's rows, first row in the first byte's highest bit (DuckDB's BIT); null when the
- * postings cannot tell (a run may lie in an unposted token). A row is left out only when a run of a search
- * lies in none of its tokens.
+ * postings cannot tell (a run may lie in an unposted token, or holds letters other than [0-9a-z] in postings of
+ * version 1, whose bitmap cannot tell of them). A row is left out only when a run of a search lies in none of
+ * its tokens.
  */
 export function rowsMatching(postings: Postings, searches: ReadonlyArray<readonly string[]>): Uint8Array | null {
   let rows: Uint8Array | null = null;
+  // Version 1's tokens are of [0-9a-z] alone (its unposted bitmap holds their trigrams alone): a run of other
+  // letters is in none of them, while a value holding it has its [0-9a-z] part in a posted one.
+  const asciiTokens = postings.unposted.length === asciiBits / 8;
   for (const run of searches.flat()) {
-    if (mayContain(postings.unposted, trigramsOf(run))) continue;
+    if ((asciiTokens && nonAscii.test(run)) || mayContain(postings.unposted, trigramsOf(run))) continue;
     const holding = new Uint8Array(Math.ceil(postings.rows / 8));
     for (const [token, list] of postings.tokens)
       if (token.includes(run)) for (const row of list) holding[row >> 3] |= 0x80 >> (row & 7);

@@ -31,8 +31,9 @@ import {
   audienceStatistics,
   rowCount,
   rowsMatching,
-  searchedRuns,
+  asciiRuns,
   searchedTrigrams,
+  tokensOf,
   storedBy,
   type Postings,
   type InstalledIndex,
@@ -148,7 +149,7 @@ interface Restriction {
 /** A WHERE conjunct a text index can decide: a substring search of the indexed side, by the trigrams a match holds. */
 interface Search {
   readonly expression: Node;
-  /** Its runs of letters and digits (see searchedRuns), and their trigrams. */
+  /** Its runs of letters, digits and marks (see asciiRuns), and their trigrams. */
   readonly runs: string[];
   readonly trigrams: string[];
 }
@@ -171,8 +172,9 @@ function searchOf(conjunct: Node, bindings: Bindings): Search | null {
         ? ((searched.value as Node).type as Node).id === 'VARCHAR' && String((searched.value as Node).value)
         : undefined;
   if (rest.length > 0 || typeof text !== 'string' || isConstant(subject) || subject.class === 'PARAMETER') return null;
-  const runs = searchedRuns(text);
-  return runs.length > 0 ? { expression: subject, runs, trigrams: searchedTrigrams(text) } : null;
+  const runs = asciiRuns(text) ?? searchedRuns.get(text);
+  if (!runs) bindings.untokenized?.add(text);
+  return runs && runs.length > 0 ? { expression: subject, runs, trigrams: searchedTrigrams(runs) } : null;
 }
 
 const flipped: Record<string, string> = {
@@ -296,13 +298,15 @@ interface Bindings {
   readonly risingClock: boolean;
   /** The constant the statement's now() is fixed to (see fixedClock), or null. */
   readonly clock: Node | null;
+  /** Where the searched texts whose runs DuckDB has not found yet are listed (see searchedRuns); such a search decides nothing. */
+  readonly untokenized?: Set<string>;
 }
 
 /** The type each parameter's constant node is bound as (see compatible). */
 const boundTypes = new WeakMap<Node, string>();
 
 /** A statement's bindings for one row of its parameters (a run); NULL or a blob is not bound here. */
-function bindingsOf(statement: Statement, row: number, clock: Node | null): Bindings {
+function bindingsOf(statement: Statement, row: number, clock: Node | null, untokenized?: Set<string>): Bindings {
   const [parameters, texts] = [new Map<string, Node>(), new Map<string, string>()];
   if (statement.parameters && row < statement.parameters.numRows)
     for (const [i, bound] of boundTexts(statement.parameters, row).entries()) {
@@ -316,7 +320,7 @@ function bindingsOf(statement: Statement, row: number, clock: Node | null): Bind
       parameters.set(String(i + 1), node);
       if (bound.type === 'VARCHAR') texts.set(String(i + 1), bound.text);
     }
-  return { parameters, texts, risingClock: statement.ownTransaction === true, clock };
+  return { parameters, texts, risingClock: statement.ownTransaction === true, clock, untokenized };
 }
 
 /**
@@ -635,14 +639,19 @@ function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget
  * What an index can decide of the WHEREs on a view set's rows, when the statement reads them alone (see
  * readsAlone): the reading SELECT's, and those of the SELECTs reading it through subqueries that pass rows through.
  */
-function restrictionsOn(statement: Statement, view: ViewSet, clock: Node | null): Conjunction | null {
+function restrictionsOn(
+  statement: Statement,
+  view: ViewSet,
+  clock: Node | null,
+  untokenized?: Set<string>,
+): Conjunction | null {
   const readers = readingSelects(statement.tree, statement.shape, view, statement.viewOf);
   if (!readers) return null;
   const budget = { left: alternativeLimit };
   const qualifier = readers[0].qualifier;
   const none = () => ({ restrictions: [], searches: [], alternatives: [], outer: [] });
   const run = (row: number): Conjunction => {
-    const bindings = bindingsOf(statement, row, clock);
+    const bindings = bindingsOf(statement, row, clock, untokenized);
     const each = readers.map((reader) => {
       const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
         node.where_clause
@@ -736,6 +745,8 @@ const isNull = (c: Node): boolean =>
 /** What statements compute again and again, bounded: kept while fewer than the limit, then started over. */
 const conditions = new Map<string, string | null>();
 const hashes = new Map<string, bigint[] | null>();
+/** The runs of searched texts other than ASCII ones, as DuckDB's tokensOf finds them (see asciiRuns), by text. */
+const searchedRuns = new Map<string, string[]>();
 /** Whether a file's statistics meet a condition of constants, by index, condition and file. */
 const decisions = new Map<string, boolean>();
 function remember<T>(cache: Map<string, T>, key: string, value: T, limit = 1000): void {
@@ -865,7 +876,12 @@ export class PartitionPruning {
   }
 
   private async kept(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
-    const on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock) : null;
+    const untokenized = new Set<string>();
+    let on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock, untokenized) : null;
+    if (on && untokenized.size > 0) {
+      await this.tokenize(untokenized);
+      on = restrictionsOn(this.statement, view, this.clock);
+    }
     if (!on || !decides(on)) return files;
     const indexes: Array<{ index: InstalledIndex; key: string }> = [];
     for (const index of await recentIndexes(this.db, view.name)) {
@@ -911,6 +927,16 @@ export class PartitionPruning {
     for (const partition of files.filter((f) => skipped.has(f)))
       this.pruned.push({ table: view.name, partition, index: skipped.get(partition)! });
     return files.filter((f) => !skipped.has(f));
+  }
+
+  /** Finds the runs of searched texts by DuckDB's own lower() and tokenizing (see asciiRuns), into searchedRuns. */
+  private async tokenize(texts: ReadonlySet<string>): Promise<void> {
+    const list = [...texts];
+    const values = list.map((t, i) => `(${i}, ${quoteLiteral(t)})`).join(', ');
+    for (const [i, runs] of await this.engine.values(
+      `SELECT i, to_json(${tokensOf('t')})::VARCHAR FROM (VALUES ${values}) AS v(i, t)`,
+    ))
+      remember(searchedRuns, list[Number(i)], JSON.parse(String(runs)) as string[]);
   }
 
   /**

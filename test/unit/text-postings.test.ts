@@ -4,8 +4,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { copyRange, decodePostings, rowCount, rowsMatching, searchedRuns } from '../../src/resources/index.js';
+import {
+  asciiRuns,
+  copyRange,
+  decodePostings,
+  mayContain,
+  rowCount,
+  rowsMatching,
+  searchedTrigrams,
+} from '../../src/resources/index.js';
 import { encodePostings, trigramBitmap } from '../../src/resources/text-index.js';
+
+const searchedRuns = (searched: string): string[] => asciiRuns(searched)!;
 
 const rows = 3_000_000;
 /** Rows with gaps of 1, 127, 128, 16_383, 16_384 and 2_097_152 (varints of one to four bytes). */
@@ -36,6 +46,44 @@ describe('text index postings (issue 13)', () => {
       ],
     );
     assert.equal(decodePostings(Buffer.concat([Buffer.from([9]), stored.subarray(1)])), null);
+  });
+
+  it('reads back tokens of any letters, and tells their trigrams apart from others', () => {
+    // DuckDB's tokens of 'Größe σίσυφοσ e\u0301cole 日本語': lower(), then runs of letters, digits and marks.
+    const tokens = ['größe', 'σίσυφοσ', 'e\u0301cole', '日本語', 'a'.repeat(200) + 'ö'.repeat(55)];
+    const unposted = trigramBitmap(searchedTrigrams(['привет', 'σίσυφος']));
+    const postings = decodePostings(
+      encodePostings({ rows: 9, unposted, tokens: new Map(tokens.map((t, i) => [t, [i]])) }),
+    )!;
+    assert.deepEqual([...postings.tokens.keys()], tokens);
+    assert.deepEqual(postings.unposted, unposted);
+    assert.ok(mayContain(postings.unposted, searchedTrigrams(['привет'])));
+    assert.ok(mayContain(postings.unposted, searchedTrigrams(['σίσυφος'])));
+    // The final sigma's trigram is another trigram: 'φοσ' is not 'φος'.
+    assert.ok(!mayContain(postings.unposted, searchedTrigrams(['σίσυφοσ'])));
+    assert.ok(!mayContain(postings.unposted, searchedTrigrams(['größe'])));
+    // A decomposed 'é' is two characters: its trigrams are those of code points, as DuckDB's substring counts.
+    assert.deepEqual(searchedTrigrams(['e\u0301co']), ['e\u0301c', '\u0301co']);
+    assert.equal(rowCount(rowsMatching(postings, [['größe']])!), 1);
+    assert.equal(rowCount(rowsMatching(postings, [['öße']])!), 1);
+    assert.equal(rowsMatching(postings, [['привет']]), null);
+    // A bitmap of ASCII trigrams alone (written before other tokens were indexed) cannot tell of other trigrams.
+    const asciiOnly = trigramBitmap(['str', 'tra']).subarray(0, 46_656 / 8);
+    assert.ok(mayContain(asciiOnly, searchedTrigrams(['straße'])));
+    assert.ok(!mayContain(asciiOnly, searchedTrigrams(['große'])));
+    assert.equal(asciiRuns('Größe'), null);
+    // Version 1's postings (tokens of [0-9a-z] alone): 'Straße 0' was posted as 'stra', so its rows are those
+    // of 'stra' for a search of 'stra', and a run of other letters ('straße') restricts none.
+    const version1 = Buffer.concat([
+      Buffer.from([1, 0, 0, 0, 4]),
+      asciiOnly.map(() => 0),
+      Buffer.from([0, 0, 0, 1, 4, ...Buffer.from('stra'), 0, 0, 0, 1, 3]),
+    ]);
+    const old = decodePostings(version1)!;
+    assert.deepEqual([...old.tokens], [['stra', [2]]]);
+    assert.deepEqual(rowsMatching(old, [['stra']]), Uint8Array.from([0b00100000]));
+    assert.equal(rowsMatching(old, [['straße']]), null);
+    assert.deepEqual(asciiRuns('%TimeOut_after%'), ['timeout', 'after']);
   });
 
   it("gives the rows of the tokens holding each run, none when a run may lie in an unposted token, and DuckDB's get_bit reads them", async () => {
