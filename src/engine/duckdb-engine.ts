@@ -45,7 +45,8 @@ export interface EngineOptions {
   /**
    * Target size of each Arrow batch produced (default 2 MiB). Against 1 MiB, ADBC's Go driver spends ~15 % less
    * CPU per large result (it pays per batch), and the server and pyarrow no more; a batch stays well under the
-   * 4 MiB that grpc-go clients accept by default (bench/latency/PROFILE.md, twelfth pass).
+   * 4 MiB that grpc-go clients accept by default (bench/latency/PROFILE.md, twelfth pass). The native exporter cuts
+   * before the row that would pass it; the JavaScript converter (lists, structs) after the chunk that did.
    */
   readonly batchBytes?: number;
   /**

@@ -65,6 +65,11 @@ async function nativeTakes(sql: string): Promise<boolean> {
   }
 }
 
+/** A batch's buffers' bytes, as its IPC body carries them (each buffer padded to 8 bytes). */
+function bodyBytes(batch: RecordBatch): number {
+  return batch.data.children.reduce((n, c) => n + c.byteLength, 0);
+}
+
 function rows(table: Table): unknown[][] {
   const out: unknown[][] = [];
   for (let r = 0; r < table.numRows; r++)
@@ -172,9 +177,34 @@ describe('native Arrow export', () => {
       300000,
     );
     assert.ok(batches.length > 20, `${batches.length} batches`);
-    const sizes = batches.slice(0, -1).map((b) => b.data.children.reduce((n, c) => n + c.byteLength, 0));
-    assert.ok(Math.min(...sizes) >= 64 * 1024, `smallest batch ${Math.min(...sizes)} bytes`);
-    assert.ok(Math.max(...sizes) < 256 * 1024, `largest batch ${Math.max(...sizes)} bytes`);
+    const sizes = batches.slice(0, -1).map(bodyBytes);
+    assert.ok(Math.min(...sizes) >= 60 * 1024, `smallest batch ${Math.min(...sizes)} bytes`);
+    assert.ok(Math.max(...sizes) <= 64 * 1024, `largest batch ${Math.max(...sizes)} bytes`);
+  });
+
+  // #10: a batch is cut before the row that would take it past the target, not after the chunk slice
+  // that did: 2,048 rows of 200 integers (3.2 MB) or 256 rows of 12 KiB strings (3 MiB) went out
+  // whole, many times the target and past the 4 MiB gRPC clients accept by default.
+  it('keeps every batch within the byte target, however wide its rows', async () => {
+    const integers = Array.from({ length: 200 }, (_, c) => `range + ${c} AS c${c}`).join(', ');
+    const cases = [
+      { sql: `SELECT ${integers} FROM range(5000)`, rows: 5000 },
+      {
+        sql: "SELECT range AS i, repeat('x', 12 * 1024 - 8) || lpad(CAST(range AS VARCHAR), 8, '0') AS s FROM range(1000)",
+        rows: 1000,
+      },
+    ];
+    for (const { sql, rows: expected } of cases) {
+      const { table, batches } = await collect(native, sql);
+      assert.equal(table.numRows, expected);
+      for (const batch of batches)
+        assert.ok(bodyBytes(batch) <= 64 * 1024, `a batch of ${bodyBytes(batch)} bytes: ${sql}`);
+      for (const batch of batches.slice(0, -1))
+        assert.ok(bodyBytes(batch) > 0.85 * 64 * 1024, `a batch of ${bodyBytes(batch)} bytes: ${sql}`);
+    }
+    const { table } = await collect(native, cases[1].sql);
+    for (const r of [0, 4, 5, 999])
+      assert.equal(table.getChild('s')!.get(r), 'x'.repeat(12 * 1024 - 8) + String(r).padStart(8, '0'));
   });
 
   // Issue 8: Arrow's string offsets are int32, so a batch is cut before a column's bytes pass 2 GiB. The

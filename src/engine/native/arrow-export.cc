@@ -2,9 +2,9 @@
 //
 // The JavaScript converter pays one thread hop per 2048-row chunk and builds every buffer on
 // the event loop. Here a thread of the exporter's own fetches chunks from DuckDB a few ahead,
-// and a libuv worker appends them to per-column Arrow buffers until a batch reaches its byte
-// target, then hands back one allocation: free room for the sender's framing, then the body
-// (the buffers, each padded to 8 bytes, in Arrow IPC order), plus its layout. JavaScript wraps
+// and a libuv worker appends them to per-column Arrow buffers up to a batch's byte target (cut
+// before the row that would pass it), then hands back one allocation: free room for the sender's
+// framing, then the body (the buffers, each padded to 8 bytes, in Arrow IPC order), plus its layout. JavaScript wraps
 // the body in Arrow data without copying it. Column layouts are chosen by the caller (the
 // Arrow types are decided in TypeScript); this file only knows how to fill them.
 
@@ -13,6 +13,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -116,19 +117,17 @@ struct Column {
   Buffer values;   // fixed-width values, bool bits, or binary offsets
   Buffer data;     // binary: the bytes
 
-  size_t byteLength() const { return validity.size + values.size + data.size; }
-
-  // How many of rows [start, start + count) of a binary vector fit before the batch's bytes pass
-  // `maxBytes`: Arrow's utf8 and binary offsets are int32, so a batch holds at most 2 GiB - 1 of them.
-  idx_t RowsFitting(duckdb_vector vector, idx_t start, idx_t count, size_t maxBytes) const {
-    const uint64_t *mask = duckdb_vector_get_validity(vector);
-    const duckdb_string_t *slots = static_cast<const duckdb_string_t *>(duckdb_vector_get_data(vector)) + start;
-    size_t total = data.size;
-    for (idx_t i = 0; i < count; i++) {
-      if (rowValid(mask, start + i)) total += slots[i].value.inlined.length;
-      if (total > maxBytes) return i;
+  // Bits a row takes in this column's fixed-width buffers: its validity bit (counted whether or not
+  // the batch gets a validity buffer), then its value, or its offset for binary columns.
+  size_t rowBits() const {
+    switch (kind) {
+      case kFixed: return 1 + 8 * size_t(param);
+      case kScaled: return 1 + 64;
+      case kBool: return 1 + 1;
+      case kDecimal128: return 1 + 128;
+      case kBinary: return 1 + 32;
     }
-    return count;
+    return 0;
   }
 
   void start() {
@@ -281,7 +280,14 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       if (kinds[i] < kFixed || kinds[i] > kBinary) throw Napi::TypeError::New(env, "Exporter: unknown column layout " + std::to_string(kinds[i]));
       columns_.emplace_back(Kind(kinds[i]), kinds[i + 1]);
     }
-    batchBytes_ = size_t(info[2].As<Napi::Number>().Int64Value());
+    const size_t batchBytes = size_t(std::max<int64_t>(0, info[2].As<Napi::Number>().Int64Value()));
+    // Each of a column's buffers (validity, values or offsets, bytes) is padded to 8 bytes in the batch.
+    const size_t padding = 3 * 7 * columns_.size();
+    budgetBits_ = 8 * (batchBytes > padding ? batchBytes - padding : 0);
+    for (size_t c = 0; c < columns_.size(); c++) {
+      rowBits_ += columns_[c].rowBits();
+      if (columns_[c].kind == kBinary) binary_.push_back(c);
+    }
     headroom_ = pad8(size_t(info[3].As<Napi::Number>().Int64Value()));
     const int64_t maxBinary = info[4].As<Napi::Number>().Int64Value();
     if (maxBinary <= 0 || maxBinary > INT32_MAX) throw Napi::TypeError::New(env, "Exporter: maxBinaryBytes must be in [1, 2^31 - 1]");
@@ -317,8 +323,6 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     }
     for (Column &c : columns_) c.start();
     size_t rows = 0;
-    bool hasBinary = false;
-    for (const Column &c : columns_) hasBinary |= c.kind == kBinary;
     while (!finished_) {
       if (!chunk_) {
         chunk_ = TakeChunk(error);
@@ -330,14 +334,10 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
           break;
         }
       }
-      // Variable-width rows go in slices, so one chunk of long strings cannot overshoot the target by much.
-      idx_t count = hasBinary ? std::min<idx_t>(chunkSize_ - chunkOffset_, 256) : chunkSize_ - chunkOffset_;
-      for (size_t c = 0; c < columns_.size(); c++) {
-        if (columns_[c].kind != kBinary) continue;
-        count = columns_[c].RowsFitting(duckdb_data_chunk_get_vector(chunk_, c), chunkOffset_, count, maxBinaryBytes_);
-      }
+      const idx_t count = RowsWithin(chunkSize_ - chunkOffset_, rows);
       if (count == 0) {
-        // The next row's strings would push an offset past int32: it starts the next batch.
+        // The next row would take the batch past its byte target, or push an offset past int32: it
+        // starts the next batch.
         if (rows > 0) break;
         error = "Invalid Input Error: a value of more than " + std::to_string(maxBinaryBytes_) +
                 " bytes does not fit in an Arrow batch (32-bit offsets)";
@@ -351,9 +351,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       rows += count;
       chunkOffset_ += count;
       if (chunkOffset_ == chunkSize_) DropChunk();
-      size_t bytes = 0;
-      for (const Column &c : columns_) bytes += c.byteLength();
-      if (bytes >= batchBytes_) break;
+      else break;  // cut before the chunk's next row (RowsWithin)
     }
     batch.rows = rows;
     if (rows > 0) Assemble(batch);
@@ -362,6 +360,48 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       c.nullCount = 0;
     }
     return true;
+  }
+
+  // How many of the current chunk's next `count` rows the batch (holding `rows` rows) takes. It stops
+  // before the row that would take the batch's buffers, padding included, past the byte target (a
+  // batch's first row goes in however wide it is), so that a batch stays within the target whatever
+  // its rows' width: cut after the fact, a chunk of wide rows (2,048 rows of a few KiB) overshot it
+  // several times over, past the 4 MiB that gRPC clients accept by default (#10). It also stops before
+  // a row whose strings would take a binary column past maxBinaryBytes: Arrow's utf8 and binary
+  // offsets are int32, so a batch holds at most 2 GiB - 1 of them. 0: the next row starts the next
+  // batch (or, for a batch's first row, cannot fit in one at all).
+  idx_t RowsWithin(idx_t count, size_t rows) const {
+    // In bits, as validity and bool buffers take one a row; every column counts its validity bits.
+    size_t used = 0;
+    for (const Column &c : columns_) used += 8 * (c.values.size + c.data.size) + rows;
+    if (binary_.empty()) {
+      if (used + rowBits_ > budgetBits_) return rows == 0 ? 1 : 0;
+      return std::min<idx_t>(count, (budgetBits_ - used) / rowBits_);
+    }
+    struct Strings {
+      const uint64_t *mask;
+      const duckdb_string_t *slots;
+      size_t bytes;
+    };
+    std::vector<Strings> strings;
+    for (size_t c : binary_) {
+      duckdb_vector vector = duckdb_data_chunk_get_vector(chunk_, c);
+      strings.push_back({duckdb_vector_get_validity(vector),
+                         static_cast<const duckdb_string_t *>(duckdb_vector_get_data(vector)) + chunkOffset_, columns_[c].data.size});
+    }
+    for (idx_t i = 0; i < count; i++) {
+      size_t bits = rowBits_;
+      for (Strings &s : strings) {
+        if (!rowValid(s.mask, chunkOffset_ + i)) continue;
+        const size_t length = s.slots[i].value.inlined.length;
+        s.bytes += length;
+        if (s.bytes > maxBinaryBytes_) return i;
+        bits += 8 * length;
+      }
+      used += bits;
+      if (used > budgetBits_ && rows + i > 0) return i;
+    }
+    return count;
   }
 
   void Done() { busy_ = false; }
@@ -533,7 +573,9 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   duckdb_result ownResult_{};
   duckdb_result *result_ = nullptr;  // the caller's, or &ownResult_ once Run has run
   std::vector<Column> columns_;
-  size_t batchBytes_ = 1 << 20;
+  size_t budgetBits_ = 0;  // the batch's byte target less its buffers' padding, in bits (RowsWithin)
+  size_t rowBits_ = 0;     // bits a row takes in the fixed-width buffers, over all columns
+  std::vector<size_t> binary_;  // the binary columns' indices
   size_t headroom_ = 0;
   size_t maxBinaryBytes_ = INT32_MAX;
   duckdb_data_chunk chunk_ = nullptr;
