@@ -3,7 +3,8 @@
 // statements read such a set's partitions and merge them, never a projection's copies nor index statistics
 // (readingSelects), so they would be bytes no statement reads. Were copies read, those lacking process_id and
 // target would merge two processes' rows of one minute and level into one (s10-projmerge). Answers stay the
-// extract's, for every key. A projection of log_entries published with them is installed and read. Real
+// extract's, for every key. A projection of log_entries published with them is installed and read. Those a
+// server before the rule installed are retired by the next publish and dropped by prune past their 7 days. Real
 // server, Postgres, DuckDB and Flight SQL client over a socket.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -12,9 +13,9 @@ import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Table } from 'apache-arrow';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { runResourcesCli } from '../../src/resources/index.js';
+import { installerOf, registerInstaller, runResourcesCli, type ResourceInstaller } from '../../src/resources/index.js';
 import { adminKey, readerKey } from '../support/orrery-process.js';
-import { publishFolder, useAudiencesOrrery } from '../support/publish.js';
+import { publishFolder, runCliAs, useAudiencesOrrery } from '../support/publish.js';
 
 const views = ['blocks', 'processes', 'streams', 'log_entries', 'log_stats'];
 /** Reads multiplicity (count, avg) and sums, restricting the projection's sort column, naming only stored columns. */
@@ -141,5 +142,84 @@ describe('a projection or a statistics index on a set whose read merges is omitt
     await round(2);
     assert.deepEqual(await answers(), await truths());
     assert.equal(provenanceOf(await fixture.admin.query(query))?.projections, undefined);
+  });
+
+  it('installed before the rule (a server that planned them): the next publish retires them, prune drops them 7 days on', async () => {
+    const { metadata, address } = fixture.orrery;
+    // A server before 87f3287 and 50ec4fa: its installers planned no omission for a set whose read merges rows.
+    const installers = new Map<string, ResourceInstaller>(
+      ['projection', 'index'].map((kind) => [kind, installerOf(kind, metadata)!]),
+    );
+    for (const [kind, installer] of installers)
+      registerInstaller(kind as 'projection' | 'index', { ...installer, unsupported: () => null }, metadata);
+    try {
+      const old = await publishFolder(address, dir);
+      assert.equal(old.status, 0, old.err.join('\n'));
+      assert.match(old.text, /^backfill projection by_level on log_stats .*partition\(s\) to copy/m);
+    } finally {
+      for (const [kind, installer] of installers)
+        registerInstaller(kind as 'projection' | 'index', installer, metadata);
+    }
+    const onLogStats = async (): Promise<number> =>
+      Number(
+        (
+          await metadata.query<{ n: string }>(
+            `SELECT (SELECT count(*) FROM resource_projections WHERE view_set_name = 'log_stats')
+                  + (SELECT count(*) FROM resource_projection_files WHERE view_set_name = 'log_stats')
+                  + (SELECT count(*) FROM resource_indexes WHERE view_set_name = 'log_stats') AS n`,
+          )
+        ).rows[0].n,
+      );
+    assert.ok((await onLogStats()) > 3, 'the old plan installed a projection, its copies and two indexes');
+    assert.deepEqual(await answers(), await truths());
+    const ledger = async () =>
+      (
+        await metadata.query<{ entry_key: string; retired: boolean; pruned: boolean; days: number }>(
+          `SELECT entry_key, retired_at IS NOT NULL AS retired, pruned_at IS NOT NULL AS pruned,
+                  round(extract(epoch FROM prune_after - retired_at) / 86400)::int AS days
+             FROM resource_ledger WHERE physical_table = 'log_stats' ORDER BY entry_key`,
+        )
+      ).rows;
+    // The next publish (no file changes) plans them as omitted: what it no longer declares is retired for 7 days.
+    const next = await publishFolder(address, dir);
+    assert.equal(next.status, 0, next.err.join('\n'));
+    for (const line of [
+      /^retired projection by_level on log_stats \([0-9a-f]+\) for 7 days$/m,
+      /^retired index level_minmax on log_stats \([0-9a-f]+\) for 7 days$/m,
+      /^retired index target_text on log_stats \([0-9a-f]+\) for 7 days$/m,
+    ])
+      assert.match(next.text, line);
+    const retired = { retired: true, pruned: false, days: 7 };
+    assert.deepEqual(
+      await ledger(),
+      ['by_level', 'level_minmax', 'target_text'].map((entry_key) => ({ entry_key, ...retired })),
+    );
+    assert.deepEqual(await answers(), await truths());
+    // Within the 7 days prune keeps them; past them (prune_after moved back, as the days would) it drops them.
+    const kept = await runCliAs(adminKey.key, address, 'resources', ['prune']);
+    assert.equal(kept.status, 0, kept.err.join('\n'));
+    assert.match(kept.text, /^kept projection by_level on log_stats \([0-9a-f]+\): retired until \d{4}-/m);
+    assert.ok((await onLogStats()) > 3);
+    await metadata.query(
+      "UPDATE resource_ledger SET prune_after = now() - interval '1 second' WHERE physical_table = 'log_stats'",
+    );
+    const pruned = await runCliAs(adminKey.key, address, 'resources', ['prune']);
+    assert.equal(pruned.status, 0, pruned.err.join('\n'));
+    assert.match(
+      pruned.text,
+      /^dropped projection by_level on log_stats \([0-9a-f]+\): \d+ projection file\(s\) queued/m,
+    );
+    assert.match(pruned.text, /^dropped index level_minmax on log_stats /m);
+    assert.match(pruned.text, /^pruned 3 retired resource\(s\)$/m);
+    assert.equal(await onLogStats(), 0);
+    assert.deepEqual(
+      (await ledger()).map((r) => [r.entry_key, r.pruned]),
+      [
+        ['by_level', true],
+        ['level_minmax', true],
+        ['target_text', true],
+      ],
+    );
+    assert.deepEqual(await answers(), await truths());
   });
 });
