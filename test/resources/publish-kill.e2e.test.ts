@@ -5,7 +5,9 @@
 // a publish is refused naming the dead holder of the lock until its lease runs out (within a minute);
 // the next publish resumes, rewriting only the files the killed one had not, and the column is read.
 // Then the `orrery publish` process itself SIGKILLed mid-backfill while its server lives: the server stops the
-// step when the call goes, the lock is free within a minute, and the next publish resumes the same way.
+// step when the call goes, the lock is free within a minute, and the next publish resumes the same way. Then
+// SIGKILLed between its install and serve steps: the lock, handed over to its token, expires within a minute, and
+// the next publish (the same publication) serves it, with nothing left installing and the lock released.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -37,7 +39,7 @@ const queries = [
   "SELECT properties->>'pod' AS pod, count(*) AS n FROM log_entries GROUP BY 1 ORDER BY 1",
 ];
 
-describe('a publication killed mid-backfill resumes from the ledger (issue 13)', { timeout: 300_000 }, () => {
+describe('a publication killed mid-backfill resumes from the ledger (issue 13)', { timeout: 480_000 }, () => {
   let postgres: TestPostgres;
   const lakeDir = mkdtempSync(join(tmpdir(), 'orrery-kill-lake-'));
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-kill-data-'));
@@ -99,6 +101,26 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
     );
     assert.equal(await holding(entry), partitions);
     for (const [sql, rows] of await everyAnswer(port)) assert.deepEqual(rows, answers.get(sql), sql);
+  };
+
+  /** A real `orrery publish --dir <dir>` process against the server on `port`, its output kept. */
+  const publishProcess = (port: number) => {
+    const child = spawn(process.execPath, [orrery, 'publish', '--dir', dir], {
+      env: { ...process.env, ORRERY_FLIGHT_SQL_ADDR: `127.0.0.1:${port}`, ORRERY_API_KEY: admin.key },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let printed = '';
+    child.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
+    const exited = once(child, 'exit');
+    return {
+      child,
+      printed: () => printed,
+      kill: async () => {
+        child.kill('SIGKILL');
+        await exited;
+      },
+    };
   };
 
   before(async () => {
@@ -197,21 +219,13 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
         pod_upper: { column: { table: 'log_entries', expression: "upper(properties->>'pod')" } },
       };
       writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
-      const cli = spawn(process.execPath, [orrery, 'publish', '--dir', dir], {
-        env: { ...process.env, ORRERY_FLIGHT_SQL_ADDR: `127.0.0.1:${port}`, ORRERY_API_KEY: admin.key },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let printed = '';
-      cli.stdout.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-      cli.stderr.on('data', (chunk: Buffer) => (printed += chunk.toString()));
-      const exited = once(cli, 'exit');
+      const cli = publishProcess(port);
       // Killed as soon as a first file holds the new column: no process is left to present its lock token.
       while ((await holding('pod_upper')) === 0) {
-        assert.equal(cli.exitCode, null, printed);
+        assert.equal(cli.child.exitCode, null, cli.printed());
         await sleep(10);
       }
-      cli.kill('SIGKILL');
-      await exited;
+      await cli.kill();
       const killedAt = Date.now();
       // The server sees the call gone, stops the step and releases the lock; at worst its lease runs out.
       await lockFreed(killedAt, 75_000, 'CLI');
@@ -220,6 +234,89 @@ describe('a publication killed mid-backfill resumes from the ledger (issue 13)',
       assert.ok(done < partitions, `${done} of ${partitions} files rewritten after the CLI was killed`);
       await resumes(port, 'pod_upper', done);
     } finally {
+      await server.stop();
+    }
+  });
+
+  it('the CLI SIGKILLed between its install and serve steps: the lock expires within a minute; the next publish serves', async () => {
+    const { child: server, port } = await startServeChild(env);
+    const serverPid = server.child.pid!;
+    const blocker = await postgres.pool.connect();
+    try {
+      const resources = {
+        pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
+        pod_upper: { column: { table: 'log_entries', expression: "upper(properties->>'pod')" } },
+        pod_lower: { column: { table: 'log_entries', expression: "lower(properties->>'pod')" } },
+      };
+      writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+      mkdirSync(join(dir, 'views'), { recursive: true });
+      writeFileSync(
+        join(dir, 'views', 'minute_counts.sql'),
+        `CREATE MATERIALIZED VIEW minute_counts WITH (
+  extract_query = $$SELECT date_bin('1 minute', time) AS time_bin, count(*) AS n, audience FROM log_entries
+    WHERE insert_time >= '{begin}' AND insert_time < '{end}' GROUP BY ALL$$,
+  count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+  merge_partitions_query = $$SELECT time_bin, sum(n) AS n, audience FROM {source} GROUP BY ALL$$,
+  update_group = 4000,
+  time_column = 'time_bin'
+)
+`,
+      );
+      // The view set definitions held against writes (reads go on): the CLI, its install step done, waits in its
+      // views step, which runs between install and serve, and is killed there.
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE lakehouse_view_set_definitions IN EXCLUSIVE MODE');
+      const cli = publishProcess(port);
+      while (!/^Applying 1 change\(s\)/m.test(cli.printed())) {
+        assert.equal(cli.child.exitCode, null, cli.printed());
+        await sleep(20);
+      }
+      await cli.kill();
+      await blocker.query('ROLLBACK');
+      const killedAt = Date.now();
+      assert.match(cli.printed(), /^installed: 3 entr\(ies\) ready; serve next$/m);
+      assert.doesNotMatch(cli.printed(), /^served publication/m);
+      assert.equal(await holding('pod_lower'), partitions);
+      const state = async () =>
+        (
+          await postgres.pool.query<{ ledger: string; served: boolean }>(
+            `SELECT (SELECT state FROM resource_ledger WHERE entry_key = 'pod_lower') AS ledger,
+                    (SELECT served_at IS NOT NULL FROM resource_publications ORDER BY id DESC LIMIT 1) AS served`,
+          )
+        ).rows[0];
+      // Installed, not served: the publication is recorded but not the served head.
+      assert.deepEqual(await state(), { ledger: 'ready', served: false });
+      // The install step handed the lock to the dead CLI's token: another publish is refused until it expires.
+      const refused = await publish(port);
+      assert.equal(refused.status, 1);
+      assert.match(
+        refused.err,
+        new RegExp(
+          `another installation holds the resources lock: publish \\(install\\) by .* on host .*, pid ${serverPid}, since`,
+        ),
+      );
+      await lockFreed(killedAt, 75_000, 'CLI');
+      // The next publish: the same files, so the same publication; nothing to install again; served; lock released.
+      const resumed = await publish(port);
+      assert.equal(resumed.status, 0, `${resumed.out}\n${resumed.err}`);
+      const id = /^no file changes: publication (\d+) again/m.exec(resumed.out)?.[1];
+      assert.ok(id, resumed.out);
+      assert.match(resumed.out, /^installed column pod_lower on log_entries .*: ready; checked again for drift$/m);
+      assert.match(resumed.out, new RegExp(`^served publication ${id}$`, 'm'));
+      assert.deepEqual(await state(), { ledger: 'ready', served: true });
+      assert.deepEqual((await postgres.pool.query('SELECT * FROM resource_locks')).rows, []);
+      assert.equal(await holding('pod_lower'), partitions);
+      for (const [sql, rows] of await everyAnswer(port)) assert.deepEqual(rows, answers.get(sql), sql);
+      const client = clientFor(port, admin);
+      try {
+        const names = (await client.query('SELECT view_set_name FROM list_view_set_definitions()')).toArray();
+        assert.ok(names.some((r: Record<string, unknown>) => r.view_set_name === 'minute_counts'));
+      } finally {
+        client.close();
+      }
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => {});
+      blocker.release();
       await server.stop();
     }
   });
