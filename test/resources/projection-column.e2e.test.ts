@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import { plainRows, refusal } from '../lakehouse/lakehouse-fixtures.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { assertReads, copyRows } from '../support/projections.js';
@@ -92,5 +93,96 @@ describe("a projection sorted by a column entry: the spec's example by_pod (issu
     const now = await everyAnswer();
     for (const [sql, rows] of answers) assert.deepEqual(now.get(sql), rows, sql);
     await assertReads(fixture.admin, queries, 'by_pod');
+  });
+
+  it('an entry an existing column satisfies, one storing some columns, an async pair; a statement naming __orr_', async () => {
+    // A statement naming the stored column itself: no key's view binds it, so it fails as it would without it.
+    const [{ column_name: stored }] = (
+      await fixture.orrery.metadata.query<{ column_name: string }>(
+        "SELECT column_name FROM resource_columns WHERE entry_key = 'pod_name'",
+      )
+    ).rows;
+    const direct = (name: string) => `SELECT count(*) AS n FROM log_entries WHERE ${name} = 'pod-1'`;
+    writeFileSync(
+      join(dir, 'resources', 'logs.resources.json'),
+      JSON.stringify({
+        resources: {
+          pod_name: { column: { table: 'log_entries', expression: "properties->>'k8s.pod.name'" } },
+          pod_name_filter: { index: { table: 'log_entries', column: 'pod_name', kind: 'bloom_filter' } },
+          by_pod: { projection: { table: 'log_entries', order_by: ['pod_name', 'time'] } },
+          // `exe` computes it: nothing is stored, and by_exe sorts by exe.
+          service: { column: { table: 'log_entries', expression: 'exe' } },
+          by_exe: { projection: { table: 'log_entries', order_by: ['service'] } },
+          // By a column entry, storing msg only (and the sort, audience and time columns).
+          by_pod_msg: { projection: { table: 'log_entries', order_by: ['pod_name', 'time'], columns: ['msg'] } },
+          // Both async: the column is backfilled after serving, then the projection copied sorted by it.
+          pod_upper: {
+            column: { table: 'log_entries', expression: "upper(properties->>'k8s.pod.name')", async: true },
+          },
+          by_pod_upper: { projection: { table: 'log_entries', order_by: ['pod_upper'], async: true } },
+        },
+      }),
+    );
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.doesNotMatch(run.text, /warning/);
+    assert.match(run.text, /^satisfied column service on log_entries: the column exe computes it$/m);
+    assert.match(run.text, /^backfill projection by_exe on log_entries \(by service\): 3 of 3 partition\(s\)/m);
+    assert.match(
+      run.text,
+      /^backfill projection by_pod_msg on log_entries \(by pod_name, time\): 3 of 3 partition\(s\)/m,
+    );
+    // The async pair after serving, the column first.
+    const served = run.out.findIndex((l) => l.startsWith('served publication'));
+    const ready = (key: string) => run.out.findIndex((l) => l.startsWith(`ready `) && l.includes(` ${key} `));
+    assert.ok(served >= 0 && served < ready('pod_upper') && ready('pod_upper') < ready('by_pod_upper'), run.text);
+
+    const { rows } = await fixture.orrery.metadata.query<{ entry_key: string; order_by: string[]; columns: string[] }>(
+      "SELECT entry_key, order_by, columns FROM resource_projections WHERE entry_key <> 'by_pod' ORDER BY 1",
+    );
+    const upper = rows.find((r) => r.entry_key === 'by_pod_upper')!.order_by[0];
+    assert.match(upper, /^__orr_[0-9a-f]{16}$/);
+    assert.deepEqual(
+      rows.map((r) => [r.entry_key, r.order_by, r.columns]),
+      [
+        ['by_exe', ['exe'], null],
+        ['by_pod_msg', [stored, 'time'], [stored, 'audience', 'msg', 'time']],
+        ['by_pod_upper', [upper], null],
+      ],
+    );
+    const now = await everyAnswer();
+    for (const [sql, rows] of answers) assert.deepEqual(now.get(sql), rows, sql);
+    const more = [
+      "SELECT msg FROM log_entries WHERE exe = 'svc1' ORDER BY msg",
+      "SELECT msg FROM log_entries WHERE upper(properties->>'k8s.pod.name') = 'POD-2' ORDER BY msg",
+    ];
+    for (const sql of more)
+      for (const [who, client] of suite.clients())
+        assert.deepEqual(
+          await plainRows(client, sql),
+          await plainRows(client, sql.replace('WHERE ', 'WHERE (').replace(' ORDER', ') OR false ORDER')),
+          `${who}: ${sql}`,
+        );
+    // The narrower by_pod_msg serves the statements reading msg by the stored column, not those reading * or
+    // properties (the expression left as written), which by_pod serves.
+    const reads = (entries: ReadonlyArray<readonly [string, boolean]>, projection: string) =>
+      assertReads(fixture.admin, entries, projection);
+    await reads(
+      [queries[0], queries[1]].map(([sql]) => [sql, true] as const),
+      'by_pod_msg',
+    );
+    await reads(
+      [queries[2], queries[3]].map(([sql]) => [sql, true] as const),
+      'by_pod',
+    );
+    await assertReads(fixture.admin, [[more[0], true]], 'by_exe');
+    await assertReads(fixture.admin, [[more[1], true]], 'by_pod_upper');
+    // (The candidate bindings DuckDB suggests are the view's columns nearest the name: never a stored one.)
+    for (const [who, client] of suite.clients()) {
+      const { code, details } = await refusal(client.query(direct(stored)));
+      assert.equal(code, (await refusal(client.query(direct('__orr_0000000000000000')))).code, who);
+      assert.match(details, new RegExp(`^Binder Error: Referenced column "${stored}" not found in FROM clause!`), who);
+      assert.doesNotMatch(details.replaceAll(stored, ''), /__orr_/, who);
+    }
   });
 });
