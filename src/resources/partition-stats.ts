@@ -54,10 +54,8 @@ export function mayHold(filter: Buffer, h: bigint): boolean {
 }
 
 /** The SQL expression an index reads: a column entry's expression, or the physical column. */
-function indexedExpression(entry: ValidEntry & { kind: 'index' }, entries: readonly ValidEntry[]): string {
-  const column = entries.find((e) => e.kind === 'column' && e.file === entry.file && e.key === entry.column);
-  return column?.kind === 'column' ? `(${column.expression})` : `"${entry.column.replace(/"/g, '""')}"`;
-}
+const indexedExpression = (entry: ValidEntry & { kind: 'index' }): string =>
+  entry.indexedExpression === undefined ? `"${entry.column.replace(/"/g, '""')}"` : `(${entry.indexedExpression})`;
 
 const dayOf = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString().slice(0, 10);
 
@@ -76,7 +74,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
       `SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL${entry.indexKind === 'text' ? ' AND copy_path IS NOT NULL' : ''}`,
       hash,
     );
-  const expression = indexedExpression(entry, ctx.entries);
+  const expression = indexedExpression(entry);
   // What the index reads and its type, recorded first, also on a set with no partition yet: queries use
   // each partition's statistics as they land, the daemon indexes the partitions that land from now on,
   // and a bloom_filter index's set is written with Parquet bloom filters from now on.

@@ -38,7 +38,15 @@ export type ValidEntry = ResourceEntry & {
         /** An existing column of the table that computes the same expression, which satisfies the entry. */
         readonly satisfiedBy: string | null;
       }
-    | { readonly kind: 'index' }
+    | {
+        readonly kind: 'index';
+        /**
+         * The SQL it reads when its column names a column entry of its file: that entry's expression.
+         * Absent for a physical column, so the hash of an index on one stays; a changed expression changes
+         * the hash (its statistics are of other values), so publish installs it anew and retires the old one.
+         */
+        readonly indexedExpression?: string;
+      }
     | {
         readonly kind: 'projection';
         /**
@@ -121,7 +129,22 @@ class FileChecker {
         });
       else valid.push({ ...entry, physical: table.physical, unsupported: unsupported as string | null });
     }
-    return valid.map((entry) => (entry.kind === 'projection' ? this.withSortedBy(entry, valid) : entry));
+    return valid.map((entry) =>
+      entry.kind === 'projection'
+        ? this.withSortedBy(entry, valid)
+        : entry.kind === 'index'
+          ? this.withIndexedExpression(entry, valid)
+          : entry,
+    );
+  }
+
+  /** An index with the expression it reads, when its column names a column entry (see indexedExpression). */
+  private withIndexedExpression(entry: ValidEntry & { kind: 'index' }, valid: readonly ValidEntry[]): ValidEntry {
+    const { columns } = this.tables.get(entry.table) as Resolved;
+    // A name of both is read as the table's column (nameType warns).
+    if (columns.some((c) => c.name.toLowerCase() === entry.column.toLowerCase())) return entry;
+    const column = valid.find((e) => e.key === entry.column);
+    return column?.kind === 'column' ? { ...entry, indexedExpression: column.expression } : entry;
   }
 
   /** A projection with the physical columns it sorts by, when its order_by names a column entry (see sortedBy). */

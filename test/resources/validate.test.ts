@@ -67,6 +67,10 @@ describe('resources validation (issue 13)', () => {
     const projection = result.entries[2];
     assert.ok(projection.kind === 'projection');
     assert.deepEqual(projection.sortedBy, [column.storedName, 'time']);
+    // The index reads the column entry's expression, part of its hash: a changed expression is another index.
+    const index = result.entries[1];
+    assert.ok(index.kind === 'index');
+    assert.equal(index.indexedExpression, "properties->>'k8s.pod.name'");
     const [byTime] = (
       await validateResources(
         [
@@ -376,6 +380,7 @@ describe('resources validation (issue 13)', () => {
         resources: {
           exe: { column: { table: 'log_entries', expression: 'exe' } },
           by_exe: { projection: { table: 'log_entries', order_by: ['exe'] } },
+          exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
         },
       }),
     );
@@ -386,10 +391,18 @@ describe('resources validation (issue 13)', () => {
         'warning',
         "projection.order_by 'exe' names both column entry 'exe' and the column exe of log_entries; it is read as the column",
       ),
+      at(
+        'exe_set',
+        'warning',
+        "index.column 'exe' names both column entry 'exe' and the column exe of log_entries; it is read as the column",
+      ),
     ]);
     const exe = result.entries[0];
     assert.ok(exe.kind === 'column');
     assert.equal(exe.satisfiedBy, 'exe');
+    // The index reads the column, as the warning says: no expression of the entry's.
+    const index = result.entries[2];
+    assert.ok(index.kind === 'index' && !('indexedExpression' in index));
   });
 
   it('local files cannot declare objects; resources files take no overlays', async () => {
