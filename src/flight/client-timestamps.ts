@@ -30,11 +30,24 @@ export function zonedTimestamps(headers: ReadonlyMap<string, string>): boolean {
   return !/^grpc-java/i.test(headers.get('user-agent') ?? '');
 }
 
-/** The schema as sent to a client: unchanged, or with every timestamp's zone removed. */
+/**
+ * The schema as sent to a client: unchanged, or with every timestamp's zone removed. The zone-less one is made once
+ * per schema: its wire encoding is kept per Schema object (wire/ipc), and a new object each call was encoded again at
+ * each of a JDBC statement's three calls (#10).
+ */
 export function schemaForClient(schema: Schema, zoned: boolean): Schema {
-  if (zoned || !schema.fields.some((f) => hasZone(f.type))) return schema;
-  return new Schema(schema.fields.map(withoutZone), schema.metadata);
+  if (zoned) return schema;
+  let zoneless = zonelessSchemas.get(schema);
+  if (!zoneless) {
+    zoneless = schema.fields.some((f) => hasZone(f.type))
+      ? new Schema(schema.fields.map(withoutZone), schema.metadata)
+      : schema;
+    zonelessSchemas.set(schema, zoneless);
+  }
+  return zoneless;
 }
+
+const zonelessSchemas = new WeakMap<Schema, Schema>();
 
 /**
  * The parameter schema announced to every client: timestamps in milliseconds. The JDBC driver (18.x and 19.0)
