@@ -332,8 +332,38 @@ const isGzip = (payload: Uint8Array): boolean => payload[0] === 0x1f && payload[
 /**
  * The first byte of a payload the server compressed, before the brotli stream (which has no magic bytes of its
  * own): wire type 6 in protobuf (none such exists), not '{' and not gzip's, so every payload says what it is.
+ * NDJSON payloads carry it, and protobuf ones stored before PROTOBUF_BROTLI_MARK (their content is told apart
+ * only once decompressed).
  */
 const BROTLI_MARK = 0xce;
+
+/**
+ * The first byte of a protobuf payload the server compressed (wire type 7: none such exists either), then the
+ * content's length as a varint, then the brotli stream. The materializer hands such a payload as it is to the
+ * native decoder, which decompresses it on its own thread beside the statement: no decompression beforehand
+ * to learn what it holds, and the length bounds the ordered read's memory as the content's would.
+ */
+const PROTOBUF_BROTLI_MARK = 0xcf;
+
+/** A PROTOBUF_BROTLI_MARK payload's content length and where its stream starts; null for another payload. */
+function protobufBrotliHead(payload: Uint8Array): { size: number; start: number } | null {
+  if (payload[0] !== PROTOBUF_BROTLI_MARK) return null;
+  let size = 0;
+  for (let i = 1, shift = 1; i < payload.length && i <= 7; i++, shift *= 128) {
+    size += (payload[i] & 0x7f) * shift;
+    if (payload[i] < 0x80) return { size, start: i + 1 };
+  }
+  return null;
+}
+
+/**
+ * The content length of a protobuf payload the server compressed (PROTOBUF_BROTLI_MARK), which the native
+ * decoder reads as stored; null for any other payload (or one whose length is damaged), whose content is known
+ * only once decompressed.
+ */
+export function storedProtobufSize(payload: Uint8Array): number | null {
+  return protobufBrotliHead(payload)?.size ?? null;
+}
 
 /**
  * The block with its payload compressed, unless it came so (gzip): payloads are kept until retention deletes
@@ -346,7 +376,8 @@ const BROTLI_MARK = 0xce;
  */
 function compressed(block: StoredBlock): StoredBlock {
   // Compressed as it came (gzip), or already (brotli, by the native seal).
-  if (isGzip(block.payload) || block.payload[0] === BROTLI_MARK) return block;
+  const first = block.payload[0];
+  if (isGzip(block.payload) || first === BROTLI_MARK || first === PROTOBUF_BROTLI_MARK) return block;
   const stream = brotliCompressSync(block.payload, {
     params: {
       [zlib.BROTLI_PARAM_QUALITY]: 0,
@@ -354,9 +385,17 @@ function compressed(block: StoredBlock): StoredBlock {
       [zlib.BROTLI_PARAM_SIZE_HINT]: block.payload.byteLength,
     },
   });
-  const payload = Buffer.allocUnsafe(1 + stream.byteLength);
-  payload[0] = BROTLI_MARK;
-  payload.set(stream, 1);
+  const head: number[] = [];
+  if (block.format === 'ndjson') head.push(BROTLI_MARK);
+  else {
+    head.push(PROTOBUF_BROTLI_MARK);
+    let size = block.payload.byteLength;
+    for (; size >= 0x80; size = Math.floor(size / 128)) head.push((size % 128) | 0x80);
+    head.push(size);
+  }
+  const payload = Buffer.allocUnsafe(head.length + stream.byteLength);
+  payload.set(head, 0);
+  payload.set(stream, head.length);
   return { ...block, payload };
 }
 
@@ -364,7 +403,11 @@ function compressed(block: StoredBlock): StoredBlock {
 export function payloadContent(payload: Uint8Array): Uint8Array {
   if (isGzip(payload)) return gunzipSync(payload);
   if (payload[0] === BROTLI_MARK) return brotliDecompressSync(payload.subarray(1));
-  return payload;
+  if (payload[0] !== PROTOBUF_BROTLI_MARK) return payload;
+  const head = protobufBrotliHead(payload);
+  const content = head === null ? null : brotliDecompressSync(payload.subarray(head.start));
+  if (content === null || content.byteLength !== head?.size) throw new Error('a compressed payload is damaged');
+  return content;
 }
 
 /**

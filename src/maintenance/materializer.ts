@@ -2,7 +2,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
 import { engineErrors, type DuckDBEngine } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
-import { payloadLines } from '../ingestion/index.js';
+import { payloadLines, storedProtobufSize } from '../ingestion/index.js';
 import {
   commitPartition,
   commitPartitions,
@@ -771,8 +771,9 @@ export class Materializer {
     const paths = new Map<BlockRow, string>();
     const indexes = new Map<BlockRow, number>();
     // Logs payloads holding protobuf, one after the other in one scratch file, for __orrery_otlp_logs (which
-    // reads the scratch folder only): a file per payload cost ~1.7 ms of file calls each under load.
-    const bundle = { key: scratchKey('otlp'), sizes: [] as number[] };
+    // reads the scratch folder only): a file per payload cost ~1.7 ms of file calls each under load. `sizes`
+    // are their bytes in the file, `contents` their protobuf's (what the ordered read holds decoded).
+    const bundle = { key: scratchKey('otlp'), sizes: [] as number[], contents: [] as number[] };
     const protobuf = new Set<string>();
     const decodes = source.tag === 'log' ? this.options.protobufLogs : undefined;
     let bundleFile: Promise<FileHandle> | null = null;
@@ -784,9 +785,17 @@ export class Materializer {
         const sharing = objects[o];
         const places = sharing.map(payloadPlace);
         const payloads = await readPayloadsOfObject(store, places);
-        // Decompressed together on libuv's threads.
+        // A protobuf payload the server compressed says so, and goes into the bundle as stored: the table function
+        // decompresses it on the thread that decodes it. Others (NDJSON, protobuf stored before that mark, gzip as
+        // received) are decompressed here together on libuv's threads, to learn what they hold.
         const contents = await Promise.all(
-          payloads.map((p) => (p !== null && decodes ? decodes(p) : Promise.resolve(null))),
+          payloads.map((p) =>
+            p === null || !decodes
+              ? Promise.resolve(null)
+              : storedProtobufSize(p) === null
+                ? decodes(p)
+                : Promise.resolve(p),
+          ),
         );
         for (const [i, b] of sharing.entries()) {
           const content = contents[i];
@@ -801,6 +810,7 @@ export class Materializer {
             const name = protobufPayloadName(scratch.location(bundle.key), bundle.sizes.length);
             indexes.set(b, bundle.sizes.length);
             bundle.sizes.push(content.byteLength);
+            bundle.contents.push(storedProtobufSize(content) ?? content.byteLength);
             protobuf.add(name);
             paths.set(b, name);
             await (await bundleFile).write(content, 0, content.byteLength, position);
@@ -844,7 +854,7 @@ export class Materializer {
     const setup = [`CREATE OR REPLACE TEMP TABLE __blocks AS ${readJson(scratch.location(tempKey), blockColumns)}`];
     const ndjson = withPaths.map((b) => b.path).filter((path) => !protobuf.has(path));
     if (ndjson.length === 0 && source.ordered && ordered) {
-      const firstTimes = mergeFirstTimes(withPaths, bundle.sizes);
+      const firstTimes = mergeFirstTimes(withPaths, bundle.contents);
       if (firstTimes !== null) {
         const rows = orderedProtobufLogs(scratch.location(bundle.key), bundle.sizes, firstTimes);
         return {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { nativeLogsSeal } from '../../src/engine/native-export.js';
-import { payloadContent } from '../../src/ingestion/index.js';
+import { payloadContent, storedProtobufSize } from '../../src/ingestion/index.js';
 import { scanLogs, sealLogsWith } from '../../src/ingestion/otlp/index.js';
 import { protobufOf, random, randomRequest } from '../support/otlp-logs-corpus.js';
 import { adminKey, startTestOrrery } from '../support/orrery-process.js';
@@ -36,7 +36,8 @@ describe('issue 16: the native seal of logs bodies', () => {
           assert.equal(sealed.digest, createHash('sha256').update(body).digest('hex'));
           if (compress) {
             assert.ok(sealed.payload);
-            assert.equal(sealed.payload[0], 0xce, 'marked as brotli, as the JavaScript path marks it');
+            assert.equal(sealed.payload[0], 0xcf, 'marked as brotli of protobuf, as the JavaScript path marks it');
+            assert.equal(storedProtobufSize(sealed.payload), body.length, 'with its length');
             assert.deepEqual(Buffer.from(payloadContent(sealed.payload)), Buffer.from(body));
           } else assert.equal(sealed.payload, undefined, 'a gzip body is stored as received: nothing to compress');
         } else {

@@ -11,23 +11,24 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import { DuckDBEngine, engineErrors } from '../../src/engine/index.js';
 import { nativeLogsPayloads } from '../../src/engine/native-export.js';
 import { isErrorOf } from '../../src/errors/index.js';
 import { payloadContent, payloadLines } from '../../src/ingestion/index.js';
 import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
 import { payloadRows, protobufPayloadName } from '../../src/views/index.js';
-import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
+import { brotliStored, protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
 
 const columns = 'time, target, level, msg, properties::VARCHAR AS properties, trace_id, span_id, filename';
 
-/** The stored forms of a payload: brotli after the marker (what ingestion writes), gzip (as a client sent it), plain. */
+/**
+ * The stored forms of a payload: brotli after the marker and length (what ingestion writes), brotli after the older
+ * marker alone (what it wrote before, and still writes for NDJSON), gzip (as a client sent it), plain.
+ */
 const storedForms = (body: Uint8Array): Array<[string, Uint8Array]> => [
-  [
-    'brotli',
-    Buffer.concat([Buffer.from([0xce]), brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 0 } })]),
-  ],
+  ['brotli', brotliStored(body)],
+  ['brotli, older mark', brotliStored(body, false)],
   ['gzip', gzipSync(body)],
   ['plain', body],
 ];
@@ -75,7 +76,7 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
     let rows = 0;
     for (let round = 0; round < 20; round++) {
       const bodies = Array.from({ length: 30 }, () => protobufOf(randomRequest(next)));
-      const forms = bodies.map((b, i) => storedForms(b)[i % 3][1]);
+      const forms = bodies.map((b, i) => storedForms(b)[i % 4][1]);
       const { native, js } = await bothWays(forms);
       assert.deepEqual(native, js, `round ${round}`);
       rows += js.length;
@@ -129,7 +130,7 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
       ],
     };
     const { native, js } = await bothWays(storedForms(protobufOf(request)).map(([, p]) => p));
-    assert.equal(js.length, 3 * (3 + bodies.length));
+    assert.equal(js.length, 4 * (3 + bodies.length));
     assert.deepEqual(native, js);
   });
 
@@ -146,7 +147,11 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
     const damaged: Array<[string, Uint8Array]> = [
       ['cut protobuf', good.subarray(0, good.length - 3)],
       ['cut brotli', storedForms(good)[0][1].subarray(0, 20)],
-      ['cut gzip', storedForms(good)[1][1].subarray(0, 20)],
+      ['cut brotli, older mark', storedForms(good)[1][1].subarray(0, 20)],
+      ['brotli longer than its stated length', brotliStored(good, true, good.length - 1)],
+      ['brotli shorter than its stated length', brotliStored(good, true, good.length + 1)],
+      ['brotli without its length', Uint8Array.from([0xcf, 0x80, 0x80])],
+      ['cut gzip', storedForms(good)[2][1].subarray(0, 20)],
       // resource_logs { scope_logs { log_records { time_unix_nano: 1, body { string_value: 0xff } } } }
       [
         'invalid UTF-8',

@@ -3,13 +3,15 @@
 // first time, so neither DuckDB's join with __blocks nor its sort runs). Its rows must be exactly those of the
 // extract that joins and sorts (the path for payloads whose times overlap too much), in time order: checked in
 // a real DuckDB engine over random bodies whose records are out of order within a payload and overlap across
-// payloads, equal times in several payloads, payloads without records, NULL block columns; a payload that does
-// not decode fails the statement naming it; first times that do not hold fail rather than yield rows out of order.
+// payloads, in every stored form (decompressed on the read's decode thread), equal times in several payloads,
+// payloads without records, NULL block columns; a payload that does not decode fails the statement naming it;
+// first times that do not hold fail rather than yield rows out of order.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { DuckDBEngine, engineErrors, nativeLogsScan } from '../../src/engine/index.js';
 import { isErrorOf } from '../../src/errors/index.js';
 import {
@@ -22,7 +24,7 @@ import {
   quoteLiteral,
   typedColumns,
 } from '../../src/views/index.js';
-import { protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
+import { brotliStored, protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
 
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries')!;
 const source = logEntries.source as { extract: string; ordered: string };
@@ -114,8 +116,17 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     const next = random(1616);
     let total = 0;
     for (let round = 0; round < 12; round++) {
-      const payloads = Array.from({ length: 25 }, () => protobufOf(randomRequest(next)));
-      const { ordered, sorted } = await bothWays(payloads);
+      const bodies = Array.from({ length: 25 }, () => protobufOf(randomRequest(next)));
+      // In every stored form, mixed as in a lake written by servers of before and after the 0xcf mark: each
+      // payload is decompressed on the read's own decode thread.
+      const forms = [
+        (b: Uint8Array) => brotliStored(b),
+        (b: Uint8Array) => brotliStored(b, false),
+        gzipSync,
+        (b: Uint8Array) => b,
+      ];
+      const payloads = bodies.map((b, i) => forms[(i + round) % forms.length](b));
+      const { ordered, sorted } = await bothWays(payloads, firstTimes(bodies));
       assert.ok(ordered.length > 0);
       assertInTimeOrder(ordered, `round ${round}`);
       assert.deepEqual(text(ordered).sort(), text(sorted).sort(), `round ${round}`);

@@ -243,6 +243,19 @@ export async function partitionFiles(orrery: Orrery, view: string): Promise<stri
 }
 
 /**
+ * Of log_entries' only partition file: its rows, its distinct messages, and its rows whose time is before the row
+ * above's (0: in time order).
+ */
+export function logEntriesInOrder(orrery: Orrery): Promise<unknown[]> {
+  return onlyPartitionRow(
+    orrery,
+    'log_entries',
+    `SELECT count(*)::BIGINT, count(DISTINCT msg)::BIGINT, count(*) FILTER (WHERE time < previous)::BIGINT
+       FROM (SELECT msg, time, lag(time) OVER () AS previous FROM {file})`,
+  );
+}
+
+/**
  * The one row of `sql` over a view set's only partition file (`{file}` in it: read_parquet of that file), read by a
  * DuckDB of the test's own; asserts that the set has one partition file.
  */

@@ -1,6 +1,7 @@
 // Random OTLP logs requests for the tests of the validating scan (issue 16): seeded, so a failure is
 // reproducible; every AnyValue kind, strings with escapes and non-ASCII text, ids of every size, records
 // with and without a time.
+import { brotliCompressSync, constants } from 'node:zlib';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
 
 /** The records' base time (ns). */
@@ -137,4 +138,18 @@ export function sampleRequest(service: string, json: boolean, resources = 1, wit
       ],
     })),
   };
+}
+
+/**
+ * A protobuf body as ingestion stores it compressed: `marked`, the 0xcf mark, its length (a varint) and brotli
+ * (quality 0), as since #16's decompression on the decode thread; else the 0xce mark and brotli, as before it.
+ */
+export function brotliStored(body: Uint8Array, marked = true, length = body.length): Uint8Array {
+  const head = [marked ? 0xcf : 0xce];
+  for (let n = length; marked; n = Math.floor(n / 128)) {
+    head.push(n >= 128 ? (n % 128) | 0x80 : n);
+    if (n < 128) break;
+  }
+  const stream = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 0 } });
+  return Buffer.concat([Buffer.from(head), stream]);
 }

@@ -1,8 +1,8 @@
 // What the ack path does to an OTLP logs protobuf body before storing it (issue 16), in one trip to a libuv
 // worker thread instead of on the event loop: the validating scan (logs-scan.cc), then, for a body of one
 // ResourceLogs (stored whole, the common case), the sha256 of its content (the block id derives from it) and
-// its brotli compression (quality 0, window 2^18, after the 0xce mark: what ingestion-service.ts's
-// `compressed` writes). On the event loop these three took ~45 % of its busy time at 16 senders (brotli 22 %,
+// its brotli compression (quality 0, window 2^18, after the 0xcf mark and the body's length as a varint: what
+// ingestion-service.ts's `compressed` writes for protobuf). On the event loop these three took ~45 % of its busy time at 16 senders (brotli 22 %,
 // the scan 12 %, sha256 11 %), and the event loop is what limits records/s: here they run beside it, on the
 // second core. The id stays what the JavaScript path gives (sha256 of the same bytes); the compressed bytes
 // may differ from zlib's (another entry point of the same library), which nothing depends on: a payload is
@@ -34,7 +34,7 @@ using Sha256Fn = unsigned char *(*)(const unsigned char *data, size_t size, unsi
 constexpr int kBrotliModeGeneric = 0;
 constexpr int kQuality = 0;      // ingestion-service.ts: BROTLI_PARAM_QUALITY
 constexpr int kWindowBits = 18;  // BROTLI_PARAM_LGWIN: a window of 256 KiB bounds each compression's memory
-constexpr uint8_t kBrotliMark = 0xce;  // BROTLI_MARK
+constexpr uint8_t kProtobufBrotliMark = 0xcf;  // PROTOBUF_BROTLI_MARK
 constexpr size_t kDigestBytes = 32;
 
 struct Library {
@@ -85,14 +85,20 @@ class SealWorker : public Napi::AsyncWorker {
     if (!compress_) return;
     const size_t bound = library_.bound(size_);
     if (bound == 0) return;  // too large to bound: the JavaScript path compresses it
-    payload_.reset(new uint8_t[1 + bound]);
-    payload_[0] = kBrotliMark;
+    // The mark, the body's length (a varint: at most 10 bytes), then the stream.
+    payload_.reset(new uint8_t[11 + bound]);
+    size_t head = 0;
+    payload_[head++] = kProtobufBrotliMark;
+    for (uint64_t v = size_; ; v >>= 7) {
+      payload_[head++] = static_cast<uint8_t>(v < 0x80 ? v : (v & 0x7f) | 0x80);
+      if (v < 0x80) break;
+    }
     size_t encoded = bound;
-    if (!library_.compress(kQuality, kWindowBits, kBrotliModeGeneric, size_, data_, &encoded, payload_.get() + 1)) {
+    if (!library_.compress(kQuality, kWindowBits, kBrotliModeGeneric, size_, data_, &encoded, payload_.get() + head)) {
       payload_.reset();
       return;
     }
-    payload_size_ = 1 + encoded;
+    payload_size_ = head + encoded;
   }
 
   void OnOK() override {
@@ -143,8 +149,8 @@ class SealWorker : public Napi::AsyncWorker {
 };
 
 // sealLogs(body: Uint8Array, compress: boolean): Promise<{ scan: Float64Array | null, digest?: Buffer,
-// payload?: Buffer }>: scan as scanLogs gives it; digest (sha256 of the body) and payload (the 0xce mark and
-// the body's brotli stream, when `compress`) only for a body of one ResourceLogs with records.
+// payload?: Buffer }>: scan as scanLogs gives it; digest (sha256 of the body) and payload (the 0xcf mark, the
+// body's length and its brotli stream, when `compress`) only for a body of one ResourceLogs with records.
 Napi::Value SealLogs(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsTypedArray() ||

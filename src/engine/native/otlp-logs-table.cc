@@ -1,6 +1,7 @@
 // Materializing OTLP logs payloads stored as received (issue 16): a DuckDB table function,
 // __orrery_otlp_logs(file VARCHAR, sizes UBIGINT[]), that reads the payloads laid one after the other in a
-// file (each as stored: brotli after the marker byte 0xce, gzip as the client sent it, or plain protobuf),
+// file (each as stored: brotli after the marker byte 0xce or after 0xcf and the length, gzip as the client sent
+// it, or plain protobuf; decompressed here, on the thread that decodes it),
 // decodes each ExportLogsServiceRequest straight into DuckDB vectors on DuckDB's own threads (one payload
 // per thread at a time), and yields the columns read_json gives from the NDJSON lines of the JavaScript
 // path (payloadLines: decodeLogs + logLine in src/ingestion): time BIGINT, target, level INTEGER, msg,
@@ -99,7 +100,8 @@ const Decompressors *FindDecompressors() {
 
 constexpr int kBrotliError = 0, kBrotliSuccess = 1, kBrotliNeedsMoreInput = 2;
 constexpr int kZOk = 0, kZStreamEnd = 1, kZBufError = -5, kZNoFlush = 0;
-constexpr uint8_t kBrotliMark = 0xce;  // BROTLI_MARK (src/ingestion/ingestion-service.ts)
+constexpr uint8_t kBrotliMark = 0xce;          // BROTLI_MARK (src/ingestion/ingestion-service.ts)
+constexpr uint8_t kProtobufBrotliMark = 0xcf;  // PROTOBUF_BROTLI_MARK: the content's length follows, then brotli
 
 struct Failure {
   std::string message;
@@ -158,17 +160,33 @@ void Gunzip(const Decompressors &d, const uint8_t *in, size_t n, std::string &ou
   }
 }
 
+// A PROTOBUF_BROTLI_MARK payload's content length (the varint after the mark) and where its stream starts.
+std::pair<size_t, size_t> ProtobufBrotliHead(const uint8_t *p, size_t n) {
+  uint64_t size = 0;
+  for (size_t i = 1; i < n && i <= 7; i++) {
+    size |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * (i - 1));
+    if (p[i] < 0x80) return {size, i + 1};
+  }
+  throw Failure{"the compressed payload's length is damaged"};
+}
+
 // A stored payload's content (see payloadContent in src/ingestion): the payload itself, or `buffer` holding
 // it decompressed (at most `limit` bytes, 0: all).
 std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::string &buffer, size_t limit) {
   const bool gzip = IsGzip(p, n);
-  if (!gzip && (n == 0 || p[0] != kBrotliMark)) return {p, n};
+  if (!gzip && (n == 0 || (p[0] != kBrotliMark && p[0] != kProtobufBrotliMark))) return {p, n};
   const Decompressors *d = FindDecompressors();
   if (!d) throw Failure{"this Node does not export brotli's decoder and zlib's inflate"};
-  if (gzip)
+  if (gzip) {
     Gunzip(*d, p, n, buffer, limit);
-  else
+  } else if (p[0] == kBrotliMark) {
     Brotli(*d, p + 1, n - 1, buffer, limit);
+  } else {
+    const auto [size, start] = ProtobufBrotliHead(p, n);
+    // Sized once from the stated length, not grown from a guess; one byte more tells a longer stream.
+    Brotli(*d, p + start, n - start, buffer, limit ? std::min(limit, size) : size + 1);
+    if (!limit && buffer.size() != size) throw Failure{"the brotli stream does not hold its stated length"};
+  }
   return {reinterpret_cast<const uint8_t *>(buffer.data()), buffer.size()};
 }
 
