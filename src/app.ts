@@ -415,7 +415,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         log(
           'info',
           `ingest: after a crash, ${replayed.listed} commit group(s) named in the replay marks' windows, ` +
-            `${replayed.readWhole} with rows missing from Postgres, ${replayed.inserted} inserted again`,
+            `${replayed.readWhole} with rows missing from Postgres, ${replayed.inserted} inserted again` +
+            (replayed.refused > 0 ? `, ${replayed.refused} refused by Postgres and left out` : ''),
         );
     }
     const http = new HttpServer({

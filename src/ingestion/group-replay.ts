@@ -143,11 +143,28 @@ export async function readGroup(store: ObjectStore, key: string): Promise<Manife
   return manifest === 'short' ? null : manifest;
 }
 
-/** What a replay did: group objects named in its ranges, those read whole (rows missing), those inserted again. */
+/**
+ * What a replay did: group objects named in its ranges, those read whole (rows missing), those inserted again, and
+ * those whose rows Postgres refused (see replayGroups).
+ */
 export interface Replayed {
   listed: number;
   readWhole: number;
   inserted: number;
+  refused: number;
+}
+
+/** Hears of a group whose rows Postgres refused on their own: its object's key and Postgres's error. */
+export type RefusedGroup = (key: string, error: unknown) => void;
+
+/**
+ * Whether Postgres refused a statement for the rows it was given (SQLSTATE class 22, data exception, or 23, integrity
+ * constraint violation): the same rows would be refused again. Anything else (the database unreachable, a conflict,
+ * a cancelled statement) may pass on a later try, so the replay fails as a whole and is tried again.
+ */
+function refusedRows(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
 }
 
 /** Manifests read at once (an object store's reads are round trips), and checked against Postgres in one query. */
@@ -168,13 +185,19 @@ export interface ReplayRange {
  * Inserts again the rows missing from Postgres of every group object named within one of `ranges`. Only the keys
  * in the ranges are listed, and only each object's manifest (none another writer named, when the range has one) is
  * read; a group is read whole (its payloads checked) only when one of its blocks is missing (`stored` says which
- * are there), and the missing rows of up to 512 groups are inserted in one statement per signal.
+ * are there), and the missing rows of up to 512 groups are inserted in one statement per signal. When Postgres
+ * refuses that statement (not for want of a connection), each of its groups is inserted alone, whole or not at all:
+ * a group refused on its own is left out (`refused` hears of it) and the others are stored, as a request the ingest
+ * path refuses fails alone. Such a group is one whose commit failed after its object was written: its insert, the
+ * same rows, was refused then too, before any 200. Before, one such row failed every group of its batch, and the
+ * start with it (at every start, as long as the mark's window held it).
  */
 export async function replayGroups(
   store: ObjectStore,
   ranges: readonly ReplayRange[],
   stored: (blockIds: readonly string[]) => Promise<ReadonlySet<string>>,
   insert: InsertRows,
+  refused: RefusedGroup = () => {},
 ): Promise<Replayed> {
   const keys = new Set<string>();
   for (const { from, until, writer } of ranges)
@@ -183,7 +206,7 @@ export async function replayGroups(
         if (payloadGroupSecond(key) !== null && (writer === undefined || payloadGroupMayBeBy(key, writer)))
           keys.add(key);
   const sorted = [...keys].sort();
-  const replayed: Replayed = { listed: sorted.length, readWhole: 0, inserted: 0 };
+  const replayed: Replayed = { listed: sorted.length, readWhole: 0, inserted: 0, refused: 0 };
   for (let i = 0; i < sorted.length; i += MANIFESTS_PER_QUERY) {
     const batch = sorted.slice(i, i + MANIFESTS_PER_QUERY);
     const manifests: Array<Manifest | null> = [];
@@ -192,19 +215,38 @@ export async function replayGroups(
     const ids = manifests.flatMap((m) => m?.rows.map((row) => row.blockId) ?? []);
     const present = ids.length > 0 ? await stored(ids) : new Set<string>();
     // The missing rows of the batch's groups, per signal: one statement (one WAL flush) each, every group whole.
-    const missing = new Map<OtlpSignal, BlockRow[]>();
+    const missing = new Map<OtlpSignal, Array<{ key: string; rows: BlockRow[] }>>();
     for (const [j, manifest] of manifests.entries()) {
       if (manifest === null || manifest.rows.every((row) => present.has(row.blockId))) continue;
       replayed.readWhole++;
       const group = await readGroup(store, batch[j]);
       if (group === null) continue;
-      missing.set(group.signal, [
-        ...(missing.get(group.signal) ?? []),
-        ...group.rows.filter((row) => !present.has(row.blockId)),
-      ]);
-      replayed.inserted++;
+      const groups = missing.get(group.signal) ?? [];
+      groups.push({ key: batch[j], rows: group.rows.filter((row) => !present.has(row.blockId)) });
+      missing.set(group.signal, groups);
     }
-    for (const [signal, rows] of missing) await insert(signal, rows, true);
+    for (const [signal, groups] of missing) {
+      try {
+        await insert(
+          signal,
+          groups.flatMap((g) => g.rows),
+          true,
+        );
+        replayed.inserted += groups.length;
+        continue;
+      } catch (error) {
+        if (!refusedRows(error)) throw error;
+      }
+      for (const group of groups)
+        try {
+          await insert(signal, group.rows, true);
+          replayed.inserted++;
+        } catch (error) {
+          if (!refusedRows(error)) throw error;
+          replayed.refused++;
+          refused(group.key, error);
+        }
+    }
   }
   return replayed;
 }
@@ -285,7 +327,7 @@ export class ReplayMarks {
               marked_at < now() - interval '${STALE_MARK}' AS stale
          FROM ingest_marks`,
     );
-    let replayed: Replayed = { listed: 0, readWhole: 0, inserted: 0 };
+    let replayed: Replayed = { listed: 0, readWhole: 0, inserted: 0, refused: 0 };
     if (rows.length > 0) {
       replayed = await this.replay(
         rows.map((r) => ({ from: BigInt(r.replay_from), until: BigInt(r.until), writer: r.writer })),
@@ -413,6 +455,8 @@ export class ReplayMarks {
           ).rows.map((row) => row.block_id),
         ),
       this.insert,
+      (key, error) =>
+        this.log(`ingest replay: the rows of commit group ${key} were refused by Postgres and left out`, error),
     );
   }
 }

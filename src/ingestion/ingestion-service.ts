@@ -108,7 +108,7 @@ export class IngestionService {
    * and inserted.
    */
   recover(): Promise<Replayed> {
-    return this.marks?.recover() ?? Promise.resolve({ listed: 0, readWhole: 0, inserted: 0 });
+    return this.marks?.recover() ?? Promise.resolve({ listed: 0, readWhole: 0, inserted: 0, refused: 0 });
   }
 
   /** Stops setting marks (requests still in flight commit with the WAL flush or are covered by the last mark). */

@@ -14,6 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { payloadLines } from '../../src/ingestion/index.js';
+import { groupManifest, type BlockRow as GroupRow } from '../../src/ingestion/group-replay.js';
+import { payloadGroupKey, payloadGroupMayBeBy } from '../../src/lakehouse/index.js';
 import { EmbeddedPostgres } from '../../src/metadata/embedded-postgres.js';
 import { signal } from '../../src/metadata/os-processes.js';
 import { adminKey } from '../support/orrery-process.js';
@@ -345,6 +347,59 @@ describe('issue 16: a replay reads the window of each mark, exactly', { timeout:
         second.lines.some((line) => /4 with rows missing from Postgres, 4 inserted again/.test(line)),
         second.lines.join('\n'),
       );
+    } finally {
+      await second?.close();
+      await first.close();
+    }
+  });
+
+  it('a group whose rows Postgres refuses is left out; the other groups replayed with it are stored', async () => {
+    const first = await serve();
+    let second: Awaited<ReturnType<typeof startRole>> | undefined;
+    try {
+      const send = sender(first.httpPort, 'refused');
+      for (let i = 0; i < 4; i++) await send(i);
+      const stored = await blocks('refused');
+      assert.equal(stored.length, 4);
+      // A group written whose commit Postgres refused (a NUL in its process's properties, which jsonb cannot hold:
+      // ingestion refuses such a request before it is written, a group object of another making could hold one),
+      // named by the first server in its mark's window.
+      const { rows: files } = await pool.query<{ payload_file: string }>(
+        'SELECT payload_file FROM blocks WHERE block_id = $1',
+        [stored[0].block_id],
+      );
+      const { rows: marks } = await pool.query<{ writer: string }>('SELECT writer::text FROM ingest_marks');
+      const writer = marks.find((m) => payloadGroupMayBeBy(files[0].payload_file, m.writer))!.writer;
+      const key = payloadGroupKey(BigInt(Date.now()) * 1_000_000n, writer);
+      const payload = interleavedLogsRequest(0, { requests: 1, perRequest: 1, t0: 1n, service: 'bad' });
+      const row: GroupRow = {
+        blockId: randomUUID(),
+        streamId: randomUUID(),
+        processId: randomUUID(),
+        audience: 'public',
+        resource: { 'service.name': 'bad', note: 'a\u0000b' },
+        begin: 1n,
+        end: 1n,
+        count: 1,
+        file: key,
+        offset: 0,
+        size: payload.byteLength,
+      };
+      await first.store.putNew(key, [payload, ...groupManifest([payload], 'logs', [row])]);
+      await lose(stored.slice(1));
+
+      // Its rows go in the same replay statement as the three lost groups' (one per signal), which Postgres refuses.
+      second = await serve();
+      assert.deepEqual(
+        (await blocks('refused')).map((b) => b.block_id),
+        stored.map((b) => b.block_id),
+      );
+      assert.equal((await blocks('bad')).length, 0);
+      assert.ok(
+        second.lines.some((line) => /3 inserted again, 1 refused by Postgres and left out/.test(line)),
+        second.lines.join('\n'),
+      );
+      assert.ok(second.lines.some((line) => line.includes(`commit group ${key} were refused`)));
     } finally {
       await second?.close();
       await first.close();

@@ -65,7 +65,7 @@ describe('commit group manifests', () => {
         replayed.push([...r]);
       },
     );
-    assert.deepEqual(n, { listed: 1, readWhole: 1, inserted: 1 });
+    assert.deepEqual(n, { listed: 1, readWhole: 1, inserted: 1, refused: 0 });
     assert.deepEqual(replayed, [rows(key)]);
   });
 
@@ -83,7 +83,7 @@ describe('commit group manifests', () => {
       { from: midnight - second, until: midnight + second },
       { from: midnight, until: midnight + 2n * second },
     ]);
-    assert.deepEqual(n, { listed: 3, readWhole: 3, inserted: 3 });
+    assert.deepEqual(n, { listed: 3, readWhole: 3, inserted: 3, refused: 0 });
     assert.deepEqual(inserted, named.slice(1, 4));
     assert.equal((await replay([{ from: midnight + 4n * second, until: midnight + 9n * second }])).listed, 0);
   });
@@ -99,7 +99,7 @@ describe('commit group manifests', () => {
     const n = await replayGroups(store, [{ ...range, writer: one }], none, async (_, r) => {
       inserted.push(...new Set(r.map((row) => row.file)));
     });
-    assert.deepEqual(n, { listed: 3, readWhole: 3, inserted: 3 });
+    assert.deepEqual(n, { listed: 3, readWhole: 3, inserted: 3, refused: 0 });
     assert.deepEqual(inserted.sort(), [...mine, unnamed].sort());
     assert.equal((await replayGroups(store, [range], none, async () => {})).listed, 4);
   });
@@ -112,15 +112,20 @@ describe('commit group manifests', () => {
     const insert = async (_: unknown, r: readonly BlockRow[]) => void inserted.push([...r]);
     const [first, second] = rows(key);
     const all = await replayGroups(store, range, async () => new Set([first.blockId, second.blockId]), insert);
-    assert.deepEqual(all, { listed: 1, readWhole: 0, inserted: 0 });
+    assert.deepEqual(all, { listed: 1, readWhole: 0, inserted: 0, refused: 0 });
     const one = await replayGroups(store, range, async () => new Set([first.blockId]), insert);
-    assert.deepEqual(one, { listed: 1, readWhole: 1, inserted: 1 });
+    assert.deepEqual(one, { listed: 1, readWhole: 1, inserted: 1, refused: 0 });
     assert.deepEqual(inserted, [[second]]);
     // Its payloads altered: the manifest still says a row is missing, but the whole fails its check.
     const bytes = readFileSync(store.location(key));
     bytes[3] ^= 1;
     writeFileSync(store.location(key), bytes);
-    assert.deepEqual(await replayGroups(store, range, none, insert), { listed: 1, readWhole: 1, inserted: 0 });
+    assert.deepEqual(await replayGroups(store, range, none, insert), {
+      listed: 1,
+      readWhole: 1,
+      inserted: 0,
+      refused: 0,
+    });
   });
 
   it('reads a manifest longer than its first read of the end', async () => {
