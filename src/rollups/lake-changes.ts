@@ -74,6 +74,13 @@ export class LakeChanges {
     return inserts ? 'inserts' : 'none';
   }
 
+  /** Whether the snapshots after `after` up to `upTo` inlined rows into `schema.table` (a range between() answers 'inserts' for). */
+  async inlinedInserts(schema: string, table: string, after: bigint, upTo: bigint): Promise<boolean> {
+    const range = await this.range(after, upTo);
+    const info = await this.table(schema, table, upTo, range.schemaVersion);
+    return !info || range.changes.some(([kind, subject]) => kind === 'inlined_insert' && subject === info.id);
+  }
+
   /**
    * True when every row the snapshots after `after` up to `upTo` inserted into `schema.table` has
    * `timeColumn` at or after `from` (DuckDB's text of it), by the data files' statistics and the rows

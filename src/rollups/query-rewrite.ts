@@ -131,7 +131,7 @@ const rollupAlias = '__rollup';
 /** Aggregates whose value over the rollup's rows equals their value over the raw rows when their arguments are dimensions. */
 const duplicateInsensitive = new Set(['min', 'max', 'bool_and', 'bool_or', 'bit_and', 'bit_or']);
 /** How a stored aggregate is merged across buckets and audiences. */
-const mergeOf: Record<string, string> = {
+export const mergeOf: Record<string, string> = {
   count_star: 'sum',
   count: 'sum',
   sum: 'sum',

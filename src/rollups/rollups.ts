@@ -55,11 +55,21 @@ import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-
 import { storedColumns, type StoredColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { baseTables, copy, type Node } from './tree.js';
-import { fileRows, inlinedRows, type FileRows } from './table-files.js';
+import { fileRows, fileRowsSince, filesSql, inlinedRows, type FileRows, type ListedFile } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
 import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
-import { keepTailSql, keptTailDropMs, keptTailTable, maxKeptRows, tailRows } from './tail-values.js';
+import {
+  keepTailSql,
+  keptTailDropMs,
+  keptTailTable,
+  maxKeptRows,
+  mergedTail,
+  rebaseFiles,
+  tailMerge,
+  tailRows,
+  type TailMerge,
+} from './tail-values.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -286,13 +296,41 @@ const stateKey = (definition: RollupDefinition): string => `${definition.name}\u
 
 const readContext = (keptTails = true): ReadContext => ({ views: new Map(), sets: new Map(), keptTails });
 
-/** A rollup's tail aggregate, kept (see Rollups.keptTail). */
+/** A rollup's tail aggregate kept in a table, or being made (see Rollups.keptTail). */
 interface KeptTail {
-  readonly aggregate: string;
-  /** The table made for it, once made (and not too large). */
-  table: string | null;
-  /** The making of its table, once started (a second statement read the same files). */
-  made: Promise<string | null> | null;
+  /** What it aggregates but its files: the aggregate's statement over no rows in particular, and the columns read. */
+  readonly shape: string;
+  /** Its files by id, each with its delete file (null: none). */
+  readonly files: ReadonlyMap<string, string | null>;
+  /** The making of its table: the table, or null when too large or failed. */
+  readonly made: Promise<string | null>;
+}
+
+/** What is kept of a rollup's tail (see Rollups.keptTail). */
+interface TailEntry {
+  /** The kept aggregate a read may merge with (its table made). */
+  kept: { readonly tail: KeptTail; readonly table: string } | null;
+  /** An aggregate being made, to replace it. */
+  making: KeptTail | null;
+  /** The last listing read (shape and files), and a shape found too large to keep. */
+  seen: string;
+  tooLarge: string | null;
+}
+
+/** A listing's files as kept (see KeptTail.files). */
+const listedFiles = (files: readonly ListedFile[]): Map<string, string | null> =>
+  new Map(files.map((f) => [f.id, f.deletes]));
+
+/** The files of a listing added to a kept one's; null when a kept file is gone or has another delete file. */
+function addedFiles(kept: ReadonlyMap<string, string | null>, files: readonly ListedFile[]): ListedFile[] | null {
+  let found = 0;
+  const added: ListedFile[] = [];
+  for (const f of files) {
+    if (!kept.has(f.id)) added.push(f);
+    else if (kept.get(f.id) !== f.deletes) return null;
+    else found++;
+  }
+  return found === kept.size ? added : null;
 }
 
 const text = (value: unknown): string | null =>
@@ -352,8 +390,15 @@ export class Rollups {
   >();
   /** Tables' rows from their files by schema, table, time column, snapshot and lower bound (see filesOf). */
   private readonly files = new Map<string, Promise<FileRows | null>>();
+  /** The latest listing of a table's rows by schema, table, time column and lower bound, with its snapshot (see filesOf). */
+  private readonly latestListings = new Map<
+    string,
+    { readonly snapshot: bigint; readonly listed: Promise<FileRows | null> }
+  >();
   /** The aggregate of each rollup's tail, kept for the files it was computed from (see keptTail). */
-  private readonly tails = new Map<string, KeptTail>();
+  private readonly tails = new Map<string, TailEntry>();
+  /** How each rollup's aggregate merges over parts of its rows, by its statement (see tailMerge). */
+  private readonly tailMerges = new Map<string, Promise<TailMerge | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Readers' own rows of tables and view sets (see rowsWithin). */
@@ -747,8 +792,9 @@ export class Rollups {
     // Its kept tail's table goes too, as a replaced one does (another process keeps its own until a rollup of this
     // name reads another tail there, or the process ends: at most maxKeptRows rows).
     const tail = this.tails.get(definition.name);
-    if (tail) this.retireTail(tail);
     this.tails.delete(definition.name);
+    if (tail?.kept) this.retireTail(tail.kept.tail);
+    if (tail?.making) this.retireTail(tail.making);
     return definition.name;
   }
 
@@ -1443,16 +1489,42 @@ export class Rollups {
    * The rows of a lake table at a snapshot with `timeColumn` from `from` on (all when null) from the
    * files that hold them (fileRows), listed once per snapshot: a snapshot's files never change, and
    * every process numbers snapshots alike. Null when DuckLake's scan must read them (a listing that
-   * fails included).
+   * fails included). From the latest listing of the same rows at an earlier snapshot when DuckLake's
+   * catalog shows the table unchanged since, or changed only by data files added (fileRowsSince: under
+   * steady ingestion, each read lists the new file alone).
    */
   private filesOf(
-    ...args: [schema: string, table: string, timeColumn: string, snapshot: bigint, from: string | null]
+    schema: string,
+    table: string,
+    timeColumn: string,
+    snapshot: bigint,
+    from: string | null,
   ): Promise<FileRows | null> {
-    const key = JSON.stringify(args.map(String));
+    const key = JSON.stringify([schema, table, timeColumn, String(snapshot), from]);
     let listed = this.files.get(key);
     if (!listed) {
-      listed = fileRows(this.metadata, ...args).catch(() => null);
+      const rows = JSON.stringify([schema, table, timeColumn, from]);
+      const latest = this.latestListings.get(rows);
+      const whole = (): Promise<FileRows | null> => fileRows(this.metadata, schema, table, timeColumn, snapshot, from);
+      listed = (
+        latest && latest.snapshot < snapshot
+          ? latest.listed.then(async (before) => {
+              if (!before) return whole();
+              const change = await this.lakeChanges.between(schema, table, latest.snapshot, snapshot);
+              if (change === 'none') return before;
+              if (
+                change === 'other' ||
+                (await this.lakeChanges.inlinedInserts(schema, table, latest.snapshot, snapshot))
+              )
+                return whole();
+              return (
+                (await fileRowsSince(this.metadata, before, timeColumn, latest.snapshot, snapshot, from)) ?? whole()
+              );
+            })
+          : whole()
+      ).catch(() => null);
       remember(this.files, key, listed);
+      if (!latest || latest.snapshot < snapshot) remember(this.latestListings, rows, { snapshot, listed });
     }
     return listed;
   }
@@ -1486,51 +1558,119 @@ export class Rollups {
         : await this.filesOf('main', definition.base, definition.baseTimeColumn, snapshot, watermark);
     if (!files) return aggregate(source);
     if (files.sql === null) return null;
-    const kept = this.keptTail(definition, aggregate(files.sql), keptTails);
-    if (kept) return tailRows(kept, scope);
     const filter = audienceFilter(scope);
     // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
-    return aggregate(filter ? `SELECT * FROM (${files.sql}) WHERE ${filter}` : files.sql);
+    const own = (rows: string): string => (filter ? `SELECT * FROM (${rows}) WHERE ${filter}` : rows);
+    const kept = await this.keptTail(definition, aggregate, files, keptTails);
+    if (!kept) return aggregate(own(files.sql));
+    if (kept.added.length === 0) return tailRows(kept.table, scope);
+    return mergedTail(
+      kept.merge,
+      `${tailRows(kept.table, scope)}\nUNION ALL SELECT * FROM (${aggregate(own(filesSql(files.columns, kept.added)!))})`,
+    );
   }
 
   /**
-   * The table of a rollup's aggregate of its tail's files (`aggregate`, every audience's rows), kept
-   * while the statements' tail is those files (see tail-values.ts); the latest per rollup. Made in the
-   * background when a second statement reads the same files (under steady ingestion, one read per new
-   * file costs nothing more; a dashboard's repeated reads read it from the third on): null until then,
-   * when it is too large or failed to be made (the statement reads the files), or when the statement
-   * may not read it (`usable` false: it reads the files, and the aggregate is not made for it).
+   * The table of a rollup's aggregate of its tail's files (every audience's rows), kept while the
+   * statements' tail is those files or those plus files written since (see tail-values.ts), and the
+   * files added since with how the parts merge (none: the table is the tail). The latest per rollup,
+   * made in the background: when a rollup whose aggregate merges meets a tail none kept holds, when
+   * rebaseFiles files were added to the kept one's or a second statement reads the same files (its
+   * aggregate merged with theirs), and for a rollup whose aggregate does not merge when a second
+   * statement reads the same files. Null until then, when too large or failed to be made (the
+   * statement reads the files), or when the statement may not read it (`usable` false: it reads the
+   * files, and nothing is made for it).
    */
-  private keptTail(definition: RollupDefinition, aggregate: string, usable: boolean): string | null {
-    const kept = this.tails.get(definition.name);
-    if (kept?.aggregate !== aggregate) {
-      if (kept) this.retireTail(kept);
-      this.tails.set(definition.name, { aggregate, table: null, made: null });
-      return null;
-    }
+  private async keptTail(
+    definition: RollupDefinition,
+    aggregate: (rows: string) => string,
+    files: FileRows,
+    usable: boolean,
+  ): Promise<{ table: string; added: ListedFile[]; merge: TailMerge } | null> {
+    const merge = await this.tailMergeOf(definition);
+    const shape = `${aggregate('SELECT NULL')}\u0000${files.columns}`;
+    const listing = `${shape}\u0000${files.files.map((f) => `${f.id}:${f.deletes ?? ''}`).join(',')}`;
+    let entry = this.tails.get(definition.name);
+    if (!entry) this.tails.set(definition.name, (entry = { kept: null, making: null, seen: '', tooLarge: null }));
+    const again = entry.seen === listing;
+    entry.seen = listing;
     if (!usable) return null;
-    if (!kept.made) {
-      const table = keptTailTable();
-      kept.made = this.engine.execute(keepTailSql(table, aggregate)).then(
-        async (rows) => {
-          if (rows <= maxKeptRows) return table;
-          await this.engine.execute(`DROP TABLE IF EXISTS ${table}`);
-          return null;
-        },
-        () => null,
-      );
-      void kept.made.then((made) => this.tails.get(definition.name) === kept && (kept.table = made));
+    // A kept aggregate of another watermark (or statement) serves no read of this one.
+    if (entry.kept && entry.kept.tail.shape !== shape) {
+      this.retireTail(entry.kept.tail);
+      entry.kept = null;
     }
-    return kept.table;
+    const kept = entry.kept;
+    const added = kept && addedFiles(kept.tail.files, files.files);
+    const all = (table: string): string => `SELECT * FROM ${table}`;
+    // One making at a time; a tail too large to keep is tried again only for a second read of its files.
+    if (!entry.making && (again || entry.tooLarge !== shape)) {
+      if (added === null || (added.length > 0 && !merge)) {
+        if (again || merge) this.keepTail(definition, entry, shape, files.files, aggregate(files.sql!));
+      } else if (added.length > 0 && (again || added.length >= rebaseFiles))
+        this.keepTail(
+          definition,
+          entry,
+          shape,
+          files.files,
+          mergedTail(
+            merge!,
+            `${all(kept!.table)}\nUNION ALL SELECT * FROM (${aggregate(filesSql(files.columns, added)!)})`,
+          ),
+        );
+    }
+    if (!kept || added === null || (added.length > 0 && !merge)) return null;
+    return { table: kept.table, added, merge: merge! };
+  }
+
+  /** Makes the table of a rollup's tail aggregate `sql` over `files` (every audience's rows) in the background, to replace the kept one. */
+  private keepTail(
+    definition: RollupDefinition,
+    entry: TailEntry,
+    shape: string,
+    files: readonly ListedFile[],
+    sql: string,
+  ): void {
+    const table = keptTailTable();
+    const made = this.engine.execute(keepTailSql(table, sql)).then(
+      async (rows) => {
+        if (rows <= maxKeptRows) return table;
+        await this.engine.execute(`DROP TABLE IF EXISTS ${table}`);
+        return null;
+      },
+      () => null,
+    );
+    const tail: KeptTail = { shape, files: listedFiles(files), made };
+    entry.making = tail;
+    void made.then((made) => {
+      if (entry.making === tail) entry.making = null;
+      // A rollup dropped meanwhile keeps nothing.
+      if (this.tails.get(definition.name) !== entry) return this.retireTail(tail);
+      if (made === null) {
+        entry.tooLarge = shape;
+        return;
+      }
+      if (entry.kept) this.retireTail(entry.kept.tail);
+      entry.kept = { tail, table: made };
+    });
+  }
+
+  /** How a rollup's aggregate merges over parts of its rows (tailMerge), worked out once per statement. */
+  private tailMergeOf(definition: RollupDefinition): Promise<TailMerge | null> {
+    let merge = this.tailMerges.get(definition.query);
+    if (!merge) {
+      merge = tailMerge(this.engine, definition).catch(() => null);
+      remember(this.tailMerges, definition.query, merge);
+    }
+    return merge;
   }
 
   /** Drops a replaced tail's table once no statement set up to read it can still run (see keptTailDropMs). */
   private retireTail(kept: KeptTail): void {
-    kept.table = null;
-    const made = kept.made;
-    if (!made) return;
     setTimeout(() => {
-      void made.then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`) : 0)).catch(() => {});
+      void kept.made
+        .then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`) : 0))
+        .catch(() => {});
     }, keptTailDropMs).unref();
   }
 

@@ -18,6 +18,46 @@ import { quoteLiteral } from './rollup-sql.js';
 /** The rows as a SELECT of the table's columns (no WHERE): null when no file holds any (there are none). */
 export interface FileRows {
   readonly sql: string | null;
+  /** The files read, in DuckLake's order (see filesSql). */
+  readonly files: readonly ListedFile[];
+  /** The table's columns as the SELECT reads them. */
+  readonly columns: string;
+  /** What listing the files added since needs (see fileRowsSince). */
+  readonly table: ListedTable;
+}
+
+/** A table's paths, id, time column's type and newest column's first snapshot, as a listing read them. */
+interface ListedTable extends TablePaths {
+  readonly table_id: string;
+  readonly timeType: string;
+  readonly newestColumn: bigint;
+}
+
+/** A data file of a table, with the delete file that applies to it at the snapshot listed (null: none). */
+export interface ListedFile {
+  readonly id: string;
+  readonly path: string;
+  readonly deletes: string | null;
+}
+
+/** The rows of `files` (see FileRows), `columns` of them; null when there are none. */
+export function filesSql(columns: string, files: readonly ListedFile[]): string | null {
+  if (files.length === 0) return null;
+  const whole = files.filter((f) => f.deletes === null);
+  const reads = [
+    ...(whole.length > 0
+      ? [`SELECT ${columns} FROM read_parquet([${whole.map((f) => quoteLiteral(f.path)).join(', ')}])`]
+      : []),
+    ...files.flatMap((f) =>
+      f.deletes === null
+        ? []
+        : [
+            `SELECT ${columns} FROM read_parquet([${quoteLiteral(f.path)}], file_row_number = true)
+              WHERE file_row_number NOT IN (SELECT pos FROM read_parquet([${quoteLiteral(f.deletes)}]))`,
+          ],
+    ),
+  ];
+  return reads.join('\nUNION ALL ');
 }
 
 /** DuckLake column types DuckDB's Parquet reader reads back as the same DuckDB type. */
@@ -128,32 +168,11 @@ export async function fileRows(
   // Rows with the time column at or after `from` ($3; every row when it is null), in Postgres.
   if (!atOrAfter(time.type, '')) return null;
   const after = (value: string): string => `($3::text IS NULL OR ${atOrAfter(time.type, value)!})`;
-  const newestColumn = meta.columns.reduce((most, c) => (BigInt(c.begin) > most ? BigInt(c.begin) : most), 0n);
   const params = [timeColumn, String(snapshot), from];
-  const { rows: files } = await catalog.query<{
-    id: string;
-    path: string;
-    relative: boolean;
-    plain: boolean;
-    deletes: Array<{ path: string; relative: boolean; plain: boolean }> | null;
-  }>(
-    `SELECT f.data_file_id::text AS id, f.path, f.path_is_relative AS relative,
-            (f.begin_snapshot >= $4 AND f.partial_max IS NULL AND f.mapping_id IS NULL AND f.encryption_key IS NULL
-             AND f.partition_id IS NULL AND f.file_format = 'parquet') AS plain,
-            (SELECT json_agg(json_build_object('path', d.path, 'relative', d.path_is_relative,
-                                               'plain', d.format = 'parquet' AND d.encryption_key IS NULL))
-               FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}) AS deletes
-       FROM ${s}.ducklake_data_file f
-       LEFT JOIN ${s}.ducklake_file_column_stats k ON k.data_file_id = f.data_file_id AND k.column_id = (
-            SELECT c.column_id FROM ${s}.ducklake_column c WHERE c.table_id = f.table_id AND c.column_name = $1 AND ${live('c')})
-      WHERE f.table_id = $5 AND ${live('f')} AND (k.max_value IS NULL OR ${after('k.max_value')})
-      ORDER BY f.data_file_id`,
-    [...params, String(newestColumn), meta.table_id],
-  );
-  // A delete file lists the positions (from 0, in file order) of every row deleted from its data
-  // file up to its snapshot: one is live per data file at a snapshot.
-  if (files.some((f) => !f.plain || (f.deletes !== null && (f.deletes.length !== 1 || !f.deletes[0].plain))))
-    return null;
+  const newestColumn = meta.columns.reduce((most, c) => (BigInt(c.begin) > most ? BigInt(c.begin) : most), 0n);
+  const listed: ListedTable = { ...meta, timeType: time.type, newestColumn };
+  const files = await listFiles(catalog, listed, timeColumn, snapshot, from, null);
+  if (!files) return null;
   // Rows inlined in the catalog (small writes) and deletes of file rows inlined there: the read
   // takes none of them, so any that it would see means DuckLake's scan.
   const checks = meta.inlined.map(
@@ -172,8 +191,6 @@ export async function fileRows(
     );
     if (rows[0]?.seen !== false) return null;
   }
-  if (files.length === 0) return { sql: null };
-  const path = (file: { path: string; relative: boolean }): string => quoteLiteral(tableFilePath(meta, file));
   const names = columns
     .map((c) => {
       const name = quoteIdentifier(c.name);
@@ -181,19 +198,81 @@ export async function fileRows(
       return cast ? `CAST(${name} AS ${cast}) AS ${name}` : name;
     })
     .join(', ');
-  const whole = files.filter((f) => f.deletes === null);
-  const reads = [
-    ...(whole.length > 0 ? [`SELECT ${names} FROM read_parquet([${whole.map(path).join(', ')}])`] : []),
-    ...files.flatMap((f) =>
-      f.deletes === null
-        ? []
-        : [
-            `SELECT ${names} FROM read_parquet([${path(f)}], file_row_number = true)
-              WHERE file_row_number NOT IN (SELECT pos FROM read_parquet([${path(f.deletes[0])}]))`,
-          ],
-    ),
-  ];
-  return { sql: reads.join('\nUNION ALL ') };
+  return { sql: filesSql(names, files), files, columns: names, table: listed };
+}
+
+/**
+ * The files of a listing's table (fileRows) at `snapshot` with `timeColumn` at or after `from`, those
+ * added after snapshot `since` alone when given; null when one cannot be read as it is (see above).
+ */
+async function listFiles(
+  catalog: MetadataQueries,
+  table: ListedTable,
+  timeColumn: string,
+  snapshot: bigint,
+  from: string | null,
+  since: bigint | null,
+): Promise<ListedFile[] | null> {
+  const s = lakeMetadataSchema;
+  const after = (value: string): string => `($3::text IS NULL OR ${atOrAfter(table.timeType, value)!})`;
+  const { rows: files } = await catalog.query<{
+    id: string;
+    path: string;
+    relative: boolean;
+    plain: boolean;
+    deletes: Array<{ path: string; relative: boolean; plain: boolean }> | null;
+  }>(
+    `SELECT f.data_file_id::text AS id, f.path, f.path_is_relative AS relative,
+            (f.begin_snapshot >= $4 AND f.partial_max IS NULL AND f.mapping_id IS NULL AND f.encryption_key IS NULL
+             AND f.partition_id IS NULL AND f.file_format = 'parquet') AS plain,
+            (SELECT json_agg(json_build_object('path', d.path, 'relative', d.path_is_relative,
+                                               'plain', d.format = 'parquet' AND d.encryption_key IS NULL))
+               FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}) AS deletes
+       FROM ${s}.ducklake_data_file f
+       LEFT JOIN ${s}.ducklake_file_column_stats k ON k.data_file_id = f.data_file_id AND k.column_id = (
+            SELECT c.column_id FROM ${s}.ducklake_column c WHERE c.table_id = f.table_id AND c.column_name = $1 AND ${live('c')})
+      WHERE f.table_id = $5 AND ${live('f')} AND (k.max_value IS NULL OR ${after('k.max_value')})
+        AND ($6::bigint IS NULL OR f.begin_snapshot > $6::bigint)
+      ORDER BY f.data_file_id`,
+    [
+      timeColumn,
+      String(snapshot),
+      from,
+      String(table.newestColumn),
+      table.table_id,
+      since === null ? null : String(since),
+    ],
+  );
+  // A delete file lists the positions (from 0, in file order) of every row deleted from its data
+  // file up to its snapshot: one is live per data file at a snapshot.
+  if (files.some((f) => !f.plain || (f.deletes !== null && (f.deletes.length !== 1 || !f.deletes[0].plain))))
+    return null;
+  return files.map((f) => ({
+    id: f.id,
+    path: tableFilePath(table, f),
+    deletes: f.deletes === null ? null : tableFilePath(table, f.deletes[0]),
+  }));
+}
+
+/**
+ * The rows of a listing's table (`listing`, at snapshot `since`) at the later snapshot `snapshot`, when
+ * the snapshots between only added data files to it (no row inlined in the catalog, no delete, no
+ * column changed: LakeChanges tells): the listing's files and those added, listed alone (one Postgres
+ * query instead of three). Null when an added file cannot be read as it is.
+ */
+export async function fileRowsSince(
+  catalog: MetadataQueries,
+  listing: FileRows,
+  timeColumn: string,
+  since: bigint,
+  snapshot: bigint,
+  from: string | null,
+): Promise<FileRows | null> {
+  const added = await listFiles(catalog, listing.table, timeColumn, snapshot, from, since);
+  if (!added) return null;
+  if (added.length === 0) return listing;
+  const files = [...listing.files, ...added];
+  return { ...listing, sql: filesSql(listing.columns, files), files };
 }
 
 /**

@@ -1,5 +1,8 @@
+import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { TableScope } from '../tables/index.js';
-import { audienceFilter } from './rollup-sql.js';
+import { mergeOf } from './query-rewrite.js';
+import { audienceFilter, type RollupDefinition } from './rollup-sql.js';
+import { key, type Node } from './tree.js';
 
 // A rollup's never-stale read aggregates the rows after its watermark at every read. When those rows
 // come from files alone (table-files.ts), the files listed, less their delete files, are all of them:
@@ -14,6 +17,14 @@ import { audienceFilter } from './rollup-sql.js';
 // text, namesLakeInternals, and a non-admin may not name a relation outside the orrery catalog nor
 // one starting with `__`). A table's rows never change: a new aggregate is a new table, and the old
 // one is dropped once no statement set up to read it can still run.
+//
+// Under steady ingestion every read meets a new listing: the files kept plus those written since. The
+// tail's aggregate is then the kept one merged with the aggregate of the new files alone, column by
+// column (a count's or a sum's parts add up, a min's and a max's give theirs, sketches merge), when
+// every aggregate of the rollup merges so (tailMerge; not avg, count(distinct), percentile_cont...: those
+// read every file as before). Exact: the rows of the files kept and of the new ones are the rows of the
+// listing, when the files kept are all still there with the same delete file each (else the listing is
+// aggregated whole again). Each reader merges its own audiences' rows of both parts.
 
 /** The most rows (every audience's) of a tail's aggregate kept. */
 export const maxKeptRows = 100_000;
@@ -24,6 +35,12 @@ export const maxKeptRows = 100_000;
  * reads it to its end (DuckDB's catalog is versioned).
  */
 export const keptTailDropMs = 3 * 60_000;
+
+/**
+ * How many files written since a kept aggregate's make a new one of them all (merged: the kept one's
+ * rows and those files' aggregate), so that a read under steady ingestion aggregates a few files.
+ */
+export const rebaseFiles = 4;
 
 let tables = 0;
 
@@ -41,4 +58,48 @@ export function keepTailSql(table: string, aggregate: string): string {
 export function tailRows(table: string, scope: TableScope): string {
   const filter = audienceFilter(scope);
   return `SELECT * FROM ${table}${filter ? ` WHERE ${filter}` : ''}`;
+}
+
+/**
+ * Each column of a rollup's aggregate: its name and how its values over parts of the rows merge (the
+ * aggregate function merging them, `count` for a count's sum; null: a group column).
+ */
+export type TailMerge = ReadonlyArray<{ readonly name: string; readonly merge: string | null }>;
+
+/**
+ * How a rollup's aggregate merges over parts of its rows (see above): null when an aggregate of its
+ * select list does not merge, or its statement cannot be read back.
+ */
+export async function tailMerge(engine: DuckDBEngine, definition: RollupDefinition): Promise<TailMerge | null> {
+  const node = (await engine.parseSelect(definition.query))?.statements[0]?.node as Node | undefined;
+  if (node?.type !== 'SELECT_NODE') return null;
+  const items = node.select_list as Node[];
+  const groups = new Set((node.group_expressions as Node[]).map((g) => key(g, new Set())));
+  if (items.length !== definition.columns.length) return null;
+  const out: Array<{ name: string; merge: string | null }> = [];
+  for (const [i, item] of items.entries()) {
+    const name = definition.columns[i];
+    if (groups.has(key(item, new Set()))) {
+      out.push({ name, merge: null });
+      continue;
+    }
+    const fn = item.class === 'FUNCTION' ? String(item.function_name).toLowerCase() : '';
+    const merge = mergeOf[fn];
+    const ordered = ((item.order_bys as Node | undefined)?.orders as unknown[] | undefined)?.length ?? 0;
+    if (merge === undefined || item.distinct === true || ordered > 0) return null;
+    out.push({ name, merge: fn === 'count' || fn === 'count_star' ? 'count' : merge });
+  }
+  return out;
+}
+
+/** The merge of parts of a rollup's aggregate (`parts`, a SELECT of its columns in order) into one row per bucket and group. */
+export function mergedTail(merge: TailMerge, parts: string): string {
+  const columns = merge.map(({ name, merge: how }) => {
+    const column = quoteIdentifier(name);
+    if (how === null) return column;
+    // A sum of counts is a HUGEINT: the count's own type is BIGINT.
+    return how === 'count' ? `CAST(sum(${column}) AS BIGINT) AS ${column}` : `${how}(${column}) AS ${column}`;
+  });
+  const groups = merge.filter((c) => c.merge === null).map((c) => quoteIdentifier(c.name));
+  return `SELECT ${columns.join(', ')} FROM (${parts}) AS __parts GROUP BY ${groups.join(', ')}`;
 }

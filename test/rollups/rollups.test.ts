@@ -714,12 +714,19 @@ describe('rollups (issue 17)', () => {
         countedCalls(MetadataStore.prototype, 'query', work, (text) =>
           String(text).includes('f.begin_snapshot >= $4 AND f.partial_max IS NULL'),
         );
+      /** Lookups of a table's paths and columns before listing its files while `work` runs. */
+      const tableLookups = (work: () => Promise<void>): Promise<number> =>
+        countedCalls(MetadataStore.prototype, 'query', work, (text) =>
+          String(text).includes(`'ducklake_inlined_delete_' || t.table_id`),
+        );
       for (const hour of ['05', '06', '07']) {
         await write(`2100-01-01 ${hour}:00:00`);
         assert.equal(await feedReads(check), 0, `a write at ${hour}:00 of 2100`);
-        // The tail's files are listed again; the stored rows', unchanged, are not.
+        // The tail's files are listed again, the new one alone, from the last listing; the stored rows', unchanged, are not.
         await write(`2100-01-01 ${hour}:30:00`);
-        assert.equal(await listings(check), 1, `a write at ${hour}:30 of 2100`);
+        let lookups = 0;
+        assert.equal(await listings(async () => void (lookups = await tableLookups(check))), 1, `${hour}:30`);
+        assert.equal(lookups, 0, `a write at ${hour}:30 of 2100`);
       }
       // A late row (before the watermark) is a pending bucket: the feed of the snapshots since is read (once, unless
       // another test's refresh job makes a snapshot between two reads).
@@ -744,6 +751,86 @@ describe('rollups (issue 17)', () => {
       );
       await check();
       assert.equal(await lakeScans('SELECT * FROM repeated_hourly'), 0);
+    });
+
+    /** The files DuckDB's Parquet reads of an admin's plan of `sql` read, all together. */
+    const filesRead = async (sql: string): Promise<number> =>
+      [...(await planOf(sql)).matchAll(/Total Files Read: (\d+)/g)].reduce((n, [, files]) => n + Number(files), 0);
+
+    it("writes into a kept tail read the kept aggregate and the new files alone, merged, each reader its audiences' rows", async () => {
+      const { check } = await withTail('merged');
+      const read = 'SELECT * FROM merged_hourly';
+      const stored = await filesRead('SELECT * FROM merged_hourly_materialized');
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM merged GROUP BY ALL`;
+      /** Arrow's types of a reader's columns. */
+      const types = async (sql: string): Promise<string[]> =>
+        (await asTeamA.query(sql)).schema.fields.map((f) => `${f.name} ${String(f.type)}`);
+      await tailKept('merged_hourly');
+      for (const [i, client] of [asTeamA, asTeamB, asTeamA].entries()) {
+        // A file of rows in hours the tail has (h1) and a new one: the tail holds 3 + i files, the read reads 1 of them.
+        await client.updateCount(
+          `INSERT INTO merged SELECT TIMESTAMP '2100-01-01 02:30:00' + to_seconds(i * 7), 'h' || (i % 2 + 1), i * ${i + 2} FROM range(400) t(i)`,
+        );
+        assert.equal((await filesRead(read)) - stored, 1, `after write ${i + 1}`);
+        assert.match(await planOf(read), /__orrery_tail_\d+/);
+        await check();
+        await same(asTeamB, 'merged_hourly', source);
+        assert.deepEqual(await types(`${read}${order}`), await types(`${source}${order}`));
+        // Read again (the same files), the merge is kept in turn: the next write's read merges one file again.
+        await tailKept('merged_hourly');
+      }
+    });
+
+    it('reads between appends, a late row, deletes and an update stay exact, merged or not, for every reader', async () => {
+      const { check } = await withTail('mixed');
+      // A rollup of the same table whose aggregates do not merge (avg, count(distinct)): its tail is read from every file.
+      await asAdmin.query(
+        `SELECT create_rollup('mixed_avg', 'mixed', INTERVAL '1 hour',
+           select_list => 'host, avg(v) AS a, count(DISTINCT v) AS d', group_by => 'host')`,
+      );
+      await asAdmin.query(`SELECT set_job_schedule('mixed_avg', INTERVAL '1 day')`);
+      await scalar(asAdmin, `SELECT refresh_rollup('mixed_avg')`);
+      const avgSource = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, avg(v) AS a, count(DISTINCT v) AS d,
+        audience FROM mixed GROUP BY ALL`;
+      const checkAll = async (): Promise<void> => {
+        await check();
+        for (const client of [asAdmin, asTeamA, asTeamB]) await same(client, 'mixed_avg', avgSource);
+      };
+      await tailKept('mixed_hourly');
+      const append = (client: TestFlightClient, at: string, offset: number): Promise<number> =>
+        client.updateCount(
+          `INSERT INTO mixed SELECT TIMESTAMP '${at}' + to_seconds(i * 11), 'h' || (i % 3), i + ${offset} FROM range(200) t(i)`,
+        );
+      let merged = 0;
+      const steps: Array<[string, () => Promise<unknown>]> = [
+        ['append', () => append(asTeamA, '2100-01-01 01:00:00', 5000)],
+        ['append', () => append(asTeamB, '2100-01-01 03:00:00', 6000)],
+        ['late row', () => asTeamA.updateCount(`INSERT INTO mixed VALUES (TIMESTAMP '2024-01-01 04:10:00', 'h2', 77)`)],
+        ['append', () => append(asTeamA, '2100-01-01 00:30:00', 7000)],
+        ['delete (inlined)', () => asAdmin.updateCount(`DELETE FROM mixed WHERE v IN (5003, 6004)`)],
+        ['append', () => append(asTeamB, '2100-01-01 05:00:00', 8000)],
+        ['delete (a delete file)', () => asAdmin.updateCount(`DELETE FROM mixed WHERE v BETWEEN 7000 AND 7150`)],
+        ['append', () => append(asTeamA, '2100-01-01 06:00:00', 9000)],
+        ['update', () => asAdmin.updateCount(`UPDATE mixed SET v = v + 1 WHERE v BETWEEN 9000 AND 9010`)],
+        ['refresh', () => scalar(asAdmin, `SELECT refresh_rollup('mixed_hourly')`)],
+        ['append', () => append(asTeamB, '2100-01-01 06:30:00', 10000)],
+      ];
+      for (const [what, step] of steps) {
+        await step();
+        // The kept aggregate and a Parquet read besides the stored rows' (no delete file on them before the refresh).
+        const plan = await planOf('SELECT * FROM mixed_hourly');
+        if (what === 'append' && /__orrery_tail_\d+/.test(plan) && (plan.match(/READ_PARQUET/g)?.length ?? 0) >= 2)
+          merged++;
+        await checkAll();
+        assert.deepEqual(
+          await plainRows(asTeamA, `SELECT * FROM mixed_hourly WHERE audience NOT IN ('team-a', 'public')`),
+          [],
+          `team-a reads no other audience's rows after ${what}`,
+        );
+      }
+      // The reads after appends merged the kept aggregate with the new files (not after the deletes, nor the update).
+      assert.ok(merged >= 2, `${merged} merged reads`);
     });
 
     it('deletes of tail rows, a few (inlined) and many (a delete file, from the files), are read', async () => {
