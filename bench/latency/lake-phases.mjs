@@ -16,6 +16,9 @@
 //   node bench/latency/lake-phases.mjs --rollups --ingest --rows 2000000 --base <tree>
 //   (--ingest: steady ingestion, bench/rollups' section 5: each statement right after a write of 100 rows at now()
 //   through the same server, untimed, so every read is at a new snapshot with a new tail file)
+//   node bench/latency/lake-phases.mjs --rewrite --rows 1000000 --base <tree>
+//   (--rewrite: bench/rollup-rewrite's table and rollups, issue 14: three of its panels, each rewritten onto a
+//   rollup and as its raw twin, the same SQL over a subquery of the table, which no rollup answers)
 //   node bench/latency/lake-phases.mjs --clients 16 [--seconds 4] --base <tree>
 //   (also: --clients statements in flight at once on each server for --seconds, per statement, the servers in turn
 //   A B B A; statements/s and the p50 of GetFlightInfo + DoGet)
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '4' },
     rollups: { type: 'boolean', default: false },
     ingest: { type: 'boolean', default: false },
+    rewrite: { type: 'boolean', default: false },
   },
 });
 const [repeats, rows, gap] = [Number(values.repeats), Number(values.rows), Number(values.gap)];
@@ -56,7 +60,11 @@ try {
   };
   const servers = [await start('this', root), ...(values.base ? [await start('base', resolve(values.base))] : [])];
   const { client } = servers[0];
-  const statements = values.rollups ? await rollupsData(client) : await seriesData(client);
+  const statements = values.rollups
+    ? await rollupsData(client)
+    : values.rewrite
+      ? await rewriteData(client)
+      : await seriesData(client);
   // One statement on one server: its GetFlightInfo, then the DoGet of its tickets, timed apart (ms).
   const write = (server) =>
     values.ingest &&
@@ -242,4 +250,24 @@ async function rollupsData(client) {
   const { loadProbeData, probeStatements } = await import('../rollups/probe-data.mjs');
   await loadProbeData(client, { rows, hosts: 50 });
   return probeStatements;
+}
+
+/** --rewrite: bench/rollup-rewrite's data (--rows over 30 days, both rollups refreshed); three panels and their raw twins. */
+async function rewriteData(client) {
+  const { panels, requestsRollups, requestsTable } = await import('../rollup-rewrite/panels.mjs');
+  for (const sql of requestsTable(rows)) await client.executeUpdate(sql);
+  for (const sql of requestsRollups) await client.query(sql);
+  await client.query(`select refresh_rollup('requests_hourly')`);
+  await client.query(`select refresh_rollup('requests_daily')`);
+  const statements = { 'SELECT 1': 'SELECT 1' };
+  const named = {
+    'requests per day, 30 days': 'daily',
+    'max latency per hour, 24 h': 'hourly',
+    'requests per service, last 7 days (raw edges)': 'open',
+  };
+  for (const [name, sql] of panels.filter(([n]) => n in named)) {
+    statements[named[name]] = sql;
+    statements[`${named[name]} raw`] = sql.replace(' from requests ', ' from (select * from requests) as requests ');
+  }
+  return statements;
 }

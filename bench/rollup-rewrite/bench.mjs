@@ -7,6 +7,7 @@
 //     which no rollup answers;
 //   - duckdb: DuckDB in-process (the same release) answering the raw SQL on the table's Parquet files.
 // With --server-pid, also the server's CPU per statement (its process tree: Postgres too) on each side.
+// Each side runs --repeats runs of --per-run statements; the figures are medians of the runs.
 // Every panel's rollup answer must equal its raw answer (floats within 1e-9 relative). Prints a
 // table, then one JSON line; exits 1 on a differing answer.
 import { parseArgs } from 'node:util';
@@ -23,10 +24,12 @@ const { values } = parseArgs({
     'server-pid': { type: 'string' },
     rows: { type: 'string', default: '1000000' },
     repeats: { type: 'string', default: '3' },
+    'per-run': { type: 'string', default: '5' },
   },
 });
 const rows = Number(values.rows);
 const repeats = Number(values.repeats);
+const perRun = Number(values['per-run']);
 const client = await FlightSqlClient.connect({
   address: `127.0.0.1:${values['flight-port']}`,
   apiKey: 'admin-key-0123',
@@ -94,17 +97,20 @@ const rowsRead = async (sql, level) => {
 };
 
 const rawTwin = (sql) => sql.replace(' from requests ', ' from (select * from requests) as requests ');
-// The server's CPU (its process and descendants: Postgres too) per statement, summed over the repeats
-// (/proc counts 10 ms ticks): what a statement costs, which the load on a shared machine hardly moves.
+// A run is --per-run statements one after the other: its time and the server's CPU (its process and
+// descendants: Postgres too; /proc counts 10 ms ticks, so one statement alone reads 0 or 10 ms) are per
+// statement, and a panel's figures are the medians of its runs, so a run that met a refresh job or a
+// burst of load on the machine moves the median no more than any other run (a sum over runs would).
 const serverPid = values['server-pid'] ? Number(values['server-pid']) : null;
 const serverCpuMs = () => (serverPid === null ? 0 : processTreeCpuMs(serverPid));
 const timed = async (run) => {
   const cpu = serverCpuMs();
   const start = process.hrtime.bigint();
-  const result = await run();
-  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, cpuMs: serverCpuMs() - cpu, result };
+  let result;
+  for (let i = 0; i < perRun; i++) result = await run();
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9 / perRun;
+  return { seconds, cpuMs: (serverCpuMs() - cpu) / perRun, result };
 };
-const sum = (list) => list.reduce((a, b) => a + b, 0);
 const raw = [];
 const rollup = [];
 for (const [name, sql] of panels) {
@@ -136,13 +142,13 @@ for (const [name, sql] of panels) {
     cpu.rollup.push(u.cpuMs);
     answers = { raw: r.result, rollup: u.result };
   }
-  raw.push({ name, seconds: median(times.raw), cpuMs: sum(cpu.raw) / repeats, result: answers.raw });
+  raw.push({ name, seconds: median(times.raw), cpuMs: median(cpu.raw), result: answers.raw });
   rollup.push({
     name,
     read,
     rowsRead: await rowsRead(sql, level),
     seconds: median(times.rollup),
-    cpuMs: sum(cpu.rollup) / repeats,
+    cpuMs: median(cpu.rollup),
     result: answers.rollup,
   });
 }
@@ -180,7 +186,7 @@ const figures = panels.map(([name], i) => ({
 }));
 const f = (x) => x.toFixed(4);
 console.log(
-  `requests ${rows} over 30 days (loaded in ${loadSeconds.toFixed(1)} s); repeats ${repeats} (median); refresh of both rollups ${f(refreshSeconds)} s`,
+  `requests ${rows} over 30 days (loaded in ${loadSeconds.toFixed(1)} s); medians of ${repeats} runs of ${perRun} statements (time and server CPU per statement); refresh of both rollups ${f(refreshSeconds)} s`,
 );
 const cpuColumns = serverPid === null ? '' : ' | raw cpu ms | rollup cpu ms | cpu raw/rollup';
 console.log(
@@ -195,6 +201,13 @@ for (const p of figures)
     `${p.panel} | ${p.read} | ${f(p.raw_seconds)} | ${f(p.rollup_seconds)} | ${p.speedup.toFixed(1)}x${cpuFigures(p)} | ${f(p.duckdb_seconds)} | ${p.vs_duckdb.toFixed(1)}x | ${p.raw_rows_read} | ${p.rollup_rows_read} | ${p.same_answer}`,
   );
 console.log(
-  JSON.stringify({ rows, repeats, load_seconds: loadSeconds, refresh_seconds: refreshSeconds, panels: figures }),
+  JSON.stringify({
+    rows,
+    repeats,
+    per_run: perRun,
+    load_seconds: loadSeconds,
+    refresh_seconds: refreshSeconds,
+    panels: figures,
+  }),
 );
 process.exit(figures.every((p) => p.same_answer) ? 0 : 1);

@@ -5,7 +5,8 @@
 # declared rollups (rewritten onto them, same SQL), and in DuckDB in-process on the same Parquet files.
 #
 #   bash bench/rollup-rewrite/run.sh                 # 1 M spans (the issue's size is ROWS=100000000)
-#   ROWS=200000 REPEATS=1 bash bench/rollup-rewrite/run.sh   # quick check
+#   ROWS=200000 REPEATS=1 PER_RUN=1 bash bench/rollup-rewrite/run.sh   # quick check
+# REPEATS runs (default 3) of PER_RUN statements (default 5) per panel and side: medians of the runs.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -25,7 +26,7 @@ echo "bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at start" >&2
 orrery_start serve "$data_dir/main" "${node_flags[@]}" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
 node "$here/bench.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --lake "$data_dir/main/lake" --server-pid "$ORRERY_PID" \
-  --rows "${ROWS:-1000000}" --repeats "${REPEATS:-3}"
+  --rows "${ROWS:-1000000}" --repeats "${REPEATS:-3}" --per-run "${PER_RUN:-5}"
 echo "bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at end" >&2
 orrery_stop
 if [ "${PROFILE:-0}" = "1" ]; then cpu_profile_top "$profile_dir" 30; fi
