@@ -226,6 +226,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         )
       : undefined;
     await maintenanceRollups?.prepare();
+    // The ingestion service, created below: the materializer waits for what it acknowledged (see
+    // MaterializerOptions.acknowledged).
+    const answering: { ingestion?: IngestionService } = {};
     const materializer = new Materializer({
       db: metadata,
       store,
@@ -241,6 +244,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       version,
       log,
       onUnreadable: (viewSet, outcome) => metrics.unreadablePartitions.inc({ view_set: viewSet, outcome }),
+      acknowledged: () => answering.ingestion?.committed() ?? Promise.resolve(),
     });
     metrics.countQuarantinedWith({
       blocks: () => quarantineCounts(metadata),
@@ -402,11 +406,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
             config.ingestMarkMs > 0
               ? {
                   markIntervalMs: config.ingestMarkMs,
+                  answerSynced: config.ingestAck === 'synced',
                   log: (message, error) => log('warn', message, error),
                 }
               : undefined,
           )
         : undefined;
+    answering.ingestion = ingestion;
     if (ingestion) {
       closers.push({ name: 'the ingest replay marks', close: () => ingestion.close() });
       // What a crash of Postgres lost of acknowledged requests is inserted again before any new request.

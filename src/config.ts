@@ -62,6 +62,11 @@ export interface Config {
    * their payload object's manifest until then. 0: every group's commit waits for the flush.
    */
   readonly ingestMarkMs: number;
+  /**
+   * ORRERY_INGEST_ACK: when an OTLP request is answered: `committed`, once its rows are committed in Postgres;
+   * `synced`, once its commit group's object (payloads and rows) is synced, the commit following (needs marks).
+   */
+  readonly ingestAck: 'committed' | 'synced';
   /** ORRERY_INGEST_MAX_CONCURRENT, ORRERY_INGEST_MAX_CONCURRENT_PER_KEY, ORRERY_INGEST_MEMORY_BYTES */
   /** ORRERY_SHUTDOWN_GRACE_SECONDS: how long SIGTERM lets OTLP requests and Flight streams under way finish. */
   readonly shutdownGraceSeconds: number;
@@ -142,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       (oneOf(env.ORRERY_ROLLUP_REFRESH_JOBS, ['on', 'off'], 'ORRERY_ROLLUP_REFRESH_JOBS') ?? 'on') === 'on',
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     ingestMarkMs: nonNegativeInteger(env.ORRERY_INGEST_MARK_MS, 'ORRERY_INGEST_MARK_MS') ?? 200,
+    ingestAck: ingestAck(env),
     shutdownGraceSeconds: nonNegativeSeconds(env.ORRERY_SHUTDOWN_GRACE_SECONDS, 'ORRERY_SHUTDOWN_GRACE_SECONDS') ?? 25,
     logFormat: oneOf(env.ORRERY_LOG_FORMAT, ['text', 'json'], 'ORRERY_LOG_FORMAT') ?? 'text',
     instance: env.ORRERY_INSTANCE || undefined,
@@ -306,4 +312,12 @@ function memoryLimit(value: string | undefined, variable: string): string | unde
     throw new ConfigError(`${variable} must be a size such as 4GB or 512MiB, got '${value}'`);
   }
   return value;
+}
+
+/** ORRERY_INGEST_ACK; `synced` relies on the marks (a replay is what commits a group whose server died first). */
+function ingestAck(env: NodeJS.ProcessEnv): 'committed' | 'synced' {
+  const ack = oneOf(env.ORRERY_INGEST_ACK, ['committed', 'synced'], 'ORRERY_INGEST_ACK') ?? 'committed';
+  if (ack === 'synced' && nonNegativeInteger(env.ORRERY_INGEST_MARK_MS, 'ORRERY_INGEST_MARK_MS') === 0)
+    throw new ConfigError('ORRERY_INGEST_ACK=synced needs the replay marks: ORRERY_INGEST_MARK_MS may not be 0');
+  return ack;
 }

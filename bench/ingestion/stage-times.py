@@ -18,12 +18,14 @@ TRACER = """globalThis.__stages ??= (() => {
 
 
 def patch(name, pairs, prefix=""):
+    """`old` may be a tuple of anchors, of the code before and after a change: the first one found is patched."""
     path = dist / name
     text = path.read_text()
-    for old, new in pairs:
-        if old not in text:
-            sys.exit(f"stage-times: anchor not found in {name}: {old[:80]!r}")
-        text = text.replace(old, new, 1)
+    for olds, new in pairs:
+        old = next((o for o in (olds if isinstance(olds, tuple) else (olds,)) if o in text), None)
+        if old is None:
+            sys.exit(f"stage-times: anchor not found in {name}: {str(olds)[:80]!r}")
+        text = text.replace(old, new(old) if callable(new) else new, 1)
     path.write_text(prefix + text)
 
 
@@ -58,7 +60,8 @@ patch("group-commit.js", [
      "            const group = this.toCommit.splice(0); const __c = performance.now();\n"
      "            for (const e of group) globalThis.__stages.add('5 wait for the commit stage', __c - e.entry.ts);\n"
      "            globalThis.__stages.add('7 requests per commit', group.length);\n"),
-    ("                group.forEach(({ entry }, i) => entry.resolve(results[i]));",
-     "                globalThis.__stages.add('6 commit stage (per group)', performance.now() - __c);\n"
-     "                group.forEach(({ entry }, i) => entry.resolve(results[i]));"),
+    # Before and after ORRERY_INGEST_ACK (a request answered once written is resolved no more at its commit).
+    (("                group.forEach(({ entry }, i) => entry.resolve(results[i]));",
+      "                group.forEach(({ entry, answered }, i) => (answered ? answered() : entry.resolve(results[i])));"),
+     lambda old: "                globalThis.__stages.add('6 commit stage (per group)', performance.now() - __c);\n" + old),
 ])

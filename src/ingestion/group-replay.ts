@@ -20,6 +20,8 @@ import type { Attributes, OtlpSignal } from './otlp/index.js';
  * every group named before it is durable in Postgres. After a crash the groups named from the marks on are
  * inserted again (ON CONFLICT DO NOTHING: the ones that survived are left as they are); a server that stays up
  * while Postgres restarts or recovers from a crash finds out at its next mark (see POSTGRES_STARTED) and does the same.
+ * The same replay covers a group answered before its commit (ORRERY_INGEST_ACK=synced): it stays in flight, before the
+ * mark, until its commit is done, so a crash between its 200 and its commit leaves it to the next start.
  */
 
 /** One block's row, as its group's insert writes it and the group's manifest keeps it. */

@@ -62,6 +62,13 @@ export class IngestionService {
   private nextGroupFile: string | null = null;
   /** Which groups may commit without Postgres's WAL flush (see group-replay.ts); null: every group waits for it. */
   private readonly marks: ReplayMarks | null;
+  /** Group objects whose requests were answered before their rows committed (see answerWritten). */
+  private readonly answered = new Set<string>();
+  /** Failed commits of answered groups, tried again until they succeed (see commitLater), and their timers. */
+  private failedCommits = 0;
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private closed = false;
+  private readonly log: (message: string, error: unknown) => void;
 
   /**
    * `nativeScan`: the native addon's logs scan (src/engine/native/logs-scan.cc), the same verdicts as the
@@ -71,7 +78,8 @@ export class IngestionService {
    * `nativeJsonSeal`: an OTLP/JSON logs body transcoded to protobuf and sealed so, on a worker thread
    * (src/engine/native/logs-json.cc); without it (or for a body it does not vouch for) JSON is decoded the slow way.
    * `replay`: commit groups' rows without waiting for the WAL flush, durable as their objects' manifests, with a mark
-   * set every `markIntervalMs` (see group-replay.ts and recover); without it every commit waits for the flush.
+   * set every `markIntervalMs` (see group-replay.ts and recover); with `answerSynced`, answer a request once its
+   * group's object is synced, before its rows commit (see answerWritten). Without it every commit waits for the flush.
    */
   constructor(
     private readonly db: MetadataStore,
@@ -80,7 +88,7 @@ export class IngestionService {
     nativeScan?: FlatLogsScan | null,
     nativeSeal?: FlatLogsSeal | null,
     nativeJsonSeal?: FlatJsonLogsSeal | null,
-    replay?: { markIntervalMs: number; log: (message: string, error: unknown) => void },
+    replay?: { markIntervalMs: number; answerSynced?: boolean; log: (message: string, error: unknown) => void },
   ) {
     this.scanLogs = nativeScan ? scanLogsWith(nativeScan) : scanLogs;
     this.sealLogs = nativeSeal ? sealLogsWith(nativeSeal) : null;
@@ -89,6 +97,7 @@ export class IngestionService {
       new GroupCommit<readonly StoredBlock[], readonly PlacedBlock[], number>(
         (requests) => this.writePayloads(signal, requests),
         (requests) => this.insert(signal, requests),
+        replay?.answerSynced ? (requests) => this.answerWritten(requests) : undefined,
       );
     this.commits = { logs: commit('logs'), metrics: commit('metrics'), traces: commit('traces') };
     this.marks = replay
@@ -100,6 +109,7 @@ export class IngestionService {
           replay.log,
         )
       : null;
+    this.log = replay?.log ?? (() => {});
   }
 
   /**
@@ -111,8 +121,22 @@ export class IngestionService {
     return this.marks?.recover() ?? Promise.resolve({ listed: 0, readWhole: 0, inserted: 0, refused: 0 });
   }
 
-  /** Stops setting marks (requests still in flight commit with the WAL flush or are covered by the last mark). */
+  /**
+   * Resolves once the requests answered so far before their commit (ORRERY_INGEST_ACK=synced) are committed (or
+   * their commit failed, to be tried again): what this process acknowledged is then in Postgres for its readers.
+   */
+  async committed(): Promise<void> {
+    await Promise.all(Object.values(this.commits).map((commit) => commit.answeredCommitted()));
+  }
+
+  /**
+   * Waits for the commits of the requests answered already, then stops setting marks (a group whose commit failed
+   * meanwhile keeps the mark: the next start inserts its rows; requests still in flight commit with the WAL flush).
+   */
   async close(): Promise<void> {
+    await Promise.all(Object.values(this.commits).map((commit) => commit.settled()));
+    this.closed = true;
+    for (const timer of this.retryTimers) clearTimeout(timer);
     // The next group's object, reserved ahead, holds nothing yet: it does not keep the mark.
     if (this.nextGroupFile !== null) this.marks?.done(this.nextGroupFile, false);
     this.nextGroupFile = null;
@@ -120,10 +144,11 @@ export class IngestionService {
   }
 
   /**
-   * Decodes and stores one request body; returns the number of records stored. The whole body is
-   * checked before it joins a flush (a bad one fails alone, before anything is written), and a flush's rows
-   * go into Postgres in one statement, so a request is stored whole or not at all, and resolves only once
-   * its flush has committed.
+   * Decodes and stores one request body; returns the number of records stored (of the request, when answered before
+   * its commit). The whole body is checked before it joins a flush (a bad one fails alone, before anything is
+   * written), and a flush's rows go into Postgres in one statement, so a request is stored whole or not at all; it
+   * resolves once its flush has committed, or once its group's object is synced when a mark covers it (see
+   * answerWritten).
    */
   async ingest(
     signal: OtlpSignal,
@@ -137,9 +162,23 @@ export class IngestionService {
       compressed(identified(signal, block, audience)),
     );
     if (blocks.length === 0) return 0;
-    const stored = await this.commits[signal].submit(blocks);
-    this.metrics?.ingestedRecords.inc({ signal }, stored);
-    return stored;
+    return this.commits[signal].submit(blocks);
+  }
+
+  /**
+   * The requests of a group whose object is synced are answered at once when a mark covers the group (the same test
+   * as for committing without the WAL flush): its rows are durable already as the object's manifest, and the mark
+   * keeps the group in the next replay's window until its commit is done, so a crash before the commit (of the server,
+   * of Postgres or of the machine) loses nothing: the next start inserts its rows. Not while an answered group's
+   * commit is failing (Postgres unreachable): then requests wait for their commit and fail with it, as without marks.
+   * Answered with each request's records (a retry's, stored already, included).
+   */
+  private answerWritten(requests: readonly (readonly PlacedBlock[])[]): number[] | null {
+    if (this.marks === null || this.failedCommits > 0) return null;
+    const files = new Set(requests.flat().map((b) => b.file));
+    if (!this.marks.mayDefer(files)) return null;
+    for (const file of files) this.answered.add(file);
+    return requests.map((request) => request.reduce((n, b) => n + b.count, 0));
   }
 
   /**
@@ -209,11 +248,64 @@ export class IngestionService {
         uniqueBy(requests.flat(), (b) => b.blockId),
         !deferred,
       );
-    } finally {
-      for (const file of files) this.marks?.done(file, deferred);
+    } catch (error) {
+      // The answered groups stay in flight (the mark stays before them) and commit later; the others failed.
+      const late = requests.flat().filter((b) => this.answered.has(b.file));
+      if (late.length > 0) {
+        this.failedCommits++;
+        this.commitLater(signal, late, error, 0);
+      }
+      for (const file of files) if (!this.answered.has(file)) this.marks?.done(file, false);
+      throw error;
+    }
+    for (const file of files) {
+      this.answered.delete(file);
+      this.marks?.done(file, deferred);
     }
     // A block two requests of the flush both carry (a retry racing its original) counts for the first.
-    return requests.map((request) => request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0));
+    const stored = requests.map((request) =>
+      request.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0),
+    );
+    this.metrics?.ingestedRecords.inc(
+      { signal },
+      stored.reduce((a, b) => a + b, 0),
+    );
+    return stored;
+  }
+
+  /**
+   * Commits answered groups' rows whose commit failed, after a pause growing to 30 s, until it succeeds (with the
+   * WAL flush). Until then no request is answered before its commit, and the groups keep the mark: a stop or a
+   * crash meanwhile leaves them to the next start's replay.
+   */
+  private commitLater(signal: OtlpSignal, blocks: readonly PlacedBlock[], error: unknown, attempt: number): void {
+    this.log(`committing ${blocks.length} acknowledged block(s) failed: tried again, and by the next start`, error);
+    if (this.closed) return;
+    const timer = setTimeout(
+      () => {
+        this.retryTimers.delete(timer);
+        insertRows(
+          this.db,
+          signal,
+          uniqueBy(blocks, (b) => b.blockId),
+          true,
+        ).then(
+          (inserted) => {
+            this.failedCommits--;
+            for (const file of new Set(blocks.map((b) => b.file))) {
+              this.answered.delete(file);
+              this.marks?.done(file, false);
+            }
+            const records = blocks.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0);
+            this.metrics?.ingestedRecords.inc({ signal }, records);
+          },
+          (failure: unknown) => this.commitLater(signal, blocks, failure, attempt + 1),
+        );
+      },
+      Math.min(30_000, 250 * 2 ** attempt),
+    );
+    timer.unref();
+    this.retryTimers.add(timer);
   }
 
   private async blocks(

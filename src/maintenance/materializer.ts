@@ -101,6 +101,11 @@ export interface MaterializerOptions {
   /** This Orrery's version, recorded with each block it quarantines. */
   readonly version: string;
   readonly log?: (level: 'info' | 'warn' | 'error', message: string) => void;
+  /**
+   * Resolves once the OTLP requests this process answered before their rows committed are committed: an admin's
+   * materialize_partitions after a 200 from this process then reads that request's blocks.
+   */
+  readonly acknowledged?: () => Promise<void>;
 }
 
 type PayloadSource = Extract<ViewSet['source'], { kind: 'payload' }>;
@@ -163,6 +168,7 @@ export class Materializer {
    * range is looked at again, as the daemon's next pass would, before PARTITION_OVERLAP reaches the caller.
    */
   async materializeNow(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
+    await this.options.acknowledged?.();
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.materialize(view, range, force);

@@ -22,6 +22,7 @@ import { adminKey } from '../support/orrery-process.js';
 import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
 import {
   OrreryChild,
+  clientFor,
   interleavedLogsRequest,
   pollUntil,
   sharedEnv,
@@ -194,53 +195,65 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
     }
   });
 
-  it('a group written but never committed is stored whole by the next server; its retry stores nothing twice', async () => {
-    const live = { ...env, MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString };
-    const started = await serveChild(live);
-    child = started.child;
-    const body = interleavedLogsRequest(0, {
-      requests: 1,
-      perRequest,
-      t0: BigInt(Date.now()) * 1_000_000n,
-      service: 'uncommitted',
-    });
-    const stored = async (): Promise<number> =>
+  /** A logs request of `service` (1 request of `perRequest` records), and how many of its blocks Postgres has. */
+  const oneRequest = (service: string): { body: Uint8Array; stored: () => Promise<number> } => ({
+    body: interleavedLogsRequest(0, { requests: 1, perRequest, t0: BigInt(Date.now()) * 1_000_000n, service }),
+    stored: async () =>
       Number(
         (
           await pool.query<{ n: string }>(
-            `SELECT count(*) AS n FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'uncommitted'`,
+            `SELECT count(*) AS n FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = $1`,
+            [service],
           )
         ).rows[0].n,
-      );
-    // The insert waits behind this lock after the group's object is written and synced; the server dies there.
+      ),
+  });
+  /** Its answer, or what says there was none within 20 s. */
+  const answer = (port: number, body: Uint8Array): Promise<number | string> =>
+    Promise.race([
+      post(port, body).then((response) => response.status),
+      sleep(20_000).then(() => 'no answer while the commit waits'),
+    ]);
+  /** Runs `run` while the blocks table is locked: inserts of blocks wait, after their group's object is synced. */
+  const whileLocked = async (run: () => Promise<void>): Promise<void> => {
     const holder = await pool.connect();
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE blocks IN EXCLUSIVE MODE');
-      const pending = post(started.port, body).catch(() => null);
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const { rows } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
-        if (rows.length > 0) break;
-        assert.ok(Date.now() < deadline, 'the insert never waited for the lock');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await child.stop('SIGKILL');
-      assert.equal(await pending, null, 'not acknowledged');
-      // Its backend would still commit once the lock goes: end it, as a crash of the machine would have.
-      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+      await run();
     } finally {
       await holder.query('ROLLBACK');
       holder.release();
     }
-    assert.equal(await stored(), 0);
+  };
+  const insertWaiting = (): Promise<number> =>
+    pollUntil(
+      'an insert waiting for the lock',
+      async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'`)).rows.length,
+      (n) => n > 0,
+      { timeoutMs: 30_000 },
+    );
+
+  it('ORRERY_INGEST_ACK=synced: a request answered before its commit, and its retry, are stored once by the next server after a kill -9', async () => {
+    const live = { ...env, MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString, ORRERY_INGEST_ACK: 'synced' };
+    const started = await serveChild(live);
+    child = started.child;
+    const { body, stored } = oneRequest('uncommitted');
+    await whileLocked(async () => {
+      // Answered once the object is synced (a server waiting for the commit would answer only after the lock).
+      assert.equal(await answer(started.port, body), 200);
+      // A retry (its answer lost, say) while the first is not committed yet: its own group, the same block.
+      assert.equal(await answer(started.port, body), 200);
+      await insertWaiting();
+      await child!.stop('SIGKILL');
+      // Its backend would still commit once the lock goes: end it, as a crash of the machine would have.
+      await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+    });
+    assert.equal(await stored(), 0, 'acknowledged, never committed');
 
     const serve = await startRole('serve', live);
     try {
-      assert.equal(await stored(), 1, 'the written group is stored by the next server');
-      const retry = await post(serve.httpPort, body);
-      assert.equal(retry.status, 200, await retry.text());
-      assert.equal(await stored(), 1, 'the retry stores nothing twice');
+      assert.equal(await stored(), 1, 'the acknowledged request is stored by the next server, once');
       const { rows } = await pool.query<PayloadRow & { audience: string }>(
         `SELECT ${payloadColumns}, b.audience FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'uncommitted'`,
       );
@@ -253,7 +266,65 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
         lines.map((line) => (JSON.parse(line) as { msg: string }).msg).sort(),
         Array.from({ length: perRequest }, (_, j) => `m-0-${j}`).sort(),
       );
+      const retry = await post(serve.httpPort, body);
+      assert.equal(retry.status, 200, await retry.text());
+      await serve.close(); // once its commit is done
+      assert.equal(await stored(), 1, 'the retry stores nothing twice');
     } finally {
+      await serve.close();
+    }
+  });
+
+  it('ORRERY_INGEST_ACK=synced: an answered request whose commit fails is committed again while the server runs', async () => {
+    const serve = await startRole('serve', {
+      ...env,
+      MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString,
+      ORRERY_INGEST_ACK: 'synced',
+    });
+    try {
+      const { body, stored } = oneRequest('commit-failed');
+      await whileLocked(async () => {
+        assert.equal(await answer(serve.httpPort, body), 200);
+        await insertWaiting();
+        // The insert fails (its backend ended: Postgres restarting, say) after the 200.
+        await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+        await pollUntil(
+          'the failure',
+          async () => serve.lines.filter((line) => /acknowledged block\(s\) failed/.test(line)).length,
+          (n) => n > 0,
+          { timeoutMs: 10_000 },
+        );
+        assert.equal(await stored(), 0);
+      });
+      await pollUntil('the commit tried again', stored, (n) => n === 1, { timeoutMs: 30_000 });
+    } finally {
+      await serve.close();
+    }
+  });
+
+  it('ORRERY_INGEST_ACK=synced: materialize_partitions after a 200 waits for that request to commit', async () => {
+    const serve = await startRole('serve', {
+      ...env,
+      MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString,
+      ORRERY_INGEST_ACK: 'synced',
+    });
+    const client = clientFor(serve.flightPort, admin);
+    try {
+      const { body } = oneRequest('materialized-after-200');
+      const now = Math.floor(Date.now() / 1000);
+      const range = `'${new Date((now - 600) * 1000).toISOString()}', '${new Date((now + 60) * 1000).toISOString()}', 660`;
+      let materialized: Promise<unknown> | undefined;
+      await whileLocked(async () => {
+        assert.equal(await answer(serve.httpPort, body), 200);
+        await insertWaiting();
+        materialized = client.query(`SELECT * FROM materialize_partitions('blocks', ${range})`);
+        await sleep(500);
+      });
+      await materialized;
+      const counted = await client.query(`SELECT count(*) FROM blocks WHERE exe = 'materialized-after-200'`);
+      assert.equal(Number(counted.getChildAt(0)!.get(0)), 1);
+    } finally {
+      client.close();
       await serve.close();
     }
   });

@@ -1,4 +1,5 @@
-// Settings read from the environment: the maintenance engine's thread count (ORRERY_MAINTENANCE_THREADS).
+// Settings read from the environment: the maintenance engine's thread count (ORRERY_MAINTENANCE_THREADS), when an OTLP
+// request is answered (ORRERY_INGEST_ACK).
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
@@ -22,4 +23,20 @@ describe('ORRERY_MAINTENANCE_THREADS', () => {
           error.message === `ORRERY_MAINTENANCE_THREADS must be a positive integer, got '${value}'`,
       );
     });
+});
+
+describe('ORRERY_INGEST_ACK', () => {
+  it('defaults to committed; synced needs the replay marks', () => {
+    assert.equal(loadConfig({}).ingestAck, 'committed');
+    assert.equal(loadConfig({ ORRERY_INGEST_ACK: 'synced' }).ingestAck, 'synced');
+    assert.throws(
+      () => loadConfig({ ORRERY_INGEST_ACK: 'synced', ORRERY_INGEST_MARK_MS: '0' }),
+      (error: unknown) => error instanceof ConfigError && /ORRERY_INGEST_MARK_MS may not be 0/.test(error.message),
+    );
+    assert.throws(
+      () => loadConfig({ ORRERY_INGEST_ACK: 'fsync' }),
+      (error: unknown) =>
+        error instanceof ConfigError && /ORRERY_INGEST_ACK must be one of committed, synced/.test(error.message),
+    );
+  });
 });
