@@ -151,6 +151,7 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
       ['brotli longer than its stated length', brotliStored(good, true, good.length - 1)],
       ['brotli shorter than its stated length', brotliStored(good, true, good.length + 1)],
       ['brotli without its length', Uint8Array.from([0xcf, 0x80, 0x80])],
+      ['brotli stating a length past memory', brotliStored(good, true, 2 ** 48)],
       ['cut gzip', storedForms(good)[2][1].subarray(0, 20)],
       // resource_logs { scope_logs { log_records { time_unix_nano: 1, body { string_value: 0xff } } } }
       [

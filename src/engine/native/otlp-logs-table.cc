@@ -183,8 +183,11 @@ std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::stri
     Brotli(*d, p + 1, n - 1, buffer, limit);
   } else {
     const auto [size, start] = ProtobufBrotliHead(p, n);
-    // Sized once from the stated length, not grown from a guess; one byte more tells a longer stream.
-    Brotli(*d, p + start, n - start, buffer, limit ? std::min(limit, size) : size + 1);
+    // Sized once from the stated length (one byte more tells a longer stream) rather than grown from a guess. A
+    // damaged length could ask for more memory than there is (the statement would then fail without naming the
+    // payload, and its range never be quarantined): past a 1,024-fold expansion the buffer grows as for 0xce.
+    const bool plausible = size < 1024 * static_cast<uint64_t>(n) + 4096;
+    Brotli(*d, p + start, n - start, buffer, limit ? std::min(limit, size) : plausible ? size + 1 : 0);
     if (!limit && buffer.size() != size) throw Failure{"the brotli stream does not hold its stated length"};
   }
   return {reinterpret_cast<const uint8_t *>(buffer.data()), buffer.size()};
