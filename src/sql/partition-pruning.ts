@@ -1,5 +1,6 @@
 // Skipping partitions by the indexes installed on a view set (issue 13), before any of their files is
-// opened: a statement that reads one view set once, from its own FROM, and compares an indexed
+// opened: a statement that reads a view set from a FROM (alone, or as a side of joins that keeps its rows
+// whole: then by the WHERE's conjuncts naming its columns alone, qualified), and compares an indexed
 // expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed, or ORed: see conjunctionOf)
 // or searches it for a constant text (ILIKE, LIKE, contains, starts_with, ends_with: a text index)
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
@@ -429,11 +430,7 @@ const readOnce = (tree: Tree, shape: QueryShape, view: ViewSet, viewOf: (name: s
   shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length === 1;
 
 /** A SELECT whose FROM is the set alone (no join, sample, time travel or column aliases), with the name its columns are qualified by. */
-function readerOf(
-  node: Node | undefined,
-  view: ViewSet,
-  viewOf: (name: string) => ViewSet | undefined,
-): { node: Node; qualifier: string } | null {
+function readerOf(node: Node | undefined, view: ViewSet, viewOf: (name: string) => ViewSet | undefined): Level | null {
   const from = node?.from_table as Node | undefined;
   if (node?.type !== 'SELECT_NODE' || node.sample || from?.type !== 'BASE_TABLE') return null;
   if (from.catalog_name !== '' || from.schema_name !== '' || from.sample || from.at_clause) return null;
@@ -448,16 +445,17 @@ function readerOf(
 /**
  * The SELECTs that read a set, wherever they are in the statement (its body, a CTE's, a subquery), one per
  * table reference naming it: as readsAlone, but each reference may be in any SELECT, whose WHERE then filters
- * every row the statement reads of it through that reference. None when a reference is not a SELECT's FROM
- * alone (a join: its rows are filtered by nothing known here), or a CTE anywhere has the set's name (a
- * reference might mean either).
+ * every row the statement reads of it through that reference, or a side of a SELECT's joins that keeps its
+ * rows whole (see keptWhole), whose WHERE's conjuncts naming its columns alone filter them (see ownConjuncts).
+ * None when a reference is neither (the side an outer join extends with NULLs, an ASOF join's), or a CTE
+ * anywhere has the set's name (a reference might mean either).
  */
 function readingSelects(
   tree: Tree,
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
-): Array<{ node: Node; qualifier: string; outer: Level[] }> | null {
+): Array<Level & { outer: Level[] }> | null {
   const named = shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length;
   if (tree.statements.length !== 1 || !passesRowsThrough(view) || named === 0) return null;
   const [tables, selects] = [[] as Node[], [] as Node[]];
@@ -500,17 +498,15 @@ function readingSelects(
     if (cte && references.get(name) === 1 && from.schema_name === '' && from.catalog_name === '' && !from.at_clause)
       enclosing.set(cte, select);
   }
-  const readers = tables.map((table) =>
-    readerOf(
-      selects.find((s) => s.from_table === table),
-      view,
-      viewOf,
-    ),
-  );
+  const readers = tables.map((table) => {
+    const alone = selects.find((s) => s.from_table === table);
+    return alone ? readerOf(alone, view, viewOf) : joinedReader(selects, table, view, viewOf);
+  });
   if (readers.some((r) => r === null)) return null;
   return readers.map((reader) => {
     const outer: Level[] = [];
-    for (let inner = reader!; passesThrough(inner);) {
+    // A join's SELECT hands on other relations' columns too: an outer WHERE's names may be theirs.
+    for (let inner = reader!; !inner.joined && passesThrough(inner);) {
       const node = enclosing.get(inner.node);
       const from = node?.from_table as Node | undefined;
       if (!node || !from || from.sample || (from.column_name_alias as unknown[]).length > 0) break;
@@ -527,6 +523,65 @@ function readingSelects(
 interface Level {
   readonly node: Node;
   readonly qualifier: string;
+  /** Whether the set is one side of the SELECT's joins: its WHERE's conjuncts restrict it when they name its columns alone (see ownConjuncts). */
+  readonly joined?: boolean;
+}
+
+/** The joins whose sides' rows are each row's of a relation (not ASOF's or POSITIONAL's, which pick rows by others). */
+const joinRefs = new Set(['REGULAR', 'CROSS', 'NATURAL']);
+
+/**
+ * Whether a table reference is in a FROM (`from`) through joins alone, never the side an outer join extends with
+ * NULLs (the right of LEFT, the left of RIGHT, either of FULL) nor the right of SEMI or ANTI (which the WHERE
+ * does not see): every row of the join is then one of its rows with others, so a WHERE conjunct naming its
+ * columns alone is false of a row whenever it is false of that row of the set. A WHERE conjunct on the side an
+ * outer join extends may be true of the NULLs (`coalesce(l.x, 'none') = 'none'`), which a skipped partition
+ * would make of rows that matched; an ON conjunct restricts no row of a side it keeps (not read here at all).
+ */
+function keptWhole(from: Node, table: Node): boolean {
+  if (from === table) return true;
+  if (from.type !== 'JOIN' || !joinRefs.has(String(from.ref_type))) return false;
+  const type = String(from.join_type);
+  if (keptWhole(from.left as Node, table)) return ['INNER', 'LEFT', 'SEMI', 'ANTI'].includes(type);
+  return type === 'INNER' || type === 'RIGHT' ? keptWhole(from.right as Node, table) : false;
+}
+
+/** The SELECT whose FROM joins the set's table reference as keptWhole allows, with the name its columns are qualified by. */
+function joinedReader(
+  selects: readonly Node[],
+  table: Node,
+  view: ViewSet,
+  viewOf: (name: string) => ViewSet | undefined,
+): Level | null {
+  const node = selects.find(
+    (s) => (s.from_table as Node | undefined)?.type === 'JOIN' && keptWhole(s.from_table as Node, table),
+  );
+  if (!node || node.sample || table.catalog_name !== '' || table.schema_name !== '' || table.sample || table.at_clause)
+    return null;
+  if ((table.column_name_alias as unknown[] | undefined)?.length || viewOf(String(table.table_name)) !== view)
+    return null;
+  const alias = typeof table.alias === 'string' ? table.alias : '';
+  return { node, qualifier: (alias || String(table.table_name)).toLowerCase(), joined: true };
+}
+
+/**
+ * The conjuncts of a joined set's WHERE that name its columns alone, each qualified by its name (an unqualified
+ * name may be another side's), with no subquery; ANDed, or null for none.
+ */
+function ownConjuncts(where: Node, qualifier: string): Node | null {
+  const own = (value: unknown): boolean => {
+    if (value === null || typeof value !== 'object') return true;
+    if (Array.isArray(value)) return value.every(own);
+    const node = value as Node;
+    if (node.class === 'SUBQUERY' || node.class === 'STAR' || node.class === 'LAMBDA') return false;
+    if (node.class === 'COLUMN_REF') {
+      const names = (node.column_names as string[]).map((n) => n.toLowerCase());
+      return names.length === 2 && names[0] === qualifier;
+    }
+    return Object.values(node).every(own);
+  };
+  const kept = conjuncts(where).filter(own);
+  return kept.length > 0 ? junction('CONJUNCTION_AND', kept) : null;
 }
 
 /**
@@ -653,11 +708,11 @@ function restrictionsOn(
   const run = (row: number): Conjunction => {
     const bindings = bindingsOf(statement, row, clock, untokenized);
     const each = readers.map((reader) => {
-      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier }) =>
-        node.where_clause
-          ? conjunctionOf(node.where_clause as Node, qualifier, bindings, budget)
-          : { qualifier, ...none() },
-      );
+      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier, joined }) => {
+        const where = node.where_clause as Node | null;
+        const own = where && joined ? ownConjuncts(where, qualifier) : where;
+        return own ? conjunctionOf(own, qualifier, bindings, budget) : { qualifier, ...none() };
+      });
       return { ...first, outer };
     });
     // Every reference reads the same files: a file is skipped only when each one's WHEREs exclude it (an OR).
