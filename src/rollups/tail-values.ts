@@ -43,11 +43,19 @@ export const keptTailDropMs = 3 * 60_000;
 export const rebaseFiles = 4;
 
 let tables = 0;
+const tablePrefix = 'memory.main.__orrery_tail_';
 
 /** A new name for a kept tail's table (never used twice in a process, so no statement meets a dropped one of its name). */
 export function keptTailTable(): string {
-  return `memory.main.__orrery_tail_${++tables}`;
+  return `${tablePrefix}${++tables}`;
 }
+
+/**
+ * Whether statements (a read's setup) read a kept tail's table: the engine that made it alone has it,
+ * so such a statement stays in its lane (query-lanes.ts: the heavy lane's engine is another).
+ */
+export const readsKeptTail = (statements: readonly string[] = []): boolean =>
+  statements.some((s) => s.includes(tablePrefix));
 
 /** The statement keeping the aggregate `aggregate` (a SELECT) as `table`, one row past the most kept. */
 export function keepTailSql(table: string, aggregate: string): string {

@@ -7,6 +7,7 @@ import {
   type StatementDescription,
 } from '../engine/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
+import { readsKeptTail } from '../rollups/index.js';
 import { QueryAdmission } from './query-admission.js';
 
 // Two lanes for SELECTs, so heavy statements cannot take every core from small ones and ingestion
@@ -60,8 +61,9 @@ export class QueryLanes {
     options: RunOptions,
     described: StatementDescription,
   ): AsyncGenerator<RecordBatch> {
-    // A statement on a held connection (a transaction) stays on it.
-    if (!this.heavy || this.limits.smallMs <= 0 || options.session) {
+    // A statement on a held connection (a transaction) stays on it; one reading a rollup's kept tail
+    // (a table of this engine's in-memory database, which the heavy lane's engine has not) stays here.
+    if (!this.heavy || this.limits.smallMs <= 0 || options.session || readsKeptTail(options.setup)) {
       yield* (await this.small.query(sql, options, described)).batches;
       return;
     }

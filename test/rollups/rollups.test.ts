@@ -833,6 +833,46 @@ describe('rollups (issue 17)', () => {
       assert.ok(merged >= 2, `${merged} merged reads`);
     });
 
+    it("a statement reading a kept tail stays in the small lane: the heavy lane's engine has no such table", async () => {
+      const { check } = await withTail('laned');
+      // A second server on the same lake whose every statement runs past the small lane's time (1 ms).
+      const demoting = await startRole('serve', {
+        ...sharedEnv({
+          keys: [admin, teamA, teamB],
+          admins: [admin.name],
+          connectionString: postgres.connectionString,
+          lakeDir,
+        }),
+        ORRERY_SMALL_QUERY_MS: '1',
+      });
+      const [demotedAdmin, demotedTeamA] = [admin, teamA].map((key) => clientFor(demoting.flightPort, key));
+      try {
+        const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+          audience FROM laned GROUP BY ALL`;
+        await pollUntil(
+          "laned_hourly's tail read from its kept table on the demoting server",
+          async () =>
+            (await demotedAdmin.query('EXPLAIN ANALYZE SELECT * FROM laned_hourly'))
+              .toArray()
+              .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
+              .join('\n'),
+          (plan) => /__orrery_tail_\d+/.test(plan),
+          { timeoutMs: 30_000 },
+        );
+        for (const client of [demotedAdmin, demotedTeamA]) await same(client, 'laned_hourly', source);
+        // A file written since: the kept aggregate merged with the new file's, in the same lane.
+        await asTeamB.updateCount(
+          `INSERT INTO laned SELECT TIMESTAMP '2100-01-01 01:00:00' + to_seconds(i), 'h2', i FROM range(300) t(i)`,
+        );
+        for (const client of [demotedAdmin, demotedTeamA]) await same(client, 'laned_hourly', source);
+        assert.ok(/__orrery_tail_\d+/.test(await planOf('SELECT * FROM laned_hourly')));
+        await check();
+      } finally {
+        for (const client of [demotedAdmin, demotedTeamA]) client.close();
+        await demoting.close();
+      }
+    });
+
     it('deletes of tail rows, a few (inlined) and many (a delete file, from the files), are read', async () => {
       const few = await withTail('few_deleted');
       await asAdmin.updateCount(`DELETE FROM few_deleted WHERE ts >= TIMESTAMP '2100-01-01' AND v IN (3, 1004)`);
