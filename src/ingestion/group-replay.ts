@@ -269,6 +269,14 @@ const STALE_MARK = '30 minutes';
  * `replay_until`, the end of what a replay of it reads.
  */
 const FRESH_MARK_MS = 5 * 60_000;
+/**
+ * Another server's mark not set for this long (Postgres's clock) is of a server that defers nothing to it any more
+ * (FRESH_MARK_MS, which a server counts from before its mark's statement, so from before marked_at, plus a minute):
+ * if it died, the groups it left uncommitted or unflushed are in the mark's window, so a running server replays such a
+ * mark every GONE_CHECK_MS and deletes it (a live server marks again when it next commits).
+ */
+const GONE_MARK = `${FRESH_MARK_MS / 1000 + 60} seconds`;
+const GONE_CHECK_MS = 10_000;
 /** A mark of a server older than migration 9 has no `replay_until`: its groups are replayed up to this long after it. */
 const REPLAY_AFTER_MARK_NS = 15n * 60_000_000_000n;
 
@@ -279,7 +287,10 @@ const REPLAY_AFTER_MARK_NS = 15n * 60_000_000_000n;
 export class ReplayMarks {
   readonly writer = randomUUID();
   private readonly inFlight = new Map<string, bigint>();
-  /** When (performance.now(): a clock stepped back or forward does not move it) the last mark was set; 0 before. */
+  /**
+   * When (performance.now(): a clock stepped back or forward does not move it) the last mark's statement was sent; 0
+   * before.
+   */
   private markedAt = 0;
   /** The last mark's replay_until: a group named after it commits with the WAL flush. */
   private until = -1n;
@@ -288,6 +299,8 @@ export class ReplayMarks {
   private dirty = false;
   private marking: Promise<void> | null = null;
   private timer: NodeJS.Timeout | undefined;
+  private goneTimer: NodeJS.Timeout | undefined;
+  private replayingGone = false;
   private closed = false;
 
   /**
@@ -318,6 +331,24 @@ export class ReplayMarks {
    * Postgres, another's harmlessly), deletes the stale marks it replayed, then sets this server's first mark.
    */
   async recover(): Promise<Replayed> {
+    const replayed = await this.replayMarks(false);
+    await this.mark();
+    this.timer = setInterval(() => {
+      if (this.dirty) void this.mark();
+    }, this.intervalMs);
+    this.timer.unref();
+    this.goneTimer = setInterval(() => void this.replayGone(), GONE_CHECK_MS);
+    this.goneTimer.unref();
+    return replayed;
+  }
+
+  /**
+   * Replays the marks of every server (`gone` false: at start-up) or of the other servers that have not marked for
+   * GONE_MARK (`gone`: a running server's check), then deletes those of them that are stale (STALE_MARK, or GONE_MARK
+   * for `gone`), if still so.
+   */
+  private async replayMarks(gone: boolean): Promise<Replayed> {
+    const stale = gone ? GONE_MARK : STALE_MARK;
     const { rows } = await this.db.query<{
       writer: string;
       replay_from: string;
@@ -326,30 +357,49 @@ export class ReplayMarks {
     }>(
       `SELECT writer, replay_from::text,
               coalesce(replay_until, (extract(epoch FROM marked_at) * 1e6)::bigint * 1000 + ${REPLAY_AFTER_MARK_NS})::text AS until,
-              marked_at < now() - interval '${STALE_MARK}' AS stale
-         FROM ingest_marks`,
+              marked_at < now() - interval '${stale}' AS stale
+         FROM ingest_marks
+        ${gone ? `WHERE writer <> $1 AND marked_at < now() - interval '${GONE_MARK}'` : ''}`,
+      gone ? [this.writer] : [],
     );
     let replayed: Replayed = { listed: 0, readWhole: 0, inserted: 0, refused: 0 };
     if (rows.length > 0) {
       replayed = await this.replay(
         rows.map((r) => ({ from: BigInt(r.replay_from), until: BigInt(r.until), writer: r.writer })),
       );
-      const stale = rows.filter((r) => r.stale);
-      if (stale.length > 0)
+      const deleted = rows.filter((r) => r.stale);
+      if (deleted.length > 0)
         await this.db.query(
           // Still stale when deleted: a server marking meanwhile keeps its replay_from while a group of its stays
           // in flight, and its deferred commits rely on that mark.
           `DELETE FROM ingest_marks m USING unnest($1::uuid[], $2::bigint[]) AS s (writer, replay_from)
-            WHERE m.writer = s.writer AND m.replay_from = s.replay_from AND m.marked_at < now() - interval '${STALE_MARK}'`,
-          [stale.map((r) => r.writer), stale.map((r) => r.replay_from)],
+            WHERE m.writer = s.writer AND m.replay_from = s.replay_from AND m.marked_at < now() - interval '${stale}'`,
+          [deleted.map((r) => r.writer), deleted.map((r) => r.replay_from)],
         );
     }
-    await this.mark();
-    this.timer = setInterval(() => {
-      if (this.dirty) void this.mark();
-    }, this.intervalMs);
-    this.timer.unref();
     return replayed;
+  }
+
+  /**
+   * While this server runs: the groups of a server that died (kill -9, its machine lost) and did not start again,
+   * answered or committed without the WAL flush but not in Postgres, are inserted within GONE_MARK and GONE_CHECK_MS
+   * of its last mark, not only at the next start.
+   */
+  private async replayGone(): Promise<void> {
+    if (this.closed || this.replayingGone) return;
+    this.replayingGone = true;
+    try {
+      const replayed = await this.replayMarks(true);
+      if (replayed.inserted > 0)
+        this.log(
+          `inserted the rows of ${replayed.inserted} commit group(s) of a server gone since its mark`,
+          undefined,
+        );
+    } catch (error) {
+      this.log('replaying the marks of servers gone failed (tried again)', error);
+    } finally {
+      this.replayingGone = false;
+    }
   }
 
   /** A group named `key` at `at` (a nameNow()) is being written (until `done`). */
@@ -384,6 +434,7 @@ export class ReplayMarks {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    clearInterval(this.goneTimer);
     await this.marking;
     if (this.inFlight.size > 0) return;
     // Kept when Postgres restarted since the mark (commits may have been lost): the next start replays them.
@@ -416,6 +467,8 @@ export class ReplayMarks {
     const now = this.nameNow();
     const from = [...this.inFlight.values()].reduce((a, b) => (b < a ? b : a), now);
     const until = now + BigInt(FRESH_MARK_MS) * 1_000_000n;
+    // Counted from before the statement, so from before its marked_at: see GONE_MARK.
+    const asked = performance.now();
     const { rows } = await this.db.query<{ replay_from: string; replay_until: string; restarted: boolean }>(
       `INSERT INTO ingest_marks AS m (writer, replay_from, replay_until, postgres_started)
        VALUES ($1, $2, $3, ${POSTGRES_STARTED})
@@ -438,7 +491,7 @@ export class ReplayMarks {
       ]);
       return;
     }
-    this.markedAt = performance.now();
+    this.markedAt = asked;
     this.until = until;
   }
 

@@ -275,6 +275,34 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
     }
   });
 
+  it('ORRERY_INGEST_ACK=synced: a running server inserts what a server that died left answered, once its mark is old', async () => {
+    const live = { ...env, MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString, ORRERY_INGEST_ACK: 'synced' };
+    const writers = async (): Promise<string[]> =>
+      (await pool.query<{ writer: string }>('SELECT writer::text FROM ingest_marks')).rows.map((r) => r.writer);
+    const running = await startRole('serve', { ...live, ORRERY_DATA_DIR: join(dir, 'serve-running') });
+    try {
+      const earlier = new Set(await writers());
+      const started = await serveChild(live);
+      child = started.child;
+      const [gone] = (await writers()).filter((w) => !earlier.has(w));
+      assert.ok(gone);
+      const { body, stored } = oneRequest('gone');
+      await whileLocked(async () => {
+        assert.equal(await answer(started.port, body), 200);
+        await insertWaiting();
+        await child!.stop('SIGKILL');
+        await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+      });
+      assert.equal(await stored(), 0);
+      // As if it had died 7 minutes ago: no server defers to a mark that old (5 minutes), so it may be replayed.
+      await pool.query(`UPDATE ingest_marks SET marked_at = now() - interval '7 minutes' WHERE writer = $1`, [gone]);
+      await pollUntil('the running server replaying the mark', stored, (n) => n === 1, { timeoutMs: 60_000 });
+      await pollUntil('the mark deleted', writers, (w) => !w.includes(gone), { timeoutMs: 10_000 });
+    } finally {
+      await running.close();
+    }
+  });
+
   it('ORRERY_INGEST_ACK=synced: an answered request whose commit fails is committed again while the server runs', async () => {
     const serve = await startRole('serve', {
       ...env,
