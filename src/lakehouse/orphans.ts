@@ -1,9 +1,10 @@
 import type { MetadataQueries } from '../metadata/index.js';
 import type { ObjectStore } from './object-store.js';
+import { payloadGroupMayBeBy, payloadGroupSecond } from './object-keys.js';
 
 // Every object under these prefixes is accounted for by a Postgres row: a partition, a retired
 // file or a quarantined one (kept for inspection) for views/, a block for blobs/ (a group's object: any
-// block that names it), nothing for tmp/ (scratch files live for one materialization), a text index's
+// block that names it, or a replay mark covering it, see markedGroups), nothing for tmp/ (scratch files live for one materialization), a text index's
 // statistics or a retired file for text-index/.
 // A writer killed between writing an object and registering it (a daemon after its COPY, a server
 // after writing a group's payloads) leaves an object no row names; this sweep deletes those once they are older
@@ -31,7 +32,7 @@ const referenced: Record<string, (db: MetadataQueries, keys: string[]) => Promis
        UNION SELECT NULL, payload_file FROM blocks WHERE payload_file = ANY($2)`,
       [[...ids.keys()], keys],
     );
-    return new Set(rows.map((r) => r.payload_file ?? ids.get(r.block_id!)!));
+    return new Set([...rows.map((r) => r.payload_file ?? ids.get(r.block_id!)!), ...(await markedGroups(db, keys))]);
   },
   'tmp/': () => Promise.resolve(new Set()),
   // A text index's copies (src/resources/partition-stats.ts, writeTextCopy): named by the statistics rows of its
@@ -48,6 +49,35 @@ const referenced: Record<string, (db: MetadataQueries, keys: string[]) => Promis
     return new Set(rows.map((r) => r.file_path));
   },
 };
+
+/**
+ * The commit groups of `keys` that a server's replay mark still covers (src/ingestion/group-replay.ts; a mark of
+ * before its `replay_until`, from its `replay_from` on). With ORRERY_INGEST_ACK=synced a group is answered before its
+ * rows commit: when its server is killed in between, no block names it until a server replays that mark (a start, or
+ * a running server once the mark is stale), and deleting it first would lose acknowledged requests. A mark is deleted
+ * once replayed.
+ */
+async function markedGroups(db: MetadataQueries, keys: readonly string[]): Promise<string[]> {
+  const groups = keys.flatMap((key) => {
+    const second = payloadGroupSecond(key);
+    return second === null ? [] : [{ key, second: BigInt(second) }];
+  });
+  if (groups.length === 0) return [];
+  const { rows: marks } = await db.query<{ writer: string; replay_from: string; replay_until: string | null }>(
+    'SELECT writer::text, replay_from::text, replay_until::text FROM ingest_marks',
+  );
+  const second = (nanos: string): bigint => BigInt(nanos) / 1_000_000_000n;
+  return groups
+    .filter(({ key, second: at }) =>
+      marks.some(
+        (m) =>
+          payloadGroupMayBeBy(key, m.writer) &&
+          at >= second(m.replay_from) &&
+          (m.replay_until === null || at <= second(m.replay_until)),
+      ),
+    )
+    .map((g) => g.key);
+}
 
 /**
  * Deletes the objects under the accounted prefixes that no row names and that were written more than

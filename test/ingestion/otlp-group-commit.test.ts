@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
-import { deleteOrphans, payloadKey } from '../../src/lakehouse/index.js';
+import { deleteOrphans, payloadGroupSecond, payloadKey } from '../../src/lakehouse/index.js';
 import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 
@@ -209,9 +209,21 @@ describe('issue 16: group commit of concurrent OTLP requests', () => {
     const left = (await payloads()).filter((key) => !before.includes(key));
     assert.equal(left.length, 1, left.join('\n'));
     assert.ok(!(await named()).includes(left[0]));
-    // Young, it may be a write under way: kept. Past the grace, it goes, and every object a block names stays.
+    // Young, it may be a write under way: kept. Past the grace, it goes once the server's replay mark no longer
+    // covers it (a replay would insert its rows), and every object a block names stays.
     await deleteOrphans(db, fixture.orrery.store, 3600);
     assert.ok((await payloads()).includes(left[0]));
+    await deleteOrphans(db, fixture.orrery.store, 3600, Date.now() + 7_200_000);
+    assert.ok((await payloads()).includes(left[0]), 'kept while a mark covers it');
+    // A later commit moves the mark past it (the mark names seconds; the group's is at least one second old then).
+    const second = BigInt(payloadGroupSecond(left[0])!);
+    for (let i = 0; ; i++) {
+      assert.equal(await post(keys[0].key, body(`after-${i}`)), 200);
+      const { rows } = await db.query<{ from: string }>('SELECT replay_from::text AS from FROM ingest_marks');
+      if (rows.every((r) => BigInt(r.from) / 1_000_000_000n > second)) break;
+      assert.ok(i < 100, 'the mark did not move past the group');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const { objects } = await deleteOrphans(db, fixture.orrery.store, 3600, Date.now() + 7_200_000);
     assert.ok(objects >= 1);
     assert.deepEqual((await payloads()).filter((key) => key.startsWith('blobs/groups/')).sort(), await named());
