@@ -782,6 +782,33 @@ describe('rollups (issue 17)', () => {
       }
     });
 
+    it("sketches in a kept tail merge with the new files' sketches", async () => {
+      await asAdmin.updateCount(`CREATE TABLE sk (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`);
+      await asAdmin.updateCount(
+        `INSERT INTO sk SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i), 'h' || (i % 3), i FROM range(1440) t(i)`,
+      );
+      await asAdmin.query(
+        `SELECT create_rollup('sk_hourly', 'sk', INTERVAL '1 hour',
+           select_list => 'host, count(*) AS n, percentile_sketch(v) AS p, distinct_sketch(v) AS d', group_by => 'host')`,
+      );
+      await asAdmin.query(`SELECT set_job_schedule('sk_hourly', INTERVAL '1 day')`);
+      await scalar(asAdmin, `SELECT refresh_rollup('sk_hourly')`);
+      const write = (client: TestFlightClient, offset: number): Promise<number> =>
+        client.updateCount(
+          `INSERT INTO sk SELECT TIMESTAMP '2100-01-01 00:00:00' + to_seconds(i * 13), 'h' || (i % 3), (i * 7919 + ${offset}) % 5000 FROM range(400) t(i)`,
+        );
+      await write(asTeamA, 0);
+      await tailKept('sk_hourly');
+      await write(asTeamB, 17);
+      await write(asTeamA, 29);
+      const read = `SELECT bucket, host, n, percentile(p, 0.5) AS median, distinct_count(d) AS distinct_v, audience FROM sk_hourly`;
+      assert.ok(/__orrery_tail_\d+/.test(await planOf(read)));
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, percentile(percentile_sketch(v), 0.5) AS median,
+        distinct_count(distinct_sketch(v)) AS distinct_v, audience FROM sk GROUP BY ALL`;
+      for (const client of [asAdmin, asTeamA, asTeamB])
+        assert.deepEqual(await plainRows(client, `${read}${order}`), await plainRows(client, `${source}${order}`));
+    });
+
     it('reads between appends, a late row, deletes and an update stay exact, merged or not, for every reader', async () => {
       const { check } = await withTail('mixed');
       // A rollup of the same table whose aggregates do not merge (avg, count(distinct)): its tail is read from every file.
