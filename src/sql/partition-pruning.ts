@@ -1,6 +1,6 @@
 // Skipping partitions by the indexes installed on a view set (issue 13), before any of their files is
-// opened: a statement that reads a view set from a FROM (alone, or as a side of joins that keeps its rows
-// whole: then by the WHERE's conjuncts naming its columns alone, qualified), and compares an indexed
+// opened: a statement that reads a view set from a FROM (alone, or as a side of joins: then by the conjuncts
+// of the WHERE and ON conditions that filter its rows naming its columns alone, qualified), and compares an indexed
 // expression with constants in its WHERE (=, IN, <, <=, >, >=, BETWEEN, ANDed, or ORed: see conjunctionOf)
 // or searches it for a constant text (ILIKE, LIKE, contains, starts_with, ends_with: a text index)
 // does not read a partition whose statistics show none of its rows can pass. The comparisons are
@@ -445,10 +445,9 @@ function readerOf(node: Node | undefined, view: ViewSet, viewOf: (name: string) 
 /**
  * The SELECTs that read a set, wherever they are in the statement (its body, a CTE's, a subquery), one per
  * table reference naming it: as readsAlone, but each reference may be in any SELECT, whose WHERE then filters
- * every row the statement reads of it through that reference, or a side of a SELECT's joins that keeps its
- * rows whole (see keptWhole), whose WHERE's conjuncts naming its columns alone filter them (see ownConjuncts).
- * None when a reference is neither (the side an outer join extends with NULLs, an ASOF join's), or a CTE
- * anywhere has the set's name (a reference might mean either).
+ * every row the statement reads of it through that reference, or a side of a SELECT's joins, whose rows its
+ * WHERE (when the joins keep them whole) and ON conditions filter (see joinedReader). None when a reference is
+ * neither (an ASOF or POSITIONAL join's), or a CTE anywhere has the set's name (a reference might mean either).
  */
 function readingSelects(
   tree: Tree,
@@ -523,8 +522,9 @@ function readingSelects(
 interface Level {
   readonly node: Node;
   readonly qualifier: string;
-  /** Whether the set is one side of the SELECT's joins: its WHERE's conjuncts restrict it when they name its columns alone (see ownConjuncts). */
+  /** Whether the set is one side of the SELECT's joins, filtered by `conditions` (see joinedReader) and not its WHERE. */
   readonly joined?: boolean;
+  readonly conditions?: Node | null;
 }
 
 /** The joins whose sides' rows are each row's of a relation (not ASOF's or POSITIONAL's, which pick rows by others). */
@@ -536,7 +536,7 @@ const joinRefs = new Set(['REGULAR', 'CROSS', 'NATURAL']);
  * does not see): every row of the join is then one of its rows with others, so a WHERE conjunct naming its
  * columns alone is false of a row whenever it is false of that row of the set. A WHERE conjunct on the side an
  * outer join extends may be true of the NULLs (`coalesce(l.x, 'none') = 'none'`), which a skipped partition
- * would make of rows that matched; an ON conjunct restricts no row of a side it keeps (not read here at all).
+ * would make of rows that matched.
  */
 function keptWhole(from: Node, table: Node): boolean {
   if (from === table) return true;
@@ -546,7 +546,35 @@ function keptWhole(from: Node, table: Node): boolean {
   return type === 'INNER' || type === 'RIGHT' ? keptWhole(from.right as Node, table) : false;
 }
 
-/** The SELECT whose FROM joins the set's table reference as keptWhole allows, with the name its columns are qualified by. */
+/**
+ * The ON conditions that filter a table reference's rows in a FROM (`from`) through joins alone (null when it is
+ * not there so): each join's whose side holding the reference keeps its rows whole (keptWhole) and gives rows only
+ * when they match (either side of INNER, the right of LEFT, SEMI and ANTI, the left of RIGHT). A row of the set
+ * failing such a condition matches no row, so the join gives the same rows without it. An ON condition of the
+ * side a join keeps whatever matches (the left of LEFT) filters none of its rows.
+ */
+function onConditions(from: Node, table: Node): Node[] | null {
+  if (from === table) return [];
+  if (from.type !== 'JOIN' || !joinRefs.has(String(from.ref_type))) return null;
+  const type = String(from.join_type);
+  const sides: Array<[Node, string[]]> = [
+    [from.left as Node, ['INNER', 'RIGHT']],
+    [from.right as Node, ['INNER', 'LEFT', 'SEMI', 'ANTI']],
+  ];
+  for (const [side, matching] of sides) {
+    const below = onConditions(side, table);
+    if (below === null) continue;
+    const filters = from.condition && matching.includes(type) && keptWhole(side, table);
+    return filters ? [...below, from.condition as Node] : below;
+  }
+  return null;
+}
+
+/**
+ * The SELECT whose FROM joins the set's table reference (see onConditions), with the name its columns are
+ * qualified by, and the conditions filtering its rows: the WHERE when the joins keep them whole (keptWhole), and
+ * the ON conditions that filter them, of each only the conjuncts naming its columns alone (see ownConjuncts).
+ */
 function joinedReader(
   selects: readonly Node[],
   table: Node,
@@ -554,19 +582,24 @@ function joinedReader(
   viewOf: (name: string) => ViewSet | undefined,
 ): Level | null {
   const node = selects.find(
-    (s) => (s.from_table as Node | undefined)?.type === 'JOIN' && keptWhole(s.from_table as Node, table),
+    (s) => (s.from_table as Node | undefined)?.type === 'JOIN' && onConditions(s.from_table as Node, table) !== null,
   );
   if (!node || node.sample || table.catalog_name !== '' || table.schema_name !== '' || table.sample || table.at_clause)
     return null;
   if ((table.column_name_alias as unknown[] | undefined)?.length || viewOf(String(table.table_name)) !== view)
     return null;
   const alias = typeof table.alias === 'string' ? table.alias : '';
-  return { node, qualifier: (alias || String(table.table_name)).toLowerCase(), joined: true };
+  const qualifier = (alias || String(table.table_name)).toLowerCase();
+  const from = node.from_table as Node;
+  const where = node.where_clause && keptWhole(from, table) ? [node.where_clause as Node] : [];
+  const conditions = [...where, ...onConditions(from, table)!];
+  const own = conditions.length > 0 ? ownConjuncts(junction('CONJUNCTION_AND', conditions), qualifier) : null;
+  return { node, qualifier, joined: true, conditions: own };
 }
 
 /**
- * The conjuncts of a joined set's WHERE that name its columns alone, each qualified by its name (an unqualified
- * name may be another side's), with no subquery; ANDed, or null for none.
+ * The conjuncts of a joined set's conditions that name its columns alone, each qualified by its name (an
+ * unqualified name may be another side's), with no subquery; ANDed, or null for none.
  */
 function ownConjuncts(where: Node, qualifier: string): Node | null {
   const own = (value: unknown): boolean => {
@@ -708,10 +741,9 @@ function restrictionsOn(
   const run = (row: number): Conjunction => {
     const bindings = bindingsOf(statement, row, clock, untokenized);
     const each = readers.map((reader) => {
-      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier, joined }) => {
-        const where = node.where_clause as Node | null;
-        const own = where && joined ? ownConjuncts(where, qualifier) : where;
-        return own ? conjunctionOf(own, qualifier, bindings, budget) : { qualifier, ...none() };
+      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier, joined, conditions }) => {
+        const where = joined ? conditions : (node.where_clause as Node | null);
+        return where ? conjunctionOf(where, qualifier, bindings, budget) : { qualifier, ...none() };
       });
       return { ...first, outer };
     });
