@@ -9,6 +9,7 @@ import {
   Map_,
   TimestampMillisecond,
 } from 'apache-arrow';
+import { derivedSchema } from '../arrow/index.js';
 import { invalidArgument } from './errors.js';
 
 // Timestamps as each client can read them. Results carry `timestamp[ns, UTC]`, which ADBC,
@@ -32,22 +33,12 @@ export function zonedTimestamps(headers: ReadonlyMap<string, string>): boolean {
 
 /**
  * The schema as sent to a client: unchanged, or with every timestamp's zone removed. The zone-less one is made once
- * per schema: its wire encoding is kept per Schema object (wire/ipc), and a new object each call was encoded again at
- * each of a JDBC statement's three calls (#10).
+ * per schema (derivedSchema): a new object each call was encoded again at each of a JDBC statement's three calls (#10).
  */
 export function schemaForClient(schema: Schema, zoned: boolean): Schema {
-  if (zoned) return schema;
-  let zoneless = zonelessSchemas.get(schema);
-  if (!zoneless) {
-    zoneless = schema.fields.some((f) => hasZone(f.type))
-      ? new Schema(schema.fields.map(withoutZone), schema.metadata)
-      : schema;
-    zonelessSchemas.set(schema, zoneless);
-  }
-  return zoneless;
+  if (zoned || !schema.fields.some((f) => hasZone(f.type))) return schema;
+  return derivedSchema(schema, 'zone-less', () => new Schema(schema.fields.map(withoutZone), schema.metadata));
 }
-
-const zonelessSchemas = new WeakMap<Schema, Schema>();
 
 /**
  * The parameter schema announced to every client: timestamps in milliseconds. The JDBC driver (18.x and 19.0)

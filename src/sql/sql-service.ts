@@ -42,10 +42,9 @@ import {
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
-import type { PartitionsRead, ProjectionRead, Statement as ResourceStatement } from './partition-pruning.js';
+import type { Statement as ResourceStatement } from './partition-pruning.js';
 import { QueryLanes } from './query-lanes.js';
 import { resourceReaders, type ExplainedReads } from './resource-reads.js';
-import type { StoredColumnUse } from './stored-column-reads.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
 import { messageOf, type OrreryError } from '../errors/index.js';
@@ -57,7 +56,6 @@ import {
   jobsRelation,
   jobsUpdate,
   snouttimeNames,
-  type Provenance,
   type RollupReadPoint,
   type Rollups,
 } from '../rollups/index.js';
@@ -98,6 +96,7 @@ import { Transactions, savepointRefusal } from './transactions.js';
 import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { PlanCache } from './plan-cache.js';
+import { dataFusionNames, withProvenance } from './result-schemas.js';
 
 /** The temporary views information_schema.tables (and SHOW TABLES) and .columns read instead of DuckDB's catalog. */
 const tablesListing = '__orrery_tables';
@@ -1136,39 +1135,6 @@ function planSchema(plan: Plan): Schema {
     case 'procedure':
       return plan.schema;
   }
-}
-
-/**
- * Result columns named as DataFusion names them where clients index by name: DuckDB names an
- * unaliased `count(*)` `count_star()`, micromegas users read `count(*)`.
- */
-function dataFusionNames(description: StatementDescription): StatementDescription {
-  const { schema } = description;
-  if (!schema.fields.some((f) => f.name === 'count_star()')) return description;
-  const fields = schema.fields.map((f) =>
-    f.name === 'count_star()' ? new Field('count(*)', f.type, f.nullable, f.metadata) : f,
-  );
-  return { ...description, schema: new Schema(fields, schema.metadata) };
-}
-
-/** The schema metadata key holding, as JSON, what a result read of rollups (and why it skipped the others). */
-export const provenanceKey = 'orrery.provenance';
-
-/** A result's description with its provenance in the schema metadata, when it touched a table with rollups. */
-function withProvenance(
-  description: StatementDescription,
-  provenance:
-    | (Provenance & {
-        partitions?: PartitionsRead[];
-        stored_columns?: StoredColumnUse[];
-        projections?: ProjectionRead[];
-      })
-    | undefined,
-): StatementDescription {
-  if (!provenance) return description;
-  const metadata = new Map(description.schema.metadata);
-  metadata.set(provenanceKey, JSON.stringify(provenance));
-  return { ...description, schema: new Schema(description.schema.fields, metadata) };
 }
 
 /** What a deny rule sees a statement read: relations and view sets, and every function it calls. */
