@@ -306,6 +306,13 @@ interface KeptTail {
   readonly made: Promise<string | null>;
 }
 
+/** A rollup's stored rows kept in a table (see Rollups.keptStored): the files' rows it holds, its making and table once made. */
+interface KeptStored {
+  readonly rows: string;
+  made: Promise<string | null> | null;
+  table: string | null;
+}
+
 /** What is kept of a rollup's tail (see Rollups.keptTail). */
 interface TailEntry {
   /** The kept aggregate a read may merge with (its table made). */
@@ -397,6 +404,8 @@ export class Rollups {
   >();
   /** The aggregate of each rollup's tail, kept for the files it was computed from (see keptTail). */
   private readonly tails = new Map<string, TailEntry>();
+  /** Rollups' stored rows kept in tables, by rollup (see keptStored). */
+  private readonly storedTables = new Map<string, KeptStored>();
   /** How each rollup's aggregate merges over parts of its rows, by its statement (see tailMerge). */
   private readonly tailMerges = new Map<string, Promise<TailMerge | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
@@ -795,6 +804,9 @@ export class Rollups {
     this.tails.delete(definition.name);
     if (tail?.kept) this.retireTail(tail.kept.tail);
     if (tail?.making) this.retireTail(tail.making);
+    const stored = this.storedTables.get(definition.name);
+    this.storedTables.delete(definition.name);
+    if (stored?.made) this.retireTail({ made: stored.made });
     return definition.name;
   }
 
@@ -1631,15 +1643,7 @@ export class Rollups {
     files: readonly ListedFile[],
     sql: string,
   ): void {
-    const table = keptTailTable();
-    const made = this.engine.execute(keepTailSql(table, sql)).then(
-      async (rows) => {
-        if (rows <= maxKeptRows) return table;
-        await this.engine.execute(`DROP TABLE IF EXISTS ${table}`);
-        return null;
-      },
-      () => null,
-    );
+    const made = this.keptTable(sql);
     const tail: KeptTail = { shape, files: listedFiles(files), made };
     entry.making = tail;
     void made.then((made) => {
@@ -1666,7 +1670,20 @@ export class Rollups {
   }
 
   /** Drops a replaced tail's table once no statement set up to read it can still run (see keptTailDropMs). */
-  private retireTail(kept: KeptTail): void {
+  /** A new table of the rows of `sql` (see tail-values.ts): its name, or null when too large or failed. */
+  private keptTable(sql: string): Promise<string | null> {
+    const table = keptTailTable();
+    return this.engine.execute(keepTailSql(table, sql)).then(
+      async (rows) => {
+        if (rows <= maxKeptRows) return table;
+        await this.engine.execute(`DROP TABLE IF EXISTS ${table}`);
+        return null;
+      },
+      () => null,
+    );
+  }
+
+  private retireTail(kept: { readonly made: Promise<string | null> }): void {
     setTimeout(() => {
       void kept.made
         .then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`) : 0))
@@ -1679,14 +1696,40 @@ export class Rollups {
    * table when they alone hold them (filesOf: a statement reading no other lake table then pays no
    * DuckLake scan set-up), else that table at the snapshot. The files listed at an earlier snapshot
    * serve while DuckLake records no change of that table since (sinceChange: it changes at refreshes,
-   * not with the source's writes), without listing them again.
+   * not with the source's writes), without listing them again. `kept`: the files' rows may be read from
+   * the table they are kept in (keptStored), for the levels the rewrite answers from the stored rows
+   * alone (storedRows: a dashboard's panels); the rollup's view and its `_materialized` name read the files.
    */
-  private async storedSource(definition: RollupDefinition, snapshot: bigint): Promise<string> {
+  private async storedSource(definition: RollupDefinition, snapshot: bigint, kept: boolean): Promise<string> {
     const name = materializedName(definition.name);
     const rows = await this.sinceChange(`${definition.name}\u0000stored`, rollupSchema, name, snapshot, () =>
       this.filesOf(rollupSchema, name, 'bucket', snapshot, null),
     );
-    return rows?.sql ? `(${rows.sql})` : at(materializedTable(definition.name), snapshot);
+    if (!rows?.sql) return at(materializedTable(definition.name), snapshot);
+    return (kept && this.keptStored(definition, rows.sql)) || `(${rows.sql})`;
+  }
+
+  /**
+   * The table a rollup's stored rows (every audience's) are kept in while they are the rows of the same
+   * files, once a second statement read those files (made in the background: null until then, when too
+   * large or failed). The same files are the
+   * same rows, as for a kept tail (tail-values.ts), and a table costs DuckDB no file to open: a Parquet
+   * read is bound again at every run, so a statement reading one never keeps its plan (a panel read
+   * at a rollup costs ~1-2 ms of server CPU more, bench/rollup-rewrite/cpu-ab.mjs).
+   */
+  private keptStored(definition: RollupDefinition, rows: string): string | null {
+    const kept = this.storedTables.get(definition.name);
+    if (kept?.rows !== rows) {
+      if (kept?.made) this.retireTail({ made: kept.made });
+      this.storedTables.set(definition.name, { rows, made: null, table: null });
+      return null;
+    }
+    if (!kept.made) {
+      const made = this.keptTable(rows);
+      kept.made = made;
+      void made.then((done) => this.storedTables.get(definition.name) === kept && (kept.table = done));
+    }
+    return kept.table;
   }
 
   /**
@@ -1735,7 +1778,7 @@ export class Rollups {
         ...pendingScans(definition, buckets, definition.coveredFrom),
       ];
       const parts = [
-        `SELECT * FROM ${await this.storedSource(definition, snapshot)} WHERE ${stored.join(' AND ')}`,
+        `SELECT * FROM ${await this.storedSource(definition, snapshot, false)} WHERE ${stored.join(' AND ')}`,
         ...(tail === null ? [] : [tail]),
         ...(raw.length > 0 ? [aggregateOverEach(definition, source, raw)] : []),
       ];
@@ -1785,7 +1828,7 @@ export class Rollups {
     const filter = audienceFilter(scope);
     for (const definition of stored) {
       statements.push(
-        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${await this.storedSource(definition, snapshot)}${filter ? ` WHERE ${filter}` : ''}`,
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${await this.storedSource(definition, snapshot, false)}${filter ? ` WHERE ${filter}` : ''}`,
       );
     }
     for (const alias of stableNames) {
@@ -1868,7 +1911,7 @@ export class Rollups {
       ...(literals.length > 0 ? [`bucket NOT IN (${literals.join(', ')})`] : []),
       ...(filter ? [filter] : []),
     ];
-    const storedSql = `SELECT * FROM ${await this.storedSource(definition, snapshot)} WHERE ${where.join(' AND ')}`;
+    const storedSql = `SELECT * FROM ${await this.storedSource(definition, snapshot, context.keptTails)} WHERE ${where.join(' AND ')}`;
     if (source === null) return storedSql;
     return `${storedSql}\nUNION ALL ${aggregateOverEach(definition, source, pendingScans(definition, inWindows))}`;
   }

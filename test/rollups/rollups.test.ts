@@ -667,6 +667,45 @@ describe('rollups (issue 17)', () => {
       await same(asTeamB, 'constant_hourly', source);
     });
 
+    it("a panel the rewrite answers from the stored rows reads them from a kept table once their files were read twice, each reader its audiences' rows", async () => {
+      await asAdmin.updateCount(
+        `CREATE TABLE kept_stored (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`,
+      );
+      for (const [client, offset] of [
+        [asTeamA, 0],
+        [asTeamB, 1000],
+      ] as const)
+        await client.updateCount(
+          `INSERT INTO kept_stored SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i), 'h' || (i % 3), i + ${offset} FROM range(1440) t(i)`,
+        );
+      await asAdmin.query(
+        `SELECT create_rollup('kept_stored_hourly', 'kept_stored', INTERVAL '1 hour',
+           select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
+      );
+      await scalar(asAdmin, `SELECT refresh_rollup('kept_stored_hourly')`);
+      const panel = `SELECT host, count(*) AS n, sum(v) AS s FROM kept_stored
+        WHERE ts >= TIMESTAMP '2024-01-01 02:00:00' AND ts < TIMESTAMP '2024-01-01 20:00:00' GROUP BY host ORDER BY host`;
+      const raw = panel.replace(' FROM kept_stored\n', ' FROM (SELECT * FROM kept_stored) AS kept_stored\n');
+      assert.notEqual(raw, panel);
+      // Read from the stored rows' file first: what each key must read from the kept table too.
+      const clients = [asAdmin, asTeamA, asTeamB];
+      const fromFile = await Promise.all(clients.map((client) => plainRows(client, panel)));
+      assert.notDeepEqual(fromFile[1], fromFile[2]);
+      await pollUntil(
+        'the panel read from the stored rows kept in a table',
+        async () => (await planOf(panel)).match(/READ_PARQUET/g)?.length ?? 0,
+        (parquetScans) => parquetScans === 0,
+        { timeoutMs: 30_000 },
+      );
+      assert.match(await planOf(panel), /__orrery_tail_\d+/);
+      for (const [i, client] of clients.entries()) {
+        assert.deepEqual(await plainRows(client, panel), fromFile[i]);
+        assert.deepEqual(await plainRows(client, raw), fromFile[i]);
+      }
+      // The rollup's view and its stored rows' name still read the file.
+      assert.match(await planOf('SELECT * FROM kept_stored_hourly_materialized'), /READ_PARQUET/);
+    });
+
     it("a kept tail's table is named by no statement, and a client's transaction reads the tail from its files", async () => {
       const { check } = await withTail('hidden');
       await tailKept('hidden_hourly');
