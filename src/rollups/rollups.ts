@@ -1669,7 +1669,6 @@ export class Rollups {
     return merge;
   }
 
-  /** Drops a replaced tail's table once no statement set up to read it can still run (see keptTailDropMs). */
   /** A new table of the rows of `sql` (see tail-values.ts): its name, or null when too large or failed. */
   private keptTable(sql: string): Promise<string | null> {
     const table = keptTailTable();
@@ -1683,6 +1682,10 @@ export class Rollups {
     );
   }
 
+  /**
+   * Drops a replaced kept table (a tail's or stored rows') once no statement set up to read it can still
+   * run (see keptTailDropMs).
+   */
   private retireTail(kept: { readonly made: Promise<string | null> }): void {
     setTimeout(() => {
       void kept.made
