@@ -27,10 +27,17 @@ export async function parquetWriteOptions(db: MetadataQueries, viewSet: string, 
   return rows.length > 0 ? `, DICTIONARY_SIZE_LIMIT ${rowGroupSize}` : '';
 }
 
-/** The column of the partition files a bloom_filter index reads: a column entry's stored column, or the physical one. */
+/**
+ * The column of the partition files a bloom_filter index reads: the physical one when the index reads it
+ * (no column entry of that name, or a name of both, which validation reads as the column: no
+ * indexedExpression), the existing column that satisfies the entry (nothing is stored for it), or the
+ * entry's stored column.
+ */
 function fileColumn(entry: ValidEntry & { kind: 'index' }, entries: readonly ValidEntry[]): string {
+  if (entry.indexedExpression === undefined) return entry.column;
   const column = entries.find((e) => e.kind === 'column' && e.file === entry.file && e.key === entry.column);
-  return column?.kind === 'column' ? column.storedName : entry.column;
+  if (column?.kind !== 'column') return entry.column;
+  return column.satisfiedBy ?? column.storedName;
 }
 
 /**
