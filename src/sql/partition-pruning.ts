@@ -593,15 +593,43 @@ function joinedReader(
   const from = node.from_table as Node;
   const where = node.where_clause && keptWhole(from, table) ? [node.where_clause as Node] : [];
   const conditions = [...where, ...onConditions(from, table)!];
-  const own = conditions.length > 0 ? ownConjuncts(junction('CONJUNCTION_AND', conditions), qualifier) : null;
+  const own =
+    conditions.length > 0
+      ? ownConjuncts(junction('CONJUNCTION_AND', conditions), qualifier, unqualifiedOwn(from, view))
+      : null;
   return { node, qualifier, joined: true, conditions: own };
 }
 
 /**
- * The conjuncts of a joined set's conditions that name its columns alone, each qualified by its name (an
- * unqualified name may be another side's), with no subquery; ANDed, or null for none.
+ * The set's columns that its unqualified name means in a join's conditions (lowercased): DuckDB binds a name to
+ * the one relation in scope that has such a column, and fails the statement when several do ("Ambiguous
+ * reference"), so the set's column name is its column or an error; a column of the SELECT's list of that name
+ * is read only when no relation has it. Not a name of a USING list or of a NATURAL join anywhere in the FROM:
+ * it is the join's merged column then (the right side's in a RIGHT join, either side's in a FULL one).
  */
-function ownConjuncts(where: Node, qualifier: string): Node | null {
+function unqualifiedOwn(from: Node, view: ViewSet): ReadonlySet<string> {
+  const merged = new Set<string>();
+  let natural = false;
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    const node = value as Node;
+    if (node.type === 'JOIN') {
+      natural ||= node.ref_type === 'NATURAL';
+      for (const name of (node.using_columns as string[] | undefined) ?? []) merged.add(name.toLowerCase());
+    }
+    Object.values(node).forEach(visit);
+  };
+  visit(from);
+  if (natural) return new Set();
+  return new Set(view.columns.map((c) => c.name.toLowerCase()).filter((name) => !merged.has(name)));
+}
+
+/**
+ * The conjuncts of a joined set's conditions that name its columns alone, each qualified by its name or
+ * unqualified and one of `unqualified` (see unqualifiedOwn), with no subquery; ANDed, or null for none.
+ */
+function ownConjuncts(where: Node, qualifier: string, unqualified: ReadonlySet<string>): Node | null {
   const own = (value: unknown): boolean => {
     if (value === null || typeof value !== 'object') return true;
     if (Array.isArray(value)) return value.every(own);
@@ -609,7 +637,7 @@ function ownConjuncts(where: Node, qualifier: string): Node | null {
     if (node.class === 'SUBQUERY' || node.class === 'STAR' || node.class === 'LAMBDA') return false;
     if (node.class === 'COLUMN_REF') {
       const names = (node.column_names as string[]).map((n) => n.toLowerCase());
-      return names.length === 2 && names[0] === qualifier;
+      return names.length === 2 ? names[0] === qualifier : names.length === 1 && unqualified.has(names[0]);
     }
     return Object.values(node).every(own);
   };
