@@ -1,6 +1,6 @@
 // A view set's statement in DuckDB alone (issue 10), run as the in-process reference runs it and as the server
 // does: over the temporary view the server made for the key (from a duckdb-calls.mjs file, as view-cost.py
-// reads it), alternately, one DuckDB instance of 2 threads: its text each time with the result read whole
+// reads it), alternately, one DuckDB instance of 2 threads (THREADS): its text each time with the result read whole
 // (what DuckDB's Python package does for bench.py's in-process side), the kept prepared statement read whole,
 // streamed through @duckdb/node-api, and streamed by the server's native Arrow exporter. Tells whether the way
 // the server runs a statement, rather than the statement, costs time (bench/latency/PROFILE.md, thirteenth pass).
@@ -26,7 +26,7 @@ for (const line of readFileSync(calls, 'utf8').split('\n')) {
   if (text?.startsWith(`CREATE OR REPLACE TEMP VIEW "${viewName}" AS `)) view = text;
 }
 if (!view) throw new Error(`no temporary view ${viewName} in ${calls}`);
-const instance = await DuckDBInstance.create(':memory:', { threads: '2' });
+const instance = await DuckDBInstance.create(':memory:', { threads: process.env.THREADS ?? '2' });
 const connection = await instance.connect();
 await connection.run(view.replace('CREATE OR REPLACE TEMP VIEW', 'CREATE VIEW'));
 const prepared = await connection.prepare(sql);
