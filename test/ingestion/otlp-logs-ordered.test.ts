@@ -67,9 +67,22 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     return { file, sizes: payloads.map((p) => p.length) };
   };
 
-  /** __blocks as the materializer makes it: one row per payload, its `path` and `payload` index; some NULLs. */
-  const blocks = (file: string, count: number): string =>
-    `CREATE OR REPLACE TEMP TABLE __blocks AS
+  /**
+   * __blocks as the materializer makes it: one row per payload, its `path` and `payload` index; some NULLs. With
+   * `oneProcess`, the blocks of one process (its columns the same in every block, username NULL in all) but the
+   * last, whose computer differs.
+   */
+  const blocks = (file: string, count: number, oneProcess = false): string =>
+    oneProcess
+      ? `CREATE OR REPLACE TEMP TABLE __blocks AS
+       SELECT 'a-process-id-longer-than-twelve' AS process_id, 'a-stream-id-longer-than-twelve' AS stream_id,
+              'block-' || i AS block_id, make_timestamp_ns(1700000000000000000 + i * 1000) AS insert_time,
+              '/usr/bin/a-long-executable' AS exe, NULL::VARCHAR AS username,
+              CASE WHEN i = ${count - 1} THEN 'another-host-name' ELSE 'the-host-of-the-process' END AS computer,
+              json_object('service.name', 'a-service', 'quote', 'a"b\\c') AS process_properties,
+              'public-audience' AS audience, ${quoteLiteral(file)} || '#' || i AS path, i::UBIGINT AS payload
+         FROM range(${count}) t(i)`
+      : `CREATE OR REPLACE TEMP TABLE __blocks AS
        SELECT 'process-' || (i % 3) AS process_id, 'stream-' || (i % 2) AS stream_id, 'block-' || i AS block_id,
               make_timestamp_ns(1700000000000000000 + i * 1000) AS insert_time, 'exe "' || i || '"' AS exe,
               CASE WHEN i % 2 = 0 THEN NULL ELSE 'user' END AS username, CASE WHEN i % 3 = 0 THEN NULL ELSE 'host' END AS computer,
@@ -91,9 +104,9 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     `SELECT * REPLACE (properties::VARCHAR AS properties, process_properties::VARCHAR AS process_properties) FROM (${typedColumns(logEntries.columns, sql)})`;
 
   /** The ordered read's rows, and the join-and-sort extract's, over the same payloads and blocks. */
-  async function bothWays(payloads: readonly Uint8Array[], given?: bigint[]) {
+  async function bothWays(payloads: readonly Uint8Array[], given?: bigint[], oneProcess = false) {
     const { file, sizes } = bundle(payloads);
-    const setup = [blocks(file, payloads.length)];
+    const setup = [blocks(file, payloads.length, oneProcess)];
     const first = given ?? firstTimes(payloads);
     const ordered = await rows(
       selectAll(source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, first))),
@@ -156,6 +169,41 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
       ['a1', 'c1', 'b3', 'a5', 'a5b', 'b5'],
     );
     assert.deepEqual(text(ordered).sort(), text(sorted).sort());
+  });
+
+  it('writes the block columns a chunk of rows shares (one process) as the rows of the join and sort, through Parquet', async () => {
+    // Within a chunk the merge yields a block column whose value every row shares as one constant value; the
+    // Parquet writer's buffer copies it once. Four payloads interleaved record by record, then a last one alone
+    // whose computer differs (chunks of one value, chunks of two), username NULL in every block.
+    const record = (time: bigint, i: number): object => ({
+      timeUnixNano: String(time),
+      body: { stringValue: `record ${i}` },
+    });
+    const request = (times: bigint[]): Uint8Array =>
+      protobufOf({
+        resourceLogs: [{ scopeLogs: [{ scope: { name: 's' }, logRecords: times.map((t, i) => record(t, i)) }] }],
+      });
+    const payloads = [
+      ...[0, 1, 2, 3].map((k) => request(Array.from({ length: 1500 }, (_, i) => t0 + BigInt(i * 4 + k)))),
+      request(Array.from({ length: 3000 }, (_, i) => t0 + 5990n + BigInt(i))),
+    ];
+    const { file, ordered, sorted } = await bothWays(payloads, undefined, true);
+    assert.equal(ordered.length, 9000);
+    assert.deepEqual(text(ordered), text(sorted)); // the times are distinct: one order
+    const parquet = join(dir, 'one-process.parquet');
+    const read = source.ordered.replaceAll(
+      '{payloads}',
+      orderedProtobufLogs(
+        file,
+        payloads.map((p) => p.length),
+        firstTimes(payloads),
+      ),
+    );
+    await rows(`COPY (${selectAll(read)}) TO ${quoteLiteral(parquet)} (FORMAT parquet)`, [
+      blocks(file, payloads.length, true),
+      orderedBlocks,
+    ]);
+    assert.deepEqual(text(await rows(`SELECT * FROM read_parquet(${quoteLiteral(parquet)})`, [])), text(sorted));
   });
 
   it('fails on a payload that does not decode, naming it, and on a first time its records do not hold', async () => {

@@ -37,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "duckdb-c-api.h"
@@ -958,6 +959,7 @@ struct OrderedBind : Bind {
   std::vector<int64_t> mins;          // each payload's first time: at most its records' earliest
   std::vector<std::string> blocks;    // kBlockFieldCount per payload
   std::vector<bool> nulls;            // as blocks
+  std::vector<uint32_t> values;       // as blocks: the same number for the same text of a field (kNull for null)
   std::vector<int64_t> insert_times;  // per payload
 };
 
@@ -992,6 +994,14 @@ void OrderedBindFunction(duckdb_bind_info info) {
   if (!fits) {
     duckdb_bind_set_error(info, "__orrery_otlp_logs_ordered takes a first time and 9 block fields per payload");
     return;
+  }
+  // Numbered per field, so that the merge tells by one comparison whether a chunk's rows share a field's value.
+  std::vector<std::unordered_map<std::string, uint32_t>> numbers(kBlockFieldCount);
+  for (size_t at = 0; at < bind->blocks.size(); at++) {
+    auto &seen = numbers[at % kBlockFieldCount];
+    bind->values.push_back(bind->nulls[at]
+                               ? kNull
+                               : seen.emplace(bind->blocks[at], static_cast<uint32_t>(seen.size())).first->second);
   }
   for (size_t p = 0; p < payloads; p++) {
     const std::string &text = bind->blocks[p * kBlockFieldCount + kInsertTime];
@@ -1114,6 +1124,7 @@ struct Ordered {
   // Payloads whose last row is out, freed at the next call: the chunk yielded last points into their strings.
   std::vector<std::unique_ptr<Held>> done;
   std::unique_ptr<DecodeAhead> ahead;       // started at the first rows asked for
+  std::vector<size_t> from;                 // the payload of each row of the chunk being filled
   ~Ordered() {
     ahead.reset();  // its thread reads fd
     if (fd >= 0) close(fd);
@@ -1179,6 +1190,8 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
   ordered->done.clear();  // the chunk yielded last, which pointed into them, is through the pipeline
   auto &heap = ordered->heap;
   const size_t payloads = ordered->sequence.size();
+  auto &from = ordered->from;
+  from.resize(duckdb_vector_size());
   idx_t count = 0;
   while (count < duckdb_vector_size()) {
     // Every payload whose first time is not after the earliest held row is held before that row is yielded:
@@ -1191,14 +1204,7 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
     Held &held = *heap.back();
     const uint32_t r = held.order[held.next++];
     const Rows &rows = held.rows;
-    for (size_t f = 0; f < kBlockFieldCount; f++) {
-      const size_t at = held.payload * kBlockFieldCount + f;
-      if (f == kInsertTime) continue;
-      if (bind->nulls[at])
-        SetNull(vectors[f], validity[f], count);
-      else
-        PointString(text[f], count, bind->blocks[at].data(), bind->blocks[at].size());
-    }
+    from[count] = held.payload;
     insert_time[count] = bind->insert_times[held.payload];
     time[count] = rows.time[r];
     level[count] = rows.level[r];
@@ -1216,6 +1222,30 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
     } else {
       ordered->done.push_back(std::move(heap.back()));  // its last row is out: freed at the next call
       heap.pop_back();
+    }
+  }
+  // A block field whose value is the same in every row of the chunk (the process's, whichever of its blocks the
+  // rows come from) is a constant vector: the Parquet writer's buffer then copies its text once per chunk rather
+  // than once per row (DuckDB's ColumnDataCollection copies a constant string once). The rows of overlapping
+  // payloads interleave, so the block_id column mostly stays one string per row.
+  for (size_t f = 0; f < kBlockFieldCount && count > 0; f++) {
+    if (f == kInsertTime) continue;
+    const uint32_t first = bind->values[from[0] * kBlockFieldCount + f];
+    idx_t same = 1;
+    while (same < count && bind->values[from[same] * kBlockFieldCount + f] == first) same++;
+    if (same == count && first != kNull) {
+      const std::string &value = bind->blocks[from[0] * kBlockFieldCount + f];
+      duckdb_value constant = duckdb_create_varchar_length(value.data(), value.size());
+      duckdb_vector_reference_value(vectors[f], constant);
+      duckdb_destroy_value(&constant);
+      continue;
+    }
+    for (idx_t i = 0; i < count; i++) {
+      const size_t at = from[i] * kBlockFieldCount + f;
+      if (bind->nulls[at])
+        SetNull(vectors[f], validity[f], i);
+      else
+        PointString(text[f], i, bind->blocks[at].data(), bind->blocks[at].size());
     }
   }
   duckdb_data_chunk_set_size(output, count);
