@@ -150,11 +150,11 @@ def run_loadgen(http_port: int, connections: int, duration_s: float, records: in
     return json.loads(out.strip().splitlines()[-1])
 
 
-def ingest(http_port: int, records: int, connections: int = 8, server_pid: int | None = None) -> dict:
-    """Sends `records` log records (batches of 1 000) and checks every request was acknowledged."""
-    log(f"ingesting {records:,} log records over {connections} connections")
+def ingest(http_port: int, records: int, connections: int = 8, server_pid: int | None = None, gzip: bool = False) -> dict:
+    """Sends `records` log records (batches of 1 000; gzipped bodies with gzip) and checks every request was acknowledged."""
+    log(f"ingesting {records:,} log records over {connections} connections{' (gzip bodies)' if gzip else ''}")
     cpu = CpuMeter(server_pid)
-    run = run_loadgen(http_port, connections, duration_s=3000, records=records, warmup_s=0)
+    run = run_loadgen(http_port, connections, duration_s=3000, records=records, warmup_s=0, extra=["--gzip", "1"] if gzip else None)
     run.update(cpu.read())
     if run["records_sent"] != records or run["requests_failed"]:
         raise SystemExit(f"ingestion: {run['records_sent']:,} of {records:,} records acknowledged, {run['requests_failed']} failed: {run['failures']}")

@@ -150,6 +150,9 @@ def main() -> int:
                              "to rss-<run>.txt there (seconds, RSS, RssAnon, RssFile in MiB, the process's CPU-s)")
     parser.add_argument("--perf", default=None,
                         help="a folder: each server materialization is recorded by `perf record -g` there (perf-<run>.data)")
+    parser.add_argument("--gzip", action="store_true",
+                        help="the load generator gzips each body (Content-Encoding: gzip, as OTel exporters do by default): "
+                             "the server keeps such a body as it came")
     parser.add_argument("--server-only", action="store_true",
                         help="no in-process DuckDB runs: only the server's (the check is then its row count and blocks)")
     args = parser.parse_args()
@@ -158,7 +161,7 @@ def main() -> int:
     lake = os.path.join(args.data_dir, "lake")
     view = json.loads(subprocess.run(["node", os.path.join(ROOT, "bench", "materialization", "view-sql.mjs"), args.root, "log_entries"],
                                      stdout=subprocess.PIPE, text=True, check=True).stdout)
-    run = ingest(args.http_port, args.records, args.connections, args.server_pid)
+    run = ingest(args.http_port, args.records, args.connections, args.server_pid, args.gzip)
     # Peak resident memory of the server's Node process (VmHWM) while ingesting, then over each materialization
     # alone (the peak is reset before each; MiB).
     rss: dict[str, object] = {}
@@ -309,6 +312,7 @@ def main() -> int:
     figures = {
         "bench": "materialization",
         "records": args.records,
+        "gzip": args.gzip,
         "blocks": blocks.num_rows,
         "repeats": args.repeats,
         "ingest_records_per_s": run["records_per_s"],

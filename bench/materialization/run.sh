@@ -13,7 +13,7 @@
 # profile in PROFILE_DIR, default bench/materialization/profiles), PERF=1 (perf record -g of each materialization
 # in PERF_DIR, default bench/materialization/perf; with PERF_CALL_GRAPH=dwarf, DWARF stacks at 99 Hz, which follow
 # DuckDB's frames), RSS_TRACE=<dir> (the server's RSS every 20 ms of each materialization, rss-<run>.txt there),
-# KEEP_DATA=1 keeps the data folder.
+# KEEP_DATA=1 keeps the data folder, GZIP=1 gzips each body sent (Content-Encoding: gzip; the server keeps it as it came).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -33,6 +33,9 @@ if [ "${PERF:-0}" = "1" ]; then
   perf_args=(--perf "$perf_dir")
 fi
 
+gzip_flag=()
+[ "${GZIP:-0}" = 1 ] && gzip_flag=(--gzip)
+
 bench_ensure_built
 python="$(bench_venv)"
 data_dir="$(bench_data_dir materialization)"
@@ -47,7 +50,7 @@ echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, F
 status=0
 "$python" "$here/bench.py" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --server-pid "$ORRERY_PID" \
   --data-dir "$data_dir/orrery" --records "$records" --repeats "$repeats" --connections "${CONNECTIONS:-8}" \
-  --threads "${THREADS:-1,2}" "${perf_args[@]}" "$@" || status=$?
+  --threads "${THREADS:-1,2}" "${perf_args[@]}" "${gzip_flag[@]}" "$@" || status=$?
 orrery_stop
 if [ "$status" -ne 0 ]; then
   echo "bench: bench.py failed ($status); server log:" >&2
