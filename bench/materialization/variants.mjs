@@ -5,7 +5,9 @@
 // growth over the statement, rows, whether the file is in time order, and a digest of its rows (a sum of row hashes).
 //
 //   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000]
-//   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory]
+//   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory] [--processes 8]
+// --processes: how many processes the blocks come from (block i from process i % N; the bench server's load
+// generator is one).
 // --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
 // and adds each tag's peaks (MiB) to the line: what holds the memory (the join's HASH_TABLE, the sort's ORDER_BY, the
 // Parquet writer's buffered row group, COLUMN_DATA).
@@ -58,12 +60,13 @@ try {
        substr(md5(kind || i), 13, 4) || '-' || substr(md5(kind || i), 17, 4) || '-' || substr(md5(kind || i), 21, 12) AS VARCHAR)`,
   );
   // The blocks' rows as the materializer reads them: one row per payload, its path the payload's name.
+  const processes = arg('processes', 8);
   await engine.execute(
-    `CREATE OR REPLACE TABLE __block_text AS SELECT uuid_of('process', i % 8) AS process_id, uuid_of('stream', i % 8) AS stream_id,
+    `CREATE OR REPLACE TABLE __block_text AS SELECT uuid_of('process', i % ${processes}) AS process_id, uuid_of('stream', i % ${processes}) AS stream_id,
             uuid_of('block', i) AS block_id, TIMESTAMP_NS '2026-12-05 00:00:00' + to_microseconds(i) AS insert_time,
-            'bench-svc-' || (i % 8) AS exe, 'bench' AS username, 'bench-host-' || (i % 4) AS computer,
-            json_object('service.name', 'bench-svc-' || (i % 8), 'service.instance.id', 'bench-svc-' || (i % 8) || '-instance',
-                        'host.name', 'bench-host-' || (i % 4), 'process.owner', 'bench', 'os.type', 'linux') AS process_properties,
+            'bench-svc-' || (i % ${processes}) AS exe, 'bench' AS username, 'bench-host-' || (i % ${processes} % 4) AS computer,
+            json_object('service.name', 'bench-svc-' || (i % ${processes}), 'service.instance.id', 'bench-svc-' || (i % ${processes}) || '-instance',
+                        'host.name', 'bench-host-' || (i % ${processes} % 4), 'process.owner', 'bench', 'os.type', 'linux') AS process_properties,
             'public' AS audience, ${quoteLiteral(file)} || '#' || i AS path
        FROM range(${sizes.length}) t(i)`,
   );
