@@ -49,6 +49,7 @@ export {
   planEntries,
   planLines,
   planOmissions,
+  publicationTables,
   publicationFiles,
   publishResources,
   pruneResources,

@@ -198,6 +198,23 @@ export async function planOmissions(
     }));
 }
 
+/**
+ * The view sets a publication's entries name (their `table`, the view set after `#`), lower case: what a deny
+ * rule sees `resource_omissions(publication)` read, as it sees `view_instance`'s view set. These are the entries
+ * planOmissions validates; a publication that is not one names none, and planOmissions refuses it.
+ */
+export function publicationTables(filesJson: string): string[] {
+  let texts: Map<string, string>;
+  try {
+    texts = publishedTexts(publicationFiles(filesJson));
+  } catch {
+    return [];
+  }
+  return publicationOf('', texts).resources.flatMap((file) =>
+    file.entries.map((entry) => entry.table.slice(entry.table.indexOf('#') + 1).toLowerCase()),
+  );
+}
+
 /** The ledger ids (`kind/table/key/hash`) of the entries a plan keeps. */
 function declaredIds(plan: readonly PlannedEntry[]): Set<string> {
   return new Set(plan.filter((p) => p.action !== 'omitted').map((p) => entryLedgerId(p.entry)));

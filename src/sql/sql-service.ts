@@ -41,6 +41,7 @@ import {
   orreryFunctionNames,
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
+import { publicationTables } from '../resources/index.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
 import type { Statement as ResourceStatement } from './partition-pruning.js';
 import { QueryLanes } from './query-lanes.js';
@@ -920,8 +921,31 @@ export class SqlService implements FlightSqlBackend<Principal> {
       sql: statement.query,
       admin: ctx.principal.admin,
       client: ctx.headers.get('x-client-type') ?? '',
-      ...readsOf(shape),
+      ...(await this.readsOf(shape)),
     });
+  }
+
+  /**
+   * What a deny rule sees a statement read (readsOf), with what its table functions read of their arguments:
+   * explain_resources plans its statement and resource_omissions validates its publication against the tables
+   * it names, so a rule closing a view set closes them too, as it closes view_instance over it.
+   */
+  private async readsOf(shape: QueryShape | null): Promise<{ tables: string[]; functions: string[] }> {
+    const reads = readsOf(shape);
+    for (const call of shape?.tableFunctions ?? []) {
+      const [argument] = call.args;
+      if (typeof argument !== 'string') continue;
+      const name = call.name.toLowerCase();
+      if (name === 'resource_omissions') reads.tables.push(...publicationTables(argument));
+      if (name !== 'explain_resources') continue;
+      // A text that does not parse names nothing, and explain_resources refuses it.
+      const tree = await this.engine.parseSelect(argument).catch(() => null);
+      if (tree) snouttimeNames(tree);
+      const inner = await this.readsOf(tree && queryShape(tree));
+      reads.tables.push(...inner.tables);
+      reads.functions.push(...inner.functions);
+    }
+    return { tables: [...new Set(reads.tables)], functions: [...new Set(reads.functions)] };
   }
 
   /** Runs a DDL statement: one row saying what it did. */

@@ -279,6 +279,36 @@ describe('issue 9: what a non-admin statement reveals', () => {
     assert.deepEqual(await rows(b, 'SELECT count(*) FROM log_entries'), [[1]]);
   });
 
+  it('deny rules see the view sets explain_resources and resource_omissions read of their arguments', async () => {
+    const id = await addRule("user_id = 'team_b' AND list_contains(tables, 'log_entries')", 'log_entries is closed');
+    const omissions = (resources: object): string =>
+      `SELECT * FROM resource_omissions(${quote(JSON.stringify({ files: { 'resources/r.resources.json': JSON.stringify({ resources }) } }))})`;
+    const minmax = (table: string) => ({ lvl: { index: { table, column: 'level', kind: 'minmax' } } });
+    const onLogEntries = omissions(minmax('log_entries'));
+    try {
+      for (const sql of [
+        onLogEntries,
+        omissions(minmax('LOG_ENTRIES')),
+        omissions(minmax('views/entries.sql#log_entries')),
+        // A JSON escape in the file's text names the same view set.
+        onLogEntries.replace('log_entries', 'log\\\\u005fentries'),
+        omissions({ ...minmax('processes'), other: minmax('log_entries').lvl }),
+        "SELECT * FROM explain_resources('SELECT count(*) FROM log_entries')",
+        "SELECT * FROM explain_resources('SELECT count(*) FROM view_instance(''log_entries'', ''global'')')",
+        `SELECT * FROM explain_resources(${quote(`SELECT * FROM explain_resources(${quote(onLogEntries)})`)})`,
+      ]) {
+        await assert.rejects(b.query(sql), deniedBy(id, 'log_entries is closed'), sql);
+      }
+      // Calls naming other view sets are answered.
+      await b.query(omissions(minmax('processes')).replace('level', 'exe'));
+      await b.query("SELECT * FROM explain_resources('SELECT count(*) FROM processes')");
+    } finally {
+      await removeRule(id);
+    }
+    await b.query(onLogEntries);
+    await b.query("SELECT * FROM explain_resources('SELECT count(*) FROM log_entries')");
+  });
+
   it('deny rules see the functions a statement calls (item 4)', async () => {
     const id = await addRule(
       "list_contains(functions, 'regexp_matches') OR list_contains(functions, 'list_partitions')",
