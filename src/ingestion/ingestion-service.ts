@@ -449,12 +449,30 @@ function protobufBrotliHead(payload: Uint8Array): { size: number; start: number 
 }
 
 /**
- * The content length of a protobuf payload the server compressed (PROTOBUF_BROTLI_MARK), which the native
- * decoder reads as stored; null for any other payload (or one whose length is damaged), whose content is known
- * only once decompressed.
+ * The content length of a payload the native decoder reads as stored, holding protobuf: one the server compressed
+ * (PROTOBUF_BROTLI_MARK), or a gzip body kept as the client sent it. Null for any other payload (or one whose length
+ * is damaged), whose content is known only once decompressed.
  */
 export function storedProtobufSize(payload: Uint8Array): number | null {
-  return protobufBrotliHead(payload)?.size ?? null;
+  return isGzip(payload) ? gzipProtobufSize(payload) : (protobufBrotliHead(payload)?.size ?? null);
+}
+
+/**
+ * A gzip payload's content length when it holds protobuf: its trailer's ISIZE (the length modulo 2^32; a body of
+ * several gzip members gives its last member's). NDJSON lines were stored gzip too once (ae63466), so what it
+ * holds is told by the first bytes of its first 4 KiB inflated (zlib yields output as it goes), not the whole.
+ * Null for NDJSON, and when those bytes do not tell (the JavaScript path then reads it as before).
+ */
+function gzipProtobufSize(payload: Uint8Array): number | null {
+  if (payload.length < 18) return null; // a 10-byte header and an 8-byte trailer at least
+  let head: Uint8Array;
+  try {
+    head = gunzipSync(payload.subarray(0, 4096), { finishFlush: zlib.Z_SYNC_FLUSH });
+  } catch {
+    return null;
+  }
+  if (head.length === 0 || head[0] === 0x7b /* '{' */) return null;
+  return Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).readUInt32LE(payload.byteLength - 4);
 }
 
 /**

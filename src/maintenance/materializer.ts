@@ -791,21 +791,22 @@ export class Materializer {
         const sharing = objects[o];
         const places = sharing.map(payloadPlace);
         const payloads = await readPayloadsOfObject(store, places);
-        // A protobuf payload the server compressed says so, and goes into the bundle as stored: the table function
-        // decompresses it on the thread that decodes it. Others (NDJSON, protobuf stored before that mark, gzip as
-        // received) are decompressed here together on libuv's threads, to learn what they hold.
+        // A protobuf payload the server compressed says so, and so does a gzip body kept as received once its first
+        // bytes are inflated: it goes into the bundle as stored, and the table function decompresses it on the
+        // thread that decodes it. Others (NDJSON, protobuf stored before that mark) are decompressed here together
+        // on libuv's threads, to learn what they hold.
         const contents = await Promise.all(
-          payloads.map((p) =>
-            p === null || !decodes
-              ? Promise.resolve(null)
-              : storedProtobufSize(p) === null
-                ? decodes(p)
-                : Promise.resolve(p),
-          ),
+          payloads.map(async (p) => {
+            if (p === null || !decodes) return null;
+            const size = storedProtobufSize(p);
+            if (size !== null) return { content: p, size };
+            const content = await decodes(p);
+            return content === null ? null : { content, size: content.byteLength };
+          }),
         );
         for (const [i, b] of sharing.entries()) {
-          const content = contents[i];
-          if (content !== null) {
+          if (contents[i] !== null) {
+            const { content, size } = contents[i];
             if (bundleFile === null) {
               localKeys.push(bundle.key);
               bundleFile = scratch.writableLocation(bundle.key).then((path) => open(path, 'w'));
@@ -816,7 +817,7 @@ export class Materializer {
             const name = protobufPayloadName(scratch.location(bundle.key), bundle.sizes.length);
             indexes.set(b, bundle.sizes.length);
             bundle.sizes.push(content.byteLength);
-            bundle.contents.push(storedProtobufSize(content) ?? content.byteLength);
+            bundle.contents.push(size);
             protobuf.add(name);
             paths.set(b, name);
             await (await bundleFile).write(content, 0, content.byteLength, position);

@@ -15,7 +15,7 @@ import { gzipSync } from 'node:zlib';
 import { DuckDBEngine, engineErrors } from '../../src/engine/index.js';
 import { nativeLogsPayloads } from '../../src/engine/native-export.js';
 import { isErrorOf } from '../../src/errors/index.js';
-import { payloadContent, payloadLines } from '../../src/ingestion/index.js';
+import { payloadContent, payloadLines, storedProtobufSize } from '../../src/ingestion/index.js';
 import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
 import { payloadRows, protobufPayloadName } from '../../src/views/index.js';
 import { brotliStored, protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
@@ -140,6 +140,22 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
     for (const [form, payload] of [...storedForms(ndjson), ...storedForms(new Uint8Array(0))])
       assert.equal(await contentOf(payload), null, form);
     assert.equal(await contentOf(Uint8Array.from([0xce, 1, 2, 3])), null, 'damaged brotli');
+  });
+
+  it('reads a gzip body as stored once its first bytes show protobuf, sized by its trailer; gzip NDJSON is not', async () => {
+    // The materializer bundles such a payload as it is (the decode thread inflates it) when storedProtobufSize
+    // gives its content's length, which bounds the ordered read's memory; NDJSON lines, stored gzip once, are not.
+    // Requests one after the other are one request (their resourceLogs appended).
+    const large = Buffer.concat(Array.from({ length: 40 }, (_, i) => protobufOf(randomRequest(random(100 + i)))));
+    for (const body of [protobufOf(randomRequest(random(11))), large]) {
+      const gzip = gzipSync(body);
+      assert.equal(storedProtobufSize(gzip), body.length);
+      const { native, js } = await bothWays([gzip]);
+      assert.deepEqual(native, js);
+    }
+    assert.ok(gzipSync(large).length > 4096, 'a body longer than what is inflated to tell');
+    assert.equal(storedProtobufSize(gzipSync(payloadLines(large))), null, 'NDJSON lines');
+    assert.equal(storedProtobufSize(Uint8Array.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3])), null, 'cut');
   });
 
   it('fails the statement on a payload that does not decode, naming it, as read_json fails on damaged NDJSON', async () => {
