@@ -164,7 +164,7 @@ export type RefusedGroup = (key: string, error: unknown) => void;
  * constraint violation): the same rows would be refused again. Anything else (the database unreachable, a conflict,
  * a cancelled statement) may pass on a later try, so the replay fails as a whole and is tried again.
  */
-function refusedRows(error: unknown): boolean {
+export function refusedRows(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
 }

@@ -26,7 +26,7 @@ import {
   type SealedLogs,
 } from './otlp/index.js';
 import { GroupCommit } from './group-commit.js';
-import { groupManifest, ReplayMarks, type BlockRow, type Replayed } from './group-replay.js';
+import { groupManifest, refusedRows, ReplayMarks, type BlockRow, type Replayed } from './group-replay.js';
 import { KnownResources, type KnownResource } from './known-resources.js';
 import { logLine, metricLine, spanLine } from './payload-lines.js';
 
@@ -276,7 +276,10 @@ export class IngestionService {
   /**
    * Commits answered groups' rows whose commit failed, after a pause growing to 30 s, until it succeeds (with the
    * WAL flush). Until then no request is answered before its commit, and the groups keep the mark: a stop or a
-   * crash meanwhile leaves them to the next start's replay.
+   * crash meanwhile leaves them to the next start's replay. When Postgres refuses the rows themselves (refusedRows),
+   * each group is committed alone, and a group refused alone is left out, as the replay leaves it out: the same rows
+   * would be refused at every try, keeping the groups committed with them out of Postgres and every later request
+   * waiting for its commit.
    */
   private commitLater(signal: OtlpSignal, blocks: readonly PlacedBlock[], error: unknown, attempt: number): void {
     this.log(`committing ${blocks.length} acknowledged block(s) failed: tried again, and by the next start`, error);
@@ -291,21 +294,36 @@ export class IngestionService {
           true,
         ).then(
           (inserted) => {
-            this.failedCommits--;
-            for (const file of new Set(blocks.map((b) => b.file))) {
-              this.answered.delete(file);
-              this.marks?.done(file, false);
-            }
+            this.committedLater(blocks);
             const records = blocks.reduce((n, b) => n + (inserted.delete(b.blockId) ? b.count : 0), 0);
             this.metrics?.ingestedRecords.inc({ signal }, records);
           },
-          (failure: unknown) => this.commitLater(signal, blocks, failure, attempt + 1),
+          (failure: unknown) => {
+            if (!refusedRows(failure)) return this.commitLater(signal, blocks, failure, attempt + 1);
+            const groups = new Map<string, PlacedBlock[]>();
+            for (const block of blocks) groups.set(block.file, [...(groups.get(block.file) ?? []), block]);
+            if (groups.size === 1) {
+              this.log(`the rows of commit group ${blocks[0].file} were refused by Postgres and left out`, failure);
+              return this.committedLater(blocks);
+            }
+            this.failedCommits += groups.size - 1;
+            for (const group of groups.values()) this.commitLater(signal, group, failure, 0);
+          },
         );
       },
       Math.min(30_000, 250 * 2 ** attempt),
     );
     timer.unref();
     this.retryTimers.add(timer);
+  }
+
+  /** The end of a commitLater: its groups no longer hold the mark, nor stop answering requests before their commit. */
+  private committedLater(blocks: readonly PlacedBlock[]): void {
+    this.failedCommits--;
+    for (const file of new Set(blocks.map((b) => b.file))) {
+      this.answered.delete(file);
+      this.marks?.done(file, false);
+    }
   }
 
   private async blocks(

@@ -333,6 +333,50 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
     }
   });
 
+  it('ORRERY_INGEST_ACK=synced: an answered group whose rows Postgres refuses is left out; the one committed with it is stored', async () => {
+    const serve = await startRole('serve', {
+      ...env,
+      MICROMEGAS_SQL_CONNECTION_STRING: postgres.connectionString,
+      ORRERY_INGEST_ACK: 'synced',
+    });
+    // Postgres refuses the rows of one service (23514, as for a row it cannot store), whoever sends them.
+    await pool.query(`ALTER TABLE processes ADD CONSTRAINT refused_exe CHECK (exe <> 'refused-rows') NOT VALID`);
+    try {
+      const [first, refused, good, later] = [
+        'committing',
+        'refused-rows',
+        'committed-with-refused',
+        'after-refused',
+      ].map(oneRequest);
+      await whileLocked(async () => {
+        assert.equal(await answer(serve.httpPort, first.body), 200);
+        await insertWaiting();
+        // Each its own group (one at a time), written while the first group's commit waits: committed together, in
+        // one statement, once it ends.
+        assert.equal(await answer(serve.httpPort, refused.body), 200);
+        assert.equal(await answer(serve.httpPort, good.body), 200);
+      });
+      await pollUntil('the group committed with the refused one', good.stored, (n) => n === 1, { timeoutMs: 30_000 });
+      assert.equal(await first.stored(), 1);
+      assert.equal(await refused.stored(), 0);
+      await pollUntil(
+        'the refused group left out',
+        async () => serve.lines.filter((line) => /commit group \S+ were refused by Postgres and left out/.test(line)),
+        (lines) => lines.length === 1,
+        { timeoutMs: 10_000 },
+      );
+      // No commit is failing any more: a request is answered again before its commit.
+      await whileLocked(async () => {
+        assert.equal(await answer(serve.httpPort, later.body), 200);
+        await insertWaiting();
+      });
+      await pollUntil('the later request', later.stored, (n) => n === 1, { timeoutMs: 30_000 });
+    } finally {
+      await pool.query('ALTER TABLE processes DROP CONSTRAINT refused_exe');
+      await serve.close();
+    }
+  });
+
   it('ORRERY_INGEST_ACK=synced: materialize_partitions after a 200 waits for that request to commit', async () => {
     const serve = await startRole('serve', {
       ...env,
