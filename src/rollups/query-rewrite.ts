@@ -13,6 +13,8 @@ import {
   truncLadder,
   type Ladder,
 } from './calendar.js';
+import { clockBoundText } from './clock-bounds.js';
+import { clockFree, isClock } from './constant-trends.js';
 import type { StoredColumns } from './stored-columns.js';
 import {
   answersBucket,
@@ -111,6 +113,11 @@ export interface RewriteInput {
    * types and names), kept by text; without it, run each time.
    */
   readonly probe?: (sql: string) => Promise<unknown[][]>;
+  /**
+   * The instant the statement's clock reads as the rewrite evaluated its window's bounds (ns since the epoch): its
+   * fixed clock, or now. A bound worked out from it is written as that constant (see constantBounds).
+   */
+  readonly clockNs?: bigint;
   /** When a window off bucket boundaries reads raw edges (see rawCheaper); without it, whenever it can. */
   readonly rawEdges?: {
     readonly minRows: number;
@@ -165,6 +172,10 @@ interface Bound {
   readonly side: 'lower' | 'upper';
   readonly at: bigint;
   readonly conjunct: Node;
+  /** Where the conjunct holds the value compared with. */
+  readonly valueAt: 'left' | 'right' | 'lower' | 'upper';
+  /** The value reads the clock, and is `nanos` at RewriteInput.clockNs: a constant may stand for it. */
+  readonly clocked: boolean;
 }
 
 /** What one level is: its table and everything the rollup-independent part of the check found. */
@@ -195,6 +206,8 @@ interface Rewritten {
   /** Unaliased select items whose text changes, to alias with the name DuckDB gave them. */
   readonly named: Array<{ readonly item: Node; readonly original: Node }>;
   readonly edges: RawEdges | null;
+  /** The constants standing for window bounds written with the clock, each with the bound as written. */
+  readonly clocked: ReadonlyMap<Node, Node>;
 }
 
 const conjuncts = (node: Node | null): Node[] =>
@@ -276,6 +289,7 @@ export async function rewriteOntoRollups(
   // Tables whose level read stored columns in place of expressions, and now reads a rollup instead.
   const storedColumnsUnread: string[] = [];
   const pendingTexts: Array<{ node: Node; fill: (text: string) => void }> = [];
+  const clocked = new Map<Node, Node>();
   for (const { node: parsed, label } of levels) {
     const written = input.original && asWritten(parsed, input.original);
     const node = written ?? parsed;
@@ -341,6 +355,7 @@ export async function rewriteOntoRollups(
       }
     }
     if (!chosen) continue;
+    for (const [literal, written] of chosen.clocked) clocked.set(literal, written);
     Object.assign(parsed, chosen.node);
     read.add(chosen.target.name);
     if (written) storedColumnsUnread.push(table.name);
@@ -363,12 +378,48 @@ export async function rewriteOntoRollups(
         : {}),
     };
   }
+  constantBounds(tree, clocked);
   const texts = await expressionTexts(
     input.engine,
     pendingTexts.map((p) => p.node),
   );
   pendingTexts.forEach((p, i) => p.fill(texts[i]));
   return { provenance: { resources }, rollups: [...read], storedColumnsUnread };
+}
+
+/** Names DuckDB reads the clock by, as functions or bare words, besides those isClock knows. */
+const otherClockNames =
+  /^(current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
+
+/**
+ * Keeps the constants that stand for rewritten levels' window bounds written with the clock (`date_trunc('day',
+ * now()) - INTERVAL 30 DAY`) when nothing else in the statement reads the clock; else puts the bounds back as
+ * written. DuckDB plans a statement that calls now() again at every run (now() is the same within a run only),
+ * while one of constants keeps its plan until a bound moves. The constants are the values the rewrite worked out
+ * from one instant of the clock, which its stored rows' windows and pending buckets were read with too, so the
+ * statement reads one now() throughout, as its raw read does; a clock read elsewhere would be another instant.
+ */
+function constantBounds(tree: { statements: Node[] }, clocked: ReadonlyMap<Node, Node>): void {
+  if (clocked.size === 0) return;
+  const readsClock = some(tree.statements, (n) => {
+    const names = n.class === 'COLUMN_REF' ? (n.column_names as string[]) : [];
+    return (
+      isClock(n) ||
+      (n.class === 'FUNCTION' && otherClockNames.test(String(n.function_name))) ||
+      (names.length === 1 && otherClockNames.test(names[0]))
+    );
+  });
+  if (!readsClock) return;
+  const restore = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    const parent = value as Record<string, unknown>;
+    for (const [k, child] of Object.entries(parent)) {
+      const written = clocked.get(child as Node);
+      if (written) parent[k] = written;
+      else restore(child);
+    }
+  };
+  restore(tree.statements);
 }
 
 /** A level's own expressions as its statement wrote them, where stored columns stand for some; null when none does. */
@@ -500,7 +551,13 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
   const over = (n: Node): TimeExpression | null => timeExpression(n, isTime, timeType, grid);
 
   // The window: conjuncts comparing the time column, or a cast of it, with a constant.
-  const candidates: Array<{ op: Bound['op']; value: Node; conjunct: Node; time: TimeExpression }> = [];
+  const candidates: Array<{
+    op: Bound['op'];
+    value: Node;
+    valueAt: Bound['valueAt'];
+    conjunct: Node;
+    time: TimeExpression;
+  }> = [];
   const filters: Node[] = [];
   const flip = { ge: 'le', gt: 'lt', lt: 'gt', le: 'ge', eq: 'eq' } as const;
   const ops: Record<string, Bound['op']> = {
@@ -516,17 +573,18 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
     const [left, right] = [conjunct.left as Node, conjunct.right as Node];
     const [leftTime, rightTime, between] = [left, right, conjunct.input as Node].map((n) => n && over(n));
-    if (op && leftTime && isBound(right)) candidates.push({ op, value: right, conjunct, time: leftTime });
+    if (op && leftTime && isBound(right))
+      candidates.push({ op, value: right, valueAt: 'right', conjunct, time: leftTime });
     else if (op && rightTime && isBound(left))
-      candidates.push({ op: flip[op], value: left, conjunct, time: rightTime });
+      candidates.push({ op: flip[op], value: left, valueAt: 'left', conjunct, time: rightTime });
     else if (
       conjunct.class === 'BETWEEN' &&
       between &&
       isBound(conjunct.lower as Node) &&
       isBound(conjunct.upper as Node)
     ) {
-      candidates.push({ op: 'ge', value: conjunct.lower as Node, conjunct, time: between });
-      candidates.push({ op: 'le', value: conjunct.upper as Node, conjunct, time: between });
+      candidates.push({ op: 'ge', value: conjunct.lower as Node, valueAt: 'lower', conjunct, time: between });
+      candidates.push({ op: 'le', value: conjunct.upper as Node, valueAt: 'upper', conjunct, time: between });
     } else {
       // A local clock read raw: say so, not that the level has no window.
       const [clock, bound] = [localClock(right, columns), localClock(left, columns)];
@@ -568,19 +626,27 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
   const bounds = candidates.flatMap((c, i): Bound[] => {
     const nanos = values[i] === null ? null : timestampNanos(values[i]!);
     if (nanos === null) throw new Skip(`a bound of the window on ${time} is not an instant`);
-    const { op, conjunct } = c;
+    const { op, conjunct, valueAt } = c;
     const g = c.time.grid;
+    // Compared as an instant, and worked out from the clock's instant the rewrite read (not by DuckDB, whose
+    // now() is another statement's).
+    const clocked =
+      compared[i].child === c.value &&
+      input.clockNs !== undefined &&
+      !clockFree([c.value]) &&
+      clockBoundText(compared[i], input.clockNs) === values[i];
+    const common = { op, nanos, conjunct, valueAt, clocked };
     if (op === 'eq') {
       // [value, value + step) when the value is one the expression takes; else an instant, read raw.
       const end = threshold('le', nanos, g);
       const on = end - g === nanos;
       return [
-        { op, nanos, side: 'lower', at: nanos, conjunct },
-        { op, nanos, side: 'upper', at: on ? end : nanos, conjunct },
+        { ...common, side: 'lower', at: nanos },
+        { ...common, side: 'upper', at: on ? end : nanos },
       ];
     }
     const side = op === 'ge' || op === 'gt' ? 'lower' : 'upper';
-    return [{ op, nanos, side, at: threshold(op, nanos, g), conjunct }];
+    return [{ ...common, side, at: threshold(op, nanos, g) }];
   });
   if (!bounds.some((b) => b.side === 'lower')) throw new Skip(`the level has no window: no lower bound on ${time}`);
 
@@ -789,10 +855,18 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     return rewritten;
   });
   // An aligned window reads the rollup's buckets by it; one with raw edges reads a union (see finish).
+  // Bounds worked out from the clock are written as the constants they were (see constantBounds).
+  const clocked = new Map<Node, Node>();
   const window = edges
     ? []
     : [...new Set(level.bounds.map((b) => b.conjunct))].map((conjunct) => {
         const c = copy(conjunct);
+        for (const b of level.bounds)
+          if (b.conjunct === conjunct && b.clocked) {
+            const literal = instantLiteral(b.nanos);
+            clocked.set(literal, c[b.valueAt] as Node);
+            c[b.valueAt] = literal;
+          }
         let zoned = false;
         for (const side of ['left', 'right', 'input'] as const) {
           const n = c[side] as Node | undefined;
@@ -828,7 +902,7 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     having: node.having === null ? null : over(node.having, 'having'),
     modifiers: over(node.modifiers, 'order'),
   };
-  return { target, width: approximateWidth(ladder), node: rewritten, casts, named, edges };
+  return { target, width: approximateWidth(ladder), node: rewritten, casts, named, edges, clocked };
 }
 
 /** What the rollup reads of an unaligned window: whole buckets [from, to) and raw rows at either end. */
@@ -1019,6 +1093,18 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
   replace(table);
   return table;
 }
+
+/** An instant as a TIMESTAMP_NS constant, as DuckDB parses `CAST('…' AS TIMESTAMP_NS)`. */
+const instantLiteral = (nanos: bigint): Node =>
+  cast(
+    {
+      class: 'CONSTANT',
+      type: 'VALUE_CONSTANT',
+      alias: '',
+      value: { type: { id: 'VARCHAR', type_info: null }, is_null: false, value: timestampText(nanos) },
+    },
+    { id: 'TIMESTAMP_NS', type_info: null },
+  );
 
 /** An instant as the text of a TIMESTAMP literal. */
 const timestampText = (nanos: bigint): string => instantText(nanos).replace('T', ' ').replace('Z', '');

@@ -2069,6 +2069,7 @@ export class Rollups {
       aggregates: await this.aggregateNames(),
       original,
       probe: (sql) => this.probed(sql),
+      clockNs,
       rawEdges: {
         minRows: this.options.rawEdgesMinRows ?? defaultRawEdgesMinRows,
         rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, audiences, from, to),

@@ -8,6 +8,7 @@ import { DuckDBConnection } from '@duckdb/node-api';
 import type { Table } from 'apache-arrow';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { countedCalls } from '../support/counted-calls.js';
+import { packAny } from '../support/flight-client.js';
 import { useOrrery } from '../support/orrery-process.js';
 
 const provenanceOf = (table: Table): unknown => {
@@ -297,5 +298,38 @@ describe('queries read rollups (issue 14)', () => {
     const raw = await plainRows(fixture.admin, `select count(*) as n from (select * from days) as days ${where}`);
     assert.deepEqual(await plainRows(fixture.admin, sql), raw);
     assert.deepEqual(raw, [{ n: 420 }]);
+  });
+
+  it('a window written with the clock reads the instant its rewrite worked out: planned, then run seconds later, it answers as raw rows do at the planned instant', async () => {
+    const run = (sql: string): Promise<Table> => fixture.admin.query(sql);
+    await run(`CREATE TABLE ticks (ts TIMESTAMPTZ, v BIGINT) WITH (time_column = 'ts')`);
+    // A row a second, each with its own value, from 10 minutes ago to 10 minutes on.
+    await run(
+      `INSERT INTO ticks SELECT date_trunc('second', now()) + to_seconds(i), i * i + 1000 * i FROM range(-600, 600) t(i)`,
+    );
+    await run(
+      `select snouttime.create_rollup('ticks_secondly', 'ticks', interval '1 second', select_list => 'count(*) as n, sum(v) as s')`,
+    );
+    await run(`select snouttime.refresh_rollup('ticks_secondly')`);
+    const sql = `select count(*) as n, sum(v) as s from ticks where ts >= date_trunc('second', now()) - interval 30 second and ts < date_trunc('second', now())`;
+    const info = await fixture.reader.getFlightInfo(packAny('CommandStatementQuery', { query: sql }));
+    const { rollup } = (
+      JSON.parse(info.schema.metadata.get('orrery.provenance') ?? '{}') as {
+        resources: Array<{ rollup: { name: string; window: { from: string; to: string } } | null }>;
+      }
+    ).resources[0];
+    assert.equal(rollup?.name, 'ticks_secondly');
+    // Run in a later second than the one it was planned in: its now() is still the planned one.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const answered = (await fixture.reader.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => r.toJSON());
+    const raw = await plainRows(
+      fixture.reader,
+      `select count(*) as n, sum(v) as s from (select * from ticks) as ticks where ts >= TIMESTAMPTZ '${rollup!.window.from}' and ts < TIMESTAMPTZ '${rollup!.window.to}'`,
+    );
+    assert.deepEqual(
+      answered.map((r) => ({ n: Number(r.n), s: Number(r.s) })),
+      raw.map((r) => ({ n: Number(r.n), s: Number(r.s) })),
+    );
+    assert.equal(Number(raw[0].n), 30);
   });
 });
