@@ -109,8 +109,8 @@ export interface RewriteInput {
    */
   readonly original?: (node: Node) => Node | undefined;
   /**
-   * The rows of a statement over one row of typed NULLs (its answer hangs on its text alone: DuckDB's
-   * types and names), kept by text; without it, run each time.
+   * The rows of a statement describing a query over the table's column types (its answer hangs on its text
+   * alone: DuckDB's types and names), kept by text; without it, run each time.
    */
   readonly probe?: (sql: string) => Promise<unknown[][]>;
   /**
@@ -261,11 +261,15 @@ const localClock = (node: Node | undefined, columns: ReadonlySet<string>): strin
   return found;
 };
 
-/** A function call over column names and constants, such as count(*) or round(sum(x), 2): its name is kept by aliasing it. */
+/**
+ * A function call over column names and constants, such as count(*) or round(sum(x), 2), or a cast of one
+ * (ClickHouse's toFloat64(count()) is DuckDB's `count(*)::DOUBLE`): its name is kept by aliasing it.
+ */
 const isPlainCall = (node: Node): boolean =>
-  node.class === 'FUNCTION' &&
-  node.is_operator !== true &&
-  (node.children as Node[]).every((c) => c.class === 'CONSTANT' || c.class === 'COLUMN_REF' || isPlainCall(c));
+  (node.class === 'CAST' && isPlainCall(node.child as Node)) ||
+  (node.class === 'FUNCTION' &&
+    node.is_operator !== true &&
+    (node.children as Node[]).every((c) => c.class === 'CONSTANT' || c.class === 'COLUMN_REF' || isPlainCall(c)));
 
 /**
  * Rewrites each level of a parsed SELECT that a rollup answers (in place) and says, for each
@@ -1010,18 +1014,22 @@ async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): 
   (inner.select_list as Node[]).forEach((item, i) => (item.alias = columns[i].name));
   dummy.alias = alias;
   probeNode.select_list = [
-    ...rewritten.casts.map((c) => call('typeof', [c.aggregate])),
-    ...rewritten.named.map((n) => call('alias', [{ ...n.original, alias: '' }])),
+    ...rewritten.casts.map((c) => ({ ...c.aggregate, alias: '' })),
+    ...rewritten.named.map((n) => ({ ...n.original, alias: '' })),
   ];
   probeNode.aggregate_handling = 'STANDARD_HANDLING';
   probeNode.group_expressions = columns.map((c) => column(alias, c.name));
   probeNode.group_sets = [columns.map((_, i) => i)];
-  const sql = await input.engine.deparse(probe);
-  const [row] = input.probe ? await input.probe(sql) : await input.engine.values(sql);
-  const texts = row.map(String);
-  const types = await castTypes(input.engine, texts.slice(0, rewritten.casts.length) as string[]);
+  // Described, not run: each column's type and the name DuckDB gives it (alias() writes a cast's type
+  // unquoted, `CAST(count_star() AS DOUBLE)`, where the column is named `CAST(count_star() AS "DOUBLE")`).
+  const sql = `SELECT column_name, column_type FROM (DESCRIBE ${await input.engine.deparse(probe)})`;
+  const rows = (input.probe ? await input.probe(sql) : await input.engine.values(sql)).map((r) => r.map(String));
+  const types = await castTypes(
+    input.engine,
+    rows.slice(0, rewritten.casts.length).map((r) => r[1]),
+  );
   rewritten.casts.forEach((c, i) => (c.cast.cast_type = types[i]));
-  rewritten.named.forEach((n, i) => (n.item.alias = texts[rewritten.casts.length + i]));
+  rewritten.named.forEach((n, i) => (n.item.alias = rows[rewritten.casts.length + i][0]));
 }
 
 /**
