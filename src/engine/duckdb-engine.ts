@@ -141,6 +141,13 @@ export interface RunOptions {
    * connection without preparing again, when it is still held (else as if absent).
    */
   readonly held?: HeldStatement;
+  /**
+   * The statement (execute) creates, or drops, a table of DuckDB's own in-memory database `memory`
+   * under a name no statement kept can bind to: a new name, or one no statement is set up with any more
+   * (a kept tail's). Only the statements kept whose setup names that database are let go (see
+   * KeptStatements), not every statement kept by the engine.
+   */
+  readonly ownTable?: boolean;
 }
 
 /** How json_serialize_sql answers a statement other than SELECT (DuckDB's own message). */
@@ -842,7 +849,7 @@ export class DuckDBEngine {
 
   private async withPrepared<T>(
     sql: string,
-    options: Pick<RunOptions, 'setup' | 'session' | 'signal' | 'deadline'>,
+    options: Pick<RunOptions, 'setup' | 'session' | 'signal' | 'deadline' | 'ownTable'>,
     use: (prepared: DuckDBPreparedStatement, guard: StatementGuard) => Promise<T>,
   ): Promise<T> {
     const { connection, release } = await this.lease(options.setup, options.session);
@@ -858,7 +865,8 @@ export class DuckDBEngine {
       } catch (error) {
         throw this.failure(error);
       } finally {
-        if (!keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
+        if (options.ownTable) this.kept.memoryTablesChanged();
+        else if (!keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
         prepared.destroySync();
       }
     } catch (error) {

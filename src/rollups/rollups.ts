@@ -1672,10 +1672,10 @@ export class Rollups {
   /** A new table of the rows of `sql` (see tail-values.ts): its name, or null when too large or failed. */
   private keptTable(sql: string): Promise<string | null> {
     const table = keptTailTable();
-    return this.engine.execute(keepTailSql(table, sql)).then(
+    return this.engine.execute(keepTailSql(table, sql), { ownTable: true }).then(
       async (rows) => {
         if (rows <= maxKeptRows) return table;
-        await this.engine.execute(`DROP TABLE IF EXISTS ${table}`);
+        await this.engine.execute(`DROP TABLE IF EXISTS ${table}`, { ownTable: true });
         return null;
       },
       () => null,
@@ -1689,7 +1689,7 @@ export class Rollups {
   private retireTail(kept: { readonly made: Promise<string | null> }): void {
     setTimeout(() => {
       void kept.made
-        .then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`) : 0))
+        .then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`, { ownTable: true }) : 0))
         .catch(() => {});
     }, keptTailDropMs).unref();
   }

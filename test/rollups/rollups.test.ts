@@ -792,6 +792,55 @@ describe('rollups (issue 17)', () => {
       assert.equal(await lakeScans('SELECT * FROM repeated_hourly'), 0);
     });
 
+    it("a kept tail's table made leaves the statements kept for other texts kept: they are not prepared again", async () => {
+      const { check } = await withTail('untouched');
+      await tailKept('untouched_hourly');
+      // A write (which may end a transaction: every kept statement is let go) and a read merging its file.
+      await asTeamA.updateCount(
+        `INSERT INTO untouched SELECT TIMESTAMP '2100-01-01 05:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
+      );
+      await plainRows(asTeamA, 'SELECT * FROM untouched_hourly');
+      // Another statement, read from the stored rows' files alone: kept once run, prepared once.
+      const other = `SELECT host, sum(n) AS n FROM untouched_hourly_materialized GROUP BY host ORDER BY host`;
+      const prepares = (work: () => Promise<void>): Promise<number> =>
+        countedCalls(DuckDBConnection.prototype, 'prepare', work, (text) =>
+          String(text).includes('untouched_hourly_materialized'),
+        );
+      const want = await plainRows(asTeamA, other);
+      assert.equal(await prepares(async () => assert.deepEqual(await plainRows(asTeamA, other), want)), 0);
+      // The same files read again: a kept table of them is made (the kept one merged with the new file's).
+      const prepare = Object.getOwnPropertyDescriptor(DuckDBConnection.prototype, 'prepare')!.value as (
+        this: DuckDBConnection,
+        sql: string,
+      ) => ReturnType<DuckDBConnection['prepare']>;
+      let made = 0;
+      DuckDBConnection.prototype.prepare = async function (this: DuckDBConnection, sql: string) {
+        const prepared = await prepare.call(this, sql);
+        if (sql.startsWith('CREATE TABLE memory.main.__orrery_tail_')) {
+          const run = prepared.run.bind(prepared);
+          prepared.run = async () => {
+            const result = await run();
+            made++;
+            return result;
+          };
+        }
+        return prepared;
+      };
+      try {
+        await plainRows(asTeamA, 'SELECT * FROM untouched_hourly');
+        await pollUntil(
+          'a kept table made',
+          async () => made,
+          (n) => n > 0,
+          { timeoutMs: 30_000, intervalMs: 50 },
+        );
+      } finally {
+        DuckDBConnection.prototype.prepare = prepare;
+      }
+      assert.equal(await prepares(async () => assert.deepEqual(await plainRows(asTeamA, other), want)), 0);
+      await check();
+    });
+
     /** The files DuckDB's Parquet reads of an admin's plan of `sql` read, all together. */
     const filesRead = async (sql: string): Promise<number> =>
       [...(await planOf(sql)).matchAll(/Total Files Read: (\d+)/g)].reduce((n, [, files]) => n + Number(files), 0);
