@@ -15,7 +15,8 @@
 //   a minute of rows after it; the materialized rows, the never-stale read and the dashboard, phase by phase)
 //   node bench/latency/lake-phases.mjs --rollups --ingest --rows 2000000 --base <tree>
 //   (--ingest: steady ingestion, bench/rollups' section 5: each statement right after a write of 100 rows at now()
-//   through the same server, untimed, so every read is at a new snapshot with a new tail file)
+//   through the same server, untimed, so every read is at a new snapshot with a new tail file; with
+//   --write-through other, through the other server, as a writer in another process would)
 //   node bench/latency/lake-phases.mjs --rewrite --rows 1000000 --base <tree>
 //   (--rewrite: bench/rollup-rewrite's table and rollups, issue 14: three of its panels, each rewritten onto a
 //   rollup and as its raw twin, the same SQL over a subquery of the table, which no rollup answers)
@@ -40,6 +41,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '4' },
     rollups: { type: 'boolean', default: false },
     ingest: { type: 'boolean', default: false },
+    'write-through': { type: 'string', default: 'same' },
     rewrite: { type: 'boolean', default: false },
   },
 });
@@ -66,9 +68,11 @@ try {
       ? await rewriteData(client)
       : await seriesData(client);
   // One statement on one server: its GetFlightInfo, then the DoGet of its tickets, timed apart (ms).
+  const writer = (server) =>
+    values['write-through'] === 'other' ? (servers.find((s) => s !== server) ?? server) : server;
   const write = (server) =>
     values.ingest &&
-    server.client.executeUpdate(
+    writer(server).client.executeUpdate(
       `INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % 50), 1.0 FROM range(100) t(i)`,
     );
   const once = async (server, name) => {
@@ -131,7 +135,7 @@ try {
       .map(([kind, calls]) => `${kind} ${calls.toFixed(1)}`)
       .join(', ') || '-';
   console.log(
-    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements${values.ingest ? '; a write of 100 rows before each' : ''}`,
+    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements${values.ingest ? `; a write of 100 rows before each, through the ${values['write-through']} server` : ''}`,
   );
   console.log(
     `${'server, statement'.padEnd(20)} GetFlightInfo ms  DoGet ms  both ms   Postgres statements: GetFlightInfo | DoGet`,

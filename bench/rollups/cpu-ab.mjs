@@ -6,11 +6,13 @@
 // of lake-phases.mjs --rollups (SELECT 1, the materialized rows, the never-stale read, the dashboard).
 // Each statement runs --per times in a row on one server, then on the other (A B B A), --rounds times;
 // with --ingest each read follows a write of 100 rows at now() through the same server, untimed (every
-// read then meets a new tail file, as under steady ingestion). Per statement, the medians of the rounds'
+// read then meets a new tail file, as under steady ingestion); with --write-through other, through the other
+// server (as a writer in another process would). Per statement, the medians of the rounds'
 // server CPU per read (the server process's own, /proc: the shared Postgres is not counted; the reads'
 // alone, not the writes') and wall time per read, and never-stale / materialized per server.
 //
 //   npm run build && node bench/rollups/cpu-ab.mjs --rows 2000000 --ingest --base <tree> [--rounds 6] [--per 10]
+//     [--write-through other]
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -23,6 +25,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '6' },
     per: { type: 'string', default: '10' },
     ingest: { type: 'boolean', default: false },
+    'write-through': { type: 'string', default: 'same' },
     base: { type: 'string' },
   },
 });
@@ -39,9 +42,12 @@ try {
   if (values.base) servers.push({ label: 'base', client: await probe.startServer(values.base, 'base') });
   for (const s of servers) s.pid = probe.servers.get(s.label).pid;
   await loadProbeData(servers[0].client, { rows, hosts: 50 });
+  const writer = (s) => (values['write-through'] === 'other' ? (servers.find((o) => o !== s) ?? s) : s);
   const write = (s) =>
     values.ingest &&
-    s.client.executeUpdate(`INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % 50), 1.0 FROM range(100) t(i)`);
+    writer(s).client.executeUpdate(
+      `INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % 50), 1.0 FROM range(100) t(i)`,
+    );
   const results = {};
   for (const s of servers)
     for (const [name, sql] of Object.entries(probeStatements)) {
@@ -71,7 +77,7 @@ try {
       }
   }
   console.log(
-    `load average ${loadBefore} before, ${loadAverage()} after; ${rows} rows${values.ingest ? '; a write of 100 rows before each read' : ''}; medians of ${rounds} rounds of ${per} reads; server CPU (its own process) and wall ms per read`,
+    `load average ${loadBefore} before, ${loadAverage()} after; ${rows} rows${values.ingest ? `; a write of 100 rows before each read, through the ${values['write-through']} server` : ''}; medians of ${rounds} rounds of ${per} reads; server CPU (its own process) and wall ms per read`,
   );
   console.log(
     `statement | ${servers.map((s) => `${s.label} cpu | ${s.label} wall`).join(' | ')}${servers.length > 1 ? ' | cpu this/base | wall this/base' : ''}`,
