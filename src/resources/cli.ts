@@ -36,7 +36,9 @@ export async function runResourcesCli(
       return resourcesExitStatus.ok;
     }
     client = new FlightSqlClient({ address: args.server, tls: args.tls, apiKey: args.key });
-    return await runCommand(args, client, io);
+    return await runCommand(args, client, io).catch((error: unknown) => {
+      throw adminOnly(args, program, error);
+    });
   } catch (error) {
     io.err(`orrery ${program}: ${error instanceof Error ? oneLine(error.message) : String(error)}`);
     if (error instanceof ResourcesCliError) {
@@ -67,6 +69,38 @@ function runCommand(args: ResourcesArgs, client: FlightSqlClient, io: ResourcesI
   }
 }
 
+/**
+ * Why a command needs an admin key. The spec runs them with the operator's credentials; a plan is not cut down
+ * to a reader's view sets, because its steps come from the ledger and the served publication, which span
+ * every team's entries. What a reader may check, validate gives (the server's omissions included).
+ */
+function adminNeed(args: ResourcesArgs, program: 'resources' | 'publish'): string {
+  if (program === 'publish')
+    return args.dryRun
+      ? 'its plan compares the files with the resource ledger and the served publication'
+      : 'it installs resources and records the publication';
+  switch (args.command) {
+    case 'plan':
+      return 'it compares the files with the resource ledger and the served publication';
+    case 'status':
+      return 'it prints the resource ledger';
+    case 'prune':
+      return 'it drops retired resources';
+    default:
+      return "--online compares rollups' stored rows with every audience's raw rows";
+  }
+}
+
+/** A command the server refused for want of an admin key, said as such (see adminNeed); any other error as it is. */
+function adminOnly(args: ResourcesArgs, program: 'resources' | 'publish', error: unknown): unknown {
+  if (!(error instanceof ResourcesCliError) || error.code !== 'RESOURCES_ADMIN_ONLY') return error;
+  const command = program === 'publish' ? `publish${args.dryRun ? ' --dry-run' : ''}` : `resources ${args.command}`;
+  return new ResourcesCliError(
+    'RESOURCES_ADMIN_ONLY',
+    `'orrery ${command}' needs an admin key: ${adminNeed(args, program)} (${error.message}); pass an admin's key with --key or ORRERY_API_KEY, or run 'orrery resources validate --dir <folder>', which checks the files and what the server's plan would omit with any key`,
+  );
+}
+
 const serverError = (client: FlightSqlClient, what: string, error: unknown): ResourcesCliError => {
   if (error instanceof ResourcesCliError) return error;
   const hint =
@@ -75,7 +109,9 @@ const serverError = (client: FlightSqlClient, what: string, error: unknown): Res
       : '';
   const message = error instanceof FlightClientError ? error.details : (error as Error).message;
   return new ResourcesCliError(
-    'RESOURCES_SERVER_ERROR',
+    error instanceof FlightClientError && error.status === 'PERMISSION_DENIED'
+      ? 'RESOURCES_ADMIN_ONLY'
+      : 'RESOURCES_SERVER_ERROR',
     `${what} on ${client.options.address}: ${oneLine(message)}${hint}`,
   );
 };

@@ -21,6 +21,11 @@ export const resourcesErrors = declareErrors('resources', {
     status: 'UNAVAILABLE',
     meaning: 'a call to the server failed: unreachable, credentials refused, or an error (exit 1)',
   },
+  RESOURCES_ADMIN_ONLY: {
+    status: 'PERMISSION_DENIED',
+    meaning:
+      "the command reads or changes what only an admin key may (the resource ledger, publications, every audience's rows); the message says what, and that validate runs with any key (exit 1)",
+  },
   RESOURCES_LOCKED: {
     status: 'FAILED_PRECONDITION',
     meaning: 'another publication or prune holds the resources lock; the message names its host, pid and start',

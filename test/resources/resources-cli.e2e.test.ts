@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runResourcesCli } from '../../src/resources/index.js';
-import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 
 describe('orrery resources validate against a running server', () => {
   const fixture = useOrrery({}, 'serve');
@@ -63,6 +63,44 @@ describe('orrery resources validate against a running server', () => {
       refused.err[0],
       /^orrery resources: cannot list the view sets on 127\.0\.0\.1:\d+: invalid key \(pass --key or set ORRERY_API_KEY\)$/,
     );
+    // A reader's key may validate, not plan: a plan's steps come from the ledger and the served publication,
+    // which span every team's entries. The refusal says what the command needs and what the reader can run.
+    const valid = join(dir, 'valid');
+    mkdirSync(join(valid, 'resources'), { recursive: true });
+    writeFileSync(
+      join(valid, 'resources', 'logs.resources.json'),
+      JSON.stringify({
+        resources: { level_minmax: { index: { table: 'log_entries', column: 'level', kind: 'minmax' } } },
+      }),
+    );
+    for (const [args, program, command, need] of [
+      [
+        ['plan', '--dir', valid],
+        'resources',
+        'resources plan',
+        'it compares the files with the resource ledger and the served publication',
+      ],
+      [
+        ['--dir', valid, '--dry-run'],
+        'publish',
+        'publish --dry-run',
+        'its plan compares the files with the resource ledger and the served publication',
+      ],
+      [['status'], 'resources', 'resources status', 'it prints the resource ledger'],
+    ] as const) {
+      const out: string[] = [];
+      const err: string[] = [];
+      const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: readerKey.key };
+      const status = await runResourcesCli(args, { env, out: (l) => out.push(l), err: (l) => err.push(l) }, program);
+      assert.deepEqual({ status, out, lines: err.length }, { status: 1, out: [], lines: 1 }, command);
+      assert.match(
+        err[0],
+        new RegExp(
+          `^orrery ${program}: 'orrery ${command}' needs an admin key: ${need} \\(.* on 127\\.0\\.0\\.1:\\d+: permission denied: .*\\); pass an admin's key with --key or ORRERY_API_KEY, or run 'orrery resources validate --dir <folder>', which checks the files and what the server's plan would omit with any key$`,
+        ),
+        command,
+      );
+    }
     const missing = await run(['validate', '--dir', join(dir, 'nowhere')]);
     assert.deepEqual(missing, {
       status: 2,
