@@ -27,7 +27,7 @@ const ways = {
   reserved: (key) => {
     const file = next ?? key;
     next = `${key}.next`;
-    store.reserveNew(next);
+    store.reserveNew([next]);
     return store.putNew(file, parts);
   },
 };

@@ -72,22 +72,30 @@ export class FileObjectStore implements ObjectStore {
     await Promise.all(folders.map(syncFolder));
   }
 
-  reserveNew(key: string): void {
-    const path = this.location(key);
-    const handle = this.createNew(path).then(
-      async ({ handle, folders }) => {
-        try {
-          await Promise.all(folders.map(syncFolder));
-          return handle;
-        } catch {
-          await handle.close().catch(() => undefined);
-          await rm(path, { force: true }).catch(() => undefined);
-          return null;
-        }
-      },
-      () => null,
-    );
-    this.reserved.set(key, { at: Date.now(), path, handle });
+  reserveNew(keys: readonly string[]): void {
+    const paths = keys.map((key) => this.location(key));
+    const opened = (async (): Promise<Array<FileHandle | null>> => {
+      // The folders first, once: each file's open then only creates its name, and one fsync per folder makes every
+      // name made in it durable (the folders' own names, in their parents, too).
+      const folders = [...new Set(paths.map((path) => dirname(path)))];
+      const parents = (await Promise.all(folders.map((folder) => this.makeFolder(folder)))).flat();
+      const handles = await Promise.all(paths.map((path) => open(path, 'wx').catch(() => null)));
+      try {
+        await Promise.all([...new Set([...folders, ...parents])].map(syncFolder));
+        return handles;
+      } catch {
+        await Promise.all(
+          handles.map(async (handle, i) => {
+            if (!handle) return;
+            await handle.close().catch(() => undefined);
+            await rm(paths[i], { force: true }).catch(() => undefined);
+          }),
+        );
+        return handles.map(() => null);
+      }
+    })().catch(() => paths.map(() => null));
+    const at = Date.now();
+    keys.forEach((key, i) => this.reserved.set(key, { at, path: paths[i], handle: opened.then((h) => h[i]) }));
   }
 
   /**

@@ -17,11 +17,11 @@ export interface ObjectStore {
    */
   putNew(key: string, parts: readonly Uint8Array[]): Promise<void>;
   /**
-   * Readies `key` for a `putNew` expected soon, so that its own work starts earlier: a local store creates the
-   * empty file and makes its name durable now (the folder's fsync), leaving putNew the bytes to write and sync.
-   * Never fails (putNew then does all of it); a reservation unused after a few seconds is dropped.
+   * Readies `keys` for `putNew`s expected soon, so that their own work starts earlier: a local store creates the
+   * empty files and makes their names durable now (one fsync per folder for all of them), leaving putNew the bytes
+   * to write and sync. Never fails (putNew then does all of it); a reservation unused after a few seconds is dropped.
    */
-  reserveNew(key: string): void;
+  reserveNew(keys: readonly string[]): void;
   /** Writes an object only if it does not exist yet; false when it already did. */
   putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean>;
   get(key: string): Promise<Uint8Array>;

@@ -53,23 +53,38 @@ describe('FileObjectStore', () => {
   });
 
   it('a reserved key exists empty at once (new folders too); putNew fills it, even when it was deleted meanwhile', async () => {
-    store.reserveNew('r/s/group');
+    store.reserveNew(['r/s/group']);
     await waitFor(async () => (await store.size('r/s/group')) === 0);
     await store.putNew('r/s/group', [Buffer.from('first'), Buffer.from('second')]);
     assert.equal(Buffer.from(await store.get('r/s/group')).toString(), 'firstsecond');
     // As an orphan sweep would, if its clock took the empty file for an old one: the bytes still land.
-    store.reserveNew('r/s/swept');
+    store.reserveNew(['r/s/swept']);
     await waitFor(async () => (await store.size('r/s/swept')) === 0);
     await store.delete('r/s/swept');
     await store.putNew('r/s/swept', [Buffer.from('kept')]);
     assert.equal(Buffer.from(await store.get('r/s/swept')).toString(), 'kept');
     // A reservation never written is deleted when the store closes.
     const other = new FileObjectStore(root);
-    other.reserveNew('r/s/unused');
+    other.reserveNew(['r/s/unused']);
     await waitFor(async () => (await other.size('r/s/unused')) === 0);
     other.close();
     await waitFor(async () => (await other.size('r/s/unused')) === null);
     assert.deepEqual(readdirSync(join(root, 'r/s')).sort(), ['group', 'swept']);
+  });
+
+  it('keys reserved together exist empty at once (a new folder too); each putNew fills its own, the rest go at close', async () => {
+    const batch = new FileObjectStore(root);
+    batch.reserveNew(['m/n/a', 'm/n/b', 'm/n/c']);
+    await waitFor(async () =>
+      (await Promise.all(['a', 'b', 'c'].map((k) => batch.size(`m/n/${k}`)))).every((s) => s === 0),
+    );
+    await batch.putNew('m/n/c', [Buffer.from('third')]);
+    await batch.putNew('m/n/a', [Buffer.from('first'), Buffer.from('!')]);
+    assert.equal(Buffer.from(await batch.get('m/n/a')).toString(), 'first!');
+    assert.equal(Buffer.from(await batch.get('m/n/c')).toString(), 'third');
+    batch.close();
+    await waitFor(async () => (await batch.size('m/n/b')) === null);
+    assert.deepEqual(readdirSync(join(root, 'm/n')).sort(), ['a', 'c']);
   });
 
   it('readRange reads a segment: short at the end, empty past it, null when the object is missing', async () => {
