@@ -7,7 +7,7 @@
 //   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000]
 //   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory] [--processes 8]
 // --processes: how many processes the blocks come from (block i from process i % N; the bench server's load
-// generator is one).
+// generator sends 8 services' blocks, interleaved).
 // --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
 // and adds each tag's peaks (MiB) to the line: what holds the memory (the join's HASH_TABLE, the sort's ORDER_BY, the
 // Parquet writer's buffered row group, COLUMN_DATA).
