@@ -345,12 +345,14 @@ export class IngestionService {
     received: Uint8Array | undefined,
   ): Promise<PendingBlock[]> {
     if (signal === 'logs' && contentType === 'protobuf') {
-      // A gzip body is stored as it came (received): only an identity one needs compressing.
+      // A gzip body is stored as it came (received), when its trailer states its length: only an identity one, or
+      // one whose trailer does not, needs compressing.
+      const kept = received && statesItsLength(received, body.byteLength) ? received : undefined;
       const { scanned, ...sealed }: SealedLogs = this.sealLogs
-        ? await this.sealLogs(body, received === undefined)
+        ? await this.sealLogs(body, kept === undefined)
         : { scanned: this.scanLogs(body) };
       if (scanned !== null)
-        return storedAsReceived(body, scanned, received, sealed, this.known.resources(body, scanned, withoutReserved));
+        return storedAsReceived(body, scanned, kept, sealed, this.known.resources(body, scanned, withoutReserved));
     }
     if (signal === 'logs' && contentType === 'json' && this.sealJsonLogs) {
       // Stored as the protobuf it stands for (never as received: the payload must be protobuf), decoded as one
@@ -486,9 +488,21 @@ export function storedProtobufSize(payload: Uint8Array): number | null {
   return isGzip(payload) ? gzipProtobufSize(payload) : (protobufBrotliHead(payload)?.size ?? null);
 }
 
+/** A gzip body's trailer: its last member's ISIZE, the length of what that member holds modulo 2^32. */
+const gzipTrailerSize = (gzip: Uint8Array): number =>
+  Buffer.from(gzip.buffer, gzip.byteOffset, gzip.byteLength).readUInt32LE(gzip.byteLength - 4);
+
 /**
- * A gzip payload's content length when it holds protobuf: its trailer's ISIZE (the length modulo 2^32; a body of
- * several gzip members gives its last member's). NDJSON lines were stored gzip too once (ae63466), so what it
+ * Whether a gzip body's trailer states the length `size` of all it holds, as the materializer reads it (see
+ * gzipProtobufSize). Not for a body of several members that are not empty, nor with bytes after its end, which
+ * gunzip takes as well: the client's bytes would size the ordered read's hold (0 for four zero bytes).
+ */
+const statesItsLength = (gzip: Uint8Array, size: number): boolean =>
+  gzip.byteLength >= 18 && gzipTrailerSize(gzip) === size % 2 ** 32;
+
+/**
+ * A gzip payload's content length when it holds protobuf: its trailer's (ingestion stores a body as received only
+ * when it states the whole length, see statesItsLength). NDJSON lines were stored gzip too once (ae63466), so what it
  * holds is told by the first bytes of its first 4 KiB inflated (zlib yields output as it goes), not the whole.
  * Null for NDJSON, and when those bytes do not tell (the JavaScript path then reads it as before).
  */
@@ -501,7 +515,7 @@ function gzipProtobufSize(payload: Uint8Array): number | null {
     return null;
   }
   if (head.length === 0 || head[0] === 0x7b /* '{' */) return null;
-  return Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).readUInt32LE(payload.byteLength - 4);
+  return gzipTrailerSize(payload);
 }
 
 /**

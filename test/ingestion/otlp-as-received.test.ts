@@ -210,6 +210,22 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     );
   });
 
+  it('a gzip body whose trailer does not state its length (bytes after its end, several members) is stored compressed, with its length', async () => {
+    for (const tag of ['gztrailing', 'gzmembers']) {
+      const body = protobufOf(request(tag, false, 1));
+      const half = body.length >> 1;
+      const gz =
+        tag === 'gztrailing'
+          ? Buffer.concat([gzipSync(body), Buffer.alloc(4)])
+          : Buffer.concat([gzipSync(body.subarray(0, half)), gzipSync(body.subarray(half))]);
+      assert.equal(await post(gz, 'application/x-protobuf', 'gzip'), 200);
+      const blocks = await blocksOf(tag);
+      assert.equal(blocks.length, 1);
+      // The length the materializer sizes the ordered read's hold by is the content's.
+      assert.deepEqual(await content(blocks[0]), Buffer.from(body), tag);
+    }
+  });
+
   it('log_entries holds the same rows whether the body came as protobuf (as received) or JSON (transcoded, or decoded first)', async () => {
     const native = process.env.ORRERY_NATIVE !== 'off';
     assert.equal(await post(protobufOf(request('same', false, 2)), 'application/x-protobuf'), 200);
