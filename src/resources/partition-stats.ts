@@ -7,8 +7,8 @@
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { bitmapLiteral, quoteIdentifier, quoteLiteral, type ViewSet } from '../views/index.js';
-import { backfillEach, partitionsToDo } from './backfill.js';
-import { forgetAbsent, factsOf } from './file-facts.js';
+import { backfillEach, partitionFiles, partitionsToDo } from './backfill.js';
+import { forgetAbsent, forgetFacts, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { writeParquetBloomFilters } from './parquet-bloom.js';
@@ -16,6 +16,7 @@ import { projectPartition } from './projections.js';
 import { mergedReadProblem } from './stored-columns.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import {
+  asciiBitmapBytes,
   decodePostings,
   encodePostings,
   postedShare,
@@ -99,6 +100,46 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
       `  ${entry.key}: ${i}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
   );
   if (entry.indexKind === 'bloom_filter') yield* writeParquetBloomFilters(entry, ctx);
+  if (entry.indexKind === 'text') yield* rewriteAsciiBitmaps(entry, index, ctx);
+}
+
+/**
+ * Makes again the trigram bitmaps of the files a text index indexed before words of other letters than
+ * [0-9a-z] were (6060fa4): theirs hold ASCII trigrams alone, so a search for such a word never skipped the
+ * file. The new bitmaps hold every token's trigrams, so that search skips the files lacking it. The postings
+ * and copies are kept as they are (a statement planned by them reads that copy; version 1 postings restrict no
+ * row for such a word), so only whole files are skipped, as for a file whose postings cannot tell.
+ */
+async function* rewriteAsciiBitmaps(entry: ValidEntry, index: IndexShape, ctx: InstallContext): AsyncGenerator<string> {
+  const { rows } = await ctx.db.query<{ file_path: string }>(
+    'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND octet_length(bloom) = $2',
+    [index.hash, asciiBitmapBytes],
+  );
+  const old = new Set(rows.map((r) => r.file_path));
+  if (old.size === 0) return;
+  const files = await partitionFiles(ctx.db, entry.physical);
+  const todo = files.filter((f) => old.has(f.filePath));
+  yield `text index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) indexed before words of any letters were: their trigram bitmaps are made again, newest first`;
+  yield* backfillEach(
+    ctx,
+    todo,
+    async (partition) => {
+      const { whole, own } = await fileStatistics(ctx, index, partition.filePath);
+      for (const [audience, stats] of own)
+        await ctx.db.query(
+          'UPDATE resource_audience_stats SET bloom = $4 WHERE index_hash = $1 AND file_path = $2 AND audience = $3',
+          [index.hash, partition.filePath, audience, stats.bloom],
+        );
+      await ctx.db.query('UPDATE resource_partition_stats SET bloom = $3 WHERE index_hash = $1 AND file_path = $2', [
+        index.hash,
+        partition.filePath,
+        whole.bloom,
+      ]);
+      forgetFacts();
+    },
+    (i, partition, left) =>
+      `  ${entry.key}: ${i}/${todo.length} bitmap(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
+  );
 }
 
 /**
@@ -131,23 +172,7 @@ async function writeStatistics(
   index: IndexShape,
   partition: { readonly filePath: string; readonly beginInsertTime: bigint },
 ): Promise<void> {
-  const file = quoteLiteral(ctx.store.location(partition.filePath));
-  const source = `read_parquet(${file}, file_row_number = true)`;
-  const statisticsOf = (grouping: Grouping, fileRows?: number) =>
-    index.kind === 'text'
-      ? textStatistics(ctx, index.expression, grouping, fileRows)
-      : valueStatistics(ctx, index, grouping);
-  const [whole] = (await statisticsOf({ source, group: null })).values();
-  const { audiences, alone } = await audiencesOf(ctx, file);
-  // One more pass for every audience's statistics at once; a file of one audience's rows alone (a tenant's,
-  // or public) has that audience's already.
-  const own =
-    audiences.length === 0 || alone
-      ? new Map(audiences.map((a) => [a, whole]))
-      : await statisticsOf(
-          { source: `(SELECT * FROM ${source} WHERE audience IS NOT NULL)`, group: 'audience' },
-          whole.rows,
-        );
+  const { whole, audiences, own } = await fileStatistics(ctx, index, partition.filePath);
   // A text index's copies of the posted rows: of the file's, and of each audience's own (the file's, for one alone).
   const copyOf = (audience: string | null, stats: StatisticsRow) =>
     index.kind === 'text' ? writeTextCopy(ctx, index, partition.filePath, audience, stats) : null;
@@ -192,6 +217,32 @@ async function writeStatistics(
     ],
   );
   forgetAbsent();
+}
+
+/** A file's statistics under one index: of all its rows, and of each audience's (see writeStatistics). */
+async function fileStatistics(
+  ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
+  index: IndexShape,
+  filePath: string,
+): Promise<{ whole: StatisticsRow; audiences: string[]; own: Map<string, StatisticsRow> }> {
+  const file = quoteLiteral(ctx.store.location(filePath));
+  const source = `read_parquet(${file}, file_row_number = true)`;
+  const statisticsOf = (grouping: Grouping, fileRows?: number) =>
+    index.kind === 'text'
+      ? textStatistics(ctx, index.expression, grouping, fileRows)
+      : valueStatistics(ctx, index, grouping);
+  const [whole] = (await statisticsOf({ source, group: null })).values();
+  const { audiences, alone } = await audiencesOf(ctx, file);
+  // One more pass for every audience's statistics at once; a file of one audience's rows alone (a tenant's,
+  // or public) has that audience's already.
+  const own =
+    audiences.length === 0 || alone
+      ? new Map(audiences.map((a) => [a, whole]))
+      : await statisticsOf(
+          { source: `(SELECT * FROM ${source} WHERE audience IS NOT NULL)`, group: 'audience' },
+          whole.rows,
+        );
+  return { whole, audiences, own };
 }
 
 /** Rows per row group of a text index's copy: a rare word's rows are a row group or two of it. */

@@ -18,6 +18,11 @@ export const tokensOf = (sql: string): string => `regexp_extract_all(lower(${sql
 /** The ASCII token characters: a trigram of them has its own bit; any other trigram's bit is hashed. */
 const asciiCharacters = '0123456789abcdefghijklmnopqrstuvwxyz';
 const asciiBits = asciiCharacters.length ** 3;
+/**
+ * The bytes of a bitmap of ASCII trigrams alone, as files indexed before other tokens were (postings of
+ * version 1) have: every bitmap written since is longer (see trigramBitmap).
+ */
+export const asciiBitmapBytes = asciiBits / 8;
 
 /** A trigram's bit among the ASCII trigrams' (its three characters), -1 when it holds another character. */
 function asciiBit(trigram: string): number {
@@ -170,7 +175,7 @@ export function decodePostings(stored: Buffer): Postings | null {
   if (v !== version && v !== 1) return null;
   const rows = stored.readUInt32BE(1);
   let at = v === 1 ? 5 : 9;
-  const unposted = stored.subarray(at, (at += v === 1 ? asciiBits / 8 : stored.readUInt32BE(5)));
+  const unposted = stored.subarray(at, (at += v === 1 ? asciiBitmapBytes : stored.readUInt32BE(5)));
   const count = stored.readUInt32BE(at);
   at += 4;
   const tokens = new Map<string, number[]>();
@@ -208,7 +213,7 @@ export function rowsMatching(postings: Postings, searches: ReadonlyArray<readonl
   let rows: Uint8Array | null = null;
   // Version 1's tokens are of [0-9a-z] alone (its unposted bitmap holds their trigrams alone): a run of other
   // letters is in none of them, while a value holding it has its [0-9a-z] part in a posted one.
-  const asciiTokens = postings.unposted.length === asciiBits / 8;
+  const asciiTokens = postings.unposted.length === asciiBitmapBytes;
   for (const run of searches.flat()) {
     if ((asciiTokens && nonAscii.test(run)) || mayContain(postings.unposted, trigramsOf(run))) continue;
     const holding = new Uint8Array(Math.ceil(postings.rows / 8));
