@@ -259,6 +259,22 @@ interface Lease {
 /** The catalog user tables live in. */
 export const catalogName = 'orrery';
 
+/**
+ * The functions (DuckDB's and the macros Orrery made) and the tables and views Orrery made in the engine's own
+ * in-memory catalogs when its start-up ended, by lower-case name: every statement of every key binds its names
+ * to them, so no statement may replace, shadow or drop them (see sql/engine-objects.ts).
+ */
+export interface StartupObjects {
+  readonly functions: ReadonlySet<string>;
+  readonly relations: ReadonlySet<string>;
+}
+
+const startupFunctionsSql = 'SELECT DISTINCT lower(function_name) FROM duckdb_functions()';
+const startupRelationsSql = `SELECT DISTINCT lower(name) FROM (
+    SELECT database_name, view_name AS name FROM duckdb_views() WHERE NOT internal
+    UNION ALL SELECT database_name, table_name FROM duckdb_tables() WHERE NOT internal)
+  WHERE database_name IN (SELECT database_name FROM duckdb_databases() WHERE type = 'duckdb' AND NOT internal)`;
+
 /** How many statement texts keep their parse tree, and the longest text kept. */
 const parsedTreeEntries = 512;
 const parsedTreeMaxText = 16 * 1024;
@@ -303,6 +319,8 @@ export class DuckDBEngine {
     private readonly batchBytes: number,
     private readonly nativeExport: boolean,
     private readonly nice: number,
+    /** What the engine had made when start-up ended (see StartupObjects). */
+    readonly startupObjects: StartupObjects,
   ) {
     this.pool = new ConnectionPool(instance, [`USE ${catalogName}`], undefined, (c) => this.kept.drop(c));
   }
@@ -319,6 +337,7 @@ export class DuckDBEngine {
     if (options.tempDirectory) config.temp_directory = options.tempDirectory;
     const instance = await DuckDBInstance.create(':memory:', config);
     const setup = await instance.connect();
+    let startupObjects: StartupObjects;
     try {
       if (nice > 0 && threads! > 1) setThreadsAtPriority(setup, threads!, nice);
       await setup.run(`ATTACH ':memory:' AS ${catalogName}`);
@@ -334,6 +353,12 @@ export class DuckDBEngine {
       }
       if (options.nativeLogsPayloads) registerNativeOtlpLogs(setup, options.nativeLogsPayloads);
       for (const statement of options.startupSql ?? []) await setup.run(statement);
+      const [functions, objects] = await Promise.all(
+        [startupFunctionsSql, startupRelationsSql].map(async (sql) =>
+          (await setup.runAndReadAll(sql)).getRows().map(([name]) => String(name)),
+        ),
+      );
+      startupObjects = { functions: new Set(functions), relations: new Set(objects) };
       const dirs = (options.readableDirectories ?? []).map((d) => `'${d.replaceAll("'", "''")}'`).join(', ');
       await setup.run(`SET allowed_directories = [${dirs}]`);
       await setup.run('SET enable_external_access = false');
@@ -352,6 +377,7 @@ export class DuckDBEngine {
       options.batchBytes ?? 2 * 1024 * 1024,
       options.nativeExport ?? true,
       nice,
+      startupObjects!,
     );
   }
 

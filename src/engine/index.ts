@@ -1,6 +1,13 @@
 // Query engine: one sandboxed DuckDB database; statements in, Arrow record batches out.
 // Knows nothing of gRPC or of telemetry.
-export { DuckDBEngine, EngineSession, HeldStatement, catalogName, quoteIdentifier } from './duckdb-engine.js';
+export {
+  DuckDBEngine,
+  EngineSession,
+  HeldStatement,
+  catalogName,
+  quoteIdentifier,
+  type StartupObjects,
+} from './duckdb-engine.js';
 export type {
   EngineOptions,
   FunctionDescription,

@@ -78,6 +78,11 @@ export const sqlErrors = declareErrors('sql', {
     meaning:
       "a statement names the series tables' DuckLake internals, is an ATTACH or DETACH, or (admins) would reach them unnamed: query(), query_table(), json_execute_serialized_sql, IMPORT DATABASE, arrow_scan, SET search_path / schema, USE",
   },
+  STARTUP_OBJECT_DENIED: {
+    status: 'PERMISSION_DENIED',
+    meaning:
+      "an admin's CREATE, DROP or ALTER of a function or relation the engine had at start-up (DuckDB's functions, Orrery's macros such as now(), the static tables), or a macro of the default schema named as one of those functions: every key's statements read them",
+  },
   SECRETS_DENIED: {
     status: 'PERMISSION_DENIED',
     meaning:

@@ -61,6 +61,7 @@ import {
   type Rollups,
 } from '../rollups/index.js';
 import { rollupReadSetup } from './rollup-reads.js';
+import { changesStartupObject } from './engine-objects.js';
 import {
   isColumnsListing,
   isTablesListing,
@@ -554,6 +555,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Other keys run only SELECTs whose every function is on the reader allow-list, which has none of these.
     const indirect = principal.admin ? reachesLakeIndirectly(statement.query) : null;
     if (indirect) throw sqlErrors.error('LAKE_INTERNALS_DENIED', `permission denied: ${indirect}; it is not available`);
+    const startup = principal.admin ? changesStartupObject(statement.query, this.engine.startupObjects) : null;
+    if (startup) throw sqlErrors.error('STARTUP_OBJECT_DENIED', `permission denied: ${startup}; it cannot be changed`);
     if (changesSecrets(statement.query)) {
       throw sqlErrors.error(
         'SECRETS_DENIED',

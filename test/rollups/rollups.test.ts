@@ -737,6 +737,62 @@ describe('rollups (issue 17)', () => {
       await check();
     });
 
+    it("no admin statement drops or shadows what other readers' statements read: kept tails, Orrery's macros, DuckDB's functions", async () => {
+      const { check } = await withTail('guarded');
+      await tailKept('guarded_hourly');
+      const [table] = /__orrery_tail_\d+/.exec(await planOf('SELECT * FROM guarded_hourly')) ?? [];
+      const clock = `SELECT typeof(now()) AS now, CAST(sum(i) AS INTEGER) AS s, count(*) AS n, abs(-2) AS a, 1 + 1 AS two FROM range(4) t(i)`;
+      const expected = [{ now: 'TIMESTAMP_NS', s: 6, n: 4, a: 2, two: 2 }];
+      const family = [
+        // The kept tails' catalog, and the engine's own.
+        'DROP SCHEMA memory.main CASCADE',
+        'DROP SCHEMA IF EXISTS "memory"."main" CASCADE',
+        'DROP SCHEMA orrery.main CASCADE',
+        'DROP SCHEMA main',
+        'DETACH memory',
+        'DETACH DATABASE IF EXISTS memory',
+        `DROP TABLE "memory"."main"."${table}"`,
+        `ALTER TABLE memory.main.${table} RENAME TO t`,
+        // Orrery's macros, read by every statement (now() is a TIMESTAMP_NS; the sketches).
+        'DROP MACRO now',
+        'DROP MACRO IF EXISTS orrery.main."NOW"',
+        'DROP FUNCTION get_current_timestamp',
+        "CREATE OR REPLACE MACRO now() AS TIMESTAMP_NS '2000-01-01'",
+        'CREATE OR REPLACE FUNCTION orrery.now() AS 1',
+        'DROP MACRO snouttime.main.percentile',
+        'CREATE OR REPLACE MACRO snouttime.merge(x) AS 42',
+        'DROP MACRO date_bin',
+        // A macro of the default schema stands for DuckDB's function of its name in every statement.
+        'CREATE MACRO sum(x) AS 42',
+        'CREATE PERSISTENT MACRO orrery.main.count_star() AS 42',
+        'CREATE MACRO abs(x) AS 42',
+        'CREATE MACRO "+"(a, b) AS 42',
+        'CREATE MACRO read_parquet(x) AS TABLE SELECT 42 AS bucket',
+        'CREATE OR REPLACE MACRO typeof(x) AS 42',
+      ];
+      for (const sql of family) {
+        const { code, details } = await refusal(asAdmin.updateCount(sql));
+        // Orrery's refusals (permission denied), or DuckDB's own (a catalog's main schema is internal).
+        assert.ok(
+          code === 7 || /internal system entry|Cannot drop internal/.test(details),
+          `${sql}: ${code} ${details}`,
+        );
+        for (const client of [asAdmin, asTeamA]) assert.deepEqual(await plainRows(client, clock), expected, sql);
+        await check();
+      }
+      assert.match(
+        (await refusal(asAdmin.updateCount('CREATE MACRO sum(x) AS 42'))).details,
+        /^permission denied: a macro named sum would stand for the function sum in every statement; it cannot be changed$/,
+      );
+      // Macros of other names, and TEMP ones (the statement's connection's alone), are the admin's to make.
+      await asAdmin.updateCount('CREATE MACRO guarded_double(x) AS x * 2');
+      assert.deepEqual(await plainRows(asAdmin, 'SELECT guarded_double(21) AS v'), [{ v: 42 }]);
+      await asAdmin.updateCount('DROP MACRO guarded_double');
+      await asAdmin.updateCount('CREATE TEMP MACRO sum(x) AS 42');
+      for (const client of [asAdmin, asTeamA]) assert.deepEqual(await plainRows(client, clock), expected);
+      await check();
+    });
+
     it("reads after writes into the tail read no change feed nor the stored rows' listing again; a late row does", async () => {
       const { check } = await withTail('steady');
       /** The DuckDB queries of a change feed (through DuckLake) while `work` runs. */
