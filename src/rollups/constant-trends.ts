@@ -9,7 +9,7 @@ import { instantText, timestampNanos } from './calendar.js';
 import { call, cast, integer, type Node } from './tree.js';
 
 /** How a constant expression moves as now() grows: not at all, never down, or unknown (null). */
-type Trend = 'constant' | 'rising';
+export type Trend = 'constant' | 'rising';
 
 /** Calls that read the statement's time (current_timestamp parses as a column). */
 const clockCalls = new Set(['now', 'current_timestamp', 'get_current_timestamp', 'transaction_timestamp']);
@@ -51,7 +51,8 @@ export const isClock = (node: Node): boolean =>
       (node.column_names as string[]).length === 1 &&
       (node.column_names as string[])[0].toLowerCase() === 'current_timestamp';
 
-function trend(node: Node): Trend | null {
+/** How an expression moves as now() grows (see Trend); null for one that reads anything else (a column, random()). */
+export function trend(node: Node): Trend | null {
   if (isClock(node)) return 'rising';
   if (node.class === 'CONSTANT') return 'constant';
   if (node.class === 'CAST') {

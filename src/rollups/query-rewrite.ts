@@ -210,7 +210,8 @@ interface Rewritten {
   readonly clocked: ReadonlyMap<Node, Node>;
 }
 
-const conjuncts = (node: Node | null): Node[] =>
+/** The conjuncts of a condition (its ANDed parts), none for none. */
+export const conjuncts = (node: Node | null): Node[] =>
   node === null
     ? []
     : node.class === 'CONJUNCTION' && node.type === 'CONJUNCTION_AND'

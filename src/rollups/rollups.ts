@@ -57,6 +57,7 @@ import { mismatchesSql, type RollupValidation } from './validation.js';
 import { baseTables, copy, type Node } from './tree.js';
 import { fileRows, fileRowsSince, filesSql, inlinedRows, type FileRows, type ListedFile } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
+import type { BucketConditions } from './bucket-windows.js';
 import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
 import {
@@ -1747,8 +1748,10 @@ export class Rollups {
     definitions: ReadonlyMap<string, RollupDefinition>,
     tables: ReadonlyMap<string, SeriesTable>,
     context: ReadContext,
+    /** The statement's conditions on the view's buckets (see bucket-windows.ts): the view of them alone, not kept. */
+    window?: BucketConditions,
   ): Promise<string> {
-    const built = context.views.get(definition.name);
+    const built = window ? undefined : context.views.get(definition.name);
     if (built !== undefined) return built;
     if (definition.sourceIsRollup) {
       await this.viewSql(sourceRollup(definition, definitions), snapshot, scope, definitions, tables, context);
@@ -1761,6 +1764,7 @@ export class Rollups {
     } else {
       const buckets = await this.pending(definition, snapshot, state, tables, definitions, context);
       const pending = buckets.map((b) => bucketLiteral(definition, b));
+      const read = window ? await this.bucketsKept(definition, buckets, window) : buckets;
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
@@ -1778,7 +1782,7 @@ export class Rollups {
       // Each raw part also bounds its buckets (aggregateOver), so a window leaving it out drops its scan.
       const raw = [
         ...(covered ? [{ rows: `${time} < ${covered}`, buckets: bucketBound(definition, '<', covered) }] : []),
-        ...pendingScans(definition, buckets, definition.coveredFrom),
+        ...pendingScans(definition, read, definition.coveredFrom),
       ];
       const parts = [
         `SELECT * FROM ${await this.storedSource(definition, snapshot, false)} WHERE ${stored.join(' AND ')}`,
@@ -1787,8 +1791,25 @@ export class Rollups {
       ];
       sql = parts.join('\nUNION ALL ');
     }
-    context.views.set(definition.name, sql);
+    if (!window) context.views.set(definition.name, sql);
     return sql;
+  }
+
+  /** Of a rollup's pending buckets, those a statement's conditions on `bucket` (see bucket-windows.ts) may keep. */
+  private async bucketsKept(
+    definition: RollupDefinition,
+    buckets: readonly string[],
+    window: BucketConditions,
+  ): Promise<string[]> {
+    if (buckets.length === 0) return [];
+    const rows = buckets.map((b) => `(${bucketLiteral(definition, b)}, ${quoteLiteral(b)})`).join(', ');
+    const tree = (await this.engine.parseSelect(
+      `SELECT __pending FROM (VALUES ${rows}) AS ${quoteIdentifier(window.qualifier)}(bucket, __pending) WHERE TRUE`,
+    ))!;
+    const node = tree.statements[0].node as Node;
+    node.where_clause = { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', children: copy(window.conditions) };
+    const kept = new Set((await this.engine.values(await this.engine.deparse(tree))).map(([b]) => String(b)));
+    return buckets.filter((b) => kept.has(b));
   }
 
   /**
@@ -1807,6 +1828,8 @@ export class Rollups {
     rewrittenOnly: ReadonlySet<string> = new Set(),
     /** False for a statement in a client's transaction (see ReadContext.keptTails). */
     keptTails = true,
+    /** The statement's conditions on the buckets of rollups it names (bucketConditions). */
+    conditions: ReadonlyMap<string, BucketConditions> = new Map(),
   ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
@@ -1825,7 +1848,15 @@ export class Rollups {
       const windows = rewrittenOnly.has(definition.name) ? point?.windows?.get(definition.name) : undefined;
       const sql =
         (windows && (await this.storedRows(definition, snapshot, scope, tables, definitions, context, windows))) ??
-        (await this.viewSql(definition, snapshot, scope, definitions, tables, context));
+        (await this.viewSql(
+          definition,
+          snapshot,
+          scope,
+          definitions,
+          tables,
+          context,
+          conditions.get(definition.name),
+        ));
       statements.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(definition.name)} AS ${sql}`);
     }
     const filter = audienceFilter(scope);

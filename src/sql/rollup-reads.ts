@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/index.js';
 import type { QueryShape } from '../engine/index.js';
-import { jobsRelation, jobsRows, type RollupReadPoint, type Rollups } from '../rollups/index.js';
+import { bucketConditions, jobsRelation, jobsRows, type RollupReadPoint, type Rollups } from '../rollups/index.js';
 import { quoteIdentifier } from '../views/index.js';
 import { scopeOf } from './lakehouse-session.js';
 
@@ -20,6 +20,8 @@ export async function rollupReadSetup(
   point?: RollupReadPoint,
   /** A statement of a client's session reads no kept tail's table (see Rollups.readSetup). */
   inSession = false,
+  /** The statement's parse tree, as it runs: its conditions on the buckets of the rollups it names. */
+  tree?: { statements: Record<string, unknown>[] },
 ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
@@ -27,7 +29,9 @@ export async function rollupReadSetup(
   const rewrittenOnly = new Set(rewrittenOnto.filter((r) => !names.includes(r)));
   names.push(...rewrittenOnto);
   if (names.length === 0) return { statements: [], snapshot: null, lake: false };
-  const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession);
+  // In a client's session the statement's now() is its transaction's, which may be earlier than the set-up's.
+  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession) : undefined;
+  const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession, windows);
   if (names.includes(jobsRelation))
     setup.statements.push(
       `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await rollups.jobs())}`,

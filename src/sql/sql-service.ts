@@ -669,7 +669,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // rewrite, which keys what it keeps on the clock calls and reads them with that value).
     pruning?.fixClock();
     const rollupSetup = readsRollups
-      ? await rollupReadSetup(rollups, shape, principal, reads?.rollups, reads?.at ?? point, session !== undefined)
+      ? await rollupReadSetup(
+          rollups,
+          shape,
+          principal,
+          reads?.rollups,
+          reads?.at ?? point,
+          session !== undefined,
+          tree ?? undefined,
+        )
       : { statements: [], snapshot: null, lake: false };
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the

@@ -897,6 +897,48 @@ describe('rollups (issue 17)', () => {
       await check();
     });
 
+    it("a read of a window without the rollup's pending buckets binds no DuckLake table: prepared once, exact", async () => {
+      const { check } = await withTail('windowed');
+      await tailKept('windowed_hourly');
+      // A late row: the bucket of 05:00 is pending, its rows aggregated from the table's.
+      await asTeamA.updateCount(`INSERT INTO windowed VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
+      await check();
+      const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM windowed GROUP BY ALL`;
+      const prepares = (work: () => Promise<void>): Promise<number> =>
+        countedCalls(DuckDBConnection.prototype, 'prepare', work, (text) => String(text).includes('windowed_hourly'));
+      for (const window of [
+        `bucket >= TIMESTAMP '2024-01-01 06:00:00'`,
+        `w.bucket > now()::TIMESTAMP - INTERVAL 1 DAY AND w.host <> 'none'`,
+        `bucket BETWEEN '2024-01-01 07:00:00' AND '2100-01-02' AND n > 0`,
+        `bucket IN (TIMESTAMP '2024-01-01 04:00:00', TIMESTAMP '2100-01-01 00:00:00')`,
+      ]) {
+        const sql = `SELECT * FROM windowed_hourly w WHERE ${window}${order}`;
+        for (const client of [asAdmin, asTeamA]) {
+          const want = await plainRows(client, `SELECT * FROM (${raw}) w WHERE ${window}${order}`);
+          assert.ok(want.length > 0, window);
+          assert.equal(await prepares(async () => assert.deepEqual(await plainRows(client, sql), want)), 1, window);
+          // No DuckLake transaction: the next read of the same text runs DuckDB's prepared statement again.
+          assert.equal(await prepares(async () => assert.deepEqual(await plainRows(client, sql), want)), 0, window);
+        }
+      }
+      // A window holding the pending bucket, and a statement naming the rollup twice, read it.
+      for (const sql of [
+        `SELECT * FROM windowed_hourly WHERE bucket >= TIMESTAMP '2024-01-01 05:00:00'`,
+        `SELECT * FROM windowed_hourly WHERE bucket >= TIMESTAMP '2024-01-01 06:00:00'
+         UNION ALL SELECT * FROM windowed_hourly WHERE bucket < TIMESTAMP '2024-01-01 06:00:00'`,
+      ]) {
+        const want = await plainRows(
+          asTeamA,
+          `SELECT * FROM (${raw}) WHERE bucket >= TIMESTAMP '2024-01-01 05:00:00'${order}`,
+        );
+        const whole = await plainRows(asTeamA, `${raw}${order}`);
+        const got = await plainRows(asTeamA, `SELECT * FROM (${sql})${order}`);
+        assert.deepEqual(got, sql.includes('UNION') ? whole : want);
+        assert.ok(got.some((r) => String(r.bucket).length > 0 && r.mx === 100000));
+      }
+    });
+
     /** The files DuckDB's Parquet reads of an admin's plan of `sql` read, all together. */
     const filesRead = async (sql: string): Promise<number> =>
       [...(await planOf(sql)).matchAll(/Total Files Read: (\d+)/g)].reduce((n, [, files]) => n + Number(files), 0);
