@@ -8,53 +8,24 @@
 //   4. the cost of one late row: buckets recomputed (goal 1) and the refresh's time;
 //   5. the reads of 2, each right after a write into the tail (steady ingestion).
 // Prints a table, then one JSON line; exits 1 when the rollup's answer differs from the raw one.
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { FlightSqlClient } from '../../dist/src/client/index.js';
+import {
+  alternately as alternatelyOn,
+  benchSetup,
+  loadAverage,
+  median,
+  scalarOf,
+  tailFigures,
+  timed,
+} from './timing.mjs';
 
-const { values } = parseArgs({
-  options: {
-    'flight-port': { type: 'string' },
-    rows: { type: 'string', default: '2000000' },
-    hosts: { type: 'string', default: '50' },
-    repeats: { type: 'string', default: '5' },
-  },
-});
-const rows = Number(values.rows);
-const hosts = Number(values.hosts);
-const repeats = Number(values.repeats);
-const client = await FlightSqlClient.connect({
-  address: `127.0.0.1:${values['flight-port']}`,
-  apiKey: 'admin-key-0123',
-});
-
-const seconds = (start) => Number(process.hrtime.bigint() - start) / 1e9;
-const timed = async (work) => {
-  const start = process.hrtime.bigint();
-  const result = await work();
-  return { seconds: seconds(start), result };
-};
-const median = (list) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
-// Statements timed alternately (A, B, A, B, ...: a loaded machine's drift hits all), medians.
-const alternately = async (...statements) => {
-  const times = statements.map(() => []);
-  const tables = [];
-  for (let i = 0; i < repeats; i++) {
-    for (const [k, sql] of statements.entries()) {
-      const { seconds: s, result } = await timed(() => client.query(sql));
-      times[k].push(s);
-      tables[k] = result;
-    }
-  }
-  return times.map((t, k) => ({ seconds: median(t), table: tables[k] }));
-};
+const { rows, hosts, repeats, client } = await benchSetup();
+const alternately = (...statements) => alternatelyOn(client, repeats, ...statements);
 // The rollups a result says it read (the rewrite of issue 14 reads a rollup for a raw query it answers).
 const rollupsRead = (table) =>
   JSON.parse(table.schema.metadata.get('orrery.provenance') ?? '{"resources":[]}')
     .resources.filter((level) => level.rollup)
     .map((level) => level.rollup.name);
-const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-const scalar = async (sql) => Number(Object.values((await client.query(sql)).get(0).toJSON())[0]);
+const scalar = scalarOf(client);
 
 const spanSeconds = 30 * 86400;
 console.error(`bench: loading ${rows} rows over 30 days, ${hosts} hosts (load average ${loadAverage()})`);
@@ -182,17 +153,16 @@ const figures = {
   dashboard_rewritten_seconds: rewritten.seconds,
   select_one_seconds: selectOne.seconds,
   empty_series_read_seconds: emptyRead.seconds,
-  never_stale_seconds: neverStale.seconds,
-  materialized_seconds: materialized.seconds,
-  never_stale_ratio: neverStale.seconds / materialized.seconds,
-  never_stale_tail_rows: tailRows,
-  never_stale_after_write_seconds: neverStaleAfterWrite,
-  materialized_after_write_seconds: materializedAfterWrite,
-  never_stale_after_write_ratio: neverStaleAfterWrite / materializedAfterWrite,
-  rows_per_minute: perMinute,
+  ...tailFigures({
+    neverStale,
+    materialized,
+    tailRows,
+    neverStaleAfterWrite,
+    materializedAfterWrite,
+    perMinute,
+    refreshMinute,
+  }),
   ingest_minute_seconds: ingestMinute.seconds,
-  refresh_per_minute_seconds: refreshMinute.seconds,
-  refresh_per_minute_ranges: refreshMinute.result,
   late_row_pending_buckets: pendingAfterLate,
   late_row_min_max_buckets: minMaxBuckets,
   late_row_ranges: late.result,

@@ -5,6 +5,7 @@
 #
 #   bash bench/rollups/run.sh                  # 2 M rows (the issue's size is ROWS=100000000)
 #   ROWS=200000 bash bench/rollups/run.sh      # quick check
+#   INTEGER=1 bash bench/rollups/run.sh        # integer time (bucket_width): integer.mjs, the spec's blocks_per_10k
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -20,4 +21,4 @@ trap cleanup EXIT
 
 orrery_start serve "$data_dir/main" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
-node "$here/bench.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --rows "${ROWS:-2000000}" --hosts "${HOSTS:-50}" --repeats "${REPEATS:-5}"
+node "$here/$([ -n "${INTEGER:-}" ] && echo integer.mjs || echo bench.mjs)" --flight-port "$ORRERY_FLIGHT_PORT" --rows "${ROWS:-2000000}" --hosts "${HOSTS:-50}" --repeats "${REPEATS:-5}"
