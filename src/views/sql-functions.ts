@@ -19,6 +19,10 @@ export const compatibilityMacros: readonly string[] = [
   `CREATE OR REPLACE MACRO date_bin
      (stride, source) AS time_bucket(CAST(stride AS INTERVAL), CAST(source AS TIMESTAMP), TIMESTAMP '1970-01-01')::TIMESTAMP_NS,
      (stride, source, origin) AS time_bucket(CAST(stride AS INTERVAL), CAST(source AS TIMESTAMP), CAST(origin AS TIMESTAMP))::TIMESTAMP_NS`,
+  // The rollups spec's bucket(width, ts) (`snouttime.bucket`, its qualifier dropped: rollups/snouttime-names.ts): a
+  // rollup's bucket of an instant, as create_rollup's `bucket` gives it: UTC, DuckDB's default origin (hourly on the
+  // hour, daily at midnight, weekly on Mondays).
+  'CREATE OR REPLACE MACRO bucket(width, ts) AS time_bucket(CAST(width AS INTERVAL), CAST(ts AS TIMESTAMP))',
   // arrow_cast(value, 'Arrow type'): a literal Arrow type becomes a cast before the statement
   // runs (engine/dialect.ts); otherwise the Arrow type of a column is Orrery's choice when it
   // sends results, so the value passes through unchanged.
