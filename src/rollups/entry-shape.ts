@@ -3,9 +3,9 @@ import { call, column, copy, key, type Node } from './tree.js';
 
 // What a resources file's rollup entry stores (database-resources.md, rollup): each measure, a
 // named aggregate expression over the table, becomes the mergeable states the rollup keeps (avg as
-// sum and count, approximate distinct and quantiles as Orrery's sketches, the rest as written,
-// FILTER included) and the expression its stable view computes from them. Built on DuckDB's parse
-// trees, deparsed by DuckDB.
+// sum and count, approximate distinct and quantiles as Orrery's sketches, arg_max and arg_min beside
+// the extreme of the value they order by, the rest as written, FILTER included) and the expression
+// its stable view computes from them. Built on DuckDB's parse trees, deparsed by DuckDB.
 
 /** One stored column of the target: its name and the aggregate over the table's rows it holds. */
 export interface StoredState {
@@ -39,6 +39,51 @@ const mergedBy: Record<string, string> = {
   distinct_sketch: 'merge',
   percentile_sketch: 'merge',
 };
+
+/** arg_max and arg_min by DuckDB's names for them: the aggregate of the value each orders by. */
+const argOrders: Record<string, 'max' | 'min'> = {
+  arg_max: 'max',
+  argmax: 'max',
+  max_by: 'max',
+  arg_min: 'min',
+  argmin: 'min',
+  min_by: 'min',
+};
+
+/**
+ * The state an arg_max(x, y) (arg_min) is merged by across buckets, stored beside it, with the merge and the names
+ * DuckDB gives the same aggregate: max(y) (min) over the rows it
+ * chose among, those with x not NULL too (DuckDB's arg_max leaves them out), under its own filter. Over a finer
+ * rollup's rows, arg_max(its stored x, that state) is then the arg_max over their raw rows (ties chosen
+ * arbitrarily, as the spec allows). Null for any other aggregate, and for arg_max(x, y, n) (lists).
+ */
+export function argOrderState(
+  aggregate: Node,
+): { readonly merge: string; readonly names: readonly string[]; readonly state: Node } | null {
+  const order = argOrders[String(aggregate.function_name).toLowerCase()];
+  const children = aggregate.children as Node[];
+  const ordered = ((aggregate.order_bys as Node | undefined)?.orders as unknown[] | undefined)?.length ?? 0;
+  if (!order || children.length !== 2 || aggregate.distinct === true || ordered > 0) return null;
+  const notNull: Node = { class: 'OPERATOR', type: 'OPERATOR_IS_NOT_NULL', alias: '', children: [copy(children[0])] };
+  const filter = aggregate.filter as Node | null;
+  // DuckDB's parser flattens nested ANDs: the state's filter is built as it reads back.
+  const conditions =
+    filter === null
+      ? []
+      : filter.class === 'CONJUNCTION' && filter.type === 'CONJUNCTION_AND'
+        ? (filter.children as Node[]).map(copy)
+        : [copy(filter)];
+  return {
+    merge: `arg_${order}`,
+    names: Object.keys(argOrders).filter((name) => argOrders[name] === order),
+    state: call(order, [copy(children[1])], {
+      filter:
+        conditions.length === 0
+          ? notNull
+          : { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', children: [...conditions, notNull] },
+    }),
+  };
+}
 
 /** An expression (a tree's first select item) of a SQL text. */
 async function expressionOf(engine: DuckDBEngine, sql: string): Promise<Node> {
@@ -158,6 +203,8 @@ export async function entryShape(
       } else {
         const stored = plain ? measure.name : columnName(`${measure.name}__${fn}`);
         states.push({ column: stored, aggregate: copy(found) });
+        const order = argOrderState(found);
+        if (order) states.push({ column: columnName(`${measure.name}__order`), aggregate: order.state });
         replaced.set(found, column(stored));
       }
     }
@@ -186,11 +233,22 @@ export async function selectListFrom(
   dimensions: readonly string[],
 ): Promise<{ readonly selectList: string } | { readonly problem: string }> {
   const items: Node[] = dimensions.map((d) => column(d));
+  const stateOf = (aggregate: Node): StoredState | undefined =>
+    finer.states.find((s) => key(s.aggregate, none) === key(aggregate, none));
   for (const state of shape.states) {
-    const source = finer.states.find((s) => key(s.aggregate, none) === key(state.aggregate, none));
+    const source = stateOf(state.aggregate);
+    const order = argOrderState(state.aggregate);
+    const orderSource = order && stateOf(order.state);
+    const problem = {
+      problem: `its ${String(state.aggregate.function_name)} state ${state.column} does not merge from it`,
+    };
+    if (order) {
+      if (!source || !orderSource) return problem;
+      items.push({ ...call(order.merge, [column(source.column), column(orderSource.column)]), alias: state.column });
+      continue;
+    }
     const merge = mergedBy[String(state.aggregate.function_name).toLowerCase()];
-    if (!source || !merge || state.aggregate.distinct === true)
-      return { problem: `its ${String(state.aggregate.function_name)} state ${state.column} does not merge from it` };
+    if (!source || !merge || state.aggregate.distinct === true) return problem;
     items.push({ ...call(merge, [column(source.column)]), alias: state.column });
   }
   return { selectList: await selectListText(engine, items) };

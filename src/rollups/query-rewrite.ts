@@ -15,6 +15,7 @@ import {
 } from './calendar.js';
 import { clockBoundText } from './clock-bounds.js';
 import { clockFree, isClock } from './constant-trends.js';
+import { argOrderState } from './entry-shape.js';
 import type { StoredColumns } from './stored-columns.js';
 import {
   answersBucket,
@@ -839,6 +840,20 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
           },
         ),
       );
+    }
+    // arg_max (arg_min) from its stored args and the extremes they were chosen by, merged by arg_max over them.
+    const order = argOrderState(n);
+    if (order) {
+      // Stored with the query's filter, or without one, the filter then applied to the rollup's rows; under any of
+      // its names (max_by is arg_max).
+      for (const stored of n.filter === null ? [n] : [n, { ...n, filter: null }]) {
+        const extreme = measure(argOrderState(stored)!.state);
+        const arg = order.names.map((name) => measure({ ...stored, function_name: name })).find((a) => a !== undefined);
+        if (arg === undefined || extreme === undefined) continue;
+        const filter = stored === n ? null : filterOver(n.filter as Node);
+        return typed(call(order.merge, [column(rollupAlias, arg), column(rollupAlias, extreme)], { filter }));
+      }
+      throw notStored;
     }
     const merge = mergeOf[name];
     if (merge === undefined) throw notStored;

@@ -20,8 +20,14 @@ export interface RollupQuery {
   readonly columns: readonly string[];
 }
 
-/** Aggregates whose value over a bucket is the merge of their values over its parts. */
-const mergeable = new Set(['sum', 'min', 'max', 'merge', 'first', 'last', 'bool_and', 'bool_or', 'bit_and', 'bit_or']);
+/**
+ * Aggregates whose value over a bucket is the merge of their values over its parts: arg_max and arg_min too,
+ * over the parts' args and the extremes they chose them by (entry-shape.ts, argOrderState).
+ */
+const mergeable = new Set([
+  ...['sum', 'min', 'max', 'merge', 'first', 'last', 'bool_and', 'bool_or', 'bit_and', 'bit_or'],
+  ...['arg_max', 'argmax', 'max_by', 'arg_min', 'argmin', 'min_by'],
+]);
 
 /** The hint table of the spec: what to keep in the source instead of an aggregate that does not merge. */
 function mergeHint(name: string, distinct: boolean): string {

@@ -1,5 +1,6 @@
 import type { DuckDBEngine } from '../engine/index.js';
 import type { RollupDefinition } from './rollup-sql.js';
+import { argOrderState } from './entry-shape.js';
 import { copy, isExpression, key, normal, type Node } from './tree.js';
 
 // What a rollup stores, in terms of its base table's rows: each dimension as the expression
@@ -96,8 +97,25 @@ async function rawColumns(
       raw.measures.set(lower, item);
       return;
     }
-    // A rollup of a rollup: f(c) over a stored aggregate g(x) is g(x) when f merges g.
+    // A rollup of a rollup: f(c) over a stored aggregate g(x) is g(x) when f merges g; arg_max(a, o) over a
+    // stored arg_max(x, y) and the extreme it was chosen by is arg_max(x, y).
     const children = item.children as Node[] | undefined;
+    const storedAs = (c: Node | undefined): Node | undefined =>
+      c?.class === 'COLUMN_REF' ? source.measures.get((c.column_names as string[]).join('.')) : undefined;
+    const [arg, order] = [storedAs(children?.[0]), storedAs(children?.[1])];
+    const merged = arg && argOrderState(arg);
+    if (
+      merged &&
+      order &&
+      item.class === 'FUNCTION' &&
+      item.filter === null &&
+      children?.length === 2 &&
+      argOrderState({ ...item, children: [arg, order] })?.merge === merged.merge &&
+      key(order, none) === key(merged.state, none)
+    ) {
+      raw.measures.set(lower, copy(arg));
+      return;
+    }
     if (item.class !== 'FUNCTION' || item.filter !== null || item.distinct === true || children?.length !== 1) return;
     const [child] = children;
     const inner =

@@ -38,8 +38,31 @@ const cases: ReadonlyArray<{
       view: '(CAST(m__sum AS DOUBLE) / "nullif"(m__count, 0)) AS m',
     },
   },
-  { spec: 'argMax', measure: 'arg_max(msg, level)', stored: { states: 'arg_max(msg, "level") AS m', view: 'm AS m' } },
-  { spec: 'argMin', measure: 'arg_min(msg, level)', stored: { states: 'arg_min(msg, "level") AS m', view: 'm AS m' } },
+  {
+    spec: 'argMax (beside the greatest level it chose among: its merge across buckets orders by it)',
+    measure: 'arg_max(msg, level)',
+    stored: {
+      states: 'arg_max(msg, "level") AS m, max("level") FILTER (WHERE (msg IS NOT NULL)) AS m__order',
+      view: 'm AS m',
+    },
+  },
+  {
+    spec: 'argMin (beside the least level it chose among)',
+    measure: 'arg_min(msg, level)',
+    stored: {
+      states: 'arg_min(msg, "level") AS m, min("level") FILTER (WHERE (msg IS NOT NULL)) AS m__order',
+      view: 'm AS m',
+    },
+  },
+  {
+    spec: 'argMaxIf (FILTER: the extreme under the same filter)',
+    measure: "max_by(msg, level) FILTER (WHERE level <= 2 AND exe <> 'x')",
+    stored: {
+      states:
+        'max_by(msg, "level") FILTER (WHERE (("level" <= 2) AND (exe != \'x\'))) AS m, max("level") FILTER (WHERE (("level" <= 2) AND (exe != \'x\') AND (msg IS NOT NULL))) AS m__order',
+      view: 'm AS m',
+    },
+  },
   { spec: 'any', measure: 'any_value(exe)', stored: { states: 'any_value(exe) AS m', view: 'm AS m' } },
   {
     spec: 'uniq (a distinct-count sketch)',
