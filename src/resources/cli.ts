@@ -109,7 +109,8 @@ const serverError = (client: FlightSqlClient, what: string, error: unknown): Res
       : '';
   const message = error instanceof FlightClientError ? error.details : (error as Error).message;
   return new ResourcesCliError(
-    error instanceof FlightClientError && error.status === 'PERMISSION_DENIED'
+    // The key's own refusal alone: a server lacking the rights to install (RESOURCES_RIGHTS_MISSING) is another.
+    error instanceof FlightClientError && error.errorCode === 'ADMIN_ONLY'
       ? 'RESOURCES_ADMIN_ONLY'
       : 'RESOURCES_SERVER_ERROR',
     `${what} on ${client.options.address}: ${oneLine(message)}${hint}`,

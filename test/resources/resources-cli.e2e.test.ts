@@ -101,6 +101,28 @@ describe('orrery resources validate against a running server', () => {
         command,
       );
     }
+    // An admin's publish refused for the server's rights is not told to use an admin key: the store cannot be
+    // written under resources/ (a file stands there, which stops root too).
+    const store = join(fixture.orrery.dataDir, 'lake', 'resources');
+    rmSync(store, { recursive: true, force: true });
+    writeFileSync(store, '');
+    try {
+      const out: string[] = [];
+      const err: string[] = [];
+      const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
+      const status = await runResourcesCli(
+        ['--dir', valid],
+        { env, out: (l) => out.push(l), err: (l) => err.push(l) },
+        'publish',
+      );
+      assert.equal(status, 1);
+      assert.match(
+        err[0],
+        /^orrery publish: failed on 127\.0\.0\.1:\d+: installing needs: write access to the object store \(/,
+      );
+    } finally {
+      rmSync(store);
+    }
     const missing = await run(['validate', '--dir', join(dir, 'nowhere')]);
     assert.deepEqual(missing, {
       status: 2,
