@@ -32,6 +32,8 @@ const { values } = parseArgs({
     'projection-columns': { type: 'string', default: '' },
     // --kind projection --projection-by pod: instead, by_pod sorted by a column entry of the pod property (the spec's).
     'projection-by': { type: 'string', default: '' },
+    // --projection-by pod --time-minmax: a minmax index on time too, so the last day's query opens that day's copies only.
+    'time-minmax': { type: 'boolean', default: false },
   },
 });
 const columns = values.kind === 'columns';
@@ -39,6 +41,7 @@ const text = values.kind === 'text';
 const projection = values.kind === 'projection';
 const byPod = projection && values['projection-by'] === 'pod';
 if (values['projection-by'] !== '' && !byPod) throw new Error('--projection-by takes pod (with --kind projection)');
+if (values['time-minmax'] && !byPod) throw new Error('--time-minmax goes with --kind projection --projection-by pod');
 const [rows, days, repeats] = [values.rows, values.days, values.repeats].map(Number);
 const apiKey = 'admin-key-0123';
 const address = `127.0.0.1:${values['flight-port']}`;
@@ -200,6 +203,11 @@ const computed = (sql) =>
 // constant, so the work is the expression's), which is not the stored expression, so it is not read from the column.
 const columnQueries = [
   ['one pod, its entries', "SELECT count(*) AS n FROM log_entries WHERE properties->>'pod' = 'pod-7'"],
+  // The issue's dashboard query (as --projection-by pod's first).
+  [
+    "one pod's errors, last day",
+    `SELECT level, count(*) AS n FROM log_entries WHERE properties->>'pod' = 'pod-7' AND level <= 2 AND time >= '${lastDay}' GROUP BY level ORDER BY level`,
+  ],
   [
     'one pod, its errors by level',
     "SELECT level, count(*) AS n FROM log_entries WHERE properties->>'pod' = 'pod-7' AND level <= 3 GROUP BY level ORDER BY level",
@@ -318,6 +326,9 @@ writeFileSync(
           ? {
               pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
               by_pod: { projection: { table: 'log_entries', order_by: ['pod', 'time'] } },
+              ...(values['time-minmax']
+                ? { time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } } }
+                : {}),
             }
           : projection
             ? {
@@ -484,6 +495,7 @@ console.log(
     bench: 'resources',
     kind: values.kind,
     projection_by: values['projection-by'] || null,
+    time_minmax: values['time-minmax'],
     rows,
     days,
     partitions,

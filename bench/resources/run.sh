@@ -14,6 +14,8 @@
 #   KIND=projection PROJECTION_BY=pod bash bench/resources/run.sh
 #                                                    # instead, by_pod sorted by a column entry of the pod property
 #                                                    # (the spec's example) against the raw query (the JSON property)
+#   KIND=projection PROJECTION_BY=pod TIME_MINMAX=1 bash bench/resources/run.sh
+#                                                    # and a minmax index on time beside it (a time WHERE skips other days' copies)
 #   KIND=projection PROJECTION_COLUMNS=exe,level bash bench/resources/run.sh
 #                                                    # the msg projection storing those columns (and msg) only
 #   GENERATE=1 ROWS=100000000 DAYS=30 KIND=text bash bench/resources/run.sh
@@ -22,7 +24,7 @@
 #                                                    # 20) and registered in Postgres as the materializer does (generate.mjs)
 #
 # Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection),
-# GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, PROJECTION_BY, KEEP_DATA=1. The server's own settings pass through:
+# GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, PROJECTION_BY, TIME_MINMAX=1, KEEP_DATA=1. The server's own settings pass through:
 # ORRERY_SMALL_QUERY_MS=0 keeps every statement in one lane (a statement near the small lane's 1 s is otherwise
 # rerun in the heavy lane at some runs and not at others, which swings its time 2-5x under load).
 # Each pair of forms is timed in turn (A B, then B A), and each query's planning alone (explain_resources) too.
@@ -44,4 +46,4 @@ echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, F
 node "$here/bench.mjs" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --dir "$data_dir/publication" \
   --rows "${ROWS:-200000}" --days "${DAYS:-10}" --repeats "${REPEATS:-5}" --kind "${KIND:-indexes}" \
   --data-dir "$data_dir/orrery" ${GENERATE:+--generate} --per-partition "${PER_PARTITION:-1000000}" --processes "${PROCESSES:-20}" \
-  --projection-columns "${PROJECTION_COLUMNS:-}" --projection-by "${PROJECTION_BY:-}"
+  --projection-columns "${PROJECTION_COLUMNS:-}" --projection-by "${PROJECTION_BY:-}" ${TIME_MINMAX:+--time-minmax}
