@@ -17,7 +17,7 @@ interface Facts {
   bytes: number;
 }
 
-let facts = new WeakMap<object, Facts>();
+const facts = new WeakMap<object, Facts>();
 let absent = new WeakMap<object, Map<string, number>>();
 
 /**
@@ -69,12 +69,4 @@ export async function factsOf<T>(
 /** Forgets which files had nothing recorded: this process just recorded something. */
 export function forgetAbsent(): void {
   absent = new WeakMap();
-}
-
-/**
- * Forgets every fact kept: this process recorded new facts of files already indexed (a text index's bitmaps
- * made again). Another process keeps the older ones, which are sound, until it starts again or evicts them.
- */
-export function forgetFacts(): void {
-  facts = new WeakMap();
 }

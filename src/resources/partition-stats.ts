@@ -8,7 +8,7 @@ import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse
 import type { MetadataQueries } from '../metadata/index.js';
 import { bitmapLiteral, quoteIdentifier, quoteLiteral, type ViewSet } from '../views/index.js';
 import { backfillEach, partitionFiles, partitionsToDo } from './backfill.js';
-import { forgetAbsent, forgetFacts, factsOf } from './file-facts.js';
+import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { writeParquetBloomFilters } from './parquet-bloom.js';
@@ -135,7 +135,12 @@ async function* rewriteAsciiBitmaps(entry: ValidEntry, index: IndexShape, ctx: I
         partition.filePath,
         whole.bloom,
       ]);
-      forgetFacts();
+      // Every server's statements read the file's statistics again (see statistics_generation).
+      await ctx.db.query(
+        'UPDATE resource_indexes SET statistics_generation = statistics_generation + 1 WHERE index_hash = $1',
+        [index.hash],
+      );
+      forgetRecent();
     },
     (i, partition, left) =>
       `  ${entry.key}: ${i}/${todo.length} bitmap(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
@@ -503,6 +508,8 @@ export interface InstalledIndex {
   readonly expression: string;
   /** DuckDB's type of that expression: the statistics are its values as text; null until the set has a partition file. */
   readonly valueType: string | null;
+  /** How many times files' statistics were made again: what a server read of them before is read again. */
+  readonly generation: number;
 }
 
 /** One partition file's statistics under one index; values as DuckDB's text of them. */
@@ -528,8 +535,10 @@ export const recentIndexes = (db: MetadataQueries, viewSet: string): Promise<Ins
 /** The indexes installed on these view sets, whichever publication declared them. */
 async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]): Promise<InstalledIndex[]> {
   await ensureLedger(db);
-  const { rows } = await db.query<Record<string, string> & { value_type: string | null }>(
-    `SELECT index_hash, view_set_name, entry_key, kind, expression, value_type FROM resource_indexes
+  const { rows } = await db.query<
+    Record<string, string> & { value_type: string | null; statistics_generation: number }
+  >(
+    `SELECT index_hash, view_set_name, entry_key, kind, expression, value_type, statistics_generation FROM resource_indexes
       WHERE view_set_name = ANY($1::text[]) ORDER BY entry_key, index_hash`,
     [viewSets],
   );
@@ -540,16 +549,23 @@ async function installedIndexes(db: MetadataQueries, viewSets: readonly string[]
     kind: r.kind as StatisticsKind,
     expression: r.expression,
     valueType: r.value_type,
+    generation: r.statistics_generation,
   }));
 }
 
 /** The statistics an index holds for these partition files (object keys), kept in memory (see factsOf); files without any are absent. */
 export async function partitionStatistics(
   db: MetadataQueries,
-  hash: string,
+  { hash, generation }: Pick<InstalledIndex, 'hash' | 'generation'>,
   files: readonly string[],
 ): Promise<PartitionStatistics[]> {
-  const found = await factsOf(db, `stats:${hash}`, files, (missing) => statisticsRows(db, hash, missing), sizeOf);
+  const found = await factsOf(
+    db,
+    `stats:${hash}:${generation}`,
+    files,
+    (missing) => statisticsRows(db, hash, missing),
+    sizeOf,
+  );
   return files.flatMap((f) => found.get(f) ?? []);
 }
 
@@ -560,14 +576,14 @@ export async function partitionStatistics(
  */
 export async function audienceStatistics(
   db: MetadataQueries,
-  hash: string,
+  { hash, generation }: Pick<InstalledIndex, 'hash' | 'generation'>,
   files: readonly string[],
   audiences: readonly string[],
 ): Promise<Map<string, PartitionStatistics[]>> {
   const sorted = [...new Set(audiences)].sort();
   const load = (missing: string[]) => audienceRows(db, hash, missing, sorted);
   const size = (stats: PartitionStatistics[]) => stats.reduce((n, s) => n + sizeOf(s), 200);
-  return factsOf(db, `audience-stats:${hash}\u0000${JSON.stringify(sorted)}`, files, load, size);
+  return factsOf(db, `audience-stats:${hash}:${generation}\u0000${JSON.stringify(sorted)}`, files, load, size);
 }
 
 async function audienceRows(

@@ -1330,11 +1330,10 @@ export class PartitionPruning {
     files: readonly string[],
   ): Promise<Map<string, PartitionStatistics[]>> {
     const { audiences } = this.statement;
-    if (!audiences)
-      return new Map((await partitionStatistics(this.db, index.hash, files)).map((s) => [s.filePath, [s]]));
+    if (!audiences) return new Map((await partitionStatistics(this.db, index, files)).map((s) => [s.filePath, [s]]));
     // A set keyed by process: a row's audience is its process's, which no statistics were kept by.
     if (view.audienceColumn !== 'audience') return new Map();
-    return audienceStatistics(this.db, index.hash, files, audiences);
+    return audienceStatistics(this.db, index, files, audiences);
   }
 
   /**
