@@ -43,7 +43,8 @@ export function changesStartupObject(text: string, objects: StartupObjects): str
     parts.push(word());
   }
   const name = parts.at(-1)!;
-  // A schema of its own (`s.f`, `db.s.f`) is not read by names alone; `main`, or a catalog's default one, is.
+  // `db.s.f` outside `main` is in a schema of its own, which no statement reads by the bare name. `x.f` may be
+  // catalog x's default schema (`main`), so it is checked as `main` is (a refused `main.sum` would otherwise pass).
   const schema = parts.length === 3 ? parts[1] : parts.length === 2 ? null : 'main';
   if (kind.length === 0 || kind.includes('schema') || name === '' || (schema !== null && schema !== 'main'))
     return null;
