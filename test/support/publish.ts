@@ -1,9 +1,10 @@
 // `orrery publish --dir <folder>` against a started Orrery, as the admin, its output kept.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
@@ -72,6 +73,11 @@ export interface AudiencesFixture {
   readonly ingest: (i: number, key: string, logs: ReadonlyArray<{ severity: number; body: string }>) => Promise<void>;
   /** Materializes processes and log_entries between two epoch seconds, in one-second partitions. */
   readonly materialize: (from: number, to: number) => Promise<void>;
+  /**
+   * Checks each query's rows against the same WHERE `OR false` (which no index decides) for every key, and that an
+   * admin's read of it skipped the given number of partitions.
+   */
+  readonly answersAsOrFalse: (queries: ReadonlyArray<[string, number]>) => Promise<void>;
 }
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
@@ -118,6 +124,14 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
       await new Promise((resolve) => setTimeout(resolve, 1100));
     },
     materialize: (from, to) => materializeLogs(fixture.admin, from, to),
+    answersAsOrFalse: async (queries) => {
+      for (const [sql, skipped] of queries) {
+        const twin = sql.replace(/( ORDER BY .*)?$/, ' OR false$1');
+        for (const [who, client] of suite.clients())
+          assert.deepEqual(await plainRows(client, sql), await plainRows(client, twin), `${who}: ${sql}`);
+        assert.equal(skippedBy(await fixture.admin.query(sql)), skipped, sql);
+      }
+    },
   };
   before(() => {
     team = new TestFlightClient(fixture.orrery.address);
@@ -128,4 +142,43 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
     rmSync(suite.dir, { recursive: true, force: true });
   });
   return suite;
+}
+
+/**
+ * Checks that every msg column chunk of every log_entries partition file holds a Parquet bloom filter and, given
+ * `absent`, that each file's filters exclude that value, reading copies of the files with DuckDB in-process.
+ * Returns how many files there were.
+ */
+export async function assertMsgBloomFilters(fixture: OrreryFixture, absent?: string): Promise<number> {
+  const files = (
+    await plainRows(
+      fixture.admin,
+      "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
+    )
+  ).map((r) => String(r.file_path));
+  const local = mkdtempSync(join(tmpdir(), 'orrery-msg-blooms-'));
+  const duck = await DuckDBInstance.create(':memory:');
+  const connection = await duck.connect();
+  try {
+    const rows = async (sql: string) => (await connection.runAndReadAll(sql)).getRowObjectsJson();
+    for (const [i, key] of files.entries()) {
+      const file = join(local, `${i}.parquet`);
+      writeFileSync(file, (await fixture.orrery.store.get(key))!);
+      const [chunks] = await rows(
+        `SELECT count(*) AS n, count(bloom_filter_offset) AS blooms FROM parquet_metadata('${file}') WHERE path_in_schema = 'msg'`,
+      );
+      assert.ok(Number(chunks.n) > 0, key);
+      assert.equal(chunks.blooms, chunks.n, key);
+      if (absent === undefined) continue;
+      const probe = await rows(
+        `SELECT bloom_filter_excludes AS x FROM parquet_bloom_probe('${file}', 'msg', '${absent.replaceAll("'", "''")}')`,
+      );
+      assert.deepEqual(new Set(probe.map((r) => r.x)), new Set([true]), key);
+    }
+  } finally {
+    connection.closeSync();
+    duck.closeSync();
+    rmSync(local, { recursive: true, force: true });
+  }
+  return files.length;
 }
