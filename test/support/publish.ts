@@ -145,8 +145,9 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
 }
 
 /**
- * Checks that every msg column chunk of every log_entries partition file holds a Parquet bloom filter and, given
- * `absent`, that each file's filters exclude that value, reading copies of the files with DuckDB in-process.
+ * Checks that every msg column chunk of every log_entries partition file holds a Parquet bloom filter, that a value
+ * the file holds is not excluded and, given `absent`, that each file's filters exclude that value, reading copies
+ * of the files with DuckDB in-process.
  * Returns how many files there were.
  */
 export async function assertMsgBloomFilters(fixture: OrreryFixture, absent?: string): Promise<number> {
@@ -169,11 +170,16 @@ export async function assertMsgBloomFilters(fixture: OrreryFixture, absent?: str
       );
       assert.ok(Number(chunks.n) > 0, key);
       assert.equal(chunks.blooms, chunks.n, key);
-      if (absent === undefined) continue;
-      const probe = await rows(
-        `SELECT bloom_filter_excludes AS x FROM parquet_bloom_probe('${file}', 'msg', '${absent.replaceAll("'", "''")}')`,
-      );
-      assert.deepEqual(new Set(probe.map((r) => r.x)), new Set([true]), key);
+      const excluded = async (value: string) =>
+        (
+          await rows(
+            `SELECT bloom_filter_excludes AS x FROM parquet_bloom_probe('${file}', 'msg', '${value.replaceAll("'", "''")}')`,
+          )
+        ).map((r) => r.x);
+      // A value the file holds is never excluded (a filter that excluded everything would pass the probe below).
+      const [{ first }] = await rows(`SELECT min(msg) AS first FROM read_parquet('${file}')`);
+      assert.ok((await excluded(first as string)).includes(false), key);
+      if (absent !== undefined) assert.deepEqual(new Set(await excluded(absent)), new Set([true]), key);
     }
   } finally {
     connection.closeSync();
