@@ -85,7 +85,7 @@ ALTER TABLE resource_partition_stats ADD COLUMN IF NOT EXISTS copy_path TEXT;
 ALTER TABLE resource_audience_stats ADD COLUMN IF NOT EXISTS copy_path TEXT;
 -- NULL until the set has a partition file (an index installed on an empty set): see valueTypeOf.
 ALTER TABLE resource_indexes ALTER COLUMN value_type DROP NOT NULL;
--- Bumped when files' statistics are made again (partition-stats.ts, rewriteAsciiBitmaps): every server keeps
+-- Bumped when files' statistics are made again (partition-stats.ts, writeStatistics): every server keeps
 -- what it read of each file (file-facts.ts) under the index's hash and this, so it reads them again.
 ALTER TABLE resource_indexes ADD COLUMN IF NOT EXISTS statistics_generation INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE IF NOT EXISTS resource_columns (

@@ -22,6 +22,7 @@ import {
   postedShare,
   postedTokens,
   postingsShare,
+  postingsVersion,
   tokensOf,
   trigramBitmap,
 } from './text-index.js';
@@ -100,50 +101,34 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
       `  ${entry.key}: ${i}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
   );
   if (entry.indexKind === 'bloom_filter') yield* writeParquetBloomFilters(entry, ctx);
-  if (entry.indexKind === 'text') yield* rewriteAsciiBitmaps(entry, index, ctx);
+  if (entry.indexKind === 'text') yield* reindexOldTextFiles(entry, index, ctx);
 }
 
 /**
- * Makes again the trigram bitmaps of the files a text index indexed before words of other letters than
- * [0-9a-z] were (6060fa4): theirs hold ASCII trigrams alone, so a search for such a word never skipped the
- * file. The new bitmaps hold every token's trigrams, so that search skips the files lacking it. The postings
- * and copies are kept as they are (a statement planned by them reads that copy; version 1 postings restrict no
- * row for such a word), so only whole files are skipped, as for a file whose postings cannot tell.
+ * Indexes again the files a text index indexed before words of other letters than [0-9a-z] were (6060fa4):
+ * their bitmaps hold ASCII trigrams alone and their postings (version 1) tokens of [0-9a-z] alone, so a
+ * search for a word such as Größe read every row of them. Their bitmaps, postings and copies are made anew
+ * (the copies under new keys, the old ones kept for the statements planned by the old postings: see
+ * writeStatistics), so that search skips the files lacking it and reads only its rows of those holding it.
+ * Files whose bitmaps alone were made again (641ca06) have version 1 postings still.
  */
-async function* rewriteAsciiBitmaps(entry: ValidEntry, index: IndexShape, ctx: InstallContext): AsyncGenerator<string> {
+async function* reindexOldTextFiles(entry: ValidEntry, index: IndexShape, ctx: InstallContext): AsyncGenerator<string> {
   const { rows } = await ctx.db.query<{ file_path: string }>(
-    'SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND octet_length(bloom) = $2',
+    `SELECT file_path FROM resource_partition_stats
+      WHERE index_hash = $1 AND (get_byte(postings, 0) = 1 OR octet_length(bloom) = $2)`,
     [index.hash, asciiBitmapBytes],
   );
   const old = new Set(rows.map((r) => r.file_path));
   if (old.size === 0) return;
   const files = await partitionFiles(ctx.db, entry.physical);
   const todo = files.filter((f) => old.has(f.filePath));
-  yield `text index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) indexed before words of any letters were: their trigram bitmaps are made again, newest first`;
+  yield `text index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) indexed before words of any letters were: their bitmaps, postings and copies are made again, newest first`;
   yield* backfillEach(
     ctx,
     todo,
-    async (partition) => {
-      const { whole, own } = await fileStatistics(ctx, index, partition.filePath);
-      for (const [audience, stats] of own)
-        await ctx.db.query(
-          'UPDATE resource_audience_stats SET bloom = $4 WHERE index_hash = $1 AND file_path = $2 AND audience = $3',
-          [index.hash, partition.filePath, audience, stats.bloom],
-        );
-      await ctx.db.query('UPDATE resource_partition_stats SET bloom = $3 WHERE index_hash = $1 AND file_path = $2', [
-        index.hash,
-        partition.filePath,
-        whole.bloom,
-      ]);
-      // Every server's statements read the file's statistics again (see statistics_generation).
-      await ctx.db.query(
-        'UPDATE resource_indexes SET statistics_generation = statistics_generation + 1 WHERE index_hash = $1',
-        [index.hash],
-      );
-      forgetRecent();
-    },
+    (partition) => writeStatistics(ctx, index, partition),
     (i, partition, left) =>
-      `  ${entry.key}: ${i}/${todo.length} bitmap(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
+      `  ${entry.key}: ${i}/${todo.length} partition(s) indexed again, reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
   );
 }
 
@@ -167,10 +152,14 @@ async function valueTypeOf(
 type IndexShape = Pick<InstalledIndex, 'hash' | 'viewSet' | 'kind' | 'expression'>;
 
 /**
- * Reads one partition file's statistics under one index and records them (once: a file never changes): of
- * all its rows, for admins, and of each audience's rows, for readers (a statement of a reader decides by
- * its audiences' statistics alone, so what it skips and reads tells nothing of another audience's rows).
- * The audiences' rows are written first: the file's own row, naming its audiences, records them done.
+ * Reads one partition file's statistics under one index and records them: of all its rows, for admins, and of
+ * each audience's rows, for readers (a statement of a reader decides by its audiences' statistics alone, so
+ * what it skips and reads tells nothing of another audience's rows). A file never changes, so its statistics
+ * are made again only when an older form of them is replaced (before audiences', copies' or non-ASCII tokens'
+ * were kept): its rows are then replaced in one statement that also queues the copies they named for deletion
+ * after copiesKeptSeconds (a statement planned by their postings may still read them) and bumps the index's
+ * statistics generation, so every server reads the new rows (see partitionStatistics). The copies are written
+ * under keys of their postings' version, never over one a row names.
  */
 async function writeStatistics(
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
@@ -182,31 +171,34 @@ async function writeStatistics(
   const copyOf = (audience: string | null, stats: StatisticsRow) =>
     index.kind === 'text' ? writeTextCopy(ctx, index, partition.filePath, audience, stats) : null;
   const wholeCopy = await copyOf(null, whole);
-  for (const [audience, stats] of own) {
-    const copy = stats === whole ? wholeCopy : await copyOf(audience, stats);
-    await ctx.db.query(
-      `INSERT INTO resource_audience_stats (index_hash, file_path, audience, min_value, max_value, distinct_values, bloom, postings, copy_path)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (index_hash, file_path, audience)
-       DO UPDATE SET postings = EXCLUDED.postings, copy_path = EXCLUDED.copy_path
-       WHERE resource_audience_stats.copy_path IS DISTINCT FROM EXCLUDED.copy_path`,
-      [
-        index.hash,
-        partition.filePath,
-        audience,
-        stats.min,
-        stats.max,
-        stats.distinct,
-        stats.bloom,
-        stats.postings,
-        copy,
-      ],
-    );
-  }
-  await ctx.db.query(
-    `INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings, audiences, copy_path)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (index_hash, file_path)
-     DO UPDATE SET audiences = EXCLUDED.audiences, postings = EXCLUDED.postings, copy_path = EXCLUDED.copy_path
-     WHERE resource_partition_stats.audiences IS NULL OR resource_partition_stats.copy_path IS DISTINCT FROM EXCLUDED.copy_path`,
+  const ownRows: Array<{ audience: string; stats: StatisticsRow; copy: string | null }> = [];
+  for (const [audience, stats] of own)
+    ownRows.push({ audience, stats, copy: stats === whole ? wholeCopy : await copyOf(audience, stats) });
+  const column = <T>(pick: (row: (typeof ownRows)[number]) => T): T[] => ownRows.map(pick);
+  const bumped = await ctx.db.query(
+    `WITH old AS (
+       SELECT copy_path FROM resource_partition_stats WHERE index_hash = $1 AND file_path = $3
+       UNION SELECT copy_path FROM resource_audience_stats WHERE index_hash = $1 AND file_path = $3),
+     own AS (
+       INSERT INTO resource_audience_stats (index_hash, file_path, audience, min_value, max_value, distinct_values, bloom, postings, copy_path)
+       SELECT $1, $3, a.audience, a.min_value, a.max_value, a.distinct_values::jsonb, a.bloom, a.postings, a.copy_path
+         FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $16::bytea[], $17::bytea[], $18::text[])
+           AS a(audience, min_value, max_value, distinct_values, bloom, postings, copy_path)
+       ON CONFLICT (index_hash, file_path, audience)
+       DO UPDATE SET bloom = EXCLUDED.bloom, postings = EXCLUDED.postings, copy_path = EXCLUDED.copy_path
+       WHERE resource_audience_stats.copy_path IS DISTINCT FROM EXCLUDED.copy_path),
+     whole AS (
+       INSERT INTO resource_partition_stats (index_hash, view_set_name, file_path, begin_insert_time, min_value, max_value, distinct_values, bloom, postings, audiences, copy_path)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (index_hash, file_path)
+       DO UPDATE SET audiences = EXCLUDED.audiences, bloom = EXCLUDED.bloom, postings = EXCLUDED.postings, copy_path = EXCLUDED.copy_path
+       WHERE resource_partition_stats.audiences IS NULL OR resource_partition_stats.copy_path IS DISTINCT FROM EXCLUDED.copy_path),
+     -- As the lakehouse's queueForDeletion does, in this statement: a copy no row names is never left unqueued.
+     queued AS (
+       INSERT INTO temporary_files (file_path, file_size, expiration)
+       SELECT copy_path, 0, now() + make_interval(secs => $19) FROM old
+        WHERE copy_path IS NOT NULL AND copy_path <> ALL (array_remove(array_append($18::text[], $11::text), NULL)))
+     UPDATE resource_indexes SET statistics_generation = statistics_generation + 1
+      WHERE index_hash = $1 AND EXISTS (SELECT 1 FROM old)`,
     [
       index.hash,
       index.viewSet,
@@ -219,9 +211,18 @@ async function writeStatistics(
       whole.postings,
       audiences,
       wholeCopy,
+      column((r) => r.audience),
+      column((r) => r.stats.min),
+      column((r) => r.stats.max),
+      column((r) => r.stats.distinct),
+      column((r) => r.stats.bloom),
+      column((r) => r.stats.postings),
+      column((r) => r.copy),
+      copiesKeptSeconds,
     ],
   );
   forgetAbsent();
+  if ((bumped.rowCount ?? 0) > 0) forgetRecent();
 }
 
 /** A file's statistics under one index: of all its rows, and of each audience's (see writeStatistics). */
@@ -250,6 +251,12 @@ async function fileStatistics(
   return { whole, audiences, own };
 }
 
+/**
+ * How long a text index's copies stay once no row names them (the index dropped, or its file indexed again): a
+ * statement planned before may still read them (as a dropped projection's copies).
+ */
+const copiesKeptSeconds = 3600;
+
 /** Rows per row group of a text index's copy: a rare word's rows are a row group or two of it. */
 const copyRowGroup = 4096;
 
@@ -269,7 +276,7 @@ async function writeTextCopy(
   stats: StatisticsRow,
 ): Promise<string> {
   const postings = decodePostings(stats.postings!)!;
-  const key = `text-index/${index.hash}/${audience === null ? 'all' : `audiences/${encodeURIComponent(audience)}`}/${filePath}`;
+  const key = `text-index/${index.hash}/v${postingsVersion}/${audience === null ? 'all' : `audiences/${encodeURIComponent(audience)}`}/${filePath}`;
   const tokens = [...postings.tokens.keys()].map(quoteLiteral).join(', ');
   // Only the listed rows are tokenized again (a bitmap of them: the copy is the rows of their posted tokens).
   const listed = new Uint8Array(Math.ceil(postings.rows / 8));
@@ -447,12 +454,6 @@ export async function indexPartition(
   }
   await projectPartition(ctx, partition);
 }
-
-/**
- * How long the copies of a dropped text index stay: a statement planned before the drop may still read them
- * (as a dropped projection's copies).
- */
-const copiesKeptSeconds = 3600;
 
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {
   await ensureLedger(ctx.db);

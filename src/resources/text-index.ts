@@ -123,7 +123,7 @@ export const postedTokens = 1024;
  * tokens of [0-9a-z] alone (latin1), the bitmap of their trigrams alone, which cannot tell of a run of other
  * letters, so such a run restricts no row by them (see rowsMatching).
  */
-const version = 2;
+export const postingsVersion = 2;
 
 /**
  * Postings as stored: version, rows, the unposted bitmap's bytes and the bitmap, then each token (its UTF-8
@@ -131,7 +131,7 @@ const version = 2;
  */
 export function encodePostings({ rows, unposted, tokens }: Postings): Buffer {
   const parts: Buffer[] = [
-    Buffer.from([version]),
+    Buffer.from([postingsVersion]),
     uint32(rows),
     uint32(unposted.length),
     unposted,
@@ -172,7 +172,7 @@ function uint32(n: number): Buffer {
 /** Stored postings read back (version 2 or 1); null for another version (read as no postings: the file is read whole). */
 export function decodePostings(stored: Buffer): Postings | null {
   const [v] = stored;
-  if (v !== version && v !== 1) return null;
+  if (v !== postingsVersion && v !== 1) return null;
   const rows = stored.readUInt32BE(1);
   let at = v === 1 ? 5 : 9;
   const unposted = stored.subarray(at, (at += v === 1 ? asciiBitmapBytes : stored.readUInt32BE(5)));

@@ -11,7 +11,7 @@ import { before, describe, it } from 'node:test';
 import { tableFromArrays } from 'apache-arrow';
 import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
-import { asciiBitmapBytes, decodePostings, type Postings } from '../../src/resources/text-index.js';
+import { makeStatisticsOld } from '../support/old-text-statistics.js';
 import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /** Each partition's messages: the second is sent with a key of audience team_x. */
@@ -40,29 +40,6 @@ const queries: Array<[string, number]> = [
   ["SELECT msg FROM log_entries WHERE contains(msg, 'cache') OR msg ILIKE '%handler%' ORDER BY msg", 1],
   ["SELECT msg FROM log_entries WHERE lower(msg) LIKE '%timeout%' ORDER BY msg", 0],
 ];
-
-/**
- * Postings as files indexed before words of other letters were (version 1) hold them: tokens of [0-9a-z]
- * alone, each with a one-byte length, and the unposted bitmap of ASCII trigrams alone, with no length.
- */
-function version1({ rows, unposted, tokens }: Postings): Buffer {
-  const uint32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
-  const ascii = [...tokens].filter(([token]) => /^[0-9a-z]+$/.test(token));
-  const parts = [Buffer.from([1]), uint32(rows), unposted.subarray(0, asciiBitmapBytes), uint32(ascii.length)];
-  for (const [token, list] of ascii) {
-    const gaps: number[] = [];
-    let previous = -1;
-    for (const row of list) {
-      for (let gap = row - previous; ; gap = Math.floor(gap / 128)) {
-        gaps.push(gap < 128 ? gap : (gap % 128) | 128);
-        if (gap < 128) break;
-      }
-      previous = row;
-    }
-    parts.push(Buffer.from([token.length]), Buffer.from(token, 'latin1'), uint32(list.length), Buffer.from(gaps));
-  }
-  return Buffer.concat(parts);
-}
 
 describe('text index: substring searches skip partitions lacking the word, answers unchanged (issue 13)', () => {
   const suite = useAudiencesOrrery('orrery-text-index-');
@@ -124,30 +101,16 @@ describe('text index: substring searches skip partitions lacking the word, answe
     assert.equal(skippedBy(table), 3);
   });
 
-  it('a publish makes again the trigram bitmaps of files indexed before words of any letters were, newest first', async () => {
+  it('a publish indexes again the files indexed before words of any letters were, newest first', async () => {
     // 'ünï' has no trigram of [0-9a-z]: statistics of ASCII trigrams alone cannot skip a partition for it.
     const search = "SELECT msg FROM log_entries WHERE msg ILIKE '%ÜNÏ%' ORDER BY msg";
     const raw = "SELECT msg FROM log_entries WHERE lower(msg) LIKE '%ünï%' ORDER BY msg";
     const db = fixture.orrery.metadata;
     const partitions = 4;
     assert.equal(skippedBy(await fixture.admin.query(search)), partitions - 1);
-    // Every file's statistics made as before 6060fa4 (the bitmap's ASCII part is the same).
-    for (const table of ['resource_partition_stats', 'resource_audience_stats']) {
-      const { rows } = await db.query<{ file_path: string; postings: Buffer; ctid: string }>(
-        `SELECT ctid::text AS ctid, file_path, postings FROM ${table}
-          WHERE index_hash = (SELECT index_hash FROM resource_indexes WHERE entry_key = 'msg_text')`,
-      );
-      assert.ok(rows.length > 0, table);
-      for (const row of rows)
-        await db.query(
-          `UPDATE ${table} SET bloom = substring(bloom FROM 1 FOR ${asciiBitmapBytes}), postings = $1 WHERE ctid = $2::tid`,
-          [version1(decodePostings(row.postings)!), row.ctid],
-        );
-    }
-    // The server reads them again as it would after a restart (it keeps what it read of each file by generation).
-    await db.query(
-      "UPDATE resource_indexes SET statistics_generation = statistics_generation + 1 WHERE entry_key = 'msg_text'",
-    );
+    // Every file's statistics made as before 6060fa4 (the bitmap's ASCII part is the same); the server reads them
+    // again as it would after a restart (it keeps what it read of each file by generation).
+    await makeStatisticsOld(fixture, 'msg_text');
     // Within the installed lists' two seconds.
     let skipped = -1;
     for (let attempt = 0; attempt < 100 && skipped !== 0; attempt++) {
@@ -159,11 +122,13 @@ describe('text index: substring searches skip partitions lacking the word, answe
     assert.equal(run.status, 0, run.err.join('\n'));
     assert.ok(
       run.out.includes(
-        `text index msg_text on log_entries: ${partitions} of ${partitions} partition(s) indexed before words of any letters were: their trigram bitmaps are made again, newest first`,
+        `text index msg_text on log_entries: ${partitions} of ${partitions} partition(s) indexed before words of any letters were: their bitmaps, postings and copies are made again, newest first`,
       ),
       run.out.join('\n'),
     );
-    assert.ok(run.out.some((l) => l.startsWith(`  msg_text: ${partitions}/${partitions} bitmap(s), reached `)));
+    assert.ok(
+      run.out.some((l) => l.startsWith(`  msg_text: ${partitions}/${partitions} partition(s) indexed again, reached `)),
+    );
     const { rows } = await db.query<{ backfilled: boolean }>(
       `SELECT backfilled_end IS NOT NULL AS backfilled FROM resource_ledger WHERE entry_key = 'msg_text' AND state = 'ready'`,
     );
@@ -173,9 +138,9 @@ describe('text index: substring searches skip partitions lacking the word, answe
     for (const [who] of suite.clients())
       assert.deepEqual(indexed.get(`${who}: ${search}`), twin.get(`${who}: ${raw}`), who);
     assert.deepEqual(indexed.get(`admin: ${search}`), [{ msg: 'Ünïcode messäge' }]);
-    // Nothing left to do: the next publish makes no bitmap again.
+    // Nothing left to do: the next publish indexes no file again.
     const again = await publishFolder(fixture.orrery.address, dir);
     assert.equal(again.status, 0, again.err.join('\n'));
-    assert.ok(!again.out.some((l) => l.includes('bitmap')), again.out.join('\n'));
+    assert.ok(!again.out.some((l) => l.includes('indexed again')), again.out.join('\n'));
   });
 });

@@ -12,16 +12,20 @@ import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { metricValue } from '../support/metric-value.js';
 import { adminKey } from '../support/orrery-process.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
+import { makeStatisticsOld } from '../support/old-text-statistics.js';
 import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /**
  * The mixed partition: 200 admin rows (every 40th a timeout, spelled in several ways, within a longer token
- * for two) and 20 of team_x. Its tokens held by at most 1/8 of its rows are posted, 'request' is not.
+ * for two; one with a word of other letters than [0-9a-z]) and 20 of team_x. Its tokens held by at most 1/8 of
+ * its rows are posted, 'request' is not.
  */
 const adminRows = Array.from({ length: 200 }, (_, i) =>
   i % 40 === 7
     ? `request ${['TimeOut', 'timeout', 'timeouts', 'xtimeoutx', 'TIMEOUT'][(i - 7) / 40]} after 3s`
-    : 'request ok',
+    : i === 100
+      ? 'request Ünïcödé ok'
+      : 'request ok',
 );
 const teamRows = Array.from({ length: 20 }, (_, i) =>
   i === 5 ? 'team call secretword' : i % 4 === 0 ? `team call ${i} timeout` : `team call ${i} refused`,
@@ -35,6 +39,7 @@ const queries: Array<[string, number | undefined]> = [
   ["SELECT time, msg FROM log_entries WHERE msg ILIKE '%timeout%' ORDER BY time DESC LIMIT 3", 10],
   ["SELECT exe, count(*) AS n FROM log_entries WHERE msg ILIKE '%timeout after%' GROUP BY exe ORDER BY exe", 5],
   ["SELECT msg FROM log_entries WHERE msg ILIKE '%secretword%' ORDER BY msg", 1],
+  ["SELECT msg FROM log_entries WHERE msg ILIKE '%ÜNÏCÖDÉ%' ORDER BY msg", 1],
   ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' OR msg ILIKE '%refused%' ORDER BY msg", 24],
   ["SELECT count(*) AS n FROM (SELECT * FROM log_entries) WHERE msg ILIKE '%timeout%'", 10],
   ["SELECT msg FROM log_entries WHERE msg ILIKE '%timeout%' AND level = 9 ORDER BY msg", 10],
@@ -166,5 +171,55 @@ describe('text index postings: a search reads only the rows holding its word, an
       read: 220,
     });
     assert.deepEqual((await rowsRead(fixture.reader, service(`svc-${adminKey.key.slice(0, 4)}`))).read, 220);
+  });
+
+  it('a publish indexes again the files indexed before words of any letters were: such a word reads its rows alone', async () => {
+    const search = queries.find(([sql]) => sql.includes('ÜNÏCÖDÉ'))![0];
+    const oldCopies = await makeStatisticsOld(fixture, 'msg_text');
+    // Version 1 postings cannot tell of 'ünïcödé' (each of its trigrams holds a letter other than [0-9a-z]): every row of both partitions is read (within the installed
+    // lists' two seconds).
+    let table = await fixture.admin.query(search);
+    for (let attempt = 0; attempt < 100 && skippedBy(table) !== 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      table = await fixture.admin.query(search);
+    }
+    assert.equal(skippedBy(table), 0);
+    assert.equal(rowsRead(table), undefined);
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.ok(
+      run.out.includes(
+        'text index msg_text on log_entries: 2 of 2 partition(s) indexed before words of any letters were: their bitmaps, postings and copies are made again, newest first',
+      ),
+      run.out.join('\n'),
+    );
+    // The other partition is skipped, and of the mixed one the word's row alone is read, from the new copy.
+    table = await fixture.admin.query(search);
+    assert.equal(skippedBy(table), 1);
+    const expected = { table: 'log_entries', partitions: 1, rows: 220, read: 1, index: 'msg_text', copies: 1 };
+    assert.deepEqual(rowsRead(table), expected);
+    const now = await suite.everyAnswer(queries.map(([sql]) => sql));
+    for (const [sql, rows] of before0) assert.deepEqual(now.get(sql), rows, sql);
+    assert.deepEqual(now.get(`admin: ${search}`), [{ msg: 'request Ünïcödé ok' }]);
+    // The old copies stay for the statements their postings planned, queued for deletion; no row names them.
+    const db = fixture.orrery.metadata;
+    const { rows: queued } = await db.query<{ file_path: string; later: boolean }>(
+      `SELECT file_path, expiration > now() + interval '30 minutes' AS later FROM temporary_files
+        WHERE file_path = ANY($1::text[]) ORDER BY file_path`,
+      [oldCopies],
+    );
+    assert.deepEqual(
+      queued,
+      [...oldCopies].sort().map((file_path) => ({ file_path, later: true })),
+    );
+    const { rows: named } = await db.query(
+      `SELECT copy_path FROM resource_partition_stats WHERE copy_path = ANY($1::text[])
+       UNION SELECT copy_path FROM resource_audience_stats WHERE copy_path = ANY($1::text[])`,
+      [oldCopies],
+    );
+    assert.deepEqual(named, []);
+    const again = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(again.status, 0, again.err.join('\n'));
+    assert.ok(!again.out.some((l) => l.includes('indexed again')), again.out.join('\n'));
   });
 });
