@@ -679,15 +679,20 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   // allocations below 32 MiB come from malloc's arenas rather than from mmap. Each batch is a
   // fresh allocation of about the batch size (2 MiB by default; 1 MiB, plus as much again for
   // Node's gRPC frame, when this was measured); served by mmap, every one paid its pages' faults
-  // and zeroing again. It also turns off glibc's sliding thresholds, so the
-  // trim threshold stays at its 128 KiB default and freed memory still goes back to the system.
+  // and zeroing again. It also turns off glibc's sliding thresholds.
   // Measured on 2 cores, 3 M-row stored scan over Flight, server CPU per run (A/B builds alternated,
   // ROWS=3000000 CEILING=0 ORRERY_ROOT=<A> COMPARE_ROOT=<B> bash bench/flight-throughput/run.sh
   // --repeats 7 --cases stored; load average 35, so wall times were noise): mmap threshold alone
-  // 0.26 s, with M_TRIM_THRESHOLD 256 MiB as well 0.28 s, trim threshold alone 0.32 s, neither 0.35 s.
-  // The 256 MiB trim threshold this used to set bought nothing measurable and kept up to 256 MiB
-  // of freed memory per arena, so it is gone.
+  // 0.26 s, neither 0.35 s.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  // A batch is freed (when V8 collects its ArrayBuffer) at the top of its arena's heap, and with
+  // the default 128 KiB trim threshold glibc hands it back to the system at once (madvise): the
+  // next batch faults its 2 MiB of pages in and has them zeroed again. A 10 M-row result took
+  // ~80 k page faults in the server, ~10 k with this (the kernel zeroing ~300 MB of pages it
+  // need not; #10 item 3, PROFILE.md fifteenth pass). Each arena keeps at most this much
+  // free at its top; DuckDB allocates through its own jemalloc, so this is Node's and the
+  // exporter's memory only. (256 MiB, tried before, kept up to that much per arena.)
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
   exports.Set("Exporter", Exporter::Define(env));
   exports.Set("resultError", Napi::Function::New(env, ResultError));
   DefineArrowIngest(env, exports);
