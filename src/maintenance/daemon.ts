@@ -303,12 +303,19 @@ export class MaintenanceDaemon {
       await db.query(
         'DELETE FROM quarantined_blocks q WHERE NOT EXISTS (SELECT 1 FROM blocks b WHERE b.block_id = q.block_id)',
       );
-      await db.query(
-        `DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`,
-      );
-      await db.query(
-        `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
-      );
+      // Behind a lock on blocks that waits for the block inserts under way and holds new ones back meanwhile: an
+      // insert names an existing stream and process without touching their rows (ON CONFLICT DO NOTHING), so a delete
+      // that did not see its uncommitted block would leave it, committed after a 200, naming rows gone, and never
+      // materialized. An insert that comes after finds them gone and inserts them again.
+      await db.transaction(async (tx) => {
+        await tx.query('LOCK TABLE blocks IN SHARE MODE');
+        await tx.query(
+          `DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`,
+        );
+        await tx.query(
+          `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
+        );
+      });
       const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays, this.options.onPartitionsExpired);
       for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);

@@ -153,6 +153,67 @@ describe('maintenance daemon', () => {
     assert.equal(await store.size(second.payload_file), null, 'the object goes with its last block');
   });
 
+  it('retention keeps the stream and process a block being inserted names, when they are past it', async () => {
+    const { metadata: db, store, daemon } = fixture.orrery;
+    const posted = await postOtlp(
+      fixture.orrery.httpPort,
+      'logs',
+      adminKey.key,
+      logsRequest({ 'service.name': 'revived' }, [{ time: times[0], severity: 9, body: 'before' }]),
+    );
+    assert.equal(posted.status, 200);
+    const ids = `SELECT b.block_id::text, b.stream_id::text, b.process_id::text, b.payload_file, b.object_offset, b.payload_size
+                   FROM blocks b JOIN processes p USING (process_id) WHERE p.exe = 'revived'`;
+    const [old] = (
+      await db.query<{
+        block_id: string;
+        stream_id: string;
+        process_id: string;
+        payload_file: string;
+        object_offset: string;
+        payload_size: string;
+      }>(ids)
+    ).rows;
+    // A service silent for longer than the retention period: its block, stream and process all past it.
+    await db.transaction(async (tx) => {
+      for (const [table, id] of [
+        ['blocks', 'block_id'],
+        ['streams', 'stream_id'],
+        ['processes', 'process_id'],
+      ])
+        await tx.query(`UPDATE ${table} SET insert_time = now() - interval '40 days' WHERE ${id} = $1`, [
+          old[id as keyof typeof old],
+        ]);
+    });
+    // It sends again while housekeeping runs: its new block's insert (which found the stream and process there, as
+    // ingestion's ON CONFLICT DO NOTHING does) commits a second after housekeeping began. Its payload is a copy of
+    // the old one's, in an object of its own, as a new group's would be.
+    const bytes = await store.readRange(old.payload_file, Number(old.object_offset), Number(old.payload_size));
+    const file = `blobs/groups/2024-01-02/03-04-05_${randomUUID()}.payloads`;
+    await store.put(file, bytes!);
+    const { cleaned } = await db.transaction(async (tx) => {
+      await tx.query(
+        `INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
+                             payload_file, object_offset, payload_size, audience)
+         SELECT gen_random_uuid(), stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, $2, 0, payload_size, audience
+           FROM blocks WHERE block_id = $1`,
+        [old.block_id, file],
+      );
+      const cleaned = daemon!.housekeeping();
+      await new Promise((r) => setTimeout(r, 1000));
+      return { cleaned }; // the insert commits as this transaction ends
+    });
+    await cleaned;
+    const after = (await db.query<{ block_id: string; stream_id: string; process_id: string }>(ids)).rows;
+    // Materialization joins a block to its stream and process: a block naming rows gone is never read.
+    assert.equal(after.length, 1, 'the new block is there, named by its stream and process (the old one expired)');
+    assert.notEqual(after[0].block_id, old.block_id);
+    assert.deepEqual([after[0].stream_id, after[0].process_id], [old.stream_id, old.process_id]);
+    // The suite's later cases count the objects the first request wrote.
+    await db.query('DELETE FROM blocks WHERE block_id = $1', [after[0].block_id]);
+    await store.delete(file);
+  });
+
   it('housekeeping deletes retired files and everything older than the retention period', async () => {
     const { metadata: db, store, daemon } = fixture.orrery;
     const files = (
