@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { brotliCompressSync, brotliDecompressSync, constants as zlib, gunzipSync } from 'node:zlib';
-import { blockInsertTag, type MetadataStore } from '../metadata/index.js';
+import { blockInsertTag, conflictOr, type MetadataStore } from '../metadata/index.js';
 import { nanosToPg, nowNanos, payloadGroupKey, type ObjectStore } from '../lakehouse/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import {
@@ -169,7 +169,10 @@ export class IngestionService {
       compressed(identified(signal, block, audience)),
     );
     if (blocks.length === 0) return 0;
-    return this.commits[signal].submit(blocks);
+    // A commit that gave way to another statement (a lock, a cancel) stored nothing: the client may send it again.
+    return this.commits[signal].submit(blocks).catch((error: unknown) => {
+      throw conflictOr(error);
+    });
   }
 
   /**

@@ -38,6 +38,11 @@ export const metadataErrors = declareErrors('metadata', {
     meaning:
       'the metadata database stopped answering while the server runs (down, restarting, out of connections); the call may be tried again',
   },
+  METADATA_CONFLICT: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'a statement gave way to another (a deadlock or serialization conflict, a lock not granted within lock_timeout, a statement cancelled or past statement_timeout): nothing of it was kept, and the call may be tried again',
+  },
   METADATA_CLOSED: {
     status: 'UNAVAILABLE',
     meaning: 'the metadata store or the embedded server has been closed (the server is stopping)',

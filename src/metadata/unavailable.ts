@@ -41,3 +41,26 @@ export function unavailableOr(error: unknown): unknown {
       )
     : error;
 }
+
+/**
+ * SQLSTATEs of a statement that gave way to another, not of what it wrote: a serialization failure, a deadlock, a lock
+ * not granted within lock_timeout, a statement cancelled (pg_cancel_backend, statement_timeout). The same statement may
+ * pass when tried again.
+ */
+const conflictStates = new Set(['40001', '40P01', '55P03', '57014']);
+
+/**
+ * `error` as METADATA_CONFLICT when it is one of those, otherwise `error` itself: for a caller that cannot try again
+ * on its own and answers a client that can (an OTLP request's commit: 503 with Retry-After, where a 500 would make an
+ * exporter drop the data).
+ */
+export function conflictOr(error: unknown): unknown {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && conflictStates.has(code)
+    ? new MetadataError(
+        'METADATA_CONFLICT',
+        'the metadata database gave this request way to another statement (a lock or a conflict): try again',
+        { cause: error },
+      )
+    : error;
+}

@@ -228,4 +228,43 @@ describe('issue 16: group commit of concurrent OTLP requests', () => {
     assert.ok(objects >= 1);
     assert.deepEqual((await payloads()).filter((key) => key.startsWith('blobs/groups/')).sort(), await named());
   });
+
+  it('a commit that gives way to another statement (a deadlock, a lock timeout, a cancel) is a 503 with Retry-After; its retry is stored once', async () => {
+    const db = fixture.orrery.metadata;
+    const send = async (payload: Uint8Array): Promise<{ status: number; retryAfter: string | null }> => {
+      const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/logs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${keys[0].key}` },
+        body: new Uint8Array(payload),
+      });
+      await response.arrayBuffer();
+      return { status: response.status, retryAfter: response.headers.get('retry-after') };
+    };
+    // Postgres refusing the insert with each SQLSTATE as it would a statement that gave way to another.
+    for (const state of ['40P01', '40001', '55P03', '57014']) {
+      const payload = body(`gave-way-${state}`);
+      await db.query(`CREATE FUNCTION give_way() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN RAISE EXCEPTION 'gave way (test)' USING ERRCODE = '${state}'; END $$`);
+      await db.query('CREATE TRIGGER give_way BEFORE INSERT ON blocks FOR EACH ROW EXECUTE FUNCTION give_way()');
+      let refused;
+      try {
+        refused = await send(payload);
+      } finally {
+        await db.query('DROP TRIGGER give_way ON blocks');
+        await db.query('DROP FUNCTION give_way()');
+      }
+      // OTLP exporters send again after a 503 (and its Retry-After); a 500 they drop.
+      assert.equal(refused.status, 503, state);
+      assert.ok(Number(refused.retryAfter) > 0, state);
+      assert.deepEqual(await send(payload), { status: 200, retryAfter: null }, state);
+      assert.deepEqual(
+        (await stored()).filter((r) => r.exe.startsWith(`gave-way-${state}`)).map((r) => [r.blocks, r.records]),
+        [
+          [1, recordsPerResource],
+          [1, recordsPerResource],
+        ],
+        state,
+      );
+    }
+  });
 });
