@@ -429,11 +429,43 @@ const readOnce = (tree: Tree, shape: QueryShape, view: ViewSet, viewOf: (name: s
   passesRowsThrough(view) &&
   shape.relations.filter((r) => !r.cte && viewOf(r.name) === view).length === 1;
 
+/**
+ * Whether a table reference's catalog and schema are where DuckDB finds a set's session view (a temporary view):
+ * none, `main`, `temp` or `temp.main` (`orrery.main` is the user catalog's, where no set is).
+ */
+const namesSessionView = (table: Node): boolean =>
+  sessionQualifiers.has(`${String(table.catalog_name)}.${String(table.schema_name)}`.toLowerCase());
+const sessionQualifiers = new Set(['.', '.main', '.temp', 'temp.main']);
+
+/**
+ * A WHERE or ON condition with every column name that spells an unaliased reference to the set in full
+ * (`main.log_entries.msg`, `temp.log_entries.msg`, `temp.main.log_entries.msg`) written `log_entries.msg`, as
+ * the other conditions on it are read: DuckDB binds a name to the reference of that catalog, schema and table
+ * before it reads one as a column's struct field, so it is the set's column. A copy; subqueries are left as
+ * written (their names may bind to their own relations).
+ */
+function shortNames(condition: Node, table: Node): Node {
+  if (typeof table.alias === 'string' && table.alias) return condition;
+  const name = String(table.table_name).toLowerCase();
+  const spellings = new Set([`main.${name}`, `temp.${name}`, `temp.main.${name}`]);
+  const visit = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(visit);
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Node;
+    if (node.class === 'SUBQUERY') return node;
+    const names = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
+    if (names.length > 2 && spellings.has(names.slice(0, -1).join('.').toLowerCase()))
+      return { ...node, column_names: names.slice(-2) };
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, visit(v)]));
+  };
+  return visit(condition) as Node;
+}
+
 /** A SELECT whose FROM is the set alone (no join, sample, time travel or column aliases), with the name its columns are qualified by. */
 function readerOf(node: Node | undefined, view: ViewSet, viewOf: (name: string) => ViewSet | undefined): Level | null {
   const from = node?.from_table as Node | undefined;
   if (node?.type !== 'SELECT_NODE' || node.sample || from?.type !== 'BASE_TABLE') return null;
-  if (from.catalog_name !== '' || from.schema_name !== '' || from.sample || from.at_clause) return null;
+  if (!namesSessionView(from) || from.sample || from.at_clause) return null;
   // Column aliases (`FROM log_entries AS l(a, b)`) rename the set's columns: a name no longer means its column.
   if ((from.column_name_alias as unknown[] | undefined)?.length) return null;
   const name = String(from.table_name);
@@ -446,8 +478,9 @@ function readerOf(node: Node | undefined, view: ViewSet, viewOf: (name: string) 
  * The SELECTs that read a set, wherever they are in the statement (its body, a CTE's, a subquery), one per
  * table reference naming it: as readsAlone, but each reference may be in any SELECT, whose WHERE then filters
  * every row the statement reads of it through that reference, or a side of a SELECT's joins, whose rows its
- * WHERE (when the joins keep them whole) and ON conditions filter (see joinedReader). None when a reference is
- * neither (an ASOF or POSITIONAL join's), or a CTE anywhere has the set's name (a reference might mean either).
+ * WHERE (when the joins keep them whole) and ON conditions filter (see joinedReader; nothing filters the right
+ * of an ASOF join). None when a reference is neither (a POSITIONAL join's), or a CTE anywhere has the set's name
+ * (a reference might mean either).
  */
 function readingSelects(
   tree: Tree,
@@ -527,7 +560,12 @@ interface Level {
   readonly conditions?: Node | null;
 }
 
-/** The joins whose sides' rows are each row's of a relation (not ASOF's or POSITIONAL's, which pick rows by others). */
+/**
+ * The joins whose sides' rows are each row's of a relation: not POSITIONAL's, which pairs rows by their
+ * positions (a partition skipped on either side pairs the rest otherwise), nor ASOF's right side, whose row a
+ * left row is given is the nearest of all (a partition skipped there gives it another, which a WHERE may pass).
+ * ASOF's left side is: each of its rows gives at most one row, made of it (see keptWhole).
+ */
 const joinRefs = new Set(['REGULAR', 'CROSS', 'NATURAL']);
 
 /**
@@ -536,12 +574,14 @@ const joinRefs = new Set(['REGULAR', 'CROSS', 'NATURAL']);
  * does not see): every row of the join is then one of its rows with others, so a WHERE conjunct naming its
  * columns alone is false of a row whenever it is false of that row of the set. A WHERE conjunct on the side an
  * outer join extends may be true of the NULLs (`coalesce(l.x, 'none') = 'none'`), which a skipped partition
- * would make of rows that matched.
+ * would make of rows that matched. The left of an ASOF join (INNER or LEFT) is kept whole too, never its right.
  */
 function keptWhole(from: Node, table: Node): boolean {
   if (from === table) return true;
-  if (from.type !== 'JOIN' || !joinRefs.has(String(from.ref_type))) return false;
+  if (from.type !== 'JOIN') return false;
   const type = String(from.join_type);
+  if (from.ref_type === 'ASOF') return ['INNER', 'LEFT'].includes(type) && keptWhole(from.left as Node, table);
+  if (!joinRefs.has(String(from.ref_type))) return false;
   if (keptWhole(from.left as Node, table)) return ['INNER', 'LEFT', 'SEMI', 'ANTI'].includes(type);
   return type === 'INNER' || type === 'RIGHT' ? keptWhole(from.right as Node, table) : false;
 }
@@ -555,7 +595,8 @@ function keptWhole(from: Node, table: Node): boolean {
  */
 function onConditions(from: Node, table: Node): Node[] | null {
   if (from === table) return [];
-  if (from.type !== 'JOIN' || !joinRefs.has(String(from.ref_type))) return null;
+  const asof = from.ref_type === 'ASOF';
+  if (from.type !== 'JOIN' || !(asof || joinRefs.has(String(from.ref_type)))) return null;
   const type = String(from.join_type);
   const sides: Array<[Node, string[]]> = [
     [from.left as Node, ['INNER', 'RIGHT']],
@@ -564,7 +605,8 @@ function onConditions(from: Node, table: Node): Node[] | null {
   for (const [side, matching] of sides) {
     const below = onConditions(side, table);
     if (below === null) continue;
-    const filters = from.condition && matching.includes(type) && keptWhole(side, table);
+    // An ASOF join's ON condition picks the nearest row: it filters neither side's rows alone.
+    const filters = from.condition && !asof && matching.includes(type) && keptWhole(side, table);
     return filters ? [...below, from.condition as Node] : below;
   }
   return null;
@@ -584,15 +626,14 @@ function joinedReader(
   const node = selects.find(
     (s) => (s.from_table as Node | undefined)?.type === 'JOIN' && onConditions(s.from_table as Node, table) !== null,
   );
-  if (!node || node.sample || table.catalog_name !== '' || table.schema_name !== '' || table.sample || table.at_clause)
-    return null;
+  if (!node || node.sample || !namesSessionView(table) || table.sample || table.at_clause) return null;
   if ((table.column_name_alias as unknown[] | undefined)?.length || viewOf(String(table.table_name)) !== view)
     return null;
   const alias = typeof table.alias === 'string' ? table.alias : '';
   const qualifier = (alias || String(table.table_name)).toLowerCase();
   const from = node.from_table as Node;
   const where = node.where_clause && keptWhole(from, table) ? [node.where_clause as Node] : [];
-  const conditions = [...where, ...onConditions(from, table)!];
+  const conditions = [...where, ...onConditions(from, table)!].map((c) => shortNames(c, table));
   const own =
     conditions.length > 0
       ? ownConjuncts(junction('CONJUNCTION_AND', conditions), qualifier, unqualifiedOwn(from, view))
@@ -769,8 +810,9 @@ function restrictionsOn(
   const run = (row: number): Conjunction => {
     const bindings = bindingsOf(statement, row, clock, untokenized);
     const each = readers.map((reader) => {
-      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier, joined, conditions }) => {
-        const where = joined ? conditions : (node.where_clause as Node | null);
+      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier, joined, conditions }, level) => {
+        const own = node.where_clause as Node | null;
+        const where = joined ? conditions : own && level === 0 ? shortNames(own, node.from_table as Node) : own;
         return where ? conjunctionOf(where, qualifier, bindings, budget) : { qualifier, ...none() };
       });
       return { ...first, outer };
