@@ -1,7 +1,7 @@
 // The tables resources can name, as a server lists them: list_view_sets() (every view set and
 // series table with its columns) and list_view_set_definitions() (why a stored definition did not
 // load), plus the publication's own `views/*.sql` files for `<views file>#<view set>` tables.
-import type { ColumnSpec } from '../views/index.js';
+import { builtinViewSets, type ColumnSpec } from '../views/index.js';
 import { summarizeStatement } from '../views-cli/index.js';
 import type { ResolveTable, TableResolution } from './validation.js';
 
@@ -53,7 +53,9 @@ export function tableResolver(
     const set = byName.get(name.toLowerCase());
     if (!set) return { problem: `view set '${name}'${where} does not exist on the server` };
     if (set.loadError !== null) return { problem: `the view of '${name}' does not compile: ${set.loadError}` };
-    return { physical: set.name, columns: set.columns };
+    // The server lists columns alone: a built-in set's series are known here.
+    const series = builtinViewSets.find((v) => v.name === set.name)?.series;
+    return { physical: set.name, columns: set.columns, ...(series ? { series } : {}) };
   };
   return (table) => {
     const hash = table.indexOf('#');

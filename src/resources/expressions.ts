@@ -25,6 +25,24 @@ export interface ExpressionFacts {
   readonly canonical: string;
   /** Aggregates called with DISTINCT. */
   readonly distinctAggregates: readonly string[];
+  /** Its outermost aggregate calls, with what each reads and what its FILTER pins. */
+  readonly aggregateCalls: readonly AggregateCall[];
+}
+
+/** An aggregate call of an expression, as the per-series rule reads it (validation.ts, seriesProblem). */
+export interface AggregateCall {
+  /** Its function name (lower case). */
+  readonly function: string;
+  /**
+   * The columns whose values it reads (lower case), in its arguments and its FILTER: all but count's own column
+   * argument and the operand of IS [NOT] NULL, which read only whether there is a value.
+   */
+  readonly reads: readonly string[];
+  /**
+   * The columns its FILTER holds to named values (lower case, see pinnedColumns), so it aggregates the rows of those
+   * values alone.
+   */
+  readonly pinned: readonly string[];
 }
 
 /** The functions that read a JSON property: `->>` is DuckDB's spelling of json_extract_string, property_get Orrery's macro over it. */
@@ -74,13 +92,19 @@ export class ExpressionAnalyzer {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
+    /** DuckDB's aggregate functions, by lower-case name. */
+    private readonly aggregates: ReadonlySet<string>,
   ) {}
 
   static async open(): Promise<ExpressionAnalyzer> {
     const instance = await DuckDBInstance.create(':memory:');
     const connection = await instance.connect();
     for (const sql of [...compatibilityMacros, ...sketchStatements(false)]) await connection.run(sql);
-    return new ExpressionAnalyzer(instance, connection);
+    const reader = await connection.runAndReadAll(
+      "SELECT DISTINCT lower(function_name) AS name FROM duckdb_functions() WHERE function_type = 'aggregate'",
+    );
+    const aggregates = new Set(reader.getRowObjects().map((r) => String(r.name)));
+    return new ExpressionAnalyzer(instance, connection, aggregates);
   }
 
   /** Declares a table to bind expressions against; returns null, or why its columns are not usable. */
@@ -113,11 +137,17 @@ export class ExpressionAnalyzer {
       root: 'other',
       canonical: '',
       distinctAggregates: [],
+      aggregateCalls: [],
     };
     const tree = await this.parse(expression);
     if (typeof tree === 'string') return { ...empty, problem: `does not parse: ${tree}` };
     const facts = walk(tree);
-    const base = { ...empty, ...facts, canonical: JSON.stringify(canonical(tree)) };
+    const base = {
+      ...empty,
+      ...facts,
+      canonical: JSON.stringify(canonical(tree)),
+      aggregateCalls: aggregateCalls(tree, this.aggregates),
+    };
     if (facts.subquery) return { ...base, problem: 'holds a subquery' };
     const asRow = await this.bindError(`SELECT 1 FROM ${table} WHERE (${expression}) IS NOT NULL`);
     const grouped = await this.bindError(`SELECT (${expression}) FROM ${table} GROUP BY ()`);
@@ -216,6 +246,66 @@ function walk(
   };
   visit(tree);
   return { columns, qualified, functions, window, subquery, distinctAggregates };
+}
+
+/** The outermost aggregate calls of a tree (see AggregateCall). */
+function aggregateCalls(tree: Node, aggregates: ReadonlySet<string>): AggregateCall[] {
+  const out: AggregateCall[] = [];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (!isNode(value)) return;
+    const name = value.class === 'FUNCTION' ? String(value.function_name as string).toLowerCase() : '';
+    if (!aggregates.has(name)) {
+      for (const [field, child] of Object.entries(value)) if (field !== 'value') visit(child);
+      return;
+    }
+    const filter = isNode(value.filter) ? value.filter : null;
+    const counted = name === 'count' ? (value.children as Node[]).filter((c) => c.class === 'COLUMN_REF') : [];
+    out.push({
+      function: name,
+      reads: valueReads([value.children, filter], new Set(counted)),
+      pinned: filter === null ? [] : pinnedColumns(filter),
+    });
+  };
+  visit(tree);
+  return out;
+}
+
+/** The columns an expression reads the values of, less `skipped` nodes and IS [NOT] NULL operands (lower case). */
+function valueReads(value: unknown, skipped: ReadonlySet<Node>): string[] {
+  if (Array.isArray(value)) return value.flatMap((v) => valueReads(v, skipped));
+  if (!isNode(value) || skipped.has(value)) return [];
+  if (value.class === 'COLUMN_REF') return [(value.column_names as string[]).at(-1)!.toLowerCase()];
+  const children = value.children as Node[] | undefined;
+  if (
+    (value.type === 'OPERATOR_IS_NULL' || value.type === 'OPERATOR_IS_NOT_NULL') &&
+    children?.[0]?.class === 'COLUMN_REF'
+  )
+    return [];
+  return Object.entries(value).flatMap(([field, child]) => (field === 'value' ? [] : valueReads(child, skipped)));
+}
+
+/**
+ * The columns a condition holds to named values: `c = 'x'` and `c IN ('x', 'y')` hold c, an AND what any of its parts
+ * holds, an OR what each of its parts holds.
+ */
+function pinnedColumns(node: Node): string[] {
+  const name = (n: unknown): string | null =>
+    isNode(n) && n.class === 'COLUMN_REF' ? (n.column_names as string[]).at(-1)!.toLowerCase() : null;
+  const named = (n: unknown): boolean => isNode(n) && n.class === 'CONSTANT' && (n.value as Node).is_null === false;
+  const children = (node.children as Node[] | undefined) ?? [];
+  if (node.class === 'COMPARISON' && node.type === 'COMPARE_EQUAL') {
+    const column = named(node.right) ? name(node.left) : named(node.left) ? name(node.right) : null;
+    return column === null ? [] : [column];
+  }
+  if (node.type === 'COMPARE_IN') {
+    const column = name(children[0]);
+    return column !== null && children.slice(1).every(named) ? [column] : [];
+  }
+  if (node.class !== 'CONJUNCTION' || children.length === 0) return [];
+  const parts = children.map(pinnedColumns);
+  if (node.type === 'CONJUNCTION_AND') return [...new Set(parts.flat())];
+  return node.type === 'CONJUNCTION_OR' ? parts[0].filter((c) => parts.every((p) => p.includes(c))) : [];
 }
 
 /** The tree without positions and aliases, names in lower case, property reads as one function. */

@@ -15,8 +15,7 @@ import type {
 import type { ExpressionAnalyzer, ExpressionFacts } from './expressions.js';
 
 /** A view table resolved to its physical table (the view set whose partitions hold its rows). */
-export type TableResolution =
-  { readonly physical: string; readonly columns: readonly ColumnSpec[] } | { readonly problem: string };
+export type TableResolution = Resolved | { readonly problem: string };
 
 /** Resolves an entry's `table` (a view set name, or `<views file>#<view set>`). */
 export type ResolveTable = (table: string) => TableResolution;
@@ -351,7 +350,7 @@ class FileChecker {
       } else if (!facts.aggregate) {
         this.error(entry, `${what} is a row scalar; a measure aggregates (count(*), sum(x), …)`);
       } else {
-        unsupported ??= storableProblem(facts);
+        unsupported ??= storableProblem(facts) ?? seriesProblem(what, facts, entry.dimensions, table);
       }
     }
     if (unsupported) this.cannotInstall(entry, unsupported);
@@ -408,7 +407,12 @@ class FileChecker {
   }
 }
 
-type Resolved = { readonly physical: string; readonly columns: readonly ColumnSpec[] };
+type Resolved = {
+  readonly physical: string;
+  readonly columns: readonly ColumnSpec[];
+  /** The table's per-series columns and series key (ViewSet.series). */
+  readonly series?: { readonly key: readonly string[]; readonly values: readonly string[] };
+};
 type ColumnFacts = {
   readonly unsupported: string | null;
   readonly storedName: string;
@@ -417,6 +421,31 @@ type ColumnFacts = {
   readonly expressionType: string | null;
   readonly satisfiedBy: string | null;
 };
+
+/**
+ * Why a measure mixes series (database-resources.md, rollup: "a per-series measure needs dimensions the rollup
+ * lacks"), or null: an aggregate call reads a per-series column (a metric's value) while a column of the series key
+ * (its name) is neither a dimension of the rollup nor pinned by the call's FILTER (WHERE name = '…'). Counting points
+ * or testing for a value (count(value), value IS NULL) reads no value and mixes nothing.
+ */
+function seriesProblem(
+  what: string,
+  facts: ExpressionFacts,
+  dimensions: readonly string[],
+  table: Resolved,
+): string | null {
+  if (!table.series) return null;
+  const values = new Set(table.series.values.map((v) => v.toLowerCase()));
+  const kept = new Set(dimensions.map((d) => d.toLowerCase()));
+  for (const call of facts.aggregateCalls) {
+    const value = call.reads.find((c) => values.has(c));
+    const key =
+      value && table.series.key.find((k) => !kept.has(k.toLowerCase()) && !call.pinned.includes(k.toLowerCase()));
+    if (key)
+      return `${what} mixes series: ${value} is per ${table.series.key.join(', ')} of ${table.physical}, and ${call.function === 'count_star' ? 'count' : call.function}() reads it with ${key} neither a dimension nor pinned by its FILTER (WHERE ${key} = '…'); add ${key} to dimensions or pin it`;
+  }
+  return null;
+}
 
 /**
  * The spec's refused combinations (ClickHouse's names): OrNull after If is NULL only for a group with

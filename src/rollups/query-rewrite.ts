@@ -801,8 +801,42 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   /** A filter of an aggregate, over dimensions. */
   const filterOver = (filter: Node | null): Node | null => (filter === null ? null : (over(filter, 'where') as Node));
   const measure = (aggregate: Node): string | undefined => stored.measureKeys.get(key(aggregate, qualifiers));
-  /** An inline aggregate read from stored states; throws Skip when none holds what it needs. */
+  // WHERE conjuncts over columns the rollup does not keep (a metric's `name = 'cpu'`) pin the rows every aggregate
+  // reads: the level is answered when each of its aggregates is stored under FILTER (WHERE those conjuncts), as a
+  // per-series measure is (database-resources.md, rollup), its groups being those whose stored count(*) under that
+  // FILTER is not 0 (the raw read's groups are those with a row the WHERE keeps). Otherwise the reason is the one the
+  // level had before: the first such conjunct's, or an aggregate's that is not stored at all.
+  const whereFilters: Node[] = [];
+  const pinnedBy: Node[] = [];
+  let unpinned: Skip | null = null;
+  for (const f of level.filters) {
+    try {
+      whereFilters.push(over(f, 'where') as Node);
+    } catch (error) {
+      if (!(error instanceof Skip)) throw error;
+      unpinned ??= error;
+      pinnedBy.push(f);
+    }
+  }
+  const pin = and(pinnedBy.map((f) => copy(f)));
+  let pinnedAggregates = 0;
+  /** An inline aggregate read from stored states, under the level's pin if any; throws Skip when none holds what it needs. */
   const aggregate = (n: Node): Node => {
+    if (pin === null) return storedAggregate(n);
+    if (n.filter === null) {
+      try {
+        const read = storedAggregate({ ...n, filter: copy(pin) });
+        pinnedAggregates++;
+        return read;
+      } catch (error) {
+        if (!(error instanceof Skip)) throw error;
+      }
+    }
+    storedAggregate(n);
+    throw unpinned!;
+  };
+  /** An inline aggregate read from stored states; throws Skip when none holds what it needs. */
+  const storedAggregate = (n: Node): Node => {
     const name = String(n.function_name).toLowerCase();
     const ordered = ((n.order_bys as Node).orders as unknown[]).length > 0;
     // Over dimensions, duplicate-insensitive aggregates read the rollup's rows directly.
@@ -874,6 +908,29 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     }
     return rewritten;
   });
+  /** The level's groups under its pin (see whereFilters): those whose stored count under it is not 0. */
+  const pinnedGroups = (): Node[] => {
+    if (pin === null) return [];
+    // A level reading no aggregate under the pin (SELECT DISTINCT) has its groups alone.
+    if (pinnedAggregates === 0) throw unpinned!;
+    // GROUP BY ALL groups by the items that aggregate nothing: with none, it is one row, as with no GROUP BY.
+    const grouped =
+      (node.group_expressions as Node[]).length > 0 ||
+      (node.aggregate_handling === 'FORCE_AGGREGATES' &&
+        (node.select_list as Node[]).some((item) => !some(item, (n) => isAggregate(n, input))));
+    if (!grouped) return [];
+    const counted = measure(call('count_star', [], { filter: copy(pin) }));
+    if (counted === undefined) throw unpinned!;
+    return [
+      {
+        class: 'COMPARISON',
+        type: 'COMPARE_GREATERTHAN',
+        alias: '',
+        left: call('sum', [column(rollupAlias, counted)]),
+        right: integer(0),
+      },
+    ];
+  };
   // An aligned window reads the rollup's buckets by it; one with raw edges reads a union (see finish).
   // Bounds worked out from the clock are written as the constants they were (see constantBounds).
   const clocked = new Map<Node, Node>();
@@ -917,9 +974,9 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
       catalog_name: 'temp',
       at_clause: null,
     },
-    where_clause: and([...window, ...(level.filters.map((f) => over(f, 'where')) as Node[])]),
+    where_clause: and([...window, ...whereFilters]),
     group_expressions: over(node.group_expressions, 'group'),
-    having: node.having === null ? null : over(node.having, 'having'),
+    having: and([...(node.having === null ? [] : [over(node.having, 'having') as Node]), ...pinnedGroups()]),
     modifiers: over(node.modifiers, 'order'),
   };
   return { target, width: approximateWidth(ladder), node: rewritten, casts, named, edges, clocked };

@@ -145,6 +145,8 @@ export const measures: ViewSet = {
       'time',
     ),
   },
+  // A point's value is in its metric's unit: values of two names (bytes and seconds) do not add up or compare.
+  series: { key: ['name'], values: ['value'] },
 };
 
 export const spans: ViewSet = {

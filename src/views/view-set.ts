@@ -41,6 +41,12 @@ export interface ViewSet {
    */
   readonly mergeKeys?: readonly string[];
   readonly source: ViewSource;
+  /**
+   * Columns whose values mean something only within one series (`values`), and the columns naming the series
+   * (`key`): a rollup measure reading one mixes series unless each key column is a dimension or its FILTER pins it
+   * (database-resources.md, rollup: "a per-series measure needs dimensions the rollup lacks").
+   */
+  readonly series?: { readonly key: readonly string[]; readonly values: readonly string[] };
 }
 
 /** Whether a set's rows are its partitions' rows (its merge query is `SELECT * FROM {source}`), not merged ones. */

@@ -373,6 +373,60 @@ describe('resources validation (issue 13)', () => {
     );
   });
 
+  it("warnings: a measure of measures' value that mixes series (name neither a dimension nor pinned by its FILTER); no warning for one that does not (#14)", async () => {
+    const rollup = (dimensions: string[], measures: Record<string, string>): unknown => ({
+      rollup: { table: 'measures', grain: '1h', dimensions, measures },
+    });
+    const mixes = (key: string, measure: string, expression: string, fn: string): string =>
+      at(
+        key,
+        'warning',
+        `cannot be installed: measure '${measure}' (${expression}) mixes series: value is per name of measures, and ${fn}() reads it with name neither a dimension nor pinned by its FILTER (WHERE name = '…'); add name to dimensions or pin it`,
+      );
+    assert.deepEqual(
+      await check({
+        // Valid: the series a dimension, pinned by FILTER (=, IN, ORs of those, within an AND), or no value read.
+        by_name: rollup(['name', 'exe'], {
+          mean: 'avg(value)',
+          top: 'arg_max(exe, value)',
+          p99: 'approx_quantile(value, 0.99)',
+        }),
+        pinned: rollup(['exe'], {
+          cpu_max: "max(value) FILTER (WHERE name = 'cpu')",
+          cpu_mean: "avg(value) FILTER (WHERE 'cpu' = name AND exe <> 'x')",
+          io: "sum(value) FILTER (WHERE name IN ('read_bytes', 'write_bytes'))",
+          either: "max(value) FILTER (WHERE (name = 'a' AND exe = 'x') OR name = 'b')",
+          ratio: "sum(value) FILTER (WHERE name = 'a') / nullif(count(*) FILTER (WHERE name = 'a'), 0)",
+        }),
+        points: rollup(['exe'], {
+          n: 'count(*)',
+          valued: 'count(value)',
+          set: 'count(*) FILTER (WHERE value IS NOT NULL)',
+        }),
+        other_tables: {
+          rollup: { table: 'log_entries', grain: '1h', dimensions: ['exe'], measures: { worst: 'max(level)' } },
+        },
+        // Mixing: bytes and seconds summed, compared or picked among.
+        summed: rollup(['exe'], { total: 'sum(value)' }),
+        other_pin: rollup(['exe'], { m: "max(value) FILTER (WHERE exe = 'x')" }),
+        or_other: rollup(['exe'], { m: "max(value) FILTER (WHERE name = 'a' OR exe = 'x')" }),
+        like: rollup(['exe'], { m: "max(value) FILTER (WHERE name LIKE 'cpu%')" }),
+        threshold: rollup(['exe'], { hot: 'count(*) FILTER (WHERE value > 0.9)' }),
+        last: rollup(['exe'], { last: 'arg_max(value, time)' }),
+        second_call: rollup(['exe'], { m: "sum(value) FILTER (WHERE name = 'a') + max(value)" }),
+      }),
+      [
+        mixes('summed', 'total', 'sum(value)', 'sum'),
+        mixes('other_pin', 'm', "max(value) FILTER (WHERE exe = 'x')", 'max'),
+        mixes('or_other', 'm', "max(value) FILTER (WHERE name = 'a' OR exe = 'x')", 'max'),
+        mixes('like', 'm', "max(value) FILTER (WHERE name LIKE 'cpu%')", 'max'),
+        mixes('threshold', 'hot', 'count(*) FILTER (WHERE value > 0.9)', 'count'),
+        mixes('last', 'last', 'arg_max(value, time)', 'arg_max'),
+        mixes('second_call', 'm', "sum(value) FILTER (WHERE name = 'a') + max(value)", 'max'),
+      ],
+    );
+  });
+
   it('warnings: a name that is a column entry and a physical column is read as the column; an existing column satisfies an entry', async () => {
     const file = parseResourcesFile(
       'resources/logs.resources.json',
