@@ -155,13 +155,15 @@ export const mergeOf: Record<string, string> = {
 };
 const bucketFunctions = new Set(['date_trunc', 'date_bin', 'time_bucket', 'bucket']);
 
-/** Why a rollup does not answer a level; `node`, when given, is quoted as DuckDB writes it in place of `{}`. */
+/** Why a rollup does not answer a level; each of `nodes` is quoted as DuckDB writes it in place of a `{}`, in order. */
 class Skip extends Error {
+  readonly nodes: readonly Node[];
   constructor(
     readonly reason: string,
-    readonly node?: Node,
+    ...nodes: Node[]
   ) {
     super(reason);
+    this.nodes = nodes;
   }
 }
 
@@ -319,7 +321,8 @@ export async function rewriteOntoRollups(
     const skip = (target: RollupTarget, s: Skip): void => {
       const skipped = { name: target.name, grain: target.grain, reason: s.reason };
       entry.skipped_rollup.push(skipped);
-      if (s.node) pendingTexts.push({ node: s.node, fill: (text) => (skipped.reason = s.reason.replace('{}', text)) });
+      for (const node of s.nodes)
+        pendingTexts.push({ node, fill: (text) => (skipped.reason = skipped.reason.replace('{}', text)) });
     };
     let level: Level;
     try {
@@ -880,13 +883,22 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     if (order) {
       // Stored with the query's filter, or without one, the filter then applied to the rollup's rows; under any of
       // its names (max_by is arg_max).
+      let alone: Node | null = null;
       for (const stored of n.filter === null ? [n] : [n, { ...n, filter: null }]) {
         const extreme = measure(argOrderState(stored)!.state);
         const arg = order.names.map((name) => measure({ ...stored, function_name: name })).find((a) => a !== undefined);
+        if (arg !== undefined && extreme === undefined) alone ??= stored;
         if (arg === undefined || extreme === undefined) continue;
         const filter = stored === n ? null : filterOver(n.filter as Node);
         return typed(call(order.merge, [column(rollupAlias, arg), column(rollupAlias, extreme)], { filter }));
       }
+      // A rollup made by create_rollup stores what its select_list names: say which state is missing.
+      if (alone)
+        throw new Skip(
+          'measure not stored: {} is stored without {}, the extreme it was chosen by, which merges it across buckets and audiences; store that beside it',
+          alone,
+          argOrderState(alone)!.state,
+        );
       throw notStored;
     }
     const merge = mergeOf[name];
