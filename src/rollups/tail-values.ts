@@ -1,5 +1,6 @@
 import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { TableScope } from '../tables/index.js';
+import { argOrderState } from './entry-shape.js';
 import { mergeOf } from './query-rewrite.js';
 import { audienceFilter, type RollupDefinition } from './rollup-sql.js';
 import { key, type Node } from './tree.js';
@@ -20,9 +21,9 @@ import { key, type Node } from './tree.js';
 //
 // Under steady ingestion every read meets a new listing: the files kept plus those written since. The
 // tail's aggregate is then the kept one merged with the aggregate of the new files alone, column by
-// column (a count's or a sum's parts add up, a min's and a max's give theirs, sketches merge), when
-// every aggregate of the rollup merges so (tailMerge; not avg, count(distinct), percentile_cont...: those
-// read every file as before). Exact: the rows of the files kept and of the new ones are the rows of the
+// column (a count's or a sum's parts add up, a min's and a max's give theirs, sketches merge, an arg_max's
+// by the extreme stored beside it), when every aggregate of the rollup merges so (tailMerge; not avg,
+// count(distinct), percentile_cont, an arg_max stored alone...: those read every file as before). Exact: the rows of the files kept and of the new ones are the rows of the
 // listing, when the files kept are all still there with the same delete file each (else the listing is
 // aggregated whole again). Each reader merges its own audiences' rows of both parts.
 
@@ -70,9 +71,10 @@ export function tailRows(table: string, scope: TableScope): string {
 
 /**
  * Each column of a rollup's aggregate: its name and how its values over parts of the rows merge (the
- * aggregate function merging them, `count` for a count's sum; null: a group column).
+ * aggregate function merging them, `count` for a count's sum; null: a group column); an arg_max's (arg_min's)
+ * merges by the column storing the extreme it chose by (`by`: see argOrderState).
  */
-export type TailMerge = ReadonlyArray<{ readonly name: string; readonly merge: string | null }>;
+export type TailMerge = ReadonlyArray<{ readonly name: string; readonly merge: string | null; readonly by?: string }>;
 
 /**
  * How a rollup's aggregate merges over parts of its rows (see above): null when an aggregate of its
@@ -84,11 +86,20 @@ export async function tailMerge(engine: DuckDBEngine, definition: RollupDefiniti
   const items = node.select_list as Node[];
   const groups = new Set((node.group_expressions as Node[]).map((g) => key(g, new Set())));
   if (items.length !== definition.columns.length) return null;
-  const out: Array<{ name: string; merge: string | null }> = [];
+  const out: Array<{ name: string; merge: string | null; by?: string }> = [];
+  const keys = items.map((item) => key(item, new Set()));
   for (const [i, item] of items.entries()) {
     const name = definition.columns[i];
-    if (groups.has(key(item, new Set()))) {
+    if (groups.has(keys[i])) {
       out.push({ name, merge: null });
+      continue;
+    }
+    // arg_max(x, y) merges by the extreme stored beside it (a resources entry's `<measure>__order`); without it, not.
+    const order = argOrderState(item);
+    if (order) {
+      const by = keys.indexOf(key(order.state, new Set()));
+      if (by < 0) return null;
+      out.push({ name, merge: order.merge, by: definition.columns[by] });
       continue;
     }
     const fn = item.class === 'FUNCTION' ? String(item.function_name).toLowerCase() : '';
@@ -102,9 +113,11 @@ export async function tailMerge(engine: DuckDBEngine, definition: RollupDefiniti
 
 /** The merge of parts of a rollup's aggregate (`parts`, a SELECT of its columns in order) into one row per bucket and group. */
 export function mergedTail(merge: TailMerge, parts: string): string {
-  const columns = merge.map(({ name, merge: how }) => {
+  const columns = merge.map(({ name, merge: how, by }) => {
     const column = quoteIdentifier(name);
     if (how === null) return column;
+    // The parts' own columns (a FROM column is bound before an alias of the select list).
+    if (by !== undefined) return `${how}(${column}, ${quoteIdentifier(by)}) AS ${column}`;
     // A sum of counts is a HUGEINT: the count's own type is BIGINT.
     return how === 'count' ? `CAST(sum(${column}) AS BIGINT) AS ${column}` : `${how}(${column}) AS ${column}`;
   });

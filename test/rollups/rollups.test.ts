@@ -968,31 +968,76 @@ describe('rollups (issue 17)', () => {
       }
     });
 
-    it("sketches in a kept tail merge with the new files' sketches", async () => {
-      await asAdmin.updateCount(`CREATE TABLE sk (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`);
+    /**
+     * A table with a day of 2024 stored by rollup `<table>_hourly` (`selectList`, by `groupBy`) and three writes of 400
+     * rows into its tail in 2100, each of a reader's audience, (host, v) of row i given by `written`: the first's
+     * aggregate is kept, and a read after the others merges it with theirs.
+     */
+    const tailMergedAfterWrites = async (
+      table: string,
+      rollup: { selectList: string; groupBy?: string },
+      written: (offset: number) => string,
+    ): Promise<void> => {
       await asAdmin.updateCount(
-        `INSERT INTO sk SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i), 'h' || (i % 3), i FROM range(1440) t(i)`,
+        `CREATE TABLE ${table} (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`,
       );
+      await asAdmin.updateCount(
+        `INSERT INTO ${table} SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i), 'h' || (i % 3), i FROM range(1440) t(i)`,
+      );
+      const groupBy = rollup.groupBy ? `, group_by => '${rollup.groupBy}'` : '';
       await asAdmin.query(
-        `SELECT create_rollup('sk_hourly', 'sk', INTERVAL '1 hour',
-           select_list => 'host, count(*) AS n, percentile_sketch(v) AS p, distinct_sketch(v) AS d', group_by => 'host')`,
+        `SELECT create_rollup('${table}_hourly', '${table}', INTERVAL '1 hour', select_list => '${rollup.selectList}'${groupBy})`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('sk_hourly', INTERVAL '1 day')`);
-      await scalar(asAdmin, `SELECT refresh_rollup('sk_hourly')`);
+      await asAdmin.query(`SELECT set_job_schedule('${table}_hourly', INTERVAL '1 day')`);
+      await scalar(asAdmin, `SELECT refresh_rollup('${table}_hourly')`);
       const write = (client: TestFlightClient, offset: number): Promise<number> =>
         client.updateCount(
-          `INSERT INTO sk SELECT TIMESTAMP '2100-01-01 00:00:00' + to_seconds(i * 13), 'h' || (i % 3), (i * 7919 + ${offset}) % 5000 FROM range(400) t(i)`,
+          `INSERT INTO ${table} SELECT TIMESTAMP '2100-01-01 00:00:00' + to_seconds(i * 13), ${written(offset)} FROM range(400) t(i)`,
         );
       await write(asTeamA, 0);
-      await tailKept('sk_hourly');
+      await tailKept(`${table}_hourly`);
       await write(asTeamB, 17);
       await write(asTeamA, 29);
+    };
+
+    it("sketches in a kept tail merge with the new files' sketches", async () => {
+      await tailMergedAfterWrites(
+        'sk',
+        { selectList: 'host, count(*) AS n, percentile_sketch(v) AS p, distinct_sketch(v) AS d', groupBy: 'host' },
+        (offset) => `'h' || (i % 3), (i * 7919 + ${offset}) % 5000`,
+      );
       const read = `SELECT bucket, host, n, percentile(p, 0.5) AS median, distinct_count(d) AS distinct_v, audience FROM sk_hourly`;
       assert.ok(/__orrery_tail_\d+/.test(await planOf(read)));
       const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, percentile(percentile_sketch(v), 0.5) AS median,
         distinct_count(distinct_sketch(v)) AS distinct_v, audience FROM sk GROUP BY ALL`;
       for (const client of [asAdmin, asTeamA, asTeamB])
         assert.deepEqual(await plainRows(client, `${read}${order}`), await plainRows(client, `${source}${order}`));
+    });
+
+    it("arg_max and arg_min in a kept tail merge with the new files' by the extremes stored beside them (#14)", async () => {
+      // The extremes as a resources entry stores them: over the rows whose arg is not NULL (arg_max leaves the others
+      // out). Each write's values are distinct (which row arg_max picks among ties is arbitrary); every 7th row has no
+      // host and the extreme of its write, which a merge by max(v) over all rows would pick.
+      await tailMergedAfterWrites(
+        'am',
+        {
+          selectList: `count(*) AS n, arg_max(host, v) AS top, max(v) FILTER (WHERE host IS NOT NULL) AS top__order,
+             min_by(host, v) AS bottom, min(v) FILTER (WHERE host IS NOT NULL) AS bottom__order`,
+        },
+        (offset) =>
+          `CASE WHEN i % 7 = 0 THEN NULL ELSE 'h' || (i % 5) END, CASE WHEN i % 7 = 0 THEN CASE WHEN i % 2 = 0 THEN 100000 + i + ${offset}
+             ELSE -100000 - i - ${offset} END ELSE (i * 7919 + ${offset}) % 5003 + ${offset} * 10 END`,
+      );
+      const read = `SELECT bucket, n, top, bottom, audience FROM am_hourly`;
+      assert.ok(/__orrery_tail_\d+/.test(await planOf(read)));
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, count(*) AS n, arg_max(host, v) AS top,
+        arg_min(host, v) AS bottom, audience FROM am GROUP BY ALL`;
+      const byBucket = ' ORDER BY bucket, audience';
+      for (const client of [asAdmin, asTeamA, asTeamB])
+        assert.deepEqual(
+          await plainRows(client, `${read}${byBucket}`),
+          await plainRows(client, `${source}${byBucket}`),
+        );
     });
 
     it('reads between appends, a late row, deletes and an update stay exact, merged or not, for every reader', async () => {
