@@ -339,10 +339,14 @@ class FileChecker {
       const refused = /\b(countIfOrNull|uniqIfOrNull|quantilesIfOrNull)\s*\(/i
         .exec(measure.expression)?.[1]
         .toLowerCase();
+      // The spec's maxMap and minMap (per-key extremes of a map) are ClickHouse's; DuckDB has no such aggregate to bind.
+      const map = /\b((?:max|min)Map(?:If)?)\s*\(/i.exec(measure.expression)?.[1];
       if (entryRead) {
         this.error(entry, `${what} reads '${entryRead}', a resource entry; measures read the table's columns`);
       } else if (refused) {
         this.error(entry, `${what} ${orNullAfterIf.get(refused)!}`);
+      } else if (map && facts.problem) {
+        unsupported ??= `${what}: ${map} has no DuckDB aggregate, and Orrery stores no per-key state; add the map's key to dimensions and store ${map.slice(0, 3).toLowerCase()}(value) instead`;
       } else if (facts.problem) {
         this.error(entry, `${what} ${facts.problem}`);
       } else if (facts.window) {

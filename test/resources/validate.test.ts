@@ -427,6 +427,29 @@ describe('resources validation (issue 13)', () => {
     );
   });
 
+  it('warnings, not errors: maxMap and minMap (If too), which DuckDB has no aggregate for, are not installed; the rest of the publication is (#14)', async () => {
+    const rollup = (measures: Record<string, string>): unknown => ({
+      rollup: { table: 'log_entries', grain: '1h', dimensions: ['exe'], measures },
+    });
+    const result = await check({
+      by_target: rollup({ worst: 'maxMap([target], [level])' }),
+      best_errors: rollup({ best: 'minMapIf([target], [level], level <= 2)' }),
+      plain: rollup({ worst: 'max(level)' }),
+    });
+    assert.deepEqual(result, [
+      at(
+        'by_target',
+        'warning',
+        "cannot be installed: measure 'worst' (maxMap([target], [level])): maxMap has no DuckDB aggregate, and Orrery stores no per-key state; add the map's key to dimensions and store max(value) instead",
+      ),
+      at(
+        'best_errors',
+        'warning',
+        "cannot be installed: measure 'best' (minMapIf([target], [level], level <= 2)): minMapIf has no DuckDB aggregate, and Orrery stores no per-key state; add the map's key to dimensions and store min(value) instead",
+      ),
+    ]);
+  });
+
   it('warnings: a name that is a column entry and a physical column is read as the column; an existing column satisfies an entry', async () => {
     const file = parseResourcesFile(
       'resources/logs.resources.json',
