@@ -51,7 +51,7 @@ export function referencedViews(shape: QueryShape, lakehouse: Lakehouse): ViewSe
 
 /** Which of a set's partitions (object keys) a statement must read; the others cannot hold a row it keeps. */
 export interface PartitionFilter {
-  keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
+  keep(view: ViewSet, partitions: readonly Partition[]): Promise<readonly string[]>;
   /** The stored columns the statement was rewritten to read from these files (see StoredColumnReads). */
   storedColumns?(view: ViewSet, files: readonly string[]): Promise<readonly string[]>;
   /**
@@ -79,7 +79,7 @@ async function sessionViewOf(
     ? await lakehouse.partitions.queryable(view.name, globalInstance, hash, eventRange)
     : await queryablePartitions(lakehouse.db, view.name, globalInstance, hash, eventRange);
   const all = partitions.map((p) => p.filePath!);
-  const pruned = filter ? await filter.keep(view, all) : all;
+  const pruned = filter ? await filter.keep(view, partitions) : all;
   const keys = filter?.newest && pruned.length > 1 ? filter.newest(view, partitionsOf(partitions, pruned)) : pruned;
   const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
   const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };

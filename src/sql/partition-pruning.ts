@@ -8,7 +8,9 @@
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
 // filtering is untouched (it filters the rows of the partitions that remain), and a reader's statement
 // decides by the statistics of its audiences' rows alone (see statisticsOf): what it skips and reads,
-// and so its time, tell nothing of another audience's rows. The set may be read in a
+// and so its time, tell nothing of another audience's rows. A set's event-time column (log_entries' time)
+// is decided so without an index, by the event-time bounds the catalog keeps of each partition (see
+// eventTimeIndex), as the request's event range is for every key. The set may be read in a
 // CTE or a subquery (the WHEREs of the SELECTs enclosing it count too while the subqueries pass its rows
 // through: see passesThrough), the constants may be the statement's bound parameters, and a bound may be
 // written with the clock (`time > now() - INTERVAL 1 day`, `time < now()`): in a statement that runs in a
@@ -41,9 +43,16 @@ import {
   type PartitionStatistics,
 } from '../resources/index.js';
 import { callNode, castNode, expressionKey } from '../rollups/index.js';
-import { passesRowsThrough, quoteLiteral, type CopyRead, type RowsToRead, type ViewSet } from '../views/index.js';
+import {
+  passesRowsThrough,
+  quoteIdentifier,
+  quoteLiteral,
+  type CopyRead,
+  type RowsToRead,
+  type ViewSet,
+} from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import type { Partition } from '../lakehouse/index.js';
+import { nanosToPg, type Partition } from '../lakehouse/index.js';
 import { newestFirst, type NewestFirstRead } from './newest-first.js';
 
 export type Node = Record<string, unknown>;
@@ -280,8 +289,18 @@ const holdsClock = (node: Node): boolean =>
   (node.class === 'CAST' && holdsClock(node.child as Node)) ||
   ((node.children as Node[] | undefined) ?? []).some(holdsClock);
 
-/** An expression of the clock that never falls as the clock rises: now(), and now() plus or minus a fixed value. */
+/** The types a cast of a rising value to keeps it rising: timestamps without a zone, coarser ones rounding alike. */
+const risingCasts = /^(TIMESTAMP_NS|TIMESTAMP|TIMESTAMP_MS|TIMESTAMP_S|DATE)$/;
+
+/**
+ * An expression of the clock that never falls as the clock rises: now(), now() plus or minus a fixed value, and a
+ * cast of one to a timestamp type (`(now() - INTERVAL 5 MINUTE)::TIMESTAMP_NS`, as dashboards write).
+ */
 function rises(node: Node): boolean {
+  if (node.class === 'CAST') {
+    const type = node.cast_type as Node;
+    return node.try_cast !== true && risingCasts.test(String(type.id)) && rises(node.child as Node);
+  }
   const [left, right, ...rest] = (node.children as Node[] | undefined) ?? [];
   if (isCall(node, clockFunctions)) return left === undefined;
   if (rest.length > 0 || right === undefined) return false;
@@ -332,10 +351,14 @@ function bindingsOf(statement: Statement, row: number, clock: Node | null, untok
 const compatible = (bound: string, indexed: string): boolean =>
   bound === indexed || (bound === 'BIGINT' && integerTypes.test(indexed));
 
-/** A restriction's constant side: a constant, or a bound parameter's value; null otherwise. */
+/**
+ * A restriction's constant side: a constant, a deterministic function of constants (`TIMESTAMP '…' + INTERVAL 1
+ * HOUR`: the same value when pruning and when running), or a bound parameter's value; null otherwise (a value of
+ * the fixed clock is clockBound's).
+ */
 function constantOf(node: Node, bindings: Bindings): Node | null {
   if (node.class === 'PARAMETER') return bindings.parameters.get(String(node.identifier)) ?? null;
-  return isConstant(node) ? node : null;
+  return isFixed(node) && !holdsClock(node) ? node : null;
 }
 
 function conjuncts(node: Node): Node[] {
@@ -955,6 +978,43 @@ function keptCopyReads(
   return copies.get(key)!;
 }
 
+/**
+ * The types of an event-time column whose partition bounds cast back exactly: Postgres keeps them rounded outwards
+ * to whole microseconds, which are values of both (a coarser type would round them, a zoned one shift them).
+ */
+const eventTimeTypes = /^(TIMESTAMP_NS|TIMESTAMP)$/;
+
+/** The name explain_resources and a result's provenance give the event-time bounds (no entry key is spelled so: see entryKeyPattern). */
+const eventTimeEntry = '(event time)';
+
+/**
+ * A set's one event-time column as a minmax index whose statistics are each partition's event-time bounds (see
+ * PartitionPruning.eventTime): every row of a partition has its time within them. Null when the set has no such column: its
+ * earliest and latest times are two columns (a span's begin and end, bounded each on one side only), or of
+ * another type.
+ */
+function eventTimeIndex(view: ViewSet): InstalledIndex | null {
+  const name = view.minTimeColumn.toLowerCase();
+  const column = view.columns.find((c) => c.name.toLowerCase() === name);
+  const type = column?.type.toUpperCase();
+  if (!column || !type || name !== view.maxTimeColumn.toLowerCase() || !eventTimeTypes.test(type)) return null;
+  const expression = quoteIdentifier(column.name);
+  const hash = `event time\u0000${view.name}`;
+  return {
+    hash,
+    viewSet: view.name,
+    entryKey: eventTimeEntry,
+    kind: 'minmax',
+    expression,
+    valueType: type,
+    generation: 0,
+  };
+}
+
+/** A partition's event-time bound as DuckDB's text of a timestamp, rounded outwards to whole microseconds. */
+const boundText = (ns: bigint, round: 'floor' | 'ceil'): string =>
+  nanosToPg(ns, round).replace('T', ' ').replace('Z', '');
+
 /** The json_serialize_sql form of each index's expression, parsed once. */
 const parsedExpressions = new Map<string, Node | null>();
 
@@ -985,6 +1045,8 @@ export class PartitionPruning {
   /** The rows of the sets' partitions the statement reads, as they are read (whole, or the rows kept). */
   partitionRows = 0;
   private bitmapBytes = 0;
+  /** The event-time bounds of each set's partitions, as the statistics of its eventTimeIndex (by its hash), by file. */
+  private readonly eventBounds = new Map<string, ReadonlyMap<string, PartitionStatistics>>();
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
@@ -1000,9 +1062,9 @@ export class PartitionPruning {
     this.clock = fixedClock(statement);
   }
 
-  /** The partitions (object keys) of `view` the statement must read, in their order. */
-  async keep(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
-    const kept = await this.kept(view, files);
+  /** The partitions (object keys) of `view` the statement must read of these, in their order. */
+  async keep(view: ViewSet, partitions: readonly Partition[]): Promise<readonly string[]> {
+    const kept = await this.kept(view, partitions);
     // The statement runs with the clock pruning compared: every now() of it is to be the fixed value.
     if (this.clockUsed && this.clock) this.clockFixed = true;
     return kept;
@@ -1025,6 +1087,36 @@ export class PartitionPruning {
       this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock) as Node[];
   }
 
+  /**
+   * The set's event-time column as an index (see eventTimeIndex), with these partitions' bounds from the catalog:
+   * a WHERE bounding the time skips partitions whose rows all fall outside, without a resource declared. The
+   * bounds are of every audience's rows, never fewer than a reader's: what a reader's statement skips by them
+   * tells what the request's event range already does (which skips partitions by the same bounds).
+   */
+  private async eventTime(
+    view: ViewSet,
+    partitions: readonly Partition[],
+  ): Promise<Array<{ index: InstalledIndex; key: string }>> {
+    const index = eventTimeIndex(view);
+    const tree = index && (await expressionTree(this.engine, index.expression));
+    if (!index || !tree) return [];
+    const bounds = new Map<string, PartitionStatistics>();
+    for (const { filePath, minEventTime: min, maxEventTime: max } of partitions)
+      if (filePath !== null && min !== null && max !== null)
+        bounds.set(filePath, {
+          hash: index.hash,
+          filePath,
+          min: boundText(min, 'floor'),
+          max: boundText(max, 'ceil'),
+          distinct: null,
+          bloom: null,
+          postings: null,
+          copy: null,
+        });
+    this.eventBounds.set(index.hash, bounds);
+    return [{ index, key: keyOf(tree, new Set()) }];
+  }
+
   /** The partitions kept (object keys), in the order the statement reads them best (see newestFirst). */
   newest(view: ViewSet, partitions: readonly Partition[]): readonly string[] {
     const { files, read } = newestFirst(this.statement, view, partitions);
@@ -1032,7 +1124,8 @@ export class PartitionPruning {
     return files;
   }
 
-  private async kept(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
+  private async kept(view: ViewSet, partitions: readonly Partition[]): Promise<readonly string[]> {
+    const files = partitions.map((p) => p.filePath!);
     const untokenized = new Set<string>();
     let on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock, untokenized) : null;
     if (on && untokenized.size > 0) {
@@ -1045,6 +1138,9 @@ export class PartitionPruning {
       const indexed = await expressionTree(this.engine, index.expression);
       if (indexed) indexes.push({ index, key: keyOf(indexed, new Set()) });
     }
+    // The event-time bounds last: an index declared on the time column decides first (a reader's statement by its
+    // audiences' rows), and they decide what it left.
+    indexes.push(...(await this.eventTime(view, partitions)));
     const skipped = await this.excluded(view, on, files, indexes);
     // Of the files left, the rows a text index's postings show may pass: none (the file is skipped too), or few.
     const matching = await this.matching(
@@ -1230,13 +1326,17 @@ export class PartitionPruning {
    * The files to read in place of these partition files (object keys): the copies of the first projection
    * whose leading sort column the statement's WHERE restricts as an index could (=, IN, <, BETWEEN, ...),
    * when it holds a copy of every one of them; otherwise the files themselves. A copy holds the same rows
-   * and columns, sorted, so only its row groups whose min/max meet the restriction are read.
+   * and columns, sorted, so only its row groups whose min/max meet the restriction are read. The files are
+   * those keep left (a time window skipped the others' copies too).
    */
   async projected(
     view: ViewSet,
     files: readonly string[],
   ): Promise<{ files: readonly string[]; absent: readonly string[] }> {
     const unchanged = { files, absent: [] };
+    // A top-N by the set's time reads the latest partitions first and stops there (see newestFirst): copies sorted
+    // by another column keep no partition's latest rows together, so DuckDB would open every copy's row groups.
+    if (this.newestFirst.some((read) => read.table === view.name)) return unchanged;
     const on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock) : null;
     if (!on || on.restrictions.length === 0) return unchanged;
     const qualifiers = new Set([on.qualifier]);
@@ -1294,7 +1394,7 @@ export class PartitionPruning {
     if (condition === null) return null;
     // A file's statistics never change, so neither does a condition of constants over them: a repeated
     // statement asks DuckDB only of files it has not decided yet (not a bound rising with the clock).
-    const fixed = restrictions.every((r) => r.constants.every((c) => isConstant(c) && !clockConstants.has(c)));
+    const fixed = restrictions.every((r) => r.constants.every((c) => isFixed(c) && !holdsClock(c)));
     const audiences = JSON.stringify(this.statement.audiences ?? null);
     const decisionOf = (file: string): string => `${index.hash}\u0000${condition}\u0000${file}\u0000${audiences}`;
     const undecided: PartitionStatistics[] = [];
@@ -1371,6 +1471,8 @@ export class PartitionPruning {
     index: InstalledIndex,
     files: readonly string[],
   ): Promise<Map<string, PartitionStatistics[]>> {
+    const bounds = this.eventBounds.get(index.hash);
+    if (bounds) return new Map(files.flatMap((f) => (bounds.has(f) ? [[f, [bounds.get(f)!]]] : [])));
     const { audiences } = this.statement;
     if (!audiences) return new Map((await partitionStatistics(this.db, index, files)).map((s) => [s.filePath, [s]]));
     // A set keyed by process: a row's audience is its process's, which no statistics were kept by.

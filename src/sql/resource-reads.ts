@@ -22,7 +22,7 @@ export function resourceReaders(statement: Statement): {
   const pruning = new PartitionPruning(statement);
   const stored = new StoredColumnReads(statement);
   const filter: PartitionFilter = {
-    keep: (view: ViewSet, files: readonly string[]) => pruning.keep(view, files),
+    keep: (view, partitions) => pruning.keep(view, partitions),
     storedColumns: (view: ViewSet, files: readonly string[]) => stored.read(view, files),
     projected: (view: ViewSet, files: readonly string[]) => pruning.projected(view, files),
     newest: (view, partitions) => pruning.newest(view, partitions),

@@ -8,7 +8,6 @@ import { before, describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
 import { teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 const base = 1704164645000000000n;
@@ -103,26 +102,14 @@ describe('a top-N by time scans the latest partitions first, answers unchanged (
   const suite = useAudiencesOrrery('orrery-newest-first-');
   const { fixture } = suite;
 
-  before(async () => {
-    const start = Math.floor(Date.now() / 1000);
-    for (const [i, { key, rows }] of partitions.entries()) {
-      const records = rows.map(([at, body]) => ({ time: base + BigInt(at) * ms, severity: 9, body, target: 'app' }));
-      const sent = await postOtlp(
-        fixture.orrery.httpPort,
-        'logs',
+  before(() =>
+    suite.ingestPartitions(
+      partitions.map(({ key, rows }) => ({
         key,
-        logsRequest({ 'service.name': `svc${i}` }, records),
-      );
-      assert.equal(sent.status, 200, sent.text);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
-    }
-    await suite.materialize(start - 2, start + 8);
-    const listed = await plainRows(
-      fixture.admin,
-      "SELECT count(*) AS n FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
-    );
-    assert.deepEqual(listed, [{ n: 6 }]);
-  });
+        records: rows.map(([at, body]) => ({ time: base + BigInt(at) * ms, severity: 9, body, target: 'app' })),
+      })),
+    ),
+  );
 
   it('answers every statement as its twin does, for every key', async () => {
     const answers = await suite.everyAnswer(queries.map(([sql]) => sql));

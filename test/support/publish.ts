@@ -9,7 +9,7 @@ import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { TestFlightClient } from './flight-client.js';
-import { logsRequest, postOtlp } from './otlp.js';
+import { logsRequest, postOtlp, type LogSpec } from './otlp.js';
 import { adminKey, readerKey, useOrrery, type OrreryFixture } from './orrery-process.js';
 
 /** Runs `orrery publish --dir <dir>` (and more arguments) against `address`; its status and output lines. */
@@ -71,6 +71,11 @@ export interface AudiencesFixture {
    * then waits past the second, so partitions materialized one second each keep each call's records apart.
    */
   readonly ingest: (i: number, key: string, logs: ReadonlyArray<{ severity: number; body: string }>) => Promise<void>;
+  /**
+   * Posts each partition's log records as service `svc<i>` with its key, a second apart, then materializes them in
+   * one-second partitions, one each (checked).
+   */
+  readonly ingestPartitions: (partitions: ReadonlyArray<{ key: string; records: readonly LogSpec[] }>) => Promise<void>;
   /** Materializes processes and log_entries between two epoch seconds, in one-second partitions. */
   readonly materialize: (from: number, to: number) => Promise<void>;
   /**
@@ -98,6 +103,17 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
     ]),
   });
   let team: TestFlightClient | undefined;
+  /** Posts log records of service `svc<i>` with `key`, then waits past the second. */
+  const post = async (i: number, key: string, records: readonly LogSpec[]) => {
+    const sent = await postOtlp(
+      fixture.orrery.httpPort,
+      'logs',
+      key,
+      logsRequest({ 'service.name': `svc${i}` }, records),
+    );
+    assert.equal(sent.status, 200, sent.text);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+  };
   const suite: AudiencesFixture = {
     fixture,
     dir: mkdtempSync(join(tmpdir(), prefix)),
@@ -117,11 +133,21 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
     },
     ingest: async (i, key, logs) => {
       const time = 1704164645000000000n + BigInt(i) * 1_000_000n;
-      const records = logs.map((l, j) => ({ ...l, time: time + BigInt(j), target: 'app' }));
-      const body = logsRequest({ 'service.name': `svc${i}` }, records);
-      const sent = await postOtlp(fixture.orrery.httpPort, 'logs', key, body);
-      assert.equal(sent.status, 200, sent.text);
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      await post(
+        i,
+        key,
+        logs.map((l, j) => ({ ...l, time: time + BigInt(j), target: 'app' })),
+      );
+    },
+    ingestPartitions: async (partitions) => {
+      const start = Math.floor(Date.now() / 1000);
+      for (const [i, { key, records }] of partitions.entries()) await post(i, key, records);
+      await suite.materialize(start - 2, start + partitions.length + 2);
+      const listed = await plainRows(
+        fixture.admin,
+        "SELECT count(*) AS n FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
+      );
+      assert.deepEqual(listed, [{ n: partitions.length }]);
     },
     materialize: (from, to) => materializeLogs(fixture.admin, from, to),
     answersAsOrFalse: async (queries) => {
