@@ -931,6 +931,8 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
       (node.aggregate_handling === 'FORCE_AGGREGATES' &&
         (node.select_list as Node[]).some((item) => !some(item, (n) => isAggregate(n, input))));
     if (!grouped) return [];
+    // A grouping set of no column (ROLLUP, CUBE, GROUPING SETS (…, ())) answers its row even when the WHERE keeps none.
+    if ((node.group_sets as unknown[][]).some((set) => set.length === 0)) throw unpinned!;
     const counted = measure(call('count_star', [], { filter: copy(pin) }));
     if (counted === undefined) throw unpinned!;
     return [
