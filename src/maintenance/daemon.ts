@@ -306,16 +306,21 @@ export class MaintenanceDaemon {
       // Behind a lock on blocks that waits for the block inserts under way and holds new ones back meanwhile: an
       // insert names an existing stream and process without touching their rows (ON CONFLICT DO NOTHING), so a delete
       // that did not see its uncommitted block would leave it, committed after a 200, naming rows gone, and never
-      // materialized. An insert that comes after finds them gone and inserts them again.
-      await db.transaction(async (tx) => {
-        await tx.query('LOCK TABLE blocks IN SHARE MODE');
-        await tx.query(
-          `DELETE FROM streams s WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`,
-        );
-        await tx.query(
-          `DELETE FROM processes p WHERE insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`,
-        );
-      });
+      // materialized. An insert that comes after finds them gone and inserts them again. Looked for first without the
+      // lock, so that a run that finds none takes none: only the blocks' delete above makes a stream or process
+      // deletable, and a lake of 100 k streams older than the retention period, all still sending, held ingestion back
+      // ~0.4 s (load 28) for nothing.
+      const streamGone = `insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = s.stream_id)`;
+      const processGone = `insert_time < ${horizon} AND NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = p.process_id)`;
+      const found = await db.query<{ any: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM streams s WHERE ${streamGone}) OR EXISTS (SELECT 1 FROM processes p WHERE ${processGone}) AS any`,
+      );
+      if (found.rows[0].any)
+        await db.transaction(async (tx) => {
+          await tx.query('LOCK TABLE blocks IN SHARE MODE');
+          await tx.query(`DELETE FROM streams s WHERE ${streamGone}`);
+          await tx.query(`DELETE FROM processes p WHERE ${processGone}`);
+        });
       const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays, this.options.onPartitionsExpired);
       for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
