@@ -70,6 +70,12 @@ export function orderedProtobufLogs(file: string, sizes: readonly number[], firs
 /** What orderedProtobufLogs fails with, after the payload's name, on a payload holding a time before its first time. */
 export const orderedFirstTimeRefused = 'a time before the first time given';
 
+/**
+ * What orderedProtobufLogs fails with, after the payload's name, on a gzip payload that does not hold the length its
+ * trailer states (what the materializer sized the read's hold by; it inflates no more than that and one byte).
+ */
+export const orderedGzipLengthRefused = 'a gzip body that does not hold the length its trailer states';
+
 /** Sets the block columns orderedProtobufLogs yields: __blocks' rows as text, by their `payload` index. */
 export const orderedBlocks = `SET VARIABLE __orrery_blocks = (SELECT coalesce(flatten(list([process_id, stream_id, block_id,
   CAST(epoch_ns(insert_time) AS VARCHAR), exe, username, computer, CAST(process_properties AS VARCHAR), audience] ORDER BY payload)), [])

@@ -5,6 +5,7 @@ export {
   ndjsonPayloads,
   orderedBlocks,
   orderedFirstTimeRefused,
+  orderedGzipLengthRefused,
   orderedProtobufLogs,
   payloadColumns,
   payloadRows,

@@ -171,14 +171,35 @@ std::pair<size_t, size_t> ProtobufBrotliHead(const uint8_t *p, size_t n) {
   throw Failure{"the compressed payload's length is damaged"};
 }
 
+// What a gzip payload that does not hold the length its trailer states fails the ordered read with
+// (orderedGzipLengthRefused in src/views/builtin-views.ts).
+constexpr const char *kGzipLengthRefused = "a gzip body that does not hold the length its trailer states";
+
+// A gzip body's trailer: its last member's ISIZE, the length of what that member holds modulo 2^32.
+size_t GzipTrailerSize(const uint8_t *p, size_t n) {
+  if (n < 18) throw Failure{kGzipLengthRefused};
+  return static_cast<size_t>(p[n - 4]) | static_cast<size_t>(p[n - 3]) << 8 | static_cast<size_t>(p[n - 2]) << 16 |
+         static_cast<size_t>(p[n - 1]) << 24;
+}
+
 // A stored payload's content (see payloadContent in src/ingestion): the payload itself, or `buffer` holding
-// it decompressed (at most `limit` bytes, 0: all).
-std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::string &buffer, size_t limit) {
+// it decompressed (at most `limit` bytes, 0: all). With `stated`, a gzip body must hold the length its trailer
+// states: the materializer sized the ordered read's hold by it (storedProtobufSize), and a client chose those
+// bytes (bodies stored as received before ingestion checked them: bytes after the end, several members). At most
+// that length and one byte more is inflated, so what the read holds stays within its estimate.
+std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::string &buffer, size_t limit,
+                                           bool stated = false) {
   const bool gzip = IsGzip(p, n);
   if (!gzip && (n == 0 || (p[0] != kBrotliMark && p[0] != kProtobufBrotliMark))) return {p, n};
   const Decompressors *d = FindDecompressors();
   if (!d) throw Failure{"this Node does not export brotli's decoder and zlib's inflate"};
-  if (gzip) {
+  if (gzip && stated) {
+    const size_t size = GzipTrailerSize(p, n);
+    // Deflate expands at most ~1,032-fold: a larger figure is not what the body holds, and is not allocated.
+    if (size > 1032 * static_cast<uint64_t>(n) + 4096) throw Failure{kGzipLengthRefused};
+    Gunzip(*d, p, n, buffer, size + 1);
+    if (buffer.size() != size) throw Failure{kGzipLengthRefused};
+  } else if (gzip) {
     Gunzip(*d, p, n, buffer, limit);
   } else if (p[0] == kBrotliMark) {
     Brotli(*d, p + 1, n - 1, buffer, limit);
@@ -768,12 +789,12 @@ void ReadSlice(int fd, uint64_t offset, uint64_t end, std::string &out) {
 }
 
 // Reads payload `payload` of the file and decodes it into `rows` (cleared first) when it passes the validating
-// scan. Throws Failure.
-void DecodePayload(int fd, const Bind &bind, size_t payload, Workspace &work, Rows &rows) {
+// scan (`stated`: see Content). Throws Failure.
+void DecodePayload(int fd, const Bind &bind, size_t payload, Workspace &work, Rows &rows, bool stated = false) {
   rows.Clear();
   ReadSlice(fd, bind.offsets[payload], bind.offsets[payload + 1], work.payload);
   const auto [content, size] =
-      Content(reinterpret_cast<const uint8_t *>(work.payload.data()), work.payload.size(), work.content, 0);
+      Content(reinterpret_cast<const uint8_t *>(work.payload.data()), work.payload.size(), work.content, 0, stated);
   work.scanned.clear();
   if (!ScanLogsBody(content, size, work.scanned)) throw Failure{"is not a valid OTLP logs protobuf payload"};
   Decoder(content, size, rows).Run();
@@ -1100,7 +1121,7 @@ class DecodeAhead {
     // What this thread throws would end the process (no DuckDB frame above it to make it the statement's error,
     // as for __orrery_otlp_logs): memory refused (std::bad_alloc, std::length_error) fails the statement too.
     try {
-      DecodePayload(fd_, bind_, payload, work_, held->rows);
+      DecodePayload(fd_, bind_, payload, work_, held->rows, true);
       const auto &time = held->rows.time;
       held->order.resize(time.size());
       for (uint32_t i = 0; i < held->order.size(); i++) held->order[i] = i;
