@@ -20,7 +20,15 @@ import { arg, storedPayloads } from './payloads.mjs';
 const root = process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathname;
 const { DuckDBEngine, nativeLogsPayloads, nativeLogsScan } = await import(`${root}/dist/src/engine/index.js`);
 const views = await import(`${root}/dist/src/views/index.js`);
-const { builtinViewSets, orderedBlocks, orderedProtobufLogs, payloadRows, quoteLiteral, typedColumns } = views;
+const {
+  builtinViewSets,
+  orderedBlocks,
+  orderedEnumFields,
+  orderedProtobufLogs,
+  payloadRows,
+  quoteLiteral,
+  typedColumns,
+} = views;
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries');
 const option = (name) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -230,6 +238,15 @@ async function variants(rows) {
     session: [index('__block_text', '__blocks'), orderedBlocks],
     sql: oneStream(typedColumns(logEntries.columns, ordered)),
   };
+  const orderedEnums = (enums) => ({
+    ...orderedVariant,
+    sql: typedColumns(
+      logEntries.columns,
+      logEntries.source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, firstTimes, enums)),
+      [],
+      new Set(enums),
+    ),
+  });
   const payloadOnly = `SELECT make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id
        FROM ${rows} r ORDER BY time`;
   return {
@@ -254,6 +271,11 @@ async function variants(rows) {
     ordered: orderedVariant,
     // The ordered read without inOneStream's window: what the materializer runs since the window was left out of it.
     'ordered bare': { ...orderedVariant, sql: typedColumns(logEntries.columns, ordered) },
+    // The process's block fields as ENUMs, left uncast into the file (the writer then neither copies nor hashes
+    // their strings per row): what the materializer runs since 8ce0462; with block_id too (not kept: a range's every
+    // block id would be in each row group's dictionary).
+    'ordered enums': orderedEnums(orderedEnumFields),
+    'ordered enums block': orderedEnums([...(orderedEnumFields ?? []), 'block_id']),
     // The Parquet writer's settings on the ordered rows (`write`: the COPY options besides the row group size).
     'ordered zstd1': { ...orderedVariant, write: 'COMPRESSION zstd, COMPRESSION_LEVEL 1' },
     'ordered snappy': { ...orderedVariant, write: 'COMPRESSION snappy' },

@@ -25,6 +25,7 @@ import {
   filesRelation,
   globalInstance,
   orderedBlocks,
+  orderedEnumFields,
   orderedFirstTimeRefused,
   orderedGzipLengthRefused,
   orderedProtobufLogs,
@@ -387,9 +388,9 @@ export class Materializer {
   }
 
   private async extractedFrom(view: ViewSet, range: InsertRange, count: bigint, ordered = true): Promise<Partition> {
-    const { sql, setup, cleanup, oneStream } = await this.extract(view, range, ordered);
+    const { sql, setup, cleanup, oneStream, enums } = await this.extract(view, range, ordered);
     try {
-      return await this.write(view, range, count, sql, setup, oneStream);
+      return await this.write(view, range, count, sql, setup, oneStream, enums);
     } catch (error) {
       // A block whose begin_time is after its records' first time (the ordered read's first times are the
       // blocks'): its rows would leave time order, so the range is read through the join and sort instead. So is
@@ -686,6 +687,7 @@ export class Materializer {
     sql: string,
     setup: string[],
     oneStream = false,
+    enums: readonly string[] = [],
   ): Promise<Partition> {
     const { store, engine, db } = this.options;
     const key = partitionKey(view.name, globalInstance, range.begin);
@@ -694,7 +696,10 @@ export class Materializer {
     const stored = await installedColumns(db, [view.name]);
     // With a bloom_filter index on the set, every column chunk gets a Parquet bloom filter.
     const options = await parquetWriteOptions(db, view.name, partitionRowGroupSize);
-    const body = withStoredColumns(typedColumns(view.columns, sql), stored);
+    // ENUM columns go into the file as they are, but cast to their type for a stored column's expression (written
+    // for the set's types) and for bloom filters (DuckDB writes none for an ENUM column).
+    const uncast = stored.length === 0 && options === '' ? new Set(enums) : new Set<string>();
+    const body = withStoredColumns(typedColumns(view.columns, sql, [], uncast), stored);
     const rows = await engine.execute(
       `COPY (${oneStream ? body : inOneStream(body)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${partitionRowGroupSize}${options})`,
       { setup },
@@ -867,8 +872,9 @@ export class Materializer {
     if (ndjson.length === 0 && source.ordered && ordered) {
       const firstTimes = mergeFirstTimes(withPaths, bundle.contents);
       if (firstTimes !== null) {
-        const rows = orderedProtobufLogs(scratch.location(bundle.key), bundle.sizes, firstTimes);
+        const rows = orderedProtobufLogs(scratch.location(bundle.key), bundle.sizes, firstTimes, orderedEnumFields);
         return {
+          enums: orderedEnumFields,
           sql: source.ordered.replaceAll('{payloads}', rows),
           setup: [...setup, orderedBlocks],
           cleanup,
@@ -1023,6 +1029,8 @@ interface ExtractQuery {
    * inOneStream's window is left out (about 2 % of that statement's CPU, bench/materialization/README.md).
    */
   oneStream?: boolean;
+  /** Columns that may come as ENUMs of their values (orderedEnumFields), which the file may take as they are. */
+  enums?: readonly string[];
 }
 
 /** `{begin}` and `{end}` as RFC 3339 with nanoseconds. */

@@ -61,11 +61,33 @@ export function payloadRows(
  * with their blocks' columns, through the native addon's __orrery_otlp_logs_ordered: a merge of the payloads
  * taken by their first time (`firstTimes`, per payload: at most its records' earliest time; the read fails with
  * orderedFirstTimeRefused on a payload holding an earlier one), which holds at once only the payloads whose times
- * overlap. The blocks' columns come from the variable orderedBlocks sets.
+ * overlap. The blocks' columns come from the variable orderedBlocks sets; those named in `enums` (VARCHAR ones,
+ * see orderedEnumFields) come as an ENUM of their values when they have at most 256.
  */
-export function orderedProtobufLogs(file: string, sizes: readonly number[], firstTimes: readonly bigint[]): string {
-  return `__orrery_otlp_logs_ordered(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[], [${firstTimes.join(', ')}]::BIGINT[], getvariable('__orrery_blocks'))`;
+export function orderedProtobufLogs(
+  file: string,
+  sizes: readonly number[],
+  firstTimes: readonly bigint[],
+  enums: readonly string[] = [],
+): string {
+  const named = enums.length === 0 ? '' : `, enums = [${enums.map(quoteLiteral).join(', ')}]`;
+  return `__orrery_otlp_logs_ordered(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[], [${firstTimes.join(', ')}]::BIGINT[], getvariable('__orrery_blocks')${named})`;
 }
+
+/**
+ * The block columns the materializer reads from orderedProtobufLogs as ENUMs and writes uncast: a process's, few
+ * values per range. DuckDB's Parquet writer writes an ENUM as a VARCHAR column (a dictionary of its values, read
+ * back as VARCHAR) from its indexes, without the per-row copy, hash and compare of the strings (bench/materialization
+ * /README.md). Not block_id (a range's every block in every row group's dictionary) nor process_properties (JSON).
+ */
+export const orderedEnumFields: readonly string[] = [
+  'process_id',
+  'stream_id',
+  'exe',
+  'username',
+  'computer',
+  'audience',
+];
 
 /** What orderedProtobufLogs fails with, after the payload's name, on a payload holding a time before its first time. */
 export const orderedFirstTimeRefused = 'a time before the first time given';

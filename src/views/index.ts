@@ -4,6 +4,7 @@ export {
   builtinViewSets,
   ndjsonPayloads,
   orderedBlocks,
+  orderedEnumFields,
   orderedFirstTimeRefused,
   orderedGzipLengthRefused,
   orderedProtobufLogs,

@@ -141,9 +141,18 @@ export function filesRelation(
 }
 
 /** A query's columns cast to a set's types (a merge may widen sum(BIGINT) to HUGEINT; users see the extract's type). */
-export function typedColumns(columns: readonly ColumnSpec[], query: string, stored: readonly string[] = []): string {
+export function typedColumns(
+  columns: readonly ColumnSpec[],
+  query: string,
+  stored: readonly string[] = [],
+  uncast: ReadonlySet<string> = new Set(),
+): string {
   const list = [
-    ...columns.map((c) => `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`),
+    ...columns.map((c) =>
+      uncast.has(c.name)
+        ? quoteIdentifier(c.name)
+        : `CAST(${quoteIdentifier(c.name)} AS ${c.type}) AS ${quoteIdentifier(c.name)}`,
+    ),
     ...stored.map(quoteIdentifier),
   ].join(', ');
   return `SELECT ${list} FROM (${query})`;

@@ -17,6 +17,7 @@ import { isErrorOf } from '../../src/errors/index.js';
 import {
   builtinViewSets,
   orderedBlocks,
+  orderedEnumFields,
   orderedProtobufLogs,
   orderedFirstTimeRefused,
   orderedGzipLengthRefused,
@@ -206,6 +207,46 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
       orderedBlocks,
     ]);
     assert.deepEqual(text(await rows(`SELECT * FROM read_parquet(${quoteLiteral(parquet)})`, [])), text(sorted));
+  });
+
+  it('writes the process columns as ENUMs, read back as the VARCHARs of the join and sort, up to 256 values', async () => {
+    // ENUMs of each range's values (NULLs among them: username and computer), written to Parquet uncast as the
+    // materializer writes them. With 300 payloads exe (one value per payload) has too many values to be one.
+    const next = random(1717);
+    for (const count of [25, 300]) {
+      const payloads = Array.from({ length: count }, () => protobufOf(randomRequest(next)));
+      const { file, sizes } = bundle(payloads);
+      const setup = [blocks(file, count)];
+      const read = source.ordered.replaceAll(
+        '{payloads}',
+        orderedProtobufLogs(file, sizes, firstTimes(payloads), orderedEnumFields),
+      );
+      const [types] = await rows(
+        `SELECT ${orderedEnumFields.map((f) => `typeof(${f})`).join(', ')} FROM (${read}) LIMIT 1`,
+        [...setup, orderedBlocks],
+      );
+      const enums = (types as string[]).map((t) => t.startsWith('ENUM('));
+      // username is NULL in the even blocks, computer in every third; exe differs in each.
+      assert.deepEqual(enums, [true, true, count <= 256, true, true, true], `${count} payloads: ${types.join(', ')}`);
+      const parquet = join(dir, `enums-${count}.parquet`);
+      await rows(
+        `COPY (${typedColumns(logEntries.columns, read, [], new Set(orderedEnumFields))}) TO ${quoteLiteral(parquet)} (FORMAT parquet)`,
+        [...setup, orderedBlocks],
+      );
+      const back = await rows(`SELECT * FROM read_parquet(${quoteLiteral(parquet)})`, []);
+      const sorted = await rows(
+        selectAll(source.extract.replaceAll('{payloads}', payloadRows('log', [], { file, sizes }))),
+        setup,
+      );
+      assertInTimeOrder(back, `${count} payloads`);
+      assert.deepEqual(text(back).sort(), text(sorted).sort(), `${count} payloads`);
+      const [[varchar]] = await rows(
+        `SELECT bool_and(column_type = 'VARCHAR') FROM (DESCRIBE SELECT * FROM read_parquet(${quoteLiteral(parquet)}))
+          WHERE column_name IN (${orderedEnumFields.map(quoteLiteral).join(', ')})`,
+        [],
+      );
+      assert.equal(varchar, true);
+    }
   });
 
   it('fails on a payload that does not decode, naming it, and on a first time its records do not hold', async () => {

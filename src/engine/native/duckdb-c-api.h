@@ -189,4 +189,11 @@ bool duckdb_is_null_value(duckdb_value value);
 duckdb_value duckdb_create_varchar_length(const char *text, idx_t length);
 void duckdb_vector_reference_value(duckdb_vector vector, duckdb_value value);
 void duckdb_init_set_error(duckdb_init_info info, const char *error);
+void duckdb_table_function_add_named_parameter(duckdb_table_function table_function, const char *name,
+                                               duckdb_logical_type type);
+duckdb_value duckdb_bind_get_named_parameter(duckdb_bind_info info, const char *name);
+duckdb_logical_type duckdb_create_enum_type(const char **member_names, idx_t member_count);
+// Returns a duckdb_type (an int here, as above): DUCKDB_TYPE_UTINYINT, _USMALLINT or _UINTEGER.
+int duckdb_enum_internal_type(duckdb_logical_type type);
+enum { DUCKDB_TYPE_UTINYINT = 6, DUCKDB_TYPE_USMALLINT = 7, DUCKDB_TYPE_UINTEGER = 8 };
 }
