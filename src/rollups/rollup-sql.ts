@@ -1,4 +1,5 @@
 import { quoteIdentifier } from '../engine/index.js';
+import { integerBucketSql } from '../views/index.js';
 import { lakeCatalog, lakeTable, type TableScope } from '../tables/index.js';
 import { intervalParts } from './calendar.js';
 import { sourceAlias } from './select-list.js';
@@ -62,13 +63,13 @@ export const keptTable = `${lakeCatalog}.${rollupSchema}.${keptName}`;
 /** A table as of one DuckLake snapshot. */
 export const at = (table: string, snapshot: bigint): string => `${table} AT (VERSION => ${snapshot})`;
 
-/** The bucket of a time value: `time_bucket` in UTC with DuckDB's default origin (weeks start on Mondays). */
+/**
+ * The bucket of a time value: `time_bucket` in UTC with DuckDB's default origin (weeks start on Mondays); for integer
+ * time, the multiple of bucket_width at or below it. The spec's `bucket(width, ts)` answers the same (views' macro).
+ */
 export function bucketSql(definition: Pick<RollupDefinition, 'integer' | 'grain'>, column: string): string {
   const c = quoteIdentifier(column);
-  if (definition.integer) {
-    const w = BigInt(definition.grain);
-    return `(CAST(${c} AS BIGINT) - ((CAST(${c} AS BIGINT) % ${w}) + ${w}) % ${w})`;
-  }
+  if (definition.integer) return integerBucketSql(String(BigInt(definition.grain)), c);
   return `time_bucket(INTERVAL ${quoteLiteral(definition.grain)}, CAST(${c} AS TIMESTAMP))`;
 }
 

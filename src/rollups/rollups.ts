@@ -660,7 +660,7 @@ export class Rollups {
     if (!integer && args.bucketWidth !== null)
       throw rollupErrors.error(
         'ROLLUP_ARGUMENT_INVALID',
-        `create_rollup: '${args.source}' keeps time in a timestamp column (${timeColumn}): give bucket (an interval), not bucket_width`,
+        `create_rollup: ${sourceSet ? 'view set ' : ''}'${args.source}' keeps time in a timestamp column (${timeColumn}): give bucket (an interval), not bucket_width`,
       );
     const grain = integer ? positiveInteger(args.bucketWidth!) : await this.interval(args.bucket!);
     if (sourceRollup) await this.checkMultiple(grain, sourceRollup);

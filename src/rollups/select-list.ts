@@ -182,10 +182,13 @@ export async function rollupQuery(
       for (const call of calls) {
         const name = String(call.function_name).toLowerCase();
         const distinct = call.distinct === true;
+        // DuckDB parses percentile_cont(q) WITHIN GROUP (ORDER BY x) as quantile_cont with that order: named as written.
+        const ordered = ((call.order_bys as { orders?: unknown[] } | undefined)?.orders?.length ?? 0) > 0;
+        const written = ordered && name.startsWith('quantile_') ? name.replace('quantile_', 'percentile_') : name;
         if (!mergeable.has(name) || distinct)
           throw rollupErrors.error(
             'ROLLUP_NOT_MERGEABLE',
-            `create_rollup: ${distinct ? `${name}(distinct ...)` : name} does not merge, so it cannot be used in a rollup of a rollup: ${mergeHint(name, distinct)}`,
+            `create_rollup: ${distinct ? `${written}(distinct ...)` : written} does not merge, so it cannot be used in a rollup of a rollup: ${mergeHint(name, distinct)}`,
           );
       }
     }

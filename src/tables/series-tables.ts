@@ -202,7 +202,10 @@ export class SeriesTables {
     { inTransaction = false }: { inTransaction?: boolean } = {},
   ): Promise<boolean> {
     const { table } = statement;
-    if (this.isReserved(table)) throw seriesStatementError(`'${table}' is the name of a view set or static table`);
+    if (this.isReserved(table))
+      throw seriesStatementError(
+        `'${table}' is the name of a view set or static table; give the series table another name`,
+      );
     const existing = await this.list(session);
     if (existing.has(table)) {
       if (statement.ifNotExists) return true;

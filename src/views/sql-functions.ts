@@ -4,6 +4,13 @@ import { perfettoMacros } from './perfetto-trace.js';
 // DataFusion functions that telemetry SQL written for micromegas uses, as DuckDB macros,
 // so such SQL runs unchanged. Created once when an engine starts.
 
+/**
+ * The bucket of an integer time value (SQL) for an integer width (SQL): the largest multiple of the width at or below
+ * it, also for negative values. create_rollup's bucket_width and `bucket(10000, height)` are both this.
+ */
+export const integerBucketSql = (width: string, value: string): string =>
+  `(CAST(${value} AS BIGINT) - ((CAST(${value} AS BIGINT) % ${width}) + ${width}) % ${width})`;
+
 /** The table macros below: table functions any key may call (they read nothing but their argument). */
 export const compatibilityTableFunctions: ReadonlySet<string> = new Set([
   'jsonb_each',
@@ -20,9 +27,13 @@ export const compatibilityMacros: readonly string[] = [
      (stride, source) AS time_bucket(CAST(stride AS INTERVAL), CAST(source AS TIMESTAMP), TIMESTAMP '1970-01-01')::TIMESTAMP_NS,
      (stride, source, origin) AS time_bucket(CAST(stride AS INTERVAL), CAST(source AS TIMESTAMP), CAST(origin AS TIMESTAMP))::TIMESTAMP_NS`,
   // The rollups spec's bucket(width, ts) (`snouttime.bucket`, its qualifier dropped: rollups/snouttime-names.ts): a
-  // rollup's bucket of an instant, as create_rollup's `bucket` gives it: UTC, DuckDB's default origin (hourly on the
-  // hour, daily at midnight, weekly on Mondays).
-  'CREATE OR REPLACE MACRO bucket(width, ts) AS time_bucket(CAST(width AS INTERVAL), CAST(ts AS TIMESTAMP))',
+  // rollup's bucket of a value, as create_rollup gives it. An integer width is bucket_width's: the multiple of it at or
+  // below the value (DuckDB picks the typed overload for an integer width). Any other width is an interval, as
+  // `bucket` is: UTC, DuckDB's default origin (hourly on the hour, daily at midnight, weekly on Mondays).
+  `CREATE OR REPLACE MACRO bucket
+     (width BIGINT, ts) AS CASE WHEN width <= 0 THEN error('bucket: the width must be a positive integer, not ' || width)
+       ELSE ${integerBucketSql('width', 'ts')} END,
+     (width, ts) AS time_bucket(CAST(width AS INTERVAL), CAST(ts AS TIMESTAMP))`,
   // arrow_cast(value, 'Arrow type'): a literal Arrow type becomes a cast before the statement
   // runs (engine/dialect.ts); otherwise the Arrow type of a column is Orrery's choice when it
   // sends results, so the value passes through unchanged.

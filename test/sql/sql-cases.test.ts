@@ -32,16 +32,23 @@ const keys: Record<Exclude<CaseUser, 'anonymous'>, string> = {
 /** The times ingested log records carry: 2024-01-02T03:04:05Z plus one second per record. */
 const firstLogTime = 1704164645000000000n;
 
-const variables = ['WINDOW_BEGIN', 'WINDOW_END', 'CASES_DIR'];
+const variables = ['WINDOW_BEGIN', 'WINDOW_END', 'WINDOW_HOUR', 'CASES_DIR'];
 
 /**
  * The variables' values for a file starting now. ${WINDOW_BEGIN} / ${WINDOW_END}: a 180 s range of
  * whole minutes around now, holding what the file ingests, written as Orrery writes times in messages.
+ * ${WINDOW_HOUR}: the UTC hour holding ${WINDOW_BEGIN}, as rows write a time (an hourly bucket of it).
  */
 function variableValues(): Record<string, string> {
   const minute = Math.floor(Date.now() / 60_000) * 60;
   const rfc3339 = (seconds: number): string => new Date(seconds * 1000).toISOString().replace('.000Z', '.000000000Z');
-  return { WINDOW_BEGIN: rfc3339(minute - 60), WINDOW_END: rfc3339(minute + 120), CASES_DIR: casesDir };
+  const hour = new Date(Math.floor((minute - 60) / 3600) * 3600 * 1000).toISOString().replace('.000Z', 'Z');
+  return {
+    WINDOW_BEGIN: rfc3339(minute - 60),
+    WINDOW_END: rfc3339(minute + 120),
+    WINDOW_HOUR: hour,
+    CASES_DIR: casesDir,
+  };
 }
 
 /** Whether the servers here fill results with the native Arrow exporter (`onlyif native` records). */
