@@ -41,8 +41,8 @@ interface Procedure {
   readonly required?: number;
   /** Arguments may be NULL (a typed null::interval, say). */
   readonly nullable?: boolean;
-  /** What the scalar form answers: its messages as text, or one integer. */
-  readonly result?: 'integer';
+  /** What the scalar form answers: its messages as text, one integer (32 bits), or the name of the relation it made. */
+  readonly result?: 'integer' | 'regclass';
   readonly run: Run;
 }
 
@@ -233,6 +233,8 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     params: ['name', 'source', 'bucket', 'select_list', 'group_by', 'bucket_width'],
     required: 2,
     nullable: true,
+    // The spec's RETURNS regclass: the view's name, typed so for clients that read a column's SQL type.
+    result: 'regclass',
     async *run(ctx, args) {
       const p = procedureList.create_rollup.params;
       const rollups = rollupsOf(ctx, 'create_rollup');
@@ -359,8 +361,8 @@ export function procedureOf(call: TableFunctionCall): Procedure | undefined {
     : undefined;
 }
 
-/** What the scalar form of a procedure call answers: text, or one integer. */
-export function procedureResult(call: TableFunctionCall): 'text' | 'integer' {
+/** What the scalar form of a procedure call answers: text, one integer, or a relation's name (as Postgres's regclass). */
+export function procedureResult(call: TableFunctionCall): 'text' | 'integer' | 'regclass' {
   return procedureOf(call)?.result ?? 'text';
 }
 

@@ -1,4 +1,4 @@
-import { Field, Int64, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, Int32, Int64, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
 import {
   StatementType,
@@ -978,14 +978,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const scalar = shape.loneCall && procedureOf(shape.loneCall) ? shape.loneCall : undefined;
     if (scalar) {
       this.checkProcedureCaller(scalar, principal);
+      const result = procedureResult(scalar);
+      // The spec's types: refresh_rollup's integer is Postgres's (32 bits); Arrow has no regclass, so create_rollup's
+      // is text. Each carries Flight SQL's column type name (ARROW:FLIGHT:SQL:TYPE_NAME), as DuckDB's columns do.
+      const typeName = new Map([['ARROW:FLIGHT:SQL:TYPE_NAME', procedureTypeNames[result]]]);
       return {
         call: scalar,
         schema: new Schema([
-          new Field(
-            scalar.alias || scalar.name,
-            procedureResult(scalar) === 'integer' ? new Int64() : new Utf8(),
-            false,
-          ),
+          new Field(scalar.alias || scalar.name, result === 'integer' ? new Int32() : new Utf8(), false, typeName),
         ]),
         scalar: true,
       };
@@ -1133,7 +1133,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const all: string[] = [];
       for await (const message of messages) all.push(message);
       const integer = procedureResult(plan.call) === 'integer';
-      yield batchFromRows(plan.schema, [[integer ? BigInt(all[all.length - 1]) : all.join('\n')]]);
+      yield batchFromRows(plan.schema, [[integer ? Number(all[all.length - 1]) : all.join('\n')]]);
       return;
     }
     for await (const message of messages) {
@@ -1142,6 +1142,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
   }
 }
+
+/** The SQL type each kind of procedure result is named as. */
+const procedureTypeNames = { text: 'VARCHAR', integer: 'INTEGER', regclass: 'regclass' } as const;
 
 /** The batches, then `end` (also when the consumer stops early or they fail). */
 async function* untilDone(batches: AsyncIterable<RecordBatch>, end: () => void): AsyncGenerator<RecordBatch> {

@@ -83,13 +83,19 @@ describe('rollups (issue 17)', () => {
   });
 
   it('create_rollup as the spec writes it; the view reads raw until the first refresh, then stays exact', async () => {
-    const created = await plainRows(
-      asAdmin,
+    const created = await asAdmin.query(
       `select snouttime.create_rollup('metrics_hourly', 'metrics', interval '1 hour',
         select_list => 'host, count(*) as n, sum(cpu) as cpu_sum, max(cpu) as cpu_max',
         group_by    => 'host')`,
     );
-    assert.deepEqual(created, [{ create_rollup: 'metrics_hourly' }]);
+    assert.deepEqual(
+      created.toArray().map((r) => ({ ...r })),
+      [{ create_rollup: 'metrics_hourly' }],
+    );
+    // The spec's RETURNS regclass: text naming its SQL type, which Flight SQL clients read as the column's type name.
+    const [field] = created.schema.fields;
+    assert.equal(String(field.type), 'Utf8');
+    assert.equal(field.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME'), 'regclass');
     await same(asAdmin, 'metrics_hourly', hourlyOfSource);
     // The refresh job starts at once: its first run materializes every closed bucket.
     const job = await pollUntil(
@@ -119,6 +125,10 @@ describe('rollups (issue 17)', () => {
       { msg: 'metrics_hourly refreshes every 1 day' },
     ]);
     assert.equal(await refreshPendingRanges(asAdmin, 'metrics_hourly'), 0);
+    // The spec's RETURNS integer: Postgres's, 32 bits.
+    const [ranges] = (await asAdmin.query(`select snouttime.refresh_rollup('metrics_hourly')`)).schema.fields;
+    assert.equal(String(ranges.type), 'Int32');
+    assert.equal(ranges.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME'), 'INTEGER');
   });
 
   it('a late insert, an update (old and new time), a delete and a truncate are in the next read; refresh recomputes only those buckets', async () => {
