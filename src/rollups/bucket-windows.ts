@@ -5,13 +5,16 @@
 // view a statement reads a rollup through leaves out the pending buckets that the conditions on `bucket` of the
 // one SELECT reading it are false for (and its stored rows of them, as always), when that SELECT alone reads the
 // rollup. Each bucket's rows share its `bucket`, so a condition on `bucket` alone keeps all of them or none.
-// The conditions are evaluated at set-up: literals, and bounds written with the clock where that is the same at
-// the run: a lower bound that never falls as the clock rises (now() - INTERVAL 1 DAY, date_trunc('day', now()))
-// is no higher at set-up than when the statement runs in a transaction begun after it; a statement whose now()
-// was fixed (partition pruning) reads it as a literal already. Anything else on `bucket` is left to the WHERE.
+// The conditions are evaluated at set-up: literals, parameters ($1) bound for the run (their values), and bounds
+// written with the clock that never fall as the clock rises (now() - INTERVAL 1 DAY, date_trunc('day', now()))
+// where the set-up's value leaves out no bucket the run's keeps. A statement that runs in a transaction begun after
+// its set-up has a now() no earlier than the set-up's: such a lower bound is no higher at set-up than at the run.
+// One in a client's transaction has the now() of its BEGIN, no later than the set-up's: there an upper bound is.
+// (A statement whose now() was fixed, by partition pruning, reads it as a literal already.) BETWEEN is its two
+// bounds. Anything else on `bucket` is left to the WHERE.
 import { trend } from './constant-trends.js';
 import { conjuncts } from './query-rewrite.js';
-import { some, type Node } from './tree.js';
+import { replaced, some, type Node } from './tree.js';
 
 /** The conditions a statement's WHERE puts on a rollup's `bucket`, its columns qualified by `qualifier`. */
 export interface BucketConditions {
@@ -20,6 +23,7 @@ export interface BucketConditions {
 }
 
 const lowerOps = new Set(['COMPARE_GREATERTHAN', 'COMPARE_GREATERTHANOREQUALTO']);
+const upperOps = new Set(['COMPARE_LESSTHAN', 'COMPARE_LESSTHANOREQUALTO']);
 const flipped: Record<string, string> = {
   COMPARE_GREATERTHAN: 'COMPARE_LESSTHAN',
   COMPARE_GREATERTHANOREQUALTO: 'COMPARE_LESSTHANOREQUALTO',
@@ -32,16 +36,22 @@ const flipped: Record<string, string> = {
 /**
  * For each rollup of `names` (lower-case) that one SELECT of the statement reads, as its FROM alone, and that
  * nothing else in it names (no other reference, no CTE of its name): the conjuncts of that SELECT's WHERE on its
- * `bucket` alone whose value at set-up is theirs at the run (see above). `risingClock`: the statement's now() is
- * no earlier than now (it runs in a transaction of its own, begun after its set-up).
+ * `bucket` alone whose value at set-up is theirs at the run (see above), bound parameters written as their values.
+ * `risingClock`: the statement's now() is no earlier than now (it runs in a transaction of its own, begun after
+ * its set-up); otherwise it is no later (a client's transaction). `parameters`: `$n`'s value for the run as a
+ * constant, by n.
  */
 export function bucketConditions(
   statements: readonly Node[],
   names: ReadonlySet<string>,
   risingClock: boolean,
+  parameters: ReadonlyMap<string, Node> = new Map(),
 ): Map<string, BucketConditions> {
   const out = new Map<string, BucketConditions>();
   if (statements.length !== 1) return out;
+  // A copy with each bound parameter replaced by its value; an unbound one stays, and no trend() takes it.
+  const bound = (conjunct: Node): Node =>
+    replaced(conjunct, (n) => (n.class === 'PARAMETER' ? parameters.get(String(n.identifier)) : undefined));
   const references = new Map<string, Node[]>();
   const readers = new Map<Node, Node>();
   const ctes = new Set<string>();
@@ -73,22 +83,35 @@ export function bucketConditions(
     const readsBucketAlone = (n: Node): boolean =>
       some(n, isBucket) && !some(n, (c) => (c.class === 'COLUMN_REF' && !isBucket(c)) || c.class === 'SUBQUERY');
     const fixed = (n: Node | undefined): boolean => n !== undefined && trend(n) === 'constant';
-    const conditions = conjuncts((select.where_clause as Node | null) ?? null).filter((c) => {
-      if (!readsBucketAlone(c)) return false;
-      if (c.class === 'COMPARISON' && String(c.type) in flipped) {
-        const [left, right] = [c.left as Node, c.right as Node];
-        const [op, bound] = isBucket(left) ? [String(c.type), right] : [flipped[String(c.type)], left];
-        if (!isBucket(isBucket(left) ? left : right)) return false;
-        return fixed(bound) || (risingClock && lowerOps.has(op) && trend(bound) === 'rising');
-      }
-      if (c.class === 'BETWEEN') return isBucket(c.input as Node) && fixed(c.lower as Node) && fixed(c.upper as Node);
-      if (c.class === 'OPERATOR' && c.type === 'COMPARE_IN') {
-        const [input, ...values] = c.children as Node[];
-        return isBucket(input) && values.every(fixed);
-      }
-      return false;
-    });
+    // The bounds the clock's direction lets a rising one stand for (see above).
+    const clocked = risingClock ? lowerOps : upperOps;
+    const conditions = conjuncts((select.where_clause as Node | null) ?? null)
+      .map(bound)
+      .flatMap((c) => (c.class === 'BETWEEN' && isBucket(c.input as Node) ? betweenBounds(c) : [c]))
+      .filter((c) => {
+        if (!readsBucketAlone(c)) return false;
+        if (c.class === 'COMPARISON' && String(c.type) in flipped) {
+          const [left, right] = [c.left as Node, c.right as Node];
+          const [op, bound] = isBucket(left) ? [String(c.type), right] : [flipped[String(c.type)], left];
+          if (!isBucket(isBucket(left) ? left : right)) return false;
+          return fixed(bound) || (clocked.has(op) && trend(bound) === 'rising');
+        }
+        if (c.class === 'OPERATOR' && c.type === 'COMPARE_IN') {
+          const [input, ...values] = c.children as Node[];
+          return isBucket(input) && values.every(fixed);
+        }
+        return false;
+      });
     if (conditions.length > 0) out.set(name, { qualifier, conditions });
   }
   return out;
 }
+
+/** `x BETWEEN a AND b` as its two bounds, `x >= a` and `x <= b`, which together hold for the rows it holds for. */
+const betweenBounds = (between: Node): Node[] =>
+  (
+    [
+      ['COMPARE_GREATERTHANOREQUALTO', between.lower],
+      ['COMPARE_LESSTHANOREQUALTO', between.upper],
+    ] as const
+  ).map(([type, bound]) => ({ class: 'COMPARISON', type, alias: '', left: between.input, right: bound }));

@@ -6,7 +6,7 @@
 // clock nanosecond for nanosecond: its value now is its value then plus the time gone by, which a
 // kept rewrite works out without DuckDB too (clockMoved).
 import { instantText, timestampNanos } from './calendar.js';
-import { call, cast, integer, type Node } from './tree.js';
+import { call, cast, integer, replaced, type Node } from './tree.js';
 
 /** How a constant expression moves as now() grows: not at all, never down, or unknown (null). */
 export type Trend = 'constant' | 'rising';
@@ -73,13 +73,7 @@ export function trend(node: Node): Trend | null {
 
 /** Expressions with every clock call replaced by `clock`: the statement's now() fixed to a constant. */
 export function withClock(expressions: readonly Node[], clock: Node): Node[] {
-  const replace = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(replace);
-    if (value === null || typeof value !== 'object') return value;
-    if (isClock(value as Node)) return { ...clock, alias: (value as Node).alias ?? '' };
-    return Object.fromEntries(Object.entries(value as Node).map(([k, v]) => [k, replace(v)]));
-  };
-  return expressions.map((e) => replace(e) as Node);
+  return replaced([...expressions], (node) => (isClock(node) ? clock : undefined));
 }
 
 /** The offsets (ms from now) at which a kept rewrite's constants are evaluated besides now. */

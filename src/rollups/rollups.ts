@@ -1808,7 +1808,12 @@ export class Rollups {
     ))!;
     const node = tree.statements[0].node as Node;
     node.where_clause = { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', children: copy(window.conditions) };
-    const kept = new Set((await this.engine.values(await this.engine.deparse(tree))).map(([b]) => String(b)));
+    const sql = await this.engine.deparse(tree);
+    // Conditions that do not evaluate here (a parameter bound with a type `bucket` does not compare with) keep every
+    // bucket: the statement's own run then answers its error, as it would without them.
+    const answered = await this.engine.values(sql).catch(() => null);
+    if (answered === null) return [...buckets];
+    const kept = new Set(answered.map(([b]) => String(b)));
     return buckets.filter((b) => kept.has(b));
   }
 

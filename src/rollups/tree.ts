@@ -67,6 +67,22 @@ export function expressions(value: unknown, visit: (node: Node) => void): void {
   for (const child of Object.values(value as Node)) expressions(child, visit);
 }
 
+/**
+ * A copy of a value with each node `replacement` answers for replaced by (a copy of) its answer, keeping the
+ * replaced node's alias; the others copied as they are.
+ */
+export function replaced<T>(value: T, replacement: (node: Node) => Node | undefined): T {
+  const replace = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(replace);
+    if (v === null || typeof v !== 'object') return v;
+    const node = v as Node;
+    const by = replacement(node);
+    if (by) return { ...copy(by), alias: node.alias ?? '' };
+    return Object.fromEntries(Object.entries(node).map(([k, c]) => [k, replace(c)]));
+  };
+  return replace(value) as T;
+}
+
 /** Whether anything under a value satisfies `test`. */
 export function some(value: unknown, test: (node: Node) => boolean): boolean {
   let found = false;

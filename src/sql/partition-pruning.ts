@@ -325,11 +325,18 @@ interface Bindings {
 /** The type each parameter's constant node is bound as (see compatible). */
 const boundTypes = new WeakMap<Node, string>();
 
-/** A statement's bindings for one row of its parameters (a run); NULL or a blob is not bound here. */
-function bindingsOf(statement: Statement, row: number, clock: Node | null, untokenized?: Set<string>): Bindings {
-  const [parameters, texts] = [new Map<string, Node>(), new Map<string, string>()];
-  if (statement.parameters && row < statement.parameters.numRows)
-    for (const [i, bound] of boundTexts(statement.parameters, row).entries()) {
+/**
+ * One row of a statement's bound parameters (a run): `$n`'s value as a constant node (its text cast to the type it
+ * is bound as, which compares as the bound parameter does) and, bound as text, its text, by n. NULL or a blob is
+ * left out.
+ */
+export function boundParameters(
+  parameters: Table | undefined,
+  row: number,
+): { nodes: Map<string, Node>; texts: Map<string, string> } {
+  const [nodes, texts] = [new Map<string, Node>(), new Map<string, string>()];
+  if (parameters && row < parameters.numRows)
+    for (const [i, bound] of boundTexts(parameters, row).entries()) {
       if (!bound) continue;
       const value = { type: { id: 'VARCHAR', type_info: null }, is_null: false, value: bound.text };
       const node = castNode(
@@ -337,9 +344,15 @@ function bindingsOf(statement: Statement, row: number, clock: Node | null, untok
         { id: bound.type, type_info: null },
       );
       boundTypes.set(node, bound.type);
-      parameters.set(String(i + 1), node);
+      nodes.set(String(i + 1), node);
       if (bound.type === 'VARCHAR') texts.set(String(i + 1), bound.text);
     }
+  return { nodes, texts };
+}
+
+/** A statement's bindings for one row of its parameters (a run); NULL or a blob is not bound here. */
+function bindingsOf(statement: Statement, row: number, clock: Node | null, untokenized?: Set<string>): Bindings {
+  const { nodes: parameters, texts } = boundParameters(statement.parameters, row);
   return { parameters, texts, risingClock: statement.ownTransaction === true, clock, untokenized };
 }
 

@@ -1,8 +1,10 @@
+import type { Table } from 'apache-arrow';
 import type { Principal } from '../auth/index.js';
 import type { QueryShape } from '../engine/index.js';
 import { bucketConditions, jobsRelation, jobsRows, type RollupReadPoint, type Rollups } from '../rollups/index.js';
 import { quoteIdentifier } from '../views/index.js';
 import { scopeOf } from './lakehouse-session.js';
+import { boundParameters } from './partition-pruning.js';
 
 /**
  * The setup that makes the rollups a statement names readable for its caller (each a temporary
@@ -22,6 +24,8 @@ export async function rollupReadSetup(
   inSession = false,
   /** The statement's parse tree, as it runs: its conditions on the buckets of the rollups it names. */
   tree?: { statements: Record<string, unknown>[] },
+  /** Its bound parameters: each row a run of the same set-up. */
+  parameters?: Table,
 ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
@@ -30,7 +34,18 @@ export async function rollupReadSetup(
   names.push(...rewrittenOnto);
   if (names.length === 0) return { statements: [], snapshot: null, lake: false };
   // In a client's session the statement's now() is its transaction's, which may be earlier than the set-up's.
-  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession) : undefined;
+  // Parameters narrow the set-up only when they are bound for one run (the set-up is the same for every row). One
+  // bound as text takes the type its comparison gives it (TIMESTAMP for `bucket`), as a string literal does.
+  const bound =
+    (parameters?.numRows ?? 0) === 1
+      ? new Map(
+          [...boundParameters(parameters, 0).nodes].map(([n, node]) => [
+            n,
+            (node.cast_type as { id?: string }).id === 'VARCHAR' ? (node.child as Record<string, unknown>) : node,
+          ]),
+        )
+      : undefined;
+  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession, bound) : undefined;
   const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession, windows);
   if (names.includes(jobsRelation))
     setup.statements.push(

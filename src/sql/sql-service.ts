@@ -677,6 +677,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
           reads?.at ?? point,
           session !== undefined,
           tree ?? undefined,
+          statement.parameters,
         )
       : { statements: [], snapshot: null, lake: false };
     setup.push(...rollupSetup.statements);

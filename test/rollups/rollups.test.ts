@@ -8,8 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBConnection } from '@duckdb/node-api';
+import { Table, TimestampNanosecond, Utf8, makeData, makeVector, vectorFromArray } from 'apache-arrow';
 import {
   clientFor,
+  plain,
   plainRows,
   pollUntil,
   refusal,
@@ -22,6 +24,7 @@ import {
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
 import { MetadataStore } from '../../src/metadata/index.js';
+import { Rollups } from '../../src/rollups/index.js';
 import { countedCalls } from '../support/counted-calls.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
@@ -946,6 +949,111 @@ describe('rollups (issue 17)', () => {
         const got = await plainRows(asTeamA, `SELECT * FROM (${sql})${order}`);
         assert.deepEqual(got, sql.includes('UNION') ? whole : want);
         assert.ok(got.some((r) => String(r.bucket).length > 0 && r.mx === 100000));
+      }
+    });
+
+    /** For each plan of a rollup read while `work` runs, in order: whether its set-up reads a DuckLake table. */
+    const setupsReadLake = async (work: () => Promise<unknown>): Promise<boolean[]> => {
+      const readSetup = Object.getOwnPropertyDescriptor(Rollups.prototype, 'readSetup')!.value as Rollups['readSetup'];
+      const lake: boolean[] = [];
+      const recorded = async function (this: Rollups, ...args: Parameters<Rollups['readSetup']>) {
+        const setup = await readSetup.apply(this, args);
+        lake.push(setup.lake);
+        return setup;
+      };
+      Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: recorded });
+      try {
+        await work();
+      } finally {
+        Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: readSetup });
+      }
+      return lake;
+    };
+
+    it('a window bound by parameters ($1) leaves out the pending buckets outside it, as its literal does', async () => {
+      const { check } = await withTail('bound_window');
+      await tailKept('bound_window_hourly');
+      // A late row: the bucket of 05:00 is pending, its rows aggregated from the table's (its DuckLake table bound).
+      await asTeamA.updateCount(`INSERT INTO bound_window VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
+      await check();
+      const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM bound_window GROUP BY ALL`;
+      const read = `SELECT * FROM bound_window_hourly w WHERE w.bucket >= ? AND bucket < $2${order}`;
+      /** `read` bound to [from, to) as a client binds it: a timestamp and a text. */
+      const bound = (from: string, to: string): Table =>
+        new Table({
+          from: makeVector(
+            makeData({
+              type: new TimestampNanosecond('UTC'),
+              length: 1,
+              nullCount: 0,
+              data: BigInt64Array.from([BigInt(Date.parse(from)) * 1_000_000n]),
+            }),
+          ),
+          to: makeVector(vectorFromArray([to], new Utf8()).data[0]),
+        });
+      for (const [from, to, readsPending] of [
+        ['2024-01-01T06:00:00Z', '2100-01-02 00:00:00', false],
+        ['2024-01-01T00:00:00Z', '2024-01-01 05:00:00', false],
+        ['2024-01-01T05:00:00Z', '2100-01-02 00:00:00', true],
+      ] as const) {
+        // The run's set-up (the last: CreatePreparedStatement's, without the parameters, comes first).
+        const lake = await setupsReadLake(() => asAdmin.queryPrepared(read, bound(from, to)));
+        assert.equal(lake.at(-1), readsPending, `[${from}, ${to})`);
+        for (const client of [asAdmin, asTeamA]) {
+          const want = await plainRows(
+            client,
+            `SELECT * FROM (${raw}) WHERE bucket >= TIMESTAMP '${from}' AND bucket < TIMESTAMP '${to}'${order}`,
+          );
+          assert.ok(want.length > 0);
+          const got = (await client.queryPrepared(read, bound(from, to)))
+            .toArray()
+            .map((row) => plain(row.toJSON() as Record<string, unknown>));
+          assert.deepEqual(got, want, `[${from}, ${to})`);
+        }
+      }
+    });
+
+    it("a window written with the clock leaves out pending buckets: BETWEEN's lower bound, and an upper bound in a client's transaction", async () => {
+      const { check } = await withTail('clock_window');
+      await tailKept('clock_window_hourly');
+      // A late row two hours ago: its bucket, before the watermark, is pending (a DuckLake scan of its rows).
+      await asTeamA.updateCount(`INSERT INTO clock_window VALUES (now()::TIMESTAMP - INTERVAL 2 HOUR, 'h0', 100000)`);
+      await check();
+      const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM clock_window GROUP BY ALL`;
+      // Outside a transaction the statement's now() is no earlier than the set-up's: BETWEEN's rising lower bound.
+      const between = `bucket BETWEEN now()::TIMESTAMP - INTERVAL 1 HOUR AND TIMESTAMP '2100-01-02 00:00:00'`;
+      for (const client of [asAdmin, asTeamA]) {
+        const want = await plainRows(client, `SELECT * FROM (${raw}) WHERE ${between}${order}`);
+        assert.ok(want.length > 0);
+        const read = `SELECT * FROM clock_window_hourly WHERE ${between}${order}`;
+        assert.deepEqual(await setupsReadLake(async () => assert.deepEqual(await plainRows(client, read), want)), [
+          false,
+        ]);
+      }
+      // In a client's transaction now() is its BEGIN's, no later than the set-up's: an upper bound with the clock.
+      const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+      const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
+        transactionId: Uint8Array;
+      };
+      const inTransaction = async (sql: string): Promise<Array<Record<string, unknown>>> => {
+        const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query: sql, transactionId }));
+        const { table } = await asAdmin.doGet(info.endpoints[0].ticket);
+        return table.toArray().map((row) => plain(row.toJSON() as Record<string, unknown>));
+      };
+      try {
+        const upper = `bucket < now()::TIMESTAMP - INTERVAL 1 DAY`;
+        const want = await inTransaction(`SELECT * FROM (${raw}) WHERE ${upper}${order}`);
+        assert.ok(want.length > 0);
+        const read = `SELECT * FROM clock_window_hourly WHERE ${upper}${order}`;
+        const lake = await setupsReadLake(async () => assert.deepEqual(await inTransaction(read), want));
+        assert.deepEqual([...new Set(lake)], [false]);
+        // The bucket is read where the bound keeps it.
+        const all = `SELECT * FROM clock_window_hourly WHERE bucket < now()::TIMESTAMP + INTERVAL 1 DAY${order}`;
+        assert.deepEqual([...new Set(await setupsReadLake(() => inTransaction(all)))], [true]);
+      } finally {
+        await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
       }
     });
 
