@@ -910,14 +910,21 @@ describe('rollups (issue 17)', () => {
       await check();
     });
 
-    it("a read of a window without the rollup's pending buckets binds no DuckLake table: prepared once, exact", async () => {
-      const { check } = await withTail('windowed');
-      await tailKept('windowed_hourly');
-      // A late row: the bucket of 05:00 is pending, its rows aggregated from the table's.
-      await asTeamA.updateCount(`INSERT INTO windowed VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
+    /**
+     * withTail's table, its tail kept, and a late row that leaves its rollup's bucket of 2024-01-01 05:00 pending (its
+     * rows aggregated from the table's, which binds the DuckLake table): the table's hourly aggregation.
+     */
+    const withPendingBucket = async (name: string): Promise<string> => {
+      const { check } = await withTail(name);
+      await tailKept(`${name}_hourly`);
+      await asTeamA.updateCount(`INSERT INTO ${name} VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
       await check();
-      const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
-        audience FROM windowed GROUP BY ALL`;
+      return `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM ${name} GROUP BY ALL`;
+    };
+
+    it("a read of a window without the rollup's pending buckets binds no DuckLake table: prepared once, exact", async () => {
+      const raw = await withPendingBucket('windowed');
       const prepares = (work: () => Promise<void>): Promise<number> =>
         countedCalls(DuckDBConnection.prototype, 'prepare', work, (text) => String(text).includes('windowed_hourly'));
       for (const window of [
@@ -971,13 +978,7 @@ describe('rollups (issue 17)', () => {
     };
 
     it('a window bound by parameters ($1) leaves out the pending buckets outside it, as its literal does', async () => {
-      const { check } = await withTail('bound_window');
-      await tailKept('bound_window_hourly');
-      // A late row: the bucket of 05:00 is pending, its rows aggregated from the table's (its DuckLake table bound).
-      await asTeamA.updateCount(`INSERT INTO bound_window VALUES (TIMESTAMP '2024-01-01 05:30:00', 'h0', 100000)`);
-      await check();
-      const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
-        audience FROM bound_window GROUP BY ALL`;
+      const raw = await withPendingBucket('bound_window');
       const read = `SELECT * FROM bound_window_hourly w WHERE w.bucket >= ? AND bucket < $2${order}`;
       /** `read` bound to [from, to) as a client binds it: a timestamp and a text. */
       const bound = (from: string, to: string): Table =>
