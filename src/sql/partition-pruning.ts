@@ -1418,24 +1418,32 @@ export class PartitionPruning {
       else if (known === undefined) undecided.push(...stats);
     }
     if (undecided.length > 0) {
-      const rows: string[] = [];
-      for (const s of undecided) {
-        const [file, min, max] = [s.filePath, s.min, s.max].map((v) =>
-          v === null ? 'NULL::VARCHAR' : quoteLiteral(v),
-        );
-        if (s.distinct === null || index.kind !== 'set')
-          rows.push(`(${file}, false, true, NULL::VARCHAR, ${min}, ${max})`);
-        else
-          for (const value of s.distinct)
-            rows.push(
-              `(${file}, true, false, ${value === null ? 'NULL::VARCHAR' : quoteLiteral(value)}, ${min}, ${max})`,
-            );
-      }
+      // The statistics as one JSON text per column, unnested: DuckDB binds a VALUES list row by row (some 0.3 s for
+      // 1,000 files), and a string literal at once (a WHERE on the event time decides every partition of a set).
+      const [files, values, mins, maxes] = [[], [], [], []] as Array<Array<string | null>>;
+      const listed: boolean[] = [];
+      for (const s of undecided)
+        for (const value of s.distinct === null || index.kind !== 'set' ? [undefined] : s.distinct) {
+          files.push(s.filePath);
+          listed.push(value !== undefined);
+          values.push(value ?? null);
+          mins.push(s.min);
+          maxes.push(s.max);
+        }
+      const column = (list: unknown[], type: string, name: string) =>
+        `unnest(from_json(${quoteLiteral(JSON.stringify(list))}, '["${type}"]')) AS ${name}`;
       const type = index.valueType;
       const relation =
-        `SELECT __orr_file, __orr_listed, __orr_unlisted, CAST(__orr_value AS ${type}) AS __orr_value, ` +
-        `CAST(__orr_min AS ${type}) AS __orr_min, CAST(__orr_max AS ${type}) AS __orr_max ` +
-        `FROM (VALUES ${rows.join(', ')}) AS s(__orr_file, __orr_listed, __orr_unlisted, __orr_value, __orr_min, __orr_max)`;
+        `SELECT __orr_file, __orr_listed, NOT __orr_listed AS __orr_unlisted, CAST(__orr_value AS ${type}) AS __orr_value, ` +
+        `CAST(__orr_min AS ${type}) AS __orr_min, CAST(__orr_max AS ${type}) AS __orr_max FROM (SELECT ` +
+        [
+          column(files, 'VARCHAR', '__orr_file'),
+          column(listed, 'BOOLEAN', '__orr_listed'),
+          column(values, 'VARCHAR', '__orr_value'),
+          column(mins, 'VARCHAR', '__orr_min'),
+          column(maxes, 'VARCHAR', '__orr_max'),
+        ].join(', ') +
+        ')';
       const passed = new Set<string>();
       try {
         for (const [file] of await this.engine.values(`SELECT DISTINCT __orr_file FROM (${relation}) ${condition}`))
