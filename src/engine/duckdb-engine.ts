@@ -142,10 +142,9 @@ export interface RunOptions {
    */
   readonly held?: HeldStatement;
   /**
-   * The statement (execute) creates, or drops, a table of DuckDB's own in-memory database `memory`
-   * under a name no statement kept can bind to: a new name, or one no statement is set up with any more
-   * (a kept tail's). Only the statements kept whose setup names that database are let go (see
-   * KeptStatements), not every statement kept by the engine.
+   * The statement (execute) and its setup attach, fill or detach a database of their own under a name no
+   * statement kept can bind to: a new name, or one no statement is set up with any more (a rollup's kept
+   * tail, tail-values.ts). No statement kept read that database, so none is let go (see KeptStatements).
    */
   readonly ownTable?: boolean;
 }
@@ -891,8 +890,7 @@ export class DuckDBEngine {
       } catch (error) {
         throw this.failure(error);
       } finally {
-        if (options.ownTable) this.kept.memoryTablesChanged();
-        else if (!keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
+        if (!options.ownTable && !keepsCatalog.has(prepared.statementType)) this.kept.catalogMayHaveChanged();
         prepared.destroySync();
       }
     } catch (error) {

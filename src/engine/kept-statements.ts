@@ -24,29 +24,20 @@ export interface KeptStatement {
  * kept (`catalogMayHaveChanged`: any statement other than a SELECT, INSERT, UPDATE or DELETE, any
  * transaction's end). DuckDB also binds a prepared statement again at its run when a catalog it read
  * has changed, and the run checks its result's column types against the described ones, so a
- * description gone stale is refused (QUERY_INVALID), never sent as a wrong schema.
- *
- * A table made or dropped in DuckDB's own in-memory database `memory` under a name no kept text binds
- * to (a rollup's kept tail, `memoryTablesChanged`) lets go only of the statements whose setup names that
- * database: DuckDB binds a prepared statement again at every run, not once, after a database it read
- * changed, so those are better prepared again; the others (statements reading `orrery`, Orrery's default
- * catalog, and files) bind the same and stay.
+ * description gone stale is refused (QUERY_INVALID), never sent as a wrong schema. A database of its own
+ * attached, filled or detached (a rollup's kept tail, RunOptions.ownTable) changes nothing a kept
+ * statement read: DuckDB 1.5.5 binds a prepared statement again at every run, not once, after a table of
+ * a database it read was made or dropped, but not after another database was attached or detached.
  */
 export class KeptStatements {
   private readonly byConnection = new WeakMap<DuckDBConnection, Kept>();
   private generation = 0;
-  private memoryGeneration = 0;
 
   constructor(private readonly perConnection = 16) {}
 
   /** Something may have changed what a text binds to: every statement kept so far is let go. */
   catalogMayHaveChanged(): void {
     this.generation++;
-  }
-
-  /** A table of the database `memory` was made or dropped: the statements kept whose setup names it are let go. */
-  memoryTablesChanged(): void {
-    this.memoryGeneration++;
   }
 
   /** The statement kept for `sql` on this connection under this setup, now the caller's; once. */
@@ -61,7 +52,7 @@ export class KeptStatements {
   put(connection: DuckDBConnection, setupKey: string, sql: string, statement: KeptStatement): void {
     let kept = this.current(connection, setupKey);
     if (!kept) {
-      kept = { setupKey, generation: this.generation, memoryGeneration: this.memoryGeneration, statements: new Map() };
+      kept = { setupKey, generation: this.generation, statements: new Map() };
       this.byConnection.set(connection, kept);
     }
     kept.statements.get(sql)?.prepared.destroySync();
@@ -83,23 +74,15 @@ export class KeptStatements {
 
   private current(connection: DuckDBConnection, setupKey: string): Kept | undefined {
     const kept = this.byConnection.get(connection);
-    const stale =
-      kept &&
-      (kept.setupKey !== setupKey ||
-        kept.generation !== this.generation ||
-        (kept.memoryGeneration !== this.memoryGeneration && namesMemory.test(setupKey)));
+    const stale = kept && (kept.setupKey !== setupKey || kept.generation !== this.generation);
     if (stale) this.drop(connection);
     return this.byConnection.get(connection);
   }
 }
 
-/** A setup naming DuckDB's own in-memory database (a kept tail's table); a path spelling it too only costs a prepare. */
-const namesMemory = /\bmemory\./i;
-
 interface Kept {
   readonly setupKey: string;
   readonly generation: number;
-  readonly memoryGeneration: number;
   /** Least recently kept first. */
   readonly statements: Map<string, KeptStatement>;
 }

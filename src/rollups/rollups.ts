@@ -61,6 +61,7 @@ import type { BucketConditions } from './bucket-windows.js';
 import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
 import {
+  dropTailSql,
   keepTailSql,
   keptTailDropMs,
   keptTailTable,
@@ -1673,14 +1674,14 @@ export class Rollups {
   /** A new table of the rows of `sql` (see tail-values.ts): its name, or null when too large or failed. */
   private keptTable(sql: string): Promise<string | null> {
     const table = keptTailTable();
-    return this.engine.execute(keepTailSql(table, sql), { ownTable: true }).then(
-      async (rows) => {
-        if (rows <= maxKeptRows) return table;
-        await this.engine.execute(`DROP TABLE IF EXISTS ${table}`, { ownTable: true });
-        return null;
-      },
-      () => null,
-    );
+    const { attach, create } = keepTailSql(table, sql);
+    const drop = async (): Promise<null> => {
+      await this.engine.execute(dropTailSql(table), { ownTable: true }).catch(() => {});
+      return null;
+    };
+    return this.engine
+      .execute(create, { setup: [attach], ownTable: true })
+      .then((rows) => (rows <= maxKeptRows ? table : drop()), drop);
   }
 
   /**
@@ -1690,7 +1691,7 @@ export class Rollups {
   private retireTail(kept: { readonly made: Promise<string | null> }): void {
     setTimeout(() => {
       void kept.made
-        .then((table) => (table ? this.engine.execute(`DROP TABLE IF EXISTS ${table}`, { ownTable: true }) : 0))
+        .then((table) => (table ? this.engine.execute(dropTailSql(table), { ownTable: true }) : 0))
         .catch(() => {});
     }, keptTailDropMs).unref();
   }

@@ -11,7 +11,7 @@ import { key, type Node } from './tree.js';
 // by the statements that follow until the base table's files or the watermark change (a refresh, an
 // ingest into the table). Reading it from files cost each read a Parquet scan (the last row group of a
 // bulk file, every file since: 2-4 ms of a ~10 ms read, bench/rollups/explain.mjs). It is kept as a
-// table of DuckDB's in-memory database `memory` (every connection of the engine sees it; DuckDB scans
+// table of an in-memory database of its own (keptTailTable: every connection of the engine sees it; DuckDB scans
 // a table for ~0.1 ms where the same rows as constant VALUES cost 2-4 ms): every audience's rows, and
 // each reader's statement reads its own audiences' rows of it through its temporary view, as it reads
 // the stored rows' files. No statement may name the table (its name is refused in every statement's
@@ -44,12 +44,22 @@ export const keptTailDropMs = 3 * 60_000;
 export const rebaseFiles = 4;
 
 let tables = 0;
-const tablePrefix = 'memory.main.__orrery_tail_';
+const tablePrefix = '__orrery_tail_';
 
-/** A new name for a kept tail's table (never used twice in a process, so no statement meets a dropped one of its name). */
+/**
+ * A new name for a kept tail's table (never used twice in a process, so no statement meets a dropped
+ * one of its name): the table `<name>.main.<name>` of an in-memory database `<name>` of its own. DuckDB
+ * 1.5.5 binds a prepared statement again at every run (~25 ms against 5 for a kept read's) once a table
+ * of a database it read is made or dropped; each kept table in a database of its own, made or dropped
+ * whole (ATTACH, DETACH), changes no database another statement reads.
+ */
 export function keptTailTable(): string {
-  return `${tablePrefix}${++tables}`;
+  const name = `${tablePrefix}${++tables}`;
+  return `${name}.main.${name}`;
 }
+
+/** The database of a kept tail's table (keptTailTable). */
+const databaseOf = (table: string): string => table.slice(0, table.indexOf('.'));
 
 /**
  * Whether statements (a read's setup) read a kept tail's table: the engine that made it alone has it,
@@ -58,10 +68,19 @@ export function keptTailTable(): string {
 export const readsKeptTail = (statements: readonly string[] = []): boolean =>
   statements.some((s) => s.includes(tablePrefix));
 
-/** The statement keeping the aggregate `aggregate` (a SELECT) as `table`, one row past the most kept. */
-export function keepTailSql(table: string, aggregate: string): string {
-  return `CREATE TABLE ${table} AS SELECT * FROM (${aggregate}) AS __tail LIMIT ${maxKeptRows + 1}`;
+/**
+ * The statements keeping the aggregate `aggregate` (a SELECT) as `table`, one row past the most kept:
+ * its database attached, then the table made in it.
+ */
+export function keepTailSql(table: string, aggregate: string): { attach: string; create: string } {
+  return {
+    attach: `ATTACH ':memory:' AS ${databaseOf(table)}`,
+    create: `CREATE TABLE ${table} AS SELECT * FROM (${aggregate}) AS __tail LIMIT ${maxKeptRows + 1}`,
+  };
 }
+
+/** The statement dropping a kept tail's table (its database). */
+export const dropTailSql = (table: string): string => `DETACH DATABASE IF EXISTS ${databaseOf(table)}`;
 
 /** A kept tail as a relation for a scope: its audiences' rows. */
 export function tailRows(table: string, scope: TableScope): string {

@@ -4,8 +4,8 @@
 // (`CREATE MACRO sum(x) AS 42` answers 42 for every reader's sum, a rollup's merge included), and dropping or
 // replacing one of Orrery's (`DROP MACRO now`) changes what every other reader's statement means. A TEMP
 // object is the statement's connection's alone, closed after it (only SELECTs give a connection back), and
-// DuckDB itself refuses to drop a catalog's `main` schema (`DROP SCHEMA memory.main CASCADE`, where the rollups'
-// kept tails live: those are refused by name, lake-catalog.ts).
+// DuckDB itself refuses to drop a catalog's `main` schema (`DROP SCHEMA memory.main CASCADE`). The rollups' kept
+// tails, each an in-memory database of its own, are refused by name (lake-catalog.ts).
 import type { StartupObjects } from '../engine/index.js';
 import { tokenize, type SqlToken } from '../sql-text/index.js';
 

@@ -108,29 +108,31 @@ describe('kept statements (issue 10)', () => {
     assert.deepEqual(after, { types: ['Utf8'], rows: ['{"x":"a"}'], prepared: 1 });
   });
 
-  it('a table of its own made or dropped in `memory` lets go only of the statements whose setup names `memory`', async () => {
+  it('a database of its own attached, filled or detached lets go of no statement kept, not even those reading another such database', async () => {
     await using engine = await DuckDBEngine.create({ threads: 1 });
     await engine.execute('CREATE TABLE t (x INTEGER)');
     await engine.execute('INSERT INTO t VALUES (1)');
-    await engine.execute('CREATE TABLE memory.main.kept_1 AS SELECT 2 AS x', { ownTable: true });
+    await engine.execute('CREATE TABLE kept_1.main.kept_1 AS SELECT 2 AS x', {
+      setup: ["ATTACH ':memory:' AS kept_1"],
+      ownTable: true,
+    });
     const plain = { sql: 'SELECT x FROM t', setup: ['CREATE OR REPLACE TEMP VIEW w AS SELECT 1 AS one'] };
-    const inMemory = {
+    const kept = {
       sql: 'SELECT x FROM k',
-      setup: ['CREATE OR REPLACE TEMP VIEW k AS SELECT * FROM memory.main.kept_1'],
+      setup: ['CREATE OR REPLACE TEMP VIEW k AS SELECT * FROM kept_1.main.kept_1'],
     };
-    for (const { sql, setup } of [plain, inMemory]) {
+    for (const { sql, setup } of [plain, kept]) {
       assert.equal((await run(engine, sql, setup)).prepared, 1);
       assert.equal((await run(engine, sql, setup)).prepared, 0);
     }
-    // Another such table: DuckDB would bind a statement that read `memory` again at every run, not the others.
-    for (const ddl of ['CREATE TABLE memory.main.kept_2 AS SELECT 3 AS x', 'DROP TABLE memory.main.kept_2']) {
-      await engine.execute(ddl, { ownTable: true });
+    // Another such database: DuckDB binds a statement again only after a database it read changed.
+    for (const ddl of [
+      { sql: 'CREATE TABLE kept_2.main.kept_2 AS SELECT 3 AS x', setup: ["ATTACH ':memory:' AS kept_2"] },
+      { sql: 'DETACH DATABASE kept_2', setup: [] },
+    ]) {
+      await engine.execute(ddl.sql, { setup: ddl.setup, ownTable: true });
       assert.deepEqual(await run(engine, plain.sql, plain.setup), { types: ['Int32'], rows: ['{"x":1}'], prepared: 0 });
-      assert.deepEqual(await run(engine, inMemory.sql, inMemory.setup), {
-        types: ['Int32'],
-        rows: ['{"x":2}'],
-        prepared: 1,
-      });
+      assert.deepEqual(await run(engine, kept.sql, kept.setup), { types: ['Int32'], rows: ['{"x":2}'], prepared: 0 });
     }
   });
 

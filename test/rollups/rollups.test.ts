@@ -725,10 +725,17 @@ describe('rollups (issue 17)', () => {
       const [table] = /__orrery_tail_\d+/.exec(await planOf('SELECT * FROM hidden_hourly')) ?? [];
       assert.ok(table, "the tail's aggregate is read from a table");
       // Every audience's rows are in it: no key reaches it but through the rollup's view (its own rows).
-      for (const name of [`memory.main.${table}`, table, `"memory"."main"."${table}"`, `memory.${table}`])
+      for (const name of [
+        `${table}.main.${table}`,
+        `"${table}"."main"."${table}"`,
+        `${table}.${table}`,
+        table,
+        `memory.main.${table}`,
+      ])
         for (const client of [asTeamA, asAdmin])
           await assert.rejects(client.query(`SELECT * FROM ${name}`), /permission denied/, name);
-      await assert.rejects(asAdmin.updateCount(`DROP TABLE memory.main.${table}`), /permission denied/);
+      for (const ddl of [`DROP TABLE ${table}.main.${table}`, `DETACH ${table}`])
+        await assert.rejects(asAdmin.updateCount(ddl), /permission denied/, ddl);
       await check();
       // A client's transaction may have begun before a kept table was made: it reads the tail's files.
       const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
@@ -764,8 +771,9 @@ describe('rollups (issue 17)', () => {
         'DROP SCHEMA main',
         'DETACH memory',
         'DETACH DATABASE IF EXISTS memory',
-        `DROP TABLE "memory"."main"."${table}"`,
-        `ALTER TABLE memory.main.${table} RENAME TO t`,
+        `DROP TABLE "${table}"."main"."${table}"`,
+        `ALTER TABLE ${table}.main.${table} RENAME TO t`,
+        `DETACH DATABASE IF EXISTS "${table}"`,
         // Orrery's macros, read by every statement (now() is a TIMESTAMP_NS; the sketches).
         'DROP MACRO now',
         'DROP MACRO IF EXISTS orrery.main."NOW"',
@@ -861,9 +869,16 @@ describe('rollups (issue 17)', () => {
       assert.equal(await lakeScans('SELECT * FROM repeated_hourly'), 0);
     });
 
-    it("a kept tail's table made leaves the statements kept for other texts kept: they are not prepared again", async () => {
+    it("a kept tail's table made leaves the statements kept for other texts kept, another rollup's kept tail's read too: they are not prepared again", async () => {
       const { check } = await withTail('untouched');
       await tailKept('untouched_hourly');
+      // Another rollup's read of its kept tail's table alone (its setup names that table): kept once run.
+      const bystander = await withTail('bystander');
+      await tailKept('bystander_hourly');
+      const bystanderSql = `SELECT * FROM bystander_hourly WHERE n > 0${order}`;
+      const bystanderPrepares = (work: () => Promise<void>): Promise<number> =>
+        countedCalls(DuckDBConnection.prototype, 'prepare', work, (text) => String(text).includes('bystander_hourly'));
+      const bystanderWant = await plainRows(asTeamA, bystanderSql);
       // A write (which may end a transaction: every kept statement is let go) and a read merging its file.
       await asTeamA.updateCount(
         `INSERT INTO untouched SELECT TIMESTAMP '2100-01-01 05:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
@@ -877,6 +892,10 @@ describe('rollups (issue 17)', () => {
         );
       const want = await plainRows(asTeamA, other);
       assert.equal(await prepares(async () => assert.deepEqual(await plainRows(asTeamA, other), want)), 0);
+      assert.equal(
+        await bystanderPrepares(async () => assert.deepEqual(await plainRows(asTeamA, bystanderSql), bystanderWant)),
+        0,
+      );
       // The same files read again: a kept table of them is made (the kept one merged with the new file's).
       const prepare = Object.getOwnPropertyDescriptor(DuckDBConnection.prototype, 'prepare')!.value as (
         this: DuckDBConnection,
@@ -885,7 +904,7 @@ describe('rollups (issue 17)', () => {
       let made = 0;
       DuckDBConnection.prototype.prepare = async function (this: DuckDBConnection, sql: string) {
         const prepared = await prepare.call(this, sql);
-        if (sql.startsWith('CREATE TABLE memory.main.__orrery_tail_')) {
+        if (sql.startsWith('CREATE TABLE __orrery_tail_')) {
           const run = prepared.run.bind(prepared);
           prepared.run = async () => {
             const result = await run();
@@ -907,7 +926,13 @@ describe('rollups (issue 17)', () => {
         DuckDBConnection.prototype.prepare = prepare;
       }
       assert.equal(await prepares(async () => assert.deepEqual(await plainRows(asTeamA, other), want)), 0);
+      // DuckDB would bind it again at every run, had a table of a database it read been made.
+      assert.equal(
+        await bystanderPrepares(async () => assert.deepEqual(await plainRows(asTeamA, bystanderSql), bystanderWant)),
+        0,
+      );
       await check();
+      await bystander.check();
     });
 
     /**
