@@ -18,7 +18,7 @@ export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';
 export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
 export { jobsRows, jobsUpdate } from './job-updates.js';
-export { readsKeptTail } from './tail-values.js';
+export { namesDroppedTail, readsKeptTail } from './tail-values.js';
 export { bucketConditions } from './bucket-windows.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';
 export { levelParts } from './query-rewrite.js';

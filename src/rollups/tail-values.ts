@@ -31,11 +31,15 @@ import { key, type Node } from './tree.js';
 export const maxKeptRows = 100_000;
 
 /**
- * How long a kept tail's table outlives the aggregate that replaced it: a statement set up to read it
- * may still be run (a GetFlightInfo's plan waits up to a minute for its DoGet); one running already
- * reads it to its end (DuckDB's catalog is versioned).
+ * How long a kept tail's table outlives the aggregate that replaced it, so that the statements set up
+ * to read it meanwhile run (a GetFlightInfo's DoGet follows it at once; DuckDB holds a prepared
+ * statement for its run 10 s at most). One running already reads it to its end (a detached database
+ * stays readable to the transactions that read it); one run later (a DoGet long after its GetFlightInfo,
+ * a prepared statement kept) meets it gone and is planned again (namesDroppedTail), as a plan that
+ * expired is. Under steady ingestion a table is made per write or so: the tables kept are those of
+ * the last few seconds, not minutes.
  */
-export const keptTailDropMs = 3 * 60_000;
+export const keptTailDropMs = 10_000;
 
 /**
  * How many files written since a kept aggregate's make a new one of them all (merged: the kept one's
@@ -57,6 +61,15 @@ export function keptTailTable(): string {
   const name = `${tablePrefix}${++tables}`;
   return `${name}.main.${name}`;
 }
+
+/**
+ * Whether DuckDB refused a statement because a kept tail's table it was set up with was dropped since
+ * (its database detached): planned again, it reads the tail kept now.
+ */
+export const namesDroppedTail = (message: string): boolean =>
+  /^Binder Error: (?:Catalog "__orrery_tail_\d+" does not exist|Prepared statement requires database __orrery_tail_\d+ but it was not attached)/.test(
+    message,
+  );
 
 /** The database of a kept tail's table (keptTailTable). */
 const databaseOf = (table: string): string => table.slice(0, table.indexOf('.'));

@@ -56,6 +56,7 @@ import {
   baseTables,
   jobsRelation,
   jobsUpdate,
+  namesDroppedTail,
   snouttimeNames,
   type RollupReadPoint,
   type Rollups,
@@ -795,6 +796,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * throws (PARTITION_LOST, PARTITION_CONTAINMENT_FAILED): the caller is told that, not DuckDB's error.
    */
   private async contained(error: unknown): Promise<boolean> {
+    if (namesDroppedTail(messageOf(error))) return true; // planned again, it reads the tail kept now
     const materializer = this.backend?.materializer;
     if (!materializer || !isFileReadFailure(error)) return false;
     const keys = partitionKeysIn(messageOf(error));

@@ -935,6 +935,30 @@ describe('rollups (issue 17)', () => {
       await bystander.check();
     });
 
+    it("a statement planned on a kept tail's table dropped before its DoGet is planned again: it reads the tail kept now, exact", async () => {
+      const { check } = await withTail('late');
+      await tailKept('late_hourly');
+      const kept = async (): Promise<string> => /__orrery_tail_\d+/.exec(await planOf('SELECT * FROM late_hourly'))![0];
+      const first = await kept();
+      const sql = `SELECT * FROM late_hourly${order}`;
+      const info = await asTeamA.getFlightInfo(packAny('CommandStatementQuery', { query: sql }));
+      // A write, and its file read again: another kept table replaces the one the plan names, dropped soon after.
+      await asTeamA.updateCount(
+        `INSERT INTO late SELECT TIMESTAMP '2100-01-01 06:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
+      );
+      await pollUntil('another kept table', kept, (table) => table !== first, { timeoutMs: 30_000 });
+      const databases = async (): Promise<string[]> =>
+        (await plainRows(asAdmin, `SELECT database_name AS name FROM duckdb_databases()`)).map((r) => String(r.name));
+      assert.ok((await databases()).includes(first));
+      await pollUntil(`${first} dropped`, databases, (names) => !names.includes(first), {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      });
+      const rows = (await asTeamA.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
+      assert.deepEqual(rows, await plainRows(asTeamA, sql));
+      await check();
+    });
+
     /**
      * withTail's table, its tail kept, and a late row that leaves its rollup's bucket of 2024-01-01 05:00 pending (its
      * rows aggregated from the table's, which binds the DuckLake table): the table's hourly aggregation.
