@@ -41,8 +41,11 @@ interface Procedure {
   readonly required?: number;
   /** Arguments may be NULL (a typed null::interval, say). */
   readonly nullable?: boolean;
-  /** What the scalar form answers: its messages as text, one integer (32 bits), or the name of the relation it made. */
-  readonly result?: 'integer' | 'regclass';
+  /**
+   * What the scalar form answers: its messages as text, one integer (32 bits), the name of the relation it made, or
+   * nothing (void: one null, as Postgres answers one row for a void function; its messages stay in the table form).
+   */
+  readonly result?: 'integer' | 'regclass' | 'void';
   readonly run: Run;
 }
 
@@ -268,6 +271,8 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   set_rollup_retention: {
     params: ['rollup', 'keep'],
     nullable: true,
+    // The spec's RETURNS void.
+    result: 'void',
     async *run(ctx, args) {
       const rollups = rollupsOf(ctx, 'set_rollup_retention');
       const name = text(args, 0, 'set_rollup_retention', procedureList.set_rollup_retention.params);
@@ -362,7 +367,7 @@ export function procedureOf(call: TableFunctionCall): Procedure | undefined {
 }
 
 /** What the scalar form of a procedure call answers: text, one integer, or a relation's name (as Postgres's regclass). */
-export function procedureResult(call: TableFunctionCall): 'text' | 'integer' | 'regclass' {
+export function procedureResult(call: TableFunctionCall): 'text' | NonNullable<Procedure['result']> {
   return procedureOf(call)?.result ?? 'text';
 }
 

@@ -1,4 +1,4 @@
-import { Field, Int32, Int64, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
+import { Field, Int32, Int64, Null, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
 import {
   StatementType,
@@ -983,13 +983,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
       this.checkProcedureCaller(scalar, principal);
       const result = procedureResult(scalar);
       // The spec's types: refresh_rollup's integer is Postgres's (32 bits); Arrow has no regclass, so create_rollup's
-      // is text. Each carries Flight SQL's column type name (ARROW:FLIGHT:SQL:TYPE_NAME), as DuckDB's columns do.
+      // is text; a void is Arrow's Null type (its one value null). Each carries Flight SQL's column type name
+      // (ARROW:FLIGHT:SQL:TYPE_NAME), as DuckDB's columns do.
       const typeName = new Map([['ARROW:FLIGHT:SQL:TYPE_NAME', procedureTypeNames[result]]]);
+      const type = result === 'integer' ? new Int32() : result === 'void' ? new Null() : new Utf8();
       return {
         call: scalar,
-        schema: new Schema([
-          new Field(scalar.alias || scalar.name, result === 'integer' ? new Int32() : new Utf8(), false, typeName),
-        ]),
+        schema: new Schema([new Field(scalar.alias || scalar.name, type, result === 'void', typeName)]),
         scalar: true,
       };
     }
@@ -1135,8 +1135,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (plan.scalar) {
       const all: string[] = [];
       for await (const message of messages) all.push(message);
-      const integer = procedureResult(plan.call) === 'integer';
-      yield batchFromRows(plan.schema, [[integer ? Number(all[all.length - 1]) : all.join('\n')]]);
+      const result = procedureResult(plan.call);
+      const value = result === 'integer' ? Number(all[all.length - 1]) : result === 'void' ? null : all.join('\n');
+      yield batchFromRows(plan.schema, [[value]]);
       return;
     }
     for await (const message of messages) {
@@ -1147,7 +1148,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
 }
 
 /** The SQL type each kind of procedure result is named as. */
-const procedureTypeNames = { text: 'VARCHAR', integer: 'INTEGER', regclass: 'regclass' } as const;
+const procedureTypeNames = { text: 'VARCHAR', integer: 'INTEGER', regclass: 'regclass', void: 'void' } as const;
 
 /** The batches, then `end` (also when the consumer stops early or they fail). */
 async function* untilDone(batches: AsyncIterable<RecordBatch>, end: () => void): AsyncGenerator<RecordBatch> {
