@@ -25,6 +25,6 @@ export { levelParts } from './query-rewrite.js';
 export type { RollupValidation } from './validation.js';
 export { rollupInstaller } from './resource-installer.js';
 export type { ViewSetSources } from './view-set-sources.js';
-export { baseTables, call as callNode, cast as castNode, key as expressionKey } from './tree.js';
+export { baseTables, call as callNode, cast as castNode, key as expressionKey, ownNames, qualifierOf } from './tree.js';
 /** DuckDB's value of a window bound written with the clock (`now() - INTERVAL '1 month'`), worked out without DuckDB. */
 export { clockBoundText } from './clock-bounds.js';

@@ -110,9 +110,26 @@ export function baseTables(value: unknown): Set<string> {
 const plainSchemas = new Set(['', 'main', 'snouttime']);
 
 /**
+ * How a qualifier of several names (`main.log_entries`) is held in a set of qualifiers (see ownNames): its names in
+ * lower case joined by a NUL character, which no name holds (DuckDB's parser ends a SQL text at one), so that it
+ * never equals a one-name qualifier written with dots (`"main.log_entries"`).
+ */
+export const qualifierOf = (names: readonly string[]): string => names.map((n) => n.toLowerCase()).join('\u0000');
+
+/**
+ * A column reference's names in lower case, without the qualifier naming the level's table when it is one of
+ * `qualifiers` (an alias or table name, or a longer spelling held as qualifierOf writes it): `[column]` then.
+ * A name whose qualifier is not one of them (a struct field's, another relation's) is kept whole.
+ */
+export function ownNames(names: readonly string[], qualifiers: ReadonlySet<string>): string[] {
+  const lower = names.map((n) => n.toLowerCase());
+  return lower.length >= 2 && qualifiers.has(qualifierOf(lower.slice(0, -1))) ? lower.slice(-1) : lower;
+}
+
+/**
  * An expression as compared: no alias or position, column names in lower case and without a
- * qualifier naming the level's table, function names in lower case and without the `snouttime`
- * prefix. Two expressions are the same when their normal forms are.
+ * qualifier naming the level's table (see ownNames), function names in lower case and without the
+ * `snouttime` prefix. Two expressions are the same when their normal forms are.
  */
 export function normal(value: unknown, qualifiers: ReadonlySet<string>): unknown {
   if (Array.isArray(value)) return value.map((v) => normal(v, qualifiers));
@@ -124,8 +141,7 @@ export function normal(value: unknown, qualifiers: ReadonlySet<string>): unknown
     out[key] = key === 'alias' && isExpression(node) ? '' : normal(child, qualifiers);
   }
   if (node.class === 'COLUMN_REF') {
-    const names = (node.column_names as string[]).map((n) => n.toLowerCase());
-    out.column_names = names.length === 2 && qualifiers.has(names[0]) ? [names[1]] : names;
+    out.column_names = ownNames(node.column_names as string[], qualifiers);
   }
   if (node.class === 'FUNCTION') {
     out.function_name = String(node.function_name).toLowerCase();

@@ -6,6 +6,7 @@
 // not scanned. The same rows are read either way, so answers are the same (rows tied on every ORDER BY
 // key may come in another order, as SQL leaves them).
 import type { Partition } from '../lakehouse/index.js';
+import { ownNames } from '../rollups/index.js';
 import type { ViewSet } from '../views/index.js';
 import { readsAlone, type Node, type Statement } from './partition-pruning.js';
 
@@ -25,7 +26,7 @@ export interface NewestFirstRead {
 function topNOf(statement: Statement, view: ViewSet): 'desc' | 'asc' | null {
   const reader = readsAlone(statement.tree, statement.shape, view, statement.viewOf);
   if (!reader) return null;
-  const { node, qualifier } = reader;
+  const { node, qualifiers } = reader;
   const modifiers = node.modifiers as Node[];
   const order = modifiers.find((m) => m.type === 'ORDER_MODIFIER');
   if (!order || !modifiers.some((m) => m.type === 'LIMIT_MODIFIER')) return null;
@@ -36,9 +37,9 @@ function topNOf(statement: Statement, view: ViewSet): 'desc' | 'asc' | null {
   if (!/^(ORDER_DEFAULT|NULLS[ _]LAST)$/.test(String(first.null_order))) return null;
   const column = (descending ? view.maxTimeColumn : view.minTimeColumn).toLowerCase();
   const expression = first.expression as Node;
-  const names =
-    expression.class === 'COLUMN_REF' ? (expression.column_names as string[]).map((n) => n.toLowerCase()) : [];
-  if (names.at(-1) !== column || !(names.length === 1 || (names.length === 2 && names[0] === qualifier))) return null;
+  const names = expression.class === 'COLUMN_REF' ? (expression.column_names as string[]) : [];
+  const own = ownNames(names, qualifiers);
+  if (own.length !== 1 || own[0] !== column) return null;
   // An unqualified ORDER BY name means the select list's item of that name first: it must be the column.
   const renames = (item: Node): boolean =>
     String(item.alias).toLowerCase() === column &&

@@ -42,7 +42,7 @@ import {
   type InstalledIndex,
   type PartitionStatistics,
 } from '../resources/index.js';
-import { callNode, castNode, expressionKey } from '../rollups/index.js';
+import { callNode, castNode, expressionKey, ownNames, qualifierOf } from '../rollups/index.js';
 import {
   passesRowsThrough,
   quoteIdentifier,
@@ -451,7 +451,7 @@ export function readsAlone(
   shape: QueryShape,
   view: ViewSet,
   viewOf: (name: string) => ViewSet | undefined,
-): { node: Node; qualifier: string } | null {
+): { node: Node; qualifiers: ReadonlySet<string> } | null {
   if (!readOnce(tree, shape, view, viewOf)) return null;
   const node = tree.statements[0].node as Node;
   const ctes = ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [];
@@ -474,27 +474,15 @@ const namesSessionView = (table: Node): boolean =>
 const sessionQualifiers = new Set(['.', '.main', '.temp', 'temp.main']);
 
 /**
- * A WHERE or ON condition with every column name that spells an unaliased reference to the set in full
- * (`main.log_entries.msg`, `temp.log_entries.msg`, `temp.main.log_entries.msg`) written `log_entries.msg`, as
- * the other conditions on it are read: DuckDB binds a name to the reference of that catalog, schema and table
- * before it reads one as a column's struct field, so it is the set's column. A copy; subqueries are left as
- * written (their names may bind to their own relations).
+ * The qualifiers of a session view's table reference in column names (see ownNames): its alias, or its name and
+ * each longer spelling of it (`main.log_entries.msg`, `temp.log_entries.msg`, `temp.main.log_entries.msg`): DuckDB
+ * binds a name to the reference of that catalog, schema and table before it reads one as a column's struct field,
+ * so such a name is the set's column wherever a name qualified by the table's is.
  */
-function shortNames(condition: Node, table: Node): Node {
-  if (typeof table.alias === 'string' && table.alias) return condition;
+function qualifiersOf(table: Node): ReadonlySet<string> {
+  if (typeof table.alias === 'string' && table.alias) return new Set([table.alias.toLowerCase()]);
   const name = String(table.table_name).toLowerCase();
-  const spellings = new Set([`main.${name}`, `temp.${name}`, `temp.main.${name}`]);
-  const visit = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(visit);
-    if (value === null || typeof value !== 'object') return value;
-    const node = value as Node;
-    if (node.class === 'SUBQUERY') return node;
-    const names = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
-    if (names.length > 2 && spellings.has(names.slice(0, -1).join('.').toLowerCase()))
-      return { ...node, column_names: names.slice(-2) };
-    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, visit(v)]));
-  };
-  return visit(condition) as Node;
+  return new Set([name, ...[['main'], ['temp'], ['temp', 'main']].map((q) => qualifierOf([...q, name]))]);
 }
 
 /** A SELECT whose FROM is the set alone (no join, sample, time travel or column aliases), with the name its columns are qualified by. */
@@ -506,8 +494,7 @@ function readerOf(node: Node | undefined, view: ViewSet, viewOf: (name: string) 
   if ((from.column_name_alias as unknown[] | undefined)?.length) return null;
   const name = String(from.table_name);
   if (viewOf(name) !== view) return null;
-  const alias = typeof from.alias === 'string' ? from.alias : '';
-  return { node, qualifier: (alias || name).toLowerCase() };
+  return { node, qualifiers: qualifiersOf(from) };
 }
 
 /**
@@ -580,17 +567,20 @@ function readingSelects(
       if (!node || !from || from.sample || (from.column_name_alias as unknown[]).length > 0) break;
       // A CTE's rows are qualified by its reference's alias, else by its name.
       const [alias, name] = [from.alias, from.type === 'BASE_TABLE' ? from.table_name : ''];
-      inner = { node, qualifier: (typeof alias === 'string' && alias ? alias : String(name)).toLowerCase() };
+      inner = {
+        node,
+        qualifiers: new Set([(typeof alias === 'string' && alias ? alias : String(name)).toLowerCase()]),
+      };
       outer.push(inner);
     }
     return { ...reader!, outer };
   });
 }
 
-/** A SELECT, and the name its columns are qualified by. */
+/** A SELECT, and the qualifiers its columns of the set (or of the relation handing its rows on) are named by (see ownNames). */
 interface Level {
   readonly node: Node;
-  readonly qualifier: string;
+  readonly qualifiers: ReadonlySet<string>;
   /** Whether the set is one side of the SELECT's joins, filtered by `conditions` (see joinedReader) and not its WHERE. */
   readonly joined?: boolean;
   readonly conditions?: Node | null;
@@ -665,16 +655,15 @@ function joinedReader(
   if (!node || node.sample || !namesSessionView(table) || table.sample || table.at_clause) return null;
   if ((table.column_name_alias as unknown[] | undefined)?.length || viewOf(String(table.table_name)) !== view)
     return null;
-  const alias = typeof table.alias === 'string' ? table.alias : '';
-  const qualifier = (alias || String(table.table_name)).toLowerCase();
+  const qualifiers = qualifiersOf(table);
   const from = node.from_table as Node;
   const where = node.where_clause && keptWhole(from, table) ? [node.where_clause as Node] : [];
-  const conditions = [...where, ...onConditions(from, table)!].map((c) => shortNames(c, table));
+  const conditions = [...where, ...onConditions(from, table)!];
   const own =
     conditions.length > 0
-      ? ownConjuncts(junction('CONJUNCTION_AND', conditions), qualifier, unqualifiedOwn(from, view))
+      ? ownConjuncts(junction('CONJUNCTION_AND', conditions), qualifiers, unqualifiedOwn(from, view))
       : null;
-  return { node, qualifier, joined: true, conditions: own };
+  return { node, qualifiers, joined: true, conditions: own };
 }
 
 /**
@@ -706,15 +695,15 @@ function unqualifiedOwn(from: Node, view: ViewSet): ReadonlySet<string> {
  * The conjuncts of a joined set's conditions that name its columns alone, each qualified by its name or
  * unqualified and one of `unqualified` (see unqualifiedOwn), with no subquery; ANDed, or null for none.
  */
-function ownConjuncts(where: Node, qualifier: string, unqualified: ReadonlySet<string>): Node | null {
+function ownConjuncts(where: Node, qualifiers: ReadonlySet<string>, unqualified: ReadonlySet<string>): Node | null {
   const own = (value: unknown): boolean => {
     if (value === null || typeof value !== 'object') return true;
     if (Array.isArray(value)) return value.every(own);
     const node = value as Node;
     if (node.class === 'SUBQUERY' || node.class === 'STAR' || node.class === 'LAMBDA') return false;
     if (node.class === 'COLUMN_REF') {
-      const names = (node.column_names as string[]).map((n) => n.toLowerCase());
-      return names.length === 2 ? names[0] === qualifier : names.length === 1 && unqualified.has(names[0]);
+      const names = node.column_names as string[];
+      return names.length > 1 ? ownNames(names, qualifiers).length === 1 : unqualified.has(names[0].toLowerCase());
     }
     return Object.values(node).every(own);
   };
@@ -727,25 +716,25 @@ function ownConjuncts(where: Node, qualifier: string, unqualified: ReadonlySet<s
  * a list of `*` (no EXCLUDE, REPLACE, RENAME) and unrenamed columns, no grouping, DISTINCT, LIMIT,
  * window or sample. The WHERE of a SELECT reading it then filters the set's rows as its own would.
  */
-function passesThrough({ node, qualifier }: Level): boolean {
+function passesThrough({ node, qualifiers }: Level): boolean {
   if ((node.group_expressions as unknown[]).length > 0 || (node.group_sets as unknown[]).length > 0) return false;
   if (node.having || node.qualify || node.sample || node.aggregate_handling !== 'STANDARD_HANDLING') return false;
   if (!(node.modifiers as Node[]).every((m) => m.type === 'ORDER_MODIFIER')) return false;
   return (node.select_list as Node[]).every((item) => {
     if (item.class === 'STAR')
       return (
-        (item.relation_name === '' || String(item.relation_name).toLowerCase() === qualifier) &&
+        (item.relation_name === '' || qualifiers.has(String(item.relation_name).toLowerCase())) &&
         item.columns === false &&
         item.expr === null &&
         ['exclude_list', 'replace_list', 'qualified_exclude_list', 'rename_list'].every(
           (list) => (item[list] as unknown[] | undefined)?.length === 0,
         )
       );
-    const names = ((item.column_names as string[] | undefined) ?? []).map((n) => n.toLowerCase());
+    const names = ownNames((item.column_names as string[] | undefined) ?? [], qualifiers);
     return (
       item.class === 'COLUMN_REF' &&
-      (names.length === 1 || (names.length === 2 && names[0] === qualifier)) &&
-      (item.alias === '' || String(item.alias).toLowerCase() === names.at(-1))
+      names.length === 1 &&
+      (item.alias === '' || String(item.alias).toLowerCase() === names[0])
     );
   });
 }
@@ -787,8 +776,8 @@ function readsOnly(tree: Tree, view: ViewSet, held: ReadonlySet<string>): boolea
 
 /** What an index can decide of a WHERE: its restrictions and searches, ANDed, and ORs of such conjunctions. */
 interface Conjunction {
-  /** The name the columns of its conditions are qualified by. */
-  readonly qualifier: string;
+  /** The qualifiers the set's columns in its conditions are named by (see ownNames). */
+  readonly qualifiers: ReadonlySet<string>;
   readonly restrictions: Restriction[];
   readonly searches: Search[];
   /** Each an OR: a row passes it only when it passes one of its conjunctions. */
@@ -813,8 +802,13 @@ const decides = (c: Conjunction): boolean =>
  * none of whose rows makes a part TRUE has none making the whole TRUE. A conjunct it cannot decide (NOT,
  * IS NULL, a function) is left out, and so is an OR with such an alternative: the WHERE still filters by them.
  */
-function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget: { left: number }): Conjunction {
-  const out: Conjunction = { qualifier, restrictions: [], searches: [], alternatives: [], outer: [] };
+function conjunctionOf(
+  node: Node,
+  qualifiers: ReadonlySet<string>,
+  bindings: Bindings,
+  budget: { left: number },
+): Conjunction {
+  const out: Conjunction = { qualifiers, restrictions: [], searches: [], alternatives: [], outer: [] };
   for (const conjunct of conjuncts(node)) {
     const restriction = restrictionOf(conjunct, bindings);
     const search = searchOf(conjunct, bindings);
@@ -822,7 +816,7 @@ function conjunctionOf(node: Node, qualifier: string, bindings: Bindings, budget
     if (search) out.searches.push(search);
     const options = disjuncts(conjunct);
     if (options.length < 2 || (budget.left -= options.length) < 0) continue;
-    const alternatives = options.map((o) => conjunctionOf(o, qualifier, bindings, budget));
+    const alternatives = options.map((o) => conjunctionOf(o, qualifiers, bindings, budget));
     if (alternatives.every(decides)) out.alternatives.push(alternatives);
   }
   return out;
@@ -841,21 +835,20 @@ function restrictionsOn(
   const readers = readingSelects(statement.tree, statement.shape, view, statement.viewOf);
   if (!readers) return null;
   const budget = { left: alternativeLimit };
-  const qualifier = readers[0].qualifier;
+  const qualifiers = readers[0].qualifiers;
   const none = () => ({ restrictions: [], searches: [], alternatives: [], outer: [] });
   const run = (row: number): Conjunction => {
     const bindings = bindingsOf(statement, row, clock, untokenized);
     const each = readers.map((reader) => {
-      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifier, joined, conditions }, level) => {
-        const own = node.where_clause as Node | null;
-        const where = joined ? conditions : own && level === 0 ? shortNames(own, node.from_table as Node) : own;
-        return where ? conjunctionOf(where, qualifier, bindings, budget) : { qualifier, ...none() };
+      const [first, ...outer] = [reader, ...reader.outer].map(({ node, qualifiers, joined, conditions }) => {
+        const where = joined ? conditions : (node.where_clause as Node | null);
+        return where ? conjunctionOf(where, qualifiers, bindings, budget) : { qualifiers, ...none() };
       });
       return { ...first, outer };
     });
     // Every reference reads the same files: a file is skipped only when each one's WHEREs exclude it (an OR).
     if (each.length === 1) return each[0];
-    return { qualifier, ...none(), alternatives: each.every(decides) ? [each] : [] };
+    return { qualifiers, ...none(), alternatives: each.every(decides) ? [each] : [] };
   };
   const rows = statement.parameters?.numRows ?? 0;
   if (rows <= 1) return run(0);
@@ -863,7 +856,7 @@ function restrictionsOn(
   // every run's WHERE excludes it (an OR of the runs).
   if ((budget.left -= rows) < 0) return null;
   const runs = Array.from({ length: rows }, (_, row) => run(row));
-  return { qualifier, ...none(), alternatives: runs.every(decides) ? [runs] : [] };
+  return { qualifiers, ...none(), alternatives: runs.every(decides) ? [runs] : [] };
 }
 
 const columnRef = (name: string): Node => ({
@@ -1234,7 +1227,7 @@ export class PartitionPruning {
       );
     };
     if (files.length === 0) return found;
-    const qualifiers = new Set([on.qualifier]);
+    const { qualifiers } = on;
     for (const { index, key } of indexes) {
       const searches = index.kind === 'text' ? on.searches.filter((s) => keyOf(s.expression, qualifiers) === key) : [];
       if (searches.length === 0) continue;
@@ -1287,7 +1280,7 @@ export class PartitionPruning {
     files: readonly string[],
     indexes: ReadonlyArray<{ index: InstalledIndex; key: string }>,
   ): Promise<Map<string, string>> {
-    const qualifiers = new Set([on.qualifier]);
+    const { qualifiers } = on;
     const skipped = new Map<string, string>();
     for (const { index, key } of indexes) {
       const remaining = files.filter((f) => !skipped.has(f));
@@ -1352,7 +1345,7 @@ export class PartitionPruning {
     if (this.newestFirst.some((read) => read.table === view.name)) return unchanged;
     const on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock) : null;
     if (!on || on.restrictions.length === 0) return unchanged;
-    const qualifiers = new Set([on.qualifier]);
+    const { qualifiers } = on;
     // The narrowest first: a projection storing fewer columns reads fewer bytes.
     const narrowest = (await recentProjections(this.db, view.name))
       .map((projection) => ({ projection, held: storedBy(projection, view) }))

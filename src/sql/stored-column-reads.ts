@@ -34,13 +34,13 @@ function visit(value: unknown, each: (node: Node) => boolean): void {
 }
 
 /** Why the statement cannot read stored columns of the table at all, or null. */
-function refusal(node: Node, qualifier: string, tableName: string): string | null {
+function refusal(node: Node, qualifiers: ReadonlySet<string>, tableName: string): string | null {
   let reason: string | null = null;
   visit(node, (n) => {
     if (n.class === 'COLUMN_REF') {
       const names = (n.column_names as string[]).map((x) => x.toLowerCase());
       if (names.some((x) => x.startsWith('__orr_'))) reason ??= 'the statement names a __orr_ column';
-      if (names.length === 1 && (names[0] === qualifier || names[0] === tableName))
+      if (names.length === 1 && (qualifiers.has(names[0]) || names[0] === tableName))
         reason ??= 'the statement reads the table as a value';
     }
     if (n.class === 'STAR' && (n.columns === true || n.expr !== null)) reason ??= 'the statement uses COLUMNS(…)';
@@ -70,8 +70,7 @@ export class StoredColumnReads {
     if (!alone) return [];
     const columns = await recentColumns(db, view.name);
     if (columns.length === 0) return [];
-    const { node, qualifier } = alone;
-    const qualifiers = new Set([qualifier]);
+    const { node, qualifiers } = alone;
     const aliases = new Set(
       (node.select_list as Node[]).map((item) => String(item.alias).toLowerCase()).filter((a) => a !== ''),
     );
@@ -95,7 +94,7 @@ export class StoredColumnReads {
       found.push({ column, key, reads });
     }
     if (found.length === 0) return [];
-    const refused = refusal(node, qualifier, String((node.from_table as Node).table_name).toLowerCase());
+    const refused = refusal(node, qualifiers, String((node.from_table as Node).table_name).toLowerCase());
     const held = refused === null ? await columnsHeldByAll(db, view.name, files) : new Set<string>();
     const substituted: Array<{ column: InstalledColumn; key: string }> = [];
     for (const { column, key, reads } of found) {
