@@ -18,6 +18,7 @@ import {
   nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,
+  nativeZstdPayload,
   type EngineOptions,
 } from './engine/index.js';
 import { FlightSqlServer } from './flight/index.js';
@@ -410,6 +411,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
                   log: (message, error) => log('warn', message, error),
                 }
               : undefined,
+            native ? nativeZstdPayload() : null,
           )
         : undefined;
     answering.ingestion = ingestion;

@@ -23,6 +23,8 @@ export {
   nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,
+  nativeZstdContent,
+  nativeZstdPayload,
 } from './native-export.js';
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';

@@ -85,6 +85,10 @@ interface NativeModule {
   ): Promise<{ body: Uint8Array | null; scan: Float64Array | null; digest?: Uint8Array; payload?: Uint8Array }>;
   /** Registers __orrery_otlp_logs (otlp-logs-table.cc), reading payload files under `root` only. */
   registerOtlpLogsTable(connection: unknown, root: string): void;
+  /** A protobuf body as a zstd payload (payload-zstd.cc: its mark, length and frame); null when zstd fails. */
+  zstdPayload(content: Uint8Array): Uint8Array | null;
+  /** The content of a zstd frame that holds `size` bytes (payload-zstd.cc); throws when it is damaged. */
+  zstdContent(stream: Uint8Array, size: number): Uint8Array;
   /** A stored logs payload's content when it is protobuf, decompressed off the event loop (see nativeLogsPayloads). */
   storedLogsPayloadContent(payload: Uint8Array): Promise<Uint8Array | null>;
   /** '' when a thread of this process may lower its priority to `nice`, else why not. */
@@ -164,6 +168,23 @@ export function registerNativeOtlpLogs(connection: DuckDBConnection, root: strin
 export function nativeLogsPayloads(): ((payload: Uint8Array) => Promise<Uint8Array | null>) | null {
   const module = nativeExportModule();
   return module ? (payload) => module.storedLogsPayloadContent(payload) : null;
+}
+
+/** A protobuf body as a zstd payload, compressed synchronously (native/payload-zstd.cc), or null when the addon is not loaded. */
+export function nativeZstdPayload(): ((content: Uint8Array) => Uint8Array | null) | null {
+  const module = nativeExportModule();
+  return module ? (content) => module.zstdPayload(content) : null;
+}
+
+/**
+ * The content of a protobuf payload's zstd frame that holds `size` bytes (the codec native/payload-zstd.cc shares with
+ * the seal and the materializer's decoder), decompressed synchronously; throws when the frame is damaged or when the
+ * addon is not loaded (only a server with it stores such payloads).
+ */
+export function nativeZstdContent(stream: Uint8Array, size: number): Uint8Array {
+  const module = nativeExportModule();
+  if (!module) throw new Error(`a zstd payload needs the native addon, which is not available: ${loadError}`);
+  return module.zstdContent(stream, size);
 }
 
 /** A connection's handle as @duckdb/node-bindings holds it (an External over duckdb_connection). */

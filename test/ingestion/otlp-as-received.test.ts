@@ -49,10 +49,10 @@ describe('issue 16: logs protobuf bodies are stored as received and decoded at m
     const stored = await payload(b);
     assert.equal(Number(b.payload_size), stored.length);
     const held = Buffer.from(payloadContent(stored));
-    // Brotli after a mark that says what it holds: 0xcf and the length for protobuf, 0xce for NDJSON.
+    // After a mark that says what it holds: zstd (0xd7) and the length for protobuf, brotli (0xce) for NDJSON.
     if (held[0] === 0x7b) assert.equal(stored[0], 0xce, 'NDJSON stored compressed (brotli, marked)');
     else
-      assert.equal(stored[0] === 0xcf && storedProtobufSize(stored), held.length, 'protobuf stored compressed, marked');
+      assert.equal(stored[0] === 0xd7 && storedProtobufSize(stored), held.length, 'protobuf stored compressed, marked');
     return held;
   };
   const materialize = async (): Promise<void> => {

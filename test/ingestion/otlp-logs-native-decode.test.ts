@@ -18,19 +18,21 @@ import { isErrorOf } from '../../src/errors/index.js';
 import { payloadContent, payloadLines, storedProtobufSize } from '../../src/ingestion/index.js';
 import { MAX_TIME_UNIX_NANO } from '../../src/ingestion/otlp/otlp-fields.js';
 import { payloadRows, protobufPayloadName } from '../../src/views/index.js';
-import { brotliStored, protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
+import { brotliStored, protobufOf, random, randomRequest, t0, zstdStored } from '../support/otlp-logs-corpus.js';
 
 const columns = 'time, target, level, msg, properties::VARCHAR AS properties, trace_id, span_id, filename';
 
 /**
- * The stored forms of a payload: brotli after the marker and length (what ingestion writes), brotli after the older
- * marker alone (what it wrote before, and still writes for NDJSON), gzip (as a client sent it), plain.
+ * The stored forms of a payload: brotli after the marker and length (what ingestion writes without the addon, and wrote
+ * before zstd), brotli after the older marker alone (what it wrote before, and still writes for NDJSON), gzip (as a
+ * client sent it), plain, zstd after its marker and length (what a server with the addon writes).
  */
 const storedForms = (body: Uint8Array): Array<[string, Uint8Array]> => [
   ['brotli', brotliStored(body)],
   ['brotli, older mark', brotliStored(body, false)],
   ['gzip', gzipSync(body)],
   ['plain', body],
+  ['zstd', zstdStored(body)],
 ];
 
 describe('issue 16: native materialization of OTLP logs payloads gives the JavaScript path its rows', () => {
@@ -76,7 +78,7 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
     let rows = 0;
     for (let round = 0; round < 20; round++) {
       const bodies = Array.from({ length: 30 }, () => protobufOf(randomRequest(next)));
-      const forms = bodies.map((b, i) => storedForms(b)[i % 4][1]);
+      const forms = bodies.map((b, i) => storedForms(b)[i % 5][1]);
       const { native, js } = await bothWays(forms);
       assert.deepEqual(native, js, `round ${round}`);
       rows += js.length;
@@ -129,8 +131,9 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
         },
       ],
     };
-    const { native, js } = await bothWays(storedForms(protobufOf(request)).map(([, p]) => p));
-    assert.equal(js.length, 4 * (3 + bodies.length));
+    const forms = storedForms(protobufOf(request));
+    const { native, js } = await bothWays(forms.map(([, p]) => p));
+    assert.equal(js.length, forms.length * (3 + bodies.length));
     assert.deepEqual(native, js);
   });
 
@@ -140,6 +143,7 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
     for (const [form, payload] of [...storedForms(ndjson), ...storedForms(new Uint8Array(0))])
       assert.equal(await contentOf(payload), null, form);
     assert.equal(await contentOf(Uint8Array.from([0xce, 1, 2, 3])), null, 'damaged brotli');
+    assert.equal(await contentOf(Uint8Array.from([0xd7, 3, 1, 2, 3])), null, 'damaged zstd');
   });
 
   it('reads a gzip body as stored once its first bytes show protobuf, sized by its trailer; gzip NDJSON is not', async () => {
@@ -169,6 +173,11 @@ describe('issue 16: native materialization of OTLP logs payloads gives the JavaS
       ['brotli without its length', Uint8Array.from([0xcf, 0x80, 0x80])],
       ['brotli stating a length past memory', brotliStored(good, true, 2 ** 48)],
       ['cut gzip', storedForms(good)[2][1].subarray(0, 20)],
+      ['cut zstd', storedForms(good)[4][1].subarray(0, 20)],
+      ['zstd longer than its stated length', zstdStored(good, good.length - 1)],
+      ['zstd shorter than its stated length', zstdStored(good, good.length + 1)],
+      ['zstd without its length', Uint8Array.from([0xd7, 0x80, 0x80])],
+      ['zstd stating a length past memory', zstdStored(good, 2 ** 48)],
       // resource_logs { scope_logs { log_records { time_unix_nano: 1, body { string_value: 0xff } } } }
       [
         'invalid UTF-8',

@@ -26,7 +26,7 @@ import {
   quoteLiteral,
   typedColumns,
 } from '../../src/views/index.js';
-import { brotliStored, protobufOf, random, randomRequest, t0 } from '../support/otlp-logs-corpus.js';
+import { brotliStored, protobufOf, random, randomRequest, t0, zstdStored } from '../support/otlp-logs-corpus.js';
 
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries')!;
 const source = logEntries.source as { extract: string; ordered: string };
@@ -132,9 +132,10 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     let total = 0;
     for (let round = 0; round < 12; round++) {
       const bodies = Array.from({ length: 25 }, () => protobufOf(randomRequest(next)));
-      // In every stored form, mixed as in a lake written by servers of before and after the 0xcf mark: each
-      // payload is decompressed on the read's own decode thread.
+      // In every stored form, mixed as in a lake written by servers of before and after the 0xcf and 0xd7 marks:
+      // each payload is decompressed on the read's own decode thread.
       const forms = [
+        (b: Uint8Array) => zstdStored(b),
         (b: Uint8Array) => brotliStored(b),
         (b: Uint8Array) => brotliStored(b, false),
         gzipSync,

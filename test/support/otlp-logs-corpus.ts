@@ -2,6 +2,7 @@
 // reproducible; every AnyValue kind, strings with escapes and non-ASCII text, ids of every size, records
 // with and without a time.
 import { brotliCompressSync, constants } from 'node:zlib';
+import { nativeZstdPayload } from '../../src/engine/native-export.js';
 import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
 
 /** The records' base time (ns). */
@@ -140,16 +141,33 @@ export function sampleRequest(service: string, json: boolean, resources = 1, wit
   };
 }
 
-/**
- * A protobuf body as ingestion stores it compressed: `marked`, the 0xcf mark, its length (a varint) and brotli
- * (quality 0), as since #16's decompression on the decode thread; else the 0xce mark and brotli, as before it.
- */
-export function brotliStored(body: Uint8Array, marked = true, length = body.length): Uint8Array {
-  const head = [marked ? 0xcf : 0xce];
-  for (let n = length; marked; n = Math.floor(n / 128)) {
+/** A mark, then `length` as a varint: the head of a compressed protobuf payload. */
+function markedLength(mark: number, length: number): Buffer {
+  const head = [mark];
+  for (let n = length; ; n = Math.floor(n / 128)) {
     head.push(n >= 128 ? (n % 128) | 0x80 : n);
     if (n < 128) break;
   }
+  return Buffer.from(head);
+}
+
+/**
+ * A protobuf body as ingestion stored it compressed with brotli (quality 0): `marked`, the 0xcf mark and its length
+ * (a varint), as since #16's decompression on the decode thread; else the 0xce mark alone, as before it.
+ */
+export function brotliStored(body: Uint8Array, marked = true, length = body.length): Uint8Array {
   const stream = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 0 } });
-  return Buffer.concat([Buffer.from(head), stream]);
+  return Buffer.concat([marked ? markedLength(0xcf, length) : Buffer.from([0xce]), stream]);
+}
+
+/**
+ * A protobuf body as a server with the native addon stores it: the 0xd7 mark, `length` (a varint: the body's own,
+ * unless a test damages it) and a zstd frame (src/engine/native/payload-zstd.cc).
+ */
+export function zstdStored(body: Uint8Array, length = body.length): Uint8Array {
+  const stored = nativeZstdPayload()?.(body);
+  if (!stored) throw new Error('the native addon is built (npm run build)');
+  let start = 1;
+  while (stored[start++] >= 0x80);
+  return Buffer.concat([markedLength(0xd7, length), stored.subarray(start)]);
 }

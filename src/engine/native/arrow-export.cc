@@ -29,6 +29,7 @@
 #include "logs-scan.h"
 #include "logs-seal.h"
 #include "otlp-logs-table.h"
+#include "payload-zstd.h"
 #include "sketch-aggregates.h"
 #include "thread-priority.h"
 #include "duckdb-c-api.h"
@@ -700,6 +701,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   DefineLogsScan(env, exports);
   DefineLogsSeal(env, exports);
   DefineOtlpLogsTable(env, exports);
+  DefinePayloadZstd(env, exports);
   DefineThreadPriority(env, exports);
   return exports;
 }

@@ -1,15 +1,14 @@
 // What the ack path does to an OTLP logs protobuf body before storing it (issue 16), in one trip to a libuv
 // worker thread instead of on the event loop: the validating scan (logs-scan.cc), then, for a body of one
 // ResourceLogs (stored whole, the common case), the sha256 of its content (the block id derives from it) and
-// its brotli compression (quality 0, window 2^18, after the 0xcf mark and the body's length as a varint: what
-// ingestion-service.ts's `compressed` writes for protobuf). On the event loop these three took ~45 % of its busy time at 16 senders (brotli 22 %,
-// the scan 12 %, sha256 11 %), and the event loop is what limits records/s: here they run beside it, on the
-// second core. The id stays what the JavaScript path gives (sha256 of the same bytes); the compressed bytes
-// may differ from zlib's (another entry point of the same library), which nothing depends on: a payload is
-// read by decompressing it.
+// its zstd compression (payload-zstd.cc: after the 0xd7 mark and the body's length as a varint). On the event loop
+// these three took ~45 % of its busy time at 16 senders (the compression 22 %, the scan 12 %, sha256 11 %), and
+// the event loop is what limits records/s: here they run beside it, on the second core. The id stays what the
+// JavaScript path gives (sha256 of the same bytes); the JavaScript path compresses with brotli instead (its
+// 0xcf payloads), which nothing depends on: a payload is read by decompressing it as its mark says.
 //
-// brotli and sha256 are the copies Node itself links (its zlib and OpenSSL), found at load time with dlsym:
-// where this Node does not export them, sealLogs is not defined and the JavaScript path runs as before.
+// sha256 is the copy Node itself links (its OpenSSL), found at load time with dlsym: where this Node does not
+// export it, sealLogs is not defined and the JavaScript path runs as before.
 
 #define NAPI_VERSION 8
 #include <dlfcn.h>
@@ -23,33 +22,21 @@
 #include "logs-json.h"
 #include "logs-scan.h"
 #include "logs-seal.h"
+#include "payload-zstd.h"
 
 namespace {
 
-// brotli/encode.h and openssl/sha.h, as far as this file uses them (their headers are not installed with Node).
-using BrotliEncoderCompressFn = int (*)(int quality, int lgwin, int mode, size_t input_size, const uint8_t *input,
-                                        size_t *encoded_size, uint8_t *encoded);
-using BrotliEncoderMaxCompressedSizeFn = size_t (*)(size_t input_size);
+// openssl/sha.h, as far as this file uses it (its header is not installed with Node).
 using Sha256Fn = unsigned char *(*)(const unsigned char *data, size_t size, unsigned char *digest);
-constexpr int kBrotliModeGeneric = 0;
-constexpr int kQuality = 0;      // ingestion-service.ts: BROTLI_PARAM_QUALITY
-constexpr int kWindowBits = 18;  // BROTLI_PARAM_LGWIN: a window of 256 KiB bounds each compression's memory
-constexpr uint8_t kProtobufBrotliMark = 0xcf;  // PROTOBUF_BROTLI_MARK
 constexpr size_t kDigestBytes = 32;
 
 struct Library {
-  BrotliEncoderCompressFn compress;
-  BrotliEncoderMaxCompressedSizeFn bound;
   Sha256Fn sha256;
 };
 
 const Library *FindLibrary() {
-  static const Library library = {
-      reinterpret_cast<BrotliEncoderCompressFn>(dlsym(RTLD_DEFAULT, "BrotliEncoderCompress")),
-      reinterpret_cast<BrotliEncoderMaxCompressedSizeFn>(dlsym(RTLD_DEFAULT, "BrotliEncoderMaxCompressedSize")),
-      reinterpret_cast<Sha256Fn>(dlsym(RTLD_DEFAULT, "SHA256")),
-  };
-  return library.compress && library.bound && library.sha256 ? &library : nullptr;
+  static const Library library = {reinterpret_cast<Sha256Fn>(dlsym(RTLD_DEFAULT, "SHA256"))};
+  return library.sha256 ? &library : nullptr;
 }
 
 class SealWorker : public Napi::AsyncWorker {
@@ -83,22 +70,7 @@ class SealWorker : public Napi::AsyncWorker {
     library_.sha256(data_, size_, digest_);
     hashed_ = true;
     if (!compress_) return;
-    const size_t bound = library_.bound(size_);
-    if (bound == 0) return;  // too large to bound: the JavaScript path compresses it
-    // The mark, the body's length (a varint: at most 10 bytes), then the stream.
-    payload_.reset(new uint8_t[11 + bound]);
-    size_t head = 0;
-    payload_[head++] = kProtobufBrotliMark;
-    for (uint64_t v = size_; ; v >>= 7) {
-      payload_[head++] = static_cast<uint8_t>(v < 0x80 ? v : (v & 0x7f) | 0x80);
-      if (v < 0x80) break;
-    }
-    size_t encoded = bound;
-    if (!library_.compress(kQuality, kWindowBits, kBrotliModeGeneric, size_, data_, &encoded, payload_.get() + head)) {
-      payload_.reset();
-      return;
-    }
-    payload_size_ = head + encoded;
+    if (!ZstdPayload(data_, size_, payload_, payload_size_)) return;  // no payload: the JavaScript path compresses it
   }
 
   void OnOK() override {
@@ -149,8 +121,8 @@ class SealWorker : public Napi::AsyncWorker {
 };
 
 // sealLogs(body: Uint8Array, compress: boolean): Promise<{ scan: Float64Array | null, digest?: Buffer,
-// payload?: Buffer }>: scan as scanLogs gives it; digest (sha256 of the body) and payload (the 0xcf mark, the
-// body's length and its brotli stream, when `compress`) only for a body of one ResourceLogs with records.
+// payload?: Buffer }>: scan as scanLogs gives it; digest (sha256 of the body) and payload (the 0xd7 mark, the
+// body's length and its zstd frame, when `compress`) only for a body of one ResourceLogs with records.
 Napi::Value SealLogs(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsTypedArray() ||

@@ -1,5 +1,5 @@
 // The ack path's work on an OTLP logs body off the event loop (logs-seal.cc): registers sealLogs on the
-// addon's exports when this Node exports the brotli and sha256 it links.
+// addon's exports when this Node exports the sha256 it links.
 #pragma once
 
 #include <napi.h>

@@ -1,7 +1,7 @@
 // Materializing OTLP logs payloads stored as received (issue 16): a DuckDB table function,
 // __orrery_otlp_logs(file VARCHAR, sizes UBIGINT[]), that reads the payloads laid one after the other in a
-// file (each as stored: brotli after the marker byte 0xce or after 0xcf and the length, gzip as the client sent
-// it, or plain protobuf; decompressed here, on the thread that decodes it),
+// file (each as stored: brotli after the marker byte 0xce or after 0xcf and the length, zstd after 0xd7 and the
+// length, gzip as the client sent it, or plain protobuf; decompressed here, on the thread that decodes it),
 // decodes each ExportLogsServiceRequest straight into DuckDB vectors on DuckDB's own threads (one payload
 // per thread at a time), and yields the columns read_json gives from the NDJSON lines of the JavaScript
 // path (payloadLines: decodeLogs + logLine in src/ingestion): time BIGINT, target, level INTEGER, msg,
@@ -43,6 +43,7 @@
 #include "duckdb-c-api.h"
 #include "logs-scan.h"
 #include "otlp-logs-table.h"
+#include "payload-zstd.h"
 
 namespace {
 
@@ -161,8 +162,9 @@ void Gunzip(const Decompressors &d, const uint8_t *in, size_t n, std::string &ou
   }
 }
 
-// A PROTOBUF_BROTLI_MARK payload's content length (the varint after the mark) and where its stream starts.
-std::pair<size_t, size_t> ProtobufBrotliHead(const uint8_t *p, size_t n) {
+// A PROTOBUF_BROTLI_MARK or PROTOBUF_ZSTD_MARK payload's content length (the varint after the mark) and where its
+// stream starts.
+std::pair<size_t, size_t> ProtobufContentHead(const uint8_t *p, size_t n) {
   uint64_t size = 0;
   for (size_t i = 1; i < n && i <= 7; i++) {
     size |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * (i - 1));
@@ -190,6 +192,17 @@ size_t GzipTrailerSize(const uint8_t *p, size_t n) {
 std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::string &buffer, size_t limit,
                                            bool stated = false) {
   const bool gzip = IsGzip(p, n);
+  if (!gzip && n > 0 && p[0] == kProtobufZstdMark) {
+    const auto [size, start] = ProtobufContentHead(p, n);
+    // Decompressed whole (a frame is not read in part here): `limit` only shortens what is returned. The memory is
+    // taken once the frame's header states the same length, so a damaged length does not size it alone.
+    if (!ZstdStates(p + start, n - start, size)) throw Failure{"the compressed payload's length is damaged"};
+    buffer.resize(size);
+    if (!ZstdDecompress(p + start, n - start, reinterpret_cast<uint8_t *>(buffer.data()), size))
+      throw Failure{"the zstd frame is damaged or does not hold its stated length"};
+    if (limit && limit < size) buffer.resize(limit);
+    return {reinterpret_cast<const uint8_t *>(buffer.data()), buffer.size()};
+  }
   if (!gzip && (n == 0 || (p[0] != kBrotliMark && p[0] != kProtobufBrotliMark))) return {p, n};
   const Decompressors *d = FindDecompressors();
   if (!d) throw Failure{"this Node does not export brotli's decoder and zlib's inflate"};
@@ -204,7 +217,7 @@ std::pair<const uint8_t *, size_t> Content(const uint8_t *p, size_t n, std::stri
   } else if (p[0] == kBrotliMark) {
     Brotli(*d, p + 1, n - 1, buffer, limit);
   } else {
-    const auto [size, start] = ProtobufBrotliHead(p, n);
+    const auto [size, start] = ProtobufContentHead(p, n);
     // Sized once from the stated length (one byte more tells a longer stream) rather than grown from a guess. A
     // damaged length could ask for more memory than there is (the statement would then fail without naming the
     // payload, and its range never be quarantined): past a 1,024-fold expansion the buffer grows as for 0xce.
