@@ -175,7 +175,8 @@ export class IngestionService {
       compressed(identified(signal, block, audience), this.zstdPayload),
     );
     if (blocks.length === 0) return 0;
-    // A commit that gave way to another statement (a lock, a cancel) stored nothing: the client may send it again.
+    // A commit that gave way to another statement (a lock, a cancel) or that the database had no room for (disk full)
+    // stored nothing: the client may send it again.
     return this.commits[signal].submit(blocks).catch((error: unknown) => {
       throw conflictOr(error);
     });

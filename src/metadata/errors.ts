@@ -43,6 +43,11 @@ export const metadataErrors = declareErrors('metadata', {
     meaning:
       'a statement gave way to another (a deadlock or serialization conflict, a lock not granted within lock_timeout, a statement cancelled or past statement_timeout): nothing of it was kept, and the call may be tried again',
   },
+  METADATA_EXHAUSTED: {
+    status: 'UNAVAILABLE',
+    meaning:
+      'the metadata database had no room for a statement (disk full, out of memory, a configuration limit such as max_locks_per_transaction or temp_file_limit): nothing of it was kept, and the call may be tried again once it has',
+  },
   METADATA_CLOSED: {
     status: 'UNAVAILABLE',
     meaning: 'the metadata store or the embedded server has been closed (the server is stopping)',

@@ -50,17 +50,31 @@ export function unavailableOr(error: unknown): unknown {
 const conflictStates = new Set(['40001', '40P01', '55P03', '57014']);
 
 /**
- * `error` as METADATA_CONFLICT when it is one of those, otherwise `error` itself: for a caller that cannot try again
- * on its own and answers a client that can (an OTLP request's commit: 503 with Retry-After, where a 500 would make an
- * exporter drop the data).
+ * SQLSTATEs of a statement the database had no room for, not of what it wrote: disk full, out of memory (shared memory
+ * too: max_locks_per_transaction), a configuration limit (temp_file_limit). Nothing of it was kept, and the same
+ * statement may pass once the database has room again.
+ */
+const exhaustedStates = new Set(['53100', '53200', '53400']);
+
+/**
+ * `error` as METADATA_CONFLICT or METADATA_EXHAUSTED when it is one of those, otherwise `error` itself: for a caller
+ * that cannot try again on its own and answers a client that can (an OTLP request's commit: 503 with Retry-After, where
+ * a 500 would make an exporter drop the data).
  */
 export function conflictOr(error: unknown): unknown {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && conflictStates.has(code)
-    ? new MetadataError(
-        'METADATA_CONFLICT',
-        'the metadata database gave this request way to another statement (a lock or a conflict): try again',
-        { cause: error },
-      )
-    : error;
+  if (typeof code !== 'string') return error;
+  if (conflictStates.has(code))
+    return new MetadataError(
+      'METADATA_CONFLICT',
+      'the metadata database gave this request way to another statement (a lock or a conflict): try again',
+      { cause: error },
+    );
+  if (exhaustedStates.has(code))
+    return new MetadataError(
+      'METADATA_EXHAUSTED',
+      'the metadata database has no room for this request now (disk full, out of memory or a configured limit): try again later',
+      { cause: error },
+    );
+  return error;
 }

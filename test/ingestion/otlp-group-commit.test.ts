@@ -229,7 +229,7 @@ describe('issue 16: group commit of concurrent OTLP requests', () => {
     assert.deepEqual((await payloads()).filter((key) => key.startsWith('blobs/groups/')).sort(), await named());
   });
 
-  it('a commit that gives way to another statement (a deadlock, a lock timeout, a cancel) is a 503 with Retry-After; its retry is stored once', async () => {
+  it('a commit that gives way to another statement (a deadlock, a lock timeout, a cancel) or finds no room (disk full, out of memory, a limit) is a 503 with Retry-After; its retry is stored once', async () => {
     const db = fixture.orrery.metadata;
     const send = async (payload: Uint8Array): Promise<{ status: number; retryAfter: string | null }> => {
       const response = await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/v1/logs`, {
@@ -240,8 +240,9 @@ describe('issue 16: group commit of concurrent OTLP requests', () => {
       await response.arrayBuffer();
       return { status: response.status, retryAfter: response.headers.get('retry-after') };
     };
-    // Postgres refusing the insert with each SQLSTATE as it would a statement that gave way to another.
-    for (const state of ['40P01', '40001', '55P03', '57014']) {
+    // Postgres refusing the insert with each SQLSTATE as it would a statement that gave way to another, or one it had
+    // no room for.
+    for (const state of ['40P01', '40001', '55P03', '57014', '53100', '53200', '53400']) {
       const payload = body(`gave-way-${state}`);
       await db.query(`CREATE FUNCTION give_way() RETURNS trigger LANGUAGE plpgsql AS $$
                         BEGIN RAISE EXCEPTION 'gave way (test)' USING ERRCODE = '${state}'; END $$`);
