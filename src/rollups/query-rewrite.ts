@@ -38,6 +38,7 @@ import {
   integer,
   isExpression,
   key,
+  normal,
   some,
   type Node,
 } from './tree.js';
@@ -825,25 +826,36 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   let pinnedAggregates = 0;
   /** An inline aggregate read from stored states, under the level's pin if any; throws Skip when none holds what it needs. */
   const aggregate = (n: Node): Node => {
-    if (pin === null) return storedAggregate(n);
-    if (n.filter === null) {
-      try {
-        const read = storedAggregate({ ...n, filter: copy(pin) });
-        pinnedAggregates++;
-        return read;
-      } catch (error) {
-        if (!(error instanceof Skip)) throw error;
-      }
+    if (pin === null) return storedAggregate(n, null);
+    try {
+      const read = storedAggregate(n, pin);
+      pinnedAggregates++;
+      return read;
+    } catch (error) {
+      if (!(error instanceof Skip)) throw error;
     }
-    storedAggregate(n);
+    storedAggregate(n, null);
     throw unpinned!;
   };
-  /** An inline aggregate read from stored states; throws Skip when none holds what it needs. */
-  const storedAggregate = (n: Node): Node => {
+  /**
+   * An inline aggregate read from stored states; throws Skip when none holds what it needs. Under a pin, the states
+   * are those stored under FILTER (WHERE pin AND the aggregate's own FILTER), or under the pin alone, the own FILTER
+   * then applied to the rollup's rows (over dimensions): the raw read's rows are those both keep.
+   */
+  const storedAggregate = (n: Node, pin: Node | null): Node => {
     const name = String(n.function_name).toLowerCase();
     const ordered = ((n.order_bys as Node).orders as unknown[]).length > 0;
-    // Over dimensions, duplicate-insensitive aggregates read the rollup's rows directly.
-    if (!ordered && (n.distinct === true || duplicateInsensitive.has(name)) && (n.children as Node[]).length > 0) {
+    /** `a` as stored under the pin: its filter ANDed to it. */
+    const under = (a: Node): Node =>
+      pin === null ? a : { ...a, filter: and([...conjuncts(copy(pin)), ...conjuncts(a.filter as Node | null)]) };
+    // Over dimensions, duplicate-insensitive aggregates read the rollup's rows directly (not under a pin: the
+    // rollup's rows are every row's).
+    if (
+      pin === null &&
+      !ordered &&
+      (n.distinct === true || duplicateInsensitive.has(name)) &&
+      (n.children as Node[]).length > 0
+    ) {
       try {
         return { ...n, alias: '', children: over(n.children, 'select'), filter: filterOver(n.filter as Node | null) };
       } catch (error) {
@@ -854,9 +866,9 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     if (ordered || n.distinct === true) throw notStored;
     /** The stored column holding `a` (as written, or without its filter, which is then applied to the rollup's rows). */
     const find = (a: Node): { name: string; filter: Node | null } => {
-      const exact = measure(a);
+      const exact = measure(under(a));
       if (exact !== undefined) return { name: exact, filter: null };
-      const bare = a.filter !== null ? measure({ ...a, filter: null }) : undefined;
+      const bare = a.filter !== null ? measure(under({ ...a, filter: null })) : undefined;
       if (bare !== undefined) return { name: bare, filter: filterOver(a.filter as Node) };
       throw notStored;
     };
@@ -885,8 +897,10 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
       // its names (max_by is arg_max).
       let alone: Node | null = null;
       for (const stored of n.filter === null ? [n] : [n, { ...n, filter: null }]) {
-        const extreme = measure(argOrderState(stored)!.state);
-        const arg = order.names.map((name) => measure({ ...stored, function_name: name })).find((a) => a !== undefined);
+        const extreme = measure(argOrderState(under(stored))!.state);
+        const arg = order.names
+          .map((name) => measure(under({ ...stored, function_name: name })))
+          .find((a) => a !== undefined);
         if (arg !== undefined && extreme === undefined) alone ??= stored;
         if (arg === undefined || extreme === undefined) continue;
         const filter = stored === n ? null : filterOver(n.filter as Node);
@@ -913,7 +927,9 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   const named: Rewritten['named'] = [];
   const selectList = (node.select_list as Node[]).map((item) => {
     const rewritten = over(item, 'select') as Node;
-    if (item.alias === '' && key(rewritten, new Set([rollupAlias])) !== key(item, qualifiers)) {
+    // Its name is its text: compared as written, not as key reads conditions.
+    const text = (n: Node, q: ReadonlySet<string>): string => JSON.stringify(normal(n, q));
+    if (item.alias === '' && text(rewritten, new Set([rollupAlias])) !== text(item, qualifiers)) {
       if (some(item, (n) => isAggregate(n, input)) && !isPlainCall(item))
         throw new Skip('the unaliased select item {} would change its name: alias it to read a rollup', item);
       named.push({ item: rewritten, original: item });
@@ -923,14 +939,16 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   /** The level's groups under its pin (see whereFilters): those whose stored count under it is not 0. */
   const pinnedGroups = (): Node[] => {
     if (pin === null) return [];
-    // A level reading no aggregate under the pin (SELECT DISTINCT) has its groups alone.
-    if (pinnedAggregates === 0) throw unpinned!;
     // GROUP BY ALL groups by the items that aggregate nothing: with none, it is one row, as with no GROUP BY.
     const grouped =
       (node.group_expressions as Node[]).length > 0 ||
       (node.aggregate_handling === 'FORCE_AGGREGATES' &&
         (node.select_list as Node[]).some((item) => !some(item, (n) => isAggregate(n, input))));
-    if (!grouped) return [];
+    if (!grouped) {
+      // A level reading no aggregate under the pin and grouping nothing (SELECT DISTINCT) has its rows alone.
+      if (pinnedAggregates === 0) throw unpinned!;
+      return [];
+    }
     // A grouping set of no column (ROLLUP, CUBE, GROUPING SETS (…, ())) answers its row even when the WHERE keeps none.
     if ((node.group_sets as unknown[][]).some((set) => set.length === 0)) throw unpinned!;
     const counted = measure(call('count_star', [], { filter: copy(pin) }));
@@ -975,6 +993,8 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
           }
         return c;
       });
+  // ORDER BY's aggregates are read (under the pin) before pinnedGroups counts them.
+  const modifiers = over(node.modifiers, 'order');
   const rewritten: Node = {
     ...node,
     select_list: selectList,
@@ -991,7 +1011,7 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     where_clause: and([...window, ...whereFilters]),
     group_expressions: over(node.group_expressions, 'group'),
     having: and([...(node.having === null ? [] : [over(node.having, 'having') as Node]), ...pinnedGroups()]),
-    modifiers: over(node.modifiers, 'order'),
+    modifiers,
   };
   return { target, width: approximateWidth(ladder), node: rewritten, casts, named, edges, clocked };
 }

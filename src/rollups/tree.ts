@@ -163,9 +163,109 @@ function oneSpelling(value: unknown): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, oneSpelling(v)]));
 }
 
-/** A text equal for equal expressions (normal forms, a JSON property read however it is spelled). */
+/** Comparisons as read with their operands the other way round (`'cpu' = name` is `name = 'cpu'`). */
+const mirrored: Record<string, string> = {
+  COMPARE_EQUAL: 'COMPARE_EQUAL',
+  COMPARE_NOTEQUAL: 'COMPARE_NOTEQUAL',
+  COMPARE_LESSTHAN: 'COMPARE_GREATERTHAN',
+  COMPARE_GREATERTHAN: 'COMPARE_LESSTHAN',
+  COMPARE_LESSTHANOREQUALTO: 'COMPARE_GREATERTHANOREQUALTO',
+  COMPARE_GREATERTHANOREQUALTO: 'COMPARE_LESSTHANOREQUALTO',
+  COMPARE_DISTINCT_FROM: 'COMPARE_DISTINCT_FROM',
+  COMPARE_NOT_DISTINCT_FROM: 'COMPARE_NOT_DISTINCT_FROM',
+};
+
+const isConstantNode = (n: Node): boolean => n.class === 'CONSTANT';
+
+/** `true` as DuckDB parses it (a cast of 't'), or a boolean constant true. */
+const isTrue = (n: Node): boolean => {
+  const value = n.value as { type: { id: string }; is_null: boolean; value: unknown } | undefined;
+  if (n.class === 'CONSTANT') return value?.type.id === 'BOOLEAN' && value.value === true;
+  const child = n.child as Node | undefined;
+  const text = (child?.value as { value: unknown } | undefined)?.value;
+  return (
+    n.class === 'CAST' &&
+    (n.cast_type as { id: string }).id === 'BOOLEAN' &&
+    child?.class === 'CONSTANT' &&
+    typeof text === 'string' &&
+    /^(t|true)$/i.test(text)
+  );
+};
+
+/**
+ * A comparison's operand as compared: a constant cast to the type it already has (`'cpu'::VARCHAR`, `CAST('cpu' AS
+ * TEXT)`) is the constant. A string constant's own type is a literal's, which DuckDB casts to the other operand's
+ * type as it does a VARCHAR (`x = '1'` and `x = '1'::VARCHAR` are one comparison for an integer x too).
+ */
+const operand = (n: Node): Node => {
+  const child = n.child as Node | undefined;
+  const type = n.cast_type as { id: string; type_info: unknown } | undefined;
+  const value = child?.value as { type: { id: string; type_info: unknown } } | undefined;
+  return n.class === 'CAST' &&
+    n.try_cast === false &&
+    child?.class === 'CONSTANT' &&
+    type?.type_info === null &&
+    value?.type.type_info === null &&
+    value.type.id === type.id
+    ? child
+    : n;
+};
+
+const equal = (left: Node, right: Node): Node => ({
+  class: 'COMPARISON',
+  type: 'COMPARE_EQUAL',
+  alias: '',
+  left,
+  right,
+});
+
+/**
+ * Conditions in one form whatever their spelling, by rules that keep each row's value (NULLs included): a
+ * comparison's constant on its right, a constant cast to its own type the constant, `x IN (a, b)` the OR of `x = a`
+ * and `x = b`, ANDs and ORs flattened, their parts in one order, each part once, `AND true` left out. So a query's
+ * `WHERE 'cpu' = name` finds a measure stored under `FILTER (WHERE name IN ('cpu'))`.
+ */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== 'object') return value;
+  const node = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, canonical(v)])) as Node;
+  if (node.class === 'COMPARISON' && mirrored[String(node.type)]) {
+    const [left, right] = [operand(node.left as Node), operand(node.right as Node)];
+    return isConstantNode(left) && !isConstantNode(right)
+      ? { ...node, type: mirrored[String(node.type)], left: right, right: left }
+      : { ...node, left, right };
+  }
+  if (node.type === 'COMPARE_IN') {
+    const [subject, ...values] = node.children as Node[];
+    if (values.every((v) => isConstantNode(operand(v))))
+      return canonical({
+        class: 'CONJUNCTION',
+        type: 'CONJUNCTION_OR',
+        alias: '',
+        children: values.map((v) => equal(subject, v)),
+      });
+  }
+  if (node.class === 'CONJUNCTION') {
+    const parts = new Map<string, Node>();
+    const add = (n: Node): void => {
+      if (n.class === 'CONJUNCTION' && n.type === node.type) (n.children as Node[]).forEach(add);
+      else if (!(node.type === 'CONJUNCTION_AND' && isTrue(n))) parts.set(JSON.stringify(n), n);
+    };
+    (node.children as Node[]).forEach(add);
+    const sorted = [...parts.keys()].sort().map((k) => parts.get(k)!);
+    // Every part was `true`: the condition is.
+    if (sorted.length === 0) return (node.children as Node[])[0];
+    return sorted.length === 1 ? sorted[0] : { ...node, children: sorted };
+  }
+  return node;
+}
+
+/**
+ * A text equal for equal expressions (normal forms, a JSON property read however it is spelled, conditions however
+ * they are written: see canonical).
+ */
 export const key = (value: unknown, qualifiers: ReadonlySet<string>): string =>
-  JSON.stringify(normal(oneSpelling(value), qualifiers));
+  JSON.stringify(canonical(normal(oneSpelling(value), qualifiers)));
 
 /** A deep copy. */
 export const copy = <T>(value: T): T => structuredClone(value);
