@@ -2499,6 +2499,32 @@ export class Rollups {
     return new Set([...names, ...names.map(materializedName), ...aliases.keys()]);
   }
 
+  /**
+   * What reading a relation reads of the lake, for deny rules, by its name (lower case): for a rollup, its
+   * materialized table or a stable name of one, every rollup it is made from and the view set or series table at
+   * the bottom of the chain, lower case; nothing for other names. One catalog read for every name asked.
+   */
+  async sources(): Promise<(name: string) => string[]> {
+    const { definitions, aliases } = await this.catalog();
+    const byName = new Map<string, RollupDefinition>();
+    for (const definition of definitions.values()) {
+      byName.set(definition.name.toLowerCase(), definition);
+      byName.set(materializedName(definition.name).toLowerCase(), definition);
+    }
+    for (const alias of aliases.values()) {
+      const target = definitions.get(alias.target);
+      if (target) byName.set(alias.name.toLowerCase(), target);
+    }
+    return (name) => {
+      const definition = byName.get(name);
+      if (!definition) return [];
+      const sources = [definition.base.toLowerCase()];
+      for (let d: RollupDefinition | undefined = definition; d?.sourceIsRollup; d = definitions.get(d.source))
+        sources.push(d.source.toLowerCase());
+      return sources;
+    };
+  }
+
   /** list_rollups(): every rollup with its watermark, pending buckets and size, as of one snapshot. */
   async list(): Promise<RollupListing[]> {
     const definitions = await this.definitions();

@@ -60,20 +60,39 @@ export class DenyRules {
    * that fails on this statement (a cast of its text, say) refuses it too, and the error it
    * raised is not passed on: it would quote the check's own SQL, other rules included.
    */
-  async check(attributes: QueryAttributes): Promise<void> {
+  async check(statement: QueryAttributes | (() => Promise<QueryAttributes>)): Promise<void> {
     const rules = await this.rules();
     if (rules.length === 0) return;
+    // Worked out only when some rule may match: what a statement reads can cost a parse and a catalog read.
+    const refusal = await this.refusal(rules, typeof statement === 'function' ? await statement() : statement);
+    if (refusal) throw refusal;
+  }
+
+  /**
+   * Of several statements (their attributes, given as a function called once rules are found), which check
+   * would refuse: for listings, which leave out what a key could not read.
+   */
+  async refused(statements: () => Promise<readonly QueryAttributes[]>): Promise<boolean[] | null> {
+    const rules = await this.rules();
+    if (rules.length === 0) return null;
+    const refused: boolean[] = [];
+    for (const attributes of await statements()) refused.push((await this.refusal(rules, attributes)) !== null);
+    return refused;
+  }
+
+  /** The error refusing a statement, or null when no rule matches it. */
+  private async refusal(rules: readonly DenyRule[], attributes: QueryAttributes): Promise<OrreryError | null> {
     const matches = await this.evaluate(rules, attributes).catch(() => null);
     if (matches) {
       const rule = rules.find((_, i) => matches[i]);
-      if (rule) throw denied(rule);
-      return;
+      return rule ? denied(rule) : null;
     }
     for (const rule of rules) {
       const match = await this.evaluate([rule], attributes).catch(() => null);
-      if (!match) throw denied(rule, ' (the rule could not be evaluated on this statement)');
-      if (match[0]) throw denied(rule);
+      if (!match) return denied(rule, ' (the rule could not be evaluated on this statement)');
+      if (match[0]) return denied(rule);
     }
+    return null;
   }
 
   /** Whether each rule matches, in one query. */

@@ -74,6 +74,9 @@ export function viewsReadBy(calls: readonly TableFunctionCall[], lakehouse: Lake
   });
 }
 
+/** Of these relations (lower case), those the caller may not read; null when it may read them all. */
+export type RefusedReads = (names: readonly string[]) => Promise<ReadonlySet<string> | null>;
+
 /** Setup statements defining the called functions as temporary table macros. */
 export async function functionSetup(
   calls: readonly TableFunctionCall[],
@@ -82,6 +85,11 @@ export async function functionSetup(
   denyRules?: DenyRules,
   /** explain_resources: what a statement would read, planned for the caller without running it. */
   explain?: (sql: string) => Promise<ExplainedReads>,
+  /**
+   * Of these relations (lower case), those the caller may not read (a deny rule refuses it a statement reading
+   * one alone): the listings leave them out. Null when none are.
+   */
+  refusedReads?: RefusedReads,
 ): Promise<string[]> {
   const statements: string[] = [];
   const seen = new Map<string, string>();
@@ -94,7 +102,7 @@ export async function functionSetup(
       continue;
     }
     seen.set(name, signature);
-    statements.push(...(await define(name, call.args, lakehouse, scope, denyRules, explain)));
+    statements.push(...(await define(name, call.args, lakehouse, scope, denyRules, explain, refusedReads)));
   }
   return statements;
 }
@@ -106,7 +114,13 @@ async function define(
   scope: ReadScope,
   denyRules?: DenyRules,
   explain?: (sql: string) => Promise<ExplainedReads>,
+  refusedReads: RefusedReads = async () => null,
 ): Promise<string[]> {
+  // The rows of a listing naming a relation the caller may not read are left out (see functionSetup).
+  const readable = async <T>(rows: readonly T[], nameOf: (row: T) => string): Promise<T[]> => {
+    const refused = await refusedReads([...new Set(rows.map((r) => nameOf(r).toLowerCase()))]);
+    return refused ? rows.filter((r) => !refused.has(nameOf(r).toLowerCase())) : [...rows];
+  };
   switch (name) {
     case 'validate_rollups': {
       if (args.length > 1 || args.some((a) => a === null))
@@ -318,14 +332,14 @@ async function define(
     }
     case 'list_partitions': {
       arity(name, args, 0);
-      const partitions = await allPartitions(lakehouse.db);
+      const partitions = await readable(await allPartitions(lakehouse.db), (p) => p.viewSetName);
       if (scope.kind === 'all') return table(name, partitionColumns, partitions.map(partitionRow));
       return readerPartitions(partitions, lakehouse, scope);
     }
     case 'list_view_set_definitions': {
       arity(name, args, 0);
       const failures = lakehouse.loader?.failures ?? new Map<string, string>();
-      const rows = (await storedDefinitions(lakehouse.db)).map((d) =>
+      const rows = (await readable(await storedDefinitions(lakehouse.db), (d) => d.name)).map((d) =>
         [
           quoteLiteral(d.name),
           quoteLiteral(d.definitionSql),
@@ -352,7 +366,7 @@ async function define(
       const series = lakehouse.tables ? [...(await lakehouse.tables.list()).values()] : [];
       // has_view_maker: view_instance(set, id) serves instances of the set: the instance-only sets
       // (which have no global instance) and the view sets with a process_id column to narrow by.
-      const rows = [
+      const sets = [
         ...lakehouse.views.all().map((v) => ({ ...v, viewMaker: hasProcessInstances(v), global: true })),
         ...series.map((t) => ({ name: t.name, columns: t.columns, updateGroup: null, viewMaker: false, global: true })),
         ...instanceViews.map((v) => ({
@@ -362,7 +376,8 @@ async function define(
           viewMaker: true,
           global: false,
         })),
-      ].map((v) =>
+      ];
+      const rows = (await readable(sets, (v) => v.name)).map((v) =>
         [
           quoteLiteral(v.name),
           `from_hex('${schemaHash(v.columns).toString('hex')}')`,
@@ -381,7 +396,7 @@ async function define(
     case 'list_rollups': {
       arity(name, args, 0);
       const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
-      const rows = ((await lakehouse.rollups?.list()) ?? []).map((r) =>
+      const rows = (await readable((await lakehouse.rollups?.list()) ?? [], (r) => r.name)).map((r) =>
         [
           quoteLiteral(r.name),
           quoteLiteral(r.source),

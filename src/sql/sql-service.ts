@@ -437,7 +437,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   async getTables(ctx: CallContext<Principal>, includeSchema: boolean): Promise<TableInfo[]> {
-    const tables = await this.queryableTables(ctx.principal);
+    const tables = await this.queryableTables(ctx);
     if (!includeSchema) return tables.map(({ schemaOf: _schema, ...table }) => table);
     return Promise.all(tables.map(async ({ schemaOf, ...table }) => ({ ...table, arrowSchema: await schemaOf() })));
   }
@@ -445,11 +445,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
   /**
    * What a key can query, as GetTables, information_schema.tables and SHOW TABLES list it: the
    * view sets, the series tables and the tables and views of the orrery catalog (for a key that
-   * is not an admin, those of its main schema, the only ones it may name). Names only: no rows.
+   * is not an admin, those of its main schema, the only ones it may name). Names only: no rows. Not a relation
+   * the key may not read (see refusedReads).
    */
   private async queryableTables(
-    principal: Principal,
+    ctx: CallContext<Principal>,
   ): Promise<Array<TableInfo & { schema: string; schemaOf: () => Promise<Schema> }>> {
+    const { principal } = ctx;
     const engineTables = (await this.engine.tables()).filter((t) => principal.admin || t.schema === 'main');
     const tables = engineTables.map((table) => ({
       catalog: table.catalog,
@@ -478,7 +480,31 @@ export class SqlService implements FlightSqlBackend<Principal> {
         ).schema;
       tables.push({ catalog: 'orrery', schema: 'main', name, type, schemaOf });
     }
-    return tables;
+    const refused = await this.refusedReads(ctx, [...new Set(tables.map((t) => t.name.toLowerCase()))]);
+    return refused ? tables.filter((t) => !refused.has(t.name.toLowerCase())) : tables;
+  }
+
+  /**
+   * Of these relations (lower case), those a deny rule refuses the caller a statement reading one alone
+   * (`SELECT * FROM <name>`; a rollup's sources read too, see readsOf); null when no rule is set. Listings leave
+   * them out: a key learns nothing from a listing of what it may not read.
+   */
+  private async refusedReads(
+    ctx: CallContext<Principal>,
+    names: readonly string[],
+  ): Promise<ReadonlySet<string> | null> {
+    const refused = await this.backend?.denyRules.refused(async () => {
+      const sources = (await this.lakehouse?.rollups?.sources()) ?? (() => []);
+      return names.map((name) => ({
+        user_id: ctx.principal.name,
+        sql: `SELECT * FROM ${quoteIdentifier(name)}`,
+        admin: ctx.principal.admin,
+        client: ctx.headers.get('x-client-type') ?? '',
+        tables: [name, ...sources(name)],
+        functions: [],
+      }));
+    });
+    return refused ? new Set(names.filter((_, i) => refused[i])) : null;
   }
 
   /**
@@ -486,8 +512,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * when asked, its information_schema.columns columns (one row per column of each, DuckDB's type
    * names in data_type): what the key may query, nothing else.
    */
-  private async listingSetup(principal: Principal, withColumns: boolean): Promise<string[]> {
-    const tables = (await this.queryableTables(principal)).sort(
+  private async listingSetup(ctx: CallContext<Principal>, withColumns: boolean): Promise<string[]> {
+    const tables = (await this.queryableTables(ctx)).sort(
       (a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name),
     );
     const rows = tables.map((t) =>
@@ -706,7 +732,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const listsTables =
       shape !== null && (shape.relations.some(isTablesListing) || shape.catalogListings.some(isTablesShow));
     const listsColumns = shape !== null && shape.relations.some(isColumnsListing);
-    if (listsTables || listsColumns) setup.push(...(await this.listingSetup(principal, listsColumns)));
+    if (listsTables || listsColumns) setup.push(...(await this.listingSetup(ctx, listsColumns)));
     // Series tables' time bounds in a form DuckDB pushes into the scan (after the rollup rewrite,
     // whose raw edges bound the scan themselves).
     const bounded = tree && listed ? scanTimeBounds(tree, microsecondTimeColumns(listed, shape ?? undefined)) : false;
@@ -930,19 +956,20 @@ export class SqlService implements FlightSqlBackend<Principal> {
     statement: Statement,
     shape: QueryShape | null,
   ): Promise<void> {
-    await this.backend?.denyRules.check({
+    await this.backend?.denyRules.check(async () => ({
       user_id: ctx.principal.name,
       sql: statement.query,
       admin: ctx.principal.admin,
       client: ctx.headers.get('x-client-type') ?? '',
       ...(await this.readsOf(shape)),
-    });
+    }));
   }
 
   /**
    * What a deny rule sees a statement read (readsOf), with what its table functions read of their arguments:
    * explain_resources plans its statement and resource_omissions validates its publication against the tables
-   * it names, so a rule closing a view set closes them too, as it closes view_instance over it.
+   * it names, so a rule closing a view set closes them too, as it closes view_instance over it; and the sources
+   * of the rollups it names (see Rollups.sources).
    */
   private async readsOf(shape: QueryShape | null): Promise<{ tables: string[]; functions: string[] }> {
     const reads = readsOf(shape);
@@ -959,6 +986,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
       reads.tables.push(...inner.tables);
       reads.functions.push(...inner.functions);
     }
+    // A rollup holds its source's rows, aggregated: a rule closing the source closes the rollup read by its name.
+    const sources = await this.lakehouse?.rollups?.sources();
+    if (sources) reads.tables.push(...reads.tables.flatMap(sources));
     return { tables: [...new Set(reads.tables)], functions: [...new Set(reads.functions)] };
   }
 
@@ -1052,8 +1082,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
       await this.backend?.materializer?.forgetRecoveredPartitions();
     return [
       ...viewStatements,
-      ...(await functionSetup(calls, lakehouse, scopeOf(ctx.principal), this.backend?.denyRules, (sql) =>
-        this.explainResources(ctx, sql),
+      ...(await functionSetup(
+        calls,
+        lakehouse,
+        scopeOf(ctx.principal),
+        this.backend?.denyRules,
+        (sql) => this.explainResources(ctx, sql),
+        (names) => this.refusedReads(ctx, names),
       )),
     ];
   }

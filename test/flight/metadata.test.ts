@@ -60,6 +60,26 @@ describe('metadata commands', () => {
     assert.deepEqual([...underscore.table.getChild('table_name')!], ['meta_x1']);
   });
 
+  it('GetTables leaves out for a key what a deny rule refuses it a statement reading (issue 13)', async () => {
+    const names = async (client: TestFlightClient): Promise<unknown[]> => [
+      ...(
+        await client.command('CommandGetTables', { tableNameFilterPattern: 'meta%', includeSchema: true })
+      ).table.getChild('table_name')!,
+    ];
+    assert.deepEqual(await names(fixture.reader), ['meta_items', 'meta_view', 'meta_x1']);
+    const added = await c.query(
+      `SELECT msg FROM deny_queries('user_id = ''reader'' AND list_contains(tables, ''meta_items'')', 'closed')`,
+    );
+    const rule = /^added rule (\d+)$/.exec(String(added.getChild('msg')!.get(0)))![1];
+    try {
+      assert.deepEqual(await names(fixture.reader), ['meta_view', 'meta_x1']);
+      assert.deepEqual(await names(c), ['meta_items', 'meta_view', 'meta_x1']);
+    } finally {
+      await c.query(`SELECT msg FROM remove_query_denial(${rule})`);
+    }
+    assert.deepEqual(await names(fixture.reader), ['meta_items', 'meta_view', 'meta_x1']);
+  });
+
   it('GetTables with include_schema returns each table schema with column metadata', async () => {
     const { info, table } = await c.command('CommandGetTables', {
       tableNameFilterPattern: 'meta_items',
