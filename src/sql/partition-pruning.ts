@@ -16,7 +16,8 @@
 // written with the clock (`time > now() - INTERVAL 1 day`, `time < now()`): in a statement that runs in a
 // transaction of its own, now() is fixed once per statement, the value pruning compared, and the statement
 // runs with it (see fixedClock); otherwise only a lower bound is read, its value when pruning no later than
-// when running.
+// when running. A bound of the fixed clock on the event time is compared in JS (see byStatistics): its value, and
+// so DuckDB's condition, is new at each statement.
 import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import {
@@ -903,6 +904,79 @@ function rangeMeets(r: Restriction): Node {
   }
 }
 
+/**
+ * How far a value of the fixed clock JS computed (see clockNanos) may be from DuckDB's, at the most: DuckDB rounds
+ * to microseconds, and the catalog's bounds are rounded outwards to them, never by a second.
+ */
+const clockMargin = 1_000_000_000n;
+
+/** Decided: true or false; undefined when a value is within clockMargin of a bound it is compared with. */
+type Decided = boolean | undefined;
+const atLeast = (x: bigint, value: bigint): Decided =>
+  x > value + clockMargin ? true : x < value - clockMargin ? false : undefined;
+const atMost = (x: bigint, value: bigint): Decided =>
+  x < value - clockMargin ? true : x > value + clockMargin ? false : undefined;
+const allOf = (each: Decided[]): Decided =>
+  each.includes(false) ? false : each.every((d) => d === true) ? true : undefined;
+const anyOf = (each: Decided[]): Decided =>
+  each.includes(true) ? true : each.every((d) => d === false) ? false : undefined;
+
+/** rangeMeets over a partition's bounds and the restriction's values, in ns (see clockMargin). */
+function rangeMeetsNear(op: string, { min, max }: { min: bigint; max: bigint }, values: bigint[]): Decided {
+  const within = (v: bigint) => allOf([atMost(min, v), atLeast(max, v)]);
+  switch (op) {
+    case 'COMPARE_EQUAL':
+      return within(values[0]);
+    case 'COMPARE_LESSTHAN':
+    case 'COMPARE_LESSTHANOREQUALTO':
+      return atMost(min, values[0]);
+    case 'COMPARE_GREATERTHAN':
+    case 'COMPARE_GREATERTHANOREQUALTO':
+      return atLeast(max, values[0]);
+    case 'between':
+      return allOf([atLeast(max, values[0]), atMost(min, values[1])]);
+    default:
+      return anyOf(values.map(within));
+  }
+}
+
+/** The units a cast of a timestamp to a rising type (see risingCasts) rounds it down to, in ns. */
+const castUnits: Record<string, bigint> = {
+  TIMESTAMP_NS: 1n,
+  TIMESTAMP: 1000n,
+  TIMESTAMP_MS: 1_000_000n,
+  TIMESTAMP_S: 1_000_000_000n,
+  DATE: 86_400_000_000_000n,
+};
+const floorTo = (value: bigint, unit: bigint): bigint => value - (((value % unit) + unit) % unit);
+
+/**
+ * The value of an expression of the fixed clock in ns since the epoch (as a timestamp without a zone), when it is
+ * the clock (see withClock), a cast of one to a rising type, or one plus or minus an interval of no months
+ * (`intervalOf`); null otherwise.
+ */
+async function clockNanos(node: Node, intervalOf: (fixed: Node) => Promise<bigint | null>): Promise<bigint | null> {
+  const child = node.child as Node | undefined;
+  if (node.class === 'CAST' && clockConstants.has(node) && child?.class === 'CONSTANT') {
+    const text = String((child.value as Node).value);
+    const ms = Date.parse(`${text.replace(' ', 'T')}Z`);
+    return (node.cast_type as Node).id === 'TIMESTAMP_NS' && Number.isFinite(ms) ? BigInt(ms) * 1_000_000n : null;
+  }
+  if (node.class === 'CAST') {
+    const unit = node.try_cast === true ? undefined : castUnits[String((node.cast_type as Node).id)];
+    const value = unit && (await clockNanos(child!, intervalOf));
+    return unit && typeof value === 'bigint' ? floorTo(value, unit) : null;
+  }
+  const [left, right, ...rest] = (node.children as Node[] | undefined) ?? [];
+  if (!isCall(node, plusMinus) || rest.length > 0 || right === undefined) return null;
+  const minus = node.function_name === '-';
+  const [clocked, fixed] = holdsClock(left) || minus ? [left, right] : [right, left];
+  if (holdsClock(fixed)) return null;
+  const [value, interval] = [await clockNanos(clocked, intervalOf), await intervalOf(fixed)];
+  return value === null || interval === null ? null : minus ? value - interval : value + interval;
+}
+const plusMinus = new Set(['+', '-']);
+
 /** The restriction itself over one of a partition's distinct values. */
 function valueMeets(r: Restriction): Node {
   switch (r.conjunct.class) {
@@ -930,6 +1004,8 @@ const isNull = (c: Node): boolean =>
 
 /** What statements compute again and again, bounded: kept while fewer than the limit, then started over. */
 const conditions = new Map<string, string | null>();
+/** The ns of an interval a clock bound is written with (see intervalNanos), by its expression. */
+const intervals = new Map<string, bigint | null>();
 const hashes = new Map<string, bigint[] | null>();
 /** The runs of searched texts other than ASCII ones, as DuckDB's tokensOf finds them (see asciiRuns), by text. */
 const searchedRuns = new Map<string, string[]>();
@@ -1053,6 +1129,8 @@ export class PartitionPruning {
   private bitmapBytes = 0;
   /** The event-time bounds of each set's partitions, as the statistics of its eventTimeIndex (by its hash), by file. */
   private readonly eventBounds = new Map<string, ReadonlyMap<string, PartitionStatistics>>();
+  /** The same bounds in ns, as the catalog holds them (not rounded), by its hash and file. */
+  private readonly eventNanos = new Map<string, ReadonlyMap<string, { min: bigint; max: bigint }>>();
 
   private readonly db: MetadataQueries;
   private readonly engine: DuckDBEngine;
@@ -1107,8 +1185,10 @@ export class PartitionPruning {
     const tree = index && (await expressionTree(this.engine, index.expression));
     if (!index || !tree) return [];
     const bounds = new Map<string, PartitionStatistics>();
+    const nanos = new Map<string, { min: bigint; max: bigint }>();
     for (const { filePath, minEventTime: min, maxEventTime: max } of partitions)
-      if (filePath !== null && min !== null && max !== null)
+      if (filePath !== null && min !== null && max !== null) {
+        nanos.set(filePath, { min, max });
         bounds.set(filePath, {
           hash: index.hash,
           filePath,
@@ -1119,7 +1199,9 @@ export class PartitionPruning {
           postings: null,
           copy: null,
         });
+      }
     this.eventBounds.set(index.hash, bounds);
+    this.eventNanos.set(index.hash, nanos);
     return [{ index, key: keyOf(tree, new Set()) }];
   }
 
@@ -1377,8 +1459,92 @@ export class PartitionPruning {
    * The files that may hold a passing row, by one index: those without statistics, and those whose
    * statistics meet every restriction. Null when DuckDB cannot compare them (the statement then
    * reads every partition and reports its own error, if any).
+   *
+   * The event-time bounds' restrictions by the fixed clock (`time >= now() - INTERVAL 1 HOUR`) are decided here,
+   * in JS, by the bounds' nanoseconds: DuckDB compares a condition of constants once per file and keeps what it
+   * decided, but the clock's value, and so the condition, is new at each statement, which would cost a dashboard's
+   * statement a deparse and a query of its own. A partition within clockMargin of such a bound is left to DuckDB,
+   * with every restriction; one meeting each is decided by the others alone (constants: kept decisions), one
+   * failing one is skipped. A file's decision by the clock is never kept: the next statement's clock differs.
    */
   private async byStatistics(
+    view: ViewSet,
+    index: InstalledIndex & { valueType: string },
+    restrictions: Restriction[],
+    files: string[],
+  ): Promise<Set<string> | null> {
+    const bounds = this.eventNanos.get(index.hash);
+    const valued = bounds ? await this.clockValues(restrictions) : null;
+    if (!bounds || !valued || valued.size === 0) return this.compared(view, index, restrictions, files);
+    const others = restrictions.filter((r) => !valued.has(r));
+    const [near, within, kept] = [[], [], new Set<string>()] as [string[], string[], Set<string>];
+    for (const file of files) {
+      const bound = bounds.get(file);
+      const meets = bound && allOf([...valued].map(([r, values]) => rangeMeetsNear(r.op, bound, values)));
+      // Without bounds nothing is known (read whole); false: a bound of the clock excludes every row.
+      if (!bound) kept.add(file);
+      else if (meets === undefined) near.push(file);
+      else if (meets) within.push(file);
+    }
+    for (const [files, by] of [
+      [near, restrictions],
+      [within, others],
+    ] as const) {
+      const decided = files.length > 0 && by.length > 0 ? await this.compared(view, index, by, files) : files;
+      if (decided === null) return null;
+      for (const file of decided) kept.add(file);
+    }
+    return kept;
+  }
+
+  /**
+   * The nanoseconds of each restriction's constants when each is an expression of the fixed clock JS can value
+   * (see clockNanos), by restriction; the others are absent.
+   */
+  private async clockValues(restrictions: readonly Restriction[]): Promise<Map<Restriction, bigint[]>> {
+    const valued = new Map<Restriction, bigint[]>();
+    for (const r of restrictions) {
+      if (!r.constants.every(holdsClock)) continue;
+      const values: bigint[] = [];
+      for (const c of r.constants) {
+        const value = await clockNanos(c, (fixed) => this.intervalNanos(fixed));
+        if (value === null) break;
+        values.push(value);
+      }
+      if (values.length === r.constants.length) valued.set(r, values);
+    }
+    return valued;
+  }
+
+  /**
+   * A constant expression's value as an interval of no months (days of 24 hours in a timestamp without a zone), in
+   * ns; null for another type or an interval of months (whose length depends on the date). DuckDB's, once per
+   * expression.
+   */
+  private async intervalNanos(fixed: Node): Promise<bigint | null> {
+    const key = keyOf(fixed, new Set());
+    if (!intervals.has(key)) {
+      const tree = (await this.engine.parseSelect('SELECT 1'))!;
+      (tree.statements[0].node as Node).select_list = [{ ...structuredClone(fixed), alias: 'v' }];
+      let value: bigint | null = null;
+      try {
+        const [[type, months, days, micros]] = await this.engine.values(
+          "SELECT typeof(v), date_part('year', i) * 12 + date_part('month', i), date_part('day', i), " +
+            "date_part('hour', i) * 3600000000 + date_part('minute', i) * 60000000 + date_part('microseconds', i) " +
+            `FROM (SELECT v, CAST(v AS INTERVAL) AS i FROM (${await this.engine.deparse(tree)}))`,
+        );
+        if (type === 'INTERVAL' && BigInt(months as bigint) === 0n)
+          value = BigInt(days as bigint) * 86_400_000_000_000n + BigInt(micros as bigint) * 1000n;
+      } catch {
+        value = null;
+      }
+      remember(intervals, key, value);
+    }
+    return intervals.get(key)!;
+  }
+
+  /** byStatistics by DuckDB's comparisons. */
+  private async compared(
     view: ViewSet,
     index: InstalledIndex & { valueType: string },
     restrictions: Restriction[],

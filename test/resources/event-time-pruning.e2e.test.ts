@@ -6,7 +6,9 @@
 // ORs, NOT, casts of the column, NULL bounds and a WHERE over grouped rows decide as the statement does. Every
 // answer, for an admin, a reader and team_x, equals the same WHERE `OR false` (which nothing prunes); an admin's
 // provenance and explain_resources tell the partitions skipped. A projection is read only of the partitions kept,
-// and a top-N by time reads the partitions newest first rather than a projection sorted by another column.
+// and a top-N by time reads the partitions newest first rather than a projection sorted by another column. A
+// statement bounding the time by the clock, repeated as the clock moves, skips a partition leaving its window and
+// reads one entering it: nothing decided at one statement's clock is kept for the next.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -98,6 +100,10 @@ const queries: Array<[string, number]> = [
   ['SELECT count(*) AS n FROM log_entries WHERE level = 4 AND time > now() - INTERVAL 1 DAY', 6],
   ['SELECT count(*) AS n FROM log_entries WHERE time >= (now() - INTERVAL 5 MINUTE)::TIMESTAMP_NS', 6],
   ["SELECT count(*) AS n FROM log_entries WHERE time < now() - INTERVAL '10 years'", 6],
+  ["SELECT count(*) AS n FROM log_entries WHERE time > INTERVAL '1 day 2 hours' + now() - INTERVAL 1 MONTH", 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time >= now()::DATE - INTERVAL 1 DAY - INTERVAL 1 HOUR', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time BETWEEN (now() - INTERVAL 1 DAY)::TIMESTAMP AND now()', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time < now()::DATE', 0],
   // NULL bounds keep no row.
   ['SELECT count(*) AS n FROM log_entries WHERE time > NULL', 6],
   // Levels that pass its rows on, or join them.
@@ -233,5 +239,59 @@ describe('a WHERE on the event time skips partitions by their bounds, with no re
       { time: 1704164645301, msg: 'p4 301000000' },
       { time: 1704164645250, msg: 'p2 250000000' },
     ]);
+  });
+});
+
+/** How far the moving clock's partitions are from the test's start: the window's length, in seconds. */
+const windowSeconds = 30;
+
+/**
+ * Statements of the clock (decided in JS by the bounds' nanoseconds, or by DuckDB when a bound is of the clock and a
+ * literal: see PartitionPruning.byStatistics), each with how many of the partitions an hour before the start, at the
+ * start and `windowSeconds` after it an admin's read skips, before and after the clock passes the latest one.
+ */
+const clockQueries: Array<[string, number, number]> = [
+  // The latest partition enters the window.
+  ['SELECT count(*) AS n FROM log_entries WHERE time <= now()', 1, 0],
+  ["SELECT count(*) AS n FROM log_entries WHERE time <= now() AND time > TIMESTAMP '2000-01-01'", 1, 0],
+  // The partition at the start leaves the window.
+  [`SELECT count(*) AS n FROM log_entries WHERE time > now() - INTERVAL ${windowSeconds} SECOND`, 1, 2],
+  // One leaves and one enters.
+  [
+    `SELECT time, msg FROM log_entries WHERE time BETWEEN (now() - INTERVAL ${windowSeconds} SECOND)::TIMESTAMP_NS AND now() ORDER BY time, msg`,
+    2,
+    2,
+  ],
+  // A bound of the clock and a literal: DuckDB's comparison, never kept.
+  [
+    `SELECT count(*) AS n FROM log_entries WHERE time BETWEEN now() - INTERVAL ${windowSeconds} SECOND AND TIMESTAMP '2100-01-01'`,
+    1,
+    2,
+  ],
+];
+
+describe('a bound of the clock skips the partitions outside at each statement as the clock moves (issue 13)', () => {
+  const suite = useAudiencesOrrery('orrery-event-clock-');
+  const { fixture } = suite;
+  let start = 0;
+
+  before(async () => {
+    start = Date.now();
+    const offsets = [-3_600_000, 0, windowSeconds * 1000];
+    await suite.ingestPartitions(
+      offsets.map((offset, i) => ({
+        key: adminKey.key,
+        records: [{ time: BigInt(start + offset) * ms, severity: 9, body: `c${i}`, target: 'app' }],
+      })),
+    );
+  });
+
+  it('decides each statement by its own clock: a partition leaving the window is skipped, one entering it read', async () => {
+    await suite.answersAsOrFalse(clockQueries.map(([sql, skipped]) => [sql, skipped]));
+    // The expectations above hold only before the latest partition's events.
+    assert.ok(Date.now() < start + windowSeconds * 1000, 'the statements ran before the latest events');
+    await new Promise((resolve) => setTimeout(resolve, start + (windowSeconds + 2) * 1000 - Date.now()));
+    await suite.answersAsOrFalse(clockQueries.map(([sql, , skipped]) => [sql, skipped]));
+    assert.deepEqual(await plainRows(fixture.admin, clockQueries[0][0]), [{ n: 3 }]);
   });
 });
