@@ -214,6 +214,15 @@ interface Rewritten {
   readonly clocked: ReadonlyMap<Node, Node>;
 }
 
+/** `n > 0`. */
+const positive = (n: Node): Node => ({
+  class: 'COMPARISON',
+  type: 'COMPARE_GREATERTHAN',
+  alias: '',
+  left: n,
+  right: integer(0),
+});
+
 /** The conjuncts of a condition (its ANDed parts), none for none. */
 export const conjuncts = (node: Node | null): Node[] =>
   node === null
@@ -824,6 +833,12 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
   }
   const pin = and(pinnedBy.map((f) => copy(f)));
   let pinnedAggregates = 0;
+  /** The stored column counting the rows under the pin; throws the level's reason without the pin when none does. */
+  const pinnedCount = (): string => {
+    const counted = measure(call('count_star', [], { filter: copy(pin) }));
+    if (counted === undefined) throw unpinned!;
+    return counted;
+  };
   /** An inline aggregate read from stored states, under the level's pin if any; throws Skip when none holds what it needs. */
   const aggregate = (n: Node): Node => {
     if (pin === null) return storedAggregate(n, null);
@@ -848,16 +863,13 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     /** `a` as stored under the pin: its filter ANDed to it. */
     const under = (a: Node): Node =>
       pin === null ? a : { ...a, filter: and([...conjuncts(copy(pin)), ...conjuncts(a.filter as Node | null)]) };
-    // Over dimensions, duplicate-insensitive aggregates read the rollup's rows directly (not under a pin: the
-    // rollup's rows are every row's).
-    if (
-      pin === null &&
-      !ordered &&
-      (n.distinct === true || duplicateInsensitive.has(name)) &&
-      (n.children as Node[]).length > 0
-    ) {
+    // Over dimensions, duplicate-insensitive aggregates read the rollup's rows directly; under a pin, the rows whose
+    // stored count under it is not 0, which are those holding a row the pin keeps.
+    if (!ordered && (n.distinct === true || duplicateInsensitive.has(name)) && (n.children as Node[]).length > 0) {
       try {
-        return { ...n, alias: '', children: over(n.children, 'select'), filter: filterOver(n.filter as Node | null) };
+        const rows = pin === null ? [] : [positive(column(rollupAlias, pinnedCount()))];
+        const own = filterOver(n.filter as Node | null);
+        return { ...n, alias: '', children: over(n.children, 'select'), filter: and([...rows, ...conjuncts(own)]) };
       } catch (error) {
         if (!(error instanceof Skip)) throw error;
       }
@@ -951,17 +963,7 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
     }
     // A grouping set of no column (ROLLUP, CUBE, GROUPING SETS (…, ())) answers its row even when the WHERE keeps none.
     if ((node.group_sets as unknown[][]).some((set) => set.length === 0)) throw unpinned!;
-    const counted = measure(call('count_star', [], { filter: copy(pin) }));
-    if (counted === undefined) throw unpinned!;
-    return [
-      {
-        class: 'COMPARISON',
-        type: 'COMPARE_GREATERTHAN',
-        alias: '',
-        left: call('sum', [column(rollupAlias, counted)]),
-        right: integer(0),
-      },
-    ];
+    return [positive(call('sum', [column(rollupAlias, pinnedCount())]))];
   };
   // An aligned window reads the rollup's buckets by it; one with raw edges reads a union (see finish).
   // Bounds worked out from the clock are written as the constants they were (see constantBounds).
