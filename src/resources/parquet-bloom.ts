@@ -13,10 +13,20 @@ import type { InstallContext } from './installers.js';
 import { ensureLedger } from './ledger.js';
 import type { ValidEntry } from './validation.js';
 
+/** The false-positive rate of every bloom filter a bloom_filter index makes: the spec's `bloom_filter(0.01)`. */
+export const bloomFalsePositiveRate = 0.01;
+
+/**
+ * The COPY options that give every column chunk but BOOLEAN ones a Parquet bloom filter at bloomFalsePositiveRate
+ * (DuckDB's default too): a dictionary as large as a row group of `rowGroupSize` rows.
+ */
+export const bloomWriteOptions = (rowGroupSize: number): string =>
+  `, DICTIONARY_SIZE_LIMIT ${rowGroupSize}, BLOOM_FILTER_FALSE_POSITIVE_RATIO ${bloomFalsePositiveRate}`;
+
 /**
  * The COPY options a view set's partition files are written with (after FORMAT, COMPRESSION and
- * ROW_GROUP_SIZE `rowGroupSize`): a dictionary as large as a row group when a bloom_filter index is
- * installed on the set, so every column chunk but BOOLEAN ones gets a Parquet bloom filter; none otherwise.
+ * ROW_GROUP_SIZE `rowGroupSize`): bloomWriteOptions when a bloom_filter index is installed on the set; none
+ * otherwise.
  */
 export async function parquetWriteOptions(db: MetadataQueries, viewSet: string, rowGroupSize: number): Promise<string> {
   await ensureLedger(db);
@@ -24,7 +34,7 @@ export async function parquetWriteOptions(db: MetadataQueries, viewSet: string, 
     "SELECT 1 FROM resource_indexes WHERE view_set_name = $1 AND kind = 'bloom_filter' LIMIT 1",
     [viewSet],
   );
-  return rows.length > 0 ? `, DICTIONARY_SIZE_LIMIT ${rowGroupSize}` : '';
+  return rows.length > 0 ? bloomWriteOptions(rowGroupSize) : '';
 }
 
 /**

@@ -11,6 +11,7 @@
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral, type ViewSet } from '../views/index.js';
+import { bloomWriteOptions } from './parquet-bloom.js';
 import { backfillEach, partitionsToDo } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
@@ -67,10 +68,10 @@ async function writeCopy(
       .map(quoteName)
       .join(', ');
   }
-  // A dictionary as large as a row group: every column chunk gets a Parquet bloom filter (see parquetWriteOptions).
+  // Every column chunk gets a Parquet bloom filter (see bloomWriteOptions).
   await ctx.lakeRows(
     `COPY (SELECT ${list} FROM ${source} ORDER BY ${projection.orderBy.map(quoteName).join(', ')})
-       TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize}, DICTIONARY_SIZE_LIMIT ${rowGroupSize})`,
+       TO ${quoteLiteral(await ctx.store.writableLocation(key))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${rowGroupSize}${bloomWriteOptions(rowGroupSize)})`,
   );
   await ctx.db.query(
     `INSERT INTO resource_projection_files (projection_hash, view_set_name, file_path, copy_path)
