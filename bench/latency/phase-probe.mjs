@@ -119,11 +119,20 @@ server.handlers = function () {
     map[name] = (call, callback) => {
       const rpc = current;
       if (rpc) rpc.handler = now();
-      if (callback)
+      if (callback) {
+        // The server answers a unary call through grpc-js's inner call (src/flight/prompt-end), or its callback.
+        const inner = call.call;
+        const sendMessage = inner?.sendMessage;
+        if (rpc && sendMessage)
+          inner.sendMessage = function (...args) {
+            rpc.answered ??= now();
+            return sendMessage.apply(this, args);
+          };
         return handler(call, (...args) => {
-          if (rpc) rpc.answered = now();
+          if (rpc) rpc.answered ??= now();
           return callback(...args);
         });
+      }
       const end = call.end;
       call.end = function (...args) {
         if (rpc) rpc.answered = now();

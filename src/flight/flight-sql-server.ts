@@ -9,6 +9,7 @@ import { commandInfo, commandSchema, decodeDescriptorCommand, decodeTicket, exec
 import { handleDoPut } from './do-put.js';
 import { coalesceWrites } from './coalesced-writes.js';
 import { framed, framedWrites } from './framed-writes.js';
+import { endPromptly, respondPromptly } from './prompt-end.js';
 import { FlightSessions } from './sessions.js';
 import { flightErrors, invalidArgument, toGrpcStatus, unimplemented } from './errors.js';
 import { schemaForClient } from './client-timestamps.js';
@@ -138,7 +139,7 @@ export class FlightSqlServer<P> {
         const bodies = await runAction(this.backend, ctx, action, { sessions: this.sessions, setHeader });
         if (headers) call.sendMetadata(headers);
         for (const body of bodies) call.write({ body });
-        call.end();
+        endPromptly(call);
       }),
       ListActions: this.serverStream(async (_ctx, _request, call) => {
         for (const action of supportedActions(this.backend)) call.write(action);
@@ -163,8 +164,8 @@ export class FlightSqlServer<P> {
   /**
    * Streams a result: the schema message first (also for zero rows), then each batch, with backpressure.
    * The schema is written once the first batch (or the end) is there, and with it in one socket
-   * write (coalesceWrites: grpc-js alone writes each message after the previous one's socket write);
-   * the trailers follow in a second write once that one has called back.
+   * write (coalesceWrites: grpc-js alone writes each message after the previous one's socket write),
+   * and the trailers with the last message (endPromptly).
    */
   private async stream(call: grpc.ServerWritableStream<unknown, unknown>, result: QueryResult): Promise<void> {
     const iterator = result.batches[Symbol.asyncIterator]();
@@ -195,7 +196,9 @@ export class FlightSqlServer<P> {
           }
         }
       }
-      call.end();
+      // A result of no rows: its schema is still corked, and goes with the trailers.
+      if (corked) call.uncork();
+      endPromptly(call);
     } finally {
       await iterator.return?.();
     }
@@ -255,7 +258,7 @@ export class FlightSqlServer<P> {
   private unary(handler: (ctx: CallContext<P>, request: unknown) => Promise<unknown>): Handler {
     return (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       this.within(call, (ctx) => handler(ctx, call.request)).then(
-        (response) => callback(null, response),
+        (response) => respondPromptly(call, response) || callback(null, response),
         (error) => callback(this.status(error, call.getPath())),
       );
     };

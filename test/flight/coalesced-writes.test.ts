@@ -3,6 +3,9 @@
 // back (3 writes per DoGet of one batch: headers and schema, batch, trailers; now 2, counted with
 // strace). Seen on the wire from a TCP relay between a grpc-js client and the server: messages handed
 // over together travel in one HTTP/2 DATA frame, messages handed over one socket write apart in two.
+// A call's trailers (its status) also leave with its last message (src/flight/prompt-end): before, they
+// went in a write of their own one event-loop turn or more later, for every call (DoGet, GetFlightInfo,
+// DoAction), and the client waited for them to finish the call.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -10,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Field, Int32, RecordBatch, Schema, Struct, makeData } from 'apache-arrow';
 import { FlightSqlServer, type FlightSqlBackend, type QueryResult } from '../../src/flight/index.js';
-import { serviceDefinition, tableFromFlightData, type FlightData } from '../../src/wire/index.js';
+import { packAny, serviceDefinition, tableFromFlightData, type FlightData } from '../../src/wire/index.js';
 
 const schema = new Schema([new Field('one', new Int32(), false)]);
 
@@ -27,11 +30,18 @@ const backend: Partial<FlightSqlBackend<string>> = {
   async authenticateBearer() {
     return 'tester';
   },
-  async executeQuery(): Promise<QueryResult> {
+  async describeQuery() {
+    return schema;
+  },
+  async prepare() {
+    return { datasetSchema: schema, parameterSchema: new Schema([]), isUpdate: false };
+  },
+  async executeQuery(_ctx, statement): Promise<QueryResult> {
+    const rows = statement.query.endsWith('WHERE false') ? 0 : 1;
     return {
       schema,
       batches: (async function* () {
-        yield oneRow();
+        if (rows) yield oneRow();
       })(),
     };
   },
@@ -121,10 +131,14 @@ describe('DoGet socket writes', () => {
     await server.close();
   });
 
-  async function doGet(): Promise<FlightData[]> {
+  function bearer(): grpc.Metadata {
     const metadata = new grpc.Metadata();
     metadata.set('authorization', 'Bearer x');
-    const call = client.DoGet({ ticket: new TextEncoder().encode('SELECT 1 AS one') }, metadata);
+    return metadata;
+  }
+
+  async function doGet(sql = 'SELECT 1 AS one'): Promise<FlightData[]> {
+    const call = client.DoGet({ ticket: new TextEncoder().encode(sql) }, bearer());
     const messages: FlightData[] = [];
     call.on('data', (message: FlightData) => messages.push(message));
     await once(call, 'end');
@@ -151,6 +165,80 @@ describe('DoGet socket writes', () => {
       );
       assert.equal(call.at(-1)?.type, HEADERS, 'the trailers last');
       assert.ok(call.at(-1)!.flags & END_STREAM);
+    }
+  });
+
+  /** The newest call's frames (the highest stream id) among the server's bytes from chunk `from` on. */
+  function lastCall(from: number): Frame[] {
+    const sent = frames(proxy.chunks).filter((f) => f.chunk >= from && f.stream > 0);
+    const stream = Math.max(...sent.map((f) => f.stream));
+    return sent.filter((f) => f.stream === stream);
+  }
+
+  /** Asserts the call answered headers, one or more DATA frames and its trailers, all in one socket write. */
+  function assertOneWrite(call: Frame[], what: string): void {
+    const shape = call.map((f) => `type ${f.type} flags ${f.flags} read ${f.chunk}`).join(', ');
+    assert.equal(call[0]?.type, HEADERS, `${what}: headers first (${shape})`);
+    assert.ok(
+      call.some((f) => f.type === DATA && f.payload.length > 0),
+      `${what}: a message (${shape})`,
+    );
+    const trailers = call.at(-1)!;
+    assert.ok(trailers.type === HEADERS && trailers.flags & END_STREAM, `${what}: trailers last (${shape})`);
+    assert.equal(new Set(call.map((f) => f.chunk)).size, 1, `${what}: one socket write (${shape})`);
+  }
+
+  const unary = (method: string, request: unknown): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const call = client as unknown as Record<
+        string,
+        (r: unknown, m: grpc.Metadata, cb: (e: Error | null, v: unknown) => void) => void
+      >;
+      call[method](request, bearer(), (error, value) => (error ? reject(error) : resolve(value)));
+    });
+
+  it("sends a DoGet's trailers in the socket write of its last message", async () => {
+    for (let i = 0; i < 3; i++) await doGet();
+    for (let round = 0; round < 5; round++) {
+      const from = proxy.chunks.length;
+      assert.equal((await doGet()).length, 2);
+      assertOneWrite(lastCall(from), `DoGet, round ${round}`);
+    }
+    for (let round = 0; round < 3; round++) {
+      const from = proxy.chunks.length;
+      assert.equal((await doGet('SELECT 1 AS one WHERE false')).length, 1, 'the schema alone');
+      assertOneWrite(lastCall(from), `DoGet of no rows, round ${round}`);
+    }
+  });
+
+  it("sends a GetFlightInfo's FlightInfo and trailers in one socket write", async () => {
+    const descriptor = { type: 2, cmd: packAny('CommandStatementQuery', { query: 'SELECT 1 AS one' }) };
+    for (let i = 0; i < 3; i++) await unary('GetFlightInfo', descriptor);
+    for (let round = 0; round < 5; round++) {
+      const from = proxy.chunks.length;
+      const info = (await unary('GetFlightInfo', descriptor)) as { endpoint: unknown[] };
+      assert.equal(info.endpoint.length, 1);
+      assertOneWrite(lastCall(from), `GetFlightInfo, round ${round}`);
+    }
+  });
+
+  it("sends a DoAction's result and trailers in one socket write (JDBC's CreatePreparedStatement)", async () => {
+    const action = {
+      type: 'CreatePreparedStatement',
+      body: packAny('ActionCreatePreparedStatementRequest', { query: 'SELECT 1 AS one' }),
+    };
+    const doAction = async (): Promise<unknown[]> => {
+      const call = client.DoAction(action, bearer());
+      const results: unknown[] = [];
+      call.on('data', (result: unknown) => results.push(result));
+      await once(call, 'end');
+      return results;
+    };
+    for (let i = 0; i < 3; i++) await doAction();
+    for (let round = 0; round < 5; round++) {
+      const from = proxy.chunks.length;
+      assert.equal((await doAction()).length, 1);
+      assertOneWrite(lastCall(from), `DoAction, round ${round}`);
     }
   });
 });

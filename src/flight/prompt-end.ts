@@ -1,0 +1,156 @@
+import type * as grpc from '@grpc/grpc-js';
+
+/**
+ * A call's last message and its status in one socket write (#10).
+ *
+ * grpc-js sends a call's status only once its last message's socket write has called back, and
+ * Node's Http2Stream hands the trailers it is given to nghttp2 one `setImmediate` later ("so we don't
+ * do it on nghttp2 stack"): every call answered OK left in two writes, the trailers one event-loop
+ * turn or more behind the message, and the client, which needs the status to finish the call, waited
+ * for the second. A small statement is two or three such calls (GetFlightInfo and DoGet; JDBC also
+ * CreatePreparedStatement).
+ *
+ * Here the status is asked for as soon as the last message is in the Http2Stream's queue, and the
+ * trailers are submitted from inside nghttp2's send loop when it asks for them ('wantTrailers', which
+ * Node emits from nghttp2's data source callback), which nghttp2 sends in the same send as the data.
+ *
+ * Reaches into grpc-js 1.14's calls (`call.call`, its `sendMessage`, `sendStatus` and `stream`) and
+ * Node's Http2Stream (20's: its native handle's `trailers`, its state, its header list): each function
+ * answers false, leaving the call to end as before, when what it uses is not there.
+ * test/flight/coalesced-writes checks on the installed grpc-js and Node that each call's trailers leave
+ * with its message; the interop suites, that the real clients read the status.
+ */
+
+/** Sends a unary call's response and status OK at once; false (nothing sent) when it cannot. */
+export function respondPromptly(call: grpc.ServerUnaryCall<unknown, unknown>, response: unknown): boolean {
+  const inner = (call as unknown as { call?: Partial<InterceptingCall> }).call;
+  const stream = inner?.stream;
+  if (typeof inner?.sendMessage !== 'function' || typeof inner.sendStatus !== 'function') return false;
+  if (!stream || stream.writableLength !== 0 || !promptTrailers(stream)) return false;
+  inner.sendMessage(response, ignore);
+  // sendMessage fails the call itself (and has ended it) when the response cannot be serialized.
+  if (stream.writableLength === 0) return true;
+  inner.sendStatus({ code: 0, details: 'OK', metadata: null });
+  stream._final(ignore);
+  return true;
+}
+
+/** Ends a server-streaming call with status OK right behind its last message (call.end() else). */
+export function endPromptly(call: grpc.ServerWritableStream<unknown, unknown>): void {
+  const outer = call as unknown as PromptTarget;
+  const stream = outer.call?.stream;
+  const now =
+    typeof outer._final === 'function' &&
+    stream !== undefined &&
+    typeof stream._final === 'function' &&
+    call.writableLength > 0 &&
+    outer.writableBuffer?.length === 0 &&
+    stream.writableBuffer?.length === 0 &&
+    promptTrailers(stream);
+  call.end();
+  if (!now) return;
+  // The Writables would run these once the last message's write has called back; they run now.
+  // Each runs once: grpc-js's `_final` is replaced for that later run, Node's shutdown is idempotent.
+  const final = outer._final.bind(outer);
+  outer._final = (callback) => callback(null);
+  final(ignore);
+  stream._final(ignore);
+}
+
+/**
+ * Has `stream` submit its trailers as soon as it is given them from 'wantTrailers' (Node defers
+ * them by a `setImmediate`); answers false when Node's Http2Stream is not as expected.
+ */
+function promptTrailers(stream: Http2StreamInside): boolean {
+  if (stream.destroyed || stream.closed) return false;
+  if (stream.sendTrailers === sendTrailersNow) return true;
+  if (inside === undefined) inside = insideOf(stream);
+  if (!inside || typeof (stream[inside.handle] as NativeStream | undefined)?.trailers !== 'function') return false;
+  stream.sendTrailers = sendTrailersNow;
+  return true;
+}
+
+function sendTrailersNow(this: Http2StreamInside, headers: Record<string, unknown>): void {
+  const { handle, state, maybeDestroy } = inside!;
+  const flags = this[state] as { flags: number; trailersReady?: boolean };
+  // Only from 'wantTrailers' (nghttp2's send loop): anything else goes Node's way.
+  if (!flags.trailersReady || this.destroyed || this.closed) return deferred(this, headers);
+  let list = '';
+  let count = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+      const text = String(one);
+      // Node validates (and refuses) what its own list could not carry.
+      if (name.includes('\0') || text.includes('\0')) return deferred(this, headers);
+      // Node's header list (mapToHeaders): name, value and nghttp2's flags (none), each ended by NUL.
+      list += `${name.toLowerCase()}\0${text}\0\0`;
+      count++;
+    }
+  }
+  flags.flags &= ~STREAM_FLAGS_HAS_TRAILERS;
+  const code = (this[handle] as NativeStream).trailers([list, count]);
+  if (code < 0) this.destroy(new Error(`HTTP/2 trailers not sent (nghttp2 error ${code})`));
+  else (this[maybeDestroy] as (this: Http2StreamInside) => void).call(this);
+}
+
+/** Node's own sendTrailers (one `setImmediate` later). */
+function deferred(stream: Http2StreamInside, headers: Record<string, unknown>): void {
+  (Object.getPrototypeOf(stream) as Http2StreamInside).sendTrailers.call(stream, headers);
+}
+
+// Node 20's internal/http2/core.js: the stream has trailers still to send.
+const STREAM_FLAGS_HAS_TRAILERS = 0x20;
+
+/** The Http2Stream's private keys sendTrailersNow uses, found once; null when they are not there. */
+let inside: { handle: symbol; state: symbol; maybeDestroy: symbol } | null | undefined;
+
+function insideOf(stream: Http2StreamInside): typeof inside {
+  const handle = own(stream, 'kHandle');
+  const state = own(stream, 'state');
+  const maybeDestroy = inherited(stream, 'kMaybeDestroy');
+  const flags = state && (stream[state] as { flags?: unknown } | undefined)?.flags;
+  if (!handle || typeof flags !== 'number' || !maybeDestroy || typeof stream[maybeDestroy] !== 'function') return null;
+  return { handle, state: state!, maybeDestroy };
+}
+
+function own(object: object, description: string): symbol | undefined {
+  return Object.getOwnPropertySymbols(object).find((s) => s.description === description);
+}
+
+function inherited(object: object, description: string): symbol | undefined {
+  for (let o = Object.getPrototypeOf(object) as object | null; o; o = Object.getPrototypeOf(o) as object | null) {
+    const found = own(o, description);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+interface NativeStream {
+  trailers(list: [string, number]): number;
+}
+
+const ignore = (): void => {};
+
+interface Http2StreamInside {
+  [key: symbol]: unknown;
+  destroyed: boolean;
+  closed: boolean;
+  writableLength: number;
+  writableBuffer?: unknown[];
+  sendTrailers(headers: Record<string, unknown>): void;
+  destroy(error?: Error): void;
+  _final(callback: () => void): void;
+}
+
+/** What these use of grpc-js's BaseServerInterceptingCall. */
+interface InterceptingCall {
+  sendMessage(message: unknown, callback: () => void): void;
+  sendStatus(status: { code: number; details: string; metadata: null }): void;
+  readonly stream: Http2StreamInside;
+}
+
+interface PromptTarget {
+  call?: { stream?: Http2StreamInside };
+  _final(callback: (error: Error | null) => void): void;
+  writableBuffer?: unknown[];
+}
