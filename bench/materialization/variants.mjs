@@ -2,7 +2,10 @@
 // process of its own so that its peak RSS is its own: the decoded payloads are prepared once (--prepare), then
 // `--variant <name>` runs one statement on a DuckDB engine set up as the maintenance engine is (memory limit,
 // spill folder, threads) and prints a JSON line: seconds, CPU-seconds, the process's peak RSS (VmHWM) and its
-// growth over the statement, rows, whether the file is in time order, and a digest of its rows (a sum of row hashes).
+// growth over the statement, rows, whether the file is in time order, and a digest of its rows (a sum of row hashes);
+// and of the statement's thread, its seconds on a CPU, waiting for a CPU (the load) and blocked (stmt_blocked_s: for
+// the ordered read, waiting for the decoding thread). With --threads 1, as the server's maintenance engine runs on 2
+// cores, the statement runs on that thread; with more, it waits for DuckDB's own threads and spins while it waits.
 //
 //   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000]
 //   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory] [--processes 8]
@@ -12,7 +15,7 @@
 // and adds each tag's peaks (MiB) to the line: what holds the memory (the join's HASH_TABLE, the sort's ORDER_BY, the
 // Parquet writer's buffered row group, COLUMN_DATA).
 // variants.sh runs the variants alternately and prints them side by side.
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { arg, storedPayloads } from './payloads.mjs';
@@ -88,6 +91,7 @@ try {
   const base = kib('VmHWM');
   const load = loadavg()[0];
   const cpu0 = process.cpuUsage();
+  const sched0 = schedstats();
   const t0 = performance.now();
   if (process.argv.includes('--explain')) {
     const { batches } = await engine.query(
@@ -105,6 +109,7 @@ try {
     .finally(() => sampling?.stop());
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const threads = busiestThread(sched0, schedstats(), seconds);
   const peak = kib('VmHWM');
   const [[ordered, digest]] = await engine
     .values(
@@ -129,6 +134,7 @@ try {
       ordered,
       digest: String(digest),
       load_1m: Number(load.toFixed(2)),
+      ...threads,
       ...(sampling ? { duckdb_peak_mib: await sampling.peaks } : {}),
     }),
   );
@@ -136,6 +142,42 @@ try {
   await engine.close();
   rmSync(spill, { recursive: true, force: true });
   rmSync(out, { force: true });
+}
+
+/** Each thread's time on a CPU and waiting for one (ns, /proc/self/task/<tid>/schedstat), by thread id. */
+function schedstats() {
+  const times = new Map();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const [run, wait] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+      times.set(tid, { run, wait });
+    } catch {
+      // the thread ended
+    }
+  }
+  return times;
+}
+
+/**
+ * The statement's thread (the one that ran longest over the statement, among those alive before and after it):
+ * its seconds on a CPU, waiting for one (other work's load), and neither (blocked: waiting for the decoding
+ * thread, for I/O, or done), out of the statement's seconds.
+ */
+function busiestThread(before, after, seconds) {
+  let best = null;
+  for (const [tid, a] of after) {
+    const b = before.get(tid);
+    if (!b) continue;
+    const run = (a.run - b.run) / 1e9;
+    if (!best || run > best.run) best = { run, wait: (a.wait - b.wait) / 1e9 };
+  }
+  if (!best) return {};
+  const round = (x) => Number(x.toFixed(2));
+  return {
+    stmt_run_s: round(best.run),
+    stmt_runq_s: round(best.wait),
+    stmt_blocked_s: round(seconds - best.run - best.wait),
+  };
 }
 
 /** Samples duckdb_memory() until stop(): `peaks` resolves to each tag's highest memory and spilled MiB. */
@@ -247,6 +289,7 @@ async function variants(rows) {
       new Set(enums),
     ),
   });
+  const without = (v, replace) => ({ ...v, sql: `SELECT * REPLACE (${replace}) FROM (${v.sql})` });
   const payloadOnly = `SELECT make_timestamp_ns(r.time) AS time, r.target, r.level, r.msg, r.properties, r.trace_id, r.span_id
        FROM ${rows} r ORDER BY time`;
   return {
@@ -282,5 +325,20 @@ async function variants(rows) {
     'ordered v2': { ...orderedVariant, write: 'COMPRESSION zstd, PARQUET_VERSION V2' },
     'ordered no dict': { ...orderedVariant, write: 'COMPRESSION zstd, DICTIONARY_SIZE_LIMIT 1' },
     'ordered rg256k': { ...orderedVariant, rowGroup: 262144 },
+    // The writer's settings on what the materializer runs (ordered enums), and what a column costs (-<column>: written
+    // as NULL; references, not candidates).
+    'enums zstd1': { ...orderedEnums(orderedEnumFields), write: 'COMPRESSION zstd, COMPRESSION_LEVEL 1' },
+    'enums zstd-1': { ...orderedEnums(orderedEnumFields), write: 'COMPRESSION zstd, COMPRESSION_LEVEL -1' },
+    'enums lz4': { ...orderedEnums(orderedEnumFields), write: 'COMPRESSION lz4_raw' },
+    'enums snappy': { ...orderedEnums(orderedEnumFields), write: 'COMPRESSION snappy' },
+    'enums v2': { ...orderedEnums(orderedEnumFields), write: 'COMPRESSION zstd, PARQUET_VERSION V2' },
+    'enums no dict': { ...orderedEnums(orderedEnumFields), write: 'COMPRESSION zstd, DICTIONARY_SIZE_LIMIT 1' },
+    'enums rg64k': { ...orderedEnums(orderedEnumFields), rowGroup: 65536 },
+    'enums rg256k': { ...orderedEnums(orderedEnumFields), rowGroup: 262144 },
+    'enums -pp': without(orderedEnums(orderedEnumFields), 'NULL::JSON AS process_properties'),
+    'enums -block': without(orderedEnums(orderedEnumFields), 'NULL::VARCHAR AS block_id'),
+    'enums -ids': without(orderedEnums(orderedEnumFields), 'NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id'),
+    'enums -props': without(orderedEnums(orderedEnumFields), 'NULL::JSON AS properties'),
+    'enums -msg': without(orderedEnums(orderedEnumFields), 'NULL::VARCHAR AS msg'),
   };
 }
