@@ -21,7 +21,7 @@ export { migrate, migrations } from './migrations.js';
 export type { Migration } from './migrations.js';
 /** The errors of this component, each with a stable code and a gRPC status. */
 export { MetadataError } from './errors.js';
-/** A statement that gave way to another (a deadlock, a lock timeout, a cancel) or had no room (disk full, out of memory) as METADATA_CONFLICT or METADATA_EXHAUSTED. */
+/** A statement that gave way to another (a deadlock, a lock timeout, a cancel) as METADATA_CONFLICT. */
 export { conflictOr } from './unavailable.js';
 /** The stable codes of {@link MetadataError}. */
 export type { MetadataErrorCode } from './errors.js';

@@ -20,10 +20,27 @@ import {
 
 const admin: TestKey = { ...adminKey, audiences: ['public'] };
 
+/** A serving Orrery on a Postgres of its own (which the suite stops or fills), and an admin's Flight SQL client. */
+function servedOnItsOwnPostgres(): { postgres: TestPostgres; orrery: InProcessOrrery; client: TestFlightClient } {
+  const served = {} as { postgres: TestPostgres; orrery: InProcessOrrery; client: TestFlightClient };
+  before(async () => {
+    served.postgres = await startTestPostgres();
+    served.orrery = await startRole(
+      'serve',
+      sharedEnv({ keys: [admin], admins: [admin.name], connectionString: served.postgres.connectionString }),
+    );
+    served.client = clientFor(served.orrery.flightPort, admin);
+  });
+  after(async () => {
+    served.client?.close();
+    await served.orrery?.close();
+    await served.postgres?.close();
+  });
+  return served;
+}
+
 describe('the metadata database down under a running server', () => {
-  let postgres: TestPostgres;
-  let orrery: InProcessOrrery;
-  let client: TestFlightClient;
+  const served = servedOnItsOwnPostgres();
   // Each POST on a connection of its own: stopping Postgres can take longer than the server keeps an idle
   // connection, and a pooled one closed just as it is reused fails the fetch before any answer (CI, load 24).
   const post = (): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> =>
@@ -34,7 +51,7 @@ describe('the metadata database down under a running server', () => {
       const sent = request(
         {
           host: '127.0.0.1',
-          port: orrery.httpPort,
+          port: served.orrery.httpPort,
           path: '/v1/logs',
           method: 'POST',
           agent: false,
@@ -53,19 +70,8 @@ describe('the metadata database down under a running server', () => {
     });
 
   before(async () => {
-    postgres = await startTestPostgres();
-    orrery = await startRole(
-      'serve',
-      sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString }),
-    );
-    client = clientFor(orrery.flightPort, admin);
     assert.equal((await post()).status, 200);
-    await postgres.close();
-  });
-  after(async () => {
-    client?.close();
-    await orrery?.close();
-    await postgres?.close();
+    await served.postgres.close();
   });
 
   it('an OTLP request answers 503 with Retry-After, naming the metadata database', async () => {
@@ -76,8 +82,34 @@ describe('the metadata database down under a running server', () => {
   });
 
   it('a statement that needs the metadata answers UNAVAILABLE, naming the metadata database', async () => {
-    const { code, details } = await refusal(client.query('SELECT count(*) FROM log_entries'));
+    const { code, details } = await refusal(served.client.query('SELECT count(*) FROM log_entries'));
     assert.equal(code, 14, details);
     assert.match(details, /metadata database/);
+  });
+});
+
+// A statement the metadata database has no room for (disk full, out of memory, a configured limit) is the same
+// trouble: nothing of it was kept, and the client may try again later. Over Flight SQL it was INTERNAL.
+describe('the metadata database with no room for a statement', () => {
+  const served = servedOnItsOwnPostgres();
+
+  it('a procedure whose write finds no room answers UNAVAILABLE, for each SQLSTATE of it', async () => {
+    const db = served.orrery.metadata;
+    for (const state of ['53100', '53200', '53400']) {
+      // Postgres refusing the insert as it would one it had no room for.
+      await db.query(`CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN RAISE EXCEPTION 'no room (test)' USING ERRCODE = '${state}'; END $$`);
+      await db.query('CREATE TRIGGER no_room BEFORE INSERT ON query_deny_list FOR EACH ROW EXECUTE FUNCTION no_room()');
+      let refused;
+      try {
+        refused = await refusal(served.client.query(`SELECT msg FROM deny_queries('false', 'no room ${state}')`));
+      } finally {
+        await db.query('DROP TRIGGER no_room ON query_deny_list');
+        await db.query('DROP FUNCTION no_room()');
+      }
+      assert.equal(refused.code, 14, `${state}: ${refused.details}`);
+      assert.match(refused.details, /metadata database has no room/, state);
+      assert.doesNotMatch(refused.details, /no room \(test\)/, state);
+    }
   });
 });
