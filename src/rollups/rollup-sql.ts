@@ -48,6 +48,12 @@ export const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "
 export const materializedName = (name: string): string => `${name}_materialized`;
 export const materializedTable = (name: string): string =>
   `${lakeCatalog}.${rollupSchema}.${quoteIdentifier(materializedName(name))}`;
+/**
+ * The spec's "indexed on bucket", as a DuckLake table can be: every file written to it (each refresh's insert, a
+ * merge, a flush of inlined rows) is sorted by bucket, so its row groups hold neighbouring buckets and their
+ * min-max of bucket, with the file's own, skip what a read's range of buckets misses.
+ */
+export const sortedByBucket = (table: string): string => `ALTER TABLE ${table} SET SORTED BY (bucket ASC)`;
 export const stateTableName = (name: string): string => `${name}__state`;
 /** One row per rollup: its watermark and the DuckLake snapshot of its source it was refreshed at. */
 export const stateTable = (name: string): string =>

@@ -27,6 +27,7 @@ import {
   keptTable,
   materializedName,
   materializedTable,
+  sortedByBucket,
   pendingScans,
   quoteLiteral,
   rollupSchema,
@@ -740,6 +741,7 @@ export class Rollups {
       );
     }
     try {
+      await this.engine.execute(sortedByBucket(materializedTable(name)));
       await this.engine.execute(
         `CREATE TABLE ${stateTable(name)} (watermark ${integer ? 'BIGINT' : 'TIMESTAMP'}, source_snapshot BIGINT, refreshed_at TIMESTAMP)`,
       );

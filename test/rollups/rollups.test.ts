@@ -3,11 +3,11 @@
 // the same aggregation over the source after every kind of write, refresh_rollup's ranges, the
 // refresh job, audience isolation, rollups of rollups, retention, drop_rollup and every refusal.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { Table, TimestampNanosecond, Utf8, makeData, makeVector, vectorFromArray } from 'apache-arrow';
 import {
   clientFor,
@@ -245,6 +245,49 @@ describe('rollups (issue 17)', () => {
       details: "cannot drop series table 'metrics': rollup 'metrics_hourly' depends on it; drop it first",
     });
     assert.equal((await refusal(asTeamA.query(`select snouttime.drop_rollup('metrics_daily')`))).code, 7);
+  });
+
+  it('the stored rows are sorted by bucket in each file a refresh writes (the spec\'s "indexed on bucket")', async () => {
+    await asAdmin.updateCount(`CREATE TABLE sorted_src (ts TIMESTAMPTZ, v BIGINT) WITH (time_column = 'ts')`);
+    // 500 hours written latest first: the order of the rows written is not the stored one.
+    await asAdmin.updateCount(
+      `INSERT INTO sorted_src SELECT TIMESTAMPTZ '2024-03-01 00:30:00+00' - i * INTERVAL '1 hour', i FROM range(500) t(i)`,
+    );
+    await asAdmin.query(
+      `select create_rollup('sorted_hourly', 'sorted_src', interval '1 hour', select_list => 'count(*) as n, sum(v) as v')`,
+    );
+    assert.equal(await scalar(asAdmin, `select refresh_rollup('sorted_hourly')`), 1);
+    const { rows: files } = await orrery.metadata.query<{ path: string }>(
+      `SELECT f.path FROM ducklake.ducklake_data_file f JOIN ducklake.ducklake_table t ON t.table_id = f.table_id
+        WHERE t.table_name = 'sorted_hourly_materialized' AND t.end_snapshot IS NULL AND f.end_snapshot IS NULL`,
+    );
+    const onDisk = readdirSync(lakeDir, { recursive: true }).map(String);
+    assert.ok(files.length > 0, 'the refresh wrote a file');
+    const duckdb = await (await DuckDBInstance.create(':memory:')).connect();
+    try {
+      for (const { path } of files) {
+        const file = onDisk.filter((f) => f.endsWith(basename(path)));
+        assert.equal(file.length, 1, path);
+        // Each row's bucket against the one before it in the file: none is earlier, and every hour is there.
+        const reader = await duckdb.runAndReadAll(
+          `SELECT count(*) FILTER (WHERE bucket < before), count(*) FROM (
+             SELECT bucket, lag(bucket) OVER (ORDER BY file_row_number) AS before
+               FROM read_parquet('${join(lakeDir, file[0])}', file_row_number = true))`,
+        );
+        assert.deepEqual(reader.getRows(), [[0n, 500n]]);
+      }
+    } finally {
+      duckdb.closeSync();
+    }
+    assert.deepEqual(
+      await plainRows(asAdmin, 'SELECT * FROM sorted_hourly ORDER BY bucket'),
+      await plainRows(
+        asAdmin,
+        `SELECT time_bucket(INTERVAL 1 HOUR, ts::TIMESTAMP) AS bucket, count(*) AS n, sum(v) AS v, audience
+           FROM sorted_src GROUP BY ALL ORDER BY bucket`,
+      ),
+    );
+    await asAdmin.query(`select drop_rollup('sorted_hourly')`);
   });
 
   it('create_rollup refuses what it cannot build, saying why', async () => {
