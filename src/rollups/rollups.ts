@@ -1752,7 +1752,7 @@ export class Rollups {
     tables: ReadonlyMap<string, SeriesTable>,
     context: ReadContext,
     /** The statement's conditions on the view's buckets (see bucket-windows.ts): the view of them alone, not kept. */
-    window?: BucketConditions,
+    window?: readonly BucketConditions[],
   ): Promise<string> {
     const built = window ? undefined : context.views.get(definition.name);
     if (built !== undefined) return built;
@@ -1767,7 +1767,7 @@ export class Rollups {
     } else {
       const buckets = await this.pending(definition, snapshot, state, tables, definitions, context);
       const pending = buckets.map((b) => bucketLiteral(definition, b));
-      const read = window ? await this.bucketsKept(definition, buckets, window) : buckets;
+      const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
@@ -1798,25 +1798,30 @@ export class Rollups {
     return sql;
   }
 
-  /** Of a rollup's pending buckets, those a statement's conditions on `bucket` (see bucket-windows.ts) may keep. */
+  /**
+   * Of a rollup's pending buckets, those a statement's conditions on `bucket` (see bucket-windows.ts) may keep: those
+   * the conditions of one of its references (in one of its runs) keep.
+   */
   private async bucketsKept(
     definition: RollupDefinition,
     buckets: readonly string[],
-    window: BucketConditions,
+    window: readonly BucketConditions[],
   ): Promise<string[]> {
-    if (buckets.length === 0) return [];
+    const kept = new Set<string>();
     const rows = buckets.map((b) => `(${bucketLiteral(definition, b)}, ${quoteLiteral(b)})`).join(', ');
-    const tree = (await this.engine.parseSelect(
-      `SELECT __pending FROM (VALUES ${rows}) AS ${quoteIdentifier(window.qualifier)}(bucket, __pending) WHERE TRUE`,
-    ))!;
-    const node = tree.statements[0].node as Node;
-    node.where_clause = { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', children: copy(window.conditions) };
-    const sql = await this.engine.deparse(tree);
-    // Conditions that do not evaluate here (a parameter bound with a type `bucket` does not compare with) keep every
-    // bucket: the statement's own run then answers its error, as it would without them.
-    const answered = await this.engine.values(sql).catch(() => null);
-    if (answered === null) return [...buckets];
-    const kept = new Set(answered.map(([b]) => String(b)));
+    for (const { qualifier, conditions } of window) {
+      if (kept.size === buckets.length) break;
+      const tree = (await this.engine.parseSelect(
+        `SELECT __pending FROM (VALUES ${rows}) AS ${quoteIdentifier(qualifier)}(bucket, __pending) WHERE TRUE`,
+      ))!;
+      const node = tree.statements[0].node as Node;
+      node.where_clause = { class: 'CONJUNCTION', type: 'CONJUNCTION_AND', alias: '', children: copy(conditions) };
+      // Conditions that do not evaluate here (a parameter bound with a type `bucket` does not compare with) keep
+      // every bucket: the statement's own run then answers its error, as it would without them.
+      const answered = await this.engine.values(await this.engine.deparse(tree)).catch(() => null);
+      if (answered === null) return [...buckets];
+      for (const [b] of answered) kept.add(String(b));
+    }
     return buckets.filter((b) => kept.has(b));
   }
 
@@ -1837,7 +1842,7 @@ export class Rollups {
     /** False for a statement in a client's transaction (see ReadContext.keptTails). */
     keptTails = true,
     /** The statement's conditions on the buckets of rollups it names (bucketConditions). */
-    conditions: ReadonlyMap<string, BucketConditions> = new Map(),
+    conditions: ReadonlyMap<string, readonly BucketConditions[]> = new Map(),
   ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));

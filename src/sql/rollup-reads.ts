@@ -34,18 +34,19 @@ export async function rollupReadSetup(
   names.push(...rewrittenOnto);
   if (names.length === 0) return { statements: [], snapshot: null, lake: false };
   // In a client's session the statement's now() is its transaction's, which may be earlier than the set-up's.
-  // Parameters narrow the set-up only when they are bound for one run (the set-up is the same for every row). One
+  // One set-up serves every run of the statement (each row of its parameters): each run's values narrow it. One
   // bound as text takes the type its comparison gives it (TIMESTAMP for `bucket`), as a string literal does.
-  const bound =
-    (parameters?.numRows ?? 0) === 1
+  const runs = Array.from({ length: Math.max(1, parameters?.numRows ?? 0) }, (_, row) =>
+    parameters && row < parameters.numRows
       ? new Map(
-          [...boundParameters(parameters, 0).nodes].map(([n, node]) => [
+          [...boundParameters(parameters, row).nodes].map(([n, node]) => [
             n,
             (node.cast_type as { id?: string }).id === 'VARCHAR' ? (node.child as Record<string, unknown>) : node,
           ]),
         )
-      : undefined;
-  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession, bound) : undefined;
+      : new Map(),
+  );
+  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession, runs) : undefined;
   const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession, windows);
   if (names.includes(jobsRelation))
     setup.statements.push(

@@ -1217,6 +1217,97 @@ describe('rollups (issue 17)', () => {
       }
     });
 
+    it('a window on each reference narrows the pending buckets: joins, a rollup named twice, several parameter rows', async () => {
+      const raw = await withPendingBucket('each_window');
+      const of = (sql: string): string => sql.replaceAll('each_window_hourly', `(${raw})`);
+      // The pending bucket is 05:00. [statement, whether its set-up reads it (a DuckLake table)].
+      const cases: Array<[string, boolean]> = [
+        // A join of the rollup with itself: each side's window leaves it out.
+        [
+          `SELECT w.bucket, w.host, w.n, v.n AS before FROM each_window_hourly w
+             JOIN each_window_hourly v ON v.host = w.host AND v.audience = w.audience AND v.bucket = w.bucket - INTERVAL 1 HOUR
+            WHERE w.bucket >= TIMESTAMP '2024-01-01 07:00:00' AND v.bucket >= '2024-01-01 06:00:00'`,
+          false,
+        ],
+        // The rollup on either side of an outer join, its bucket qualified.
+        [
+          `SELECT w.*, x.label FROM each_window_hourly w LEFT JOIN (VALUES ('h0', 'zero')) x(host, label) ON x.host = w.host
+            WHERE w.bucket >= TIMESTAMP '2024-01-01 06:00:00'`,
+          false,
+        ],
+        [
+          `SELECT x.host AS wanted, w.* FROM (VALUES ('h0'), ('nobody')) x(host) LEFT JOIN each_window_hourly w ON w.host = x.host
+            WHERE w.bucket < TIMESTAMP '2024-01-01 05:00:00'`,
+          false,
+        ],
+        // Named twice, each window leaving it out; then one keeping it.
+        [
+          `SELECT * FROM each_window_hourly WHERE bucket >= TIMESTAMP '2024-01-01 06:00:00'
+           UNION ALL SELECT * FROM each_window_hourly WHERE bucket < TIMESTAMP '2024-01-01 05:00:00'`,
+          false,
+        ],
+        [
+          `SELECT * FROM each_window_hourly WHERE bucket >= TIMESTAMP '2024-01-01 06:00:00'
+           UNION ALL SELECT * FROM each_window_hourly WHERE bucket < TIMESTAMP '2024-01-01 06:00:00'`,
+          true,
+        ],
+        // Beside a join an unqualified bucket may be the other relation's; an ASOF join's nearest row would change.
+        [
+          `SELECT w.* FROM each_window_hourly w CROSS JOIN (VALUES (1)) x(k) WHERE bucket >= TIMESTAMP '2024-01-01 06:00:00'`,
+          true,
+        ],
+        [
+          `SELECT x.t, w.bucket, w.n FROM (VALUES ('h0', TIMESTAMP '2024-01-01 06:30:00')) x(host, t)
+             ASOF JOIN each_window_hourly w ON w.host = x.host AND w.bucket <= x.t WHERE w.bucket >= TIMESTAMP '2024-01-01 06:00:00'`,
+          true,
+        ],
+      ];
+      for (const [sql, readsPending] of cases) {
+        for (const client of [asAdmin, asTeamA]) {
+          const want = await plainRows(client, `SELECT * FROM (${of(sql)}) ORDER BY ALL`);
+          assert.ok(want.length > 0, sql);
+          const lake = await setupsReadLake(async () =>
+            assert.deepEqual(await plainRows(client, `SELECT * FROM (${sql}) ORDER BY ALL`), want, sql),
+          );
+          assert.deepEqual(lake, [readsPending], sql);
+        }
+      }
+      // Several parameter rows are runs of one set-up: it leaves out what every run's window does.
+      const read = `SELECT * FROM each_window_hourly w WHERE w.bucket >= ? AND bucket < $2${order}`;
+      const runs = (...windows: Array<[string, string]>): Table =>
+        new Table({
+          from: vectorFromArray(windows.map(([from]) => from)),
+          to: vectorFromArray(windows.map(([, to]) => to)),
+        });
+      for (const [windows, readsPending] of [
+        [
+          [
+            ['2024-01-01 06:00:00', '2100-01-02 00:00:00'],
+            ['2024-01-01 00:00:00', '2024-01-01 05:00:00'],
+          ],
+          false,
+        ],
+        [
+          [
+            ['2024-01-01 06:00:00', '2100-01-02 00:00:00'],
+            ['2024-01-01 05:00:00', '2024-01-01 06:00:00'],
+          ],
+          true,
+        ],
+      ] as Array<[Array<[string, string]>, boolean]>) {
+        const rows = async (client: TestFlightClient, sql: string) =>
+          (await client.queryPrepared(sql, runs(...windows)))
+            .toArray()
+            .map((r) => plain(r.toJSON() as Record<string, unknown>));
+        for (const client of [asAdmin, asTeamA]) {
+          const want = await rows(client, of(read));
+          assert.ok(want.length > 0);
+          const lake = await setupsReadLake(async () => assert.deepEqual(await rows(client, read), want));
+          assert.equal(lake.at(-1), readsPending, JSON.stringify(windows));
+        }
+      }
+    });
+
     /** The files DuckDB's Parquet reads of an admin's plan of `sql` read, all together. */
     const filesRead = async (sql: string): Promise<number> =>
       [...(await planOf(sql)).matchAll(/Total Files Read: (\d+)/g)].reduce((n, [, files]) => n + Number(files), 0);
