@@ -1,7 +1,8 @@
 // Socket writes per DoGet (issue 10): a Flight SQL server (this tree's dist/, a backend answering one row
 // like `SELECT 1 AS one`, no DuckDB) in a child process, DoGets from a grpc-js client in this one, and
 // `strace -c` of the server's write system calls over N of them. Before ca6f141 a one-batch DoGet took
-// three writes (headers and schema, batch, trailers), after it two.
+// three writes (headers and schema, batch, trailers), after it two, after e2cb09e1 one
+// (the trailers in the batch's write).
 //
 //   node bench/latency/doget-writes.mjs [N=1000]        (needs `npm run build` and strace)
 import { spawn } from 'node:child_process';
