@@ -18,8 +18,12 @@
 //   after its set-up has a now() no earlier than the set-up's: such a lower bound is no higher at set-up than at
 //   the run. One in a client's transaction has the now() of its BEGIN, no later than the set-up's: there an upper
 //   bound is. (A statement whose now() was fixed, by partition pruning, reads it as a literal already.)
+//   Outside a client's transaction, a statement whose now() may be fixed (see PartitionPruning's fixedClock) has
+//   its conditions read with that value instead, every bound with the clock then a constant: one that holds only
+//   with that value (an upper bound, an equality) is kept when the statement is then run with it, which the set-up
+//   asks for when it leaves out a bucket (fixesClock).
 // - BETWEEN is its two bounds. Anything else on `bucket` is left to the WHERE.
-import { trend } from './constant-trends.js';
+import { trend, withClock } from './constant-trends.js';
 import { conjuncts } from './query-rewrite.js';
 import { replaced, some, type Node } from './tree.js';
 
@@ -27,6 +31,8 @@ import { replaced, some, type Node } from './tree.js';
 export interface BucketConditions {
   readonly qualifier: string;
   readonly conditions: readonly Node[];
+  /** Some of them hold only with the statement's clock fixed to the value they were read with (see above). */
+  readonly fixesClock: boolean;
 }
 
 const lowerOps = new Set(['COMPARE_GREATERTHAN', 'COMPARE_GREATERTHANOREQUALTO']);
@@ -52,13 +58,15 @@ const joinRefTypes = new Set(['REGULAR', 'CROSS', 'NATURAL']);
  * whose value at set-up is theirs at the run (see above), bound parameters written as their values. A bucket the
  * conjuncts of one of them keep is kept. `risingClock`: the statement's now() is no earlier than now (it runs in a
  * transaction of its own, begun after its set-up); otherwise it is no later (a client's transaction). `runs`: for
- * each run of the statement, `$n`'s value in it as a constant, by n.
+ * each run of the statement, `$n`'s value in it as a constant, by n. `clock`: the constant the statement's now()
+ * may be fixed to (see above).
  */
 export function bucketConditions(
   statements: readonly Node[],
   names: ReadonlySet<string>,
   risingClock: boolean,
   runs: ReadonlyArray<ReadonlyMap<string, Node>> = [new Map()],
+  clock?: Node,
 ): Map<string, BucketConditions[]> {
   const out = new Map<string, BucketConditions[]>();
   if (statements.length !== 1) return out;
@@ -120,24 +128,33 @@ export function bucketConditions(
     const fixed = (n: Node | undefined): boolean => n !== undefined && trend(n) === 'constant';
     // The bounds the clock's direction lets a rising one stand for (see above).
     const clocked = risingClock ? lowerOps : upperOps;
-    const conditions = conjuncts((reader.select.where_clause as Node | null) ?? null)
-      .map(bound)
-      .flatMap((c) => (c.class === 'BETWEEN' && isBucket(c.input as Node) ? betweenBounds(c) : [c]))
-      .filter((c) => {
-        if (!readsBucketAlone(c)) return false;
+    /** Whether the set-up may read a condition: with the clock as it is, or only with it fixed (null: neither). */
+    const reading = (c: Node): 'live' | 'fixed' | null => {
+      if (!readsBucketAlone(c)) return null;
+      const read = (sound: (n: Node, op: string) => boolean): boolean => {
         if (c.class === 'COMPARISON' && String(c.type) in flipped) {
           const [left, right] = [c.left as Node, c.right as Node];
           const [op, bound] = isBucket(left) ? [String(c.type), right] : [flipped[String(c.type)], left];
-          if (!isBucket(isBucket(left) ? left : right)) return false;
-          return fixed(bound) || (clocked.has(op) && trend(bound) === 'rising');
+          return isBucket(isBucket(left) ? left : right) && sound(bound, op);
         }
         if (c.class === 'OPERATOR' && c.type === 'COMPARE_IN') {
           const [input, ...values] = c.children as Node[];
-          return isBucket(input) && values.every(fixed);
+          return isBucket(input) && values.every((v) => sound(v, 'COMPARE_EQUAL'));
         }
         return false;
-      });
-    return conditions.length > 0 ? { qualifier, conditions } : null;
+      };
+      if (read((n, op) => fixed(n) || (clocked.has(op) && trend(n) === 'rising'))) return 'live';
+      return clock && read((n) => fixed(n) || trend(n) === 'rising') ? 'fixed' : null;
+    };
+    const kept = conjuncts((reader.select.where_clause as Node | null) ?? null)
+      .map(bound)
+      .flatMap((c) => (c.class === 'BETWEEN' && isBucket(c.input as Node) ? betweenBounds(c) : [c]))
+      .map((c) => ({ c, how: reading(c) }))
+      .filter(({ how }) => how !== null);
+    // With a clock to fix, every condition reads it: a bound read with the live clock would be later than the run's.
+    const conditions = kept.map(({ c }) => (clock ? withClock([c], clock)[0] : c));
+    const fixesClock = kept.some(({ how }) => how === 'fixed');
+    return conditions.length > 0 ? { qualifier, conditions, fixesClock } : null;
   }
 }
 

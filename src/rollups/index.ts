@@ -9,6 +9,7 @@ export {
   type RollupAlias,
   type RollupCatalog,
   type RollupReadPoint,
+  type RollupReadSetup,
   type RefreshOutcome,
   type RollupArguments,
   type RollupJob,

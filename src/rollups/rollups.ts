@@ -292,12 +292,27 @@ interface ReadContext {
    * transaction, whose DuckDB transaction may have begun before the table was made.
    */
   readonly keptTails: boolean;
+  /** Whether a view left out a bucket by a condition that holds only with the statement's clock fixed (see bucket-windows.ts). */
+  fixesClock: boolean;
+}
+
+/** What a statement's read of rollups is set up with (see Rollups.readSetup). */
+export interface RollupReadSetup {
+  readonly statements: string[];
+  readonly snapshot: bigint | null;
+  readonly lake: boolean;
+  readonly fixesClock: boolean;
 }
 
 /** The key of a rollup's latest state read (see Rollups.sinceChange). */
 const stateKey = (definition: RollupDefinition): string => `${definition.name}\u0000state`;
 
-const readContext = (keptTails = true): ReadContext => ({ views: new Map(), sets: new Map(), keptTails });
+const readContext = (keptTails = true): ReadContext => ({
+  views: new Map(),
+  sets: new Map(),
+  keptTails,
+  fixesClock: false,
+});
 
 /** A rollup's tail aggregate kept in a table, or being made (see Rollups.keptTail). */
 interface KeptTail {
@@ -1768,6 +1783,7 @@ export class Rollups {
       const buckets = await this.pending(definition, snapshot, state, tables, definitions, context);
       const pending = buckets.map((b) => bucketLiteral(definition, b));
       const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;
+      if (read.length < buckets.length && window!.some((w) => w.fixesClock)) context.fixesClock = true;
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
@@ -1830,7 +1846,8 @@ export class Rollups {
    * for a scope, all as of one DuckLake snapshot: temporary views under their own names; and that
    * snapshot (null when the statement names none), for the statement to read its series tables at;
    * `lake`: whether they read any DuckLake table (false when they read files alone: the stored rows,
-   * the tail and the view sets' partitions), which then needs no DuckLake transaction.
+   * the tail and the view sets' partitions), which then needs no DuckLake transaction; `fixesClock`: whether the
+   * statement must run with its clock fixed to the value its conditions were read with (bucket-windows.ts).
    */
   async readSetup(
     names: readonly string[],
@@ -1843,14 +1860,15 @@ export class Rollups {
     keptTails = true,
     /** The statement's conditions on the buckets of rollups it names (bucketConditions). */
     conditions: ReadonlyMap<string, readonly BucketConditions[]> = new Map(),
-  ): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
+  ): Promise<RollupReadSetup> {
     const { definitions, aliases } = point?.catalog ?? (await this.catalog());
     const wanted = new Set(names.map((n) => n.toLowerCase()));
     const stableNames = [...aliases.values()].filter((a) => wanted.has(a.name));
     for (const alias of stableNames) wanted.add(alias.target);
     const rollups = [...definitions.values()].filter((d) => wanted.has(d.name));
     const stored = [...definitions.values()].filter((d) => wanted.has(materializedName(d.name)));
-    if (rollups.length === 0 && stored.length === 0) return { statements: [], snapshot: null, lake: false };
+    if (rollups.length === 0 && stored.length === 0)
+      return { statements: [], snapshot: null, lake: false, fixesClock: false };
     // The snapshot and the tables listed at it in one Postgres query (a statement pays it once).
     const listing = point ? undefined : await this.tables.listAt();
     const snapshot = point?.snapshot ?? listing!.snapshot;
@@ -1884,7 +1902,12 @@ export class Rollups {
       );
     }
     // Every DuckLake table is named in its catalog (a file path never holds that name: it is Orrery's own).
-    return { statements, snapshot, lake: statements.some((s) => s.includes(lakeCatalog)) };
+    return {
+      statements,
+      snapshot,
+      lake: statements.some((s) => s.includes(lakeCatalog)),
+      fixesClock: context.fixesClock,
+    };
   }
 
   /**

@@ -1165,6 +1165,21 @@ export class PartitionPruning {
     return { node: this.clock, ms: Date.parse(`${text.replace(' ', 'T')}Z`) };
   }
 
+  /**
+   * The constant the statement's now() may be fixed to (see fixedClock) while it is not: a rollup read's set-up
+   * may read its window with it (bucket-windows.ts), and then fix it (useClock).
+   */
+  get fixableClock(): Node | undefined {
+    return this.clockFixed ? undefined : (this.clock ?? undefined);
+  }
+
+  /** Fixes the statement's clock now, replacing its clock calls: a rollup read's set-up left out buckets by it. */
+  useClock(): void {
+    if (!this.clock) return;
+    this.clockFixed = true;
+    this.fixClock();
+  }
+
   /** Replaces every clock call of the statement by the fixed value, when pruning compared it. */
   fixClock(): void {
     if (this.clockFixed && this.clock)

@@ -1,7 +1,14 @@
 import type { Table } from 'apache-arrow';
 import type { Principal } from '../auth/index.js';
 import type { QueryShape } from '../engine/index.js';
-import { bucketConditions, jobsRelation, jobsRows, type RollupReadPoint, type Rollups } from '../rollups/index.js';
+import {
+  bucketConditions,
+  jobsRelation,
+  jobsRows,
+  type RollupReadPoint,
+  type RollupReadSetup,
+  type Rollups,
+} from '../rollups/index.js';
 import { quoteIdentifier } from '../views/index.js';
 import { scopeOf } from './lakehouse-session.js';
 import { boundParameters } from './partition-pruning.js';
@@ -26,13 +33,15 @@ export async function rollupReadSetup(
   tree?: { statements: Record<string, unknown>[] },
   /** Its bound parameters: each row a run of the same set-up. */
   parameters?: Table,
-): Promise<{ statements: string[]; snapshot: bigint | null; lake: boolean }> {
+  /** The constant its now() may be fixed to, when it is not yet (see bucket-windows.ts). */
+  clock?: Record<string, unknown>,
+): Promise<RollupReadSetup> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
     .map((r) => r.name.toLowerCase());
   const rewrittenOnly = new Set(rewrittenOnto.filter((r) => !names.includes(r)));
   names.push(...rewrittenOnto);
-  if (names.length === 0) return { statements: [], snapshot: null, lake: false };
+  if (names.length === 0) return { statements: [], snapshot: null, lake: false, fixesClock: false };
   // In a client's session the statement's now() is its transaction's, which may be earlier than the set-up's.
   // One set-up serves every run of the statement (each row of its parameters): each run's values narrow it. One
   // bound as text takes the type its comparison gives it (TIMESTAMP for `bucket`), as a string literal does.
@@ -46,7 +55,7 @@ export async function rollupReadSetup(
         )
       : new Map(),
   );
-  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession, runs) : undefined;
+  const windows = tree ? bucketConditions(tree.statements, new Set(names), !inSession, runs, clock) : undefined;
   const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession, windows);
   if (names.includes(jobsRelation))
     setup.statements.push(

@@ -705,8 +705,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
           session !== undefined,
           tree ?? undefined,
           statement.parameters,
+          // Not after the rewrite read rollups: it read the clock calls live (its windows are not the fixed clock's).
+          reads && reads.rollups.length > 0 ? undefined : pruning?.fixableClock,
         )
-      : { statements: [], snapshot: null, lake: false };
+      : { statements: [], snapshot: null, lake: false, fixesClock: false };
+    // The set-up left out buckets by a bound that holds with the clock it read: the statement runs with it.
+    if (rollupSetup.fixesClock) pruning!.useClock();
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).

@@ -1174,7 +1174,7 @@ describe('rollups (issue 17)', () => {
       }
     });
 
-    it("a window written with the clock leaves out pending buckets: BETWEEN's lower bound, and an upper bound in a client's transaction", async () => {
+    it("a window written with the clock leaves out pending buckets: BETWEEN's lower bound, an upper bound with the statement's clock fixed or in a client's transaction", async () => {
       const { check } = await withTail('clock_window');
       await tailKept('clock_window_hourly');
       // A late row two hours ago: its bucket, before the watermark, is pending (a DuckLake scan of its rows).
@@ -1192,6 +1192,19 @@ describe('rollups (issue 17)', () => {
           false,
         ]);
       }
+      // Outside one, an upper bound with the clock holds with the value the set-up read it with: the statement then
+      // runs with that value. A window keeping the bucket reads it, the clock left as it is.
+      for (const [upper, readsPending] of [
+        ['bucket < now()::TIMESTAMP - INTERVAL 1 DAY', false],
+        ['bucket <= now()::TIMESTAMP + INTERVAL 1 DAY', true],
+      ] as const)
+        for (const client of [asAdmin, asTeamA]) {
+          const want = await plainRows(client, `SELECT * FROM (${raw}) WHERE ${upper}${order}`);
+          assert.ok(want.length > 0);
+          const read = `SELECT * FROM clock_window_hourly WHERE ${upper}${order}`;
+          const lake = await setupsReadLake(async () => assert.deepEqual(await plainRows(client, read), want));
+          assert.deepEqual(lake, [readsPending], upper);
+        }
       // In a client's transaction now() is its BEGIN's, no later than the set-up's: an upper bound with the clock.
       const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
       const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
