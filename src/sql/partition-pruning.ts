@@ -8,9 +8,10 @@
 // when the statement's WHERE would drop every one of its rows: answers never change. Audience
 // filtering is untouched (it filters the rows of the partitions that remain), and a reader's statement
 // decides by the statistics of its audiences' rows alone (see statisticsOf): what it skips and reads,
-// and so its time, tell nothing of another audience's rows. A set's event-time column (log_entries' time)
-// is decided so without an index, by the event-time bounds the catalog keeps of each partition (see
-// eventTimeIndex), as the request's event range is for every key. The set may be read in a
+// and so its time, tell nothing of another audience's rows. A set's event-time column (log_entries' time; a
+// span's begin from above and end from below) is decided so without an index, by the event-time bounds the
+// catalog keeps of each partition (see
+// eventTimeIndexes), as the request's event range is for every key. The set may be read in a
 // CTE or a subquery (the WHEREs of the SELECTs enclosing it count too while the subqueries pass its rows
 // through: see passesThrough), the constants may be the statement's bound parameters, and a bound may be
 // written with the clock (`time > now() - INTERVAL 1 day`, `time < now()`): in a statement that runs in a
@@ -1070,28 +1071,34 @@ const eventTimeTypes = /^(TIMESTAMP_NS|TIMESTAMP)$/;
 const eventTimeEntry = '(event time)';
 
 /**
- * A set's one event-time column as a minmax index whose statistics are each partition's event-time bounds (see
- * PartitionPruning.eventTime): every row of a partition has its time within them. Null when the set has no such column: its
- * earliest and latest times are two columns (a span's begin and end, bounded each on one side only), or of
- * another type.
+ * A set's event-time columns as minmax indexes whose statistics are each partition's event-time bounds (see
+ * PartitionPruning.eventTime), with the sides each is bounded on: one column (log_entries' time) has every row's
+ * time within them; a span's two (begin and end) are bounded each on one side only, the earliest begin and the
+ * latest end (what materialization keeps of a partition), since a begin may follow an end. None when a column is
+ * of another type.
  */
-function eventTimeIndex(view: ViewSet): InstalledIndex | null {
-  const name = view.minTimeColumn.toLowerCase();
-  const column = view.columns.find((c) => c.name.toLowerCase() === name);
-  const type = column?.type.toUpperCase();
-  if (!column || !type || name !== view.maxTimeColumn.toLowerCase() || !eventTimeTypes.test(type)) return null;
-  const expression = quoteIdentifier(column.name);
-  const hash = `event time\u0000${view.name}`;
-  return {
-    hash,
-    viewSet: view.name,
-    entryKey: eventTimeEntry,
-    kind: 'minmax',
-    expression,
-    valueType: type,
-    generation: 0,
-  };
+function eventTimeIndexes(view: ViewSet): Array<{ index: InstalledIndex; lower: boolean; upper: boolean }> {
+  const [earliest, latest] = [view.minTimeColumn.toLowerCase(), view.maxTimeColumn.toLowerCase()];
+  const names = earliest === latest ? [earliest] : [earliest, latest];
+  const columns = names.map((name) => view.columns.find((c) => c.name.toLowerCase() === name));
+  if (columns.some((c) => !c || !eventTimeTypes.test(c.type.toUpperCase()))) return [];
+  return columns.map((column) => ({
+    index: {
+      hash: `event time\u0000${view.name}\u0000${column!.name}`,
+      viewSet: view.name,
+      entryKey: eventTimeEntry,
+      kind: 'minmax',
+      expression: quoteIdentifier(column!.name),
+      valueType: column!.type.toUpperCase(),
+      generation: 0,
+    },
+    lower: column!.name.toLowerCase() === earliest,
+    upper: column!.name.toLowerCase() === latest,
+  }));
 }
+
+/** A side a span's column is not bounded on (see eventTimeIndexes): beyond any timestamp, in ns and as DuckDB's text. */
+const unbounded = 1n << 64n;
 
 /** A partition's event-time bound as DuckDB's text of a timestamp, rounded outwards to whole microseconds. */
 const boundText = (ns: bigint, round: 'floor' | 'ceil'): string =>
@@ -1127,7 +1134,7 @@ export class PartitionPruning {
   /** The rows of the sets' partitions the statement reads, as they are read (whole, or the rows kept). */
   partitionRows = 0;
   private bitmapBytes = 0;
-  /** The event-time bounds of each set's partitions, as the statistics of its eventTimeIndex (by its hash), by file. */
+  /** The event-time bounds of each set's partitions, as the statistics of its eventTimeIndexes (by hash), by file. */
   private readonly eventBounds = new Map<string, ReadonlyMap<string, PartitionStatistics>>();
   /** The same bounds in ns, as the catalog holds them (not rounded), by its hash and file. */
   private readonly eventNanos = new Map<string, ReadonlyMap<string, { min: bigint; max: bigint }>>();
@@ -1187,7 +1194,7 @@ export class PartitionPruning {
   }
 
   /**
-   * The set's event-time column as an index (see eventTimeIndex), with these partitions' bounds from the catalog:
+   * The set's event-time columns as indexes (see eventTimeIndexes), with these partitions' bounds from the catalog:
    * a WHERE bounding the time skips partitions whose rows all fall outside, without a resource declared. The
    * bounds are of every audience's rows, never fewer than a reader's: what a reader's statement skips by them
    * tells what the request's event range already does (which skips partitions by the same bounds).
@@ -1196,28 +1203,31 @@ export class PartitionPruning {
     view: ViewSet,
     partitions: readonly Partition[],
   ): Promise<Array<{ index: InstalledIndex; key: string }>> {
-    const index = eventTimeIndex(view);
-    const tree = index && (await expressionTree(this.engine, index.expression));
-    if (!index || !tree) return [];
-    const bounds = new Map<string, PartitionStatistics>();
-    const nanos = new Map<string, { min: bigint; max: bigint }>();
-    for (const { filePath, minEventTime: min, maxEventTime: max } of partitions)
-      if (filePath !== null && min !== null && max !== null) {
-        nanos.set(filePath, { min, max });
-        bounds.set(filePath, {
-          hash: index.hash,
-          filePath,
-          min: boundText(min, 'floor'),
-          max: boundText(max, 'ceil'),
-          distinct: null,
-          bloom: null,
-          postings: null,
-          copy: null,
-        });
-      }
-    this.eventBounds.set(index.hash, bounds);
-    this.eventNanos.set(index.hash, nanos);
-    return [{ index, key: keyOf(tree, new Set()) }];
+    const indexes: Array<{ index: InstalledIndex; key: string }> = [];
+    for (const { index, lower, upper } of eventTimeIndexes(view)) {
+      const tree = await expressionTree(this.engine, index.expression);
+      if (!tree) continue;
+      const bounds = new Map<string, PartitionStatistics>();
+      const nanos = new Map<string, { min: bigint; max: bigint }>();
+      for (const { filePath, minEventTime: min, maxEventTime: max } of partitions)
+        if (filePath !== null && min !== null && max !== null) {
+          nanos.set(filePath, { min: lower ? min : -unbounded, max: upper ? max : unbounded });
+          bounds.set(filePath, {
+            hash: index.hash,
+            filePath,
+            min: lower ? boundText(min, 'floor') : '-infinity',
+            max: upper ? boundText(max, 'ceil') : 'infinity',
+            distinct: null,
+            bloom: null,
+            postings: null,
+            copy: null,
+          });
+        }
+      this.eventBounds.set(index.hash, bounds);
+      this.eventNanos.set(index.hash, nanos);
+      indexes.push({ index, key: keyOf(tree, new Set()) });
+    }
+    return indexes;
   }
 
   /** The partitions kept (object keys), in the order the statement reads them best (see newestFirst). */

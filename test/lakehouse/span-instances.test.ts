@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import protobuf from 'protobufjs';
-import { postOtlp } from '../support/otlp.js';
+import { postOtlp, tracesRequest, type SpanSpec } from '../support/otlp.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import { plainRows, refusal } from './lakehouse-fixtures.js';
@@ -12,44 +12,6 @@ const teamKey = { name: 'team_x', key: 'team-x-key-0123' };
 const keys = JSON.stringify([adminKey, { ...readerKey, audiences: ['public'] }, { ...teamKey, audiences: ['team_x'] }]);
 const iso = (seconds: number): string => new Date(seconds * 1000).toISOString();
 const t0 = 1704164645000000000n;
-
-interface SpanSpec {
-  id: string;
-  parent?: string;
-  name: string;
-  begin: bigint;
-  end: bigint;
-  file?: string;
-  line?: number;
-}
-
-function tracesRequest(service: string, spans: readonly SpanSpec[]): string {
-  return JSON.stringify({
-    resourceSpans: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
-        scopeSpans: [
-          {
-            scope: { name: 'checkout' },
-            spans: spans.map((s) => ({
-              traceId: '0123456789abcdef0123456789abcdef',
-              spanId: s.id,
-              ...(s.parent ? { parentSpanId: s.parent } : {}),
-              name: s.name,
-              kind: 1,
-              startTimeUnixNano: String(s.begin),
-              endTimeUnixNano: String(s.end),
-              attributes: [
-                ...(s.file ? [{ key: 'code.filepath', value: { stringValue: s.file } }] : []),
-                ...(s.line ? [{ key: 'code.lineno', value: { intValue: String(s.line) } }] : []),
-              ],
-            })),
-          },
-        ],
-      },
-    ],
-  });
-}
 
 const tree: SpanSpec[] = [
   { id: 'ffffffffffffffff', name: 'request', begin: t0, end: t0 + 1000n },

@@ -8,15 +8,17 @@
 // provenance and explain_resources tell the partitions skipped. A projection is read only of the partitions kept,
 // and a top-N by time reads the partitions newest first rather than a projection sorted by another column. A
 // statement bounding the time by the clock, repeated as the clock moves, skips a partition leaving its window and
-// reads one entering it: nothing decided at one statement's clock is kept for the next.
+// reads one entering it: nothing decided at one statement's clock is kept for the next. A span's begin is bounded
+// from above and its end from below by its partition's bounds (the earliest begin, the latest end), and nothing else.
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { postOtlp, tracesRequest } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { projectionsOf } from '../support/projections.js';
-import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
+import { materializeLogs, publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /** 2024-01-02 03:04:05 UTC, the partitions' event times are offsets from. */
 const base = 1704164645000000000n;
@@ -293,5 +295,67 @@ describe('a bound of the clock skips the partitions outside at each statement as
     await new Promise((resolve) => setTimeout(resolve, start + (windowSeconds + 2) * 1000 - Date.now()));
     await suite.answersAsOrFalse(clockQueries.map(([sql, , skipped]) => [sql, skipped]));
     assert.deepEqual(await plainRows(fixture.admin, clockQueries[0][0]), [{ n: 3 }]);
+  });
+});
+
+/**
+ * Spans' partitions, each one span's [begin, end) in ms from base: [0, 10], [100, 200] and [300, 5000]. A partition
+ * keeps the earliest begin and the latest end of its spans: a begin is bounded below by it, an end above, and neither
+ * on its other side (a span's end may precede its begin).
+ */
+const spans: Array<[number, number]> = [
+  [0, 10],
+  [100, 200],
+  [300, 5000],
+];
+
+/** Each statement over spans, and how many of its 3 partitions an admin's skips. */
+const spanQueries: Array<[string, number]> = [
+  [`SELECT name FROM spans WHERE begin < ${at(50)} ORDER BY name`, 2],
+  [`SELECT name FROM spans WHERE "end" > ${at(250)} ORDER BY name`, 2],
+  // The spans overlapping a window, as dashboards ask.
+  [`SELECT name FROM spans WHERE begin <= ${at(250)} AND "end" >= ${at(150)} ORDER BY name`, 2],
+  [`SELECT name FROM spans WHERE "end" BETWEEN ${at(150)} AND ${at(250)} ORDER BY name`, 1],
+  // Not bounded on these sides.
+  [`SELECT name FROM spans WHERE begin > ${at(250)} ORDER BY name`, 0],
+  [`SELECT name FROM spans WHERE "end" < ${at(50)} ORDER BY name`, 0],
+  ['SELECT count(*) AS n FROM spans WHERE "end" > now() - INTERVAL 1 DAY', 3],
+];
+
+describe("a WHERE on a span's begin or end skips partitions by the side its bounds hold (issue 13)", () => {
+  const suite = useAudiencesOrrery('orrery-event-spans-');
+  const { fixture } = suite;
+
+  before(async () => {
+    const start = Math.floor(Date.now() / 1000);
+    for (const [i, [begin, end]] of spans.entries()) {
+      const span = {
+        id: `000000000000000${i + 1}`,
+        name: `s${i}`,
+        begin: base + BigInt(begin) * ms,
+        end: base + BigInt(end) * ms,
+      };
+      const sent = await postOtlp(fixture.orrery.httpPort, 'traces', adminKey.key, tracesRequest(`svc${i}`, [span]));
+      assert.equal(sent.status, 200, sent.text);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+    }
+    await materializeLogs(fixture.admin, start - 2, start + spans.length + 2);
+    const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+    await fixture.admin.query(
+      `SELECT * FROM materialize_partitions('streams', '${iso(start - 2)}', '${iso(start + spans.length + 2)}', 1)`,
+    );
+    await fixture.admin.query(
+      `SELECT * FROM materialize_partitions('spans', '${iso(start - 2)}', '${iso(start + spans.length + 2)}', 1)`,
+    );
+    const listed = await plainRows(
+      fixture.admin,
+      "SELECT count(*) AS n FROM list_partitions() WHERE view_set_name = 'spans' AND file_path IS NOT NULL",
+    );
+    assert.deepEqual(listed, [{ n: spans.length }]);
+  });
+
+  it('answers every statement as its OR false twin for every key, skipping the partitions outside', async () => {
+    await suite.answersAsOrFalse(spanQueries);
+    assert.deepEqual(await plainRows(fixture.admin, spanQueries[2][0]), [{ name: 's1' }]);
   });
 });

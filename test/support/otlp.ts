@@ -38,6 +38,46 @@ export function logsRequest(resource: Record<string, string>, logs: readonly Log
   });
 }
 
+/** A span of tracesRequest's: ids in hex, times in ns, and its code location's attributes. */
+export interface SpanSpec {
+  id: string;
+  parent?: string;
+  name: string;
+  begin: bigint;
+  end: bigint;
+  file?: string;
+  line?: number;
+}
+
+/** An ExportTraceServiceRequest in OTLP/JSON of one service's spans, one trace. */
+export function tracesRequest(service: string, spans: readonly SpanSpec[]): string {
+  return JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+        scopeSpans: [
+          {
+            scope: { name: 'checkout' },
+            spans: spans.map((s) => ({
+              traceId: '0123456789abcdef0123456789abcdef',
+              spanId: s.id,
+              ...(s.parent ? { parentSpanId: s.parent } : {}),
+              name: s.name,
+              kind: 1,
+              startTimeUnixNano: String(s.begin),
+              endTimeUnixNano: String(s.end),
+              attributes: [
+                ...(s.file ? [{ key: 'code.filepath', value: { stringValue: s.file } }] : []),
+                ...(s.line ? [{ key: 'code.lineno', value: { intValue: String(s.line) } }] : []),
+              ],
+            })),
+          },
+        ],
+      },
+    ],
+  });
+}
+
 /** POSTs an OTLP/JSON body; returns the HTTP status and body text. */
 export async function postOtlp(
   httpPort: number,
