@@ -8,10 +8,16 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
  * run, never one left with another setup (another caller's views). Only connections on which
  * nothing but SELECT statements ran to their end come back (the caller says so); the rest are
  * closed. Bounded: at most `maxIdle` idle connections, the least recently used closed first.
+ *
+ * A setup of temporary views alone may also be run on the idle connection the next release would
+ * close (the pool full), when its own setup made views of those names alone: each is replaced, so its
+ * objects are then exactly the new setup's. A rollup's never-stale read under steady ingestion has a
+ * new setup at every read (the files written since), and its earlier reads' connections fill the pool:
+ * set up again, the oldest spares it opening a connection (and closing another).
  */
 export class ConnectionPool {
-  /** Idle connections, least recently released first. */
-  private idle: Array<{ key: string; connection: DuckDBConnection }> = [];
+  /** Idle connections, least recently released first, with the views their setup made (see viewsOf). */
+  private idle: Array<{ key: string; views: ReadonlySet<string> | null; connection: DuckDBConnection }> = [];
   /**
    * Connections still finishing their statement (a read transaction committing after its stream
    * ended), by setup: one statement of the same setup waits for each instead of setting up another.
@@ -24,7 +30,7 @@ export class ConnectionPool {
     /** Run once on every new connection. */
     private readonly initialSql: readonly string[],
     private readonly maxIdle = 16,
-    /** Told of each connection the pool closes, before it closes it. */
+    /** Told of each connection the pool closes, or sets up again for other views, before it does. */
     private readonly closing: (connection: DuckDBConnection) => void = () => {},
   ) {}
 
@@ -33,14 +39,30 @@ export class ConnectionPool {
     const key = setupKey(setup);
     const same = this.take(key) ?? (await this.handedOver(key));
     if (same) return { connection: same, key };
+    // Before a clean one, which statements without a setup take as it is.
+    const replaced = this.takeReplaceable(setup);
+    if (replaced) {
+      this.closing(replaced);
+      const done = await this.setUp(replaced, setup).then(
+        () => true,
+        () => false,
+      );
+      // Failed on views it had (not the setup's own fault, as far as can be told): set up on a new one.
+      if (done) return { connection: replaced, key };
+    }
     const connection = this.take('') ?? (await this.open());
+    await this.setUp(connection, setup);
+    return { connection, key };
+  }
+
+  /** Runs `setup` on `connection`, closed if it fails. */
+  private async setUp(connection: DuckDBConnection, setup: readonly string[]): Promise<void> {
     try {
       for (const statement of setup) await connection.run(statement);
     } catch (error) {
       this.closeConnection(connection);
       throw error;
     }
-    return { connection, key };
   }
 
   /** Gives a connection back: kept for its setup when `reusable`, closed otherwise. */
@@ -49,7 +71,7 @@ export class ConnectionPool {
       this.closeConnection(connection);
       return;
     }
-    this.idle.push({ key, connection });
+    this.idle.push({ key, views: viewsOf(key), connection });
     if (this.idle.length > this.maxIdle) this.closeConnection(this.idle.shift()!.connection);
   }
 
@@ -91,6 +113,18 @@ export class ConnectionPool {
     if (at >= 0) this.finishing.splice(at, 1);
   }
 
+  /**
+   * The idle connection the next release would close, when the pool is full and its setup made views
+   * alone, all of names `setup` replaces (views alone).
+   */
+  private takeReplaceable(setup: readonly string[]): DuckDBConnection | undefined {
+    const oldest = this.idle[0];
+    if (!oldest || this.idle.length < this.maxIdle || !oldest.views || oldest.views.size === 0) return undefined;
+    const views = viewsOf(setupKey(setup));
+    if (!views || ![...oldest.views].every((v) => views.has(v))) return undefined;
+    return this.idle.shift()!.connection;
+  }
+
   private take(key: string): DuckDBConnection | undefined {
     for (let i = this.idle.length - 1; i >= 0; i--) {
       if (this.idle[i].key === key) return this.idle.splice(i, 1)[0].connection;
@@ -110,6 +144,23 @@ export class ConnectionPool {
   }
 }
 
+const separator = '\u0000;\n';
+
 function setupKey(setup: readonly string[]): string {
-  return setup.join('\u0000;\n');
+  return setup.join(separator);
+}
+
+/** `CREATE OR REPLACE TEMP VIEW "<name>" AS` (the name as quoted): a setup statement that replaces a view. */
+const viewStatement = /^CREATE OR REPLACE TEMP VIEW ("(?:[^"]|"")+") AS /;
+
+/** The views a setup (its key) makes, by quoted name, when it makes nothing else (null otherwise). */
+function viewsOf(key: string): Set<string> | null {
+  const views = new Set<string>();
+  if (key === '') return views;
+  for (const statement of key.split(separator)) {
+    const name = viewStatement.exec(statement)?.[1];
+    if (name === undefined) return null;
+    views.add(name);
+  }
+  return views;
 }
