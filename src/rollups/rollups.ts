@@ -69,6 +69,7 @@ import {
   maxKeptRows,
   mergedTail,
   rebaseFiles,
+  rowPartials,
   tailMerge,
   tailRows,
   type TailMerge,
@@ -331,6 +332,20 @@ interface KeptStored {
   table: string | null;
 }
 
+/** What `work` answers for a rollup's statement, kept in `kept` by the statement (null when it failed). */
+function oncePerStatement<T>(
+  kept: Map<string, Promise<T | null>>,
+  definition: RollupDefinition,
+  work: () => Promise<T | null>,
+): Promise<T | null> {
+  let value = kept.get(definition.query);
+  if (!value) {
+    value = work().catch(() => null);
+    remember(kept, definition.query, value);
+  }
+  return value;
+}
+
 /** What is kept of a rollup's tail (see Rollups.keptTail). */
 interface TailEntry {
   /** The kept aggregate a read may merge with (its table made). */
@@ -426,6 +441,8 @@ export class Rollups {
   private readonly storedTables = new Map<string, KeptStored>();
   /** How each rollup's aggregate merges over parts of its rows, by its statement (see tailMerge). */
   private readonly tailMerges = new Map<string, Promise<TailMerge | null>>();
+  /** Each rollup's statement over single rows, by its statement (see rowPartials). */
+  private readonly rowPartials = new Map<string, Promise<string | null>>();
   /** The row count and time range of series tables by `table@snapshot` (see rowsWithin). */
   private readonly extents = new Map<string, Promise<TableExtent | null>>();
   /** Readers' own rows of tables and view sets (see rowsWithin). */
@@ -1576,9 +1593,9 @@ export class Rollups {
     keptTails: boolean,
   ): Promise<string | null> {
     const from = bucketLiteral(definition, watermark);
-    const aggregate = (rows: string): string =>
+    const aggregate = (rows: string, query = definition.query): string =>
       aggregateOver(
-        definition,
+        { ...definition, query },
         rows,
         `${quoteIdentifier(definition.timeColumn)} >= ${from}`,
         bucketBound(definition, '>=', from),
@@ -1595,9 +1612,12 @@ export class Rollups {
     const kept = await this.keptTail(definition, aggregate, files, keptTails);
     if (!kept) return aggregate(own(files.sql));
     if (kept.added.length === 0) return tailRows(kept.table, scope);
+    // The files written since merged with it row by row when the aggregate allows (rowPartials), else aggregated first.
+    const partials = await this.rowPartialsOf(definition);
+    const added = own(filesSql(files.columns, kept.added)!);
     return mergedTail(
       kept.merge,
-      `${tailRows(kept.table, scope)}\nUNION ALL SELECT * FROM (${aggregate(own(filesSql(files.columns, kept.added)!))})`,
+      `${tailRows(kept.table, scope)}\nUNION ALL SELECT * FROM (${aggregate(added, partials ?? definition.query)})`,
     );
   }
 
@@ -1680,12 +1700,12 @@ export class Rollups {
 
   /** How a rollup's aggregate merges over parts of its rows (tailMerge), worked out once per statement. */
   private tailMergeOf(definition: RollupDefinition): Promise<TailMerge | null> {
-    let merge = this.tailMerges.get(definition.query);
-    if (!merge) {
-      merge = tailMerge(this.engine, definition).catch(() => null);
-      remember(this.tailMerges, definition.query, merge);
-    }
-    return merge;
+    return oncePerStatement(this.tailMerges, definition, () => tailMerge(this.engine, definition));
+  }
+
+  /** A rollup's statement over single rows (rowPartials), worked out once per statement. */
+  private rowPartialsOf(definition: RollupDefinition): Promise<string | null> {
+    return oncePerStatement(this.rowPartials, definition, () => rowPartials(this.engine, definition));
   }
 
   /** A new table of the rows of `sql` (see tail-values.ts): its name, or null when too large or failed. */

@@ -3,7 +3,7 @@ import type { TableScope } from '../tables/index.js';
 import { argOrderState } from './entry-shape.js';
 import { mergeOf } from './query-rewrite.js';
 import { audienceFilter, type RollupDefinition } from './rollup-sql.js';
-import { key, type Node } from './tree.js';
+import { cast, integer, key, type Node } from './tree.js';
 
 // A rollup's never-stale read aggregates the rows after its watermark at every read. When those rows
 // come from files alone (table-files.ts), the files listed, less their delete files, are all of them:
@@ -141,6 +141,54 @@ export async function tailMerge(engine: DuckDBEngine, definition: RollupDefiniti
     out.push({ name, merge: fn === 'count' || fn === 'count_star' ? 'count' : merge });
   }
   return out;
+}
+
+/** The aggregates whose value over one row (rowPartials) merges as a part of the rows' aggregate does. */
+const ofOneRow: Record<string, (argument: Node | undefined) => Node | undefined> = {
+  count_star: () => cast(integer(1), { id: 'BIGINT', type_info: null }),
+  count: (x) =>
+    x &&
+    cast(
+      { class: 'OPERATOR', type: 'OPERATOR_IS_NOT_NULL', alias: '', children: [x] },
+      { id: 'BIGINT', type_info: null },
+    ),
+  sum: (x) => x,
+  min: (x) => x,
+  max: (x) => x,
+};
+
+/**
+ * A rollup's statement with each aggregate's value over a single row instead (count(*): 1, count(x): whether x is
+ * not null, sum, min and max: x) and no GROUP BY: a row per source row, which merges (mergedTail) with parts of the
+ * aggregate as the rows' own aggregate would. Merged with a kept tail, the files written since are aggregated once
+ * (with it) instead of twice (on their own, then with it): a hash aggregate less per read, ~1-2 ms of DuckDB's
+ * ~4 for a few hundred rows. Null when an aggregate has no such value (a FILTER, a sketch, an arg_max...).
+ */
+export async function rowPartials(engine: DuckDBEngine, definition: RollupDefinition): Promise<string | null> {
+  const tree = await engine.parseSelect(definition.query);
+  const node = tree?.statements[0]?.node as Node | undefined;
+  if (!tree || node?.type !== 'SELECT_NODE' || node.having || node.qualify) return null;
+  const items = node.select_list as Node[];
+  const groups = new Set((node.group_expressions as Node[]).map((g) => key(g, new Set())));
+  if (items.length !== definition.columns.length) return null;
+  const partials: Node[] = [];
+  for (const [i, item] of items.entries()) {
+    if (groups.has(key(item, new Set()))) {
+      partials.push(item);
+      continue;
+    }
+    const fn = item.class === 'FUNCTION' ? String(item.function_name).toLowerCase() : '';
+    const children = item.children as Node[] | undefined;
+    const ordered = ((item.order_bys as Node | undefined)?.orders as unknown[] | undefined)?.length ?? 0;
+    const one = fn in ofOneRow && (children?.length ?? 0) <= 1 && !item.filter && !item.distinct && ordered === 0;
+    const partial = one ? ofOneRow[fn](children?.[0]) : undefined;
+    if (!partial) return null;
+    partials.push({ ...partial, alias: definition.columns[i] });
+  }
+  node.select_list = partials;
+  node.group_expressions = [];
+  node.group_sets = [];
+  return engine.deparse(tree);
 }
 
 /** The merge of parts of a rollup's aggregate (`parts`, a SELECT of its columns in order) into one row per bucket and group. */

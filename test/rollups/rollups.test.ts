@@ -624,6 +624,25 @@ describe('rollups (issue 17)', () => {
         .toArray()
         .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
         .join('\n');
+    /** The setups of the reads of rollups `work` makes, in order (Rollups.readSetup's answers). */
+    const setupsDuring = async (
+      work: () => Promise<unknown>,
+    ): Promise<Array<Awaited<ReturnType<Rollups['readSetup']>>>> => {
+      const readSetup = Object.getOwnPropertyDescriptor(Rollups.prototype, 'readSetup')!.value as Rollups['readSetup'];
+      const setups: Array<Awaited<ReturnType<Rollups['readSetup']>>> = [];
+      const recorded = async function (this: Rollups, ...args: Parameters<Rollups['readSetup']>) {
+        const setup = await readSetup.apply(this, args);
+        setups.push(setup);
+        return setup;
+      };
+      Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: recorded });
+      try {
+        await work();
+      } finally {
+        Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: readSetup });
+      }
+      return setups;
+    };
     /** The DuckLake scans of `table` in an admin's plan of `sql`. */
     const scansOf = async (table: string, sql: string): Promise<number> =>
       (await planOf(sql)).match(new RegExp(`Table: ${table}\\b`, 'g'))?.length ?? 0;
@@ -1119,22 +1138,8 @@ describe('rollups (issue 17)', () => {
     });
 
     /** For each plan of a rollup read while `work` runs, in order: whether its set-up reads a DuckLake table. */
-    const setupsReadLake = async (work: () => Promise<unknown>): Promise<boolean[]> => {
-      const readSetup = Object.getOwnPropertyDescriptor(Rollups.prototype, 'readSetup')!.value as Rollups['readSetup'];
-      const lake: boolean[] = [];
-      const recorded = async function (this: Rollups, ...args: Parameters<Rollups['readSetup']>) {
-        const setup = await readSetup.apply(this, args);
-        lake.push(setup.lake);
-        return setup;
-      };
-      Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: recorded });
-      try {
-        await work();
-      } finally {
-        Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: readSetup });
-      }
-      return lake;
-    };
+    const setupsReadLake = async (work: () => Promise<unknown>): Promise<boolean[]> =>
+      (await setupsDuring(work)).map((setup) => setup.lake);
 
     it('a window bound by parameters ($1) leaves out the pending buckets outside it, as its literal does', async () => {
       const raw = await withPendingBucket('bound_window');
@@ -1340,7 +1345,11 @@ describe('rollups (issue 17)', () => {
         await client.updateCount(
           `INSERT INTO merged SELECT TIMESTAMP '2100-01-01 02:30:00' + to_seconds(i * 7), 'h' || (i % 2 + 1), i * ${i + 2} FROM range(400) t(i)`,
         );
-        assert.equal((await filesRead(read)) - stored, 1, `after write ${i + 1}`);
+        const [setup] = await setupsDuring(async () =>
+          assert.equal((await filesRead(read)) - stored, 1, `after write ${i + 1}`),
+        );
+        // The new file's rows merge with the kept aggregate row by row: one GROUP BY, not one of their own too.
+        assert.equal(setup.statements.join('\n').match(/\bGROUP BY\b/g)?.length, 1, `after write ${i + 1}`);
         assert.match(await planOf(read), /__orrery_tail_\d+/);
         await check();
         await same(asTeamB, 'merged_hourly', source);
