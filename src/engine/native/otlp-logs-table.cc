@@ -1161,21 +1161,22 @@ class DecodeAhead {
   Decoded Next() {
     std::unique_lock<std::mutex> lock(mutex_);
     const size_t place = taken_++;
-    if (place < claimed_) ahead_bytes_ -= Stored(place);
     changed_.notify_all();  // one more may be decoded ahead
     for (;;) {
       const auto found = ready_.find(place);
       if (found != ready_.end()) {
         Decoded next = std::move(found->second);
         ready_.erase(found);
+        ahead_bytes_ -= Bytes(next);
+        changed_.notify_all();  // the bytes it held may let one more be decoded ahead
         return next;
       }
       if (CanClaim()) {
-        const size_t mine = Claim();
+        const size_t mine = claimed_++;
         lock.unlock();
         Decoded decoded = Decode(mine, own_);
         lock.lock();
-        ready_.emplace(mine, std::move(decoded));
+        Ready(mine, std::move(decoded));
         continue;
       }
       changed_.wait(lock);
@@ -1183,10 +1184,12 @@ class DecodeAhead {
   }
 
  private:
-  // Payloads claimed and not yet taken by the merge, at most, and their stored bytes (the last one claimed may pass
-  // that). 4 left the merge blocked 0.26-0.55 s of a 1 M-row statement, 16 0.09 s (bench/materialization/README.md).
+  // Payloads claimed and not yet taken by the merge, at most, and the bytes of those decoded (a decode under way may
+  // pass that, by one payload per thread). 4 left the merge blocked 0.26-0.55 s of a 1 M-row statement, 16 0.09 s
+  // (bench/materialization/README.md). Bounded by decoded bytes, not stored ones: a client's gzip body expands up to
+  // ~1,000-fold, so 16 small stored payloads could hold gigabytes beyond the merge's own hold (orderedHoldBytes).
   static constexpr size_t kAhead = 16;
-  static constexpr size_t kAheadBytes = 4 << 20;
+  static constexpr size_t kAheadBytes = 64 << 20;
   const OrderedBind &bind_;
   const int fd_;
   const std::vector<size_t> &sequence_;
@@ -1195,7 +1198,7 @@ class DecodeAhead {
   std::unordered_map<size_t, Decoded> ready_;  // decoded, by place, until the merge takes them
   size_t claimed_ = 0;  // the places below it are decoded or being decoded
   size_t taken_ = 0;    // the places below it the merge has taken (or is waiting for)
-  size_t ahead_bytes_ = 0;  // the stored bytes of the places from taken_ to claimed_
+  size_t ahead_bytes_ = 0;  // the bytes of the decoded payloads in ready_
   bool stop_ = false;
   Workspace work_;  // the decoding thread's
   Workspace own_;   // the statement's thread's
@@ -1208,30 +1211,38 @@ class DecodeAhead {
         std::unique_lock<std::mutex> lock(mutex_);
         changed_.wait(lock, [this] { return stop_ || claimed_ >= sequence_.size() || CanClaim(); });
         if (stop_ || claimed_ >= sequence_.size()) return;
-        place = Claim();
+        place = claimed_++;
       }
       Decoded decoded = Decode(place, work_);
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        ready_.emplace(place, std::move(decoded));
+        Ready(place, std::move(decoded));
       }
       changed_.notify_all();
     }
   }
 
-  size_t Stored(size_t place) const {
-    const size_t payload = sequence_[place];
-    return bind_.offsets[payload + 1] - bind_.offsets[payload];
+  // The memory a decoded payload holds: its rows' text and columns, and their order.
+  static size_t Bytes(const Decoded &decoded) {
+    if (!decoded.held) return 0;
+    const Rows &rows = decoded.held->rows;
+    return rows.arena.capacity() + rows.time.capacity() * sizeof(int64_t) + rows.level.capacity() * sizeof(int32_t) +
+           (rows.target.capacity() + rows.msg.capacity() + rows.properties.capacity() + rows.trace_id.capacity() +
+            rows.span_id.capacity()) *
+               sizeof(Span) +
+           decoded.held->order.capacity() * sizeof(uint32_t);
   }
 
-  // Whether a thread may decode the next place now (with mutex_ held).
+  // Keeps a decoded payload until the merge takes it (with mutex_ held).
+  void Ready(size_t place, Decoded decoded) {
+    ahead_bytes_ += Bytes(decoded);
+    ready_.emplace(place, std::move(decoded));
+  }
+
+  // Whether a thread may decode the next place now (with mutex_ held). When the merge waits for a place not yet
+  // claimed, every place before it was taken, so ready_ is empty and the bytes do not stop it.
   bool CanClaim() const {
     return claimed_ < sequence_.size() && claimed_ < taken_ + kAhead && ahead_bytes_ < kAheadBytes;
-  }
-
-  size_t Claim() {
-    if (claimed_ >= taken_) ahead_bytes_ += Stored(claimed_);
-    return claimed_++;
   }
 
   Decoded Decode(size_t place, Workspace &work) {
