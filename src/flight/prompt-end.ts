@@ -58,7 +58,7 @@ export function endPromptly(call: grpc.ServerWritableStream<unknown, unknown>): 
 }
 
 /**
- * Has `stream` submit its trailers as soon as it is given them from 'wantTrailers' (Node defers
+ * Has `stream` submit its trailers as soon as it is given them in a 'wantTrailers' listener (Node defers
  * them by a `setImmediate`); answers false when Node's Http2Stream is not as expected.
  */
 function promptTrailers(stream: Http2StreamInside): boolean {
@@ -73,7 +73,7 @@ function promptTrailers(stream: Http2StreamInside): boolean {
 function sendTrailersNow(this: Http2StreamInside, headers: Record<string, unknown>): void {
   const { handle, state, maybeDestroy } = inside!;
   const flags = this[state] as { flags: number; trailersReady?: boolean };
-  // Only from 'wantTrailers' (nghttp2's send loop): anything else goes Node's way.
+  // Only within a 'wantTrailers' listener (nghttp2's send loop): anything else goes Node's way.
   if (!flags.trailersReady || this.destroyed || this.closed) return deferred(this, headers);
   let list = '';
   let count = 0;
