@@ -26,8 +26,8 @@
 
 bench_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-# duckdb is pinned to the release the server embeds (@duckdb/node-api 1.5.6) so both sides run the same engine.
-BENCH_REQUIREMENTS="pyarrow==26.0.1 duckdb==1.5.6 adbc-driver-flightsql==1.13.0 adbc-driver-manager==1.13.0"
+# duckdb is pinned to the release the server embeds (@duckdb/node-api 1.5.5-r.5) so both sides run the same engine.
+BENCH_REQUIREMENTS="pyarrow==26.0.1 duckdb==1.5.5 adbc-driver-flightsql==1.13.0 adbc-driver-manager==1.13.0"
 
 bench_ensure_built() {
   if [ -n "${ORRERY_REF:-}" ]; then
