@@ -158,15 +158,26 @@ export function forgetLedgerSchema(): void {
   schemaReady = new WeakSet();
 }
 
+/** A call of arg_max or arg_min by any of DuckDB's and ClickHouse's names (argMax, max_by, min_by, ...). */
+const argCall = /\b(?:arg_?(?:max|min)|(?:max|min)_by)\s*\(/i;
+
 /**
  * The hash of an entry's installed shape: its kind, physical table and fields (not its file or
  * async; for a rollup not its retention either, which a publication changes in place).
+ *
+ * A rollup reading arg_max or arg_min (itself or in the `from` chain its fromShape holds) hashes with a mark of
+ * their stored extremes: since 9ebfda0 each is stored beside the extreme it chose by, which targets installed
+ * before under the same declaration (so the same hash and target name) lack. The new hash makes such an entry a
+ * changed shape, which a publish installs as a new target (backfilled, its stable view cut over to it) and whose
+ * old target it retires, as for any changed declaration. Entries without them keep their hash, so their targets stay.
  */
 export function entryHash(entry: ValidEntry): string {
   const { key: _key, file: _file, async: _async, unsupported: _unsupported, ...shape } = entry;
   if (shape.kind === 'rollup') {
     const { retention: _retention, retentionSeconds: _seconds, ...stored } = shape;
-    return createHash('sha256').update(JSON.stringify(stored)).digest('hex').slice(0, 8);
+    const text = JSON.stringify(stored);
+    const marked = argCall.test(text) ? JSON.stringify({ ...stored, storedExtremes: true }) : text;
+    return createHash('sha256').update(marked).digest('hex').slice(0, 8);
   }
   return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 8);
 }

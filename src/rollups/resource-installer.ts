@@ -1,7 +1,6 @@
 import type { DuckDBEngine } from '../engine/index.js';
 import { entryHash, type InstallContext, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
 import { entryShape, selectListFrom, type EntryShape } from './entry-shape.js';
-import type { RollupDefinition } from './rollup-sql.js';
 import type { Rollups } from './rollups.js';
 
 // The installer of a resources file's rollup entries (database-resources.md, rollup; issue 14):
@@ -36,26 +35,6 @@ function grainInterval(seconds: number): string {
 /** A timestamp as DuckDB writes it (UTC), as a Date. */
 const dateOf = (text: string): Date => new Date(`${text.replace(' ', 'T')}Z`);
 
-/**
- * Why a finer entry's installed target cannot be read as its shape says: the states it lacks. A target keeps its name
- * (the entry's hash) across Orrery versions, so one installed before arg_max's extreme was stored beside it
- * (`<measure>__order`) lacks that column, and a coarser entry merging from it would not bind.
- */
-function lackedStates(
-  key: string,
-  shape: EntryShape,
-  target: RollupDefinition | undefined,
-): { problem: string } | null {
-  if (!target) return null;
-  const columns = new Set(target.columns.map((c) => c.toLowerCase()));
-  const lacked = shape.states.map((s) => s.column).filter((c) => !columns.has(c.toLowerCase()));
-  return lacked.length === 0
-    ? null
-    : {
-        problem: `its target ${target.name} lacks ${lacked.join(', ')} (installed by an Orrery that did not store it yet; change entry '${key}' to install it anew)`,
-      };
-}
-
 export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): ResourceInstaller {
   const shapeOf = async (entry: RollupValidEntry): Promise<EntryShape | string> =>
     entryShape(engine, entry, await rollups.aggregateNames());
@@ -76,12 +55,10 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
       );
       if (finer) {
         const finerShape = await shapeOf(finer);
-        const finerTarget = definitions.get(rollupNames(finer, entryHash(finer)).target);
         const merged =
           typeof finerShape === 'string'
             ? { problem: finerShape }
-            : (lackedStates(finer.key, finerShape, finerTarget) ??
-              (await selectListFrom(engine, shape, finerShape, entry.dimensions)));
+            : await selectListFrom(engine, shape, finerShape, entry.dimensions);
         if ('selectList' in merged) {
           source = rollupNames(finer, entryHash(finer)).target;
           selectList = merged.selectList;

@@ -3,7 +3,8 @@
 // recorded in the ledger, the stable view pointed at it, a `from` entry computed from its finer
 // target, an exact measure warned about and not installed, a backfill failing midway resumed by
 // the next publish, a changed shape installed as a new target, and queries over the table
-// rewritten onto the targets (provenance naming them), each answer equal to raw.
+// rewritten onto the targets (provenance naming them), each answer equal to raw; a target an older
+// Orrery installed without arg_max's extreme rebuilt under a new hash by the next publish.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,9 +28,9 @@ describe('orrery publish installs rollup entries (issue 14)', () => {
   const rows = (text: string) => plainRows(fixture.admin, text);
 
   const publish = () => publishFolder(fixture.orrery.address, dir);
-  const declare = (resources: unknown): void => {
+  const declare = (resources: unknown, file = 'spans'): void => {
     mkdirSync(join(dir, 'resources'), { recursive: true });
-    writeFileSync(join(dir, 'resources', 'spans.resources.json'), JSON.stringify({ resources }, null, 2));
+    writeFileSync(join(dir, 'resources', `${file}.resources.json`), JSON.stringify({ resources }, null, 2));
   };
   const ledger = async () =>
     (await rows(
@@ -262,5 +263,92 @@ describe('orrery publish installs rollup entries (issue 14)', () => {
         ['tagged', 'retired', true],
       ],
     );
+  });
+  it('a target installed before arg_max was stored with its extreme is rebuilt under a new hash by the next publish, the old one retired', async () => {
+    const { metadata } = fixture.orrery;
+    await sql(`CREATE TABLE calls_t (ts TIMESTAMP, svc VARCHAR, host VARCHAR, dur DOUBLE) WITH (time_column = 'ts')`);
+    // Every 7 minutes over the 4 days before now, each with its own dur (arg_max's choice among ties is arbitrary);
+    // every 11th without host, which arg_max(host, dur) leaves out.
+    await sql(`INSERT INTO calls_t SELECT now()::TIMESTAMP - i * INTERVAL '7 minutes', 'svc' || (i % 2),
+                 CASE WHEN i % 11 = 0 THEN NULL ELSE 'h' || (i % 7) END, (i * 7919) % 10007 FROM range(0, 820) t(i)`);
+    const slow = {
+      rollup: {
+        table: 'calls_t',
+        grain: '1h',
+        dimensions: ['svc'],
+        measures: { n: 'count(*)', slowest_host: 'arg_max(host, dur)' },
+      },
+    };
+    // What an Orrery before 9ebfda0 installed for this entry: its target under the hash it gave the declaration,
+    // storing arg_max without the extreme it chose by, its ledger row ready and its stable view pointed at it.
+    const oldHash = 'e01dcb64';
+    const oldTarget = `rollup_calls_t_slow__${oldHash}`;
+    await sql(`SELECT create_rollup('${oldTarget}', 'calls_t', INTERVAL '1 hour',
+                 select_list => 'svc, count(*) AS n, arg_max(host, dur) AS slowest_host', group_by => 'svc')`);
+    await sql(`SELECT refresh_rollup('${oldTarget}')`);
+    await metadata.query(
+      `INSERT INTO rollup_aliases (name, target, select_list) VALUES ('rollup_calls_t_slow', $1, 'bucket, svc, n, slowest_host, audience')`,
+      [oldTarget],
+    );
+    await metadata.query(
+      `INSERT INTO resource_ledger (kind, physical_table, entry_key, hash, declaration, state, cutover, backfilled_begin, backfilled_end)
+       VALUES ('rollup', 'calls_t', 'slow', $1, $2, 'ready', now(), now() - INTERVAL '5 days', now())`,
+      [
+        oldHash,
+        JSON.stringify({
+          ...slow.rollup,
+          key: 'slow',
+          file: 'resources/calls.resources.json',
+          kind: 'rollup',
+          physical: 'calls_t',
+          async: false,
+          grainSeconds: 3600,
+          measures: Object.entries(slow.rollup.measures).map(([name, expression]) => ({ name, expression })),
+          retention: null,
+          retentionSeconds: null,
+          from: null,
+          unsupported: null,
+          fromShape: null,
+        }),
+      ],
+    );
+    const query = `select svc, arg_max(host, dur) as slowest, count(*) as n from calls_t
+                    where ts >= '${days.from}' and ts < '${days.to}' group by svc order by svc`;
+    const raw = query.replace(' from calls_t', ' from (select * from calls_t) as calls_t');
+    // The old target answers no arg_max across its hours: the query reads raw, saying why.
+    assert.match(
+      JSON.stringify(provenanceOf(await sql(query))),
+      new RegExp(`"name":"${oldTarget}".*is stored without max\\(dur\\)`),
+    );
+
+    // A publish of the same entry: a new target, backfilled, the stable view moved to it, the old one retired.
+    declare({ slow }, 'calls');
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    const newTarget = /^created rollup (rollup_calls_t_slow__[0-9a-f]{8}) over calls_t \(grain 1h\)$/m.exec(
+      run.text,
+    )?.[1];
+    assert.ok(newTarget, run.text);
+    assert.notEqual(newTarget, oldTarget);
+    assert.match(run.text, /^ {2}slow: \d{4}-\d\d-\d\d done, 0 day\(s\) left/m);
+    assert.match(run.text, new RegExp(`^retired rollup slow on calls_t \\(${oldHash}\\) for 7 days$`, 'm'));
+    assert.deepEqual(
+      (await ledger()).filter((e) => e.entry_key === 'slow').map((e) => [e.hash, e.state, e.retired]),
+      [
+        [newTarget.slice(-8), 'ready', false],
+        [oldHash, 'retired', true],
+      ],
+    );
+    assert.deepEqual(
+      (await metadata.query("SELECT target FROM rollup_aliases WHERE name = 'rollup_calls_t_slow'")).rows,
+      [{ target: newTarget }],
+    );
+    // Days of hours merged by the extremes stored beside arg_max: the new target answers, equal to raw.
+    const table = await sql(query);
+    const provenance = provenanceOf(table) as { resources: Array<{ rollup?: { name: string } }> };
+    assert.equal(provenance.resources[0].rollup?.name, newTarget);
+    const answered = await rows(query);
+    assert.equal(answered.length, 2);
+    assert.deepEqual(answered, await rows(raw));
   });
 });
