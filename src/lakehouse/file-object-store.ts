@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, readFile, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
-import { fstatSync, writevSync, type Stats } from 'node:fs';
+import { link, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { close, closeSync, fstatSync, fsync, open as openFd, writevSync, type Stats } from 'node:fs';
+import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { ObjectStore } from './object-store.js';
 
@@ -19,8 +20,8 @@ export class FileObjectStore implements ObjectStore {
   // DuckDB's defaults: it checks a cached local file against the file's modification time, which costs no request.
   readonly duckdbSettings: readonly string[] = [];
   readonly needsHttpfs = false;
-  /** Files created ahead of their putNew (reserveNew), by key. */
-  private readonly reserved = new Map<string, { at: number; path: string; handle: Promise<FileHandle | null> }>();
+  /** Files created ahead of their putNew (reserveNew), by key: their descriptors, open. */
+  private readonly reserved = new Map<string, { at: number; path: string; fd: Promise<number | null> }>();
 
   constructor(root: string) {
     this.root = resolve(root);
@@ -35,9 +36,9 @@ export class FileObjectStore implements ObjectStore {
 
   /** Reserved files never written are deleted (nothing names them). */
   close(): void {
-    for (const { path, handle } of this.reserved.values())
-      void handle.then(async (h) => {
-        await h?.close().catch(() => undefined);
+    for (const { path, fd } of this.reserved.values())
+      void fd.then(async (f) => {
+        if (f !== null) await closeFd(f).catch(() => undefined);
         await rm(path, { force: true }).catch(() => undefined);
       });
     this.reserved.clear();
@@ -66,62 +67,62 @@ export class FileObjectStore implements ObjectStore {
   async putNew(key: string, parts: readonly Uint8Array[]): Promise<void> {
     const reserved = await this.reservation(key);
     // A reserved file deleted meanwhile (an orphan sweep whose clock says it is old) holds nothing: written anew.
-    if (reserved && (await writeSynced(key, reserved, parts)).nlink > 0) return;
-    const { handle, folders } = await this.createNew(this.location(key));
-    await writeSynced(key, handle, parts);
+    if (reserved !== null && (await writeSynced(key, reserved, parts)).nlink > 0) return;
+    const { fd, folders } = await this.createNew(this.location(key));
+    await writeSynced(key, fd, parts);
     await Promise.all(folders.map(syncFolder));
   }
 
   reserveNew(keys: readonly string[]): void {
     const paths = keys.map((key) => this.location(key));
-    const opened = (async (): Promise<Array<FileHandle | null>> => {
+    const opened = (async (): Promise<Array<number | null>> => {
       // The folders first, once: each file's open then only creates its name, and one fsync per folder makes every
       // name made in it durable (the folders' own names, in their parents, too).
       const folders = [...new Set(paths.map((path) => dirname(path)))];
       const parents = (await Promise.all(folders.map((folder) => this.makeFolder(folder)))).flat();
-      const handles = await Promise.all(paths.map((path) => open(path, 'wx').catch(() => null)));
+      const fds = await Promise.all(paths.map((path) => openNew(path).catch(() => null)));
       try {
         await Promise.all([...new Set([...folders, ...parents])].map(syncFolder));
-        return handles;
+        return fds;
       } catch {
         await Promise.all(
-          handles.map(async (handle, i) => {
-            if (!handle) return;
-            await handle.close().catch(() => undefined);
+          fds.map(async (fd, i) => {
+            if (fd === null) return;
+            await closeFd(fd).catch(() => undefined);
             await rm(paths[i], { force: true }).catch(() => undefined);
           }),
         );
-        return handles.map(() => null);
+        return fds.map(() => null);
       }
     })().catch(() => paths.map(() => null));
     const at = Date.now();
-    keys.forEach((key, i) => this.reserved.set(key, { at, path: paths[i], handle: opened.then((h) => h[i]) }));
+    keys.forEach((key, i) => this.reserved.set(key, { at, path: paths[i], fd: opened.then((f) => f[i]) }));
   }
 
   /**
    * The reserved file of `key`, open, its name durable; null when there is none or it cannot be used
    * (its creation failed, or it is older than RESERVATION_MS: then it is deleted, and putNew creates it anew).
    */
-  private async reservation(key: string): Promise<FileHandle | null> {
+  private async reservation(key: string): Promise<number | null> {
     const reservation = this.reserved.get(key);
     if (!reservation) return null;
     this.reserved.delete(key);
-    const handle = await reservation.handle;
-    if (handle && Date.now() - reservation.at <= RESERVATION_MS) return handle;
-    await handle?.close().catch(() => undefined);
+    const fd = await reservation.fd;
+    if (fd !== null && Date.now() - reservation.at <= RESERVATION_MS) return fd;
+    if (fd !== null) await closeFd(fd).catch(() => undefined);
     await rm(reservation.path, { force: true });
     return null;
   }
 
   /** Creates the file of a new object, open for writing; returns it with the folders whose entries changed. */
-  private async createNew(path: string): Promise<{ handle: FileHandle; folders: string[] }> {
+  private async createNew(path: string): Promise<{ fd: number; folders: string[] }> {
     const folders = [dirname(path)];
-    const handle = await open(path, 'wx').catch(async (error: NodeJS.ErrnoException) => {
+    const fd = await openNew(path).catch(async (error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
       folders.push(...(await this.makeFolder(dirname(path))));
-      return open(path, 'wx');
+      return openNew(path);
     });
-    return { handle, folders };
+    return { fd, folders };
   }
 
   async putIfAbsent(key: string, bytes: Uint8Array): Promise<boolean> {
@@ -266,17 +267,28 @@ export class FileObjectStore implements ObjectStore {
  * waited for: of the four trips to the thread pool this took, only the fsync's is left on a request's path (at 4
  * senders each trip is a wake-up of the event loop that a loaded machine makes wait for a core).
  */
-async function writeSynced(key: string, handle: FileHandle, parts: readonly Uint8Array[]): Promise<Stats> {
+async function writeSynced(key: string, fd: number, parts: readonly Uint8Array[]): Promise<Stats> {
   try {
     const size = parts.reduce((n, part) => n + part.byteLength, 0);
-    const bytesWritten = writevSync(handle.fd, parts as Uint8Array[]);
+    const bytesWritten = writevSync(fd, parts as Uint8Array[]);
     if (bytesWritten !== size) throw new Error(`short write of ${key}: ${bytesWritten} of ${size} bytes`);
-    await handle.sync();
-    return fstatSync(handle.fd);
+    await fsyncFd(fd);
+    return fstatSync(fd);
   } finally {
-    void handle.close().catch(() => undefined);
+    // On the event loop: closing a file whose data is synced writes nothing, and a trip to the thread pool (a
+    // thread woken, a callback, a promise) cost more than the call.
+    closeSync(fd);
   }
 }
+
+/**
+ * The group objects' files by descriptor rather than FileHandle: a FileHandle costs a JavaScript object, its
+ * promises and a finalizer per file, and closes only through the thread pool.
+ */
+const openFdAsync = promisify(openFd);
+const openNew = (path: string): Promise<number> => openFdAsync(path, 'wx');
+const fsyncFd = promisify(fsync);
+const closeFd = promisify(close);
 
 /** fsync of a folder: makes the names created or changed in it durable. */
 async function syncFolder(folder: string): Promise<void> {
