@@ -8,6 +8,7 @@
 // DoAction), and the client waited for them to finish the call.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import * as http2 from 'node:http2';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
@@ -219,6 +220,55 @@ describe('DoGet socket writes', () => {
       const info = (await unary('GetFlightInfo', descriptor)) as { endpoint: unknown[] };
       assert.equal(info.endpoint.length, 1);
       assertOneWrite(lastCall(from), `GetFlightInfo, round ${round}`);
+    }
+  });
+
+  it('destroys a call ended promptly only once its last write has called back', async () => {
+    // Node's server-side Http2Stream class, from a stream of a throwaway server.
+    const plain = http2.createServer();
+    const streamClass = new Promise<http2.ServerHttp2Stream>((resolve) =>
+      plain.once('stream', (stream) => {
+        stream.respond();
+        stream.end();
+        resolve(Object.getPrototypeOf(stream) as http2.ServerHttp2Stream);
+      }),
+    );
+    plain.listen(0, '127.0.0.1');
+    await once(plain, 'listening');
+    const session = http2.connect(`http://127.0.0.1:${(plain.address() as AddressInfo).port}`);
+    session.request({ ':path': '/' }).resume();
+    const proto = await streamClass;
+    session.close();
+    plain.close();
+    // A stream destroyed with bytes of a write in flight: that write calls back on a destroyed Writable, which
+    // builds an ERR_STREAM_DESTROYED (its stack trace captured) for nobody, once per call.
+    const inFlight: number[] = [];
+    const destroy = Object.getOwnPropertyDescriptor(proto, 'destroy');
+    const inherited = Reflect.get(proto, 'destroy') as (
+      this: http2.ServerHttp2Stream,
+      error?: Error,
+    ) => http2.ServerHttp2Stream;
+    proto.destroy = function (this: http2.ServerHttp2Stream, error?: Error) {
+      if (!error) inFlight.push(this.writableLength);
+      return inherited.call(this, error);
+    };
+    try {
+      const descriptor = { type: 2, cmd: packAny('CommandStatementQuery', { query: 'SELECT 1 AS one' }) };
+      for (let round = 0; round < 5; round++) {
+        assert.equal((await doGet()).length, 2);
+        await unary('GetFlightInfo', descriptor);
+      }
+      // The last calls' streams are destroyed once their writes called back.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(inFlight.length >= 8, `the calls' streams destroyed (${inFlight.length} of 10)`);
+      assert.deepEqual(
+        inFlight.filter((bytes) => bytes > 0),
+        [],
+        'no stream destroyed while a write was in flight',
+      );
+    } finally {
+      if (destroy) Object.defineProperty(proto, 'destroy', destroy);
+      else delete (proto as { destroy?: unknown }).destroy;
     }
   });
 
