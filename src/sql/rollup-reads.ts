@@ -5,12 +5,14 @@ import {
   bucketConditions,
   jobsRelation,
   jobsRows,
+  type RollupJob,
   type RollupReadPoint,
   type RollupReadSetup,
   type Rollups,
 } from '../rollups/index.js';
 import { quoteIdentifier } from '../views/index.js';
 import { scopeOf } from './lakehouse-session.js';
+import type { RefusedReads } from './lakehouse-functions.js';
 import { boundParameters } from './partition-pruning.js';
 
 /**
@@ -35,6 +37,8 @@ export async function rollupReadSetup(
   parameters?: Table,
   /** The constant its now() may be fixed to, when it is not yet (see bucket-windows.ts). */
   clock?: Record<string, unknown>,
+  /** Of these relations, those the caller may not read: their jobs are left out (see readableJobs). */
+  refused?: RefusedReads,
 ): Promise<RollupReadSetup> {
   const names = shape.relations
     .filter((r) => !r.cte && r.catalog === '' && (r.schema === '' || r.schema.toLowerCase() === 'main'))
@@ -59,7 +63,13 @@ export async function rollupReadSetup(
   const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession, windows);
   if (names.includes(jobsRelation))
     setup.statements.push(
-      `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await rollups.jobs())}`,
+      `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await readableJobs(await rollups.jobs(), refused))}`,
     );
   return setup;
+}
+
+/** The jobs a key is shown: not those of the rollups a deny rule closes to it (list_rollups leaves those out too). */
+async function readableJobs(jobs: readonly RollupJob[], refused?: RefusedReads): Promise<RollupJob[]> {
+  const closed = await refused?.([...new Set(jobs.map((j) => j.target.toLowerCase()))]);
+  return jobs.filter((j) => !closed?.has(j.target.toLowerCase()));
 }

@@ -45,6 +45,7 @@ import { publicationTables } from '../resources/index.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
 import type { Statement as ResourceStatement } from './partition-pruning.js';
 import { QueryLanes } from './query-lanes.js';
+import { relationSources } from './relation-sources.js';
 import { resourceReaders, type ExplainedReads } from './resource-reads.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
@@ -486,7 +487,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   /**
    * Of these relations (lower case), those a deny rule refuses the caller a statement reading one alone
-   * (`SELECT * FROM <name>`; a rollup's sources read too, see readsOf); null when no rule is set. Listings leave
+   * (`SELECT * FROM <name>`; its sources read too, see relationSources); null when no rule is set. Listings leave
    * them out: a key learns nothing from a listing of what it may not read.
    */
   private async refusedReads(
@@ -494,7 +495,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     names: readonly string[],
   ): Promise<ReadonlySet<string> | null> {
     const refused = await this.backend?.denyRules.refused(async () => {
-      const sources = (await this.lakehouse?.rollups?.sources()) ?? (() => []);
+      const sources = await relationSources(this.lakehouse);
       return names.map((name) => ({
         user_id: ctx.principal.name,
         sql: `SELECT * FROM ${quoteIdentifier(name)}`,
@@ -707,6 +708,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
           statement.parameters,
           // Not after the rewrite read rollups: it read the clock calls live (its windows are not the fixed clock's).
           reads && reads.rollups.length > 0 ? undefined : pruning?.fixableClock,
+          (names) => this.refusedReads(ctx, names),
         )
       : { statements: [], snapshot: null, lake: false, fixesClock: false };
     // The set-up left out buckets by a bound that holds with the clock it read: the statement runs with it.
@@ -973,7 +975,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * What a deny rule sees a statement read (readsOf), with what its table functions read of their arguments:
    * explain_resources plans its statement and resource_omissions validates its publication against the tables
    * it names, so a rule closing a view set closes them too, as it closes view_instance over it; and the sources
-   * of the rollups it names (see Rollups.sources).
+   * of the rollups and view sets it names (see relationSources).
    */
   private async readsOf(shape: QueryShape | null): Promise<{ tables: string[]; functions: string[] }> {
     const reads = readsOf(shape);
@@ -990,9 +992,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
       reads.tables.push(...inner.tables);
       reads.functions.push(...inner.functions);
     }
-    // A rollup holds its source's rows, aggregated: a rule closing the source closes the rollup read by its name.
-    const sources = await this.lakehouse?.rollups?.sources();
-    if (sources) reads.tables.push(...reads.tables.flatMap(sources));
+    // A rollup or a view set defined in SQL holds its sources' rows, aggregated: a rule closing a source closes it.
+    const sources = await relationSources(this.lakehouse);
+    reads.tables.push(...reads.tables.flatMap(sources));
     return { tables: [...new Set(reads.tables)], functions: [...new Set(reads.functions)] };
   }
 
