@@ -401,7 +401,8 @@ async function define(
           quoteLiteral(r.name),
           quoteLiteral(r.source),
           quoteLiteral(r.grain),
-          text(r.watermark),
+          // An integer rollup's watermark is the bucket of its table's largest value, of every audience's rows.
+          scope.kind === 'all' || !r.integer ? text(r.watermark) : 'NULL',
           scope.kind === 'all' ? String(r.pendingBuckets) : 'NULL',
           r.lastRefresh === null ? 'NULL' : `${quoteLiteral(r.lastRefresh)}::TIMESTAMPTZ`,
           text(r.retention),

@@ -63,13 +63,25 @@ export async function rollupReadSetup(
   const setup = await rollups.readSetup(names, scopeOf(principal), point, rewrittenOnly, !inSession, windows);
   if (names.includes(jobsRelation))
     setup.statements.push(
-      `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await readableJobs(await rollups.jobs(), refused))}`,
+      `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await readableJobs(await rollups.jobs(), principal, refused))}`,
     );
   return setup;
 }
 
-/** The jobs a key is shown: not those of the rollups a deny rule closes to it (list_rollups leaves those out too). */
-async function readableJobs(jobs: readonly RollupJob[], refused?: RefusedReads): Promise<RollupJob[]> {
+/**
+ * The jobs a key is shown: not those of the rollups a deny rule closes to it (list_rollups leaves those out too)
+ * and, to a key that is not an admin, no failed refresh's error text: a refresh reads every audience's rows, and
+ * its error may quote one (a cast of another audience's value, say).
+ */
+async function readableJobs(
+  jobs: readonly RollupJob[],
+  principal: Principal,
+  refused?: RefusedReads,
+): Promise<RollupJob[]> {
   const closed = await refused?.([...new Set(jobs.map((j) => j.target.toLowerCase()))]);
-  return jobs.filter((j) => !closed?.has(j.target.toLowerCase()));
+  return jobs
+    .filter((j) => !closed?.has(j.target.toLowerCase()))
+    .map((j) => (principal.admin || j.lastError === null ? j : { ...j, lastError: withheldError }));
 }
+
+const withheldError = 'withheld from keys that are not admins: the refresh reads the rows of every audience';

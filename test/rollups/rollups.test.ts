@@ -183,6 +183,41 @@ describe('rollups (issue 17)', () => {
     await check();
   });
 
+  it("a failed refresh's error, which may quote another audience's row, is told to admins alone (#13)", async () => {
+    await asAdmin.updateCount(`CREATE TABLE notes (ts TIMESTAMPTZ, note VARCHAR) WITH (time_column = 'ts')`);
+    await asTeamA.updateCount(`INSERT INTO notes VALUES ('2024-01-01 00:10:00+00', '7')`);
+    await asTeamB.updateCount(`INSERT INTO notes VALUES ('2024-01-01 00:20:00+00', 'team-b secret')`);
+    await scalar(
+      asAdmin,
+      `select snouttime.create_rollup('notes_hourly', 'notes', interval '1 hour', select_list => 'sum(CAST(note AS INTEGER)) AS total')`,
+    );
+    const job = (client: TestFlightClient) =>
+      plainRows(client, `SELECT last_status, last_error FROM snouttime.jobs WHERE target = 'notes_hourly'`);
+    // The refresh job reads every audience's rows: team-b's note fails its cast, and the error quotes it.
+    const [failed] = await pollUntil(
+      'the failed refresh',
+      () => job(asAdmin),
+      (rows) => rows[0]?.last_status === 'failed',
+      {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+      },
+    );
+    assert.match(String(failed.last_error), /team-b secret/);
+    assert.deepEqual(await job(asTeamA), [
+      {
+        last_status: 'failed',
+        last_error: 'withheld from keys that are not admins: the refresh reads the rows of every audience',
+      },
+    ]);
+    // team-a's read of the rollup (raw, no refresh having succeeded) casts its own rows alone.
+    assert.deepEqual(await plainRows(asTeamA, 'SELECT total::INTEGER AS total, audience FROM notes_hourly'), [
+      { total: 7, audience: 'team-a' },
+    ]);
+    await scalar(asAdmin, `select snouttime.drop_rollup('notes_hourly')`);
+    await asAdmin.updateCount('DROP TABLE notes');
+  });
+
   it("a rollup of a rollup reads its source's buckets, follows every write to the base, and refuses what does not merge", async () => {
     const daily = `select snouttime.create_rollup('metrics_daily', 'metrics_hourly', interval '1 day',
       select_list => 'host, sum(n) as n, sum(cpu_sum) as cpu_sum, max(cpu_max) as cpu_max',
