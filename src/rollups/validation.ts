@@ -5,7 +5,7 @@ import type { StoredColumns } from './stored-columns.js';
 // `validate --online` (database-resources.md): every measure of a ready rollup, per bucket, against
 // the same aggregate of the raw rows, over its most recent complete buckets. Exact measures within
 // 1e-9 relative, sketches within 3 % (the median of a quantile sketch, the count of a distinct
-// sketch), anything else (any_value, first, text) equal.
+// sketch), any_value (and first, arbitrary) present in the same buckets, anything else equal.
 
 /** What validating one rollup found. */
 export interface RollupValidation {
@@ -28,6 +28,12 @@ function comparison(measure: string, type: string, stored: StoredColumns | null)
   const fn = aggregate ? String(aggregate.function_name) : '';
   const within = (x: string, y: string, tolerance: string): string =>
     `(${x} IS NOT DISTINCT FROM ${y} OR abs(${x} - ${y}) <= ${tolerance} * greatest(abs(${x}), abs(${y})))`;
+  // Which row any_value (ClickHouse's any) keeps is DuckDB's scan's: its threads meet a bucket's rows in no fixed
+  // order, so a new aggregate of the same rows may keep another value (a bucket of 1 M rows: its first row's or the
+  // 122,881st's). The spec asks only that such measures have matching buckets, which the join checks; any_value keeps
+  // NULL only where every value is, so that much must match too. first and arbitrary may keep a NULL: buckets alone.
+  if (fn === 'any_value') return (a, b) => `((${a}) IS NULL) = ((${b}) IS NULL)`;
+  if (fn === 'first' || fn === 'arbitrary') return () => 'true';
   if (fn === 'percentile_sketch' || (fn === 'merge' && /ddsketch/i.test(type)))
     return (a, b) => within(`percentile(${a}, 0.5)`, `percentile(${b}, 0.5)`, '0.03');
   if (fn === 'distinct_sketch' || fn === 'merge')
