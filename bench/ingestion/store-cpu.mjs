@@ -3,8 +3,9 @@
 // this process on a fresh data folder (its own embedded Postgres, a local lake) with the native seal when built;
 // REQUESTS bodies of 1,000 records (bench/ingestion/bodies.mjs, each unique) are ingested one after the other,
 // ROUNDS times per tree, alternately. Prints per tree and round: the wall time per request, this process's CPU per
-// request (all threads) and the Postgres server's (postmaster and backends, from /proc). CPU time is what a loaded
-// machine stretches least; the wall times are for reading, not comparing, under load.
+// request (all threads), its main thread's (the event loop: /proc schedstat) and the Postgres server's (postmaster
+// and backends, from /proc). CPU time is what a loaded machine stretches least; the wall times are for reading, not
+// comparing, under load.
 //
 //   node bench/ingestion/store-cpu.mjs <tree A> <tree B> [REQUESTS=300] [ROUNDS=3]
 //
@@ -41,6 +42,11 @@ function treeCpu(pid) {
   return total;
 }
 
+/** CPU time of this process's main thread (the event loop), in ns: the first field of its schedstat. */
+function mainThreadNs() {
+  return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]);
+}
+
 /** The postmaster of a data folder (its command line names the cluster under it). */
 function postmasterOf(dataDir) {
   for (const entry of readdirSync('/proc')) {
@@ -68,18 +74,21 @@ async function measure(tree, round) {
     const bodies = Array.from({ length: requests }, (_, n) => makeBody(templates, 20 + n, runId, batch).body);
     const pg0 = treeCpu(postmaster);
     const cpu0 = process.cpuUsage();
+    const main0 = mainThreadNs();
     const t0 = performance.now();
     for (const body of bodies) await service.ingest('logs', body, 'protobuf', 'public');
     const wall = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    const mainMs = (mainThreadNs() - main0) / 1e6 / requests;
     const pg = treeCpu(postmaster) - pg0;
     return {
       wallMs: wall / requests,
       nodeMs: (cpu.user + cpu.system) / 1000 / requests,
+      mainMs,
       pgMs: (pg * 1000) / requests,
     };
   } finally {
-    service?.close?.();
+    await service?.close?.();
     await close();
   }
 }
@@ -87,15 +96,17 @@ async function measure(tree, round) {
 console.log(
   `store-cpu: ${requests} lone requests per run, load ${readFileSync('/proc/loadavg', 'latin1').split(' ').slice(0, 3).join(' ')}`,
 );
-console.log('round side  wall ms/req  node cpu ms/req  postgres cpu ms/req');
+console.log('round side  wall ms/req  node cpu ms/req  main thread ms/req  postgres cpu ms/req');
 await alternate(
   [treeA, treeB],
   rounds,
   measure,
-  (r) => `${r.wallMs.toFixed(2).padStart(12)} ${r.nodeMs.toFixed(3).padStart(16)} ${r.pgMs.toFixed(3).padStart(20)}`,
+  (r) =>
+    `${r.wallMs.toFixed(2).padStart(12)} ${r.nodeMs.toFixed(3).padStart(16)} ${r.mainMs.toFixed(3).padStart(19)} ${r.pgMs.toFixed(3).padStart(20)}`,
   [
     ['wallMs', 3],
     ['nodeMs', 3],
+    ['mainMs', 3],
     ['pgMs', 3],
   ],
 );
