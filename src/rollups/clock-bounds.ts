@@ -108,7 +108,7 @@ function intervalText(text: string): Value | null {
 }
 
 /** DuckDB's current date, `current_date` (a column name it binds to the function), `current_date()` or `today()`. */
-const isCurrentDate = (node: Node): boolean =>
+export const isCurrentDate = (node: Node): boolean =>
   node.class === 'COLUMN_REF'
     ? (node.column_names as string[]).length === 1 &&
       (node.column_names as string[])[0].toLowerCase() === 'current_date'

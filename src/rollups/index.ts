@@ -28,4 +28,5 @@ export { rollupInstaller } from './resource-installer.js';
 export type { ViewSetSources } from './view-set-sources.js';
 export { baseTables, call as callNode, cast as castNode, key as expressionKey, ownNames, qualifierOf } from './tree.js';
 /** DuckDB's value of a window bound written with the clock (`now() - INTERVAL '1 month'`), worked out without DuckDB. */
-export { clockBoundText } from './clock-bounds.js';
+export { clockBoundText, isCurrentDate } from './clock-bounds.js';
+export { isClock } from './constant-trends.js';

@@ -44,7 +44,7 @@ import {
   type InstalledIndex,
   type PartitionStatistics,
 } from '../resources/index.js';
-import { callNode, castNode, expressionKey, ownNames, qualifierOf } from '../rollups/index.js';
+import { callNode, castNode, expressionKey, isClock, isCurrentDate, ownNames, qualifierOf } from '../rollups/index.js';
 import {
   passesRowsThrough,
   quoteIdentifier,
@@ -228,15 +228,60 @@ const isFixed = (node: Node): boolean =>
   (node.class === 'CAST' && isFixed(node.child as Node)) ||
   (isCall(node, constantFunctions) && (node.children as Node[]).every(isFixed));
 
-/** The clock's functions: the start of the statement's transaction. */
-const clockFunctions = new Set(['now', 'get_current_timestamp', 'transaction_timestamp']);
-
 /**
- * The names that read the clock other than those above (DuckDB's, as functions or bare words): a statement
- * naming one keeps its clock as DuckDB reads it (fixing now() alone would give it two nows).
+ * The names that read the clock other than those the statement's clock is fixed for (see readsClock; DuckDB's, as
+ * functions or bare words): a statement naming one keeps its clock as DuckDB reads it (fixing now() alone would give
+ * it two nows).
  */
 const otherClockNames =
   /^(current_timestamp|current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
+
+/** The bare names DuckDB binds to the clock when nothing else has them. */
+const clockNames = new Set(['current_timestamp', 'current_date']);
+
+/** Whether the bare clock names may be the statement's own (see clockNamesShadowed), by tree. */
+const shadowedNames = new WeakMap<Tree, boolean>();
+
+/**
+ * Whether `current_timestamp` or `current_date` may bind to something other than the clock in a statement (DuckDB
+ * binds a name to a column first): a name or alias of that spelling anywhere but as a bare name, a column of a view
+ * set it reads, or a relation whose columns are not known here (a series table, a table function).
+ */
+function clockNamesShadowed(statement: Statement): boolean {
+  const { tree, shape, viewOf } = statement;
+  if (!shadowedNames.has(tree)) {
+    let shadowed =
+      shape.tableFunctions.length > 0 ||
+      shape.relations.some((r) => {
+        if (r.cte) return false;
+        const view = viewOf(r.name);
+        return !view || view.columns.some((c) => clockNames.has(c.name.toLowerCase()));
+      });
+    const visit = (value: unknown, key: string): void => {
+      if (shadowed || value === null || typeof value !== 'object') {
+        shadowed ||= typeof value === 'string' && key !== 'function_name' && clockNames.has(value.toLowerCase());
+        return;
+      }
+      if (Array.isArray(value)) return value.forEach((v) => visit(v, key));
+      const node = value as Node;
+      const bare = node.class === 'COLUMN_REF' && (node.column_names as string[]).length === 1;
+      for (const [k, v] of Object.entries(node)) if (!(bare && k === 'column_names')) visit(v, k);
+    };
+    visit(tree.statements, '');
+    shadowedNames.set(tree, shadowed);
+  }
+  return shadowedNames.get(tree)!;
+}
+
+/**
+ * A read of the clock the statement's now() is fixed for: now(), get_current_timestamp(), transaction_timestamp()
+ * and, unless the statement may bind the name otherwise (`names` false: see clockNamesShadowed), a bare
+ * `current_timestamp`, Orrery's get_current_timestamp() (a UTC TIMESTAMP_NS, as now()).
+ */
+const readsClock = (node: Node, names = true): boolean => isClock(node) && (names || node.class === 'FUNCTION');
+
+/** The clock's UTC date (current_date, current_date(), today()), as readsClock the bare name: its DATE. */
+const readsDate = (node: Node, names = true): boolean => isCurrentDate(node) && (names || node.class === 'FUNCTION');
 
 /**
  * The constant now() is read as in a statement that runs in a transaction of its own, when nothing else in
@@ -245,15 +290,17 @@ const otherClockNames =
  */
 function fixedClock(statement: Statement): Node | null {
   if (statement.ownTransaction !== true) return null;
+  const names = !clockNamesShadowed(statement);
   let other = false;
   const visit = (value: unknown): void => {
     if (other || value === null || typeof value !== 'object') return;
     if (Array.isArray(value)) return value.forEach(visit);
     const node = value as Node;
-    const names = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
+    if (readsClock(node, names) || readsDate(node, names)) return;
+    const bare = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
     other ||=
       (node.class === 'FUNCTION' && otherClockNames.test(String(node.function_name))) ||
-      (names.length === 1 && otherClockNames.test(names[0]));
+      (bare.length === 1 && otherClockNames.test(bare[0]));
     Object.values(node).forEach(visit);
   };
   visit(statement.tree.statements);
@@ -266,21 +313,23 @@ function fixedClock(statement: Statement): Node | null {
   );
 }
 
-/** Whether a node is a call of the clock a fixed clock stands for (now(), get_current_timestamp(), transaction_timestamp()). */
-const readsClock = (node: Node): boolean =>
-  isCall(node, clockFunctions) && ((node.children as Node[] | undefined) ?? []).length === 0;
-
 /** Constants written with the statement's fixed clock: never kept as decisions (the next statement's clock differs). */
 const clockConstants = new WeakSet<Node>();
 
-/** A copy of an expression with each call of the clock replaced by `clock`. */
+/** A copy of an expression with each read of the clock replaced by `clock` (the date by its DATE). */
 function withClock(value: unknown, clock: Node): unknown {
   if (Array.isArray(value)) return value.map((v) => withClock(v, clock));
   if (value === null || typeof value !== 'object') return value;
-  if (readsClock(value as Node)) {
-    const fixed = { ...structuredClone(clock), alias: (value as Node).alias ?? '' };
+  const node = value as Node;
+  if (readsClock(node) || readsDate(node)) {
+    const fixed = structuredClone(clock);
     clockConstants.add(fixed);
-    return fixed;
+    const read = {
+      ...(readsClock(node) ? fixed : castNode(fixed, { id: 'DATE', type_info: null })),
+      alias: node.alias ?? '',
+    };
+    clockConstants.add(read);
+    return read;
   }
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withClock(v, clock)]));
 }
@@ -295,19 +344,21 @@ const holdsClock = (node: Node): boolean =>
 const risingCasts = /^(TIMESTAMP_NS|TIMESTAMP|TIMESTAMP_MS|TIMESTAMP_S|DATE)$/;
 
 /**
- * An expression of the clock that never falls as the clock rises: now(), now() plus or minus a fixed value, and a
- * cast of one to a timestamp type (`(now() - INTERVAL 5 MINUTE)::TIMESTAMP_NS`, as dashboards write).
+ * An expression of the clock that never falls as the clock rises: now() (or the date: see readsClock, readsDate),
+ * now() plus or minus a fixed value, and a cast of one to a timestamp type (`(now() - INTERVAL 5
+ * MINUTE)::TIMESTAMP_NS`, as dashboards write). `names`: whether the bare clock names are the clock.
  */
-function rises(node: Node): boolean {
+function rises(node: Node, names: boolean): boolean {
   if (node.class === 'CAST') {
     const type = node.cast_type as Node;
-    return node.try_cast !== true && risingCasts.test(String(type.id)) && rises(node.child as Node);
+    return node.try_cast !== true && risingCasts.test(String(type.id)) && rises(node.child as Node, names);
   }
+  if (readsClock(node, names) || readsDate(node, names)) return true;
   const [left, right, ...rest] = (node.children as Node[] | undefined) ?? [];
-  if (isCall(node, clockFunctions)) return left === undefined;
   if (rest.length > 0 || right === undefined) return false;
-  if (isCall(node, new Set(['-']))) return rises(left) && isFixed(right);
-  if (isCall(node, new Set(['+']))) return (rises(left) && isFixed(right)) || (isFixed(left) && rises(right));
+  if (isCall(node, new Set(['-']))) return rises(left, names) && isFixed(right);
+  if (isCall(node, new Set(['+'])))
+    return (rises(left, names) && isFixed(right)) || (isFixed(left) && rises(right, names));
   return false;
 }
 
@@ -318,6 +369,8 @@ interface Bindings {
   /** `$n`'s value when it is bound as text. */
   readonly texts: ReadonlyMap<string, string>;
   readonly risingClock: boolean;
+  /** Whether the bare names `current_timestamp` and `current_date` read the clock (see clockNamesShadowed). */
+  readonly clockNames: boolean;
   /** The constant the statement's now() is fixed to (see fixedClock), or null. */
   readonly clock: Node | null;
   /** Where the searched texts whose runs DuckDB has not found yet are listed (see searchedRuns); such a search decides nothing. */
@@ -355,7 +408,8 @@ export function boundParameters(
 /** A statement's bindings for one row of its parameters (a run); NULL or a blob is not bound here. */
 function bindingsOf(statement: Statement, row: number, clock: Node | null, untokenized?: Set<string>): Bindings {
   const { nodes: parameters, texts } = boundParameters(statement.parameters, row);
-  return { parameters, texts, risingClock: statement.ownTransaction === true, clock, untokenized };
+  const clockNames = !clockNamesShadowed(statement);
+  return { parameters, texts, risingClock: statement.ownTransaction === true, clockNames, clock, untokenized };
 }
 
 /**
@@ -433,7 +487,7 @@ function clockBound(node: Node, op: string, bindings: Bindings): Node | null {
     clockConstants.add(node);
     return node;
   }
-  if (!rises(node)) return null;
+  if (!rises(node, bindings.clockNames)) return null;
   if (bindings.clock) {
     const fixed = withClock(node, bindings.clock) as Node;
     clockConstants.add(fixed);

@@ -1,8 +1,9 @@
 // Partitions skipped by a WHERE on the event time (issue 13), with no resource declared: a statement bounding
-// log_entries' time (>=, >, <, <=, BETWEEN, IN, literals, TIMESTAMP and TIMESTAMPTZ constants, now() minus an
-// interval, under AND, in a subquery handing rows on, a side of a join) reads none of the partitions whose
-// event-time bounds (kept in Postgres) fall outside, before any file is opened. Rows exactly on a bound, partitions
-// straddling it and a partition materialized after later ones (old events) are kept as the WHERE keeps their rows;
+// log_entries' time (>=, >, <, <=, BETWEEN, IN, literals, TIMESTAMP and TIMESTAMPTZ constants, now(),
+// current_timestamp or current_date minus an interval, under AND, in a subquery handing rows on, a side of a join)
+// reads none of the partitions whose event-time bounds (kept in Postgres) fall outside, before any file is opened.
+// Rows exactly on a bound, partitions straddling it and a partition materialized after later ones (old events) are
+// kept as the WHERE keeps their rows;
 // ORs, NOT, casts of the column, NULL bounds and a WHERE over grouped rows decide as the statement does. Every
 // answer, for an admin, a reader and team_x, equals the same WHERE `OR false` (which nothing prunes); an admin's
 // provenance and explain_resources tell the partitions skipped. A projection is read only of the partitions kept,
@@ -106,6 +107,20 @@ const queries: Array<[string, number]> = [
   ['SELECT count(*) AS n FROM log_entries WHERE time >= now()::DATE - INTERVAL 1 DAY - INTERVAL 1 HOUR', 6],
   ['SELECT count(*) AS n FROM log_entries WHERE time BETWEEN (now() - INTERVAL 1 DAY)::TIMESTAMP AND now()', 6],
   ['SELECT count(*) AS n FROM log_entries WHERE time < now()::DATE', 0],
+  // current_timestamp (Orrery's get_current_timestamp(), as now()) and current_date (its UTC date) read the same clock.
+  ['SELECT count(*) AS n FROM log_entries WHERE time >= current_timestamp - INTERVAL 1 DAY', 6],
+  ["SELECT count(*) AS n FROM log_entries WHERE level = 4 AND time > CURRENT_TIMESTAMP - INTERVAL '1 hour'", 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time > current_timestamp', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time >= now()::TIMESTAMP - INTERVAL 1 DAY', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time BETWEEN current_timestamp - INTERVAL 1 DAY AND now()', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time >= current_date - INTERVAL 1 DAY', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time >= today()', 6],
+  ['SELECT count(*) AS n FROM log_entries WHERE time < current_date', 0],
+  // A name the statement binds otherwise is not the clock: here a select alias, which DuckDB's WHERE reads.
+  [
+    "SELECT count(*) AS n, TIMESTAMP '2000-01-01' AS current_timestamp FROM log_entries WHERE time >= current_timestamp",
+    0,
+  ],
   // NULL bounds keep no row.
   ['SELECT count(*) AS n FROM log_entries WHERE time > NULL', 6],
   // Levels that pass its rows on, or join them.
@@ -258,6 +273,7 @@ const clockQueries: Array<[string, number, number]> = [
   ["SELECT count(*) AS n FROM log_entries WHERE time <= now() AND time > TIMESTAMP '2000-01-01'", 1, 0],
   // The partition at the start leaves the window.
   [`SELECT count(*) AS n FROM log_entries WHERE time > now() - INTERVAL ${windowSeconds} SECOND`, 1, 2],
+  [`SELECT count(*) AS n FROM log_entries WHERE time > current_timestamp - INTERVAL ${windowSeconds} SECOND`, 1, 2],
   // One leaves and one enters.
   [
     `SELECT time, msg FROM log_entries WHERE time BETWEEN (now() - INTERVAL ${windowSeconds} SECOND)::TIMESTAMP_NS AND now() ORDER BY time, msg`,
