@@ -11,6 +11,7 @@ import {
   partitionOfFile,
   partitionsOverlapping,
   payloadPlace,
+  queryablePartitions,
   pgIsoToNanos,
   readPayloadsOfObject,
   replacePartitionFile,
@@ -38,6 +39,7 @@ import {
   typedColumns,
   type ColumnSpec,
   type InsertRange,
+  type SessionView,
   type ViewSet,
 } from '../views/index.js';
 import {
@@ -50,6 +52,7 @@ import {
 } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
+import { recordFailedAudiences, releaseFailedAudiences } from './failed-audiences.js';
 import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
@@ -355,18 +358,121 @@ export class Materializer {
     if (view.source.kind === 'sql' && (await this.extractsNothing(view.source, range)))
       return emptyPartition(view, range, count);
     try {
-      return await this.extractedFrom(view, range, count);
+      const partition = await this.extractedFrom(view, range, count);
+      // Built with every audience's rows: what earlier builds of the range left out is in it now.
+      if (view.source.kind === 'sql') await this.recordFailed(view, range, []);
+      return partition;
     } catch (error) {
       if (!isDataError(error)) throw error;
       if (view.source.kind === 'sql') {
         const { reads } = view.source;
-        if ((await this.containUnreadable(await this.readFiles(reads, range))) === 0) throw error;
+        if ((await this.containUnreadable(await this.readFiles(reads, range))) === 0)
+          return await this.extractedByAudience(view, view.source, range, count, error);
         return await this.extractedFrom(view, range, await this.sourceCount(view, range));
       }
       if (view.source.kind !== 'payload') throw error;
       if ((await this.quarantineUnreadable(view, view.source, range, (error as Error).message)) === 0) throw error;
       return await this.extractedFrom(view, range, await this.sourceCount(view, range));
     }
+  }
+
+  /**
+   * A SQL-defined set's partition of a range whose extract failed on the data, built from the extract run once
+   * per audience of its sources, each with the sources limited to that audience: one tenant's row the extract
+   * fails on (a cast of a value it sent) then hides no other tenant's rows. The audiences whose run fails are
+   * recorded (list_failed_audiences(), with their own error: it quotes their rows alone) and left out until a
+   * retry (retry_quarantined_blocks(), a daemon of another version) or a rebuild of the range. With one audience,
+   * or when every audience fails (the system's fault rather than the data's, as for quarantined blocks), the
+   * range fails as before.
+   */
+  private async extractedByAudience(
+    view: ViewSet,
+    source: SqlSource,
+    range: InsertRange,
+    count: bigint,
+    error: unknown,
+  ): Promise<Partition> {
+    const { scratch, engine, store } = this.options;
+    const reads = (await this.readPartitions(source.reads, range)).map(({ view: read, keys }) => ({
+      view: read,
+      files: keys.map((key) => store.location(key)),
+    }));
+    const processAudiences = await this.processAudiences(reads);
+    const audiences = await this.audiencesOf(reads, processAudiences);
+    if (audiences.length < 2) throw error;
+    const written: string[] = [];
+    const failed: Array<{ audience: string; error: string }> = [];
+    try {
+      for (const audience of audiences) {
+        const key = scratchKey('parquet');
+        const setup = sessionStatements(reads, { kind: 'audiences', audiences: [audience] }, { processAudiences });
+        try {
+          await engine.execute(
+            `COPY (${typedColumns(view.columns, withRange(source.extractQuery, range))}) TO ${quoteLiteral(await scratch.writableLocation(key))} (FORMAT parquet)`,
+            { setup },
+          );
+          written.push(key);
+        } catch (audienceError) {
+          await scratch.delete(key);
+          if (!isDataError(audienceError)) throw audienceError;
+          failed.push({ audience, error: (audienceError as Error).message });
+        }
+      }
+      if (failed.length === audiences.length) throw error;
+      const rows = filesRelation(
+        view.columns,
+        written.map((key) => scratch.location(key)),
+      );
+      const partition = await this.write(view, range, count, rows, []);
+      await this.recordFailed(view, range, failed);
+      for (const f of failed)
+        this.options.log?.(
+          'warn',
+          `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): the rows of audience ${f.audience} are left out: ${f.error}`,
+        );
+      return partition;
+    } finally {
+      for (const key of written) await scratch.delete(key);
+    }
+  }
+
+  private recordFailed(
+    view: ViewSet,
+    range: InsertRange,
+    failed: ReadonlyArray<{ audience: string; error: string }>,
+  ): Promise<void> {
+    return recordFailedAudiences(this.options.db, view.name, range, failed, this.options.version);
+  }
+
+  /** The processes set's files, which tell the audience of each process, when a set read is keyed by process. */
+  private async processAudiences(reads: readonly SessionView[]): Promise<SessionView | undefined> {
+    const processes = this.options.viewSet('processes');
+    if (!processes || !reads.some(({ view }) => view.audienceColumn === 'process_id')) return undefined;
+    const partitions = await queryablePartitions(
+      this.options.db,
+      processes.name,
+      globalInstance,
+      schemaHash(processes.columns),
+    );
+    return { view: processes, files: filesOf(partitions).map((key) => this.options.store.location(key)) };
+  }
+
+  /** The audiences of the rows these sets hold (read whole). */
+  private async audiencesOf(reads: readonly SessionView[], processAudiences?: SessionView): Promise<string[]> {
+    const owners = processAudiences
+      ? `(${filesRelation(processAudiences.view.columns, processAudiences.files)})`
+      : '(SELECT NULL::VARCHAR AS process_id, NULL::VARCHAR AS audience LIMIT 0)';
+    const each = reads.map(({ view }) =>
+      view.audienceColumn === 'audience'
+        ? `SELECT audience FROM ${quoteIdentifier(view.name)}`
+        : `SELECT audience FROM ${owners} WHERE process_id IN (SELECT process_id FROM ${quoteIdentifier(view.name)})`,
+    );
+    if (each.length === 0) return [];
+    const rows = await this.rows(
+      `SELECT DISTINCT audience FROM (${each.join(' UNION ALL ')}) WHERE audience IS NOT NULL ORDER BY audience`,
+      sessionStatements(reads, { kind: 'all' }),
+    );
+    return rows.map(([audience]) => String(audience));
   }
 
   /**
@@ -613,12 +719,18 @@ export class Materializer {
     views: readonly ViewSet[],
     options: { otherVersionsOnly?: boolean } = {},
   ): AsyncGenerator<string> {
-    const released = await release(this.options.db, options.otherVersionsOnly ? this.options.version : undefined);
-    if (released.length === 0) return;
+    const version = options.otherVersionsOnly ? this.options.version : undefined;
+    const released = await release(this.options.db, version);
+    const audiences = await releaseFailedAudiences(this.options.db, version);
+    if (released.length === 0 && audiences.length === 0) return;
     const times = new Map<string, bigint[]>();
     for (const block of released) {
       times.set(block.viewSetName, [...(times.get(block.viewSetName) ?? []), block.insertTime]);
       yield `released block ${block.blockId} of ${block.viewSetName}`;
+    }
+    for (const failed of audiences) {
+      times.set(failed.viewSetName, [...(times.get(failed.viewSetName) ?? []), failed.range.begin]);
+      yield `released audience ${failed.audience} of ${failed.viewSetName} [${nanosToIso(failed.range.begin)}, ${nanosToIso(failed.range.end)})`;
     }
     const ordered = [...views].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
     for (const view of ordered) {
@@ -634,7 +746,7 @@ export class Materializer {
         yield `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): ${outcome}`;
       }
     }
-    yield `retried ${released.length} quarantined block(s)`;
+    yield `retried ${released.length} quarantined block(s) and ${audiences.length} failed audience(s)`;
   }
 
   /** The ranges of a set's partitions holding these insert times; a one-second range where none does. */

@@ -1,7 +1,7 @@
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
 import { allPartitions, lostPartitions, quarantinedPartitions, type Partition } from '../lakehouse/index.js';
-import { blockRecords, quarantinedBlocks } from '../maintenance/index.js';
+import { blockRecords, failedAudiences, quarantinedBlocks } from '../maintenance/index.js';
 import {
   instanceView,
   instanceViews,
@@ -252,6 +252,28 @@ async function define(
         name,
         'file_path VARCHAR, view_set_name VARCHAR, view_instance_id VARCHAR, begin_insert_time TIMESTAMP_NS, ' +
           'end_insert_time TIMESTAMP_NS, num_rows BIGINT, error VARCHAR, orrery_version VARCHAR, quarantined_at TIMESTAMPTZ',
+        rows,
+      );
+    }
+    case 'list_failed_audiences': {
+      arity(name, args, 0);
+      // Each error quotes the rows of its own audience alone (its sources were limited to it): a key reads its own.
+      const audiences = scope.kind === 'audiences' ? scope.audiences : null;
+      const rows = (await readable(await failedAudiences(lakehouse.db, audiences), (f) => f.viewSetName)).map((f) =>
+        [
+          quoteLiteral(f.viewSetName),
+          `make_timestamp_ns(${f.range.begin})`,
+          `make_timestamp_ns(${f.range.end})`,
+          quoteLiteral(f.audience),
+          quoteLiteral(f.error),
+          quoteLiteral(f.orreryVersion),
+          `${quoteLiteral(f.failedAt.toISOString())}::TIMESTAMPTZ`,
+        ].join(', '),
+      );
+      return table(
+        name,
+        'view_set_name VARCHAR, begin_insert_time TIMESTAMP_NS, end_insert_time TIMESTAMP_NS, audience VARCHAR, ' +
+          'error VARCHAR, orrery_version VARCHAR, failed_at TIMESTAMPTZ',
         rows,
       );
     }

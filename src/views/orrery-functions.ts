@@ -29,6 +29,7 @@ export const orreryFunctions = {
   list_quarantined_blocks: 'admin table',
   list_quarantined_partitions: 'admin table',
   list_lost_partitions: 'admin table',
+  list_failed_audiences: 'table',
   retire_partitions: 'procedure',
   materialize_partitions: 'procedure',
   regenerate_partitions: 'procedure',
