@@ -3,6 +3,7 @@ materialization): samples per thread, each thread named by what it ran most, and
 functions grouped by stage.
 
     python3 bench/materialization/perf-breakdown.py bench/materialization/perf/perf-1.data
+    python3 bench/materialization/perf-breakdown.py --rows 1000000 perf.data   # CPU-s per 1 M rows too
 
 Seconds are samples / the sampling rate the recording was made at (499 Hz, or 99 with PERF_CALL_GRAPH=dwarf).
 """
@@ -17,12 +18,16 @@ import sys
 
 # Leaf symbol -> stage, first match wins.
 STAGES = [
+    ("payload zstd", r"ZSTD_decompress|decompressSequences|ZSTD_decodeSeq|HUF_decompress|FSE_decode|ZSTD_DCtx"),
     ("brotli/gzip", r"ProcessCommands|Brotli|Huffman|inflate|SafeDecode|CopyUncompressed|DecodeContextMap"),
     ("validating scan", r"ScanLogsBody|ValidUtf8|Scan::"),
     ("decode", r"Decoder::|DecodePayload|JsonString|JsNumber|Base64|ArrayIndex|Span|basic_string|_M_realloc_insert"),
     ("merge", r"OrderedFunction|Later|PointString|HoldNext|__adjust_heap|__push_heap|__pop_heap"),
     ("json()", r"yyjson|JSON|ExtractFromVal"),
     ("string copies into vectors", r"AddStringOrBlob|StringHeap|Utf8Proc|assign_string_element"),
+    ("Parquet writer: zstd", r"zstd|ZSTD|HIST_|FSE_|HUF_|XXH64"),
+    ("Parquet writer: dictionary analysis", r"::Analyze|Hash<duckdb::string_t>|__memcmp"),
+    ("Parquet writer: row group buffer", r"ColumnDataCopy|ColumnDataCollection|TupleData"),
     ("Parquet writer", r"ColumnWriter|Parquet|zstd|ZSTD|Hash<duckdb::string_t>|ColumnDataCopy|ColumnDataCollection|HIST_|FSE_|HUF_|Dictionary|Thrift|thrift"),
     ("memcpy/memcmp/malloc", r"__mem|malloc|_int_free|_int_malloc|cfree|free$"),
     ("JavaScript and V8", r"^JS:|Builtins_|v8::|node::|uv_"),
@@ -40,7 +45,9 @@ def stage(symbol: str, dso: str) -> str:
 
 
 def main() -> int:
-    data = sys.argv[1]
+    args = sys.argv[1:]
+    rows = int(args[args.index("--rows") + 1]) if "--rows" in args else 0
+    data = args[-1]
     evlist = subprocess.run(["perf", "evlist", "-F", "-i", data], capture_output=True, text=True, check=True).stdout
     hz = int(re.search(r"sample_freq=(\d+)", evlist).group(1))
     out = subprocess.run(["perf", "script", "-i", data, "-F", "tid,ip,sym,dso"], capture_output=True, text=True, check=True).stdout
@@ -55,7 +62,15 @@ def main() -> int:
         symbol, dso = (found.group(1), found.group(2)) if found else (leaf, "")
         threads[tid][stage(symbol, dso)] += 1
     total = sum(sum(c.values()) for c in threads.values())
-    print(f"{total} samples, {total / hz:.2f} CPU-s")
+    per = f", {total / hz / rows * 1e6:.2f} CPU-s per 1 M rows" if rows else ""
+    print(f"{total} samples, {total / hz:.2f} CPU-s{per}")
+    stages = collections.Counter()
+    for counts in threads.values():
+        stages.update(counts)
+    if rows:
+        print("all threads by stage, CPU-s per 1 M rows:")
+        for name, k in stages.most_common():
+            print(f"  {name:36s} {k / hz / rows * 1e6:6.3f}")
     # Threads with few samples (libuv's pool, V8's helpers) are summed by their main stage.
     small: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for tid, counts in sorted(threads.items(), key=lambda kv: -sum(kv[1].values())):
@@ -65,7 +80,7 @@ def main() -> int:
             continue
         print(f"thread {tid}: {n / hz:.2f} CPU-s ({100 * n / total:.0f}%)")
         for name, k in counts.most_common():
-            print(f"  {name:30s} {k / hz:6.2f} s {100 * k / n:5.1f}%")
+            print(f"  {name:36s} {k / hz:6.2f} s {100 * k / n:5.1f}%")
     for main_stage, counts in sorted(small.items(), key=lambda kv: -sum(kv[1].values())):
         n = sum(counts.values())
         print(f"small threads mostly in {main_stage}: {n / hz:.2f} CPU-s ({100 * n / total:.0f}%)")

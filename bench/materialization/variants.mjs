@@ -14,7 +14,12 @@
 // --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
 // and adds each tag's peaks (MiB) to the line: what holds the memory (the join's HASH_TABLE, the sort's ORDER_BY, the
 // Parquet writer's buffered row group, COLUMN_DATA).
-// variants.sh runs the variants alternately and prints them side by side.
+// variants.sh runs the variants alternately and prints them side by side. `threads_run_s`: every thread's seconds on a
+// CPU over the statement, busiest first (threads that ended before it did, as the decoding one, are not listed).
+// The statement alone under perf (PERF_CTL: a FIFO that perf's --control reads; sampling starts disabled):
+//   mkfifo /tmp/ctl && PERF_CTL=/tmp/ctl perf record -g -F 999 -D -1 --control fifo:/tmp/ctl -o perf.data -- \
+//     node bench/materialization/variants.mjs --variant 'ordered enums' --threads 1 DIR
+//   python3 bench/materialization/perf-breakdown.py --rows 1000000 perf.data
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -102,11 +107,16 @@ try {
     process.exit(0);
   }
   const sampling = process.argv.includes('--memory') ? sampleMemory() : null;
+  // PERF_CTL=<fifo>: perf record -D -1 --control fifo:<fifo> samples the statement alone.
+  if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'enable\n');
   const written = await engine
     .execute(`COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`, {
       setup: session,
     })
-    .finally(() => sampling?.stop());
+    .finally(() => {
+      sampling?.stop();
+      if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'disable\n');
+    });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const threads = busiestThread(sched0, schedstats(), seconds);
@@ -173,7 +183,14 @@ function busiestThread(before, after, seconds) {
   }
   if (!best) return {};
   const round = (x) => Number(x.toFixed(2));
+  // Every thread's seconds on a CPU over the statement, busiest first (the statement's, DuckDB's, the decoding one).
+  const busy = [...after]
+    .map(([tid, a]) => (a.run - (before.get(tid)?.run ?? 0)) / 1e9)
+    .filter((run) => run >= 0.01)
+    .sort((x, y) => y - x)
+    .map(round);
   return {
+    threads_run_s: busy,
     stmt_run_s: round(best.run),
     stmt_runq_s: round(best.wait),
     stmt_blocked_s: round(seconds - best.run - best.wait),
@@ -340,5 +357,20 @@ async function variants(rows) {
     'enums -ids': without(orderedEnums(orderedEnumFields), 'NULL::VARCHAR AS trace_id, NULL::VARCHAR AS span_id'),
     'enums -props': without(orderedEnums(orderedEnumFields), 'NULL::JSON AS properties'),
     'enums -msg': without(orderedEnums(orderedEnumFields), 'NULL::VARCHAR AS msg'),
+    // Two threads take the merge's rows a row group at a time, each encoding its own row group (needs --threads 2):
+    // what the materializer runs with two or more maintenance threads.
+    'enums parallel': {
+      ...orderedVariant,
+      write: 'COMPRESSION zstd, PRESERVE_ORDER false',
+      sql: typedColumns(
+        logEntries.columns,
+        logEntries.source.ordered.replaceAll(
+          '{payloads}',
+          orderedProtobufLogs(file, sizes, firstTimes, orderedEnumFields, 131072),
+        ),
+        [],
+        new Set(orderedEnumFields),
+      ),
+    },
   };
 }

@@ -813,7 +813,7 @@ export class Materializer {
     const uncast = stored.length === 0 && options === '' ? new Set(enums) : new Set<string>();
     const body = withStoredColumns(typedColumns(view.columns, sql, [], uncast), stored);
     const rows = await engine.execute(
-      `COPY (${oneStream ? body : inOneStream(body)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${partitionRowGroupSize}${options})`,
+      `COPY (${oneStream ? body : inOneStream(body)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${partitionRowGroupSize}${oneStream ? ', PRESERVE_ORDER false' : ''}${options})`,
       { setup },
     );
     if (rows === 0) {
@@ -984,7 +984,13 @@ export class Materializer {
     if (ndjson.length === 0 && source.ordered && ordered) {
       const firstTimes = mergeFirstTimes(withPaths, bundle.contents);
       if (firstTimes !== null) {
-        const rows = orderedProtobufLogs(scratch.location(bundle.key), bundle.sizes, firstTimes, orderedEnumFields);
+        const rows = orderedProtobufLogs(
+          scratch.location(bundle.key),
+          bundle.sizes,
+          firstTimes,
+          orderedEnumFields,
+          partitionRowGroupSize,
+        );
         return {
           enums: orderedEnumFields,
           sql: source.ordered.replaceAll('{payloads}', rows),
@@ -1136,9 +1142,12 @@ interface ExtractQuery {
   setup: string[];
   cleanup: () => Promise<void>;
   /**
-   * The rows come in their order from a source read by one thread (__orrery_otlp_logs_ordered, whose C API
-   * table function has no batch index), so DuckDB's copy already writes them from that thread in order and
-   * inOneStream's window is left out (about 2 % of that statement's CPU, bench/materialization/README.md).
+   * The rows come from __orrery_otlp_logs_ordered, in turns of a row group each, so inOneStream's window is left out
+   * and the COPY runs with PRESERVE_ORDER false: with two or more maintenance threads (ORRERY_MAINTENANCE_THREADS),
+   * two of them take the merged rows in turns and DuckDB's Parquet writer encodes and compresses each one's row group
+   * on that thread, beside the other's (the statement's busiest thread 0.96-1.08 -> 0.49-0.58 CPU-s per 1 M rows
+   * in-process, the process's CPU the same, bench/materialization/README.md). Each row group holds consecutive rows
+   * of the merge in time order, but two of them may reach the file in either order.
    */
   oneStream?: boolean;
   /** Columns that may come as ENUMs of their values (orderedEnumFields), which the file may take as they are. */

@@ -62,15 +62,20 @@ export function payloadRows(
  * taken by their first time (`firstTimes`, per payload: at most its records' earliest time; the read fails with
  * orderedFirstTimeRefused on a payload holding an earlier one), which holds at once only the payloads whose times
  * overlap. The blocks' columns come from the variable orderedBlocks sets; those named in `enums` (VARCHAR ones,
- * see orderedEnumFields) come as an ENUM of their values when they have at most 256.
+ * see orderedEnumFields) come as an ENUM of their values when they have at most 256. With `rowGroupSize` (the
+ * COPY's ROW_GROUP_SIZE, a multiple of 2048), up to two DuckDB threads take the merged rows in turns of that many,
+ * so that a COPY with PRESERVE_ORDER false encodes and compresses two row groups at once, each in time order.
  */
 export function orderedProtobufLogs(
   file: string,
   sizes: readonly number[],
   firstTimes: readonly bigint[],
   enums: readonly string[] = [],
+  rowGroupSize?: number,
 ): string {
-  const named = enums.length === 0 ? '' : `, enums = [${enums.map(quoteLiteral).join(', ')}]`;
+  const named =
+    (enums.length === 0 ? '' : `, enums = [${enums.map(quoteLiteral).join(', ')}]`) +
+    (rowGroupSize === undefined ? '' : `, row_group_size = ${rowGroupSize}`);
   return `__orrery_otlp_logs_ordered(${quoteLiteral(file)}, [${sizes.join(', ')}]::UBIGINT[], [${firstTimes.join(', ')}]::BIGINT[], getvariable('__orrery_blocks')${named})`;
 }
 

@@ -250,6 +250,75 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     }
   });
 
+  it('gives the rows of the join and sort to a COPY on two threads, a row group at a time, each in time order', async () => {
+    // With row_group_size, two DuckDB threads take the merged rows in turns of a row group and the COPY (PRESERVE_ORDER
+    // false) encodes each thread's row group on that thread: what the materializer runs with two maintenance threads.
+    // Sixteen payloads interleaved record by record (their times overlap all along), 24,000 rows in 2,048-row turns.
+    const two = await DuckDBEngine.create({ readableDirectories: [dir], nativeLogsPayloads: dir, threads: 2 });
+    try {
+      const record = (time: bigint, i: number): object => ({
+        timeUnixNano: String(time),
+        body: { stringValue: `record ${i}` },
+        attributes: [{ key: 'i', value: { intValue: String(i) } }],
+      });
+      const payloads = Array.from({ length: 16 }, (_, k) =>
+        protobufOf({
+          resourceLogs: [
+            {
+              scopeLogs: [
+                {
+                  scope: { name: 's' },
+                  logRecords: Array.from({ length: 1500 }, (_, i) => record(t0 + BigInt(i * 16 + k), i)),
+                },
+              ],
+            },
+          ],
+        }),
+      );
+      const { file, sizes } = bundle(payloads);
+      const setup = [blocks(file, payloads.length)];
+      const parquet = join(dir, 'two-threads.parquet');
+      // The COPY of the read over these payloads, two threads taking turns of 2,048 rows.
+      const copy = (at: { file: string; sizes: number[] }): Promise<number> =>
+        two.execute(
+          `COPY (${typedColumns(
+            logEntries.columns,
+            source.ordered.replaceAll(
+              '{payloads}',
+              orderedProtobufLogs(at.file, at.sizes, firstTimes(payloads), orderedEnumFields, 2048),
+            ),
+            [],
+            new Set(orderedEnumFields),
+          )}) TO ${quoteLiteral(parquet)} (FORMAT parquet, ROW_GROUP_SIZE 2048, PRESERVE_ORDER false)`,
+          { setup: [blocks(at.file, payloads.length), orderedBlocks] },
+        );
+      assert.equal(await copy({ file, sizes }), 24000);
+      const back = await rows(`SELECT * FROM read_parquet(${quoteLiteral(parquet)})`, []);
+      const sorted = await rows(
+        selectAll(source.extract.replaceAll('{payloads}', payloadRows('log', [], { file, sizes }))),
+        setup,
+      );
+      assert.deepEqual(text(back).sort(), text(sorted).sort());
+      const groups = await rows(
+        `SELECT DISTINCT row_group_id, row_group_num_rows FROM parquet_metadata(${quoteLiteral(parquet)}) ORDER BY 1`,
+        [],
+      );
+      assert.ok(groups.length >= 12, `${groups.length} row groups`);
+      let at = 0;
+      for (const [id, count] of groups) {
+        assertInTimeOrder(back.slice(at, at + Number(count)), `row group ${String(id)}`);
+        at += Number(count);
+      }
+      // A payload that does not decode fails the statement on both threads (the other one waits for no turn).
+      await assert.rejects(
+        copy(bundle([...payloads.slice(0, 8), payloads[8].subarray(0, 100), ...payloads.slice(9)])),
+        (error: Error) => isErrorOf(error, engineErrors, 'QUERY_INVALID') && error.message.includes('#8'),
+      );
+    } finally {
+      await two.close();
+    }
+  });
+
   it('fails on a payload that does not decode, naming it, and on a first time its records do not hold', async () => {
     const good = protobufOf(randomRequest(random(3)));
     const cut = good.subarray(0, good.length - 3);

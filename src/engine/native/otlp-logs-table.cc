@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <cmath>
@@ -1016,6 +1017,9 @@ struct OrderedBind : Bind {
   // Per field: 0 when it is yielded as VARCHAR, else the index type (DUCKDB_TYPE_UTINYINT, ...) of the ENUM it is
   // yielded as (its `values` numbers are the ENUM's indexes).
   int enum_index[kBlockFieldCount] = {};
+  // The `row_group_size` parameter (the COPY's ROW_GROUP_SIZE; 0: not given): with it, two DuckDB threads take the
+  // merge's rows in turns of this many (see Ordered).
+  uint64_t run_rows = 0;
 };
 
 // The most values a block field yielded as an ENUM may have. The Parquet writer puts every value of an ENUM in each
@@ -1091,6 +1095,14 @@ void OrderedBindFunction(duckdb_bind_info info) {
                                : seen.emplace(bind->blocks[at], static_cast<uint32_t>(seen.size())).first->second);
   }
   if (!EnumFields(info, *bind, numbers)) return;
+  if (duckdb_value rows = duckdb_bind_get_named_parameter(info, "row_group_size")) {
+    bind->run_rows = duckdb_is_null_value(rows) ? 0 : duckdb_get_uint64(rows);
+    duckdb_destroy_value(&rows);
+    if (bind->run_rows % duckdb_vector_size() != 0) {
+      duckdb_bind_set_error(info, "__orrery_otlp_logs_ordered: row_group_size is a multiple of 2048");
+      return;
+    }
+  }
   for (size_t p = 0; p < payloads; p++) {
     const std::string &text = bind->blocks[p * kBlockFieldCount + kInsertTime];
     int64_t value = 0;
@@ -1269,19 +1281,39 @@ class DecodeAhead {
   }
 };
 
+// The merge, shared by the threads that call the function. Without row_group_size one thread calls it. With it, the
+// COPY runs with preserve_insertion_order off, so that DuckDB's Parquet writer buffers, encodes and compresses a row
+// group on each thread that sinks rows (PhysicalCopyToFile in parallel; each thread's row group is written when it
+// holds row_group_size rows). The merge stays one, in order: a thread takes the rows of a whole row group from it in
+// turn (a run), so each row group holds consecutive rows in time order, and while one thread's row group is encoded,
+// the other takes the next run. Row groups may then be written out of order in the file (each is in order).
 struct Ordered {
   int fd = -1;
   std::vector<size_t> sequence;  // payload indexes by (first time, index)
   size_t decoded = 0;            // how many of sequence the merge has taken
   std::vector<std::unique_ptr<Held>> heap;  // the held payloads, the one with the earliest next row on top
-  // Payloads whose last row is out, freed at the next call: the chunk yielded last points into their strings.
-  std::vector<std::unique_ptr<Held>> done;
   std::unique_ptr<DecodeAhead> ahead;       // started at the first rows asked for
-  std::vector<size_t> from;                 // the payload of each row of the chunk being filled
+  // The fields below are the turns' (with mutex held, as is the merge while a thread takes rows).
+  std::mutex mutex;
+  std::condition_variable turn;  // a run ended, or the rows did
+  uint64_t position = 0;         // the rows yielded so far
+  // Payloads whose last row is out, with that row's position: freed once no chunk a thread yielded and has not yet
+  // come back from (its pipeline still reads it) starts at or before that position.
+  std::vector<std::pair<uint64_t, std::unique_ptr<Held>>> done;
+  std::vector<uint64_t> in_flight;  // per thread (OrderedLocal::slot): its last chunk's first position, or none
+  size_t owner = SIZE_MAX;          // the thread taking the current run, SIZE_MAX: none (the next thread takes one)
+  uint64_t run_left = 0;            // rows of the current run still to yield
+  bool finished = false;            // no rows left, or failed: every thread ends
   ~Ordered() {
     ahead.reset();  // its thread reads fd
     if (fd >= 0) close(fd);
   }
+};
+
+struct OrderedLocal {
+  size_t slot = SIZE_MAX;     // this thread's in Ordered::in_flight, taken at its first call
+  uint64_t yielded = 0;       // rows this thread yielded: its writer holds the last yielded % row_group_size of them
+  std::vector<size_t> from;   // the payload of each row of the chunk being filled
 };
 
 // The heap's order: later rows sink (std heap functions keep the greatest on top).
@@ -1300,8 +1332,19 @@ void OrderedInit(duckdb_init_info info) {
   std::stable_sort(ordered->sequence.begin(), ordered->sequence.end(),
                    [&](size_t a, size_t b) { return bind->mins[a] < bind->mins[b]; });
   duckdb_init_set_init_data(info, ordered.release(), Delete<Ordered>);
-  duckdb_init_set_max_threads(info, 1);  // one merge, in order
+  duckdb_init_set_max_threads(info, bind->run_rows > 0 ? 2 : 1);
 }
+
+void OrderedLocalInit(duckdb_init_info info) {
+  auto local = std::make_unique<OrderedLocal>();
+  local->from.resize(duckdb_vector_size());
+  duckdb_init_set_init_data(info, local.release(), Delete<OrderedLocal>);
+}
+
+// How long a thread waits for another's run before it takes the rest of that run itself: a thread that stopped
+// between two chunks of its run (DuckDB set its task aside, or its pipeline failed and will not call again) must not
+// hold the other one forever. A run taken over leaves its first rows in one row group and its last in another.
+constexpr auto kTurnWait = std::chrono::milliseconds(200);
 
 // Takes the next payload by first time into the heap; false (the function's error set) when it failed or
 // holds a time before the first time it was given (the rows would leave time order).
@@ -1351,9 +1394,52 @@ void EnumIndexes(const OrderedBind &bind, size_t f, const std::vector<size_t> &f
   }
 }
 
+// Frees the payloads no chunk still in a thread's pipeline points into (with ordered.mutex held).
+void FreeDone(Ordered &ordered) {
+  const uint64_t through = *std::min_element(ordered.in_flight.begin(), ordered.in_flight.end());
+  auto &done = ordered.done;
+  size_t kept = 0;
+  while (kept < done.size() && done[kept].first < through) kept++;
+  done.erase(done.begin(), done.begin() + static_cast<std::ptrdiff_t>(kept));
+}
+
+// Whether this thread may take rows now, and how many at most (with ordered.mutex held; waits for another thread's
+// run to end): 0 when the rows are all out.
+uint64_t TakeTurn(const OrderedBind &bind, Ordered &ordered, std::unique_lock<std::mutex> &lock,
+                  const OrderedLocal &local) {
+  if (bind.run_rows == 0) return ordered.finished ? 0 : duckdb_vector_size();
+  const size_t slot = local.slot;
+  while (!ordered.finished && ordered.owner != slot && ordered.owner != SIZE_MAX) {
+    const uint64_t position = ordered.position;
+    if (!ordered.turn.wait_for(lock, kTurnWait, [&] { return ordered.finished || ordered.owner == SIZE_MAX; }) &&
+        ordered.position == position)
+      ordered.owner = slot;  // the other thread stopped within its run: this one yields the rest of it
+  }
+  if (ordered.finished) return 0;
+  if (ordered.owner == SIZE_MAX) {
+    // A run fills this thread's row group: shorter after a run taken over left part of one in it.
+    ordered.owner = slot;
+    ordered.run_left = bind.run_rows - local.yielded % bind.run_rows;
+  }
+  return std::min<uint64_t>(duckdb_vector_size(), ordered.run_left);
+}
+
 void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
   const auto *bind = static_cast<const OrderedBind *>(duckdb_function_get_bind_data(info));
   auto *ordered = static_cast<Ordered *>(duckdb_function_get_init_data(info));
+  auto *local = static_cast<OrderedLocal *>(duckdb_function_get_local_init_data(info));
+  std::unique_lock<std::mutex> lock(ordered->mutex);
+  if (local->slot == SIZE_MAX) {
+    local->slot = ordered->in_flight.size();
+    ordered->in_flight.push_back(UINT64_MAX);
+  }
+  ordered->in_flight[local->slot] = UINT64_MAX;  // the chunk it yielded last is through its pipeline
+  FreeDone(*ordered);
+  const uint64_t most = TakeTurn(*bind, *ordered, lock, *local);
+  if (most == 0) {
+    duckdb_data_chunk_set_size(output, 0);
+    return;
+  }
   duckdb_vector vectors[kBlockFieldCount + 7];
   for (size_t c = 0; c < kBlockFieldCount + 7; c++) vectors[c] = duckdb_data_chunk_get_vector(output, c);
   auto *insert_time = static_cast<int64_t *>(duckdb_vector_get_data(vectors[kInsertTime]));
@@ -1366,18 +1452,21 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
     if (f != kInsertTime) text[f] = static_cast<duckdb_string_t *>(duckdb_vector_get_data(vectors[f]));
   for (const size_t c : strings) text[c] = static_cast<duckdb_string_t *>(duckdb_vector_get_data(vectors[c]));
   uint64_t *validity[kBlockFieldCount + 7] = {};
-  ordered->done.clear();  // the chunk yielded last, which pointed into them, is through the pipeline
   auto &heap = ordered->heap;
   const size_t payloads = ordered->sequence.size();
-  auto &from = ordered->from;
-  from.resize(duckdb_vector_size());
+  auto &from = local->from;
   idx_t count = 0;
-  while (count < duckdb_vector_size()) {
+  const uint64_t first = ordered->position;
+  while (count < most) {
     // Every payload whose first time is not after the earliest held row is held before that row is yielded:
     // the payloads not yet decoded then hold only later rows.
     while (ordered->decoded < payloads &&
            (heap.empty() || bind->mins[ordered->sequence[ordered->decoded]] <= heap.front()->Time()))
-      if (!HoldNext(info, *bind, *ordered)) return;
+      if (!HoldNext(info, *bind, *ordered)) {
+        ordered->finished = true;
+        ordered->turn.notify_all();
+        return;
+      }
     if (heap.empty()) break;
     std::pop_heap(heap.begin(), heap.end(), Later);
     Held &held = *heap.back();
@@ -1399,10 +1488,22 @@ void OrderedFunction(duckdb_function_info info, duckdb_data_chunk output) {
     if (held.next < held.order.size()) {
       std::push_heap(heap.begin(), heap.end(), Later);
     } else {
-      ordered->done.push_back(std::move(heap.back()));  // its last row is out: freed at the next call
+      // Its last row is out: freed once the chunks pointing into it are through their pipelines.
+      ordered->done.emplace_back(first + count - 1, std::move(heap.back()));
       heap.pop_back();
     }
   }
+  ordered->position += count;
+  local->yielded += count;
+  ordered->in_flight[local->slot] = first;
+  if (count < most) {
+    ordered->finished = true;
+    ordered->turn.notify_all();
+  } else if (bind->run_rows > 0 && (ordered->run_left -= count) == 0) {
+    ordered->owner = SIZE_MAX;
+    ordered->turn.notify_all();
+  }
+  lock.unlock();
   // A block field whose value is the same in every row of the chunk (the process's, whichever of its blocks the
   // rows come from) is a constant vector: the Parquet writer's buffer then copies its text once per chunk rather
   // than once per row (DuckDB's ColumnDataCollection copies a constant string once). The rows of overlapping
@@ -1452,7 +1553,8 @@ Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
   };
   for (const Definition &d :
        {Definition{"__orrery_otlp_logs", false, LogsBind, LogsInit, LogsLocalInit, LogsFunction},
-        Definition{"__orrery_otlp_logs_ordered", true, OrderedBindFunction, OrderedInit, nullptr, OrderedFunction}}) {
+        Definition{"__orrery_otlp_logs_ordered", true, OrderedBindFunction, OrderedInit, OrderedLocalInit,
+                   OrderedFunction}}) {
     duckdb_table_function function = duckdb_create_table_function();
     duckdb_table_function_set_name(function, d.name);
     duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
@@ -1467,6 +1569,7 @@ Napi::Value RegisterOtlpLogsTable(const Napi::CallbackInfo &info) {
       duckdb_table_function_add_parameter(function, mins);
       duckdb_table_function_add_parameter(function, blocks);
       duckdb_table_function_add_named_parameter(function, "enums", blocks);
+      duckdb_table_function_add_named_parameter(function, "row_group_size", ubigint);
     }
     for (duckdb_logical_type *type : {&blocks, &mins, &sizes, &bigint, &ubigint, &varchar})
       duckdb_destroy_logical_type(type);
