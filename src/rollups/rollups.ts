@@ -2457,7 +2457,7 @@ export class Rollups {
   /**
    * validate --online: each rollup's stored rows against the aggregate of the raw rows, per
    * bucket, over its most recent complete buckets (ending at least 5 minutes before now, at most
-   * `window` long but one bucket at least), as of one DuckLake snapshot. Rollups not ready, of
+   * `window` long but one bucket at least, within its retention), as of one DuckLake snapshot. Rollups not ready, of
    * integer time, no longer matching their table, expired or pending over the window are skipped.
    */
   async validate(window: string): Promise<RollupValidation[]> {
@@ -2485,10 +2485,16 @@ export class Rollups {
         const grain = `INTERVAL ${quoteLiteral(definition.grain)}`;
         const end = `least(time_bucket(${grain}, now()::TIMESTAMP - INTERVAL 5 MINUTE), ${bucketLiteral(definition, state.watermark)})`;
         const retained =
-          definition.retention === null ? 'NULL' : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
+          definition.retention === null
+            ? 'CAST(NULL AS TIMESTAMP)'
+            : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
+        // A retention shorter than the window leaves its older buckets out: the window starts at the first bucket
+        // the retention keeps whole (k), and a rollup whose retention keeps none of it is expired.
         const [[from, to, expired]] = await this.engine.values(
-          `SELECT CAST(b AS VARCHAR), CAST(e AS VARCHAR), coalesce(b < ${retained}, false) FROM (
-             SELECT least(time_bucket(${grain}, e - INTERVAL ${quoteLiteral(cap)}), e - ${grain}) AS b, e FROM (SELECT ${end} AS e))`,
+          `SELECT CAST(greatest(b, coalesce(k, b)) AS VARCHAR), CAST(e AS VARCHAR), coalesce(k >= e, false) FROM (
+             SELECT least(time_bucket(${grain}, e - INTERVAL ${quoteLiteral(cap)}), e - ${grain}) AS b, e,
+                    time_bucket(${grain}, r) + CASE WHEN time_bucket(${grain}, r) < r THEN ${grain} ELSE INTERVAL 0 SECOND END AS k
+               FROM (SELECT ${end} AS e, ${retained} AS r))`,
         );
         const pending = new Set(await this.pending(definition, snapshot, state, tables, definitions, context));
         const [begin, finish] = [bucketLiteral(definition, String(from)), bucketLiteral(definition, String(to))];
@@ -2501,7 +2507,7 @@ export class Rollups {
           .filter((b) => definition.coveredFrom === null || b >= definition.coveredFrom);
         const fresh = held.filter((b) => !pending.has(b));
         if (expired === true)
-          skipped(`expired: the window starts before the rollup's retention (${definition.retention})`);
+          skipped(`expired: the rollup's retention (${definition.retention}) keeps no complete bucket of the window`);
         else if (held.length === 0)
           skipped(`backfilling: the rollup holds buckets from ${definition.coveredFrom} on, after the window`);
         else if (fresh.length === 0) skipped('stale: every bucket of the window has changed since the last refresh');
