@@ -65,6 +65,13 @@ export const stateTable = (name: string): string =>
  */
 export const keptName = 'kept_buckets';
 export const keptTable = `${lakeCatalog}.${rollupSchema}.${keptName}`;
+/**
+ * The buckets a refresh left pending for an audience whose rows failed its aggregate (a cast of a value that
+ * tenant sent), with that audience and its error: the other audiences' rows are stored, and these buckets stay
+ * pending (read from the source's rows, exactly) until a refresh aggregates them for every audience.
+ */
+export const heldName = 'held_buckets';
+export const heldTable = `${lakeCatalog}.${rollupSchema}.${heldName}`;
 
 /** A table as of one DuckLake snapshot. */
 export const at = (table: string, snapshot: bigint): string => `${table} AT (VERSION => ${snapshot})`;

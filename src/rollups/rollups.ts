@@ -1,4 +1,11 @@
-import { isFileReadFailure, quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
+import {
+  engineErrors,
+  isFileReadFailure,
+  quoteIdentifier,
+  type DuckDBEngine,
+  type EngineSession,
+} from '../engine/index.js';
+import { isErrorOf } from '../errors/index.js';
 import { rollupInvalidationsChannel, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import type { PartitionChange } from '../lakehouse/index.js';
 import {
@@ -25,10 +32,13 @@ import {
   inBuckets,
   keptName,
   keptTable,
+  heldName,
+  heldTable,
   materializedName,
   materializedTable,
   sortedByBucket,
   pendingScans,
+  type RowScan,
   quoteLiteral,
   rollupSchema,
   stateTable,
@@ -137,6 +147,8 @@ export interface RollupJob {
   readonly nextRun: Date | null;
   readonly lastStatus: string | null;
   readonly lastError: string | null;
+  /** The last refresh's error of each audience whose rows failed it (the other audiences' buckets were stored). */
+  readonly audienceErrors: Readonly<Record<string, string>> | null;
 }
 
 /** A stable name of a rollup (a resources file's rollup entry's view), read as `SELECT <select list> FROM <target>`. */
@@ -188,6 +200,35 @@ export interface RefreshOutcome {
   readonly ranges: number;
   readonly pendingBuckets: number;
   readonly watermark: string | null;
+  /** Audiences whose rows failed the aggregate: their buckets are held pending (see heldTable), the others stored. */
+  readonly failedAudiences: ReadonlyArray<{ readonly audience: string; readonly error: string }>;
+}
+
+/** What the pending buckets of a rollup depend on (see Rollups.pending). */
+type PendingArgs = [
+  definition: RollupDefinition,
+  snapshot: bigint,
+  state: RollupState,
+  tables: ReadonlyMap<string, SeriesTable>,
+  definitions: ReadonlyMap<string, RollupDefinition>,
+  context: ReadContext,
+];
+
+/** Buckets (DuckDB's text) in their order: integers by value, timestamps (zero-padded) as text. */
+function inBucketOrder(definition: Pick<RollupDefinition, 'integer'>, buckets: readonly string[]): string[] {
+  return definition.integer
+    ? buckets
+        .map(BigInt)
+        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(String)
+    : [...buckets].sort();
+}
+
+/** An audience whose rows failed a refresh's aggregate, and the buckets of them it held. */
+interface FailedAudience {
+  readonly audience: string;
+  readonly error: string;
+  readonly buckets: readonly string[];
 }
 
 const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|HUGEINT)$/i;
@@ -229,6 +270,8 @@ CREATE TABLE IF NOT EXISTS rollup_jobs (
   last_error  TEXT,
   PRIMARY KEY (kind, target)
 );
+-- The last refresh's errors by audience whose rows failed its aggregate (their buckets held pending, see heldTable).
+ALTER TABLE rollup_jobs ADD COLUMN IF NOT EXISTS audience_errors JSONB;
 -- Counts the changes of the catalog (definitions and stable names, by any process), so a process keeps
 -- the catalog it read while the count it read with it stays (see Rollups.readPoint).
 CREATE TABLE IF NOT EXISTS rollup_catalog_version (
@@ -417,6 +460,8 @@ export class Rollups {
   private readonly changes = new Map<string, string[]>();
   /** The buckets retention kept, by snapshot and rollup (see keptBuckets). */
   private readonly kept = new Map<string, Promise<ReadonlyMap<string, ReadonlySet<string>>>>();
+  /** The buckets refreshes held for an audience whose rows failed, by snapshot and rollup (see heldBuckets). */
+  private readonly held = new Map<string, Promise<ReadonlyMap<string, ReadonlySet<string>>>>();
   /** What DuckLake's catalog says changed in tables between snapshots (see sinceChange, changedBuckets). */
   private readonly lakeChanges: LakeChanges;
   /** The latest read of each rollup's state and of the buckets retention kept, with the snapshot it holds at (see sinceChange). */
@@ -470,6 +515,9 @@ export class Rollups {
     });
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
     await this.engine.execute(`CREATE TABLE IF NOT EXISTS ${keptTable} (rollup VARCHAR, bucket VARCHAR)`);
+    await this.engine.execute(
+      `CREATE TABLE IF NOT EXISTS ${heldTable} (rollup VARCHAR, bucket VARCHAR, audience VARCHAR, error VARCHAR)`,
+    );
   }
 
   /**
@@ -850,6 +898,7 @@ export class Rollups {
     await this.engine.execute(`DROP TABLE IF EXISTS ${materializedTable(name)}`);
     await this.engine.execute(`DROP TABLE IF EXISTS ${stateTable(name)}`);
     await this.engine.execute(`DELETE FROM ${keptTable} WHERE rollup = ${quoteLiteral(name)}`);
+    await this.engine.execute(`DELETE FROM ${heldTable} WHERE rollup = ${quoteLiteral(name)}`);
   }
 
   /** set_rollup_retention: buckets older than `keep` are deleted at each refresh; null keeps every bucket. */
@@ -919,8 +968,9 @@ export class Rollups {
       next_run: Date | null;
       last_status: string | null;
       last_error: string | null;
+      audience_errors: Record<string, string> | null;
     }>(
-      `SELECT kind, target, schedule::TEXT AS schedule, last_run, next_run, last_status, last_error
+      `SELECT kind, target, schedule::TEXT AS schedule, last_run, next_run, last_status, last_error, audience_errors
          FROM rollup_jobs ORDER BY target, kind`,
     );
     return rows.map((r) => ({
@@ -931,6 +981,7 @@ export class Rollups {
       nextRun: r.next_run,
       lastStatus: r.last_status,
       lastError: r.last_error,
+      audienceErrors: r.audience_errors,
     }));
   }
 
@@ -1016,23 +1067,89 @@ export class Rollups {
           ? 0
           : 1
         : await this.rangeCount(definition, [...pending, ...(closed ? [state.watermark] : [])]);
-    await this.lakeTransaction(async (run, session) => {
-      if (deleteFilters.length > 0) {
-        const mat = materializedTable(definition.name);
-        await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
+    const source = this.sourceRows(definition, snapshot, all, context);
+    const wasHeld = (await this.heldBuckets(definition, snapshot)).size > 0;
+    const store = (failed: readonly FailedAudience[]): Promise<void> =>
+      this.lakeTransaction(async (run, session) => {
+        if (deleteFilters.length > 0) {
+          const mat = materializedTable(definition.name);
+          const left = failed.map((f) => quoteLiteral(f.audience));
+          const rows =
+            left.length > 0 ? `SELECT * FROM (${source}) WHERE audience NOT IN (${left.join(', ')})` : source;
+          await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
+          await run(`INSERT INTO ${mat} ${aggregateOverEach(definition, rows, rowFilters)}`);
+        }
+        if (wasHeld || failed.length > 0) {
+          await run(`DELETE FROM ${heldTable} WHERE rollup = ${quoteLiteral(definition.name)}`);
+          const held = failed.flatMap((f) =>
+            f.buckets.map((b) => [definition.name, b, f.audience, f.error].map(quoteLiteral).join(', ')),
+          );
+          if (held.length > 0) await run(`INSERT INTO ${heldTable} VALUES (${held.join('), (')})`);
+        }
+        await this.applyRetention(definition, snapshot, session);
+        await run(`DELETE FROM ${stateTable(definition.name)}`);
         await run(
-          `INSERT INTO ${mat} ${aggregateOverEach(definition, this.sourceRows(definition, snapshot, all, context), rowFilters)}`,
+          `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${set ? set.sequence : snapshot}, now()::TIMESTAMP)`,
         );
-      }
-      await this.applyRetention(definition, snapshot, session);
-      await run(`DELETE FROM ${stateTable(definition.name)}`);
-      await run(
-        `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${set ? set.sequence : snapshot}, now()::TIMESTAMP)`,
-      );
-    });
+      });
+    let failed: FailedAudience[] = [];
+    try {
+      await store([]);
+    } catch (error) {
+      if (deleteFilters.length === 0 || !isErrorOf(error, engineErrors, 'QUERY_INVALID')) throw error;
+      failed = await this.failingAudiences(definition, source, rowFilters, error);
+      await store(failed);
+    }
     if (set && state.sourceSnapshot !== null)
       await forgetInvalidations(this.metadata, definition.name, state.sourceSnapshot);
-    return { ranges, pendingBuckets: pending.length, watermark };
+    await this.metadata.query(`UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1`, [
+      definition.name,
+      failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience, f.error]))) : null,
+    ]);
+    return {
+      ranges,
+      pendingBuckets: pending.length,
+      watermark,
+      failedAudiences: failed.map(({ audience, error }) => ({ audience, error })),
+    };
+  }
+
+  /**
+   * The audiences whose rows fail a refresh's aggregate on their own (each aggregated alone, its buckets
+   * read whole), with their error and the buckets of their rows the refresh covers: one tenant's row the
+   * aggregate fails on (a cast of a value it sent) then keeps no other tenant's buckets from being stored. With
+   * one audience, or when every audience fails (the system's fault rather than the data's), `error` is thrown.
+   */
+  private async failingAudiences(
+    definition: RollupDefinition,
+    source: string,
+    scans: readonly RowScan[],
+    error: unknown,
+  ): Promise<FailedAudience[]> {
+    const covered = scans.map((scan) => `(${scan.rows})`).join(' OR ');
+    const audiences = (
+      await this.engine.values(
+        `SELECT DISTINCT audience FROM (${source}) WHERE (${covered}) AND audience IS NOT NULL ORDER BY audience`,
+      )
+    ).map(([a]) => String(a));
+    const failed: FailedAudience[] = [];
+    for (const audience of audiences) {
+      const rows = `SELECT * FROM (${source}) WHERE audience = ${quoteLiteral(audience)}`;
+      try {
+        // hash of each whole row: every aggregate is computed (a count alone could leave them out).
+        await this.engine.values(
+          `SELECT count(*) FROM (${aggregateOverEach(definition, rows, scans)}) AS t WHERE hash(t) IS NULL`,
+        );
+      } catch (audienceError) {
+        if (!isErrorOf(audienceError, engineErrors, 'QUERY_INVALID')) throw audienceError;
+        const buckets = await this.engine.values(
+          `SELECT DISTINCT CAST(${bucketSql(definition, definition.timeColumn)} AS VARCHAR) FROM (${rows}) WHERE ${covered}`,
+        );
+        failed.push({ audience, error: (audienceError as Error).message, buckets: buckets.map(([b]) => String(b)) });
+      }
+    }
+    if (audiences.length < 2 || failed.length === audiences.length) throw error;
+    return failed;
   }
 
   private async applyRetention(definition: RollupDefinition, snapshot: bigint, session: EngineSession): Promise<void> {
@@ -1125,15 +1242,29 @@ export class Rollups {
   }
 
   /** The buckets retention kept of a rollup as of a snapshot (fixed once the snapshot exists, so kept for every rollup). */
-  private async keptBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
+  private keptBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
+    return this.bucketsOf(keptTable, keptName, this.kept, definition, snapshot);
+  }
+
+  /** The buckets refreshes held of a rollup as of a snapshot, for an audience whose rows failed (see heldTable). */
+  private heldBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
+    return this.bucketsOf(heldTable, heldName, this.held, definition, snapshot);
+  }
+
+  /** A rollup's buckets in one of the lake tables of buckets by rollup, as of a snapshot (read once for every rollup). */
+  private async bucketsOf(
+    table: string,
+    name: string,
+    cache: Map<string, Promise<ReadonlyMap<string, ReadonlySet<string>>>>,
+    definition: RollupDefinition,
+    snapshot: bigint,
+  ): Promise<ReadonlySet<string>> {
     const key = String(snapshot);
-    let all = this.kept.get(key);
+    let all = cache.get(key);
     if (!all) {
-      const reading = this.sinceChange(keptTable, rollupSchema, keptName, snapshot, async () => {
+      const reading = this.sinceChange(table, rollupSchema, name, snapshot, async () => {
         const byRollup = new Map<string, Set<string>>();
-        for (const [rollup, bucket] of await this.engine.values(
-          `SELECT rollup, bucket FROM ${at(keptTable, snapshot)}`,
-        )) {
+        for (const [rollup, bucket] of await this.engine.values(`SELECT rollup, bucket FROM ${at(table, snapshot)}`)) {
           const set = byRollup.get(String(rollup)) ?? new Set<string>();
           set.add(String(bucket));
           byRollup.set(String(rollup), set);
@@ -1141,8 +1272,8 @@ export class Rollups {
         return byRollup as ReadonlyMap<string, ReadonlySet<string>>;
       });
       all = reading;
-      remember(this.kept, key, reading);
-      reading.catch(() => this.kept.get(key) === reading && this.kept.delete(key));
+      remember(cache, key, reading);
+      reading.catch(() => cache.get(key) === reading && cache.delete(key));
     }
     return (await all).get(definition.name) ?? new Set();
   }
@@ -1227,13 +1358,17 @@ export class Rollups {
    * inserted, updated (old and new) or deleted since its refresh snapshot, below its watermark.
    * Buckets some of whose raw rows the base table's retention deleted keep their stored values.
    */
-  private async pending(
-    definition: RollupDefinition,
-    snapshot: bigint,
-    state: RollupState,
-    tables: ReadonlyMap<string, SeriesTable>,
-    definitions: ReadonlyMap<string, RollupDefinition>,
-    context: ReadContext,
+  private async pending(...args: PendingArgs): Promise<string[]> {
+    const [definition, snapshot] = args;
+    const [changed, held] = await Promise.all([this.changedPending(...args), this.heldBuckets(definition, snapshot)]);
+    // Held buckets lie below the watermark (a refresh held them from what it aggregated, all before its watermark).
+    const extra = [...held].filter((b) => !changed.includes(b));
+    return extra.length === 0 ? changed : inBucketOrder(definition, [...changed, ...extra]);
+  }
+
+  /** The pending buckets of a rollup from the changes to its source (see pending), without the buckets held. */
+  private async changedPending(
+    ...[definition, snapshot, state, tables, definitions, context]: PendingArgs
   ): Promise<string[]> {
     if (definition.viewSetBase) return this.pendingOfViewSet(definition, snapshot, state, definitions, context);
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
@@ -1251,13 +1386,10 @@ export class Rollups {
     // read. DuckDB's text of a timestamp (zero-padded, as both come) sorts as its time; others go to SQL.
     const watermark = state.watermark;
     if (!horizonOf && (definition.integer || [watermark, ...changed].every((b) => plainTimestamp.test(b)))) {
-      return definition.integer
-        ? changed
-            .map(BigInt)
-            .filter((b) => b < BigInt(watermark))
-            .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-            .map(String)
-        : changed.filter((b) => b < watermark).sort();
+      return inBucketOrder(
+        definition,
+        changed.filter((b) => (definition.integer ? BigInt(b) < BigInt(watermark) : b < watermark)),
+      );
     }
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, watermark)}`];
     if (base && horizonOf) {

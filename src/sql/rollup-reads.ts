@@ -81,7 +81,16 @@ async function readableJobs(
   const closed = await refused?.([...new Set(jobs.map((j) => j.target.toLowerCase()))]);
   return jobs
     .filter((j) => !closed?.has(j.target.toLowerCase()))
-    .map((j) => (principal.admin || j.lastError === null ? j : { ...j, lastError: withheldError }));
+    .map((j) => {
+      // A refresh that stored the other audiences' buckets: each audience's error quotes its own rows alone.
+      const failed = Object.entries(j.audienceErrors ?? {}).filter(
+        ([audience]) => principal.admin || principal.audiences.includes(audience),
+      );
+      const own =
+        failed.length > 0 ? failed.map(([audience, error]) => `audience ${audience}: ${error}`).join('\n') : null;
+      if (j.lastError === null) return { ...j, lastError: own };
+      return principal.admin ? j : { ...j, lastError: withheldError };
+    });
 }
 
 const withheldError = 'withheld from keys that are not admins: the refresh reads the rows of every audience';

@@ -183,17 +183,23 @@ describe('rollups (issue 17)', () => {
     await check();
   });
 
-  it("a failed refresh's error, which may quote another audience's row, is told to admins alone (#13)", async () => {
+  const quote = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+  /** A rollup casting the notes team keys insert (`[key, ts, note]`), and its refresh job as a key sees it. */
+  const notesRollup = async (notes: ReadonlyArray<[TestFlightClient, string, string]>) => {
     await asAdmin.updateCount(`CREATE TABLE notes (ts TIMESTAMPTZ, note VARCHAR) WITH (time_column = 'ts')`);
-    await asTeamA.updateCount(`INSERT INTO notes VALUES ('2024-01-01 00:10:00+00', '7')`);
-    await asTeamB.updateCount(`INSERT INTO notes VALUES ('2024-01-01 00:20:00+00', 'team-b secret')`);
+    for (const [client, ts, note] of notes)
+      await client.updateCount(`INSERT INTO notes VALUES (${quote(ts)}, ${quote(note)})`);
     await scalar(
       asAdmin,
       `select snouttime.create_rollup('notes_hourly', 'notes', interval '1 hour', select_list => 'sum(CAST(note AS INTEGER)) AS total')`,
     );
-    const job = (client: TestFlightClient) =>
+    return (client: TestFlightClient) =>
       plainRows(client, `SELECT last_status, last_error FROM snouttime.jobs WHERE target = 'notes_hourly'`);
-    // The refresh job reads every audience's rows: team-b's note fails its cast, and the error quotes it.
+  };
+
+  it("a failed refresh's error, which may quote another audience's row, is told to admins alone (#13)", async () => {
+    const job = await notesRollup([[asTeamB, '2024-01-01 00:20:00+00', 'team-b secret']]);
+    // The refresh job reads every audience's rows: team-b's note (its only audience) fails its cast, and the error quotes it.
     const [failed] = await pollUntil(
       'the failed refresh',
       () => job(asAdmin),
@@ -210,10 +216,60 @@ describe('rollups (issue 17)', () => {
         last_error: 'withheld from keys that are not admins: the refresh reads the rows of every audience',
       },
     ]);
-    // team-a's read of the rollup (raw, no refresh having succeeded) casts its own rows alone.
-    assert.deepEqual(await plainRows(asTeamA, 'SELECT total::INTEGER AS total, audience FROM notes_hourly'), [
-      { total: 7, audience: 'team-a' },
+    // team-a's read of the rollup (raw, no refresh having succeeded) casts its own rows alone: none.
+    assert.deepEqual(await plainRows(asTeamA, 'SELECT total::INTEGER AS total, audience FROM notes_hourly'), []);
+    await scalar(asAdmin, `select snouttime.drop_rollup('notes_hourly')`);
+    await asAdmin.updateCount('DROP TABLE notes');
+  });
+
+  it("one audience's row that fails a refresh holds that audience's buckets pending: the others' are stored, and each key is told its own audience's error alone (#13)", async () => {
+    const job = await notesRollup([
+      [asTeamA, '2024-01-01 00:10:00+00', '7'],
+      [asTeamA, '2024-01-01 01:10:00+00', '3'],
+      [asTeamB, '2024-01-01 00:20:00+00', 'team-b secret'],
     ]);
+    // Its refresh job runs at once: team-b's note fails its cast, team-a's buckets are stored all the same.
+    const [done] = await pollUntil(
+      'the first refresh',
+      () => job(asAdmin),
+      (rows) => rows[0]?.last_status !== null && rows[0]?.last_status !== undefined,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    assert.equal(done.last_status, 'ok');
+    assert.match(String(done.last_error), /^audience team-b: .*team-b secret/);
+    // team-a's two buckets are stored; the bucket of team-b's row stays pending (read from the rows, exactly).
+    assert.deepEqual(
+      await plainRows(
+        asAdmin,
+        `SELECT materialized_rows::INTEGER AS stored, pending_buckets::INTEGER AS pending FROM list_rollups() WHERE name = 'notes_hourly'`,
+      ),
+      [{ stored: 2, pending: 1 }],
+    );
+    assert.deepEqual(
+      await plainRows(
+        asTeamA,
+        'SELECT bucket::VARCHAR AS bucket, total::INTEGER AS total, audience FROM notes_hourly ORDER BY bucket',
+      ),
+      [
+        { bucket: '2024-01-01 00:00:00', total: 7, audience: 'team-a' },
+        { bucket: '2024-01-01 01:00:00', total: 3, audience: 'team-a' },
+      ],
+    );
+    // Each key is told its own audience's error: team-a none, team-b its own.
+    assert.deepEqual(await job(asTeamA), [{ last_status: 'ok', last_error: null }]);
+    const [own] = await job(asTeamB);
+    assert.match(String(own.last_error), /^audience team-b: .*team-b secret/);
+    // A refresh after team-b's row is deleted aggregates the held bucket for every audience.
+    await asAdmin.updateCount(`DELETE FROM notes WHERE note = 'team-b secret'`);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('notes_hourly')`);
+    assert.deepEqual(
+      await plainRows(
+        asAdmin,
+        `SELECT materialized_rows::INTEGER AS stored, pending_buckets::INTEGER AS pending FROM list_rollups() WHERE name = 'notes_hourly'`,
+      ),
+      [{ stored: 2, pending: 0 }],
+    );
+    assert.deepEqual(await job(asTeamB), [{ last_status: 'ok', last_error: null }]);
     await scalar(asAdmin, `select snouttime.drop_rollup('notes_hourly')`);
     await asAdmin.updateCount('DROP TABLE notes');
   });
