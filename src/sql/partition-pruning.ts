@@ -244,8 +244,9 @@ const shadowedNames = new WeakMap<Tree, boolean>();
 
 /**
  * Whether `current_timestamp` or `current_date` may bind to something other than the clock in a statement (DuckDB
- * binds a name to a column first): a name or alias of that spelling anywhere but as a bare name, a column of a view
- * set it reads, or a relation whose columns are not known here (a series table, a table function).
+ * binds a name to a column first): a name or alias of that spelling anywhere but as a bare name (a lambda's parameter
+ * even so), a column of a view set it reads, or a relation whose columns are not known here (a series table, a table
+ * function).
  */
 function clockNamesShadowed(statement: Statement): boolean {
   const { tree, shape, viewOf } = statement;
@@ -257,17 +258,19 @@ function clockNamesShadowed(statement: Statement): boolean {
         const view = viewOf(r.name);
         return !view || view.columns.some((c) => clockNames.has(c.name.toLowerCase()));
       });
-    const visit = (value: unknown, key: string): void => {
+    // `parameter`: under a lambda's parameters (`lambda current_date: ...`), whose bare names bind those of its body.
+    const visit = (value: unknown, key: string, parameter: boolean): void => {
       if (shadowed || value === null || typeof value !== 'object') {
         shadowed ||= typeof value === 'string' && key !== 'function_name' && clockNames.has(value.toLowerCase());
         return;
       }
-      if (Array.isArray(value)) return value.forEach((v) => visit(v, key));
+      if (Array.isArray(value)) return value.forEach((v) => visit(v, key, parameter));
       const node = value as Node;
-      const bare = node.class === 'COLUMN_REF' && (node.column_names as string[]).length === 1;
-      for (const [k, v] of Object.entries(node)) if (!(bare && k === 'column_names')) visit(v, k);
+      const bare = !parameter && node.class === 'COLUMN_REF' && (node.column_names as string[]).length === 1;
+      for (const [k, v] of Object.entries(node))
+        if (!(bare && k === 'column_names')) visit(v, k, parameter || (node.class === 'LAMBDA' && k === 'lhs'));
     };
-    visit(tree.statements, '');
+    visit(tree.statements, '', false);
     shadowedNames.set(tree, shadowed);
   }
   return shadowedNames.get(tree)!;

@@ -121,6 +121,11 @@ const queries: Array<[string, number]> = [
     "SELECT count(*) AS n, TIMESTAMP '2000-01-01' AS current_timestamp FROM log_entries WHERE time >= current_timestamp",
     0,
   ],
+  // And a lambda's parameter, in its body.
+  [
+    'SELECT count(*) AS n, list_sum(list_transform([1, 2], lambda current_date: current_date + 1)) AS v FROM log_entries WHERE time >= now() - INTERVAL 1 DAY',
+    6,
+  ],
   // NULL bounds keep no row.
   ['SELECT count(*) AS n FROM log_entries WHERE time > NULL', 6],
   // Levels that pass its rows on, or join them.
