@@ -158,6 +158,11 @@ const SERIALIZE_REFUSES_NON_SELECT = /^Only SELECT statements can be serialized/
  */
 export class EngineSession {
   private closed = false;
+  /**
+   * The series tables (by name) this transaction has written: its rows of them are its own until it commits, so
+   * what reads them elsewhere than through DuckLake in it (rollups' stored rows, their files) leaves them out.
+   */
+  readonly written = new Set<string>();
 
   constructor(
     readonly connection: DuckDBConnection,

@@ -66,7 +66,7 @@ import { rewriteOntoRollups, type Provenance, type RollupTarget } from './query-
 import { storedColumns, type StoredColumns } from './stored-columns.js';
 import { mismatchesSql, type RollupValidation } from './validation.js';
 import { baseTables, copy, type Node } from './tree.js';
-import { fileRows, fileRowsSince, filesSql, inlinedRows, type FileRows, type ListedFile } from './table-files.js';
+import { fileRows, fileRowsSince, filesSql, inlinedRows, live, type FileRows, type ListedFile } from './table-files.js';
 import { AudienceRows } from './audience-rows.js';
 import type { BucketConditions } from './bucket-windows.js';
 import { LakeChanges } from './lake-changes.js';
@@ -169,6 +169,11 @@ export interface RollupReadPoint {
   readonly snapshot: bigint;
   readonly catalog: RollupCatalog;
   readonly tables: ReadonlyMap<string, SeriesTable>;
+  /**
+   * In a client's transaction (`snapshot` is then its DuckLake snapshot): the series tables it has written, whose
+   * rows as it sees them are in no stored row, change feed or file listing of the catalog.
+   */
+  readonly written?: ReadonlySet<string>;
   /** The buckets each rewritten level reads of each rollup: [from, to), to null when open. */
   readonly windows?: ReadonlyMap<string, ReadonlyArray<{ readonly from: string; readonly to: string | null }>>;
 }
@@ -336,6 +341,8 @@ interface ReadContext {
    * transaction, whose DuckDB transaction may have begun before the table was made.
    */
   readonly keptTails: boolean;
+  /** The series tables the client's transaction has written (RollupReadPoint.written): their rollups read them raw. */
+  readonly written: ReadonlySet<string>;
   /** Whether a view left out a bucket by a condition that holds only with the statement's clock fixed (see bucket-windows.ts). */
   fixesClock: boolean;
 }
@@ -351,10 +358,11 @@ export interface RollupReadSetup {
 /** The key of a rollup's latest state read (see Rollups.sinceChange). */
 const stateKey = (definition: RollupDefinition): string => `${definition.name}\u0000state`;
 
-const readContext = (keptTails = true): ReadContext => ({
+const readContext = (keptTails = true, written: ReadonlySet<string> = new Set()): ReadContext => ({
   views: new Map(),
   sets: new Map(),
   keptTails,
+  written,
   fixesClock: false,
 });
 
@@ -569,15 +577,47 @@ export class Rollups {
    * The lake's latest snapshot, the catalog and the series tables as of that snapshot: one Postgres
    * statement (the snapshot id and the catalog's version) while neither changes, which every
    * statement that may read a series table or a rollup pays once, for all its reads of them.
+   * In a client's transaction, its own snapshot and tables instead: the statement sees the lake as the
+   * transaction does (DuckLake finds no later snapshot in it), its own writes included (`written`).
    */
-  async readPoint(): Promise<RollupReadPoint> {
+  async readPoint(session?: EngineSession): Promise<RollupReadPoint> {
     const { rows } = await this.metadata.query<{ snapshot: string; schema: string; version: string }>(
       `SELECT lake.snapshot, lake.schema, version::text AS version FROM rollup_catalog_version, (${lakeVersionSql}) AS lake`,
     );
     const [snapshot, schemaVersion] = [BigInt(rows[0].snapshot), BigInt(rows[0].schema)];
     const kept = this.keptCatalog;
     const catalog = kept?.version === rows[0].version ? kept.catalog : await this.catalog();
+    if (session) {
+      // The transaction's snapshot: fixed by its first read of the lake (this one, when none came before).
+      const [[own]] = await this.engine.values(`SELECT id FROM ${lakeCatalog}.current_snapshot()`, session);
+      const at = BigInt(own as bigint);
+      return {
+        snapshot: at,
+        catalog: await this.catalogAt(catalog, at),
+        tables: await this.tables.list(session),
+        written: session.written,
+      };
+    }
     return { snapshot, catalog, tables: (await this.tables.listAt({ snapshot, schemaVersion })).tables };
+  }
+
+  /**
+   * The rollups of a catalog whose tables exist at a snapshot (a transaction's, which sees no rollup made since):
+   * one Postgres query; the same catalog when all do.
+   */
+  private async catalogAt(catalog: RollupCatalog, snapshot: bigint): Promise<RollupCatalog> {
+    if (catalog.definitions.size === 0) return catalog;
+    const s = lakeMetadataSchema;
+    const { rows } = await this.metadata.query<{ name: string }>(
+      `SELECT t.table_name AS name FROM ${s}.ducklake_table t
+         JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = $2 AND ${live('n', '$1::bigint')}
+        WHERE t.table_name = ANY($3::text[]) AND ${live('t', '$1::bigint')}`,
+      [String(snapshot), rollupSchema, [...catalog.definitions.keys()].map(stateTableName)],
+    );
+    if (rows.length === catalog.definitions.size) return catalog;
+    const made = new Set(rows.map((r) => r.name));
+    const definitions = new Map([...catalog.definitions].filter(([name]) => made.has(stateTableName(name))));
+    return { definitions, aliases: new Map([...catalog.aliases].filter(([, a]) => definitions.has(a.target))) };
   }
 
   /** The stable names pointing at rollups, by name. */
@@ -1392,14 +1432,9 @@ export class Rollups {
       );
     }
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, watermark)}`];
-    if (base && horizonOf) {
-      const horizon = isIntegerTime(base)
-        ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(horizonOf)}`
-        : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(horizonOf)}`;
-      // The source deletes its buckets that start before its horizon (applyRetention): a bucket
-      // starting before it may hold one of them.
-      filters.push(`b >= ${horizon}`);
-    }
+    // The source deletes its buckets that start before its horizon (applyRetention): a bucket
+    // starting before it may hold one of them.
+    if (base && horizonOf) filters.push(`b >= ${horizonSql(definition, base, horizonOf, snapshot)}`);
     const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';
     const rows = await this.engine.values(
       `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${changed.map(quoteLiteral).join(', ')}]::${type}[]) AS b)
@@ -1931,6 +1966,8 @@ export class Rollups {
     let sql: string;
     if (state.watermark === null) {
       sql = aggregateOver(definition, source, 'TRUE');
+    } else if (context.written.has(definition.base) && !definition.viewSetBase) {
+      sql = await this.writtenViewSql(definition, snapshot, state.watermark, scope, tables, definitions, source);
     } else {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
       // asked at once, a read at a new snapshot waits for one round trip instead of three.
@@ -1970,6 +2007,35 @@ export class Rollups {
     }
     if (!window) context.views.set(definition.name, sql);
     return sql;
+  }
+
+  /**
+   * A rollup's view in a client's transaction that has written its base table: the rows it wrote are in no change
+   * feed or file of the catalog, so which buckets they touched is unknown and every bucket is aggregated from the
+   * source as the transaction sees it, but those whose stored values stand for raw rows gone, which no write
+   * makes pending (see pending): for a rollup of the table, the buckets its retention kept; for a rollup of a
+   * rollup, those before its source's retention horizon.
+   */
+  private async writtenViewSql(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    watermark: string,
+    scope: TableScope,
+    tables: ReadonlyMap<string, SeriesTable>,
+    definitions: ReadonlyMap<string, RollupDefinition>,
+    source: string,
+  ): Promise<string> {
+    const stands = [`bucket < ${bucketLiteral(definition, watermark)}`];
+    if (definition.coveredFrom !== null) stands.push(`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`);
+    const base = tables.get(definition.base);
+    const horizonOf = definition.sourceIsRollup ? sourceRollup(definition, definitions).retention : null;
+    const kept = definition.sourceIsRollup ? [] : [...(await this.keptBuckets(definition, snapshot))];
+    if (base && horizonOf) stands.push(`bucket < ${horizonSql(definition, base, horizonOf, snapshot)}`);
+    else if (kept.length > 0) stands.push(`bucket IN (${kept.map((b) => bucketLiteral(definition, b)).join(', ')})`);
+    else return aggregateOver(definition, source, 'TRUE');
+    const filter = audienceFilter(scope);
+    const stored = `SELECT * FROM ${await this.storedSource(definition, snapshot, false)} WHERE ${[...stands, ...(filter ? [filter] : [])].join(' AND ')}`;
+    return `${stored}\nUNION ALL ${aggregateOver(definition, source, 'TRUE', [`(${stands.join(' AND ')}) IS NOT TRUE`])}`;
   }
 
   /**
@@ -2031,7 +2097,7 @@ export class Rollups {
     const listing = point ? undefined : await this.tables.listAt();
     const snapshot = point?.snapshot ?? listing!.snapshot;
     const tables = point?.tables ?? listing!.tables;
-    const context = readContext(keptTails);
+    const context = readContext(keptTails, point?.written);
     const statements: string[] = [];
     for (const definition of rollups) {
       const windows = rewrittenOnly.has(definition.name) ? point?.windows?.get(definition.name) : undefined;
@@ -2091,7 +2157,8 @@ export class Rollups {
     context: ReadContext,
     windows: ReadonlyArray<{ readonly from: string; readonly to: string | null }>,
   ): Promise<string | null> {
-    if (definition.integer) return null;
+    // A base the client's transaction wrote is read raw (see writtenViewSql).
+    if (definition.integer || context.written.has(definition.base)) return null;
     const state = await this.state(definition, snapshot);
     if (state.watermark === null) return null;
     const watermark = epochMs(state.watermark);
@@ -2719,12 +2786,15 @@ export class Rollups {
     };
   }
 
-  /** list_rollups(): every rollup with its watermark, pending buckets and size, as of one snapshot. */
-  async list(): Promise<RollupListing[]> {
-    const definitions = await this.definitions();
+  /**
+   * list_rollups(): every rollup with its watermark, pending buckets and size, as of one snapshot: the latest, or
+   * a point's (a client's transaction's: its own uncommitted writes make no bucket pending here).
+   */
+  async list(point?: RollupReadPoint): Promise<RollupListing[]> {
+    const definitions = point?.catalog.definitions ?? (await this.definitions());
     if (definitions.size === 0) return [];
-    const snapshot = await this.snapshot();
-    const tables = await this.tables.list();
+    const snapshot = point?.snapshot ?? (await this.snapshot());
+    const tables = point?.tables ?? (await this.tables.list());
     const { rows } = await this.metadata.query<{ target: string; last_run: Date | null }>(
       `SELECT target, last_run FROM rollup_jobs WHERE kind = 'refresh'`,
     );
@@ -2859,6 +2929,16 @@ function checkViewSetSource(view: ViewSet): void {
       'ROLLUP_ARGUMENT_INVALID',
       `create_rollup: view set '${view.name}' has no audience column; a rollup keeps its source's audience`,
     );
+}
+
+/**
+ * Where a source rollup's retention (`keep`) starts, for a rollup of it: its buckets before it are deleted at its
+ * refreshes (applyRetention), the latest time of the base at `snapshot` less `keep` for integer time.
+ */
+function horizonSql(definition: RollupDefinition, base: SeriesTable, keep: string, snapshot: bigint): string {
+  return isIntegerTime(base)
+    ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(lakeTable(definition.base), snapshot)}) - ${BigInt(keep)}`
+    : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(keep)}`;
 }
 
 function isIntegerTime(table: SeriesTable): boolean {

@@ -19,6 +19,7 @@ import {
 import type { DenyRules } from './deny-rules.js';
 import { processAudiencesFor, type Lakehouse } from './lakehouse-session.js';
 import type { TableFunctionCall } from '../engine/index.js';
+import type { RollupReadPoint } from '../rollups/index.js';
 import type { ExplainedReads } from './resource-reads.js';
 import { ledgerRows, planOmissions, resourceDrift, type ServerViewSet } from '../resources/index.js';
 
@@ -90,6 +91,8 @@ export async function functionSetup(
    * one alone): the listings leave them out. Null when none are.
    */
   refusedReads?: RefusedReads,
+  /** Where list_rollups reads the rollups (a client's transaction's point, see Rollups.readPoint); the latest when none. */
+  rollupPoint?: () => Promise<RollupReadPoint>,
 ): Promise<string[]> {
   const statements: string[] = [];
   const seen = new Map<string, string>();
@@ -102,7 +105,9 @@ export async function functionSetup(
       continue;
     }
     seen.set(name, signature);
-    statements.push(...(await define(name, call.args, lakehouse, scope, denyRules, explain, refusedReads)));
+    statements.push(
+      ...(await define(name, call.args, lakehouse, scope, denyRules, explain, refusedReads, rollupPoint)),
+    );
   }
   return statements;
 }
@@ -115,6 +120,7 @@ async function define(
   denyRules?: DenyRules,
   explain?: (sql: string) => Promise<ExplainedReads>,
   refusedReads: RefusedReads = async () => null,
+  rollupPoint?: () => Promise<RollupReadPoint>,
 ): Promise<string[]> {
   // The rows of a listing naming a relation the caller may not read are left out (see functionSetup).
   const readable = async <T>(rows: readonly T[], nameOf: (row: T) => string): Promise<T[]> => {
@@ -418,7 +424,8 @@ async function define(
     case 'list_rollups': {
       arity(name, args, 0);
       const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
-      const rows = (await readable((await lakehouse.rollups?.list()) ?? [], (r) => r.name)).map((r) =>
+      const listed = (await lakehouse.rollups?.list(await rollupPoint?.())) ?? [];
+      const rows = (await readable(listed, (r) => r.name)).map((r) =>
         [
           quoteLiteral(r.name),
           quoteLiteral(r.source),

@@ -141,10 +141,12 @@ export async function planSeriesWrite(
     parameterTypes,
     setup,
     // Several parameter rows (executemany, JDBC batches) are one transaction: one DuckLake snapshot.
-    run: (session) =>
-      parameters && parameters.numRows > 1
+    run: (session) => {
+      session?.written.add(table.name);
+      return parameters && parameters.numRows > 1
         ? inTransaction(engine, session, (s) => engine.execute(sql, { parameters, setup, session: s }))
-        : engine.execute(sql, { parameters, setup, session }),
+        : engine.execute(sql, { parameters, setup, session });
+    },
   };
 }
 

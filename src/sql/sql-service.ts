@@ -663,7 +663,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const mayNameSeries = tables !== undefined && (!shape || this.mayNameSeriesTables(shape));
     const rollups = this.lakehouse?.rollups;
     const readsRollups = shape && rollups && (await this.mayReadRollups(shape, rollups));
-    const point = rollups && (mayNameSeries || readsRollups) ? await rollups.readPoint() : undefined;
+    const point = rollups && (mayNameSeries || readsRollups) ? await rollups.readPoint(session) : undefined;
     if (!principal.admin) {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
       // run (preparing EXPORT DATABASE already creates its folder).
@@ -676,9 +676,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
         ? this.resourceStatement(tree, shape, statement.parameters, session === undefined, principal)
         : undefined;
     const { pruning, stored } = readers ?? {};
-    const setup = shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter) : [];
+    const setup =
+      shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter, session) : [];
     if (pruning && pruning.partitionRows > 0) this.metrics?.partitionRowsRead.inc(pruning.partitionRows);
-    const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list())) : undefined;
+    const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list(session))) : undefined;
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const namedBefore = tree && readsRollups ? baseTables(tree.statements) : undefined;
@@ -1064,6 +1065,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     shape: QueryShape,
     lakehouse: Lakehouse,
     pruning?: PartitionFilter,
+    /** The client's transaction the statement runs in: explain_resources and list_rollups answer as of it. */
+    session?: EngineSession,
   ): Promise<string[]> {
     const calls = shape.tableFunctions.filter(isLakehouseFunction);
     const views = new Map(
@@ -1093,8 +1096,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
         lakehouse,
         scopeOf(ctx.principal),
         this.backend?.denyRules,
-        (sql) => this.explainResources(ctx, sql),
+        (sql) => this.explainResources(ctx, sql, session),
         (names) => this.refusedReads(ctx, names),
+        session && lakehouse.rollups ? () => lakehouse.rollups!.readPoint(session) : undefined,
       )),
     ];
   }
@@ -1123,7 +1127,12 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * other resources (pruned partitions, stored columns, a projection): a reader is told none of them,
    * as its results tell none (partitions and their statistics span every audience's rows).
    */
-  private async explainResources(ctx: CallContext<Principal>, sql: string): Promise<ExplainedReads> {
+  private async explainResources(
+    ctx: CallContext<Principal>,
+    sql: string,
+    /** The client's transaction it is called in: the statement is planned as it would run there. */
+    session?: EngineSession,
+  ): Promise<ExplainedReads> {
     const { principal } = ctx;
     const tree = await this.engine.parseSelect(sql);
     if (!tree) throw sqlErrors.error('FUNCTION_ARGUMENT_INVALID', 'explain_resources: the statement is not a SELECT');
@@ -1148,7 +1157,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       rollups &&
       (await rollups.rewrite(
         tree,
-        undefined,
+        session && (await rollups.readPoint(session)),
         stored && ((n) => stored.original(n)),
         readers?.pruning.fixedClock,
         scopeOf(principal),

@@ -69,6 +69,7 @@ export async function ingest(
     table = await createFor(engine, tables, name, data.schema, session);
   }
 
+  session.written.add(table.name);
   const targets = await checkColumns(engine, table, data.schema, session);
   const sources = data.schema.fields.map((f) => quoteIdentifier(f.name));
   const stamped = !writer.admin || !targets.includes(audienceColumn);
