@@ -746,7 +746,8 @@ export class Materializer {
         yield `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): ${outcome}`;
       }
     }
-    yield `retried ${released.length} quarantined block(s) and ${audiences.length} failed audience(s)`;
+    if (released.length > 0) yield `retried ${released.length} quarantined block(s)`;
+    if (audiences.length > 0) yield `retried ${audiences.length} failed audience(s)`;
   }
 
   /** The ranges of a set's partitions holding these insert times; a one-second range where none does. */
