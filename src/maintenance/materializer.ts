@@ -383,7 +383,9 @@ export class Materializer {
    * recorded (list_failed_audiences(), with their own error: it quotes their rows alone) and left out until a
    * retry (retry_quarantined_blocks(), a daemon of another version) or a rebuild of the range. With one audience,
    * or when every audience fails (the system's fault rather than the data's, as for quarantined blocks), the
-   * range fails as before.
+   * range fails as before. It fails as before too when the runs cannot add up to the whole: a source row of no
+   * known audience would be in no run, and an extract whose rows are not each of the one audience its run read
+   * (a constant audience, a group across audiences) makes other rows per audience than one run over all.
    */
   private async extractedByAudience(
     view: ViewSet,
@@ -397,9 +399,10 @@ export class Materializer {
       view: read,
       files: keys.map((key) => store.location(key)),
     }));
-    const processAudiences = await this.processAudiences(reads);
-    const audiences = await this.audiencesOf(reads, processAudiences);
-    if (audiences.length < 2) throw error;
+    const processAudiences = await this.processAudiences(view, reads);
+    const found = await this.audiencesOf(reads, processAudiences);
+    const audiences = found.filter((audience): audience is string => audience !== null);
+    if (audiences.length < 2 || audiences.length < found.length) throw error;
     const written: string[] = [];
     const failed: Array<{ audience: string; error: string }> = [];
     try {
@@ -416,7 +419,9 @@ export class Materializer {
           await scratch.delete(key);
           if (!isDataError(audienceError)) throw audienceError;
           failed.push({ audience, error: (audienceError as Error).message });
+          continue;
         }
+        if (!(await this.allOfAudience(view, scratch.location(key), audience, processAudiences))) throw error;
       }
       if (failed.length === audiences.length) throw error;
       const rows = filesRelation(
@@ -444,10 +449,11 @@ export class Materializer {
     return recordFailedAudiences(this.options.db, view.name, range, failed, this.options.version);
   }
 
-  /** The processes set's files, which tell the audience of each process, when a set read is keyed by process. */
-  private async processAudiences(reads: readonly SessionView[]): Promise<SessionView | undefined> {
+  /** The processes set's files, which tell the audience of each process, when the set or a set read is keyed by process. */
+  private async processAudiences(view: ViewSet, reads: readonly SessionView[]): Promise<SessionView | undefined> {
     const processes = this.options.viewSet('processes');
-    if (!processes || !reads.some(({ view }) => view.audienceColumn === 'process_id')) return undefined;
+    const byProcess = [view, ...reads.map((read) => read.view)].some((set) => set.audienceColumn === 'process_id');
+    if (!processes || !byProcess) return undefined;
     const partitions = await queryablePartitions(
       this.options.db,
       processes.name,
@@ -457,22 +463,38 @@ export class Materializer {
     return { view: processes, files: filesOf(partitions).map((key) => this.options.store.location(key)) };
   }
 
-  /** The audiences of the rows these sets hold (read whole). */
-  private async audiencesOf(reads: readonly SessionView[], processAudiences?: SessionView): Promise<string[]> {
-    const owners = processAudiences
-      ? `(${filesRelation(processAudiences.view.columns, processAudiences.files)})`
-      : '(SELECT NULL::VARCHAR AS process_id, NULL::VARCHAR AS audience LIMIT 0)';
+  /** The audiences of the rows these sets hold (read whole); null for rows of no known audience. */
+  private async audiencesOf(
+    reads: readonly SessionView[],
+    processAudiences?: SessionView,
+  ): Promise<Array<string | null>> {
     const each = reads.map(({ view }) =>
       view.audienceColumn === 'audience'
         ? `SELECT audience FROM ${quoteIdentifier(view.name)}`
-        : `SELECT audience FROM ${owners} WHERE process_id IN (SELECT process_id FROM ${quoteIdentifier(view.name)})`,
+        : `SELECT owner.audience FROM (SELECT DISTINCT process_id FROM ${quoteIdentifier(view.name)}) LEFT JOIN ${owners(processAudiences)} AS owner USING (process_id)`,
     );
     if (each.length === 0) return [];
     const rows = await this.rows(
-      `SELECT DISTINCT audience FROM (${each.join(' UNION ALL ')}) WHERE audience IS NOT NULL ORDER BY audience`,
+      `SELECT DISTINCT audience FROM (${each.join(' UNION ALL ')}) ORDER BY audience NULLS FIRST`,
       sessionStatements(reads, { kind: 'all' }),
     );
-    return rows.map(([audience]) => String(audience));
+    return rows.map(([audience]) => (typeof audience === 'string' ? audience : null));
+  }
+
+  /** Whether every row of a set's file built from one audience's rows is of that audience. */
+  private async allOfAudience(
+    view: ViewSet,
+    file: string,
+    audience: string,
+    processAudiences?: SessionView,
+  ): Promise<boolean> {
+    const rows = `(${filesRelation(view.columns, [file])})`;
+    const others =
+      view.audienceColumn === 'audience'
+        ? `SELECT count(*) FROM ${rows} WHERE audience IS DISTINCT FROM ${quoteLiteral(audience)}`
+        : `SELECT count(*) FROM ${rows} AS made LEFT JOIN ${owners(processAudiences)} AS owner USING (process_id) WHERE owner.audience IS DISTINCT FROM ${quoteLiteral(audience)}`;
+    const [[count]] = await this.rows(others, []);
+    return Number(count) === 0;
   }
 
   /**
@@ -1201,4 +1223,11 @@ function overlapping(view: ViewSet, range: InsertRange, error: unknown): unknown
     'PARTITION_OVERLAP',
     `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): another process registered a partition overlapping this range first; nothing was changed, and a later pass rebuilds the range if its source changed`,
   );
+}
+
+/** The relation of each process's audience, from the processes set's files (none when no set read is keyed by process). */
+function owners(processAudiences: SessionView | undefined): string {
+  return processAudiences
+    ? `(${filesRelation(processAudiences.view.columns, processAudiences.files)})`
+    : '(SELECT NULL::VARCHAR AS process_id, NULL::VARCHAR AS audience LIMIT 0)';
 }

@@ -1167,11 +1167,12 @@ export class Rollups {
     error: unknown,
   ): Promise<FailedAudience[]> {
     const covered = scans.map((scan) => `(${scan.rows})`).join(' OR ');
-    const audiences = (
-      await this.engine.values(
-        `SELECT DISTINCT audience FROM (${source}) WHERE (${covered}) AND audience IS NOT NULL ORDER BY audience`,
-      )
-    ).map(([a]) => String(a));
+    const found = await this.engine.values(
+      `SELECT DISTINCT audience FROM (${source}) WHERE (${covered}) ORDER BY audience NULLS FIRST`,
+    );
+    // A row of no audience would be in no audience's aggregate, and the store's `audience NOT IN (…)` leaves it out.
+    if (found.some(([a]) => a === null)) throw error;
+    const audiences = found.map(([a]) => String(a));
     const failed: FailedAudience[] = [];
     for (const audience of audiences) {
       const rows = `SELECT * FROM (${source}) WHERE audience = ${quoteLiteral(audience)}`;
