@@ -1,6 +1,7 @@
 // `orrery resources validate --online` against a started Orrery (issue 14 item 5): each ready rollup's
 // stored rows compared with its raw rows over the most recent complete buckets; a mismatch is an
-// error (exit 2), rollups not ready are reported as skipped.
+// error (exit 2), rollups not ready, no longer over the table they were made over, still backfilled short
+// of the window or stale over all of it are reported as skipped, each with its reason.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { publishFolder } from '../support/publish.js';
 
 describe('orrery resources validate --online (issue 14)', () => {
   const fixture = useOrrery({}, 'serve');
@@ -55,6 +57,70 @@ describe('orrery resources validate --online (issue 14)', () => {
     assert.match(
       err[0],
       /^rollup recent_noisy: error: mismatch from .* to .*: \[\{"bucket":.*"noisy \(rollup\)":.*"noisy \(raw\)":/,
+    );
+  });
+
+  /** The line validate --online prints for one rollup (a skip or an ok is on stdout). */
+  const lineOf = async (rollup: string): Promise<string | undefined> =>
+    (await run(['validate', '--dir', dir, '--online', '--rollup-window', '1h'])).out.find((l) =>
+      l.startsWith(`rollup ${rollup}: `),
+    );
+
+  it('skips a rollup whose every bucket of the window changed since its refresh as stale', async () => {
+    const sql = (text: string) => fixture.admin.query(text);
+    await sql(`CREATE TABLE late_t (ts TIMESTAMPTZ, v DOUBLE) WITH (time_column = 'ts')`);
+    await sql(`INSERT INTO late_t SELECT now() - i * INTERVAL '10 minutes', i FROM range(1, 20) t(i)`);
+    await sql(
+      `select snouttime.create_rollup('late_hourly', 'late_t', interval '1 hour', select_list => 'sum(v) as s')`,
+    );
+    await sql(`select snouttime.refresh_rollup('late_hourly')`);
+    // A 1h window of an hourly rollup is one bucket: the hour before the one now less 5 minutes falls in.
+    assert.match((await lineOf('late_hourly'))!, /^rollup late_hourly: ok \(1 buckets from /);
+    await sql(`INSERT INTO late_t VALUES (now() - INTERVAL '65 minutes', 1000)`);
+    assert.equal(
+      await lineOf('late_hourly'),
+      'rollup late_hourly: skipped: stale: every bucket of the window has changed since the last refresh',
+    );
+  });
+
+  it('skips a rollup whose table is no longer the one it was made over as hash changed', async () => {
+    await fixture.admin.query(
+      `select snouttime.create_rollup('recent_moved', 'recent', interval '1 hour', select_list => 'sum(cpu) as s')`,
+    );
+    await fixture.admin.query(`select snouttime.refresh_rollup('recent_moved')`);
+    assert.match((await lineOf('recent_moved'))!, /^rollup recent_moved: ok \(/);
+    // The server refuses every change to a column a rollup reads, so a rollup over other columns is one an older
+    // Orrery made before a column was retyped, or one over a lake changed behind the server: its hash is another.
+    await fixture.orrery.metadata.query(
+      `UPDATE rollup_definitions SET source_hash = substr(md5('cpu BIGINT'), 1, 16) WHERE name = 'recent_moved'`,
+    );
+    assert.equal(
+      await lineOf('recent_moved'),
+      'rollup recent_moved: skipped: hash changed: the table is not the one the rollup was created over',
+    );
+  });
+
+  it('skips a published rollup still being backfilled, holding no bucket of the window, as backfilling', async () => {
+    const pack = mkdtempSync(join(tmpdir(), 'orrery-validate-online-pack-'));
+    after(() => rmSync(pack, { recursive: true, force: true }));
+    await fixture.admin.query(`CREATE TABLE tags_t (ts TIMESTAMPTZ, tag VARCHAR) WITH (time_column = 'ts')`);
+    // A tag that is no number, in the day before the hour the target is made in: its first backfill day fails.
+    await fixture.admin.query(`INSERT INTO tags_t SELECT now() - i * INTERVAL '20 minutes', CASE WHEN i = 4 THEN 'oops'
+                                 ELSE CAST(i AS VARCHAR) END FROM range(0, 12) t(i)`);
+    mkdirSync(join(pack, 'resources'));
+    const tagged = { rollup: { table: 'tags_t', grain: '1h', measures: { tags: 'sum(CAST(tag AS INTEGER))' } } };
+    writeFileSync(join(pack, 'resources', 'tags.resources.json'), JSON.stringify({ resources: { tagged } }));
+    const published = await publishFolder(fixture.orrery.address, pack);
+    assert.equal(published.status, 1, published.text);
+    const target = /^created rollup (rollup_tags_t_tagged__[0-9a-f]{8}) over tags_t/m.exec(published.text)![1];
+    const { rows } = await fixture.orrery.metadata.query<{ covered_from: string }>(
+      'SELECT covered_from FROM rollup_definitions WHERE name = $1',
+      [target],
+    );
+    assert.match(rows[0].covered_from, /^\d{4}-\d\d-\d\d \d\d:00:00$/);
+    assert.equal(
+      await lineOf(target),
+      `rollup ${target}: skipped: backfilling: the rollup holds buckets from ${rows[0].covered_from} on, after the window`,
     );
   });
 
