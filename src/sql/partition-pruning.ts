@@ -243,10 +243,14 @@ const clockNames = new Set(['current_timestamp', 'current_date']);
 const shadowedNames = new WeakMap<Tree, boolean>();
 
 /**
- * Whether `current_timestamp` or `current_date` may bind to something other than the clock in a statement (DuckDB
- * binds a name to a column first): a name or alias of that spelling anywhere but as a bare name (a lambda's parameter
- * even so), a column of a view set it reads, or a relation whose columns are not known here (a series table, a table
- * function).
+ * Whether `current_timestamp` or `current_date` may bind to something other than the clock in a statement. DuckDB
+ * binds a bare name to the clock only when the SELECT it is in has nothing of that name: a column of a relation of
+ * its FROM, a select alias, a table alias, an enclosing lambda's parameter; the clock comes before a column of an
+ * enclosing SELECT's (a correlated name). So the names are the clock only when: no name or alias of that spelling is
+ * anywhere but as a bare name (a lambda's parameter even so), no relation read has such a column (nor is a series
+ * table or a table function, whose columns are not known here), and each bare name is in a SELECT whose FROM is none
+ * or view sets alone (`inKnownScope`): a subquery's, a CTE's or a set operation's columns may be named by data (a
+ * struct's fields from json_transform's text, COLUMNS(…) renamed by a pattern), which only DuckDB's binder knows.
  */
 function clockNamesShadowed(statement: Statement): boolean {
   const { tree, shape, viewOf } = statement;
@@ -258,22 +262,75 @@ function clockNamesShadowed(statement: Statement): boolean {
         const view = viewOf(r.name);
         return !view || view.columns.some((c) => clockNames.has(c.name.toLowerCase()));
       });
+    // The query nodes (SELECT, set operation, CTE) each bare name is in, and the statement's CTE names.
+    const [scopes, ctes] = [new Set<Node>(), new Set<string>()];
     // `parameter`: under a lambda's parameters (`lambda current_date: ...`), whose bare names bind those of its body.
-    const visit = (value: unknown, key: string, parameter: boolean): void => {
+    const visit = (value: unknown, key: string, parameter: boolean, scope: Node | null): void => {
       if (shadowed || value === null || typeof value !== 'object') {
         shadowed ||= typeof value === 'string' && key !== 'function_name' && clockNames.has(value.toLowerCase());
         return;
       }
-      if (Array.isArray(value)) return value.forEach((v) => visit(v, key, parameter));
+      if (Array.isArray(value)) return value.forEach((v) => visit(v, key, parameter, scope));
       const node = value as Node;
       const bare = !parameter && node.class === 'COLUMN_REF' && (node.column_names as string[]).length === 1;
+      if (bare && clockNames.has((node.column_names as string[])[0].toLowerCase())) scopes.add(scope ?? node);
+      for (const { key: name } of ((node.cte_map as Node | undefined)?.map as Array<{ key: string }> | undefined) ?? [])
+        ctes.add(name.toLowerCase());
+      const within = node.class === undefined && queryNodes.has(String(node.type)) ? node : scope;
       for (const [k, v] of Object.entries(node))
-        if (!(bare && k === 'column_names')) visit(v, k, parameter || (node.class === 'LAMBDA' && k === 'lhs'));
+        if (!(bare && k === 'column_names')) visit(v, k, parameter || (node.class === 'LAMBDA' && k === 'lhs'), within);
     };
-    visit(tree.statements, '', false);
+    visit(tree.statements, '', false, null);
+    shadowed ||= [...scopes].some((scope) => !inKnownScope(scope, ctes, viewOf));
     shadowedNames.set(tree, shadowed);
   }
   return shadowedNames.get(tree)!;
+}
+
+/** The parse tree's query nodes: each binds the bare names of its clauses in a scope of its own. */
+const queryNodes = new Set(['SELECT_NODE', 'SET_OPERATION_NODE', 'RECURSIVE_CTE_NODE', 'CTE_NODE']);
+
+/**
+ * Whether a query node is a SELECT whose FROM is none, or view sets alone (joined or not) as the session's views
+ * name them, under no column aliases and no CTE's name, with no column of a clock name, or subqueries such a SELECT
+ * is of, listing columns and `*` alone (COLUMN_REF: its name, or its alias); and whose list expands no
+ * `*` but the FROM's relations' (COLUMNS(…) may rename what it expands by a pattern, `s.*` expands a struct's fields,
+ * and the WHERE reads those names as aliases): the names it binds are then the sets' columns and visible aliases.
+ */
+function inKnownScope(scope: Node, ctes: ReadonlySet<string>, viewOf: (name: string) => ViewSet | undefined): boolean {
+  if (scope.type !== 'SELECT_NODE') return false;
+  const qualifiers = new Set<string>();
+  const known = (from: Node): boolean => {
+    if (from.type === 'EMPTY') return true;
+    if (from.type === 'JOIN') return known(from.left as Node) && known(from.right as Node);
+    if ((from.column_name_alias as unknown[] | undefined)?.length) return false;
+    // A subquery listing its FROM's columns and `*` alone hands on names of the sets' columns (or aliases).
+    if (from.type === 'SUBQUERY') {
+      const node = (from.subquery as Node).node as Node;
+      if (typeof from.alias === 'string' && from.alias) qualifiers.add(from.alias.toLowerCase());
+      return (
+        inKnownScope(node, ctes, viewOf) &&
+        (node.select_list as Node[]).every((item) => item.class === 'STAR' || item.class === 'COLUMN_REF')
+      );
+    }
+    if (from.type !== 'BASE_TABLE' || !namesSessionView(from)) return false;
+    const view = ctes.has(String(from.table_name).toLowerCase()) ? undefined : viewOf(String(from.table_name));
+    qualifiersOf(from).forEach((q) => qualifiers.add(q));
+    return view !== undefined && !view.columns.some((c) => clockNames.has(c.name.toLowerCase()));
+  };
+  // A `*` anywhere in an item (`max(COLUMNS(…)) AS '…'` renames too).
+  const expandsOwn = (value: unknown): boolean => {
+    if (value === null || typeof value !== 'object') return true;
+    if (Array.isArray(value)) return value.every(expandsOwn);
+    const node = value as Node;
+    if (node.class !== 'STAR') return Object.values(node).every(expandsOwn);
+    return (
+      node.columns === false &&
+      node.expr === null &&
+      (node.relation_name === '' || qualifiers.has(String(node.relation_name).toLowerCase()))
+    );
+  };
+  return known(scope.from_table as Node) && expandsOwn(scope.select_list);
 }
 
 /**
