@@ -44,6 +44,18 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def context_switches() -> int:
+    """This process's context switches, voluntary and not, summed over its threads (Go's threads live on)."""
+    total = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/status") as f:
+                total += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+        except OSError:
+            pass
+    return total
+
+
 def varint(n: int) -> bytes:
     out = bytearray()
     while True:
@@ -178,17 +190,19 @@ def cell(port: int, server_pid: int, client: str, connections: int) -> dict:
     for t in threads:
         t.start()
     print("TIMED", flush=True)  # the parent counts the Go collections from here
-    client0, server0 = proc_cpu(os.getpid()), proc_cpu(server_pid)
+    client0, server0, switches0 = proc_cpu(os.getpid()), proc_cpu(server_pid), context_switches()
     barrier.wait()
     start = time.perf_counter()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
     client_cpu, server_cpu = proc_cpu(os.getpid()) - client0, proc_cpu(server_pid) - server0
+    switches = context_switches() - switches0
     every = sorted(t for ts in times for t in ts)
     n = len(every)
     return {"n": n, "p50_ms": every[n // 2] * 1e3, "p99_ms": every[min(n - 1, n * 99 // 100)] * 1e3,
-            "per_s": n / elapsed, "client_cpu_ms": client_cpu * 1e3 / n, "server_cpu_ms": server_cpu * 1e3 / n}
+            "per_s": n / elapsed, "client_cpu_ms": client_cpu * 1e3 / n, "server_cpu_ms": server_cpu * 1e3 / n,
+            "client_switches": switches / n}
 
 
 def run_cell(port: int, server_pid: int, client: str, connections: int) -> dict:
@@ -231,11 +245,12 @@ def main() -> None:
     print(f"\nADBC's client per statement: {SQL!r}, key 'reader', {rounds} round(s) alternated, {SECONDS:g} s per cell; "
           f"medians of the rounds; 1-minute load {', '.join(f'{x:.1f}' for x in load)}")
     print(f"{'client':<10} {'p50 ms':>7} {'p99 ms':>7} {'cli CPU':>7} {'srv CPU':>7} {'Go GCs':>6} {'forced':>6} | "
-          f"{many} conns: {'stmt/s':>7} {'cli CPU':>7} {'srv CPU':>7} {'Go GCs':>6}")
+          f"{'switches':>8} | {many} conns: {'stmt/s':>7} {'cli CPU':>7} {'srv CPU':>7} {'Go GCs':>6}")
     for client in clients:
         print(f"{client:<10} {med(client, 1, 'p50_ms'):7.3f} {med(client, 1, 'p99_ms'):7.3f} "
               f"{med(client, 1, 'client_cpu_ms'):7.3f} {med(client, 1, 'server_cpu_ms'):7.3f} "
-              f"{med(client, 1, 'go_gc_per_stmt'):6.3f} {med(client, 1, 'forced_gc_per_stmt'):6.3f} | "
+              f"{med(client, 1, 'go_gc_per_stmt'):6.3f} {med(client, 1, 'forced_gc_per_stmt'):6.3f} "
+              f"{med(client, 1, 'client_switches'):8.1f} | "
               f"{'':10}{med(client, many, 'per_s'):7.0f} {med(client, many, 'client_cpu_ms'):7.3f} "
               f"{med(client, many, 'server_cpu_ms'):7.3f} {med(client, many, 'go_gc_per_stmt'):6.3f}")
     if {"adbc", "adbc-nogc", "pyarrow"} <= set(clients):
@@ -245,7 +260,8 @@ def main() -> None:
                   f"{med('adbc', 1, 'server_cpu_ms') / med(other, 1, 'server_cpu_ms'):.2f}x; {many} conns rate "
                   f"{med('adbc', many, 'per_s') / med(other, many, 'per_s'):.2f}x")
     print("times in ms; CPU = ms of the client process's / the server process's CPU per statement (all threads); "
-          "Go GCs = the driver's Go collections per statement (forced: runtime.GC() calls)")
+          "Go GCs = the driver's Go collections per statement (forced: runtime.GC() calls); switches = the client "
+          "process's context switches per statement")
     print("ADBC_GC " + json.dumps({f"{c}_{k}": {key: round(med(c, k, key), 4) for key in results[(c, k)][0]}
                                    for c, k in results} | {"load": load}))
 
