@@ -11,6 +11,8 @@ statement per client, the same two RPCs each way, as:
   adbc-nogc   the same, in a process where the driver's call to runtime.GC at the end of its stream release is
               overwritten with a no-op (in memory, this process only; the Go runtime still collects as it
               always does when its heap grows): what ADBC would cost without the forced collection
+  adbc-p1     ADBC's DB-API with GOMAXPROCS=1 in its environment (one Go scheduler slot: what a user can set);
+              not run unless named in ADBC_GC_CLIENTS
 
 Each (client, connections) cell runs in a fresh child process, alternately, ROUNDS times; one connection (p50, p99)
 and CLIENTS connections on as many threads (statements/s), with the client process's and the server process's CPU
@@ -208,7 +210,7 @@ def cell(port: int, server_pid: int, client: str, connections: int) -> dict:
 def run_cell(port: int, server_pid: int, client: str, connections: int) -> dict:
     child = subprocess.Popen([sys.executable, __file__, str(port), str(server_pid), client, str(connections)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "GODEBUG": "gctrace=1"})
+                             env={**os.environ, "GODEBUG": "gctrace=1", **({"GOMAXPROCS": "1"} if client == "adbc-p1" else {})})
     out, err = child.communicate()
     if child.returncode != 0:
         raise RuntimeError(f"{client} x{connections} failed:\n{err[-2000:]}")
