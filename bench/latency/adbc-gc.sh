@@ -4,7 +4,8 @@
 # one connection and with CLIENTS (default 16) at once through pyarrow's Flight client sending ADBC's RPCs, ADBC's
 # DB-API, and ADBC's DB-API with its driver's forced Go garbage collection per result skipped, alternately (ROUNDS,
 # default 2; SECONDS_PER_CELL, default 4), and prints p50/p99, statements/s, the client's and the server's CPU per
-# statement and the Go collections per statement, with the ratios.
+# statement, the Go collections and the client's context switches per statement, with the ratios.
+# ADBC_GC_CLIENTS="adbc adbc-p1 adbc-nogc" adds ADBC with GOMAXPROCS=1 in its environment.
 #
 #   bash bench/latency/adbc-gc.sh
 #   ROUNDS=3 SECONDS_PER_CELL=5 bash bench/latency/adbc-gc.sh
