@@ -1,7 +1,7 @@
 import type { DuckDBEngine } from '../engine/index.js';
 import { rollupErrors } from './errors.js';
 import { quoteLiteral } from './rollup-sql.js';
-import type { RollupJob } from './rollups.js';
+import type { RefreshOutcome, RollupJob } from './rollups.js';
 import { jobsRelation, snouttimeNames } from './snouttime-names.js';
 import type { Node } from './tree.js';
 
@@ -27,6 +27,12 @@ export function jobsRows(jobs: readonly RollupJob[]): string {
   return rows.length > 0
     ? `SELECT * FROM (VALUES ${rows.join(', ')}) AS jobs(${columns})`
     : `SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS target, NULL::INTERVAL AS schedule, NULL::TIMESTAMPTZ AS last_run, NULL::TIMESTAMPTZ AS next_run, NULL::VARCHAR AS last_status, NULL::VARCHAR AS last_error WHERE false`;
+}
+
+/** A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB), or null when none failed. */
+export function audienceErrors(outcome: RefreshOutcome): string | null {
+  const failed = outcome.failedAudiences;
+  return failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience, f.error]))) : null;
 }
 
 const head = /^\s*UPDATE\s+(?:(?:"snouttime"|snouttime)\s*\.\s*)?(?:"jobs"|jobs|"rollup_jobs"|rollup_jobs)\s+SET\s+/i;

@@ -1,4 +1,5 @@
 import type { MetadataStore } from '../metadata/index.js';
+import { audienceErrors } from './job-updates.js';
 import type { RefreshOutcome, Rollups } from './rollups.js';
 
 /** What the refresh jobs report, for metrics. */
@@ -71,10 +72,12 @@ export class RefreshJobs {
     const started = performance.now();
     try {
       const outcome = await refresh();
+      // The job's row is written anyway: its audience errors with it, in the same statement.
       await this.metadata.query(
-        `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = 'ok', last_error = NULL
+        `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = 'ok', last_error = NULL,
+             audience_errors = $2
           WHERE kind = 'refresh' AND target = $1`,
-        [target],
+        [target, audienceErrors(outcome)],
       );
       this.report({ rollup: target, seconds: (performance.now() - started) / 1000, outcome });
     } catch (error) {

@@ -46,7 +46,7 @@ import {
   type RollupDefinition,
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
-import { jobsUpdateQuery } from './job-updates.js';
+import { audienceErrors, jobsUpdateQuery } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
 import {
@@ -1032,13 +1032,22 @@ export class Rollups {
    */
   async refresh(name: string): Promise<RefreshOutcome> {
     const definition = await this.definition(name, 'refresh_rollup');
-    return this.holdingRefreshLock(definition, 'refresh_rollup', () => this.refreshHoldingLock(definition));
+    return this.holdingRefreshLock(definition, 'refresh_rollup', async () => {
+      const outcome = await this.refreshHoldingLock(definition);
+      // Written only when it changes: most refreshes fail for no audience, as the one before (NULL stays NULL).
+      await this.metadata.query(
+        `UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1
+           AND audience_errors IS DISTINCT FROM $2::jsonb`,
+        [definition.name, audienceErrors(outcome)],
+      );
+      return outcome;
+    });
   }
 
   /**
    * Runs a refresh job holding the rollup's lock, unless a refresh of it runs already (anywhere):
-   * then undefined. The job checks it is still due and records its outcome under the lock, so two
-   * runners that both found it due never refresh it twice.
+   * then undefined. The job checks it is still due and records its outcome under the lock (its
+   * audience errors too: see audienceErrors), so two runners that both found it due never refresh it twice.
    */
   tryRefresh<T>(
     definition: RollupDefinition,
@@ -1142,10 +1151,6 @@ export class Rollups {
     }
     if (set && state.sourceSnapshot !== null)
       await forgetInvalidations(this.metadata, definition.name, state.sourceSnapshot);
-    await this.metadata.query(`UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1`, [
-      definition.name,
-      failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience, f.error]))) : null,
-    ]);
     return {
       ranges,
       pendingBuckets: pending.length,
