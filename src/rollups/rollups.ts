@@ -209,15 +209,16 @@ export interface RefreshOutcome {
   readonly failedAudiences: ReadonlyArray<{ readonly audience: string; readonly error: string }>;
 }
 
-/** What the pending buckets of a rollup depend on (see Rollups.pending). */
-type PendingArgs = [
-  definition: RollupDefinition,
-  snapshot: bigint,
-  state: RollupState,
-  tables: ReadonlyMap<string, SeriesTable>,
-  definitions: ReadonlyMap<string, RollupDefinition>,
-  context: ReadContext,
-];
+/**
+ * What a rollup is read at (its view, its pending buckets): the lake's snapshot, the rollups and the series
+ * tables as of it, and the statement's read context (what it has built and read already).
+ */
+interface ReadAt {
+  readonly snapshot: bigint;
+  readonly definitions: ReadonlyMap<string, RollupDefinition>;
+  readonly tables: ReadonlyMap<string, SeriesTable>;
+  readonly context: ReadContext;
+}
 
 /** Buckets (DuckDB's text) in their order: integers by value, timestamps (zero-padded) as text. */
 function inBucketOrder(definition: Pick<RollupDefinition, 'integer'>, buckets: readonly string[]): string[] {
@@ -699,7 +700,7 @@ export class Rollups {
     const context = readContext();
     const all: TableScope = { kind: 'all' };
     if (definition.sourceIsRollup) {
-      await this.viewSql(sourceRollup(definition, definitions), snapshot, all, definitions, tables, context);
+      await this.viewSql(sourceRollup(definition, definitions), all, { snapshot, definitions, tables, context });
     }
     const time = quoteIdentifier(definition.timeColumn);
     const begin = bucketLiteral(definition, from);
@@ -1069,11 +1070,10 @@ export class Rollups {
     const set = definition.viewSetBase
       ? await this.setRead(definition.base, snapshot, definitions, context, true)
       : undefined;
-    const pending = await this.pending(definition, snapshot, state, tables, definitions, context);
+    const readAt: ReadAt = { snapshot, definitions, tables, context };
+    const pending = await this.pending(definition, state, readAt);
     const all: TableScope = { kind: 'all' };
-    if (definition.sourceIsRollup) {
-      await this.viewSql(sourceRollup(definition, definitions), snapshot, all, definitions, tables, context);
-    }
+    if (definition.sourceIsRollup) await this.viewSql(sourceRollup(definition, definitions), all, readAt);
     const time = quoteIdentifier(definition.timeColumn);
     const literal = (value: string): string => bucketLiteral(definition, value);
     const closed =
@@ -1404,9 +1404,11 @@ export class Rollups {
    * inserted, updated (old and new) or deleted since its refresh snapshot, below its watermark.
    * Buckets some of whose raw rows the base table's retention deleted keep their stored values.
    */
-  private async pending(...args: PendingArgs): Promise<string[]> {
-    const [definition, snapshot] = args;
-    const [changed, held] = await Promise.all([this.changedPending(...args), this.heldBuckets(definition, snapshot)]);
+  private async pending(definition: RollupDefinition, state: RollupState, readAt: ReadAt): Promise<string[]> {
+    const [changed, held] = await Promise.all([
+      this.changedPending(definition, state, readAt),
+      this.heldBuckets(definition, readAt.snapshot),
+    ]);
     // Held buckets lie below the watermark (a refresh held them from what it aggregated, all before its watermark).
     const extra = [...held].filter((b) => !changed.includes(b));
     return extra.length === 0 ? changed : inBucketOrder(definition, [...changed, ...extra]);
@@ -1414,7 +1416,9 @@ export class Rollups {
 
   /** The pending buckets of a rollup from the changes to its source (see pending), without the buckets held. */
   private async changedPending(
-    ...[definition, snapshot, state, tables, definitions, context]: PendingArgs
+    definition: RollupDefinition,
+    state: RollupState,
+    { snapshot, definitions, tables, context }: ReadAt,
   ): Promise<string[]> {
     if (definition.viewSetBase) return this.pendingOfViewSet(definition, snapshot, state, definitions, context);
     if (state.watermark === null || state.sourceSnapshot === null || state.sourceSnapshot >= snapshot) return [];
@@ -1954,18 +1958,16 @@ export class Rollups {
    */
   private async viewSql(
     definition: RollupDefinition,
-    snapshot: bigint,
     scope: TableScope,
-    definitions: ReadonlyMap<string, RollupDefinition>,
-    tables: ReadonlyMap<string, SeriesTable>,
-    context: ReadContext,
+    readAt: ReadAt,
     /** The statement's conditions on the view's buckets (see bucket-windows.ts): the view of them alone, not kept. */
     window?: readonly BucketConditions[],
   ): Promise<string> {
+    const { snapshot, definitions, tables, context } = readAt;
     const built = window ? undefined : context.views.get(definition.name);
     if (built !== undefined) return built;
     if (definition.sourceIsRollup) {
-      await this.viewSql(sourceRollup(definition, definitions), snapshot, scope, definitions, tables, context);
+      await this.viewSql(sourceRollup(definition, definitions), scope, readAt);
     } else if (definition.viewSetBase) await this.setRead(definition.base, snapshot, definitions, context);
     const state = await this.state(definition, snapshot);
     const source = this.sourceRows(definition, snapshot, scope, context);
@@ -1978,7 +1980,7 @@ export class Rollups {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
       // asked at once, a read at a new snapshot waits for one round trip instead of three.
       const [buckets, tail, storedRows] = await Promise.all([
-        this.pending(definition, snapshot, state, tables, definitions, context),
+        this.pending(definition, state, readAt),
         // The rows after the watermark: the tail's files alone when they hold it exactly (tailPart), and none
         // when no file holds any.
         this.tailPart(definition, snapshot, state.watermark, scope, source, context.keptTails),
@@ -2104,20 +2106,13 @@ export class Rollups {
     const snapshot = point?.snapshot ?? listing!.snapshot;
     const tables = point?.tables ?? listing!.tables;
     const context = readContext(keptTails, point?.written);
+    const readAt: ReadAt = { snapshot, definitions, tables, context };
     const statements: string[] = [];
     for (const definition of rollups) {
       const windows = rewrittenOnly.has(definition.name) ? point?.windows?.get(definition.name) : undefined;
       const sql =
-        (windows && (await this.storedRows(definition, snapshot, scope, tables, definitions, context, windows))) ??
-        (await this.viewSql(
-          definition,
-          snapshot,
-          scope,
-          definitions,
-          tables,
-          context,
-          conditions.get(definition.name),
-        ));
+        (windows && (await this.storedRows(definition, scope, readAt, windows))) ??
+        (await this.viewSql(definition, scope, readAt, conditions.get(definition.name)));
       statements.push(`CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(definition.name)} AS ${sql}`);
     }
     const filter = audienceFilter(scope);
@@ -2156,13 +2151,11 @@ export class Rollups {
    */
   private async storedRows(
     definition: RollupDefinition,
-    snapshot: bigint,
     scope: TableScope,
-    tables: ReadonlyMap<string, SeriesTable>,
-    definitions: ReadonlyMap<string, RollupDefinition>,
-    context: ReadContext,
+    readAt: ReadAt,
     windows: ReadonlyArray<{ readonly from: string; readonly to: string | null }>,
   ): Promise<string | null> {
+    const { snapshot, definitions, context } = readAt;
     // A base the client's transaction wrote is read raw (see writtenViewSql).
     if (definition.integer || context.written.has(definition.base)) return null;
     const state = await this.state(definition, snapshot);
@@ -2181,7 +2174,7 @@ export class Rollups {
       this.pendingOfViewSet(definition, snapshot, state, definitions, context, kept);
     let pending = definition.viewSetBase
       ? await ofViewSet(!context.sets.has(definition.base))
-      : await this.pending(definition, snapshot, state, tables, definitions, context);
+      : await this.pending(definition, state, readAt);
     if (definition.viewSetBase && !context.sets.has(definition.base) && inside(pending).length > 0) {
       await this.setRead(definition.base, snapshot, definitions, context);
       pending = await ofViewSet(false);
@@ -2193,15 +2186,7 @@ export class Rollups {
     let source: string | null = null;
     if (inWindows.length > 0 && definition.sourceIsRollup) {
       const bucketWindows = inWindows.map((b) => ({ from: b, to: bucketEnd(definition, b) }));
-      source = await this.storedRows(
-        sourceRollup(definition, definitions),
-        snapshot,
-        scope,
-        tables,
-        definitions,
-        context,
-        bucketWindows,
-      );
+      source = await this.storedRows(sourceRollup(definition, definitions), scope, readAt, bucketWindows);
       if (source === null) return null;
     } else if (inWindows.length > 0) source = this.sourceRows(definition, snapshot, scope, context);
     const literals = pending.map((b) => bucketLiteral(definition, b));
@@ -2672,6 +2657,7 @@ export class Rollups {
     const snapshot = await this.snapshot();
     const all: TableScope = { kind: 'all' };
     const context = readContext();
+    const readAt: ReadAt = { snapshot, definitions, tables, context };
     const cache = new Map();
     const out: RollupValidation[] = [];
     for (const definition of definitions.values()) {
@@ -2701,7 +2687,7 @@ export class Rollups {
                     time_bucket(${grain}, r) + CASE WHEN time_bucket(${grain}, r) < r THEN ${grain} ELSE INTERVAL 0 SECOND END AS k
                FROM (SELECT ${end} AS e, ${retained} AS r))`,
         );
-        const pending = new Set(await this.pending(definition, snapshot, state, tables, definitions, context));
+        const pending = new Set(await this.pending(definition, state, readAt));
         const [begin, finish] = [bucketLiteral(definition, String(from)), bucketLiteral(definition, String(to))];
         const inWindow = await this.engine.values(
           `SELECT CAST(b AS VARCHAR) FROM range(${begin}, ${finish}, ${grain}) AS t(b)`,
@@ -2719,7 +2705,7 @@ export class Rollups {
         else {
           if (definition.sourceIsRollup) {
             const source = definitions.get(definition.source);
-            if (source) await this.viewSql(source, snapshot, all, definitions, tables, context);
+            if (source) await this.viewSql(source, all, readAt);
           }
           const literals = fresh.map((b) => bucketLiteral(definition, b));
           const storedRows = `SELECT * FROM ${at(materializedTable(definition.name), snapshot)} WHERE bucket IN (${literals.join(', ')})`;
@@ -2804,7 +2790,7 @@ export class Rollups {
     const { rows } = await this.metadata.query<{ target: string; last_run: Date | null }>(
       `SELECT target, last_run FROM rollup_jobs WHERE kind = 'refresh'`,
     );
-    const context = readContext();
+    const readAt: ReadAt = { snapshot, definitions, tables, context: readContext() };
     const out: RollupListing[] = [];
     for (const definition of definitions.values()) {
       const state = await this.state(definition, snapshot);
@@ -2816,7 +2802,7 @@ export class Rollups {
         source: definition.source,
         grain: definition.grain,
         watermark: state.watermark,
-        pendingBuckets: (await this.pending(definition, snapshot, state, tables, definitions, context)).length,
+        pendingBuckets: (await this.pending(definition, state, readAt)).length,
         lastRefresh:
           state.refreshedAt ?? rows.find((r) => r.target === definition.name)?.last_run?.toISOString() ?? null,
         retention: definition.retention,
