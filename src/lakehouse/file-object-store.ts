@@ -268,17 +268,27 @@ export class FileObjectStore implements ObjectStore {
  * senders each trip is a wake-up of the event loop that a loaded machine makes wait for a core).
  */
 async function writeSynced(key: string, fd: number, parts: readonly Uint8Array[]): Promise<Stats> {
+  let synced: Stats;
   try {
     const size = parts.reduce((n, part) => n + part.byteLength, 0);
     const bytesWritten = writevSync(fd, parts as Uint8Array[]);
     if (bytesWritten !== size) throw new Error(`short write of ${key}: ${bytesWritten} of ${size} bytes`);
     await fsyncFd(fd);
-    return fstatSync(fd);
-  } finally {
-    // On the event loop: closing a file whose data is synced writes nothing, and a trip to the thread pool (a
-    // thread woken, a callback, a promise) cost more than the call.
-    closeSync(fd);
+    synced = fstatSync(fd);
+  } catch (error) {
+    // The write's or the sync's error is the one to report, not the close's that may follow it. Linux frees the
+    // descriptor even when close fails, so it is closed once either way.
+    try {
+      closeSync(fd);
+    } catch {
+      // The first error is the one thrown.
+    }
+    throw error;
   }
+  // On the event loop: closing a file whose data is synced writes nothing, and a trip to the thread pool (a
+  // thread woken, a callback, a promise) cost more than the call. Its error, the only one, fails the write.
+  closeSync(fd);
+  return synced;
 }
 
 /**
