@@ -376,9 +376,13 @@ function fixedClock(statement: Statement): Node | null {
 /** Constants written with the statement's fixed clock: never kept as decisions (the next statement's clock differs). */
 const clockConstants = new WeakSet<Node>();
 
-/** A copy of an expression with each read of the clock replaced by `clock` (the date by its DATE). */
-function withClock(value: unknown, clock: Node): unknown {
-  if (Array.isArray(value)) return value.map((v) => withClock(v, clock));
+/**
+ * A copy of an expression with each read of the clock replaced by `clock` (the date by its DATE). An unaliased item of
+ * a select list (`item`) keeps the name DuckDB gives the read (`now()`, `current_date` as written): the constant's
+ * would be the text of a cast, new at each statement, and a CTE's or subquery's column named so would be gone.
+ */
+function withClock(value: unknown, clock: Node, item = false): unknown {
+  if (Array.isArray(value)) return value.map((v) => withClock(v, clock, item));
   if (value === null || typeof value !== 'object') return value;
   const node = value as Node;
   if (readsClock(node) || readsDate(node)) {
@@ -386,13 +390,21 @@ function withClock(value: unknown, clock: Node): unknown {
     clockConstants.add(fixed);
     const read = {
       ...(readsClock(node) ? fixed : castNode(fixed, { id: 'DATE', type_info: null })),
-      alias: node.alias ?? '',
+      alias: node.alias || (item ? clockReadName(node) : ''),
     };
     clockConstants.add(read);
     return read;
   }
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withClock(v, clock)]));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withClock(v, clock, k === 'select_list')]));
 }
+
+/** DuckDB's name of a read of the clock in a select list: a bare name as written, a call's text (none of a catalog's). */
+const clockReadName = (node: Node): string =>
+  node.class === 'COLUMN_REF'
+    ? (node.column_names as string[])[0]
+    : node.catalog
+      ? ''
+      : `${node.schema ? `${node.schema as string}.` : ''}${node.function_name as string}()`;
 
 /** Whether a fixed expression holds the fixed clock (a statement whose clock calls were already replaced). */
 const holdsClock = (node: Node): boolean =>

@@ -218,6 +218,23 @@ describe('a WHERE on the event time skips partitions by their bounds, with no re
     assert.deepEqual(await plainRows(fixture.reader, early), late);
   });
 
+  it("names a select list's reads of the clock as DuckDB does when the statement runs with its now() fixed", async () => {
+    const sql =
+      'SELECT current_date, now(), CURRENT_TIMESTAMP, today(), count(*) AS n FROM log_entries WHERE time > now() - INTERVAL 1 DAY';
+    const names = ['current_date', 'now()', 'CURRENT_TIMESTAMP', 'today()', 'n'];
+    const fixed = await fixture.admin.query(sql);
+    assert.equal(skippedBy(fixed), 6);
+    assert.deepEqual(
+      fixed.schema.fields.map((f) => f.name),
+      names,
+    );
+    const unpruned = await fixture.admin.query(twin(sql));
+    assert.deepEqual(
+      unpruned.schema.fields.map((f) => f.name),
+      names,
+    );
+  });
+
   it('explain_resources tells an admin each partition the event time skipped; a reader none', async () => {
     const explain = (client: typeof fixture.admin, sql: string) =>
       plainRows(client, `SELECT * FROM explain_resources('${sql.replaceAll("'", "''")}')`);
