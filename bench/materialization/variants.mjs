@@ -14,13 +14,18 @@
 // --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
 // and adds each tag's peaks (MiB) to the line: what holds the memory (the join's HASH_TABLE, the sort's ORDER_BY, the
 // Parquet writer's buffered row group, COLUMN_DATA).
+// --write 'OPTIONS' replaces the variant's Parquet options of the COPY (`COMPRESSION zstd, DICTIONARY_SIZE_LIMIT
+// 4096`); --config 'SET ...' runs as the engine starts, before its configuration is locked (`SET GLOBAL
+// block_allocator_memory = '192MiB'`); --warm runs the statement once before the measured run, as a server that has
+// materialized before; --keep FILE keeps a copy of the written file. `minor_faults`: the process's page faults over the
+// statement (pages the kernel maps and zeroes on their first touch).
 // variants.sh runs the variants alternately and prints them side by side. `threads_run_s`: every thread's seconds on a
 // CPU over the statement, busiest first (threads that ended before it did, as the decoding one, are not listed).
 // The statement alone under perf (PERF_CTL: a FIFO that perf's --control reads; sampling starts disabled):
 //   mkfifo /tmp/ctl && PERF_CTL=/tmp/ctl perf record -g -F 999 -D -1 --control fifo:/tmp/ctl -o perf.data -- \
 //     node bench/materialization/variants.mjs --variant 'ordered enums' --threads 1 DIR
 //   python3 bench/materialization/perf-breakdown.py --rows 1000000 perf.data
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { arg, storedPayloads } from './payloads.mjs';
@@ -68,6 +73,8 @@ const engine = await DuckDBEngine.create({
   threads: arg('threads', 2),
   memoryLimit: option('limit') ?? '384MiB',
   tempDirectory: spill,
+  // --config 'SQL': a SET run as the engine starts, before its configuration is locked (an allocator setting).
+  startupSql: option('config') ? [option('config')] : [],
 });
 try {
   // Identifiers shaped as ingestion makes them (UUID text), the same in every run for the digest.
@@ -89,36 +96,37 @@ try {
   const rows = payloadRows('log', [], { file, sizes });
   const statements = await variants(rows);
   if (!statements[variant]) throw new Error(`no variant ${variant}; one of ${Object.keys(statements).join(', ')}`);
-  const { setup = [], session = [], sql, rowGroup = 131072, write = 'COMPRESSION zstd' } = statements[variant];
+  const { setup = [], session = [], sql, rowGroup = 131072, write: chosen = 'COMPRESSION zstd' } = statements[variant];
+  // --write 'OPTIONS': the COPY's Parquet options instead of the variant's (a dictionary limit, say).
+  const write = option('write') ?? chosen;
   for (const s of setup) await engine.execute(s);
+  const copy = `COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`;
+  // --warm: the statement runs once before the measured one, as in a server that has materialized before (what
+  // the allocators kept of it).
+  if (process.argv.includes('--warm')) await engine.execute(copy, { setup: session });
   // The peak so far (DuckDB started, __blocks made) is the baseline: VmHWM reset to the current RSS.
   writeFileSync('/proc/self/clear_refs', '5');
   const base = kib('VmHWM');
   const load = loadavg()[0];
   const cpu0 = process.cpuUsage();
+  const faults0 = minorFaults();
   const sched0 = schedstats();
   const t0 = performance.now();
   if (process.argv.includes('--explain')) {
-    const { batches } = await engine.query(
-      `EXPLAIN ANALYZE COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`,
-      { setup: session },
-    );
+    const { batches } = await engine.query(`EXPLAIN ANALYZE ${copy}`, { setup: session });
     for await (const b of batches) for (let i = 0; i < b.numRows; i++) console.log(String(b.getChildAt(1)?.get(i)));
     process.exit(0);
   }
   const sampling = process.argv.includes('--memory') ? sampleMemory() : null;
   // PERF_CTL=<fifo>: perf record -D -1 --control fifo:<fifo> samples the statement alone.
   if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'enable\n');
-  const written = await engine
-    .execute(`COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`, {
-      setup: session,
-    })
-    .finally(() => {
-      sampling?.stop();
-      if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'disable\n');
-    });
+  const written = await engine.execute(copy, { setup: session }).finally(() => {
+    sampling?.stop();
+    if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'disable\n');
+  });
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const faults = minorFaults() - faults0;
   const threads = busiestThread(sched0, schedstats(), seconds);
   const peak = kib('VmHWM');
   const [[ordered, digest]] = await engine
@@ -139,6 +147,7 @@ try {
       cpu_s: Number(((cpu.user + cpu.system) / 1e6).toFixed(2)),
       peak_rss_mib: Math.round(peak / 1024),
       growth_mib: Math.round((peak - base) / 1024),
+      minor_faults: faults,
       file_mb: Number((statSync(out).size / 1e6).toFixed(1)),
       row_groups: Number(groups),
       ordered,
@@ -151,7 +160,18 @@ try {
 } finally {
   await engine.close();
   rmSync(spill, { recursive: true, force: true });
+  // --keep FILE: the written file copied there (its encodings per column: parquet_metadata).
+  if (option('keep') && existsSync(out)) writeFileSync(option('keep'), readFileSync(out));
   rmSync(out, { force: true });
+}
+
+/**
+ * The process's minor page faults so far (/proc/self/stat): each one a page the kernel maps and zeroes on first touch,
+ * which is where the statement's kernel time goes (memory its allocators gave back and take again).
+ */
+function minorFaults() {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
 }
 
 /** Each thread's time on a CPU and waiting for one (ns, /proc/self/task/<tid>/schedstat), by thread id. */
