@@ -18,6 +18,13 @@ driver in-process (adbc_driver_duckdb; DuckDB's JDBC driver with --duckdb-jdbc).
 on a duckdb connection with SET threads=2, read the same way from fetch_record_batch().
 ratio = in-process time / Flight time (1.0 = Flight costs nothing over in-process).
 
+Every client's runs (raw DoGet, ADBC, the three Java readers; and the stored scan's DoGet) alternate
+run by run with runs of the in-process stream, the order swapped each round: the lines "alternated: ..."
+give the ratio of each pair of runs taken next to each other, which a shared machine's drifting load
+skews far less than a ratio of two blocks of runs minutes apart (those are printed after, as before).
+The Java readers run in one JVM per reader, each run started on request (java/*.java with `-` for
+repeats), so their JIT stays warm across the alternation; their client CPU is the JVM's, per run.
+
 Run through run.sh, which starts the server; by hand:
   bench/.venv/bin/python bench/flight-throughput/bench.py --port 50051 --rows 1000000
 """
@@ -143,13 +150,13 @@ def drain(next_batch) -> tuple[int, int, int, int]:
     return rows, nbytes, batches, total
 
 
-def timed(fn, server: ServerCpu, expected_rows: int, expected_sum: int | None, label: str) -> Run:
+def timed(fn, server: ServerCpu, expected_rows: int, expected_sum: int | None, label: str, client_cpu_s=time.process_time) -> Run:
     server_before = server.read()
-    cpu_before = time.process_time()
+    cpu_before = client_cpu_s()
     start = time.perf_counter()
     rows, nbytes, batches, total = fn()
     seconds = time.perf_counter() - start
-    client_cpu = time.process_time() - cpu_before
+    client_cpu = client_cpu_s() - cpu_before
     server_after = server.read()
     if rows != expected_rows or (expected_sum is not None and total != expected_sum):
         raise SystemExit(f"{label}: wrong answer: {rows} rows, sum(i) = {total}; expected {expected_rows} rows, sum {expected_sum}")
@@ -212,32 +219,52 @@ def duckdb_adbc_fetch(threads: int, sql: str):
     return dbapi_reader(conn, sql), conn
 
 
-def jdbc_measure(name: str, classpath: str, url: str, sql: str, repeats: int, warmup: int,
-                 server: ServerCpu, n: int, expected_sum: int, nbytes: int, log, extra: tuple[str, ...] = (),
-                 program: str = "ThroughputClient.java") -> Measurement:
-    """A JDBC driver in one JVM (so its JIT warms up): one JSON line per timed run from ThroughputClient.java
-    (`extra`: its reader, default every column by its typed getter), or from another program of java/ taking
-    the same arguments (then `url` is what it connects to, and `extra` its further arguments)."""
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", program)
-    command = ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-cp", classpath, source,
-               url, str(warmup), str(repeats), sql, *extra]
-    server_before, children_before = server.read(), os.times()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    server_after, children_after = server.read(), os.times()
-    if done.returncode != 0:
-        raise SystemExit(f"{name}: the JDBC client failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    runs_total = warmup + repeats
-    client_cpu = (children_after.children_user + children_after.children_system
-                  - children_before.children_user - children_before.children_system) / runs_total
-    server_cpu = (server_after - server_before) / runs_total if server_before is not None and server_after is not None else None
-    m = Measurement(name)
-    for i, line in enumerate(lines):
-        if line["rows"] != n or line["sum"] != expected_sum:
-            raise SystemExit(f"{name}: wrong answer: {line['rows']} rows, sum(i) = {line['sum']}; expected {n} rows, sum {expected_sum}")
-        m.runs.append(Run(line["seconds"], line["rows"], nbytes, 0, client_cpu, server_cpu))
-        log(f"  {name:<28} run {i + 1}: {line['seconds']:7.3f} s  {n / line['seconds'] / 1e6:6.2f} M rows/s")
-    return m
+class JvmReader:
+    """A Java reader of java/ (ThroughputClient.java: a JDBC driver; FlightSqlThroughputClient.java: the Java
+    Flight SQL client) in one JVM kept up between runs, so that its JIT stays warm, each run started on
+    request (`-` for its repeats): its runs then alternate with other readers' like any Python reader's.
+    `url` is what the program connects to, `extra` its further arguments."""
+
+    def __init__(self, classpath: str, program: str, url: str, sql: str, extra: tuple[str, ...], nbytes: int):
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java", program)
+        command = ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-Duser.timezone=UTC", "-cp", classpath, source,
+                   url, "0", "-", sql, *extra]
+        self.errors = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True)
+        self.nbytes = nbytes
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu_s(self) -> float:
+        """The JVM's CPU seconds so far (every thread of it: the reader, gRPC's, the JIT's, the collector's)."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return (int(rest[11]) + int(rest[12])) / self.tick
+
+    def run(self) -> tuple[int, int, int, int]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write("\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+            while line and not line.startswith("{"):
+                line = self.process.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self.errors.seek(0)
+            raise SystemExit(f"the Java reader failed ({self.process.poll()}):\n{self.errors.read()[-2000:]}")
+        done = json.loads(line)
+        return done["rows"], self.nbytes, 0, done["sum"]
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.errors.close()
 
 
 def inprocess_stream(con: duckdb.DuckDBPyConnection, sql: str, schemas: dict, key: str):
@@ -282,18 +309,28 @@ def measure(name: str, fn, repeats: int, warmup: int, server: ServerCpu, n: int,
     return m
 
 
-def measure_pair(name: str, fn_a, fn_b, repeats: int, warmup: int, server_a: ServerCpu, server_b: ServerCpu, n: int, expected_sum: int | None, log) -> tuple[Measurement, Measurement]:
-    """Two servers measured run by run in alternation, so that load drifting on a shared machine hits both alike."""
-    a, b = Measurement(name), Measurement(f"{name} [B]")
+@dataclass
+class Reader:
+    name: str
+    fn: object
+    server: ServerCpu
+    client_cpu_s: object = time.process_time
+
+
+def measure_rotated(readers: list[Reader], repeats: int, warmup: int, n: int, expected_sum: int | None, log) -> list[Measurement]:
+    """Readers measured run by run in turn, the order rotated each round, so that load drifting on a shared
+    machine hits all alike: two builds' servers, or a client and the in-process reference it is compared with."""
+    measurements = [Measurement(r.name) for r in readers]
     for _ in range(warmup):
-        timed(fn_a, server_a, n, expected_sum, a.name)
-        timed(fn_b, server_b, n, expected_sum, b.name)
+        for r in readers:
+            timed(r.fn, r.server, n, expected_sum, r.name, r.client_cpu_s)
     for i in range(repeats):
-        for m, fn, server in ((a, fn_a, server_a), (b, fn_b, server_b)) if i % 2 == 0 else ((b, fn_b, server_b), (a, fn_a, server_a)):
-            run = timed(fn, server, n, expected_sum, m.name)
+        turn = i % len(readers)
+        for m, r in list(zip(measurements, readers))[turn:] + list(zip(measurements, readers))[:turn]:
+            run = timed(r.fn, r.server, n, expected_sum, r.name, r.client_cpu_s)
             m.runs.append(run)
             log(f"  {m.name:<28} run {i + 1}: {run.seconds:7.3f} s  {run.rows / run.seconds / 1e6:6.2f} M rows/s  {run.bytes / run.seconds / 1e6:7.1f} MB/s")
-    return a, b
+    return measurements
 
 
 def main() -> int:
@@ -332,29 +369,48 @@ def main() -> int:
     client_b = flight.FlightClient(f"grpc+tcp://{args.host}:{args.compare_port}") if args.compare_port else None
     server_b = ServerCpu(args.compare_pid)
 
-    def flight_measure(key: str, label: str, sql: str, expected: int | None = expected_sum) -> None:
-        fn_a = flight_fetch(client, options, sql, schemas, key)
-        if client_b is None:
-            results[key] = measure(label, fn_a, args.repeats, args.warmup, server, n, expected, log)
-            return
-        fn_b = flight_fetch(client_b, options, sql, schemas, f"{key}.b")
-        results[key], results[f"{key}_b"] = measure_pair(label, fn_a, fn_b, args.repeats, args.warmup, server, server_b, n, expected, log)
+    def alternate(key: str, readers: list[Reader], reference, expected: int | None = expected_sum) -> None:
+        """Measures readers[0] (build A's server), readers[1] if any (build B's) and, with `reference`, the
+        in-process reader of the same result, run by run in turn: results[key], [key_b] and [key.ref]; the
+        ratio printed for the client is then made of runs taken next to each other."""
+        refs = [Reader(" in-process stream alongside", reference, ServerCpu(None))] if reference else []
+        measured = measure_rotated(readers + refs, args.repeats, args.warmup, n, expected, log)
+        results[key] = measured[0]
+        if len(readers) > 1:
+            results[f"{key}_b"] = measured[1]
+        if reference:
+            results[f"{key}.ref"] = measured[-1]
+
+    def flight_measure(key: str, label: str, sql: str, reference, expected: int | None = expected_sum) -> None:
+        readers = [Reader(label, flight_fetch(client, options, sql, schemas, key), server)]
+        if client_b is not None:
+            readers.append(Reader(f"{label} [B]", flight_fetch(client_b, options, sql, schemas, f"{key}.b"), server_b))
+        alternate(key, readers, reference, expected)
+
+    def java_measure(key: str, label: str, classpath: str, program: str, url: str, extra: tuple[str, ...], reference) -> None:
+        jvm = JvmReader(classpath, program, url, computed_sql, extra, results["computed.flight"].best().bytes)
+        try:
+            alternate(key, [Reader(label, jvm.run, server if reference else ServerCpu(None), jvm.cpu_s)], reference)
+        finally:
+            jvm.close()
 
     results: dict[str, Measurement] = {}
     tmp = tempfile.mkdtemp(prefix="orrery-bench-")
     try:
         if "computed" in cases:
             log(f"computed result, {n:,} rows: {computed_sql}")
-            flight_measure("computed.flight", "computed flight", computed_sql)
+            # Every client's runs alternate with the in-process stream's (DuckDB's Python package, the same
+            # query): the ratio against it is made of runs that saw the same load.
+            stream = inprocess_stream(con, computed_sql, schemas, "computed.duckdb")
+            flight_measure("computed.flight", "computed flight", computed_sql, stream)
             adbc_run, adbc_conn = adbc_fetch(f"grpc://{args.host}:{args.port}", args.key, computed_sql, schemas, "computed.adbc")
             adbc_b = adbc_fetch(f"grpc://{args.host}:{args.compare_port}", args.key, computed_sql, schemas, "computed.adbc.b") if client_b else None
             try:
-                if adbc_b is None:
-                    results["computed.adbc"] = measure("computed ADBC (Python)", adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
-                else:
-                    # ADBC's driver pays per batch on the client: a change of batches is compared through it too.
-                    results["computed.adbc"], results["computed.adbc_b"] = measure_pair(
-                        "computed ADBC (Python)", adbc_run, adbc_b[0], args.repeats, args.warmup, server, server_b, n, expected_sum, log)
+                # ADBC's driver pays per batch on the client: a change of batches is compared through it too.
+                readers = [Reader("computed ADBC (Python)", adbc_run, server)]
+                if adbc_b is not None:
+                    readers.append(Reader("computed ADBC (Python) [B]", adbc_b[0], server_b))
+                alternate("computed.adbc", readers, stream)
             finally:
                 adbc_conn.close()
                 if adbc_b is not None:
@@ -364,22 +420,17 @@ def main() -> int:
                 results["computed.duckdb_adbc"] = measure("computed in-process ADBC", duckdb_adbc_run, args.repeats, args.warmup, server, n, expected_sum, log)
             finally:
                 duckdb_adbc_conn.close()
-            flight_bytes = results["computed.flight"].best().bytes
             if args.jdbc_classpath:
                 url = f"jdbc:arrow-flight-sql://{args.host}:{args.port}?useEncryption=false&user=admin&password={args.key}"
-                results["computed.jdbc"] = jdbc_measure("computed JDBC (typed getters)", args.jdbc_classpath, url, computed_sql,
-                                                        args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log)
+                java_measure("computed.jdbc", "computed JDBC (typed getters)", args.jdbc_classpath, "ThroughputClient.java", url, (), stream)
                 # Where JDBC's time goes: the driver's cursor reading column 1 alone, and the Java Flight SQL
                 # client the driver runs on (no JDBC), on the same server.
-                results["computed.jdbc_rows"] = jdbc_measure("computed JDBC (next, getLong)", args.jdbc_classpath, url, computed_sql,
-                                                             args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log, ("rows",))
-                results["computed.java_flight"] = jdbc_measure("computed Java Flight SQL", args.jdbc_classpath, f"{args.host}:{args.port}",
-                                                               computed_sql, args.repeats, args.warmup, server, n, expected_sum, flight_bytes, log,
-                                                               (args.key,), "FlightSqlThroughputClient.java")
+                java_measure("computed.jdbc_rows", "computed JDBC (next, getLong)", args.jdbc_classpath, "ThroughputClient.java", url, ("rows",), stream)
+                java_measure("computed.java_flight", "computed Java Flight SQL", args.jdbc_classpath, "FlightSqlThroughputClient.java",
+                             f"{args.host}:{args.port}", (args.key,), stream)
             if args.duckdb_jdbc:
-                results["computed.duckdb_jdbc"] = jdbc_measure("computed in-process JDBC", args.duckdb_jdbc, "jdbc:duckdb:", computed_sql,
-                                                               args.repeats, args.warmup, ServerCpu(None), n, expected_sum, flight_bytes, log)
-            results["computed.duckdb_stream"] = measure("computed in-process stream", inprocess_stream(con, computed_sql, schemas, "computed.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
+                java_measure("computed.duckdb_jdbc", "computed in-process JDBC", args.duckdb_jdbc, "ThroughputClient.java", "jdbc:duckdb:", (), None)
+            results["computed.duckdb_stream"] = measure("computed in-process stream", stream, args.repeats, args.warmup, server, n, expected_sum, log)
             results["computed.duckdb_table"] = measure("computed in-process table", inprocess_table(con, computed_sql), args.repeats, args.warmup, server, n, expected_sum, log)
 
         if "stored" in cases:
@@ -400,7 +451,7 @@ def main() -> int:
                     with adbc.cursor() as cur:
                         cur.execute(f"CREATE OR REPLACE TABLE bench AS {computed_sql}")
                 log(f"  server on port {port}: CREATE TABLE bench through ADBC in {time.perf_counter() - start:.2f} s")
-            flight_measure("stored.flight", "stored flight", STORED_SQL)
+            flight_measure("stored.flight", "stored flight", STORED_SQL, inprocess_stream(con, STORED_SQL, schemas, "stored.duckdb"))
             results["stored.duckdb_stream"] = measure("stored in-process stream", inprocess_stream(con, STORED_SQL, schemas, "stored.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
             results["stored.duckdb_table"] = measure("stored in-process table", inprocess_table(con, STORED_SQL), args.repeats, args.warmup, server, n, expected_sum, log)
             results["parquet.duckdb_stream"] = measure("parquet in-process stream", inprocess_stream(con, f"SELECT * FROM read_parquet('{parquet}')", schemas, "parquet.duckdb"), args.repeats, args.warmup, server, n, expected_sum, log)
@@ -460,6 +511,19 @@ def main() -> int:
             f"{m.name:<28} {s['best_s']:8.3f} {s['median_s']:9.3f} {s['best_rows_per_s'] / 1e6:9.2f} {s['best_mb_per_s']:8.1f} "
             f"{s['bytes'] / 1e6:9.1f} {s['batches']:8d} {srv} {s['client_cpu_s']:9.2f}"
         )
+    print()
+    # The figures to quote: each client against the in-process stream run by run in turn with it.
+    figures["ratios_alternated"] = {}
+    for key, m in results.items():
+        ref = results.get(f"{key}.ref")
+        if ref is None:
+            continue
+        pairs = [r.seconds / c.seconds for c, r in zip(m.runs, ref.runs)]
+        best = ref.best().seconds / m.best().seconds
+        med = statistics.median(pairs)
+        figures["ratios_alternated"][key] = {"pairs": [round(p, 3) for p in pairs], "median": round(med, 3), "best": round(best, 3)}
+        print(f"alternated: in-process stream time / {m.name} time = {med:.2f} (median of {len(pairs)} pairs, "
+              f"{min(pairs):.2f}-{max(pairs):.2f}), {best:.2f} (best / best)   goal >= 0.9")
     print()
     client_names = {"flight": "Flight", "adbc": "ADBC", "jdbc": "JDBC"}
     for case, suffix in (("computed", ""), ("computed.adbc", ""), ("computed.jdbc", ""), ("stored", ""), ("computed", "_b"),

@@ -16,6 +16,7 @@
 #   THREADS         in-process DuckDB threads (default 2, the machine's cores)
 #   SERVER_THREADS  the server's DuckDB threads (ORRERY_DUCKDB_THREADS; default: unset, the server's default)
 #   JDBC=0          skip the JDBC client (it needs java and mvn, which resolves the driver)
+#   DUCKDB_JDBC=0   skip DuckDB's own JDBC driver in-process (JDBC's reference; 15-45 s a run)
 #   ORRERY_REF / ORRERY_ROOT   which build serves (see bench/lib.sh; default: the work tree, built if stale)
 #   COMPARE_ROOT    a second built tree (B: dist/, proto/, package.json, node_modules reachable); it
 #                   is served too and its Flight runs alternate with A's run by run, so load drifting
@@ -23,6 +24,8 @@
 #   CEILING=0       skip the transport-ceiling case
 #   PROFILE=1       node --cpu-prof on server A; profile and summary in PROFILE_DIR
 #                   (default bench/flight-throughput/profiles)
+#   WAITS=1         the servers preload doget-waits.mjs: per client, how long each large DoGet waited for
+#                   its batches (the server's side) and for the client to read (printed at the end)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../lib.sh
@@ -51,6 +54,10 @@ cleanup() {
 trap cleanup EXIT
 
 if [ -n "${SERVER_THREADS:-}" ]; then export ORRERY_DUCKDB_THREADS="$SERVER_THREADS"; fi
+if [ "${WAITS:-0}" = "1" ]; then
+  node_flags+=(--import "$here/doget-waits.mjs")
+  export WAITS_OUT="$work_dir/waits.jsonl" WAITS_ROOT="$ORRERY_ROOT"
+fi
 orrery_start serve "$work_dir/a" "${node_flags[@]}" || exit 1
 server_a=$ORRERY_PID
 echo "bench: Orrery A ($ORRERY_ROOT, pid $server_a) on 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
@@ -58,7 +65,9 @@ args=(--port "$ORRERY_FLIGHT_PORT" --server-pid "$server_a")
 
 if [ -n "${COMPARE_ROOT:-}" ]; then
   [ -f "$COMPARE_ROOT/dist/src/cli.js" ] || { echo "bench: no $COMPARE_ROOT/dist/src/cli.js" >&2; exit 1; }
-  ORRERY_ROOT="$COMPARE_ROOT" orrery_start serve "$work_dir/b" || exit 1
+  b_flags=()
+  if [ "${WAITS:-0}" = "1" ]; then b_flags=(--import "$here/doget-waits.mjs"); fi
+  WAITS_OUT="$work_dir/waits-b.jsonl" WAITS_ROOT="$COMPARE_ROOT" ORRERY_ROOT="$COMPARE_ROOT" orrery_start serve "$work_dir/b" "${b_flags[@]}" || exit 1
   server_b=$ORRERY_PID
   echo "bench: Orrery B ($COMPARE_ROOT, pid $server_b) on 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
   args+=(--compare-port "$ORRERY_FLIGHT_PORT" --compare-pid "$server_b")
@@ -93,7 +102,8 @@ if [ "${JDBC:-1}" = "1" ]; then
     duckdb_version="$(node -p "require('$bench_root/node_modules/@duckdb/node-bindings/package.json').version.split('-')[0]")"
     duckdb_jar="$HOME/.m2/repository/org/duckdb/duckdb_jdbc/$duckdb_version.1/duckdb_jdbc-$duckdb_version.1.jar"
     [ -f "$duckdb_jar" ] || mvn -B -q dependency:get -Dartifact="org.duckdb:duckdb_jdbc:$duckdb_version.1" >&2 || true
-    if [ -f "$duckdb_jar" ]; then args+=(--duckdb-jdbc "$duckdb_jar"); else echo "bench: no DuckDB JDBC driver $duckdb_version.1: its reference is skipped" >&2; fi
+    if [ "${DUCKDB_JDBC:-1}" = "0" ]; then :
+    elif [ -f "$duckdb_jar" ]; then args+=(--duckdb-jdbc "$duckdb_jar"); else echo "bench: no DuckDB JDBC driver $duckdb_version.1: its reference is skipped" >&2; fi
   else echo "bench: no mvn/java: the JDBC client is skipped" >&2; fi
 fi
 
@@ -105,6 +115,11 @@ stop_pid "$server_a"
 server_a_log="$work_dir/a/server.log"
 server_a=""
 if [ "${PROFILE:-0}" = "1" ]; then cpu_profile_top "$profile_dir" 25; fi
+if [ "${WAITS:-0}" = "1" ]; then
+  for file in "$WAITS_OUT" "$work_dir/waits-b.jsonl"; do
+    if [ -s "$file" ]; then echo "server ${file##*/}:"; node "$here/doget-waits.mjs" "$file"; fi
+  done
+fi
 if [ "$status" -ne 0 ]; then
   echo "bench: bench.py failed ($status); server A log:" >&2
   tail -30 "$server_a_log" >&2

@@ -3,6 +3,9 @@
 // summed per batch, no JDBC. Splits JDBC's time from the transport's (issue 10 item 3). Prints one
 // JSON line per timed run, as ThroughputClient.java does, for bench.py to check.
 //   java -cp <driver classpath> FlightSqlThroughputClient.java host:port warmup repeats sql key
+// With `-` for repeats, each timed run starts when a line arrives on stdin, as in ThroughputClient.java.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import org.apache.arrow.flight.CallHeaders;
 import org.apache.arrow.flight.FlightCallHeaders;
 import org.apache.arrow.flight.FlightClient;
@@ -20,8 +23,10 @@ public class FlightSqlThroughputClient {
   public static void main(String[] args) throws Exception {
     String[] address = args[0].split(":");
     int warmup = Integer.parseInt(args[1]);
-    int repeats = Integer.parseInt(args[2]);
+    boolean onRequest = args[2].equals("-");
+    int repeats = onRequest ? Integer.MAX_VALUE - warmup : Integer.parseInt(args[2]);
     String sql = args[3];
+    BufferedReader requests = new BufferedReader(new InputStreamReader(System.in));
     CallHeaders headers = new FlightCallHeaders();
     headers.insert("authorization", "Bearer " + args[4]);
     HeaderCallOption auth = new HeaderCallOption(headers);
@@ -30,6 +35,7 @@ public class FlightSqlThroughputClient {
             FlightClient.builder(allocator, Location.forGrpcInsecure(address[0], Integer.parseInt(address[1]))).build()) {
       FlightSqlClient sqlClient = new FlightSqlClient(client);
       for (int run = 0; run < warmup + repeats; run++) {
+        if (onRequest && run >= warmup && requests.readLine() == null) break;
         long start = System.nanoTime();
         long rows = 0;
         long sum = 0;
@@ -43,7 +49,10 @@ public class FlightSqlThroughputClient {
           }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        if (run >= warmup) System.out.printf("{\"seconds\":%.6f,\"rows\":%d,\"sum\":%d}%n", seconds, rows, sum);
+        if (run >= warmup) {
+          System.out.printf("{\"seconds\":%.6f,\"rows\":%d,\"sum\":%d}%n", seconds, rows, sum);
+          System.out.flush();
+        }
       }
     }
     System.exit(0);
