@@ -85,6 +85,7 @@ async function wrap() {
     const session = call.call?.stream?.session;
     const windows = [];
     record.initial_window = session?.remoteSettings?.initialWindowSize;
+    record.max_frame = session?.remoteSettings?.maxFrameSize;
     const write = call.write;
     call.write = function (...args) {
       const accepted = write.apply(this, args);
