@@ -273,4 +273,40 @@ describe('maintenance daemon', () => {
     );
     assert.deepEqual(rows, [{ seconds: 1 }], 'the partition holding them is one of the second pass');
   });
+
+  it('a request stored while retention deletes its stream and process inserts them again', async () => {
+    const { metadata: db } = fixture.orrery;
+    const send = async (body: string): Promise<number> =>
+      (
+        await postOtlp(
+          fixture.orrery.httpPort,
+          'logs',
+          adminKey.key,
+          logsRequest({ 'service.name': 'returning' }, [{ time: times[0], severity: 9, body }]),
+        )
+      ).status;
+    assert.equal(await send('first'), 200);
+    const named = `SELECT b.block_id::text, b.stream_id::text, b.process_id::text FROM blocks b
+                     JOIN streams s USING (stream_id) JOIN processes p ON p.process_id = b.process_id
+                    WHERE p.exe = 'returning'`;
+    const [old] = (await db.query<{ block_id: string; stream_id: string; process_id: string }>(named)).rows;
+    // What retention's transactions do to a service silent past the retention period, in one: behind a lock on
+    // blocks, its block, then its stream and process, deleted. The service sends again meanwhile: its insert waits
+    // for the lock, and then finds the stream and process gone (ingestion inserts them only when missing).
+    const { post } = await db.transaction(async (tx) => {
+      await tx.query('LOCK TABLE blocks IN SHARE MODE');
+      await tx.query('DELETE FROM blocks WHERE block_id = $1', [old.block_id]);
+      await tx.query('DELETE FROM streams WHERE stream_id = $1', [old.stream_id]);
+      await tx.query('DELETE FROM processes WHERE process_id = $1', [old.process_id]);
+      const post = send('again');
+      await new Promise((r) => setTimeout(r, 1000));
+      return { post };
+    });
+    assert.equal(await post, 200);
+    // Materialization joins a block to its stream and process: a block naming rows gone would never be read.
+    const after = (await db.query<{ block_id: string; stream_id: string; process_id: string }>(named)).rows;
+    assert.equal(after.length, 1, 'the new block, its stream and its process');
+    assert.notEqual(after[0].block_id, old.block_id);
+    assert.deepEqual([after[0].stream_id, after[0].process_id], [old.stream_id, old.process_id]);
+  });
 });
