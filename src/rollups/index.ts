@@ -13,6 +13,7 @@ export {
   type RefreshOutcome,
   type RollupArguments,
   type RollupJob,
+  type LostBuckets,
   type RollupListing,
 } from './rollups.js';
 export { RefreshJobs, type RefreshReport } from './refresh-jobs.js';

@@ -73,6 +73,14 @@ export const keptTable = `${lakeCatalog}.${rollupSchema}.${keptName}`;
 export const heldName = 'held_buckets';
 export const heldTable = `${lakeCatalog}.${rollupSchema}.${heldName}`;
 
+/**
+ * The buckets a series table's retention kept (keptTable) without an audience's rows, which failed the rollup's
+ * aggregate: the raw rows went by the table's retention all the same, so the bucket holds no row of that audience.
+ * With the audience (NULL: rows of none) and its error, told to admins and that audience's keys (snouttime.jobs).
+ */
+export const lostName = 'lost_buckets';
+export const lostTable = `${lakeCatalog}.${rollupSchema}.${lostName}`;
+
 /** A table as of one DuckLake snapshot. */
 export const at = (table: string, snapshot: bigint): string => `${table} AT (VERSION => ${snapshot})`;
 

@@ -34,6 +34,7 @@ import {
   keptTable,
   heldName,
   heldTable,
+  lostTable,
   materializedName,
   materializedTable,
   sortedByBucket,
@@ -149,6 +150,18 @@ export interface RollupJob {
   readonly lastError: string | null;
   /** The last refresh's error of each audience whose rows failed it (the other audiences' buckets were stored). */
   readonly audienceErrors: Readonly<Record<string, string>> | null;
+  /** What the base table's retention kept without an audience's rows (see lostTable), by audience, in bucket order. */
+  readonly lostBuckets: readonly LostBuckets[];
+}
+
+/** The buckets of a rollup a series table's retention kept without an audience's rows. */
+export interface LostBuckets {
+  /** The series table whose retention kept them. */
+  readonly table: string;
+  readonly audience: string;
+  readonly buckets: readonly string[];
+  /** The error of the first bucket's. */
+  readonly error: string;
 }
 
 /** A stable name of a rollup (a resources file's rollup entry's view), read as `SELECT <select list> FROM <target>`. */
@@ -230,7 +243,26 @@ function inBucketOrder(definition: Pick<RollupDefinition, 'integer'>, buckets: r
     : [...buckets].sort();
 }
 
-/** An audience whose rows failed a refresh's aggregate, and the buckets of them it held. */
+/** Every row of a series-table rollup's base table. */
+const baseRowsOf = (definition: RollupDefinition): string => `SELECT * FROM ${lakeTable(definition.base)}`;
+
+/** The rows of `source` but those of the failed audiences. */
+function withoutAudiences(source: string, failed: readonly FailedAudience[]): string {
+  const named = failed.map((f) => quoteLiteral(f.audience));
+  return named.length > 0 ? `SELECT * FROM (${source}) WHERE audience NOT IN (${named.join(', ')})` : source;
+}
+
+/** The INSERT recording the failed audiences' buckets of a rollup, with their errors, in heldTable or lostTable. */
+function recordFailed(table: string, definition: RollupDefinition, failed: readonly FailedAudience[]): string | null {
+  const rows = failed.flatMap((f) =>
+    f.buckets.map((b) =>
+      [quoteLiteral(definition.name), quoteLiteral(b), quoteLiteral(f.audience), quoteLiteral(f.error)].join(', '),
+    ),
+  );
+  return rows.length > 0 ? `INSERT INTO ${table} VALUES (${rows.join('), (')})` : null;
+}
+
+/** An audience whose rows failed a rollup's aggregate, and the buckets of them. */
 interface FailedAudience {
   readonly audience: string;
   readonly error: string;
@@ -524,9 +556,10 @@ export class Rollups {
     });
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
     await this.engine.execute(`CREATE TABLE IF NOT EXISTS ${keptTable} (rollup VARCHAR, bucket VARCHAR)`);
-    await this.engine.execute(
-      `CREATE TABLE IF NOT EXISTS ${heldTable} (rollup VARCHAR, bucket VARCHAR, audience VARCHAR, error VARCHAR)`,
-    );
+    for (const table of [heldTable, lostTable])
+      await this.engine.execute(
+        `CREATE TABLE IF NOT EXISTS ${table} (rollup VARCHAR, bucket VARCHAR, audience VARCHAR, error VARCHAR)`,
+      );
   }
 
   /**
@@ -940,6 +973,7 @@ export class Rollups {
     await this.engine.execute(`DROP TABLE IF EXISTS ${stateTable(name)}`);
     await this.engine.execute(`DELETE FROM ${keptTable} WHERE rollup = ${quoteLiteral(name)}`);
     await this.engine.execute(`DELETE FROM ${heldTable} WHERE rollup = ${quoteLiteral(name)}`);
+    await this.engine.execute(`DELETE FROM ${lostTable} WHERE rollup = ${quoteLiteral(name)}`);
   }
 
   /** set_rollup_retention: buckets older than `keep` are deleted at each refresh; null keeps every bucket. */
@@ -1014,6 +1048,7 @@ export class Rollups {
       `SELECT kind, target, schedule::TEXT AS schedule, last_run, next_run, last_status, last_error, audience_errors
          FROM rollup_jobs ORDER BY target, kind`,
     );
+    const lost = await this.lostBuckets();
     return rows.map((r) => ({
       kind: r.kind,
       target: r.target,
@@ -1023,7 +1058,39 @@ export class Rollups {
       lastStatus: r.last_status,
       lastError: r.last_error,
       audienceErrors: r.audience_errors,
+      lostBuckets: lost.get(r.target) ?? [],
     }));
+  }
+
+  /** Every rollup's buckets kept without an audience's rows (lostTable), by rollup. */
+  private async lostBuckets(): Promise<ReadonlyMap<string, LostBuckets[]>> {
+    const rows = await this.engine.values(`SELECT rollup, audience, bucket, error FROM ${lostTable}`);
+    if (rows.length === 0) return new Map();
+    const definitions = await this.definitions();
+    const byAudience = new Map<string, Map<string, Array<{ bucket: string; error: string }>>>();
+    for (const [rollup, audience, bucket, error] of rows) {
+      const of = byAudience.get(String(rollup)) ?? new Map<string, Array<{ bucket: string; error: string }>>();
+      const key = String(audience);
+      of.set(key, [...(of.get(key) ?? []), { bucket: String(bucket), error: String(error) }]);
+      byAudience.set(String(rollup), of);
+    }
+    return new Map(
+      [...byAudience].map(([rollup, of]) => [
+        rollup,
+        [...of].map(([audience, lost]) => {
+          const buckets = inBucketOrder(
+            { integer: definitions.get(rollup)?.integer ?? false },
+            lost.map((l) => l.bucket),
+          );
+          return {
+            table: definitions.get(rollup)?.base ?? rollup,
+            audience,
+            buckets,
+            error: lost.find((l) => l.bucket === buckets[0])!.error,
+          };
+        }),
+      ]),
+    );
   }
 
   /**
@@ -1122,18 +1189,15 @@ export class Rollups {
       this.lakeTransaction(async (run, session) => {
         if (deleteFilters.length > 0) {
           const mat = materializedTable(definition.name);
-          const left = failed.map((f) => quoteLiteral(f.audience));
-          const rows =
-            left.length > 0 ? `SELECT * FROM (${source}) WHERE audience NOT IN (${left.join(', ')})` : source;
           await run(`DELETE FROM ${mat} WHERE ${deleteFilters.join(' OR ')}`);
-          await run(`INSERT INTO ${mat} ${aggregateOverEach(definition, rows, rowFilters)}`);
+          await run(
+            `INSERT INTO ${mat} ${aggregateOverEach(definition, withoutAudiences(source, failed), rowFilters)}`,
+          );
         }
         if (wasHeld || failed.length > 0) {
           await run(`DELETE FROM ${heldTable} WHERE rollup = ${quoteLiteral(definition.name)}`);
-          const held = failed.flatMap((f) =>
-            f.buckets.map((b) => [definition.name, b, f.audience, f.error].map(quoteLiteral).join(', ')),
-          );
-          if (held.length > 0) await run(`INSERT INTO ${heldTable} VALUES (${held.join('), (')})`);
+          const held = recordFailed(heldTable, definition, failed);
+          if (held) await run(held);
         }
         await this.applyRetention(definition, snapshot, session);
         await run(`DELETE FROM ${stateTable(definition.name)}`);
@@ -1145,8 +1209,13 @@ export class Rollups {
     try {
       await store([]);
     } catch (error) {
-      if (deleteFilters.length === 0 || !isErrorOf(error, engineErrors, 'QUERY_INVALID')) throw error;
-      failed = await this.failingAudiences(definition, source, rowFilters, error);
+      const split =
+        deleteFilters.length > 0 && isErrorOf(error, engineErrors, 'QUERY_INVALID')
+          ? await this.failingAudiences(definition, source, rowFilters)
+          : null;
+      // With one audience, or when every audience fails (the system's fault rather than the data's): whole.
+      if (!split || split.failed.length === 0 || split.failed.length === split.audiences) throw error;
+      failed = split.failed;
       await store(failed);
     }
     if (set && state.sourceSnapshot !== null)
@@ -1160,23 +1229,22 @@ export class Rollups {
   }
 
   /**
-   * The audiences whose rows fail a refresh's aggregate on their own (each aggregated alone, its buckets
-   * read whole), with their error and the buckets of their rows the refresh covers: one tenant's row the
-   * aggregate fails on (a cast of a value it sent) then keeps no other tenant's buckets from being stored. With
-   * one audience, or when every audience fails (the system's fault rather than the data's), `error` is thrown.
+   * The audiences whose rows fail a rollup's aggregate on their own (each aggregated alone, its buckets
+   * read whole), with their error and the buckets of their rows the scans cover, out of how many audiences
+   * the scans read: one tenant's row the aggregate fails on (a cast of a value it sent) then keeps no other
+   * tenant's buckets from being stored. Null when a row of no audience is read (a view set's row whose process is
+   * in no `processes` partition): it would be in no audience's aggregate, and the store's `NOT IN` leaves it out.
    */
   private async failingAudiences(
     definition: RollupDefinition,
     source: string,
     scans: readonly RowScan[],
-    error: unknown,
-  ): Promise<FailedAudience[]> {
+  ): Promise<{ readonly audiences: number; readonly failed: FailedAudience[] } | null> {
     const covered = scans.map((scan) => `(${scan.rows})`).join(' OR ');
     const found = await this.engine.values(
       `SELECT DISTINCT audience FROM (${source}) WHERE (${covered}) ORDER BY audience NULLS FIRST`,
     );
-    // A row of no audience would be in no audience's aggregate, and the store's `audience NOT IN (…)` leaves it out.
-    if (found.some(([a]) => a === null)) throw error;
+    if (found.some(([a]) => a === null)) return null;
     const audiences = found.map(([a]) => String(a));
     const failed: FailedAudience[] = [];
     for (const audience of audiences) {
@@ -1194,8 +1262,7 @@ export class Rollups {
         failed.push({ audience, error: (audienceError as Error).message, buckets: buckets.map(([b]) => String(b)) });
       }
     }
-    if (audiences.length < 2 || failed.length === audiences.length) throw error;
-    return failed;
+    return { audiences: audiences.length, failed };
   }
 
   private async applyRetention(definition: RollupDefinition, snapshot: bigint, session: EngineSession): Promise<void> {
@@ -1222,13 +1289,34 @@ export class Rollups {
       (d) => d.base === table && !d.sourceIsRollup && !d.viewSetBase,
     );
     if (onTable.length === 0) return this.engine.execute(deleteSql);
+    const keeping = (failed: ReadonlyMap<string, readonly FailedAudience[]>): Promise<number> =>
+      this.lakeTransaction(async (run, session) => {
+        for (const definition of onTable)
+          await this.keepBuckets(definition, rowsGone, session, failed.get(definition.name) ?? []);
+        return run(deleteSql);
+      });
+    // One audience's row a rollup's aggregate fails on stops neither the retention nor the other audiences' keep.
+    const keepingWhatAggregates = async (): Promise<number> => {
+      try {
+        return await keeping(new Map());
+      } catch (error) {
+        if (!isErrorOf(error, engineErrors, 'QUERY_INVALID')) throw error;
+        const failed = new Map<string, FailedAudience[]>();
+        for (const definition of onTable) {
+          const literals = (await this.bucketsGone(definition, rowsGone)).map((b) => bucketLiteral(definition, b));
+          if (literals.length === 0) continue;
+          const scans = [{ rows: inBuckets(definition, literals)!, buckets: [] }];
+          // A series table's rows each have an audience (NOT NULL), so the split is never refused here.
+          const split = await this.failingAudiences(definition, baseRowsOf(definition), scans);
+          if (split) failed.set(definition.name, split.failed);
+        }
+        return keeping(failed);
+      }
+    };
     const holding = (rest: readonly RollupDefinition[]): Promise<number> =>
       rest.length > 0
         ? this.holdingRefreshLock(rest[0], `retention of '${table}'`, () => holding(rest.slice(1)))
-        : this.lakeTransaction(async (run, session) => {
-            for (const definition of onTable) await this.keepBuckets(definition, rowsGone, session);
-            return run(deleteSql);
-          });
+        : keepingWhatAggregates();
     return holding(onTable);
   }
 
@@ -1265,26 +1353,52 @@ export class Rollups {
     }
   }
 
-  /** retain's work for one rollup, in its transaction. */
-  private async keepBuckets(definition: RollupDefinition, rowsGone: string, session: EngineSession): Promise<void> {
-    const name = quoteLiteral(definition.name);
+  /** The buckets of a rollup's base rows `rowsGone` selects, not kept already (DuckDB's text of each, in order). */
+  private async bucketsGone(
+    definition: RollupDefinition,
+    rowsGone: string,
+    session?: EngineSession,
+  ): Promise<string[]> {
     const rows = await this.engine.values(
       `SELECT CAST(b AS VARCHAR) FROM (SELECT DISTINCT ${bucketSql(definition, definition.baseTimeColumn)} AS b
          FROM ${lakeTable(definition.base)} WHERE ${rowsGone})
-        WHERE b IS NOT NULL AND CAST(b AS VARCHAR) NOT IN (SELECT bucket FROM ${keptTable} WHERE rollup = ${name})
+        WHERE b IS NOT NULL AND CAST(b AS VARCHAR) NOT IN (SELECT bucket FROM ${keptTable} WHERE rollup = ${quoteLiteral(definition.name)})
         ORDER BY b`,
       session,
     );
-    if (rows.length === 0) return;
-    const buckets = rows.map(([b]) => String(b));
+    return rows.map(([b]) => String(b));
+  }
+
+  /**
+   * retain's work for one rollup, in its transaction: the `failed` audiences' rows left out of what it keeps, and
+   * recorded (lostTable). A bucket held for an audience (heldTable) is kept too: no raw row is left to read it from.
+   */
+  private async keepBuckets(
+    definition: RollupDefinition,
+    rowsGone: string,
+    session: EngineSession,
+    failed: readonly FailedAudience[],
+  ): Promise<void> {
+    const buckets = await this.bucketsGone(definition, rowsGone, session);
+    if (buckets.length === 0) return;
+    const name = quoteLiteral(definition.name);
     const literals = buckets.map((b) => bucketLiteral(definition, b));
     const stored = materializedTable(definition.name);
     const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
     await run(`DELETE FROM ${stored} WHERE bucket IN (${literals.join(', ')})`);
     await run(
-      `INSERT INTO ${stored} ${aggregateOver(definition, `SELECT * FROM ${lakeTable(definition.base)}`, inBuckets(definition, literals)!)}`,
+      `INSERT INTO ${stored} ${aggregateOver(definition, withoutAudiences(baseRowsOf(definition), failed), inBuckets(definition, literals)!)}`,
     );
-    await run(`INSERT INTO ${keptTable} SELECT ${name}, unnest([${buckets.map(quoteLiteral).join(', ')}])`);
+    const texts = buckets.map(quoteLiteral).join(', ');
+    await run(`INSERT INTO ${keptTable} SELECT ${name}, unnest([${texts}])`);
+    await run(`DELETE FROM ${heldTable} WHERE rollup = ${name} AND bucket IN (${texts})`);
+    const kept = new Set(buckets);
+    const lost = recordFailed(
+      lostTable,
+      definition,
+      failed.map((f) => ({ ...f, buckets: f.buckets.filter((b) => kept.has(b)) })),
+    );
+    if (lost) await run(lost);
   }
 
   /** The buckets retention kept of a rollup as of a snapshot (fixed once the snapshot exists, so kept for every rollup). */

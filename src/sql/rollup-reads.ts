@@ -5,6 +5,7 @@ import {
   bucketConditions,
   jobsRelation,
   jobsRows,
+  type LostBuckets,
   type RollupJob,
   type RollupReadPoint,
   type RollupReadSetup,
@@ -71,7 +72,8 @@ export async function rollupReadSetup(
 /**
  * The jobs a key is shown: not those of the rollups a deny rule closes to it (list_rollups leaves those out too)
  * and, to a key that is not an admin, no failed refresh's error text: a refresh reads every audience's rows, and
- * its error may quote one (a cast of another audience's value, say).
+ * its error may quote one (a cast of another audience's value). The errors of its own audiences (and public ones)
+ * are told: a refresh's that stored the other audiences' buckets, and what retention kept without their rows.
  */
 async function readableJobs(
   jobs: readonly RollupJob[],
@@ -79,18 +81,26 @@ async function readableJobs(
   refused?: RefusedReads,
 ): Promise<RollupJob[]> {
   const closed = await refused?.([...new Set(jobs.map((j) => j.target.toLowerCase()))]);
+  const reads = (audience: string): boolean =>
+    principal.admin || audience === 'public' || principal.audiences.includes(audience);
   return jobs
     .filter((j) => !closed?.has(j.target.toLowerCase()))
     .map((j) => {
-      // A refresh that stored the other audiences' buckets: each audience's error quotes its own rows alone.
-      const failed = Object.entries(j.audienceErrors ?? {}).filter(
-        ([audience]) => principal.admin || principal.audiences.includes(audience),
-      );
-      const own =
-        failed.length > 0 ? failed.map(([audience, error]) => `audience ${audience}: ${error}`).join('\n') : null;
-      if (j.lastError === null) return { ...j, lastError: own };
-      return principal.admin ? j : { ...j, lastError: withheldError };
+      const failed = Object.entries(j.audienceErrors ?? {}).filter(([audience]) => reads(audience));
+      const lines = [
+        ...failed.map(([audience, error]) => `audience ${audience}: ${error}`),
+        ...j.lostBuckets.filter((l) => reads(l.audience)).map(lostLine),
+      ];
+      if (j.lastError === null) return { ...j, lastError: lines.length > 0 ? lines.join('\n') : null };
+      return { ...j, lastError: [principal.admin ? j.lastError : withheldError, ...lines].join('\n') };
     });
+}
+
+/** A line of snouttime.jobs' last_error for buckets a rollup's base table's retention kept without an audience's rows. */
+function lostLine(lost: LostBuckets): string {
+  const [first, last] = [lost.buckets[0], lost.buckets[lost.buckets.length - 1]];
+  const which = lost.buckets.length === 1 ? `bucket ${first}` : `${lost.buckets.length} buckets, ${first} to ${last}`;
+  return `audience ${lost.audience}: retention of ${lost.table} kept ${which} without this audience's rows: ${lost.error}`;
 }
 
 const withheldError = 'withheld from keys that are not admins: the refresh reads the rows of every audience';

@@ -274,6 +274,48 @@ describe('rollups (issue 17)', () => {
     await asAdmin.updateCount('DROP TABLE notes');
   });
 
+  it("the source's retention keeps every other audience's buckets when one audience's row fails the rollup's aggregate, and records what it could not keep (#13)", async () => {
+    const job = await notesRollup([
+      [asTeamA, '2024-01-01 00:10:00+00', '7'],
+      [asTeamA, '2024-01-01 01:10:00+00', '3'],
+      [asTeamB, '2024-01-01 00:20:00+00', 'team-b secret'],
+    ]);
+    await pollUntil(
+      'the first refresh',
+      () => job(asAdmin),
+      (rows) => rows[0]?.last_status !== null && rows[0]?.last_status !== undefined,
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    await asTeamA.updateCount(`INSERT INTO notes VALUES (now(), '5')`);
+    // The table keeps 30 days: its retention deletes the 2024 rows, every audience's, and keeps team-a's buckets.
+    await asAdmin.query(`SELECT * FROM set_retention('notes', '30 days')`);
+    await orrery.daemon!.housekeeping();
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM notes'), 1);
+    const old = `SELECT bucket::VARCHAR AS bucket, total::INTEGER AS total, audience FROM notes_hourly
+      WHERE bucket < TIMESTAMP '2025-01-01' ORDER BY bucket, audience`;
+    const teamAs = [
+      { bucket: '2024-01-01 00:00:00', total: 7, audience: 'team-a' },
+      { bucket: '2024-01-01 01:00:00', total: 3, audience: 'team-a' },
+    ];
+    assert.deepEqual(await plainRows(asTeamA, old), teamAs);
+    // team-b's bucket held no value the aggregate could make: nothing is kept of it, for any key.
+    assert.deepEqual(await plainRows(asTeamB, old), []);
+    assert.deepEqual(await plainRows(asAdmin, old), teamAs);
+    // The kept buckets are no longer pending, team-b's held one included (its raw rows are gone).
+    assert.equal(
+      await scalar(asAdmin, `SELECT pending_buckets::INTEGER FROM list_rollups() WHERE name = 'notes_hourly'`),
+      0,
+    );
+    // What retention could not keep is told to admins and to team-b, not to team-a.
+    const lost =
+      /^audience team-b: retention of notes kept bucket 2024-01-01 00:00:00 without this audience's rows: .*team-b secret/m;
+    assert.match(String((await job(asAdmin))[0].last_error), lost);
+    assert.match(String((await job(asTeamB))[0].last_error), lost);
+    assert.doesNotMatch(String((await job(asTeamA))[0].last_error), /team-b/);
+    await scalar(asAdmin, `select snouttime.drop_rollup('notes_hourly')`);
+    await asAdmin.updateCount('DROP TABLE notes');
+  });
+
   it("a rollup of a rollup reads its source's buckets, follows every write to the base, and refuses what does not merge", async () => {
     const daily = `select snouttime.create_rollup('metrics_daily', 'metrics_hourly', interval '1 day',
       select_list => 'host, sum(n) as n, sum(cpu_sum) as cpu_sum, max(cpu_max) as cpu_max',
