@@ -30,8 +30,7 @@ export function jobsRows(jobs: readonly RollupJob[]): string {
 }
 
 /** A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB), or null when none failed. */
-export function audienceErrors(outcome: RefreshOutcome): string | null {
-  const failed = outcome.failedAudiences;
+export function audienceErrors(failed: RefreshOutcome['failedAudiences']): string | null {
   return failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience, f.error]))) : null;
 }
 

@@ -72,12 +72,13 @@ export class RefreshJobs {
     const started = performance.now();
     try {
       const outcome = await refresh();
-      // The job's row is written anyway: its audience errors with it, in the same statement.
+      // The job's row is written anyway: its audience errors with it, in the same statement. 'partial': the
+      // buckets of some audiences' rows were held, their errors in audience_errors (see Rollups.refresh).
       await this.metadata.query(
-        `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = 'ok', last_error = NULL,
+        `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = $3, last_error = NULL,
              audience_errors = $2
           WHERE kind = 'refresh' AND target = $1`,
-        [target, audienceErrors(outcome)],
+        [target, audienceErrors(outcome.failedAudiences), outcome.failedAudiences.length > 0 ? 'partial' : 'ok'],
       );
       this.report({ rollup: target, seconds: (performance.now() - started) / 1000, outcome });
     } catch (error) {

@@ -148,7 +148,10 @@ export interface RollupJob {
   readonly nextRun: Date | null;
   readonly lastStatus: string | null;
   readonly lastError: string | null;
-  /** The last refresh's error of each audience whose rows failed it (the other audiences' buckets were stored). */
+  /**
+   * The last refresh's error of each audience whose rows failed it: their buckets held, the others' stored
+   * (last_status 'partial'), or the refresh failed for every audience, each on its own rows ('failed').
+   */
   readonly audienceErrors: Readonly<Record<string, string>> | null;
   /** What the base table's retention kept without an audience's rows (see lostTable), by audience, in bucket order. */
   readonly lostBuckets: readonly LostBuckets[];
@@ -1106,7 +1109,7 @@ export class Rollups {
       await this.metadata.query(
         `UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1
            AND audience_errors IS DISTINCT FROM $2::jsonb`,
-        [definition.name, audienceErrors(outcome)],
+        [definition.name, audienceErrors(outcome.failedAudiences)],
       );
       return outcome;
     });
@@ -1126,7 +1129,27 @@ export class Rollups {
     );
   }
 
+  /**
+   * A refresh. One that fails records its audiences' errors (rollup_jobs.audience_errors): every audience's
+   * when each failed on its own rows, else none, so that no earlier refresh's stay (a refresh that succeeds
+   * leaves them to its caller: see audienceErrors).
+   */
   private async refreshHoldingLock(definition: RollupDefinition): Promise<RefreshOutcome> {
+    const failures: FailedAudience[] = [];
+    try {
+      return await this.refreshed(definition, failures);
+    } catch (error) {
+      await this.metadata.query(
+        `UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1
+           AND audience_errors IS DISTINCT FROM $2::jsonb`,
+        [definition.name, audienceErrors(failures)],
+      );
+      throw error;
+    }
+  }
+
+  /** refreshHoldingLock's refresh: `failures` gets the audiences whose rows failed it (see failingAudiences). */
+  private async refreshed(definition: RollupDefinition, failures: FailedAudience[]): Promise<RefreshOutcome> {
     const snapshot = await this.snapshot();
     const definitions = await this.definitions();
     const state = await this.state(definition, snapshot);
@@ -1205,7 +1228,6 @@ export class Rollups {
           `INSERT INTO ${stateTable(definition.name)} VALUES (${watermark === null ? 'NULL' : literal(watermark)}, ${set ? set.sequence : snapshot}, now()::TIMESTAMP)`,
         );
       });
-    let failed: FailedAudience[] = [];
     try {
       await store([]);
     } catch (error) {
@@ -1213,10 +1235,11 @@ export class Rollups {
         deleteFilters.length > 0 && isErrorOf(error, engineErrors, 'QUERY_INVALID')
           ? await this.failingAudiences(definition, source, rowFilters)
           : null;
-      // With one audience, or when every audience fails (the system's fault rather than the data's): whole.
-      if (!split || split.failed.length === 0 || split.failed.length === split.audiences) throw error;
-      failed = split.failed;
-      await store(failed);
+      if (!split || split.failed.length === 0) throw error;
+      failures.push(...split.failed);
+      // With one audience, or when every audience fails: whole, each audience's error its own rows'.
+      if (split.failed.length === split.audiences) throw error;
+      await store(split.failed);
     }
     if (set && state.sourceSnapshot !== null)
       await forgetInvalidations(this.metadata, definition.name, state.sourceSnapshot);
@@ -1224,7 +1247,7 @@ export class Rollups {
       ranges,
       pendingBuckets: pending.length,
       watermark,
-      failedAudiences: failed.map(({ audience, error }) => ({ audience, error })),
+      failedAudiences: failures.map(({ audience, error }) => ({ audience, error })),
     };
   }
 

@@ -71,9 +71,12 @@ export async function rollupReadSetup(
 
 /**
  * The jobs a key is shown: not those of the rollups a deny rule closes to it (list_rollups leaves those out too)
- * and, to a key that is not an admin, no failed refresh's error text: a refresh reads every audience's rows, and
- * its error may quote one (a cast of another audience's value). The errors of its own audiences (and public ones)
- * are told: a refresh's that stored the other audiences' buckets, and what retention kept without their rows.
+ * and, to a key that is not an admin, the job as its own audiences' rows (and public ones) made it. A refresh
+ * reads every audience's rows: its error may quote one (a cast of another audience's value), and that it failed
+ * or held some audience's buckets ('partial') is a fact of that audience's rows. So such a key is told the errors
+ * of its own audiences alone (a refresh's, and what retention kept without their rows), 'ok' when none of them
+ * failed, and of a refresh that failed whole but not on each audience's own rows (the system's fault, a row of no
+ * audience) only that it failed.
  */
 async function readableJobs(
   jobs: readonly RollupJob[],
@@ -91,8 +94,12 @@ async function readableJobs(
         ...failed.map(([audience, error]) => `audience ${audience}: ${error}`),
         ...j.lostBuckets.filter((l) => reads(l.audience)).map(lostLine),
       ];
-      if (j.lastError === null) return { ...j, lastError: lines.length > 0 ? lines.join('\n') : null };
-      return { ...j, lastError: [principal.admin ? j.lastError : withheldError, ...lines].join('\n') };
+      const own = lines.length > 0 ? lines.join('\n') : null;
+      if (principal.admin) return { ...j, lastError: j.lastError === null ? own : [j.lastError, ...lines].join('\n') };
+      if (j.lastStatus === 'failed' && j.audienceErrors === null)
+        return { ...j, lastError: [withheldError, ...lines].join('\n') };
+      const ownStatus = failed.length > 0 || (j.lastStatus !== 'failed' && j.lastStatus !== 'partial');
+      return { ...j, lastStatus: ownStatus ? j.lastStatus : 'ok', lastError: own };
     });
 }
 
