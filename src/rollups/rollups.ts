@@ -381,6 +381,11 @@ interface ReadContext {
   readonly written: ReadonlySet<string>;
   /** Whether a view left out a bucket by a condition that holds only with the statement's clock fixed (see bucket-windows.ts). */
   fixesClock: boolean;
+  /**
+   * The audiences whose rows the read reads (its key's and public ones), or null for every audience's: a bucket
+   * held for an audience is pending only to a read of that audience's rows (see heldBuckets).
+   */
+  readonly audiences: ReadonlySet<string> | null;
 }
 
 /** What a statement's read of rollups is set up with (see Rollups.readSetup). */
@@ -394,12 +399,17 @@ export interface RollupReadSetup {
 /** The key of a rollup's latest state read (see Rollups.sinceChange). */
 const stateKey = (definition: RollupDefinition): string => `${definition.name}\u0000state`;
 
-const readContext = (keptTails = true, written: ReadonlySet<string> = new Set()): ReadContext => ({
+const readContext = (
+  keptTails = true,
+  written: ReadonlySet<string> = new Set(),
+  scope: TableScope = { kind: 'all' },
+): ReadContext => ({
   views: new Map(),
   sets: new Map(),
   keptTails,
   written,
   fixesClock: false,
+  audiences: scope.kind === 'all' ? null : new Set([...scope.audiences, 'public']),
 });
 
 /** A rollup's tail aggregate kept in a table, or being made (see Rollups.keptTail). */
@@ -1207,7 +1217,7 @@ export class Rollups {
           : 1
         : await this.rangeCount(definition, [...pending, ...(closed ? [state.watermark] : [])]);
     const source = this.sourceRows(definition, snapshot, all, context);
-    const wasHeld = (await this.heldBuckets(definition, snapshot)).size > 0;
+    const wasHeld = (await this.heldBuckets(definition, snapshot, null)).size > 0;
     const store = (failed: readonly FailedAudience[]): Promise<void> =>
       this.lakeTransaction(async (run, session) => {
         if (deleteFilters.length > 0) {
@@ -1425,40 +1435,58 @@ export class Rollups {
   }
 
   /** The buckets retention kept of a rollup as of a snapshot (fixed once the snapshot exists, so kept for every rollup). */
-  private keptBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
-    return this.bucketsOf(keptTable, keptName, this.kept, definition, snapshot);
+  private async keptBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
+    return (await this.bucketsOf(keptTable, keptName, this.kept, snapshot, 'rollup')).get(definition.name) ?? new Set();
   }
 
-  /** The buckets refreshes held of a rollup as of a snapshot, for an audience whose rows failed (see heldTable). */
-  private heldBuckets(definition: RollupDefinition, snapshot: bigint): Promise<ReadonlySet<string>> {
-    return this.bucketsOf(heldTable, heldName, this.held, definition, snapshot);
+  /**
+   * The buckets refreshes held of a rollup as of a snapshot, for an audience whose rows failed (see heldTable), of
+   * these audiences (null: every audience's). The other audiences' rows of such a bucket are stored whole by the
+   * refresh that held it, and kept as exact as any stored bucket's (a write to one makes the bucket pending), so a
+   * read of them alone reads them stored; a read of the held audience's rows reads the bucket raw, all of its rows.
+   */
+  private async heldBuckets(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    audiences: ReadonlySet<string> | null,
+  ): Promise<ReadonlySet<string>> {
+    const byAudience = await this.bucketsOf(heldTable, heldName, this.held, snapshot, `rollup || chr(0) || audience`);
+    const held = new Set<string>();
+    const prefix = `${definition.name}\u0000`;
+    for (const [key, buckets] of byAudience)
+      if (key.startsWith(prefix) && (audiences === null || audiences.has(key.slice(prefix.length))))
+        for (const bucket of buckets) held.add(bucket);
+    return held;
   }
 
-  /** A rollup's buckets in one of the lake tables of buckets by rollup, as of a snapshot (read once for every rollup). */
+  /**
+   * The buckets in one of the lake tables of buckets by rollup, as of a snapshot, by `group` (an expression over its
+   * columns): read once for every rollup.
+   */
   private async bucketsOf(
     table: string,
     name: string,
     cache: Map<string, Promise<ReadonlyMap<string, ReadonlySet<string>>>>,
-    definition: RollupDefinition,
     snapshot: bigint,
-  ): Promise<ReadonlySet<string>> {
+    group: string,
+  ): Promise<ReadonlyMap<string, ReadonlySet<string>>> {
     const key = String(snapshot);
     let all = cache.get(key);
     if (!all) {
       const reading = this.sinceChange(table, rollupSchema, name, snapshot, async () => {
-        const byRollup = new Map<string, Set<string>>();
-        for (const [rollup, bucket] of await this.engine.values(`SELECT rollup, bucket FROM ${at(table, snapshot)}`)) {
-          const set = byRollup.get(String(rollup)) ?? new Set<string>();
+        const byGroup = new Map<string, Set<string>>();
+        for (const [of, bucket] of await this.engine.values(`SELECT ${group}, bucket FROM ${at(table, snapshot)}`)) {
+          const set = byGroup.get(String(of)) ?? new Set<string>();
           set.add(String(bucket));
-          byRollup.set(String(rollup), set);
+          byGroup.set(String(of), set);
         }
-        return byRollup as ReadonlyMap<string, ReadonlySet<string>>;
+        return byGroup as ReadonlyMap<string, ReadonlySet<string>>;
       });
       all = reading;
       remember(cache, key, reading);
       reading.catch(() => cache.get(key) === reading && cache.delete(key));
     }
-    return (await all).get(definition.name) ?? new Set();
+    return all;
   }
 
   /** How many runs of consecutive buckets a set of buckets makes. */
@@ -1544,7 +1572,7 @@ export class Rollups {
   private async pending(definition: RollupDefinition, state: RollupState, readAt: ReadAt): Promise<string[]> {
     const [changed, held] = await Promise.all([
       this.changedPending(definition, state, readAt),
-      this.heldBuckets(definition, readAt.snapshot),
+      this.heldBuckets(definition, readAt.snapshot, readAt.context.audiences),
     ]);
     // Held buckets lie below the watermark (a refresh held them from what it aggregated, all before its watermark).
     const extra = [...held].filter((b) => !changed.includes(b));
@@ -2242,7 +2270,7 @@ export class Rollups {
     const listing = point ? undefined : await this.tables.listAt();
     const snapshot = point?.snapshot ?? listing!.snapshot;
     const tables = point?.tables ?? listing!.tables;
-    const context = readContext(keptTails, point?.written);
+    const context = readContext(keptTails, point?.written, scope);
     const readAt: ReadAt = { snapshot, definitions, tables, context };
     const statements: string[] = [];
     for (const definition of rollups) {

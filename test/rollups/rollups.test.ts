@@ -244,6 +244,18 @@ describe('rollups (issue 17)', () => {
       ),
       [{ stored: 2, pending: 1 }],
     );
+    // The bucket is held for team-b alone: team-a's rows of it are stored whole, so team-a's read aggregates no
+    // raw row (its view has no aggregate of the source; each key's first read sets its view up), where team-b's and an admin's read it raw.
+    const rawReads = (client: TestFlightClient): Promise<number> =>
+      countedCalls(
+        DuckDBConnection.prototype,
+        'run',
+        async () => void (await plainRows(client, 'SELECT total FROM notes_hourly').catch(() => [])),
+        (text) => /TEMP VIEW "?notes_hourly"? AS/.test(String(text)) && String(text).includes('__aggregate'),
+      );
+    assert.equal(await rawReads(asTeamA), 0);
+    assert.equal(await rawReads(asTeamB), 1);
+    assert.equal(await rawReads(asAdmin), 1);
     assert.deepEqual(
       await plainRows(
         asTeamA,
