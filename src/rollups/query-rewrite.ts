@@ -587,7 +587,12 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     COMPARE_EQUAL: 'eq',
   };
   const columns = new Set(table.columns.map((c) => c.name.toLowerCase()));
-  const isBound = (n: Node): boolean => isConstant(n, columns);
+  const aliases = new Set(
+    (node.select_list as Node[]).map((i) => String(i.alias).toLowerCase()).filter((a) => a !== ''),
+  );
+  // The names DuckDB's WHERE binds before the clock's (`current_date`): the table's columns, then the select aliases.
+  const named = new Set([...columns, ...aliases]);
+  const isBound = (n: Node): boolean => isConstant(n, named);
   for (const conjunct of conjuncts(node.where_clause as Node | null)) {
     const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
     const [left, right] = [conjunct.left as Node, conjunct.right as Node];
@@ -606,7 +611,7 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
       candidates.push({ op: 'le', value: conjunct.upper as Node, valueAt: 'upper', conjunct, time: between });
     } else {
       // A local clock read raw: say so, not that the level has no window.
-      const [clock, bound] = [localClock(right, columns), localClock(left, columns)];
+      const [clock, bound] = [localClock(right, named), localClock(left, named)];
       const word = op && leftTime ? clock : op && rightTime ? bound : null;
       if (word)
         throw new Skip(
@@ -695,7 +700,7 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     table,
     qualifiers,
     columns,
-    aliases: new Set((node.select_list as Node[]).map((i) => String(i.alias).toLowerCase()).filter((a) => a !== '')),
+    aliases,
     time,
     timeType,
     grid,
@@ -991,7 +996,8 @@ function rewriteFor(level: Level, target: RollupTarget, input: RewriteInput): Re
         if (zoned)
           for (const side of ['left', 'right', 'lower', 'upper'] as const) {
             const n = c[side] as Node | undefined;
-            if (n && isConstant(n, level.columns) && comparedAs(n) === 'instant') c[side] = cast(n, zonedType);
+            if (n && isConstant(n, new Set([...level.columns, ...level.aliases])) && comparedAs(n) === 'instant')
+              c[side] = cast(n, zonedType);
           }
         return c;
       });
