@@ -7,8 +7,9 @@
 // the ordered read, waiting for the decoding thread). With --threads 1, as the server's maintenance engine runs on 2
 // cores, the statement runs on that thread; with more, it waits for DuckDB's own threads and spins while it waits.
 //
-//   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000]
+//   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000] [--unique-ids]
 //   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory] [--processes 8]
+// --unique-ids: a trace and span id of its own for each traced record (bench/materialization/payloads.mjs).
 // --processes: how many processes the blocks come from (block i from process i % N; the bench server's load
 // generator sends 8 services' blocks, interleaved).
 // --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
@@ -52,7 +53,7 @@ const prepare = option('prepare');
 if (prepare) {
   mkdirSync(prepare, { recursive: true });
   const payloads = arg('payloads', 2000);
-  const stored = storedPayloads(payloads, arg('records', 1000), 'variants');
+  const stored = storedPayloads(payloads, arg('records', 1000), 'variants', process.argv.includes('--unique-ids'));
   const contents = await Promise.all(stored.map(nativeLogsPayloads()));
   writeFileSync(join(prepare, 'contents.otlp'), Buffer.concat(contents));
   writeFileSync(join(prepare, 'sizes.json'), JSON.stringify(contents.map((c) => c.byteLength)));
