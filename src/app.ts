@@ -295,6 +295,9 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         reservedNames: () => reservedNames,
         retireDelaySeconds: config.retireDelaySeconds,
         rollupsOn: rollups ? (name) => rollups.dependentsOf(name) : undefined,
+        replaced: async (name) => {
+          for await (const step of materializer.rebuildFailedAudiences(views.all(), name)) log('info', step);
+        },
       });
       // Partition lists kept between statements, dropped when any process changes them.
       metadata.changes.start();

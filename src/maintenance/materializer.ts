@@ -52,7 +52,7 @@ import {
 } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
-import { recordFailedAudiences, releaseFailedAudiences } from './failed-audiences.js';
+import { failedAudiences, recordFailedAudiences, releaseFailedAudiences } from './failed-audiences.js';
 import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
@@ -754,6 +754,23 @@ export class Materializer {
       times.set(failed.viewSetName, [...(times.get(failed.viewSetName) ?? []), failed.range.begin]);
       yield `released audience ${failed.audience} of ${failed.viewSetName} [${nanosToIso(failed.range.begin)}, ${nanosToIso(failed.range.end)})`;
     }
+    yield* this.rebuildCovering(views, times);
+    if (released.length > 0) yield `retried ${released.length} quarantined block(s)`;
+    if (audiences.length > 0) yield `retried ${audiences.length} failed audience(s)`;
+  }
+
+  /**
+   * Builds again, with a set's new definition (CREATE OR REPLACE), the ranges it left audiences out of (and those
+   * of the sets defined in SQL that read it): each build records the audiences it leaves out in place of the old
+   * definition's, so no record stays of an extract that is gone, and no audience stays out that the new one holds.
+   */
+  async *rebuildFailedAudiences(views: readonly ViewSet[], viewSet: string): AsyncGenerator<string> {
+    const failed = (await failedAudiences(this.options.db, null)).filter((f) => f.viewSetName === viewSet);
+    if (failed.length > 0) yield* this.rebuildCovering(views, new Map([[viewSet, failed.map((f) => f.range.begin)]]));
+  }
+
+  /** Rebuilds each set's partitions covering these insert times, then those of the sets defined in SQL that read them. */
+  private async *rebuildCovering(views: readonly ViewSet[], times: Map<string, bigint[]>): AsyncGenerator<string> {
     const ordered = [...views].sort((a, b) => a.updateGroup - b.updateGroup || a.name.localeCompare(b.name));
     for (const view of ordered) {
       if (view.source.kind !== 'sql') continue;
@@ -768,8 +785,6 @@ export class Materializer {
         yield `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): ${outcome}`;
       }
     }
-    if (released.length > 0) yield `retried ${released.length} quarantined block(s)`;
-    if (audiences.length > 0) yield `retried ${audiences.length} failed audience(s)`;
   }
 
   /** The ranges of a set's partitions holding these insert times; a one-second range where none does. */

@@ -32,6 +32,8 @@ export interface DdlServiceOptions {
   readonly retireDelaySeconds: number;
   /** The rollups built on a view set, which neither DROP nor a replacement may break. */
   readonly rollupsOn?: (name: string) => Promise<readonly string[]>;
+  /** After a set's definition is replaced: builds again the ranges it left audiences out of (see Materializer). */
+  readonly replaced?: (name: string) => Promise<void>;
 }
 
 /**
@@ -87,6 +89,7 @@ export class DdlService {
     }
     await saveDefinition(this.options.db, definition, principal.name);
     await this.options.loader.load(true);
+    if (existing && existing.definitionSql !== statement.text) await this.options.replaced?.(name);
     return { name, action: existing ? 'replaced' : 'created' };
   }
 
@@ -111,6 +114,8 @@ export class DdlService {
     await this.options.db.transaction(async (tx) => {
       await deleteDefinition(tx, name);
       await retireEverything(tx, name, this.options.retireDelaySeconds);
+      // Its partitions go: so do the audiences they were built without.
+      await tx.query('DELETE FROM failed_audiences WHERE view_set_name = $1', [name]);
     });
     await this.options.loader.load(true);
     return { name, action: 'dropped' };
