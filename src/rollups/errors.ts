@@ -30,6 +30,11 @@ export const rollupErrors = declareErrors('rollups', {
     status: 'FAILED_PRECONDITION',
     meaning: 'drop_rollup of a rollup another rollup is built on, or DROP TABLE of a table with rollups',
   },
+  ROLLUP_CHANGED_IN_TRANSACTION: {
+    status: 'FAILED_PRECONDITION',
+    meaning:
+      "a statement in a client's transaction names a rollup (or its materialized table) made or dropped after the transaction began",
+  },
   ROLLUP_REFRESH_BUSY: {
     status: 'FAILED_PRECONDITION',
     meaning: 'refresh_rollup waited 10 minutes for a refresh of the same rollup running elsewhere',

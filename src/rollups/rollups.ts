@@ -190,6 +190,11 @@ export interface RollupReadPoint {
    * rows as it sees them are in no stored row, change feed or file listing of the catalog.
    */
   readonly written?: ReadonlySet<string>;
+  /**
+   * In a client's transaction: the rollups made or dropped since its snapshot, which it cannot read (the one has
+   * no tables there, the other no definition now): see changedInTransaction.
+   */
+  readonly changed?: ReadonlyMap<string, 'created' | 'dropped'>;
   /** The buckets each rewritten level reads of each rollup: [from, to), to null when open. */
   readonly windows?: ReadonlyMap<string, ReadonlyArray<{ readonly from: string; readonly to: string | null }>>;
 }
@@ -640,7 +645,7 @@ export class Rollups {
       const at = BigInt(own as bigint);
       return {
         snapshot: at,
-        catalog: await this.catalogAt(catalog, at),
+        ...(await this.catalogAt(catalog, at)),
         tables: await this.tables.list(session),
         written: session.written,
       };
@@ -649,22 +654,31 @@ export class Rollups {
   }
 
   /**
-   * The rollups of a catalog whose tables exist at a snapshot (a transaction's, which sees no rollup made since):
-   * one Postgres query; the same catalog when all do.
+   * The rollups of a catalog whose tables exist at a snapshot (a transaction's, which sees no rollup made since),
+   * and the rollups made or dropped since that snapshot: one Postgres query; the same catalog when all exist.
    */
-  private async catalogAt(catalog: RollupCatalog, snapshot: bigint): Promise<RollupCatalog> {
-    if (catalog.definitions.size === 0) return catalog;
+  private async catalogAt(
+    catalog: RollupCatalog,
+    snapshot: bigint,
+  ): Promise<{ catalog: RollupCatalog; changed: ReadonlyMap<string, 'created' | 'dropped'> }> {
     const s = lakeMetadataSchema;
+    const suffix = stateTableName('');
     const { rows } = await this.metadata.query<{ name: string }>(
       `SELECT t.table_name AS name FROM ${s}.ducklake_table t
          JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = $2 AND ${live('n', '$1::bigint')}
-        WHERE t.table_name = ANY($3::text[]) AND ${live('t', '$1::bigint')}`,
-      [String(snapshot), rollupSchema, [...catalog.definitions.keys()].map(stateTableName)],
+        WHERE right(t.table_name, $3) = $4 AND ${live('t', '$1::bigint')}`,
+      [String(snapshot), rollupSchema, suffix.length, suffix],
     );
-    if (rows.length === catalog.definitions.size) return catalog;
-    const made = new Set(rows.map((r) => r.name));
-    const definitions = new Map([...catalog.definitions].filter(([name]) => made.has(stateTableName(name))));
-    return { definitions, aliases: new Map([...catalog.aliases].filter(([, a]) => definitions.has(a.target))) };
+    const made = new Set(rows.map((r) => r.name.slice(0, -suffix.length)));
+    const changed = new Map<string, 'created' | 'dropped'>();
+    for (const name of made) if (!catalog.definitions.has(name)) changed.set(name, 'dropped');
+    for (const name of catalog.definitions.keys()) if (!made.has(name)) changed.set(name, 'created');
+    if (![...changed.values()].includes('created')) return { catalog, changed };
+    const definitions = new Map([...catalog.definitions].filter(([name]) => made.has(name)));
+    return {
+      catalog: { definitions, aliases: new Map([...catalog.aliases].filter(([, a]) => definitions.has(a.target))) },
+      changed,
+    };
   }
 
   /** The stable names pointing at rollups, by name. */

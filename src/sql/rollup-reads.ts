@@ -6,6 +6,7 @@ import {
   jobsRelation,
   jobsRows,
   type LostBuckets,
+  rollupErrors,
   type RollupJob,
   type RollupReadPoint,
   type RollupReadSetup,
@@ -67,6 +68,26 @@ export async function rollupReadSetup(
       `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(jobsRelation)} AS ${jobsRows(await readableJobs(await rollups.jobs(), principal, refused))}`,
     );
   return setup;
+}
+
+/**
+ * Refuses a statement of a client's transaction naming a rollup made or dropped since the transaction began, or its
+ * materialized table (RollupReadPoint.changed): DuckDB would answer that no such table exists, or read a dropped
+ * rollup's tables at the transaction's snapshot with no definition to read them by.
+ */
+export function checkUnchangedRollups(shape: QueryShape, point: RollupReadPoint | undefined): void {
+  if (!point?.changed?.size) return;
+  for (const r of shape.relations) {
+    if (r.cte || r.catalog !== '' || !(r.schema === '' || r.schema.toLowerCase() === 'main')) continue;
+    const name = r.name.toLowerCase();
+    const rollup = point.changed.has(name) ? name : name.replace(/_materialized$/, '');
+    const how = point.changed.get(rollup);
+    if (how)
+      throw rollupErrors.error(
+        'ROLLUP_CHANGED_IN_TRANSACTION',
+        `rollup '${rollup}' was ${how} after this transaction began: it cannot be read in it; read it in a new transaction`,
+      );
+  }
 }
 
 /**

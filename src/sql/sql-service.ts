@@ -62,7 +62,7 @@ import {
   type RollupReadPoint,
   type Rollups,
 } from '../rollups/index.js';
-import { rollupReadSetup } from './rollup-reads.js';
+import { checkUnchangedRollups, rollupReadSetup } from './rollup-reads.js';
 import { changesStartupObject } from './engine-objects.js';
 import {
   isColumnsListing,
@@ -664,6 +664,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const rollups = this.lakehouse?.rollups;
     const readsRollups = shape && rollups && (await this.mayReadRollups(shape, rollups));
     const point = rollups && (mayNameSeries || readsRollups) ? await rollups.readPoint(session) : undefined;
+    if (shape) checkUnchangedRollups(shape, point);
     if (!principal.admin) {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
       // run (preparing EXPORT DATABASE already creates its folder).

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Table, TimestampMicrosecond, Utf8, makeVector, vectorFromArray } from 'apache-arrow';
 import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import type { FlightClientError } from '../../src/client/index.js';
 import { FlightSql, packAny, unpackAny } from '../support/flight-client.js';
 import { useOrrery } from '../support/orrery-process.js';
 
@@ -221,5 +222,35 @@ describe('rollup reads in a client transaction (issue 17)', () => {
     ]);
     await assert.rejects(rows(transaction, `SELECT * FROM m_late`), /m_late/);
     await end(transaction, false);
+  });
+
+  it('a rollup made or dropped after the transaction began is refused in it with a coded error naming it', async () => {
+    const transaction = await begin();
+    assert.deepEqual(await rows(transaction, `SELECT count(*) AS n FROM m`), [{ n: 7 }]);
+    await fixture.admin.query(`select drop_rollup('m_late')`);
+    await fixture.admin.query(`select create_rollup('m_since', 'm', interval '1 day', select_list => 'count(*) as n')`);
+    const refusal = (query: string): Promise<Record<string, unknown>> =>
+      rows(transaction, query).then(
+        () => assert.fail(`${query} succeeded`),
+        (error: FlightClientError) => ({ status: error.status, code: error.errorCode, details: error.details }),
+      );
+    const changed = (name: string, how: string): Record<string, unknown> => ({
+      status: 'FAILED_PRECONDITION',
+      code: 'ROLLUP_CHANGED_IN_TRANSACTION',
+      details: `rollup '${name}' was ${how} after this transaction began: it cannot be read in it; read it in a new transaction`,
+    });
+    assert.deepEqual(await refusal(`SELECT * FROM m_late`), changed('m_late', 'dropped'));
+    assert.deepEqual(await refusal(`SELECT n FROM m_late_materialized`), changed('m_late', 'dropped'));
+    assert.deepEqual(await refusal(`SELECT * FROM m_since`), changed('m_since', 'created'));
+    assert.deepEqual(await refusal(`SELECT n FROM main.m_since_materialized`), changed('m_since', 'created'));
+    // The transaction goes on: its other rollups read as before.
+    const perHour = `SELECT CAST(date_trunc('hour', ts) AS VARCHAR) AS bucket, host, sum(v)::BIGINT AS s, count(*) AS n
+      FROM m GROUP BY ALL ORDER BY bucket, host`;
+    assert.deepEqual(await rows(transaction, hourly), await rows(transaction, perHour));
+    await end(transaction, false);
+    assert.deepEqual(
+      await outside(`SELECT n FROM m_since ORDER BY bucket`),
+      await outside(`SELECT count(*) AS n FROM m GROUP BY date_trunc('day', ts) ORDER BY date_trunc('day', ts)`),
+    );
   });
 });
