@@ -391,6 +391,8 @@ interface ReadContext {
    * held for an audience is pending only to a read of that audience's rows (see heldBuckets).
    */
   readonly audiences: ReadonlySet<string> | null;
+  /** Built by Rollups.prime: each tail is made and kept before the views are (primeTail). */
+  readonly prime?: boolean;
 }
 
 /** What a statement's read of rollups is set up with (see Rollups.readSetup). */
@@ -458,6 +460,20 @@ interface TailEntry {
   seen: string;
   tooLarge: string | null;
 }
+
+/** What a kept tail aggregates but its files (KeptTail.shape). */
+const tailShape = (aggregate: (rows: string) => string, files: FileRows): string =>
+  `${aggregate('SELECT NULL')}\u0000${files.columns}`;
+
+/** The aggregate of a tail: the kept one's table merged with the aggregate of the files `added` since. */
+const keptWithAdded = (
+  merge: TailMerge,
+  table: string,
+  aggregate: (rows: string) => string,
+  files: FileRows,
+  added: readonly ListedFile[],
+): string =>
+  mergedTail(merge, `SELECT * FROM ${table}\nUNION ALL SELECT * FROM (${aggregate(filesSql(files.columns, added)!)})`);
 
 /** A listing's files as kept (see KeptTail.files). */
 const listedFiles = (files: readonly ListedFile[]): Map<string, string | null> =>
@@ -1947,6 +1963,8 @@ export class Rollups {
     source: string,
     /** Whether the statement may read a kept tail's table (ReadContext.keptTails). */
     keptTails: boolean,
+    /** ReadContext.prime. */
+    prime = false,
   ): Promise<string | null> {
     const from = bucketLiteral(definition, watermark);
     const aggregate = (rows: string, query = definition.query): string =>
@@ -1965,6 +1983,7 @@ export class Rollups {
     const filter = audienceFilter(scope);
     // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
     const own = (rows: string): string => (filter ? `SELECT * FROM (${rows}) WHERE ${filter}` : rows);
+    if (prime) await this.primeTail(definition, aggregate, files);
     const kept = await this.keptTail(definition, aggregate, files, keptTails);
     if (!kept) return aggregate(own(files.sql));
     if (kept.added.length === 0) return tailRows(kept.table, scope);
@@ -1995,10 +2014,9 @@ export class Rollups {
     usable: boolean,
   ): Promise<{ table: string; added: ListedFile[]; merge: TailMerge } | null> {
     const merge = await this.tailMergeOf(definition);
-    const shape = `${aggregate('SELECT NULL')}\u0000${files.columns}`;
+    const shape = tailShape(aggregate, files);
     const listing = `${shape}\u0000${files.files.map((f) => `${f.id}:${f.deletes ?? ''}`).join(',')}`;
-    let entry = this.tails.get(definition.name);
-    if (!entry) this.tails.set(definition.name, (entry = { kept: null, making: null, seen: '', tooLarge: null }));
+    const entry = this.tailEntry(definition);
     const again = entry.seen === listing;
     entry.seen = listing;
     if (!usable) return null;
@@ -2009,7 +2027,6 @@ export class Rollups {
     }
     const kept = entry.kept;
     const added = kept && addedFiles(kept.tail.files, files.files);
-    const all = (table: string): string => `SELECT * FROM ${table}`;
     // One making at a time; a tail too large to keep is tried again only for a second read of its files.
     if (!entry.making && (again || entry.tooLarge !== shape)) {
       if (added === null || (added.length > 0 && !merge)) {
@@ -2020,14 +2037,64 @@ export class Rollups {
           entry,
           shape,
           files.files,
-          mergedTail(
-            merge!,
-            `${all(kept!.table)}\nUNION ALL SELECT * FROM (${aggregate(filesSql(files.columns, added)!)})`,
-          ),
+          keptWithAdded(merge!, kept!.table, aggregate, files, added),
         );
     }
     if (!kept || added === null || (added.length > 0 && !merge)) return null;
     return { table: kept.table, added, merge: merge! };
+  }
+
+  /** What is kept of a rollup's tail (made empty on its first read). */
+  private tailEntry(definition: RollupDefinition): TailEntry {
+    let entry = this.tails.get(definition.name);
+    if (!entry) this.tails.set(definition.name, (entry = { kept: null, making: null, seen: '', tooLarge: null }));
+    return entry;
+  }
+
+  /**
+   * Makes and keeps, now, the table of a rollup's tail aggregate over `files` (see keptTail), when its aggregate
+   * merges: the kept one merged with the files written since, or else all its files aggregated. For Rollups.prime,
+   * so a read of the same listing (a snapshot's files never change) scans the kept table alone.
+   */
+  private async primeTail(
+    definition: RollupDefinition,
+    aggregate: (rows: string) => string,
+    files: FileRows,
+  ): Promise<void> {
+    const merge = await this.tailMergeOf(definition);
+    const shape = tailShape(aggregate, files);
+    const entry = this.tailEntry(definition);
+    if (!merge || files.sql === null || entry.tooLarge === shape) return;
+    await entry.making?.made;
+    const kept = entry.kept?.tail.shape === shape ? entry.kept : null;
+    const added = kept && addedFiles(kept.tail.files, files.files);
+    if (added?.length === 0) return;
+    const sql = added ? keptWithAdded(merge, kept!.table, aggregate, files, added) : aggregate(files.sql);
+    this.keepTail(definition, entry, shape, files.files, sql);
+    await entry.making?.made;
+  }
+
+  /**
+   * Makes the tails of the rollups of series table `table` at the lake's latest snapshot and keeps them (primeTail),
+   * with what their reads ask DuckLake's catalog (their states, pending buckets, file listings), after a write to it
+   * through this server commits: the reads that follow at that snapshot then ask Postgres nothing more than their read
+   * point and scan each tail's table instead of aggregating the rows written since it was made. A read at another
+   * snapshot (a write by another process since) lists and merges as before; exact either way, each kept tail being
+   * chosen by its files (keptTail). Nothing to do for a table without rollups as this process last read them.
+   */
+  async prime(table: string): Promise<void> {
+    const tailed = (d: RollupDefinition): boolean => d.base === table && !d.sourceIsRollup && !d.viewSetBase;
+    if (![...(this.keptCatalog?.catalog.definitions.values() ?? [])].some(tailed)) return;
+    const point = await this.readPoint();
+    const { definitions } = point.catalog;
+    const readAt: ReadAt = {
+      snapshot: point.snapshot,
+      definitions,
+      tables: point.tables,
+      context: { ...readContext(), prime: true },
+    };
+    for (const definition of [...definitions.values()].filter(tailed))
+      await this.viewSql(definition, { kind: 'all' }, readAt);
   }
 
   /** Makes the table of a rollup's tail aggregate `sql` over `files` (every audience's rows) in the background, to replace the kept one. */
@@ -2162,7 +2229,7 @@ export class Rollups {
         this.pending(definition, state, readAt),
         // The rows after the watermark: the tail's files alone when they hold it exactly (tailPart), and none
         // when no file holds any.
-        this.tailPart(definition, snapshot, state.watermark, scope, source, context.keptTails),
+        this.tailPart(definition, snapshot, state.watermark, scope, source, context.keptTails, context.prime),
         this.storedSource(definition, snapshot, false),
       ]);
       const pending = buckets.map((b) => bucketLiteral(definition, b));

@@ -29,6 +29,8 @@ export interface SeriesWrite {
    */
   readonly parameterTypes?: string;
   readonly setup: readonly string[];
+  /** The series table whose rows it changes (its rollups' tails are made again once it commits: Rollups.prime). */
+  readonly changes?: string;
   run(session: EngineSession | undefined): Promise<number>;
 }
 
@@ -140,6 +142,7 @@ export async function planSeriesWrite(
     sql,
     parameterTypes,
     setup,
+    changes: parsed.kind === 'drop' ? undefined : table.name,
     // Several parameter rows (executemany, JDBC batches) are one transaction: one DuckLake snapshot.
     run: (session) => {
       session?.written.add(table.name);

@@ -310,8 +310,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
         };
       if (plan.kind === 'series') {
         const { write, session } = plan;
+        const written = (): Promise<number> => this.seriesWrite(write, session);
         const counted = async function* (): AsyncGenerator<RecordBatch> {
-          yield batchFromRows(countSchema, [[BigInt(await write.run(session))]]);
+          yield batchFromRows(countSchema, [[BigInt(await written())]]);
         };
         return { schema: countSchema, batches: run.track(counted()), deadline: run.deadline };
       }
@@ -343,13 +344,25 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.limited(ctx, statement, true, async (run) => {
       const plan = await this.plan(ctx, statement, run);
       if (plan.kind === 'engine') return this.engine.execute(plan.sql, plan.options);
-      if (plan.kind === 'series') return plan.write.run(plan.session);
+      if (plan.kind === 'series') return this.seriesWrite(plan.write, plan.session);
       let rows = 0;
       const batches =
         plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
       for await (const batch of batches) rows += batch.numRows;
       return rows;
     });
+  }
+
+  /**
+   * Runs a write into a series table; once it has committed (not in a client's transaction, whose writes no other
+   * statement sees yet), makes its rollups' tails for the lake's new snapshot (Rollups.prime), so the reads that
+   * follow it scan them instead of aggregating the rows it wrote. The write stands whether or not that succeeds.
+   */
+  private async seriesWrite(write: SeriesWrite, session: EngineSession | undefined): Promise<number> {
+    const rows = await write.run(session);
+    const rollups = this.lakehouse?.rollups;
+    if (!session && write.changes && rollups) await rollups.prime(write.changes).catch(() => {});
+    return rows;
   }
 
   /**

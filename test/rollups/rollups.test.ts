@@ -8,7 +8,15 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { Table, TimestampNanosecond, Utf8, makeData, makeVector, vectorFromArray } from 'apache-arrow';
+import {
+  Table,
+  TimestampMicrosecond,
+  TimestampNanosecond,
+  Utf8,
+  makeData,
+  makeVector,
+  vectorFromArray,
+} from 'apache-arrow';
 import {
   clientFor,
   plain,
@@ -825,6 +833,33 @@ describe('rollups (issue 17)', () => {
       return (plan.match(/Table:/g)?.length ?? 0) - (plan.match(/\.__orrery_tail_\d+/g)?.length ?? 0);
     };
 
+    /**
+     * Bulk-ingests `rows` rows (ts, host, v) of row i given by `row` into `table` as `client`'s audience: a write the
+     * server makes no kept tail for (Rollups.prime follows SQL writes), as another process's write.
+     */
+    const ingested = (
+      client: TestFlightClient,
+      table: string,
+      rows: number,
+      row: (i: number) => readonly [ts: number, host: string, v: number],
+    ): Promise<unknown> => {
+      const made = Array.from({ length: rows }, (_, i) => row(i));
+      return client.doPut(
+        packAny('CommandStatementIngest', { table, tableDefinitionOptions: { ifNotExist: 2, ifExists: 2 } }),
+        new Table({
+          ts: makeVector({
+            type: new TimestampMicrosecond(),
+            data: BigInt64Array.from(made, ([ts]) => BigInt(ts) * 1000n),
+          } as never),
+          host: vectorFromArray(
+            made.map(([, host]) => host),
+            new Utf8(),
+          ),
+          v: makeVector(BigInt64Array.from(made, ([, , v]) => BigInt(v))),
+        }),
+      );
+    };
+
     /** The contract, for an admin and a reader of team-a: the hourly rollup of `name` is its GROUP BY. */
     const contract = (name: string, aggregates: string) => async (): Promise<void> => {
       const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, ${aggregates}, audience FROM ${name} GROUP BY ALL`;
@@ -1128,19 +1163,22 @@ describe('rollups (issue 17)', () => {
         countedCalls(MetadataStore.prototype, 'query', work, (text) =>
           String(text).includes(`'ducklake_inlined_delete_' || t.table_id`),
         );
+      /** A write and the contract's reads after it (the write lists and reads what they need: Rollups.prime). */
+      const writeAndCheck = (ts: string) => async (): Promise<void> => {
+        await write(ts);
+        await check();
+      };
       for (const hour of ['05', '06', '07']) {
-        await write(`2100-01-01 ${hour}:00:00`);
-        assert.equal(await feedReads(check), 0, `a write at ${hour}:00 of 2100`);
+        assert.equal(await feedReads(writeAndCheck(`2100-01-01 ${hour}:00:00`)), 0, `a write at ${hour}:00 of 2100`);
         // The tail's files are listed again, the new one alone, from the last listing; the stored rows', unchanged, are not.
-        await write(`2100-01-01 ${hour}:30:00`);
         let lookups = 0;
-        assert.equal(await listings(async () => void (lookups = await tableLookups(check))), 1, `${hour}:30`);
+        const written = writeAndCheck(`2100-01-01 ${hour}:30:00`);
+        assert.equal(await listings(async () => void (lookups = await tableLookups(written))), 1, `${hour}:30`);
         assert.equal(lookups, 0, `a write at ${hour}:30 of 2100`);
       }
       // A late row (before the watermark) is a pending bucket: the feed of the snapshots since is read (once, unless
       // another test's refresh job makes a snapshot between two reads).
-      await write('2024-01-01 03:00:00');
-      assert.ok((await feedReads(check)) >= 1);
+      assert.ok((await feedReads(writeAndCheck('2024-01-01 03:00:00'))) >= 1);
     });
 
     it('a read from the files alone, repeated, is prepared once (no DuckLake transaction) and stays exact', async () => {
@@ -1172,11 +1210,6 @@ describe('rollups (issue 17)', () => {
       const bystanderPrepares = (work: () => Promise<void>): Promise<number> =>
         countedCalls(DuckDBConnection.prototype, 'prepare', work, (text) => String(text).includes('bystander_hourly'));
       const bystanderWant = await plainRows(asTeamA, bystanderSql);
-      // A write (which may end a transaction: every kept statement is let go) and a read merging its file.
-      await asTeamA.updateCount(
-        `INSERT INTO untouched SELECT TIMESTAMP '2100-01-01 05:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
-      );
-      await plainRows(asTeamA, 'SELECT * FROM untouched_hourly');
       // Another statement, read from the stored rows' files alone: kept once run, prepared once.
       const other = `SELECT host, sum(n) AS n FROM untouched_hourly_materialized GROUP BY host ORDER BY host`;
       const prepares = (work: () => Promise<void>): Promise<number> =>
@@ -1189,7 +1222,7 @@ describe('rollups (issue 17)', () => {
         await bystanderPrepares(async () => assert.deepEqual(await plainRows(asTeamA, bystanderSql), bystanderWant)),
         0,
       );
-      // The same files read again: a kept table of them is made (the kept one merged with the new file's).
+      // A write into the tail: a kept table of its snapshot's tail is made (the kept one merged with the new file's).
       const prepare = Object.getOwnPropertyDescriptor(DuckDBConnection.prototype, 'prepare')!.value as (
         this: DuckDBConnection,
         sql: string,
@@ -1208,16 +1241,13 @@ describe('rollups (issue 17)', () => {
         return prepared;
       };
       try {
-        await plainRows(asTeamA, 'SELECT * FROM untouched_hourly');
-        await pollUntil(
-          'a kept table made',
-          async () => made,
-          (n) => n > 0,
-          { timeoutMs: 30_000, intervalMs: 50 },
+        await asTeamA.updateCount(
+          `INSERT INTO untouched SELECT TIMESTAMP '2100-01-01 05:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
         );
       } finally {
         DuckDBConnection.prototype.prepare = prepare;
       }
+      assert.equal(made, 1);
       assert.equal(await prepares(async () => assert.deepEqual(await plainRows(asTeamA, other), want)), 0);
       // DuckDB would bind it again at every run, had a table of a database it read been made.
       assert.equal(
@@ -1494,6 +1524,34 @@ describe('rollups (issue 17)', () => {
     const filesRead = async (sql: string): Promise<number> =>
       [...(await planOf(sql)).matchAll(/Total Files Read: (\d+)/g)].reduce((n, [, files]) => n + Number(files), 0);
 
+    it("a write through the server makes its rollup's tail at its snapshot: the read after it scans the kept table alone; a write it made none for is merged, exact", async () => {
+      const { check } = await withTail('primed');
+      const read = 'SELECT * FROM primed_hourly';
+      const stored = await filesRead('SELECT * FROM primed_hourly_materialized');
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM primed GROUP BY ALL`;
+      /** The tail's files the read reads (the stored rows' aside), and the contract for every reader. */
+      const tailFilesRead = async (): Promise<number> => {
+        // The first read after the write (a second read of the same files makes their kept tail: keptTail).
+        const files = (await filesRead(read)) - stored;
+        await check();
+        await same(asTeamB, 'primed_hourly', source);
+        assert.match(await planOf(read), /__orrery_tail_\d+/);
+        return files;
+      };
+      // Each write through the server (a file, a delete file), read at once: its snapshot's tail is kept already.
+      assert.equal(await tailFilesRead(), 0, 'after the tail was written');
+      await asTeamB.updateCount(
+        `INSERT INTO primed SELECT TIMESTAMP '2100-01-01 02:30:00' + to_seconds(i * 7), 'h' || (i % 2), i FROM range(400) t(i)`,
+      );
+      assert.equal(await tailFilesRead(), 0, 'after an insert');
+      await asAdmin.updateCount(`DELETE FROM primed WHERE ts >= TIMESTAMP '2100-01-01' AND v % 5 = 0`);
+      assert.equal(await tailFilesRead(), 0, 'after a delete');
+      // Rows the server made no tail for (a bulk ingest): the kept tail of the snapshot before is merged with their file.
+      await ingested(asTeamA, 'primed', 400, (i) => [Date.UTC(2100, 0, 1, 1, 0, i), `h${i % 3}`, i * 3]);
+      assert.equal(await tailFilesRead(), 1, 'after a bulk ingest');
+    });
+
     it("writes into a kept tail read the kept aggregate and the new files alone, merged, each reader its audiences' rows", async () => {
       const { check } = await withTail('merged');
       const read = 'SELECT * FROM merged_hourly';
@@ -1506,9 +1564,12 @@ describe('rollups (issue 17)', () => {
       await tailKept('merged_hourly');
       for (const [i, client] of [asTeamA, asTeamB, asTeamA].entries()) {
         // A file of rows in hours the tail has (h1) and a new one: the tail holds 3 + i files, the read reads 1 of them.
-        await client.updateCount(
-          `INSERT INTO merged SELECT TIMESTAMP '2100-01-01 02:30:00' + to_seconds(i * 7), 'h' || (i % 2 + 1), i * ${i + 2} FROM range(400) t(i)`,
-        );
+        // Ingested in bulk, as another process's write: a write through SQL has its snapshot's tail made (prime).
+        await ingested(client, 'merged', 400, (r) => [
+          Date.UTC(2100, 0, 1, 2, 30, r * 7),
+          `h${(r % 2) + 1}`,
+          r * (i + 2),
+        ]);
         const [setup] = await setupsDuring(async () =>
           assert.equal((await filesRead(read)) - stored, 1, `after write ${i + 1}`),
         );
@@ -1611,10 +1672,13 @@ describe('rollups (issue 17)', () => {
         for (const client of [asAdmin, asTeamA, asTeamB]) await same(client, 'mixed_avg', avgSource);
       };
       await tailKept('mixed_hourly');
-      const append = (client: TestFlightClient, at: string, offset: number): Promise<number> =>
-        client.updateCount(
-          `INSERT INTO mixed SELECT TIMESTAMP '${at}' + to_seconds(i * 11), 'h' || (i % 3), i + ${offset} FROM range(200) t(i)`,
-        );
+      // Bulk ingests: the server makes no tail for them (Rollups.prime), so the reads after them merge their files.
+      const append = (client: TestFlightClient, at: string, offset: number): Promise<unknown> =>
+        ingested(client, 'mixed', 200, (i) => [
+          Date.parse(`${at.replace(' ', 'T')}Z`) + i * 11_000,
+          `h${i % 3}`,
+          i + offset,
+        ]);
       let merged = 0;
       const steps: Array<[string, () => Promise<unknown>]> = [
         ['append', () => append(asTeamA, '2100-01-01 01:00:00', 5000)],
@@ -1626,6 +1690,13 @@ describe('rollups (issue 17)', () => {
         ['delete (a delete file)', () => asAdmin.updateCount(`DELETE FROM mixed WHERE v BETWEEN 7000 AND 7150`)],
         ['append', () => append(asTeamA, '2100-01-01 06:00:00', 9000)],
         ['update', () => asAdmin.updateCount(`UPDATE mixed SET v = v + 1 WHERE v BETWEEN 9000 AND 9010`)],
+        [
+          'insert',
+          () =>
+            asTeamA.updateCount(
+              `INSERT INTO mixed SELECT TIMESTAMP '2100-01-01 02:00:00' + to_seconds(i * 11), 'h' || (i % 3), i + 9500 FROM range(200) t(i)`,
+            ),
+        ],
         ['refresh', () => scalar(asAdmin, `SELECT refresh_rollup('mixed_hourly')`)],
         ['append', () => append(asTeamB, '2100-01-01 06:30:00', 10000)],
       ];
