@@ -927,16 +927,22 @@ export class Rollups {
       : sourceSet
         ? sessionRelation({ view: sourceSet, files: [] }, { kind: 'all' })
         : `SELECT * FROM ${lakeCatalog}.main.${quoteIdentifier(sourceName)} LIMIT 0`;
+    const aggregate = aggregateOver(definition, emptySource, 'TRUE');
+    let refusal: string | undefined;
     try {
-      await this.engine.execute(
-        `CREATE TABLE ${materializedTable(name)} AS ${aggregateOver(definition, emptySource, 'TRUE')}`,
+      const columns = await this.engine.values(`SELECT column_name FROM (DESCRIBE ${aggregate})`);
+      refusal = await this.tables.catalogRefusal(
+        name,
+        columns.map(([column]) => String(column)),
       );
+      if (refusal === undefined) await this.engine.execute(`CREATE TABLE ${materializedTable(name)} AS ${aggregate}`);
     } catch (error) {
       throw rollupErrors.error(
         'ROLLUP_SELECT_LIST_INVALID',
         `create_rollup: select_list does not bind on '${args.source}': ${(error as Error).message}`,
       );
     }
+    if (refusal !== undefined) throw rollupErrors.error('ROLLUP_SELECT_LIST_INVALID', `create_rollup: ${refusal}`);
     try {
       await this.engine.execute(sortedByBucket(materializedTable(name)));
       await this.engine.execute(

@@ -77,6 +77,7 @@ export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteI
 export class SeriesTables {
   private readonly dependents: Array<{ kind: string; source: DependentsSource }> = [];
   private listed: { schemaVersion: bigint; tables: ReadonlyMap<string, SeriesTable> } | undefined;
+  private unquotedKeywords: Promise<ReadonlySet<string>> | undefined;
 
   constructor(
     private readonly engine: DuckDBEngine,
@@ -221,14 +222,22 @@ export class SeriesTables {
         `CREATE TABLE ${lakeTable(table)} (${statement.columns}, ${audienceColumn} VARCHAR NOT NULL DEFAULT 'public')`,
         session,
       );
-      const timeColumn = pickTimeColumn((await this.list(session)).get(table)!, statement.timeColumn);
+      const created = (await this.list(session)).get(table)!;
+      await this.checkColumnNames(created);
+      const timeColumn = pickTimeColumn(created, statement.timeColumn);
       if (!timeColumn) return false;
       await this.writeSettings(table, { time_column: timeColumn }, session);
       return true;
     };
     if (inTransaction) {
-      if (await work()) return true;
-      await this.run(`DROP TABLE ${lakeTable(table)}`, session);
+      // The caller's transaction goes on: a table refused here is dropped in it, as one that is not a series table.
+      const dropped = () => this.run(`DROP TABLE IF EXISTS ${lakeTable(table)}`, session);
+      const created = await work().catch(async (error: unknown) => {
+        await dropped();
+        throw error;
+      });
+      if (created) return true;
+      await dropped();
       return false;
     }
     await this.run('BEGIN TRANSACTION', session);
@@ -257,6 +266,7 @@ export class SeriesTables {
     await this.run('BEGIN TRANSACTION', session);
     try {
       await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);
+      await this.checkColumnNames((await this.list(session)).get(table.name)!);
       if (rename && touched === table.timeColumn) {
         await this.writeSettings(table.name, { time_column: unquote(rename[2]), retention: table.retention }, session);
       }
@@ -351,6 +361,39 @@ export class SeriesTables {
       default:
         throw new Error(`rewrite: ${statement.kind} is not rewritten`);
     }
+  }
+
+  /**
+   * Why DuckLake's catalog cannot store one of these columns of `owner` (a message), or undefined when it
+   * can: DuckLake writes a name DuckDB does not know as a keyword unquoted into the Postgres statement
+   * that makes the table of its inlined rows, where a word Postgres reserves (current_timestamp,
+   * current_date, current_user, ...) fails the commit with a raw syntax error. Asked before the commit,
+   * so nothing of a refused statement remains.
+   */
+  async catalogRefusal(owner: string, columns: readonly string[]): Promise<string | undefined> {
+    this.unquotedKeywords ??= this.readUnquotedKeywords();
+    const refused = await this.unquotedKeywords;
+    const bad = columns.find((c) => refused.has(c));
+    return bad === undefined
+      ? undefined
+      : `column '${bad}' of '${owner}': the lake's catalog (Postgres) reserves the word '${bad}'; name the column otherwise`;
+  }
+
+  private async checkColumnNames(table: SeriesTable): Promise<void> {
+    const refusal = await this.catalogRefusal(
+      table.name,
+      table.columns.map((c) => c.name),
+    );
+    if (refusal) throw seriesStatementError(refusal);
+  }
+
+  /** Postgres's reserved words that cannot name a column, less DuckDB's keywords (which DuckLake quotes). */
+  private async readUnquotedKeywords(): Promise<ReadonlySet<string>> {
+    const { rows } = await this.metadata.query<{ word: string }>(
+      "SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')",
+    );
+    const duckdb = new Set((await this.engine.values('SELECT keyword_name FROM duckdb_keywords()')).map(([w]) => w));
+    return new Set(rows.map((r) => r.word).filter((word) => !duckdb.has(word)));
   }
 
   private async writeSettings(table: string, settings: TableSettings, session: EngineSession): Promise<void> {
