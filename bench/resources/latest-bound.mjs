@@ -1,11 +1,11 @@
-// What bounding "one pod, its latest 20" by time would save (#13, PROFILE.md section 4): the statement as the
-// dashboard sends it (a top-N by time over the view set: DuckDB opens every partition file, 121 at 10 M rows) against
-// the same statement with `AND time >= '<its 20th row's time>'` added by hand (the same answer: no row below the 20th
-// can be in it), which event-time pruning turns into the few newest partitions. The upper bound of the gain of a server
-// that found that bound itself; server CPU and wall per statement, blocks of --per alternating, medians; the answers
-// are checked equal.
+// "One pod, its latest 20" bounded by time (#13, PROFILE.md section 6): the statement as the dashboard sends it (a
+// top-N by time over the view set: before the server bounded it, DuckDB opened every partition file, 121 at 10 M rows)
+// against the same statement with `AND time >= '<its 20th row's time>'` added by hand (the same answer: no row below the
+// 20th can be in it), which event-time pruning turns into the few newest partitions: the most a bound can save. Server
+// CPU and wall per statement, blocks of --per alternating, medians; the answers are checked equal.
 //
 //   node bench/resources/latest-bound.mjs --flight-port <port> --pid <server pid> [--rounds 4] [--per 10]
+// (latest-bound.sh starts the server of each build on a kept data folder, builds alternated)
 import assert from 'node:assert/strict';
 import { parseArgs } from 'node:util';
 import { FlightSqlClient } from '../../dist/src/client/index.js';

@@ -59,8 +59,11 @@ export interface PartitionFilter {
    * columns the statement reads), and the set's columns they lack.
    */
   projected?(view: ViewSet, files: readonly string[]): Promise<{ files: readonly string[]; absent: readonly string[] }>;
-  /** These partitions (those kept), in the order the statement reads them best (newest first for a top-N by time). */
-  newest?(view: ViewSet, partitions: readonly Partition[]): readonly string[];
+  /**
+   * These partitions (those kept), in the order the statement reads them best (newest first for a top-N by time),
+   * or the newest alone and the time after which their rows are read (a latest-n top-N bounded: see TopNBound).
+   */
+  newest?(view: ViewSet, partitions: readonly Partition[]): { files: readonly string[]; after?: bigint };
   /** The rows to read of a partition kept (a text index's postings), copies named by object key, and how many; undefined: every row. */
   rows?(file: string): (RowsToRead & { readonly count: number }) | undefined;
   /** Told how many rows of a set's partitions the statement reads (those of the files read whole, the rows of the others). */
@@ -80,7 +83,8 @@ async function sessionViewOf(
     : await queryablePartitions(lakehouse.db, view.name, globalInstance, hash, eventRange);
   const all = partitions.map((p) => p.filePath!);
   const pruned = filter ? await filter.keep(view, partitions) : all;
-  const keys = filter?.newest && pruned.length > 1 ? filter.newest(view, partitionsOf(partitions, pruned)) : pruned;
+  const { files: keys, after } =
+    filter?.newest && pruned.length > 1 ? filter.newest(view, partitionsOf(partitions, pruned)) : { files: pruned };
   const stored = (await filter?.storedColumns?.(view, keys)) ?? [];
   const { files: read, absent } = (await filter?.projected?.(view, keys)) ?? { files: keys, absent: [] };
   // Rows are numbered in the partitions' own files, not in a projection's sorted copies.
@@ -103,6 +107,7 @@ async function sessionViewOf(
     absent,
     rows,
     merged: partitionsMerged(view, partitionsOf(partitions, keys)),
+    after,
   };
 }
 

@@ -56,7 +56,9 @@ export function newestFirst(
   statement: Statement,
   view: ViewSet,
   partitions: readonly Partition[],
-): { files: readonly string[]; read?: NewestFirstRead } {
+  /** Whether a latest-n top-N may read the newest partitions alone, bounded (see latestBound): not in its rerun. */
+  mayBound = false,
+): { files: readonly string[]; read?: NewestFirstRead; bound?: TopNBound } {
   const order = partitions.length > 1 ? topNOf(statement, view) : null;
   const timeOf = (p: Partition): bigint | null => (order === 'desc' ? p.maxEventTime : p.minEventTime);
   if (!order || partitions.some((p) => timeOf(p) === null)) return { files: partitions.map((p) => p.filePath!) };
@@ -64,5 +66,75 @@ export function newestFirst(
   const ordered = [...partitions].sort((a, b) =>
     order === 'desc' ? later(timeOf(a)!, timeOf(b)!) : later(timeOf(b)!, timeOf(a)!),
   );
-  return { files: ordered.map((p) => p.filePath!), read: { table: view.name, partitions: partitions.length, order } };
+  const read = { table: view.name, partitions: partitions.length, order };
+  const limit = order === 'desc' && mayBound ? boundableLimit(statement, view) : null;
+  const bound = limit === null ? null : latestBound(ordered, limit);
+  if (bound) return { files: bound.files, read, bound: { after: bound.after, rows: limit! } };
+  return { files: ordered.map((p) => p.filePath!), read };
+}
+
+/**
+ * A latest-n read bounded by time: the set's rows with a latest time after `after` alone (ns), from the partitions
+ * that may hold them. Its answer is the statement's when it has `rows` rows (each is then later than every row left
+ * out); with fewer, the statement is run again unbounded.
+ */
+export interface TopNBound {
+  readonly after: bigint;
+  readonly rows: number;
+}
+
+/** A top-N's n above which it is not bounded: its rows are held until n came (see TopNBound). */
+const boundedRowsAtMost = 10_000;
+
+/**
+ * The constant LIMIT of a latest-n top-N whose answer over the rows after a time is its answer over all rows
+ * whenever it has n rows: no OFFSET, no DISTINCT, no window function (whose values would be over the rows kept),
+ * one grouping set at most. Grouping is allowed: the ORDER BY's time column is then a key, and a group of a later
+ * time holds all its rows.
+ */
+function boundableLimit(statement: Statement, view: ViewSet): number | null {
+  const reader = readsAlone(statement.tree, statement.shape, view, statement.viewOf);
+  if (!reader) return null;
+  const modifiers = reader.node.modifiers as Node[];
+  if (modifiers.some((m) => m.type !== 'ORDER_MODIFIER' && m.type !== 'LIMIT_MODIFIER')) return null;
+  const limit = modifiers.find((m) => m.type === 'LIMIT_MODIFIER');
+  const value = limit?.limit as Node | undefined;
+  if (!limit || limit.offset !== null || value?.class !== 'CONSTANT') return null;
+  const n = Number((value.value as Node).value);
+  if (!Number.isSafeInteger(n) || n < 1 || n > boundedRowsAtMost) return null;
+  if (/"class":"WINDOW"/.test(JSON.stringify(reader.node))) return null;
+  // ROLLUP, CUBE, GROUPING SETS: a row of a grouping set without the time has a NULL time (sorted last) and the
+  // aggregate of the rows read, which could make up n rows.
+  if (((reader.node.group_sets as unknown[] | undefined)?.length ?? 0) > 1) return null;
+  return n;
+}
+
+/**
+ * Rows counted per row the statement asks for: partitions' counts are over every audience and every row, and the
+ * statement's filters keep some of them only. A guess short of n rows costs the statement a second run.
+ */
+const rowsPerRowAsked = 100;
+
+/**
+ * The newest partitions (latest time first) whose rows after a bound are, by their counts, rowsPerRowAsked times n
+ * (a partition's rows taken as spread evenly over its event-time span), and that bound: the latest time of the
+ * partitions left out. None when every partition would be read.
+ */
+function latestBound(ordered: readonly Partition[], n: number): { files: string[]; after: bigint } | null {
+  for (let i = 0; i < ordered.length - 1; i++) {
+    const after = ordered[i + 1].maxEventTime!;
+    // Split only between partitions of other latest times: every partition read ends after the bound.
+    if (ordered[i].maxEventTime! <= after) continue;
+    const taken = ordered.slice(0, i + 1);
+    if (taken.reduce((rows, p) => rows + rowsAfter(p, after), 0) >= n * rowsPerRowAsked)
+      return { files: taken.map((p) => p.filePath!), after };
+  }
+  return null;
+}
+
+/** A partition's rows after a time, its rows taken as spread evenly over its event-time span. */
+function rowsAfter(p: Partition, after: bigint): number {
+  const [min, max] = [p.minEventTime ?? p.maxEventTime!, p.maxEventTime!];
+  if (min > after) return p.numRows;
+  return max === min ? 0 : p.numRows * (Number(max - after) / Number(max - min));
 }

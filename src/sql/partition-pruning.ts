@@ -55,7 +55,7 @@ import {
 } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { nanosToPg, type Partition } from '../lakehouse/index.js';
-import { newestFirst, type NewestFirstRead } from './newest-first.js';
+import { newestFirst, type NewestFirstRead, type TopNBound } from './newest-first.js';
 
 export type Node = Record<string, unknown>;
 export type Tree = { statements: Node[] };
@@ -73,6 +73,8 @@ export interface Statement {
   readonly ownTransaction?: boolean;
   /** The audiences whose rows the statement may read (a reader's); undefined: every row (an admin's). */
   readonly audiences?: readonly string[];
+  /** Whether a latest-n top-N may read its newest partitions alone, bounded (see TopNBound): a run's first plan. */
+  readonly boundTopN?: boolean;
 }
 
 /** What pruning did for one view set: for the provenance of an admin's result. */
@@ -1296,6 +1298,8 @@ export class PartitionPruning {
   readonly pruned: PrunedPartition[] = [];
   readonly projections: ProjectionRead[] = [];
   readonly newestFirst: NewestFirstRead[] = [];
+  /** A latest-n top-N read bounded by time: its run must give n rows, or the statement runs again unbounded. */
+  bounded: TopNBound | undefined;
   readonly rowsRead: RowsRead[] = [];
   /** The rows to read of a partition (object key; see rowsMatching), its copies' too, and how many; absent: every row. */
   readonly rows = new Map<string, RowsToRead & { readonly count: number }>();
@@ -1390,11 +1394,16 @@ export class PartitionPruning {
     return indexes;
   }
 
-  /** The partitions kept (object keys), in the order the statement reads them best (see newestFirst). */
-  newest(view: ViewSet, partitions: readonly Partition[]): readonly string[] {
-    const { files, read } = newestFirst(this.statement, view, partitions);
+  /**
+   * The partitions kept (object keys), in the order the statement reads them best (see newestFirst), and the time
+   * after which alone a latest-n top-N reads the rows, when it is bounded (see TopNBound).
+   */
+  newest(view: ViewSet, partitions: readonly Partition[]): { files: readonly string[]; after?: bigint } {
+    const mayBound = this.statement.boundTopN === true && !this.statement.parameters;
+    const { files, read, bound } = newestFirst(this.statement, view, partitions, mayBound);
     if (read) this.newestFirst.push(read);
-    return files;
+    if (bound) this.bounded = bound;
+    return { files, after: bound?.after };
   }
 
   private async kept(view: ViewSet, partitions: readonly Partition[]): Promise<readonly string[]> {

@@ -162,6 +162,8 @@ interface EnginePlan {
   readonly sql: string;
   readonly description: StatementDescription;
   readonly options: RunOptions;
+  /** A latest-n top-N read bounded by time (see TopNBound): its n, which its run must give, or it runs again unbounded. */
+  readonly boundedRows?: number;
 }
 
 /** The lakehouse plus what its admin procedures and DDL need. */
@@ -262,7 +264,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.limited(ctx, statement, false, async (run) => {
       const keepable = !statement.parameters && !statement.transactionId;
       const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
-      const plan = prepared ?? (await this.plan(ctx, statement, run, keepable ? 'transaction' : false));
+      const plan = prepared ?? (await this.plan(ctx, statement, run, keepable ? 'transaction' : false, true));
       if (plan.kind !== 'engine') return { schema: planSchema(plan) };
       const keep = keepable && plan.description.returnsRows;
       if (!keep) plan.options.held?.close();
@@ -295,7 +297,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const run = await this.limits.begin(ctx.principal.name, ctx, true);
     try {
       const kept = reruns > 0 ? undefined : this.keptPlan(ctx, statement, run);
-      const plan = kept ?? (await this.plan(ctx, statement, run));
+      const plan = kept ?? (await this.plan(ctx, statement, run, false, reruns === 0));
       if (plan.kind === 'procedure')
         return {
           schema: plan.schema,
@@ -316,12 +318,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
         };
         return { schema: countSchema, batches: run.track(counted()), deadline: run.deadline };
       }
+      // Planned again: over every partition (never bounded, see TopNBound).
       const rerun = async (): Promise<AsyncIterable<RecordBatch>> => {
         const planned = await this.plan(ctx, statement, run);
         if (planned.kind !== 'engine') throw new Error(`a statement planned for DuckDB was planned as ${planned.kind}`);
         return this.engineBatches(ctx, planned);
       };
-      const contained = this.containedBatches(await this.engineBatches(ctx, plan), rerun, reruns);
+      const first = await this.engineBatches(ctx, plan);
+      const checked =
+        plan.boundedRows === undefined
+          ? first
+          : boundedOrAgain(first, Math.min(plan.boundedRows, ctx.options.limit ?? Infinity), rerun);
+      const contained = this.containedBatches(checked, rerun, reruns);
       const batches = ctx.principal.admin ? contained : this.guardedBatches(statement, contained);
       return { schema: plan.description.schema, batches: run.track(batches), deadline: run.deadline };
     } catch (error) {
@@ -582,6 +590,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
      * reading the lake is prepared in the transaction its run ends, see describeAndHold).
      */
     hold: boolean | 'transaction' = false,
+    /** Whether a latest-n top-N may be read bounded (see TopNBound): a plan runQuery checks the rows of. */
+    boundTopN = false,
   ): Promise<Plan> {
     const { principal } = ctx;
     this.limits.checkParameters(statement.parameters);
@@ -645,7 +655,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const explain =
       tree === null && principal.admin ? /^\s*(EXPLAIN(?:\s+ANALY[SZ]E)?)\s+([\s\S]+)$/i.exec(statement.query) : null;
     if (explain && (await this.engine.parseSelect(explain[2])) !== null) {
-      const inner = await this.plan(ctx, { ...statement, query: explain[2] }, run);
+      // Its first run's plan: a latest-n top-N bounded (which its rows may then show short, run again unbounded).
+      const inner = await this.plan(ctx, { ...statement, query: explain[2] }, run, false, boundTopN);
       if (inner.kind === 'engine') {
         const sql = `${explain[1]} ${inner.sql}`;
         return {
@@ -687,7 +698,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
     const readers =
       tree && shape
-        ? this.resourceStatement(tree, shape, statement.parameters, session === undefined, principal)
+        ? this.resourceStatement(tree, shape, statement.parameters, session === undefined, principal, boundTopN)
         : undefined;
     const { pruning, stored } = readers ?? {};
     const setup =
@@ -807,7 +818,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
       held?.close();
       throw selectOnly(principal);
     }
-    return { kind: 'engine', sql, description, options: held ? { ...options, held } : options };
+    const boundedRows = pruning?.bounded?.rows;
+    return { kind: 'engine', sql, description, options: held ? { ...options, held } : options, boundedRows };
   }
 
   /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
@@ -1124,6 +1136,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     parameters: ResourceStatement['parameters'],
     ownTransaction: boolean,
     principal: Principal,
+    boundTopN = false,
   ): ReturnType<typeof resourceReaders> | undefined {
     const lakehouse = this.lakehouse;
     if (!lakehouse) return undefined;
@@ -1131,7 +1144,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // A reader's statement is pruned by its audiences' statistics alone (see PartitionPruning.statisticsOf).
     const scope = scopeOf(principal);
     const audiences = scope.kind === 'audiences' ? scope.audiences : undefined;
-    const statement = { db: lakehouse.db, engine: this.engine, tree, shape, viewOf, parameters, ownTransaction };
+    const statement = {
+      ...{ db: lakehouse.db, engine: this.engine, tree, shape, viewOf, parameters, ownTransaction },
+      boundTopN,
+    };
     return resourceReaders({ ...statement, audiences });
   }
 
@@ -1277,4 +1293,36 @@ function filesDenied(reason: string): OrreryError {
 
 function selectOnly(principal: Principal): OrreryError {
   return sqlErrors.error('SELECT_ONLY', `permission denied: key '${principal.name}' may only run SELECT statements`);
+}
+
+/**
+ * A latest-n top-N's result read bounded by time (see TopNBound): sent when it has n rows (`rows`: fewer when the
+ * client's row limit is lower), each later than every row left out; otherwise the statement's unbounded result.
+ * Up to n rows are held until then.
+ */
+async function* boundedOrAgain(
+  batches: AsyncIterable<RecordBatch>,
+  rows: number,
+  unbounded: () => Promise<AsyncIterable<RecordBatch>>,
+): AsyncGenerator<RecordBatch> {
+  const iterator = batches[Symbol.asyncIterator]();
+  try {
+    const held: RecordBatch[] = [];
+    let count = 0;
+    while (count < rows) {
+      const next = await iterator.next();
+      if (next.done) break;
+      held.push(next.value);
+      count += next.value.numRows;
+    }
+    if (count < rows) {
+      yield* await unbounded();
+      return;
+    }
+    yield* held;
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+  } finally {
+    // A reader that stopped early ends the bounded run too (done already when it ended).
+    await iterator.return?.();
+  }
 }

@@ -22,6 +22,8 @@ export interface SessionView {
   readonly rows?: ReadonlyMap<string, RowsToRead>;
   /** The files' rows are the set's merge already (partitionsMerged): read as they are, not merged again. */
   readonly merged?: boolean;
+  /** Only the rows whose latest time is after this (ns): a latest-n top-N bounded (the statement checks its count). */
+  readonly after?: bigint;
 }
 
 /**
@@ -223,11 +225,15 @@ export function sessionStatements(
 
 /** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
 export function sessionRelation(
-  { view, files, stored = [], absent = [], rows: bitmaps, merged = false }: SessionView,
+  { view, files, stored = [], absent = [], rows: bitmaps, merged = false, after }: SessionView,
   scope: ReadScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
-  const rows = inEventRange(filesRelation(view.columns, files, stored, absent, bitmaps), view, options.eventRange);
+  const inRange = inEventRange(filesRelation(view.columns, files, stored, absent, bitmaps), view, options.eventRange);
+  const rows =
+    after === undefined
+      ? inRange
+      : `SELECT * FROM (${inRange}) WHERE ${quoteIdentifier(view.maxTimeColumn)} > make_timestamp_ns(${after})`;
   const scoped = scopedRows(rows, view, scope, options.processAudiences);
   // Rows the scope and range filters keep of merged partitions are merged rows too. Columns read as NULLs
   // (a projection's) are merged as before: a key of NULLs is not the partitions' key.
