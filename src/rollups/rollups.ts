@@ -1603,11 +1603,18 @@ export class Rollups {
   /**
    * The pending buckets of a rollup at a snapshot: the buckets (of its grain) of every source row
    * inserted, updated (old and new) or deleted since its refresh snapshot, below its watermark.
-   * Buckets some of whose raw rows the base table's retention deleted keep their stored values.
+   * Buckets some of whose raw rows the base table's retention deleted keep their stored values. The buckets a
+   * refresh held for an audience the read reads are pending too, whichever way the changes are found.
    */
-  private async pending(definition: RollupDefinition, state: RollupState, readAt: ReadAt): Promise<string[]> {
+  private async pending(
+    definition: RollupDefinition,
+    state: RollupState,
+    readAt: ReadAt,
+    /** The buckets the source's changes make pending, when the caller finds them its own way (see storedRows). */
+    changes: Promise<string[]> = this.changedPending(definition, state, readAt),
+  ): Promise<string[]> {
     const [changed, held] = await Promise.all([
-      this.changedPending(definition, state, readAt),
+      changes,
       this.heldBuckets(definition, readAt.snapshot, readAt.context.audiences),
     ]);
     // Held buckets lie below the watermark (a refresh held them from what it aggregated, all before its watermark).
@@ -2423,7 +2430,12 @@ export class Rollups {
       buckets.filter((b) => windows.some((w) => epochMs(b) >= epochMs(w.from) && epochMs(b) < epochMs(w.to!)));
     // A view set read for this statement (by a rollup above) gives the pending buckets its files hold.
     const ofViewSet = (kept: boolean): Promise<string[]> =>
-      this.pendingOfViewSet(definition, snapshot, state, definitions, context, kept);
+      this.pending(
+        definition,
+        state,
+        readAt,
+        this.pendingOfViewSet(definition, snapshot, state, definitions, context, kept),
+      );
     let pending = definition.viewSetBase
       ? await ofViewSet(!context.sets.has(definition.base))
       : await this.pending(definition, state, readAt);
