@@ -15,6 +15,7 @@ import {
   lakeTable,
   namesLakeInternals,
   reachesLakeIndirectly,
+  tableColumnsSelect,
   type SeriesTables,
 } from '../tables/index.js';
 import {
@@ -488,7 +489,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     }
     for (const table of (await this.tables?.list())?.values() ?? []) {
       const schemaOf = async (): Promise<Schema> =>
-        (await this.engine.describe(`SELECT * FROM ${lakeTable(table.name)}`)).schema;
+        (await this.engine.describe(`SELECT ${tableColumnsSelect} FROM ${lakeTable(table.name)}`)).schema;
       tables.push({ catalog: 'orrery', schema: 'main', name: table.name, type: 'TABLE', schemaOf });
     }
     // Every key may read every rollup (its own audiences' rows), so every key sees them listed.

@@ -16,6 +16,7 @@ export {
   audienceColumn,
   lakeTable,
   lakeVersionSql,
+  tableColumnsSelect,
   type DependentsSource,
   type RetentionDelete,
   type SeriesColumn,

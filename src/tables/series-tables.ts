@@ -69,6 +69,13 @@ export const lakeVersionSql = `SELECT snapshot_id::text AS snapshot, schema_vers
 export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteIdentifier(name)}`;
 
 /**
+ * The table's columns as clients see them: in the lake's order with the audience column last, where
+ * CREATE TABLE put it (a column added later lands after it in DuckLake); an INSERT without a column
+ * list fills them in this order.
+ */
+export const tableColumnsSelect = `* EXCLUDE (${audienceColumn}), ${audienceColumn}`;
+
+/**
  * Series tables: tables clients write, kept in DuckLake (catalog in Orrery's Postgres, Parquet
  * under the lake), read through views filtered by audience. Every process attached to the same
  * catalog sees the same tables: the list is kept only for the DuckLake snapshot it was read at
@@ -169,10 +176,15 @@ export class SeriesTables {
       if (!entry) tables.set(name, (entry = { columns: [], settings: settingsOf(comment) }));
       entry.columns.push({ name: column, type });
     }
+    // In the order of tableColumnsSelect.
+    const audienceLast = (columns: SeriesColumn[]): SeriesColumn[] => [
+      ...columns.filter((c) => c.name !== audienceColumn),
+      ...columns.filter((c) => c.name === audienceColumn),
+    ];
     return new Map(
       [...tables].map(([name, { columns, settings }]) => [
         name,
-        { name, columns, timeColumn: settings.time_column, retention: settings.retention },
+        { name, columns: audienceLast(columns), timeColumn: settings.time_column, retention: settings.retention },
       ]),
     );
   }
@@ -188,7 +200,7 @@ export class SeriesTables {
         : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
     return [...tables].map(
       (table) =>
-        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT * FROM ${lakeTable(table.name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${filter}`,
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT ${tableColumnsSelect} FROM ${lakeTable(table.name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${filter}`,
     );
   }
 
