@@ -43,6 +43,9 @@ const queries = [
   'SELECT time, count(*) OVER () AS n FROM log_entries ORDER BY time DESC LIMIT 2',
   // (Bounded, its one group of 2298 ms and its total would make up the 2 rows: the 1298 ms group is the second.)
   "SELECT time, count(*) AS n FROM log_entries WHERE msg LIKE '% 298' OR msg LIKE '% 299' GROUP BY ROLLUP (time) ORDER BY time DESC LIMIT 2",
+  // The ORDER BY reads the select list's `time`, the target renamed by COLUMNS' pattern (bounded, its one group
+  // counted the newest partition's rows alone: 300 for 900).
+  "SELECT COLUMNS('^(t)arget$') AS '\\1ime', count(*) AS n FROM log_entries GROUP BY ALL ORDER BY time DESC LIMIT 1",
 ];
 
 describe('a latest-n top-N reads the newest partitions alone when they hold its answer (issue 13)', () => {
