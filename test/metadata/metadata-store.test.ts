@@ -85,6 +85,27 @@ describe('MetadataStore, external server', () => {
     assert.equal(tables, 12, 'the eleven tables and orrery_migrations');
   });
 
+  it('runs its statements at READ COMMITTED on a database whose default is REPEATABLE READ', async () => {
+    const url = await freshDatabase(server.connectionString, 'repeatable_default');
+    await withClient(url, (c) =>
+      c.query(`ALTER DATABASE repeatable_default SET default_transaction_isolation = 'repeatable read'`),
+    );
+    assert.equal(
+      await withClient(url, async (c) => (await c.query('SHOW transaction_isolation')).rows[0].transaction_isolation),
+      'repeatable read',
+    );
+    const store = await MetadataStore.open({ connectionString: url, dataDir: '/nonexistent/unused' });
+    try {
+      assert.equal((await store.query('SHOW transaction_isolation')).rows[0].transaction_isolation, 'read committed');
+      const inTransaction = await store.transaction(
+        async (tx) => (await tx.query('SHOW transaction_isolation')).rows[0].transaction_isolation,
+      );
+      assert.equal(inTransaction, 'read committed');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('two stores opening one database at once both succeed, and the migrations run once', async () => {
     const url = await freshDatabase(server.connectionString, 'concurrent_open');
     const stores = await Promise.all([
