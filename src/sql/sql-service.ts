@@ -689,13 +689,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const rollups = this.lakehouse?.rollups;
     const readsRollups = shape && rollups && (await this.mayReadRollups(shape, rollups));
     const point = rollups && (mayNameSeries || readsRollups) ? await rollups.readPoint(session) : undefined;
-    if (shape) checkUnchangedRollups(shape, point);
     if (!principal.admin) {
       // Decided from the parse tree alone: DuckDB binds and prepares nothing a non-admin may not
       // run (preparing EXPORT DATABASE already creates its folder).
       if (!shape) throw selectOnly(principal);
       await this.checkReadable(shape, point);
     }
+    // After the key's refusals: what changed in the transaction is told only of what the key may read.
+    if (shape) checkUnchangedRollups(shape, point);
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
     const readers =
       tree && shape

@@ -253,4 +253,38 @@ describe('rollup reads in a client transaction (issue 17)', () => {
       await outside(`SELECT count(*) AS n FROM m GROUP BY date_trunc('day', ts) ORDER BY date_trunc('day', ts)`),
     );
   });
+
+  it('a key a deny rule closes a rollup to is told of the rule, not that the rollup changed in its transaction', async () => {
+    await fixture.admin.query(
+      `select create_rollup('m_closed', 'm', interval '1 day', select_list => 'count(*) as n')`,
+    );
+    await fixture.admin.query(
+      `SELECT msg FROM deny_queries('user_id = ''reader'' AND list_contains(tables, ''m_closed'')', 'm_closed is closed to the reader')`,
+    );
+    const [body] = await fixture.reader.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
+      transactionId: Uint8Array;
+    };
+    const readerRows = async (query: string): Promise<unknown> => {
+      const info = await fixture.reader.getFlightInfo(packAny('CommandStatementQuery', { query, transactionId }));
+      return (await fixture.reader.doGet(info.endpoints[0].ticket)).table.numRows;
+    };
+    assert.equal(await readerRows(`SELECT count(*) AS n FROM m`), 1);
+    await fixture.admin.query(`select drop_rollup('m_closed')`);
+    const refusal = (query: string): Promise<unknown> =>
+      readerRows(query).then(
+        () => assert.fail(`${query}: a closed rollup was read`),
+        (error: FlightClientError) => ({ status: error.status, code: error.errorCode }),
+      );
+    // The rule matches the rollup's name; its materialized table is closed with it (relation-sources).
+    assert.deepEqual(await refusal(`SELECT * FROM m_closed`), { status: 'RESOURCE_EXHAUSTED', code: 'QUERY_DENIED' });
+    assert.deepEqual(await refusal(`SELECT n FROM m_closed_materialized`), {
+      status: 'PERMISSION_DENIED',
+      code: 'RELATION_DENIED',
+    });
+    await fixture.reader.doAction(
+      'EndTransaction',
+      packAny('ActionEndTransactionRequest', { transactionId, action: 2 }),
+    );
+  });
 });
