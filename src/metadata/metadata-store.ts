@@ -51,13 +51,15 @@ export class MetadataStore implements MetadataQueries {
       ? undefined
       : await EmbeddedPostgres.start({ dataDir: options.dataDir, log });
     const connectionString = server?.connectionString ?? options.connectionString ?? '';
-    const pool = new pg.Pool({ connectionString, max: options.maxConnections ?? 10, connectionTimeoutMillis: 15_000 });
-    // Every statement here is written for READ COMMITTED, whatever a database's default: e.g. ingestion's
-    // orrery_insert_blocks checks for the process and stream retention may just have deleted after taking the lock on
-    // `blocks`, which under REPEATABLE READ would read its snapshot from before the delete and insert neither.
-    pool.on('connect', (client) => {
-      // A connection that fails here fails its first statement too, which reports it.
-      client.query(`SET default_transaction_isolation = 'read committed'`).catch(() => {});
+    const pool = new pg.Pool({
+      connectionString,
+      max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: 15_000,
+      // Every statement here is written for READ COMMITTED, whatever the database's default: e.g. ingestion's
+      // orrery_insert_blocks checks, after taking the lock on `blocks`, for the process and stream retention may just
+      // have deleted; under REPEATABLE READ it would read a snapshot from before the delete and insert neither.
+      // (A connection string's own `options` replaces this.)
+      options: '-c default_transaction_isolation=read\\ committed',
     });
     // Connections the server ends while it is being stopped are not failures.
     pool.on('error', (error) => {
