@@ -43,6 +43,11 @@ export const sqlErrors = declareErrors('sql', {
     status: 'CANCELLED',
     meaning: "the statement's FlightInfo was cancelled (CancelFlightInfo, CancelQuery) before its DoGet",
   },
+  WRITE_CANCELLED: {
+    status: 'CANCELLED',
+    meaning:
+      'the client cancelled a bulk ingest (or its deadline passed) after its upload ended but before the write committed; nothing of it is kept',
+  },
   QUERY_DENIED: {
     status: 'RESOURCE_EXHAUSTED',
     meaning: 'a deny rule (deny_queries) matches the statement; the message names the rule and its reason',

@@ -163,17 +163,24 @@ async function openTransactionless<T>(engine: DuckDBEngine, work: (session: Engi
   }
 }
 
-/** Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds. */
+/**
+ * Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds
+ * and `signal` (the call's) is not aborted: a client that gave up (its deadline passed while the work ran) was
+ * told the call failed, so nothing of it may be kept.
+ */
 export async function inTransaction<T>(
   engine: DuckDBEngine,
   session: EngineSession | undefined,
   work: (session: EngineSession) => Promise<T>,
+  signal?: AbortSignal,
 ): Promise<T> {
   if (session) return work(session);
   return openTransactionless(engine, async (own) => {
     await engine.execute('BEGIN TRANSACTION', { session: own });
     try {
       const result = await work(own);
+      if (signal?.aborted)
+        throw sqlErrors.error('WRITE_CANCELLED', 'the client cancelled the call before its write committed');
       await engine.execute('COMMIT', { session: own });
       return result;
     } catch (error) {

@@ -445,8 +445,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const { principal } = ctx;
     const writer = { admin: principal.admin, audience: principal.audiences[0] ?? 'public' };
     const mode = { ifNotExist: request.ifNotExist, ifExists: request.ifExists };
-    return inTransaction(this.engine, session, (s) =>
-      ingest(this.engine, tables, writer, request.table, mode, data, s),
+    return inTransaction(
+      this.engine,
+      session,
+      (s) => ingest(this.engine, tables, writer, request.table, mode, data, s),
+      ctx.signal,
     );
   }
 

@@ -449,8 +449,13 @@ describe('series table ingest and transactions (issue 12)', () => {
 
   it('a client gone mid-upload leaves the table as it was, and the server goes on ingesting', async () => {
     const before = await scalar(asAdmin, 'SELECT count(*) FROM deploys');
-    // 400 batches, far more than the server reads ahead: the deadline passes mid-upload.
-    const messages = tableToFlightData(deploys(100_000, 2_000_000, 5_000));
+    // The client sends its schema and 20 of 40 batches, then stalls past its deadline: the deadline passes mid-upload.
+    const all = tableToFlightData(deploys(100_000, 200_000, 5_000));
+    const messages = (async function* () {
+      yield* all.slice(0, 21);
+      await sleep(1500);
+      yield* all.slice(21);
+    })();
     const cmd = packAny('CommandStatementIngest', { table: 'deploys', tableDefinitionOptions: modes.append });
     const upload = asAdmin.client.doPut(cmd, messages, { deadline: Date.now() + 500 });
     assert.equal((await refusal(upload)).code, 4);
@@ -459,6 +464,17 @@ describe('series table ingest and transactions (issue 12)', () => {
     assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), before);
     assert.equal(await ingest(asAdmin, 'deploys', 'append', deploys(2_000_000, 1)), 1);
     assert.equal(await update(asAdmin, 'DELETE FROM deploys WHERE duration = 500000'), 1);
+  });
+
+  it('an upload that ended before its deadline, whose write was still running when it passed, is not kept', async () => {
+    const before = await scalar(asAdmin, 'SELECT count(*) FROM deploys');
+    // Two large batches: on the wire in a moment, and far longer to write than the deadline gives.
+    const messages = tableToFlightData(deploys(100_000, 2_000_000, 1_000_000));
+    const cmd = packAny('CommandStatementIngest', { table: 'deploys', tableDefinitionOptions: modes.append });
+    const upload = asAdmin.client.doPut(cmd, messages, { deadline: Date.now() + 200 });
+    assert.equal((await refusal(upload)).code, 4);
+    await sleep(2000);
+    assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), before);
   });
 
   it('mode replace swaps the table (admin); create_append creates or appends', async () => {
