@@ -1,4 +1,5 @@
 import type { DuckDBEngine } from '../engine/index.js';
+import type { MetadataQueries } from '../metadata/index.js';
 import { rollupErrors } from './errors.js';
 import { quoteLiteral } from './rollup-sql.js';
 import type { RefreshOutcome, RollupJob } from './rollups.js';
@@ -30,8 +31,46 @@ export function jobsRows(jobs: readonly RollupJob[]): string {
 }
 
 /** A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB), or null when none failed. */
-export function audienceErrors(failed: RefreshOutcome['failedAudiences']): string | null {
+function audienceErrors(failed: RefreshOutcome['failedAudiences']): string | null {
   return failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience, f.error]))) : null;
+}
+
+/** A failed refresh is tried again this soon by the refresh jobs (or at its schedule, if sooner). */
+export const retrySeconds = 10;
+
+/** How a refresh ended: its outcome, or its error and the audiences whose own rows failed it (see Rollups.refresh). */
+export type RefreshResult =
+  | { readonly outcome: RefreshOutcome }
+  | { readonly error: unknown; readonly failedAudiences: RefreshOutcome['failedAudiences'] };
+
+/**
+ * Records a refresh on its rollup's job, whoever ran it (a refresh job, refresh_rollup, a publication): last_status
+ * ('ok'; 'partial' when some audiences' buckets were held, their errors in audience_errors; 'failed'), last_error and
+ * audience_errors, so snouttime.jobs tells the state the rollup's last refresh left. A run of the job (`scheduled`)
+ * also sets last_run and its next_run (a failed one's within retrySeconds); another refresh writes the row only
+ * when what it records changes (most refreshes end as the one before).
+ */
+export async function recordRefresh(
+  metadata: MetadataQueries,
+  target: string,
+  result: RefreshResult,
+  scheduled: boolean,
+): Promise<void> {
+  const failed = 'outcome' in result ? result.outcome.failedAudiences : result.failedAudiences;
+  const status = 'outcome' in result ? (failed.length > 0 ? 'partial' : 'ok') : 'failed';
+  const error =
+    'outcome' in result ? null : result.error instanceof Error ? result.error.message : String(result.error);
+  const run = scheduled
+    ? `, last_run = now(), next_run = now() + ${'outcome' in result ? 'schedule' : `LEAST(schedule, ${retrySeconds} * INTERVAL '1 second')`}`
+    : '';
+  const changed = scheduled
+    ? ''
+    : ' AND (last_status, last_error, audience_errors) IS DISTINCT FROM ($2::text, $3::text, $4::jsonb)';
+  await metadata.query(
+    `UPDATE rollup_jobs SET last_status = $2, last_error = $3, audience_errors = $4${run}
+      WHERE kind = 'refresh' AND target = $1${changed}`,
+    [target, status, error, audienceErrors(failed)],
+  );
 }
 
 const head = /^\s*UPDATE\s+(?:(?:"snouttime"|snouttime)\s*\.\s*)?(?:"jobs"|jobs|"rollup_jobs"|rollup_jobs)\s+SET\s+/i;

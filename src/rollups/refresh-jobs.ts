@@ -1,5 +1,5 @@
 import type { MetadataStore } from '../metadata/index.js';
-import { audienceErrors } from './job-updates.js';
+import { retrySeconds } from './job-updates.js';
 import type { RefreshOutcome, Rollups } from './rollups.js';
 
 /** What the refresh jobs report, for metrics. */
@@ -12,8 +12,6 @@ export interface RefreshReport {
 
 /** How often the runner looks for due jobs: a new rollup's first refresh starts within this. */
 const tickMs = 1000;
-/** A failed refresh is tried again this soon (or at its schedule, if sooner). */
-const retrySeconds = 10;
 
 /**
  * Runs the rollups' refresh jobs (every process's, servers and daemons alike): every due job in
@@ -71,28 +69,12 @@ export class RefreshJobs {
     if (rows.length === 0) return;
     const started = performance.now();
     try {
+      // The refresh records its outcome on the job (see Rollups.refreshHoldingLock), as refresh_rollup's does.
       const outcome = await refresh();
-      // The job's row is written anyway: its audience errors with it, in the same statement. 'partial': the
-      // buckets of some audiences' rows were held, their errors in audience_errors (see Rollups.refresh).
-      await this.metadata.query(
-        `UPDATE rollup_jobs SET last_run = now(), next_run = now() + schedule, last_status = $3, last_error = NULL,
-             audience_errors = $2
-          WHERE kind = 'refresh' AND target = $1`,
-        [target, audienceErrors(outcome.failedAudiences), outcome.failedAudiences.length > 0 ? 'partial' : 'ok'],
-      );
       this.report({ rollup: target, seconds: (performance.now() - started) / 1000, outcome });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
       this.log('warn', `rollup ${target}: refresh failed (retried in ${retrySeconds} s)`, error);
       this.report({ rollup: target, seconds: (performance.now() - started) / 1000, failed: true });
-      await this.metadata
-        .query(
-          `UPDATE rollup_jobs SET last_run = now(), last_status = 'failed', last_error = $2,
-             next_run = now() + LEAST(schedule, $3 * INTERVAL '1 second')
-           WHERE kind = 'refresh' AND target = $1`,
-          [target, message, retrySeconds],
-        )
-        .catch(() => {});
     }
   }
 

@@ -47,7 +47,7 @@ import {
   type RollupDefinition,
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
-import { audienceErrors, jobsUpdateQuery } from './job-updates.js';
+import { jobsUpdateQuery, recordRefresh } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
 import {
@@ -1149,49 +1149,40 @@ export class Rollups {
    */
   async refresh(name: string): Promise<RefreshOutcome> {
     const definition = await this.definition(name, 'refresh_rollup');
-    return this.holdingRefreshLock(definition, 'refresh_rollup', async () => {
-      const outcome = await this.refreshHoldingLock(definition);
-      // Written only when it changes: most refreshes fail for no audience, as the one before (NULL stays NULL).
-      await this.metadata.query(
-        `UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1
-           AND audience_errors IS DISTINCT FROM $2::jsonb`,
-        [definition.name, audienceErrors(outcome.failedAudiences)],
-      );
-      return outcome;
-    });
+    return this.holdingRefreshLock(definition, 'refresh_rollup', () => this.refreshHoldingLock(definition, false));
   }
 
   /**
    * Runs a refresh job holding the rollup's lock, unless a refresh of it runs already (anywhere):
-   * then undefined. The job checks it is still due and records its outcome under the lock (its
-   * audience errors too: see audienceErrors), so two runners that both found it due never refresh it twice.
+   * then undefined. The job checks it is still due under the lock, and its refresh records the run
+   * (see refreshHoldingLock), so two runners that both found it due never refresh it twice.
    */
   tryRefresh<T>(
     definition: RollupDefinition,
     job: (refresh: () => Promise<RefreshOutcome>) => Promise<T>,
   ): Promise<T | undefined> {
     return this.metadata.locks.tryWhileHolding(refreshLock(definition), () =>
-      job(() => this.refreshHoldingLock(definition)),
+      job(() => this.refreshHoldingLock(definition, true)),
     );
   }
 
   /**
-   * A refresh. One that fails records its audiences' errors (rollup_jobs.audience_errors): every audience's
-   * when each failed on its own rows, else none, so that no earlier refresh's stay (a refresh that succeeds
-   * leaves them to its caller: see audienceErrors).
+   * A refresh, recorded on the rollup's job however it ended (recordRefresh), by refresh_rollup and the
+   * refresh jobs alike; `scheduled`: a run of the job. A failed one records its audiences' errors: every
+   * audience's when each failed on its own rows, else none, so that no earlier refresh's stay.
    */
-  private async refreshHoldingLock(definition: RollupDefinition): Promise<RefreshOutcome> {
+  private async refreshHoldingLock(definition: RollupDefinition, scheduled: boolean): Promise<RefreshOutcome> {
     const failures: FailedAudience[] = [];
+    let outcome: RefreshOutcome;
     try {
-      return await this.refreshed(definition, failures);
+      outcome = await this.refreshed(definition, failures);
     } catch (error) {
-      await this.metadata.query(
-        `UPDATE rollup_jobs SET audience_errors = $2 WHERE kind = 'refresh' AND target = $1
-           AND audience_errors IS DISTINCT FROM $2::jsonb`,
-        [definition.name, audienceErrors(failures)],
-      );
+      const failedAudiences = failures.map(({ audience, error: e }) => ({ audience, error: e }));
+      await recordRefresh(this.metadata, definition.name, { error, failedAudiences }, scheduled).catch(() => {});
       throw error;
     }
+    await recordRefresh(this.metadata, definition.name, { outcome }, scheduled);
+    return outcome;
   }
 
   /** refreshHoldingLock's refresh: `failures` gets the audiences whose rows failed it (see failingAudiences). */
