@@ -8,7 +8,7 @@
 import type { Partition } from '../lakehouse/index.js';
 import { ownNames } from '../rollups/index.js';
 import type { ViewSet } from '../views/index.js';
-import { readsAlone, type Node, type Statement } from './partition-pruning.js';
+import { readsAlone, starMayName, type Node, type Statement } from './partition-pruning.js';
 
 /** A set a statement reads newest first: for the provenance of an admin's result. */
 export interface NewestFirstRead {
@@ -41,33 +41,13 @@ function topNOf(statement: Statement, view: ViewSet): 'desc' | 'asc' | null {
   const own = ownNames(names, qualifiers);
   if (own.length !== 1 || own[0] !== column) return null;
   // An unqualified ORDER BY name means the select list's item of that name first: it must be the column, and no
-  // item may name one by a `*` (see namesByStar).
+  // item may name one by a `*` (REPLACE and RENAME too: they give the set's own names to other values).
   const renames = (item: Node): boolean =>
-    namesByStar(item, qualifiers) ||
+    starMayName(item, qualifiers, true) ||
     (String(item.alias).toLowerCase() === column &&
       !(item.class === 'COLUMN_REF' && (item.column_names as string[]).at(-1)?.toLowerCase() === column));
   if (names.length === 1 && (node.select_list as Node[]).some(renames)) return null;
   return descending ? 'desc' : 'asc';
-}
-
-/**
- * Whether an expression holds a `*` that may name a column other than the set's own: COLUMNS(…) (renamed by a
- * pattern, `COLUMNS('^(t)arget$') AS '\1ime'`), RENAME, REPLACE, a struct's fields (`s.*`). Only DuckDB's binder
- * knows those names; an ORDER BY may read one.
- */
-function namesByStar(value: unknown, qualifiers: ReadonlySet<string>): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (Array.isArray(value)) return value.some((v) => namesByStar(v, qualifiers));
-  const node = value as Node;
-  if (node.class !== 'STAR') return Object.values(node).some((v) => namesByStar(v, qualifiers));
-  const relation = String(node.relation_name).toLowerCase();
-  return (
-    node.columns !== false ||
-    node.expr !== null ||
-    (node.replace_list as unknown[]).length > 0 ||
-    (node.rename_list as unknown[]).length > 0 ||
-    (relation !== '' && !qualifiers.has(relation))
-  );
 }
 
 /**

@@ -320,19 +320,29 @@ function inKnownScope(scope: Node, ctes: ReadonlySet<string>, viewOf: (name: str
     qualifiersOf(from).forEach((q) => qualifiers.add(q));
     return view !== undefined && !view.columns.some((c) => clockNames.has(c.name.toLowerCase()));
   };
-  // A `*` anywhere in an item (`max(COLUMNS(…)) AS '…'` renames too).
-  const expandsOwn = (value: unknown): boolean => {
-    if (value === null || typeof value !== 'object') return true;
-    if (Array.isArray(value)) return value.every(expandsOwn);
-    const node = value as Node;
-    if (node.class !== 'STAR') return Object.values(node).every(expandsOwn);
-    return (
-      node.columns === false &&
-      node.expr === null &&
-      (node.relation_name === '' || qualifiers.has(String(node.relation_name).toLowerCase()))
-    );
-  };
-  return known(scope.from_table as Node) && expandsOwn(scope.select_list);
+  // A `*` anywhere in an item (`max(COLUMNS(…)) AS '…'` renames too). REPLACE and RENAME name what the statement
+  // writes, which the bare names' search reads (clockNamesShadowed).
+  return known(scope.from_table as Node) && !starMayName(scope.select_list, qualifiers, false);
+}
+
+/**
+ * Whether an expression holds a `*` that may name something other than its FROM's relations' columns (those of
+ * `qualifiers`, or all for a bare `*`): COLUMNS(…) (renamed by a pattern, `COLUMNS('^(t)arget$') AS '\1ime'`), a
+ * struct's fields (`s.*`), and with `replaces` REPLACE and RENAME (another value under a column's name, a column
+ * under another). Only DuckDB's binder knows those names; a WHERE or an ORDER BY may read one.
+ */
+export function starMayName(value: unknown, qualifiers: ReadonlySet<string>, replaces: boolean): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some((v) => starMayName(v, qualifiers, replaces));
+  const node = value as Node;
+  if (node.class !== 'STAR') return Object.values(node).some((v) => starMayName(v, qualifiers, replaces));
+  const relation = String(node.relation_name).toLowerCase();
+  return (
+    node.columns !== false ||
+    node.expr !== null ||
+    (relation !== '' && !qualifiers.has(relation)) ||
+    (replaces && ((node.replace_list as unknown[]).length > 0 || (node.rename_list as unknown[]).length > 0))
+  );
 }
 
 /**
