@@ -55,6 +55,7 @@ import {
 } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { nanosToPg, type Partition } from '../lakehouse/index.js';
+import { selectItemName } from './item-names.js';
 import { newestFirst, type NewestFirstRead, type TopNBound } from './newest-first.js';
 
 export type Node = Record<string, unknown>;
@@ -65,6 +66,8 @@ export interface Statement {
   readonly db: MetadataQueries;
   readonly engine: DuckDBEngine;
   readonly tree: Tree;
+  /** The SQL the tree was parsed from (its nodes' query_location are UTF-8 offsets into it). */
+  readonly text?: string;
   readonly shape: QueryShape;
   readonly viewOf: (name: string) => ViewSet | undefined;
   /** The statement's bound parameters (each row is one run over the same files). */
@@ -390,11 +393,12 @@ const clockConstants = new WeakSet<Node>();
 
 /**
  * A copy of an expression with each read of the clock replaced by `clock` (the date by its DATE). An unaliased item of
- * a select list (`item`) keeps the name DuckDB gives the read (`now()`, `current_date` as written): the constant's
- * would be the text of a cast, new at each statement, and a CTE's or subquery's column named so would be gone.
+ * a select list (`item`) keeps the name DuckDB gives it as written (`now()`, `current_date` as written, `names` for
+ * one holding a read: see clockItemNames): the constant's would be the text of a cast, new at each statement, and a
+ * CTE's or subquery's column named so would be gone.
  */
-function withClock(value: unknown, clock: Node, item = false): unknown {
-  if (Array.isArray(value)) return value.map((v) => withClock(v, clock, item));
+function withClock(value: unknown, clock: Node, item = false, names?: ReadonlyMap<Node, string>): unknown {
+  if (Array.isArray(value)) return value.map((v) => withClock(v, clock, item, names));
   if (value === null || typeof value !== 'object') return value;
   const node = value as Node;
   if (readsClock(node) || readsDate(node)) {
@@ -407,7 +411,43 @@ function withClock(value: unknown, clock: Node, item = false): unknown {
     clockConstants.add(read);
     return read;
   }
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withClock(v, clock, k === 'select_list')]));
+  const copy = Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, withClock(v, clock, k === 'select_list', names)]),
+  ) as Node;
+  const name = item ? names?.get(node) : undefined;
+  return name === undefined ? copy : { ...copy, alias: name };
+}
+
+/** Whether an expression reads the clock anywhere (in a subquery or a lambda too): withClock replaces those reads. */
+const readsClockIn = (value: unknown): boolean =>
+  value !== null &&
+  typeof value === 'object' &&
+  (Array.isArray(value)
+    ? value.some(readsClockIn)
+    : readsClock(value as Node) || readsDate(value as Node) || Object.values(value).some(readsClockIn));
+
+/**
+ * The names DuckDB gives the unaliased select items (of every SELECT of the statement) that read the clock within
+ * them (`now() - INTERVAL 1 HOUR`, `date_trunc('hour', now())`), by item: with the clock replaced, each is named by
+ * the text DuckDB gave it as written. Items DuckDB's text cannot be told of keep the constant's.
+ */
+async function clockItemNames(statement: Statement): Promise<Map<Node, string>> {
+  const items: Node[] = [];
+  const visit = (value: unknown, key: string): void => {
+    if (value === null || typeof value !== 'object') return;
+    if (Array.isArray(value)) return value.forEach((v) => visit(v, key));
+    const node = value as Node;
+    if (key === 'select_list' && node.alias === '' && !readsClock(node) && !readsDate(node) && readsClockIn(node))
+      items.push(node);
+    for (const [k, v] of Object.entries(node)) visit(v, k);
+  };
+  visit(statement.tree.statements, '');
+  const names = new Map<Node, string>();
+  for (const item of items) {
+    const name = await selectItemName(statement.engine, item, statement.text);
+    if (name !== null) names.set(item, name);
+  }
+  return names;
 }
 
 /** DuckDB's name of a read of the clock in a select list: a bare name as written, a call's text (none of a catalog's). */
@@ -1363,16 +1403,17 @@ export class PartitionPruning {
   }
 
   /** Fixes the statement's clock now, replacing its clock calls: a rollup read's set-up left out buckets by it. */
-  useClock(): void {
+  async useClock(): Promise<void> {
     if (!this.clock) return;
     this.clockFixed = true;
-    this.fixClock();
+    await this.fixClock();
   }
 
   /** Replaces every clock call of the statement by the fixed value, when pruning compared it. */
-  fixClock(): void {
-    if (this.clockFixed && this.clock)
-      this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock) as Node[];
+  async fixClock(): Promise<void> {
+    if (!this.clockFixed || !this.clock) return;
+    const names = await clockItemNames(this.statement);
+    this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock, false, names) as Node[];
   }
 
   /**

@@ -703,7 +703,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // One statement's readers of installed resources: pruning by indexes, then stored columns.
     const readers =
       tree && shape
-        ? this.resourceStatement(tree, shape, statement.parameters, session === undefined, principal, boundTopN)
+        ? this.resourceStatement(
+            { tree, text: statement.query, shape },
+            statement.parameters,
+            session === undefined,
+            principal,
+            boundTopN,
+          )
         : undefined;
     const { pruning, stored } = readers ?? {};
     const setup =
@@ -726,7 +732,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.outcome });
     // Pruning compared the statement's now() as one value: the statement runs with it (after the rollup
     // rewrite, which keys what it keeps on the clock calls and reads them with that value).
-    pruning?.fixClock();
+    await pruning?.fixClock();
     const rollupSetup = readsRollups
       ? await rollupReadSetup(
           rollups,
@@ -743,7 +749,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
         )
       : { statements: [], snapshot: null, lake: false, fixesClock: false };
     // The set-up left out buckets by a bound that holds with the clock it read: the statement runs with it.
-    if (rollupSetup.fixesClock) pruning!.useClock();
+    if (rollupSetup.fixesClock) await pruning!.useClock();
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).
@@ -1136,8 +1142,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   /** The readers of installed resources for one statement's tree, when the server runs the lakehouse. */
   private resourceStatement(
-    tree: ResourceStatement['tree'],
-    shape: QueryShape,
+    parsed: Pick<ResourceStatement, 'tree' | 'text' | 'shape'>,
     parameters: ResourceStatement['parameters'],
     ownTransaction: boolean,
     principal: Principal,
@@ -1150,7 +1155,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const scope = scopeOf(principal);
     const audiences = scope.kind === 'audiences' ? scope.audiences : undefined;
     const statement = {
-      ...{ db: lakehouse.db, engine: this.engine, tree, shape, viewOf, parameters, ownTransaction },
+      ...{ db: lakehouse.db, engine: this.engine, ...parsed, viewOf, parameters, ownTransaction },
       boundTopN,
     };
     return resourceReaders({ ...statement, audiences });
@@ -1179,7 +1184,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // As planning does: a statement calling lakehouse functions reads its sets whole.
     const readers =
       principal.admin && lakehouse && !shape.tableFunctions.some(isLakehouseFunction)
-        ? this.resourceStatement(tree, shape, undefined, true, principal)
+        ? this.resourceStatement({ tree, text: sql, shape }, undefined, true, principal)
         : undefined;
     if (lakehouse && readers) {
       const range = { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd };

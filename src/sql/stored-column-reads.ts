@@ -11,6 +11,7 @@
 import { columnsHeldByAll, recentColumns, type InstalledColumn } from '../resources/index.js';
 import { levelParts } from '../rollups/index.js';
 import type { ViewSet } from '../views/index.js';
+import { selectItemName } from './item-names.js';
 import { expressionTree, keyOf, readsAlone, type Node, type Statement } from './partition-pruning.js';
 
 /** A stored column whose expression a statement holds: read in its place, or left as written and why. */
@@ -141,7 +142,11 @@ export class StoredColumnReads {
     const items = node.select_list as Node[];
     const names: Array<string | null> = [];
     for (const item of items)
-      names.push(item.alias === '' && item.class !== 'STAR' && reads(item) ? await this.itemName(item) : null);
+      names.push(
+        item.alias === '' && item.class !== 'STAR' && reads(item)
+          ? await selectItemName(this.statement.engine, item, this.statement.text)
+          : null,
+      );
     visit(levelParts(node), (n) => {
       const name = byKey.get(keyOf(n, qualifiers));
       if (name === undefined) return n.class !== 'SUBQUERY' && n.class !== 'LAMBDA';
@@ -166,14 +171,5 @@ export class StoredColumnReads {
   /** The uses to report once the statement's levels were rewritten onto rollups: none of the tables whose stored columns no level reads. */
   reported(unread: readonly string[]): StoredColumnUse[] {
     return this.uses.filter((u) => !(u.use === 'substituted' && unread.includes(u.table)));
-  }
-
-  /** The column name DuckDB gives an unaliased select item: its text as DuckDB writes it. */
-  private async itemName(item: Node): Promise<string | null> {
-    const { engine } = this.statement;
-    const single = (await engine.parseSelect('SELECT 1'))!;
-    (single.statements[0].node as Node).select_list = [structuredClone(item)];
-    const sql = await engine.deparse(single);
-    return sql.startsWith('SELECT ') ? sql.slice('SELECT '.length) : null;
   }
 }

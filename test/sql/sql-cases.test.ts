@@ -175,6 +175,12 @@ async function run(record: CaseRecord, client: TestFlightClient, httpPort: numbe
         declared.join(''),
         `${where}: column types (${table.schema.fields.map((f) => `${f.name}: ${String(f.type)}`).join(', ')})`,
       );
+      if (record.names)
+        assert.deepEqual(
+          table.schema.fields.map((f) => f.name),
+          record.names,
+          `${where}: column names`,
+        );
       const rows = renderRows(table);
       if (record.rowsort) rows.sort();
       assert.deepEqual(rows, record.rows, `${where}: wrong rows`);

@@ -24,7 +24,16 @@ interface RecordBase {
 export type CaseRecord =
   | (RecordBase & { kind: 'statement ok'; sql: string; path: CasePath })
   | (RecordBase & { kind: 'statement error'; sql: string; path: CasePath; status: string; message: string })
-  | (RecordBase & { kind: 'query'; sql: string; path: CasePath; types: string; rowsort: boolean; rows: string[] })
+  | (RecordBase & {
+      kind: 'query';
+      sql: string;
+      path: CasePath;
+      types: string;
+      rowsort: boolean;
+      /** `query <types> names`: the column names, the first line after `----`. */
+      names?: string[];
+      rows: string[];
+    })
   | (RecordBase & { kind: 'ingest'; exe: string; count: number; pods?: number });
 
 export interface CaseFile {
@@ -194,15 +203,38 @@ export function parseCaseFile(file: string, text: string, variables: readonly st
         only = undefined;
         const path = takePath(words, line);
         const types = words[1] ?? '';
-        const sort = words.slice(2);
-        if (!/^[IRT]+$/.test(types) || sort.length > 1 || (sort.length === 1 && sort[0] !== 'rowsort')) {
-          fail(line, "a query reads 'query <column types: I, R or T per column> [rowsort]'");
+        const options = words.slice(2);
+        if (
+          !/^[IRT]+$/.test(types) ||
+          options.some((o) => o !== 'rowsort' && o !== 'names') ||
+          new Set(options).size !== options.length
+        ) {
+          fail(line, "a query reads 'query <column types: I, R or T per column> [rowsort] [names]'");
         }
         const sql = checked(block().join('\n'), line);
         if (sql === '') fail(line, 'the query has no SQL');
         if (lines[i] !== '----') fail(i + 1, "a query needs '----' and its expected rows after the SQL");
         const rows = expected().map((r) => checked(r, line));
-        records.push({ kind: 'query', line, user, ...when, sql, path, types, rowsort: sort.length === 1, rows });
+        // With `names`, the first line is the column names, tab-separated.
+        let names: string[] | undefined;
+        if (options.includes('names')) {
+          names = rows.shift()?.split('\t') ?? [];
+          if (names.length !== types.length)
+            fail(line, `'names' needs the first line after '----' to name each of the ${types.length} columns`);
+        }
+        const rowsort = options.includes('rowsort');
+        records.push({
+          kind: 'query',
+          line,
+          user,
+          ...when,
+          sql,
+          path,
+          types,
+          rowsort,
+          ...(names ? { names } : {}),
+          rows,
+        });
         break;
       }
       default:

@@ -59,6 +59,21 @@ describe('sql case files', () => {
     ]);
   });
 
+  it("reads a query's column names, the first line after '----' with `names`", () => {
+    const [record] = parse('query IT rowsort names\nSELECT 1 AS n, 2\n----\nn\t2\n1\t2\n').records;
+    assert.deepEqual(record, {
+      kind: 'query',
+      line: 4,
+      user: 'admin',
+      sql: 'SELECT 1 AS n, 2',
+      path: 'query',
+      types: 'IT',
+      rowsort: true,
+      names: ['n', '2'],
+      rows: ['1\t2'],
+    });
+  });
+
   it('reads onlyif / skipif native for the next record only', () => {
     const file = parse(
       'onlyif native\nstatement ok\nSELECT 1\n\nskipif native\nquery I\nSELECT 2\n----\n2\n\nstatement ok\nSELECT 3\n',
@@ -83,6 +98,8 @@ describe('sql case files', () => {
       ['statement error INVALID_ARGUMENT\nSELECT 1\n', /x\.test:6: 'statement error' needs '----'/],
       ['statement ok\nSELECT 1\n----\n1\n', /x\.test:6: 'statement ok' expects no result/],
       ['query X\nSELECT 1\n----\n1\n', /x\.test:4: a query reads/],
+      ['query I names names\nSELECT 1\n----\nx\n', /x\.test:4: a query reads/],
+      ['query II names\nSELECT 1, 2\n----\nx\n1\t2\n', /x\.test:4: 'names' needs the first line/],
       ['query I\nSELECT ${NOPE}\n----\n1\n', /x\.test:4: unknown variable \$\{NOPE\}/],
       ['user root\n', /x\.test:4: 'user' takes one of/],
       ['statement ok\nSELECT 1\n\nsetting A b\n', /x\.test:7: 'setting' lines come before the first record/],
