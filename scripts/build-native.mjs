@@ -28,6 +28,8 @@ const sources = [
   'payload-zstd.h',
   'thread-priority.cc',
   'thread-priority.h',
+  'group-write.cc',
+  'group-write.h',
   'duckdb-c-api.h',
 ].map((f) => join(sourceDir, f));
 const output = join(root, 'dist', 'native', 'arrow_export.node');
@@ -83,6 +85,7 @@ try {
       join(sourceDir, 'otlp-logs-table.cc'),
       join(sourceDir, 'payload-zstd.cc'),
       join(sourceDir, 'thread-priority.cc'),
+      join(sourceDir, 'group-write.cc'),
       '-o',
       partial,
       `-L${libraryDir}`,

@@ -18,6 +18,7 @@ import {
   nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,
+  nativeSyncedWrite,
   nativeZstdPayload,
   type EngineOptions,
 } from './engine/index.js';
@@ -140,10 +141,12 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       log,
     });
     closers.push({ name: 'the metadata store', close: () => metadata.close() });
+    const native = nativeSetting(config, log);
     const store: ObjectStore = config.s3
       ? new S3ObjectStore(config.s3)
       : new FileObjectStore(
           config.objectStoreUri ? fileURLToPath(config.objectStoreUri) : join(config.dataDir, 'lake'),
+          (native ? nativeSyncedWrite() : null) ?? undefined,
         );
     closers.push({ name: 'the object store', close: () => store.close() });
     const views = new ViewRegistry(builtinViewSets);
@@ -154,7 +157,6 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       ...builtinViewSets.map((v) => v.name),
       ...(statics?.tables ?? []).map((t) => t.name),
     ]);
-    const native = nativeSetting(config, log);
     const engineOptions: EngineOptions = {
       nativeExport: native,
       nativeSketches: native ? nativeSketchParameters : undefined,

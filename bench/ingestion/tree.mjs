@@ -18,7 +18,7 @@ export async function openTree(tree, name) {
   const native = await load('src/engine/native-export.js').catch(() => ({}));
   const dataDir = mkdtempSync(join(tmpdir(), `orrery-${name}-`));
   const db = await MetadataStore.open({ dataDir });
-  const store = new FileObjectStore(join(dataDir, 'lake'));
+  const store = new FileObjectStore(join(dataDir, 'lake'), native.nativeSyncedWrite?.() ?? undefined);
   return {
     dataDir,
     db,

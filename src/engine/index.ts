@@ -23,6 +23,7 @@ export {
   nativeLogsPayloads,
   nativeLogsScan,
   nativeLogsSeal,
+  nativeSyncedWrite,
   nativeZstdContent,
   nativeZstdPayload,
 } from './native-export.js';

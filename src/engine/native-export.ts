@@ -91,6 +91,8 @@ interface NativeModule {
   zstdContent(stream: Uint8Array, size: number): Uint8Array;
   /** A stored logs payload's content when it is protobuf, decompressed off the event loop (see nativeLogsPayloads). */
   storedLogsPayloadContent(payload: Uint8Array): Promise<Uint8Array | null>;
+  /** A group object's file written, fsynced, its link count read and closed on one libuv thread (group-write.cc). */
+  writeSynced(fd: number, parts: readonly Uint8Array[]): Promise<number>;
   /** '' when a thread of this process may lower its priority to `nice`, else why not. */
   threadPriorityProblem(nice: number): string;
   /** Runs `SET threads = <threads>` from a thread at `nice`, whose background threads inherit it: '' or the error. */
@@ -168,6 +170,15 @@ export function registerNativeOtlpLogs(connection: DuckDBConnection, root: strin
 export function nativeLogsPayloads(): ((payload: Uint8Array) => Promise<Uint8Array | null>) | null {
   const module = nativeExportModule();
   return module ? (payload) => module.storedLogsPayloadContent(payload) : null;
+}
+
+/**
+ * A commit group object's write, fsync, link count and close in one trip to libuv's thread pool
+ * (native/group-write.cc, FileObjectStore's SyncedWrite), or null when the addon is not loaded.
+ */
+export function nativeSyncedWrite(): ((fd: number, parts: readonly Uint8Array[]) => Promise<number>) | null {
+  const module = nativeExportModule();
+  return module ? (fd, parts) => module.writeSynced(fd, parts) : null;
 }
 
 /** A protobuf body as a zstd payload, compressed synchronously (native/payload-zstd.cc), or null when the addon is not loaded. */

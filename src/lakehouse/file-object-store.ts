@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
-import { close, closeSync, fstatSync, fsync, open as openFd, writevSync, type Stats } from 'node:fs';
+import { close, closeSync, fstatSync, fsync, open as openFd, writevSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import type { ObjectStore } from './object-store.js';
@@ -11,6 +11,12 @@ import type { ObjectStore } from './object-store.js';
  * default): one written within this bound cannot have been taken for an orphan by then.
  */
 const RESERVATION_MS = 10_000;
+
+/**
+ * Writes `parts` at the start of the open file `fd`, fsyncs it, reads its link count and closes it (closed once, an
+ * error or not); resolves with the link count. See writeSynced.
+ */
+export type SyncedWrite = (fd: number, parts: readonly Uint8Array[]) => Promise<number>;
 
 /** Objects as files under a folder: writes by temporary file and rename, create-only by link(). */
 export class FileObjectStore implements ObjectStore {
@@ -23,7 +29,15 @@ export class FileObjectStore implements ObjectStore {
   /** Files created ahead of their putNew (reserveNew), by key: their descriptors, open. */
   private readonly reserved = new Map<string, { at: number; path: string; fd: Promise<number | null> }>();
 
-  constructor(root: string) {
+  /**
+   * `syncedWrite`: how a group object's file is written, synced and closed (putNew); by default writeSynced. The
+   * native addon's (src/engine/native/group-write.cc) makes the same calls on one libuv thread: the writev's copy of
+   * the payloads into the page cache leaves the event loop, and one trip to the pool serves the four calls.
+   */
+  constructor(
+    root: string,
+    private readonly syncedWrite: SyncedWrite = writeSynced,
+  ) {
     this.root = resolve(root);
   }
 
@@ -67,9 +81,9 @@ export class FileObjectStore implements ObjectStore {
   async putNew(key: string, parts: readonly Uint8Array[]): Promise<void> {
     const reserved = await this.reservation(key);
     // A reserved file deleted meanwhile (an orphan sweep whose clock says it is old) holds nothing: written anew.
-    if (reserved !== null && (await writeSynced(key, reserved, parts)).nlink > 0) return;
+    if (reserved !== null && (await this.syncedWrite(reserved, parts)) > 0) return;
     const { fd, folders } = await this.createNew(this.location(key));
-    await writeSynced(key, fd, parts);
+    await this.syncedWrite(fd, parts);
     await Promise.all(folders.map(syncFolder));
   }
 
@@ -262,19 +276,19 @@ export class FileObjectStore implements ObjectStore {
 }
 
 /**
- * Writes the parts at the start of an open file, syncs and closes it; returns its status after the sync. The
+ * Writes the parts at the start of an open file, syncs and closes it; returns its link count after the sync. The
  * write (into the page cache, tens of microseconds) and the status are synchronous calls and the close is not
  * waited for: of the four trips to the thread pool this took, only the fsync's is left on a request's path (at 4
  * senders each trip is a wake-up of the event loop that a loaded machine makes wait for a core).
  */
-async function writeSynced(key: string, fd: number, parts: readonly Uint8Array[]): Promise<Stats> {
-  let synced: Stats;
+async function writeSynced(fd: number, parts: readonly Uint8Array[]): Promise<number> {
+  let synced: number;
   try {
     const size = parts.reduce((n, part) => n + part.byteLength, 0);
     const bytesWritten = writevSync(fd, parts as Uint8Array[]);
-    if (bytesWritten !== size) throw new Error(`short write of ${key}: ${bytesWritten} of ${size} bytes`);
+    if (bytesWritten !== size) throw new Error(`short write: ${bytesWritten} of ${size} bytes`);
     await fsyncFd(fd);
-    synced = fstatSync(fd);
+    synced = fstatSync(fd).nlink;
   } catch (error) {
     // The write's or the sync's error is the one to report, not the close's that may follow it. Linux frees the
     // descriptor even when close fails, so it is closed once either way.

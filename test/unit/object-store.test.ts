@@ -1,9 +1,10 @@
 // The file object store: atomic writes, create-only writes, listing, keys that stay inside.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { nativeSyncedWrite } from '../../src/engine/index.js';
 import { FileObjectStore } from '../../src/lakehouse/index.js';
 
 describe('FileObjectStore', () => {
@@ -103,6 +104,58 @@ describe('FileObjectStore', () => {
     assert.throws(() => store.location('../escape'), /leaves the store/);
   });
 });
+
+// Issue 16: a group object's write, fsync, link count and close in one trip to libuv's thread pool (the native addon's
+// writeSynced, what `orrery serve` gives its FileObjectStore), with what the JavaScript path keeps: every part in
+// order, a reserved file deleted meanwhile written anew, errors as fs errors, the descriptor closed once.
+describe('FileObjectStore with the native synced write', () => {
+  const root = mkdtempSync(join(tmpdir(), 'orrery-store-native-'));
+  const write = nativeSyncedWrite();
+  const store = new FileObjectStore(root, write ?? undefined);
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  it('writes a new or reserved object whole, in order, and a reserved one deleted meanwhile anew', async () => {
+    assert.ok(write, 'the native addon is built with writeSynced (npm run build)');
+    await store.putNew('n/group', [Buffer.from('first'), Buffer.from(''), Buffer.from('second')]);
+    assert.equal(Buffer.from(await store.get('n/group')).toString(), 'firstsecond');
+    await assert.rejects(store.putNew('n/group', [Buffer.from('again')]), { code: 'EEXIST' });
+    store.reserveNew(['r/group', 'r/swept']);
+    await waitFor(async () => (await store.size('r/swept')) === 0);
+    await store.putNew('r/group', [Buffer.from('one'), Buffer.from('two')]);
+    assert.equal(Buffer.from(await store.get('r/group')).toString(), 'onetwo');
+    await store.delete('r/swept');
+    await store.putNew('r/swept', [Buffer.from('kept')]);
+    assert.equal(Buffer.from(await store.get('r/swept')).toString(), 'kept');
+    // More parts than one writev call takes (IOV_MAX, 1,024): a group of that many payloads is written whole.
+    const parts = Array.from({ length: 2500 }, (_, i) => Buffer.from(`${i},`));
+    await store.putNew('n/large', parts);
+    assert.equal(Buffer.from(await store.get('n/large')).toString(), parts.map(String).join(''));
+  });
+
+  it('answers the link count, closes the descriptor, and fails as the fs calls do', async () => {
+    assert.ok(write, 'the native addon is built with writeSynced (npm run build)');
+    const path = join(root, 'direct');
+    const fd = openSync(path, 'wx');
+    assert.equal(await write(fd, [Buffer.from('abc')]), 1);
+    assert.notEqual(readlinkFd(fd), path, 'the descriptor is closed');
+    const closed = openSync(join(root, 'closed'), 'wx');
+    closeSync(closed);
+    await assert.rejects(write(closed, [Buffer.from('x')]), { code: 'EBADF', syscall: 'write' });
+    const readOnly = openSync(path, 'r');
+    await assert.rejects(write(readOnly, [Buffer.from('x')]), { code: 'EBADF', syscall: 'write' });
+    assert.notEqual(readlinkFd(readOnly), path, 'closed after a failure too');
+    assert.equal(Buffer.from(await store.get('direct')).toString(), 'abc');
+  });
+});
+
+/** What descriptor `fd` of this process names now, or null when it is not open. */
+function readlinkFd(fd: number): string | null {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return null;
+  }
+}
 
 async function waitFor(done: () => Promise<boolean>): Promise<void> {
   for (let i = 0; i < 500 && !(await done()); i++) await new Promise((resolve) => setTimeout(resolve, 10));

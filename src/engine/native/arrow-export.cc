@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "arrow-ingest.h"
+#include "group-write.h"
 #include "logs-scan.h"
 #include "logs-seal.h"
 #include "otlp-logs-table.h"
@@ -702,6 +703,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   DefineLogsSeal(env, exports);
   DefineOtlpLogsTable(env, exports);
   DefinePayloadZstd(env, exports);
+  DefineGroupWrite(env, exports);
   DefineThreadPriority(env, exports);
   return exports;
 }
