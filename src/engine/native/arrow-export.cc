@@ -14,6 +14,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -230,6 +231,20 @@ struct Batch {
   std::vector<double> layout;
 
   Batch() = default;
+  Batch(Batch &&other) noexcept : rows(other.rows), bytes(other.bytes), length(other.length), layout(std::move(other.layout)) {
+    other.bytes = nullptr;
+  }
+  Batch &operator=(Batch &&other) noexcept {
+    if (this != &other) {
+      std::free(bytes);
+      rows = other.rows;
+      bytes = other.bytes;
+      length = other.length;
+      layout = std::move(other.layout);
+      other.bytes = nullptr;
+    }
+    return *this;
+  }
   Batch(const Batch &) = delete;
   Batch &operator=(const Batch &) = delete;
   ~Batch() { std::free(bytes); }
@@ -317,51 +332,43 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     return info.Env().Undefined();
   }
 
-  // Runs on the worker thread. Returns false with `error` set when DuckDB reports one.
+  // Runs on the worker thread. Returns false with `error` set when DuckDB reports one; an empty
+  // batch (no rows) is the end of the result.
   bool Fill(Batch &batch, std::string &error) {
     if (prepared_ && !nice_ && !result_ && !finished_ && !Run(error)) {
       finished_ = true;
       return false;
     }
-    for (Column &c : columns_) c.start();
-    size_t rows = 0;
-    while (!finished_) {
-      if (!chunk_) {
-        chunk_ = TakeChunk(error);
-        chunkOffset_ = 0;
-        chunkSize_ = chunk_ ? duckdb_data_chunk_get_size(chunk_) : 0;
-        if (!chunk_) {
-          finished_ = true;
-          if (!error.empty()) return false;
-          break;
+    if (!fetcher_.joinable()) {
+      if (!nice_) {
+        switch (Build(batch, error, errorType_, true)) {
+          case Built::kBatch:
+            return true;
+          case Built::kEnd:
+            finished_ = true;
+            return true;
+          case Built::kError:
+            finished_ = true;
+            return false;
+          case Built::kMore:
+            break;
         }
       }
-      const idx_t count = RowsWithin(chunkSize_ - chunkOffset_, rows);
-      if (count == 0) {
-        // The next row would take the batch past its byte target, or push an offset past int32: it
-        // starts the next batch.
-        if (rows > 0) break;
-        error = "Invalid Input Error: a value of more than " + std::to_string(maxBinaryBytes_) +
-                " bytes does not fit in an Arrow batch (32-bit offsets)";
-        errorType_ = 32;  // DUCKDB_ERROR_INVALID_INPUT: the query's data, not a failure of DuckDB
-        finished_ = true;
-        return false;
-      }
-      for (size_t c = 0; c < columns_.size(); c++) {
-        columns_[c].append(duckdb_data_chunk_get_vector(chunk_, c), chunkOffset_, count, rows);
-      }
-      rows += count;
-      chunkOffset_ += count;
-      if (chunkOffset_ == chunkSize_) DropChunk();
-      else break;  // cut before the chunk's next row (RowsWithin)
+      fetcher_ = std::thread([this] { FetchLoop(); });
     }
-    batch.rows = rows;
-    if (rows > 0) Assemble(batch);
-    for (Column &c : columns_) {
-      c.validity.size = c.values.size = c.data.size = 0;
-      c.nullCount = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    available_.wait(lock, [this] { return !ready_.empty() || fetched_; });
+    if (!ready_.empty()) {
+      batch = std::move(ready_.front());
+      ready_.pop_front();
+      fetchable_.notify_one();
+      return true;
     }
-    return true;
+    finished_ = true;
+    if (fetchError_.empty()) return true;
+    error = fetchError_;
+    errorType_ = fetchErrorType_;
+    return false;
   }
 
   // How many of the current chunk's next `count` rows the batch (holding `rows` rows) takes. It stops
@@ -412,6 +419,64 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   int ErrorType() const { return errorType_; }
 
  private:
+  enum class Built { kBatch, kEnd, kError, kMore };
+
+  // Appends the result's rows to the batch being built until it is full (kBatch: `batch` holds it),
+  // the result ends (kBatch with the last rows, then kEnd) or fails (kError, `error` and `type` set).
+  // `inlineOnly` (the worker thread, before the fetching thread exists): fetches at most
+  // kChunksInline chunks in all, then answers kMore with the batch unfinished, for the fetching
+  // thread to go on with. Only one thread builds at a time: the worker until it starts the
+  // fetching thread, that thread after.
+  Built Build(Batch &batch, std::string &error, int &type, bool inlineOnly) {
+    if (!building_) {
+      for (Column &c : columns_) c.start();
+      building_ = true;
+    }
+    while (!exhausted_) {
+      if (!chunk_) {
+        if (inlineOnly && chunksInline_ == kChunksInline) return Built::kMore;
+        if (!inlineOnly && stopping_.load(std::memory_order_relaxed)) return Built::kEnd;
+        chunksInline_ += inlineOnly;
+        chunk_ = FetchChunk(error, type);
+        chunkOffset_ = 0;
+        chunkSize_ = chunk_ ? duckdb_data_chunk_get_size(chunk_) : 0;
+        if (!chunk_) {
+          exhausted_ = true;
+          if (!error.empty()) return Built::kError;
+          break;
+        }
+      }
+      const idx_t count = RowsWithin(chunkSize_ - chunkOffset_, rows_);
+      if (count == 0) {
+        // The next row would take the batch past its byte target, or push an offset past int32: it
+        // starts the next batch.
+        if (rows_ > 0) break;
+        error = "Invalid Input Error: a value of more than " + std::to_string(maxBinaryBytes_) +
+                " bytes does not fit in an Arrow batch (32-bit offsets)";
+        type = 32;  // DUCKDB_ERROR_INVALID_INPUT: the query's data, not a failure of DuckDB
+        exhausted_ = true;
+        return Built::kError;
+      }
+      for (size_t c = 0; c < columns_.size(); c++) {
+        columns_[c].append(duckdb_data_chunk_get_vector(chunk_, c), chunkOffset_, count, rows_);
+      }
+      rows_ += count;
+      chunkOffset_ += count;
+      if (chunkOffset_ == chunkSize_) DropChunk();
+      else break;  // cut before the chunk's next row (RowsWithin)
+    }
+    if (rows_ == 0) return Built::kEnd;
+    batch.rows = rows_;
+    Assemble(batch);
+    for (Column &c : columns_) {
+      c.validity.size = c.values.size = c.data.size = 0;
+      c.nullCount = 0;
+    }
+    rows_ = 0;
+    building_ = false;
+    return Built::kBatch;
+  }
+
   void Assemble(Batch &batch) {
     struct Part {
       const uint8_t *bytes;
@@ -473,84 +538,58 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   }
 
   // DuckDB runs a streaming query's pipeline on the thread that fetches, so fetching runs on a
-  // thread of its own, a few chunks ahead: DuckDB computes while batches are filled and sent.
-  static constexpr size_t kChunksAhead = 16;
+  // thread of its own: DuckDB computes while batches are sent. That thread also builds the batches
+  // from the chunks as it fetches them and hands over whole batches, up to kBatchesAhead ahead of
+  // the worker that takes them: one hand-over between threads per batch (~30 chunks of 2,048 rows
+  // at 2 MiB), where handing each chunk to a worker that built the batch cost a wake-up of one
+  // thread or the other per chunk (~5,000 per 10 M-row result), and each chunk is copied while
+  // still in the cache it was computed in (bench/latency/PROFILE.md, twentieth pass).
+  static constexpr size_t kBatchesAhead = 1;
   // A result's first chunks are fetched on the worker thread that fills the batch; the fetching
   // thread starts only for a result that goes on past them. Most dashboard statements end within
   // their first chunk, and a thread for each of them cost a clone, two hand-overs between threads
   // and a join per statement (bench/latency/PROFILE.md).
   static constexpr int kChunksInline = 2;
 
-  // The result's next chunk, or null at its end (fetchError_ set when DuckDB failed).
-  duckdb_data_chunk FetchChunk() {
+  // The result's next chunk, or null at its end (`error` and `type` set when DuckDB failed).
+  duckdb_data_chunk FetchChunk(std::string &error, int &type) {
     duckdb_data_chunk chunk = duckdb_fetch_chunk(*result_);
     if (chunk && duckdb_data_chunk_get_size(chunk) > 0) return chunk;
     if (chunk) duckdb_destroy_data_chunk(&chunk);
     const char *message = duckdb_result_error(result_);
     if (message && *message) {
-      fetchError_ = message;
-      fetchErrorType_ = duckdb_result_error_type(result_);
+      error = message;
+      type = duckdb_result_error_type(result_);
     }
     return nullptr;
   }
 
   void FetchLoop() {
+    std::string error;
+    int type = 0;
     if (nice_) {
       // A failure to lower leaves the thread as it is: the statement still runs (app.ts checked
       // once, and logged, whether this process may lower its threads).
       LowerThisThread(nice_);
-      std::string error;
-      if (prepared_ && !Run(error)) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        fetchError_ = error;
-        fetchErrorType_ = errorType_;
-        fetched_ = true;
-        available_.notify_one();
-        return;
-      }
+      if (prepared_ && !Run(error)) type = errorType_;
     }
-    for (;;) {
+    while (error.empty()) {
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        fetchable_.wait(lock, [this] { return stopping_ || ahead_.size() < kChunksAhead; });
+        fetchable_.wait(lock, [this] { return stopping_ || ready_.size() < kBatchesAhead; });
         if (stopping_) break;
       }
-      duckdb_data_chunk chunk = FetchChunk();
+      Batch batch;
+      if (Build(batch, error, type, false) != Built::kBatch) break;
       std::lock_guard<std::mutex> lock(mutex_);
-      if (!chunk) break;
-      ahead_.push_back(chunk);
+      ready_.push_back(std::move(batch));
       available_.notify_one();
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    fetchError_ = error;
+    fetchErrorType_ = type;
     fetched_ = true;
     available_.notify_one();
-  }
-
-  // The next chunk, or null at the end (with `error` set when DuckDB failed). Called only by Fill.
-  duckdb_data_chunk TakeChunk(std::string &error) {
-    if (!fetcher_.joinable()) {
-      if (!nice_ && chunksInline_ < kChunksInline) {
-        chunksInline_++;
-        duckdb_data_chunk chunk = FetchChunk();
-        if (!chunk) {
-          error = fetchError_;
-          errorType_ = fetchErrorType_;
-        }
-        return chunk;
-      }
-      fetcher_ = std::thread([this] { FetchLoop(); });
-    }
-    std::unique_lock<std::mutex> lock(mutex_);
-    available_.wait(lock, [this] { return !ahead_.empty() || fetched_; });
-    if (ahead_.empty()) {
-      error = fetchError_;
-      errorType_ = fetchErrorType_;
-      return nullptr;
-    }
-    duckdb_data_chunk chunk = ahead_.front();
-    ahead_.pop_front();
-    fetchable_.notify_one();
-    return chunk;
   }
 
   void StopFetcher() {
@@ -560,8 +599,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     }
     fetchable_.notify_one();
     if (fetcher_.joinable()) fetcher_.join();
-    for (duckdb_data_chunk &chunk : ahead_) duckdb_destroy_data_chunk(&chunk);
-    ahead_.clear();
+    ready_.clear();
   }
 
   void DropChunk() {
@@ -588,15 +626,20 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   int errorType_ = 0;
   int nice_ = 0;  // > 0: run and fetch on the exporter's own thread, at this nice value
 
+  // The batch being built (Build): its rows so far, whether its columns are started, whether the
+  // result has no more chunks; the worker's until the fetching thread starts, that thread's after.
+  size_t rows_ = 0;
+  bool building_ = false;
+  bool exhausted_ = false;
   int chunksInline_ = 0;
-  std::thread fetcher_;  // started by TakeChunk once the first chunks are taken
+  std::thread fetcher_;  // started by Fill once the first chunks are taken
   std::mutex mutex_;
-  std::condition_variable fetchable_;  // room ahead, or stopping
-  std::condition_variable available_;  // a chunk ahead, or fetching is over
-  std::deque<duckdb_data_chunk> ahead_;
+  std::condition_variable fetchable_;  // room for a batch ahead, or stopping
+  std::condition_variable available_;  // a batch ahead, or building is over
+  std::deque<Batch> ready_;
   bool fetched_ = false;
-  bool stopping_ = false;
-  std::string fetchError_;
+  std::atomic<bool> stopping_{false};  // also read by Build between chunks, without the lock
+  std::string fetchError_;  // why building ended, when DuckDB (or a value too large) failed
   int fetchErrorType_ = 0;
 };
 
