@@ -34,12 +34,14 @@ const unboundType = (name: string): Node => ({
  */
 export async function selectItemName(engine: DuckDBEngine, item: Node, text?: string): Promise<string | null> {
   const bytes = text === undefined ? undefined : Buffer.from(text);
-  // A cast the text wrote: `::` or (TRY_)CAST where it is, or a typed literal (`DATE '…'`, of no place: its
-  // query_location is none, a marked big integer). The parser's own cast of an interval's value is placed at the value.
+  // A cast the text wrote: `::` or (TRY_)CAST where it is (a comment may stand before its parenthesis), or a typed
+  // literal (`DATE '…'`, of no place: its query_location is none, a marked big integer). The parser's own cast of an
+  // interval's value is placed at the value, where its child is: `INTERVAL (CAST(n AS INT)) HOUR` starts there too.
   const written = (cast: Node): boolean => {
     const at = cast.query_location;
     if (typeof at !== 'number' || !bytes) return true;
-    return /^(::|(try_)?cast\s*\()/i.test(bytes.subarray(at, at + 10).toString());
+    if ((cast.child as Node | undefined)?.query_location === at) return false;
+    return /^(::|(try_)?cast(\s|\/\*[\s\S]*?\*\/|--[^\n]*\n)*\()/i.test(bytes.subarray(at).toString());
   };
   // Types the parser kept by a name it did not know (a user type's) are deparsed as parsed already.
   const types: Node[] = [];
