@@ -13,6 +13,7 @@
 #   bash bench/latency/interleave.sh engine-floor HEAD    # the same calls through Orrery's DuckDB engine alone
 #   bash bench/latency/interleave.sh engine-floor:1 engine-floor   # that engine with 1 DuckDB thread against 2
 #   DUCKDB_THREADS_A=1 bash bench/latency/interleave.sh HEAD HEAD  # ORRERY_DUCKDB_THREADS of a side (default 2)
+#   ENV_B="MALLOC_ARENA_MAX=2" bash bench/latency/interleave.sh . .  # NAME=value words in one side's environment
 #   DATA=1 SQL=log_stats_day bash bench/latency/interleave.sh origin/main .   # bench.py's data set and statements
 #
 # DATA=1 ingests bench.py's data set into each server first (RECORDS log records, default 200000, and POINTS
@@ -30,7 +31,21 @@ cleanup() {
   for d in "${dirs[@]}"; do rm -rf "$d"; done
 }
 trap cleanup EXIT
+# orrery_start with the NAME=value words of $1 in the environment of that server alone.
+env_orrery_start() {
+  local words="$1" w name before=()
+  shift
+  for w in $words; do
+    name="${w%%=*}"
+    [ -n "${!name+x}" ] && before+=("$name=${!name}")
+    export "${w?}"
+  done
+  orrery_start "$@"
+  for w in $words; do unset "${w%%=*}"; done
+  for w in "${before[@]}"; do export "${w?}"; done
+}
 flags=("${NODEFLAGS_A:-}" "${NODEFLAGS_B:-}")
+envs=("${ENV_A:-}" "${ENV_B:-}")
 duckdb_threads=("${DUCKDB_THREADS_A:-2}" "${DUCKDB_THREADS_B:-2}")
 for side in 0 1; do
   ref="${*:side+1:1}"
@@ -51,8 +66,9 @@ for side in 0 1; do
   fi
   # A directory (a tree with dist/ built) runs as it is; anything else is a git ref, built first.
   if [ -d "$ref" ]; then ORRERY_ROOT="$(cd "$ref" && pwd)" bench_ensure_built; else ORRERY_REF="$ref" bench_ensure_built; fi
+  # shellcheck disable=SC2086
   BENCH_API_KEYS='[{"name":"admin","key":"admin-key-0123"},{"name":"reader","key":"reader-key-0123"}]' ORRERY_DUCKDB_THREADS="${duckdb_threads[$side]}" \
-    orrery_start serve "$d/o" ${flags[$side]}
+    env_orrery_start "${envs[$side]}" serve "$d/o" ${flags[$side]}
   pids+=("$ORRERY_PID") ports+=("$ORRERY_FLIGHT_PORT") http_ports+=("$ORRERY_HTTP_PORT")
   unset ORRERY_ROOT ORRERY_REF_SHA
 done
