@@ -302,6 +302,9 @@ export class ReplayMarks {
   private goneTimer: NodeJS.Timeout | undefined;
   private replayingGone = false;
   private closed = false;
+  /** Marks sent, and how many had been when the last one to commit was sent (see marksFlushed). */
+  private sent = 0;
+  private flushed = 0;
 
   /**
    * `intervalMs`: how often a mark is set while groups commit (each mark is one synchronous commit: a WAL flush);
@@ -419,6 +422,19 @@ export class ReplayMarks {
     return false;
   }
 
+  /** How many marks this server has sent. */
+  marksSent(): number {
+    return this.sent;
+  }
+
+  /**
+   * How many marks had been sent when the last one that committed was: every commit that ended before that mark was
+   * sent is flushed (a mark is a synchronous commit, which flushes the WAL up to it).
+   */
+  marksFlushed(): number {
+    return this.flushed;
+  }
+
   /** The group's commit is done (committed, deferred or failed). */
   done(key: string, deferred: boolean): void {
     this.inFlight.delete(key);
@@ -469,6 +485,7 @@ export class ReplayMarks {
     const until = now + BigInt(FRESH_MARK_MS) * 1_000_000n;
     // Counted from before the statement, so from before its marked_at: see GONE_MARK.
     const asked = performance.now();
+    const sent = ++this.sent;
     const { rows } = await this.db.query<{ replay_from: string; replay_until: string; restarted: boolean }>(
       `INSERT INTO ingest_marks AS m (writer, replay_from, replay_until, postgres_started)
        VALUES ($1, $2, $3, ${POSTGRES_STARTED})
@@ -493,6 +510,7 @@ export class ReplayMarks {
     }
     this.markedAt = asked;
     this.until = until;
+    this.flushed = sent;
   }
 
   /** Inserts again the rows missing from Postgres of the groups named in `ranges` (see replayGroups). */

@@ -12,6 +12,7 @@ import { ingestMarks } from './migration-8-ingest-marks.js';
 import { ingestMarksUntil } from './migration-9-ingest-marks-until.js';
 import { failedAudiences } from './migration-10-failed-audiences.js';
 import { insertBlocks } from './migration-11-insert-blocks.js';
+import { ingestDeletes } from './migration-12-ingest-deletes.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -35,6 +36,7 @@ export const migrations: readonly Migration[] = [
   { version: 9, name: 'ingest replay mark windows', sql: ingestMarksUntil },
   { version: 10, name: 'failed audiences of view sets defined in SQL', sql: failedAudiences },
   { version: 11, name: 'block inserts as one function call', sql: insertBlocks },
+  { version: 12, name: 'a count of process and stream deletes', sql: ingestDeletes },
 ];
 
 /**

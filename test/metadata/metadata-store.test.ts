@@ -12,7 +12,7 @@ describe('MetadataStore, embedded', () => {
   it('applies the migrations on first open, none on the next, and keeps data across close/reopen', async () => {
     const first = await MetadataStore.open({ dataDir: data.dir });
     try {
-      assert.deepEqual(first.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      assert.deepEqual(first.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
       await first.query(
         `INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`,
       );
@@ -36,6 +36,7 @@ describe('MetadataStore, embedded', () => {
         { version: 9, name: 'ingest replay mark windows' },
         { version: 10, name: 'failed audiences of view sets defined in SQL' },
         { version: 11, name: 'block inserts as one function call' },
+        { version: 12, name: 'a count of process and stream deletes' },
       ]);
       const definitions = await second.query('SELECT view_set_name, update_group FROM lakehouse_view_set_definitions');
       assert.deepEqual(definitions.rows, [{ view_set_name: 'log_stats', update_group: 3000 }]);
@@ -75,14 +76,14 @@ describe('MetadataStore, external server', () => {
   it('uses an external server given by its connection string, and leaves it running on close', async () => {
     const url = await freshDatabase(server.connectionString, 'external_one');
     const store = await MetadataStore.open({ connectionString: url, dataDir: '/nonexistent/unused' });
-    assert.deepEqual(store.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert.deepEqual(store.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     assert.equal(store.connectionString, url);
     await store.close();
     const tables = await withClient(
       url,
       async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`)).rows[0].n,
     );
-    assert.equal(tables, 12, 'the eleven tables and orrery_migrations');
+    assert.equal(tables, 13, 'the twelve tables and orrery_migrations');
   });
 
   it('runs its statements at READ COMMITTED on a database whose default is REPEATABLE READ', async () => {
@@ -113,7 +114,7 @@ describe('MetadataStore, external server', () => {
       MetadataStore.open({ connectionString: url, dataDir: data.dir }),
     ]);
     try {
-      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]]);
+      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]]);
       const { rows } = await stores[0].query('SELECT version FROM orrery_migrations ORDER BY version');
       assert.deepEqual(rows, [
         { version: 1 },
@@ -127,6 +128,7 @@ describe('MetadataStore, external server', () => {
         { version: 9 },
         { version: 10 },
         { version: 11 },
+        { version: 12 },
       ]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
