@@ -3,7 +3,12 @@
 // tree (its embedded Postgres, migrated). One pg client runs each form for BATCH calls in turn, ROUNDS times; every
 // call inserts BLOCKS new blocks of one process and stream that exist (what nearly every group is). Prints per form
 // the median over rounds of the backend's CPU per call (/proc of the backend: user + system), the wall time per
-// call and this process's CPU per call (pg's client), and the ratios function / before.
+// call and this process's CPU per call (pg's client), and each form's ratios to the function.
+// The other forms skip the function (s18): `alone`, the blocks insert by itself; `guarded`, the same in one statement
+// that inserts nothing unless every process and stream exists (its snapshot is taken after the lock on blocks that
+// retention's delete waits for), sending only their ids; `epoch`, the blocks insert guarded by a one-row count of
+// the deletes of streams and processes (what insertRows runs for a group of known ones, see
+// src/ingestion/known-streams.ts; this script makes its own copy of the table, so that it runs on older trees).
 //
 //   node bench/ingestion/insert-statement.mjs <tree> [BLOCKS=1] [BATCH=500] [ROUNDS=8]
 //
@@ -47,6 +52,35 @@ const before = `${tag}
        RETURNING block_id
      ), c AS (SELECT set_config('synchronous_commit', 'off', true))
      SELECT block_id FROM b, c`;
+// The blocks insert alone, its arrays from $<first> on, then whether to skip the WAL flush; `guard` a WHERE clause.
+const blocksInsert = (first, guard = '') => {
+  const $ = (i) => `$${first + i}`;
+  return `WITH b AS (
+       INSERT INTO blocks (block_id, stream_id, process_id, begin_time, begin_ticks, end_time, end_ticks, nb_objects,
+                           payload_file, object_offset, payload_size, audience)
+       SELECT id, stream_id, process_id, begin_time, 0, end_time, 0, nb_objects, payload_file, object_offset, payload_size, audience
+         FROM unnest(${$(0)}::uuid[], ${$(1)}::uuid[], ${$(2)}::uuid[], ${$(3)}::timestamptz[], ${$(4)}::timestamptz[],
+                     ${$(5)}::int[], ${$(6)}::text[], ${$(7)}::bigint[], ${$(8)}::bigint[], ${$(9)}::text[])
+              AS t (id, stream_id, process_id, begin_time, end_time, nb_objects, payload_file, object_offset, payload_size, audience)
+        ${guard}
+       ON CONFLICT (block_id) DO NOTHING
+       RETURNING block_id
+     ), c AS (SELECT set_config('synchronous_commit',
+                                CASE WHEN ${$(10)}::boolean THEN 'off' ELSE current_setting('synchronous_commit') END, true))`;
+};
+const alone = `${tag}
+     ${blocksInsert(1)}
+     SELECT coalesce((SELECT array_agg(block_id) FROM b), '{}') AS inserted FROM c`;
+const guarded = `${tag}
+     WITH missing AS (
+       SELECT 1 FROM unnest($1::uuid[]) AS t (id) WHERE NOT EXISTS (SELECT 1 FROM processes p WHERE p.process_id = t.id)
+       UNION ALL
+       SELECT 1 FROM unnest($2::uuid[]) AS t (id) WHERE NOT EXISTS (SELECT 1 FROM streams s WHERE s.stream_id = t.id)
+     ), ${blocksInsert(3, 'WHERE NOT EXISTS (SELECT 1 FROM missing)').slice('WITH '.length)}
+     SELECT coalesce((SELECT array_agg(block_id) FROM b), '{}') AS inserted, EXISTS (SELECT 1 FROM missing) AS missing FROM c`;
+const epoch = `${tag}
+     ${blocksInsert(1, 'WHERE (SELECT n FROM bench_deletes) = $12::bigint')}
+     SELECT coalesce((SELECT array_agg(block_id) FROM b), '{}') AS inserted FROM c`;
 const fn = `${tag}
      SELECT orrery_insert_blocks(${Array.from({ length: 24 }, (_, i) => `$${i + 1}`).join(', ')}) AS inserted`;
 
@@ -82,12 +116,20 @@ function values() {
     each('public'),
   ];
 }
-const forms = { before: [before, () => values()], function: [fn, () => [...values(), true]] };
+const blockValues = (v) => v.slice(13);
+const forms = {
+  before: [before, () => values()],
+  function: [fn, () => [...values(), true]],
+  guarded: [guarded, () => ((v) => [v[0], v[9], ...blockValues(v), true])(values())],
+  epoch: [epoch, () => [...blockValues(values()), true, 0]],
+  alone: [alone, () => [...blockValues(values()), true]],
+};
 
 const { db, close } = await openTree(tree, 'insert-statement');
 const client = new pg.Client({ connectionString: db.connectionString });
 await client.connect();
 try {
+  await client.query('CREATE TABLE bench_deletes (n bigint NOT NULL); INSERT INTO bench_deletes VALUES (0)');
   const backend = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   const backendMs = () => {
     const stat = readFileSync(`/proc/${backend}/stat`, 'latin1');
@@ -95,7 +137,7 @@ try {
     return (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ 100
   };
   for (const [name, [text, params]] of Object.entries(forms)) await client.query({ name, text, values: params() });
-  const results = { before: [], function: [] };
+  const results = Object.fromEntries(Object.keys(forms).map((name) => [name, []]));
   for (let round = 0; round < rounds; round++)
     for (const [name, [text, params]] of Object.entries(forms)) {
       const pg0 = backendMs();
@@ -126,10 +168,12 @@ try {
       `${name.padEnd(9)} ${m[name].pg.toFixed(3).padStart(21)} ${m[name].wall.toFixed(3).padStart(13)} ${m[name].client.toFixed(3).padStart(19)}`,
     );
   }
-  const ratio = (k) => (m.function[k] / m.before[k]).toFixed(2);
-  console.log(
-    `function / before: postgres cpu ${ratio('pg')}x, wall ${ratio('wall')}x, client cpu ${ratio('client')}x`,
-  );
+  for (const name of Object.keys(forms).filter((n) => n !== 'function')) {
+    const ratio = (k) => (m[name][k] / m.function[k]).toFixed(2);
+    console.log(
+      `${name} / function: postgres cpu ${ratio('pg')}x, wall ${ratio('wall')}x, client cpu ${ratio('client')}x`,
+    );
+  }
 } finally {
   await client.end();
   await close();
