@@ -223,7 +223,8 @@ struct Column {
 // from that thread's arena, whose pages the previous results' batches had given back: each result
 // faulted in (and had the kernel zero) the ~40 MB its batches in flight take again, ~11 k page faults
 // per 10 M-row result (PROFILE.md, twentieth pass). Taken and given back by size class, whichever
-// thread; at most kKeptBytes kept, the rest freed.
+// thread; at most kKeptBytes kept, the rest freed. A batch under kGranule (a small result's, most
+// dashboard statements') is malloc'd and freed as it is, not rounded up to a class.
 class BlockPool {
  public:
   static constexpr size_t kGranule = 256 << 10;
@@ -231,8 +232,9 @@ class BlockPool {
 
   static size_t Capacity(size_t bytes) { return (bytes + kGranule - 1) / kGranule * kGranule; }
 
-  // A block of Capacity(bytes) bytes, or null when malloc fails.
+  // A block of at least `bytes` bytes, or null when malloc fails.
   uint8_t *Take(size_t bytes) {
+    if (bytes < kGranule) return static_cast<uint8_t *>(std::malloc(bytes));
     const size_t capacity = Capacity(bytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -248,7 +250,9 @@ class BlockPool {
     return static_cast<uint8_t *>(std::malloc(capacity));
   }
 
+  // Takes back a block that Take(bytes) gave.
   void Give(uint8_t *block, size_t bytes) {
+    if (bytes < kGranule) return std::free(block);
     const size_t capacity = Capacity(bytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
