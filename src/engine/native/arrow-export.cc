@@ -642,7 +642,14 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
         if (stopping_) break;
       }
       Batch batch;
-      if (Build(batch, error, type, false) != Built::kBatch) break;
+      try {
+        if (Build(batch, error, type, false) != Built::kBatch) break;
+      } catch (const std::exception &e) {
+        // Out of memory (the batch or a column's buffer): on the worker, Napi's AsyncWorker turned
+        // it into the call's error; on this thread it would end the process.
+        error = e.what();
+        break;
+      }
       std::lock_guard<std::mutex> lock(mutex_);
       ready_.push_back(std::move(batch));
       available_.notify_one();
