@@ -2551,7 +2551,6 @@ export class Rollups {
         backfilledFrom: definition.coveredFrom === null ? null : timestampNanos(definition.coveredFrom),
         stored,
         rawEdges: definition.sourceIsRollup ? null : definition.query,
-        watermark: watermark === null ? null : timestampNanos(watermark),
       });
       targets.set(definition.base, list);
     }
