@@ -101,6 +101,9 @@ orrery_start() {
   # Made before the server starts: the wait below stops when the log is missing, and the
   # background shell may not have opened it yet on a loaded machine.
   : >>"$ORRERY_LOG"
+  # A reused data folder's log holds the ports of the servers started on it before: this one's lines only.
+  local first_line
+  first_line=$(($(wc -l <"$ORRERY_LOG") + 1))
   MICROMEGAS_API_KEYS="${BENCH_API_KEYS:-$keys}" MICROMEGAS_ADMINS="${BENCH_ADMINS:-$admins}" \
   ORRERY_FLIGHT_SQL_ADDR=127.0.0.1:0 ORRERY_HTTP_ADDR=127.0.0.1:0 ORRERY_DATA_DIR="$data_dir" \
     node "$@" "$(orrery_entry)" "$role" >>"$ORRERY_LOG" 2>&1 &
@@ -111,8 +114,8 @@ orrery_start() {
     # A data folder removed under the server (something cleaning the temporary folder) must not end
     # a `set -e` caller here, before the server is stopped: it would be left running.
     [ -f "$ORRERY_LOG" ] || break
-    ORRERY_HTTP_PORT=$(sed -n 's/.*HTTP (OTLP.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$ORRERY_LOG" | head -1)
-    ORRERY_FLIGHT_PORT=$(sed -n 's/.*Flight SQL listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$ORRERY_LOG" | head -1)
+    ORRERY_HTTP_PORT=$(sed -n 's/.*HTTP (OTLP.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' <(tail -n +"$first_line" "$ORRERY_LOG") | head -1)
+    ORRERY_FLIGHT_PORT=$(sed -n 's/.*Flight SQL listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' <(tail -n +"$first_line" "$ORRERY_LOG") | head -1)
     if [ -n "$ORRERY_HTTP_PORT" ] && { [ "$want_flight" = 0 ] || [ -n "$ORRERY_FLIGHT_PORT" ]; }; then
       return 0
     fi
@@ -195,17 +198,27 @@ bench_profile_flags() {
 }
 
 # bench_data_dir NAME: a fresh temporary folder the embedded Postgres (run as the OS user
-# postgres) can enter.
+# postgres) can enter; with DATA_DIR=<folder> set, that folder (made if missing, never removed), so a
+# benchmark whose script finds its table already there reuses it instead of generating it again.
 bench_data_dir() {
   local dir
-  dir="$(mktemp -d -t "orrery-bench-$1-XXXXXX")"
+  if [ -n "${DATA_DIR:-}" ]; then
+    dir="$DATA_DIR"
+    mkdir -p "$dir"
+  else
+    dir="$(mktemp -d -t "orrery-bench-$1-XXXXXX")"
+  fi
   chmod 755 "$dir"
   echo "$dir"
 }
 
-# bench_cleanup_data DIR: removes DIR unless KEEP_DATA=1.
+# bench_cleanup_data DIR: removes DIR unless KEEP_DATA=1 or it is DATA_DIR.
 bench_cleanup_data() {
-  if [ "${KEEP_DATA:-0}" = "1" ]; then echo "bench: data kept in $1" >&2; else rm -rf "$1"; fi
+  if [ "${KEEP_DATA:-0}" = "1" ] || [ "$1" = "${DATA_DIR:-}" ]; then
+    echo "bench: data kept in $1" >&2
+  else
+    rm -rf "$1"
+  fi
 }
 
 bench_alternate() {
