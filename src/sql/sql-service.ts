@@ -1154,11 +1154,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // A reader's statement is pruned by its audiences' statistics alone (see PartitionPruning.statisticsOf).
     const scope = scopeOf(principal);
     const audiences = scope.kind === 'audiences' ? scope.audiences : undefined;
-    const statement = {
-      ...{ db: lakehouse.db, engine: this.engine, ...parsed, viewOf, parameters, ownTransaction },
+    return resourceReaders({
+      db: lakehouse.db,
+      engine: this.engine,
+      ...parsed,
+      viewOf,
+      parameters,
+      ownTransaction,
       boundTopN,
-    };
-    return resourceReaders({ ...statement, audiences });
+      audiences,
+    });
   }
 
   /**
