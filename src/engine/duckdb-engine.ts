@@ -134,6 +134,12 @@ export interface RunOptions {
   readonly preserveDictionary?: boolean;
   /** Statements run first on the statement's connection (temporary views, macros). */
   readonly setup?: readonly string[];
+  /**
+   * A statement run on the statement's connection after its setup, at each statement: it changes rows of the
+   * setup's temporary tables alone (an UPDATE), so the connection stays the setup's and a statement kept on it
+   * stays kept (a rollup's kept tails: which rows the setup's views read, tail-values.ts).
+   */
+  readonly fill?: string;
   /** Run on this held connection (a transaction) instead of a fresh one. */
   readonly session?: EngineSession;
   /**
@@ -430,7 +436,7 @@ export class DuckDBEngine {
     if (options.session || (options.parameters && options.parameters.numRows > 0))
       return { description: await this.describe(sql, options) };
     const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
-    const lease = await this.lease(options.setup);
+    const lease = await this.lease(options.setup, undefined, options.fill);
     let prepared: DuckDBPreparedStatement | undefined;
     try {
       // A connection whose transaction is left open never goes back to the pool: every failure below closes it.
@@ -766,7 +772,8 @@ export class DuckDBEngine {
   /** Streams the statement's batches, for each parameter row in turn. */
   private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
     const held = options.session ? undefined : options.held?.take();
-    const { connection, release, setupKey } = held?.lease ?? (await this.lease(options.setup, options.session));
+    const { connection, release, setupKey } =
+      held?.lease ?? (await this.lease(options.setup, options.session, options.fill));
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     let committing: Promise<boolean> | undefined;
@@ -879,10 +886,10 @@ export class DuckDBEngine {
 
   private async withPrepared<T>(
     sql: string,
-    options: Pick<RunOptions, 'setup' | 'session' | 'signal' | 'deadline' | 'ownTable'>,
+    options: Pick<RunOptions, 'setup' | 'fill' | 'session' | 'signal' | 'deadline' | 'ownTable'>,
     use: (prepared: DuckDBPreparedStatement, guard: StatementGuard) => Promise<T>,
   ): Promise<T> {
-    const { connection, release } = await this.lease(options.setup, options.session);
+    const { connection, release } = await this.lease(options.setup, options.session, options.fill);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     try {
@@ -935,26 +942,32 @@ export class DuckDBEngine {
     return session;
   }
 
-  /** The session's connection (with the setup run on it), or one of the pool's with exactly that setup. */
-  private async lease(setup: readonly string[] = [], session?: EngineSession): Promise<Lease> {
+  /**
+   * The session's connection (with the setup run on it), or one of the pool's with exactly that setup; either
+   * with `fill` run on it then (RunOptions.fill).
+   */
+  private async lease(setup: readonly string[] = [], session?: EngineSession, fill?: string): Promise<Lease> {
     if (!session) {
       if (this.closed) throw engineClosed();
       const { connection, key } = await this.pool.acquire(setup).catch((error) => {
         throw this.failure(error);
       });
       this.claim(connection, () => this.pool.release(connection, key, false));
-      return {
-        connection,
-        setupKey: key,
-        release: (reusable) => {
-          this.unclaim(connection);
-          this.pool.release(connection, key, reusable && !this.closed);
-        },
+      const release = (reusable: boolean): void => {
+        this.unclaim(connection);
+        this.pool.release(connection, key, reusable && !this.closed);
       };
+      if (fill !== undefined)
+        await connection.run(fill).catch((error) => {
+          release(false);
+          throw this.failure(error);
+        });
+      return { connection, setupKey: key, release };
     }
     if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
     try {
-      for (const statement of setup) await session.connection.run(statement);
+      for (const statement of [...setup, ...(fill === undefined ? [] : [fill])])
+        await session.connection.run(statement);
     } catch (error) {
       throw this.failure(error);
     }

@@ -73,17 +73,23 @@ import type { BucketConditions } from './bucket-windows.js';
 import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
 import {
+  dropTailRowSql,
   dropTailSql,
+  keepTailRowSql,
   keepTailSql,
   keptTailDropMs,
+  keptTailRowId,
   keptTailTable,
   maxKeptRows,
   mergedTail,
   rebaseFiles,
   rowPartials,
   tailMerge,
+  tailReadsSql,
+  tailRingSql,
   tailRows,
   type TailMerge,
+  type TailRow,
 } from './tail-values.js';
 import {
   filesBeforeExpiry,
@@ -393,11 +399,18 @@ interface ReadContext {
   readonly audiences: ReadonlySet<string> | null;
   /** Built by Rollups.prime: each tail is made and kept before the views are (primeTail). */
   readonly prime?: boolean;
+  /**
+   * The kept tails' rows the views read, by ring (see tail-values.ts), for a statement's setup (readSetup): its
+   * views name the rings alone and its fill the rows. Without it, views name the rows.
+   */
+  readonly tailReads?: Map<string, number>;
 }
 
 /** What a statement's read of rollups is set up with (see Rollups.readSetup). */
 export interface RollupReadSetup {
   readonly statements: string[];
+  /** The statement run before the statement is prepared or run, on its connection (RunOptions.fill). */
+  readonly fill?: string;
   readonly snapshot: bigint | null;
   readonly lake: boolean;
   readonly fixesClock: boolean;
@@ -425,8 +438,8 @@ interface KeptTail {
   readonly shape: string;
   /** Its files by id, each with its delete file (null: none). */
   readonly files: ReadonlyMap<string, string | null>;
-  /** The making of its table: the table, or null when too large or failed. */
-  readonly made: Promise<string | null>;
+  /** The making of its row: the row, or null when too large or failed. */
+  readonly made: Promise<TailRow | null>;
 }
 
 /** A rollup's stored rows kept in a table (see Rollups.keptStored): the files' rows it holds, its making and table once made. */
@@ -452,8 +465,10 @@ function oncePerStatement<T>(
 
 /** What is kept of a rollup's tail (see Rollups.keptTail). */
 interface TailEntry {
-  /** The kept aggregate a read may merge with (its table made). */
-  kept: { readonly tail: KeptTail; readonly table: string } | null;
+  /** The kept aggregate a read may merge with (its row made). */
+  kept: { readonly tail: KeptTail; readonly row: TailRow } | null;
+  /** The table of its kept aggregates' rows (tail-values.ts), for the shape they are of; made once per shape. */
+  ring: { readonly shape: string; readonly table: Promise<string | null> } | null;
   /** An aggregate being made, to replace it. */
   making: KeptTail | null;
   /** The last listing read (shape and files), and a shape found too large to keep. */
@@ -468,12 +483,15 @@ const tailShape = (aggregate: (rows: string) => string, files: FileRows): string
 /** The aggregate of a tail: the kept one's table merged with the aggregate of the files `added` since. */
 const keptWithAdded = (
   merge: TailMerge,
-  table: string,
+  row: TailRow,
   aggregate: (rows: string) => string,
   files: FileRows,
   added: readonly ListedFile[],
 ): string =>
-  mergedTail(merge, `SELECT * FROM ${table}\nUNION ALL SELECT * FROM (${aggregate(filesSql(files.columns, added)!)})`);
+  mergedTail(
+    merge,
+    `${tailRows(row, { kind: 'all' })}\nUNION ALL SELECT * FROM (${aggregate(filesSql(files.columns, added)!)})`,
+  );
 
 /** A listing's files as kept (see KeptTail.files). */
 const listedFiles = (files: readonly ListedFile[]): Map<string, string | null> =>
@@ -1011,9 +1029,10 @@ export class Rollups {
     this.tails.delete(definition.name);
     if (tail?.kept) this.retireTail(tail.kept.tail);
     if (tail?.making) this.retireTail(tail.making);
+    if (tail?.ring) this.retireTable(tail.ring.table);
     const stored = this.storedTables.get(definition.name);
     this.storedTables.delete(definition.name);
-    if (stored?.made) this.retireTail({ made: stored.made });
+    if (stored?.made) this.retireTable(stored.made);
     return definition.name;
   }
 
@@ -1969,6 +1988,8 @@ export class Rollups {
     keptTails: boolean,
     /** ReadContext.prime. */
     prime = false,
+    /** ReadContext.tailReads. */
+    tailReads?: Map<string, number>,
   ): Promise<string | null> {
     const from = bucketLiteral(definition, watermark);
     const aggregate = (rows: string, query = definition.query): string =>
@@ -1990,13 +2011,15 @@ export class Rollups {
     if (prime) await this.primeTail(definition, aggregate, files);
     const kept = await this.keptTail(definition, aggregate, files, keptTails);
     if (!kept) return aggregate(own(files.sql));
-    if (kept.added.length === 0) return tailRows(kept.table, scope);
+    tailReads?.set(kept.row.table, kept.row.id);
+    const rows = tailRows(kept.row, scope, tailReads !== undefined);
+    if (kept.added.length === 0) return rows;
     // The files written since merged with it row by row when the aggregate allows (rowPartials), else aggregated first.
     const partials = await this.rowPartialsOf(definition);
     const added = own(filesSql(files.columns, kept.added)!);
     return mergedTail(
       kept.merge,
-      `${tailRows(kept.table, scope)}\nUNION ALL SELECT * FROM (${aggregate(added, partials ?? definition.query)})`,
+      `${rows}\nUNION ALL SELECT * FROM (${aggregate(added, partials ?? definition.query)})`,
     );
   }
 
@@ -2016,7 +2039,7 @@ export class Rollups {
     aggregate: (rows: string) => string,
     files: FileRows,
     usable: boolean,
-  ): Promise<{ table: string; added: ListedFile[]; merge: TailMerge } | null> {
+  ): Promise<{ row: TailRow; added: ListedFile[]; merge: TailMerge } | null> {
     const merge = await this.tailMergeOf(definition);
     const shape = tailShape(aggregate, files);
     const listing = `${shape}\u0000${files.files.map((f) => `${f.id}:${f.deletes ?? ''}`).join(',')}`;
@@ -2036,22 +2059,17 @@ export class Rollups {
       if (added === null || (added.length > 0 && !merge)) {
         if (again || merge) this.keepTail(definition, entry, shape, files.files, aggregate(files.sql!));
       } else if (added.length > 0 && (again || added.length >= rebaseFiles))
-        this.keepTail(
-          definition,
-          entry,
-          shape,
-          files.files,
-          keptWithAdded(merge!, kept!.table, aggregate, files, added),
-        );
+        this.keepTail(definition, entry, shape, files.files, keptWithAdded(merge!, kept!.row, aggregate, files, added));
     }
     if (!kept || added === null || (added.length > 0 && !merge)) return null;
-    return { table: kept.table, added, merge: merge! };
+    return { row: kept.row, added, merge: merge! };
   }
 
   /** What is kept of a rollup's tail (made empty on its first read). */
   private tailEntry(definition: RollupDefinition): TailEntry {
     let entry = this.tails.get(definition.name);
-    if (!entry) this.tails.set(definition.name, (entry = { kept: null, making: null, seen: '', tooLarge: null }));
+    if (!entry)
+      this.tails.set(definition.name, (entry = { kept: null, ring: null, making: null, seen: '', tooLarge: null }));
     return entry;
   }
 
@@ -2073,7 +2091,7 @@ export class Rollups {
     const kept = entry.kept?.tail.shape === shape ? entry.kept : null;
     const added = kept && addedFiles(kept.tail.files, files.files);
     if (added?.length === 0) return;
-    const sql = added ? keptWithAdded(merge, kept!.table, aggregate, files, added) : aggregate(files.sql);
+    const sql = added ? keptWithAdded(merge, kept!.row, aggregate, files, added) : aggregate(files.sql);
     this.keepTail(definition, entry, shape, files.files, sql);
     await entry.making?.made;
   }
@@ -2101,7 +2119,7 @@ export class Rollups {
       await this.viewSql(definition, { kind: 'all' }, readAt);
   }
 
-  /** Makes the table of a rollup's tail aggregate `sql` over `files` (every audience's rows) in the background, to replace the kept one. */
+  /** Makes the row of a rollup's tail aggregate `sql` over `files` (every audience's rows) in the background, to replace the kept one. */
   private keepTail(
     definition: RollupDefinition,
     entry: TailEntry,
@@ -2109,20 +2127,42 @@ export class Rollups {
     files: readonly ListedFile[],
     sql: string,
   ): void {
-    const made = this.keptTable(sql);
+    const made = this.keptRow(entry, shape, sql);
     const tail: KeptTail = { shape, files: listedFiles(files), made };
     entry.making = tail;
-    void made.then((made) => {
+    void made.then((row) => {
       if (entry.making === tail) entry.making = null;
       // A rollup dropped meanwhile keeps nothing.
       if (this.tails.get(definition.name) !== entry) return this.retireTail(tail);
-      if (made === null) {
+      if (row === null) {
         entry.tooLarge = shape;
         return;
       }
       if (entry.kept) this.retireTail(entry.kept.tail);
-      entry.kept = { tail, table: made };
+      entry.kept = { tail, row };
     });
+  }
+
+  /**
+   * A new row of the rows of `sql` in the ring of a rollup's tails of this shape (made first, the one of another
+   * shape retired: see tail-values.ts), or null when too large or failed.
+   */
+  private async keptRow(entry: TailEntry, shape: string, sql: string): Promise<TailRow | null> {
+    if (entry.ring?.shape !== shape) {
+      if (entry.ring) this.retireTable(entry.ring.table);
+      const table = keptTailTable();
+      const { attach, create } = tailRingSql(table, sql);
+      const made = this.engine.execute(create, { setup: [attach], ownTable: true }).then(
+        () => table,
+        () => null,
+      );
+      entry.ring = { shape, table: made };
+    }
+    const table = await entry.ring.table;
+    if (table === null) return null;
+    const id = keptTailRowId();
+    const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => 0);
+    return kept === 1 ? { table, id } : null;
   }
 
   /** How a rollup's aggregate merges over parts of its rows (tailMerge), worked out once per statement. */
@@ -2149,13 +2189,22 @@ export class Rollups {
   }
 
   /**
-   * Drops a replaced kept table (a tail's or stored rows') once no statement set up to read it can still
+   * Drops a replaced kept table (a ring of tails, stored rows) once no statement set up to read it can still
    * run (see keptTailDropMs).
    */
-  private retireTail(kept: { readonly made: Promise<string | null> }): void {
+  private retireTable(made: Promise<string | null>): void {
+    setTimeout(() => {
+      void made
+        .then((table) => (table ? this.engine.execute(dropTailSql(table), { ownTable: true }) : 0))
+        .catch(() => {});
+    }, keptTailDropMs).unref();
+  }
+
+  /** Deletes a replaced kept tail's row, as retireTable drops a table. */
+  private retireTail(kept: KeptTail): void {
     setTimeout(() => {
       void kept.made
-        .then((table) => (table ? this.engine.execute(dropTailSql(table), { ownTable: true }) : 0))
+        .then((row) => (row ? this.engine.execute(dropTailRowSql(row), { ownTable: true }) : 0))
         .catch(() => {});
     }, keptTailDropMs).unref();
   }
@@ -2189,7 +2238,7 @@ export class Rollups {
   private keptStored(definition: RollupDefinition, rows: string): string | null {
     const kept = this.storedTables.get(definition.name);
     if (kept?.rows !== rows) {
-      if (kept?.made) this.retireTail({ made: kept.made });
+      if (kept?.made) this.retireTable(kept.made);
       this.storedTables.set(definition.name, { rows, made: null, table: null });
       return null;
     }
@@ -2233,7 +2282,16 @@ export class Rollups {
         this.pending(definition, state, readAt),
         // The rows after the watermark: the tail's files alone when they hold it exactly (tailPart), and none
         // when no file holds any.
-        this.tailPart(definition, snapshot, state.watermark, scope, source, context.keptTails, context.prime),
+        this.tailPart(
+          definition,
+          snapshot,
+          state.watermark,
+          scope,
+          source,
+          context.keptTails,
+          context.prime,
+          context.tailReads,
+        ),
         this.storedSource(definition, snapshot, false),
       ]);
       const pending = buckets.map((b) => bucketLiteral(definition, b));
@@ -2355,7 +2413,7 @@ export class Rollups {
     const listing = point ? undefined : await this.tables.listAt();
     const snapshot = point?.snapshot ?? listing!.snapshot;
     const tables = point?.tables ?? listing!.tables;
-    const context = readContext(keptTails, point?.written, scope);
+    const context = { ...readContext(keptTails, point?.written, scope), tailReads: new Map<string, number>() };
     const readAt: ReadAt = { snapshot, definitions, tables, context };
     const statements: string[] = [];
     for (const definition of rollups) {
@@ -2376,9 +2434,13 @@ export class Rollups {
         `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(alias.name)} AS SELECT ${alias.selectList} FROM ${quoteIdentifier(alias.target)}`,
       );
     }
+    // The kept tails' rows the views read are told to them by the fill, before the views (see tail-values.ts).
+    const reads = context.tailReads.size > 0 ? tailReadsSql(context.tailReads) : undefined;
+    if (reads) statements.unshift(reads.setup);
     // Every DuckLake table is named in its catalog (a file path never holds that name: it is Orrery's own).
     return {
       statements,
+      ...(reads ? { fill: reads.fill } : {}),
       snapshot,
       lake: statements.some((s) => s.includes(lakeCatalog)),
       fixesClock: context.fixesClock,

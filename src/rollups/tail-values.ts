@@ -11,13 +11,14 @@ import { cast, integer, key, type Node } from './tree.js';
 // by the statements that follow until the base table's files or the watermark change (a refresh, an
 // ingest into the table). Reading it from files cost each read a Parquet scan (the last row group of a
 // bulk file, every file since: 2-4 ms of a ~10 ms read, bench/rollups/explain.mjs). It is kept as a
-// table of an in-memory database of its own (keptTailTable: every connection of the engine sees it; DuckDB scans
-// a table for ~0.1 ms where the same rows as constant VALUES cost 2-4 ms): every audience's rows, and
-// each reader's statement reads its own audiences' rows of it through its temporary view, as it reads
-// the stored rows' files. No statement may name the table (its name is refused in every statement's
-// text, namesLakeInternals, and a non-admin may not name a relation outside the orrery catalog nor
-// one starting with `__`). A table's rows never change: a new aggregate is a new table, and the old
-// one is dropped once no statement set up to read it can still run.
+// row of a table of an in-memory database of its own (the rollup's ring, below; keptTailTable: every
+// connection of the engine sees it; DuckDB scans a table for ~0.1 ms where the same rows as constant
+// VALUES cost 2-4 ms): every audience's rows, and each reader's statement reads its own audiences' rows
+// of it through its temporary view, as it reads the stored rows' files. No statement may name the table
+// (its name is refused in every statement's text, namesLakeInternals, and a non-admin may not name a
+// relation outside the orrery catalog nor one starting with `__`). A kept aggregate's row never changes:
+// a new aggregate is a new row, and the old one is deleted once no statement set up to read it can
+// still run.
 //
 // Under steady ingestion every read meets a new listing: the files kept plus those written since. The
 // tail's aggregate is then the kept one merged with the aggregate of the new files alone, column by
@@ -31,13 +32,13 @@ import { cast, integer, key, type Node } from './tree.js';
 export const maxKeptRows = 100_000;
 
 /**
- * How long a kept tail's table outlives the aggregate that replaced it, so that the statements set up
- * to read it meanwhile run (a GetFlightInfo's DoGet follows it at once; DuckDB holds a prepared
- * statement for its run 10 s at most). One running already reads it to its end (a detached database
- * stays readable to the transactions that read it); one run later (a DoGet long after its GetFlightInfo,
- * a prepared statement kept) meets it gone and is planned again (namesDroppedTail), as a plan that
- * expired is. Under steady ingestion a table is made per write or so: the tables kept are those of
- * the last few seconds, not minutes.
+ * How long a kept tail's row (a ring, a kept table of stored rows) outlives the aggregate that replaced
+ * it, so that the statements set up to read it meanwhile run (a GetFlightInfo's DoGet follows it at once;
+ * DuckDB holds a prepared statement for its run 10 s at most). One running already reads it to its end (a
+ * deleted row, a detached database stay readable to the transactions that read them); one run later (a
+ * DoGet long after its GetFlightInfo, a prepared statement kept) meets it gone and is planned again
+ * (namesDroppedTail), as a plan that expired is. Under steady ingestion a row is made per write or so: the
+ * rows kept are those of the last few seconds, not minutes.
  */
 export const keptTailDropMs = 10_000;
 
@@ -51,27 +52,45 @@ let tables = 0;
 const tablePrefix = '__orrery_tail_';
 
 /**
- * A new name for a kept tail's table (never used twice in a process, so no statement meets a dropped
- * one of its name): the table `<name>.main.<name>` of an in-memory database `<name>` of its own. DuckDB
- * 1.5.5 binds a prepared statement again at every run (~25 ms against 5 for a kept read's) once a table
- * of a database it read is made or dropped; each kept table in a database of its own, made or dropped
- * whole (ATTACH, DETACH), changes no database another statement reads.
+ * A new name for a kept table (never used twice in a process, so no statement meets a dropped one of its
+ * name): the table `<name>.main.<name>` of an in-memory database `<name>` of its own. DuckDB 1.5.5 binds a
+ * prepared statement again at every run (~25 ms against 5 for a kept read's) once a table of a database it
+ * read is made or dropped; each kept table in a database of its own, made or dropped whole (ATTACH,
+ * DETACH), changes no database another statement reads. A rollup's kept tails are rows of one such table
+ * (its ring, below); its stored rows kept (Rollups.keptStored) a table each.
  */
 export function keptTailTable(): string {
   const name = `${tablePrefix}${++tables}`;
   return `${name}.main.${name}`;
 }
 
+let rows = 0;
+
+/** A new id for a kept tail's row in its ring (never used twice in a process). */
+export const keptTailRowId = (): number => ++rows;
+
+/** A kept tail: its row in the ring table (keptTailTable) of its rollup and shape. */
+export interface TailRow {
+  readonly table: string;
+  readonly id: number;
+}
+
 /**
- * Whether DuckDB refused a statement because a kept tail's table it was set up with was dropped since
- * (its database detached): planned again, it reads the tail kept now.
+ * The message of the error a statement meets when the kept tail's row it was set up to read was deleted since
+ * (tailRows): planned again, it reads the tail kept now (namesDroppedTail).
+ */
+const goneMessage = (table: string): string => `kept tail ${databaseOf(table)} is gone`;
+
+/**
+ * Whether DuckDB refused a statement because a kept tail it was set up with was dropped since (its row
+ * deleted, its database detached): planned again, it reads the tail kept now.
  */
 export const namesDroppedTail = (message: string): boolean =>
-  /^Binder Error: (?:Catalog "__orrery_tail_\d+" does not exist|Prepared statement requires database __orrery_tail_\d+ but it was not attached)/.test(
+  /^(?:Binder Error: (?:Catalog "__orrery_tail_\d+" does not exist|Prepared statement requires database __orrery_tail_\d+ but it was not attached)|Invalid Input Error: kept tail __orrery_tail_\d+ is gone)/.test(
     message,
   );
 
-/** The database of a kept tail's table (keptTailTable). */
+/** The database of a kept table (keptTailTable). */
 const databaseOf = (table: string): string => table.slice(0, table.indexOf('.'));
 
 /**
@@ -92,13 +111,58 @@ export function keepTailSql(table: string, aggregate: string): { attach: string;
   };
 }
 
-/** The statement dropping a kept tail's table (its database). */
+/** The statement dropping a kept table (its database). */
 export const dropTailSql = (table: string): string => `DETACH DATABASE IF EXISTS ${databaseOf(table)}`;
 
-/** A kept tail as a relation for a scope: its audiences' rows. */
-export function tailRows(table: string, scope: TableScope): string {
+// A rollup's kept tails are the rows of one table, its ring (one per shape of its tail aggregate: a refresh
+// moving the watermark makes another), a row per kept tail: its id and its aggregate's rows as a list. A
+// statement's setup names the ring alone and its run picks the row (see tailRows), so the setup's text, the
+// connection set up with it and the prepared statement kept on it serve the reads after every write: only the
+// row they read changes. A ring's rows change under a prepared statement kept, which DuckDB planned with the
+// table's statistics then (a filter it found always false then is left out of the plan for good): the rows
+// are read through a list unnested, whose values carry no statistics, so no plan depends on what they were.
+
+/** The statements making a ring for the rows of `aggregate` (none of its rows): its database, its table. */
+export function tailRingSql(table: string, aggregate: string): { attach: string; create: string } {
+  return {
+    attach: `ATTACH ':memory:' AS ${databaseOf(table)}`,
+    create: `CREATE TABLE ${table} AS SELECT 0::BIGINT AS __id, list(__t) AS __rows FROM (SELECT * FROM (${aggregate}) AS __tail LIMIT 0) AS __t LIMIT 0`,
+  };
+}
+
+/** The statement keeping the rows of `aggregate` as row `id` of a ring: none when more than the most kept. */
+export const keepTailRowSql = (table: string, id: number, aggregate: string): string =>
+  `INSERT INTO ${table} SELECT ${id}, list(__t) FROM (SELECT * FROM (${aggregate}) AS __tail LIMIT ${maxKeptRows + 1}) AS __t HAVING count(*) <= ${maxKeptRows}`;
+
+/** The statement dropping a kept tail's row. */
+export const dropTailRowSql = (row: TailRow): string => `DELETE FROM ${row.table} WHERE __id = ${row.id}`;
+
+/** The temporary table whose columns, one per ring, give the row of each a statement reads (tailReadsSql). */
+const tailReads = '__orrery_tail_reads';
+
+/**
+ * A statement's reads of kept tails: the setup statement making the temporary table naming their rings (before
+ * the views reading them, the same at every read of the same rings), and the statement filling it with the rows
+ * the statement reads, run on its connection before it is prepared or run (RunOptions.fill).
+ */
+export function tailReadsSql(reads: ReadonlyMap<string, number>): { setup: string; fill: string } {
+  const rings = [...reads.keys()].sort();
+  return {
+    setup: `CREATE TEMP TABLE IF NOT EXISTS ${tailReads} AS SELECT ${rings.map((t) => `NULL::BIGINT AS ${databaseOf(t)}`).join(', ')}`,
+    fill: `UPDATE ${tailReads} SET ${rings.map((t) => `${databaseOf(t)} = ${reads.get(t)}`).join(', ')}`,
+  };
+}
+
+/**
+ * A kept tail as a relation for a scope: its audiences' rows. `chosen`: its row is the one the statement's
+ * fill names (tailReadsSql), else its id is written in. A row deleted since fails the statement (goneMessage).
+ */
+export function tailRows(row: TailRow, scope: TableScope, chosen = false): string {
   const filter = audienceFilter(scope);
-  return `SELECT * FROM ${table}${filter ? ` WHERE ${filter}` : ''}`;
+  const id = chosen ? `(SELECT ${databaseOf(row.table)} FROM ${tailReads})` : String(row.id);
+  const kept = `SELECT CASE WHEN count(*) = 1 THEN first(__rows) ELSE error('${goneMessage(row.table)}') END AS __rows FROM ${row.table} WHERE __id = ${id}`;
+  const rows = `SELECT __row.* FROM (SELECT unnest(__rows) AS __row FROM (${kept}))`;
+  return filter ? `SELECT * FROM (${rows}) WHERE ${filter}` : rows;
 }
 
 /**

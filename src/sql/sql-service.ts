@@ -498,12 +498,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Every key may read every rollup (its own audiences' rows), so every key sees them listed.
     const rollups = this.lakehouse?.rollups;
     for (const { name, type } of (await rollups?.relations()) ?? []) {
-      const schemaOf = async (): Promise<Schema> =>
-        (
-          await this.engine.describe(`SELECT * FROM ${quoteIdentifier(name)}`, {
-            setup: (await rollups!.readSetup([name], scopeOf(principal))).statements,
-          })
-        ).schema;
+      const schemaOf = async (): Promise<Schema> => {
+        const { statements: setup, fill } = await rollups!.readSetup([name], scopeOf(principal));
+        return (await this.engine.describe(`SELECT * FROM ${quoteIdentifier(name)}`, { setup, fill })).schema;
+      };
       tables.push({ catalog: 'orrery', schema: 'main', name, type, schemaOf });
     }
     const refused = await this.refusedReads(ctx, [...new Set(tables.map((t) => t.name.toLowerCase()))]);
@@ -768,6 +766,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
       setup,
+      fill: rollupSetup.fill,
       session,
       signal: ctx.signal,
       deadline: run.deadline,
