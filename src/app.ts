@@ -338,6 +338,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         limits: config.queryLimits,
         metrics,
         heavyEngine,
+        log,
       });
       closers.push({ name: 'the SQL service', close: () => service.close() });
       const server = new FlightSqlServer<Principal>(service, {

@@ -100,6 +100,7 @@ import {
 import { Transactions, savepointRefusal } from './transactions.js';
 import { StatementLimits, defaultQueryLimits, type QueryLimits, type StatementRun } from './statement-limits.js';
 import type { OrreryMetrics } from '../metrics/index.js';
+import type { Log } from '../app.js';
 import { PlanCache } from './plan-cache.js';
 import { dataFusionNames, withProvenance } from './result-schemas.js';
 
@@ -185,6 +186,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
   readonly transactions?: Transactions;
   private readonly limits: StatementLimits;
   private readonly metrics?: OrreryMetrics;
+  private readonly log: Log;
+  /** The kinds of failure of Rollups.prime logged so far (see primeRollups). */
+  private readonly primeFailures = new Set<string>();
   private readonly lanes: QueryLanes;
   /** Statements run in orrery.main: Flight sessions accept those and answer them. */
   readonly sessionOptions = { catalog: 'orrery', schema: 'main' } as const;
@@ -201,8 +205,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
       metrics?: OrreryMetrics;
       /** The heavy lane's engine, made when first needed (without it, one lane). */
       heavyEngine?: () => Promise<DuckDBEngine>;
+      /** The server's log (failures of work a client is not waiting for). */
+      log?: Log;
     } = {},
   ) {
+    this.log = options.log ?? (() => {});
     const limits = options.limits ?? defaultQueryLimits;
     this.metrics = options.metrics;
     this.limits = new StatementLimits(limits, options.metrics);
@@ -369,9 +376,28 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   private async seriesWrite(write: SeriesWrite, session: EngineSession | undefined): Promise<number> {
     const rows = await write.run(session);
-    const rollups = this.lakehouse?.rollups;
-    if (!session && write.changes && rollups) await rollups.prime(write.changes).catch(() => {});
+    if (!session && write.changes) await this.primeRollups(write.changes);
     return rows;
+  }
+
+  /**
+   * Rollups.prime after a write into series table `table` committed, before the writer is answered (answered first,
+   * the tails made after slowed the statements that followed, bench/rollups/PROFILE.md). A failure leaves the write as
+   * it is (its reads merge the rows it wrote) and is logged, once per kind of failure: a failing prime would fail at
+   * every write.
+   */
+  private async primeRollups(table: string): Promise<void> {
+    try {
+      await this.lakehouse?.rollups?.prime(table);
+    } catch (error) {
+      const kind = (error as Partial<OrreryError>).code ?? messageOf(error).split(':')[0];
+      if (this.primeFailures.has(kind)) return;
+      this.primeFailures.add(kind);
+      this.log(
+        'warn',
+        `rollups: the kept tails of ${table}'s rollups were not made after a write (their reads merge its rows instead; told once per kind of failure): ${messageOf(error)}`,
+      );
+    }
   }
 
   /**
@@ -445,12 +471,14 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const { principal } = ctx;
     const writer = { admin: principal.admin, audience: principal.audiences[0] ?? 'public' };
     const mode = { ifNotExist: request.ifNotExist, ifExists: request.ifExists };
-    return inTransaction(
+    const rows = await inTransaction(
       this.engine,
       session,
       (s) => ingest(this.engine, tables, writer, request.table, mode, data, s),
       ctx.signal,
     );
+    if (!session) await this.primeRollups(request.table);
+    return rows;
   }
 
   async getCatalogs(): Promise<string[]> {

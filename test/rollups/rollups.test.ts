@@ -834,18 +834,34 @@ describe('rollups (issue 17)', () => {
     };
 
     /**
-     * Bulk-ingests `rows` rows (ts, host, v) of row i given by `row` into `table` as `client`'s audience: a write the
-     * server makes no kept tail for (Rollups.prime follows SQL writes), as another process's write.
+     * Bulk-ingests `rows` rows (ts, host, v) of row i given by `row` into `table` as `client`'s audience, in a client's
+     * transaction committed then: a write the server makes no kept tail for (Rollups.prime follows writes that commit
+     * on their own), as another process's write; `primed`: on its own.
      */
-    const ingested = (
+    const ingested = async (
       client: TestFlightClient,
       table: string,
       rows: number,
       row: (i: number) => readonly [ts: number, host: string, v: number],
-    ): Promise<unknown> => {
+      primed = false,
+    ): Promise<void> => {
       const made = Array.from({ length: rows }, (_, i) => row(i));
-      return client.doPut(
-        packAny('CommandStatementIngest', { table, tableDefinitionOptions: { ifNotExist: 2, ifExists: 2 } }),
+      const [began] = primed
+        ? []
+        : await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+      const transactionId =
+        began &&
+        (
+          FlightSql.ActionBeginTransactionResult.decode(unpackAny(began)!.value) as unknown as {
+            transactionId: Uint8Array;
+          }
+        ).transactionId;
+      await client.doPut(
+        packAny('CommandStatementIngest', {
+          table,
+          tableDefinitionOptions: { ifNotExist: 2, ifExists: 2 },
+          ...(transactionId ? { transactionId } : {}),
+        }),
         new Table({
           ts: makeVector({
             type: new TimestampMicrosecond(),
@@ -858,6 +874,8 @@ describe('rollups (issue 17)', () => {
           v: makeVector(BigInt64Array.from(made, ([, , v]) => BigInt(v))),
         }),
       );
+      if (transactionId)
+        await client.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 1 }));
     };
 
     /** The contract, for an admin and a reader of team-a: the hourly rollup of `name` is its GROUP BY. */
@@ -1574,7 +1592,7 @@ describe('rollups (issue 17)', () => {
     const filesRead = async (sql: string): Promise<number> =>
       [...(await planOf(sql)).matchAll(/Total Files Read: (\d+)/g)].reduce((n, [, files]) => n + Number(files), 0);
 
-    it("a write through the server makes its rollup's tail at its snapshot: the read after it scans the kept table alone; a write it made none for is merged, exact", async () => {
+    it("a write through the server (SQL, a bulk ingest) makes its rollup's tail at its snapshot: the read after it scans the kept table alone; a write it made none for is merged, exact", async () => {
       const { check } = await withTail('primed');
       const read = 'SELECT * FROM primed_hourly';
       const stored = await filesRead('SELECT * FROM primed_hourly_materialized');
@@ -1597,9 +1615,12 @@ describe('rollups (issue 17)', () => {
       assert.equal(await tailFilesRead(), 0, 'after an insert');
       await asAdmin.updateCount(`DELETE FROM primed WHERE ts >= TIMESTAMP '2100-01-01' AND v % 5 = 0`);
       assert.equal(await tailFilesRead(), 0, 'after a delete');
-      // Rows the server made no tail for (a bulk ingest): the kept tail of the snapshot before is merged with their file.
+      await ingested(asTeamB, 'primed', 400, (i) => [Date.UTC(2100, 0, 1, 3, 0, i), `h${i % 2}`, i * 5], true);
+      assert.equal(await tailFilesRead(), 0, 'after a bulk ingest');
+      // Rows the server made no tail for (a bulk ingest in a client's transaction): the kept tail of the snapshot
+      // before is merged with their file.
       await ingested(asTeamA, 'primed', 400, (i) => [Date.UTC(2100, 0, 1, 1, 0, i), `h${i % 3}`, i * 3]);
-      assert.equal(await tailFilesRead(), 1, 'after a bulk ingest');
+      assert.equal(await tailFilesRead(), 1, 'after a bulk ingest in a transaction');
     });
 
     it("writes into a kept tail read the kept aggregate and the new files alone, merged, each reader its audiences' rows", async () => {
