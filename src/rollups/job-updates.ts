@@ -30,9 +30,13 @@ export function jobsRows(jobs: readonly RollupJob[]): string {
     : `SELECT NULL::VARCHAR AS kind, NULL::VARCHAR AS target, NULL::INTERVAL AS schedule, NULL::TIMESTAMPTZ AS last_run, NULL::TIMESTAMPTZ AS next_run, NULL::VARCHAR AS last_status, NULL::VARCHAR AS last_error WHERE false`;
 }
 
-/** A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB), or null when none failed. */
+/**
+ * A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB), or null when none
+ * failed. The rows of no audience (null) are under '', no key's audience (keys' audiences are never empty), so that
+ * their error is told to admins alone, who alone read them.
+ */
 function audienceErrors(failed: RefreshOutcome['failedAudiences']): string | null {
-  return failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience, f.error]))) : null;
+  return failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience ?? '', f.error]))) : null;
 }
 
 /** A failed refresh is tried again this soon by the refresh jobs (or at its schedule, if sooner). */

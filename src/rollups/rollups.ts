@@ -233,7 +233,7 @@ export interface RefreshOutcome {
   readonly pendingBuckets: number;
   readonly watermark: string | null;
   /** Audiences whose rows failed the aggregate: their buckets are held pending (see heldTable), the others stored. */
-  readonly failedAudiences: ReadonlyArray<{ readonly audience: string; readonly error: string }>;
+  readonly failedAudiences: ReadonlyArray<{ readonly audience: string | null; readonly error: string }>;
 }
 
 /**
@@ -260,25 +260,34 @@ function inBucketOrder(definition: Pick<RollupDefinition, 'integer'>, buckets: r
 /** Every row of a series-table rollup's base table. */
 const baseRowsOf = (definition: RollupDefinition): string => `SELECT * FROM ${lakeTable(definition.base)}`;
 
+/** An audience as an SQL value: null, the rows of no audience, is NULL. */
+const audienceValue = (audience: string | null): string => (audience === null ? 'NULL' : quoteLiteral(audience));
+
+/** The condition that a row is of an audience (of none, for null). */
+const ofAudience = (audience: string | null): string => `audience IS NOT DISTINCT FROM ${audienceValue(audience)}`;
+
 /** The rows of `source` but those of the failed audiences. */
 function withoutAudiences(source: string, failed: readonly FailedAudience[]): string {
-  const named = failed.map((f) => quoteLiteral(f.audience));
-  return named.length > 0 ? `SELECT * FROM (${source}) WHERE audience NOT IN (${named.join(', ')})` : source;
+  const named = failed.map((f) => ofAudience(f.audience));
+  return named.length > 0 ? `SELECT * FROM (${source}) WHERE NOT (${named.join(' OR ')})` : source;
 }
 
 /** The INSERT recording the failed audiences' buckets of a rollup, with their errors, in heldTable or lostTable. */
 function recordFailed(table: string, definition: RollupDefinition, failed: readonly FailedAudience[]): string | null {
   const rows = failed.flatMap((f) =>
     f.buckets.map((b) =>
-      [quoteLiteral(definition.name), quoteLiteral(b), quoteLiteral(f.audience), quoteLiteral(f.error)].join(', '),
+      [quoteLiteral(definition.name), quoteLiteral(b), audienceValue(f.audience), quoteLiteral(f.error)].join(', '),
     ),
   );
   return rows.length > 0 ? `INSERT INTO ${table} VALUES (${rows.join('), (')})` : null;
 }
 
-/** An audience whose rows failed a rollup's aggregate, and the buckets of them. */
+/**
+ * An audience whose rows failed a rollup's aggregate, and the buckets of them. Null: the rows of no audience (a view
+ * set's extract may leave a row's audience NULL), which admins alone read, in the view set as in the rollup.
+ */
 interface FailedAudience {
-  readonly audience: string;
+  readonly audience: string | null;
   readonly error: string;
   readonly buckets: readonly string[];
 }
@@ -1311,23 +1320,22 @@ export class Rollups {
    * The audiences whose rows fail a rollup's aggregate on their own (each aggregated alone, its buckets
    * read whole), with their error and the buckets of their rows the scans cover, out of how many audiences
    * the scans read: one tenant's row the aggregate fails on (a cast of a value it sent) then keeps no other
-   * tenant's buckets from being stored. Null when a row of no audience is read (a view set's row whose process is
-   * in no `processes` partition): it would be in no audience's aggregate, and the store's `NOT IN` leaves it out.
+   * tenant's buckets from being stored. The rows of no audience (a view set's row whose extract left its audience
+   * NULL), which a read of the view set shows admins alone, are a group of their own as in the rollup's rows.
    */
   private async failingAudiences(
     definition: RollupDefinition,
     source: string,
     scans: readonly RowScan[],
-  ): Promise<{ readonly audiences: number; readonly failed: FailedAudience[] } | null> {
+  ): Promise<{ readonly audiences: number; readonly failed: FailedAudience[] }> {
     const covered = scans.map((scan) => `(${scan.rows})`).join(' OR ');
     const found = await this.engine.values(
       `SELECT DISTINCT audience FROM (${source}) WHERE (${covered}) ORDER BY audience NULLS FIRST`,
     );
-    if (found.some(([a]) => a === null)) return null;
-    const audiences = found.map(([a]) => String(a));
+    const audiences = found.map(([a]) => (typeof a === 'string' ? a : null));
     const failed: FailedAudience[] = [];
     for (const audience of audiences) {
-      const rows = `SELECT * FROM (${source}) WHERE audience = ${quoteLiteral(audience)}`;
+      const rows = `SELECT * FROM (${source}) WHERE ${ofAudience(audience)}`;
       try {
         // hash of each whole row: every aggregate is computed (a count alone could leave them out).
         await this.engine.values(
@@ -1385,9 +1393,7 @@ export class Rollups {
           const literals = (await this.bucketsGone(definition, rowsGone)).map((b) => bucketLiteral(definition, b));
           if (literals.length === 0) continue;
           const scans = [{ rows: inBuckets(definition, literals)!, buckets: [] }];
-          // A series table's rows each have an audience (NOT NULL), so the split is never refused here.
-          const split = await this.failingAudiences(definition, baseRowsOf(definition), scans);
-          if (split) failed.set(definition.name, split.failed);
+          failed.set(definition.name, (await this.failingAudiences(definition, baseRowsOf(definition), scans)).failed);
         }
         return keeping(failed);
       }
@@ -1496,7 +1502,14 @@ export class Rollups {
     snapshot: bigint,
     audiences: ReadonlySet<string> | null,
   ): Promise<ReadonlySet<string>> {
-    const byAudience = await this.bucketsOf(heldTable, heldName, this.held, snapshot, `rollup || chr(0) || audience`);
+    // The rows of no audience are held as '', which is no key's audience: pending to admins alone, who read them.
+    const byAudience = await this.bucketsOf(
+      heldTable,
+      heldName,
+      this.held,
+      snapshot,
+      `rollup || chr(0) || coalesce(audience, '')`,
+    );
     const held = new Set<string>();
     const prefix = `${definition.name}\u0000`;
     for (const [key, buckets] of byAudience)

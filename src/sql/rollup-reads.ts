@@ -96,8 +96,8 @@ export function checkUnchangedRollups(shape: QueryShape, point: RollupReadPoint 
  * reads every audience's rows: its error may quote one (a cast of another audience's value), and that it failed
  * or held some audience's buckets ('partial') is a fact of that audience's rows. So such a key is told the errors
  * of its own audiences alone (a refresh's, and what retention kept without their rows), 'ok' when none of them
- * failed, and of a refresh that failed whole but not on each audience's own rows (the system's fault, a row of no
- * audience) only that it failed.
+ * failed, and of a refresh that failed whole but not on each audience's own rows (the system's fault) only that it
+ * failed. The errors of the rows of no audience (a view set's), which admins alone read, are told to admins alone.
  */
 async function readableJobs(
   jobs: readonly RollupJob[],
@@ -112,7 +112,7 @@ async function readableJobs(
     .map((j) => {
       const failed = Object.entries(j.audienceErrors ?? {}).filter(([audience]) => reads(audience));
       const lines = [
-        ...failed.map(([audience, error]) => `audience ${audience}: ${error}`),
+        ...failed.map(([audience, error]) => `${audienceLabel(audience)}: ${error}`),
         ...j.lostBuckets.filter((l) => reads(l.audience)).map(lostLine),
       ];
       const own = lines.length > 0 ? lines.join('\n') : null;
@@ -123,6 +123,9 @@ async function readableJobs(
       return { ...j, lastStatus: ownStatus ? j.lastStatus : 'ok', lastError: own };
     });
 }
+
+/** An audience of audience_errors as a line of last_error names it ('' holds the rows of no audience: see recordRefresh). */
+const audienceLabel = (audience: string): string => (audience === '' ? 'rows of no audience' : `audience ${audience}`);
 
 /** A line of snouttime.jobs' last_error for buckets a rollup's base table's retention kept without an audience's rows. */
 function lostLine(lost: LostBuckets): string {
