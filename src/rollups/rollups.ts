@@ -1352,14 +1352,22 @@ export class Rollups {
     return { audiences: audiences.length, failed };
   }
 
+  /**
+   * set_rollup_retention's work at a refresh: the buckets older than it are deleted, and with them the records of
+   * what the source's retention kept of them without an audience's rows (lostTable), which tell of those buckets
+   * alone (docs/rollups.md: a lost bucket's record lives as long as the bucket).
+   */
   private async applyRetention(definition: RollupDefinition, snapshot: bigint, session: EngineSession): Promise<void> {
     if (definition.retention === null) return;
     const horizon = definition.integer
       ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(definition.retention)}`
       : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
-    await this.engine.execute(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket < ${horizon}`, {
-      session,
-    });
+    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
+    await run(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket < ${horizon}`);
+    await run(
+      `DELETE FROM ${lostTable} WHERE rollup = ${quoteLiteral(definition.name)}
+         AND CAST(bucket AS ${definition.integer ? 'HUGEINT' : 'TIMESTAMP'}) < ${horizon}`,
+    );
   }
 
   /**
