@@ -1302,8 +1302,9 @@ export class Rollups {
           : null;
       if (!split || split.failed.length === 0) throw error;
       failures.push(...split.failed);
-      // With one audience, or when every audience fails: whole, each audience's error its own rows'.
-      if (split.failed.length === split.audiences) throw error;
+      // Every audience's rows failing, each on its own, is the data's fault as one's is, and is held alike: a refresh
+      // that failed whole would keep the watermark, and a key of an audience without rows there would learn from it
+      // (and from the job's retry) that another audience's rows fail.
       await store(split.failed);
     }
     if (set && state.sourceSnapshot !== null)

@@ -93,11 +93,13 @@ export function checkUnchangedRollups(shape: QueryShape, point: RollupReadPoint 
 /**
  * The jobs a key is shown: not those of the rollups a deny rule closes to it (list_rollups leaves those out too)
  * and, to a key that is not an admin, the job as its own audiences' rows (and public ones) made it. A refresh
- * reads every audience's rows: its error may quote one (a cast of another audience's value), and that it failed
- * or held some audience's buckets ('partial') is a fact of that audience's rows. So such a key is told the errors
- * of its own audiences alone (a refresh's, and what retention kept without their rows), 'ok' when none of them
- * failed, and of a refresh that failed whole but not on each audience's own rows (the system's fault) only that it
- * failed. The errors of the rows of no audience (a view set's), which admins alone read, are told to admins alone.
+ * reads every audience's rows: its error may quote one (a cast of another audience's value), and that it held
+ * some audience's buckets ('partial') is a fact of that audience's rows. So such a key is told the errors of its
+ * own audiences alone (a refresh's, and what retention kept without their rows), 'partial' when one of them failed
+ * and 'ok' when none did, whichever other audiences failed (a refresh holds every audience's buckets when each fails,
+ * never failing whole on the data: see Rollups.refreshed), and of a refresh that failed whole (the system's fault)
+ * only that it failed. The errors of the rows of no audience (a view set's), which admins alone read, are told to
+ * admins alone.
  */
 async function readableJobs(
   jobs: readonly RollupJob[],
@@ -117,10 +119,12 @@ async function readableJobs(
       ];
       const own = lines.length > 0 ? lines.join('\n') : null;
       if (principal.admin) return { ...j, lastError: j.lastError === null ? own : [j.lastError, ...lines].join('\n') };
-      if (j.lastStatus === 'failed' && j.audienceErrors === null)
-        return { ...j, lastError: [withheldError, ...lines].join('\n') };
-      const ownStatus = failed.length > 0 || (j.lastStatus !== 'failed' && j.lastStatus !== 'partial');
-      return { ...j, lastStatus: ownStatus ? j.lastStatus : 'ok', lastError: own };
+      if (j.lastStatus === 'failed') return { ...j, lastError: [withheldError, ...lines].join('\n') };
+      return {
+        ...j,
+        lastStatus: j.lastStatus === 'partial' && failed.length === 0 ? 'ok' : j.lastStatus,
+        lastError: own,
+      };
     });
 }
 
