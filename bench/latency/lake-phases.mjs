@@ -16,7 +16,8 @@
 //   node bench/latency/lake-phases.mjs --rollups --ingest --rows 2000000 --base <tree>
 //   (--ingest: steady ingestion, bench/rollups' section 5: each statement right after a write of 100 rows at now()
 //   through the same server, untimed, so every read is at a new snapshot with a new tail file; with
-//   --write-through other, through the other server, as a writer in another process would)
+//   --write-through other, through the other server, as a writer in another process would; with --base, the median
+//   write of each server and their ratio)
 //   node bench/latency/lake-phases.mjs --rewrite --rows 1000000 --base <tree>
 //   (--rewrite: bench/rollup-rewrite's table and rollups, issue 14: three of its panels, each rewritten onto a
 //   rollup and as its raw twin, the same SQL over a subquery of the table, which no rollup answers)
@@ -167,6 +168,13 @@ try {
         `${name}: this / base GetFlightInfo ${(median(a.info) / median(b.info)).toFixed(2)}, DoGet ${(median(a.doGet) / median(b.doGet)).toFixed(2)}, both (one statement, GetFlightInfo + DoGet) ${(median(a.both) / median(b.both)).toFixed(2)}`,
       );
     }
+  if (servers.length > 1 && values.ingest) {
+    // Every write of a server's statements together (the write before each does not depend on the statement).
+    const [a, b] = servers.map((s) => cases.filter((c) => c.server === s).flatMap((c) => c.write));
+    console.log(
+      `write of 100 rows: this ${median(a).toFixed(2)} ms / base ${median(b).toFixed(2)} ms = ${(median(a) / median(b)).toFixed(2)} (medians of ${a.length})`,
+    );
+  }
 
   const clients = Number(values.clients);
   if (clients > 0) {

@@ -21,7 +21,7 @@ import {
   type BatchSource,
   type NativeSketchParameters,
 } from './native-export.js';
-import type { OrreryError } from '../errors/index.js';
+import { messageOf, type OrreryError } from '../errors/index.js';
 import { DuckDBResultFailure, engineClosed, engineErrors, sqlError } from './errors.js';
 import { bindRow, parameterRowCount } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
@@ -153,6 +153,12 @@ export interface RunOptions {
    * tail, tail-values.ts). No statement kept read that database, so none is let go (see KeptStatements).
    */
   readonly ownTable?: boolean;
+  /**
+   * execute without a session: a statement that changes data or the catalog (INSERT, UPDATE, DELETE, CREATE, ALTER,
+   * DROP), every parameter row of it, runs in a transaction of its own, committed only when neither `signal` nor
+   * `deadline` stopped it: a client told its call failed (it gave up while the statement ran) is kept to nothing.
+   */
+  readonly committedIfLive?: boolean;
 }
 
 /** How json_serialize_sql answers a statement other than SELECT (DuckDB's own message). */
@@ -169,6 +175,7 @@ export class EngineSession {
    * what reads them elsewhere than through DuckLake in it (rollups' stored rows, their files) leaves them out.
    */
   readonly written = new Set<string>();
+  private failedBy: OrreryError | undefined;
 
   constructor(
     readonly connection: DuckDBConnection,
@@ -178,6 +185,22 @@ export class EngineSession {
 
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /** TRANSACTION_ABORTED once a statement failed the transaction (fail): it runs nothing more and commits nothing. */
+  get failure(): OrreryError | undefined {
+    return this.failedBy;
+  }
+
+  /**
+   * Fails the transaction, as Postgres does after a failed statement: DuckDB has no savepoints to take one statement's
+   * changes out, so a statement cancelled after it wrote (or one DuckDB failed the transaction for) leaves it unusable.
+   */
+  fail(why: string): void {
+    this.failedBy ??= engineErrors.error(
+      'TRANSACTION_ABORTED',
+      `the transaction failed (${why}): it runs no more statements and commits nothing; roll it back`,
+    );
   }
 
   close(): void {
@@ -300,6 +323,16 @@ const maxHeldInTransaction = 16;
 const rowReturning = new Set([StatementType.SELECT, StatementType.EXPLAIN, StatementType.PRAGMA, StatementType.CALL]);
 /** Statements that change rows, never what a text binds to: kept statements stay (see KeptStatements). */
 const keepsCatalog = new Set([StatementType.SELECT, StatementType.INSERT, StatementType.UPDATE, StatementType.DELETE]);
+/** The statements RunOptions.committedIfLive runs in a transaction of their own (DuckDB runs them in one). */
+const transactional = new Set([
+  StatementType.INSERT,
+  StatementType.UPDATE,
+  StatementType.DELETE,
+  StatementType.MERGE_INTO,
+  StatementType.CREATE,
+  StatementType.ALTER,
+  StatementType.DROP,
+]);
 
 /**
  * One DuckDB database, sandboxed: no file access outside the readable folders, no
@@ -497,16 +530,32 @@ export class DuckDBEngine {
 
   /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
   async execute(sql: string, options: RunOptions = {}): Promise<number> {
-    return this.withPrepared(sql, options, async (prepared, guard) => {
-      const rowSets = Math.max(1, parameterRowCount(options.parameters));
-      let changed = 0;
-      for (let row = 0; row < rowSets; row++) {
-        guard.check();
-        if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
-        const result = await prepared.run();
-        changed += result.rowsChanged;
+    return this.withPrepared(sql, options, async (prepared, guard, connection) => {
+      const own = options.committedIfLive && !options.session && transactional.has(prepared.statementType);
+      if (own) await connection.run('BEGIN TRANSACTION');
+      try {
+        const rowSets = Math.max(1, parameterRowCount(options.parameters));
+        let changed = 0;
+        for (let row = 0; row < rowSets; row++) {
+          guard.check();
+          if (options.parameters && options.parameters.numRows > 0) bindRow(prepared, options.parameters, row);
+          const result = await prepared.run();
+          changed += result.rowsChanged;
+        }
+        if (own) {
+          guard.check();
+          // Past this point the write stands: a stop arriving now must not interrupt DuckLake's commit midway.
+          guard.dispose();
+          await connection.run('COMMIT');
+        }
+        return changed;
+      } catch (error) {
+        if (own) {
+          guard.dispose();
+          await connection.run('ROLLBACK').catch(() => {});
+        }
+        throw error;
       }
-      return changed;
     });
   }
 
@@ -681,6 +730,9 @@ export class DuckDBEngine {
     const target = { connection, catalog: catalogName, native: this.nativeExport, run, connect };
     try {
       return await insertBatches(target, schema, batches, sqlFor);
+    } catch (error) {
+      await this.checkTransaction(session, error);
+      throw error;
     } finally {
       this.kept.catalogMayHaveChanged(); // a bulk ingest may create its table
     }
@@ -808,6 +860,12 @@ export class DuckDBEngine {
           () => true,
           () => false,
         );
+    } catch (error) {
+      if (options.session) {
+        guard.dispose();
+        await this.checkTransaction(options.session, error);
+      }
+      throw error;
     } finally {
       guard.dispose();
       // (A held statement's lease is always the pool's, with a setup key.)
@@ -887,7 +945,7 @@ export class DuckDBEngine {
   private async withPrepared<T>(
     sql: string,
     options: Pick<RunOptions, 'setup' | 'fill' | 'session' | 'signal' | 'deadline' | 'ownTable'>,
-    use: (prepared: DuckDBPreparedStatement, guard: StatementGuard) => Promise<T>,
+    use: (prepared: DuckDBPreparedStatement, guard: StatementGuard, connection: DuckDBConnection) => Promise<T>,
   ): Promise<T> {
     const { connection, release } = await this.lease(options.setup, options.session, options.fill);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
@@ -896,7 +954,7 @@ export class DuckDBEngine {
       const prepared = await prepare(connection, sql);
       try {
         guard.check();
-        const result = await use(prepared, guard);
+        const result = await use(prepared, guard, connection);
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
         return result;
       } catch (error) {
@@ -906,11 +964,25 @@ export class DuckDBEngine {
         prepared.destroySync();
       }
     } catch (error) {
-      throw this.failure(error, guard);
+      const reported = this.failure(error, guard);
+      if (options.session) {
+        guard.dispose();
+        await this.checkTransaction(options.session, reported);
+      }
+      throw reported;
     } finally {
       guard.dispose();
       release(reusable);
     }
+  }
+
+  /**
+   * After a statement failed on a session: fails the session (EngineSession.fail) when DuckDB failed its
+   * transaction, which then refuses every statement and whose COMMIT would roll back and answer success.
+   */
+  private async checkTransaction(session: EngineSession, error: unknown): Promise<void> {
+    if (session.isClosed || session.failure) return;
+    await session.connection.run('SELECT 1').catch(() => session.fail(`a statement of it failed: ${messageOf(error)}`));
   }
 
   private async internalRows(sql: string): Promise<string[][]> {
@@ -965,6 +1037,7 @@ export class DuckDBEngine {
       return { connection, setupKey: key, release };
     }
     if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
+    if (session.failure) throw session.failure;
     try {
       for (const statement of [...setup, ...(fill === undefined ? [] : [fill])])
         await session.connection.run(statement);

@@ -26,6 +26,11 @@ export const engineErrors = declareErrors('engine', {
   ENGINE_INTERNAL: { status: 'INTERNAL', meaning: 'DuckDB reported an internal or fatal error (a DuckDB bug)' },
   ENGINE_CLOSED: { status: 'UNAVAILABLE', meaning: 'the query engine has been shut down (the server is stopping)' },
   TRANSACTION_ENDED: { status: 'INVALID_ARGUMENT', meaning: 'a statement names a transaction that has ended' },
+  TRANSACTION_ABORTED: {
+    status: 'ABORTED',
+    meaning:
+      'a statement of the transaction failed or was cancelled (its client gave up while it ran): the transaction takes no more statements and commits nothing, as in Postgres, until it is rolled back',
+  },
   INGEST_TYPE_UNSUPPORTED: {
     status: 'INVALID_ARGUMENT',
     meaning: 'a bulk-ingested column has an Arrow type Orrery cannot store',

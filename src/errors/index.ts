@@ -17,6 +17,7 @@ export type ErrorStatus =
   | 'DEADLINE_EXCEEDED'
   | 'UNAVAILABLE'
   | 'DATA_LOSS'
+  | 'ABORTED'
   | 'INTERNAL';
 
 /** What a code means to the client: its gRPC status (and HTTP status where one answers over HTTP). */

@@ -841,7 +841,14 @@ export class Rollups {
    * bucket and nothing materialized before it (older buckets read from the source until
    * backfillStep has covered them), so its refresh job never aggregates the whole history at once.
    */
-  async create(args: RollupArguments, options: { readonly backfilled?: boolean } = {}): Promise<string> {
+  async create(
+    args: RollupArguments,
+    options: {
+      readonly backfilled?: boolean;
+      /** Throws when the rollup must not be created after all (its client gave up): called before it commits. */
+      readonly live?: () => void;
+    } = {},
+  ): Promise<string> {
     const name = args.name.toLowerCase();
     if (!namePattern.test(name))
       throw rollupErrors.error(
@@ -1011,6 +1018,7 @@ export class Rollups {
           ],
         );
         await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
+        options.live?.();
       });
       this.viewSetBases = undefined;
     } catch (error) {

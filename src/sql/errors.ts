@@ -46,7 +46,7 @@ export const sqlErrors = declareErrors('sql', {
   WRITE_CANCELLED: {
     status: 'CANCELLED',
     meaning:
-      'the client cancelled a bulk ingest (or its deadline passed) after its upload ended but before the write committed; nothing of it is kept',
+      'the client cancelled a write (a bulk ingest after its upload ended, an INSERT, UPDATE, DELETE, executemany, CREATE or ALTER of a series table, create_rollup, CREATE MATERIALIZED VIEW), or its deadline passed, before the write committed; nothing of it is kept',
   },
   QUERY_DENIED: {
     status: 'RESOURCE_EXHAUSTED',

@@ -30,6 +30,8 @@ export interface ProcedureContext {
   readonly denyRules: DenyRules;
   /** Orrery's own DuckDB: it reaches the lake wherever it is. */
   readonly engine: DuckDBEngine;
+  /** Throws when the call's client gave up: a procedure that creates something calls it before it commits. */
+  readonly live?: () => void;
 }
 
 /** Runs with the call's literal arguments and the caller's key name. */
@@ -241,14 +243,17 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     async *run(ctx, args) {
       const p = procedureList.create_rollup.params;
       const rollups = rollupsOf(ctx, 'create_rollup');
-      yield await rollups.create({
-        name: text(args, 0, 'create_rollup', p),
-        source: text(args, 1, 'create_rollup', p),
-        bucket: optionalText(args[2]),
-        selectList: optionalText(args[3]),
-        groupBy: optionalText(args[4]),
-        bucketWidth: optionalText(args[5]),
-      });
+      yield await rollups.create(
+        {
+          name: text(args, 0, 'create_rollup', p),
+          source: text(args, 1, 'create_rollup', p),
+          bucket: optionalText(args[2]),
+          selectList: optionalText(args[3]),
+          groupBy: optionalText(args[4]),
+          bucketWidth: optionalText(args[5]),
+        },
+        { live: ctx.live },
+      );
     },
   },
   refresh_rollup: {

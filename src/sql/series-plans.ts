@@ -1,11 +1,13 @@
 import type { Principal } from '../auth/index.js';
 import {
+  engineErrors,
   queryShape,
   quoteIdentifier,
   type DuckDBEngine,
   type EngineSession,
   type MicrosecondTime,
   type QueryShape,
+  type RunOptions,
 } from '../engine/index.js';
 import type { OrreryError } from '../errors/index.js';
 import type { Statement } from '../flight/index.js';
@@ -31,7 +33,21 @@ export interface SeriesWrite {
   readonly setup: readonly string[];
   /** The series table whose rows it changes (its rollups' tails are made again once it commits: Rollups.prime). */
   readonly changes?: string;
-  run(session: EngineSession | undefined): Promise<number>;
+  run(session: EngineSession | undefined, call: Live): Promise<number>;
+}
+
+/** The call a write runs for: its client's signal and the statement's deadline (nothing is committed after either). */
+export type Live = Pick<RunOptions, 'signal' | 'deadline'>;
+
+/**
+ * Throws when the call's client gave up (its signal aborted: cancelled, or its deadline passed) or the statement's
+ * deadline passed: a write is not committed then, as the client is told its call failed.
+ */
+export function checkLive(call: Live): void {
+  if (call.signal?.aborted)
+    throw sqlErrors.error('WRITE_CANCELLED', 'the client cancelled the call before its write committed');
+  if (call.deadline && Date.now() >= call.deadline.at)
+    throw engineErrors.error('QUERY_DEADLINE_EXCEEDED', call.deadline.message);
 }
 
 const denied = (message: string): OrreryError => sqlErrors.error('SELECT_ONLY', `permission denied: ${message}`);
@@ -94,10 +110,11 @@ export async function planSeriesWrite(
     const create = parsed;
     return {
       setup: [],
-      run: async (session) => {
-        if (await openTransactionless(engine, (own) => tables.create(create, own))) return 0;
+      run: async (session, call) => {
+        const live = (): void => checkLive(call);
+        if (await openTransactionless(engine, (own) => tables.create(create, own, { live }))) return 0;
         // No time column: no series table, but a scratch table in memory, as before series tables.
-        return engine.execute(statement.query, { session });
+        return engine.execute(statement.query, { session, ...call, committedIfLive: true });
       },
     };
   }
@@ -110,7 +127,10 @@ export async function planSeriesWrite(
     if (!/^\s*ADD\b/i.test(action)) await tables.checkDroppable(table.name, action.trim().replace(/\s+/g, ' '));
     return {
       setup,
-      run: async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0),
+      run: async (_, call) => (
+        await openTransactionless(engine, (own) => tables.alter(table, action, own, () => checkLive(call))),
+        0
+      ),
     };
   }
   if (parsed.kind !== 'insert') adminOnly();
@@ -143,12 +163,11 @@ export async function planSeriesWrite(
     parameterTypes,
     setup,
     changes: parsed.kind === 'drop' ? undefined : table.name,
-    // Several parameter rows (executemany, JDBC batches) are one transaction: one DuckLake snapshot.
-    run: (session) => {
+    // Out of a client's transaction, in one of its own (several parameter rows, executemany and JDBC batches, are one
+    // DuckLake snapshot), committed only while the call is live.
+    run: (session, call) => {
       session?.written.add(table.name);
-      return parameters && parameters.numRows > 1
-        ? inTransaction(engine, session, (s) => engine.execute(sql, { parameters, setup, session: s }))
-        : engine.execute(sql, { parameters, setup, session });
+      return engine.execute(sql, { parameters, setup, session, ...call, committedIfLive: true });
     },
   };
 }
@@ -165,22 +184,21 @@ async function openTransactionless<T>(engine: DuckDBEngine, work: (session: Engi
 
 /**
  * Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds
- * and `signal` (the call's) is not aborted: a client that gave up (its deadline passed while the work ran) was
+ * and the call is live (checkLive): a client that gave up (its deadline passed while the work ran) was
  * told the call failed, so nothing of it may be kept.
  */
 export async function inTransaction<T>(
   engine: DuckDBEngine,
   session: EngineSession | undefined,
   work: (session: EngineSession) => Promise<T>,
-  signal?: AbortSignal,
+  call: Live,
 ): Promise<T> {
-  if (session) return work(session);
+  if (session) return inClientTransaction(session, () => work(session), call);
   return openTransactionless(engine, async (own) => {
     await engine.execute('BEGIN TRANSACTION', { session: own });
     try {
       const result = await work(own);
-      if (signal?.aborted)
-        throw sqlErrors.error('WRITE_CANCELLED', 'the client cancelled the call before its write committed');
+      checkLive(call);
       await engine.execute('COMMIT', { session: own });
       return result;
     } catch (error) {
@@ -188,6 +206,22 @@ export async function inTransaction<T>(
       throw error;
     }
   });
+}
+
+/**
+ * Runs a statement of a client's transaction. One whose client gave up (checkLive) fails the transaction
+ * (EngineSession.fail), whether it wrote all or part of its changes: they cannot be taken out of it alone.
+ */
+export async function inClientTransaction<T>(session: EngineSession, work: () => Promise<T>, call: Live): Promise<T> {
+  try {
+    const result = await work();
+    checkLive(call);
+    return result;
+  } catch (error) {
+    if (call.signal?.aborted || (call.deadline && Date.now() >= call.deadline.at))
+      session.fail('its client gave up on a statement of it (cancelled, or its deadline passed) while it ran');
+    throw error;
+  }
 }
 
 /**

@@ -91,7 +91,10 @@ import {
 } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 import {
+  checkLive,
+  inClientTransaction,
   inTransaction,
+  type Live,
   microsecondTimeColumns,
   planSeriesWrite,
   seriesReadSetup,
@@ -306,21 +309,22 @@ export class SqlService implements FlightSqlBackend<Principal> {
     try {
       const kept = reruns > 0 ? undefined : this.keptPlan(ctx, statement, run);
       const plan = kept ?? (await this.plan(ctx, statement, run, false, reruns === 0));
+      const call = { signal: ctx.signal, deadline: run.deadline };
       if (plan.kind === 'procedure')
         return {
           schema: plan.schema,
-          batches: run.track(this.progress(plan, ctx.principal.name)),
+          batches: run.track(this.progress(plan, ctx.principal.name, call)),
           deadline: run.deadline,
         };
       if (plan.kind === 'ddl')
         return {
           schema: ddlSchema,
-          batches: run.track(this.ddl(plan.statement, ctx.principal)),
+          batches: run.track(this.ddl(plan.statement, ctx.principal, call)),
           deadline: run.deadline,
         };
       if (plan.kind === 'series') {
         const { write, session } = plan;
-        const written = (): Promise<number> => this.seriesWrite(write, session);
+        const written = (): Promise<number> => this.seriesWrite(write, session, call);
         const counted = async function* (): AsyncGenerator<RecordBatch> {
           yield batchFromRows(countSchema, [[BigInt(await written())]]);
         };
@@ -359,11 +363,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
   async executeUpdate(ctx: CallContext<Principal>, statement: Statement): Promise<number> {
     return this.limited(ctx, statement, true, async (run) => {
       const plan = await this.plan(ctx, statement, run);
-      if (plan.kind === 'engine') return this.engine.execute(plan.sql, plan.options);
-      if (plan.kind === 'series') return this.seriesWrite(plan.write, plan.session);
+      const call = { signal: ctx.signal, deadline: run.deadline };
+      if (plan.kind === 'engine') {
+        const { session } = plan.options;
+        const write = (): Promise<number> => this.engine.execute(plan.sql, { ...plan.options, committedIfLive: true });
+        return session ? inClientTransaction(session, write, call) : write();
+      }
+      if (plan.kind === 'series') return this.seriesWrite(plan.write, plan.session, call);
       let rows = 0;
       const batches =
-        plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
+        plan.kind === 'ddl'
+          ? this.ddl(plan.statement, ctx.principal, call)
+          : this.progress(plan, ctx.principal.name, call);
       for await (const batch of batches) rows += batch.numRows;
       return rows;
     });
@@ -374,8 +385,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * statement sees yet), makes its rollups' tails for the lake's new snapshot (Rollups.prime), so the reads that
    * follow it scan them instead of aggregating the rows it wrote. The write stands whether or not that succeeds.
    */
-  private async seriesWrite(write: SeriesWrite, session: EngineSession | undefined): Promise<number> {
-    const rows = await write.run(session);
+  private async seriesWrite(write: SeriesWrite, session: EngineSession | undefined, call: Live): Promise<number> {
+    const rows = await (session
+      ? inClientTransaction(session, () => write.run(session, call), call)
+      : write.run(undefined, call));
     if (!session && write.changes) await this.primeRollups(write.changes);
     return rows;
   }
@@ -475,7 +488,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       this.engine,
       session,
       (s) => ingest(this.engine, tables, writer, request.table, mode, data, s),
-      ctx.signal,
+      { signal: ctx.signal },
     );
     if (!session) await this.primeRollups(request.table);
     return rows;
@@ -1064,8 +1077,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /** Runs a DDL statement: one row saying what it did. */
-  private async *ddl(statement: DdlStatement, principal: Principal): AsyncGenerator<RecordBatch> {
-    const { name, action } = await this.backend!.ddl.run(statement, principal);
+  private async *ddl(statement: DdlStatement, principal: Principal, call: Live): AsyncGenerator<RecordBatch> {
+    const { name, action } = await this.backend!.ddl.run(statement, principal, () => checkLive(call));
     await this.lakehouse?.partitions?.sync();
     yield batchFromRows(ddlSchema, [[name, action]]);
   }
@@ -1249,11 +1262,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
   private async *progress(
     plan: { call: TableFunctionCall; schema: Schema; scalar?: boolean },
     caller: string,
+    call: Live,
   ): AsyncGenerator<RecordBatch> {
     // What the procedure changed in the partitions is seen by the next statement here.
-    const messages = afterwards(runProcedure({ ...this.backend!, engine: this.engine }, plan.call, caller), () =>
-      this.lakehouse?.partitions?.sync(),
-    );
+    const context = { ...this.backend!, engine: this.engine, live: () => checkLive(call) };
+    const messages = afterwards(runProcedure(context, plan.call, caller), () => this.lakehouse?.partitions?.sync());
     if (plan.scalar) {
       const all: string[] = [];
       for await (const message of messages) all.push(message);

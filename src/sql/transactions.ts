@@ -42,6 +42,11 @@ export class Transactions implements TransactionSupport<Principal> {
     const session = this.session(ctx, transactionId);
     this.open.delete(key);
     try {
+      // A failed transaction is rolled back (its connection closed): its COMMIT says so rather than answer success.
+      if (session.failure) {
+        if (commit) throw session.failure;
+        return;
+      }
       await this.engine.execute(commit ? 'COMMIT' : 'ROLLBACK', { session });
     } finally {
       session.close();

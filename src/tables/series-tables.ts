@@ -212,7 +212,14 @@ export class SeriesTables {
   async create(
     statement: Extract<SeriesStatement, { kind: 'create' }>,
     session: EngineSession,
-    { inTransaction = false }: { inTransaction?: boolean } = {},
+    {
+      inTransaction = false,
+      live = () => {},
+    }: {
+      inTransaction?: boolean;
+      /** Throws when the table must not be created after all (its client gave up): called before COMMIT. */
+      live?: () => void;
+    } = {},
   ): Promise<boolean> {
     const { table } = statement;
     if (this.isReserved(table))
@@ -255,6 +262,7 @@ export class SeriesTables {
     await this.run('BEGIN TRANSACTION', session);
     try {
       const created = await work();
+      if (created) live();
       await this.run(created ? 'COMMIT' : 'ROLLBACK', session);
       return created;
     } catch (error) {
@@ -263,8 +271,11 @@ export class SeriesTables {
     }
   }
 
-  /** ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed). */
-  async alter(table: SeriesTable, action: string, session: EngineSession): Promise<void> {
+  /**
+   * ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed); `live` throws
+   * when it must not be committed after all (its client gave up).
+   */
+  async alter(table: SeriesTable, action: string, session: EngineSession, live: () => void = () => {}): Promise<void> {
     const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
     const rename = /^RENAME\s+(?:COLUMN\s+)?("(?:[^"]|"")+"|\w+)\s+TO\s+("(?:[^"]|"")+"|\w+)\s*$/i.exec(action);
     const touched = drop ? unquote(drop[1]) : rename ? unquote(rename[1]) : undefined;
@@ -282,6 +293,7 @@ export class SeriesTables {
       if (rename && touched === table.timeColumn) {
         await this.writeSettings(table.name, { time_column: unquote(rename[2]), retention: table.retention }, session);
       }
+      live();
       await this.run('COMMIT', session);
     } catch (error) {
       await this.run('ROLLBACK', session).catch(() => {});
