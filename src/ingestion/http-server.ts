@@ -163,6 +163,12 @@ export class HttpServer {
       await this.options.ingestion!.ingest(signal, body, contentType, principal.audiences[0], received);
     } catch (error) {
       if (error instanceof OtlpDecodeError) return fail(error.httpStatus, error.message);
+      // The client went away before its body ended: nothing of it is stored, and nobody is there to answer (counted
+      // as nginx's 499, client closed request, not logged as the server's failure).
+      if (request.destroyed && !request.complete) {
+        this.options.metrics.ingestionRequests.inc({ signal, status: 499 });
+        return;
+      }
       // Orrery's trouble, passing (the metadata database or the object store unavailable): OTLP's retryable 503.
       if (error instanceof OrreryError && error.status === 'UNAVAILABLE') {
         this.options.log('warn', `OTLP ${signal}: ${error.message}`, error);
