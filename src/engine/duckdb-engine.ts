@@ -841,7 +841,7 @@ export class DuckDBEngine {
           guard.check();
           const bound = Boolean(options.parameters && options.parameters.numRows > 0);
           if (bound) bindRow(prepared, options.parameters!, row);
-          yield* this.streamResult(prepared, schema, guard, bound, held?.known);
+          yield* this.streamResult(prepared, schema, guard, bound, held?.known, !options.session);
         }
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
       } finally {
@@ -882,6 +882,11 @@ export class DuckDBEngine {
     bound: boolean,
     /** What is known of a held statement already; its column types are read here once and kept with it. */
     known?: Known,
+    /**
+     * Whether a consumer stopping early interrupts DuckDB's work: not in a client's transaction, which the interrupt
+     * would fail (DuckDB then refuses its statements, and its COMMIT commits nothing): the rest is left unread there.
+     */
+    halting = true,
   ): AsyncGenerator<RecordBatch> {
     const batchBytes = this.batchBytes;
     // Without parameters, the prepared statement's column types are its result's: the native
@@ -919,7 +924,7 @@ export class DuckDBEngine {
       if (pending) {
         // The consumer stopped early (or a batch failed): stop DuckDB and let the batch in
         // flight settle before closing.
-        guard.halt();
+        if (halting) guard.halt();
         await pending.catch(() => null);
       }
       source.close();

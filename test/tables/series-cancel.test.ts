@@ -256,6 +256,19 @@ describe('a write whose client gave up keeps nothing', () => {
       await end(rolled, false);
     });
 
+    it('a read whose rows are not all read (a limit) leaves the transaction usable', async () => {
+      const tx = await begin();
+      await inTx(tx, `INSERT INTO deploys (ts, service) VALUES ('2024-11-01 00:00:00+00', 'tx-read')`);
+      // Far more rows than one batch: the server stops reading DuckDB's result after the first.
+      const headers = { limit: '1' };
+      const cmd = packAny('CommandStatementQuery', { query: 'SELECT * FROM range(10000000)', transactionId: tx });
+      const info = await asAdmin.getFlightInfo(cmd, headers);
+      assert.equal((await asAdmin.doGet(info.endpoints[0].ticket, headers)).table.numRows, 1);
+      await inTx(tx, `INSERT INTO deploys (ts, service) VALUES ('2024-11-02 00:00:00+00', 'tx-read')`);
+      await end(tx, true);
+      assert.equal(await count(`service = 'tx-read'`), 2);
+    });
+
     it('a bulk ingest whose client stalled past its deadline fails the transaction', async () => {
       const tx = await begin();
       await inTx(tx, `INSERT INTO deploys (ts, service) VALUES ('2024-10-01 00:00:00+00', 'tx-ingest')`);
