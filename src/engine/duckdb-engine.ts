@@ -868,6 +868,9 @@ export class DuckDBEngine {
       throw error;
     } finally {
       guard.dispose();
+      // A read its client gave up on ends without an error here (the consumer stopped), but the stop interrupted
+      // DuckDB, which may have failed the client's transaction: its COMMIT would then answer success and keep nothing.
+      if (options.session && guard.stopped) await this.checkTransaction(options.session, guard.stopped);
       // (A held statement's lease is always the pool's, with a setup key.)
       if (committing) this.pool.finishingWith(setupKey!, committing.then(release));
       else release(reusable);

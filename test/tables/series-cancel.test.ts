@@ -269,6 +269,25 @@ describe('a write whose client gave up keeps nothing', () => {
       assert.equal(await count(`service = 'tx-read'`), 2);
     });
 
+    it('a read its client gave up on mid-stream fails the transaction: COMMIT is ABORTED, not a success keeping nothing', async () => {
+      const tx = await begin();
+      await inTx(tx, `INSERT INTO deploys (ts, service) VALUES ('2024-12-01 00:00:00+00', 'tx-given-up')`);
+      const cmd = packAny('CommandStatementQuery', { query: 'SELECT * FROM range(200000000)', transactionId: tx });
+      const info = await asAdmin.getFlightInfo(cmd);
+      let messages = 0;
+      // The schema and the first batch, then the client stops reading: the call is cancelled.
+      for await (const _ of asAdmin.client.doGet(info.endpoints[0].ticket)) if (++messages === 2) break;
+      await noneRunning();
+      // The stop interrupts DuckDB mid-statement, which fails its transaction: COMMIT must then say ABORTED (it
+      // answered success and kept nothing). Should the interrupt find DuckDB between two steps, the transaction is
+      // whole and COMMIT keeps the row: what COMMIT answers and what is kept must agree either way.
+      const committed = await end(tx, true).then(
+        () => true,
+        (error: { code?: number }) => (assert.equal(error.code, aborted), false),
+      );
+      assert.equal(await count(`service = 'tx-given-up'`), committed ? 1 : 0);
+    });
+
     it('a bulk ingest whose client stalled past its deadline fails the transaction', async () => {
       const tx = await begin();
       await inTx(tx, `INSERT INTO deploys (ts, service) VALUES ('2024-10-01 00:00:00+00', 'tx-ingest')`);
