@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pg from 'pg';
 import { startOrrery, type Orrery, type Role } from '../../src/app.js';
@@ -194,6 +195,60 @@ export function clientFor(flightPort: number, key: TestKey): TestFlightClient {
   const client = new TestFlightClient(`127.0.0.1:${flightPort}`);
   client.headers.authorization = `Bearer ${key.key}`;
   return client;
+}
+
+/** A suite's own Postgres, lake folder and Orrery, with a Flight SQL client per key (see useLakeOrrery). */
+export interface LakeOrrery {
+  postgres: TestPostgres;
+  /** The lake folder, or undefined when the suite uses the default lake (the runner's S3 server in the s3:// pass). */
+  lakeDir: string | undefined;
+  /** The settings the Orrery started with, for another process of the same deployment. */
+  env: Record<string, string>;
+  orrery: InProcessOrrery;
+  /** The suite's client for a key: one per key, closed after the suite. */
+  client(key: TestKey): TestFlightClient;
+}
+
+/**
+ * Starts a Postgres, a lake folder (unless `ownLake` is false) and Orrery in `role` before a suite's tests and
+ * stops them after. Admins are the keys named in `admins` (default the first key).
+ */
+export function useLakeOrrery(options: {
+  keys: readonly TestKey[];
+  admins?: readonly string[];
+  role?: Role;
+  env?: Record<string, string>;
+  ownLake?: boolean;
+}): LakeOrrery {
+  const clients = new Map<TestKey, TestFlightClient>();
+  const fixture = {
+    client(key: TestKey): TestFlightClient {
+      let client = clients.get(key);
+      if (!client) clients.set(key, (client = clientFor(fixture.orrery.flightPort, key)));
+      return client;
+    },
+  } as LakeOrrery;
+  before(async () => {
+    fixture.postgres = await startTestPostgres();
+    fixture.lakeDir = options.ownLake === false ? undefined : mkdtempSync(join(tmpdir(), 'orrery-suite-lake-'));
+    fixture.env = {
+      ...sharedEnv({
+        keys: options.keys,
+        admins: options.admins ?? [options.keys[0].name],
+        connectionString: fixture.postgres.connectionString,
+        lakeDir: fixture.lakeDir,
+      }),
+      ...options.env,
+    };
+    fixture.orrery = await startRole(options.role ?? 'serve', fixture.env);
+  });
+  after(async () => {
+    for (const client of clients.values()) client.close();
+    await fixture.orrery?.close();
+    await fixture.postgres?.close();
+    if (fixture.lakeDir) rmSync(fixture.lakeDir, { recursive: true, force: true });
+  });
+  return fixture;
 }
 
 /** The rows of a query as plain objects; Int64 values come back as bigint. */

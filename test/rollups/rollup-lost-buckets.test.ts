@@ -3,21 +3,8 @@
 // the rollup's (its own retention deletes both). Retention runs in the daemon's housekeeping; the refreshes are the
 // test's (refresh_rollup: no refresh job runs here), so each step's outcome is the test's to predict.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import {
-  clientFor,
-  plainRows,
-  scalar,
-  sharedEnv,
-  startRole,
-  startTestPostgres,
-  type InProcessOrrery,
-  type TestKey,
-  type TestPostgres,
-} from '../lakehouse/lakehouse-fixtures.js';
+import { before, describe, it } from 'node:test';
+import { plainRows, scalar, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-lost-0001', audiences: ['ops'] };
@@ -25,34 +12,19 @@ const teamA: TestKey = { name: 'team-a', key: 'team-a-key-lost-0001', audiences:
 const teamB: TestKey = { name: 'team-b', key: 'team-b-key-lost-0001', audiences: ['team-b'] };
 
 describe("a series table's retention over rows that fail a rollup's aggregate (#13)", () => {
-  let postgres: TestPostgres;
-  let lakeDir: string;
-  let orrery: InProcessOrrery;
+  const lake = useLakeOrrery({
+    keys: [admin, teamA, teamB],
+    role: 'all',
+    env: { ORRERY_ROLLUP_REFRESH_JOBS: 'off' },
+  });
   let asAdmin: TestFlightClient;
   let asTeamA: TestFlightClient;
   let asTeamB: TestFlightClient;
 
-  before(async () => {
-    postgres = await startTestPostgres();
-    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-lost-buckets-lake-'));
-    orrery = await startRole('all', {
-      ...sharedEnv({
-        keys: [admin, teamA, teamB],
-        admins: [admin.name],
-        connectionString: postgres.connectionString,
-        lakeDir,
-      }),
-      ORRERY_ROLLUP_REFRESH_JOBS: 'off',
-    });
-    asAdmin = clientFor(orrery.flightPort, admin);
-    asTeamA = clientFor(orrery.flightPort, teamA);
-    asTeamB = clientFor(orrery.flightPort, teamB);
-  });
-  after(async () => {
-    for (const c of [asAdmin, asTeamA, asTeamB]) c?.close();
-    await orrery?.close();
-    await postgres?.close();
-    rmSync(lakeDir, { recursive: true, force: true });
+  before(() => {
+    asAdmin = lake.client(admin);
+    asTeamA = lake.client(teamA);
+    asTeamB = lake.client(teamB);
   });
 
   /** The refresh job as a key sees it: its status and the head of each of its audience lines (errors cut off). */
@@ -83,7 +55,7 @@ describe("a series table's retention over rows that fail a rollup's aggregate (#
     assert.equal(await refresh(), 1);
     assert.deepEqual(await job(asTeamA), [{ last_status: 'partial', lines: [`audience team-a: Conversion Error`] }]);
     await asAdmin.query(`SELECT * FROM set_retention('notes', '30 days')`);
-    await orrery.daemon!.housekeeping();
+    await lake.orrery.daemon!.housekeeping();
     assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM notes'), 1);
     // Nothing of the hour could be kept: no row of it, for any key, and no read of it fails.
     const old = `SELECT total FROM notes_hourly WHERE bucket < TIMESTAMP '2025-01-01'`;

@@ -4,22 +4,15 @@
 // after every step the contract: each rollup answers exactly the aggregation of its source, for an
 // admin and for a key that reads one audience.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import {
   OrreryChild,
   clientFor,
   plainRows,
   scalar,
-  sharedEnv,
   sleep,
-  startRole,
-  startTestPostgres,
-  type InProcessOrrery,
+  useLakeOrrery,
   type TestKey,
-  type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 
@@ -47,26 +40,14 @@ const dailyOfSource = `SELECT time_bucket(INTERVAL 1 DAY, ts::TIMESTAMP) AS buck
   min(v) AS lo, max(v) AS hi, audience FROM rnd GROUP BY ALL`;
 
 describe('rollups under a random interleaving of writes and refreshes (issue 17)', () => {
-  let postgres: TestPostgres;
-  let lakeDir: string;
-  let orrery: InProcessOrrery;
+  // Queries only: no daemon, so every refresh is one the test runs.
+  const lake = useLakeOrrery({ keys: [admin, team] });
   let asAdmin: TestFlightClient;
   let asTeam: TestFlightClient;
-  let env: Record<string, string>;
 
   before(async () => {
-    postgres = await startTestPostgres();
-    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-rollups-random-'));
-    env = sharedEnv({
-      keys: [admin, team],
-      admins: [admin.name],
-      connectionString: postgres.connectionString,
-      lakeDir,
-    });
-    // Queries only: no daemon, so every refresh is one the test runs.
-    orrery = await startRole('serve', env);
-    asAdmin = clientFor(orrery.flightPort, admin);
-    asTeam = clientFor(orrery.flightPort, team);
+    asAdmin = lake.client(admin);
+    asTeam = lake.client(team);
     await asAdmin.updateCount(`CREATE TABLE rnd (ts TIMESTAMP, k VARCHAR, v BIGINT) WITH (time_column = 'ts')`);
     await asAdmin.query(
       `select create_rollup('rnd_hourly', 'rnd', interval '1 hour', select_list => 'k, count(*) as n, sum(v) as s, min(v) as lo, max(v) as hi', group_by => 'k')`,
@@ -74,13 +55,6 @@ describe('rollups under a random interleaving of writes and refreshes (issue 17)
     await asAdmin.query(
       `select create_rollup('rnd_daily', 'rnd_hourly', interval '1 day', select_list => 'k, sum(n) as n, sum(s) as s, min(lo) as lo, max(hi) as hi', group_by => 'k')`,
     );
-  });
-  after(async () => {
-    asAdmin?.close();
-    asTeam?.close();
-    await orrery?.close();
-    await postgres?.close();
-    rmSync(lakeDir, { recursive: true, force: true });
   });
 
   /** The rows in one side and not the other, both ways, in one statement (one snapshot). */
@@ -116,7 +90,7 @@ describe('rollups under a random interleaving of writes and refreshes (issue 17)
       let done: string;
       if (step === Math.floor(steps / 3) || step === Math.floor((2 * steps) / 3)) {
         // A refresh in another server, killed mid-way: nothing of it may show.
-        const child = new OrreryChild(`refresher ${killed}`, 'serve', env);
+        const child = new OrreryChild(`refresher ${killed}`, 'serve', lake.env);
         await child.waitForLine(/Flight SQL listening on [^:]+:(\d+)/, 60_000);
         const port = Number(
           /Flight SQL listening on [^:]+:(\d+)/.exec(child.output.find((l) => /Flight SQL listening/.test(l))!)![1],

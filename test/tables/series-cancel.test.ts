@@ -4,24 +4,9 @@
 // (TRANSACTION_ABORTED), as Postgres does. Each call goes over a real socket. The order is made, not raced: the
 // server's write waits on a Postgres lock the test holds until the client's deadline has passed (its refusal seen).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { Int32, Table, TimestampNanosecond, Utf8, makeVector, vectorFromArray } from 'apache-arrow';
-import {
-  clientFor,
-  pollUntil,
-  refusal,
-  scalar,
-  sharedEnv,
-  sleep,
-  startRole,
-  startTestPostgres,
-  type InProcessOrrery,
-  type TestKey,
-  type TestPostgres,
-} from '../lakehouse/lakehouse-fixtures.js';
+import { pollUntil, refusal, scalar, sleep, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
 import { metricValue } from '../support/metric-value.js';
 import { FlightSql, packAny, tableToFlightData, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 
@@ -32,36 +17,22 @@ const deadlineExceeded = 4;
 const aborted = 10;
 
 describe('a write whose client gave up keeps nothing', () => {
-  let postgres: TestPostgres;
-  let lakeDir: string;
-  let orrery: InProcessOrrery;
+  const lake = useLakeOrrery({ keys: [admin] });
   let asAdmin: TestFlightClient;
 
   before(async () => {
-    postgres = await startTestPostgres();
-    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-cancel-lake-'));
-    orrery = await startRole(
-      'serve',
-      sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
-    );
-    asAdmin = clientFor(orrery.flightPort, admin);
+    asAdmin = lake.client(admin);
     await asAdmin.updateCount(`CREATE TABLE deploys (ts TIMESTAMPTZ, service VARCHAR, attempts INTEGER)`);
     await asAdmin.updateCount(
       `INSERT INTO deploys SELECT TIMESTAMPTZ '2024-05-01 00:00:00+00' + to_seconds(i), 'svc-' || (i % 3), i FROM range(30) t(i)`,
     );
-  });
-  after(async () => {
-    asAdmin?.close();
-    await orrery?.close();
-    await postgres?.close();
-    rmSync(lakeDir, { recursive: true, force: true });
   });
 
   /** Waits until the server has no statement running (the one whose client gave up has ended). */
   const noneRunning = (): Promise<number> =>
     pollUntil(
       'no statement running',
-      () => metricValue(orrery.httpPort, 'orrery_queries_running'),
+      () => metricValue(lake.orrery.httpPort, 'orrery_queries_running'),
       (n) => n === 0,
       {
         timeoutMs: 60_000,
@@ -75,7 +46,7 @@ describe('a write whose client gave up keeps nothing', () => {
    * server has no statement running.
    */
   async function givenUp(lock: string, call: (deadline: number) => Promise<unknown>): Promise<void> {
-    const holder = await postgres.pool.connect();
+    const holder = await lake.postgres.pool.connect();
     try {
       await holder.query('BEGIN');
       await holder.query(`LOCK TABLE ${lock} IN ACCESS EXCLUSIVE MODE`);
@@ -149,7 +120,7 @@ describe('a write whose client gave up keeps nothing', () => {
       0,
       'the column was not added',
     );
-    const later = await postgres.pool.query(
+    const later = await lake.postgres.pool.query(
       `SELECT count(*)::int AS n FROM ducklake.ducklake_table WHERE end_snapshot IS NULL AND table_name = 'later'`,
     );
     assert.equal(later.rows[0].n, 0, 'the table was not created');
@@ -162,14 +133,14 @@ describe('a write whose client gave up keeps nothing', () => {
   it('create_rollup leaves no definition, job or table behind', async () => {
     const create = `SELECT create_rollup('per_service', 'deploys', interval '1 hour', 'service, count(*) as n', 'service')`;
     await givenUp('rollup_jobs', (deadline) => update(create, deadline));
-    const left = await postgres.pool.query(
+    const left = await lake.postgres.pool.query(
       `SELECT (SELECT count(*) FROM rollup_definitions)::int AS definitions, (SELECT count(*) FROM rollup_jobs)::int AS jobs,
               (SELECT count(*) FROM ducklake.ducklake_table WHERE end_snapshot IS NULL AND table_name LIKE '%per_service%')::int AS tables`,
     );
     assert.deepEqual(left.rows[0], { definitions: 0, jobs: 0, tables: 0 });
     // The name is free: the same call with a live client creates it.
     await update(create);
-    assert.equal(Number((await postgres.pool.query(`SELECT count(*) AS n FROM rollup_definitions`)).rows[0].n), 1);
+    assert.equal(Number((await lake.postgres.pool.query(`SELECT count(*) AS n FROM rollup_definitions`)).rows[0].n), 1);
     await update(`SELECT drop_rollup('per_service')`);
   });
 
@@ -181,9 +152,9 @@ describe('a write whose client gave up keeps nothing', () => {
       update_group = 4000, time_column = 'time_bin')`;
     await givenUp('lakehouse_view_set_definitions', (deadline) => update(create, deadline));
     const stored = `SELECT count(*) AS n FROM lakehouse_view_set_definitions WHERE view_set_name = 'per_target'`;
-    assert.equal(Number((await postgres.pool.query(stored)).rows[0].n), 0);
+    assert.equal(Number((await lake.postgres.pool.query(stored)).rows[0].n), 0);
     await update(create);
-    assert.equal(Number((await postgres.pool.query(stored)).rows[0].n), 1);
+    assert.equal(Number((await lake.postgres.pool.query(stored)).rows[0].n), 1);
     await update(`DROP MATERIALIZED VIEW per_target`);
   });
 

@@ -1,10 +1,7 @@
 // Issue 12: bulk ingest (CommandStatementIngest, as ADBC's adbc_ingest sends it), transactions
 // (BeginTransaction / EndTransaction) and prepared writes into series tables, over a real socket.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import {
   Binary,
   Bool,
@@ -32,19 +29,7 @@ import {
   makeVector,
   vectorFromArray,
 } from 'apache-arrow';
-import {
-  clientFor,
-  plainRows,
-  refusal,
-  scalar,
-  sharedEnv,
-  sleep,
-  startRole,
-  startTestPostgres,
-  type InProcessOrrery,
-  type TestKey,
-  type TestPostgres,
-} from '../lakehouse/lakehouse-fixtures.js';
+import { plainRows, refusal, scalar, sleep, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
 import { FlightSql, packAny, tableToFlightData, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-ingest-0001', audiences: ['ops'] };
@@ -262,28 +247,13 @@ const everyTypeRows = [
 ];
 
 describe('series table ingest and transactions (issue 12)', () => {
-  let postgres: TestPostgres;
-  let lakeDir: string;
-  let orrery: InProcessOrrery;
+  const lake = useLakeOrrery({ keys: [admin, teamA] });
   let asAdmin: TestFlightClient;
   let asTeamA: TestFlightClient;
 
   before(async () => {
-    postgres = await startTestPostgres();
-    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-ingest-lake-'));
-    orrery = await startRole(
-      'serve',
-      sharedEnv({ keys: [admin, teamA], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
-    );
-    asAdmin = clientFor(orrery.flightPort, admin);
-    asTeamA = clientFor(orrery.flightPort, teamA);
-  });
-  after(async () => {
-    asAdmin?.close();
-    asTeamA?.close();
-    await orrery?.close();
-    await postgres?.close();
-    rmSync(lakeDir, { recursive: true, force: true });
+    asAdmin = lake.client(admin);
+    asTeamA = lake.client(teamA);
   });
 
   it('mode create makes a series table from the stream (admin); the rows read back exactly', async () => {

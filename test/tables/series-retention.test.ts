@@ -1,41 +1,19 @@
 // Issue 12, item 5: set_retention on series tables; the daemon deletes what is past it, as DELETEs.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import {
-  clientFor,
-  plainRows,
-  refusal,
-  sharedEnv,
-  startRole,
-  startTestPostgres,
-  type InProcessOrrery,
-  type TestKey,
-  type TestPostgres,
-} from '../lakehouse/lakehouse-fixtures.js';
+import { before, describe, it } from 'node:test';
+import { plainRows, refusal, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-retention-01', audiences: ['ops'] };
 const reader: TestKey = { name: 'reader', key: 'reader-key-retention-01', audiences: ['public'] };
 
 describe('series table retention (issue 12)', () => {
-  let postgres: TestPostgres;
-  let orrery: InProcessOrrery;
+  const lake = useLakeOrrery({ keys: [admin, reader], role: 'all', ownLake: false });
   let asAdmin: TestFlightClient;
   let asReader: TestFlightClient;
   before(async () => {
-    postgres = await startTestPostgres();
-    orrery = await startRole(
-      'all',
-      sharedEnv({ keys: [admin, reader], admins: [admin.name], connectionString: postgres.connectionString }),
-    );
-    asAdmin = clientFor(orrery.flightPort, admin);
-    asReader = clientFor(orrery.flightPort, reader);
-  });
-  after(async () => {
-    asAdmin?.close();
-    asReader?.close();
-    await orrery?.close();
-    await postgres?.close();
+    asAdmin = lake.client(admin);
+    asReader = lake.client(reader);
   });
 
   it('an interval for a time column, a count for an integer one; the daemon deletes older rows', async () => {
@@ -51,15 +29,15 @@ describe('series table retention (issue 12)', () => {
     assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('blocks_seen', 10)`), [
       { msg: 'blocks_seen keeps the last 10 of height' },
     ]);
-    await orrery.daemon!.housekeeping();
+    await lake.orrery.daemon!.housekeeping();
     assert.deepEqual(await plainRows(asReader, 'SELECT usd FROM costs'), [{ usd: 2 }]);
     assert.deepEqual(
       await plainRows(asReader, 'SELECT min(height) AS lo, max(height) AS hi, count(*) AS n FROM blocks_seen'),
       [{ lo: 90, hi: 100, n: 11 }],
     );
     assert.ok(
-      orrery.lines.some((l) => l.includes('retention: deleted 1 row(s) of series table costs')),
-      orrery.lines.join('\n'),
+      lake.orrery.lines.some((l) => l.includes('retention: deleted 1 row(s) of series table costs')),
+      lake.orrery.lines.join('\n'),
     );
     assert.deepEqual(await plainRows(asAdmin, `SELECT msg FROM set_retention('costs', 'forever')`), [
       { msg: 'costs keeps every row' },

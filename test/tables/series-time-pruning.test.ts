@@ -5,20 +5,9 @@
 // as few files as the plain string bound that DuckDB prunes natively, and select the same rows.
 // Files read come from DuckDB's EXPLAIN ANALYZE through a real Flight SQL client.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { Table, TimestampNanosecond, makeData, makeVector } from 'apache-arrow';
-import {
-  clientFor,
-  sharedEnv,
-  startRole,
-  startTestPostgres,
-  type InProcessOrrery,
-  type TestKey,
-  type TestPostgres,
-} from '../lakehouse/lakehouse-fixtures.js';
+import { useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-pruning-0001', audiences: ['ops'] };
@@ -69,9 +58,7 @@ const lowerBounds: Record<string, [string, string | ((now: bigint) => string)]> 
 const tables = { events: 'TIMESTAMP', events_tz: 'TIMESTAMPTZ' };
 
 describe('series tables: time bounds prune the scan (#14, #10)', () => {
-  let postgres: TestPostgres;
-  let lakeDir: string;
-  let orrery: InProcessOrrery;
+  const lake = useLakeOrrery({ keys: [admin] });
   let client: TestFlightClient;
 
   /** Files DuckLake's scan read, from EXPLAIN ANALYZE (0 when every file was pruned). */
@@ -92,13 +79,7 @@ describe('series tables: time bounds prune the scan (#14, #10)', () => {
     BigInt((await client.query('SELECT epoch_ns(now()) AS n')).getChildAt(0)!.get(0) as bigint);
 
   before(async () => {
-    postgres = await startTestPostgres();
-    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-pruning-lake-'));
-    orrery = await startRole(
-      'serve',
-      sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
-    );
-    client = clientFor(orrery.flightPort, admin);
+    client = lake.client(admin);
     for (const [table, type] of Object.entries(tables)) {
       await client.query(`CREATE TABLE ${table} (ts ${type}, n BIGINT) WITH (time_column = 'ts')`);
       for (let d = 0; d < days; d++) {
@@ -108,12 +89,6 @@ describe('series tables: time bounds prune the scan (#14, #10)', () => {
         );
       }
     }
-  });
-  after(async () => {
-    client?.close();
-    await orrery?.close();
-    await postgres?.close();
-    rmSync(lakeDir, { recursive: true, force: true });
   });
 
   it('the table is one file a day, and a string bound reads only the days it keeps', async () => {
