@@ -140,6 +140,12 @@ export interface RunOptions {
    * stays kept (a rollup's kept tails: which rows the setup's views read, tail-values.ts).
    */
   readonly fill?: string;
+  /**
+   * The statement's fixed clock, a UTC time's text (`2026-12-06 22:03:00.123`): Orrery's now() and its twins read
+   * it instead of DuckDB's clock (fixedClockVariable), so DuckDB binds the statement's text as written, and names
+   * its columns itself, while every read of the clock is one value, the one pruning compared (PartitionPruning).
+   */
+  readonly clock?: string;
   /** Run on this held connection (a transaction) instead of a fresh one. */
   readonly session?: EngineSession;
   /**
@@ -160,6 +166,16 @@ export interface RunOptions {
    */
   readonly committedIfLive?: boolean;
 }
+
+/**
+ * The variable Orrery's clock macros read (views/sql-functions.ts): set on a statement's connection for its run when
+ * its clock is fixed (RunOptions.clock), unset otherwise. A prepared statement reading the clock is bound again at
+ * each run (DuckDB's clock is CONSISTENT_WITHIN_QUERY, which the macros call), so a kept one reads each run's value.
+ */
+export const fixedClockVariable = '__orrery_clock';
+
+/** How lease sets a statement's clock: the text of a UTC time JS wrote, nothing else. */
+const clockText = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,9})?$/;
 
 /** How json_serialize_sql answers a statement other than SELECT (DuckDB's own message). */
 const SERIALIZE_REFUSES_NON_SELECT = /^Only SELECT statements can be serialized/;
@@ -354,6 +370,8 @@ export class DuckDBEngine {
   private readonly deparsedTrees = new Map<string, string>();
   /** SELECTs' prepared statements kept on idle connections for the next run of the same text. */
   private readonly kept = new KeptStatements();
+  /** Connections whose fixedClockVariable is set (see lease): unset before any statement without a fixed clock. */
+  private readonly clocked = new WeakSet<DuckDBConnection>();
 
   private constructor(
     /** The folders queries may read, and other spellings of them (error messages may name files in them). */
@@ -469,7 +487,7 @@ export class DuckDBEngine {
     if (options.session || (options.parameters && options.parameters.numRows > 0))
       return { description: await this.describe(sql, options) };
     const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
-    const lease = await this.lease(options.setup, undefined, options.fill);
+    const lease = await this.lease(options);
     let prepared: DuckDBPreparedStatement | undefined;
     try {
       // A connection whose transaction is left open never goes back to the pool: every failure below closes it.
@@ -660,7 +678,7 @@ export class DuckDBEngine {
 
   /** The rows of an internal query (catalog functions), as DuckDB's JS values. */
   async values(sql: string, session?: EngineSession): Promise<unknown[][]> {
-    const { connection, release } = await this.lease([], session);
+    const { connection, release } = await this.lease({ session });
     let reusable = false;
     try {
       const rows = (await connection.runAndReadAll(sql)).getRows();
@@ -717,7 +735,7 @@ export class DuckDBEngine {
     batches: AsyncIterable<RecordBatch>,
     sqlFor: (relation: string) => string,
   ): Promise<number> {
-    const { connection } = await this.lease([], session);
+    const { connection } = await this.lease({ session });
     const run = async (sql: string): Promise<number> => {
       try {
         return (await connection.run(sql)).rowsChanged;
@@ -824,8 +842,7 @@ export class DuckDBEngine {
   /** Streams the statement's batches, for each parameter row in turn. */
   private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
     const held = options.session ? undefined : options.held?.take();
-    const { connection, release, setupKey } =
-      held?.lease ?? (await this.lease(options.setup, options.session, options.fill));
+    const { connection, release, setupKey } = held?.lease ?? (await this.lease(options));
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     let committing: Promise<boolean> | undefined;
@@ -952,10 +969,10 @@ export class DuckDBEngine {
 
   private async withPrepared<T>(
     sql: string,
-    options: Pick<RunOptions, 'setup' | 'fill' | 'session' | 'signal' | 'deadline' | 'ownTable'>,
+    options: Pick<RunOptions, 'setup' | 'fill' | 'clock' | 'session' | 'signal' | 'deadline' | 'ownTable'>,
     use: (prepared: DuckDBPreparedStatement, guard: StatementGuard, connection: DuckDBConnection) => Promise<T>,
   ): Promise<T> {
-    const { connection, release } = await this.lease(options.setup, options.session, options.fill);
+    const { connection, release } = await this.lease(options);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     try {
@@ -1026,7 +1043,8 @@ export class DuckDBEngine {
    * The session's connection (with the setup run on it), or one of the pool's with exactly that setup; either
    * with `fill` run on it then (RunOptions.fill).
    */
-  private async lease(setup: readonly string[] = [], session?: EngineSession, fill?: string): Promise<Lease> {
+  private async lease(options: Pick<RunOptions, 'setup' | 'session' | 'fill' | 'clock'> = {}): Promise<Lease> {
+    const { setup = [], session, fill, clock } = options;
     if (!session) {
       if (this.closed) throw engineClosed();
       const { connection, key } = await this.pool.acquire(setup).catch((error) => {
@@ -1037,11 +1055,13 @@ export class DuckDBEngine {
         this.unclaim(connection);
         this.pool.release(connection, key, reusable && !this.closed);
       };
-      if (fill !== undefined)
-        await connection.run(fill).catch((error) => {
-          release(false);
-          throw this.failure(error);
-        });
+      try {
+        if (fill !== undefined) await connection.run(fill);
+        await this.setClock(connection, clock);
+      } catch (error) {
+        release(false);
+        throw this.failure(error);
+      }
       return { connection, setupKey: key, release };
     }
     if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
@@ -1049,10 +1069,27 @@ export class DuckDBEngine {
     try {
       for (const statement of [...setup, ...(fill === undefined ? [] : [fill])])
         await session.connection.run(statement);
+      await this.setClock(session.connection, clock);
     } catch (error) {
       throw this.failure(error);
     }
     return { connection: session.connection, release: () => {} };
+  }
+
+  /**
+   * Sets a connection's fixedClockVariable to a statement's fixed clock, or unsets it where an earlier statement set
+   * it: a pooled connection goes on to other statements, and a clock left fixed would be theirs (a DuckDB call only
+   * then, or for a statement whose clock is fixed).
+   */
+  private async setClock(connection: DuckDBConnection, clock: string | undefined): Promise<void> {
+    if (clock !== undefined) {
+      if (!clockText.test(clock)) throw new Error(`not a fixed clock: ${clock}`);
+      this.clocked.add(connection);
+      await connection.run(`SET VARIABLE ${fixedClockVariable} = TIMESTAMP_NS '${clock}'`);
+    } else if (this.clocked.has(connection)) {
+      await connection.run(`RESET VARIABLE ${fixedClockVariable}`);
+      this.clocked.delete(connection);
+    }
   }
 }
 

@@ -5,6 +5,7 @@ export {
   EngineSession,
   HeldStatement,
   catalogName,
+  fixedClockVariable,
   quoteIdentifier,
   type StartupObjects,
 } from './duckdb-engine.js';

@@ -1,5 +1,5 @@
 // The name DuckDB gives an unaliased select item, for a rewrite that changes the item (a stored column read in
-// place of its expression, the statement's fixed clock in place of now()) and must keep its column's name: a
+// place of its expression) and must keep its column's name: a
 // client reads it, and so does an enclosing query reading a CTE's or subquery's column by name. DuckDB names the
 // item by its text as parsed (ParsedExpression::ToString), before binding; json_deserialize_sql writes the same
 // text but for the type of a cast the text wrote, which the parser keeps by its name (`now()::DATE` is named

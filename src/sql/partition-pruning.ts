@@ -16,8 +16,8 @@
 // through: see passesThrough), the constants may be the statement's bound parameters, and a bound may be
 // written with the clock (`time > now() - INTERVAL 1 day`, `time < now()`): in a statement that runs in a
 // transaction of its own, now() is fixed once per statement, the value pruning compared, and the statement
-// runs with it (see fixedClock); otherwise only a lower bound is read, its value when pruning no later than
-// when running. A bound of the fixed clock on the event time is compared in JS (see byStatistics): its value, and
+// runs with it (see fixedClock: Orrery's clock macros read it, the statement's text unchanged); otherwise only a
+// lower bound is read, its value when pruning no later than when running. A bound of the fixed clock on the event time is compared in JS (see byStatistics): its value, and
 // so DuckDB's condition, is new at each statement.
 import type { Table } from 'apache-arrow';
 import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
@@ -55,7 +55,6 @@ import {
 } from '../views/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { nanosToPg, type Partition } from '../lakehouse/index.js';
-import { selectItemName } from './item-names.js';
 import { newestFirst, type NewestFirstRead, type TopNBound } from './newest-first.js';
 
 export type Node = Record<string, unknown>;
@@ -234,12 +233,13 @@ const isFixed = (node: Node): boolean =>
   (isCall(node, constantFunctions) && (node.children as Node[]).every(isFixed));
 
 /**
- * The names that read the clock other than those the statement's clock is fixed for (see readsClock; DuckDB's, as
- * functions or bare words): a statement naming one keeps its clock as DuckDB reads it (fixing now() alone would give
- * it two nows).
+ * The names that read the clock other than Orrery's clock macros, which read the statement's fixed clock (see
+ * readsClock, readsDate; DuckDB's, as functions or bare words, and the macros' names called in a catalog, such as
+ * DuckDB's own `system.main.now()`): a statement naming one keeps its clock as DuckDB reads it (fixing now() alone
+ * would give it two nows).
  */
 const otherClockNames =
-  /^(current_timestamp|current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
+  /^(now|get_current_timestamp|transaction_timestamp|current_timestamp|current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
 
 /** The bare names DuckDB binds to the clock when nothing else has them. */
 const clockNames = new Set(['current_timestamp', 'current_date']);
@@ -362,16 +362,18 @@ const readsDate = (node: Node, names = true): boolean => isCurrentDate(node) && 
  * The constant now() is read as in a statement that runs in a transaction of its own, when nothing else in
  * it reads the clock: now() at planning (a statement's now() is one value, the start of its transaction,
  * which follows its planning by the time to its run). Null otherwise. Orrery's now() is a UTC TIMESTAMP_NS.
+ * Fixed, it is the value of every read of the clock DuckDB binds to Orrery's clock macros (a bare current_date
+ * too, where DuckDB binds it so; a column of that name stays a column): the statement runs as written.
  */
 function fixedClock(statement: Statement): Node | null {
   if (statement.ownTransaction !== true) return null;
-  const names = !clockNamesShadowed(statement);
   let other = false;
   const visit = (value: unknown): void => {
     if (other || value === null || typeof value !== 'object') return;
     if (Array.isArray(value)) return value.forEach(visit);
     const node = value as Node;
-    if (readsClock(node, names) || readsDate(node, names)) return;
+    // Orrery's clock macros read the fixed clock; one qualified by a catalog (DuckDB's system.main.now()) is other.
+    if ((readsClock(node) || readsDate(node)) && !node.catalog) return;
     const bare = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
     other ||=
       (node.class === 'FUNCTION' && otherClockNames.test(String(node.function_name))) ||
@@ -391,74 +393,22 @@ function fixedClock(statement: Statement): Node | null {
 /** Constants written with the statement's fixed clock: never kept as decisions (the next statement's clock differs). */
 const clockConstants = new WeakSet<Node>();
 
-/**
- * A copy of an expression with each read of the clock replaced by `clock` (the date by its DATE). An unaliased item of
- * a select list (`item`) keeps the name DuckDB gives it as written (`now()`, `current_date` as written, `names` for
- * one holding a read: see clockItemNames): the constant's would be the text of a cast, new at each statement, and a
- * CTE's or subquery's column named so would be gone.
- */
-function withClock(value: unknown, clock: Node, item = false, names?: ReadonlyMap<Node, string>): unknown {
-  if (Array.isArray(value)) return value.map((v) => withClock(v, clock, item, names));
+/** A copy of an expression with each read of the clock replaced by `clock` (the date by its DATE): its value. */
+function withClock(value: unknown, clock: Node): unknown {
+  if (Array.isArray(value)) return value.map((v) => withClock(v, clock));
   if (value === null || typeof value !== 'object') return value;
   const node = value as Node;
   if (readsClock(node) || readsDate(node)) {
     const fixed = structuredClone(clock);
     clockConstants.add(fixed);
-    const read = {
-      ...(readsClock(node) ? fixed : castNode(fixed, { id: 'DATE', type_info: null })),
-      alias: node.alias || (item ? clockReadName(node) : ''),
-    };
+    const read = readsClock(node) ? fixed : castNode(fixed, { id: 'DATE', type_info: null });
     clockConstants.add(read);
     return read;
   }
-  const copy = Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k, withClock(v, clock, k === 'select_list', names)]),
-  ) as Node;
-  const name = item ? names?.get(node) : undefined;
-  return name === undefined ? copy : { ...copy, alias: name };
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withClock(v, clock)]));
 }
 
-/** Whether an expression reads the clock anywhere (in a subquery or a lambda too): withClock replaces those reads. */
-const readsClockIn = (value: unknown): boolean =>
-  value !== null &&
-  typeof value === 'object' &&
-  (Array.isArray(value)
-    ? value.some(readsClockIn)
-    : readsClock(value as Node) || readsDate(value as Node) || Object.values(value).some(readsClockIn));
-
-/**
- * The names DuckDB gives the unaliased select items (of every SELECT of the statement) that read the clock within
- * them (`now() - INTERVAL 1 HOUR`, `date_trunc('hour', now())`), by item: with the clock replaced, each is named by
- * the text DuckDB gave it as written. Items DuckDB's text cannot be told of keep the constant's.
- */
-async function clockItemNames(statement: Statement): Promise<Map<Node, string>> {
-  const items: Node[] = [];
-  const visit = (value: unknown, key: string): void => {
-    if (value === null || typeof value !== 'object') return;
-    if (Array.isArray(value)) return value.forEach((v) => visit(v, key));
-    const node = value as Node;
-    if (key === 'select_list' && node.alias === '' && !readsClock(node) && !readsDate(node) && readsClockIn(node))
-      items.push(node);
-    for (const [k, v] of Object.entries(node)) visit(v, k);
-  };
-  visit(statement.tree.statements, '');
-  const names = new Map<Node, string>();
-  for (const item of items) {
-    const name = await selectItemName(statement.engine, item, statement.text);
-    if (name !== null) names.set(item, name);
-  }
-  return names;
-}
-
-/** DuckDB's name of a read of the clock in a select list: a bare name as written, a call's text (none of a catalog's). */
-const clockReadName = (node: Node): string =>
-  node.class === 'COLUMN_REF'
-    ? (node.column_names as string[])[0]
-    : node.catalog
-      ? ''
-      : `${node.schema ? `${node.schema as string}.` : ''}${node.function_name as string}()`;
-
-/** Whether a fixed expression holds the fixed clock (a statement whose clock calls were already replaced). */
+/** Whether a fixed expression holds the fixed clock (withClock's constants). */
 const holdsClock = (node: Node): boolean =>
   clockConstants.has(node) ||
   (node.class === 'CAST' && holdsClock(node.child as Node)) ||
@@ -1367,8 +1317,8 @@ export class PartitionPruning {
   private readonly clock: Node | null;
   /** Whether an index skipped a partition by a bound of the fixed clock. */
   private clockUsed = false;
-  /** Whether the statement must run with the fixed clock, once fixClock has replaced its clock calls. */
-  clockFixed = false;
+  /** Whether the statement must run with the fixed clock (its fixedClock's text: RunOptions.clock). */
+  private clockFixed = false;
 
   constructor(private readonly statement: Statement) {
     ({ db: this.db, engine: this.engine } = statement);
@@ -1384,14 +1334,14 @@ export class PartitionPruning {
   }
 
   /**
-   * The value the statement's now() is fixed to, when it is: as a constant, and in ms since the epoch. Other
-   * rewrites of the statement read its clock calls with it, and key what they keep on the calls (fixClock
-   * replaces them once they are done).
+   * The value the statement's now() is fixed to, when it is: as a constant, its text (the statement runs with it:
+   * RunOptions.clock) and in ms since the epoch. Other rewrites of the statement read its clock calls with it, and
+   * key what they keep on the calls.
    */
-  get fixedClock(): { readonly node: Node; readonly ms: number } | null {
+  get fixedClock(): { readonly node: Node; readonly text: string; readonly ms: number } | null {
     if (!this.clockFixed || !this.clock) return null;
     const text = String(((this.clock.child as Node).value as Node).value);
-    return { node: this.clock, ms: Date.parse(`${text.replace(' ', 'T')}Z`) };
+    return { node: this.clock, text, ms: Date.parse(`${text.replace(' ', 'T')}Z`) };
   }
 
   /**
@@ -1402,18 +1352,9 @@ export class PartitionPruning {
     return this.clockFixed ? undefined : (this.clock ?? undefined);
   }
 
-  /** Fixes the statement's clock now, replacing its clock calls: a rollup read's set-up left out buckets by it. */
-  async useClock(): Promise<void> {
-    if (!this.clock) return;
-    this.clockFixed = true;
-    await this.fixClock();
-  }
-
-  /** Replaces every clock call of the statement by the fixed value, when pruning compared it. */
-  async fixClock(): Promise<void> {
-    if (!this.clockFixed || !this.clock) return;
-    const names = await clockItemNames(this.statement);
-    this.statement.tree.statements = withClock(this.statement.tree.statements, this.clock, false, names) as Node[];
+  /** Fixes the statement's clock: a rollup read's set-up left out buckets by it. */
+  useClock(): void {
+    if (this.clock) this.clockFixed = true;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { queryShape, type FunctionDescription } from '../engine/index.js';
-import { snouttimeCatalog } from '../views/index.js';
+import { clockMacro, snouttimeCatalog } from '../views/index.js';
 
 // The scalar and aggregate functions a key that is not an admin may call. A function is in
 // when it computes from its arguments alone: DuckDB marks those CONSISTENT. Functions whose
@@ -57,7 +57,9 @@ export function readerFunctionNames(functions: readonly FunctionDescription[]): 
     const name = nameOf(f);
     overloads.set(name, [...(overloads.get(name) ?? []), f]);
   }
-  const allowed = new Set<string>(syntaxForms);
+  // Orrery's clock reads DuckDB's clock or the statement's fixed clock, a variable only the server sets (getvariable
+  // is engine state: any other variable's value stays out).
+  const allowed = new Set<string>([...syntaxForms, clockMacro]);
   const pure = (f: FunctionDescription): boolean =>
     f.type !== 'macro' &&
     (harmlessVolatile.has(f.name.toLowerCase()) ||

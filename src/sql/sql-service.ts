@@ -769,9 +769,6 @@ export class SqlService implements FlightSqlBackend<Principal> {
           )
         : null;
     if (reads) this.metrics?.rollupRewrites.inc({ outcome: reads.outcome });
-    // Pruning compared the statement's now() as one value: the statement runs with it (after the rollup
-    // rewrite, which keys what it keeps on the clock calls and reads them with that value).
-    await pruning?.fixClock();
     const rollupSetup = readsRollups
       ? await rollupReadSetup(
           rollups,
@@ -788,7 +785,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
         )
       : { statements: [], snapshot: null, lake: false, fixesClock: false };
     // The set-up left out buckets by a bound that holds with the clock it read: the statement runs with it.
-    if (rollupSetup.fixesClock) await pruning!.useClock();
+    if (rollupSetup.fixesClock) pruning!.useClock();
     setup.push(...rollupSetup.statements);
     // A statement reading rollups reads the series tables at the rollups' snapshot (one state of the
     // lake); in a client's transaction, as the transaction sees them (its own writes included).
@@ -808,6 +805,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
       preserveDictionary: ctx.options.preserveDictionary,
       setup,
       fill: rollupSetup.fill,
+      // Pruning compared the statement's now() as one value (and the rollup rewrite read its clock calls with it):
+      // the statement runs with it.
+      clock: pruning?.fixedClock?.text,
       session,
       signal: ctx.signal,
       deadline: run.deadline,
@@ -828,8 +828,6 @@ export class SqlService implements FlightSqlBackend<Principal> {
           renamed,
           (reads?.rollups.length ?? 0) > 0,
           stored?.substituted ?? false,
-          // Pruning fixed the statement's now() to the value it compared (see PartitionPruning).
-          pruning?.clockFixed ?? false,
         ]
       : [];
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;

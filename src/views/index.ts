@@ -12,7 +12,7 @@ export {
   payloadRows,
   protobufPayloadName,
 } from './builtin-views.js';
-export { compatibilityMacros, compatibilityTableFunctions, integerBucketSql } from './sql-functions.js';
+export { clockMacro, compatibilityMacros, compatibilityTableFunctions, integerBucketSql } from './sql-functions.js';
 export {
   distinctPrecision,
   distinctSketchType,

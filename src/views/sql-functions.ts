@@ -1,3 +1,4 @@
+import { fixedClockVariable } from '../engine/index.js';
 import { dashboardMacros } from './dashboard-functions.js';
 import { perfettoMacros } from './perfetto-trace.js';
 
@@ -10,6 +11,12 @@ import { perfettoMacros } from './perfetto-trace.js';
  */
 export const integerBucketSql = (width: string, value: string): string =>
   `(CAST(${value} AS BIGINT) - ((CAST(${value} AS BIGINT) % ${width}) + ${width}) % ${width})`;
+
+/**
+ * Orrery's clock, which now() and its twins call: the statement's fixed clock (fixedClockVariable) or DuckDB's. A
+ * key that is not an admin may call it (reader-functions.ts): the variable is the server's alone to set.
+ */
+export const clockMacro = '__orrery_now';
 
 /** The table macros below: table functions any key may call (they read nothing but their argument). */
 export const compatibilityTableFunctions: ReadonlySet<string> = new Set([
@@ -41,9 +48,14 @@ export const compatibilityMacros: readonly string[] = [
   // Time columns are TIMESTAMP_NS and DuckDB cannot compare TIMESTAMP_NS with TIMESTAMPTZ, so
   // the functions that return TIMESTAMPTZ return the same instant as TIMESTAMP_NS, as the
   // DataFusion functions of the same names do (`current_timestamp` is get_current_timestamp()).
-  'CREATE OR REPLACE MACRO now() AS CAST(system.main.now() AS TIMESTAMP_NS)',
-  'CREATE OR REPLACE MACRO get_current_timestamp() AS CAST(system.main.get_current_timestamp() AS TIMESTAMP_NS)',
-  'CREATE OR REPLACE MACRO transaction_timestamp() AS CAST(system.main.transaction_timestamp() AS TIMESTAMP_NS)',
+  // Each reads the statement's fixed clock when the server fixed it (fixedClockVariable, set on the
+  // statement's connection for its run), else DuckDB's; so do the UTC date's (`current_date` is current_date()).
+  `CREATE OR REPLACE MACRO ${clockMacro}() AS coalesce(getvariable('${fixedClockVariable}'), CAST(system.main.now() AS TIMESTAMP_NS))`,
+  `CREATE OR REPLACE MACRO now() AS ${clockMacro}()`,
+  `CREATE OR REPLACE MACRO get_current_timestamp() AS ${clockMacro}()`,
+  `CREATE OR REPLACE MACRO transaction_timestamp() AS ${clockMacro}()`,
+  `CREATE OR REPLACE MACRO current_date() AS CAST(${clockMacro}() AS DATE)`,
+  `CREATE OR REPLACE MACRO today() AS CAST(${clockMacro}() AS DATE)`,
   // to_timestamp* as DataFusion: numbers count units since the epoch (seconds for
   // to_timestamp), text is parsed (RFC 3339, offsets honoured, nanoseconds kept).
   `CREATE OR REPLACE MACRO __orrery_timestamp_ns(value, unit_nanos) AS CASE

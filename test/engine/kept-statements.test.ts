@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import { DuckDBEngine } from '../../src/engine/index.js';
+import { compatibilityMacros } from '../../src/views/index.js';
 
 async function rows(batches: AsyncIterable<{ toArray(): unknown[] }>): Promise<string[]> {
   const out: string[] = [];
@@ -47,10 +48,12 @@ async function prepares<T>(work: () => Promise<T>): Promise<{ result: T; prepare
 const typeReads = <T>(work: () => Promise<T>) => calls(DuckDBPreparedStatement.prototype, 'columnType', work);
 
 /** GetFlightInfo then DoGet, as the statement service runs them: describe and hold, then run the held statement. */
-async function run(engine: DuckDBEngine, sql: string, setup: string[] = [], keep = true) {
-  const { result: described, prepared } = await prepares(() => engine.describeAndHold(sql, { setup }, false, keep));
+async function run(engine: DuckDBEngine, sql: string, setup: string[] = [], keep = true, clock?: string) {
+  const { result: described, prepared } = await prepares(() =>
+    engine.describeAndHold(sql, { setup, clock }, false, keep),
+  );
   const { description, held } = described;
-  const result = await engine.query(sql, { setup, held }, description);
+  const result = await engine.query(sql, { setup, held, clock }, description);
   return { types: description.schema.fields.map((f) => String(f.type)), rows: await rows(result.batches), prepared };
 }
 
@@ -76,6 +79,25 @@ describe('kept statements (issue 10)', () => {
     assert.equal(later.prepared, 0);
     const us = (r: { rows: string[] }) => BigInt((JSON.parse(r.rows[0]) as { us: string }).us);
     assert.ok(us(later) > us(before), `${us(later)} after ${us(before)}`);
+  });
+
+  it("a kept statement reads each run's fixed clock, and a run without one DuckDB's clock", async () => {
+    await using engine = await DuckDBEngine.create({ threads: 1, startupSql: compatibilityMacros });
+    // No clock read but Orrery's: they alone make DuckDB bind the kept statement again at each run.
+    const sql = `SELECT CAST(now() AS VARCHAR) AS now, current_date = CAST(current_timestamp AS DATE) AS date,
+                        now() > TIMESTAMP_NS '2020-01-01' AS live`;
+    const setup = ['CREATE OR REPLACE TEMP VIEW w AS SELECT 1 AS one'];
+    const at = (clock?: string) => run(engine, sql, setup, true, clock);
+    const row = (r: { rows: string[] }) => JSON.parse(r.rows[0]) as { now: string; date: boolean; live: boolean };
+    const first = await at('2001-02-03 04:05:06.007');
+    assert.deepEqual([row(first), first.prepared], [{ now: '2001-02-03 04:05:06.007', date: true, live: false }, 1]);
+    const second = await at('2002-03-04 05:06:07.008');
+    assert.deepEqual([row(second), second.prepared], [{ now: '2002-03-04 05:06:07.008', date: true, live: false }, 0]);
+    // The connection kept the statement and the variable: a run without a clock unsets it.
+    const third = await at();
+    assert.deepEqual([row(third).live, third.prepared], [true, 0]);
+    // Not a fixed clock's text: refused, never part of a statement.
+    await assert.rejects(at("2001-02-03 04:05:06' AS x"), /not a fixed clock/);
   });
 
   it("a kept statement's description and column types are not read from DuckDB again", async () => {
