@@ -45,6 +45,7 @@ import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from
 import { publicationTables } from '../resources/index.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
 import type { Statement as ResourceStatement } from './partition-pruning.js';
+import { keepItemNames, parsedItems } from './item-names.js';
 import { QueryLanes } from './query-lanes.js';
 import { relationSources } from './relation-sources.js';
 import { resourceReaders, type ExplainedReads } from './resource-reads.js';
@@ -755,6 +756,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
       shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter, session) : [];
     if (pruning && pruning.partitionRows > 0) this.metrics?.partitionRowsRead.inc(pruning.partitionRows);
     const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list(session))) : undefined;
+    // The select items as written, named as DuckDB names them if the rewrites below change them.
+    const items = tree ? parsedItems(tree) : [];
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
     const timestamps = tree ? nanosecondTimestamps(tree) : false;
     const namedBefore = tree && readsRollups ? baseTables(tree.statements) : undefined;
@@ -830,6 +833,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
           stored?.substituted ?? false,
         ]
       : [];
+    if (rewritten.some(Boolean)) await keepItemNames(this.engine, items, statement.query);
     const sql = rewritten.some(Boolean) ? await this.engine.deparse(tree!) : statement.query;
     // A rollup read from its files alone reads no DuckLake table: no DuckLake transaction, its prepared statement kept.
     const readsLake = seriesSetup.length > 0 || rollupSetup.lake;
