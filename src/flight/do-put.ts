@@ -12,6 +12,7 @@ import {
   type FlightData,
 } from '../wire/index.js';
 import { decodeHandle, encodeHandle } from './statement-handle.js';
+import { resetByClient } from './upload-fate.js';
 
 interface FlightDataMessage {
   flightDescriptor?: { type?: number; cmd?: Uint8Array };
@@ -37,6 +38,8 @@ export async function handleDoPut<P>(
   const cmd = first.done ? undefined : first.value.flightDescriptor?.cmd;
   const any = cmd ? unpackAny(cmd) : null;
   if (!any) throw invalidArgument('DoPut: the first message must carry a Flight SQL command descriptor');
+  // An ingest commits when its upload ends: it first makes sure the end was not a cut (upload-fate).
+  if (any.name === 'CommandStatementIngest') incoming.confirmEnd();
   const data = (async function* (): AsyncGenerator<{ header: Uint8Array; body: Uint8Array }> {
     if (!first.done) yield* withData([first.value]);
     for await (const message of incoming) yield* withData([message]);
@@ -63,9 +66,14 @@ function* withData(messages: FlightDataMessage[]): Generator<{ header: Uint8Arra
  * The call's messages as an async iterator. Events rather than `for await`: grpc-js server
  * streams do not always end their async iterator. Pauses the call while `readAhead` messages wait.
  */
-function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIterableIterator<FlightDataMessage> {
+function messageQueue(
+  call: grpc.ServerDuplexStream<unknown, unknown>,
+): AsyncIterableIterator<FlightDataMessage> & { confirmEnd(): void } {
   const queue: FlightDataMessage[] = [];
   let ended = false;
+  let confirming = false;
+  /** Set once the upload ended, when its end is to be confirmed: whether the client reset the call instead. */
+  let reset: Promise<boolean> | undefined;
   let failure: Error | undefined;
   let wake: (() => void) | undefined;
   const notify = (): void => {
@@ -78,7 +86,8 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
     notify();
   });
   // A call the client cancelled (or whose deadline passed) may still end its readable side like a
-  // finished upload: it fails instead, so that an ingest never commits the part that arrived.
+  // finished upload: it fails instead, so that an ingest never commits the part that arrived (and an
+  // ingest waits for the client's answer to a PING to be sure: upload-fate).
   const cancelled = (): void => {
     failure ??= flightErrors.error('UPLOAD_CANCELLED', 'the client cancelled the call before its upload ended');
     notify();
@@ -86,6 +95,7 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
   call.on('cancelled', cancelled);
   call.on('end', () => {
     if (call.cancelled) cancelled();
+    if (confirming) reset = resetByClient(call);
     ended = true;
     notify();
   });
@@ -93,7 +103,7 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
     failure = error;
     notify();
   });
-  const iterator: AsyncIterableIterator<FlightDataMessage> = {
+  const iterator: AsyncIterableIterator<FlightDataMessage> & { confirmEnd(): void } = {
     async next(): Promise<IteratorResult<FlightDataMessage>> {
       for (;;) {
         if (failure) throw failure;
@@ -102,9 +112,17 @@ function messageQueue(call: grpc.ServerDuplexStream<unknown, unknown>): AsyncIte
           if (queue.length < readAhead / 2) call.resume();
           return { value: message, done: false };
         }
-        if (ended) return { value: undefined, done: true };
+        if (ended) {
+          if (!reset || !(await reset)) return { value: undefined, done: true };
+          cancelled(); // thrown at the top
+          continue;
+        }
         await new Promise<void>((resolve) => (wake = resolve));
       }
+    },
+    confirmEnd(): void {
+      confirming = true;
+      if (ended) reset ??= resetByClient(call);
     },
     [Symbol.asyncIterator]: () => iterator,
   };

@@ -185,8 +185,7 @@ async function openTransactionless<T>(engine: DuckDBEngine, work: (session: Engi
 /**
  * Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds
  * and the call is live (checkLive): a client that gave up was told the call failed, so nothing of it may be kept.
- * This check is what keeps a cut-off upload out: Node ends the readable side of a stream the client reset like a
- * finished upload, and grpc-js reports the call cancelled only some milliseconds later.
+ * (A bulk ingest's upload that its client reset right behind its end is kept out before: flight/upload-fate.)
  */
 export async function inTransaction<T>(
   engine: DuckDBEngine,

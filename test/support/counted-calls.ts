@@ -22,3 +22,24 @@ export async function countedCalls(
   }
   return count;
 }
+
+/**
+ * Resolves with the first argument of the next call of `prototype[method]` that `accepts` it, once that call has
+ * settled: a test waits on the server's own step (a COMMIT or ROLLBACK) instead of a time.
+ */
+export function nextSettled(prototype: object, method: string, accepts: (first: unknown) => boolean): Promise<unknown> {
+  const original = Object.getOwnPropertyDescriptor(prototype, method)!.value as (...args: unknown[]) => unknown;
+  return new Promise((resolve) => {
+    const watched = async function (this: unknown, ...args: unknown[]): Promise<unknown> {
+      try {
+        return await original.apply(this, args);
+      } finally {
+        if (accepts(args[0])) {
+          Object.defineProperty(prototype, method, { configurable: true, writable: true, value: original });
+          resolve(args[0]);
+        }
+      }
+    };
+    Object.defineProperty(prototype, method, { configurable: true, writable: true, value: watched });
+  });
+}

@@ -29,8 +29,12 @@ import {
   makeVector,
   vectorFromArray,
 } from 'apache-arrow';
+import { DuckDBEngine } from '../../src/engine/index.js';
+import { Flight } from '../../src/wire/index.js';
 import { plainRows, refusal, scalar, sleep, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
+import { nextSettled } from '../support/counted-calls.js';
 import { FlightSql, packAny, tableToFlightData, unpackAny, type TestFlightClient } from '../support/flight-client.js';
+import { dataFrame, grpcMessage, headersFrame, rawHttp2, rstStreamFrame } from '../support/raw-http2.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-ingest-0001', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-ingest-0001', audiences: ['team-a'] };
@@ -435,6 +439,60 @@ describe('series table ingest and transactions (issue 12)', () => {
     assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM deploys'), before);
     assert.equal(await ingest(asAdmin, 'deploys', 'append', deploys(2_000_000, 1)), 1);
     assert.equal(await update(asAdmin, 'DELETE FROM deploys WHERE duration = 500000'), 1);
+  });
+
+  it('an upload reset by its client is not kept, also when the reset comes right behind a finished-looking end', async () => {
+    const count = async (): Promise<number> => Number(await scalar(asAdmin, 'SELECT count(*) FROM deploys'));
+    const before = await count();
+    const cmd = packAny('CommandStatementIngest', { table: 'deploys', tableDefinitionOptions: modes.append });
+    const upload = (first: number): Buffer =>
+      Buffer.concat(
+        tableToFlightData(deploys(first, 1)).map((m, i) =>
+          grpcMessage(
+            Flight.FlightData.encode(
+              Flight.FlightData.fromObject(i === 0 ? { ...m, flightDescriptor: { type: 2, cmd } } : m),
+            ).finish(),
+          ),
+        ),
+      );
+    const doPut = headersFrame(1, {
+      ':method': 'POST',
+      ':scheme': 'http',
+      ':path': '/arrow.flight.protocol.FlightService/DoPut',
+      ':authority': 'localhost',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      authorization: `Bearer ${admin.key}`,
+    });
+    /** Sends the frames on a connection of their own; the ingest's end: 'COMMIT', or 'ROLLBACK'. */
+    const outcome = async (
+      frames: (first: Buffer) => Buffer[],
+      beforePingAnswer?: () => Buffer[],
+    ): Promise<unknown> => {
+      const ended = nextSettled(DuckDBEngine.prototype, 'execute', (sql) => sql === 'COMMIT' || sql === 'ROLLBACK');
+      const connection = await rawHttp2(lake.orrery.flightPort, beforePingAnswer);
+      connection.send(doPut, ...frames(upload(3_000_000)));
+      try {
+        return await ended;
+      } finally {
+        connection.close();
+      }
+    };
+    // grpc-go and grpc-java cancel with RST_STREAM alone: the upload never ends.
+    assert.equal(await outcome((body) => [dataFrame(1, body), rstStreamFrame(1)]), 'ROLLBACK');
+    // Node's client ends the upload (END_STREAM) and resets it one write later. Here the reset is already on its way
+    // when the server asks (a PING) whether the client is still there: without that question, the server sees a
+    // finished upload and commits it (COMMIT !== ROLLBACK).
+    const cut = await outcome(
+      (body) => [dataFrame(1, body, true)],
+      () => [rstStreamFrame(1)],
+    );
+    assert.equal(cut, 'ROLLBACK');
+    assert.equal(await count(), before);
+    // The same upload, not reset, is kept.
+    assert.equal(await outcome((body) => [dataFrame(1, body, true)]), 'COMMIT');
+    assert.equal(await count(), before + 1);
+    assert.equal(await update(asAdmin, 'DELETE FROM deploys WHERE duration = 750000'), 1);
   });
 
   it('an upload that ended before its deadline, whose write was still running when it passed, is not kept', async () => {
