@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { describe, it } from 'node:test';
+import { blockInsertTag } from '../../src/metadata/index.js';
 import { metricLines, pollUntil } from '../lakehouse/lakehouse-fixtures.js';
 import { readerKey, useOrrery } from '../support/orrery-process.js';
 
@@ -61,20 +62,29 @@ describe('an OTLP/HTTP client that disconnects before its answer', () => {
 
   it('a whole body is stored though never acknowledged; its retry is acknowledged and stores nothing more', async () => {
     const before = await blocks();
+    let decoy: Promise<unknown> | undefined;
     await fixture.orrery.metadata.transaction(async (tx) => {
       await tx.query('LOCK TABLE blocks IN EXCLUSIVE MODE');
+      const holder = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      // Another writer of blocks waits for the lock first, as a background job could: it is not the request's insert.
+      decoy = fixture.orrery.metadata.query('DELETE FROM blocks WHERE false');
       const request = await post(body.byteLength);
-      // The server has the whole body: its insert of the blocks waits for the lock.
+      // The server has the whole body: its insert of the blocks (tagged) waits for the test's lock.
       await pollUntil(
-        'an insert waiting for the lock',
+        "the request's insert waiting for the lock",
         async () =>
-          (await fixture.orrery.metadata.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'`)).rows
-            .length,
+          (
+            await fixture.orrery.metadata.query(
+              `SELECT 1 FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE $2`,
+              [holder, `${blockInsertTag}%`],
+            )
+          ).rows.length,
         (n) => n > 0,
         { timeoutMs: 30_000, intervalMs: 50 },
       );
       request.destroy();
     });
+    await decoy;
     await pollUntil('the request stored', blocks, (n) => n === before + 3, { timeoutMs: 30_000, intervalMs: 100 });
     assert.equal((await send(body)).status, 200);
     assert.equal(await blocks(), before + 3);
