@@ -9,7 +9,7 @@ import {
 } from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
 import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
-import { DuckDBResultFailure } from './errors.js';
+import { DuckDBResultFailure, duckdbErrorType } from './errors.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
 // The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a thread of
@@ -355,7 +355,10 @@ function exporterBatches(
   return {
     async next() {
       const batch = await exporter.next().catch((error: Error & { errorType?: number }) => {
-        throw typeof error.errorType === 'number' ? new DuckDBResultFailure(error.errorType, error.message) : error;
+        if (typeof error.errorType !== 'number') throw error;
+        // -1: a statement that failed before its result existed, whose message alone (which names the type) DuckDB gives.
+        const type = error.errorType >= 0 ? error.errorType : duckdbErrorType(error);
+        throw new DuckDBResultFailure(type, error.message);
       });
       if (!batch) return null;
       markFramingRoom(batch.bytes, batch.layout[1]);

@@ -2,12 +2,14 @@
 // real DuckDB: every flat column type, nulls at every alignment, long and empty strings,
 // batch cuts, errors raised mid-stream and consumers that stop early.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DuckDBInstance, type DuckDBResult, type DuckDBType } from '@duckdb/node-api';
 import { Field, Schema, Table, type RecordBatch } from 'apache-arrow';
 import { arrowType } from '../../src/engine/arrow-types.js';
-import { DuckDBEngine } from '../../src/engine/index.js';
+import { DuckDBEngine, isFileReadFailure } from '../../src/engine/index.js';
 import { nativeBatches, nativeExportProblem } from '../../src/engine/native-export.js';
 
 async function collect(
@@ -299,6 +301,34 @@ describe('native Arrow export', () => {
       assert.deepEqual(unhandled, []);
     } finally {
       process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it("keeps DuckDB's error type for a kept statement that fails at its run, before its result streams", async () => {
+    // The exporter runs a statement through DuckDB's pending result, whose failure comes with its message
+    // alone; a file gone since the statement was kept must still read as a file that cannot be read.
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-native-run-'));
+    const file = join(dir, 'part.parquet');
+    const writer = await DuckDBInstance.create(':memory:');
+    const engine = await DuckDBEngine.create({ threads: 2, readableDirectories: [dir] });
+    try {
+      const connection = await writer.connect();
+      await connection.run(`COPY (SELECT range AS i FROM range(5000)) TO '${file}' (FORMAT parquet)`);
+      connection.closeSync();
+      const sql = `SELECT i FROM read_parquet('${file}') ORDER BY i DESC`;
+      const { description, held } = await engine.describeAndHold(sql);
+      rmSync(file);
+      const failure = await (async () => {
+        const { batches } = await engine.query(sql, { held }, description);
+        for await (const _ of batches) return undefined;
+        return undefined;
+      })().catch((error: unknown) => error);
+      assert.ok(isFileReadFailure(failure), `not a file read failure: ${String(failure)}`);
+      assert.match(String((failure as Error).message), /^IO Error: No files found that match the pattern/);
+    } finally {
+      await engine.close();
+      writer.closeSync();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -75,6 +75,19 @@ duckdb_state duckdb_arrow_scan(duckdb_connection connection, const char *table_n
 
 duckdb_state duckdb_query(duckdb_connection connection, const char *query, duckdb_result *out_result);
 duckdb_state duckdb_execute_prepared_streaming(duckdb_prepared_statement prepared_statement, duckdb_result *out_result);
+typedef struct _duckdb_pending_result { void *internal_ptr; } *duckdb_pending_result;
+typedef enum {
+  DUCKDB_PENDING_RESULT_READY = 0,
+  DUCKDB_PENDING_RESULT_NOT_READY = 1,
+  DUCKDB_PENDING_ERROR = 2,
+  DUCKDB_PENDING_NO_TASKS_AVAILABLE = 3
+} duckdb_pending_state;
+duckdb_state duckdb_pending_prepared_streaming(duckdb_prepared_statement prepared_statement,
+                                               duckdb_pending_result *out_result);
+void duckdb_destroy_pending(duckdb_pending_result *pending_result);
+const char *duckdb_pending_error(duckdb_pending_result pending_result);
+duckdb_pending_state duckdb_pending_execute_task(duckdb_pending_result pending_result);
+duckdb_state duckdb_execute_pending(duckdb_pending_result pending_result, duckdb_result *out_result);
 void duckdb_destroy_result(duckdb_result *result);
 idx_t duckdb_column_count(duckdb_result *result);
 // duckdb.h declares the type an enum (duckdb_type); an int has its size and its values.
