@@ -17,6 +17,9 @@ commands:
            [--online]        also compare each ready rollup with the raw rows over its most
                              recent complete buckets (a mismatch is an error)
            [--rollup-window <duration>]  the longest window compared (default 1h)
+           [--rollup-window-end <time>]  end it with the bucket before this UTC time's, not
+                             5 minutes before now's (a check that compares the same buckets
+                             whenever it runs, as tests need)
   plan --dir <folder>        print the file changes against the served publication and the
   plan [--revision <id>]     resource steps (of the folder, of a stored publication, or of the
                              served head); runs nothing
@@ -54,14 +57,17 @@ export interface ResourcesArgs {
   readonly server: string;
   readonly key: string | undefined;
   readonly tls: false | true | { readonly ca: Buffer };
-  /** validate --online: the rollups compared with raw rows too, over at most this many seconds. */
-  readonly online: false | { readonly windowSeconds: number };
+  /**
+   * validate --online: the rollups compared with raw rows too, over at most this many seconds, ending with the bucket
+   * before `windowEnd`'s (a time the server reads) or, without it, before the bucket of 5 minutes ago.
+   */
+  readonly online: false | { readonly windowSeconds: number; readonly windowEnd?: string };
 }
 
 const commands: readonly ResourcesCommand[] = ['validate', 'plan', 'status', 'prune', 'help'];
 const connectionOptions = ['server', 'key', 'tls', 'tls-ca'];
 const allowed: Record<ResourcesCommand, readonly string[]> = {
-  validate: ['dir', 'online', 'rollup-window', ...connectionOptions],
+  validate: ['dir', 'online', 'rollup-window', 'rollup-window-end', ...connectionOptions],
   plan: ['dir', 'revision', ...connectionOptions],
   status: connectionOptions,
   prune: ['dry-run', ...connectionOptions],
@@ -80,6 +86,7 @@ const options = {
   'tls-ca': { type: 'string' },
   online: { type: 'boolean' },
   'rollup-window': { type: 'string' },
+  'rollup-window-end': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -133,8 +140,9 @@ export function parseResourcesArgs(
     throw new ResourcesCliError('RESOURCES_USAGE', `--revision '${values.revision}' is not a publication id`);
   if (!/^.+:\d+$/.test(server))
     throw new ResourcesCliError('RESOURCES_USAGE', `server address '${server}' is not host:port`);
-  if (values['rollup-window'] !== undefined && !values.online)
-    throw new ResourcesCliError('RESOURCES_USAGE', '--rollup-window applies to validate --online');
+  for (const option of ['rollup-window', 'rollup-window-end'] as const)
+    if (values[option] !== undefined && !values.online)
+      throw new ResourcesCliError('RESOURCES_USAGE', `--${option} applies to validate --online`);
   const windowSeconds = parseDuration(values['rollup-window'] ?? '1h');
   if (windowSeconds === null)
     throw new ResourcesCliError(
@@ -146,7 +154,7 @@ export function parseResourcesArgs(
     command,
     revision,
     tls: values['tls-ca'] ? { ca: readCa(values['tls-ca']) } : (values.tls ?? false),
-    online: values.online ? { windowSeconds } : false,
+    online: values.online ? { windowSeconds, windowEnd: values['rollup-window-end'] } : false,
   };
 }
 

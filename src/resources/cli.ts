@@ -179,7 +179,7 @@ async function validateCommand(args: ResourcesArgs, client: FlightSqlClient, io:
   const warnings = result.diagnostics.length - errors;
   const valid = result.entries.length;
   io.out(`${valid} valid entr${valid === 1 ? 'y' : 'ies'}, ${errors} error(s), ${warnings} warning(s).`);
-  const mismatches = args.online ? await validateOnline(client, args.online.windowSeconds, io) : 0;
+  const mismatches = args.online ? await validateOnline(client, args.online, io) : 0;
   return errors > 0 || mismatches > 0 ? resourcesExitStatus.invalid : resourcesExitStatus.ok;
 }
 
@@ -217,10 +217,15 @@ async function serverOmissions(
 }
 
 /** validate --online: the server's validate_rollups, one line per rollup; answers the number of mismatches. */
-async function validateOnline(client: FlightSqlClient, windowSeconds: number, io: ResourcesIo): Promise<number> {
+async function validateOnline(
+  client: FlightSqlClient,
+  online: Exclude<ResourcesArgs['online'], false>,
+  io: ResourcesIo,
+): Promise<number> {
+  const end = online.windowEnd === undefined ? '' : `, ${quoteLiteral(online.windowEnd)}`;
   const rows = (
     await client.query(
-      `SELECT rollup, status, CAST(window_from AS VARCHAR) AS window_from, CAST(window_to AS VARCHAR) AS window_to, buckets, detail FROM validate_rollups('${windowSeconds} seconds')`,
+      `SELECT rollup, status, CAST(window_from AS VARCHAR) AS window_from, CAST(window_to AS VARCHAR) AS window_to, buckets, detail FROM validate_rollups('${online.windowSeconds} seconds'${end})`,
     )
   ).toArray() as Array<{
     rollup: string;

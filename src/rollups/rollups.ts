@@ -2994,10 +2994,14 @@ export class Rollups {
    * validate --online: each rollup's stored rows against the aggregate of the raw rows, per
    * bucket, over its most recent complete buckets (ending at least 5 minutes before now, at most
    * `window` long but one bucket at least, within its retention), as of one DuckLake snapshot. Rollups not ready, of
-   * integer time, no longer matching their table, expired or pending over the window are skipped.
+   * integer time, no longer matching their table, expired or pending over the window are skipped. `end`: a time
+   * whose bucket ends the window instead of the clock's (still not after the watermark), so that a check of rows
+   * written relative to a fixed time compares the same buckets whenever it runs (tests: the clock's end moves by a
+   * bucket at 5 minutes past).
    */
-  async validate(window: string): Promise<RollupValidation[]> {
+  async validate(window: string, end?: string): Promise<RollupValidation[]> {
     const cap = await this.interval(window, 'validate_rollups');
+    const ending = end === undefined ? 'now()::TIMESTAMP - INTERVAL 5 MINUTE' : await this.timestamp(end);
     const definitions = await this.definitions();
     const tables = await this.tables.list();
     const snapshot = await this.snapshot();
@@ -3020,7 +3024,7 @@ export class Rollups {
         );
       else {
         const grain = `INTERVAL ${quoteLiteral(definition.grain)}`;
-        const end = `least(time_bucket(${grain}, now()::TIMESTAMP - INTERVAL 5 MINUTE), ${bucketLiteral(definition, state.watermark)})`;
+        const end = `least(time_bucket(${grain}, ${ending}), ${bucketLiteral(definition, state.watermark)})`;
         const retained =
           definition.retention === null
             ? 'CAST(NULL AS TIMESTAMP)'
@@ -3167,6 +3171,16 @@ export class Rollups {
     if (canonical === null || positive !== true)
       throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', `${fn}: '${value}' is not a positive interval`);
     return String(canonical as string);
+  }
+
+  /** A time (UTC) as a TIMESTAMP literal of DuckDB's; refused unless one. */
+  private async timestamp(value: string): Promise<string> {
+    const [[canonical]] = await this.engine.values(
+      `SELECT CAST(TRY_CAST(${quoteLiteral(value)} AS TIMESTAMP) AS VARCHAR)`,
+    );
+    if (canonical === null)
+      throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', `validate_rollups: '${value}' is not a time`);
+    return `TIMESTAMP ${quoteLiteral(String(canonical as string))}`;
   }
 
   /** A rollup of a rollup: its bucket must be a whole number of its source's buckets. */

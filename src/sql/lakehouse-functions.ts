@@ -129,10 +129,16 @@ async function define(
   };
   switch (name) {
     case 'validate_rollups': {
-      if (args.length > 1 || args.some((a) => a === null))
-        throw invalid("validate_rollups takes at most one argument: the longest window as text, such as '1 hour'");
+      if (args.length > 2 || args.some((a) => a === null))
+        throw invalid(
+          "validate_rollups takes at most two arguments: the longest window as text, such as '1 hour', and the time whose bucket ends it",
+        );
       const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
-      const checks = (await lakehouse.rollups?.validate(args.length === 0 ? '1 hour' : String(args[0]))) ?? [];
+      const checks =
+        (await lakehouse.rollups?.validate(
+          args.length === 0 ? '1 hour' : String(args[0]),
+          args.length === 2 ? String(args[1]) : undefined,
+        )) ?? [];
       return table(
         name,
         'rollup VARCHAR, status VARCHAR, window_from TIMESTAMP, window_to TIMESTAMP, buckets BIGINT, detail VARCHAR',

@@ -7,7 +7,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { publishFolder } from '../support/publish.js';
@@ -62,23 +61,21 @@ describe('orrery resources validate --online (issue 14)', () => {
   });
 
   /**
-   * The window ends at the hour of now less 5 minutes: a case that writes rows relative to now() and validates
-   * later must not straddle hh:05:00, where the window moves by an hour. Waits past it when it is near.
+   * The start of the hour the case starts in (UTC, as DuckDB writes a TIMESTAMP): its window ends there, however long
+   * it runs (the server's own end, the bucket of 5 minutes before now, moves by an hour at hh:05:00).
    */
-  const awayFromWindowMove = async (): Promise<void> => {
-    const intoHour = Date.now() % 3_600_000;
-    const move = 5 * 60_000;
-    if (intoHour > move - 60_000 && intoHour <= move) await sleep(move - intoHour + 1_000);
-  };
+  const hourNow = (): string => utc(Math.floor(Date.now() / 3_600_000) * 3_600_000);
+  const utc = (ms: number): string => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+  const hourBefore = (time: string): string => utc(Date.parse(`${time.replace(' ', 'T')}Z`) - 3_600_000);
 
-  /** The line validate --online prints for one rollup (a skip or an ok is on stdout). */
-  const lineOf = async (rollup: string): Promise<string | undefined> =>
-    (await run(['validate', '--dir', dir, '--online', '--rollup-window', '1h'])).out.find((l) =>
-      l.startsWith(`rollup ${rollup}: `),
+  /** The line validate --online prints for one rollup (a skip or an ok is on stdout), over the hour before `end`. */
+  const lineOf = async (rollup: string, end: string): Promise<string | undefined> =>
+    (await run(['validate', '--dir', dir, '--online', '--rollup-window', '1h', '--rollup-window-end', end])).out.find(
+      (l) => l.startsWith(`rollup ${rollup}: `),
     );
 
   it('skips a rollup whose every bucket of the window changed since its refresh as stale', async () => {
-    await awayFromWindowMove();
+    const end = hourNow();
     const sql = (text: string) => fixture.admin.query(text);
     await sql(`CREATE TABLE late_t (ts TIMESTAMPTZ, v DOUBLE) WITH (time_column = 'ts')`);
     await sql(`INSERT INTO late_t SELECT now() - i * INTERVAL '10 minutes', i FROM range(1, 20) t(i)`);
@@ -86,11 +83,14 @@ describe('orrery resources validate --online (issue 14)', () => {
       `select snouttime.create_rollup('late_hourly', 'late_t', interval '1 hour', select_list => 'sum(v) as s')`,
     );
     await sql(`select snouttime.refresh_rollup('late_hourly')`);
-    // A 1h window of an hourly rollup is one bucket: the hour before the one now less 5 minutes falls in.
-    assert.match((await lineOf('late_hourly'))!, /^rollup late_hourly: ok \(1 buckets from /);
-    await sql(`INSERT INTO late_t VALUES (now() - INTERVAL '65 minutes', 1000)`);
+    // A 1h window of an hourly rollup is one bucket: the hour before `end`, below the watermark (now's hour).
     assert.equal(
-      await lineOf('late_hourly'),
+      await lineOf('late_hourly', end),
+      `rollup late_hourly: ok (1 buckets from ${hourBefore(end)} to ${end})`,
+    );
+    await sql(`INSERT INTO late_t VALUES (TIMESTAMP '${end}' - INTERVAL '30 minutes', 1000)`);
+    assert.equal(
+      await lineOf('late_hourly', end),
       'rollup late_hourly: skipped: stale: every bucket of the window has changed since the last refresh',
     );
   });
@@ -100,26 +100,27 @@ describe('orrery resources validate --online (issue 14)', () => {
       `select snouttime.create_rollup('recent_moved', 'recent', interval '1 hour', select_list => 'sum(cpu) as s')`,
     );
     await fixture.admin.query(`select snouttime.refresh_rollup('recent_moved')`);
-    assert.match((await lineOf('recent_moved'))!, /^rollup recent_moved: ok \(/);
+    assert.match((await lineOf('recent_moved', hourNow()))!, /^rollup recent_moved: ok \(/);
     // The server refuses every change to a column a rollup reads, so a rollup over other columns is one an older
     // Orrery made before a column was retyped, or one over a lake changed behind the server: its hash is another.
     await fixture.orrery.metadata.query(
       `UPDATE rollup_definitions SET source_hash = substr(md5('cpu BIGINT'), 1, 16) WHERE name = 'recent_moved'`,
     );
     assert.equal(
-      await lineOf('recent_moved'),
+      await lineOf('recent_moved', hourNow()),
       'rollup recent_moved: skipped: hash changed: the table is not the one the rollup was created over',
     );
   });
 
   it('skips a published rollup still being backfilled, holding no bucket of the window, as backfilling', async () => {
-    await awayFromWindowMove();
+    const end = hourNow();
     const pack = mkdtempSync(join(tmpdir(), 'orrery-validate-online-pack-'));
     after(() => rmSync(pack, { recursive: true, force: true }));
     await fixture.admin.query(`CREATE TABLE tags_t (ts TIMESTAMPTZ, tag VARCHAR) WITH (time_column = 'ts')`);
-    // A tag that is no number, in the day before the hour the target is made in: its first backfill day fails.
-    await fixture.admin.query(`INSERT INTO tags_t SELECT now() - i * INTERVAL '20 minutes', CASE WHEN i = 4 THEN 'oops'
-                                 ELSE CAST(i AS VARCHAR) END FROM range(0, 12) t(i)`);
+    // A tag that is no number 10 minutes before `end`: the backfill stops at the day holding it, so the target holds
+    // buckets from `end` on at the earliest (from the hour it is made in, when that day is the first it backfills).
+    await fixture.admin.query(`INSERT INTO tags_t SELECT now() - i * INTERVAL '20 minutes', CAST(i AS VARCHAR)
+                                 FROM range(0, 12) t(i) UNION ALL SELECT TIMESTAMP '${end}' - INTERVAL '10 minutes', 'oops'`);
     mkdirSync(join(pack, 'resources'));
     const tagged = { rollup: { table: 'tags_t', grain: '1h', measures: { tags: 'sum(CAST(tag AS INTEGER))' } } };
     writeFileSync(join(pack, 'resources', 'tags.resources.json'), JSON.stringify({ resources: { tagged } }));
@@ -132,7 +133,7 @@ describe('orrery resources validate --online (issue 14)', () => {
     );
     assert.match(rows[0].covered_from, /^\d{4}-\d\d-\d\d \d\d:00:00$/);
     assert.equal(
-      await lineOf(target),
+      await lineOf(target, end),
       `rollup ${target}: skipped: backfilling: the rollup holds buckets from ${rows[0].covered_from} on, after the window`,
     );
   });
