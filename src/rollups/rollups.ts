@@ -266,6 +266,52 @@ const audienceValue = (audience: string | null): string => (audience === null ? 
 /** The condition that a row is of an audience (of none, for null). */
 const ofAudience = (audience: string | null): string => `audience IS NOT DISTINCT FROM ${audienceValue(audience)}`;
 
+/** A read's pending buckets: see Rollups.pendingParts. */
+interface PendingParts {
+  readonly changed: readonly string[];
+  readonly held: ReadonlyMap<string, ReadonlyArray<string | null>>;
+}
+
+/**
+ * How a read of a rollup reads its pending buckets: `stored`, the conditions its stored rows meet (of no bucket the
+ * source's changes touched; of no audience a bucket is held for); `scans`, its scans of the source's rows (every row
+ * of each changed bucket, the held audiences' rows of each held bucket), of the buckets `read` keeps (a statement's
+ * conditions leave the others out) from `from` on (the range backfilled; those before it are scanned with it).
+ */
+function pendingReads(
+  definition: RollupDefinition,
+  { changed, held }: PendingParts,
+  read: (bucket: string) => boolean,
+  from: string | null,
+): { readonly stored: string[]; readonly scans: RowScan[] } {
+  const literal = (bucket: string): string => bucketLiteral(definition, bucket);
+  // Buckets held for the same audiences share their condition and their scans.
+  const byAudiences = new Map<string, { readonly rows: string; buckets: string[] }>();
+  for (const [bucket, audiences] of held) {
+    const rows = [...new Set(audiences)].sort().map(ofAudience).join(' OR ');
+    const group = byAudiences.get(rows) ?? { rows, buckets: [] };
+    group.buckets.push(bucket);
+    byAudiences.set(rows, group);
+  }
+  const groups = [...byAudiences.values()].map((g) => ({ ...g, buckets: inBucketOrder(definition, g.buckets) }));
+  const heldRows = groups.map((g) => `(bucket IN (${g.buckets.map(literal).join(', ')}) AND (${g.rows}))`);
+  return {
+    stored: [
+      ...(changed.length > 0 ? [`bucket NOT IN (${changed.map(literal).join(', ')})`] : []),
+      ...(heldRows.length > 0 ? [`NOT (${heldRows.join(' OR ')})`] : []),
+    ],
+    scans: [
+      ...pendingScans(definition, changed.filter(read), from),
+      ...groups.flatMap((g) =>
+        pendingScans(definition, g.buckets.filter(read), from).map((scan) => ({
+          ...scan,
+          rows: `(${scan.rows} AND (${g.rows}))`,
+        })),
+      ),
+    ],
+  };
+}
+
 /** The rows of `source` but those of the failed audiences. */
 function withoutAudiences(source: string, failed: readonly FailedAudience[]): string {
   const named = failed.map((f) => ofAudience(f.audience));
@@ -1510,28 +1556,32 @@ export class Rollups {
 
   /**
    * The buckets refreshes held of a rollup as of a snapshot, for an audience whose rows failed (see heldTable), of
-   * these audiences (null: every audience's). The other audiences' rows of such a bucket are stored whole by the
-   * refresh that held it, and kept as exact as any stored bucket's (a write to one makes the bucket pending), so a
-   * read of them alone reads them stored; a read of the held audience's rows reads the bucket raw, all of its rows.
+   * these audiences (null: every audience's), each with the held audiences of these. The other audiences' rows of
+   * such a bucket are stored whole by the refresh that held it, and kept as exact as any stored bucket's (a write to
+   * one makes the bucket pending), so a read reads them stored; it reads the held audiences' rows of the bucket raw.
    */
   private async heldBuckets(
     definition: RollupDefinition,
     snapshot: bigint,
     audiences: ReadonlySet<string> | null,
-  ): Promise<ReadonlySet<string>> {
-    // The rows of no audience are held as '', which is no key's audience: pending to admins alone, who read them.
+  ): Promise<ReadonlyMap<string, ReadonlyArray<string | null>>> {
+    // An audience is held as '=' and its name, the rows of no audience (null) as '': those are no key's audience,
+    // pending to admins alone, who read them.
     const byAudience = await this.bucketsOf(
       heldTable,
       heldName,
       this.held,
       snapshot,
-      `rollup || chr(0) || coalesce(audience, '')`,
+      `rollup || chr(0) || coalesce('=' || audience, '')`,
     );
-    const held = new Set<string>();
+    const held = new Map<string, Array<string | null>>();
     const prefix = `${definition.name}\u0000`;
-    for (const [key, buckets] of byAudience)
-      if (key.startsWith(prefix) && (audiences === null || audiences.has(key.slice(prefix.length))))
-        for (const bucket of buckets) held.add(bucket);
+    for (const [key, buckets] of byAudience) {
+      if (!key.startsWith(prefix)) continue;
+      const audience = key.length === prefix.length ? null : key.slice(prefix.length + 1);
+      if (audiences !== null && (audience === null || !audiences.has(audience))) continue;
+      for (const bucket of buckets) held.set(bucket, [...(held.get(bucket) ?? []), audience]);
+    }
     return held;
   }
 
@@ -1646,20 +1696,30 @@ export class Rollups {
    * Buckets some of whose raw rows the base table's retention deleted keep their stored values. The buckets a
    * refresh held for an audience the read reads are pending too, whichever way the changes are found.
    */
-  private async pending(
+  private async pending(definition: RollupDefinition, state: RollupState, readAt: ReadAt): Promise<string[]> {
+    const { changed, held } = await this.pendingParts(definition, state, readAt);
+    return held.size === 0 ? [...changed] : inBucketOrder(definition, [...changed, ...held.keys()]);
+  }
+
+  /**
+   * A read's pending buckets (see pending) in two parts: those the source's changes make pending, whose every row it
+   * aggregates raw, and the other buckets held for an audience it reads, with those audiences, whose rows alone it
+   * aggregates raw (the others' are stored whole: see heldBuckets).
+   */
+  private async pendingParts(
     definition: RollupDefinition,
     state: RollupState,
     readAt: ReadAt,
     /** The buckets the source's changes make pending, when the caller finds them its own way (see storedRows). */
     changes: Promise<string[]> = this.changedPending(definition, state, readAt),
-  ): Promise<string[]> {
+  ): Promise<PendingParts> {
     const [changed, held] = await Promise.all([
       changes,
       this.heldBuckets(definition, readAt.snapshot, readAt.context.audiences),
     ]);
     // Held buckets lie below the watermark (a refresh held them from what it aggregated, all before its watermark).
-    const extra = [...held].filter((b) => !changed.includes(b));
-    return extra.length === 0 ? changed : inBucketOrder(definition, [...changed, ...extra]);
+    const changedSet = new Set(changed);
+    return { changed, held: new Map([...held].filter(([b]) => !changedSet.has(b))) };
   }
 
   /** The pending buckets of a rollup from the changes to its source (see pending), without the buckets held. */
@@ -2308,8 +2368,8 @@ export class Rollups {
     } else {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
       // asked at once, a read at a new snapshot waits for one round trip instead of three.
-      const [buckets, tail, storedRows] = await Promise.all([
-        this.pending(definition, state, readAt),
+      const [pendingParts, tail, storedRows] = await Promise.all([
+        this.pendingParts(definition, state, readAt),
         // The rows after the watermark: the tail's files alone when they hold it exactly (tailPart), and none
         // when no file holds any.
         this.tailPart(
@@ -2324,9 +2384,11 @@ export class Rollups {
         ),
         this.storedSource(definition, snapshot, false),
       ]);
-      const pending = buckets.map((b) => bucketLiteral(definition, b));
+      const buckets = [...pendingParts.changed, ...pendingParts.held.keys()];
       const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;
       if (read.length < buckets.length && window!.some((w) => w.fixesClock)) context.fixesClock = true;
+      const kept = new Set(read);
+      const pending = pendingReads(definition, pendingParts, (b) => kept.has(b), definition.coveredFrom);
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
@@ -2334,7 +2396,7 @@ export class Rollups {
       const stored = [
         `bucket < ${watermark}`,
         ...(covered ? [`bucket >= ${covered}`] : []),
-        ...(pending.length > 0 ? [`bucket NOT IN (${pending.join(', ')})`] : []),
+        ...pending.stored,
         ...(filter ? [filter] : []),
       ];
       // The rows before the range backfilled and of the pending buckets (those in that range: the others
@@ -2342,7 +2404,7 @@ export class Rollups {
       // Each raw part also bounds its buckets (aggregateOver), so a window leaving it out drops its scan.
       const raw = [
         ...(covered ? [{ rows: `${time} < ${covered}`, buckets: bucketBound(definition, '<', covered) }] : []),
-        ...pendingScans(definition, read, definition.coveredFrom),
+        ...pending.scans,
       ];
       const parts = [
         `SELECT * FROM ${storedRows} WHERE ${stored.join(' AND ')}`,
@@ -2512,21 +2574,22 @@ export class Rollups {
     const inside = (buckets: string[]): string[] =>
       buckets.filter((b) => windows.some((w) => epochMs(b) >= epochMs(w.from) && epochMs(b) < epochMs(w.to!)));
     // A view set read for this statement (by a rollup above) gives the pending buckets its files hold.
-    const ofViewSet = (kept: boolean): Promise<string[]> =>
-      this.pending(
+    const ofViewSet = (kept: boolean): Promise<PendingParts> =>
+      this.pendingParts(
         definition,
         state,
         readAt,
         this.pendingOfViewSet(definition, snapshot, state, definitions, context, kept),
       );
-    let pending = definition.viewSetBase
+    let parts = definition.viewSetBase
       ? await ofViewSet(!context.sets.has(definition.base))
-      : await this.pending(definition, state, readAt);
-    if (definition.viewSetBase && !context.sets.has(definition.base) && inside(pending).length > 0) {
+      : await this.pendingParts(definition, state, readAt);
+    const pendingOf = ({ changed, held }: PendingParts): string[] => [...changed, ...held.keys()];
+    if (definition.viewSetBase && !context.sets.has(definition.base) && inside(pendingOf(parts)).length > 0) {
       await this.setRead(definition.base, snapshot, definitions, context);
-      pending = await ofViewSet(false);
+      parts = await ofViewSet(false);
     }
-    const inWindows = inside(pending);
+    const inWindows = inBucketOrder(definition, inside(pendingOf(parts)));
     // Pending buckets inside a window are aggregated from the source's rows of them, each run of them
     // a scan of its own (pendingScans); the view would also scan the rows after the watermark and every
     // other pending bucket.
@@ -2536,17 +2599,18 @@ export class Rollups {
       source = await this.storedRows(sourceRollup(definition, definitions), scope, readAt, bucketWindows);
       if (source === null) return null;
     } else if (inWindows.length > 0) source = this.sourceRows(definition, snapshot, scope, context);
-    const literals = pending.map((b) => bucketLiteral(definition, b));
+    const read = new Set(inWindows);
+    const pending = pendingReads(definition, parts, (b) => read.has(b), null);
     const filter = audienceFilter(scope);
     const where = [
       `bucket < ${bucketLiteral(definition, state.watermark)}`,
       ...(definition.coveredFrom === null ? [] : [`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`]),
-      ...(literals.length > 0 ? [`bucket NOT IN (${literals.join(', ')})`] : []),
+      ...pending.stored,
       ...(filter ? [filter] : []),
     ];
     const storedSql = `SELECT * FROM ${await this.storedSource(definition, snapshot, context.keptTails)} WHERE ${where.join(' AND ')}`;
     if (source === null) return storedSql;
-    return `${storedSql}\nUNION ALL ${aggregateOverEach(definition, source, pendingScans(definition, inWindows))}`;
+    return `${storedSql}\nUNION ALL ${aggregateOverEach(definition, source, pending.scans)}`;
   }
 
   /**
