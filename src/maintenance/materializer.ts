@@ -381,11 +381,13 @@ export class Materializer {
    * per audience of its sources, each with the sources limited to that audience: one tenant's row the extract
    * fails on (a cast of a value it sent) then hides no other tenant's rows. The audiences whose run fails are
    * recorded (list_failed_audiences(), with their own error: it quotes their rows alone) and left out until a
-   * retry (retry_quarantined_blocks(), a daemon of another version) or a rebuild of the range. With one audience,
-   * or when every audience fails (the system's fault rather than the data's, as for quarantined blocks), the
-   * range fails as before. It fails as before too when the runs cannot add up to the whole: a source row of no
-   * known audience would be in no run, and an extract whose rows are not each of the one audience its run read
-   * (a constant audience, a group across audiences) makes other rows per audience than one run over all.
+   * retry (retry_quarantined_blocks(), a daemon of another version) or a rebuild of the range. The source rows of no
+   * known audience (a NULL audience, a process the processes set gives none), which keys do not read, are a run
+   * of their own, recorded as audience '' (no key's) when it fails, so that list_failed_audiences() tells admins
+   * alone. With one run, or when every run fails (the system's fault rather than the data's, as for quarantined
+   * blocks), the range fails as before. It fails as before too when the runs cannot add up to the whole: an extract
+   * whose rows are not each of the one audience its run read (a constant audience, a group across audiences) makes
+   * other rows per audience than one run over all.
    */
   private async extractedByAudience(
     view: ViewSet,
@@ -400,15 +402,16 @@ export class Materializer {
       files: keys.map((key) => store.location(key)),
     }));
     const processAudiences = await this.processAudiences(view, reads);
-    const found = await this.audiencesOf(reads, processAudiences);
-    const audiences = found.filter((audience): audience is string => audience !== null);
-    if (audiences.length < 2 || audiences.length < found.length) throw error;
+    const audiences = await this.audiencesOf(reads, processAudiences);
+    if (audiences.length < 2) throw error;
     const written: string[] = [];
     const failed: Array<{ audience: string; error: string }> = [];
     try {
       for (const audience of audiences) {
         const key = scratchKey('parquet');
-        const setup = sessionStatements(reads, { kind: 'audiences', audiences: [audience] }, { processAudiences });
+        const scope =
+          audience === null ? { kind: 'no audience' as const } : { kind: 'audiences' as const, audiences: [audience] };
+        const setup = sessionStatements(reads, scope, { processAudiences });
         try {
           await engine.execute(
             `COPY (${typedColumns(view.columns, withRange(source.extractQuery, range))}) TO ${quoteLiteral(await scratch.writableLocation(key))} (FORMAT parquet)`,
@@ -418,12 +421,16 @@ export class Materializer {
         } catch (audienceError) {
           await scratch.delete(key);
           if (!isDataError(audienceError)) throw audienceError;
-          failed.push({ audience, error: (audienceError as Error).message });
+          // A row's audience '' and the rows of no known audience share the record (both are no key's audience).
+          const same = failed.find((f) => f.audience === (audience ?? ''));
+          const message = (audienceError as Error).message;
+          if (same) same.error = `${same.error}\n${message}`;
+          else failed.push({ audience: audience ?? '', error: message });
           continue;
         }
         if (!(await this.allOfAudience(view, scratch.location(key), audience, processAudiences))) throw error;
       }
-      if (failed.length === audiences.length) throw error;
+      if (written.length === 0) throw error;
       const rows = filesRelation(
         view.columns,
         written.map((key) => scratch.location(key)),
@@ -481,18 +488,19 @@ export class Materializer {
     return rows.map(([audience]) => (typeof audience === 'string' ? audience : null));
   }
 
-  /** Whether every row of a set's file built from one audience's rows is of that audience. */
+  /** Whether every row of a set's file built from one audience's rows (null: of no known audience) is of that audience. */
   private async allOfAudience(
     view: ViewSet,
     file: string,
-    audience: string,
+    audience: string | null,
     processAudiences?: SessionView,
   ): Promise<boolean> {
     const rows = `(${filesRelation(view.columns, [file])})`;
+    const value = audience === null ? 'NULL' : quoteLiteral(audience);
     const others =
       view.audienceColumn === 'audience'
-        ? `SELECT count(*) FROM ${rows} WHERE audience IS DISTINCT FROM ${quoteLiteral(audience)}`
-        : `SELECT count(*) FROM ${rows} AS made LEFT JOIN ${owners(processAudiences)} AS owner USING (process_id) WHERE owner.audience IS DISTINCT FROM ${quoteLiteral(audience)}`;
+        ? `SELECT count(*) FROM ${rows} WHERE audience IS DISTINCT FROM ${value}`
+        : `SELECT count(*) FROM ${rows} AS made LEFT JOIN ${owners(processAudiences)} AS owner USING (process_id) WHERE owner.audience IS DISTINCT FROM ${value}`;
     const [[count]] = await this.rows(others, []);
     return Number(count) === 0;
   }

@@ -7,6 +7,13 @@ import { passesRowsThrough, type ColumnSpec, type ViewSet } from './view-set.js'
 /** Which rows a caller may read: every row, or rows of these audiences. */
 export type ReadScope = { kind: 'all' } | { kind: 'audiences'; audiences: readonly string[] };
 
+/**
+ * The rows a build of a view set reads of its sources: a caller's scope, or the rows of no known audience (a NULL
+ * audience, a process the processes set gives none), which no key reads: the materializer's run of them when it
+ * builds a range once per audience (materializer.ts, extractedByAudience).
+ */
+export type BuildScope = ReadScope | { kind: 'no audience' };
+
 /** The partitions a session reads for one view set: local Parquet file paths. */
 export interface SessionView {
   readonly view: ViewSet;
@@ -214,7 +221,7 @@ export function withSource(mergeQuery: string, relation: string): string {
  */
 export function sessionStatements(
   views: readonly SessionView[],
-  scope: ReadScope,
+  scope: BuildScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string[] {
   return views.map(
@@ -226,7 +233,7 @@ export function sessionStatements(
 /** The SELECT a set is for a scope: its merge query over the scope's rows of its partitions (see sessionStatements). */
 export function sessionRelation(
   { view, files, stored = [], absent = [], rows: bitmaps, merged = false, after }: SessionView,
-  scope: ReadScope,
+  scope: BuildScope,
   options: { processAudiences?: SessionView; eventRange?: EventRange } = {},
 ): string {
   const inRange = inEventRange(filesRelation(view.columns, files, stored, absent, bitmaps), view, options.eventRange);
@@ -277,12 +284,19 @@ function inEventRange(rows: string, view: ViewSet, range: EventRange | undefined
   return conditions.length === 0 ? rows : `SELECT * FROM (${rows}) WHERE ${conditions.join(' AND ')}`;
 }
 
-function scopedRows(rows: string, view: ViewSet, scope: ReadScope, processAudiences?: SessionView): string {
+function scopedRows(rows: string, view: ViewSet, scope: BuildScope, processAudiences?: SessionView): string {
   if (scope.kind === 'all') return rows;
-  const audiences = scope.audiences.map(quoteLiteral).join(', ');
-  if (view.audienceColumn === 'audience') return `SELECT * FROM (${rows}) WHERE audience IN (${audiences})`;
+  const owned =
+    scope.kind === 'audiences'
+      ? `audience IN (${scope.audiences.map(quoteLiteral).join(', ')})`
+      : 'audience IS NOT NULL';
+  if (view.audienceColumn === 'audience')
+    return `SELECT * FROM (${rows}) WHERE ${scope.kind === 'audiences' ? owned : 'audience IS NULL'}`;
   const owners = processAudiences
-    ? `SELECT process_id FROM (${filesRelation(processAudiences.view.columns, processAudiences.files)}) WHERE audience IN (${audiences})`
+    ? `SELECT process_id FROM (${filesRelation(processAudiences.view.columns, processAudiences.files)}) WHERE ${owned}`
     : 'SELECT NULL::VARCHAR AS process_id LIMIT 0';
-  return `SELECT * FROM (${rows}) WHERE process_id IN (${owners})`;
+  // A row of no known audience: its process (NULL too) owned by no audience's processes row.
+  return scope.kind === 'audiences'
+    ? `SELECT * FROM (${rows}) WHERE process_id IN (${owners})`
+    : `SELECT * FROM (${rows}) WHERE NOT coalesce(process_id IN (${owners}), false)`;
 }
