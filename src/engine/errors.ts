@@ -1,4 +1,4 @@
-import { OrreryError, declareErrors, messageOf } from '../errors/index.js';
+import { OrreryError, declareErrors, isErrorOf, messageOf } from '../errors/index.js';
 
 /** Errors the engine reports. */
 export const engineErrors = declareErrors('engine', {
@@ -169,6 +169,14 @@ export function sqlError(error: unknown): OrreryError {
       return engineErrors.error('QUERY_INVALID', message, { cause: error });
   }
 }
+
+/**
+ * An error in the data DuckDB read (malformed JSON, a failed cast), as opposed to the system failing
+ * (out of memory, DuckDB's own failures, a shutdown). An interruption DuckDB reports in place of a
+ * failure in another of its threads counts as the data's, as that failure most likely was.
+ */
+export const isDataError = (error: unknown): boolean =>
+  isErrorOf(error, engineErrors, 'QUERY_INVALID', 'QUERY_INTERRUPTED');
 
 /**
  * Whether DuckDB reported failing to read a file (one that is missing, unreachable or not valid

@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
-import { engineErrors, type DuckDBEngine } from '../engine/index.js';
+import { isDataError, type DuckDBEngine } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
 import { payloadLines, storedProtobufSize } from '../ingestion/index.js';
 import {
@@ -115,13 +115,6 @@ export interface MaterializerOptions {
 
 type PayloadSource = Extract<ViewSet['source'], { kind: 'payload' }>;
 type SqlSource = Extract<ViewSet['source'], { kind: 'sql' }>;
-
-/**
- * An error in the data DuckDB read (malformed JSON, a failed cast), as opposed to the system failing
- * (out of memory, DuckDB's own failures, a shutdown). An interruption DuckDB reports in place of a
- * failure in another of its threads counts as the data's, as that failure most likely was.
- */
-const isDataError = (error: unknown): boolean => isErrorOf(error, engineErrors, 'QUERY_INVALID', 'QUERY_INTERRUPTED');
 
 /**
  * Brings one insert-time range of one view set up to date, the way micromegas decides it:

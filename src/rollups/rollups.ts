@@ -1,11 +1,10 @@
 import {
-  engineErrors,
+  isDataError,
   isFileReadFailure,
   quoteIdentifier,
   type DuckDBEngine,
   type EngineSession,
 } from '../engine/index.js';
-import { isErrorOf } from '../errors/index.js';
 import { rollupInvalidationsChannel, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import type { PartitionChange } from '../lakehouse/index.js';
 import {
@@ -155,8 +154,9 @@ export interface RollupJob {
   readonly lastStatus: string | null;
   readonly lastError: string | null;
   /**
-   * The last refresh's error of each audience whose rows failed it: their buckets held, the others' stored
-   * (last_status 'partial'), or the refresh failed for every audience, each on its own rows ('failed').
+   * The last refresh's error of each audience whose rows failed it, each on its own rows: their buckets held, the
+   * others' stored (last_status 'partial', every audience's failing alike); or, beside a 'failed' refresh (the
+   * system's fault), those found before it failed.
    */
   readonly audienceErrors: Readonly<Record<string, string>> | null;
   /** What the base table's retention kept without an audience's rows (see lostTable), by audience, in bucket order. */
@@ -1351,7 +1351,7 @@ export class Rollups {
       await store([]);
     } catch (error) {
       const split =
-        deleteFilters.length > 0 && isErrorOf(error, engineErrors, 'QUERY_INVALID')
+        deleteFilters.length > 0 && isDataError(error)
           ? await this.failingAudiences(definition, source, rowFilters)
           : null;
       if (!split || split.failed.length === 0) throw error;
@@ -1397,7 +1397,7 @@ export class Rollups {
           `SELECT count(*) FROM (${aggregateOverEach(definition, rows, scans)}) AS t WHERE hash(t) IS NULL`,
         );
       } catch (audienceError) {
-        if (!isErrorOf(audienceError, engineErrors, 'QUERY_INVALID')) throw audienceError;
+        if (!isDataError(audienceError)) throw audienceError;
         const buckets = await this.engine.values(
           `SELECT DISTINCT CAST(${bucketSql(definition, definition.timeColumn)} AS VARCHAR) FROM (${rows}) WHERE ${covered}`,
         );
@@ -1450,7 +1450,7 @@ export class Rollups {
       try {
         return await keeping(new Map());
       } catch (error) {
-        if (!isErrorOf(error, engineErrors, 'QUERY_INVALID')) throw error;
+        if (!isDataError(error)) throw error;
         const failed = new Map<string, FailedAudience[]>();
         for (const definition of onTable) {
           const literals = (await this.bucketsGone(definition, rowsGone)).map((b) => bucketLiteral(definition, b));

@@ -221,6 +221,15 @@ describe('rollups (issue 17)', () => {
     assert.match(String(failed.last_error), /team-b secret/);
     // team-a's rows are all fine: that the refresh held a bucket is a fact of team-b's rows, not told to team-a.
     assert.deepEqual(await job(asTeamA), [{ last_status: 'ok', last_error: null }]);
+    // Nor by the job's times: the run is due again a schedule after it ran, as a run holding nothing is (a refresh
+    // failing whole is retried within 10 s).
+    assert.deepEqual(
+      await plainRows(
+        asTeamA,
+        `SELECT next_run - last_run = schedule AS on_schedule FROM snouttime.jobs WHERE target = 'notes_hourly'`,
+      ),
+      [{ on_schedule: true }],
+    );
     const [own] = await job(asTeamB);
     assert.equal(own.last_status, 'partial');
     assert.match(String(own.last_error), /^audience team-b: .*team-b secret/);
