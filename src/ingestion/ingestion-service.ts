@@ -642,25 +642,8 @@ async function insertRows(
   durable: boolean,
   known?: KnownStreams,
 ): Promise<Set<string>> {
-  const byId = (key: (b: BlockRow) => string) => (a: BlockRow, b: BlockRow) =>
-    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
-  const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
-  const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
-  const sorted = [...blocks].sort(byId((b) => b.blockId));
-  const blockColumns = [
-    sorted.map((b) => b.blockId),
-    sorted.map((b) => b.streamId),
-    sorted.map((b) => b.processId),
-    sorted.map((b) => nanosToPg(b.begin)),
-    sorted.map((b) => nanosToPg(b.end, 'ceil')),
-    sorted.map((b) => b.count),
-    sorted.map((b) => b.file),
-    sorted.map((b) => b.offset),
-    sorted.map((b) => b.size),
-    sorted.map((b) => b.audience),
-  ];
-  const ids = [...processes.map((b) => b.processId), ...streams.map((b) => b.streamId)];
-  const count = known?.guard(ids) ?? null;
+  const rows = insertParameters(blocks);
+  const count = known?.guard(rows.ids) ?? null;
   if (count !== null) {
     // Tagged as the function's statement is (blockInsertsRunning), and prepared the same way.
     const alone = await db.prepared<{ inserted: string[]; deletes: string | null }>(
@@ -683,12 +666,11 @@ async function insertRows(
        SELECT coalesce((SELECT array_agg(block_id) FROM b), '{}') AS inserted,
               (SELECT n::text FROM ingest_deletes) AS deletes
          FROM c`,
-      [...blockColumns, !durable, count],
+      [...rows.blocks, !durable, count],
     );
     // The same count in the statement's snapshot: the guard held, the blocks are in (or were already: a retry).
     if (alone.rows[0].deletes === count) return new Set(alone.rows[0].inserted);
   }
-  const r = (b: BlockRow, name: string): string | null => text(b.resource[name]);
   // Tagged so that the daemon's passes wait for it (blockInsertsRunning): its rows' insert time is its start.
   // Prepared: one runs per group (at 4 senders, nearly one per request), its text always the same. The count of
   // deletes is read in the statement's snapshot, before the function's own (see KnownStreams).
@@ -698,26 +680,84 @@ async function insertRows(
      SELECT orrery_insert_blocks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
                                  $20, $21, $22, $23, $24) AS inserted,
             (SELECT n::text FROM ingest_deletes) AS deletes`,
-    [
-      processes.map((b) => b.processId),
-      processes.map((b) => r(b, 'service.name') ?? r(b, 'process.executable.name')),
-      processes.map((b) => r(b, 'process.owner')),
-      processes.map((b) => r(b, 'service.instance.id')),
-      processes.map((b) => r(b, 'host.name')),
-      processes.map((b) => r(b, 'os.description') ?? r(b, 'os.type')),
-      processes.map((b) => r(b, 'host.cpu.model.name')),
-      processes.map((b) => JSON.stringify(b.resource)),
-      processes.map((b) => b.audience),
-      streams.map((b) => b.streamId),
-      streams.map((b) => b.processId),
-      signalTags[signal],
-      `otlp/v1/${signal}`,
-      ...blockColumns,
-      !durable,
-    ],
+    [...rows.processes, ...rows.streams, signalTags[signal], `otlp/v1/${signal}`, ...rows.blocks, !durable],
   );
-  known?.learn(ids, result.rows[0].deletes, durable);
+  known?.learn(rows.ids, result.rows[0].deletes, durable);
   return new Set(result.rows[0].inserted);
+}
+
+/**
+ * A group's rows as insertRows' parameters, each table's in the order its rows go in (by id), and the ids of its
+ * processes and streams. Built apart from insertRows, in one pass per table: built inside it by nineteen `map` calls
+ * and three sorts, each inlined with its callback, they made insertRows the costliest function TurboFan compiled in a
+ * fresh server (0.1-0.8 s per compile, two or three compiles in the first 25 s of a 4-sender run, a sixth to a third of
+ * the optimizing compiler's time then, on the cores the requests need: bench/ingestion/PROFILE.md, s19).
+ */
+function insertParameters(blocks: readonly BlockRow[]): {
+  ids: string[];
+  processes: unknown[][];
+  streams: string[][];
+  blocks: unknown[][];
+} {
+  const byId = (key: (b: BlockRow) => string) => (a: BlockRow, b: BlockRow) =>
+    key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0;
+  const processes = uniqueBy(blocks, (b) => b.processId).sort(byId((b) => b.processId));
+  const streams = uniqueBy(blocks, (b) => b.streamId).sort(byId((b) => b.streamId));
+  const streamIds = streams.map((b) => b.streamId);
+  return {
+    ids: [...processes.map((b) => b.processId), ...streamIds],
+    processes: processRowColumns(processes),
+    streams: [streamIds, streams.map((b) => b.processId)],
+    blocks: blockRowColumns([...blocks].sort(byId((b) => b.blockId))),
+  };
+}
+
+/** The blocks' columns of the insert ($1-$10 of the insert alone, $14-$23 of orrery_insert_blocks), in one pass. */
+function blockRowColumns(blocks: readonly BlockRow[]): unknown[][] {
+  const ids: string[] = [];
+  const streams: string[] = [];
+  const processes: string[] = [];
+  const begins: string[] = [];
+  const ends: string[] = [];
+  const counts: number[] = [];
+  const files: string[] = [];
+  const offsets: number[] = [];
+  const sizes: number[] = [];
+  const audiences: string[] = [];
+  for (const b of blocks) {
+    ids.push(b.blockId);
+    streams.push(b.streamId);
+    processes.push(b.processId);
+    begins.push(nanosToPg(b.begin));
+    ends.push(nanosToPg(b.end, 'ceil'));
+    counts.push(b.count);
+    files.push(b.file);
+    offsets.push(b.offset);
+    sizes.push(b.size);
+    audiences.push(b.audience);
+  }
+  return [ids, streams, processes, begins, ends, counts, files, offsets, sizes, audiences];
+}
+
+/** The processes' columns of orrery_insert_blocks ($1-$9), in one pass. */
+function processRowColumns(processes: readonly BlockRow[]): unknown[][] {
+  const columns: Array<Array<string | null>> = Array.from({ length: 9 }, () => []);
+  for (const b of processes) {
+    const r = (name: string): string | null => text(b.resource[name]);
+    const row = [
+      b.processId,
+      r('service.name') ?? r('process.executable.name'),
+      r('process.owner'),
+      r('service.instance.id'),
+      r('host.name'),
+      r('os.description') ?? r('os.type'),
+      r('host.cpu.model.name'),
+      JSON.stringify(b.resource),
+      b.audience,
+    ];
+    row.forEach((value, i) => columns[i].push(value));
+  }
+  return columns;
 }
 
 const uniqueBy = <T>(items: readonly T[], key: (item: T) => string): T[] => [
