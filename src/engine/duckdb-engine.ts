@@ -943,8 +943,10 @@ export class DuckDBEngine {
     } finally {
       if (pending) {
         // The consumer stopped early (or a batch failed): stop DuckDB and let the batch in
-        // flight settle before closing.
+        // flight settle before closing. In a client's transaction, DuckDB is not interrupted: the batch in flight
+        // ends at DuckDB's next chunk instead of filling up.
         if (halting) guard.halt();
+        else source.stop?.();
         await pending.catch(() => null);
       }
       source.close();

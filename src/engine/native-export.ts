@@ -39,6 +39,8 @@ interface NativeBatch {
 
 interface NativeExporter {
   next(): Promise<NativeBatch | null>;
+  /** The batch being filled ends at DuckDB's next chunk (see BatchSource.stop). */
+  stop(): void;
   close(): void;
 }
 
@@ -108,6 +110,11 @@ export interface ResultFailure {
 /** A source of record batches; `next` resolves to null after the last one. */
 export interface BatchSource {
   next(): Promise<RecordBatch | null>;
+  /**
+   * Has a pending `next` settle at DuckDB's next chunk (with the end) rather than once its batch is full (up to the
+   * batch's bytes of rows), without interrupting DuckDB; absent when the source cannot.
+   */
+  stop?(): void;
   /** Releases what the source holds; only when no `next` is pending. */
   close(): void;
 }
@@ -374,6 +381,7 @@ function exporterBatches(
       });
       return new RecordBatch(schema, makeData({ type: structType, length: batch.rows, nullCount: 0, children }));
     },
+    stop: () => exporter.stop(),
     close: () => exporter.close(),
   };
 }

@@ -342,6 +342,35 @@ describe('native Arrow export', () => {
     assert.equal(after.table.getChild('n')!.get(0), 1000n);
   });
 
+  // Issue 12: a read in a client's transaction that its consumer stopped cannot interrupt DuckDB (that fails the
+  // transaction), so it waited for the batch in flight to fill up: up to a whole batch of rows more.
+  it('a stopped source ends at the next chunk, not a whole batch later, and leaves the transaction whole', async () => {
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    try {
+      await connection.run('CREATE TABLE kept (n INTEGER)');
+      await connection.run('BEGIN TRANSACTION');
+      await connection.run('INSERT INTO kept VALUES (1)');
+      const result = await (await connection.prepare('SELECT range AS i FROM range(100000000)')).stream();
+      const types = [result.columnType(0)];
+      // 1 MiB batches: 131,072 rows each, 64 of DuckDB's chunks.
+      const source = nativeBatches(result, new Schema([new Field('i', arrowType(types[0]), true)]), types, 1 << 20)!;
+      assert.ok(await source.next());
+      source.stop!();
+      let batches = 0;
+      for (let batch = await source.next(); batch; batch = await source.next()) batches++;
+      source.close();
+      // At most the batch built ahead before the stop (without it: batch after batch, some 770 more).
+      assert.ok(batches <= 1, `${batches} batches after the stop`);
+      await connection.run('INSERT INTO kept VALUES (2)');
+      await connection.run('COMMIT');
+      assert.deepEqual((await connection.runAndReadAll('SELECT count(*)::INTEGER AS n FROM kept')).getRows(), [[2]]);
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+    }
+  });
+
   it('reuses the memory of the batches it sent rather than faulting in fresh pages for each (#10)', async (t) => {
     if (process.platform !== 'linux') return t.skip('minor page faults are read from /proc/self/stat');
     // Batches of the default size (2 MiB), dropped as a sender drops them once written. glibc gave

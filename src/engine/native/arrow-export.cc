@@ -316,7 +316,8 @@ struct Batch {
 class Exporter : public Napi::ObjectWrap<Exporter> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "Exporter", {InstanceMethod("next", &Exporter::Next), InstanceMethod("close", &Exporter::Close)});
+    return DefineClass(env, "Exporter", {InstanceMethod("next", &Exporter::Next), InstanceMethod("stop", &Exporter::Stop),
+                                         InstanceMethod("close", &Exporter::Close)});
   }
 
   // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom, maxBinaryBytes)
@@ -382,6 +383,19 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
 
   // Fills the next batch on a worker thread; resolves to null at the end of the result.
   Napi::Value Next(const Napi::CallbackInfo &info);
+
+  // Has the batch being filled end at DuckDB's next chunk, without interrupting DuckDB: the fill
+  // settles with the end (or with a batch already built ahead) instead of going on until its batch
+  // is full, up to batchBytes of rows. For a consumer that stopped reading in a client's
+  // transaction, which an interrupt would fail. May be called while a fill runs; Close still follows.
+  Napi::Value Stop(const Napi::CallbackInfo &info) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    fetchable_.notify_one();
+    return info.Env().Undefined();
+  }
 
   // Stops fetching and releases the chunks held (the result itself belongs to its JS owner).
   // Interrupt the connection first when the result is not exhausted: a fetch in progress ends
@@ -497,8 +511,8 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     }
     while (!exhausted_) {
       if (!chunk_) {
+        if (stopping_.load(std::memory_order_relaxed)) return Built::kEnd;
         if (inlineOnly && chunksInline_ == kChunksInline) return Built::kMore;
-        if (!inlineOnly && stopping_.load(std::memory_order_relaxed)) return Built::kEnd;
         chunksInline_ += inlineOnly;
         chunk_ = FetchChunk(error, type);
         chunkOffset_ = 0;
