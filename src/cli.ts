@@ -4,7 +4,7 @@ import type { Log } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { OrreryError } from './errors/index.js';
 
-// Streaming a result allocates about 2 MiB of ArrayBuffers per batch (its body, framed for gRPC in place).
+// Streaming a result allocates about 2 MiB of ArrayBuffers per batch (its body, sent to gRPC as it lies).
 // V8 counts that external memory toward the old generation's limit, which for Orrery's small heap
 // (~20 MB live) leaves ~10-20 MB of room: the server fell into back-to-back mark-compacts, one
 // every few batches, and spent a third of its event loop marking. A heap that may grow to 4x its

@@ -1,3 +1,2 @@
 // Arrow helpers shared by the engine and the Flight front end; they know neither DuckDB nor gRPC.
-export { bodyInPlace, framingRoomFor, markFramingRoom } from './framing-room.js';
 export { derivedSchema } from './derived-schemas.js';

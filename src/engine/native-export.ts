@@ -8,13 +8,12 @@ import {
   type DuckDBType,
 } from '@duckdb/node-api';
 import { DataType, RecordBatch, Struct, makeData, type Data, type Schema } from 'apache-arrow';
-import { framingRoomFor, markFramingRoom } from '../arrow/index.js';
 import { DuckDBResultFailure, duckdbErrorType } from './errors.js';
 import { decimalStorageWidth, fixedWidths, timestampFactors } from './column-layouts.js';
 
 // The native exporter (native/arrow-export.cc, built by scripts/build-native.mjs): a thread of
-// its own fetches DuckDB chunks ahead, a libuv worker fills Arrow buffers, and this side wraps
-// them in Arrow data without copying. It covers the flat column types; a result with any other column
+// its own fetches DuckDB chunks and fills Arrow buffers, and this side wraps them in Arrow data
+// without copying. It covers the flat column types; a result with any other column
 // (lists, structs, enums, types sent as text) goes through the JavaScript converter.
 
 /** Column layouts, numbered as in arrow-export.cc. */
@@ -27,13 +26,13 @@ const enum Kind {
 }
 
 /**
- * One batch: a single allocation with framing room, then the body; `layout` holds per column its
- * null count and (offset, length) of each buffer: validity (empty without nulls), then values, or
- * offsets and bytes.
+ * One batch: its buffers in IPC order, per column validity (null without nulls), then values, or
+ * offsets and bytes, each its own memory padded to 8 bytes with zeros; `layout` holds per column its
+ * null count and the length of each buffer.
  */
 interface NativeBatch {
   rows: number;
-  bytes: ArrayBuffer;
+  buffers: Array<ArrayBuffer | null>;
   layout: Float64Array;
 }
 
@@ -57,7 +56,6 @@ interface NativeModule {
     source: unknown,
     kinds: Int32Array,
     batchBytes: number,
-    framingRoom: number,
     maxBinaryBytes: number,
     /** Given, `source` is a prepared statement the exporter runs, whose result must have these column types. */
     typeIds?: Int32Array,
@@ -353,11 +351,10 @@ function exporterBatches(
   if (!module) return null;
   const kinds = types.map((type, i) => nativeKind(type, schema.fields[i].type));
   if (kinds.some((k) => k === null)) return null;
-  const room = framingRoomFor(types.length);
   const layouts = Int32Array.from(kinds.flatMap((k) => k!));
   const exporter = typeIds
-    ? new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes, typeIds, nice)
-    : new module.Exporter(source, layouts, batchBytes, room, maxBinaryBytes);
+    ? new module.Exporter(source, layouts, batchBytes, maxBinaryBytes, typeIds, nice)
+    : new module.Exporter(source, layouts, batchBytes, maxBinaryBytes);
   const structType = new Struct(schema.fields);
   return {
     async next() {
@@ -368,16 +365,15 @@ function exporterBatches(
         throw new DuckDBResultFailure(type, error.message);
       });
       if (!batch) return null;
-      markFramingRoom(batch.bytes, batch.layout[1]);
       let at = 0;
+      let part = 0;
       const children = schema.fields.map((field, i) => {
         const kind = kinds[i]![0];
-        const nullCount = batch.layout[at];
-        const buffers: Array<[number, number]> = [];
+        const nullCount = batch.layout[at++];
+        const buffers: Part[] = [];
         for (let b = 0; b < (kind === Kind.Binary ? 3 : 2); b++)
-          buffers.push([batch.layout[at + 1 + 2 * b], batch.layout[at + 2 + 2 * b]]);
-        at += 1 + 2 * buffers.length;
-        return columnData(field.type, kind, batch.rows, nullCount, batch.bytes, buffers);
+          buffers.push({ bytes: batch.buffers[part++], length: batch.layout[at++] });
+        return columnData(field.type, kind, batch.rows, nullCount, buffers);
       });
       return new RecordBatch(schema, makeData({ type: structType, length: batch.rows, nullCount: 0, children }));
     },
@@ -386,21 +382,22 @@ function exporterBatches(
   };
 }
 
+/** One of a column's buffers: its memory (null when empty) and its length before the padding. */
+interface Part {
+  bytes: ArrayBuffer | null;
+  length: number;
+}
+
+const noBytes = new ArrayBuffer(0);
+
 /** Views over one column's buffers; bitmaps span their padding, as an IPC writer would send them. */
-function columnData(
-  type: DataType,
-  kind: Kind,
-  length: number,
-  nullCount: number,
-  bytes: ArrayBuffer,
-  buffers: Array<[number, number]>,
-): Data {
-  const bitmap = ([offset, size]: [number, number]): Uint8Array => new Uint8Array(bytes, offset, (size + 7) & ~7);
+function columnData(type: DataType, kind: Kind, length: number, nullCount: number, buffers: Part[]): Data {
+  const bitmap = ({ bytes, length }: Part): Uint8Array => new Uint8Array(bytes!, 0, (length + 7) & ~7);
   const view = <T>(
     Type: new (buffer: ArrayBuffer, offset: number, length: number) => T,
-    [offset, size]: [number, number],
+    { bytes, length }: Part,
     width: number,
-  ): T => new Type(bytes, offset, size / width);
+  ): T => new Type(bytes ?? noBytes, 0, length / width);
   const common = { type: type as never, length, nullCount, nullBitmap: nullCount > 0 ? bitmap(buffers[0]) : undefined };
   switch (kind) {
     case Kind.Binary:

@@ -16,6 +16,7 @@ import { schemaForClient } from './client-timestamps.js';
 import {
   encapsulateSchema,
   encodeFlightData,
+  framedFlightData,
   recordBatchBodyLength,
   recordBatchMessages,
   schemaHeader,
@@ -176,10 +177,11 @@ export class FlightSqlServer<P> {
       if (sent === 'late') throw flightErrors.error('RESULT_NOT_READ', result.deadline!.message);
       return sent === 'written';
     };
-    // Messages framed for gRPC here, in the room in front of each batch body, are not copied again by grpc-js.
+    // Messages framed for gRPC here go to HTTP/2 as their framing, then their body's buffers as they lie: neither
+    // this side nor grpc-js copies the body.
     const prefixed = framedWrites(call);
     const encode = (message: IpcMessage): Buffer =>
-      prefixed ? framed(encodeFlightData(message, true)) : encodeFlightData(message);
+      prefixed ? framed(framedFlightData(message)) : encodeFlightData(message);
     try {
       const first = await iterator.next();
       // The schema and the message after it (the first batch, or its first dictionary) leave in one socket write.

@@ -11,7 +11,7 @@ export interface FlightData {
 }
 
 // FlightData is written by hand rather than through protobufjs: it is the one message on
-// the hot path, and this way the body is copied once, straight into the outgoing buffer.
+// the hot path, and this way the body is copied once at most, straight into the outgoing buffer.
 // Fields: 2 data_header (tag 0x12), 1000 data_body (tag 0xC2 0x3E), both length-delimited.
 
 function varintLength(n: number): number {
@@ -32,43 +32,49 @@ function writeVarint(out: Buffer, offset: number, n: number): number {
   return offset;
 }
 
-/** Bytes of gRPC's own framing in front of each message: a compressed flag and the length (uint32, big-endian). */
-const grpcPrefixBytes = 5;
+/** Bytes of a FlightData before its body's bytes: data_header, then data_body's tag and length. */
+function fieldsLength({ header, bodyLength }: IpcMessage): number {
+  return 1 + varintLength(header.byteLength) + header.byteLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) : 0);
+}
 
-/**
- * Serialises one IPC message as a FlightData protobuf. A body that lies after free room is
- * framed in place: the fields before it are written into the room and the body is not copied.
- * With `grpcPrefix`, gRPC's message prefix (uncompressed, the length) comes first, so that the
- * bytes can go to HTTP/2 as they are (see flight/framed-writes).
- */
-export function encodeFlightData(message: IpcMessage, grpcPrefix = false): Buffer {
-  const { header, bodyLength, inPlace } = message;
-  const fields =
-    1 + varintLength(header.byteLength) + header.byteLength + (bodyLength > 0 ? 2 + varintLength(bodyLength) : 0);
-  const prefix = fields + (grpcPrefix ? grpcPrefixBytes : 0);
-  const start = inPlace ? inPlace.bodyStart - prefix : -1;
-  const out =
-    start >= 0 ? Buffer.from(inPlace!.buffer, start, prefix + bodyLength) : Buffer.allocUnsafe(prefix + bodyLength);
-  let offset = 0;
-  if (grpcPrefix) {
-    out[offset++] = 0;
-    out.writeUInt32BE(fields + bodyLength, offset);
-    offset += 4;
-  }
+/** Writes the bytes fieldsLength counts at `offset`; answers where the body's bytes go. */
+function writeFields(out: Buffer, offset: number, { header, bodyLength }: IpcMessage): number {
   out[offset++] = 0x12;
   offset = writeVarint(out, offset, header.byteLength);
   out.set(header, offset);
   offset += header.byteLength;
-  if (bodyLength === 0) return out;
+  if (bodyLength === 0) return offset;
   out[offset++] = 0xc2;
   out[offset++] = 0x3e;
-  offset = writeVarint(out, offset, bodyLength);
-  if (start >= 0) return out;
+  return writeVarint(out, offset, bodyLength);
+}
+
+/** Serialises one IPC message as a FlightData protobuf, in one buffer (the body copied into it). */
+export function encodeFlightData(message: IpcMessage): Buffer {
+  const out = Buffer.allocUnsafe(fieldsLength(message) + message.bodyLength);
+  let offset = writeFields(out, 0, message);
   for (const part of message.body) {
     out.set(part, offset);
     offset += part.byteLength;
   }
   return out;
+}
+
+/** Bytes of gRPC's own framing in front of each message: a compressed flag and the length (uint32, big-endian). */
+const grpcPrefixBytes = 5;
+
+/**
+ * One IPC message as a FlightData protobuf behind gRPC's message prefix (uncompressed, the length),
+ * in parts to write one after another: `head`, the prefix and the fields before the body's bytes, then
+ * the body's buffers as they lie, never copied (see flight/framed-writes).
+ */
+export function framedFlightData(message: IpcMessage): { head: Buffer; body: readonly Uint8Array[] } {
+  const fields = fieldsLength(message);
+  const head = Buffer.allocUnsafe(grpcPrefixBytes + fields);
+  head[0] = 0;
+  head.writeUInt32BE(fields + message.bodyLength, 1);
+  writeFields(head, grpcPrefixBytes, message);
+  return { head, body: message.body };
 }
 
 /** Reads FlightData bytes as the service's deserializer does (absent fields as empty bytes). */

@@ -3,7 +3,7 @@
 // encoding, and the IPC framing of schemas and record batches. Knows no server or client logic.
 export { serviceDefinition } from './service.js';
 export { Flight, FlightSql, decodeSql, encode, packAny, unpackAny, type UnpackedAny } from './proto.js';
-export { decodeFlightData, encodeFlightData, type FlightData } from './flight-data.js';
+export { decodeFlightData, encodeFlightData, framedFlightData, type FlightData } from './flight-data.js';
 export {
   decodeBatches,
   decodeSchema,

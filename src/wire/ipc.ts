@@ -6,7 +6,6 @@ import {
   type Data,
   type Schema,
 } from 'apache-arrow';
-import { bodyInPlace } from '../arrow/index.js';
 import { DictionaryBatchHeader, Message, RecordBatchHeader, VectorAssembler } from './arrow-internals.js';
 import type { FlightData } from './flight-data.js';
 
@@ -20,8 +19,6 @@ export interface IpcMessage {
   /** Body buffers, each padded to 8 bytes; concatenated they are `data_body`. */
   readonly body: Uint8Array[];
   readonly bodyLength: number;
-  /** Set when the body already lies contiguous after free room in one buffer (see arrow/framing-room). */
-  readonly inPlace?: { readonly buffer: ArrayBufferLike; readonly bodyStart: number };
 }
 
 const pad8 = (n: number): number => (n + 7) & ~7;
@@ -77,12 +74,10 @@ export function recordBatchMessages(batch: RecordBatch, sentDictionaries: Map<nu
   const assembled = VectorAssembler.assemble(batch);
   const header = new RecordBatchHeader(batch.numRows, assembled.nodes, assembled.bufferRegions, null);
   const message = Message.from(header, assembled.byteLength);
-  const inPlace = bodyInPlace(assembled.buffers, assembled.bufferRegions, assembled.byteLength) ?? undefined;
   messages.push({
     header: Message.encode(message),
     body: padBuffers(assembled.buffers),
     bodyLength: assembled.byteLength,
-    inPlace,
   });
   return messages;
 }
@@ -97,10 +92,13 @@ function padBuffers(buffers: ArrayBufferView[]): Uint8Array[] {
     if (bytes.byteLength === 0) continue;
     out.push(bytes);
     const padding = pad8(bytes.byteLength) - bytes.byteLength;
-    if (padding > 0) out.push(new Uint8Array(padding));
+    if (padding > 0) out.push(zeros.subarray(0, padding));
   }
   return out;
 }
+
+/** Padding: only ever read (the body's parts are sent as they lie, see flight/framed-writes). */
+const zeros = new Uint8Array(8);
 
 /** The FlightData messages of a table as a client sends them to DoPut: the schema, then each batch. */
 export function tableToFlightData(table: Table): FlightData[] {

@@ -1,12 +1,13 @@
 // Streams a DuckDB query result out as Arrow record batch bodies, off the JavaScript thread.
 //
 // The JavaScript converter pays one thread hop per 2048-row chunk and builds every buffer on
-// the event loop. Here a thread of the exporter's own fetches chunks from DuckDB a few ahead,
-// and a libuv worker appends them to per-column Arrow buffers up to a batch's byte target (cut
-// before the row that would pass it), then hands back one allocation: free room for the sender's
-// framing, then the body (the buffers, each padded to 8 bytes, in Arrow IPC order), plus its layout. JavaScript wraps
-// the body in Arrow data without copying it. Column layouts are chosen by the caller (the
-// Arrow types are decided in TypeScript); this file only knows how to fill them.
+// the event loop. Here a thread of the exporter's own fetches chunks from DuckDB and appends them
+// to per-column Arrow buffers up to a batch's byte target (cut before the row that would pass it),
+// then hands the batch's buffers over as they are (each padded to 8 bytes, in Arrow IPC order),
+// with their layout, to a libuv worker that gives them to JavaScript. JavaScript wraps them in
+// Arrow data without copying, and the sender writes them to the socket as they lie. Column layouts
+// are chosen by the caller (the Arrow types are decided in TypeScript); this file only knows how
+// to fill them.
 
 #define NAPI_VERSION 8
 #include <napi.h>
@@ -52,34 +53,133 @@ inline bool rowValid(const uint64_t *mask, idx_t row) {
   return !mask || (mask[row >> 6] >> (row & 63)) & 1;
 }
 
-// A malloc'd byte buffer that grows without zero-filling; kept from batch to batch.
+// Batch memory that V8 has released (its ArrayBuffers collected), kept for the next batches. A batch
+// is built on its result's fetching thread, a new thread per result, and malloc served it from that
+// thread's arena, whose pages the previous results' batches had given back: each result faulted in
+// (and had the kernel zero) the ~40 MB its batches in flight take again, ~11 k page faults per 10 M-row
+// result (PROFILE.md, twentieth pass). Kept by capacity, a multiple of kGranule, and taken by
+// whichever thread; at most kKeptBytes kept, the oldest freed first (blocks of sizes no longer
+// asked for leave room for the current ones). A buffer under kGranule (a small result's, most
+// dashboard statements') is malloc'd and freed as it is, not rounded up.
+class BlockPool {
+ public:
+  static constexpr size_t kGranule = 64 << 10;
+  static constexpr size_t kKeptBytes = 32 << 20;
+
+  // A block of at least `bytes` bytes, or null when malloc fails; `capacity` is set to its size. A
+  // kept block up to twice the size wanted will do: a batch's buffers (one per column and kind) vary
+  // in size from batch to batch, and a pool kept by exact size missed, faulting in fresh blocks.
+  uint8_t *Take(size_t bytes, size_t &capacity) {
+    capacity = bytes < kGranule ? bytes : (bytes + kGranule - 1) / kGranule * kGranule;
+    if (bytes < kGranule) return static_cast<uint8_t *>(std::malloc(bytes));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      size_t best = kept_.size();
+      for (size_t i = 0; i < kept_.size(); i++) {
+        const size_t kept = kept_[i].capacity;
+        if (kept >= capacity && kept <= 2 * capacity && (best == kept_.size() || kept < kept_[best].capacity)) best = i;
+      }
+      if (best < kept_.size()) {
+        uint8_t *block = kept_[best].bytes;
+        capacity = kept_[best].capacity;
+        kept_.erase(kept_.begin() + best);
+        keptBytes_ -= capacity;
+        return block;
+      }
+    }
+    return static_cast<uint8_t *>(std::malloc(capacity));
+  }
+
+  // Takes back a block that Take gave, with the capacity Take set.
+  void Give(uint8_t *block, size_t capacity) {
+    if (capacity < kGranule || capacity > kKeptBytes) return std::free(block);
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (keptBytes_ + capacity > kKeptBytes) {
+      std::free(kept_.front().bytes);
+      keptBytes_ -= kept_.front().capacity;
+      kept_.pop_front();
+    }
+    kept_.push_back({block, capacity});
+    keptBytes_ += capacity;
+  }
+
+ private:
+  struct Block {
+    uint8_t *bytes;
+    size_t capacity;
+  };
+  std::mutex mutex_;
+  std::deque<Block> kept_;  // oldest first
+  size_t keptBytes_ = 0;
+};
+
+BlockPool &blocks = *new BlockPool();
+
+constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
+
+// Memory of a batch's buffers (see Buffer), from whichever pool block or malloc Take gives, padded to 8
+// bytes with zeros; `length` is the buffer's own, before the padding.
+struct Part {
+  uint8_t *bytes = nullptr;
+  size_t length = 0;
+  size_t capacity = 0;
+};
+
+// A byte buffer of a column, in pool memory, that grows without zero-filling. Its memory leaves with
+// the batch it was filled for (Release), to be sent as it lies: the next batch's starts afresh, as
+// large as this one's with some room to spare, so that a column seldom grows (and copies) midway.
 struct Buffer {
   uint8_t *bytes = nullptr;
   size_t size = 0;
   size_t capacity = 0;
+  size_t reserve = 4096;  // the capacity of the next allocation
 
   Buffer() = default;
-  Buffer(Buffer &&other) noexcept : bytes(other.bytes), size(other.size), capacity(other.capacity) {
+  Buffer(Buffer &&other) noexcept : bytes(other.bytes), size(other.size), capacity(other.capacity), reserve(other.reserve) {
     other.bytes = nullptr;
     other.size = other.capacity = 0;
   }
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
-  ~Buffer() { std::free(bytes); }
+  ~Buffer() {
+    if (bytes) blocks.Give(bytes, capacity);
+  }
 
   uint8_t *extend(size_t extra) {
     if (size + extra > capacity) {
-      size_t grown = capacity ? capacity * 2 : 4096;
+      size_t grown = capacity ? capacity * 2 : reserve;
       while (grown < size + extra) grown *= 2;
-      // On failure realloc leaves the old block allocated: keep it owned (the destructor frees it).
-      uint8_t *moved = static_cast<uint8_t *>(std::realloc(bytes, grown));
+      size_t taken = 0;
+      uint8_t *moved = blocks.Take(grown, taken);
       if (!moved) throw std::bad_alloc();
+      if (size > 0) std::memcpy(moved, bytes, size);
+      // Freed, not kept: the sizes a buffer grows through are seldom asked for again.
+      std::free(bytes);
       bytes = moved;
-      capacity = grown;
+      capacity = taken;
     }
     uint8_t *at = bytes + size;
     size += extra;
     return at;
+  }
+
+  // Hands the memory over, padded to 8 bytes with zeros (an empty buffer's given back: no part), and
+  // starts the next batch's buffer empty.
+  Part Release() {
+    Part part;
+    if (size > 0) {
+      const size_t length = size;
+      std::memset(extend(pad8(length) - length), 0, pad8(length) - length);
+      part = {bytes, length, capacity};
+      // Kept unless outgrown or twice too large, so that the column's blocks keep their size.
+      const size_t wanted = std::max<size_t>(4096, pad8(length) + length / 16);
+      if (wanted > reserve || 2 * wanted < reserve) reserve = wanted;
+    } else if (bytes) {
+      blocks.Give(bytes, capacity);
+    }
+    bytes = nullptr;
+    size = capacity = 0;
+    return part;
   }
 };
 
@@ -219,97 +319,39 @@ struct Column {
   }
 };
 
-// Batch allocations that V8 has released (their ArrayBuffer collected), kept for the next batches.
-// A batch is built on its result's fetching thread, a new thread per result, and malloc served it
-// from that thread's arena, whose pages the previous results' batches had given back: each result
-// faulted in (and had the kernel zero) the ~40 MB its batches in flight take again, ~11 k page faults
-// per 10 M-row result (PROFILE.md, twentieth pass). Taken and given back by size class, whichever
-// thread; at most kKeptBytes kept, the rest freed. A batch under kGranule (a small result's, most
-// dashboard statements') is malloc'd and freed as it is, not rounded up to a class.
-class BlockPool {
- public:
-  static constexpr size_t kGranule = 256 << 10;
-  static constexpr size_t kKeptBytes = 32 << 20;
-
-  static size_t Capacity(size_t bytes) { return (bytes + kGranule - 1) / kGranule * kGranule; }
-
-  // A block of at least `bytes` bytes, or null when malloc fails.
-  uint8_t *Take(size_t bytes) {
-    if (bytes < kGranule) return static_cast<uint8_t *>(std::malloc(bytes));
-    const size_t capacity = Capacity(bytes);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (size_t i = 0; i < kept_.size(); i++) {
-        if (kept_[i].capacity != capacity) continue;
-        uint8_t *block = kept_[i].bytes;
-        kept_[i] = kept_.back();
-        kept_.pop_back();
-        keptBytes_ -= capacity;
-        return block;
-      }
-    }
-    return static_cast<uint8_t *>(std::malloc(capacity));
-  }
-
-  // Takes back a block that Take(bytes) gave.
-  void Give(uint8_t *block, size_t bytes) {
-    if (bytes < kGranule) return std::free(block);
-    const size_t capacity = Capacity(bytes);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (keptBytes_ + capacity <= kKeptBytes) {
-        kept_.push_back({block, capacity});
-        keptBytes_ += capacity;
-        return;
-      }
-    }
-    std::free(block);
-  }
-
- private:
-  struct Block {
-    uint8_t *bytes;
-    size_t capacity;
-  };
-  std::mutex mutex_;
-  std::vector<Block> kept_;
-  size_t keptBytes_ = 0;
-};
-
-// Process-wide and never destroyed: ArrayBuffers may be released after the module's static destructors.
-BlockPool &blocks = *new BlockPool();
-
-constexpr size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
-
-// One finished batch: a single allocation holding `headroom` free bytes, then the body in Arrow
-// IPC order (per column: validity, empty without nulls; then values, or offsets and bytes; each
-// padded to 8 bytes with zeros); and per column its null count and (offset, length) of each buffer
-// from the start of the allocation. The free bytes let the sender frame the body in place.
+// One finished batch: its buffers' memory in Arrow IPC order (per column: validity, empty without
+// nulls; then values, or offsets and bytes), each part padded to 8 bytes with zeros; and per column
+// its null count and the length of each buffer. The sender writes the parts to the socket as they
+// lie, one after another (flight/framed-writes), so they are never copied into one body.
 struct Batch {
   size_t rows = 0;
-  uint8_t *bytes = nullptr;
-  size_t length = 0;
+  std::vector<Part> parts;
   std::vector<double> layout;
 
   Batch() = default;
-  Batch(Batch &&other) noexcept : rows(other.rows), bytes(other.bytes), length(other.length), layout(std::move(other.layout)) {
-    other.bytes = nullptr;
+  Batch(Batch &&other) noexcept : rows(other.rows), parts(std::move(other.parts)), layout(std::move(other.layout)) {
+    other.parts.clear();
   }
   Batch &operator=(Batch &&other) noexcept {
     if (this != &other) {
-      if (bytes) blocks.Give(bytes, length);
+      GiveBack();
       rows = other.rows;
-      bytes = other.bytes;
-      length = other.length;
+      parts = std::move(other.parts);
       layout = std::move(other.layout);
-      other.bytes = nullptr;
+      other.parts.clear();
     }
     return *this;
   }
   Batch(const Batch &) = delete;
   Batch &operator=(const Batch &) = delete;
-  ~Batch() {
-    if (bytes) blocks.Give(bytes, length);
+  ~Batch() { GiveBack(); }
+
+ private:
+  void GiveBack() {
+    for (Part &p : parts) {
+      if (p.bytes) blocks.Give(p.bytes, p.capacity);
+    }
+    parts.clear();
   }
 };
 
@@ -320,8 +362,8 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
                                          InstanceMethod("close", &Exporter::Close)});
   }
 
-  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, headroom, maxBinaryBytes)
-  // new Exporter(preparedExternal, kinds, batchBytes, headroom, maxBinaryBytes, typeIds: Int32Array[, nice])
+  // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, maxBinaryBytes)
+  // new Exporter(preparedExternal, kinds, batchBytes, maxBinaryBytes, typeIds: Int32Array[, nice])
   // The second form runs the prepared statement itself, in its first Fill, and checks that the
   // result's column types are `typeIds` (duckdb_type numbers): the statement's run and its first
   // batch then take one trip to a worker thread, not two. The prepared statement must stay alive
@@ -332,19 +374,19 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   // this statement alone, so the scheduler lets every other thread of the server go first.
   Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 5 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() ||
-        !info[4].IsNumber() || (info.Length() > 5 && !info[5].IsTypedArray()) || (info.Length() > 6 && !info[6].IsNumber())) {
-      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, headroom, maxBinaryBytes[, typeIds[, nice]])");
+    if (info.Length() < 4 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() ||
+        (info.Length() > 4 && !info[4].IsTypedArray()) || (info.Length() > 5 && !info[5].IsNumber())) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, maxBinaryBytes[, typeIds[, nice]])");
     }
-    if (info.Length() > 6) nice_ = info[6].As<Napi::Number>().Int32Value();
+    if (info.Length() > 5) nice_ = info[5].As<Napi::Number>().Int32Value();
     resultRef_ = Napi::Persistent(info[0]);
     idx_t resultColumns;
-    if (info.Length() > 5) {
+    if (info.Length() > 4) {
       // @duckdb/node-bindings wraps the statement in a holder whose first member is the handle
       // (null once the statement is destroyed), as it does connections (see arrow-ingest.cc).
       prepared_ = *static_cast<duckdb_prepared_statement *>(info[0].As<Napi::External<void>>().Data());
       if (!prepared_) throw Napi::TypeError::New(env, "Exporter: the prepared statement has been destroyed");
-      Napi::Int32Array typeIds = info[5].As<Napi::Int32Array>();
+      Napi::Int32Array typeIds = info[4].As<Napi::Int32Array>();
       expectedTypes_.assign(typeIds.Data(), typeIds.Data() + typeIds.ElementLength());
       resultColumns = expectedTypes_.size();
     } else {
@@ -369,8 +411,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       rowBits_ += columns_[c].rowBits();
       if (columns_[c].kind == kBinary) binary_.push_back(c);
     }
-    headroom_ = pad8(size_t(info[3].As<Napi::Number>().Int64Value()));
-    const int64_t maxBinary = info[4].As<Napi::Number>().Int64Value();
+    const int64_t maxBinary = info[3].As<Napi::Number>().Int64Value();
     if (maxBinary <= 0 || maxBinary > INT32_MAX) throw Napi::TypeError::New(env, "Exporter: maxBinaryBytes must be in [1, 2^31 - 1]");
     maxBinaryBytes_ = size_t(maxBinary);
   }
@@ -544,44 +585,25 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     }
     if (rows_ == 0) return Built::kEnd;
     batch.rows = rows_;
-    Assemble(batch);
-    for (Column &c : columns_) {
-      c.validity.size = c.values.size = c.data.size = 0;
-      c.nullCount = 0;
-    }
+    HandOver(batch);
     rows_ = 0;
     building_ = false;
     return Built::kBatch;
   }
 
-  void Assemble(Batch &batch) {
-    struct Part {
-      const uint8_t *bytes;
-      size_t length;
-    };
-    std::vector<Part> parts;
-    for (const Column &c : columns_) {
-      parts.push_back({c.validity.bytes, c.nullCount > 0 ? c.validity.size : 0});
-      parts.push_back({c.values.bytes, c.values.size});
-      if (c.kind == kBinary) parts.push_back({c.data.bytes, c.data.size});
-    }
-    size_t total = headroom_;
-    for (const Part &p : parts) total += pad8(p.length);
-    batch.bytes = blocks.Take(total);
-    if (!batch.bytes) throw std::bad_alloc();
-    batch.length = total;
-    size_t offset = headroom_;
-    size_t part = 0;
-    for (const Column &c : columns_) {
+  // The columns' buffers go to the batch as they are (no copy into one body: the sender writes them
+  // one after another), and the next batch's columns start in fresh memory.
+  void HandOver(Batch &batch) {
+    for (Column &c : columns_) {
       batch.layout.push_back(double(c.nullCount));
-      for (size_t b = 0; b < (c.kind == kBinary ? 3u : 2u); b++, part++) {
-        const Part &p = parts[part];
-        if (p.length > 0) std::memcpy(batch.bytes + offset, p.bytes, p.length);
-        std::memset(batch.bytes + offset + p.length, 0, pad8(p.length) - p.length);
-        batch.layout.push_back(double(offset));
-        batch.layout.push_back(double(p.length));
-        offset += pad8(p.length);
+      // A validity buffer is built only once a null shows up: without nulls, none is sent.
+      batch.parts.push_back(c.validity.Release());
+      batch.parts.push_back(c.values.Release());
+      if (c.kind == kBinary) batch.parts.push_back(c.data.Release());
+      for (size_t b = batch.parts.size() - (c.kind == kBinary ? 3 : 2); b < batch.parts.size(); b++) {
+        batch.layout.push_back(double(batch.parts[b].length));
       }
+      c.nullCount = 0;
     }
   }
 
@@ -725,7 +747,6 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   size_t budgetBits_ = 0;  // the batch's byte target less its buffers' padding, in bits (RowsWithin)
   size_t rowBits_ = 0;     // bits a row takes in the fixed-width buffers, over all columns
   std::vector<size_t> binary_;  // the binary columns' indices
-  size_t headroom_ = 0;
   size_t maxBinaryBytes_ = INT32_MAX;
   duckdb_data_chunk chunk_ = nullptr;
   idx_t chunkOffset_ = 0;
@@ -764,7 +785,7 @@ class FillWorker : public Napi::AsyncWorker {
     if (!exporter_->Fill(batch_, error)) SetError(error);
   }
 
-  // Resolves to { rows, bytes: ArrayBuffer, layout: Float64Array }, or null at the end.
+  // Resolves to { rows, buffers: Array<ArrayBuffer | null>, layout: Float64Array }, or null at the end.
   void OnOK() override {
     exporter_->Done();
     Napi::Env env = Env();
@@ -774,14 +795,22 @@ class FillWorker : public Napi::AsyncWorker {
     }
     Napi::Object result = Napi::Object::New(env);
     result.Set("rows", Napi::Number::New(env, double(batch_.rows)));
-    // V8 frees the bytes when the ArrayBuffer is collected (and counts them as external memory).
-    // V8 gives the bytes back to the pool when the ArrayBuffer is collected (and counts them as
-    // external memory meanwhile); the hint carries their length.
-    result.Set("bytes", Napi::ArrayBuffer::New(
-                            env, batch_.bytes, batch_.length,
-                            [](Napi::Env, void *bytes, size_t *length) { blocks.Give(static_cast<uint8_t *>(bytes), reinterpret_cast<size_t>(length)); },
-                            reinterpret_cast<size_t *>(batch_.length)));
-    batch_.bytes = nullptr;
+    // V8 gives each part's memory back to the pool when its ArrayBuffer is collected (and counts it
+    // as external memory meanwhile); the hint carries its capacity. An empty part is null.
+    Napi::Array buffers = Napi::Array::New(env, batch_.parts.size());
+    for (size_t i = 0; i < batch_.parts.size(); i++) {
+      Part &part = batch_.parts[i];
+      if (!part.bytes) {
+        buffers.Set(i, env.Null());
+        continue;
+      }
+      buffers.Set(i, Napi::ArrayBuffer::New(
+                         env, part.bytes, pad8(part.length),
+                         [](Napi::Env, void *bytes, size_t *capacity) { blocks.Give(static_cast<uint8_t *>(bytes), reinterpret_cast<size_t>(capacity)); },
+                         reinterpret_cast<size_t *>(part.capacity)));
+      part.bytes = nullptr;
+    }
+    result.Set("buffers", buffers);
     Napi::Float64Array layout = Napi::Float64Array::New(env, batch_.layout.size());
     std::copy(batch_.layout.begin(), batch_.layout.end(), layout.Data());
     result.Set("layout", layout);
