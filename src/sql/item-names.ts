@@ -30,6 +30,12 @@ const unboundType = (name: string): Node => ({
 
 /** What may stand between a cast's keyword and its parenthesis, or between words of a type: space and comments. */
 const gap = String.raw`(?:\s|/\*[\s\S]*?\*/|--[^\n]*\n)*`;
+/** The length of a comment (space to DuckDB's parser) starting at `at` of `text`, 0 if none starts there. */
+function commentAt(text: string, at: number): number {
+  const comment = /\/\*[\s\S]*?\*\/|--[^\n]*/y;
+  comment.lastIndex = at;
+  return comment.exec(text)?.[0].length ?? 0;
+}
 const castStart = new RegExp(`^(?:(::)|(?:try_)?cast${gap}\\()`, 'i');
 /** A type's name after `::`: words (quoted or not, qualified), and the words some types are written with. */
 const typeName = new RegExp(
@@ -73,19 +79,24 @@ function writtenType(text: string, at: number): string | null {
   if (!start[1]) {
     const end = closing(text, at + start[0].length - 1);
     if (end < 0) return null;
-    // The child's own `AS` are inside parentheses or quotes: blank those out, then take the last `AS`.
+    // The child's own `AS` are inside parentheses or quotes, and comments may hold one (after the type's too): blank
+    // those out, then take the last `AS`.
     const inside = text.slice(at + start[0].length, end - 1);
     let flat = '';
+    // The text without its comments: a line comment after the type would end the probe naming it (castTypeTexts).
+    let plain = '';
     for (let i = 0; i < inside.length;) {
       const c = inside[i];
+      const note = c === '/' || c === '-' ? commentAt(inside, i) : 0;
       const skip = c === '(' || c === '[' || c === "'" || c === '"' ? closing(inside, i) : -1;
-      const next = c === "'" || c === '"' ? inside.indexOf(c, i + 1) + 1 : skip;
+      const next = note > 0 ? i + note : c === "'" || c === '"' ? inside.indexOf(c, i + 1) + 1 : skip;
       const to = next > i ? next : i + 1;
-      flat += c === '(' || c === '[' || c === "'" || c === '"' ? ' '.repeat(to - i) : c;
+      flat += note > 0 || c === '(' || c === '[' || c === "'" || c === '"' ? ' '.repeat(to - i) : c;
+      plain += note > 0 ? ' '.repeat(note) : inside.slice(i, to);
       i = to;
     }
     const as = [...flat.matchAll(/\bas\b/gi)].pop();
-    return as ? inside.slice(as.index + 2).trim() : null;
+    return as ? plain.slice(as.index + 2).trim() : null;
   }
   let rest = text.slice(at + 2);
   const name = typeName.exec(rest);
