@@ -159,9 +159,12 @@ export function tailReadsSql(reads: ReadonlyMap<string, number>): { setup: strin
  */
 export function tailRows(row: TailRow, scope: TableScope, chosen = false): string {
   const filter = audienceFilter(scope);
-  const id = chosen ? `(SELECT ${databaseOf(row.table)} FROM ${tailReads})` : String(row.id);
-  const kept = `SELECT CASE WHEN count(*) = 1 THEN first(__rows) ELSE error('${goneMessage(row.table)}') END AS __rows FROM ${row.table} WHERE __id = ${id}`;
-  const rows = `SELECT __row.* FROM (SELECT unnest(__rows) AS __row FROM (${kept}))`;
+  // One row naming the ring's row read, joined to it (ids are never used twice: at most one row matches). A join,
+  // not a scalar subquery and an aggregate checking the count: DuckDB binds the statement again at every run (it
+  // reads the stored rows' Parquet file) and runs each of those as a pipeline of its own (~1 ms a read, 3.2 -> 2.1
+  // ms for bench/rollups' never-stale read in DuckDB alone).
+  const id = chosen ? `SELECT ${databaseOf(row.table)} AS __id FROM ${tailReads}` : `SELECT ${row.id} AS __id`;
+  const rows = `SELECT __row.* FROM (SELECT unnest(CASE WHEN __ring.__id IS NULL THEN error('${goneMessage(row.table)}') ELSE __ring.__rows END) AS __row FROM (${id}) AS __read LEFT JOIN ${row.table} AS __ring ON __ring.__id = __read.__id)`;
   return filter ? `SELECT * FROM (${rows}) WHERE ${filter}` : rows;
 }
 
