@@ -137,7 +137,9 @@ export interface RunOptions {
   /**
    * A statement run on the statement's connection after its setup, at each statement: it changes rows of the
    * setup's temporary tables alone (an UPDATE), so the connection stays the setup's and a statement kept on it
-   * stays kept (a rollup's kept tails: which rows the setup's views read, tail-values.ts).
+   * stays kept (a rollup's kept tails: which rows the setup's views read, tail-values.ts). A query's runs it just
+   * before the statement's run, in the same trip to DuckDB's thread when the native exporter runs the statement
+   * (its prepare, describeAndHold's, reads no rows); describe and execute, before the prepare.
    */
   readonly fill?: string;
   /**
@@ -487,7 +489,8 @@ export class DuckDBEngine {
     if (options.session || (options.parameters && options.parameters.numRows > 0))
       return { description: await this.describe(sql, options) };
     const typeOptions: ArrowTypeOptions = options.preserveDictionary ? { dictionaryIds: { next: 0 } } : {};
-    const lease = await this.lease(options);
+    // The fill runs with the held statement's run (stream).
+    const lease = await this.lease({ ...options, fill: undefined });
     let prepared: DuckDBPreparedStatement | undefined;
     try {
       // A connection whose transaction is left open never goes back to the pool: every failure below closes it.
@@ -842,7 +845,10 @@ export class DuckDBEngine {
   /** Streams the statement's batches, for each parameter row in turn. */
   private async *stream(sql: string, schema: Schema, options: RunOptions): AsyncGenerator<RecordBatch> {
     const held = options.session ? undefined : options.held?.take();
-    const { connection, release, setupKey } = held?.lease ?? (await this.lease(options));
+    // Outside a session the fill runs with the statement's first run, in its trip (streamResult).
+    const { connection, release, setupKey } =
+      held?.lease ?? (await this.lease(options.session ? options : { ...options, fill: undefined }));
+    let fill = options.session || options.fill === undefined ? undefined : { connection, sql: options.fill };
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     let committing: Promise<boolean> | undefined;
@@ -858,7 +864,8 @@ export class DuckDBEngine {
           guard.check();
           const bound = Boolean(options.parameters && options.parameters.numRows > 0);
           if (bound) bindRow(prepared, options.parameters!, row);
-          yield* this.streamResult(prepared, schema, guard, bound, held?.known, !options.session);
+          yield* this.streamResult(prepared, schema, guard, bound, held?.known, !options.session, fill);
+          fill = undefined;
         }
         reusable = prepared.statementType === StatementType.SELECT && !guard.stopped;
       } finally {
@@ -907,6 +914,8 @@ export class DuckDBEngine {
      * would fail (DuckDB then refuses its statements, and its COMMIT commits nothing): the rest is left unread there.
      */
     halting = true,
+    /** Run on the statement's connection just before its run (RunOptions.fill). */
+    fill?: { readonly connection: DuckDBConnection; readonly sql: string },
   ): AsyncGenerator<RecordBatch> {
     const batchBytes = this.batchBytes;
     // Without parameters, the prepared statement's column types are its result's: the native
@@ -918,8 +927,8 @@ export class DuckDBEngine {
       if (known) known.columnTypes = types;
     }
     const source =
-      (types && nativeStatementBatches(prepared, schema, types, batchBytes, this.nice)) ||
-      (await this.resultBatches(prepared, schema, guard));
+      (types && nativeStatementBatches(prepared, schema, types, batchBytes, this.nice, fill)) ||
+      (await this.resultBatches(prepared, schema, guard, fill));
     // Ask for the next batch before handing this one on, so DuckDB works while the consumer
     // sends. It is awaited only later: until then its failure must not count as an unhandled
     // rejection (which ends the process).
@@ -958,7 +967,12 @@ export class DuckDBEngine {
     prepared: DuckDBPreparedStatement,
     schema: Schema,
     guard: StatementGuard,
+    fill?: { readonly connection: DuckDBConnection; readonly sql: string },
   ): Promise<BatchSource> {
+    if (fill)
+      await fill.connection.run(fill.sql).catch((error) => {
+        throw this.failure(error, guard);
+      });
     const result = await prepared.stream().catch((error) => {
       throw this.failure(error, guard);
     });

@@ -61,6 +61,9 @@ interface NativeModule {
     typeIds?: Int32Array,
     /** > 0: the exporter runs the statement and fetches its chunks on a thread of its own at this nice value. */
     nice?: number,
+    /** Given with `fill`: the statement's connection, on which the exporter runs `fill` just before the statement. */
+    connection?: unknown,
+    fill?: string,
   ) => NativeExporter;
   ArrowIngest: new (
     connection: unknown,
@@ -310,9 +313,12 @@ export function nativeStatementBatches(
   batchBytes: number,
   /** > 0: the statement runs on a thread of its own at this nice value (see lowPriorityProblem). */
   nice = 0,
+  /** A statement run on the statement's connection just before it, in the same trip (RunOptions.fill). */
+  fill?: { readonly connection: DuckDBConnection; readonly sql: string },
 ): BatchSource | null {
   const typeIds = Int32Array.from(types, (type) => type.typeId);
-  return exporterBatches(preparedHandle(prepared), typeIds, schema, types, batchBytes, maxOffset, nice);
+  const filled = fill ? { connection: connectionHandle(fill.connection), sql: fill.sql } : undefined;
+  return exporterBatches(preparedHandle(prepared), typeIds, schema, types, batchBytes, maxOffset, nice, filled);
 }
 
 /**
@@ -346,15 +352,18 @@ function exporterBatches(
   batchBytes: number,
   maxBinaryBytes: number,
   nice = 0,
+  fill?: { readonly connection: unknown; readonly sql: string },
 ): BatchSource | null {
   const module = nativeExportModule();
   if (!module) return null;
   const kinds = types.map((type, i) => nativeKind(type, schema.fields[i].type));
   if (kinds.some((k) => k === null)) return null;
   const layouts = Int32Array.from(kinds.flatMap((k) => k!));
-  const exporter = typeIds
-    ? new module.Exporter(source, layouts, batchBytes, maxBinaryBytes, typeIds, nice)
-    : new module.Exporter(source, layouts, batchBytes, maxBinaryBytes);
+  const exporter = !typeIds
+    ? new module.Exporter(source, layouts, batchBytes, maxBinaryBytes)
+    : fill
+      ? new module.Exporter(source, layouts, batchBytes, maxBinaryBytes, typeIds, nice, fill.connection, fill.sql)
+      : new module.Exporter(source, layouts, batchBytes, maxBinaryBytes, typeIds, nice);
   const structType = new Struct(schema.fields);
   return {
     async next() {

@@ -145,4 +145,35 @@ describe('held statements (issue 10)', () => {
     }
     assert.deepEqual(await engine.values('SELECT count(*)::INTEGER FROM setups'), [[1]], 'one connection set up');
   });
+
+  for (const nativeExport of [true, false])
+    it(`a statement's fill runs with its held run, not when it is described and held (${nativeExport ? 'native exporter' : 'JavaScript'})`, async () => {
+      // RunOptions.fill: which rows of a rollup's kept tails the statement reads. A prepare reads no rows: the fill
+      // waits for the run (the native exporter runs both in one trip to DuckDB's thread), and a failed fill runs nothing.
+      await using engine = await DuckDBEngine.create({ threads: 1, nativeExport });
+      await engine.execute('CREATE TABLE fills (n INTEGER)');
+      await engine.execute('INSERT INTO fills VALUES (0)');
+      const setup = ['CREATE TEMP TABLE IF NOT EXISTS chosen AS SELECT 1 AS v'];
+      const sql = 'SELECT v FROM chosen';
+      const fill = 'UPDATE chosen SET v = (SELECT n FROM fills) + 10; UPDATE fills SET n = n + 1';
+      const { description, held } = await engine.describeAndHold(sql, { setup, fill }, false, true);
+      assert.deepEqual(await engine.values('SELECT n FROM fills'), [[0]], 'not filled when held');
+      const run = await engine.query(sql, { setup, fill, held }, description);
+      assert.deepEqual(await rows(run.batches), ['{"v":10}']);
+      assert.deepEqual(await engine.values('SELECT n FROM fills'), [[1]]);
+      // The statement kept on the connection: the next read is described without DuckDB, filled at its run.
+      const next = await engine.describeAndHold(sql, { setup, fill }, false, true);
+      assert.deepEqual(await engine.values('SELECT n FROM fills'), [[1]]);
+      assert.deepEqual(
+        await rows((await engine.query(sql, { setup, fill, held: next.held }, next.description)).batches),
+        ['{"v":11}'],
+      );
+      const failing = "UPDATE chosen SET v = error('no such row')";
+      const third = await engine.describeAndHold(sql, { setup, fill: failing }, false, true);
+      await assert.rejects(
+        async () =>
+          rows((await engine.query(sql, { setup, fill: failing, held: third.held }, third.description)).batches),
+        /no such row/,
+      );
+    });
 });

@@ -363,7 +363,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   }
 
   // new Exporter(resultExternal, kinds: Int32Array [kind, param, ...], batchBytes, maxBinaryBytes)
-  // new Exporter(preparedExternal, kinds, batchBytes, maxBinaryBytes, typeIds: Int32Array[, nice])
+  // new Exporter(preparedExternal, kinds, batchBytes, maxBinaryBytes, typeIds: Int32Array[, nice[, connection, fill]])
   // The second form runs the prepared statement itself, in its first Fill, and checks that the
   // result's column types are `typeIds` (duckdb_type numbers): the statement's run and its first
   // batch then take one trip to a worker thread, not two. The prepared statement must stay alive
@@ -372,13 +372,24 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   // on the exporter's own thread, lowered to that nice value first (thread-priority.cc): DuckDB
   // does a statement's work on the thread that runs and fetches it, and that thread then works for
   // this statement alone, so the scheduler lets every other thread of the server go first.
+  // With `connection` (the statement's) and `fill` (SQL), the exporter runs `fill` on that connection
+  // just before the statement, in the same trip (RunOptions.fill: which rows of a rollup's kept tails the
+  // statement reads); the statement does not run when it fails.
   Exporter(const Napi::CallbackInfo &info) : Napi::ObjectWrap<Exporter>(info) {
     Napi::Env env = info.Env();
     if (info.Length() < 4 || !info[0].IsExternal() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsNumber() ||
-        (info.Length() > 4 && !info[4].IsTypedArray()) || (info.Length() > 5 && !info[5].IsNumber())) {
-      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, maxBinaryBytes[, typeIds[, nice]])");
+        (info.Length() > 4 && !info[4].IsTypedArray()) || (info.Length() > 5 && !info[5].IsNumber()) ||
+        (info.Length() > 6 && (info.Length() < 8 || !info[6].IsExternal() || !info[7].IsString()))) {
+      throw Napi::TypeError::New(env, "Exporter(result, kinds, batchBytes, maxBinaryBytes[, typeIds[, nice[, connection, fill]]])");
     }
     if (info.Length() > 5) nice_ = info[5].As<Napi::Number>().Int32Value();
+    if (info.Length() > 7) {
+      // @duckdb/node-bindings holds a connection as an External over { duckdb_connection } (see arrow-ingest.cc).
+      connection_ = *static_cast<duckdb_connection *>(info[6].As<Napi::External<void>>().Data());
+      if (!connection_) throw Napi::TypeError::New(env, "Exporter: the connection has been closed");
+      connectionRef_ = Napi::Persistent(info[6]);
+      fill_ = info[7].As<Napi::String>().Utf8Value();
+    }
     resultRef_ = Napi::Persistent(info[0]);
     idx_t resultColumns;
     if (info.Length() > 4) {
@@ -617,6 +628,22 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   // Runs the prepared statement (on the worker thread), streaming, into the exporter's own result:
   // DuckDB's tasks run here until its result can stream, with a pause whenever none is free.
   bool Run(std::string &error) {
+    if (!fill_.empty()) {
+      duckdb_result filled;
+      const bool ok = duckdb_query(connection_, fill_.c_str(), &filled) == DuckDBSuccess;
+      if (!ok) {
+        const char *message = duckdb_result_error(&filled);
+        error = message && *message ? message : "the statement's fill failed";
+        errorType_ = duckdb_result_error_type(&filled);
+      }
+      duckdb_destroy_result(&filled);
+      fill_.clear();
+      if (!ok) {
+        ownResult_ = {};
+        result_ = &ownResult_;
+        return false;
+      }
+    }
     duckdb_pending_result pending = nullptr;
     bool ran = duckdb_pending_prepared_streaming(prepared_, &pending) == DuckDBSuccess;
     for (duckdb_pending_state state = DUCKDB_PENDING_RESULT_NOT_READY; ran && state != DUCKDB_PENDING_RESULT_READY;) {
@@ -740,6 +767,9 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
 
   Napi::Reference<Napi::Value> resultRef_;  // the result's or the prepared statement's handle
   duckdb_prepared_statement prepared_ = nullptr;
+  Napi::Reference<Napi::Value> connectionRef_;  // the connection `fill_` runs on, kept alive meanwhile
+  duckdb_connection connection_ = nullptr;
+  std::string fill_;  // run on connection_ just before the statement (Run), once
   std::vector<int> expectedTypes_;
   duckdb_result ownResult_{};
   duckdb_result *result_ = nullptr;  // the caller's, or &ownResult_ once Run has run
