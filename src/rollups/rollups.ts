@@ -2147,9 +2147,15 @@ export class Rollups {
     // One making at a time; a tail too large to keep is tried again only for a second read of its files.
     if (!entry.making && (again || entry.tooLarge !== shape)) {
       if (added === null || (added.length > 0 && !merge)) {
-        if (again || merge) this.keepTail(definition, entry, shape, files.files, aggregate(files.sql!));
+        if (again || merge) void this.keepTail(definition, entry, shape, files.files, aggregate(files.sql!));
       } else if (added.length > 0 && (again || added.length >= rebaseFiles))
-        this.keepTail(definition, entry, shape, files.files, keptWithAdded(merge!, kept!.row, aggregate, files, added));
+        void this.keepTail(
+          definition,
+          entry,
+          shape,
+          files.files,
+          keptWithAdded(merge!, kept!.row, aggregate, files, added),
+        );
     }
     if (!kept || added === null || (added.length > 0 && !merge)) return null;
     return { row: kept.row, added, merge: merge! };
@@ -2177,13 +2183,13 @@ export class Rollups {
     const shape = tailShape(aggregate, files);
     const entry = this.tailEntry(definition);
     if (!merge || files.sql === null || entry.tooLarge === shape) return;
-    await entry.making?.made;
+    // One making at a time: another (a read's, another write's) may start while this one waits for the last.
+    while (entry.making) await entry.making.made;
     const kept = entry.kept?.tail.shape === shape ? entry.kept : null;
     const added = kept && addedFiles(kept.tail.files, files.files);
     if (added?.length === 0) return;
     const sql = added ? keptWithAdded(merge, kept!.row, aggregate, files, added) : aggregate(files.sql);
-    this.keepTail(definition, entry, shape, files.files, sql);
-    await entry.making?.made;
+    await this.keepTail(definition, entry, shape, files.files, sql);
   }
 
   /**
@@ -2209,18 +2215,22 @@ export class Rollups {
       await this.viewSql(definition, { kind: 'all' }, readAt);
   }
 
-  /** Makes the row of a rollup's tail aggregate `sql` over `files` (every audience's rows) in the background, to replace the kept one. */
+  /**
+   * Makes the row of a rollup's tail aggregate `sql` over `files` (every audience's rows) in the background, to
+   * replace the kept one; settles once it is kept (or found too large, or failed). Callers start it only while no
+   * other making runs (entry.making): two at once could keep the older last, on a ring the younger retired.
+   */
   private keepTail(
     definition: RollupDefinition,
     entry: TailEntry,
     shape: string,
     files: readonly ListedFile[],
     sql: string,
-  ): void {
+  ): Promise<void> {
     const made = this.keptRow(entry, shape, sql);
     const tail: KeptTail = { shape, files: listedFiles(files), made };
     entry.making = tail;
-    void made.then((row) => {
+    return made.then((row) => {
       if (entry.making === tail) entry.making = null;
       // A rollup dropped meanwhile keeps nothing.
       if (this.tails.get(definition.name) !== entry) return this.retireTail(tail);
