@@ -21,6 +21,7 @@ import {
   type BatchSource,
   type NativeSketchParameters,
 } from './native-export.js';
+import { checkLive } from '../calls/index.js';
 import { messageOf, type OrreryError } from '../errors/index.js';
 import { DuckDBResultFailure, engineClosed, engineErrors, sqlError } from './errors.js';
 import { bindRow, parameterRowCount } from './parameters.js';
@@ -164,7 +165,8 @@ export interface RunOptions {
   /**
    * execute without a session: a statement that changes data or the catalog (INSERT, UPDATE, DELETE, CREATE, ALTER,
    * DROP), every parameter row of it, runs in a transaction of its own, committed only when neither `signal` nor
-   * `deadline` stopped it: a client told its call failed (it gave up while the statement ran) is kept to nothing.
+   * `deadline` stopped it and the running statement's call is live (checkLive): a client told its call failed (it
+   * gave up while the statement ran) is kept to nothing.
    */
   readonly committedIfLive?: boolean;
 }
@@ -565,6 +567,7 @@ export class DuckDBEngine {
         }
         if (own) {
           guard.check();
+          checkLive();
           // Past this point the write stands: a stop arriving now must not interrupt DuckLake's commit midway.
           guard.dispose();
           await connection.run('COMMIT');
@@ -578,6 +581,27 @@ export class DuckDBEngine {
         throw error;
       }
     });
+  }
+
+  /**
+   * Runs `work` in a transaction on `session` (one of Orrery's own, not a client's), committed when `keep` accepts its
+   * result and the running statement's call is live (checkLive), rolled back otherwise.
+   */
+  async transaction<T>(
+    session: EngineSession,
+    work: () => Promise<T>,
+    keep: (result: T) => boolean = () => true,
+  ): Promise<T> {
+    await this.execute('BEGIN TRANSACTION', { session });
+    try {
+      const result = await work();
+      if (keep(result)) checkLive();
+      await this.execute(keep(result) ? 'COMMIT' : 'ROLLBACK', { session });
+      return result;
+    } catch (error) {
+      await this.execute('ROLLBACK', { session }).catch(() => {});
+      throw error;
+    }
   }
 
   /**

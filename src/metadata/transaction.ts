@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { checkLive } from '../calls/index.js';
 
 /** Runs one statement on the metadata: the store (a pooled connection per statement) or an open transaction. */
 export interface MetadataQueries {
@@ -7,7 +8,7 @@ export interface MetadataQueries {
 
 /**
  * The one way Orrery runs a transaction: `work` runs between BEGIN and COMMIT on one pooled
- * connection and is rolled back if it throws. A connection whose ROLLBACK failed is in an unknown
+ * connection and is rolled back if it throws, or if the statement it runs for lost its client (checkLive). A connection whose ROLLBACK failed is in an unknown
  * state (still inside the transaction, or with a statement pending), so it is destroyed instead
  * of going back to the pool for the next caller.
  */
@@ -17,6 +18,7 @@ export async function transaction<T>(pool: pg.Pool, work: (tx: MetadataQueries) 
   try {
     await client.query('BEGIN');
     const result = await work(client);
+    checkLive();
     await client.query('COMMIT');
     return result;
   } catch (error) {

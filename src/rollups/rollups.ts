@@ -887,14 +887,7 @@ export class Rollups {
    * bucket and nothing materialized before it (older buckets read from the source until
    * backfillStep has covered them), so its refresh job never aggregates the whole history at once.
    */
-  async create(
-    args: RollupArguments,
-    options: {
-      readonly backfilled?: boolean;
-      /** Throws when the rollup must not be created after all (its client gave up): called before it commits. */
-      readonly live?: () => void;
-    } = {},
-  ): Promise<string> {
+  async create(args: RollupArguments, options: { readonly backfilled?: boolean } = {}): Promise<string> {
     const name = args.name.toLowerCase();
     if (!namePattern.test(name))
       throw rollupErrors.error(
@@ -1064,7 +1057,6 @@ export class Rollups {
           ],
         );
         await tx.query(`INSERT INTO rollup_jobs (kind, target) VALUES ('refresh', $1)`, [name]);
-        options.live?.();
       });
       this.viewSetBases = undefined;
     } catch (error) {
@@ -1083,7 +1075,10 @@ export class Rollups {
         'ROLLUP_IN_USE',
         `drop_rollup: rollup ${dependents.map((d) => `'${d}'`).join(', ')} is built on '${definition.name}'; drop ${dependents.length > 1 ? 'them' : 'it'} first`,
       );
-    await this.metadata.query('DELETE FROM rollup_definitions WHERE name = $1', [definition.name]);
+    // The statement's commit point (checkLive): its tables go after it whatever its client does.
+    await this.metadata.transaction((tx) =>
+      tx.query('DELETE FROM rollup_definitions WHERE name = $1', [definition.name]),
+    );
     this.viewSetBases = undefined;
     await this.dropStorage(definition.name);
     // Its kept tail's table goes too, as a replaced one does (another process keeps its own until a rollup of this
@@ -1131,37 +1126,54 @@ export class Rollups {
         retention = await this.interval(keep, 'set_rollup_retention');
       }
     }
-    await this.metadata.query('UPDATE rollup_definitions SET retention = $2 WHERE name = $1', [
-      definition.name,
-      retention,
-    ]);
+    await this.metadata.transaction((tx) =>
+      tx.query('UPDATE rollup_definitions SET retention = $2 WHERE name = $1', [definition.name, retention]),
+    );
     return retention === null ? `${definition.name} keeps every bucket` : `${definition.name} keeps ${retention}`;
   }
 
   /** Changes how often a rollup's refresh job runs. */
   async setSchedule(name: string, schedule: unknown): Promise<string> {
-    const definition = await this.definition(name, 'set_job_schedule');
-    if (typeof schedule !== 'string')
-      throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', 'set_job_schedule: give the schedule as an interval');
-    const interval = await this.interval(schedule, 'set_job_schedule');
-    await this.metadata.query(
-      `UPDATE rollup_jobs SET schedule = $2::INTERVAL,
-         next_run = LEAST(next_run, COALESCE(last_run, now()) + $2::INTERVAL)
-       WHERE kind = 'refresh' AND target = $1`,
-      [definition.name, interval],
-    );
-    return `${definition.name} refreshes every ${interval}`;
+    const [change] = await this.scheduleChanges([[name, schedule]]);
+    await this.metadata.transaction((tx) => change.apply(tx));
+    return change.message;
   }
 
   /**
    * The spec's `UPDATE snouttime.jobs SET schedule = … WHERE …` (its text after SET): changes the
-   * schedule of every job the condition matches, as set_job_schedule does; answers how many.
+   * schedule of every job the condition matches, as set_job_schedule does, in one transaction; answers how many.
    */
   async updateSchedules(assignments: string): Promise<number> {
     const sql = await jobsUpdateQuery(this.engine, assignments, await this.jobs());
-    const matched = await this.engine.values(sql);
-    for (const [target, schedule] of matched) await this.setSchedule(String(target), schedule ?? null);
-    return matched.length;
+    const changes = await this.scheduleChanges(await this.engine.values(sql));
+    await this.metadata.transaction(async (tx) => {
+      for (const change of changes) await change.apply(tx);
+    });
+    return changes.length;
+  }
+
+  /** Each (rollup, schedule)'s change of its refresh job's schedule, checked: its statement and what it answers. */
+  private async scheduleChanges(
+    assignments: readonly unknown[][],
+  ): Promise<Array<{ apply: (tx: MetadataQueries) => Promise<unknown>; message: string }>> {
+    const changes = [];
+    for (const [name, schedule] of assignments) {
+      const definition = await this.definition(String(name), 'set_job_schedule');
+      if (typeof schedule !== 'string')
+        throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', 'set_job_schedule: give the schedule as an interval');
+      const interval = await this.interval(schedule, 'set_job_schedule');
+      changes.push({
+        apply: (tx: MetadataQueries) =>
+          tx.query(
+            `UPDATE rollup_jobs SET schedule = $2::INTERVAL,
+               next_run = LEAST(next_run, COALESCE(last_run, now()) + $2::INTERVAL)
+             WHERE kind = 'refresh' AND target = $1`,
+            [definition.name, interval],
+          ),
+        message: `${definition.name} refreshes every ${interval}`,
+      });
+    }
+    return changes;
   }
 
   /** Every refresh job. */

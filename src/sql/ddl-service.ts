@@ -45,20 +45,14 @@ export interface DdlServiceOptions {
 export class DdlService {
   constructor(private readonly options: DdlServiceOptions) {}
 
-  /** `live` throws when the change must not be committed after all (its client gave up): called before it commits. */
-  async run(
-    statement: DdlStatement,
-    principal: Principal,
-    live: () => void = () => {},
-  ): Promise<{ name: string; action: DdlAction }> {
-    if (statement.kind === 'create') return this.create(statement, principal, live);
-    return this.drop(statement, live);
+  async run(statement: DdlStatement, principal: Principal): Promise<{ name: string; action: DdlAction }> {
+    if (statement.kind === 'create') return this.create(statement, principal);
+    return this.drop(statement);
   }
 
   private async create(
     statement: Extract<DdlStatement, { kind: 'create' }>,
     principal: Principal,
-    live: () => void,
   ): Promise<{ name: string; action: DdlAction }> {
     const { name, options } = statement;
     this.checkName(name);
@@ -93,19 +87,14 @@ export class DdlService {
         action: !existing ? 'would_create' : existing.definitionSql === statement.text ? 'unchanged' : 'would_replace',
       };
     }
-    await this.options.db.transaction(async (tx) => {
-      await saveDefinition(tx, definition, principal.name);
-      live();
-    });
+    // A transaction of its own: committed only while the statement's client is there (checkLive).
+    await this.options.db.transaction((tx) => saveDefinition(tx, definition, principal.name));
     await this.options.loader.load(true);
     if (existing && existing.definitionSql !== statement.text) await this.options.replaced?.(name);
     return { name, action: existing ? 'replaced' : 'created' };
   }
 
-  private async drop(
-    statement: Extract<DdlStatement, { kind: 'drop' }>,
-    live: () => void,
-  ): Promise<{ name: string; action: DdlAction }> {
+  private async drop(statement: Extract<DdlStatement, { kind: 'drop' }>): Promise<{ name: string; action: DdlAction }> {
     const { name } = statement;
     if (this.options.reservedNames().has(name))
       throw viewErrors.error('VIEW_SET_BUILT_IN', `${name} is built in and cannot be dropped`);
@@ -128,7 +117,6 @@ export class DdlService {
       await retireEverything(tx, name, this.options.retireDelaySeconds);
       // Its partitions go: so do the audiences they were built without.
       await tx.query('DELETE FROM failed_audiences WHERE view_set_name = $1', [name]);
-      live();
     });
     await this.options.loader.load(true);
     return { name, action: 'dropped' };

@@ -1,4 +1,4 @@
-import type { MetadataQueries } from '../metadata/index.js';
+import type { MetadataStore } from '../metadata/index.js';
 import type { DuckDBEngine } from '../engine/index.js';
 import type { OrreryError } from '../errors/index.js';
 import { sqlErrors } from './errors.js';
@@ -50,7 +50,7 @@ export class DenyRules {
   private cache: { rules: DenyRule[]; at: number } | undefined;
 
   constructor(
-    private readonly db: MetadataQueries,
+    private readonly db: Pick<MetadataStore, 'query' | 'transaction'>,
     private readonly engine: DuckDBEngine,
     private readonly refreshMs = 2000,
   ) {}
@@ -103,19 +103,26 @@ export class DenyRules {
     return rules.map((_, i) => row?.[i] === true);
   }
 
-  /** Validates an expression (it must be a boolean over the attributes) and stores it. */
+  /**
+   * Validates an expression (it must be a boolean over the attributes) and stores it, in a transaction: committed only
+   * while the statement's client is there (checkLive), as is a removal.
+   */
   async add(matchExpr: string, reason: string, createdBy: string): Promise<number> {
     await this.validate(matchExpr);
-    const { rows } = await this.db.query<{ rule_id: string }>(
-      'INSERT INTO query_deny_list (match_expr, reason, created_by) VALUES ($1, $2, $3) RETURNING rule_id',
-      [matchExpr, reason, createdBy],
+    const { rows } = await this.db.transaction((tx) =>
+      tx.query<{ rule_id: string }>(
+        'INSERT INTO query_deny_list (match_expr, reason, created_by) VALUES ($1, $2, $3) RETURNING rule_id',
+        [matchExpr, reason, createdBy],
+      ),
     );
     this.cache = undefined;
     return Number(rows[0].rule_id);
   }
 
   async remove(ruleId: number): Promise<boolean> {
-    const { rowCount } = await this.db.query('DELETE FROM query_deny_list WHERE rule_id = $1', [ruleId]);
+    const { rowCount } = await this.db.transaction((tx) =>
+      tx.query('DELETE FROM query_deny_list WHERE rule_id = $1', [ruleId]),
+    );
     this.cache = undefined;
     return rowCount === 1;
   }

@@ -46,7 +46,7 @@ export const sqlErrors = declareErrors('sql', {
   WRITE_CANCELLED: {
     status: 'CANCELLED',
     meaning:
-      'the client cancelled a write (a bulk ingest after its upload ended, an INSERT, UPDATE, DELETE, executemany, CREATE or ALTER of a series table, create_rollup, CREATE MATERIALIZED VIEW), or its deadline passed, before the write committed; nothing of it is kept',
+      'the client cancelled a write (a bulk ingest after its upload ended, an INSERT, UPDATE, DELETE, executemany, CREATE or ALTER of a series table, CREATE MATERIALIZED VIEW, an admin procedure other than maintenance, docs/cancellation.md), or its deadline passed, before the write committed; nothing of it is kept',
   },
   QUERY_DENIED: {
     status: 'RESOURCE_EXHAUSTED',

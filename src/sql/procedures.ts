@@ -1,3 +1,4 @@
+import { regardlessOfClient } from '../calls/index.js';
 import type { OrreryError } from '../errors/index.js';
 import { notRfc3339, parseRfc3339Nanos } from '../flight/index.js';
 import {
@@ -30,8 +31,6 @@ export interface ProcedureContext {
   readonly denyRules: DenyRules;
   /** Orrery's own DuckDB: it reaches the lake wherever it is. */
   readonly engine: DuckDBEngine;
-  /** Throws when the call's client gave up: a procedure that creates something calls it before it commits. */
-  readonly live?: () => void;
 }
 
 /** Runs with the call's literal arguments and the caller's key name. */
@@ -48,6 +47,12 @@ interface Procedure {
    * nothing (void: one null, as Postgres answers one row for a void function; its messages stay in the table form).
    */
   readonly result?: 'integer' | 'regclass' | 'void';
+  /**
+   * Maintenance: long, each of its steps idempotent (a call sent again redoes nothing or the same), so what it did is
+   * kept when its client gives up (regardlessOfClient). Every other procedure commits only while its client is there
+   * (checkLive, at its transaction's COMMIT). docs/cancellation.md lists both.
+   */
+  readonly maintenance?: boolean;
   readonly run: Run;
 }
 
@@ -146,12 +151,14 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   },
   materialize_partitions: {
     params: ['view_name', 'begin', 'end', 'delta_seconds'],
+    maintenance: true,
     async *run(ctx, args) {
       yield* materialize(ctx, args, 'materialize_partitions', false);
     },
   },
   regenerate_partitions: {
     params: ['view_name', 'begin', 'end', 'delta_seconds'],
+    maintenance: true,
     async *run(ctx, args) {
       yield* materialize(ctx, args, 'regenerate_partitions', true);
     },
@@ -243,21 +250,19 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     async *run(ctx, args) {
       const p = procedureList.create_rollup.params;
       const rollups = rollupsOf(ctx, 'create_rollup');
-      yield await rollups.create(
-        {
-          name: text(args, 0, 'create_rollup', p),
-          source: text(args, 1, 'create_rollup', p),
-          bucket: optionalText(args[2]),
-          selectList: optionalText(args[3]),
-          groupBy: optionalText(args[4]),
-          bucketWidth: optionalText(args[5]),
-        },
-        { live: ctx.live },
-      );
+      yield await rollups.create({
+        name: text(args, 0, 'create_rollup', p),
+        source: text(args, 1, 'create_rollup', p),
+        bucket: optionalText(args[2]),
+        selectList: optionalText(args[3]),
+        groupBy: optionalText(args[4]),
+        bucketWidth: optionalText(args[5]),
+      });
     },
   },
   refresh_rollup: {
     params: ['rollup'],
+    maintenance: true,
     result: 'integer',
     async *run(ctx, args) {
       const rollups = rollupsOf(ctx, 'refresh_rollup');
@@ -288,6 +293,8 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
     // lock_token: the CLI's, the same for a publication's install and serve steps (the lock is held between them).
     params: ['publication', 'step', 'lock_token'],
     required: 2,
+    // Resumable: a publication sent again installs what is missing and re-points names.
+    maintenance: true,
     run(ctx, args, caller) {
       const p = procedureList.publish_resources.params;
       const step = text(args, 1, 'publish_resources', p) as PublishStep;
@@ -299,6 +306,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   },
   prune_resources: {
     params: ['dry_run'],
+    maintenance: true,
     run(ctx, args, caller) {
       // Constant arguments arrive as DuckDB's text of them: a boolean is 't' or 'f'.
       const dryRun = String(args[0]).toLowerCase();
@@ -317,6 +325,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   },
   retry_quarantined_blocks: {
     params: [],
+    maintenance: true,
     async *run(ctx) {
       let any = false;
       for await (const line of ctx.materializer.retryQuarantined(ctx.lakehouse.views.all())) {
@@ -328,6 +337,7 @@ const procedureList: Record<OrreryFunctionOf<'procedure'>, Procedure> = {
   },
   retire_incompatible_partitions: {
     params: [],
+    maintenance: true,
     async *run(ctx) {
       let retired = 0;
       for (const partition of await allPartitions(ctx.lakehouse.db)) {
@@ -414,5 +424,6 @@ function bindArguments(call: TableFunctionCall, procedure: Procedure): unknown[]
 /** Runs a procedure with its literal arguments, checking their count. */
 export function runProcedure(ctx: ProcedureContext, call: TableFunctionCall, caller: string): AsyncGenerator<string> {
   const procedure = procedureOf(call)!;
-  return procedure.run(ctx, bindArguments(call, procedure), caller);
+  const steps = procedure.run(ctx, bindArguments(call, procedure), caller);
+  return procedure.maintenance ? regardlessOfClient(steps) : steps;
 }

@@ -9,6 +9,7 @@ import {
   type QueryShape,
   type RunOptions,
 } from '../engine/index.js';
+import { clientGone, type LiveCall } from '../calls/index.js';
 import type { OrreryError } from '../errors/index.js';
 import type { Statement } from '../flight/index.js';
 import {
@@ -36,19 +37,21 @@ export interface SeriesWrite {
   run(session: EngineSession | undefined, call: Live): Promise<number>;
 }
 
-/** The call a write runs for: its client's signal and the statement's deadline (nothing is committed after either). */
+/** The call a write runs for: its client's signal and the statement's deadline, which stop its DuckDB work. */
 export type Live = Pick<RunOptions, 'signal' | 'deadline'>;
 
 /**
- * Throws when the call's client gave up (its signal aborted: cancelled, or its deadline passed) or the statement's
- * deadline passed: a write is not committed then, as the client is told its call failed.
+ * The call as the commits under it see it (whileLive): gone once its client gave up (its signal aborted: cancelled,
+ * or its deadline passed) or the statement's deadline passed, as the client is then told its call failed.
  */
-export function checkLive(call: Live): void {
-  if (call.signal?.aborted)
-    throw sqlErrors.error('WRITE_CANCELLED', 'the client cancelled the call before its write committed');
-  if (call.deadline && Date.now() >= call.deadline.at)
-    throw engineErrors.error('QUERY_DEADLINE_EXCEEDED', call.deadline.message);
-}
+export const liveCall = (call: Live): LiveCall => ({
+  gone: () =>
+    call.signal?.aborted
+      ? sqlErrors.error('WRITE_CANCELLED', 'the client cancelled the call before its write committed')
+      : call.deadline && Date.now() >= call.deadline.at
+        ? engineErrors.error('QUERY_DEADLINE_EXCEEDED', call.deadline.message)
+        : undefined,
+});
 
 const denied = (message: string): OrreryError => sqlErrors.error('SELECT_ONLY', `permission denied: ${message}`);
 
@@ -111,8 +114,7 @@ export async function planSeriesWrite(
     return {
       setup: [],
       run: async (session, call) => {
-        const live = (): void => checkLive(call);
-        if (await openTransactionless(engine, (own) => tables.create(create, own, { live }))) return 0;
+        if (await openTransactionless(engine, (own) => tables.create(create, own))) return 0;
         // No time column: no series table, but a scratch table in memory, as before series tables.
         return engine.execute(statement.query, { session, ...call, committedIfLive: true });
       },
@@ -127,10 +129,7 @@ export async function planSeriesWrite(
     if (!/^\s*ADD\b/i.test(action)) await tables.checkDroppable(table.name, action.trim().replace(/\s+/g, ' '));
     return {
       setup,
-      run: async (_, call) => (
-        await openTransactionless(engine, (own) => tables.alter(table, action, own, () => checkLive(call))),
-        0
-      ),
+      run: async () => (await openTransactionless(engine, (own) => tables.alter(table, action, own)), 0),
     };
   }
   if (parsed.kind !== 'insert') adminOnly();
@@ -184,41 +183,31 @@ async function openTransactionless<T>(engine: DuckDBEngine, work: (session: Engi
 
 /**
  * Runs work inside the client's transaction, or else inside one of its own, committed when the work succeeds
- * and the call is live (checkLive): a client that gave up was told the call failed, so nothing of it may be kept.
- * (A bulk ingest's upload that its client reset right behind its end is kept out before: flight/upload-fate.)
+ * and the call is live (DuckDBEngine.transaction): a client that gave up was told the call failed, so nothing of it
+ * may be kept. (A bulk ingest's upload that its client reset right behind its end is kept out before:
+ * flight/upload-fate.)
  */
 export async function inTransaction<T>(
   engine: DuckDBEngine,
   session: EngineSession | undefined,
   work: (session: EngineSession) => Promise<T>,
-  call: Live,
 ): Promise<T> {
-  if (session) return inClientTransaction(session, () => work(session), call);
-  return openTransactionless(engine, async (own) => {
-    await engine.execute('BEGIN TRANSACTION', { session: own });
-    try {
-      const result = await work(own);
-      checkLive(call);
-      await engine.execute('COMMIT', { session: own });
-      return result;
-    } catch (error) {
-      await engine.execute('ROLLBACK', { session: own }).catch(() => {});
-      throw error;
-    }
-  });
+  if (session) return inClientTransaction(session, () => work(session));
+  return openTransactionless(engine, (own) => engine.transaction(own, () => work(own)));
 }
 
 /**
- * Runs a statement of a client's transaction. One whose client gave up (checkLive) fails the transaction
- * (EngineSession.fail), whether it wrote all or part of its changes: they cannot be taken out of it alone.
+ * Runs a statement of a client's transaction. One whose client gave up fails the transaction (EngineSession.fail),
+ * whether it wrote all or part of its changes: they cannot be taken out of it alone.
  */
-export async function inClientTransaction<T>(session: EngineSession, work: () => Promise<T>, call: Live): Promise<T> {
+export async function inClientTransaction<T>(session: EngineSession, work: () => Promise<T>): Promise<T> {
   try {
     const result = await work();
-    checkLive(call);
+    const gone = clientGone();
+    if (gone) throw gone;
     return result;
   } catch (error) {
-    if (call.signal?.aborted || (call.deadline && Date.now() >= call.deadline.at))
+    if (clientGone())
       session.fail('its client gave up on a statement of it (cancelled, or its deadline passed) while it ran');
     throw error;
   }

@@ -1,5 +1,6 @@
 import { Field, Int32, Int64, Null, Schema, TimestampNanosecond, Utf8, type RecordBatch } from 'apache-arrow';
 import type { Keyring, Principal } from '../auth/index.js';
+import { liveSteps, whileLive } from '../calls/index.js';
 import {
   StatementType,
   isFileReadFailure,
@@ -92,9 +93,9 @@ import {
 } from './statement-policy.js';
 import { xdbcTypes } from './xdbc-types.js';
 import {
-  checkLive,
   inClientTransaction,
   inTransaction,
+  liveCall,
   type Live,
   microsecondTimeColumns,
   planSeriesWrite,
@@ -311,16 +312,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
       const kept = reruns > 0 ? undefined : this.keptPlan(ctx, statement, run);
       const plan = kept ?? (await this.plan(ctx, statement, run, false, reruns === 0));
       const call = { signal: ctx.signal, deadline: run.deadline };
+      // What changes state commits only while its client is there (whileLive), each step as the client reads it.
+      const live = liveCall(call);
       if (plan.kind === 'procedure')
         return {
           schema: plan.schema,
-          batches: run.track(this.progress(plan, ctx.principal.name, call)),
+          batches: run.track(liveSteps(live, this.progress(plan, ctx.principal.name))),
           deadline: run.deadline,
         };
       if (plan.kind === 'ddl')
         return {
           schema: ddlSchema,
-          batches: run.track(this.ddl(plan.statement, ctx.principal, call)),
+          batches: run.track(liveSteps(live, this.ddl(plan.statement, ctx.principal))),
           deadline: run.deadline,
         };
       if (plan.kind === 'series') {
@@ -329,7 +332,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
         const counted = async function* (): AsyncGenerator<RecordBatch> {
           yield batchFromRows(countSchema, [[BigInt(await written())]]);
         };
-        return { schema: countSchema, batches: run.track(counted()), deadline: run.deadline };
+        return { schema: countSchema, batches: run.track(liveSteps(live, counted())), deadline: run.deadline };
       }
       // Planned again: over every partition (never bounded, see TopNBound).
       const rerun = async (): Promise<AsyncIterable<RecordBatch>> => {
@@ -365,19 +368,21 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return this.limited(ctx, statement, true, async (run) => {
       const plan = await this.plan(ctx, statement, run);
       const call = { signal: ctx.signal, deadline: run.deadline };
-      if (plan.kind === 'engine') {
-        const { session } = plan.options;
-        const write = (): Promise<number> => this.engine.execute(plan.sql, { ...plan.options, committedIfLive: true });
-        return session ? inClientTransaction(session, write, call) : write();
-      }
-      if (plan.kind === 'series') return this.seriesWrite(plan.write, plan.session, call);
-      let rows = 0;
-      const batches =
-        plan.kind === 'ddl'
-          ? this.ddl(plan.statement, ctx.principal, call)
-          : this.progress(plan, ctx.principal.name, call);
-      for await (const batch of batches) rows += batch.numRows;
-      return rows;
+      // What it changes commits only while its client is there (whileLive).
+      return whileLive(liveCall(call), async () => {
+        if (plan.kind === 'engine') {
+          const { session } = plan.options;
+          const write = (): Promise<number> =>
+            this.engine.execute(plan.sql, { ...plan.options, committedIfLive: true });
+          return session ? inClientTransaction(session, write) : write();
+        }
+        if (plan.kind === 'series') return this.seriesWrite(plan.write, plan.session, call);
+        let rows = 0;
+        const batches =
+          plan.kind === 'ddl' ? this.ddl(plan.statement, ctx.principal) : this.progress(plan, ctx.principal.name);
+        for await (const batch of batches) rows += batch.numRows;
+        return rows;
+      });
     });
   }
 
@@ -388,7 +393,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   private async seriesWrite(write: SeriesWrite, session: EngineSession | undefined, call: Live): Promise<number> {
     const rows = await (session
-      ? inClientTransaction(session, () => write.run(session, call), call)
+      ? inClientTransaction(session, () => write.run(session, call))
       : write.run(undefined, call));
     if (!session && write.changes) await this.primeRollups(write.changes);
     return rows;
@@ -485,11 +490,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const { principal } = ctx;
     const writer = { admin: principal.admin, audience: principal.audiences[0] ?? 'public' };
     const mode = { ifNotExist: request.ifNotExist, ifExists: request.ifExists };
-    const rows = await inTransaction(
-      this.engine,
-      session,
-      (s) => ingest(this.engine, tables, writer, request.table, mode, data, s),
-      { signal: ctx.signal },
+    const rows = await whileLive(liveCall({ signal: ctx.signal }), () =>
+      inTransaction(this.engine, session, (s) => ingest(this.engine, tables, writer, request.table, mode, data, s)),
     );
     if (!session) await this.primeRollups(request.table);
     return rows;
@@ -1079,8 +1081,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /** Runs a DDL statement: one row saying what it did. */
-  private async *ddl(statement: DdlStatement, principal: Principal, call: Live): AsyncGenerator<RecordBatch> {
-    const { name, action } = await this.backend!.ddl.run(statement, principal, () => checkLive(call));
+  private async *ddl(statement: DdlStatement, principal: Principal): AsyncGenerator<RecordBatch> {
+    const { name, action } = await this.backend!.ddl.run(statement, principal);
     await this.lakehouse?.partitions?.sync();
     yield batchFromRows(ddlSchema, [[name, action]]);
   }
@@ -1264,10 +1266,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
   private async *progress(
     plan: { call: TableFunctionCall; schema: Schema; scalar?: boolean },
     caller: string,
-    call: Live,
   ): AsyncGenerator<RecordBatch> {
     // What the procedure changed in the partitions is seen by the next statement here.
-    const context = { ...this.backend!, engine: this.engine, live: () => checkLive(call) };
+    const context = { ...this.backend!, engine: this.engine };
     const messages = afterwards(runProcedure(context, plan.call, caller), () => this.lakehouse?.partitions?.sync());
     if (plan.scalar) {
       const all: string[] = [];

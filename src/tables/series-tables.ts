@@ -205,21 +205,14 @@ export class SeriesTables {
   }
 
   /**
-   * CREATE TABLE of a series table, in its own transaction: the table with the audience column
+   * CREATE TABLE of a series table, in its own transaction (DuckDBEngine.transaction): the table with the audience column
    * added, its time column checked and recorded. Returns false, changing nothing, for a table
    * without a time column (not a series table), which then runs as an ordinary statement.
    */
   async create(
     statement: Extract<SeriesStatement, { kind: 'create' }>,
     session: EngineSession,
-    {
-      inTransaction = false,
-      live = () => {},
-    }: {
-      inTransaction?: boolean;
-      /** Throws when the table must not be created after all (its client gave up): called before COMMIT. */
-      live?: () => void;
-    } = {},
+    { inTransaction = false }: { inTransaction?: boolean } = {},
   ): Promise<boolean> {
     const { table } = statement;
     if (this.isReserved(table))
@@ -259,23 +252,11 @@ export class SeriesTables {
       await dropped();
       return false;
     }
-    await this.run('BEGIN TRANSACTION', session);
-    try {
-      const created = await work();
-      if (created) live();
-      await this.run(created ? 'COMMIT' : 'ROLLBACK', session);
-      return created;
-    } catch (error) {
-      await this.run('ROLLBACK', session).catch(() => {});
-      throw error;
-    }
+    return this.engine.transaction(session, work, (created) => created);
   }
 
-  /**
-   * ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed); `live` throws
-   * when it must not be committed after all (its client gave up).
-   */
-  async alter(table: SeriesTable, action: string, session: EngineSession, live: () => void = () => {}): Promise<void> {
+  /** ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed). */
+  async alter(table: SeriesTable, action: string, session: EngineSession): Promise<void> {
     const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
     const rename = /^RENAME\s+(?:COLUMN\s+)?("(?:[^"]|"")+"|\w+)\s+TO\s+("(?:[^"]|"")+"|\w+)\s*$/i.exec(action);
     const touched = drop ? unquote(drop[1]) : rename ? unquote(rename[1]) : undefined;
@@ -286,19 +267,13 @@ export class SeriesTables {
     }
     if (!rename && !drop && !/^ADD\b/i.test(action))
       throw seriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
-    await this.run('BEGIN TRANSACTION', session);
-    try {
+    await this.engine.transaction(session, async () => {
       await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);
       await this.checkColumnNames((await this.list(session)).get(table.name)!);
       if (rename && touched === table.timeColumn) {
         await this.writeSettings(table.name, { time_column: unquote(rename[2]), retention: table.retention }, session);
       }
-      live();
-      await this.run('COMMIT', session);
-    } catch (error) {
-      await this.run('ROLLBACK', session).catch(() => {});
-      throw error;
-    }
+    });
   }
 
   /**
@@ -333,7 +308,9 @@ export class SeriesTables {
     }
     const session = await this.engine.openSession();
     try {
-      await this.writeSettings(name, { time_column: table.timeColumn, retention }, session);
+      await this.engine.transaction(session, () =>
+        this.writeSettings(name, { time_column: table.timeColumn, retention }, session),
+      );
     } finally {
       session.close();
     }

@@ -1,8 +1,9 @@
 // A write whose client gave up (cancelled, or its deadline passed) while it ran keeps nothing, whatever
 // the statement: executemany, INSERT ... SELECT, UPDATE, DELETE, CREATE and ALTER of a series table,
-// create_rollup, CREATE MATERIALIZED VIEW; in a client's transaction the statement fails the transaction
-// (TRANSACTION_ABORTED), as Postgres does. Each call goes over a real socket. The order is made, not raced: the
-// server's write waits on a Postgres lock the test holds until the client's deadline has passed (its refusal seen).
+// create_rollup, CREATE MATERIALIZED VIEW, the admin procedures that are not maintenance and UPDATE snouttime.jobs;
+// in a client's transaction the statement fails the transaction (TRANSACTION_ABORTED), as Postgres does. Each call
+// goes over a real socket. The order is made, not raced: the server's write waits on a Postgres lock the test holds
+// until the client's deadline has passed (its refusal seen).
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Int32, Table, TimestampNanosecond, Utf8, makeVector, vectorFromArray } from 'apache-arrow';
@@ -43,13 +44,18 @@ describe('a write whose client gave up keeps nothing', () => {
   /**
    * Sends `call` (with a deadline) while the test holds `lock` on a Postgres table the server's work needs, so that
    * the work cannot end before the client's deadline has passed; then lets the work go on and waits until the
-   * server has no statement running.
+   * server has no statement running. In SHARE `mode` the lock lets the statement read the table and holds back its
+   * write alone.
    */
-  async function givenUp(lock: string, call: (deadline: number) => Promise<unknown>): Promise<void> {
+  async function givenUp(
+    lock: string,
+    call: (deadline: number) => Promise<unknown>,
+    mode: 'SHARE' | 'ACCESS EXCLUSIVE' = 'ACCESS EXCLUSIVE',
+  ): Promise<void> {
     const holder = await lake.postgres.pool.connect();
     try {
       await holder.query('BEGIN');
-      await holder.query(`LOCK TABLE ${lock} IN ACCESS EXCLUSIVE MODE`);
+      await holder.query(`LOCK TABLE ${lock} IN ${mode} MODE`);
       assert.equal((await refusal(call(Date.now() + 1000))).code, deadlineExceeded);
       await holder.query('COMMIT');
     } finally {
@@ -167,6 +173,95 @@ describe('a write whose client gave up keeps nothing', () => {
     assert.equal((await refusal(create)).code, deadlineExceeded);
     await noneRunning();
     assert.equal((await refusal(scalar(asAdmin, 'SELECT count(*) FROM summed'))).code, 3);
+  });
+
+  describe('an admin procedure, or UPDATE snouttime.jobs, keeps nothing', () => {
+    /** GetFlightInfo, then DoGet with the deadline: the procedure runs as its rows are read. */
+    const read = async (query: string, deadline: number): Promise<void> => {
+      const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query }));
+      for await (const _ of asAdmin.client.doGet(info.endpoints[0].ticket, { deadline }));
+    };
+    const pg = async (sql: string): Promise<unknown> =>
+      Object.values((await lake.postgres.pool.query(sql)).rows[0] ?? {})[0];
+    const rules = (): Promise<unknown> => pg(`SELECT count(*)::int FROM query_deny_list`);
+
+    it('deny_queries adds no rule and remove_query_denial removes none, read or updated', async () => {
+      const deny = `SELECT * FROM deny_queries('user_id = ''nobody''', 'closed')`;
+      await givenUp('query_deny_list', (deadline) => update(deny, deadline), 'SHARE');
+      await givenUp('query_deny_list', (deadline) => read(deny, deadline), 'SHARE');
+      assert.equal(await rules(), 0);
+      await update(deny);
+      assert.equal(await rules(), 1);
+      const rule = await pg(`SELECT rule_id FROM query_deny_list`);
+      const remove = `SELECT * FROM remove_query_denial(${String(rule)})`;
+      await givenUp('query_deny_list', (deadline) => update(remove, deadline), 'SHARE');
+      await givenUp('query_deny_list', (deadline) => read(remove, deadline), 'SHARE');
+      assert.equal(await rules(), 1);
+      await update(remove);
+      assert.equal(await rules(), 0);
+    });
+
+    it("set_retention leaves the series table's retention as it was", async () => {
+      const comment = () =>
+        pg(`SELECT t.value FROM ducklake.ducklake_tag t JOIN ducklake.ducklake_table d ON d.table_id = t.object_id
+              WHERE d.table_name = 'deploys' AND d.end_snapshot IS NULL AND t.end_snapshot IS NULL AND t.key = 'comment'`);
+      const was = await comment();
+      await givenUp(snapshot, (deadline) => update(`SELECT * FROM set_retention('deploys', '30 days')`, deadline));
+      assert.equal(await comment(), was);
+      await update(`SELECT * FROM set_retention('deploys', '30 days')`);
+      assert.match(String(await comment()), /30 days/);
+      await update(`SELECT * FROM set_retention('deploys', 'forever')`);
+    });
+
+    describe('of a rollup', () => {
+      before(async () => {
+        await update(
+          `SELECT create_rollup('per_hour', 'deploys', interval '1 hour', 'service, count(*) as n', 'service')`,
+        );
+      });
+
+      const schedule = (): Promise<unknown> => pg(`SELECT schedule::text FROM rollup_jobs WHERE target = 'per_hour'`);
+
+      it('set_rollup_retention keeps every bucket', async () => {
+        await givenUp(
+          'rollup_definitions',
+          (deadline) => update(`SELECT set_rollup_retention('per_hour', interval '30 days')`, deadline),
+          'SHARE',
+        );
+        assert.equal(await pg(`SELECT retention FROM rollup_definitions WHERE name = 'per_hour'`), null);
+        await update(`SELECT set_rollup_retention('per_hour', interval '30 days')`);
+        assert.notEqual(await pg(`SELECT retention FROM rollup_definitions WHERE name = 'per_hour'`), null);
+      });
+
+      it('set_job_schedule and UPDATE snouttime.jobs leave the schedule as it was', async () => {
+        const was = await schedule();
+        await givenUp(
+          'rollup_jobs',
+          (deadline) => update(`SELECT set_job_schedule('per_hour', interval '7 hours')`, deadline),
+          'SHARE',
+        );
+        await givenUp(
+          'rollup_jobs',
+          (deadline) =>
+            update(`UPDATE snouttime.jobs SET schedule = interval '9 hours' WHERE target = 'per_hour'`, deadline),
+          'SHARE',
+        );
+        assert.equal(await schedule(), was);
+        await update(`SELECT set_job_schedule('per_hour', interval '7 hours')`);
+        assert.equal(await schedule(), '07:00:00');
+        await update(`UPDATE snouttime.jobs SET schedule = interval '9 hours' WHERE target = 'per_hour'`);
+        assert.equal(await schedule(), '09:00:00');
+      });
+
+      it('drop_rollup leaves the rollup whole: its definition, its job and its rows', async () => {
+        await givenUp('rollup_definitions', (deadline) => update(`SELECT drop_rollup('per_hour')`, deadline), 'SHARE');
+        assert.equal(await pg(`SELECT count(*)::int FROM rollup_definitions WHERE name = 'per_hour'`), 1);
+        assert.equal(await pg(`SELECT count(*)::int FROM rollup_jobs WHERE target = 'per_hour'`), 1);
+        assert.equal(await scalar(asAdmin, `SELECT sum(n) FROM per_hour`), 30);
+        await update(`SELECT drop_rollup('per_hour')`);
+        assert.equal(await pg(`SELECT count(*)::int FROM rollup_definitions WHERE name = 'per_hour'`), 0);
+      });
+    });
   });
 
   describe("in a client's transaction", () => {
