@@ -1,2 +1,10 @@
 /** A statement's call as its commits see it: a transaction commits only while the client is there (live-call.ts). */
-export { checkLive, clientGone, liveSteps, regardlessOfClient, whileLive, type LiveCall } from './live-call.js';
+export {
+  checkLive,
+  clientGone,
+  liveSignal,
+  liveSteps,
+  regardlessOfClient,
+  whileLive,
+  type LiveCall,
+} from './live-call.js';

@@ -8,6 +8,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /** A statement's call: why its changes may no longer be committed (its client gave up), or undefined while they may. */
 export interface LiveCall {
   gone(): Error | undefined;
+  /** Aborted when the client gives up: what waits for the statement (a Postgres lock, say) is stopped then. */
+  readonly signal?: AbortSignal;
 }
 
 interface Running {
@@ -83,6 +85,12 @@ export function checkLive(): void {
   const gone = state.call.gone();
   if (gone) throw gone;
   state.committed = true;
+}
+
+/** The running statement's signal until its commit point (what follows it is done whatever the client does). */
+export function liveSignal(): AbortSignal | undefined {
+  const state = current();
+  return state && !state.committed ? state.call.signal : undefined;
 }
 
 /** Why the running statement's client gave up, whether or not the statement committed; undefined while it is there. */

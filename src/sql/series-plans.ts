@@ -45,6 +45,7 @@ export type Live = Pick<RunOptions, 'signal' | 'deadline'>;
  * or its deadline passed) or the statement's deadline passed, as the client is then told its call failed.
  */
 export const liveCall = (call: Live): LiveCall => ({
+  signal: call.signal,
   gone: () =>
     call.signal?.aborted
       ? sqlErrors.error('WRITE_CANCELLED', 'the client cancelled the call before its write committed')

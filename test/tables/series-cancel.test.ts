@@ -201,6 +201,22 @@ describe('a write whose client gave up keeps nothing', () => {
       assert.equal(await rules(), 0);
     });
 
+    it('a procedure waiting on a Postgres lock stops waiting when its client gives up', async () => {
+      const holder = await lake.postgres.pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE query_deny_list IN SHARE MODE');
+        const deny = `SELECT * FROM deny_queries('user_id = ''nobody''', 'closed')`;
+        assert.equal((await refusal(update(deny, Date.now() + 1000))).code, deadlineExceeded);
+        // The lock is still held: the statement ends because its wait was cancelled, not because the lock went.
+        await noneRunning();
+        await holder.query('COMMIT');
+      } finally {
+        holder.release();
+      }
+      assert.equal(await rules(), 0);
+    });
+
     it("set_retention leaves the series table's retention as it was", async () => {
       const comment = () =>
         pg(`SELECT t.value FROM ducklake.ducklake_tag t JOIN ducklake.ducklake_table d ON d.table_id = t.object_id
