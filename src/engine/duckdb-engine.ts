@@ -353,6 +353,17 @@ const transactional = new Set([
   StatementType.ALTER,
   StatementType.DROP,
 ]);
+/**
+ * Of those, the ones that change rows: run once (one parameter row set) under a signal that interrupts them, DuckDB's
+ * own transaction around one statement (autocommit) keeps nothing of one it interrupted, as committedIfLive asks,
+ * without a BEGIN and a COMMIT of their own around it.
+ */
+const rowChanges = new Set([
+  StatementType.INSERT,
+  StatementType.UPDATE,
+  StatementType.DELETE,
+  StatementType.MERGE_INTO,
+]);
 
 /**
  * One DuckDB database, sandboxed: no file access outside the readable folders, no
@@ -554,10 +565,14 @@ export class DuckDBEngine {
   /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
   async execute(sql: string, options: RunOptions = {}): Promise<number> {
     return this.withPrepared(sql, options, async (prepared, guard, connection) => {
-      const own = options.committedIfLive && !options.session && transactional.has(prepared.statementType);
+      const rowSets = Math.max(1, parameterRowCount(options.parameters));
+      const own =
+        options.committedIfLive &&
+        !options.session &&
+        transactional.has(prepared.statementType) &&
+        !(rowSets === 1 && options.signal && rowChanges.has(prepared.statementType));
       if (own) await connection.run('BEGIN TRANSACTION');
       try {
-        const rowSets = Math.max(1, parameterRowCount(options.parameters));
         let changed = 0;
         for (let row = 0; row < rowSets; row++) {
           guard.check();

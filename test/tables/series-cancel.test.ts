@@ -95,14 +95,17 @@ describe('a write whose client gave up keeps nothing', () => {
     await asAdmin.updateCount(`DELETE FROM deploys WHERE service = 'many'`);
   });
 
-  it('an INSERT ... SELECT, an UPDATE and a DELETE through CommandStatementUpdate keep nothing', async () => {
+  it('an INSERT ... SELECT, an UPDATE, a DELETE and an INSERT of VALUES through CommandStatementUpdate keep nothing', async () => {
     await givenUp(snapshot, (deadline) =>
       update(`INSERT INTO deploys SELECT ts, 'copied', attempts FROM deploys`, deadline),
     );
     await givenUp(snapshot, (deadline) => update(`UPDATE deploys SET attempts = -1`, deadline));
     await givenUp(snapshot, (deadline) => update(`DELETE FROM deploys`, deadline));
+    await givenUp(snapshot, (deadline) =>
+      update(`INSERT INTO deploys (ts, service) VALUES ('2024-07-02 00:00:00+00', 'one')`, deadline),
+    );
     assert.equal(await count(), 30);
-    assert.equal(await count(`service = 'copied' OR attempts = -1`), 0);
+    assert.equal(await count(`service IN ('copied', 'one') OR attempts = -1`), 0);
   });
 
   it('an INSERT of many generated rows is stopped midway by its deadline, and keeps none', async () => {
