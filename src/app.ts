@@ -101,7 +101,7 @@ export function keyringFromConfig(
     `${created ? 'created' : 'using'} the local admin key in ${path} (no MICROMEGAS_API_KEYS set). Connect with:\n` +
     `  JDBC:    jdbc:arrow-flight-sql://${host}:${port}?useEncryption=false&user=${key.name}&password=${key.key}\n` +
     `  ADBC:    adbc_driver_flightsql.dbapi.connect("grpc://${host}:${port}", db_kwargs={"username": "${key.name}", "password": "${key.key}"})\n` +
-    `  headers: authorization: Bearer ${key.key}`;
+    `  headers: authorization: Bearer ${key.key}  (Flight SQL, OTLP/HTTP, and GET /metrics on the HTTP address)`;
   return { keyring: new Keyring([key], new Set([key.name])), connectHint, createdFile: created ? path : undefined };
 }
 

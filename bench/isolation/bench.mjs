@@ -170,7 +170,10 @@ function startHeavy() {
 }
 
 async function gauge(name) {
-  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  // /metrics answers an admin key only (run.sh's admin).
+  const text = await (
+    await fetch(`http://127.0.0.1:${httpPort}/metrics`, { headers: { authorization: 'Bearer admin-key-0123' } })
+  ).text();
   return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 }
 

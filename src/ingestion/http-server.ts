@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Keyring } from '../auth/index.js';
+import type { Keyring, Principal } from '../auth/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { IngestAdmission, RETRY_AFTER_SECONDS, type IngestLimits } from './admission.js';
 import { OrreryError } from '../errors/index.js';
@@ -39,7 +39,7 @@ const routes = new Map<string, OtlpSignal>([
   ['/ingestion/otlp/v1/traces', 'traces'],
 ]);
 
-/** Orrery's HTTP side: OTLP/HTTP ingestion, /health, /ready and /metrics. */
+/** Orrery's HTTP side: OTLP/HTTP ingestion, /health, /ready and /metrics (an admin key's). */
 export class HttpServer {
   private readonly server: Server;
   private readonly admission: IngestAdmission;
@@ -115,6 +115,18 @@ export class HttpServer {
       }
     }
     if (request.method === 'GET' && path === '/metrics') {
+      // The metrics name every key and rollup and count every audience's rows: the operator's, not a tenant's.
+      const principal = this.authenticate(request.headers.authorization);
+      if (!principal) {
+        response.setHeader('www-authenticate', 'Bearer');
+        return send(
+          response,
+          401,
+          'text/plain',
+          'missing or invalid API key: send "Authorization: Bearer <admin key>"\n',
+        );
+      }
+      if (!principal.admin) return send(response, 403, 'text/plain', `key '${principal.name}' is not an admin\n`);
       const { registry } = this.options.metrics;
       return send(response, 200, registry.contentType, await registry.metrics());
     }
@@ -187,7 +199,7 @@ export class HttpServer {
     );
   }
 
-  private authenticate(header: string | undefined): { name: string; audiences: readonly string[] } | null {
+  private authenticate(header: string | undefined): Principal | null {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     return match ? this.options.keyring.byKey(match[1]) : null;
   }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { TestFlightClient, packAny } from '../support/flight-client.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 import { logsRequest } from '../support/otlp.js';
 
 const orrery = new URL('../../src/orrery.cjs', import.meta.url).pathname;
@@ -54,7 +55,10 @@ describe('a cluster process: drain on SIGTERM, JSON logs, instance label (issue 
         return { status: answer.status, text: await answer.text() };
       };
       assert.equal((await get('/ready')).status, 200);
-      assert.match((await get('/metrics')).text, /^orrery_process_cpu_user_seconds_total\{instance="serve-a"\} /m);
+      assert.match(
+        await scrapeMetrics(httpPort, admin.key),
+        /^orrery_process_cpu_user_seconds_total\{instance="serve-a"\} /m,
+      );
 
       // An OTLP request whose body is still arriving when the signal comes.
       const body = Buffer.from(logsRequest({ 'service.name': 'draining' }, [{ time: 1n, severity: 9, body: 'kept' }]));
@@ -82,7 +86,7 @@ describe('a cluster process: drain on SIGTERM, JSON logs, instance label (issue 
       );
       const streamed = flight.doGet(info.endpoints[0].ticket);
       const running = async (): Promise<boolean> =>
-        /^orrery_queries_running\{[^}]*\} 1$/m.test((await get('/metrics')).text);
+        /^orrery_queries_running\{[^}]*\} 1$/m.test(await scrapeMetrics(httpPort, admin.key));
       for (let i = 0; !(await running()); i++) {
         if (i > 600) assert.fail('the statement never ran');
         await new Promise((r) => setTimeout(r, 50));

@@ -9,6 +9,7 @@ import { useOrrery } from '../support/orrery-process.js';
 import { cpuSettles } from '../support/cpu-settles.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import { failure, hugeCrossJoin } from '../support/statement-calls.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 /** A statement's FlightInfo, as the client received it (encoded again for the cancel request). */
 async function flightInfo(client: TestFlightClient, sql: string): Promise<{ ticket: Uint8Array; info: Uint8Array }> {
@@ -47,7 +48,7 @@ const NOT_CANCELLABLE = 3;
 describe('issue 10: CancelFlightInfo and CancelQuery', { timeout: 180_000 }, () => {
   const fixture = useOrrery({ ORRERY_QUERY_TIMEOUT_SECONDS: '120' });
   const running = async (): Promise<number> => {
-    const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+    const text = await scrapeMetrics(fixture.orrery.httpPort);
     return Number(/^orrery_queries_running (\S+)$/m.exec(text)?.[1]);
   };
 

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { useOrrery } from '../support/orrery-process.js';
 import { cpuSettles } from '../support/cpu-settles.js';
 import { doGetSql, failure, hugeCrossJoin } from '../support/statement-calls.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 /** Runs forever (a counter with no stop). */
 const endlessRecursion = 'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r';
@@ -97,7 +98,7 @@ describe(
       ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1',
     });
     const gauge = async (name: string): Promise<number> => {
-      const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+      const text = await scrapeMetrics(fixture.orrery.httpPort);
       return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
     };
     const until = async (name: string, value: number): Promise<void> => {

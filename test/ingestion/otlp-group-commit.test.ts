@@ -10,6 +10,7 @@ import { exportRequestTypes } from '../../src/ingestion/otlp/otlp-proto.js';
 import { deleteOrphans, payloadGroupSecond, payloadKey } from '../../src/lakehouse/index.js';
 import { blockPayload, payloadColumns, type PayloadRow } from '../support/payloads.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 const keys = [
   { ...adminKey, audiences: ['team-a'] },
@@ -53,7 +54,7 @@ describe('issue 16: group commit of concurrent OTLP requests', () => {
     return response.status;
   };
   const flushes = async (): Promise<{ count: number; requests: number }> => {
-    const text = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+    const text = await scrapeMetrics(fixture.orrery.httpPort);
     const value = (name: string): number =>
       Number(new RegExp(`^${name}\\{signal="logs"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
     return { count: value('orrery_ingest_flush_requests_count'), requests: value('orrery_ingest_flush_requests_sum') };

@@ -6,6 +6,7 @@ import { before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import type { TestFlightClient } from '../support/flight-client.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 const count = async (c: TestFlightClient, sql: string): Promise<number> =>
   Number((await c.query(sql)).getChildAt(0)!.get(0) ?? 0);
@@ -20,7 +21,7 @@ async function eventually(what: string, check: () => Promise<boolean>, timeoutMs
 
 /** The value of one Prometheus sample from GET /metrics (0 when absent). */
 async function metric(httpPort: number, name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  const text = await scrapeMetrics(httpPort);
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
-import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 
 describe('HTTP endpoints', () => {
   const fixture = useOrrery({}, 'serve');
@@ -26,13 +26,33 @@ describe('HTTP endpoints', () => {
     ]);
     assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', adminKey.key, body)).status, 200);
     assert.equal((await postOtlp(fixture.orrery.httpPort, 'logs', null, body)).status, 401);
-    const response = await get('/metrics');
+    const response = await get('/metrics', { headers: { authorization: `Bearer ${adminKey.key}` } });
     assert.equal(response.status, 200);
     assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
     const text = await response.text();
     assert.match(text, /^orrery_ingestion_requests_total\{signal="logs",status="200"\} 1$/m);
     assert.match(text, /^orrery_ingestion_requests_total\{signal="logs",status="401"\} 1$/m);
     assert.match(text, /^orrery_ingested_records_total\{signal="logs"\} 1$/m);
+  });
+
+  it("/metrics answers an admin key only: it names every key and rollup and counts every audience's rows", async () => {
+    for (const authorization of [undefined, 'Bearer not-a-key-0123', `Basic ${btoa(`admin:${adminKey.key}`)}`]) {
+      const response = await get('/metrics', authorization ? { headers: { authorization } } : undefined);
+      assert.equal(response.status, 401, String(authorization));
+      assert.equal(response.headers.get('www-authenticate'), 'Bearer');
+      assert.match(response.headers.get('content-type') ?? '', /^text\/plain/);
+      assert.equal(await response.text(), 'missing or invalid API key: send "Authorization: Bearer <admin key>"\n');
+    }
+    const refused = await get('/metrics', { headers: { authorization: `Bearer ${readerKey.key}` } });
+    assert.equal(refused.status, 403);
+    assert.match(refused.headers.get('content-type') ?? '', /^text\/plain/);
+    assert.equal(await refused.text(), "key 'reader' is not an admin\n");
+    const admitted = await get('/metrics', { headers: { authorization: `Bearer ${adminKey.key}` } });
+    assert.equal(admitted.status, 200);
+    assert.match(await admitted.text(), /^orrery_queries_running \S+$/m);
+    // The probes stay open.
+    assert.equal((await get('/health')).status, 200);
+    assert.equal((await get('/ready')).status, 200);
   });
 
   it('answers 404 for unknown paths and 405 for GET on an OTLP route', async () => {

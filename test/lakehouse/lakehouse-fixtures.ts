@@ -17,6 +17,7 @@ import { TestFlightClient } from '../support/flight-client.js';
 import { adminKey, servedByTheTest } from '../support/orrery-process.js';
 import { runnerS3, s3LakeEnv } from '../support/s3-server.js';
 import { protobufOf } from '../support/otlp-logs-corpus.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 export { sleep };
 
@@ -331,7 +332,7 @@ export async function onlyPartitionRow(orrery: Orrery, view: string, sql: string
 
 /** The lines of a server's /metrics whose metric is `name`, without the instance label. */
 export async function metricLines(httpPort: number, name: string): Promise<string[]> {
-  return (await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text())
+  return (await scrapeMetrics(httpPort))
     .split('\n')
     .filter((l) => l.startsWith(`${name}{`))
     .map((l) => l.replace(/instance="[^"]*",?/, ''))

@@ -9,6 +9,7 @@ import { FlightClientError } from '../../src/client/index.js';
 import { doGetSql, hugeCrossJoin } from '../support/statement-calls.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
 
@@ -65,8 +66,7 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
     },
     'all',
   );
-  const scrape = async (): Promise<string> =>
-    (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+  const scrape = (): Promise<string> => scrapeMetrics(fixture.orrery.httpPort);
   const sample = (text: string, series: string): number | undefined => {
     const line = text.split('\n').find((l) => l.startsWith(`${series} `));
     return line === undefined ? undefined : Number(line.slice(series.length + 1));

@@ -23,6 +23,7 @@ import {
   type InProcessOrrery,
   type TestPostgres,
 } from './lakehouse-fixtures.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 const teamA = { name: 'team_a', key: 'team-a-key-0123' };
 const teamB = { name: 'team_b', key: 'team-b-key-0123' };
@@ -277,9 +278,7 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
       .toArray()
       .map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
   const gauge = async (): Promise<string[]> =>
-    (await (await fetch(`http://127.0.0.1:${serve.httpPort}/metrics`)).text())
-      .split('\n')
-      .filter((l) => l.startsWith('orrery_quarantined_blocks{'));
+    (await scrapeMetrics(serve.httpPort)).split('\n').filter((l) => l.startsWith('orrery_quarantined_blocks{'));
   const postLog = async (key: string, service: string, body: string): Promise<void> => {
     const request = logs([kv('service.name', service)], { timeUnixNano: String(now()), body: { stringValue: body } });
     const response = await fetch(`http://127.0.0.1:${serve.httpPort}/v1/logs`, {

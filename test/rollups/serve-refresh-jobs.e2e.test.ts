@@ -21,6 +21,7 @@ import {
   type OrreryChild,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 const [admin] = adminAndTeams('serve-jobs');
 
@@ -38,7 +39,7 @@ describe('orrery serve runs the refresh jobs without a daemon (issue 17)', { tim
   const refreshesOn = async (child: OrreryChild, rollup: string): Promise<number> => {
     const line = child.output.find((l) => /HTTP \(OTLP.*listening on/.test(l))!;
     const httpPort = /:(\d+)\s*$/.exec(line)![1];
-    const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+    const text = await scrapeMetrics(httpPort);
     return text
       .split('\n')
       .filter((l) => l.startsWith('orrery_rollup_refresh_duration_seconds_count{') && l.includes(`rollup="${rollup}"`))

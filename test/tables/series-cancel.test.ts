@@ -33,7 +33,7 @@ describe('a write whose client gave up keeps nothing', () => {
   const noneRunning = (): Promise<number> =>
     pollUntil(
       'no statement running',
-      () => metricValue(lake.orrery.httpPort, 'orrery_queries_running'),
+      () => metricValue(lake.orrery.httpPort, 'orrery_queries_running', admin.key),
       (n) => n === 0,
       {
         timeoutMs: 60_000,

@@ -9,6 +9,7 @@ import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { specExample as specExampleOf } from '../support/spec-example.js';
 import type { TestFlightClient } from '../support/flight-client.js';
+import { scrapeMetrics } from '../support/metric-value.js';
 
 const specExample = specExampleOf('target_counts');
 
@@ -191,7 +192,7 @@ describe('materialized view DDL', () => {
       !(await rows(admin, "SELECT view_set_name FROM list_view_sets() WHERE view_set_name = 'broken_elsewhere'"))
         .length,
     );
-    const metrics = await (await fetch(`http://127.0.0.1:${fixture.orrery.httpPort}/metrics`)).text();
+    const metrics = await scrapeMetrics(fixture.orrery.httpPort);
     assert.match(metrics, /^orrery_view_definition_load_failures_total\{view_set="broken_elsewhere"\} 1$/m);
     assert.deepEqual(await rows(admin, 'DROP MATERIALIZED VIEW broken_elsewhere'), [
       { view_set_name: 'broken_elsewhere', action: 'dropped' },
