@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { checkLive, clientGone, liveSignal } from '../calls/index.js';
 
 /** Runs one statement on the metadata: the store (a pooled connection per statement) or an open transaction. */
@@ -50,7 +50,14 @@ function stopWhenGivenUp(
   let cancelling: Promise<unknown> | undefined;
   const cancel = (): void => {
     const pid = (client as unknown as { processID: number }).processID;
-    cancelling = pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+    // On a connection of its own, not the pool's: every pooled one may be a transaction waiting (on this lock, say),
+    // and a cancel queued behind them would wait with them, holding this transaction's connection.
+    const own = new pg.Client(pool.options);
+    cancelling = own
+      .connect()
+      .then(() => own.query('SELECT pg_cancel_backend($1)', [pid]))
+      .catch(() => {})
+      .finally(() => own.end().catch(() => {}));
   };
   signal?.addEventListener('abort', cancel, { once: true });
   return {

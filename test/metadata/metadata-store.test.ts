@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { whileLive } from '../../src/calls/index.js';
 import { EmbeddedPostgres, MetadataStore, migrate, migrations, transaction } from '../../src/metadata/index.js';
 import { freshDatabase, tempDataDir, withClient, withPool } from './fixtures.js';
 
@@ -288,6 +289,47 @@ describe('MetadataStore, external server', () => {
         assert.equal(pool.totalCount, 0, 'the broken connection left the pool');
         assert.notEqual(await backendPid(pool), before, 'the next caller got a new connection');
       } finally {
+        await pool.end();
+      }
+    });
+
+    it("stops a transaction's wait on a lock when its client gives up, with every pooled connection taken", async () => {
+      // One pooled connection, the transaction's own: the cancel of its wait cannot be one of the pool's (it waited
+      // for the transaction's connection, which waited on the lock).
+      const pool = new pg.Pool({ connectionString: url, max: 1 });
+      pool.on('error', () => {});
+      const holder = new pg.Client({ connectionString: url });
+      const watcher = new pg.Client({ connectionString: url });
+      await holder.connect();
+      await watcher.connect();
+      try {
+        await holder.query('CREATE TABLE IF NOT EXISTS locked_for_cancel (x int)');
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE locked_for_cancel IN ACCESS EXCLUSIVE MODE');
+        const gaveUp = new AbortController();
+        const gone = new Error('the client gave up');
+        const waiting = whileLive(
+          { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
+          () => transaction(pool, (tx) => tx.query('SELECT count(*) FROM locked_for_cancel')),
+        );
+        // Aborted once the transaction's statement waits on the lock (read by a connection outside a transaction:
+        // one inside reads the activity as of its first read).
+        while (
+          Number(
+            (
+              await watcher.query(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM locked_for_cancel'",
+              )
+            ).rows[0].n,
+          ) === 0
+        );
+        gaveUp.abort();
+        // Settles while the lock is still held.
+        await assert.rejects(waiting, gone);
+      } finally {
+        await holder.query('ROLLBACK').catch(() => {});
+        await holder.end();
+        await watcher.end();
         await pool.end();
       }
     });
