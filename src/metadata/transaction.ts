@@ -21,7 +21,7 @@ export async function transaction<T>(pool: pg.Pool, work: (tx: MetadataQueries) 
   const stop = stopWhenGivenUp(pool, client, signal);
   try {
     await client.query('BEGIN');
-    const result = await work(client);
+    const result = await work(stop.queries);
     await stop.end();
     checkLive();
     await client.query('COMMIT');
@@ -46,7 +46,7 @@ function stopWhenGivenUp(
   pool: pg.Pool,
   client: pg.PoolClient,
   signal: AbortSignal | undefined,
-): { end(): Promise<void>; readonly cancelled: boolean } {
+): { end(): Promise<void>; readonly cancelled: boolean; readonly queries: MetadataQueries } {
   let cancelling: Promise<unknown> | undefined;
   const cancel = (): void => {
     const pid = (client as unknown as { processID: number }).processID;
@@ -68,5 +68,15 @@ function stopWhenGivenUp(
     get cancelled() {
       return cancelling !== undefined;
     },
+    // A statement sent once the client gave up is refused here: Postgres drops a cancel that finds the connection
+    // idle (between two statements of `work`), so the next one, a lock's waiter say, would wait on until the lock goes.
+    queries: !signal
+      ? client
+      : {
+          query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) {
+            const gone = signal.aborted ? clientGone() : undefined;
+            return gone ? Promise.reject(gone) : client.query<R>(text, values);
+          },
+        },
   };
 }

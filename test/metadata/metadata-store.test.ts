@@ -334,6 +334,26 @@ describe('MetadataStore, external server', () => {
       }
     });
 
+    it("sends nothing more once its statement's client gave up: a cancel that finds the connection idle is dropped", async () => {
+      await withPool(url, async (pool) => {
+        await pool.query('CREATE SEQUENCE IF NOT EXISTS sent_after_giving_up');
+        const gaveUp = new AbortController();
+        const gone = new Error('the client gave up');
+        const run = whileLive({ signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) }, () =>
+          transaction(pool, async (tx) => {
+            await tx.query('SELECT 1');
+            // Between two statements: the connection is idle in its transaction, where Postgres drops a cancel.
+            gaveUp.abort();
+            // nextval is not rolled back: a statement sent now would be seen after the transaction.
+            await tx.query("SELECT nextval('sent_after_giving_up')");
+          }),
+        );
+        await assert.rejects(run, gone);
+        const { rows } = await pool.query('SELECT is_called FROM sent_after_giving_up');
+        assert.equal(rows[0].is_called, false, 'a statement was sent after the client gave up');
+      });
+    });
+
     it('returns a connection whose transaction rolled back cleanly to the pool', async () => {
       await withPool(url, async (pool) => {
         const before = await backendPid(pool);
