@@ -111,7 +111,9 @@ export class HttpServer {
         await this.options.readiness();
         return send(response, 200, 'text/plain', 'ready\n');
       } catch (error) {
-        return send(response, 503, 'text/plain', `not ready: ${(error as Error).message}\n`);
+        // The port is open to anyone: the failure's text (an address, a path, a bucket) goes to the log alone.
+        this.options.log('warn', `/ready: a dependency is not usable: ${(error as Error).message}`, error);
+        return send(response, 503, 'text/plain', notReady);
       }
     }
     if (request.method === 'GET' && path === '/metrics') {
@@ -214,6 +216,10 @@ const successBodies = Object.fromEntries(
     ),
   ]),
 ) as Record<OtlpContentType, Record<OtlpSignal, Uint8Array>>;
+
+/** /ready's answer when a dependency fails, whichever and however: the server's log says which and why. */
+const notReady =
+  'not ready: a dependency (the metadata database or the object store) is not usable: see the server log\n';
 
 const gzipped = (encoding: string | undefined): boolean => /^\s*(x-)?gzip\s*$/i.test(encoding ?? '');
 

@@ -1,6 +1,10 @@
 // The HTTP side besides ingestion: /health, /ready, /metrics, unknown routes and methods.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, readerKey, useOrrery } from '../support/orrery-process.js';
 
@@ -60,5 +64,37 @@ describe('HTTP endpoints', () => {
     const response = await get('/v1/logs');
     assert.equal(response.status, 405);
     assert.equal(response.headers.get('allow'), 'POST');
+  });
+});
+
+describe('HTTP endpoints with a dependency failing', () => {
+  // A store of the test's own (a folder, whatever the suite's), to break under the server.
+  const storeRoot = mkdtempSync(join(tmpdir(), 'orrery-ready-store-'));
+  const store = join(storeRoot, 'lake');
+  const fixture = useOrrery({ MICROMEGAS_OBJECT_STORE_URI: pathToFileURL(store).href }, 'serve');
+  const get = (path: string) => fetch(`http://127.0.0.1:${fixture.orrery.httpPort}${path}`);
+  after(() => rmSync(storeRoot, { recursive: true, force: true }));
+
+  it("/ready's 503 and /health tell anyone on the port nothing of the failure (no path, no address)", async () => {
+    assert.equal((await get('/ready')).status, 200);
+    // The store's folder turned into a file: listing it fails with ENOTDIR and the folder's path.
+    renameSync(store, `${store}.away`);
+    writeFileSync(store, '');
+    try {
+      const ready = await get('/ready');
+      assert.equal(ready.status, 503);
+      const text = await ready.text();
+      assert.equal(
+        text,
+        'not ready: a dependency (the metadata database or the object store) is not usable: see the server log\n',
+      );
+      assert.ok(!text.includes(storeRoot), text);
+      const health = await get('/health');
+      assert.deepEqual([health.status, await health.text()], [200, 'ok\n']);
+    } finally {
+      rmSync(store);
+      renameSync(`${store}.away`, store);
+    }
+    assert.equal((await get('/ready')).status, 200);
   });
 });
