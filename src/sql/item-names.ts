@@ -28,15 +28,41 @@ const unboundType = (name: string): Node => ({
   },
 });
 
-/** What may stand between a cast's keyword and its parenthesis, or between words of a type: space and comments. */
-const gap = String.raw`(?:\s|/\*[\s\S]*?\*/|--[^\n]*\n)*`;
-/** The length of a comment (space to DuckDB's parser) starting at `at` of `text`, 0 if none starts there. */
-function commentAt(text: string, at: number): number {
-  const comment = /\/\*[\s\S]*?\*\/|--[^\n]*/y;
-  comment.lastIndex = at;
-  return comment.exec(text)?.[0].length ?? 0;
+/**
+ * `text` with each comment outside quoted text made spaces of its length in UTF-8 (so the parse tree's places stay
+ * true), as they are to DuckDB's parser, which takes them anywhere in a type: `x::/*c*\/VARCHAR(3)`,
+ * `DECIMAL(20 /*c*\/)`. A line comment kept would end the probe naming the type (castTypeTexts), and one in a type's
+ * words would stop them being read. Block comments nest, as in Postgres's scanner, which DuckDB's is.
+ */
+function withoutComments(text: string): string {
+  const quoted = /'[^']*'|"[^"]*"|(\$[A-Za-z_]*\$)[\s\S]*?\1/y;
+  let out = '';
+  for (let i = 0; i < text.length;) {
+    quoted.lastIndex = i;
+    let end = quoted.test(text) ? quoted.lastIndex : i + 1;
+    let comment = false;
+    if (text.startsWith('--', i)) {
+      comment = true;
+      end = text.indexOf('\n', i) < 0 ? text.length : text.indexOf('\n', i);
+    } else if (text.startsWith('/*', i)) {
+      comment = true;
+      end = i + 2;
+      for (let depth = 1; depth > 0 && end < text.length; end++) {
+        const pair = text.slice(end, end + 2);
+        if (pair === '/*' || pair === '*/') {
+          depth += pair === '/*' ? 1 : -1;
+          end++;
+        }
+      }
+    }
+    out += comment ? ' '.repeat(Buffer.byteLength(text.slice(i, end))) : text.slice(i, end);
+    i = end;
+  }
+  return out;
 }
-const castStart = new RegExp(`^(?:(::)|(?:try_)?cast${gap}\\()`, 'i');
+
+/** A cast's start, in text without comments (see withoutComments). */
+const castStart = /^(?:(::)|(?:try_)?cast\s*\()/i;
 /** A type's name after `::`: words (quoted or not, qualified), and the words some types are written with. */
 const typeName = new RegExp(
   String.raw`^\s*(?:"(?:[^"]|"")*"|[a-z_][\w$]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[a-z_][\w$]*))*` +
@@ -46,7 +72,7 @@ const typeName = new RegExp(
 
 /**
  * The end (exclusive) of the bracketed text starting at `from` (an opening parenthesis or bracket), skipping
- * quoted text and comments; -1 when it does not end.
+ * quoted text (in text without comments); -1 when it does not end.
  */
 function closing(text: string, from: number): number {
   let depth = 0;
@@ -61,16 +87,14 @@ function closing(text: string, from: number): number {
       const end = text.indexOf(dollar[0], i + dollar[0].length);
       if (end < 0) return -1;
       i = end + dollar[0].length - 1;
-    } else if (text.startsWith('--', i)) i = text.indexOf('\n', i) < 0 ? text.length : text.indexOf('\n', i);
-    else if (text.startsWith('/*', i)) i = text.indexOf('*/', i) < 0 ? text.length : text.indexOf('*/', i) + 1;
-    else if (c === '(' || c === '[') depth++;
+    } else if (c === '(' || c === '[') depth++;
     else if (c === ')' || c === ']') if (--depth === 0) return i + 1;
   }
   return -1;
 }
 
 /**
- * A cast's type as the statement text wrote it, where the cast starts at `at`: what follows `::` (a name, its
+ * A cast's type as the statement text (without comments) wrote it, where the cast starts at `at`: what follows `::` (a name, its
  * parenthesized modifiers, `[]`s), or what follows the last `AS` of `CAST(…)`'s parentheses; null if not told.
  */
 function writtenType(text: string, at: number): string | null {
@@ -79,24 +103,20 @@ function writtenType(text: string, at: number): string | null {
   if (!start[1]) {
     const end = closing(text, at + start[0].length - 1);
     if (end < 0) return null;
-    // The child's own `AS` are inside parentheses or quotes, and comments may hold one (after the type's too): blank
+    // The child's own `AS` are inside parentheses or quotes (comments, which may hold one, are spaces now): blank
     // those out, then take the last `AS`.
     const inside = text.slice(at + start[0].length, end - 1);
     let flat = '';
-    // The text without its comments: a line comment after the type would end the probe naming it (castTypeTexts).
-    let plain = '';
     for (let i = 0; i < inside.length;) {
       const c = inside[i];
-      const note = c === '/' || c === '-' ? commentAt(inside, i) : 0;
       const skip = c === '(' || c === '[' || c === "'" || c === '"' ? closing(inside, i) : -1;
-      const next = note > 0 ? i + note : c === "'" || c === '"' ? inside.indexOf(c, i + 1) + 1 : skip;
+      const next = c === "'" || c === '"' ? inside.indexOf(c, i + 1) + 1 : skip;
       const to = next > i ? next : i + 1;
-      flat += note > 0 || c === '(' || c === '[' || c === "'" || c === '"' ? ' '.repeat(to - i) : c;
-      plain += note > 0 ? ' '.repeat(note) : inside.slice(i, to);
+      flat += c === '(' || c === '[' || c === "'" || c === '"' ? ' '.repeat(to - i) : c;
       i = to;
     }
     const as = [...flat.matchAll(/\bas\b/gi)].pop();
-    return as ? plain.slice(as.index + 2).trim() : null;
+    return as ? inside.slice(as.index + 2).trim() : null;
   }
   let rest = text.slice(at + 2);
   const name = typeName.exec(rest);
@@ -118,8 +138,8 @@ function writtenType(text: string, at: number): string | null {
  * statement's SQL, which its nodes' query_location are UTF-8 offsets into.
  */
 export async function selectItemName(engine: DuckDBEngine, item: Node, text?: string): Promise<string | null> {
-  const bytes = text === undefined ? undefined : Buffer.from(text);
-  // A cast the text wrote: `::` or (TRY_)CAST where it is (a comment may stand before its parenthesis), its type
+  const bytes = text === undefined ? undefined : Buffer.from(withoutComments(text));
+  // A cast the text wrote: `::` or (TRY_)CAST where it is (comments are space here, see withoutComments), its type
   // as written (null: a typed literal, `DATE '…'`, of no place, its query_location none, a marked big integer);
   // undefined for the parser's own cast of an interval's value, placed at the value, where its child is:
   // `INTERVAL (CAST(n AS INT)) HOUR` starts there too.
