@@ -39,6 +39,9 @@ const { values } = parseArgs({
 const columns = values.kind === 'columns';
 const text = values.kind === 'text';
 const projection = values.kind === 'projection';
+// --kind dashboard: the issue's dashboard at once (item 8): the pod's stored column with a bloom filter, by_pod sorted by
+// it, and a text index on msg, one publish over one data set (at 100 M, one generation and one publish).
+const dashboard = values.kind === 'dashboard';
 const byPod = projection && values['projection-by'] === 'pod';
 if (values['projection-by'] !== '' && !byPod) throw new Error('--projection-by takes pod (with --kind projection)');
 if (values['time-minmax'] && !byPod) throw new Error('--time-minmax goes with --kind projection --projection-by pod');
@@ -51,12 +54,12 @@ const dayNanos = 86_400_000_000_000n;
 const base = BigInt(Date.parse('2026-01-01T00:00:00Z')) * 1_000_000n;
 
 /** Whether a day logs timeouts: every day, or (--kind text) one day of seven, an incident's. */
-const timeoutDay = (day) => !text || day % 7 === 3;
+const timeoutDay = (day) => !(text || dashboard) || day % 7 === 3;
 /** A request's log line: an id that sorts nowhere near its day's other ids, and its outcome. */
 const message = (day, j) =>
   `request ${createHash('sha1').update(`${day}/${j}`).digest('hex').slice(0, 16)} ${j % 97 === 0 && timeoutDay(day) ? 'timeout' : 'ok'}`;
 /** The same line in DuckDB's SQL, of the columns day and j (generate.mjs). */
-const messageSql = `'request ' || substr(sha1(concat(day, '/', j)), 1, 16) || ' ' || CASE WHEN j % 97 = 0 AND ${text ? 'day % 7 = 3' : 'true'} THEN 'timeout' ELSE 'ok' END`;
+const messageSql = `'request ' || substr(sha1(concat(day, '/', j)), 1, 16) || ' ' || CASE WHEN j % 97 = 0 AND ${text || dashboard ? 'day % 7 = 3' : 'true'} THEN 'timeout' ELSE 'ok' END`;
 
 // One partition per day: each day's entries (one service) are ingested a second apart from the next
 // day's, and materialized in one-second partitions.
@@ -291,15 +294,41 @@ const podProjectionQueries = [
 ]
   .map(twins)
   .map((q) => ({ ...q, unindexed: computed(q.unindexed) }));
-const queries = columns
-  ? columnQueries
-  : text
-    ? textQueries
-    : byPod
-      ? podProjectionQueries
-      : projection
-        ? projectionQueries
-        : indexQueries;
+// --kind dashboard: the pod's queries (the raw side reads the JSON property), and a week's msg ILIKE searches (the raw
+// side the same WHERE `OR false`); the week holds one incident day (one of seven logs timeouts).
+const weekAgo = new Date(Number((base + BigInt(days - 7) * dayNanos) / 1_000_000n))
+  .toISOString()
+  .replace('T', ' ')
+  .replace('Z', '');
+const dashboardQueries = [
+  ...podProjectionQueries,
+  ...[
+    [
+      'timeouts per service, a week',
+      'SELECT exe, count(*) AS n FROM log_entries',
+      "msg ILIKE '%timeout%'",
+      'GROUP BY exe ORDER BY exe',
+      `time >= '${weekAgo}'`,
+    ],
+    [
+      'latest timeouts',
+      'SELECT time, exe, msg FROM log_entries',
+      "msg ILIKE '%timeout%'",
+      'ORDER BY time DESC LIMIT 20',
+    ],
+  ].map(twins),
+];
+const queries = dashboard
+  ? dashboardQueries
+  : columns
+    ? columnQueries
+    : text
+      ? textQueries
+      : byPod
+        ? podProjectionQueries
+        : projection
+          ? projectionQueries
+          : indexQueries;
 
 const plain = (table) =>
   JSON.stringify(
@@ -335,37 +364,44 @@ mkdirSync(join(values.dir, 'resources'), { recursive: true });
 writeFileSync(
   join(values.dir, 'resources', 'logs.resources.json'),
   JSON.stringify({
-    resources: columns
+    resources: dashboard
       ? {
           pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
           pod_bloom: { index: { table: 'log_entries', column: 'pod', kind: 'bloom_filter' } },
+          by_pod: { projection: { table: 'log_entries', order_by: ['pod', 'time'] } },
+          msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } },
         }
-      : text
-        ? { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } }
-        : byPod
-          ? {
-              pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
-              by_pod: { projection: { table: 'log_entries', order_by: ['pod', 'time'] } },
-              ...(values['time-minmax']
-                ? { time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } } }
-                : {}),
-            }
-          : projection
+      : columns
+        ? {
+            pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
+            pod_bloom: { index: { table: 'log_entries', column: 'pod', kind: 'bloom_filter' } },
+          }
+        : text
+          ? { msg_text: { index: { table: 'log_entries', column: 'msg', kind: 'text' } } }
+          : byPod
             ? {
-                by_level: { projection: { table: 'log_entries', order_by: ['level'] } },
-                by_msg: {
-                  projection: {
-                    table: 'log_entries',
-                    order_by: ['msg'],
-                    ...(values['projection-columns'] ? { columns: values['projection-columns'].split(',') } : {}),
-                  },
-                },
+                pod: { column: { table: 'log_entries', expression: "properties->>'pod'" } },
+                by_pod: { projection: { table: 'log_entries', order_by: ['pod', 'time'] } },
+                ...(values['time-minmax']
+                  ? { time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } } }
+                  : {}),
               }
-            : {
-                time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
-                exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
-                msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
-              },
+            : projection
+              ? {
+                  by_level: { projection: { table: 'log_entries', order_by: ['level'] } },
+                  by_msg: {
+                    projection: {
+                      table: 'log_entries',
+                      order_by: ['msg'],
+                      ...(values['projection-columns'] ? { columns: values['projection-columns'].split(',') } : {}),
+                    },
+                  },
+                }
+              : {
+                  time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } },
+                  exe_set: { index: { table: 'log_entries', column: 'exe', kind: 'set' } },
+                  msg_bloom: { index: { table: 'log_entries', column: 'msg', kind: 'bloom_filter' } },
+                },
   }),
 );
 const publishStart = Date.now();
@@ -491,7 +527,7 @@ for (const r of results)
 console.log(
   columns
     ? "before = the query before publishing; without = after, its property key spelled 'po' || 'd' (computed); with = the stored column read; ratio = without / with"
-    : byPod
+    : byPod || dashboard
       ? "before = the query before publishing; column 'copies' = by_pod's copies read (sorted by the pod's stored column), 'column' = the pod's stored column read from the partition files; ratio = time of the raw query (the same WHERE `OR false`, the key spelled 'po' || 'd': the property read from JSON in the partition files) / time with"
       : projection
         ? "before = the query before publishing; column 'copies' = the projection's sorted copies read; ratio = time without (the same WHERE `OR false`, which reads the partition files) / time with"

@@ -16,6 +16,9 @@
 #                                                    # (the spec's example) against the raw query (the JSON property)
 #   KIND=projection PROJECTION_BY=pod TIME_MINMAX=1 bash bench/resources/run.sh
 #                                                    # and a minmax index on time beside it (a time WHERE skips other days' copies)
+#   KIND=dashboard bash bench/resources/run.sh       # the issue's dashboard at once: the pod's stored column with a
+#                                                    # bloom filter, by_pod sorted by it and a text index on msg
+#                                                    # against the raw queries (the JSON property, no index)
 #   KIND=projection PROJECTION_COLUMNS=exe,level bash bench/resources/run.sh
 #                                                    # the msg projection storing those columns (and msg) only
 #   GENERATE=1 ROWS=100000000 DAYS=30 KIND=text bash bench/resources/run.sh
@@ -23,7 +26,7 @@
 #                                                    # rows (default 1 000 000) from PROCESSES processes a day (default
 #                                                    # 20) and registered in Postgres as the materializer does (generate.mjs)
 #
-# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection),
+# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection | dashboard),
 # GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, PROJECTION_BY, TIME_MINMAX=1, KEEP_DATA=1. The server's own settings pass through:
 # ORRERY_SMALL_QUERY_MS=0 keeps every statement in one lane (a statement near the small lane's 1 s is otherwise
 # rerun in the heavy lane at some runs and not at others, which swings its time 2-5x under load).
