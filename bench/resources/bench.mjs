@@ -337,7 +337,14 @@ const plain = (table) =>
   );
 const median = (list) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
 const provenanceOf = (table) => JSON.parse(table.schema.metadata.get('orrery.provenance') ?? '{}');
-const skippedBy = (table) => provenanceOf(table).partitions?.[0]?.skipped ?? 0;
+/**
+ * The partitions a result did not read: those an index or the event-time bounds skipped, or, for a latest-n top-N
+ * bounded by time, all but the newest its first run read (short of n rows it would run again over every one).
+ */
+const skippedBy = (table, partitions) => {
+  const bounded = provenanceOf(table).newest_first?.[0]?.bounded;
+  return bounded ? partitions - bounded.partitions : (provenanceOf(table).partitions?.[0]?.skipped ?? 0);
+};
 /** Whether an index skipped partitions (the partitions' event-time bounds are no resource: every raw query has them). */
 const indexUsed = (table) => provenanceOf(table).partitions?.[0]?.indexes.some((i) => i !== '(event time)') ?? false;
 /** What a result read of the resources: a projection's copies ('copies'), a stored column ('column'), or neither (''). */
@@ -414,7 +421,8 @@ const status = await runResourcesCli(
 if (status !== 0) throw new Error(`publish failed: ${err.join('\n')}`);
 const publishSeconds = (Date.now() - publishStart) / 1000;
 
-// Rows and bytes of the partition files a query opens (explain_resources names those an index skips);
+// Rows and bytes of the partition files a query opens (explain_resources names those an index skips, and those a
+// latest-n top-N's first run leaves out);
 // row groups DuckDB skips inside an opened file (min/max, Parquet bloom filters, a projection's sorted
 // copy) are not counted, and a projection's copies are counted as the files they copy.
 const lakeFiles = new Map(
@@ -434,7 +442,7 @@ const opened = async (sql) => {
   const pruned = new Set(
     explained
       .toArray()
-      .filter((r) => r.decision === 'pruned')
+      .filter((r) => r.decision === 'pruned' || r.decision === 'bounded')
       .map((r) => String(r.reason).replace(/^partition /, '')),
   );
   const read = [...lakeFiles].filter(([file]) => !pruned.has(file)).map(([, f]) => f);
@@ -478,7 +486,7 @@ for (const [i, q] of queries.entries()) {
       nestedWithout.push(d.ms);
       answers = new Set([...answers, plain(c.table), plain(d.table)]);
     }
-    skipped = skippedBy(a.table);
+    skipped = skippedBy(a.table, partitions);
     read = columnRead(a.table);
     if (indexUsed(b.table) || columnRead(b.table)) throw new Error(`a resource served ${q.unindexed}`);
     answers = new Set([...answers, plain(a.table), plain(b.table)]);

@@ -168,6 +168,8 @@ async function define(
         ]),
         ...explained.stored_columns.map((c) => [null, c.table, c.entry, null, c.use, c.reason ?? `reads ${c.column}`]),
         ...explained.pruned.map((p) => [null, p.table, p.index, null, 'pruned', `partition ${p.partition}`]),
+        // A latest-n top-N's first run leaves them out: it runs again over them only when the newest give fewer than n.
+        ...explained.bounded.map((p) => [null, p.table, null, null, 'bounded', `partition ${p.partition}`]),
         ...explained.projections.map((p) => [
           null,
           p.table,

@@ -16,6 +16,11 @@ export interface NewestFirstRead {
   readonly partitions: number;
   /** `desc`: latest event time first; `asc`: earliest first. */
   readonly order: 'desc' | 'asc';
+  /**
+   * A latest-n read bounded by time (see TopNBound): the newest partitions its first run reads, and the n rows it
+   * must give (short of them, it runs again over every partition).
+   */
+  readonly bounded?: { readonly partitions: number; readonly rows: number };
 }
 
 /**
@@ -60,7 +65,7 @@ export function newestFirst(
   partitions: readonly Partition[],
   /** Whether a latest-n top-N may read the newest partitions alone, bounded (see latestBound): not in its rerun. */
   mayBound = false,
-): { files: readonly string[]; read?: NewestFirstRead; bound?: TopNBound } {
+): { files: readonly string[]; read?: NewestFirstRead; bound?: TopNBound; left?: readonly string[] } {
   const order = partitions.length > 1 ? topNOf(statement, view) : null;
   const timeOf = (p: Partition): bigint | null => (order === 'desc' ? p.maxEventTime : p.minEventTime);
   if (!order || partitions.some((p) => timeOf(p) === null)) return { files: partitions.map((p) => p.filePath!) };
@@ -71,7 +76,11 @@ export function newestFirst(
   const read = { table: view.name, partitions: partitions.length, order };
   const limit = order === 'desc' && mayBound ? boundableLimit(statement, view) : null;
   const bound = limit === null ? null : latestBound(ordered, limit);
-  if (bound) return { files: bound.files, read, bound: { after: bound.after, rows: limit! } };
+  if (bound) {
+    const left = ordered.slice(bound.files.length).map((p) => p.filePath!);
+    const bounded = { partitions: bound.files.length, rows: limit! };
+    return { files: bound.files, read: { ...read, bounded }, bound: { after: bound.after, rows: limit! }, left };
+  }
   return { files: ordered.map((p) => p.filePath!), read };
 }
 

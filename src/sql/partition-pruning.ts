@@ -1300,6 +1300,8 @@ export class PartitionPruning {
   readonly newestFirst: NewestFirstRead[] = [];
   /** A latest-n top-N read bounded by time: its run must give n rows, or the statement runs again unbounded. */
   bounded: TopNBound | undefined;
+  /** The partitions a bounded latest-n read leaves out of its first run (see TopNBound): for explain_resources. */
+  readonly leftOut: Array<{ readonly table: string; readonly partition: string }> = [];
   readonly rowsRead: RowsRead[] = [];
   /** The rows to read of a partition (object key; see rowsMatching), its copies' too, and how many; absent: every row. */
   readonly rows = new Map<string, RowsToRead & { readonly count: number }>();
@@ -1392,9 +1394,10 @@ export class PartitionPruning {
    */
   newest(view: ViewSet, partitions: readonly Partition[]): { files: readonly string[]; after?: bigint } {
     const mayBound = this.statement.boundTopN === true && !this.statement.parameters;
-    const { files, read, bound } = newestFirst(this.statement, view, partitions, mayBound);
+    const { files, read, bound, left } = newestFirst(this.statement, view, partitions, mayBound);
     if (read) this.newestFirst.push(read);
     if (bound) this.bounded = bound;
+    for (const partition of left ?? []) this.leftOut.push({ table: view.name, partition });
     return { files, after: bound?.after };
   }
 

@@ -11,6 +11,8 @@ export interface ExplainedReads extends Provenance {
   readonly stored_columns: readonly StoredColumnUse[];
   readonly pruned: readonly PrunedPartition[];
   readonly projections: readonly ProjectionRead[];
+  /** The partitions a bounded latest-n read leaves out of its first run (see TopNBound). */
+  readonly bounded: ReadonlyArray<{ readonly table: string; readonly partition: string }>;
 }
 
 /** The readers of one statement, and the filter that hands them each set's partition files. */

@@ -1233,7 +1233,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // As planning does: a statement calling lakehouse functions reads its sets whole.
     const readers =
       principal.admin && lakehouse && !shape.tableFunctions.some(isLakehouseFunction)
-        ? this.resourceStatement({ tree, text: sql, shape }, undefined, true, principal)
+        ? // Planned as its first run is: a latest-n top-N bounded (see TopNBound).
+          this.resourceStatement({ tree, text: sql, shape }, undefined, true, principal, true)
         : undefined;
     if (lakehouse && readers) {
       const range = { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd };
@@ -1256,6 +1257,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       stored_columns: stored?.reported(reads?.storedColumnsUnread ?? []) ?? [],
       pruned: readers?.pruning.pruned ?? [],
       projections: readers?.pruning.projections ?? [],
+      bounded: readers?.pruning.leftOut ?? [],
     };
   }
 

@@ -4,9 +4,13 @@
 // over every partition. Every answer, for an admin, a reader and a team's key, equals the one of the same statement
 // under a SELECT * (never bounded), ties on time included; the bounded read opens one file.
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
-import { teamKey, useAudiencesOrrery } from '../support/publish.js';
+import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 const base = 1704164645000000000n;
 const ms = 1_000_000n;
@@ -47,6 +51,13 @@ const queries = [
   // counted the newest partition's rows alone: 300 for 900).
   "SELECT COLUMNS('^(t)arget$') AS '\\1ime', count(*) AS n FROM log_entries GROUP BY ALL ORDER BY time DESC LIMIT 1",
 ];
+
+/** What an admin's result tells of a bounded read: the newest partitions its first run read, and its n. */
+const boundedOf = (table: Table): { partitions: number; rows: number } | undefined => {
+  const text = table.schema.metadata.get('orrery.provenance');
+  const read = text === undefined ? undefined : (JSON.parse(text) as { newest_first?: Array<{ bounded?: never }> });
+  return read?.newest_first?.[0]?.bounded;
+};
 
 describe('a latest-n top-N reads the newest partitions alone when they hold its answer (issue 13)', () => {
   const suite = useAudiencesOrrery('orrery-latest-bound-');
@@ -91,5 +102,63 @@ describe('a latest-n top-N reads the newest partitions alone when they hold its 
     };
     assert.equal(await filesRead(queries[0]), 1);
     for (const sql of queries.slice(4)) assert.equal(await filesRead(sql), 3, sql);
+  });
+
+  it('tells an admin the partitions a bounded read leaves out (provenance, explain_resources), a reader nothing', async () => {
+    const files = (await plainRows(
+      fixture.admin,
+      "SELECT file_path FROM list_partitions() WHERE view_set_name = 'log_entries' ORDER BY max_event_time",
+    )) as Array<{ file_path: string }>;
+    const leftOut = async (client: typeof fixture.admin, sql: string) =>
+      plainRows(
+        client,
+        `SELECT "table", decision, reason FROM explain_resources('${sql.replaceAll("'", "''")}') WHERE decision = 'bounded' ORDER BY reason`,
+      );
+    assert.deepEqual(boundedOf(await fixture.admin.query(queries[0])), { partitions: 1, rows: 2 });
+    assert.deepEqual(
+      await leftOut(fixture.admin, queries[0]),
+      files
+        .slice(0, 2)
+        .map((f) => ({ table: 'log_entries', decision: 'bounded', reason: `partition ${f.file_path}` }))
+        .sort((a, b) => a.reason.localeCompare(b.reason)),
+    );
+    // Not bounded: an OFFSET; a reader is told no partition.
+    assert.equal(boundedOf(await fixture.admin.query(queries[4])), undefined);
+    assert.deepEqual(await leftOut(fixture.admin, queries[4]), []);
+    assert.deepEqual(await leftOut(fixture.reader, queries[0]), []);
+  });
+
+  it('answers as before with a stored column, its bloom filter and a projection sorted by it, bounded as before', async () => {
+    const word = "split_part(msg, ' ', 1)";
+    const stored = [
+      `SELECT time, msg FROM log_entries WHERE ${word} = 'new' ORDER BY time DESC, msg LIMIT 2`,
+      // Short of 2 rows in the newest partition: run again over every partition, the stored column read in both.
+      `SELECT time, msg FROM log_entries WHERE ${word} = 'a' ORDER BY time DESC, msg LIMIT 2`,
+      `SELECT time, ${word} AS word FROM log_entries ORDER BY time DESC, msg LIMIT 3`,
+    ];
+    const raw = await suite.everyAnswer(stored);
+    const unpublished = await suite.everyAnswer(queries);
+    mkdirSync(join(suite.dir, 'resources'), { recursive: true });
+    writeFileSync(
+      join(suite.dir, 'resources', 'logs.resources.json'),
+      JSON.stringify({
+        resources: {
+          word: { column: { table: 'log_entries', expression: word } },
+          word_bloom: { index: { table: 'log_entries', column: 'word', kind: 'bloom_filter' } },
+          by_word: { projection: { table: 'log_entries', order_by: ['word', 'time'] } },
+        },
+      }),
+    );
+    const published = await publishFolder(fixture.orrery.address, suite.dir);
+    assert.equal(published.status, 0, published.err.join('\n'));
+    assert.deepEqual(await suite.everyAnswer(stored), raw);
+    assert.deepEqual(await suite.everyAnswer(queries), unpublished);
+    // The first two skip the older partitions by the bloom filter (one left: nothing to bound); the third is bounded.
+    const read = await fixture.admin.query(stored[2]);
+    assert.deepEqual(boundedOf(read), { partitions: 1, rows: 3 });
+    const provenance = JSON.parse(read.schema.metadata.get('orrery.provenance')!) as {
+      stored_columns?: Array<{ use: string }>;
+    };
+    assert.equal(provenance.stored_columns?.[0]?.use, 'substituted');
   });
 });
