@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { checkLive, clientGone, liveSignal } from '../calls/index.js';
 
@@ -18,46 +19,71 @@ export async function transaction<T>(pool: pg.Pool, work: (tx: MetadataQueries) 
   if (gone) throw gone;
   const client = await pool.connect();
   let broken: Error | undefined;
-  const stop = stopWhenGivenUp(pool, client, signal);
+  const watched = watch(pool, client, signal);
   try {
     await client.query('BEGIN');
-    const result = await work(stop.queries);
-    await stop.end();
+    const result = await work(watched.queries);
+    await watched.end();
     checkLive();
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await stop.end();
+    await watched.end();
     await client.query('ROLLBACK').catch((rollbackError: unknown) => {
       broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
     });
-    throw stop.cancelled ? (clientGone() ?? error) : error;
+    throw watched.cancelled ? (clientGone() ?? error) : error;
   } finally {
     client.release(broken);
   }
 }
 
+/** How long a cancel is given to end the statements out before it is sent again. */
+const cancelAgainMs = 20;
+
 /**
- * Cancels (pg_cancel_backend) what the transaction's connection runs when the client of the statement it runs for
- * gives up: a statement waiting on a lock, which could only roll back then, stops waiting. `end` is awaited before
- * the connection runs anything else, so no cancel reaches a later statement (Postgres ignores one that finds it idle).
+ * The transaction's queries as `work` runs them, watched for a statement whose client gives up: what the connection
+ * runs then is cancelled (pg_cancel_backend), so a statement waiting on a lock, which could only roll back, stops
+ * waiting. `end` is awaited before the connection runs anything else, so no cancel reaches a later statement
+ * (Postgres ignores one that finds it idle).
  */
-function stopWhenGivenUp(
+function watch(
   pool: pg.Pool,
   client: pg.PoolClient,
   signal: AbortSignal | undefined,
 ): { end(): Promise<void>; readonly cancelled: boolean; readonly queries: MetadataQueries } {
-  let cancelling: Promise<unknown> | undefined;
+  let cancelling: Promise<void> | undefined;
+  /** The statements sent and not yet answered. */
+  const out = new Set<Promise<unknown>>();
+  const settled = (): Promise<unknown> => Promise.allSettled(out);
   const cancel = (): void => {
-    const pid = (client as unknown as { processID: number }).processID;
-    // On a connection of its own, not the pool's: every pooled one may be a transaction waiting (on this lock, say),
-    // and a cancel queued behind them would wait with them, holding this transaction's connection.
+    cancelling = cancelWhileOut((client as unknown as { processID: number }).processID);
+  };
+  // On a connection of its own, not the pool's: every pooled one may be a transaction waiting (on this lock, say),
+  // and a cancel queued behind them would wait with them, holding this transaction's connection. Postgres drops a
+  // cancel that reaches the backend before it has read the statement sent just before (as one finding it idle), so
+  // the cancel is sent again while a statement is still out. (pg's protocol-level cancel request, Client#cancel,
+  // ends the same way in the backend, and tells nothing of when it has been delivered.)
+  const cancelWhileOut = async (pid: number): Promise<void> => {
     const own = new pg.Client(pool.options);
-    cancelling = own
-      .connect()
-      .then(() => own.query('SELECT pg_cancel_backend($1)', [pid]))
-      .catch(() => {})
-      .finally(() => own.end().catch(() => {}));
+    try {
+      await own.connect();
+      for (;;) {
+        await own.query('SELECT pg_cancel_backend($1)', [pid]);
+        if (out.size === 0) return;
+        const pause = new AbortController();
+        const ended = await Promise.race([
+          settled().then(() => true),
+          sleep(cancelAgainMs, false, { signal: pause.signal }).catch(() => true),
+        ]);
+        pause.abort();
+        if (ended) return;
+      }
+    } catch {
+      // Left to the statement's own end (the cancel's connection could not be had).
+    } finally {
+      await own.end().catch(() => {});
+    }
   };
   signal?.addEventListener('abort', cancel, { once: true });
   return {
@@ -68,14 +94,28 @@ function stopWhenGivenUp(
     get cancelled() {
       return cancelling !== undefined;
     },
-    // A statement sent once the client gave up is refused here: Postgres drops a cancel that finds the connection
-    // idle (between two statements of `work`), so the next one, a lock's waiter say, would wait on until the lock goes.
     queries: !signal
       ? client
       : {
+          // A statement sent once the client gave up is refused here: Postgres drops a cancel that finds the
+          // connection idle (between two statements of `work`), so the next one, a lock's waiter say, would wait on
+          // until the lock goes.
           query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) {
             const gone = signal.aborted ? clientGone() : undefined;
-            return gone ? Promise.reject(gone) : client.query<R>(text, values);
+            if (gone) return Promise.reject(gone);
+            const sent = client.query<R>(text, values);
+            out.add(sent);
+            const answered = (): void => void out.delete(sent);
+            return sent.then(
+              (result) => {
+                answered();
+                return result;
+              },
+              (error: unknown) => {
+                answered();
+                throw error;
+              },
+            );
           },
         },
   };

@@ -354,6 +354,51 @@ describe('MetadataStore, external server', () => {
       });
     });
 
+    it("cancels a given-up statement's wait again while it is out: a cancel that arrives before it is read is dropped", async () => {
+      // The statement absorbs the first cancel (as Postgres drops one that reaches the backend before it has read the
+      // statement sent just before), then waits on a lock: only a cancel sent again ends that wait.
+      await withPool(url, async (pool) => {
+        const holder = new pg.Client({ connectionString: url });
+        const watcher = new pg.Client({ connectionString: url });
+        await holder.connect();
+        await watcher.connect();
+        try {
+          await holder.query('CREATE TABLE IF NOT EXISTS locked_after_a_cancel (x int)');
+          await holder.query('BEGIN');
+          await holder.query('LOCK TABLE locked_after_a_cancel IN ACCESS EXCLUSIVE MODE');
+          const gaveUp = new AbortController();
+          const gone = new Error('the client gave up');
+          const waiting = whileLive(
+            { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
+            () =>
+              transaction(pool, (tx) =>
+                tx.query(`DO $$ BEGIN
+                  BEGIN PERFORM pg_sleep(600); EXCEPTION WHEN query_canceled THEN NULL; END;
+                  LOCK TABLE locked_after_a_cancel IN ACCESS SHARE MODE;
+                END $$`),
+              ),
+          );
+          // Aborted once the statement sleeps (read outside a transaction, which would read a frozen activity).
+          const sleeping = async (): Promise<boolean> =>
+            Number(
+              (
+                await watcher.query(
+                  "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%locked_after_a_cancel%'",
+                )
+              ).rows[0].n,
+            ) > 0;
+          while (!(await sleeping()));
+          gaveUp.abort();
+          // Settles while the lock is still held.
+          await assert.rejects(waiting, gone);
+        } finally {
+          await holder.query('ROLLBACK').catch(() => {});
+          await holder.end();
+          await watcher.end();
+        }
+      });
+    });
+
     it('returns a connection whose transaction rolled back cleanly to the pool', async () => {
       await withPool(url, async (pool) => {
         const before = await backendPid(pool);
