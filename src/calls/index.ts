@@ -1,5 +1,6 @@
 /** A statement's call as its commits see it: a transaction commits only while the client is there (live-call.ts). */
 export {
+  beforeCommitPoint,
   checkLive,
   clientGone,
   liveSignal,

@@ -15,9 +15,10 @@ export interface LiveCall {
 interface Running {
   readonly call: LiveCall;
   /**
-   * Set by the first commit that found the client there: the statement's commit point. What follows it (dropping a
-   * dropped rollup's tables, rebuilding a replaced view set) is what the committed change entails, done whatever the
-   * client does, as a cancel arriving during a database's COMMIT comes too late.
+   * Set by the first commit that found the client there, of a transaction that wrote (one that only read calls no
+   * checkLive): the statement's commit point. What follows it (dropping a dropped rollup's tables, rebuilding a
+   * replaced view set) is what the committed change entails, done whatever the client does, as a cancel arriving
+   * during a database's COMMIT comes too late.
    */
   committed: boolean;
   /** Cleared when the statement ends: work it started that outlives it (a listener, a cache fill) is no longer its. */
@@ -75,8 +76,8 @@ const current = (): Running | undefined => {
 };
 
 /**
- * Called right before a transaction's COMMIT: throws why the running statement's client gave up, before its commit
- * point; the first commit it lets through is that point. Outside a statement's call (the daemon's passes, start-up)
+ * Called right before the COMMIT of a transaction that wrote: throws why the running statement's client gave up,
+ * before its commit point; the first commit it lets through is that point. Outside a statement's call (the daemon's passes, start-up)
  * nothing is checked.
  */
 export function checkLive(): void {
@@ -85,6 +86,12 @@ export function checkLive(): void {
   const gone = state.call.gone();
   if (gone) throw gone;
   state.committed = true;
+}
+
+/** Whether a statement runs that has not reached its commit point: the next commit that passes checkLive will be it. */
+export function beforeCommitPoint(): boolean {
+  const state = current();
+  return state !== undefined && !state.committed;
 }
 
 /** The running statement's signal until its commit point (what follows it is done whatever the client does). */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { checkLive, clientGone, liveSignal } from '../calls/index.js';
+import { beforeCommitPoint, checkLive, clientGone, liveSignal } from '../calls/index.js';
 
 /** Runs one statement on the metadata: the store (a pooled connection per statement) or an open transaction. */
 export interface MetadataQueries {
@@ -9,9 +9,9 @@ export interface MetadataQueries {
 
 /**
  * The one way Orrery runs a transaction: `work` runs between BEGIN and COMMIT on one pooled connection and is rolled
- * back if it throws, or if the statement it runs for lost its client (checkLive, right before COMMIT). A connection
- * whose ROLLBACK failed is in an unknown state (still inside the transaction, or with a statement pending), so it is
- * destroyed instead of going back to the pool for the next caller.
+ * back if it throws, or if it wrote and the statement it runs for lost its client (checkLive, right before COMMIT). A
+ * connection whose ROLLBACK failed is in an unknown state (still inside the transaction, or with a statement pending),
+ * so it is destroyed instead of going back to the pool for the next caller.
  */
 export async function transaction<T>(pool: pg.Pool, work: (tx: MetadataQueries) => Promise<T>): Promise<T> {
   const signal = liveSignal();
@@ -24,7 +24,9 @@ export async function transaction<T>(pool: pg.Pool, work: (tx: MetadataQueries) 
     await client.query('BEGIN');
     const result = await work(watched.queries);
     await watched.end();
-    checkLive();
+    // Only a transaction that wrote is the statement's commit point: committing a read keeps nothing, and a read that
+    // passed the check first would let the statement's real commit through after its client gave up.
+    if (watched.live && (await watched.wrote())) checkLive();
     await client.query('COMMIT');
     return result;
   } catch (error) {
@@ -38,21 +40,35 @@ export async function transaction<T>(pool: pg.Pool, work: (tx: MetadataQueries) 
   }
 }
 
+/** Statements' commands that change nothing; a transaction of only these may still have written (see wrote). */
+const reads = new Set(['SELECT', 'SHOW']);
+
 /** How long a cancel is given to end the statements out before it is sent again. */
 const cancelAgainMs = 20;
 
 /**
- * The transaction's queries as `work` runs them, watched for a statement whose client gives up: what the connection
- * runs then is cancelled (pg_cancel_backend), so a statement waiting on a lock, which could only roll back, stops
- * waiting. `end` is awaited before the connection runs anything else, so no cancel reaches a later statement
- * (Postgres ignores one that finds it idle).
+ * The transaction's queries as `work` runs them, watched for a statement before its commit point (whileLive):
+ * whether one wrote, and, once the statement's client gives up, what the connection runs is cancelled
+ * (pg_cancel_backend), so a statement waiting on a lock, which could only roll back, stops waiting. `end` is awaited
+ * before the connection runs anything else, so no cancel reaches a later statement (Postgres ignores one that finds
+ * it idle).
  */
 function watch(
   pool: pg.Pool,
   client: pg.PoolClient,
   signal: AbortSignal | undefined,
-): { end(): Promise<void>; readonly cancelled: boolean; readonly queries: MetadataQueries } {
+): {
+  end(): Promise<void>;
+  readonly live: boolean;
+  wrote(): Promise<boolean>;
+  readonly cancelled: boolean;
+  readonly queries: MetadataQueries;
+} {
+  // Outside a statement's call, or past its commit point, nothing is watched (and nothing checked at COMMIT).
+  const live = beforeCommitPoint();
   let cancelling: Promise<void> | undefined;
+  let changed = false;
+  let statements = 0;
   /** The statements sent and not yet answered. */
   const out = new Set<Promise<unknown>>();
   const settled = (): Promise<unknown> => Promise.allSettled(out);
@@ -91,24 +107,34 @@ function watch(
       signal?.removeEventListener('abort', cancel);
       await cancelling;
     },
+    live,
+    async wrote() {
+      if (changed || statements === 0) return changed;
+      // A SELECT may call a function that writes: Postgres gives a transaction an id at its first write.
+      const { rows } = await client.query<{ wrote: boolean }>('SELECT txid_current_if_assigned() IS NOT NULL AS wrote');
+      return rows[0].wrote;
+    },
     get cancelled() {
       return cancelling !== undefined;
     },
-    queries: !signal
+    queries: !live
       ? client
       : {
           // A statement sent once the client gave up is refused here: Postgres drops a cancel that finds the
           // connection idle (between two statements of `work`), so the next one, a lock's waiter say, would wait on
           // until the lock goes.
           query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) {
-            const gone = signal.aborted ? clientGone() : undefined;
+            const gone = signal?.aborted ? clientGone() : undefined;
             if (gone) return Promise.reject(gone);
+            statements++;
             const sent = client.query<R>(text, values);
             out.add(sent);
             const answered = (): void => void out.delete(sent);
             return sent.then(
               (result) => {
                 answered();
+                for (const one of Array.isArray(result) ? (result as pg.QueryResult[]) : [result])
+                  if (!reads.has(one.command)) changed = true;
                 return result;
               },
               (error: unknown) => {

@@ -399,6 +399,43 @@ describe('MetadataStore, external server', () => {
       });
     });
 
+    it("is a statement's commit point only if it wrote: a read before the client gave up does not let a write through", async () => {
+      await withPool(url, async (pool) => {
+        await pool.query('CREATE TABLE IF NOT EXISTS written_after_a_read (x int)');
+        const gaveUp = new AbortController();
+        const gone = new Error('the client gave up');
+        const run = whileLive(
+          { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
+          async () => {
+            await transaction(pool, (tx) => tx.query('SELECT count(*) FROM written_after_a_read'));
+            gaveUp.abort();
+            await transaction(pool, (tx) => tx.query('INSERT INTO written_after_a_read VALUES (1)'));
+          },
+        );
+        await assert.rejects(run, gone);
+        const { rows } = await pool.query('SELECT count(*)::int AS n FROM written_after_a_read');
+        assert.deepEqual(rows, [{ n: 0 }], 'the write committed after its client gave up');
+      });
+    });
+
+    it("is a statement's commit point when a SELECT wrote: what follows it is kept whatever the client does", async () => {
+      await withPool(url, async (pool) => {
+        await pool.query('CREATE TABLE IF NOT EXISTS written_by_a_select (x int)');
+        const gaveUp = new AbortController();
+        const gone = new Error('the client gave up');
+        await whileLive({ signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) }, async () => {
+          // Its command tag is SELECT: only Postgres's transaction id tells it wrote.
+          await transaction(pool, (tx) =>
+            tx.query('WITH w AS (INSERT INTO written_by_a_select VALUES (1) RETURNING x) SELECT count(*) FROM w'),
+          );
+          gaveUp.abort();
+          await transaction(pool, (tx) => tx.query('INSERT INTO written_by_a_select VALUES (2)'));
+        });
+        const { rows } = await pool.query('SELECT x FROM written_by_a_select ORDER BY x');
+        assert.deepEqual(rows, [{ x: 1 }, { x: 2 }]);
+      });
+    });
+
     it('returns a connection whose transaction rolled back cleanly to the pool', async () => {
       await withPool(url, async (pool) => {
         const before = await backendPid(pool);
