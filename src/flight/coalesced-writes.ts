@@ -1,4 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
+import { baseCallOf } from './grpc-call.js';
 
 /**
  * grpc-js's server stream is a Writable without `_writev`: it hands one message to Node's
@@ -7,15 +8,14 @@ import type * as grpc from '@grpc/grpc-js';
  * system call here, one more wake-up of the client; #10). With `_writev`, the messages a call
  * has buffered go to the Http2Stream together, corked, and leave in one socket write.
  *
- * Reaches into grpc-js 1.14's call (`call.call`, the intercepting call with `sendMessage`, and
- * its `stream`, the Http2Stream); answers false, leaving the call as it was, when those are not
- * there (another grpc-js, or interceptors in between), and test/flight/coalesced-writes checks
- * them on the installed one.
+ * Uses grpc-js's own call (grpc-call.ts: its `sendMessage`, and its Http2Stream); answers false,
+ * leaving the call as it was, when that is not there, and test/flight/coalesced-writes checks
+ * that messages leave together on the installed grpc-js.
  */
 export function coalesceWrites(call: grpc.ServerWritableStream<unknown, unknown>): boolean {
-  const inner = (call as unknown as { call?: Partial<InterceptingCall> }).call;
-  const stream = inner?.stream;
-  if (typeof inner?.sendMessage !== 'function' || typeof stream?.cork !== 'function') return false;
+  const inner = baseCallOf(call);
+  if (!inner) return false;
+  const { stream } = inner;
   const sendMessage = inner.sendMessage.bind(inner);
   (call as unknown as WritevTarget)._writev = (chunks, callback) => {
     stream.cork();
@@ -32,12 +32,6 @@ export function coalesceWrites(call: grpc.ServerWritableStream<unknown, unknown>
 }
 
 const ignore = (): void => {};
-
-/** What coalesceWrites uses of grpc-js's BaseServerInterceptingCall. */
-interface InterceptingCall {
-  sendMessage(message: unknown, callback: () => void): void;
-  readonly stream: { cork(): void; uncork(): void };
-}
 
 interface WritevTarget {
   _writev(chunks: Array<{ chunk: unknown }>, callback: (error?: Error | null) => void): void;

@@ -1,4 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
+import { baseCallOf } from './grpc-call.js';
 
 /**
  * grpc-js frames every message it sends into a new buffer (its 5-byte prefix, then a copy of the
@@ -14,21 +15,15 @@ import type * as grpc from '@grpc/grpc-js';
  * limit would see the head only (the server turns it off and keeps its messages under its limit
  * itself, splitBatch).
  *
- * Reaches into grpc-js 1.14's call (`call.call`, the intercepting call, its `serializeMessage`
- * and its `stream`, the Http2Stream it writes with `write(message, callback)`); answers false,
- * leaving the call as it was, when that is not there (another grpc-js, or interceptors in
- * between): the sender must then send whole messages without the prefix.
+ * Uses grpc-js's own call (grpc-call.ts: its `serializeMessage`, and the Http2Stream it writes
+ * with `write(message, callback)`); answers false, leaving the call as it was, when that is not
+ * there: the sender must then send whole messages without the prefix.
  * test/flight/framed-writes checks it on the installed grpc-js.
  */
 export function framedWrites(call: grpc.ServerWritableStream<unknown, unknown>): boolean {
-  const inner = (call as unknown as { call?: Partial<InterceptingCall> }).call;
-  const stream = inner?.stream;
-  if (
-    typeof inner?.serializeMessage !== 'function' ||
-    typeof stream?.write !== 'function' ||
-    typeof stream.cork !== 'function'
-  )
-    return false;
+  const inner = baseCallOf(call);
+  if (!inner) return false;
+  const stream = inner.stream as unknown as WrittenStream;
   const serializeMessage = inner.serializeMessage.bind(inner);
   inner.serializeMessage = (value) => (isFramed(value) ? value : serializeMessage(value));
   const write = stream.write.bind(stream);
@@ -63,12 +58,9 @@ function isFramed(value: unknown): value is Buffer {
   return Buffer.isBuffer(value) && bodies.has(value);
 }
 
-/** What framedWrites uses of grpc-js's BaseServerInterceptingCall. */
-interface InterceptingCall {
-  serializeMessage(value: unknown): Buffer;
-  readonly stream: {
-    write(chunk: unknown, ...rest: unknown[]): boolean;
-    cork(): void;
-    uncork(): void;
-  };
+/** What framedWrites uses of the call's Http2Stream (its `write` replaced, with its own arguments). */
+interface WrittenStream {
+  write(chunk: unknown, ...rest: unknown[]): boolean;
+  cork(): void;
+  uncork(): void;
 }

@@ -1,4 +1,5 @@
 import type * as grpc from '@grpc/grpc-js';
+import { baseCallOf } from './grpc-call.js';
 
 /**
  * A call's last message and its status in one socket write (#10).
@@ -14,19 +15,19 @@ import type * as grpc from '@grpc/grpc-js';
  * trailers are submitted from inside nghttp2's send loop when it asks for them ('wantTrailers', which
  * Node emits from nghttp2's data source callback), which nghttp2 sends in the same send as the data.
  *
- * Reaches into grpc-js 1.14's calls (`call.call`, its `sendMessage`, `sendStatus` and `stream`) and
- * Node's Http2Stream (20's: its native handle's `trailers`, its state, its header list): each function
- * answers false, leaving the call to end as before, when what it uses is not there.
+ * Uses grpc-js's own call (grpc-call.ts: its `sendMessage`, `sendStatus` and Http2Stream) and the
+ * server stream's `_final`, and reaches into Node's Http2Stream (20's: its native handle's
+ * `trailers`, its state, its header list): each function answers false, leaving the call to end
+ * as before, when what it uses is not there.
  * test/flight/coalesced-writes checks on the installed grpc-js and Node that each call's trailers leave
  * with its message; the interop suites, that the real clients read the status.
  */
 
 /** Sends a unary call's response and status OK at once; false (nothing sent) when it cannot. */
 export function respondPromptly(call: grpc.ServerUnaryCall<unknown, unknown>, response: unknown): boolean {
-  const inner = (call as unknown as { call?: Partial<InterceptingCall> }).call;
-  const stream = inner?.stream;
-  if (typeof inner?.sendMessage !== 'function' || typeof inner.sendStatus !== 'function') return false;
-  if (!stream || stream.writableLength !== 0 || !promptTrailers(stream)) return false;
+  const inner = baseCallOf(call);
+  const stream = inner?.stream as Http2StreamInside | undefined;
+  if (!inner || !stream || stream.writableLength !== 0 || !promptTrailers(stream)) return false;
   inner.sendMessage(response, ignore);
   // sendMessage fails the call itself (and has ended it) when the response cannot be serialized.
   if (stream.writableLength === 0) return true;
@@ -38,7 +39,7 @@ export function respondPromptly(call: grpc.ServerUnaryCall<unknown, unknown>, re
 /** Ends a server-streaming call with status OK right behind its last message (call.end() else). */
 export function endPromptly(call: grpc.ServerWritableStream<unknown, unknown>): void {
   const outer = call as unknown as PromptTarget;
-  const stream = outer.call?.stream;
+  const stream = baseCallOf(call)?.stream as Http2StreamInside | undefined;
   const now =
     typeof outer._final === 'function' &&
     stream !== undefined &&
@@ -167,15 +168,7 @@ interface Http2StreamInside {
   _final(callback: () => void): void;
 }
 
-/** What these use of grpc-js's BaseServerInterceptingCall. */
-interface InterceptingCall {
-  sendMessage(message: unknown, callback: () => void): void;
-  sendStatus(status: { code: number; details: string; metadata: null }): void;
-  readonly stream: Http2StreamInside;
-}
-
 interface PromptTarget {
-  call?: { stream?: Http2StreamInside };
   _final(callback: (error: Error | null) => void): void;
   writableBuffer?: unknown[];
 }

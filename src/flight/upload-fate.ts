@@ -1,4 +1,5 @@
 import type { Http2Session, ServerHttp2Stream } from 'node:http2';
+import { baseCallOf } from './grpc-call.js';
 
 /**
  * Whether the client of a call whose upload just ended reset it instead (#12).
@@ -15,11 +16,11 @@ import type { Http2Session, ServerHttp2Stream } from 'node:http2';
  * whose last batch takes less than a round trip waits for it. One PING per connection at a time: uploads that end
  * while one is out share the next.
  *
- * Reaches into grpc-js 1.14's server call (`call.call`, any interceptors' `nextCall`, the base call's `stream`),
- * as prompt-end does; without it the call's `cancelled` alone decides, as before.
+ * Uses grpc-js's own call's Http2Stream (grpc-call.ts), as prompt-end does; without it the call's `cancelled` alone
+ * decides, as before.
  */
 export function resetByClient(call: { readonly cancelled: boolean }): Promise<boolean> {
-  const stream = http2StreamOf(call);
+  const stream = baseCallOf(call)?.stream;
   if (!stream || stream.closed || stream.destroyed || !stream.session) return Promise.resolve(gone(call, stream));
   const closed = new Promise<void>((resolve) => stream.once('close', resolve));
   return Promise.race([roundTrip(stream.session), closed]).then(() => gone(call, stream));
@@ -27,17 +28,6 @@ export function resetByClient(call: { readonly cancelled: boolean }): Promise<bo
 
 const gone = (call: { readonly cancelled: boolean }, stream: ServerHttp2Stream | undefined): boolean =>
   call.cancelled || stream?.closed === true || stream?.destroyed === true;
-
-function http2StreamOf(call: object): ServerHttp2Stream | undefined {
-  let inner = (call as { call?: unknown }).call;
-  for (let depth = 0; depth < 8 && inner && typeof inner === 'object'; depth++) {
-    const stream = (inner as { stream?: Partial<ServerHttp2Stream> }).stream;
-    if (stream && typeof stream.rstCode === 'number' && typeof stream.once === 'function')
-      return stream as ServerHttp2Stream;
-    inner = (inner as { nextCall?: unknown }).nextCall;
-  }
-  return undefined;
-}
 
 interface Pinger {
   out: boolean;
