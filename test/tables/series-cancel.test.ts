@@ -108,6 +108,27 @@ describe('a write whose client gave up keeps nothing', () => {
     assert.equal(await count(`service IN ('copied', 'one') OR attempts = -1`), 0);
   });
 
+  it('a write whose client gave up while DuckLake committed it is kept whole or not at all', async () => {
+    // In SHARE mode the lock lets the statement run and holds back DuckLake's commit alone (its new snapshot's row):
+    // the client gives up, and the call's interrupt reaches DuckDB, while the commit waits. That is too late, as a
+    // cancel during any database's COMMIT is; what matters is that no part of the write is kept alone.
+    await givenUp(
+      snapshot,
+      (deadline) =>
+        update(
+          `INSERT INTO deploys SELECT TIMESTAMPTZ '2024-08-01 00:00:00+00' + to_seconds(i), 'at-commit', i FROM range(1000) t(i)`,
+          deadline,
+        ),
+      'SHARE',
+    );
+    assert.ok([0, 1000].includes(await count(`service = 'at-commit'`)));
+    const before = await count();
+    await givenUp(snapshot, (deadline) => update(`DELETE FROM deploys WHERE service = 'at-commit'`, deadline), 'SHARE');
+    assert.ok([before, 30].includes(await count()));
+    await asAdmin.updateCount(`DELETE FROM deploys WHERE service = 'at-commit'`);
+    assert.equal(await count(), 30);
+  });
+
   it('an INSERT of many generated rows is stopped midway by its deadline, and keeps none', async () => {
     // Far more rows than the deadline gives time to write, however fast the machine: the deadline passes mid-run.
     const insert = update(
