@@ -13,7 +13,7 @@ import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { bloomFalsePositiveRate, writeParquetBloomFilters } from './parquet-bloom.js';
 import { projectPartition } from './projections.js';
-import { mergedReadProblem } from './stored-columns.js';
+import { mergedReadProblem, notViewSetProblem } from './stored-columns.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
 import {
   asciiBitmapBytes,
@@ -530,14 +530,18 @@ export const textCopies = (rows: ReadonlyArray<{ copy_path: string | null }>): s
  * Installs every index kind (minmax, set, bloom_filter and text) as per-partition statistics. With the server's
  * view sets (`viewOf`), a minmax, set or text index on a set whose read merges its partitions is planned as
  * omitted: only pruning reads those statistics, and it reads no such set. A bloom filter stays: its Parquet
- * bloom filters are in the files, where DuckDB may use them for a filter it pushes below the merge.
+ * bloom filters are in the files, where DuckDB may use them for a filter it pushes below the merge. Any index on a
+ * table that is not a view set (a series table) is omitted too.
  */
 export function partitionStatsInstaller(viewOf?: (name: string) => ViewSet | undefined): ResourceInstaller {
   return {
     unsupported(entry) {
-      if (entry.kind !== 'index' || entry.indexKind === 'bloom_filter') return null;
+      if (entry.kind !== 'index') return null;
       const view = viewOf?.(entry.physical);
-      return view ? mergedReadProblem(view, `a ${entry.indexKind} index's statistics`) : null;
+      if (!view) return notViewSetProblem(entry.physical, viewOf, 'indexes');
+      return entry.indexKind === 'bloom_filter'
+        ? null
+        : mergedReadProblem(view, `a ${entry.indexKind} index's statistics`);
     },
     install,
     drop,

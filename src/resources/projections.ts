@@ -17,7 +17,7 @@ import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, entryHash, type LedgerRow } from './ledger.js';
-import { mergedReadProblem } from './stored-columns.js';
+import { mergedReadProblem, notViewSetProblem } from './stored-columns.js';
 import type { ValidEntry } from './validation.js';
 
 /** Rows per row group of a copy: small, so a filter on the sort column skips most of them. */
@@ -167,9 +167,12 @@ export function projectionInstaller(viewOf?: (name: string) => ViewSet | undefin
         return `this server's projections store physical columns only, not column entries (${named.join(', ')})`;
       const view = viewOf?.(entry.physical);
       if (view) return mergedReadProblem(view, "a projection's copies");
-      return entry.columns !== null
-        ? `${entry.physical} is not a view set: this server stores some columns of view sets' partitions only`
-        : null;
+      return (
+        notViewSetProblem(entry.physical, viewOf, 'projections') ??
+        (entry.columns !== null
+          ? `${entry.physical} is not a view set: this server stores some columns of view sets' partitions only`
+          : null)
+      );
     },
     install: (entry, ctx) => install(entry, ctx, viewOf),
     drop,

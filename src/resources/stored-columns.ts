@@ -176,6 +176,19 @@ export const mergedReadProblem = (view: ViewSet, what: string): string | null =>
     : `${view.name} merges its partitions' rows (its merge query is not SELECT * FROM {source}): queries could not read ${what}`;
 
 /**
+ * Why `what` cannot be kept for a table the server's view sets (`viewOf`) do not hold, such as a series table (whose
+ * files are DuckLake's, with no partition of a view set to keep it in): planned as omitted, never "ready" over no file.
+ */
+export const notViewSetProblem = (
+  physical: string,
+  viewOf: ((name: string) => ViewSet | undefined) | undefined,
+  what: string,
+): string | null =>
+  viewOf && !viewOf(physical)
+    ? `${physical} is not a view set, and ${what} are kept in view sets' partition files only`
+    : null;
+
+/**
  * Installs column entries as stored columns of view sets' partitions. With the server's view sets
  * (`viewOf`), an entry whose table queries could not read a stored column of is planned as omitted.
  */
@@ -184,8 +197,9 @@ export function storedColumnInstaller(viewOf?: (name: string) => ViewSet | undef
     unsupported(entry) {
       if (entry.kind !== 'column' || !viewOf) return null;
       const view = viewOf(entry.physical);
-      if (!view) return `${entry.physical} is not a view set: this server stores columns in view sets' partition files`;
-      return mergedReadProblem(view, 'a stored column');
+      return view
+        ? mergedReadProblem(view, 'a stored column')
+        : notViewSetProblem(entry.physical, viewOf, 'stored columns');
     },
     install,
     drop,

@@ -39,6 +39,40 @@ describe('orrery resources validate against a running server', () => {
     });
   });
 
+  it('an index, a projection or a column on a series table is a warning and omitted: no view set partition holds it', async () => {
+    await fixture.admin.query(`CREATE TABLE calls_t (ts TIMESTAMP, svc VARCHAR, dur DOUBLE) WITH (time_column = 'ts')`);
+    write('logs.resources.json', {
+      svc_set: { index: { table: 'calls_t', column: 'svc', kind: 'set' } },
+      svc_bloom: { index: { table: 'calls_t', column: 'svc', kind: 'bloom_filter' } },
+      by_svc: { projection: { table: 'calls_t', order_by: ['svc'] } },
+      svc_upper: { column: { table: 'calls_t', expression: 'upper(svc)' } },
+    });
+    const checked = await run(['validate', '--dir', dir]);
+    const omitted = (entry: string, what: string) =>
+      `resources/logs.resources.json: ${entry}: warning: this server does not install it: calls_t is not a view set, and ${what} are kept in view sets' partition files only`;
+    assert.deepEqual(checked, {
+      status: 0,
+      out: [
+        omitted('svc_set', 'indexes'),
+        omitted('svc_bloom', 'indexes'),
+        omitted('by_svc', 'projections'),
+        omitted('svc_upper', 'stored columns'),
+        '4 valid entries, 0 error(s), 4 warning(s).',
+      ],
+      err: [],
+    });
+    // Published, each is omitted with its warning: none is recorded ready over no partition file.
+    const out: string[] = [];
+    const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
+    const status = await runResourcesCli(['--dir', dir], { env, out: (l) => out.push(l), err: () => {} }, 'publish');
+    assert.equal(status, 0);
+    assert.deepEqual(
+      out.filter((l) => /^(install|ready) /.test(l)),
+      [],
+    );
+    assert.ok(out.includes('installed: 0 entr(ies) ready; serve next'), out.join('\n'));
+  });
+
   it('errors go to stderr as <file>: <entry>: error: <message>, warnings to stdout; exit 2', async () => {
     write('logs.resources.json', {
       hour: { column: { table: 'log_entries', expression: "date_trunc('hour', time)" } },
