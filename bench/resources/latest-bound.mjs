@@ -26,8 +26,13 @@ const client = await FlightSqlClient.connect({
 });
 const latest = `SELECT time, msg FROM log_entries WHERE properties->>'pod' = 'pod-7' ORDER BY time DESC LIMIT 20`;
 const rows = async (sql) => (await client.query(sql)).toArray().map((r) => ({ ...r.toJSON() }));
-const skipped = async (sql) =>
-  JSON.parse((await client.query(sql)).schema.metadata.get('orrery.provenance') ?? '{}').partitions?.[0]?.skipped ?? 0;
+/** Partitions not read: skipped by a WHERE on time, or left out of a bounded latest-n read (its first run's). */
+const skipped = async (sql) => {
+  const provenance = JSON.parse((await client.query(sql)).schema.metadata.get('orrery.provenance') ?? '{}');
+  const [newest] = provenance.newest_first ?? [];
+  if (newest?.bounded) return `${newest.partitions - newest.bounded.partitions} (bounded)`;
+  return provenance.partitions?.[0]?.skipped ?? 0;
+};
 const [{ t }] = await rows(`SELECT CAST(min(time) AS VARCHAR) AS t FROM (${latest})`);
 const bounded = latest.replace('ORDER BY', `AND time >= '${t}' ORDER BY`);
 const queries = { 'latest 20': latest, 'latest 20, time >= its 20th': bounded };
