@@ -179,6 +179,17 @@ export const isDataError = (error: unknown): boolean =>
   isErrorOf(error, engineErrors, 'QUERY_INVALID', 'QUERY_INTERRUPTED');
 
 /**
+ * An error a statement over every audience's rows may fail with for one audience's rows alone, so that a build or a
+ * refresh runs once per audience on it, leaving out the audiences whose run fails: the data's (isDataError), or the
+ * memory one audience's rows take (QUERY_OUT_OF_MEMORY: a sketch aggregate's states over the budget of
+ * sketch-aggregates.cc, DuckDB's memory_limit), which many groups or distinct values of one tenant's can pass alone
+ * while the others' fit. Not a system failure otherwise (ENGINE_INTERNAL, ENGINE_CLOSED, a cancellation): the
+ * audiences' runs would each fail alike and tell nothing of whose rows.
+ */
+export const isAudienceRowsError = (error: unknown): boolean =>
+  isDataError(error) || isErrorOf(error, engineErrors, 'QUERY_OUT_OF_MEMORY');
+
+/**
  * Whether DuckDB reported failing to read a file (one that is missing, unreachable or not valid
  * Parquet), by its error type, from the failure or from the engine error it became.
  */

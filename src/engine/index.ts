@@ -16,7 +16,7 @@ export type {
   StatementDescription,
   TableDescription,
 } from './duckdb-engine.js';
-export { engineErrors, isDataError, isFileReadFailure } from './errors.js';
+export { engineErrors, isAudienceRowsError, isDataError, isFileReadFailure } from './errors.js';
 export {
   lowPriorityProblem,
   nativeExportProblem,

@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
-import { isDataError, type DuckDBEngine } from '../engine/index.js';
+import { isAudienceRowsError, isDataError, type DuckDBEngine } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
 import { payloadLines, storedProtobufSize } from '../ingestion/index.js';
 import {
@@ -356,23 +356,24 @@ export class Materializer {
       if (view.source.kind === 'sql') await this.recordFailed(view, range, []);
       return partition;
     } catch (error) {
-      if (!isDataError(error)) throw error;
-      if (view.source.kind === 'sql') {
+      if (view.source.kind === 'sql' && isAudienceRowsError(error)) {
+        // An unreadable file fails with the data's error, never for want of memory.
         const { reads } = view.source;
-        if ((await this.containUnreadable(await this.readFiles(reads, range))) === 0)
+        if (!isDataError(error) || (await this.containUnreadable(await this.readFiles(reads, range))) === 0)
           return await this.extractedByAudience(view, view.source, range, count, error);
         return await this.extractedFrom(view, range, await this.sourceCount(view, range));
       }
-      if (view.source.kind !== 'payload') throw error;
+      if (!isDataError(error) || view.source.kind !== 'payload') throw error;
       if ((await this.quarantineUnreadable(view, view.source, range, (error as Error).message)) === 0) throw error;
       return await this.extractedFrom(view, range, await this.sourceCount(view, range));
     }
   }
 
   /**
-   * A SQL-defined set's partition of a range whose extract failed on the data, built from the extract run once
-   * per audience of its sources, each with the sources limited to that audience: one tenant's row the extract
-   * fails on (a cast of a value it sent) then hides no other tenant's rows. The audiences whose run fails are
+   * A SQL-defined set's partition of a range whose extract failed on the data or for want of memory
+   * (isAudienceRowsError), built from the extract run once per audience of its sources, each with the sources limited
+   * to that audience: one tenant's row the extract fails on (a cast of a value it sent), or its rows' states past the
+   * memory limit, then hide no other tenant's rows. The audiences whose run fails are
    * recorded (list_failed_audiences(), with their own error: it quotes their rows alone) and left out until a
    * retry (retry_quarantined_blocks(), a daemon of another version) or a rebuild of the range. The source rows of no
    * known audience (a NULL audience, a process the processes set gives none), which keys do not read, are a run
@@ -413,7 +414,7 @@ export class Materializer {
           written.push(key);
         } catch (audienceError) {
           await scratch.delete(key);
-          if (!isDataError(audienceError)) throw audienceError;
+          if (!isAudienceRowsError(audienceError)) throw audienceError;
           // A row's audience '' and the rows of no known audience share the record (both are no key's audience).
           const same = failed.find((f) => f.audience === (audience ?? ''));
           const message = (audienceError as Error).message;

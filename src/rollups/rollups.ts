@@ -1,5 +1,5 @@
 import {
-  isDataError,
+  isAudienceRowsError,
   isFileReadFailure,
   quoteIdentifier,
   type DuckDBEngine,
@@ -1363,7 +1363,7 @@ export class Rollups {
       await store([]);
     } catch (error) {
       const split =
-        deleteFilters.length > 0 && isDataError(error)
+        deleteFilters.length > 0 && isAudienceRowsError(error)
           ? await this.failingAudiences(definition, source, rowFilters)
           : null;
       if (!split || split.failed.length === 0) throw error;
@@ -1386,8 +1386,8 @@ export class Rollups {
   /**
    * The audiences whose rows fail a rollup's aggregate on their own (each aggregated alone, its buckets
    * read whole), with their error and the buckets of their rows the scans cover, out of how many audiences
-   * the scans read: one tenant's row the aggregate fails on (a cast of a value it sent) then keeps no other
-   * tenant's buckets from being stored. The rows of no audience (a view set's row whose extract left its audience
+   * the scans read: one tenant's row the aggregate fails on (a cast of a value it sent), or its rows' sketches past
+   * their memory budget (isAudienceRowsError), then keeps no other tenant's buckets from being stored. The rows of no audience (a view set's row whose extract left its audience
    * NULL), which a read of the view set shows admins alone, are a group of their own as in the rollup's rows.
    */
   private async failingAudiences(
@@ -1409,7 +1409,7 @@ export class Rollups {
           `SELECT count(*) FROM (${aggregateOverEach(definition, rows, scans)}) AS t WHERE hash(t) IS NULL`,
         );
       } catch (audienceError) {
-        if (!isDataError(audienceError)) throw audienceError;
+        if (!isAudienceRowsError(audienceError)) throw audienceError;
         const buckets = await this.engine.values(
           `SELECT DISTINCT CAST(${bucketSql(definition, definition.timeColumn)} AS VARCHAR) FROM (${rows}) WHERE ${covered}`,
         );
@@ -1462,7 +1462,7 @@ export class Rollups {
       try {
         return await keeping(new Map());
       } catch (error) {
-        if (!isDataError(error)) throw error;
+        if (!isAudienceRowsError(error)) throw error;
         const failed = new Map<string, FailedAudience[]>();
         for (const definition of onTable) {
           const literals = (await this.bucketsGone(definition, rowsGone)).map((b) => bucketLiteral(definition, b));
