@@ -9,7 +9,8 @@ import type { InsertRange } from '../views/index.js';
 export interface FailedAudience {
   readonly viewSetName: string;
   readonly range: InsertRange;
-  readonly audience: string;
+  /** Null: the rows of no known audience (admins' alone), apart from an audience ''. */
+  readonly audience: string | null;
   readonly error: string;
   readonly orreryVersion: string;
   readonly failedAt: Date;
@@ -23,7 +24,7 @@ export async function recordFailedAudiences(
   db: MetadataQueries,
   viewSet: string,
   range: InsertRange,
-  failed: ReadonlyArray<{ audience: string; error: string }>,
+  failed: ReadonlyArray<{ audience: string | null; error: string }>,
   version: string,
 ): Promise<void> {
   await db.query('DELETE FROM failed_audiences WHERE view_set_name = $1 AND begin_ns < $3 AND end_ns > $2', [
@@ -43,7 +44,7 @@ interface Row {
   view_set_name: string;
   begin_ns: string;
   end_ns: string;
-  audience: string;
+  audience: string | null;
   error: string;
   orrery_version: string;
   failed_at: Date;
@@ -58,7 +59,7 @@ const fromRow = (r: Row): FailedAudience => ({
   failedAt: r.failed_at,
 });
 
-/** The records of these audiences (null: every audience), oldest first. */
+/** The records of these audiences (null: every audience, and the rows of no audience), oldest first. */
 export async function failedAudiences(
   db: MetadataQueries,
   audiences: readonly string[] | null,

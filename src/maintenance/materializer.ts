@@ -377,8 +377,8 @@ export class Materializer {
    * recorded (list_failed_audiences(), with their own error: it quotes their rows alone) and left out until a
    * retry (retry_quarantined_blocks(), a daemon of another version) or a rebuild of the range. The source rows of no
    * known audience (a NULL audience, a process the processes set gives none), which keys do not read, are a run
-   * of their own, recorded as audience '' (no key's) when it fails, so that list_failed_audiences() tells admins
-   * alone. With one run, or when every run fails (the system's fault rather than the data's, as for quarantined
+   * of their own, recorded with a NULL audience when it fails (apart from an audience '', no key's either), so that
+   * list_failed_audiences() tells admins alone. With one run, or when every run fails (the system's fault rather than the data's, as for quarantined
    * blocks), the range fails as before. It fails as before too when the runs cannot add up to the whole: an extract
    * whose rows are not each of the one audience its run read (a constant audience, a group across audiences) makes
    * other rows per audience than one run over all.
@@ -399,7 +399,7 @@ export class Materializer {
     const audiences = await this.audiencesOf(reads, processAudiences);
     if (audiences.length < 2) throw error;
     const written: string[] = [];
-    const failed: Array<{ audience: string; error: string }> = [];
+    const failed: Array<{ audience: string | null; error: string }> = [];
     try {
       for (const audience of audiences) {
         const key = scratchKey('parquet');
@@ -415,11 +415,7 @@ export class Materializer {
         } catch (audienceError) {
           await scratch.delete(key);
           if (!isAudienceRowsError(audienceError)) throw audienceError;
-          // A row's audience '' and the rows of no known audience share the record (both are no key's audience).
-          const same = failed.find((f) => f.audience === (audience ?? ''));
-          const message = (audienceError as Error).message;
-          if (same) same.error = `${same.error}\n${message}`;
-          else failed.push({ audience: audience ?? '', error: message });
+          failed.push({ audience, error: (audienceError as Error).message });
           continue;
         }
         if (!(await this.allOfAudience(view, scratch.location(key), audience, processAudiences))) throw error;
@@ -434,7 +430,7 @@ export class Materializer {
       for (const f of failed)
         this.options.log?.(
           'warn',
-          `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): the rows of audience ${f.audience} are left out: ${f.error}`,
+          `${view.name} [${nanosToIso(range.begin)}, ${nanosToIso(range.end)}): the rows of ${f.audience === null ? 'no known audience' : `audience '${f.audience}'`} are left out: ${f.error}`,
         );
       return partition;
     } finally {
@@ -445,7 +441,7 @@ export class Materializer {
   private recordFailed(
     view: ViewSet,
     range: InsertRange,
-    failed: ReadonlyArray<{ audience: string; error: string }>,
+    failed: ReadonlyArray<{ audience: string | null; error: string }>,
   ): Promise<void> {
     return recordFailedAudiences(this.options.db, view.name, range, failed, this.options.version);
   }

@@ -13,6 +13,7 @@ import { ingestMarksUntil } from './migration-9-ingest-marks-until.js';
 import { failedAudiences } from './migration-10-failed-audiences.js';
 import { insertBlocks } from './migration-11-insert-blocks.js';
 import { ingestDeletes } from './migration-12-ingest-deletes.js';
+import { failedAudiencesOfNoAudience } from './migration-13-failed-audiences-of-no-audience.js';
 import { transaction } from './transaction.js';
 
 /** One schema change. Runs inside a transaction, so it may not use CREATE INDEX CONCURRENTLY and the like. */
@@ -37,6 +38,7 @@ export const migrations: readonly Migration[] = [
   { version: 10, name: 'failed audiences of view sets defined in SQL', sql: failedAudiences },
   { version: 11, name: 'block inserts as one function call', sql: insertBlocks },
   { version: 12, name: 'a count of process and stream deletes', sql: ingestDeletes },
+  { version: 13, name: 'failed audiences of rows of no audience apart', sql: failedAudiencesOfNoAudience },
 ];
 
 /**

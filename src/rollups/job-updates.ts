@@ -31,12 +31,12 @@ export function jobsRows(jobs: readonly RollupJob[]): string {
 }
 
 /**
- * A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB), or null when none
- * failed. The rows of no audience (null) are under '', no key's audience (keys' audiences are never empty), so that
- * their error is told to admins alone, who alone read them.
+ * A refresh job's audience_errors after a refresh: each failed audience's error (JSON for JSONB, see AudienceError),
+ * or null when none failed. The rows of no audience (null) stay apart from an audience '', so that each is told
+ * (to admins alone, who alone read either) as what it is.
  */
 function audienceErrors(failed: RefreshOutcome['failedAudiences']): string | null {
-  return failed.length > 0 ? JSON.stringify(Object.fromEntries(failed.map((f) => [f.audience ?? '', f.error]))) : null;
+  return failed.length > 0 ? JSON.stringify(failed.map(({ audience, error }) => ({ audience, error }))) : null;
 }
 
 /** A failed refresh is tried again this soon by the refresh jobs (or at its schedule, if sooner). */

@@ -158,16 +158,35 @@ export interface RollupJob {
    * others' stored (last_status 'partial', every audience's failing alike); or, beside a 'failed' refresh (the
    * system's fault), those found before it failed.
    */
-  readonly audienceErrors: Readonly<Record<string, string>> | null;
+  readonly audienceErrors: readonly AudienceError[] | null;
   /** What the base table's retention kept without an audience's rows (see lostTable), by audience, in bucket order. */
   readonly lostBuckets: readonly LostBuckets[];
+}
+
+/**
+ * The error of an audience's rows, or (null) of the rows of no audience, which admins alone read: apart from an
+ * audience '' (a row may have one, which no key has either), so that neither record hides nor passes for the other.
+ */
+export interface AudienceError {
+  readonly audience: string | null;
+  readonly error: string;
+}
+
+/**
+ * A job's audience_errors as stored: a list of AudienceError; before, an object by audience, the rows of no audience
+ * and an audience '' both under '' (read as the rows of no audience, the more common).
+ */
+function audienceErrorsOf(stored: AudienceError[] | Record<string, string> | null): AudienceError[] | null {
+  if (stored === null || Array.isArray(stored)) return stored;
+  return Object.entries(stored).map(([audience, error]) => ({ audience: audience === '' ? null : audience, error }));
 }
 
 /** The buckets of a rollup a series table's retention kept without an audience's rows. */
 export interface LostBuckets {
   /** The series table whose retention kept them. */
   readonly table: string;
-  readonly audience: string;
+  /** Null: the rows of no audience. */
+  readonly audience: string | null;
   readonly buckets: readonly string[];
   /** The error of the first bucket's. */
   readonly error: string;
@@ -1186,7 +1205,7 @@ export class Rollups {
       next_run: Date | null;
       last_status: string | null;
       last_error: string | null;
-      audience_errors: Record<string, string> | null;
+      audience_errors: AudienceError[] | Record<string, string> | null;
     }>(
       `SELECT kind, target, schedule::TEXT AS schedule, last_run, next_run, last_status, last_error, audience_errors
          FROM rollup_jobs ORDER BY target, kind`,
@@ -1200,7 +1219,7 @@ export class Rollups {
       nextRun: r.next_run,
       lastStatus: r.last_status,
       lastError: r.last_error,
-      audienceErrors: r.audience_errors,
+      audienceErrors: audienceErrorsOf(r.audience_errors),
       lostBuckets: lost.get(r.target) ?? [],
     }));
   }
@@ -1210,10 +1229,11 @@ export class Rollups {
     const rows = await this.engine.values(`SELECT rollup, audience, bucket, error FROM ${lostTable}`);
     if (rows.length === 0) return new Map();
     const definitions = await this.definitions();
-    const byAudience = new Map<string, Map<string, Array<{ bucket: string; error: string }>>>();
+    const byAudience = new Map<string, Map<string | null, Array<{ bucket: string; error: string }>>>();
     for (const [rollup, audience, bucket, error] of rows) {
-      const of = byAudience.get(String(rollup)) ?? new Map<string, Array<{ bucket: string; error: string }>>();
-      const key = String(audience);
+      const of = byAudience.get(String(rollup)) ?? new Map<string | null, Array<{ bucket: string; error: string }>>();
+      // The rows of no audience (NULL) apart from any audience's, "null" and '' among them.
+      const key = typeof audience === 'string' ? audience : null;
       of.set(key, [...(of.get(key) ?? []), { bucket: String(bucket), error: String(error) }]);
       byAudience.set(String(rollup), of);
     }

@@ -278,7 +278,7 @@ async function define(
           quoteLiteral(f.viewSetName),
           `make_timestamp_ns(${f.range.begin})`,
           `make_timestamp_ns(${f.range.end})`,
-          quoteLiteral(f.audience),
+          f.audience === null ? 'NULL' : quoteLiteral(f.audience),
           quoteLiteral(f.error),
           quoteLiteral(f.orreryVersion),
           `${quoteLiteral(f.failedAt.toISOString())}::TIMESTAMPTZ`,

@@ -107,14 +107,15 @@ async function readableJobs(
   refused?: RefusedReads,
 ): Promise<RollupJob[]> {
   const closed = await refused?.([...new Set(jobs.map((j) => j.target.toLowerCase()))]);
-  const reads = (audience: string): boolean =>
-    principal.admin || audience === 'public' || principal.audiences.includes(audience);
+  // The rows of no audience (null) are admins' alone; an audience '' is no key's either (keys' audiences are not empty).
+  const reads = (audience: string | null): boolean =>
+    principal.admin || (audience !== null && (audience === 'public' || principal.audiences.includes(audience)));
   return jobs
     .filter((j) => !closed?.has(j.target.toLowerCase()))
     .map((j) => {
-      const failed = Object.entries(j.audienceErrors ?? {}).filter(([audience]) => reads(audience));
+      const failed = (j.audienceErrors ?? []).filter(({ audience }) => reads(audience));
       const lines = [
-        ...failed.map(([audience, error]) => `${audienceLabel(audience)}: ${error}`),
+        ...failed.map(({ audience, error }) => `${audienceLabel(audience)}: ${error}`),
         ...j.lostBuckets.filter((l) => reads(l.audience)).map(lostLine),
       ];
       const own = lines.length > 0 ? lines.join('\n') : null;
@@ -128,14 +129,15 @@ async function readableJobs(
     });
 }
 
-/** An audience of audience_errors as a line of last_error names it ('' holds the rows of no audience: see recordRefresh). */
-const audienceLabel = (audience: string): string => (audience === '' ? 'rows of no audience' : `audience ${audience}`);
+/** An audience as a line of last_error names it (null: the rows of no audience; '' an audience of its own). */
+const audienceLabel = (audience: string | null): string =>
+  audience === null ? 'rows of no audience' : `audience ${audience === '' ? "''" : audience}`;
 
 /** A line of snouttime.jobs' last_error for buckets a rollup's base table's retention kept without an audience's rows. */
 function lostLine(lost: LostBuckets): string {
   const [first, last] = [lost.buckets[0], lost.buckets[lost.buckets.length - 1]];
   const which = lost.buckets.length === 1 ? `bucket ${first}` : `${lost.buckets.length} buckets, ${first} to ${last}`;
-  return `audience ${lost.audience}: retention of ${lost.table} kept ${which} without this audience's rows: ${lost.error}`;
+  return `${audienceLabel(lost.audience)}: retention of ${lost.table} kept ${which} without this audience's rows: ${lost.error}`;
 }
 
 const withheldError = 'withheld from keys that are not admins: the refresh reads the rows of every audience';

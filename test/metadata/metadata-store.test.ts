@@ -13,7 +13,7 @@ describe('MetadataStore, embedded', () => {
   it('applies the migrations on first open, none on the next, and keeps data across close/reopen', async () => {
     const first = await MetadataStore.open({ dataDir: data.dir });
     try {
-      assert.deepEqual(first.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+      assert.deepEqual(first.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
       await first.query(
         `INSERT INTO processes (process_id, exe, audience) VALUES ('8d0f6c1e-5b0a-4d3c-9d7e-1f2a3b4c5d6e', 'svc', 'public')`,
       );
@@ -38,6 +38,7 @@ describe('MetadataStore, embedded', () => {
         { version: 10, name: 'failed audiences of view sets defined in SQL' },
         { version: 11, name: 'block inserts as one function call' },
         { version: 12, name: 'a count of process and stream deletes' },
+        { version: 13, name: 'failed audiences of rows of no audience apart' },
       ]);
       const definitions = await second.query('SELECT view_set_name, update_group FROM lakehouse_view_set_definitions');
       assert.deepEqual(definitions.rows, [{ view_set_name: 'log_stats', update_group: 3000 }]);
@@ -77,7 +78,7 @@ describe('MetadataStore, external server', () => {
   it('uses an external server given by its connection string, and leaves it running on close', async () => {
     const url = await freshDatabase(server.connectionString, 'external_one');
     const store = await MetadataStore.open({ connectionString: url, dataDir: '/nonexistent/unused' });
-    assert.deepEqual(store.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert.deepEqual(store.appliedMigrations, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
     assert.equal(store.connectionString, url);
     await store.close();
     const tables = await withClient(
@@ -115,7 +116,10 @@ describe('MetadataStore, external server', () => {
       MetadataStore.open({ connectionString: url, dataDir: data.dir }),
     ]);
     try {
-      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [[], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]]);
+      assert.deepEqual(stores.map((s) => s.appliedMigrations).sort(), [
+        [],
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+      ]);
       const { rows } = await stores[0].query('SELECT version FROM orrery_migrations ORDER BY version');
       assert.deepEqual(rows, [
         { version: 1 },
@@ -130,6 +134,7 @@ describe('MetadataStore, external server', () => {
         { version: 10 },
         { version: 11 },
         { version: 12 },
+        { version: 13 },
       ]);
     } finally {
       await Promise.all(stores.map((s) => s.close()));

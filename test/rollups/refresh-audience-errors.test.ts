@@ -11,7 +11,10 @@ describe('refresh_rollup writes its audience errors only when they change (issue
   const fixture = useOrrery();
   const job = async () =>
     (
-      await fixture.orrery.metadata.query<{ xmin: string; errors: Record<string, string> | null }>(
+      await fixture.orrery.metadata.query<{
+        xmin: string;
+        errors: Array<{ audience: string | null; error: string }> | null;
+      }>(
         `SELECT xmin::text AS xmin, audience_errors AS errors FROM rollup_jobs WHERE kind = 'refresh' AND target = 'notes_hourly'`,
       )
     ).rows[0];
@@ -30,10 +33,14 @@ describe('refresh_rollup writes its audience errors only when they change (issue
     assert.equal((await job()).errors, null);
     await refresh();
     const failed = await job();
-    assert.deepEqual(Object.keys(failed.errors ?? {}), ['public']);
-    assert.match(failed.errors!.public, /'oops'/);
+    assert.deepEqual(
+      failed.errors?.map((e) => e.audience),
+      ['public'],
+    );
+    const [{ error }] = failed.errors!;
+    assert.match(error, /'oops'/);
     assert.deepEqual(await plainRows(fixture.reader, `SELECT last_error FROM snouttime.jobs`), [
-      { last_error: `audience public: ${failed.errors!.public}` },
+      { last_error: `audience public: ${error}` },
     ]);
     // The same error again: the row is not written.
     await refresh();
