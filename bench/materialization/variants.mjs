@@ -19,7 +19,10 @@
 // 4096`); --config 'SET ...' runs as the engine starts, before its configuration is locked (`SET GLOBAL
 // block_allocator_memory = '192MiB'`); --warm runs the statement once before the measured run, as a server that has
 // materialized before; --keep FILE keeps a copy of the written file. `minor_faults`: the process's page faults over the
-// statement (pages the kernel maps and zeroes on their first touch).
+// statement (pages the kernel maps and zeroes on their first touch). --from-table: the variant's rows are put in a
+// DuckDB table before the measurement, and the statement measured writes that table with the same options (DuckDB's
+// Parquet write alone, from memory: the floor under every variant). --read-only counts the statement's rows instead of
+// writing them (the read, decode and merge without the write).
 // variants.sh runs the variants alternately and prints them side by side. `threads_run_s`: every thread's seconds on a
 // CPU over the statement, busiest first (threads that ended before it did, as the decoding one, are not listed).
 // The statement alone under perf (PERF_CTL: a FIFO that perf's --control reads; sampling starts disabled):
@@ -101,7 +104,12 @@ try {
   // --write 'OPTIONS': the COPY's Parquet options instead of the variant's (a dictionary limit, say).
   const write = option('write') ?? chosen;
   for (const s of setup) await engine.execute(s);
-  const copy = `COPY (${sql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`;
+  const fromTable = process.argv.includes('--from-table');
+  if (fromTable) await engine.execute(`CREATE OR REPLACE TABLE __rows AS ${sql}`, { setup: session });
+  // --read-only: the rows counted, not written (the file holds the count): the read without the Parquet write.
+  const readOnly = process.argv.includes('--read-only');
+  const rowsSql = fromTable ? 'SELECT * FROM __rows' : sql;
+  const copy = `COPY (${readOnly ? `SELECT count(*) AS n FROM (${rowsSql})` : rowsSql}) TO ${quoteLiteral(out)} (FORMAT parquet, ${write}, ROW_GROUP_SIZE ${rowGroup})`;
   // --warm: the statement runs once before the measured one, as in a server that has materialized before (what
   // the allocators kept of it).
   if (process.argv.includes('--warm')) await engine.execute(copy, { setup: session });
@@ -121,7 +129,7 @@ try {
   const sampling = process.argv.includes('--memory') ? sampleMemory() : null;
   // PERF_CTL=<fifo>: perf record -D -1 --control fifo:<fifo> samples the statement alone.
   if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'enable\n');
-  const written = await engine.execute(copy, { setup: session }).finally(() => {
+  let written = await engine.execute(copy, { setup: session }).finally(() => {
     sampling?.stop();
     if (process.env.PERF_CTL) writeFileSync(process.env.PERF_CTL, 'disable\n');
   });
@@ -137,6 +145,7 @@ try {
                FROM read_parquet(${quoteLiteral(out)}, file_row_number = true))`,
     )
     .catch(() => [[null, null]]);
+  if (readOnly) written = Number((await engine.values(`SELECT n FROM read_parquet(${quoteLiteral(out)})`))[0][0]);
   const [[groups]] = await engine.values(
     `SELECT count(DISTINCT row_group_id) FROM parquet_metadata(${quoteLiteral(out)})`,
   );
