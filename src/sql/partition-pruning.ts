@@ -241,6 +241,16 @@ const isFixed = (node: Node): boolean =>
 const otherClockNames =
   /^(now|get_current_timestamp|transaction_timestamp|current_timestamp|current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
 
+/**
+ * DuckDB's functions that read its clock within them, by name and argument count: age(x) is x's age on DuckDB's
+ * date (its transaction's), which the fixed clock's date may not be (a statement planned before midnight and run
+ * after it); age(a, b) reads no clock.
+ */
+const clockWithin = (node: Node): boolean =>
+  node.class === 'FUNCTION' &&
+  String(node.function_name).toLowerCase() === 'age' &&
+  (node.children as unknown[]).length === 1;
+
 /** The bare names DuckDB binds to the clock when nothing else has them. */
 const clockNames = new Set(['current_timestamp', 'current_date']);
 
@@ -377,6 +387,7 @@ function fixedClock(statement: Statement): Node | null {
     const bare = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
     other ||=
       (node.class === 'FUNCTION' && otherClockNames.test(String(node.function_name))) ||
+      clockWithin(node) ||
       (bare.length === 1 && otherClockNames.test(bare[0]));
     Object.values(node).forEach(visit);
   };
