@@ -31,6 +31,10 @@ const volatileFunctions = new Set([
   'transaction_timestamp',
   'statement_timestamp',
   'today',
+  // DuckDB's macros of current_timestamp.
+  'ago',
+  'pg_conf_load_time',
+  'pg_postmaster_start_time',
   'nextval',
   'currval',
 ]);
