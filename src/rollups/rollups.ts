@@ -2307,9 +2307,9 @@ export class Rollups {
     return oncePerStatement(this.rowPartials, definition, () => rowPartials(this.engine, definition));
   }
 
-  /** A new table of the rows of `sql` (see tail-values.ts): its name, or null when too large or failed. */
+  /** A new kept table of a rollup's stored rows `sql` (see keptStored): its name, or null when too large or failed. */
   private keptTable(sql: string): Promise<string | null> {
-    const table = keptTailTable();
+    const table = keptTailTable(true);
     const { attach, create } = keepTailSql(table, sql);
     const drop = async (): Promise<null> => {
       await this.engine.execute(dropTailSql(table), { ownTable: true }).catch(() => {});
@@ -2347,8 +2347,8 @@ export class Rollups {
    * DuckLake scan set-up), else that table at the snapshot. The files listed at an earlier snapshot
    * serve while DuckLake records no change of that table since (sinceChange: it changes at refreshes,
    * not with the source's writes), without listing them again. `kept`: the files' rows may be read from
-   * the table they are kept in (keptStored), for the levels the rewrite answers from the stored rows
-   * alone (storedRows: a dashboard's panels); the rollup's view and its `_materialized` name read the files.
+   * the table they are kept in (keptStored); false in a client's transaction, whose statements read no kept
+   * table (ReadContext.keptTails).
    */
   private async storedSource(definition: RollupDefinition, snapshot: bigint, kept: boolean): Promise<string> {
     const name = materializedName(definition.name);
@@ -2365,7 +2365,10 @@ export class Rollups {
    * large or failed). The same files are the
    * same rows, as for a kept tail (tail-values.ts), and a table costs DuckDB no file to open: a Parquet
    * read is bound again at every run, so a statement reading one never keeps its plan (a panel read
-   * at a rollup costs ~1-2 ms of server CPU more, bench/rollup-rewrite/cpu-ab.mjs).
+   * at a rollup costs ~1-2 ms of server CPU more, bench/rollup-rewrite/cpu-ab.mjs), and a file with a
+   * delete file is read through an anti-join of both at every run (the 100 M-row dashboard, per host per
+   * hour over 7 days through the rollup's view: DuckDB's run to the first batch 9.6-13.6 ms from the files
+   * against 3.9 from the table, bench/rollups/dashboard-ab.sh).
    */
   private keptStored(definition: RollupDefinition, rows: string): string | null {
     const kept = this.storedTables.get(definition.name);
@@ -2424,7 +2427,7 @@ export class Rollups {
           context.prime,
           context.tailReads,
         ),
-        this.storedSource(definition, snapshot, false),
+        this.storedSource(definition, snapshot, context.keptTails),
       ]);
       const buckets = [...pendingParts.changed, ...pendingParts.held.keys()];
       const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;
@@ -2560,7 +2563,7 @@ export class Rollups {
     const filter = audienceFilter(scope);
     for (const definition of stored) {
       statements.push(
-        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${await this.storedSource(definition, snapshot, false)}${filter ? ` WHERE ${filter}` : ''}`,
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(materializedName(definition.name))} AS SELECT * FROM ${await this.storedSource(definition, snapshot, context.keptTails)}${filter ? ` WHERE ${filter}` : ''}`,
       );
     }
     for (const alias of stableNames) {

@@ -57,10 +57,10 @@ const tablePrefix = '__orrery_tail_';
  * prepared statement again at every run (~25 ms against 5 for a kept read's) once a table of a database it
  * read is made or dropped; each kept table in a database of its own, made or dropped whole (ATTACH,
  * DETACH), changes no database another statement reads. A rollup's kept tails are rows of one such table
- * (its ring, below); its stored rows kept (Rollups.keptStored) a table each.
+ * (its ring, below); its stored rows kept (Rollups.keptStored) a table each, `stored` naming them apart.
  */
-export function keptTailTable(): string {
-  const name = `${tablePrefix}${++tables}`;
+export function keptTailTable(stored = false): string {
+  const name = `${tablePrefix}${stored ? 's' : ''}${++tables}`;
   return `${name}.main.${name}`;
 }
 
@@ -86,7 +86,7 @@ const goneMessage = (table: string): string => `kept tail ${databaseOf(table)} i
  * deleted, its database detached): planned again, it reads the tail kept now.
  */
 export const namesDroppedTail = (message: string): boolean =>
-  /^(?:Binder Error: (?:Catalog "__orrery_tail_\d+" does not exist|Prepared statement requires database __orrery_tail_\d+ but it was not attached)|Invalid Input Error: kept tail __orrery_tail_\d+ is gone)/.test(
+  /^(?:Binder Error: (?:Catalog "__orrery_tail_s?\d+" does not exist|Prepared statement requires database __orrery_tail_s?\d+ but it was not attached)|Invalid Input Error: kept tail __orrery_tail_\d+ is gone)/.test(
     message,
   );
 
