@@ -4,7 +4,8 @@
 // the event loop. Here a thread of the exporter's own fetches chunks from DuckDB and appends them
 // to per-column Arrow buffers up to a batch's byte target (cut before the row that would pass it),
 // then hands the batch's buffers over as they are (each padded to 8 bytes, in Arrow IPC order),
-// with their layout, to a libuv worker that gives them to JavaScript. JavaScript wraps them in
+// with their layout, to the JavaScript thread (the statement's run and its first chunks go through a
+// libuv worker; the batches after, straight from the fetching thread). JavaScript wraps them in
 // Arrow data without copying, and the sender writes them to the socket as they lie. Column layouts
 // are chosen by the caller (the Arrow types are decided in TypeScript); this file only knows how
 // to fill them.
@@ -24,6 +25,7 @@
 #include <deque>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -355,6 +357,40 @@ struct Batch {
   }
 };
 
+// { rows, buffers: Array<ArrayBuffer | null>, layout: Float64Array } of a batch, or null for an empty one
+// (the end). V8 gives each part's memory back to the pool when its ArrayBuffer is collected (and counts
+// it as external memory meanwhile); the hint carries its capacity. An empty part is null.
+Napi::Value BatchValue(Napi::Env env, Batch &batch) {
+  if (batch.rows == 0) return env.Null();
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("rows", Napi::Number::New(env, double(batch.rows)));
+  Napi::Array buffers = Napi::Array::New(env, batch.parts.size());
+  for (size_t i = 0; i < batch.parts.size(); i++) {
+    Part &part = batch.parts[i];
+    if (!part.bytes) {
+      buffers.Set(i, env.Null());
+      continue;
+    }
+    buffers.Set(i, Napi::ArrayBuffer::New(
+                       env, part.bytes, pad8(part.length),
+                       [](Napi::Env, void *bytes, size_t *capacity) { blocks.Give(static_cast<uint8_t *>(bytes), reinterpret_cast<size_t>(capacity)); },
+                       reinterpret_cast<size_t *>(part.capacity)));
+    part.bytes = nullptr;
+  }
+  result.Set("buffers", buffers);
+  Napi::Float64Array layout = Napi::Float64Array::New(env, batch.layout.size());
+  std::copy(batch.layout.begin(), batch.layout.end(), layout.Data());
+  result.Set("layout", layout);
+  return result;
+}
+
+// A fill's error carrying DuckDB's error type as `errorType`, so callers classify by type.
+Napi::Value Failure(const Napi::Error &error, int type) {
+  Napi::Object value = error.Value();
+  value.Set("errorType", Napi::Number::New(error.Env(), type));
+  return value;
+}
+
 class Exporter : public Napi::ObjectWrap<Exporter> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -431,10 +467,16 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     StopFetcher();
     DropChunk();
     DestroyOwnResult();
+    ReleaseWake();
   }
 
-  // Fills the next batch on a worker thread; resolves to null at the end of the result.
+  // Fills the next batch on a worker thread (once the fetching thread runs: takes the one it built);
+  // resolves to null at the end of the result.
   Napi::Value Next(const Napi::CallbackInfo &info);
+  // Settles a Next, on the JavaScript thread, with the batch the fetching thread built, or with its end.
+  void Settle(Napi::Env env, Napi::Promise::Deferred &deferred);
+  // wake_'s call on the JavaScript thread: settles the Next that waits.
+  static void Woken(napi_env env, napi_value, void *context, void *);
 
   // Has the batch being filled end at DuckDB's next chunk, without interrupting DuckDB: the fill
   // settles with the end (or with a batch already built ahead) instead of going on until its batch
@@ -457,6 +499,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     StopFetcher();
     DropChunk();
     DestroyOwnResult();
+    ReleaseWake();
     finished_ = true;
     return info.Env().Undefined();
   }
@@ -484,6 +527,7 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
         }
       }
       fetcher_ = std::thread([this] { FetchLoop(); });
+      fetching_ = true;
     }
     std::unique_lock<std::mutex> lock(mutex_);
     available_.wait(lock, [this] { return !ready_.empty() || fetched_; });
@@ -742,12 +786,22 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       std::lock_guard<std::mutex> lock(mutex_);
       ready_.push_back(std::move(batch));
       available_.notify_one();
+      WakeWaiter();
     }
     std::lock_guard<std::mutex> lock(mutex_);
     fetchError_ = error;
     fetchErrorType_ = type;
     fetched_ = true;
     available_.notify_one();
+    WakeWaiter();
+  }
+
+  // With mutex_ held, on the fetching thread: a batch or the end is there for the Next waiting on the
+  // JavaScript thread, if one is; wake_ calls Woken there, once per wait.
+  void WakeWaiter() {
+    if (!waiting_) return;
+    waiting_ = false;
+    napi_call_threadsafe_function(wake_, nullptr, napi_tsfn_nonblocking);
   }
 
   void StopFetcher() {
@@ -758,6 +812,12 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
     fetchable_.notify_one();
     if (fetcher_.joinable()) fetcher_.join();
     ready_.clear();
+  }
+
+  // No Next waits (busy_ is false), so no call of wake_ is pending.
+  void ReleaseWake() {
+    if (wake_) napi_release_threadsafe_function(wake_, napi_tsfn_release);
+    wake_ = nullptr;
   }
 
   void DropChunk() {
@@ -793,6 +853,13 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
   bool exhausted_ = false;
   int chunksInline_ = 0;
   std::thread fetcher_;  // started by Fill once the first chunks are taken
+  bool fetching_ = false;  // fetcher_ started: Next takes its batches on the JavaScript thread (set by Fill)
+  // Calls Woken on the JavaScript thread for a Next that waits on the fetching thread: created by the first
+  // such wait (a result that ends within its first batch never makes one), referenced only while one waits.
+  napi_threadsafe_function wake_ = nullptr;
+  bool waiting_ = false;  // with mutex_: a Next waits, wake_ not yet called for it
+  std::optional<Napi::Promise::Deferred> waiter_;  // that Next's promise (the JavaScript thread's)
+  Napi::ObjectReference waiterOwner_;  // keeps the exporter alive while a Next waits
   std::mutex mutex_;
   std::condition_variable fetchable_;  // room for a batch ahead, or stopping
   std::condition_variable available_;  // a batch ahead, or building is over
@@ -815,44 +882,16 @@ class FillWorker : public Napi::AsyncWorker {
     if (!exporter_->Fill(batch_, error)) SetError(error);
   }
 
-  // Resolves to { rows, buffers: Array<ArrayBuffer | null>, layout: Float64Array }, or null at the end.
+  // Resolves to the batch (BatchValue), or null at the end.
   void OnOK() override {
     exporter_->Done();
-    Napi::Env env = Env();
-    if (batch_.rows == 0) {
-      deferred_.Resolve(env.Null());
-      return;
-    }
-    Napi::Object result = Napi::Object::New(env);
-    result.Set("rows", Napi::Number::New(env, double(batch_.rows)));
-    // V8 gives each part's memory back to the pool when its ArrayBuffer is collected (and counts it
-    // as external memory meanwhile); the hint carries its capacity. An empty part is null.
-    Napi::Array buffers = Napi::Array::New(env, batch_.parts.size());
-    for (size_t i = 0; i < batch_.parts.size(); i++) {
-      Part &part = batch_.parts[i];
-      if (!part.bytes) {
-        buffers.Set(i, env.Null());
-        continue;
-      }
-      buffers.Set(i, Napi::ArrayBuffer::New(
-                         env, part.bytes, pad8(part.length),
-                         [](Napi::Env, void *bytes, size_t *capacity) { blocks.Give(static_cast<uint8_t *>(bytes), reinterpret_cast<size_t>(capacity)); },
-                         reinterpret_cast<size_t *>(part.capacity)));
-      part.bytes = nullptr;
-    }
-    result.Set("buffers", buffers);
-    Napi::Float64Array layout = Napi::Float64Array::New(env, batch_.layout.size());
-    std::copy(batch_.layout.begin(), batch_.layout.end(), layout.Data());
-    result.Set("layout", layout);
-    deferred_.Resolve(result);
+    deferred_.Resolve(BatchValue(Env(), batch_));
   }
 
   // Rejects with an Error carrying DuckDB's error type as `errorType`, so callers classify by type.
   void OnError(const Napi::Error &error) override {
     exporter_->Done();
-    Napi::Object value = error.Value();
-    value.Set("errorType", Napi::Number::New(Env(), exporter_->ErrorType()));
-    deferred_.Reject(value);
+    deferred_.Reject(Failure(error, exporter_->ErrorType()));
   }
 
 
@@ -871,10 +910,71 @@ Napi::Value Exporter::Next(const Napi::CallbackInfo &info) {
     deferred.Resolve(env.Null());
     return deferred.Promise();
   }
+  if (fetching_) {
+    // The fetching thread builds the batches: one it built ahead is taken here, on the JavaScript thread,
+    // and a wait for the next is a wake-up of this thread, not a trip through libuv's pool (a wake-up of a
+    // pool thread, then of this one) queued behind whatever else the pool runs.
+    auto deferred = Napi::Promise::Deferred::New(env);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (ready_.empty() && !fetched_) {
+        if (!wake_) {
+          napi_value name = Napi::String::New(env, "orrery.exporter");
+          NAPI_THROW_IF_FAILED(env, napi_create_threadsafe_function(env, nullptr, nullptr, name, 0, 1, nullptr, nullptr, this, Woken, &wake_),
+                               Napi::Value());
+        }
+        // Referenced while a Next waits, so that the process does not exit under it.
+        napi_ref_threadsafe_function(env, wake_);
+        waiting_ = true;
+        waiter_ = deferred;
+        waiterOwner_ = Napi::Persistent(info.This().As<Napi::Object>());
+        busy_ = true;
+        return deferred.Promise();
+      }
+    }
+    Settle(env, deferred);
+    return deferred.Promise();
+  }
   busy_ = true;
   auto *worker = new FillWorker(env, this, info.This().As<Napi::Object>());
   worker->Queue();
   return worker->Promise();
+}
+
+void Exporter::Settle(Napi::Env env, Napi::Promise::Deferred &deferred) {
+  Batch batch;
+  std::string error;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ready_.empty()) {
+      batch = std::move(ready_.front());
+      ready_.pop_front();
+    } else {
+      finished_ = true;
+      error = fetchError_;
+      errorType_ = fetchErrorType_;
+    }
+  }
+  if (batch.rows > 0) fetchable_.notify_one();
+  if (!error.empty()) return deferred.Reject(Failure(Napi::Error::New(env, error), errorType_));
+  deferred.Resolve(BatchValue(env, batch));
+}
+
+void Exporter::Woken(napi_env env, napi_value, void *context, void *) {
+  if (!env) return;  // the environment is being torn down
+  auto *exporter = static_cast<Exporter *>(context);
+  Napi::Env napiEnv(env);
+  try {
+    napi_unref_threadsafe_function(env, exporter->wake_);
+    Napi::Promise::Deferred deferred = *exporter->waiter_;
+    exporter->waiter_.reset();
+    // Alive until settled, and free to take its next batch from then on.
+    Napi::ObjectReference owner = std::move(exporter->waiterOwner_);
+    exporter->busy_ = false;
+    exporter->Settle(napiEnv, deferred);
+  } catch (const Napi::Error &error) {
+    error.ThrowAsJavaScriptException();
+  }
 }
 
 // resultError(resultExternal): { type, message } of the error a result ended with (type as
