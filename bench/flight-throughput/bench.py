@@ -388,11 +388,18 @@ def main() -> int:
         alternate(key, readers, reference, expected)
 
     def java_measure(key: str, label: str, classpath: str, program: str, url: str, extra: tuple[str, ...], reference) -> None:
-        jvm = JvmReader(classpath, program, url, computed_sql, extra, results["computed.flight"].best().bytes)
+        nbytes = results["computed.flight"].best().bytes
+        jvms = [JvmReader(classpath, program, url, computed_sql, extra, nbytes)]
+        readers = [Reader(label, jvms[0].run, server if reference else ServerCpu(None), jvms[0].cpu_s)]
+        if client_b is not None and reference:
+            # Build B's server through a JVM of its own, alternated with A's like every other client.
+            jvms.append(JvmReader(classpath, program, url.replace(f":{args.port}", f":{args.compare_port}"), computed_sql, extra, nbytes))
+            readers.append(Reader(f"{label} [B]", jvms[1].run, server_b, jvms[1].cpu_s))
         try:
-            alternate(key, [Reader(label, jvm.run, server if reference else ServerCpu(None), jvm.cpu_s)], reference)
+            alternate(key, readers, reference)
         finally:
-            jvm.close()
+            for jvm in jvms:
+                jvm.close()
 
     results: dict[str, Measurement] = {}
     tmp = tempfile.mkdtemp(prefix="orrery-bench-")
@@ -515,7 +522,8 @@ def main() -> int:
     # The figures to quote: each client against the in-process stream run by run in turn with it.
     figures["ratios_alternated"] = {}
     for key, m in results.items():
-        ref = results.get(f"{key}.ref")
+        # Build B's runs alternated with the same in-process runs as A's.
+        ref = results.get(f"{key[:-2]}.ref" if key.endswith("_b") else f"{key}.ref")
         if ref is None:
             continue
         pairs = [r.seconds / c.seconds for c, r in zip(m.runs, ref.runs)]
@@ -527,7 +535,7 @@ def main() -> int:
     print()
     client_names = {"flight": "Flight", "adbc": "ADBC", "jdbc": "JDBC"}
     for case, suffix in (("computed", ""), ("computed.adbc", ""), ("computed.jdbc", ""), ("stored", ""), ("computed", "_b"),
-                         ("computed.adbc", "_b"), ("stored", "_b")):
+                         ("computed.adbc", "_b"), ("computed.jdbc", "_b"), ("stored", "_b")):
         case, _, client_kind = case.partition(".")
         client_kind = client_kind or "flight"
         fl = results.get(f"{case}.{client_kind}{suffix}")
