@@ -32,6 +32,11 @@ public class LatencyClient {
     };
   }
 
+  static String env(String name, String fallback) {
+    String value = System.getenv(name);
+    return value == null || value.isEmpty() ? fallback : value;
+  }
+
   static void report(String phase, List<Double> times, double seconds, long rows) {
     Collections.sort(times);
     double p50 = times.isEmpty() ? 0 : times.get((int) Math.round(0.50 * (times.size() - 1)));
@@ -59,8 +64,13 @@ public class LatencyClient {
 
     Runner one = connect(url, sql);
     long rows = 0;
-    // The JVM compiles the driver's paths as they run: warm it more than a native client.
-    for (int i = 0; i < Math.max(warmup, 200); i++) rows = one.run();
+    // The JVM compiles the driver's paths as they run (its C2 compiler after thousands of calls): a "hot"
+    // JDBC statement is one after JVM_WARMUP statements (default 3,000), not 200, after which `SELECT 1`
+    // still took 3-4x as long (bench/latency/PROFILE.md, s20). Bounded by JVM_WARMUP_SECONDS (default 15)
+    // on a machine too loaded to get there.
+    long warmEnd = System.nanoTime() + (long) (Double.parseDouble(env("JVM_WARMUP_SECONDS", "15")) * 1e9);
+    int warmups = Math.max(warmup, Integer.parseInt(env("JVM_WARMUP", "3000")));
+    for (int i = 0; i < warmups && (i < warmup || System.nanoTime() < warmEnd); i++) rows = one.run();
     List<Double> times = new ArrayList<>();
     mark("1");
     long start = System.nanoTime();
@@ -74,7 +84,7 @@ public class LatencyClient {
     List<Runner> runners = new ArrayList<>();
     for (int i = 0; i < clients; i++) {
       Runner r = connect(url, sql);
-      r.run();
+      for (int w = 0; w < 20; w++) r.run();
       runners.add(r);
     }
     List<List<Double>> perClient = new ArrayList<>();
