@@ -9,3 +9,5 @@ export {
   whileLive,
   type LiveCall,
 } from './live-call.js';
+/** An AbortController that follows another signal (AbortSignal.any without its composite). */
+export { followSignal } from './follow-signal.js';

@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
+import { followSignal } from '../calls/index.js';
 import type { CallContext, CancelResult } from '../flight/index.js';
 import { sqlErrors } from './errors.js';
 
@@ -111,15 +112,17 @@ export class PlanCache<T> {
   redeem(id: Uint8Array | undefined, ctx: CallContext<Principal>): { signal: AbortSignal; end: () => void } {
     const key = keyOf(id);
     if (!key) return { signal: ctx.signal, end: () => {} };
-    const run = { owner: ownerOf(ctx.principal), controller: new AbortController() };
+    const { controller, unfollow } = followSignal(ctx.signal);
+    const run = { owner: ownerOf(ctx.principal), controller };
     const runs = this.running.get(key) ?? [];
     this.running.set(key, [...runs, run]);
     const end = (): void => {
+      unfollow();
       const left = (this.running.get(key) ?? []).filter((r) => r !== run);
       if (left.length > 0) this.running.set(key, left);
       else this.running.delete(key);
     };
-    return { signal: AbortSignal.any([ctx.signal, run.controller.signal]), end };
+    return { signal: controller.signal, end };
   }
 
   /** CancelFlightInfo of the caller's statement: stops it running, or keeps it from running. */

@@ -6,6 +6,7 @@ import {
   type RunOptions,
   type StatementDescription,
 } from '../engine/index.js';
+import { followSignal } from '../calls/index.js';
 import type { OrreryMetrics } from '../metrics/index.js';
 import { readsKeptTail } from '../rollups/index.js';
 import { QueryAdmission } from './query-admission.js';
@@ -67,33 +68,44 @@ export class QueryLanes {
       yield* (await this.small.query(sql, options, described)).batches;
       return;
     }
-    const demote = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, demote.signal]) : demote.signal;
-    let first = false;
-    const timer = setTimeout(() => first || demote.abort(), this.limits.smallMs);
-    const smallRun = (await this.small.query(sql, { ...options, signal }, described)).batches[Symbol.asyncIterator]();
-    let head: IteratorResult<RecordBatch> | undefined;
+    // The small run stops when its caller gives up or when it is demoted (its time ran out before its first batch).
+    const { controller: smallStop, unfollow } = followSignal(options.signal);
     try {
-      head = await smallRun.next();
-      first = true;
-    } catch (error) {
-      if (!demote.signal.aborted || options.signal?.aborted) throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-    // The time may run out while the first batch is on its way: the small run is stopped then (its
-    // next batch would fail as cancelled), so the statement moves to the heavy lane all the same.
-    if (head && demote.signal.aborted && !options.signal?.aborted) {
-      await smallRun.return?.();
-      head = undefined;
-    }
-    if (head) {
+      let first = false;
+      let demoted = false;
+      const timer = setTimeout(() => {
+        if (first) return;
+        demoted = true;
+        smallStop.abort();
+      }, this.limits.smallMs);
+      const smallRun = (await this.small.query(sql, { ...options, signal: smallStop.signal }, described)).batches[
+        Symbol.asyncIterator
+      ]();
+      let head: IteratorResult<RecordBatch> | undefined;
       try {
-        for (let next = head; !next.done; next = await smallRun.next()) yield next.value;
+        head = await smallRun.next();
+        first = true;
+      } catch (error) {
+        if (!demoted || options.signal?.aborted) throw error;
       } finally {
-        await smallRun.return?.();
+        clearTimeout(timer);
       }
-      return;
+      // The time may run out while the first batch is on its way: the small run is stopped then (its
+      // next batch would fail as cancelled), so the statement moves to the heavy lane all the same.
+      if (head && demoted && !options.signal?.aborted) {
+        await smallRun.return?.();
+        head = undefined;
+      }
+      if (head) {
+        try {
+          for (let next = head; !next.done; next = await smallRun.next()) yield next.value;
+        } finally {
+          await smallRun.return?.();
+        }
+        return;
+      }
+    } finally {
+      unfollow();
     }
     this.metrics?.queryDemotions.inc();
     const never = new AbortController().signal;
