@@ -17,6 +17,8 @@ export interface FunctionCall {
   readonly name: string;
   readonly catalog: string;
   readonly schema: string;
+  /** How many arguments it is called with: age(x) reads the clock, age(a, b) does not. */
+  readonly arguments: number;
 }
 
 export interface TableFunctionCall {
@@ -119,6 +121,7 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
         name: String(node.function_name),
         catalog: (node.catalog as string | undefined) ?? '',
         schema: (node.schema as string | undefined) ?? '',
+        arguments: ((node.children as unknown[] | undefined) ?? []).length,
       });
     } else if (node.class === 'COLUMN_REF') {
       const names = node.column_names as string[];

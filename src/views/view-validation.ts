@@ -182,6 +182,11 @@ function checkFunctions(label: string, shape: QueryShape): void {
     if (volatileFunctions.has(fn.toLowerCase()))
       fail(`${label} calls ${fn}(), a volatile function: its result would be frozen into partitions`);
   }
+  // age(x) is x's age on DuckDB's date (age(a, b) reads no clock).
+  for (const call of shape.functionCalls) {
+    if (call.name.toLowerCase() === 'age' && call.arguments === 1)
+      fail(`${label} calls age() of one argument, which reads the clock: its result would be frozen into partitions`);
+  }
   for (const keyword of shape.columnNames) {
     if (volatileKeywords.has(keyword))
       fail(`${label} uses ${keyword}, which is volatile: its value would be frozen into partitions`);
