@@ -4,18 +4,25 @@
 // trip, src/flight/upload-fate.ts) before it commits; this shows what that costs the ingests it is least hidden in.
 //
 //   node bench/ingest/small-ingest.mjs --base <tree with dist/ built> [--repeats 101] [--rows 1,100,10000]
+//   (--insert: an INSERT ... SELECT of --rows rows through CommandStatementUpdate instead, the write of
+//   lake-phases --ingest: one statement, run in DuckDB's own transaction since 6b7b94f)
+// Besides each one's median time: each server's CPU per ingest over the timed runs (its process, DuckDB's threads
+// included: what an ingest costs it, less hit by the machine's load than its time) and the Postgres statements each
+// ingest runs (pg_stat_statements), by kind.
 import { resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeVector, Table, TimestampNanosecond } from 'apache-arrow';
 import { alternately, catalogProbe, loadAverage, median } from '../catalog-probe.mjs';
+import { processTreeCpu } from '../process-cpu.mjs';
 
 const { values } = parseArgs({
   options: {
     base: { type: 'string' },
     repeats: { type: 'string', default: '101' },
     rows: { type: 'string', default: '1,100,10000' },
+    insert: { type: 'boolean', default: false },
   },
 });
 if (!values.base) throw new Error('--base <tree> is required: the server to compare with');
@@ -38,6 +45,13 @@ function batch(rows) {
   );
 }
 
+/** An INSERT ... SELECT of `rows` rows at new timestamps. */
+function insertSql(rows) {
+  const first = next;
+  next += rows;
+  return `INSERT INTO small SELECT TIMESTAMPTZ '2024-05-01 10:00:00+00' + to_microseconds(${first} + i), i / 7 FROM range(${rows}) t(i)`;
+}
+
 const probe = await catalogProbe(root, 'orrery-small-ingest-');
 try {
   const servers = [
@@ -54,19 +68,42 @@ try {
   const results = [];
   for (const rows of values.rows.split(',').map(Number)) {
     const cases = servers.map((s) => {
+      if (values.insert) {
+        let sql;
+        return { before: () => void (sql = insertSql(rows)), run: () => s.client.executeUpdate(sql) };
+      }
       let messages;
       return { before: () => void (messages = batch(rows)), run: () => s.client.doPut(cmd, messages) };
     });
     await alternately(cases, 5); // warm-up
+    const cpu = () => servers.map((s) => processTreeCpu(probe.servers.get(s.label).pid).own);
+    const cpuBefore = cpu();
     const [ours, theirs] = (await alternately(cases, repeats)).map(median);
-    results.push({ rows, ours, theirs });
+    const [cpuOurs, cpuTheirs] = cpu().map((ms, i) => (ms - cpuBefore[i]) / repeats);
+    const [pgOurs, pgTheirs] = (await probe.postgresPerStatement(cases, 20)).map((p) =>
+      Object.entries(p.kinds)
+        .sort()
+        .map(([kind, v]) => `${kind} ${v.calls.toFixed(1)}`)
+        .join(', '),
+    );
+    results.push({ rows, ours, theirs, cpuOurs, cpuTheirs, pgOurs, pgTheirs });
   }
   console.log(`load average ${loadBefore} before timing, ${loadAverage()} after; medians of ${repeats}, alternated`);
-  console.log(`${'rows per ingest'.padEnd(16)} this ms   base ms   this / base`);
+  console.log(`${(values.insert ? 'rows per INSERT' : 'rows per ingest').padEnd(16)} this ms   base ms   this / base`);
   for (const r of results)
     console.log(
       `${String(r.rows).padEnd(16)} ${r.ours.toFixed(2).padStart(7)} ${r.theirs.toFixed(2).padStart(9)} ${(r.ours / r.theirs).toFixed(3).padStart(13)}`,
     );
+  console.log(
+    `${'CPU per one'.padEnd(16)} this ms   base ms   this / base   (the server process, over the timed runs)`,
+  );
+  for (const r of results)
+    console.log(
+      `${String(r.rows).padEnd(16)} ${r.cpuOurs.toFixed(2).padStart(7)} ${r.cpuTheirs.toFixed(2).padStart(9)} ${(r.cpuOurs / r.cpuTheirs).toFixed(3).padStart(13)}`,
+    );
+  console.log('Postgres statements per one (calls)');
+  for (const r of results)
+    console.log(`${String(r.rows).padEnd(16)} this: ${r.pgOurs}\n${''.padEnd(16)} base: ${r.pgTheirs}`);
 } finally {
   await probe.close();
 }
