@@ -25,8 +25,11 @@ export interface EntryShape {
 
 const none: ReadonlySet<string> = new Set();
 
-/** How a stored state merges when a coarser rollup reads it, by the state's function. */
-const mergedBy: Record<string, string> = {
+/**
+ * How a stored state merges across buckets and audiences, and when a coarser rollup reads it, by the state's function
+ * (query-rewrite's mergeOf adds `merge`, a state its rewrites make of stored sketches).
+ */
+export const mergedBy: Readonly<Record<string, string>> = {
   count_star: 'sum',
   count: 'sum',
   sum: 'sum',

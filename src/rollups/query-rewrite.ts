@@ -15,7 +15,7 @@ import {
 } from './calendar.js';
 import { clockBoundText } from './clock-bounds.js';
 import { clockFree, isClock } from './constant-trends.js';
-import { argOrderState } from './entry-shape.js';
+import { argOrderState, mergedBy } from './entry-shape.js';
 import type { StoredColumns } from './stored-columns.js';
 import {
   answersBucket,
@@ -138,20 +138,7 @@ const rollupAlias = '__rollup';
 /** Aggregates whose value over the rollup's rows equals their value over the raw rows when their arguments are dimensions. */
 const duplicateInsensitive = new Set(['min', 'max', 'bool_and', 'bool_or', 'bit_and', 'bit_or']);
 /** How a stored aggregate is merged across buckets and audiences. */
-export const mergeOf: Record<string, string> = {
-  count_star: 'sum',
-  count: 'sum',
-  sum: 'sum',
-  min: 'min',
-  max: 'max',
-  bool_and: 'bool_and',
-  bool_or: 'bool_or',
-  bit_and: 'bit_and',
-  bit_or: 'bit_or',
-  percentile_sketch: 'merge',
-  distinct_sketch: 'merge',
-  merge: 'merge',
-};
+export const mergeOf: Readonly<Record<string, string>> = { ...mergedBy, merge: 'merge' };
 const bucketFunctions = new Set(['date_trunc', 'date_bin', 'time_bucket', 'bucket']);
 
 /** Why a rollup does not answer a level; each of `nodes` is quoted as DuckDB writes it in place of a `{}`, in order. */
