@@ -133,7 +133,6 @@ async function define(
         throw invalid(
           "validate_rollups takes at most two arguments: the longest window as text, such as '1 hour', and the time whose bucket ends it",
         );
-      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
       const checks =
         (await lakehouse.rollups?.validate(
           args.length === 0 ? '1 hour' : String(args[0]),
@@ -158,7 +157,6 @@ async function define(
     case 'explain_resources': {
       arity(name, args, 1);
       if (typeof args[0] !== 'string' || !explain) throw invalid('explain_resources: give the statement as a string');
-      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
       const explained = await explain(args[0]);
       // Resources other than rollups belong to no level; `rollup` holds their entry key.
       const rows = [
@@ -194,7 +192,7 @@ async function define(
           quoteLiteral(r.matchExpr),
           quoteLiteral(r.reason),
           `${quoteLiteral(r.createdAt)}::TIMESTAMPTZ`,
-          r.createdBy === null ? 'NULL' : quoteLiteral(r.createdBy),
+          text(r.createdBy),
         ].join(', '),
       );
       return table(
@@ -205,7 +203,6 @@ async function define(
     }
     case 'list_quarantined_blocks': {
       arity(name, args, 0);
-      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
       const rows = (await quarantinedBlocks(lakehouse.db)).map((q) =>
         [
           quoteLiteral(q.blockId),
@@ -278,7 +275,7 @@ async function define(
           quoteLiteral(f.viewSetName),
           `make_timestamp_ns(${f.range.begin})`,
           `make_timestamp_ns(${f.range.end})`,
-          f.audience === null ? 'NULL' : quoteLiteral(f.audience),
+          text(f.audience),
           quoteLiteral(f.error),
           quoteLiteral(f.orreryVersion),
           `${quoteLiteral(f.failedAt.toISOString())}::TIMESTAMPTZ`,
@@ -314,7 +311,6 @@ async function define(
     }
     case 'resource_ledger': {
       arity(name, args, 0);
-      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
       const time = (value: Date | null): string =>
         value === null ? 'NULL' : `${quoteLiteral(value.toISOString())}::TIMESTAMPTZ`;
       const rows = (await ledgerRows(lakehouse.db)).map((r) =>
@@ -385,7 +381,7 @@ async function define(
           String(d.updateGroup),
           `${quoteLiteral(d.createdAt.toISOString())}::TIMESTAMPTZ`,
           `${quoteLiteral(d.updatedAt.toISOString())}::TIMESTAMPTZ`,
-          d.updatedBy === null ? 'NULL' : quoteLiteral(d.updatedBy),
+          text(d.updatedBy),
           failures.has(d.name) ? quoteLiteral(failures.get(d.name)!) : 'NULL',
         ].join(', '),
       );
@@ -431,7 +427,6 @@ async function define(
     }
     case 'list_rollups': {
       arity(name, args, 0);
-      const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
       const listed = (await lakehouse.rollups?.list(await rollupPoint?.())) ?? [];
       const rows = (await readable(listed, (r) => r.name)).map((r) =>
         [
@@ -496,6 +491,8 @@ const partitionColumns =
   'min_event_time TIMESTAMP_NS, max_event_time TIMESTAMP_NS, file_path VARCHAR, file_size BIGINT, file_schema_hash BLOB, ' +
   'source_count BIGINT, num_rows BIGINT';
 
+/** A text value as an SQL literal, NULL included. */
+const text = (value: string | null): string => (value === null ? 'NULL' : quoteLiteral(value));
 const timestamp = (nanos: bigint | null): string => (nanos === null ? 'NULL' : `make_timestamp_ns(${nanos})`);
 
 function partitionRow(p: Partition): string {
@@ -506,7 +503,7 @@ function partitionRow(p: Partition): string {
     timestamp(p.endInsertTime),
     timestamp(p.minEventTime),
     timestamp(p.maxEventTime),
-    p.filePath === null ? 'NULL' : quoteLiteral(p.filePath),
+    text(p.filePath),
     String(p.fileSize),
     `from_hex('${p.schemaHash.toString('hex')}')`,
     String(p.sourceCount),
