@@ -519,7 +519,7 @@ interface KeptTail {
 /** A rollup's stored rows kept in a table (see Rollups.keptStored): the files' rows it holds, its making and table once made. */
 interface KeptStored {
   readonly rows: string;
-  made: Promise<string | null> | null;
+  readonly made: Promise<string | null>;
   table: string | null;
 }
 
@@ -1109,7 +1109,7 @@ export class Rollups {
     if (tail?.ring) this.retireTable(tail.ring.table);
     const stored = this.storedTables.get(definition.name);
     this.storedTables.delete(definition.name);
-    if (stored?.made) this.retireTable(stored.made);
+    if (stored) this.retireTable(stored.made);
     return definition.name;
   }
 
@@ -2361,8 +2361,10 @@ export class Rollups {
 
   /**
    * The table a rollup's stored rows (every audience's) are kept in while they are the rows of the same
-   * files, once a second statement read those files (made in the background: null until then, when too
-   * large or failed). The same files are the
+   * files, made in the background when a statement first reads those files (null until then, when too
+   * large or failed): they change at refreshes alone, and each dashboard's first read after a refresh
+   * would otherwise pay a second read of the files (a kept tail waits for a second read of its files,
+   * which each write changes). The same files are the
    * same rows, as for a kept tail (tail-values.ts), and a table costs DuckDB no file to open: a Parquet
    * read is bound again at every run, so a statement reading one never keeps its plan (a panel read
    * at a rollup costs ~1-2 ms of server CPU more, bench/rollup-rewrite/cpu-ab.mjs), and a file with a
@@ -2372,17 +2374,12 @@ export class Rollups {
    */
   private keptStored(definition: RollupDefinition, rows: string): string | null {
     const kept = this.storedTables.get(definition.name);
-    if (kept?.rows !== rows) {
-      if (kept?.made) this.retireTable(kept.made);
-      this.storedTables.set(definition.name, { rows, made: null, table: null });
-      return null;
-    }
-    if (!kept.made) {
-      const made = this.keptTable(rows);
-      kept.made = made;
-      void made.then((done) => this.storedTables.get(definition.name) === kept && (kept.table = done));
-    }
-    return kept.table;
+    if (kept?.rows === rows) return kept.table;
+    if (kept) this.retireTable(kept.made);
+    const making: KeptStored = { rows, made: this.keptTable(rows), table: null };
+    this.storedTables.set(definition.name, making);
+    void making.made.then((done) => this.storedTables.get(definition.name) === making && (making.table = done));
+    return null;
   }
 
   /**
