@@ -110,9 +110,13 @@ function watch(
     live,
     async wrote() {
       if (changed || statements === 0) return changed;
-      // A SELECT may call a function that writes: Postgres gives a transaction an id at its first write.
-      const { rows } = await client.query<{ wrote: boolean }>('SELECT txid_current_if_assigned() IS NOT NULL AS wrote');
-      return rows[0].wrote;
+      // A SELECT may call a function that writes: Postgres gives a transaction an id at its first write. A
+      // transaction a failed statement aborted (one `work` caught) answers nothing: checked as one that wrote, its
+      // COMMIT then rolls back as before.
+      const asked = await client
+        .query<{ wrote: boolean }>('SELECT txid_current_if_assigned() IS NOT NULL AS wrote')
+        .catch(() => undefined);
+      return asked?.rows[0].wrote ?? true;
     },
     get cancelled() {
       return cancelling !== undefined;

@@ -441,6 +441,20 @@ describe('MetadataStore, external server', () => {
       });
     });
 
+    it('commits, as before, a transaction of reads whose work caught a failed statement', async () => {
+      await withPool(url, async (pool) => {
+        const call = { signal: new AbortController().signal, gone: () => undefined };
+        const result = await whileLive(call, () =>
+          transaction(pool, async (tx) => {
+            await tx.query('SELECT 1');
+            await tx.query('SELECT no_such_column').catch(() => {});
+            return 'done';
+          }),
+        );
+        assert.equal(result, 'done');
+      });
+    });
+
     it('returns a connection whose transaction rolled back cleanly to the pool', async () => {
       await withPool(url, async (pool) => {
         const before = await backendPid(pool);
