@@ -164,7 +164,7 @@ export function inBuckets(definition: RollupDefinition, literals: readonly strin
 export const epochMs = (text: string): number => Date.parse(/[zZ]$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
 
 /** Where a bucket (as DuckDB's text of it) lies on its rollup's time axis, to order and space buckets. */
-function position(definition: Pick<RollupDefinition, 'integer'>, bucket: string): number {
+export function position(definition: Pick<RollupDefinition, 'integer'>, bucket: string): number {
   return definition.integer ? Number(BigInt(bucket)) : epochMs(bucket);
 }
 

@@ -29,6 +29,7 @@ import {
   bucketSql,
   epochMs,
   inBuckets,
+  position,
   keptName,
   keptTable,
   heldName,
@@ -519,6 +520,8 @@ interface KeptTail {
 /** A rollup's stored rows kept in a table (see Rollups.keptStored): the files' rows it holds, its making and table once made. */
 interface KeptStored {
   readonly rows: string;
+  /** The latest snapshot they were read at. */
+  snapshot: bigint;
   readonly made: Promise<string | null>;
   table: string | null;
 }
@@ -548,6 +551,19 @@ interface TailEntry {
   /** The last listing read (shape and files), and a shape found too large to keep. */
   seen: string;
   tooLarge: string | null;
+  /**
+   * The latest watermark (its place, rollup-sql's position) a tail was read at. A read at an earlier one (its
+   * snapshot taken before a refresh that committed since) keeps, makes and retires nothing: the kept tail and the
+   * ring of the latest watermark serve the reads that follow, instead of going back and forth with each reader.
+   */
+  latest: number | null;
+}
+
+/** Whether a read at watermark place `at` is at a rollup's latest (TailEntry.latest), which it moves on. */
+function latestWatermark(entry: TailEntry, at: number): boolean {
+  if (entry.latest !== null && at < entry.latest) return false;
+  entry.latest = at;
+  return true;
 }
 
 /** What a kept tail aggregates but its files (KeptTail.shape). */
@@ -2130,8 +2146,9 @@ export class Rollups {
     const filter = audienceFilter(scope);
     // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
     const own = (rows: string): string => (filter ? `SELECT * FROM (${rows}) WHERE ${filter}` : rows);
-    if (prime) await this.primeTail(definition, aggregate, files);
-    const kept = await this.keptTail(definition, aggregate, files, keptTails);
+    const at = position(definition, watermark);
+    if (prime) await this.primeTail(definition, aggregate, files, at);
+    const kept = await this.keptTail(definition, aggregate, files, keptTails, at);
     if (!kept) return aggregate(own(files.sql));
     tailReads?.set(kept.row.table, kept.row.id);
     const rows = tailRows(kept.row, scope, tailReads !== undefined);
@@ -2161,11 +2178,14 @@ export class Rollups {
     aggregate: (rows: string) => string,
     files: FileRows,
     usable: boolean,
+    /** The watermark's place (TailEntry.latest). */
+    at: number,
   ): Promise<{ row: TailRow; added: ListedFile[]; merge: TailMerge } | null> {
     const merge = await this.tailMergeOf(definition);
     const shape = tailShape(aggregate, files);
     const listing = `${shape}\u0000${files.files.map((f) => `${f.id}:${f.deletes ?? ''}`).join(',')}`;
     const entry = this.tailEntry(definition);
+    if (!latestWatermark(entry, at)) return null;
     const again = entry.seen === listing;
     entry.seen = listing;
     if (!usable) return null;
@@ -2197,7 +2217,10 @@ export class Rollups {
   private tailEntry(definition: RollupDefinition): TailEntry {
     let entry = this.tails.get(definition.name);
     if (!entry)
-      this.tails.set(definition.name, (entry = { kept: null, ring: null, making: null, seen: '', tooLarge: null }));
+      this.tails.set(
+        definition.name,
+        (entry = { kept: null, ring: null, making: null, seen: '', tooLarge: null, latest: null }),
+      );
     return entry;
   }
 
@@ -2210,11 +2233,13 @@ export class Rollups {
     definition: RollupDefinition,
     aggregate: (rows: string) => string,
     files: FileRows,
+    /** The watermark's place (TailEntry.latest). */
+    at: number,
   ): Promise<void> {
     const merge = await this.tailMergeOf(definition);
     const shape = tailShape(aggregate, files);
     const entry = this.tailEntry(definition);
-    if (!merge || files.sql === null || entry.tooLarge === shape) return;
+    if (!merge || files.sql === null || entry.tooLarge === shape || !latestWatermark(entry, at)) return;
     // One making at a time: another (a read's, another write's) may start while this one waits for the last.
     while (entry.making) await entry.making.made;
     const kept = entry.kept?.tail.shape === shape ? entry.kept : null;
@@ -2356,7 +2381,7 @@ export class Rollups {
       this.filesOf(rollupSchema, name, 'bucket', snapshot, null),
     );
     if (!rows?.sql) return at(materializedTable(definition.name), snapshot);
-    return (kept && this.keptStored(definition, rows.sql)) || `(${rows.sql})`;
+    return (kept && this.keptStored(definition, rows.sql, snapshot)) || `(${rows.sql})`;
   }
 
   /**
@@ -2372,11 +2397,17 @@ export class Rollups {
    * hour over 7 days through the rollup's view: DuckDB's run to the first batch 9.6-13.6 ms from the files
    * against 3.9 from the table, bench/rollups/dashboard-ab.sh).
    */
-  private keptStored(definition: RollupDefinition, rows: string): string | null {
+  private keptStored(definition: RollupDefinition, rows: string, snapshot: bigint): string | null {
     const kept = this.storedTables.get(definition.name);
-    if (kept?.rows === rows) return kept.table;
+    if (kept?.rows === rows) {
+      if (snapshot > kept.snapshot) kept.snapshot = snapshot;
+      return kept.table;
+    }
+    // Other rows at an earlier snapshot (a read that began before a refresh committed) replace nothing: the rows of
+    // the latest serve the reads that follow (as TailEntry.latest keeps their tail).
+    if (kept && snapshot < kept.snapshot) return null;
     if (kept) this.retireTable(kept.made);
-    const making: KeptStored = { rows, made: this.keptTable(rows), table: null };
+    const making: KeptStored = { rows, snapshot, made: this.keptTable(rows), table: null };
     this.storedTables.set(definition.name, making);
     void making.made.then((done) => this.storedTables.get(definition.name) === making && (making.table = done));
     return null;

@@ -1443,6 +1443,70 @@ describe('rollups (issue 17)', () => {
       await check();
     });
 
+    it("a read at a snapshot taken before a refresh leaves what was kept for the new watermark kept: no tail nor stored rows' table made again", async () => {
+      await asAdmin.updateCount(
+        `CREATE TABLE behind (height BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 'height')`,
+      );
+      // Files of 300 rows each (a few rows would be inlined in the catalog, read through DuckLake).
+      const add = (from: number): Promise<unknown> =>
+        asAdmin.updateCount(`INSERT INTO behind SELECT ${from} + i, 'h' || (i % 3), i FROM range(300) t(i)`);
+      await add(0);
+      await asAdmin.query(
+        `SELECT create_rollup('behind_100', 'behind', bucket_width => 100,
+           select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
+      );
+      await asAdmin.query(`SELECT set_job_schedule('behind_100', INTERVAL '1 day')`);
+      await pollUntil(
+        "behind_100's first job run",
+        () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = 'behind_100'`),
+        (rows) => rows[0]?.last_status === 'ok',
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
+      await add(300);
+      // The server's rollups, and where they read before the refresh below (the watermark at 200, then at 500).
+      const readSetup = Object.getOwnPropertyDescriptor(Rollups.prototype, 'readSetup')!.value as Rollups['readSetup'];
+      const instances: Rollups[] = [];
+      Object.defineProperty(Rollups.prototype, 'readSetup', {
+        configurable: true,
+        writable: true,
+        value: function (this: Rollups, ...args: Parameters<Rollups['readSetup']>) {
+          instances.push(this);
+          return readSetup.apply(this, args);
+        },
+      });
+      try {
+        await plainRows(asAdmin, 'SELECT * FROM behind_100');
+      } finally {
+        Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: readSetup });
+      }
+      const [rollups] = instances;
+      const before = await rollups.readPoint();
+      await scalar(asAdmin, `SELECT refresh_rollup('behind_100')`);
+      await add(600);
+      await tailKept('behind_100');
+      const sql = `SELECT * FROM behind_100 ORDER BY bucket, host, audience`;
+      const want = await plainRows(
+        asAdmin,
+        `SELECT height // 100 * 100 AS bucket, host, count(*) AS n, sum(v) AS s, audience FROM behind GROUP BY ALL ORDER BY bucket, host, audience`,
+      );
+      assert.deepEqual(await plainRows(asAdmin, sql), want);
+      // A read set up at the snapshot before the refresh (its statement began before it committed) reads its own
+      // tail's files, then the reads at the latest snapshot read what was kept for them: no table nor ring row made.
+      const made = await countedCalls(
+        DuckDBConnection.prototype,
+        'prepare',
+        async () => {
+          const old = await rollups.readSetup(['behind_100'], { kind: 'all' }, before);
+          assert.equal(old.fill, undefined, 'the earlier read reads no kept tail');
+          await tailKept('behind_100');
+          assert.deepEqual(await plainRows(asAdmin, sql), want);
+        },
+        (text) => /^(?:CREATE TABLE|INSERT INTO) __orrery_tail_s?\d+/.test(String(text)),
+      );
+      assert.equal(made, 0);
+      await asAdmin.query(`SELECT drop_rollup('behind_100')`);
+    });
+
     /**
      * withTail's table, its tail kept, and a late row that leaves its rollup's bucket of 2024-01-01 05:00 pending (its
      * rows aggregated from the table's, which binds the DuckLake table): the table's hourly aggregation.
