@@ -1,7 +1,7 @@
 // Issue 17, the never-stale goal (1.2x the materialized read): what a never-stale read's run costs in DuckDB alone
 // against the materialized read's, in the server's shapes for bench/rollups' hourly rollup, and where the
 // difference goes. The stored rows (8,350 rows, 7 days of 50 hosts) are read from their kept in-memory table
-// (Rollups.keptStored, as the server's view and `_materialized` name read them once their files were read twice:
+// (Rollups.keptStored, as the server's view and `_materialized` name read them once their files were read:
 // DuckDB keeps both statements' plans); the kept tail (50 rows) is a row of the rollup's ring (tail-values.ts
 // tailRows, from dist/), named by the connection's __orrery_tail_reads, filled before each run. Each statement is
 // prepared once and run again and again, as the server's kept statements are:
