@@ -750,7 +750,12 @@ export class Materializer {
     }
     for (const failed of audiences) {
       times.set(failed.viewSetName, [...(times.get(failed.viewSetName) ?? []), failed.range.begin]);
-      yield `released audience ${failed.audience} of ${failed.viewSetName} [${nanosToIso(failed.range.begin)}, ${nanosToIso(failed.range.end)})`;
+      // The rows of no known audience (null) apart from an audience '' (as snouttime.jobs tells them).
+      const which =
+        failed.audience === null
+          ? 'the rows of no known audience'
+          : `audience ${failed.audience === '' ? "''" : failed.audience}`;
+      yield `released ${which} of ${failed.viewSetName} [${nanosToIso(failed.range.begin)}, ${nanosToIso(failed.range.end)})`;
     }
     yield* this.rebuildCovering(views, times);
     if (released.length > 0) yield `retried ${released.length} quarantined block(s)`;

@@ -399,6 +399,45 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
     assert.deepEqual(await messages('SELECT * FROM retry_quarantined_blocks()'), ['no quarantined blocks']);
   });
 
+  it("retry_quarantined_blocks names a released set's rows of no known audience apart from audience ''", async () => {
+    // A set of one row of no audience (NULL), one of audience '' and one of team_a; a set over it whose cast fails on
+    // the first two, each with its own value.
+    const set = (name: string, extract: string, group: number) =>
+      admin.query(`CREATE MATERIALIZED VIEW ${name} WITH (
+        extract_query = $$${extract}$$,
+        count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+        merge_partitions_query = $$SELECT * FROM {source}$$,
+        update_group = ${group}, time_column = 'time_bin')`);
+    await set(
+      'blank_owners',
+      `SELECT time AS time_bin, msg, CASE msg WHEN 'a readable' THEN NULL WHEN 'b readable' THEN '' ELSE audience END AS audience
+        FROM log_entries WHERE insert_time >= '{begin}' AND insert_time < '{end}'`,
+      6000,
+    );
+    await messages(`SELECT * FROM materialize_partitions('blank_owners', ${range})`);
+    await set(
+      'blank_numbers',
+      `SELECT time_bin, CAST(CASE WHEN audience IS NULL THEN 'no owner' WHEN audience = '' THEN 'blank owner' ELSE '1' END AS INTEGER) AS n, audience FROM blank_owners`,
+      7000,
+    );
+    await messages(`SELECT * FROM materialize_partitions('blank_numbers', ${range})`);
+    assert.deepEqual(
+      await values(
+        admin,
+        "SELECT audience FROM list_failed_audiences() WHERE view_set_name = 'blank_numbers' ORDER BY audience NULLS FIRST",
+      ),
+      [[null], ['']],
+    );
+    // The message's head: its range is the rows' insert times.
+    const released = (await messages('SELECT * FROM retry_quarantined_blocks()'))
+      .filter((m) => m.startsWith('released ') && m.includes('blank_numbers'))
+      .map((m) => m.slice(0, m.indexOf(' [')));
+    assert.deepEqual(released.sort(), [
+      "released audience '' of blank_numbers",
+      'released the rows of no known audience of blank_numbers',
+    ]);
+  });
+
   it('quarantines nothing when every block of the window fails (the system, not the data, is at fault)', async () => {
     const { rows } = await serve.metadata.query<PayloadRow>(
       `SELECT ${payloadColumns} FROM blocks b JOIN streams s USING (stream_id) WHERE 'log' = ANY(s.tags)`,
