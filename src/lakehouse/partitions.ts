@@ -54,6 +54,8 @@ export interface PartitionChange {
   readonly viewSetName: string;
   readonly retired: readonly string[];
   readonly added: readonly string[];
+  /** The partitions registered (with a file or empty), as their builder passed them. */
+  readonly partitions?: readonly Partition[];
   readonly mergedFrom?: readonly string[];
   /** The lake's retention took `retired` away (by insert time): their rows are gone, not changed. */
   readonly expired?: boolean;
@@ -206,6 +208,7 @@ export async function commitPartitions(
       viewSetName: first.viewSetName,
       retired,
       added: partitions.flatMap((p) => (p.filePath === null ? [] : [p.filePath])),
+      partitions,
       mergedFrom,
     });
     return retired;
@@ -434,6 +437,7 @@ export async function quarantinePartitionFile(
       viewSetName: named[0].view_set_name,
       retired: [path],
       added: rebuilt.flatMap((p) => (p.filePath === null ? [] : [p.filePath])),
+      partitions: rebuilt,
       mergedFrom: [path],
     });
     return quarantinedFromRow(rows[0]);

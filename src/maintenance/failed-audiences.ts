@@ -60,27 +60,23 @@ const fromRow = (r: Row): FailedAudience => ({
 });
 
 /** The records of these audiences (null: every audience, and the rows of no audience), oldest first. */
-export async function failedAudiences(
-  db: MetadataQueries,
-  audiences: readonly string[] | null,
-): Promise<FailedAudience[]> {
-  const { rows } = await db.query<Row>(
-    `SELECT view_set_name, begin_ns::text, end_ns::text, audience, error, orrery_version, failed_at FROM failed_audiences
-      ${audiences === null ? '' : 'WHERE audience = ANY($1)'} ORDER BY failed_at, view_set_name, begin_ns, audience`,
-    audiences === null ? [] : [audiences],
-  );
-  return rows.map(fromRow);
+export function failedAudiences(db: MetadataQueries, audiences: readonly string[] | null): Promise<FailedAudience[]> {
+  return records(db, audiences === null ? ['', []] : ['WHERE audience = ANY($1)', [audiences]]);
 }
 
-/** Deletes the records (all, or those another version made) and returns what they held, for the ranges to be built again. */
-export async function releaseFailedAudiences(
-  db: MetadataQueries,
-  otherThanVersion?: string,
-): Promise<FailedAudience[]> {
+/**
+ * The records (all, or those another version made), for their ranges to be built again. They stay until a build
+ * of the range commits (which records what it leaves out in their place): a retry that dies first leaves them listed.
+ */
+export function audiencesToRetry(db: MetadataQueries, otherThanVersion?: string): Promise<FailedAudience[]> {
+  return records(db, otherThanVersion === undefined ? ['', []] : ['WHERE orrery_version <> $1', [otherThanVersion]]);
+}
+
+async function records(db: MetadataQueries, [where, values]: [string, unknown[]]): Promise<FailedAudience[]> {
   const { rows } = await db.query<Row>(
-    `DELETE FROM failed_audiences ${otherThanVersion === undefined ? '' : 'WHERE orrery_version <> $1'}
-     RETURNING view_set_name, begin_ns::text, end_ns::text, audience, error, orrery_version, failed_at`,
-    otherThanVersion === undefined ? [] : [otherThanVersion],
+    `SELECT view_set_name, begin_ns::text, end_ns::text, audience, error, orrery_version, failed_at FROM failed_audiences
+      ${where} ORDER BY failed_at, view_set_name, begin_ns, audience`,
+    values,
   );
   return rows.map(fromRow);
 }

@@ -52,7 +52,7 @@ import {
 } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
 import { quarantine, release } from './quarantine.js';
-import { failedAudiences, recordFailedAudiences, releaseFailedAudiences } from './failed-audiences.js';
+import { audiencesToRetry, failedAudiences, recordFailedAudiences } from './failed-audiences.js';
 import { UnreadablePartitions, type UnreadableOutcome } from './unreadable-partitions.js';
 import { blocksInRange, metadataRows, sourceCount, type BlockRow } from './sources.js';
 
@@ -128,6 +128,12 @@ type SqlSource = Extract<ViewSet['source'], { kind: 'sql' }>;
 export class Materializer {
   /** The stored columns each file written and not yet registered holds (object key → column names). */
   private readonly storedIn = new Map<string, readonly string[]>();
+  /**
+   * The audiences each partition of a set defined in SQL was built without, recorded in the transaction that
+   * registers it (in place of the range's records): a build that is never committed leaves the old records,
+   * which still tell of the rows its range's current partition lacks.
+   */
+  private readonly failedIn = new Map<Partition, ReadonlyArray<{ audience: string | null; error: string }>>();
   private readonly unreadablePartitions: UnreadablePartitions;
 
   constructor(private readonly options: MaterializerOptions) {
@@ -352,8 +358,8 @@ export class Materializer {
       return emptyPartition(view, range, count);
     try {
       const partition = await this.extractedFrom(view, range, count);
-      // Built with every audience's rows: what earlier builds of the range left out is in it now.
-      if (view.source.kind === 'sql') await this.recordFailed(view, range, []);
+      // Built with every audience's rows: what earlier builds of the range left out is in it now (once committed).
+      if (view.source.kind === 'sql') this.failedIn.set(partition, []);
       return partition;
     } catch (error) {
       if (view.source.kind === 'sql' && isAudienceRowsError(error)) {
@@ -426,7 +432,7 @@ export class Materializer {
         written.map((key) => scratch.location(key)),
       );
       const partition = await this.write(view, range, count, rows, []);
-      await this.recordFailed(view, range, failed);
+      this.failedIn.set(partition, failed);
       for (const f of failed)
         this.options.log?.(
           'warn',
@@ -436,14 +442,6 @@ export class Materializer {
     } finally {
       for (const key of written) await scratch.delete(key);
     }
-  }
-
-  private recordFailed(
-    view: ViewSet,
-    range: InsertRange,
-    failed: ReadonlyArray<{ audience: string | null; error: string }>,
-  ): Promise<void> {
-    return recordFailedAudiences(this.options.db, view.name, range, failed, this.options.version);
   }
 
   /** The processes set's files, which tell the audience of each process, when the set or a set read is keyed by process. */
@@ -579,11 +577,19 @@ export class Materializer {
     await ensureLedger(this.options.db);
     const written = new Map(change.added.flatMap((f) => (this.storedIn.has(f) ? [[f, this.storedIn.get(f)!]] : [])));
     await recordColumnFiles(tx, change.viewSetName, written, change.retired);
+    for (const p of change.partitions ?? []) {
+      const failed = this.failedIn.get(p);
+      const range = { begin: p.beginInsertTime, end: p.endInsertTime };
+      if (failed) await recordFailedAudiences(tx, p.viewSetName, range, failed, this.options.version);
+    }
     await this.options.onPartitionsChanged?.(tx, change);
   };
 
   private forgetWritten(partitions: readonly Partition[]): void {
-    for (const p of partitions) if (p.filePath) this.storedIn.delete(p.filePath);
+    for (const p of partitions) {
+      if (p.filePath) this.storedIn.delete(p.filePath);
+      this.failedIn.delete(p);
+    }
   }
 
   /**
@@ -741,7 +747,7 @@ export class Materializer {
   ): AsyncGenerator<string> {
     const version = options.otherVersionsOnly ? this.options.version : undefined;
     const released = await release(this.options.db, version);
-    const audiences = await releaseFailedAudiences(this.options.db, version);
+    const audiences = await audiencesToRetry(this.options.db, version);
     if (released.length === 0 && audiences.length === 0) return;
     const times = new Map<string, bigint[]>();
     for (const block of released) {

@@ -1,0 +1,144 @@
+// Issue 13 (one tenant cannot hide another's data): an audience a view set defined in SQL left out of a range stays
+// listed by list_failed_audiences() until a build of the range that holds its rows commits. A retry whose commit
+// dies (its statement cancelled while it waits for the partitions' lock: as a crash, it never commits) leaves the record,
+// and a later retry brings the rows back; the record was deleted before the rebuild, so nothing retried them.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { adminKey } from '../support/orrery-process.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+import {
+  clientFor,
+  pollUntil,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestPostgres,
+} from './lakehouse-fixtures.js';
+
+const teamA = { name: 'team_a', key: 'team-a-key-0123', audiences: ['team_a'] };
+const teamB = { name: 'team_b', key: 'team-b-key-0123', audiences: ['team_b'] };
+const keyList = [{ name: adminKey.name, key: adminKey.key, audiences: ['public'] }, teamA, teamB];
+
+describe('issue 13: a failed audience stays listed until a rebuild holding its rows commits', () => {
+  let postgres: TestPostgres;
+  let lakeDir: string;
+  // Built under a memory limit team_b's rows exceed; retried by a second Orrery without it (the fix).
+  let tight: InProcessOrrery;
+  let roomy: InProcessOrrery;
+  let tightAdmin: TestFlightClient;
+  let roomyAdmin: TestFlightClient;
+
+  const values = async (c: TestFlightClient, sql: string): Promise<unknown[][]> =>
+    (await c.query(sql))
+      .toArray()
+      .map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
+  const failed = (): Promise<unknown[][]> =>
+    values(roomyAdmin, 'SELECT view_set_name, audience FROM list_failed_audiences()');
+  const rows = (): Promise<unknown[][]> =>
+    values(roomyAdmin, 'SELECT audience, count(*)::INT FROM spread GROUP BY ALL ORDER BY ALL');
+  const postLog = async (key: string, body: string): Promise<void> => {
+    const request = {
+      resourceLogs: [
+        {
+          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] },
+          scopeLogs: [
+            {
+              scope: { name: 'lib' },
+              logRecords: [{ timeUnixNano: String(Date.now() * 1e6), body: { stringValue: body } }],
+            },
+          ],
+        },
+      ],
+    };
+    const response = await fetch(`http://127.0.0.1:${tight.httpPort}/v1/logs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(request),
+    });
+    assert.equal(response.status, 200);
+  };
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-failed-audiences-lake-'));
+    const env = sharedEnv({
+      keys: keyList,
+      admins: [adminKey.name],
+      connectionString: postgres.connectionString,
+      lakeDir,
+    });
+    tight = await startRole('serve', { ...env, ORRERY_MAINTENANCE_MEMORY_LIMIT: '48MiB' });
+    tightAdmin = clientFor(tight.flightPort, keyList[0]);
+    await postLog(teamA.key, 'a');
+    await postLog(teamB.key, 'b');
+    const minute = Math.floor(Date.now() / 60_000) * 60;
+    const range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
+    for (const view of ['blocks', 'processes', 'streams', 'log_entries'])
+      await tightAdmin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
+    // team_b's row joins 100,000 texts of 1,000 bytes into one: 100 MB, past the 48 MiB on its own.
+    await tightAdmin.query(`CREATE MATERIALIZED VIEW spread WITH (
+      extract_query = $$SELECT l.time AS time_bin, l.audience, (SELECT length(string_agg(repeat('x', 1000), '')) FROM range(CASE WHEN l.audience = 'team_b' THEN 100000 ELSE 2 END)) AS bytes FROM log_entries AS l WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+      count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+      merge_partitions_query = $$SELECT * FROM {source}$$,
+      update_group = 4000, time_column = 'time_bin')`);
+    await tightAdmin.query(`SELECT * FROM materialize_partitions('spread', ${range})`);
+    roomy = await startRole('serve', env); // after the set is defined: it loads it at start
+    roomyAdmin = clientFor(roomy.flightPort, keyList[0]);
+  });
+
+  after(async () => {
+    tightAdmin?.close();
+    roomyAdmin?.close();
+    await roomy?.close();
+    await tight?.close();
+    await postgres?.close();
+    rmSync(lakeDir, { recursive: true, force: true });
+  });
+
+  it('keeps the record when the retry dies before its commit, and a later retry restores the rows', async () => {
+    assert.deepEqual(await failed(), [['spread', 'team_b']]);
+    assert.deepEqual(await rows(), [['team_a', 1]]);
+    // The lock every commit of spread's partitions takes first: the retry's commit waits on it here.
+    const holder = await postgres.pool.connect();
+    let retry: Promise<unknown> | undefined;
+    try {
+      await holder.query("SELECT pg_advisory_lock(hashtext('partition:spread:global'))");
+      retry = roomyAdmin.query('SELECT * FROM retry_quarantined_blocks()').then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+      const waiting = await pollUntil(
+        "the retry's commit to wait for the lock",
+        async () =>
+          (
+            await holder.query<{ pid: number }>(
+              "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND pid <> pg_backend_pid()",
+            )
+          ).rows,
+        (found) => found.length === 1,
+        { timeoutMs: 60_000 },
+      );
+      await holder.query('SELECT pg_cancel_backend($1)', [waiting[0].pid]);
+      assert.notEqual(await retry, 'answered');
+      assert.ok(
+        roomy.lines.some((line) => line.includes('canceling statement due to user request')),
+        roomy.lines.join('\n'),
+      );
+    } finally {
+      await holder.query('SELECT pg_advisory_unlock_all()');
+      holder.release();
+    }
+    assert.deepEqual(await failed(), [['spread', 'team_b']], 'the rows are still left out: the record stays');
+    assert.deepEqual(await rows(), [['team_a', 1]]);
+    await roomyAdmin.query('SELECT * FROM retry_quarantined_blocks()');
+    assert.deepEqual(await failed(), []);
+    assert.deepEqual(await rows(), [
+      ['team_a', 1],
+      ['team_b', 1],
+    ]);
+  });
+});
