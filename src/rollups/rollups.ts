@@ -80,10 +80,12 @@ import {
   keptTailDropMs,
   keptTailRowId,
   keptTailTable,
+  maxKeptBytes,
   maxKeptRows,
   mergedTail,
   rebaseFiles,
   rowPartials,
+  tableBytesSql,
   tailMerge,
   tailReadsSql,
   tailRingSql,
@@ -2332,7 +2334,10 @@ export class Rollups {
     return oncePerStatement(this.rowPartials, definition, () => rowPartials(this.engine, definition));
   }
 
-  /** A new kept table of a rollup's stored rows `sql` (see keptStored): its name, or null when too large or failed. */
+  /**
+   * A new kept table of a rollup's stored rows `sql` (see keptStored): its name, or null when too large (in rows or
+   * in bytes) or failed.
+   */
   private keptTable(sql: string): Promise<string | null> {
     const table = keptTailTable(true);
     const { attach, create } = keepTailSql(table, sql);
@@ -2340,9 +2345,13 @@ export class Rollups {
       await this.engine.execute(dropTailSql(table), { ownTable: true }).catch(() => {});
       return null;
     };
-    return this.engine
-      .execute(create, { setup: [attach], ownTable: true })
-      .then((rows) => (rows <= maxKeptRows ? table : drop()), drop);
+    const bytes = async (): Promise<bigint> => BigInt(String((await this.engine.values(tableBytesSql))[0][0]));
+    const make = async (): Promise<string | null> => {
+      const before = await bytes();
+      const rows = await this.engine.execute(create, { setup: [attach], ownTable: true });
+      return rows <= maxKeptRows && (await bytes()) - before <= maxKeptBytes ? table : drop();
+    };
+    return make().catch(drop);
   }
 
   /**

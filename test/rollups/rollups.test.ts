@@ -824,6 +824,29 @@ describe('rollups (issue 17)', () => {
       }
       return setups;
     };
+    /** The makings of kept tables of stored rows `work` starts (in the background), to await them: no time raced. */
+    const storedMakingsDuring = async (work: () => Promise<unknown>): Promise<Array<Promise<unknown>>> => {
+      const execute = Object.getOwnPropertyDescriptor(DuckDBEngine.prototype, 'execute')!.value as (
+        ...args: unknown[]
+      ) => Promise<unknown>;
+      const makings: Array<Promise<unknown>> = [];
+      const watched = function (this: DuckDBEngine, ...args: unknown[]): Promise<unknown> {
+        const run = execute.apply(this, args);
+        if (String(args[0]).startsWith('CREATE TABLE __orrery_tail_s')) makings.push(run);
+        return run;
+      };
+      Object.defineProperty(DuckDBEngine.prototype, 'execute', { configurable: true, writable: true, value: watched });
+      try {
+        await work();
+      } finally {
+        Object.defineProperty(DuckDBEngine.prototype, 'execute', {
+          configurable: true,
+          writable: true,
+          value: execute,
+        });
+      }
+      return makings;
+    };
     /** The DuckLake scans of `table` in an admin's plan of `sql`. */
     const scansOf = async (table: string, sql: string): Promise<number> =>
       (await planOf(sql)).match(new RegExp(`Table: ${table}\\b`, 'g'))?.length ?? 0;
@@ -1115,28 +1138,9 @@ describe('rollups (issue 17)', () => {
            select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
       );
       await scalar(asAdmin, `SELECT refresh_rollup('first_read_hourly')`);
-      // The kept table's making, which the first read starts in the background, is awaited here (no time raced).
-      const execute = Object.getOwnPropertyDescriptor(DuckDBEngine.prototype, 'execute')!.value as (
-        ...args: unknown[]
-      ) => Promise<unknown>;
-      const makings: Array<Promise<unknown>> = [];
-      const watched = function (this: DuckDBEngine, ...args: unknown[]): Promise<unknown> {
-        const run = execute.apply(this, args);
-        if (String(args[0]).startsWith('CREATE TABLE __orrery_tail_s')) makings.push(run);
-        return run;
-      };
-      Object.defineProperty(DuckDBEngine.prototype, 'execute', { configurable: true, writable: true, value: watched });
       const read = 'SELECT * FROM first_read_hourly';
-      let first: unknown[];
-      try {
-        first = await plainRows(asTeamA, `${read}${order}`);
-      } finally {
-        Object.defineProperty(DuckDBEngine.prototype, 'execute', {
-          configurable: true,
-          writable: true,
-          value: execute,
-        });
-      }
+      let first: unknown[] = [];
+      const makings = await storedMakingsDuring(async () => (first = await plainRows(asTeamA, `${read}${order}`)));
       assert.equal(makings.length, 1, 'the first read makes the kept table');
       await Promise.all(makings);
       const plan = await planOf(read);
@@ -1149,6 +1153,38 @@ describe('rollups (issue 17)', () => {
         `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n,
         sum(v) AS s, audience FROM first_read GROUP BY ALL`,
       );
+    });
+
+    it("a rollup's stored rows wider than maxKeptBytes are not kept in a table: reads read their files", async () => {
+      await asAdmin.updateCount(
+        `CREATE TABLE wide_stored (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`,
+      );
+      // 200 hosts of 400 KB names: 200 stored rows (far fewer than maxKeptRows), 80 MB (more than maxKeptBytes).
+      await asTeamA.updateCount(
+        `INSERT INTO wide_stored SELECT TIMESTAMP '2024-01-01 00:00:00', 'h' || i || repeat('x', 400000), i FROM range(200) t(i)`,
+      );
+      await asAdmin.query(
+        `SELECT create_rollup('wide_stored_hourly', 'wide_stored', INTERVAL '1 hour',
+           select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
+      );
+      await scalar(asAdmin, `SELECT refresh_rollup('wide_stored_hourly')`);
+      const read =
+        'SELECT count(*) AS rows, sum(length(host)) AS bytes, sum(n) AS n, sum(s) AS s FROM wide_stored_hourly';
+      let first: unknown[] = [];
+      const makings = await storedMakingsDuring(async () => (first = await plainRows(asTeamA, read)));
+      assert.equal(makings.length, 1, "the first read starts the kept table's making");
+      await Promise.all(makings.map((m) => m.catch(() => {})));
+      const plan = await planOf(read);
+      assert.doesNotMatch(plan, /__orrery_tail_s\d+/, 'too wide to keep: the files are read');
+      assert.deepEqual(await plainRows(asTeamA, read), first);
+      assert.deepEqual(
+        first,
+        await plainRows(
+          asTeamA,
+          `SELECT count(*) AS rows, sum(length(host)) AS bytes, sum(n) AS n, sum(s) AS s FROM (SELECT host, count(*) AS n, sum(v) AS s FROM wide_stored GROUP BY ALL)`,
+        ),
+      );
+      await asAdmin.query(`SELECT drop_rollup('wide_stored_hourly')`);
     });
 
     it("a kept tail's table is named by no statement, and a client's transaction reads the tail from its files", async () => {
