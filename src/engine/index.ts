@@ -31,6 +31,7 @@ export {
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
 export {
+  clockProblem,
   queryShape,
   type FunctionCall,
   type LoneCall,

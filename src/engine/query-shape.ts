@@ -62,6 +62,44 @@ export interface QueryShape {
 
 type Node = Record<string, unknown>;
 
+/** Functions whose value is the clock's: DuckDB's, and its macros of current_timestamp (ago, pg_conf_load_time, ...). */
+const clockFunctions = new Set([
+  'now',
+  'get_current_time',
+  'get_current_timestamp',
+  'current_timestamp',
+  'current_date',
+  'current_time',
+  'current_localtime',
+  'current_localtimestamp',
+  'localtime',
+  'localtimestamp',
+  'transaction_timestamp',
+  'statement_timestamp',
+  'today',
+  'ago',
+  'pg_conf_load_time',
+  'pg_postmaster_start_time',
+]);
+/** `current_timestamp` and friends parse as column references, not function calls. */
+const clockKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
+
+/**
+ * Why what is stored of a query (`stored`: a view set's partitions, a rollup's buckets) may not read the clock, or
+ * undefined when it reads none: a stored value keeps the time it was computed at, while the same query run
+ * again reads the current time. age(x) of one argument is x's age on DuckDB's date; age(a, b) reads no clock.
+ */
+export function clockProblem(shape: QueryShape, stored: string): string | undefined {
+  const consequence = `which reads the clock: its result would be frozen into ${stored}`;
+  for (const call of shape.functionCalls) {
+    const name = call.name.toLowerCase();
+    if (clockFunctions.has(name)) return `calls ${call.name}(), ${consequence}`;
+    if (name === 'age' && call.arguments === 1) return `calls age() of one argument, ${consequence}`;
+  }
+  for (const keyword of shape.columnNames) if (clockKeywords.has(keyword)) return `uses ${keyword}, ${consequence}`;
+  return undefined;
+}
+
 /** Walks a json_serialize_sql tree. */
 export function queryShape(tree: { statements: Node[] }): QueryShape {
   const shape: QueryShape = {

@@ -2,6 +2,7 @@
 // (json_serialize_sql) and bound against an empty table with the view set's columns, in an
 // in-memory DuckDB holding Orrery's macros (property_get, the sketches). Nothing is read or run.
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { clockProblem, queryShape } from '../engine/index.js';
 import { compatibilityMacros, quoteIdentifier, sketchStatements, type ColumnSpec } from '../views/index.js';
 
 /** What an expression is, once parsed and bound. */
@@ -27,6 +28,8 @@ export interface ExpressionFacts {
   readonly distinctAggregates: readonly string[];
   /** Its outermost aggregate calls, with what each reads and what its FILTER pins. */
   readonly aggregateCalls: readonly AggregateCall[];
+  /** Why a rollup may not store it, create_rollup's words: it reads the clock (now(), current_date, age(x), …); null when it does not. */
+  readonly clock: string | null;
 }
 
 /** An aggregate call of an expression, as the per-series rule reads it (validation.ts, seriesProblem). */
@@ -138,6 +141,7 @@ export class ExpressionAnalyzer {
       canonical: '',
       distinctAggregates: [],
       aggregateCalls: [],
+      clock: null,
     };
     const tree = await this.parse(expression);
     if (typeof tree === 'string') return { ...empty, problem: `does not parse: ${tree}` };
@@ -147,6 +151,8 @@ export class ExpressionAnalyzer {
       ...facts,
       canonical: JSON.stringify(canonical(tree)),
       aggregateCalls: aggregateCalls(tree, this.aggregates),
+      // The expression's tree walked as a statement's: queryShape reads any subtree.
+      clock: clockProblem(queryShape({ statements: [tree] }), 'rollup buckets') ?? null,
     };
     if (facts.subquery) return { ...base, problem: 'holds a subquery' };
     const asRow = await this.bindError(`SELECT 1 FROM ${table} WHERE (${expression}) IS NOT NULL`);

@@ -345,6 +345,8 @@ class FileChecker {
         this.error(entry, `${what} reads '${entryRead}', a resource entry; measures read the table's columns`);
       } else if (refused) {
         this.error(entry, `${what} ${orNullAfterIf.get(refused)!}`);
+      } else if (facts.clock) {
+        this.error(entry, `${what} ${facts.clock}`);
       } else if (map && facts.problem) {
         unsupported ??= `${what}: ${map} has no DuckDB aggregate, and Orrery stores no per-key state; add the map's key to dimensions and store ${map.slice(0, 3).toLowerCase()}(value) instead`;
       } else if (facts.problem) {

@@ -10,7 +10,7 @@ export const rollupErrors = declareErrors('rollups', {
   ROLLUP_SELECT_LIST_INVALID: {
     status: 'INVALID_ARGUMENT',
     meaning:
-      'select_list or group_by does not parse, does not aggregate, leaves an aggregate unnamed or a group column out of select_list, or does not bind on the source',
+      'select_list or group_by does not parse, does not aggregate, leaves an aggregate unnamed or a group column out of select_list, reads the clock (now(), current_date, age(x), ...), or does not bind on the source',
   },
   ROLLUP_NOT_MERGEABLE: {
     status: 'INVALID_ARGUMENT',

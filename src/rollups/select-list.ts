@@ -1,4 +1,4 @@
-import type { DuckDBEngine } from '../engine/index.js';
+import { clockProblem, queryShape, type DuckDBEngine } from '../engine/index.js';
 import { rollupErrors } from './errors.js';
 
 // A rollup's select_list and group_by are SQL fragments placed into
@@ -158,6 +158,11 @@ export async function rollupQuery(
       );
     }
   }
+  // Every group column is in select_list by now. Stored buckets keep what it read at their refresh, while the
+  // never-stale tail and raw queries read the current time: the rollup would no longer equal the raw aggregation.
+  const clock = clockProblem(queryShape(tree), 'rollup buckets');
+  if (clock !== undefined)
+    throw rollupErrors.error('ROLLUP_SELECT_LIST_INVALID', `create_rollup: select_list ${clock}`);
   const names: string[] = [];
   let anyAggregate = false;
   for (const item of items) {

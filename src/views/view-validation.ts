@@ -1,5 +1,5 @@
 import type { Field } from 'apache-arrow';
-import { queryShape, type DuckDBEngine, type QueryShape } from '../engine/index.js';
+import { clockProblem, queryShape, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import { viewErrors } from './errors.js';
 import { orreryFunctionKind } from './orrery-functions.js';
 import type { ViewDefinition } from './view-definition.js';
@@ -11,6 +11,7 @@ import { integerTypes, parseDelta, type ColumnSpec, type ViewSet } from './view-
 // server checks again when it loads one: the three queries are planned by DuckDB and
 // inspected through DuckDB's own parse tree.
 
+// Volatile functions that do not read the clock (clockProblem names those).
 const volatileFunctions = new Set([
   'random',
   'setseed',
@@ -18,28 +19,9 @@ const volatileFunctions = new Set([
   'gen_random_uuid',
   'uuidv4',
   'uuidv7',
-  'now',
-  'get_current_time',
-  'get_current_timestamp',
-  'current_timestamp',
-  'current_date',
-  'current_time',
-  'current_localtime',
-  'current_localtimestamp',
-  'localtime',
-  'localtimestamp',
-  'transaction_timestamp',
-  'statement_timestamp',
-  'today',
-  // DuckDB's macros of current_timestamp.
-  'ago',
-  'pg_conf_load_time',
-  'pg_postmaster_start_time',
   'nextval',
   'currval',
 ]);
-/** `current_timestamp` and friends parse as column references, not function calls. */
-const volatileKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
 
 const fail = (message: string): never => {
   throw viewErrors.error('VIEW_DEFINITION_INVALID', message);
@@ -182,15 +164,8 @@ function checkFunctions(label: string, shape: QueryShape): void {
     if (volatileFunctions.has(fn.toLowerCase()))
       fail(`${label} calls ${fn}(), a volatile function: its result would be frozen into partitions`);
   }
-  // age(x) is x's age on DuckDB's date (age(a, b) reads no clock).
-  for (const call of shape.functionCalls) {
-    if (call.name.toLowerCase() === 'age' && call.arguments === 1)
-      fail(`${label} calls age() of one argument, which reads the clock: its result would be frozen into partitions`);
-  }
-  for (const keyword of shape.columnNames) {
-    if (volatileKeywords.has(keyword))
-      fail(`${label} uses ${keyword}, which is volatile: its value would be frozen into partitions`);
-  }
+  const clock = clockProblem(shape, 'partitions');
+  if (clock !== undefined) fail(`${label} ${clock}`);
   for (const call of shape.tableFunctions) {
     const kind = orreryFunctionKind(call.name);
     if (kind !== undefined && kind !== 'macro') {
