@@ -61,6 +61,11 @@ export class MetadataStore implements MetadataQueries {
       // (A connection string's own `options` replaces this.)
       options: '-c default_transaction_isolation=read\\ committed',
     });
+    // The pool listens for a connection's end only while it is idle: one Postgres ends while it is checked out (a
+    // failover, pg_terminate_backend, idle_in_transaction_session_timeout) would otherwise end the process with an
+    // uncaught 'error'. Heard here, it is the statement in flight's to report (METADATA_UNAVAILABLE, see
+    // unavailableOr) or the next one's on it, and the connection, released with that failure, is discarded.
+    pool.on('connect', (client) => client.on('error', () => {}));
     // Connections the server ends while it is being stopped are not failures.
     pool.on('error', (error) => {
       if (!pool.ending && !server?.stopping)

@@ -193,6 +193,71 @@ describe('MetadataStore, external server', () => {
     });
   });
 
+  describe('a connection Postgres ends while it is checked out (pg_terminate_backend: a failover, an admin)', () => {
+    let store: MetadataStore;
+    let holder: pg.Client;
+    before(async () => {
+      store = await MetadataStore.open({
+        connectionString: await freshDatabase(server.connectionString, 'terminated'),
+        dataDir: data.dir,
+      });
+      holder = new pg.Client({ connectionString: store.connectionString });
+      await holder.connect();
+    });
+    after(async () => {
+      await holder.end();
+      await store.close();
+    });
+
+    /** Runs `statement` once `holder` keeps an advisory lock it waits on, and ends its backend while it waits. */
+    const terminatedWhileWaiting = async (statement: () => Promise<unknown>): Promise<void> => {
+      const key = 7_202_612;
+      await holder.query('SELECT pg_advisory_lock($1)', [key]);
+      try {
+        let settled = false;
+        const outcome = statement().then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        void outcome.then(() => (settled = true));
+        // Until it waits (a statement that failed first is then asserted on, not waited for).
+        while (!settled) {
+          const { rows } = await holder.query<{ pid: number }>(
+            `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
+            [key],
+          );
+          if (rows.length > 0) {
+            await holder.query('SELECT pg_terminate_backend($1)', [rows[0].pid]);
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        const error = await outcome;
+        assert.ok(error !== undefined, 'the statement in flight succeeded');
+        assert.equal((error as { code?: unknown }).code, 'METADATA_UNAVAILABLE');
+        assert.equal((error as { status?: unknown }).status, 'UNAVAILABLE');
+        assert.match((error as Error).message, /metadata database cannot be reached/);
+      } finally {
+        await holder.query('SELECT pg_advisory_unlock($1)', [key]);
+      }
+      // Without an 'error' listener on the checked-out client, the connection's end was an uncaught error: the
+      // process died before getting here.
+      const { rows } = await store.query<{ one: number }>('SELECT 1 AS one');
+      assert.deepEqual(rows, [{ one: 1 }]);
+    };
+
+    it("fails a transaction's statement with METADATA_UNAVAILABLE, and the store keeps serving", async () => {
+      await terminatedWhileWaiting(() =>
+        store.transaction((tx) => tx.query('SELECT pg_advisory_xact_lock($1)', [7_202_612])),
+      );
+      await store.transaction(async (tx) => assert.deepEqual((await tx.query('SELECT 2 AS two')).rows, [{ two: 2 }]));
+    });
+
+    it('fails a plain statement with METADATA_UNAVAILABLE, and the store keeps serving', async () => {
+      await terminatedWhileWaiting(() => store.query('SELECT pg_advisory_xact_lock($1)', [7_202_612]));
+    });
+  });
+
   describe('schema rules', () => {
     let store: MetadataStore;
     before(async () => {
