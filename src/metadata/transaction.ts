@@ -82,6 +82,9 @@ function watch(
   // ends the same way in the backend, and tells nothing of when it has been delivered.)
   const cancelWhileOut = async (pid: number): Promise<void> => {
     const own = new pg.Client(pool.options);
+    // Postgres ending this connection between two cancels (an admin, a failover) is an 'error' event with no query to
+    // fail: unheard, it would end the process. The next cancel then fails, and the loop ends below.
+    own.on('error', () => {});
     try {
       await own.connect();
       for (;;) {

@@ -469,6 +469,47 @@ describe('MetadataStore, external server', () => {
       });
     });
 
+    it("keeps serving when Postgres ends the connection a given-up statement's cancels are sent on", async () => {
+      // The statement absorbs every cancel until told to stop, so the cancel loop goes on sending them on its own
+      // connection, which an admin (or a failover) then ends: without an 'error' listener on that connection, its end
+      // was an uncaught error.
+      await withPool(url, async (pool) => {
+        const watcher = new pg.Client({ connectionString: url });
+        await watcher.connect();
+        try {
+          await watcher.query('CREATE TABLE IF NOT EXISTS cancels_absorbed_until (x int)');
+          const gaveUp = new AbortController();
+          const gone = new Error('the client gave up');
+          const waiting = whileLive(
+            { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
+            () =>
+              transaction(pool, (tx) =>
+                tx.query(`DO $$ BEGIN LOOP
+                  BEGIN PERFORM pg_sleep(600); EXCEPTION WHEN query_canceled THEN NULL; END;
+                  EXIT WHEN EXISTS (SELECT 1 FROM cancels_absorbed_until);
+                END LOOP; END $$`),
+              ),
+          );
+          const pids = async (sql: string): Promise<number[]> =>
+            (await watcher.query<{ pid: number }>(sql)).rows.map((r) => r.pid);
+          const statement = `SELECT pid FROM pg_stat_activity WHERE query LIKE 'DO $$ BEGIN LOOP%' AND state = 'active'`;
+          while ((await pids(`${statement} AND wait_event = 'PgSleep'`)).length === 0);
+          gaveUp.abort();
+          const cancelling = `SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_cancel_backend%' AND pid <> pg_backend_pid()`;
+          let cancels: number[] = [];
+          while ((cancels = await pids(cancelling)).length === 0);
+          await watcher.query('SELECT pg_terminate_backend($1)', [cancels[0]]);
+          // The statement, no longer cancelled, is told to stop and cancelled once more: its transaction rolls back.
+          await watcher.query('INSERT INTO cancels_absorbed_until VALUES (1)');
+          for (const pid of await pids(statement)) await watcher.query('SELECT pg_cancel_backend($1)', [pid]);
+          await assert.rejects(waiting);
+          assert.deepEqual((await pool.query('SELECT 1 AS one')).rows, [{ one: 1 }]);
+        } finally {
+          await watcher.end();
+        }
+      });
+    });
+
     it("is a statement's commit point only if it wrote: a read before the client gave up does not let a write through", async () => {
       await withPool(url, async (pool) => {
         await pool.query('CREATE TABLE IF NOT EXISTS written_after_a_read (x int)');
