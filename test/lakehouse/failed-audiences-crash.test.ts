@@ -12,6 +12,7 @@ import type { TestFlightClient } from '../support/flight-client.js';
 import {
   clientFor,
   pollUntil,
+  postLogRecord,
   sharedEnv,
   startRole,
   startTestPostgres,
@@ -40,28 +41,6 @@ describe('issue 13: a failed audience stays listed until a rebuild holding its r
     values(roomyAdmin, 'SELECT view_set_name, audience FROM list_failed_audiences()');
   const rows = (): Promise<unknown[][]> =>
     values(roomyAdmin, 'SELECT audience, count(*)::INT FROM spread GROUP BY ALL ORDER BY ALL');
-  const postLog = async (key: string, body: string): Promise<void> => {
-    const request = {
-      resourceLogs: [
-        {
-          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] },
-          scopeLogs: [
-            {
-              scope: { name: 'lib' },
-              logRecords: [{ timeUnixNano: String(Date.now() * 1e6), body: { stringValue: body } }],
-            },
-          ],
-        },
-      ],
-    };
-    const response = await fetch(`http://127.0.0.1:${tight.httpPort}/v1/logs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify(request),
-    });
-    assert.equal(response.status, 200);
-  };
-
   before(async () => {
     postgres = await startTestPostgres();
     lakeDir = mkdtempSync(join(tmpdir(), 'orrery-failed-audiences-lake-'));
@@ -73,8 +52,8 @@ describe('issue 13: a failed audience stays listed until a rebuild holding its r
     });
     tight = await startRole('serve', { ...env, ORRERY_MAINTENANCE_MEMORY_LIMIT: '48MiB' });
     tightAdmin = clientFor(tight.flightPort, keyList[0]);
-    await postLog(teamA.key, 'a');
-    await postLog(teamB.key, 'b');
+    await postLogRecord(tight.httpPort, teamA.key, 'a');
+    await postLogRecord(tight.httpPort, teamB.key, 'b');
     const minute = Math.floor(Date.now() / 60_000) * 60;
     const range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
     for (const view of ['blocks', 'processes', 'streams', 'log_entries'])
