@@ -6,6 +6,14 @@ import { whileLive } from '../../src/calls/index.js';
 import { EmbeddedPostgres, MetadataStore, migrate, migrations, transaction } from '../../src/metadata/index.js';
 import { freshDatabase, tempDataDir, withClient, withPool } from './fixtures.js';
 
+/** A statement's call whose client gives up when `gaveUp` aborts, and `whileCallLive` runs work under it. */
+const aCall = () => {
+  const gaveUp = new AbortController();
+  const gone = new Error('the client gave up');
+  const call = { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) };
+  return { gaveUp, gone, whileCallLive: <T>(work: () => Promise<T>) => whileLive(call, work) };
+};
+
 describe('MetadataStore, embedded', () => {
   const data = tempDataDir();
   after(() => data.remove());
@@ -376,11 +384,9 @@ describe('MetadataStore, external server', () => {
         await holder.query('CREATE TABLE IF NOT EXISTS locked_for_cancel (x int)');
         await holder.query('BEGIN');
         await holder.query('LOCK TABLE locked_for_cancel IN ACCESS EXCLUSIVE MODE');
-        const gaveUp = new AbortController();
-        const gone = new Error('the client gave up');
-        const waiting = whileLive(
-          { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
-          () => transaction(pool, (tx) => tx.query('SELECT count(*) FROM locked_for_cancel')),
+        const { gaveUp, gone, whileCallLive } = aCall();
+        const waiting = whileCallLive(() =>
+          transaction(pool, (tx) => tx.query('SELECT count(*) FROM locked_for_cancel')),
         );
         // Aborted once the transaction's statement waits on the lock (read by a connection outside a transaction:
         // one inside reads the activity as of its first read).
@@ -407,9 +413,8 @@ describe('MetadataStore, external server', () => {
     it("sends nothing more once its statement's client gave up: a cancel that finds the connection idle is dropped", async () => {
       await withPool(url, async (pool) => {
         await pool.query('CREATE SEQUENCE IF NOT EXISTS sent_after_giving_up');
-        const gaveUp = new AbortController();
-        const gone = new Error('the client gave up');
-        const run = whileLive({ signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) }, () =>
+        const { gaveUp, gone, whileCallLive } = aCall();
+        const run = whileCallLive(() =>
           transaction(pool, async (tx) => {
             await tx.query('SELECT 1');
             // Between two statements: the connection is idle in its transaction, where Postgres drops a cancel.
@@ -436,17 +441,14 @@ describe('MetadataStore, external server', () => {
           await holder.query('CREATE TABLE IF NOT EXISTS locked_after_a_cancel (x int)');
           await holder.query('BEGIN');
           await holder.query('LOCK TABLE locked_after_a_cancel IN ACCESS EXCLUSIVE MODE');
-          const gaveUp = new AbortController();
-          const gone = new Error('the client gave up');
-          const waiting = whileLive(
-            { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
-            () =>
-              transaction(pool, (tx) =>
-                tx.query(`DO $$ BEGIN
+          const { gaveUp, gone, whileCallLive } = aCall();
+          const waiting = whileCallLive(() =>
+            transaction(pool, (tx) =>
+              tx.query(`DO $$ BEGIN
                   BEGIN PERFORM pg_sleep(600); EXCEPTION WHEN query_canceled THEN NULL; END;
                   LOCK TABLE locked_after_a_cancel IN ACCESS SHARE MODE;
                 END $$`),
-              ),
+            ),
           );
           // Aborted once the statement sleeps (read outside a transaction, which would read a frozen activity).
           const sleeping = async (): Promise<boolean> =>
@@ -478,17 +480,14 @@ describe('MetadataStore, external server', () => {
         await watcher.connect();
         try {
           await watcher.query('CREATE TABLE IF NOT EXISTS cancels_absorbed_until (x int)');
-          const gaveUp = new AbortController();
-          const gone = new Error('the client gave up');
-          const waiting = whileLive(
-            { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
-            () =>
-              transaction(pool, (tx) =>
-                tx.query(`DO $$ BEGIN LOOP
+          const { gaveUp, whileCallLive } = aCall();
+          const waiting = whileCallLive(() =>
+            transaction(pool, (tx) =>
+              tx.query(`DO $$ BEGIN LOOP
                   BEGIN PERFORM pg_sleep(600); EXCEPTION WHEN query_canceled THEN NULL; END;
                   EXIT WHEN EXISTS (SELECT 1 FROM cancels_absorbed_until);
                 END LOOP; END $$`),
-              ),
+            ),
           );
           const pids = async (sql: string): Promise<number[]> =>
             (await watcher.query<{ pid: number }>(sql)).rows.map((r) => r.pid);
@@ -513,16 +512,12 @@ describe('MetadataStore, external server', () => {
     it("is a statement's commit point only if it wrote: a read before the client gave up does not let a write through", async () => {
       await withPool(url, async (pool) => {
         await pool.query('CREATE TABLE IF NOT EXISTS written_after_a_read (x int)');
-        const gaveUp = new AbortController();
-        const gone = new Error('the client gave up');
-        const run = whileLive(
-          { signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) },
-          async () => {
-            await transaction(pool, (tx) => tx.query('SELECT count(*) FROM written_after_a_read'));
-            gaveUp.abort();
-            await transaction(pool, (tx) => tx.query('INSERT INTO written_after_a_read VALUES (1)'));
-          },
-        );
+        const { gaveUp, gone, whileCallLive } = aCall();
+        const run = whileCallLive(async () => {
+          await transaction(pool, (tx) => tx.query('SELECT count(*) FROM written_after_a_read'));
+          gaveUp.abort();
+          await transaction(pool, (tx) => tx.query('INSERT INTO written_after_a_read VALUES (1)'));
+        });
         await assert.rejects(run, gone);
         const { rows } = await pool.query('SELECT count(*)::int AS n FROM written_after_a_read');
         assert.deepEqual(rows, [{ n: 0 }], 'the write committed after its client gave up');
@@ -532,9 +527,8 @@ describe('MetadataStore, external server', () => {
     it("is a statement's commit point when a SELECT wrote: what follows it is kept whatever the client does", async () => {
       await withPool(url, async (pool) => {
         await pool.query('CREATE TABLE IF NOT EXISTS written_by_a_select (x int)');
-        const gaveUp = new AbortController();
-        const gone = new Error('the client gave up');
-        await whileLive({ signal: gaveUp.signal, gone: () => (gaveUp.signal.aborted ? gone : undefined) }, async () => {
+        const { gaveUp, whileCallLive } = aCall();
+        await whileCallLive(async () => {
           // Its command tag is SELECT: only Postgres's transaction id tells it wrote.
           await transaction(pool, (tx) =>
             tx.query('WITH w AS (INSERT INTO written_by_a_select VALUES (1) RETURNING x) SELECT count(*) FROM w'),
