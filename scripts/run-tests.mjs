@@ -49,7 +49,17 @@ const run = (label, testFiles, env) => {
   console.log(`# ${label}`);
   const result = spawnSync(
     process.execPath,
-    ['--test', '--test-concurrency=1', ...process.argv.slice(2), ...testFiles],
+    [
+      '--test',
+      '--test-concurrency=1',
+      ...['--test-reporter=tap', '--test-reporter-destination=stdout'],
+      ...[
+        `--test-reporter=${join(root, 'scripts', 'test-failures-reporter.mjs')}`,
+        '--test-reporter-destination=stdout',
+      ],
+      ...process.argv.slice(2),
+      ...testFiles,
+    ],
     {
       stdio: 'inherit',
       env: { ...process.env, ...env },
