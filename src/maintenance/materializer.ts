@@ -193,7 +193,7 @@ export class Materializer {
       range.end,
     );
     if (existing.some((p) => p.beginInsertTime < range.begin || p.endInsertTime > range.end))
-      return this.split(view, range, hash);
+      return this.split(view, range, hash, force);
     const count = await this.sourceCount(view, range);
     const existingCount = existing.reduce((sum, p) => sum + p.sourceCount, 0n);
     const width = Number((range.end - range.begin) / 1_000_000_000n);
@@ -276,9 +276,11 @@ export class Materializer {
    * A range inside wider partitions (a manual hour-wide call, a backfill, a merge) while the
    * passes work second by second: up to date if they still count their sources, otherwise the
    * span they cover is rebuilt in pieces, before the range, the range itself and after it, so
-   * that the next range finds a partition of its own width instead of a wide one to rebuild.
+   * that the next range finds a partition of its own width instead of a wide one to rebuild. Forced (an admin's
+   * regenerate_partitions, a retry), the span is rebuilt even when its count says fresh: a failed audience's
+   * rows left out of a range are not counted missing, and a merge keeps them out.
    */
-  private async split(view: ViewSet, range: InsertRange, hash: Buffer): Promise<Outcome> {
+  private async split(view: ViewSet, range: InsertRange, hash: Buffer, force: boolean): Promise<Outcome> {
     const around = await partitionsOverlapping(
       this.options.db,
       view.name,
@@ -294,7 +296,7 @@ export class Materializer {
     const inSpan = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, span.begin, span.end);
     if (inSpan.some((p) => p.beginInsertTime < span.begin || p.endInsertTime > span.end)) return 'skipped';
     const count = await this.sourceCount(view, span);
-    if (inSpan.reduce((sum, p) => sum + p.sourceCount, 0n) === count) return 'up to date';
+    if (!force && inSpan.reduce((sum, p) => sum + p.sourceCount, 0n) === count) return 'up to date';
     if (!(await this.sourcesReady(view, span))) return 'skipped';
     const pieces = [{ begin: span.begin, end: range.begin }, range, { begin: range.end, end: span.end }]
       .filter((piece) => piece.end > piece.begin)
@@ -796,10 +798,15 @@ export class Materializer {
     }
   }
 
-  /** The ranges of a set's partitions holding these insert times; a one-second range where none does. */
+  /**
+   * The ranges of a set's partitions holding these insert times; a one-second range where none does. Of a partition
+   * wider than the set's source width (merged), the piece of that width holding the time: materialize builds no
+   * wider range, and rebuilds the partition in such pieces around it.
+   */
   private async coveringRanges(view: ViewSet, insertTimes: readonly bigint[]): Promise<InsertRange[]> {
     const ranges = new Map<string, InsertRange>();
     const second = 1_000_000_000n;
+    const width = secondsToNanos(view.sourceDeltaSeconds);
     for (const time of insertTimes) {
       const partitions = await partitionsOverlapping(
         this.options.db,
@@ -809,9 +816,17 @@ export class Materializer {
         time,
         time + 1000n,
       );
+      const piece = (p: Partition): InsertRange => {
+        // As cut() cuts the partition's range.
+        const begin =
+          time > p.beginInsertTime
+            ? p.beginInsertTime + ((time - p.beginInsertTime) / width) * width
+            : p.beginInsertTime;
+        return { begin, end: begin + width < p.endInsertTime ? begin + width : p.endInsertTime };
+      };
       const found =
         partitions.length > 0
-          ? partitions.map((p) => ({ begin: p.beginInsertTime, end: p.endInsertTime }))
+          ? partitions.map(piece)
           : [{ begin: time - (time % second), end: time - (time % second) + second }];
       for (const range of found) ranges.set(`${range.begin}:${range.end}`, range);
     }

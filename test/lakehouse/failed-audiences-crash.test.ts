@@ -1,7 +1,8 @@
 // Issue 13 (one tenant cannot hide another's data): an audience a view set defined in SQL left out of a range stays
 // listed by list_failed_audiences() until a build of the range that holds its rows commits. A retry whose commit
 // dies (its statement cancelled while it waits for the partitions' lock: as a crash, it never commits) leaves the record,
-// and a later retry brings the rows back; the record was deleted before the rebuild, so nothing retried them.
+// and a later retry brings the rows back; the record was deleted before the rebuild, so nothing retried them. A retry
+// brings them back too once a merge has widened the range past the set's source width.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,11 @@ import {
 const teamA = { name: 'team_a', key: 'team-a-key-0123', audiences: ['team_a'] };
 const teamB = { name: 'team_b', key: 'team-b-key-0123', audiences: ['team_b'] };
 const keyList = [{ name: adminKey.name, key: adminKey.key, audiences: ['public'] }, teamA, teamB];
+// team_b's row joins 100,000 texts of 1,000 bytes into one: 100 MB, past the 48 MiB on its own.
+const spreadOptions = `extract_query = $$SELECT l.time AS time_bin, l.audience, (SELECT length(string_agg(repeat('x', 1000), '')) FROM range(CASE WHEN l.audience = 'team_b' THEN 100000 ELSE 2 END)) AS bytes FROM log_entries AS l WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+  count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
+  merge_partitions_query = $$SELECT * FROM {source}$$,
+  update_group = 4000, time_column = 'time_bin'`;
 
 describe('issue 13: a failed audience stays listed until a rebuild holding its rows commits', () => {
   let postgres: TestPostgres;
@@ -39,8 +45,11 @@ describe('issue 13: a failed audience stays listed until a rebuild holding its r
       .map((row) => Object.values(row.toJSON()).map((v) => (typeof v === 'bigint' ? Number(v) : v)));
   const failed = (): Promise<unknown[][]> =>
     values(roomyAdmin, 'SELECT view_set_name, audience FROM list_failed_audiences()');
-  const rows = (): Promise<unknown[][]> =>
-    values(roomyAdmin, 'SELECT audience, count(*)::INT FROM spread GROUP BY ALL ORDER BY ALL');
+  const rows = (set = 'spread'): Promise<unknown[][]> =>
+    values(roomyAdmin, `SELECT audience, count(*)::INT FROM ${set} GROUP BY ALL ORDER BY ALL`);
+  const retry = async (): Promise<string[]> =>
+    (await values(roomyAdmin, 'SELECT msg FROM retry_quarantined_blocks()')).map(([msg]) => String(msg));
+  let range: string;
   before(async () => {
     postgres = await startTestPostgres();
     lakeDir = mkdtempSync(join(tmpdir(), 'orrery-failed-audiences-lake-'));
@@ -55,17 +64,15 @@ describe('issue 13: a failed audience stays listed until a rebuild holding its r
     await postLogRecord(tight.httpPort, teamA.key, 'a');
     await postLogRecord(tight.httpPort, teamB.key, 'b');
     const minute = Math.floor(Date.now() / 60_000) * 60;
-    const range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
+    range = `'${new Date((minute - 60) * 1000).toISOString()}', '${new Date((minute + 120) * 1000).toISOString()}', 180`;
     for (const view of ['blocks', 'processes', 'streams', 'log_entries'])
       await tightAdmin.query(`SELECT * FROM materialize_partitions('${view}', ${range})`);
-    // team_b's row joins 100,000 texts of 1,000 bytes into one: 100 MB, past the 48 MiB on its own.
-    await tightAdmin.query(`CREATE MATERIALIZED VIEW spread WITH (
-      extract_query = $$SELECT l.time AS time_bin, l.audience, (SELECT length(string_agg(repeat('x', 1000), '')) FROM range(CASE WHEN l.audience = 'team_b' THEN 100000 ELSE 2 END)) AS bytes FROM log_entries AS l WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
-      count_src_query = $$SELECT sum(nb_objects) AS count FROM blocks WHERE insert_time >= '{begin}' AND insert_time < '{end}'$$,
-      merge_partitions_query = $$SELECT * FROM {source}$$,
-      update_group = 4000, time_column = 'time_bin')`);
+    await tightAdmin.query(`CREATE MATERIALIZED VIEW spread WITH (${spreadOptions})`);
+    // The same set built second by second, its partitions merged by the minute.
+    await tightAdmin.query(`CREATE MATERIALIZED VIEW spread_by_second WITH (${spreadOptions},
+      source_partition_delta = '1 second', merge_partition_delta = '1 minute')`);
     await tightAdmin.query(`SELECT * FROM materialize_partitions('spread', ${range})`);
-    roomy = await startRole('serve', env); // after the set is defined: it loads it at start
+    roomy = await startRole('serve', env); // after the sets are defined: it loads them at start
     roomyAdmin = clientFor(roomy.flightPort, keyList[0]);
   });
 
@@ -116,6 +123,38 @@ describe('issue 13: a failed audience stays listed until a rebuild holding its r
     await roomyAdmin.query('SELECT * FROM retry_quarantined_blocks()');
     assert.deepEqual(await failed(), []);
     assert.deepEqual(await rows(), [
+      ['team_a', 1],
+      ['team_b', 1],
+    ]);
+  });
+
+  it('restores the rows of a failed audience whose range a merge widened, and forgets its record', async () => {
+    // The seconds the two records were inserted in, and one on each side: three partitions or more to merge.
+    const {
+      rows: [inserted],
+    } = await postgres.pool.query<{ first: Date; last: Date }>(
+      'SELECT min(insert_time) AS first, max(insert_time) AS last FROM blocks',
+    );
+    const begin = Math.floor(inserted.first.getTime() / 1000) - 1;
+    const end = Math.floor(inserted.last.getTime() / 1000) + 2;
+    assert.ok(end - begin <= 60, `${begin}..${end}`);
+    const seconds = `'${new Date(begin * 1000).toISOString()}', '${new Date(end * 1000).toISOString()}'`;
+    await tightAdmin.query(`SELECT * FROM materialize_partitions('spread_by_second', ${seconds}, 1)`);
+    assert.deepEqual(await failed(), [['spread_by_second', 'team_b']]);
+    const merged = await values(
+      tightAdmin,
+      `SELECT msg FROM materialize_partitions('spread_by_second', ${seconds}, ${end - begin})`,
+    );
+    assert.match(String(merged[0][0]), /: merged$/);
+    assert.deepEqual(await rows('spread_by_second'), [['team_a', 1]]);
+    // The merged partition holds the range whose record is listed: the retry rebuilds it in one-second pieces.
+    const messages = await retry();
+    assert.ok(
+      messages.some((m) => m.startsWith('spread_by_second [') && m.endsWith('): created')),
+      messages.join('\n'),
+    );
+    assert.deepEqual(await failed(), []);
+    assert.deepEqual(await rows('spread_by_second'), [
       ['team_a', 1],
       ['team_b', 1],
     ]);
