@@ -353,16 +353,23 @@ export class Materializer {
    * built from the others.
    */
   private async extracted(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
+    const partition = await this.built(view, range, count);
+    // Unless built by audience (which tells what it left out), a SQL-defined set's partition holds every audience's
+    // rows, an empty one included (the range's sources gone, or making no rows now): the range's records go once it
+    // is committed.
+    if (view.source.kind === 'sql' && !this.failedIn.has(partition)) this.failedIn.set(partition, []);
+    return partition;
+  }
+
+  /** The partition of `extracted`, empty or not (for a set defined in SQL, possibly built by audience). */
+  private async built(view: ViewSet, range: InsertRange, count: bigint): Promise<Partition> {
     // No source rows: the range is recorded as empty without running the extract or writing a file (on
     // S3 an idle second cost each view set a PUT and a DELETE). For a set defined in SQL, see extractsNothing.
     if (count === 0n && view.source.kind !== 'sql') return emptyPartition(view, range, count);
     if (view.source.kind === 'sql' && (await this.extractsNothing(view.source, range)))
       return emptyPartition(view, range, count);
     try {
-      const partition = await this.extractedFrom(view, range, count);
-      // Built with every audience's rows: what earlier builds of the range left out is in it now (once committed).
-      if (view.source.kind === 'sql') this.failedIn.set(partition, []);
-      return partition;
+      return await this.extractedFrom(view, range, count);
     } catch (error) {
       if (view.source.kind === 'sql' && isAudienceRowsError(error)) {
         // An unreadable file fails with the data's error, never for want of memory.

@@ -2,9 +2,10 @@
 // listed by list_failed_audiences() until a build of the range that holds its rows commits. A retry whose commit
 // dies (its statement cancelled while it waits for the partitions' lock: as a crash, it never commits) leaves the record,
 // and a later retry brings the rows back; the record was deleted before the rebuild, so nothing retried them. A retry
-// brings them back too once a merge has widened the range past the set's source width.
+// brings them back too once a merge has widened the range past the set's source width, or once an unreadable file the
+// rebuild reads was contained, and a build of a range whose sources are gone forgets its records.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -158,5 +159,53 @@ describe('issue 13: a failed audience stays listed until a rebuild holding its r
       ['team_a', 1],
       ['team_b', 1],
     ]);
+  });
+
+  it('forgets the record once a rebuild that contained an unreadable file holds the rows', async () => {
+    await tightAdmin.query(`SELECT * FROM regenerate_partitions('spread', ${range})`);
+    assert.deepEqual(await failed(), [['spread', 'team_b']]);
+    // log_entries' file overwritten from its fourth byte to its footer: its schema reads, its rows do not.
+    const {
+      rows: [{ file_path: file }],
+    } = await postgres.pool.query<{ file_path: string }>(
+      "SELECT file_path FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
+    );
+    const fd = openSync(roomy.store.location(file), 'r+');
+    try {
+      const size = statSync(roomy.store.location(file)).size;
+      const tail = Buffer.alloc(8); // the footer's length, then PAR1
+      readSync(fd, tail, 0, 8, size - 8);
+      const rowsEnd = size - 8 - tail.readUInt32LE(0);
+      writeSync(fd, Buffer.alloc(rowsEnd - 4, 0x5a), 0, rowsEnd - 4, 4);
+    } finally {
+      closeSync(fd);
+    }
+    await retry();
+    // The rebuild's extract failed on the file, which was contained (its range rebuilt from its source), and ran again.
+    assert.deepEqual(await values(roomyAdmin, 'SELECT view_set_name, file_path FROM list_quarantined_partitions()'), [
+      ['log_entries', file],
+    ]);
+    assert.deepEqual(await failed(), []);
+    assert.deepEqual(await rows(), [
+      ['team_a', 1],
+      ['team_b', 1],
+    ]);
+  });
+
+  it('forgets the records of a range whose build makes no rows (its sources gone)', async () => {
+    // As an earlier build left them, for a range whose sources retention has since taken.
+    const hourAgo = BigInt(Math.floor(Date.now() / 1000) - 3600) * 1_000_000_000n;
+    await postgres.pool.query(
+      `INSERT INTO failed_audiences (view_set_name, begin_ns, end_ns, audience, error, orrery_version)
+       VALUES ('spread', $1, $2, 'team_b', 'Out of Memory Error', 'earlier')`,
+      [String(hourAgo), String(hourAgo + 180_000_000_000n)],
+    );
+    assert.deepEqual(await failed(), [['spread', 'team_b']]);
+    const messages = await retry();
+    assert.ok(
+      messages.some((m) => m.endsWith('): created')),
+      messages.join('\n'),
+    );
+    assert.deepEqual(await failed(), []);
   });
 });
