@@ -13,6 +13,7 @@ import {
 import type { InsertRange, ViewSet } from '../views/index.js';
 import { forgetGoneFiles } from '../resources/index.js';
 import { maintenanceErrors } from './errors.js';
+import { forgetExpiredFailedAudiences } from './failed-audiences.js';
 import type { Materializer, Outcome } from './materializer.js';
 
 /** A materialization pass: how often it runs, and which insert-time window it covers. */
@@ -331,6 +332,7 @@ export class MaintenanceDaemon {
       // After the streams: a process whose streams all went in this pass goes with them.
       await retire('processes', 'process_id', 'NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = r.process_id)');
       const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays, this.options.onPartitionsExpired);
+      await forgetExpiredFailedAudiences(db, retentionDays);
       for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
       }

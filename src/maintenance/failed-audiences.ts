@@ -40,6 +40,18 @@ export async function recordFailedAudiences(
     );
 }
 
+/**
+ * Retention: forgets the records of ranges that ended more than `days` ago, as their partitions and sources go (no
+ * build will hold those rows again).
+ */
+export async function forgetExpiredFailedAudiences(db: MetadataQueries, days: number): Promise<void> {
+  await db.query(
+    `DELETE FROM failed_audiences
+      WHERE end_ns < (extract(epoch FROM now() - make_interval(days => $1)) * 1000000000)::bigint`,
+    [Math.floor(days)],
+  );
+}
+
 interface Row {
   view_set_name: string;
   begin_ns: string;

@@ -229,8 +229,17 @@ describe('maintenance daemon', () => {
       await tx.query(
         `UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days', end_insert_time = end_insert_time - interval '40 days'`,
       );
+      // An audience left out of a range 40 days old and of one of today: the first's rows are gone with its sources.
+      // Of a set no pass builds, which would forget today's record too (an empty build holds every audience).
+      await tx.query(
+        `INSERT INTO failed_audiences (view_set_name, begin_ns, end_ns, audience, error, orrery_version)
+           SELECT 'unbuilt', b, b + 60000000000, 'team_' || days, 'Out of Memory Error', 'test'
+             FROM unnest(ARRAY[40, 0]) AS days,
+                  LATERAL (SELECT (extract(epoch FROM now() - make_interval(days => days)) * 1e9)::bigint - 120000000000 AS b)`,
+      );
     });
     await daemon!.housekeeping();
+    assert.deepEqual((await db.query('SELECT audience FROM failed_audiences')).rows, [{ audience: 'team_0' }]);
     assert.equal(Number((await db.query('SELECT count(*) AS n FROM blocks')).rows[0].n), 0);
     assert.equal(Number((await db.query('SELECT count(*) AS n FROM processes')).rows[0].n), 0);
     // The running daemon keeps adding partitions for new (empty) ranges: only the aged ones must go.
