@@ -8,6 +8,7 @@
 // nanosecond digits are kept; one with a zone name is read by TIMESTAMPTZ, to microseconds.
 // The functions that return TIMESTAMPTZ (now(), to_timestamp, …) are redefined as macros
 // (views/sql-functions.ts).
+import { varyingFunctions } from './varying-functions.js';
 
 type Node = Record<string, unknown>;
 
@@ -196,7 +197,6 @@ const instantFunctions = new Set([
 
 /** Names DuckDB binds to the clock when no column has them. */
 const clockNames = new Set(['current_timestamp', 'current_date', 'current_time', 'localtimestamp']);
-const volatileFunctions = new Set(['random', 'gen_random_uuid', 'uuid', 'uuidv4', 'uuidv7', 'nextval', 'setseed']);
 
 /** Whether an expression reads nothing that varies by row or by binding: no column, subquery or parameter. */
 function constantExpression(value: unknown): boolean {
@@ -209,7 +209,8 @@ function constantExpression(value: unknown): boolean {
   }
   if (node.class === 'SUBQUERY' || node.class === 'PARAMETER' || node.class === 'WINDOW') return false;
   // The bound repeats the expression: a volatile one would not be the same value twice.
-  if (node.class === 'FUNCTION' && volatileFunctions.has(String(node.function_name).toLowerCase())) return false;
+  if (node.class === 'FUNCTION' && varyingFunctions.get(String(node.function_name).toLowerCase()) === 'random')
+    return false;
   return Object.values(node).every(constantExpression);
 }
 

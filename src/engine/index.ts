@@ -30,8 +30,9 @@ export {
 } from './native-export.js';
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
+export { clockMacro, clockProblem, effectOnlyFunctions, varyingFunctions } from './varying-functions.js';
 export {
-  clockProblem,
+  builtInQualifier,
   queryShape,
   type FunctionCall,
   type LoneCall,

@@ -17,8 +17,10 @@ export interface FunctionCall {
   readonly name: string;
   readonly catalog: string;
   readonly schema: string;
-  /** How many arguments it is called with: age(x) reads the clock, age(a, b) does not. */
+  /** How many arguments it is called with, a method call's receiver included: age(x) reads the clock, age(a, b) does not. */
   readonly arguments: number;
+  /** A method call's receiver (`ts` of `ts.age()`, which is age(ts)), as written; '' for any other call. */
+  readonly receiver: string;
 }
 
 export interface TableFunctionCall {
@@ -62,42 +64,17 @@ export interface QueryShape {
 
 type Node = Record<string, unknown>;
 
-/** Functions whose value is the clock's: DuckDB's, and its macros of current_timestamp (ago, pg_conf_load_time, ...). */
-const clockFunctions = new Set([
-  'now',
-  'get_current_time',
-  'get_current_timestamp',
-  'current_timestamp',
-  'current_date',
-  'current_time',
-  'current_localtime',
-  'current_localtimestamp',
-  'localtime',
-  'localtimestamp',
-  'transaction_timestamp',
-  'statement_timestamp',
-  'today',
-  'ago',
-  'pg_conf_load_time',
-  'pg_postmaster_start_time',
-]);
-/** `current_timestamp` and friends parse as column references, not function calls. */
-const clockKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
-
 /**
- * Why what is stored of a query (`stored`: a view set's partitions, a rollup's buckets) may not read the clock, or
- * undefined when it reads none: a stored value keeps the time it was computed at, while the same query run
- * again reads the current time. age(x) of one argument is x's age on DuckDB's date; age(a, b) reads no clock.
+ * Whether a call's qualifier is where DuckDB finds its own functions (`main.f()`, `system.f()`, `system.main.f()`,
+ * `pg_catalog.f()`), or none. DuckDB binds another qualified call whose qualifier names a column as a method call of
+ * that column: `ts.age()` is age(ts), `t.ts.age(x)` is age(t.ts, x). (A function an admin made in a schema of their
+ * own is not DuckDB's: what its body reads is not judged by its name.)
  */
-export function clockProblem(shape: QueryShape, stored: string): string | undefined {
-  const consequence = `which reads the clock: its result would be frozen into ${stored}`;
-  for (const call of shape.functionCalls) {
-    const name = call.name.toLowerCase();
-    if (clockFunctions.has(name)) return `calls ${call.name}(), ${consequence}`;
-    if (name === 'age' && call.arguments === 1) return `calls age() of one argument, ${consequence}`;
-  }
-  for (const keyword of shape.columnNames) if (clockKeywords.has(keyword)) return `uses ${keyword}, ${consequence}`;
-  return undefined;
+export function builtInQualifier(catalog: string, schema: string): boolean {
+  const [c, s] = [catalog.toLowerCase(), schema.toLowerCase()];
+  if (s === '') return true;
+  if (c === '') return s === 'main' || s === 'system' || s === 'pg_catalog';
+  return c === 'system' && (s === 'main' || s === 'pg_catalog');
 }
 
 /** Walks a json_serialize_sql tree. */
@@ -155,11 +132,15 @@ export function queryShape(tree: { statements: Node[] }): QueryShape {
       return;
     } else if (node.class === 'FUNCTION') {
       shape.functions.add(String(node.function_name));
+      const catalog = (node.catalog as string | undefined) ?? '';
+      const schema = (node.schema as string | undefined) ?? '';
+      const receiver = builtInQualifier(catalog, schema) ? '' : [catalog, schema].filter((q) => q !== '').join('.');
       shape.functionCalls.push({
         name: String(node.function_name),
-        catalog: (node.catalog as string | undefined) ?? '',
-        schema: (node.schema as string | undefined) ?? '',
-        arguments: ((node.children as unknown[] | undefined) ?? []).length,
+        catalog,
+        schema,
+        arguments: ((node.children as unknown[] | undefined) ?? []).length + (receiver === '' ? 0 : 1),
+        receiver,
       });
     } else if (node.class === 'COLUMN_REF') {
       const names = node.column_names as string[];

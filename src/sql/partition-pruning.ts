@@ -20,7 +20,13 @@
 // lower bound is read, its value when pruning no later than when running. A bound of the fixed clock on the event time is compared in JS (see byStatistics): its value, and
 // so DuckDB's condition, is new at each statement.
 import type { Table } from 'apache-arrow';
-import { boundTexts, nanosecondTimestamps, type DuckDBEngine, type QueryShape } from '../engine/index.js';
+import {
+  boundTexts,
+  builtInQualifier,
+  nanosecondTimestamps,
+  type DuckDBEngine,
+  type QueryShape,
+} from '../engine/index.js';
 import {
   projectionCopies,
   recentColumns,
@@ -244,12 +250,12 @@ const otherClockNames =
 /**
  * DuckDB's functions that read its clock within them, by name and argument count: age(x) is x's age on DuckDB's
  * date (its transaction's), which the fixed clock's date may not be (a statement planned before midnight and run
- * after it); age(a, b) reads no clock.
+ * after it); age(a, b) reads no clock. A method call's receiver is an argument: `ts.age()` is age(ts).
  */
 const clockWithin = (node: Node): boolean =>
   node.class === 'FUNCTION' &&
   String(node.function_name).toLowerCase() === 'age' &&
-  (node.children as unknown[]).length === 1;
+  (node.children as unknown[]).length + (builtInQualifier(String(node.catalog), String(node.schema)) ? 0 : 1) === 1;
 
 /** The bare names DuckDB binds to the clock when nothing else has them. */
 const clockNames = new Set(['current_timestamp', 'current_date']);

@@ -1,4 +1,4 @@
-import { fixedClockVariable } from '../engine/index.js';
+import { clockMacro, fixedClockVariable } from '../engine/index.js';
 import { dashboardMacros } from './dashboard-functions.js';
 import { perfettoMacros } from './perfetto-trace.js';
 
@@ -12,11 +12,10 @@ import { perfettoMacros } from './perfetto-trace.js';
 export const integerBucketSql = (width: string, value: string): string =>
   `(CAST(${value} AS BIGINT) - ((CAST(${value} AS BIGINT) % ${width}) + ${width}) % ${width})`;
 
-/**
- * Orrery's clock, which now() and its twins call: the statement's fixed clock (fixedClockVariable) or DuckDB's. A
- * key that is not an admin may call it (reader-functions.ts): the variable is the server's alone to set.
- */
-export const clockMacro = '__orrery_now';
+// Orrery's clock (engine's clockMacro), which now() and its twins call: the statement's fixed clock
+// (fixedClockVariable) or DuckDB's. A key that is not an admin may call it (reader-functions.ts): the variable is the
+// server's alone to set.
+export { clockMacro };
 
 /** The table macros below: table functions any key may call (they read nothing but their argument). */
 export const compatibilityTableFunctions: ReadonlySet<string> = new Set([

@@ -1,5 +1,5 @@
 import type { Field } from 'apache-arrow';
-import { clockProblem, queryShape, type DuckDBEngine, type QueryShape } from '../engine/index.js';
+import { clockProblem, queryShape, varyingFunctions, type DuckDBEngine, type QueryShape } from '../engine/index.js';
 import { viewErrors } from './errors.js';
 import { orreryFunctionKind } from './orrery-functions.js';
 import type { ViewDefinition } from './view-definition.js';
@@ -10,18 +10,6 @@ import { integerTypes, parseDelta, type ColumnSpec, type ViewSet } from './view-
 // Everything CREATE MATERIALIZED VIEW checks before a definition is written, and what a
 // server checks again when it loads one: the three queries are planned by DuckDB and
 // inspected through DuckDB's own parse tree.
-
-// Volatile functions that do not read the clock (clockProblem names those).
-const volatileFunctions = new Set([
-  'random',
-  'setseed',
-  'uuid',
-  'gen_random_uuid',
-  'uuidv4',
-  'uuidv7',
-  'nextval',
-  'currval',
-]);
 
 const fail = (message: string): never => {
   throw viewErrors.error('VIEW_DEFINITION_INVALID', message);
@@ -161,7 +149,8 @@ type Inspected = QueryShape & { tree: { statements: Record<string, unknown>[] } 
 
 function checkFunctions(label: string, shape: QueryShape): void {
   for (const fn of shape.functions) {
-    if (volatileFunctions.has(fn.toLowerCase()))
+    // A random source or a sequence (clockProblem names the clock and the engine's state).
+    if (varyingFunctions.get(fn.toLowerCase()) === 'random')
       fail(`${label} calls ${fn}(), a volatile function: its result would be frozen into partitions`);
   }
   const clock = clockProblem(shape, 'partitions');
