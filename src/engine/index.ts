@@ -30,7 +30,14 @@ export {
 } from './native-export.js';
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
-export { clockMacro, clockProblem, effectOnlyFunctions, varyingFunctions } from './varying-functions.js';
+export {
+  clockMacro,
+  clockProblem,
+  effectOnlyFunctions,
+  varyingFunctions,
+  withMacros,
+  type Varying,
+} from './varying-functions.js';
 export {
   builtInQualifier,
   queryShape,

@@ -67,8 +67,8 @@ type Node = Record<string, unknown>;
 /**
  * Whether a call's qualifier is where DuckDB finds its own functions (`main.f()`, `system.f()`, `system.main.f()`,
  * `pg_catalog.f()`), or none. DuckDB binds another qualified call whose qualifier names a column as a method call of
- * that column: `ts.age()` is age(ts), `t.ts.age(x)` is age(t.ts, x). (A function an admin made in a schema of their
- * own is not DuckDB's: what its body reads is not judged by its name.)
+ * that column: `ts.age()` is age(ts), `t.ts.age(x)` is age(t.ts, x). (A macro an admin made in a schema of their own
+ * is judged by its body: varying-functions.ts, withMacros.)
  */
 export function builtInQualifier(catalog: string, schema: string): boolean {
   const [c, s] = [catalog.toLowerCase(), schema.toLowerCase()];

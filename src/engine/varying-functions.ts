@@ -1,7 +1,8 @@
 // What a stored value may not read: a rollup's buckets and a view set's partitions keep what their query computed
 // when it ran, while the same query run again (a raw read, a never-stale tail) computes it anew. A function whose
 // value is not its arguments' alone (the clock, the engine's state) would be frozen wrong into stored rows.
-import type { QueryShape } from './query-shape.js';
+import type { FunctionDescription } from './duckdb-engine.js';
+import { queryShape, type QueryShape } from './query-shape.js';
 
 /**
  * What a function's value depends on besides its arguments: the clock, the engine's or the connection's state (a
@@ -74,26 +75,68 @@ const reads: Record<Exclude<Varying, 'random'>, string> = {
 };
 
 /**
- * Why what is stored of a query (`stored`: a view set's partitions, a rollup's buckets) may not read what it reads,
- * or undefined when it reads neither the clock nor the engine's state: a stored value keeps what it was computed
- * at, while the same query run again reads the current time. age(x) of one argument is x's age on DuckDB's date
- * (`ts.age()` is age(ts)); age(a, b) reads no clock. A bare clock word is refused even where a column of its name is
- * in scope: quoted or not, it parses as the same column reference, which DuckDB binds to such a column or else to the
- * clock (a series table or a rollup has no such column: the lake's catalog reserves the words).
+ * The first read of the clock or of the engine's state in a query: what it is, and how the query makes it (`calls
+ * now()`), or undefined. age(x) of one argument is x's age on DuckDB's date (`ts.age()` is age(ts)); age(a, b) reads
+ * no clock. A bare clock word counts even where a column of its name is in scope: quoted or not, it parses as the
+ * same column reference, which DuckDB binds to such a column or else to the clock (a series table or a rollup has no
+ * such column: the lake's catalog reserves the words).
  */
-export function clockProblem(shape: QueryShape, stored: string): string | undefined {
-  const consequence = `its result would be frozen into ${stored}`;
+function firstRead(
+  shape: QueryShape,
+  varying: ReadonlyMap<string, Varying>,
+): { readonly kind: 'clock' | 'state'; readonly text: string } | undefined {
   for (const call of shape.functionCalls) {
     const name = call.name.toLowerCase();
-    const varying = varyingFunctions.get(name);
-    if (varying === 'clock' || varying === 'state') return `calls ${call.name}(), ${reads[varying]}: ${consequence}`;
+    const kind = varying.get(name);
+    if (kind === 'clock' || kind === 'state') return { kind, text: `calls ${call.name}(), ${reads[kind]}` };
     if (name === 'age' && call.arguments === 1) {
       const method = call.receiver === '' ? '' : ` (${call.receiver}.${call.name}() is age(${call.receiver}))`;
-      return `calls age() of one argument${method}, ${reads.clock}: ${consequence}`;
+      return { kind: 'clock', text: `calls age() of one argument${method}, ${reads.clock}` };
     }
   }
   for (const keyword of shape.columnNames)
     if (clockKeywords.has(keyword))
-      return `uses ${keyword}, ${reads.clock} unless a column has that name (quoted or not, the parse is the same; rename such a column with AS): ${consequence}`;
+      return {
+        kind: 'clock',
+        text: `uses ${keyword}, ${reads.clock} unless a column has that name (quoted or not, the parse is the same; rename such a column with AS)`,
+      };
   return undefined;
+}
+
+/**
+ * Why what is stored of a query (`stored`: a view set's partitions, a rollup's buckets) may not read what it reads,
+ * or undefined when it reads neither the clock nor the engine's state (`varying`: varyingFunctions, or withMacros'):
+ * a stored value keeps what it was computed at, while the same query run again reads the current time.
+ */
+export function clockProblem(
+  shape: QueryShape,
+  stored: string,
+  varying: ReadonlyMap<string, Varying> = varyingFunctions,
+): string | undefined {
+  const read = firstRead(shape, varying);
+  return read && `${read.text}: its result would be frozen into ${stored}`;
+}
+
+/**
+ * varyingFunctions with the engine's macros that call one (or call such a macro), by lower-case name: an admin's
+ * `CREATE MACRO cutoff() AS now() - INTERVAL 1 DAY` reads the clock as now() does, whatever its name. A macro of a
+ * name DuckDB also has elsewhere is judged by the name alone.
+ */
+export function withMacros(functions: readonly FunctionDescription[]): ReadonlyMap<string, Varying> {
+  const varying = new Map(varyingFunctions);
+  const bodies = functions
+    .filter((f) => f.type === 'macro' && f.macroTree !== null && !varyingFunctions.has(f.name.toLowerCase()))
+    .map((f) => ({ name: f.name.toLowerCase(), shape: queryShape(f.macroTree!) }));
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const { name, shape } of bodies) {
+      if (varying.has(name) && varying.get(name) !== 'random') continue;
+      const random = [...shape.functions].some((f) => varying.get(f.toLowerCase()) === 'random');
+      const kind = firstRead(shape, varying)?.kind ?? (random ? 'random' : undefined);
+      if (kind === undefined || varying.get(name) === kind) continue;
+      varying.set(name, kind);
+      changed = true;
+    }
+  }
+  return varying;
 }

@@ -2,6 +2,7 @@ import {
   isAudienceRowsError,
   isFileReadFailure,
   quoteIdentifier,
+  withMacros,
   type DuckDBEngine,
   type EngineSession,
 } from '../engine/index.js';
@@ -978,8 +979,9 @@ export class Rollups {
         'ROLLUP_SELECT_LIST_INVALID',
         'create_rollup: select_list is required (the group columns and the aggregates, each named with as)',
       );
+    const functions = await this.engine.functions();
     const aggregates = new Set([
-      ...(await this.engine.functions()).filter((f) => f.type === 'aggregate').map((f) => f.name.toLowerCase()),
+      ...functions.filter((f) => f.type === 'aggregate').map((f) => f.name.toLowerCase()),
       ...sketchAggregates,
     ]);
     const query = await rollupQuery(this.engine, {
@@ -988,6 +990,7 @@ export class Rollups {
       bucketSql: bucketSql({ integer, grain }, timeColumn),
       aggregates,
       ofRollup: sourceRollup !== undefined,
+      varying: withMacros(functions),
     });
     const base = sourceRollup ? sourceRollup.base : sourceName;
     const viewSetBase = sourceRollup ? sourceRollup.viewSetBase : sourceSet !== undefined;

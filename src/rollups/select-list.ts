@@ -1,4 +1,4 @@
-import { clockProblem, queryShape, type DuckDBEngine } from '../engine/index.js';
+import { clockProblem, queryShape, type DuckDBEngine, type Varying } from '../engine/index.js';
 import { rollupErrors } from './errors.js';
 
 // A rollup's select_list and group_by are SQL fragments placed into
@@ -84,7 +84,7 @@ async function expressionText(engine: DuckDBEngine, expression: Node): Promise<s
  * Parses and checks select_list and group_by; builds the rollup's aggregate statement with
  * `bucketSql` (Orrery's own expression over the source's time column) as its first column and
  * group, and the audience as its last. `ofRollup`: the source is a rollup, so every aggregate
- * must merge.
+ * must merge. `varying`: the functions a rollup may not read (engine's withMacros, the engine's macros judged).
  */
 export async function rollupQuery(
   engine: DuckDBEngine,
@@ -94,6 +94,7 @@ export async function rollupQuery(
     readonly bucketSql: string;
     readonly aggregates: ReadonlySet<string>;
     readonly ofRollup: boolean;
+    readonly varying: ReadonlyMap<string, Varying>;
   },
 ): Promise<RollupQuery> {
   const { selectList, groupBy } = options;
@@ -160,7 +161,7 @@ export async function rollupQuery(
   }
   // Every group column is in select_list by now. Stored buckets keep what it read at their refresh, while the
   // never-stale tail and raw queries read the current time: the rollup would no longer equal the raw aggregation.
-  const clock = clockProblem(queryShape(tree), 'rollup buckets');
+  const clock = clockProblem(queryShape(tree), 'rollup buckets', options.varying);
   if (clock !== undefined)
     throw rollupErrors.error('ROLLUP_SELECT_LIST_INVALID', `create_rollup: select_list ${clock}`);
   const names: string[] = [];
