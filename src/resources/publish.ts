@@ -13,6 +13,7 @@ import {
   ledgerEntry,
   ledgerId,
   ledgerRows,
+  ledgerSchema,
   markPruned,
   markServed,
   recordProgress,
@@ -257,13 +258,28 @@ export function planLines(plan: readonly PlannedEntry[]): string[] {
   });
 }
 
-/** The rights installing needs, each missing one listed; nothing is installed when one is. */
-export async function missingRights(ctx: PublishContext): Promise<string[]> {
+/**
+ * The tables a publication writes: the ledger's own (ledgerSchema), and the partitions' (a stored column's backfill
+ * registers the files it rewrites).
+ */
+const writtenTables = [
+  ...[...ledgerSchema.matchAll(/CREATE TABLE IF NOT EXISTS (\w+)/g)].map((m) => m[1]),
+  'lakehouse_partitions',
+];
+
+/**
+ * The rights installing needs, each missing one listed; nothing is installed when one is. Asked before the lock is
+ * taken or anything recorded (both write the ledger's tables, which may be missing these very rights). A table not
+ * made yet is made by the publication (ensureLedger), so it needs CREATE on the schema alone.
+ */
+export async function missingRights(ctx: Pick<PublishContext, 'db' | 'store'>): Promise<string[]> {
   const missing: string[] = [];
   const { rows } = await ctx.db.query<{ t: string; p: string; ok: boolean }>(
-    `SELECT t, p, has_table_privilege(t, p) AS ok
-       FROM unnest($1::text[]) AS t, unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) AS p`,
-    [['resource_ledger', 'resource_publications', 'resource_locks', 'lakehouse_partitions']],
+    `SELECT t, p, coalesce(has_table_privilege(to_regclass(t)::oid, p), true) AS ok
+       FROM unnest($1::text[]) WITH ORDINALITY AS tables(t, i),
+            unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) WITH ORDINALITY AS rights(p, j)
+      ORDER BY i, j`,
+    [writtenTables],
   );
   for (const row of rows) if (!row.ok) missing.push(`${row.p} on table ${row.t} (Postgres)`);
   const schema = await ctx.db.query<{ ok: boolean; s: string }>(
@@ -309,6 +325,10 @@ export async function* publishResources(
     yield* dryRun(ctx, texts);
     return;
   }
+  const missing = await missingRights(ctx);
+  if (missing.length > 0) {
+    throw resourcesErrors.error('RESOURCES_RIGHTS_MISSING', `installing needs: ${missing.join('; ')}`);
+  }
   const lock = await takeLock(ctx.db, `publish (${step}) by ${caller}`, lockToken);
   let installed = false;
   try {
@@ -320,10 +340,6 @@ export async function* publishResources(
       : `no file changes: publication ${publication.id} again; installing what is missing and re-pointing names`;
     const plan = await planEntries(entries, await ledgerRows(ctx.db), ctx.db);
     for (const line of planLines(plan)) yield line;
-    const missing = await missingRights(ctx);
-    if (missing.length > 0) {
-      throw resourcesErrors.error('RESOURCES_RIGHTS_MISSING', `installing needs: ${missing.join('; ')}`);
-    }
     const active = plan.filter((p) => p.action === 'install' || p.action === 'installed');
     if (step === 'install') {
       for (const { entry } of active.filter((p) => !p.entry.async))
