@@ -1,7 +1,9 @@
 // Lints (ESLint with typescript-eslint's type-aware rules), checks the formatting (Prettier), then runs every compiled *.test.js under
 // dist/test with node's test runner (Node 20 takes no globs), then the statement suites once more with
 // the native addon off (ORRERY_NATIVE=off), so the JavaScript converter's and the JavaScript ingest's
-// paths are held to the same answers and errors, then the lakehouse suites once more on an s3:// lake
+// paths are held to the same answers and errors, then three statement case files once more on servers where
+// test/sql/publication/'s resources (stored column, indexes, projection) are published (ORRERY_SQL_CASES_RESOURCES:
+// the answers with resources are those without), then the lakehouse suites once more on an s3:// lake
 // (a real S3-compatible server, scripts/s3-server.mjs; ORRERY_TEST_S3 tells the fixtures where).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -86,5 +88,8 @@ const status =
   prettier() ||
   run('every suite', files, {}) ||
   run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' }) ||
+  run('statement cases with resources published', [join(testDir, 'sql', 'sql-cases.test.js')], {
+    ORRERY_SQL_CASES_RESOURCES: 'on',
+  }) ||
   (await onS3('lakehouse suites on an s3:// lake', lakehouseSuites));
 process.exit(status);

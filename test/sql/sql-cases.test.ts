@@ -11,6 +11,7 @@ import { nativeExportProblem } from '../../src/engine/index.js';
 import { packAny, TestFlightClient } from '../support/flight-client.js';
 import { adminKey, readerKey, startTestOrrery } from '../support/orrery-process.js';
 import { logsRequest, postOtlp } from '../support/otlp.js';
+import { publishFolder } from '../support/publish.js';
 import {
   parseCaseFile,
   renderRows,
@@ -54,15 +55,31 @@ function variableValues(): Record<string, string> {
 /** Whether the servers here fill results with the native Arrow exporter (`onlyif native` records). */
 const nativeExport = process.env.ORRERY_NATIVE !== 'off' && nativeExportProblem() === '';
 
+/**
+ * ORRERY_SQL_CASES_RESOURCES=on (scripts/run-tests.mjs): the files whose log_entries rows the resources of
+ * test/sql/publication/ cover (a stored column, bloom_filter, set and text indexes, a projection) run once more, on
+ * a server where that folder is published with `orrery publish` before their first record: every answer must be the
+ * one without (database-resources.md), and every log_entries partition they write holds each resource. Three files
+ * alone, for CI's time (each file adds a server's start, about 20 s on 2 loaded cores): those reading log_entries the
+ * most ways (audiences, DDL over it, the admin procedures retiring and rebuilding its partitions). Ten more pass so
+ * too (audience-statistics, deny-rules, no-audience-apart-from-blank, reader-allow-list, rewritten-names, sketches,
+ * view-dependencies, view-set-audience-isolation, view-set-no-audience-rows, view-set-replace-failed); the files that
+ * publish resources of their own compare answers with and without already.
+ */
+const withResources = process.env.ORRERY_SQL_CASES_RESOURCES === 'on';
+const resourceCases = new Set(['audiences.test', 'procedures.test', 'view-ddl.test']);
+const publication = join(casesDir, 'publication');
+
 const only = process.env.ORRERY_SQL_CASES; // e.g. ORRERY_SQL_CASES=permissions runs test/sql/permissions.test alone
 for (const entry of readdirSync(casesDir)
   .filter((f) => f.endsWith('.test'))
   .sort()) {
   if (only && entry !== `${only}.test`) continue;
+  if (withResources && !resourceCases.has(entry)) continue;
   const path = relative(root, join(casesDir, entry));
   const file = parseCaseFile(path, readFileSync(join(casesDir, entry), 'utf8'), variables);
 
-  describe(`${path}: ${file.description}`, () => {
+  describe(`${path}${withResources ? ' (resources published)' : ''}: ${file.description}`, () => {
     let orrery: Awaited<ReturnType<typeof startTestOrrery>>;
     const clients = new Map<CaseUser, TestFlightClient>();
     let values: Record<string, string>;
@@ -84,6 +101,10 @@ for (const entry of readdirSync(casesDir)
         if (user !== 'anonymous') client.headers.authorization = `Bearer ${keys[user]}`;
         clients.set(user, client);
       }
+      if (withResources) {
+        const published = await publishFolder(orrery.address, publication);
+        assert.equal(published.status, 0, [...published.out, ...published.err].join('\n'));
+      }
     });
     after(async () => {
       for (const client of clients.values()) client.close();
@@ -97,7 +118,25 @@ for (const entry of readdirSync(casesDir)
         run(withValues(record, values), clients.get(record.user)!, orrery.httpPort, `${path}:${record.line}`),
       );
     }
+    if (withResources)
+      it(`${path}: every log_entries partition written holds each published resource`, () =>
+        // procedures.test's last records retire every partition it wrote.
+        resourcesHeld(orrery, entry !== 'procedures.test'));
   });
+}
+
+/** Checks that every log_entries partition file holds the stored column, each index's statistics and a projection copy. */
+async function resourcesHeld(orrery: Awaited<ReturnType<typeof startTestOrrery>>, someFile: boolean): Promise<void> {
+  const { rows } = await orrery.metadata.query<{ files: number; column: number; stats: number; copies: number }>(
+    `WITH f AS (SELECT file_path FROM lakehouse_partitions WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL)
+     SELECT (SELECT count(*)::int FROM f) AS files,
+            (SELECT count(*)::int FROM resource_column_files JOIN f USING (file_path)) AS column,
+            (SELECT count(*)::int FROM resource_partition_stats JOIN f USING (file_path)) AS stats,
+            (SELECT count(*)::int FROM resource_projection_files JOIN f USING (file_path)) AS copies`,
+  );
+  const [{ files, ...held }] = rows;
+  if (someFile) assert.ok(files > 0, 'the file wrote no log_entries partition: the resources cover nothing of it');
+  assert.deepEqual(held, { column: files, stats: 3 * files, copies: files });
 }
 
 function withValues(record: CaseRecord, values: Record<string, string>): CaseRecord {
