@@ -65,16 +65,17 @@ export interface QueryShape {
 type Node = Record<string, unknown>;
 
 /**
- * Whether a call's qualifier is where DuckDB finds its own functions (`main.f()`, `system.f()`, `system.main.f()`,
- * `pg_catalog.f()`), or none. DuckDB binds another qualified call whose qualifier names a column as a method call of
- * that column: `ts.age()` is age(ts), `t.ts.age(x)` is age(t.ts, x). (A macro an admin made in a schema of their own
- * is judged by its body: varying-functions.ts, withMacros.)
+ * Whether a call's qualifier is where DuckDB finds its own functions (`main.f()`, `system.f()`, `system.main.f()`),
+ * or none. DuckDB binds another qualified call whose qualifier names a column as a method call of that column:
+ * `ts.age()` is age(ts), `t.ts.age(x)` is age(t.ts, x). So is `pg_catalog.age()` over a column pg_catalog: that schema
+ * holds only DuckDB's Postgres-compatibility functions, age not among them. (A macro an admin made in a schema of
+ * their own is judged by its body: varying-functions.ts, withMacros.)
  */
 export function builtInQualifier(catalog: string, schema: string): boolean {
   const [c, s] = [catalog.toLowerCase(), schema.toLowerCase()];
   if (s === '') return true;
-  if (c === '') return s === 'main' || s === 'system' || s === 'pg_catalog';
-  return c === 'system' && (s === 'main' || s === 'pg_catalog');
+  if (c === '') return s === 'main' || s === 'system';
+  return c === 'system' && s === 'main';
 }
 
 /** Walks a json_serialize_sql tree. */
