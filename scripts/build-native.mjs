@@ -30,6 +30,8 @@ const sources = [
   'thread-priority.h',
   'group-write.cc',
   'group-write.h',
+  'tail-rows.cc',
+  'tail-rows.h',
   'duckdb-c-api.h',
 ].map((f) => join(sourceDir, f));
 const output = join(root, 'dist', 'native', 'arrow_export.node');
@@ -86,6 +88,7 @@ try {
       join(sourceDir, 'payload-zstd.cc'),
       join(sourceDir, 'thread-priority.cc'),
       join(sourceDir, 'group-write.cc'),
+      join(sourceDir, 'tail-rows.cc'),
       '-o',
       partial,
       `-L${libraryDir}`,

@@ -160,6 +160,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     const engineOptions: EngineOptions = {
       nativeExport: native,
       nativeSketches: native ? nativeSketchParameters : undefined,
+      nativeTailRows: native,
       readableDirectories: [store.root, ...(statics ? [statics.folder] : [])],
       locationAliases: store.aliases,
       secrets: store.duckdbSetup,

@@ -12,8 +12,11 @@ import { Field, Null, Schema, Type, Utf8, type RecordBatch, type Table } from 'a
 import { arrowType, type ArrowTypeOptions } from './arrow-types.js';
 import { ChunkConverter } from './chunk-converter.js';
 import {
+  connectionHandle,
   nativeBatches,
+  nativeExportProblem,
   nativeStatementBatches,
+  nativeTailRows,
   registerNativeOtlpLogs,
   registerNativeSketches,
   resultError,
@@ -77,6 +80,11 @@ export interface EngineOptions {
    * create() fails when the native module is not built.
    */
   readonly nativeSketches?: NativeSketchParameters;
+  /**
+   * Register the native addon's __orrery_tail_row (native/tail-rows.cc): statements are then told which rows of
+   * rollups' kept tails they read without a statement (RunOptions.tailReads); create() fails when it is not built.
+   */
+  readonly nativeTailRows?: boolean;
   /**
    * Register the native OTLP logs payload table function (native/otlp-logs-table.cc), reading payload files
    * under this folder only (the materializer's scratch folder); create() fails when the addon is not built.
@@ -143,6 +151,11 @@ export interface RunOptions {
    * (its prepare, describeAndHold's, reads no rows); describe and execute, before the prepare.
    */
   readonly fill?: string;
+  /**
+   * The row of each ring of a rollup's kept tails (by its database) the statement reads, told to its connection
+   * natively before it is prepared or run (engines created with nativeTailRows; tail-values.ts tailReadsByRing).
+   */
+  readonly tailReads?: ReadonlyMap<string, number>;
   /**
    * The statement's fixed clock, a UTC time's text (`2026-12-06 22:03:00.123`): Orrery's now() and its twins read
    * it instead of DuckDB's clock (fixedClockVariable), so DuckDB binds the statement's text as written, and names
@@ -397,8 +410,13 @@ export class DuckDBEngine {
     private readonly nice: number,
     /** What the engine had made when start-up ended (see StartupObjects). */
     readonly startupObjects: StartupObjects,
+    /** Whether __orrery_tail_row is registered (EngineOptions.nativeTailRows): statements may be given tailReads. */
+    readonly tailRows: boolean,
   ) {
-    this.pool = new ConnectionPool(instance, [`USE ${catalogName}`], undefined, (c) => this.kept.drop(c));
+    this.pool = new ConnectionPool(instance, [`USE ${catalogName}`], undefined, (c) => {
+      this.kept.drop(c);
+      if (tailRows) nativeTailRows()?.forgetTailReads(connectionHandle(c));
+    });
   }
 
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
@@ -428,6 +446,11 @@ export class DuckDBEngine {
         registerNativeSketches(setup, options.nativeSketches, sizeBytes(String(limit)));
       }
       if (options.nativeLogsPayloads) registerNativeOtlpLogs(setup, options.nativeLogsPayloads);
+      if (options.nativeTailRows) {
+        const tailRows = nativeTailRows();
+        if (!tailRows) throw new Error(`__orrery_tail_row is not available: ${nativeExportProblem()}`);
+        tailRows.registerTailRowFunction(connectionHandle(setup));
+      }
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const [functions, objects] = await Promise.all(
         [startupFunctionsSql, startupRelationsSql].map(async (sql) =>
@@ -454,6 +477,7 @@ export class DuckDBEngine {
       options.nativeExport ?? true,
       nice,
       startupObjects!,
+      options.nativeTailRows ?? false,
     );
   }
 
@@ -888,6 +912,8 @@ export class DuckDBEngine {
     const { connection, release, setupKey } =
       held?.lease ?? (await this.lease(options.session ? options : { ...options, fill: undefined }));
     let fill = options.session || options.fill === undefined ? undefined : { connection, sql: options.fill };
+    // A held statement's connection was told at its describe; told again, as its reads may be another's since.
+    if (held) this.tellTailReads(connection, options.tailReads);
     const guard = new StatementGuard(connection, options.signal, options.deadline);
     let reusable = false;
     let committing: Promise<boolean> | undefined;
@@ -1098,8 +1124,10 @@ export class DuckDBEngine {
    * The session's connection (with the setup run on it), or one of the pool's with exactly that setup; either
    * with `fill` run on it then (RunOptions.fill).
    */
-  private async lease(options: Pick<RunOptions, 'setup' | 'session' | 'fill' | 'clock'> = {}): Promise<Lease> {
-    const { setup = [], session, fill, clock } = options;
+  private async lease(
+    options: Pick<RunOptions, 'setup' | 'session' | 'fill' | 'tailReads' | 'clock'> = {},
+  ): Promise<Lease> {
+    const { setup = [], session, fill, tailReads, clock } = options;
     if (!session) {
       if (this.closed) throw engineClosed();
       const { connection, key } = await this.pool.acquire(setup).catch((error) => {
@@ -1111,6 +1139,7 @@ export class DuckDBEngine {
         this.pool.release(connection, key, reusable && !this.closed);
       };
       try {
+        this.tellTailReads(connection, tailReads);
         if (fill !== undefined) await connection.run(fill);
         await this.setClock(connection, clock);
       } catch (error) {
@@ -1122,6 +1151,7 @@ export class DuckDBEngine {
     if (session.isClosed) throw engineErrors.error('TRANSACTION_ENDED', 'the transaction has ended');
     if (session.failure) throw session.failure;
     try {
+      this.tellTailReads(session.connection, tailReads);
       for (const statement of [...setup, ...(fill === undefined ? [] : [fill])])
         await session.connection.run(statement);
       await this.setClock(session.connection, clock);
@@ -1129,6 +1159,22 @@ export class DuckDBEngine {
       throw this.failure(error);
     }
     return { connection: session.connection, release: () => {} };
+  }
+
+  /** Tells a connection which rows of kept tails its next statements read (RunOptions.tailReads). */
+  private tellTailReads(connection: DuckDBConnection, reads: ReadonlyMap<string, number> | undefined): void {
+    if (reads && this.tailRows)
+      nativeTailRows()?.setTailReads(connectionHandle(connection), [...reads.keys()], [...reads.values()]);
+  }
+
+  /** A row of a ring of kept tails is about to be deleted: a statement told to read it fails (namesDroppedTail) from now on. */
+  tailRowGone(ring: string, id: number): void {
+    if (this.tailRows) nativeTailRows()?.tailRowGone(ring, id);
+  }
+
+  /** A ring of kept tails (its database) was dropped: what tailRowGone kept of it goes. */
+  forgetTailRing(ring: string): void {
+    if (this.tailRows) nativeTailRows()?.forgetTailRing(ring);
   }
 
   /**

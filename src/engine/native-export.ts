@@ -75,6 +75,16 @@ interface NativeModule {
   ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
   registerSketchFunctions(connection: unknown, inverseLogGamma: number, memoryLimitBytes: number): void;
+  /** Registers __orrery_tail_row (tail-rows.cc) in the connection's database. */
+  registerTailRowFunction(connection: unknown): void;
+  /** The row of each ring (by its database) the connection's next statements read. */
+  setTailReads(connection: unknown, rings: string[], ids: number[]): void;
+  /** The connection closes: what setTailReads kept for it goes. */
+  forgetTailReads(connection: unknown): void;
+  /** A ring's row is about to be deleted: a statement told to read it fails from now on. */
+  tailRowGone(ring: string, id: number): void;
+  /** A ring was dropped: its rows told gone are forgotten. */
+  forgetTailRing(ring: string): void;
   /** The OTLP logs scan (logs-scan.cc): 11 numbers per ResourceLogs, or null (see scanLogsWith). */
   scanLogs(body: Uint8Array): Float64Array | null;
   /** The scan, sha256 and compression of a logs body on a worker thread (logs-seal.cc); absent when this Node lacks them. */
@@ -231,6 +241,18 @@ export function registerNativeSketches(
   const module = nativeExportModule();
   if (!module) throw new Error(`the native sketch aggregates are not available: ${loadError}`);
   module.registerSketchFunctions(connectionHandle(connection), parameters.inverseLogGamma, memoryLimitBytes);
+}
+
+/**
+ * The native addon's __orrery_tail_row and the calls around it (native/tail-rows.cc, RunOptions.tailReads): which
+ * row of a rollup's ring of kept tails a statement reads, told to its connection without a statement. Null when the
+ * addon is not loaded (reads then fill a temporary table, tail-values.ts).
+ */
+export function nativeTailRows(): Pick<
+  NativeModule,
+  'registerTailRowFunction' | 'setTailReads' | 'forgetTailReads' | 'tailRowGone' | 'forgetTailRing'
+> | null {
+  return nativeExportModule();
 }
 
 /**

@@ -74,6 +74,7 @@ import type { BucketConditions } from './bucket-windows.js';
 import { LakeChanges } from './lake-changes.js';
 import { clockBoundText, followsClock } from './clock-bounds.js';
 import {
+  databaseOf,
   dropTailRowSql,
   dropTailSql,
   keepTailRowSql,
@@ -88,6 +89,7 @@ import {
   rowPartials,
   tableBytesSql,
   tailMerge,
+  tailReadsByRing,
   tailReadsSql,
   tailRingSql,
   tailRows,
@@ -489,6 +491,8 @@ export interface RollupReadSetup {
   readonly statements: string[];
   /** The statement run before the statement is prepared or run, on its connection (RunOptions.fill). */
   readonly fill?: string;
+  /** Or, on an engine with __orrery_tail_row, the kept tails' rows its views read (RunOptions.tailReads). */
+  readonly tailReads?: ReadonlyMap<string, number>;
   readonly snapshot: bigint | null;
   readonly lake: boolean;
   readonly fixesClock: boolean;
@@ -2156,7 +2160,7 @@ export class Rollups {
     const kept = await this.keptTail(definition, aggregate, files, keptTails, at);
     if (!kept) return aggregate(own(files.sql));
     tailReads?.set(kept.row.table, kept.row.id);
-    const rows = tailRows(kept.row, scope, tailReads !== undefined);
+    const rows = tailRows(kept.row, scope, tailReads && (this.engine.tailRows ? 'native' : 'fill'));
     if (kept.added.length === 0) return rows;
     // The files written since merged with it row by row when the aggregate allows (rowPartials), else aggregated first.
     const partials = await this.rowPartialsOf(definition);
@@ -2364,7 +2368,11 @@ export class Rollups {
   private retireTable(made: Promise<string | null>): void {
     setTimeout(() => {
       void made
-        .then((table) => (table ? this.engine.execute(dropTailSql(table), { ownTable: true }) : 0))
+        .then(async (table) => {
+          if (!table) return;
+          await this.engine.execute(dropTailSql(table), { ownTable: true });
+          this.engine.forgetTailRing(databaseOf(table));
+        })
         .catch(() => {});
     }, keptTailDropMs).unref();
   }
@@ -2373,7 +2381,12 @@ export class Rollups {
   private retireTail(kept: KeptTail): void {
     setTimeout(() => {
       void kept.made
-        .then((row) => (row ? this.engine.execute(dropTailRowSql(row), { ownTable: true }) : 0))
+        .then((row) => {
+          if (!row) return 0;
+          // Told before the DELETE is sent: a run that could find the row deleted fails instead (tail-rows.cc).
+          this.engine.tailRowGone(databaseOf(row.table), row.id);
+          return this.engine.execute(dropTailRowSql(row), { ownTable: true });
+        })
         .catch(() => {});
     }, keptTailDropMs).unref();
   }
@@ -2611,13 +2624,16 @@ export class Rollups {
         `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(alias.name)} AS SELECT ${alias.selectList} FROM ${quoteIdentifier(alias.target)}`,
       );
     }
-    // The kept tails' rows the views read are told to them by the fill, before the views (see tail-values.ts).
-    const reads = context.tailReads.size > 0 ? tailReadsSql(context.tailReads) : undefined;
-    if (reads) statements.unshift(reads.setup);
+    // The kept tails' rows the views read are told to them natively, or by the fill, before the views (see
+    // tail-values.ts).
+    const reads = context.tailReads.size > 0 ? context.tailReads : undefined;
+    const filled = reads && !this.engine.tailRows ? tailReadsSql(reads) : undefined;
+    if (filled) statements.unshift(filled.setup);
     // Every DuckLake table is named in its catalog (a file path never holds that name: it is Orrery's own).
     return {
       statements,
-      ...(reads ? { fill: reads.fill } : {}),
+      ...(filled ? { fill: filled.fill } : {}),
+      ...(reads && !filled ? { tailReads: tailReadsByRing(reads) } : {}),
       snapshot,
       lake: statements.some((s) => s.includes(lakeCatalog)),
       fixesClock: context.fixesClock,

@@ -104,7 +104,7 @@ export const namesDroppedTail = (message: string): boolean =>
   );
 
 /** The database of a kept table (keptTailTable). */
-const databaseOf = (table: string): string => table.slice(0, table.indexOf('.'));
+export const databaseOf = (table: string): string => table.slice(0, table.indexOf('.'));
 
 /**
  * Whether statements (a read's setup) read a kept tail's table: the engine that made it alone has it,
@@ -156,7 +156,8 @@ const tailReads = '__orrery_tail_reads';
 /**
  * A statement's reads of kept tails: the setup statement making the temporary table naming their rings (before
  * the views reading them, the same at every read of the same rings), and the statement filling it with the rows
- * the statement reads, run on its connection before it is prepared or run (RunOptions.fill).
+ * the statement reads, run on its connection before it is prepared or run (RunOptions.fill). Without the native
+ * addon's __orrery_tail_row (see tailReadsByRing).
  */
 export function tailReadsSql(reads: ReadonlyMap<string, number>): { setup: string; fill: string } {
   const rings = [...reads.keys()].sort();
@@ -167,18 +168,37 @@ export function tailReadsSql(reads: ReadonlyMap<string, number>): { setup: strin
 }
 
 /**
- * A kept tail as a relation for a scope: its audiences' rows. `chosen`: its row is the one the statement's
- * fill names (tailReadsSql), else its id is written in. A row deleted since fails the statement (goneMessage).
+ * A statement's reads of kept tails by ring database, as the native addon's __orrery_tail_row answers them
+ * (RunOptions.tailReads, native/tail-rows.cc): told to the statement's connection without a statement, and read by
+ * a filter in the ring's scan instead of a join with a temporary table (a fill and a join cost ~1 ms a read in
+ * DuckDB, 1.5 of bench/rollups' never-stale read's 2.4 against the materialized read's 0.8, tail-read.mjs).
  */
-export function tailRows(row: TailRow, scope: TableScope, chosen = false): string {
+export const tailReadsByRing = (reads: ReadonlyMap<string, number>): Map<string, number> =>
+  new Map([...reads].map(([table, id]) => [databaseOf(table), id]));
+
+/** How a statement's views are told which row of a ring they read: its fill (tailReadsSql), or natively (tailReadsByRing). */
+export type TailChoice = 'fill' | 'native';
+
+/**
+ * A kept tail as a relation for a scope: its audiences' rows. `chosen`: its row is the one the statement is told
+ * (TailChoice), else its id is written in. A row deleted since fails the statement (goneMessage).
+ */
+export function tailRows(row: TailRow, scope: TableScope, chosen?: TailChoice): string {
   const filter = audienceFilter(scope);
-  // One row naming the ring's row read, joined to it (ids are never used twice: at most one row matches). A join,
-  // not a scalar subquery and an aggregate checking the count: DuckDB binds the statement again at every run (it
-  // reads the stored rows' Parquet file) and runs each of those as a pipeline of its own (~1 ms a read, 3.2 -> 2.1
-  // ms for bench/rollups' never-stale read in DuckDB alone).
-  const id = chosen ? `SELECT ${databaseOf(row.table)} AS __id FROM ${tailReads}` : `SELECT ${row.id} AS __id`;
-  const rows = `SELECT __row.* FROM (SELECT unnest(CASE WHEN __ring.__id IS NULL THEN error('${goneMessage(row.table)}') ELSE __ring.__rows END) AS __row FROM (${id}) AS __read LEFT JOIN ${row.table} AS __ring ON __ring.__id = __read.__id)`;
+  const rows =
+    chosen === 'native'
+      ? // The addon's init fails the run when its row was deleted (tail-rows.cc), so no join is needed to see it.
+        `SELECT __row.* FROM (SELECT unnest(__rows) AS __row FROM ${row.table} WHERE __id = __orrery_tail_row('${databaseOf(row.table)}'))`
+      : joinedRows(row, chosen === 'fill');
   return filter ? `SELECT * FROM (${rows}) WHERE ${filter}` : rows;
+}
+
+/** A kept tail's rows read through a join with one row naming it: none (a row deleted since) fails the statement. */
+function joinedRows(row: TailRow, filled: boolean): string {
+  // One row naming the ring's row read, joined to it (ids are never used twice: at most one row matches). A join,
+  // not a scalar subquery and an aggregate checking the count: DuckDB runs each of those as a pipeline of its own.
+  const id = filled ? `SELECT ${databaseOf(row.table)} AS __id FROM ${tailReads}` : `SELECT ${row.id} AS __id`;
+  return `SELECT __row.* FROM (SELECT unnest(CASE WHEN __ring.__id IS NULL THEN error('${goneMessage(row.table)}') ELSE __ring.__rows END) AS __row FROM (${id}) AS __read LEFT JOIN ${row.table} AS __ring ON __ring.__id = __read.__id)`;
 }
 
 /**

@@ -810,6 +810,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       preserveDictionary: ctx.options.preserveDictionary,
       setup,
       fill: rollupSetup.fill,
+      tailReads: rollupSetup.tailReads,
       // Pruning compared the statement's now() as one value (and the rollup rewrite read its clock calls with it):
       // the statement runs with it.
       clock: pruning?.fixedClock?.text,

@@ -135,7 +135,8 @@ describe('S3 lake: hot statements and empty ranges send no request, retired file
         .map((r) => Object.values(r.toJSON() as Record<string, unknown>).join('\n'))
         .join('\n');
     // (The tail's aggregate and the stored rows may already be read from their kept tables: made from their files
-    // after the first read; the connection's own __orrery_tail_reads says which of the tail's rows.)
+    // after the first read; without the native addon, the connection's own __orrery_tail_reads says which of the
+    // tail's rows.)
     const read = await plan();
     const kept = read.match(/\.__orrery_tail_s?\d+/g)?.length ?? 0;
     const chosen = read.match(/\.__orrery_tail_reads/g)?.length ?? 0;

@@ -37,6 +37,7 @@
 #include "otlp-logs-table.h"
 #include "payload-zstd.h"
 #include "sketch-aggregates.h"
+#include "tail-rows.h"
 #include "thread-priority.h"
 #include "duckdb-c-api.h"
 
@@ -1021,6 +1022,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   DefinePayloadZstd(env, exports);
   DefineGroupWrite(env, exports);
   DefineThreadPriority(env, exports);
+  DefineTailRows(env, exports);
   return exports;
 }
 

@@ -209,4 +209,43 @@ duckdb_logical_type duckdb_create_enum_type(const char **member_names, idx_t mem
 // Returns a duckdb_type (an int here, as above): DUCKDB_TYPE_UTINYINT, _USMALLINT or _UINTEGER.
 int duckdb_enum_internal_type(duckdb_logical_type type);
 enum { DUCKDB_TYPE_UTINYINT = 6, DUCKDB_TYPE_USMALLINT = 7, DUCKDB_TYPE_UINTEGER = 8 };
+
+// Scalar functions with a bind and a per-run init (tail-rows.cc).
+typedef struct _duckdb_scalar_function { void *internal_ptr; } *duckdb_scalar_function;
+typedef struct _duckdb_expression { void *internal_ptr; } *duckdb_expression;
+typedef struct _duckdb_client_context { void *internal_ptr; } *duckdb_client_context;
+typedef struct _duckdb_error_data { void *internal_ptr; } *duckdb_error_data;
+typedef void (*duckdb_scalar_function_t)(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector output);
+typedef void (*duckdb_scalar_function_bind_t)(duckdb_bind_info info);
+typedef void (*duckdb_scalar_function_init_t)(duckdb_init_info info);
+typedef void *(*duckdb_copy_callback_t)(void *data);
+duckdb_scalar_function duckdb_create_scalar_function();
+void duckdb_destroy_scalar_function(duckdb_scalar_function *scalar_function);
+void duckdb_scalar_function_set_name(duckdb_scalar_function scalar_function, const char *name);
+void duckdb_scalar_function_set_volatile(duckdb_scalar_function scalar_function);
+void duckdb_scalar_function_add_parameter(duckdb_scalar_function scalar_function, duckdb_logical_type type);
+void duckdb_scalar_function_set_return_type(duckdb_scalar_function scalar_function, duckdb_logical_type type);
+void duckdb_scalar_function_set_bind(duckdb_scalar_function scalar_function, duckdb_scalar_function_bind_t bind);
+void duckdb_scalar_function_set_init(duckdb_scalar_function scalar_function, duckdb_scalar_function_init_t init);
+void duckdb_scalar_function_set_function(duckdb_scalar_function scalar_function, duckdb_scalar_function_t function);
+duckdb_state duckdb_register_scalar_function(duckdb_connection con, duckdb_scalar_function scalar_function);
+void duckdb_scalar_function_set_bind_data(duckdb_bind_info info, void *bind_data, duckdb_delete_callback_t destroy);
+void duckdb_scalar_function_set_bind_data_copy(duckdb_bind_info info, duckdb_copy_callback_t copy);
+void duckdb_scalar_function_bind_set_error(duckdb_bind_info info, const char *error);
+idx_t duckdb_scalar_function_bind_get_argument_count(duckdb_bind_info info);
+duckdb_expression duckdb_scalar_function_bind_get_argument(duckdb_bind_info info, idx_t index);
+void duckdb_scalar_function_get_client_context(duckdb_bind_info info, duckdb_client_context *out_context);
+void duckdb_scalar_function_init_get_client_context(duckdb_init_info info, duckdb_client_context *out_context);
+void *duckdb_scalar_function_init_get_bind_data(duckdb_init_info info);
+void duckdb_scalar_function_init_set_state(duckdb_init_info info, void *state, duckdb_delete_callback_t destroy);
+void duckdb_scalar_function_init_set_error(duckdb_init_info info, const char *error);
+void *duckdb_scalar_function_get_state(duckdb_function_info info);
+bool duckdb_expression_is_foldable(duckdb_expression expr);
+duckdb_error_data duckdb_expression_fold(duckdb_client_context context, duckdb_expression expr, duckdb_value *out_value);
+void duckdb_destroy_expression(duckdb_expression *expr);
+bool duckdb_error_data_has_error(duckdb_error_data error_data);
+void duckdb_destroy_error_data(duckdb_error_data *error_data);
+void duckdb_connection_get_client_context(duckdb_connection connection, duckdb_client_context *out_context);
+idx_t duckdb_client_context_get_connection_id(duckdb_client_context context);
+void duckdb_destroy_client_context(duckdb_client_context *context);
 }
