@@ -2355,8 +2355,10 @@ export class Rollups {
     const bytes = async (): Promise<bigint> => BigInt(String((await this.engine.values(tableBytesSql))[0][0]));
     const make = async (): Promise<string | null> => {
       const before = await bytes();
-      const rows = await this.engine.execute(create, { setup: [attach], ownTable: true });
-      return rows <= maxKeptRows && (await bytes()) - before <= maxKeptBytes ? table : drop();
+      await this.engine.execute(create, { setup: [attach], ownTable: true });
+      // Counted in the table: DuckDB reports no rows changed by a CREATE TABLE AS (its count is a row of its result).
+      const [[rows]] = await this.engine.values(`SELECT count(*) FROM ${table}`);
+      return Number(rows) <= maxKeptRows && (await bytes()) - before <= maxKeptBytes ? table : drop();
     };
     return make().catch(drop);
   }
