@@ -21,6 +21,7 @@ export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
 export { jobsRows, jobsUpdate } from './job-updates.js';
 export { namesDroppedTail, readsKeptTail } from './tail-values.js';
+export { keptColumnsSql, keptSizeSql } from './kept-size.js';
 export { bucketConditions } from './bucket-windows.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';
 export { levelParts } from './query-rewrite.js';

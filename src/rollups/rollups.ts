@@ -87,7 +87,6 @@ import {
   mergedTail,
   rebaseFiles,
   rowPartials,
-  tableBytesSql,
   tailMerge,
   tailReadsByRing,
   tailReadsSql,
@@ -96,6 +95,7 @@ import {
   type TailMerge,
   type TailRow,
 } from './tail-values.js';
+import { keptColumnsSql, keptSizeSql } from './kept-size.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -2341,9 +2341,16 @@ export class Rollups {
     return oncePerStatement(this.rowPartials, definition, () => rowPartials(this.engine, definition));
   }
 
+  /** The rows of kept table `table` and their bytes, measured by its name (kept-size.ts), or of its rows `where` alone. */
+  private async keptSize(table: string, where?: string): Promise<{ rows: number; bytes: number }> {
+    const columns = (await this.engine.values(keptColumnsSql(table))).map(([n, t]) => [String(n), String(t)] as const);
+    const [[rows, bytes]] = await this.engine.values(keptSizeSql(table, columns, where));
+    return { rows: Number(rows), bytes: Number(bytes) };
+  }
+
   /**
    * A new kept table of a rollup's stored rows `sql` (see keptStored): its name, or null when too large (in rows or
-   * in bytes) or failed.
+   * in bytes, measured in it: what DuckDB wrote out to disk counts) or failed.
    */
   private keptTable(sql: string): Promise<string | null> {
     const table = keptTailTable(true);
@@ -2352,13 +2359,11 @@ export class Rollups {
       await this.engine.execute(dropTailSql(table), { ownTable: true }).catch(() => {});
       return null;
     };
-    const bytes = async (): Promise<bigint> => BigInt(String((await this.engine.values(tableBytesSql))[0][0]));
     const make = async (): Promise<string | null> => {
-      const before = await bytes();
+      // DuckDB reports no rows changed by a CREATE TABLE AS (its count is a row of its result): counted in the table.
       await this.engine.execute(create, { setup: [attach], ownTable: true });
-      // Counted in the table: DuckDB reports no rows changed by a CREATE TABLE AS (its count is a row of its result).
-      const [[rows]] = await this.engine.values(`SELECT count(*) FROM ${table}`);
-      return Number(rows) <= maxKeptRows && (await bytes()) - before <= maxKeptBytes ? table : drop();
+      const { rows, bytes } = await this.keptSize(table);
+      return rows <= maxKeptRows && bytes <= maxKeptBytes ? table : drop();
     };
     return make().catch(drop);
   }

@@ -32,17 +32,11 @@ import { cast, integer, key, type Node } from './tree.js';
 export const maxKeptRows = 100_000;
 
 /**
- * The most bytes of DuckDB's memory a kept table of a rollup's stored rows may take. maxKeptRows bounds rows, not
- * their width: a distinct sketch is up to 64 KiB, a group key's text any length, so 100,000 stored rows could hold
- * gigabytes from every other statement's memory_limit until the next refresh.
+ * The most bytes (kept-size.ts) a kept table of a rollup's stored rows may take. maxKeptRows bounds rows, not their
+ * width: a distinct sketch is up to 64 KiB, a group key's text any length, so 100,000 stored rows could hold gigabytes
+ * from every other statement's memory_limit until the next refresh.
  */
 export const maxKeptBytes = 64 * 1024 * 1024;
-
-/**
- * The bytes DuckDB's in-memory tables take (their long strings apart, OVERFLOW_STRINGS): a kept table's are their
- * growth over its making (another made or dropped meanwhile counts too: a bound, not a measure).
- */
-export const tableBytesSql = `SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag IN ('IN_MEMORY_TABLE', 'OVERFLOW_STRINGS')`;
 
 /**
  * How long a kept tail's row (a ring, a kept table of stored rows) outlives the aggregate that replaced
