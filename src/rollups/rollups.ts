@@ -531,7 +531,13 @@ interface KeptStored {
   snapshot: bigint;
   readonly made: Promise<string | null>;
   table: string | null;
+  /** The rollup and watermark they were stored at (storedAt), once found too large to keep (or failed). */
+  tooLarge?: string;
 }
+
+/** The rollup and watermark a rollup's stored rows were stored at (KeptStored.tooLarge). */
+const storedAt = (definition: RollupDefinition, watermark: string | null): string =>
+  `${definition.query}\u0000${watermark}`;
 
 /** What `work` answers for a rollup's statement, kept in `kept` by the statement (null when it failed). */
 function oncePerStatement<T>(
@@ -2407,13 +2413,19 @@ export class Rollups {
    * the table they are kept in (keptStored); false in a client's transaction, whose statements read no kept
    * table (ReadContext.keptTails).
    */
-  private async storedSource(definition: RollupDefinition, snapshot: bigint, kept: boolean): Promise<string> {
+  private async storedSource(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    kept: boolean,
+    /** The rollup's watermark at `snapshot` (asked only to make a kept table). */
+    watermark = async (): Promise<string | null> => (await this.state(definition, snapshot)).watermark,
+  ): Promise<string> {
     const name = materializedName(definition.name);
     const rows = await this.sinceChange(`${definition.name}\u0000stored`, rollupSchema, name, snapshot, () =>
       this.filesOf(rollupSchema, name, 'bucket', snapshot, null),
     );
     if (!rows?.sql) return at(materializedTable(definition.name), snapshot);
-    return (kept && this.keptStored(definition, rows.sql, snapshot)) || `(${rows.sql})`;
+    return (kept && (await this.keptStored(definition, rows.sql, snapshot, watermark))) || `(${rows.sql})`;
   }
 
   /**
@@ -2429,20 +2441,39 @@ export class Rollups {
    * hour over 7 days through the rollup's view: DuckDB's run to the first batch 9.6-13.6 ms from the files
    * against 3.9 from the table, bench/rollups/dashboard-ab.sh).
    */
-  private keptStored(definition: RollupDefinition, rows: string, snapshot: bigint): string | null {
-    const kept = this.storedTables.get(definition.name);
-    if (kept?.rows === rows) {
-      if (snapshot > kept.snapshot) kept.snapshot = snapshot;
-      return kept.table;
+  private async keptStored(
+    definition: RollupDefinition,
+    rows: string,
+    snapshot: bigint,
+    watermark: () => Promise<string | null>,
+  ): Promise<string | null> {
+    let kept = this.storedTables.get(definition.name);
+    if (kept?.rows !== rows) {
+      const stored = storedAt(definition, await watermark());
+      kept = this.storedTables.get(definition.name);
+      if (kept?.rows !== rows) {
+        // Other rows at an earlier snapshot (a read that began before a refresh committed) replace nothing: the rows
+        // of the latest serve the reads that follow (as TailEntry.latest keeps their tail).
+        if (kept && snapshot < kept.snapshot) return null;
+        // Rows too large to keep at this watermark are not copied again at each refresh of pending buckets (a late
+        // row's): the next watermark's are (retention may have deleted some).
+        if (kept?.tooLarge === stored) {
+          this.storedTables.set(definition.name, { ...kept, rows, snapshot });
+          return null;
+        }
+        if (kept) this.retireTable(kept.made);
+        const making: KeptStored = { rows, snapshot, made: this.keptTable(rows), table: null };
+        this.storedTables.set(definition.name, making);
+        void making.made.then((done) => {
+          if (this.storedTables.get(definition.name) !== making) return;
+          making.table = done;
+          if (done === null) making.tooLarge = stored;
+        });
+        return null;
+      }
     }
-    // Other rows at an earlier snapshot (a read that began before a refresh committed) replace nothing: the rows of
-    // the latest serve the reads that follow (as TailEntry.latest keeps their tail).
-    if (kept && snapshot < kept.snapshot) return null;
-    if (kept) this.retireTable(kept.made);
-    const making: KeptStored = { rows, snapshot, made: this.keptTable(rows), table: null };
-    this.storedTables.set(definition.name, making);
-    void making.made.then((done) => this.storedTables.get(definition.name) === making && (making.table = done));
-    return null;
+    if (snapshot > kept.snapshot) kept.snapshot = snapshot;
+    return kept.table;
   }
 
   /**
@@ -2487,7 +2518,7 @@ export class Rollups {
           context.prime,
           context.tailReads,
         ),
-        this.storedSource(definition, snapshot, context.keptTails),
+        this.storedSource(definition, snapshot, context.keptTails, async () => state.watermark),
       ]);
       const buckets = [...pendingParts.changed, ...pendingParts.held.keys()];
       const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;

@@ -1182,6 +1182,49 @@ describe('rollups (issue 17)', () => {
       await asAdmin.query(`SELECT drop_rollup('many_stored_hourly')`);
     });
 
+    it("a rollup's stored rows too large to keep are not copied again at each refresh of the same watermark", async () => {
+      await asAdmin.updateCount(
+        `CREATE TABLE large_stored (t BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 't')`,
+      );
+      // 120,000 hosts in bucket 0 (more than maxKeptRows) and a row at 100: the watermark is 100 until a row passes it.
+      await asTeamA.updateCount(
+        `INSERT INTO large_stored SELECT i % 10, 'h' || i, i FROM range(120000) t(i) UNION ALL SELECT 100, 'h0', 0`,
+      );
+      await asAdmin.query(
+        `SELECT create_rollup('large_stored_10', 'large_stored', bucket_width => 10,
+           select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
+      );
+      await asAdmin.query(`SELECT set_job_schedule('large_stored_10', INTERVAL '1 day')`);
+      const read = 'SELECT count(*) AS rows, sum(n) AS n, sum(s) AS s FROM large_stored_10';
+      const source = `SELECT count(*) AS rows, sum(n) AS n, sum(s) AS s
+        FROM (SELECT t // 10 AS bucket, host, count(*) AS n, sum(v) AS s FROM large_stored GROUP BY ALL)`;
+      /** The kept tables `write` (a write, a refresh) and a read after it start, each settled: none is kept. */
+      const makingsAfter = async (write: string): Promise<number> => {
+        const makings = await storedMakingsDuring(async () => {
+          await asTeamA.updateCount(write);
+          await scalar(asAdmin, `SELECT refresh_rollup('large_stored_10')`);
+          assert.deepEqual(await plainRows(asTeamA, read), await plainRows(asTeamA, source));
+        });
+        assert.deepEqual(await Promise.all(makings), Array<null>(makings.length).fill(null), 'too large to keep');
+        return makings.length;
+      };
+      assert.ok((await makingsAfter(`INSERT INTO large_stored VALUES (1, 'h1', 1)`)) >= 1, 'the first stored rows');
+      const watermark = `SELECT watermark FROM list_rollups() WHERE name = 'large_stored_10'`;
+      assert.equal(await scalar(asAdmin, watermark), 100);
+      // A late row: its bucket stored again (other files), at the same watermark.
+      assert.equal(await makingsAfter(`INSERT INTO large_stored VALUES (5, 'late', 7)`), 0, 'not copied again');
+      assert.equal(await scalar(asAdmin, watermark), 100);
+      // Rows past the watermark (5,000 to store, in a file): the next one's stored rows are tried.
+      assert.ok(
+        (await makingsAfter(
+          `INSERT INTO large_stored SELECT 100 + i % 100, 'h' || i, i FROM range(5000) t(i) UNION ALL SELECT 200, 'h1', 1`,
+        )) >= 1,
+        'the next watermark',
+      );
+      assert.equal(await scalar(asAdmin, watermark), 200);
+      await asAdmin.query(`SELECT drop_rollup('large_stored_10')`);
+    });
+
     it("a rollup's stored rows wider than maxKeptBytes are not kept in a table: reads read their files", async () => {
       await asAdmin.updateCount(
         `CREATE TABLE wide_stored (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`,
