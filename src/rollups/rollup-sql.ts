@@ -38,6 +38,11 @@ export interface RollupDefinition {
   readonly coveredFrom: string | null;
   /** The base is a view set (log_entries, measures, spans, a set defined by DDL) rather than a series table. */
   readonly viewSetBase: boolean;
+  /**
+   * When it was created (Postgres's created_at), telling it from a rollup of its name dropped before and created
+   * again (by another process: see Rollups.tailEntry); null while create_rollup makes it.
+   */
+  readonly createdAt: string | null;
 }
 
 /** The DuckLake schema holding every rollup's materialized table and state. */

@@ -437,6 +437,7 @@ interface DefinitionRow {
   source_hash: string | null;
   covered_from: string | null;
   base_is_view_set: boolean;
+  created_at: string;
 }
 
 const definitionOf = (row: DefinitionRow): RollupDefinition => ({
@@ -456,6 +457,7 @@ const definitionOf = (row: DefinitionRow): RollupDefinition => ({
   sourceHash: row.source_hash,
   coveredFrom: row.covered_from,
   viewSetBase: row.base_is_view_set,
+  createdAt: row.created_at,
 });
 
 /** DuckDB's value as text: the rollup queries cast what they read to VARCHAR, so values are strings, numbers or bigints. */
@@ -537,7 +539,7 @@ interface KeptStored {
 
 /** The rollup and watermark a rollup's stored rows were stored at (KeptStored.tooLarge). */
 const storedAt = (definition: RollupDefinition, watermark: string | null): string =>
-  `${definition.query}\u0000${watermark}`;
+  `${definition.createdAt}\u0000${definition.query}\u0000${watermark}`;
 
 /** What `work` answers for a rollup's statement, kept in `kept` by the statement (null when it failed). */
 function oncePerStatement<T>(
@@ -555,6 +557,8 @@ function oncePerStatement<T>(
 
 /** What is kept of a rollup's tail (see Rollups.keptTail). */
 interface TailEntry {
+  /** The rollup's RollupDefinition.createdAt: a rollup of its name created again keeps nothing of it. */
+  readonly createdAt: string | null;
   /** The kept aggregate a read may merge with (its row made). */
   kept: { readonly tail: KeptTail; readonly row: TailRow } | null;
   /** The table of its kept aggregates' rows (tail-values.ts), for the shape they are of; made once per shape. */
@@ -1024,6 +1028,7 @@ export class Rollups {
       sourceHash: null,
       coveredFrom: null,
       viewSetBase,
+      createdAt: null,
     };
     // Only the columns it reads: a column added to the table later leaves the rollup answering.
     definition = {
@@ -1132,12 +1137,8 @@ export class Rollups {
     this.viewSetBases = undefined;
     await this.dropStorage(definition.name);
     // Its kept tail's table goes too, as a replaced one does (another process keeps its own until a rollup of this
-    // name reads another tail there, or the process ends: at most maxKeptRows rows).
-    const tail = this.tails.get(definition.name);
-    this.tails.delete(definition.name);
-    if (tail?.kept) this.retireTail(tail.kept.tail);
-    if (tail?.making) this.retireTail(tail.making);
-    if (tail?.ring) this.retireTable(tail.ring.table);
+    // name is read there, or the process ends: at most maxKeptRows rows).
+    this.forgetTail(definition.name);
     const stored = this.storedTables.get(definition.name);
     this.storedTables.delete(definition.name);
     if (stored) this.retireTable(stored.made);
@@ -2228,15 +2229,40 @@ export class Rollups {
     return { row: kept.row, added, merge: merge! };
   }
 
-  /** What is kept of a rollup's tail (made empty on its first read). */
+  /**
+   * What is kept of a rollup's tail (made empty on its first read). A rollup of its name dropped and created again
+   * by another process meanwhile keeps nothing of the one before: its tails, nor its latest watermark (the new one's
+   * may be earlier: a coarser grain), which would keep no tail of it until its watermark passed the old one.
+   */
   private tailEntry(definition: RollupDefinition): TailEntry {
     let entry = this.tails.get(definition.name);
+    if (entry && entry.createdAt !== definition.createdAt) {
+      this.forgetTail(definition.name);
+      entry = undefined;
+    }
     if (!entry)
       this.tails.set(
         definition.name,
-        (entry = { kept: null, ring: null, making: null, seen: '', tooLarge: null, latest: null }),
+        (entry = {
+          createdAt: definition.createdAt,
+          kept: null,
+          ring: null,
+          making: null,
+          seen: '',
+          tooLarge: null,
+          latest: null,
+        }),
       );
     return entry;
+  }
+
+  /** Retires what is kept of a rollup's tail (see retireTail, retireTable). */
+  private forgetTail(name: string): void {
+    const tail = this.tails.get(name);
+    this.tails.delete(name);
+    if (tail?.kept) this.retireTail(tail.kept.tail);
+    if (tail?.making) this.retireTail(tail.making);
+    if (tail?.ring) this.retireTable(tail.ring.table);
   }
 
   /**

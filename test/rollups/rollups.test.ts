@@ -2098,6 +2098,43 @@ describe('rollups (issue 17)', () => {
       }
     });
 
+    it('a rollup another server drops and creates again, at an earlier watermark, has its tail kept here', async () => {
+      await withTail('recreated');
+      // Kept here at the hourly rollup's watermark (this hour's start).
+      await tailKept('recreated_hourly');
+      const other = await startRole('serve', {
+        ...sharedEnv({
+          keys: [admin, teamA, teamB],
+          admins: [admin.name],
+          connectionString: postgres.connectionString,
+          lakeDir,
+        }),
+        ORRERY_ROLLUP_REFRESH_JOBS: 'off',
+      });
+      const otherAdmin = clientFor(other.flightPort, admin);
+      try {
+        // Dropped there and created again under its name, daily: its watermark is today's start, before this hour's.
+        await otherAdmin.query(`SELECT drop_rollup('recreated_hourly')`);
+        await otherAdmin.query(
+          `SELECT create_rollup('recreated_hourly', 'recreated', INTERVAL '1 day',
+             select_list => 'host, count(*) AS n, sum(v) AS s, max(v) AS mx', group_by => 'host')`,
+        );
+        await otherAdmin.query(`SELECT set_job_schedule('recreated_hourly', INTERVAL '1 day')`);
+        await scalar(otherAdmin, `SELECT refresh_rollup('recreated_hourly')`);
+      } finally {
+        otherAdmin.close();
+        await other.close();
+      }
+      await tailKept('recreated_hourly');
+      for (const client of [asAdmin, asTeamA, asTeamB])
+        await same(
+          client,
+          'recreated_hourly',
+          `SELECT time_bucket(INTERVAL 1 DAY, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx, audience
+            FROM recreated GROUP BY ALL`,
+        );
+    });
+
     it('deletes of tail rows, a few (inlined) and many (a delete file, from the files), are read', async () => {
       const few = await withTail('few_deleted');
       await asAdmin.updateCount(`DELETE FROM few_deleted WHERE ts >= TIMESTAMP '2100-01-01' AND v IN (3, 1004)`);
