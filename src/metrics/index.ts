@@ -47,6 +47,12 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly statementPlans = new Counter({
+    name: 'orrery_statement_plans_total',
+    help: "Statements planned (the key's checks, view sets set up, described by DuckDB): once per statement run, less what the plan caches save",
+    registers: [this.registry],
+  });
+
   readonly rollupRewrites = new Counter({
     name: 'orrery_rollup_rewrites_total',
     help: 'Statements reading a table with rollups, by whether their rollup rewrite was made, kept from an earlier statement of the same text, or remade from one whose window moved with the clock (made, kept, remade)',

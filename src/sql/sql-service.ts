@@ -621,12 +621,18 @@ export class SqlService implements FlightSqlBackend<Principal> {
     return sqlInfo(this.serverVersion, { transactions: this.transactions !== undefined });
   }
 
+  /** planStatement, counted (orrery_statement_plans_total): what the plan caches save shows there. */
+  private plan(...args: Parameters<SqlService['planStatement']>): Promise<Plan> {
+    this.metrics?.statementPlans.inc();
+    return this.planStatement(...args);
+  }
+
   /**
    * Works out how a statement runs for this caller: refuses what the key may not do, routes
    * admin procedures, and sets up the view sets and lakehouse functions the statement reads,
    * scoped to the caller's audiences.
    */
-  private async plan(
+  private async planStatement(
     ctx: CallContext<Principal>,
     statement: Statement,
     run: StatementRun,
@@ -702,7 +708,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       tree === null && principal.admin ? /^\s*(EXPLAIN(?:\s+ANALY[SZ]E)?)\s+([\s\S]+)$/i.exec(statement.query) : null;
     if (explain && (await this.engine.parseSelect(explain[2])) !== null) {
       // Its first run's plan: a latest-n top-N bounded (which its rows may then show short, run again unbounded).
-      const inner = await this.plan(ctx, { ...statement, query: explain[2] }, run, false, boundTopN);
+      const inner = await this.planStatement(ctx, { ...statement, query: explain[2] }, run, false, boundTopN);
       if (inner.kind === 'engine') {
         const sql = `${explain[1]} ${inner.sql}`;
         return {
