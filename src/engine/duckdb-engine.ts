@@ -419,6 +419,14 @@ export class DuckDBEngine {
     });
   }
 
+  /**
+   * Changes whenever a statement or a transaction's end may have changed what a text binds to (its columns):
+   * what was described under another value may be stale.
+   */
+  get catalogGeneration(): number {
+    return this.kept.catalogGeneration;
+  }
+
   static async create(options: EngineOptions = {}): Promise<DuckDBEngine> {
     // Said outright although it is DuckDB's default: extensions load only when DuckDB's signature checks pass.
     const config: Record<string, string> = { allow_unsigned_extensions: 'false' };

@@ -40,6 +40,11 @@ export class KeptStatements {
     this.generation++;
   }
 
+  /** Changes at each catalogMayHaveChanged: what was read of the catalog before another value may be stale. */
+  get catalogGeneration(): number {
+    return this.generation;
+  }
+
   /** The statement kept for `sql` on this connection under this setup, now the caller's; once. */
   take(connection: DuckDBConnection, setupKey: string, sql: string): KeptStatement | undefined {
     const kept = this.current(connection, setupKey);

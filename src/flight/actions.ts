@@ -5,7 +5,7 @@ import { decodeTicket, toPlan } from './commands.js';
 import { decodeRequest, invalidArgument, unimplemented } from './errors.js';
 import { announcedParameterSchema, schemaForClient } from './client-timestamps.js';
 import { Flight, FlightSql, encapsulateSchema, encode, packAny, unpackAny } from '../wire/index.js';
-import { encodeHandle, type HandleStatement } from './statement-handle.js';
+import { decodeHandle, encodeHandle, type HandleStatement } from './statement-handle.js';
 import { optionError, sessionCookie, type FlightSessions, type SessionOptionValue } from './sessions.js';
 
 const descriptions: Record<string, string> = {
@@ -75,9 +75,17 @@ export async function runAction<P>(
         ),
       ];
     }
-    case 'ClosePreparedStatement':
-      // Handles carry their statement; there is nothing to free.
+    case 'ClosePreparedStatement': {
+      // Handles carry their statement: the backend frees only what it kept for one, if anything.
+      if (!backend.closePrepared) return [];
+      const m = decodeRequest<{ preparedStatementHandle?: Uint8Array }>(
+        'ActionClosePreparedStatementRequest',
+        anyBody(body, type),
+      );
+      const handle = decodeHandle(m.preparedStatementHandle ?? new Uint8Array(0));
+      if (handle.kind === 'sql') await backend.closePrepared(ctx, handle.statement);
       return [];
+    }
     case 'BeginTransaction': {
       const transactions = needTransactions(backend);
       const transactionId = await transactions.begin(ctx);

@@ -27,6 +27,8 @@ export interface FlightSqlBackend<P = unknown> {
   executeUpdate(ctx: CallContext<P>, statement: Statement): Promise<number>;
   /** Describes a statement for CreatePreparedStatement. */
   prepare(ctx: CallContext<P>, statement: Statement): Promise<PreparedStatementInfo>;
+  /** ClosePreparedStatement of a statement's handle: what the backend kept for it may go (absent: nothing kept). */
+  closePrepared?(ctx: CallContext<P>, statement: Statement): Promise<void>;
 
   getCatalogs(ctx: CallContext<P>): Promise<string[]>;
   getDbSchemas(ctx: CallContext<P>): Promise<DbSchemaInfo[]>;

@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { Principal } from '../auth/index.js';
 import { followSignal } from '../calls/index.js';
-import type { CallContext, CancelResult } from '../flight/index.js';
+import type { CallContext, CancelResult, PreparedStatementInfo } from '../flight/index.js';
 import { sqlErrors } from './errors.js';
 
 /**
@@ -23,6 +23,8 @@ export class PlanCache<T> {
   private readonly cancelled = new Map<string, { owner: string; expires: number }>();
   /** Plans kept by statement (owner, text, headers) rather than by id: see keep(). */
   private readonly byStatement = new Map<string, { expires: number; plan: T }>();
+  /** What CreatePreparedStatement answered, by statement (owner, text, headers): see remember(). */
+  private readonly described = new Map<string, { expires: number; catalog: number; info: PreparedStatementInfo }>();
 
   private readonly maxEntries: number;
   private readonly ttlMs: number;
@@ -81,6 +83,58 @@ export class PlanCache<T> {
     if (entry.expires > Date.now()) return entry.plan;
     this.dispose(entry.plan);
     return undefined;
+  }
+
+  /**
+   * Lets go of the plan keep() kept for this caller's statement and headers, if any (ClosePreparedStatement:
+   * the prepared statement's GetFlightInfo will not come, and the plan holds a DuckDB connection until it expires).
+   */
+  drop(ctx: CallContext<Principal>, query: string): void {
+    const key = ownedStatementKey(ctx, query);
+    const entry = this.byStatement.get(key);
+    if (!entry) return;
+    this.byStatement.delete(key);
+    this.dispose(entry.plan);
+  }
+
+  /**
+   * Remembers what CreatePreparedStatement answered for this caller's statement and headers, so the same text
+   * prepared again is answered without planning (the JDBC driver prepares every statement it runs). The answer
+   * is Flight SQL's "best guess" of the schema: the prepared statement's GetFlightInfo plans the statement with
+   * every check, and refreshes this answer with what it found.
+   */
+  remember(ctx: CallContext<Principal>, query: string, info: PreparedStatementInfo, catalog: number): void {
+    this.describe(ownedStatementKey(ctx, query), info, catalog);
+  }
+
+  /**
+   * What remember() kept for this caller's statement and headers, while current and described under the same
+   * `catalog` generation (DuckDBEngine.catalogGeneration); not taken: it serves again.
+   */
+  recall(ctx: CallContext<Principal>, query: string, catalog: number): PreparedStatementInfo | undefined {
+    const entry = this.described.get(ownedStatementKey(ctx, query));
+    return entry && entry.expires > Date.now() && entry.catalog === catalog ? entry.info : undefined;
+  }
+
+  /** remember() again, only for a statement remembered already (a prepared statement's GetFlightInfo planned it). */
+  refresh(ctx: CallContext<Principal>, query: string, info: PreparedStatementInfo, catalog: number): void {
+    const key = ownedStatementKey(ctx, query);
+    if (this.described.has(key)) this.describe(key, info, catalog);
+  }
+
+  /** Forgets what remember() kept: the statement failed its planning, so it is planned again when prepared. */
+  forget(ctx: CallContext<Principal>, query: string): void {
+    this.described.delete(ownedStatementKey(ctx, query));
+  }
+
+  private describe(key: string, info: PreparedStatementInfo, catalog: number): void {
+    const now = Date.now();
+    for (const [old, entry] of this.described) {
+      if (this.described.size < this.maxEntries && entry.expires > now) break;
+      this.described.delete(old);
+    }
+    this.described.delete(key);
+    this.described.set(key, { expires: now + this.ttlMs, catalog, info });
   }
 
   /**

@@ -274,18 +274,28 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * the id of its plan, kept for the DoGet that follows.
    */
   async planQuery(ctx: CallContext<Principal>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }> {
-    return this.limited(ctx, statement, false, async (run) => {
-      const keepable = !statement.parameters && !statement.transactionId;
-      const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
-      const plan = prepared ?? (await this.plan(ctx, statement, run, keepable ? 'transaction' : false, true));
-      if (plan.kind !== 'engine') return { schema: planSchema(plan) };
-      const keep = keepable && plan.description.returnsRows;
-      if (!keep) plan.options.held?.close();
-      return {
-        schema: plan.description.schema,
-        planId: keep ? this.plans.put(ctx, statement.query, plan) : undefined,
-      };
-    });
+    const keepable = !statement.parameters && !statement.transactionId;
+    const catalog = this.engine.catalogGeneration;
+    try {
+      return await this.limited(ctx, statement, false, async (run) => {
+        const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
+        const plan = prepared ?? (await this.plan(ctx, statement, run, keepable ? 'transaction' : false, true));
+        if (plan.kind !== 'engine') return { schema: planSchema(plan) };
+        const keep = keepable && plan.description.returnsRows;
+        if (!keep) plan.options.held?.close();
+        // What CreatePreparedStatement answers for this text next time: as this plan found it.
+        if (keep && !prepared && statement.prepared)
+          this.plans.refresh(ctx, statement.query, preparedQuery(plan), catalog);
+        return {
+          schema: plan.description.schema,
+          planId: keep ? this.plans.put(ctx, statement.query, plan) : undefined,
+        };
+      });
+    } catch (error) {
+      // Refused or failed: the text is planned again (and refused there) when it is prepared again.
+      if (keepable && statement.prepared) this.plans.forget(ctx, statement.query);
+      throw error;
+    }
   }
 
   /** DoGet; a statement whose ticket names a plan can be stopped by CancelFlightInfo while it runs. */
@@ -423,15 +433,24 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * CreatePreparedStatement. A query without parameters keeps its plan (and DuckDB's prepared
    * statement) for the prepared statement's GetFlightInfo that follows: the JDBC driver sends
    * every statement as CreatePreparedStatement, GetFlightInfo, DoGet, and it is planned once.
+   * The same text prepared again by the same key with the same headers is answered as it was
+   * the last time (PlanCache.remember), without planning: its GetFlightInfo plans it then, with
+   * every check, as a statement's GetFlightInfo does for the other clients.
    */
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
+    const keepable = !statement.parameters && !statement.transactionId;
+    // Read before planning: a change of the catalog meanwhile leaves the description unanswered next time.
+    const catalog = this.engine.catalogGeneration;
+    const known = keepable ? this.plans.recall(ctx, statement.query, catalog) : undefined;
+    if (known) return known;
     return this.limited(ctx, statement, false, async (run) => {
-      const keepable = !statement.parameters && !statement.transactionId;
       const plan = await this.plan(ctx, statement, run, keepable);
       if (plan.kind === 'engine') {
         const { returnsRows, parameterSchema } = plan.description;
-        if (keepable && returnsRows && parameterSchema.fields.length === 0) this.plans.keep(ctx, statement.query, plan);
-        else plan.options.held?.close();
+        if (keepable && returnsRows && parameterSchema.fields.length === 0) {
+          this.plans.keep(ctx, statement.query, plan);
+          this.plans.remember(ctx, statement.query, preparedQuery(plan), catalog);
+        } else plan.options.held?.close();
       }
       if (plan.kind === 'procedure')
         return { datasetSchema: plan.schema, parameterSchema: new Schema([]), isUpdate: false };
@@ -449,13 +468,13 @@ export class SqlService implements FlightSqlBackend<Principal> {
             : new Schema([]);
         return { datasetSchema: countSchema, parameterSchema, isUpdate: true };
       }
-      const { description } = plan;
-      return {
-        datasetSchema: description.schema,
-        parameterSchema: description.parameterSchema,
-        isUpdate: !description.returnsRows,
-      };
+      return preparedQuery(plan);
     });
+  }
+
+  /** ClosePreparedStatement: a plan CreatePreparedStatement kept for the statement's GetFlightInfo is let go. */
+  async closePrepared(ctx: CallContext<Principal>, statement: Statement): Promise<void> {
+    if (!statement.parameters && !statement.transactionId) this.plans.drop(ctx, statement.query);
   }
 
   /** CommandStatementIngest into a series table, in the client's transaction or one of its own. */
@@ -1310,6 +1329,12 @@ async function* untilDone(batches: AsyncIterable<RecordBatch>, end: () => void):
 async function* afterwards<T>(items: AsyncIterable<T>, last: () => Promise<void> | undefined): AsyncGenerator<T> {
   yield* items;
   await last();
+}
+
+/** What CreatePreparedStatement answers for a statement DuckDB runs. */
+function preparedQuery(plan: EnginePlan): PreparedStatementInfo {
+  const { schema, parameterSchema, returnsRows } = plan.description;
+  return { datasetSchema: schema, parameterSchema, isUpdate: !returnsRows };
 }
 
 /** What a plan answers. */

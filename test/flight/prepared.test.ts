@@ -1,9 +1,13 @@
 // Prepared statements: schemas at creation, parameter binding with DoPut, execution.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { tableFromArrays } from 'apache-arrow';
+import { tableFromArrays, type Table } from 'apache-arrow';
 import { FlightSql, decodeSchema, packAny, type TestFlightClient } from '../support/flight-client.js';
+import { metricValue } from '../support/metric-value.js';
 import { useOrrery } from '../support/orrery-process.js';
+
+/** The server's count of statements planned (orrery_statement_plans_total). */
+const plans = (httpPort: number): Promise<number> => metricValue(httpPort, 'orrery_statement_plans_total');
 
 describe('prepared statements', () => {
   const fixture = useOrrery();
@@ -75,5 +79,67 @@ describe('prepared statements', () => {
     );
     const { table } = await c.doGet(info.endpoints[0].ticket);
     assert.deepEqual([...table.getChild('Count')!], [1n]);
+  });
+
+  // The JDBC driver prepares every statement it runs (CreatePreparedStatement, GetFlightInfo, DoGet): the same
+  // text prepared again is answered as before, and only its GetFlightInfo plans it (#10).
+  it('the same text prepared again is not planned again; its run is planned once', async () => {
+    const sql = 'SELECT id, name FROM people WHERE id < 3 ORDER BY id';
+    const runPrepared = async (handle: Uint8Array): Promise<Table> => {
+      const info = await c.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle: handle }));
+      return (await c.doGet(info.endpoints[0].ticket)).table;
+    };
+    const start = await plans(fixture.orrery.httpPort);
+    const first = await c.prepare(sql);
+    const second = await c.prepare(sql);
+    assert.equal(await plans(fixture.orrery.httpPort), start + 1);
+    assert.deepEqual(second, first);
+    // The first one's plan, kept for its GetFlightInfo, runs it.
+    assert.deepEqual([...(await runPrepared(first.handle)).getChild('name')!], ['ada', 'bob']);
+    assert.equal(await plans(fixture.orrery.httpPort), start + 1);
+    // Answered without a plan, its GetFlightInfo plans it.
+    const third = await c.prepare(sql);
+    assert.deepEqual([...(await runPrepared(third.handle)).getChild('name')!], ['ada', 'bob']);
+    assert.equal(await plans(fixture.orrery.httpPort), start + 2);
+  });
+
+  it("another key's preparing of the same text is planned, and refused, as its own", async () => {
+    const sql = "SELECT current_setting('threads') AS threads";
+    assert.equal(decodeSchema((await c.prepare(sql)).datasetSchema).fields.length, 1);
+    const start = await plans(fixture.orrery.httpPort);
+    await assert.rejects(fixture.reader.prepare(sql), /current_setting/);
+    assert.equal(await plans(fixture.orrery.httpPort), start + 1);
+  });
+
+  it('after a change of the catalog, the text is described again', async () => {
+    const sql = 'SELECT * FROM people ORDER BY id';
+    const before = await c.prepare(sql);
+    await c.updateCount('ALTER TABLE people ADD COLUMN age INTEGER');
+    try {
+      const after = await c.prepare(sql);
+      assert.deepEqual(
+        [before, after].map((p) => decodeSchema(p.datasetSchema).fields.map((f) => f.name)),
+        [
+          ['id', 'name'],
+          ['id', 'name', 'age'],
+        ],
+      );
+    } finally {
+      await c.updateCount('ALTER TABLE people DROP COLUMN age');
+    }
+  });
+
+  it('ClosePreparedStatement lets go of the plan kept for its GetFlightInfo', async () => {
+    const sql = 'SELECT name FROM people WHERE id = 3';
+    const { handle } = await c.prepare(sql);
+    await c.doAction(
+      'ClosePreparedStatement',
+      packAny('ActionClosePreparedStatementRequest', { preparedStatementHandle: handle }),
+    );
+    const start = await plans(fixture.orrery.httpPort);
+    // Run all the same (handles carry their statement), it is planned again: nothing was kept for it.
+    const info = await c.getFlightInfo(packAny('CommandPreparedStatementQuery', { preparedStatementHandle: handle }));
+    assert.deepEqual([...(await c.doGet(info.endpoints[0].ticket)).table.getChild('name')!], ['cy']);
+    assert.equal(await plans(fixture.orrery.httpPort), start + 1);
   });
 });
