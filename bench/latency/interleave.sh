@@ -15,6 +15,8 @@
 #   DUCKDB_THREADS_A=1 bash bench/latency/interleave.sh HEAD HEAD  # ORRERY_DUCKDB_THREADS of a side (default 2)
 #   ENV_B="MALLOC_ARENA_MAX=2" bash bench/latency/interleave.sh . .  # NAME=value words in one side's environment
 #   DATA=1 SQL=log_stats_day bash bench/latency/interleave.sh origin/main .   # bench.py's data set and statements
+#   CLIENT=jdbc bash bench/latency/interleave.sh origin/main .   # through the Flight SQL JDBC driver instead
+#                                                  # (java/InterleaveClient.java: executeQuery, WARMUP default 3000)
 #
 # DATA=1 ingests bench.py's data set into each server first (RECORDS log records, default 200000, and POINTS
 # metric points, default 20000, materialized as bench.py does); SQL may then name one of bench.py's statements
@@ -73,6 +75,15 @@ for side in 0 1; do
   unset ORRERY_ROOT ORRERY_REF_SHA
 done
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "${CLIENT:-}" = jdbc ]; then
+  [ "${DATA:-0}" = 1 ] && { echo "interleave.sh: CLIENT=jdbc sends SQL as given (no DATA=1)" >&2; exit 2; }
+  cp_file="${TMPDIR:-/tmp}/orrery-bench-latency-jdbc.classpath"
+  (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2
+  java --add-opens=java.base/java.nio=ALL-UNNAMED -Duser.timezone=UTC -cp "$(cat "$cp_file")" "$here/java/InterleaveClient.java" \
+    reader reader-key-0123 "${SQL:-SELECT 1 AS one}" "${N:-3000}" "${WARMUP:-3000}" "${ports[@]}" "${pids[@]}" "$1" "$2" 2>/dev/null
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit
+fi
 HERE="$here" HTTP_PORTS="${http_ports[*]}" DATA="${DATA:-0}" RECORDS="${RECORDS:-200000}" POINTS="${POINTS:-20000}" \
 "$python" - "$1" "$2" "${ports[@]}" "${pids[@]}" "${SQL:-SELECT 1 AS one}" "${N:-3000}" "${WARMUP:-1000}" <<'PY'
 import os, statistics, sys, time, pyarrow.flight as fl
