@@ -86,6 +86,7 @@ import {
   maxKeptRows,
   mergedTail,
   rebaseFiles,
+  ringRows,
   rowPartials,
   tailMerge,
   tailReadsByRing,
@@ -561,8 +562,11 @@ interface TailEntry {
   readonly createdAt: string | null;
   /** The kept aggregate a read may merge with (its row made). */
   kept: { readonly tail: KeptTail; readonly row: TailRow } | null;
-  /** The table of its kept aggregates' rows (tail-values.ts), for the shape they are of; made once per shape. */
-  ring: { readonly shape: string; readonly table: Promise<string | null> } | null;
+  /**
+   * The table of its kept aggregates' rows (tail-values.ts), for the shape they are of; made once per shape, and
+   * again once it held ringRows rows. `rows`: the rows put in it (deleted ones too: DuckDB still scans them).
+   */
+  ring: { readonly shape: string; readonly name: string; readonly table: Promise<string | null>; rows: number } | null;
   /** An aggregate being made, to replace it. */
   making: KeptTail | null;
   /** The last listing read (shape and files), and a shape found too large to keep. */
@@ -2260,7 +2264,7 @@ export class Rollups {
   private forgetTail(name: string): void {
     const tail = this.tails.get(name);
     this.tails.delete(name);
-    if (tail?.kept) this.retireTail(tail.kept.tail);
+    if (tail?.kept) this.retireKept(tail.kept);
     if (tail?.making) this.retireTail(tail.making);
     if (tail?.ring) this.retireTable(tail.ring.table);
   }
@@ -2334,11 +2338,23 @@ export class Rollups {
       if (this.tails.get(definition.name) !== entry) return this.retireTail(tail);
       if (row === null) {
         entry.tooLarge = shape;
+        // A kept row of a full ring (keptRow started another) is read no more once a row failed to replace it.
+        if (entry.kept && entry.kept.row.table !== entry.ring?.name) this.retireKept(entry.kept);
+        if (entry.kept?.row.table !== entry.ring?.name) entry.kept = null;
         return;
       }
-      if (entry.kept) this.retireTail(entry.kept.tail);
+      if (entry.kept) this.retireKept(entry.kept, row);
       entry.kept = { tail, row };
     });
+  }
+
+  /**
+   * Retires a kept tail's row replaced by `by`, and its ring with it when `by` is in another (keptRow started a new
+   * one, the old one full): as a row, once no statement set up to read it can still run.
+   */
+  private retireKept(kept: NonNullable<TailEntry['kept']>, by?: TailRow): void {
+    this.retireTail(kept.tail);
+    if (kept.row.table !== by?.table) this.retireTable(Promise.resolve(kept.row.table));
   }
 
   /**
@@ -2346,18 +2362,21 @@ export class Rollups {
    * shape retired: see tail-values.ts), or null when too large or failed.
    */
   private async keptRow(entry: TailEntry, shape: string, sql: string): Promise<TailRow | null> {
-    if (entry.ring?.shape !== shape) {
-      if (entry.ring) this.retireTable(entry.ring.table);
+    if (entry.ring?.shape !== shape || entry.ring.rows >= ringRows) {
+      // A full ring of this shape still holds the kept row: retired with it (retireKept), once replaced.
+      if (entry.ring && entry.ring.shape !== shape) this.retireTable(entry.ring.table);
       const table = keptTailTable();
       const { attach, create } = tailRingSql(table, sql);
       const made = this.engine.execute(create, { setup: [attach], ownTable: true }).then(
         () => table,
         () => null,
       );
-      entry.ring = { shape, table: made };
+      entry.ring = { shape, name: table, table: made, rows: 0 };
     }
-    const table = await entry.ring.table;
+    const ring = entry.ring;
+    const table = await ring.table;
     if (table === null) return null;
+    ring.rows++;
     const id = keptTailRowId();
     const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => 0);
     return kept === 1 ? { table, id } : null;

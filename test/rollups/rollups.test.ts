@@ -33,6 +33,7 @@ import {
 } from '../lakehouse/lakehouse-fixtures.js';
 import { MetadataStore } from '../../src/metadata/index.js';
 import { Rollups } from '../../src/rollups/index.js';
+import { ringRows } from '../../src/rollups/tail-values.js';
 import { countedCalls } from '../support/counted-calls.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
@@ -1516,6 +1517,36 @@ describe('rollups (issue 17)', () => {
       }
       const rows = (await asTeamA.doGet(info!.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
       assert.deepEqual(rows, await plainRows(asTeamA, sql));
+      await check();
+    });
+
+    it('a ring of kept tails that was given ringRows rows is replaced by a new one at the next write: reads stay exact', async () => {
+      const { check } = await withTail('rotated');
+      const sql = `SELECT * FROM rotated_hourly${order}`;
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM rotated GROUP BY ALL${order}`;
+      /** The ring a read of team-a's is told (or filled) to read a row of, and its answer. */
+      const ringRead = async (): Promise<{ ring: string; rows: unknown[] }> => {
+        let rows: unknown[] = [];
+        const [{ fill, tailReads }] = await setupsDuring(async () => (rows = await plainRows(asTeamA, sql)));
+        const ring = tailReads ? [...tailReads.keys()][0] : /SET (__orrery_tail_\d+) =/.exec(fill!)![1];
+        return { ring, rows };
+      };
+      const write = (i: number): Promise<unknown> =>
+        asTeamA.updateCount(
+          `INSERT INTO rotated SELECT TIMESTAMP '2100-01-01 02:00:00' + to_seconds(i + ${i * 300}), 'h' || (i % 3), i FROM range(300) t(i)`,
+        );
+      await write(0);
+      const first = await ringRead();
+      assert.deepEqual(first.rows, await plainRows(asTeamA, source));
+      // Each write through the server keeps its tail as a row of the ring (Rollups.prime) before it answers: the ring
+      // read first held a row before these ringRows writes, so the last one's row is in another.
+      for (let i = 1; i <= ringRows; i++) await write(i);
+      const read = await ringRead();
+      assert.notEqual(read.ring, first.ring);
+      assert.deepEqual(read.rows, await plainRows(asTeamA, source));
+      await write(ringRows + 1);
+      assert.deepEqual((await ringRead()).rows, await plainRows(asTeamA, source));
       await check();
     });
 
