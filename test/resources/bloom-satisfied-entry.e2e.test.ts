@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
+import { pastInsertTimes } from '../support/otlp.js';
 import { assertMsgBloomFilters, publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /** Each query, and how many of the 3 partitions an admin's skips. */
@@ -33,7 +34,7 @@ describe('a bloom_filter index on a column entry an existing column satisfies (i
         { severity, body: `entry ${i}.0` },
         { severity, body: `entry ${i}.1` },
       ]);
-    await suite.materialize(start - 2, start + 6);
+    await suite.materialize(start - 2, pastInsertTimes());
     mkdirSync(join(dir, 'resources'), { recursive: true });
     const resources = {
       line: { column: { table: 'log_entries', expression: 'msg' } },

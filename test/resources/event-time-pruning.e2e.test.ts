@@ -16,7 +16,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { postOtlp, tracesRequest } from '../support/otlp.js';
+import { pastInsertTimes, postOtlp, tracesRequest } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { projectionsOf } from '../support/projections.js';
 import { materializeLogs, publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
@@ -377,14 +377,11 @@ describe("a WHERE on a span's begin or end skips partitions by the side its boun
       assert.equal(sent.status, 200, sent.text);
       await new Promise((resolve) => setTimeout(resolve, 1100));
     }
-    await materializeLogs(fixture.admin, start - 2, start + spans.length + 2);
+    const end = pastInsertTimes();
+    await materializeLogs(fixture.admin, start - 2, end);
     const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
-    await fixture.admin.query(
-      `SELECT * FROM materialize_partitions('streams', '${iso(start - 2)}', '${iso(start + spans.length + 2)}', 1)`,
-    );
-    await fixture.admin.query(
-      `SELECT * FROM materialize_partitions('spans', '${iso(start - 2)}', '${iso(start + spans.length + 2)}', 1)`,
-    );
+    await fixture.admin.query(`SELECT * FROM materialize_partitions('streams', '${iso(start - 2)}', '${iso(end)}', 1)`);
+    await fixture.admin.query(`SELECT * FROM materialize_partitions('spans', '${iso(start - 2)}', '${iso(end)}', 1)`);
     const listed = await plainRows(
       fixture.admin,
       "SELECT count(*) AS n FROM list_partitions() WHERE view_set_name = 'spans' AND file_path IS NOT NULL",

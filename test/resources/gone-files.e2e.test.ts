@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { deleteOrphans } from '../../src/lakehouse/index.js';
 import type { MetadataStore } from '../../src/metadata/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { logsRequest, pastInsertTimes, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { materializeLogs, publishFolder } from '../support/publish.js';
 
@@ -57,7 +57,7 @@ describe("housekeeping forgets the resources' rows of the partition files it del
       assert.equal(sent.status, 200, sent.text);
       await sleep(1100);
     }
-    await materializeLogs(fixture.admin, start - 2, start + 4);
+    await materializeLogs(fixture.admin, start - 2, pastInsertTimes());
     files = (
       await plainRows(
         fixture.admin,

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
+import { pastInsertTimes } from '../support/otlp.js';
 import { assertMsgBloomFilters, publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /** Each query, and how many of the 3 partitions an admin's skips. */
@@ -40,7 +41,7 @@ describe('an index installed on a view set with no partition yet (issue 13)', ()
         { severity, body: `entry ${i}.0` },
         { severity, body: `entry ${i}.1` },
       ]);
-    await suite.materialize(start - 2, start + 6);
+    await suite.materialize(start - 2, pastInsertTimes());
   });
 
   it('records the index at install; its type comes from the first partition that lands', async () => {

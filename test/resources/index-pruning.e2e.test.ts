@@ -10,7 +10,7 @@ import { tableFromArrays, type Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { TestFlightClient } from '../support/flight-client.js';
 import { metricValue } from '../support/metric-value.js';
-import { postOtlp } from '../support/otlp.js';
+import { pastInsertTimes, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { assertMsgBloomFilters, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
@@ -238,7 +238,7 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
     }
     for (const view of ['processes', 'log_entries'])
       await fixture.admin.query(
-        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(start + 6)}', 1)`,
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(pastInsertTimes())}', 1)`,
       );
     files = rowsOf(
       await fixture.admin.query(
@@ -390,7 +390,7 @@ describe('queries skip partitions by the minmax, set and bloom_filter indexes (i
     await sleep(1100);
     for (const view of ['processes', 'log_entries'])
       await fixture.admin.query(
-        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 1)}', '${iso(start + 2)}', 1)`,
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 1)}', '${iso(pastInsertTimes())}', 1)`,
       );
     const table = await fixture.admin.query('SELECT msg FROM log_entries WHERE level = 4 ORDER BY msg');
     assert.deepEqual(rowsOf(table), [{ msg: 'entry 0.0' }, { msg: 'entry 0.1' }]);

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { plainRows, refusal } from '../lakehouse/lakehouse-fixtures.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { logsRequest, pastInsertTimes, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { assertReads, copyRows } from '../support/projections.js';
 import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
@@ -46,7 +46,7 @@ describe("a projection sorted by a column entry: the spec's example by_pod (issu
       assert.equal(sent.status, 200, sent.text);
       await new Promise((resolve) => setTimeout(resolve, 1100));
     }
-    await suite.materialize(start - 2, start + 6);
+    await suite.materialize(start - 2, pastInsertTimes());
     for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
     assert.deepEqual(answers.get(`admin: ${queries[0][0]}`), [
       { msg: 'entry 0.2' },

@@ -10,6 +10,7 @@ import { deleteExpiredFiles } from '../../src/lakehouse/index.js';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
+import { pastInsertTimes } from '../support/otlp.js';
 import { assertReads, copyRows, projectionsOf } from '../support/projections.js';
 import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
@@ -56,7 +57,7 @@ describe('projections: sorted copies of the partitions, read when the WHERE rest
   before(async () => {
     const start = Math.floor(Date.now() / 1000);
     for (const i of [0, 1, 2]) await ingest(i, i === 1 ? teamKey.key : adminKey.key);
-    await materialize(start - 2, start + 6);
+    await materialize(start - 2, pastInsertTimes());
     for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
     mkdirSync(join(dir, 'resources'), { recursive: true });
   });
@@ -104,7 +105,7 @@ describe('projections: sorted copies of the partitions, read when the WHERE rest
   it('the daemon copies each partition it commits; prune queues every copy for deletion', async () => {
     const start = Math.floor(Date.now() / 1000);
     await ingest(3, adminKey.key);
-    await materialize(start - 1, start + 2);
+    await materialize(start - 1, pastInsertTimes());
     assert.equal((await copies()).length, 4);
     assert.deepEqual(await plainRows(fixture.admin, 'SELECT count(*) AS n FROM log_entries WHERE level = 3'), [
       { n: 4 },

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { runResourcesCli, takeLock } from '../../src/resources/index.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { logsRequest, pastInsertTimes, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -81,7 +81,7 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
     }
     for (const view of ['processes', 'log_entries']) {
       await fixture.admin.query(
-        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(start + 6)}', 1)`,
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(pastInsertTimes())}', 1)`,
       );
     }
     files = (

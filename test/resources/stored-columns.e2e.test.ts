@@ -13,7 +13,7 @@ import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
-import { podLogs, postOtlp } from '../support/otlp.js';
+import { pastInsertTimes, podLogs, postOtlp } from '../support/otlp.js';
 import { adminKey } from '../support/orrery-process.js';
 import { publishFolder, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
@@ -67,6 +67,7 @@ describe('stored columns: installed, backfilled, read in place of their expressi
   const suite = useAudiencesOrrery('orrery-columns-', { ORRERY_RETIRE_DELAY_SECONDS: '0' });
   const { fixture, dir } = suite;
   let start = 0;
+  let end = 0;
   const answers = new Map<string, unknown>();
 
   const answer = async (client: TestFlightClient, sql: string): Promise<unknown> => {
@@ -125,9 +126,10 @@ describe('stored columns: installed, backfilled, read in place of their expressi
       assert.equal(sent.status, 200, sent.text);
       await sleep(1100);
     }
+    end = pastInsertTimes();
     for (const view of ['processes', 'log_entries'])
       await fixture.admin.query(
-        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(start + 6)}', 1)`,
+        `SELECT * FROM materialize_partitions('${view}', '${iso(start - 2)}', '${iso(end)}', 1)`,
       );
     assert.equal((await currentFiles()).length, 3);
     for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
@@ -241,7 +243,7 @@ describe('stored columns: installed, backfilled, read in place of their expressi
 
   it('a merged partition is written with the column', async () => {
     await fixture.admin.query(
-      `SELECT * FROM materialize_partitions('log_entries', '${iso(start - 2)}', '${iso(start + 6)}', 8)`,
+      `SELECT * FROM materialize_partitions('log_entries', '${iso(start - 2)}', '${iso(end)}', ${end - start + 2})`,
     );
     const files = await currentFiles();
     assert.equal(files.length, 1);

@@ -12,6 +12,7 @@ import { tableFromArrays } from 'apache-arrow';
 import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { adminKey } from '../support/orrery-process.js';
 import { makeStatisticsOld } from '../support/old-text-statistics.js';
+import { pastInsertTimes } from '../support/otlp.js';
 import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /** Each partition's messages: the second is sent with a key of audience team_x. */
@@ -59,7 +60,7 @@ describe('text index: substring searches skip partitions lacking the word, answe
   before(async () => {
     const start = Math.floor(Date.now() / 1000);
     for (const [i, bodies] of messages.entries()) await ingest(i, i === 1 ? teamKey.key : adminKey.key, bodies);
-    await materialize(start - 2, start + 6);
+    await materialize(start - 2, pastInsertTimes());
     for (const [sql, rows] of await everyAnswer()) answers.set(sql, rows);
     assert.deepEqual(answers.get(`admin: ${queries[1][0]}`), [
       { msg: 'TimeOutError in handler' },
@@ -94,7 +95,7 @@ describe('text index: substring searches skip partitions lacking the word, answe
   it('indexes each partition the daemon commits after the install', async () => {
     const start = Math.floor(Date.now() / 1000);
     await ingest(3, adminKey.key, ['upstream timeout']);
-    await materialize(start - 1, start + 2);
+    await materialize(start - 1, pastInsertTimes());
     const sql = "SELECT msg FROM log_entries WHERE msg ILIKE '%ups%' ORDER BY msg";
     const table = await fixture.admin.query(sql);
     assert.deepEqual(await plainRows(fixture.admin, sql), [{ msg: 'upstream timeout' }]);

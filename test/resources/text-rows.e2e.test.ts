@@ -11,9 +11,9 @@ import type { Table } from 'apache-arrow';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { metricValue } from '../support/metric-value.js';
 import { adminKey } from '../support/orrery-process.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { logsRequest, pastInsertTimes, postOtlp } from '../support/otlp.js';
 import { makeStatisticsOld } from '../support/old-text-statistics.js';
-import { publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
+import { materializeLogs, publishFolder, skippedBy, teamKey, useAudiencesOrrery } from '../support/publish.js';
 
 /**
  * The mixed partition: 200 admin rows (every 40th a timeout, spelled in several ways, within a longer token
@@ -67,8 +67,6 @@ describe('text index postings: a search reads only the rows holding its word, an
   before(async () => {
     const start = Math.floor(Date.now() / 1000);
     const time = 1704164645000000000n;
-    // Both keys' records in one second (of insert time): one partition.
-    await new Promise((resolve) => setTimeout(resolve, 1050 - (Date.now() % 1000)));
     for (const [key, rows] of [
       [adminKey.key, adminRows],
       [teamKey.key, teamRows],
@@ -82,10 +80,13 @@ describe('text index postings: a search reads only the rows holding its word, an
       );
       assert.equal(sent.status, 200, sent.text);
     }
+    // Both keys' records in one partition, whatever second each post took: one over their range.
+    const mixed = pastInsertTimes();
     await new Promise((resolve) => setTimeout(resolve, 1100));
     // A second partition without the word: the trigram bitmap skips it whole.
     await suite.ingest(1, adminKey.key, [{ severity: 9, body: 'cache hit' }]);
-    await suite.materialize(start - 2, start + 6);
+    await materializeLogs(fixture.admin, start - 2, mixed, mixed - start + 2);
+    await suite.materialize(mixed, pastInsertTimes());
     before0 = await suite.everyAnswer(queries.map(([sql]) => sql));
     assert.deepEqual(before0.get(`admin: ${queries[0][0]}`), [{ n: 10 }]);
     assert.deepEqual(before0.get(`reader: ${queries[5][0]}`), []);

@@ -11,7 +11,7 @@ import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { metricValue } from '../support/metric-value.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
-import { logsRequest, postOtlp } from '../support/otlp.js';
+import { logsRequest, pastInsertTimes, postOtlp } from '../support/otlp.js';
 import { materializeLogs } from '../support/publish.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -43,7 +43,7 @@ describe('a rollup rewrite of a statement whose now() index pruning fixed (issue
       assert.equal(sent.status, 200, sent.text);
       await sleep(1100);
     }
-    await materializeLogs(fixture.admin, start - 2, start + 6);
+    await materializeLogs(fixture.admin, start - 2, pastInsertTimes());
     mkdirSync(join(dir, 'resources'), { recursive: true });
     const resources = { time_minmax: { index: { table: 'log_entries', column: 'time', kind: 'minmax' } } };
     writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));

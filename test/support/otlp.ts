@@ -92,6 +92,13 @@ export async function postOtlp(
 }
 
 /**
+ * An epoch second past the insert time of every record posted and answered so far: the end of a materialize range
+ * holding them all, taken once they are posted. An end counted ahead from the first post's second and the sleeps
+ * between posts (start + 6) left out the last request's rows when its posts took longer, as on a loaded machine.
+ */
+export const pastInsertTimes = (): number => Math.floor(Date.now() / 1000) + 1;
+
+/**
  * Partition i's log records of the resources suites: `entry <i>.0` and `entry <i>.1`, severity 9, attribute
  * `pod` = `pod-<i>`, of service `svc<i>`, at 2024-01-02 03:04:05 plus i ms (one nanosecond apart).
  */

@@ -9,7 +9,7 @@ import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { TestFlightClient } from './flight-client.js';
-import { logsRequest, postOtlp, type LogSpec } from './otlp.js';
+import { logsRequest, pastInsertTimes, postOtlp, type LogSpec } from './otlp.js';
 import { adminKey, readerKey, useOrrery, type OrreryFixture } from './orrery-process.js';
 
 /** Runs `orrery publish --dir <dir>` (and more arguments) against `address`; its status and output lines. */
@@ -87,10 +87,10 @@ export interface AudiencesFixture {
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
-/** Materializes processes and log_entries between two epoch seconds, in one-second partitions, as `admin`. */
-export async function materializeLogs(admin: TestFlightClient, from: number, to: number): Promise<void> {
+/** Materializes processes and log_entries between two epoch seconds, in partitions of `width` seconds, as `admin`. */
+export async function materializeLogs(admin: TestFlightClient, from: number, to: number, width = 1): Promise<void> {
   for (const view of ['processes', 'log_entries'])
-    await admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', 1)`);
+    await admin.query(`SELECT * FROM materialize_partitions('${view}', '${iso(from)}', '${iso(to)}', ${width})`);
 }
 
 export function useAudiencesOrrery(prefix: string, env: Record<string, string> = {}): AudiencesFixture {
@@ -142,7 +142,7 @@ export function useAudiencesOrrery(prefix: string, env: Record<string, string> =
     ingestPartitions: async (partitions) => {
       const start = Math.floor(Date.now() / 1000);
       for (const [i, { key, records }] of partitions.entries()) await post(i, key, records);
-      await suite.materialize(start - 2, start + partitions.length + 2);
+      await suite.materialize(start - 2, pastInsertTimes());
       const listed = await plainRows(
         fixture.admin,
         "SELECT count(*) AS n FROM list_partitions() WHERE view_set_name = 'log_entries' AND file_path IS NOT NULL",
