@@ -410,12 +410,15 @@ export class DuckDBEngine {
     private readonly nice: number,
     /** What the engine had made when start-up ended (see StartupObjects). */
     readonly startupObjects: StartupObjects,
-    /** Whether __orrery_tail_row is registered (EngineOptions.nativeTailRows): statements may be given tailReads. */
-    readonly tailRows: boolean,
+    /**
+     * The instance's number where __orrery_tail_row is registered (EngineOptions.nativeTailRows): statements may
+     * be given tailReads.
+     */
+    private readonly tailRowsInstance: number | undefined,
   ) {
     this.pool = new ConnectionPool(instance, [`USE ${catalogName}`], undefined, (c) => {
       this.kept.drop(c);
-      if (tailRows) nativeTailRows()?.forgetTailReads(connectionHandle(c));
+      if (tailRowsInstance !== undefined) nativeTailRows()?.forgetTailReads(connectionHandle(c), tailRowsInstance);
     });
   }
 
@@ -423,6 +426,11 @@ export class DuckDBEngine {
    * Changes whenever a statement or a transaction's end may have changed what a text binds to (its columns):
    * what was described under another value may be stale.
    */
+  /** Whether __orrery_tail_row is registered (EngineOptions.nativeTailRows): statements may be given tailReads. */
+  get tailRows(): boolean {
+    return this.tailRowsInstance !== undefined;
+  }
+
   get catalogGeneration(): number {
     return this.kept.catalogGeneration;
   }
@@ -440,6 +448,7 @@ export class DuckDBEngine {
     const instance = await DuckDBInstance.create(':memory:', config);
     const setup = await instance.connect();
     let startupObjects: StartupObjects;
+    let tailRows: number | undefined;
     try {
       if (nice > 0 && threads! > 1) setThreadsAtPriority(setup, threads!, nice);
       await setup.run(`ATTACH ':memory:' AS ${catalogName}`);
@@ -455,9 +464,9 @@ export class DuckDBEngine {
       }
       if (options.nativeLogsPayloads) registerNativeOtlpLogs(setup, options.nativeLogsPayloads);
       if (options.nativeTailRows) {
-        const tailRows = nativeTailRows();
-        if (!tailRows) throw new Error(`__orrery_tail_row is not available: ${nativeExportProblem()}`);
-        tailRows.registerTailRowFunction(connectionHandle(setup));
+        const native = nativeTailRows();
+        if (!native) throw new Error(`__orrery_tail_row is not available: ${nativeExportProblem()}`);
+        tailRows = native.registerTailRowFunction(connectionHandle(setup));
       }
       for (const statement of options.startupSql ?? []) await setup.run(statement);
       const [functions, objects] = await Promise.all(
@@ -485,7 +494,7 @@ export class DuckDBEngine {
       options.nativeExport ?? true,
       nice,
       startupObjects!,
-      options.nativeTailRows ?? false,
+      tailRows,
     );
   }
 
@@ -1171,8 +1180,13 @@ export class DuckDBEngine {
 
   /** Tells a connection which rows of kept tails its next statements read (RunOptions.tailReads). */
   private tellTailReads(connection: DuckDBConnection, reads: ReadonlyMap<string, number> | undefined): void {
-    if (reads && this.tailRows)
-      nativeTailRows()?.setTailReads(connectionHandle(connection), [...reads.keys()], [...reads.values()]);
+    if (reads && this.tailRowsInstance !== undefined)
+      nativeTailRows()?.setTailReads(
+        connectionHandle(connection),
+        this.tailRowsInstance,
+        [...reads.keys()],
+        [...reads.values()],
+      );
   }
 
   /** A row of a ring of kept tails is about to be deleted: a statement told to read it fails (namesDroppedTail) from now on. */

@@ -75,12 +75,15 @@ interface NativeModule {
   ) => NativeArrowIngest;
   resultError(result: unknown): ResultFailure | null;
   registerSketchFunctions(connection: unknown, inverseLogGamma: number, memoryLimitBytes: number): void;
-  /** Registers __orrery_tail_row (tail-rows.cc) in the connection's database. */
-  registerTailRowFunction(connection: unknown): void;
+  /**
+   * Registers __orrery_tail_row (tail-rows.cc) in the connection's database; answers the instance's number, which
+   * names its connections to the calls below (DuckDB numbers connections per instance).
+   */
+  registerTailRowFunction(connection: unknown): number;
   /** The row of each ring (by its database) the connection's next statements read. */
-  setTailReads(connection: unknown, rings: string[], ids: number[]): void;
+  setTailReads(connection: unknown, instance: number, rings: string[], ids: number[]): void;
   /** The connection closes: what setTailReads kept for it goes. */
-  forgetTailReads(connection: unknown): void;
+  forgetTailReads(connection: unknown, instance: number): void;
   /** A ring's row is about to be deleted: a statement told to read it fails from now on. */
   tailRowGone(ring: string, id: number): void;
   /** A ring was dropped: its rows told gone are forgotten. */

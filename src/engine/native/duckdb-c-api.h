@@ -240,6 +240,9 @@ void *duckdb_scalar_function_init_get_bind_data(duckdb_init_info info);
 void duckdb_scalar_function_init_set_state(duckdb_init_info info, void *state, duckdb_delete_callback_t destroy);
 void duckdb_scalar_function_init_set_error(duckdb_init_info info, const char *error);
 void *duckdb_scalar_function_get_state(duckdb_function_info info);
+void duckdb_scalar_function_set_extra_info(duckdb_scalar_function scalar_function, void *extra_info,
+                                           duckdb_delete_callback_t destroy);
+void *duckdb_scalar_function_init_get_extra_info(duckdb_init_info info);
 bool duckdb_expression_is_foldable(duckdb_expression expr);
 duckdb_error_data duckdb_expression_fold(duckdb_client_context context, duckdb_expression expr, duckdb_value *out_value);
 void duckdb_destroy_expression(duckdb_expression *expr);

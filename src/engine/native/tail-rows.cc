@@ -3,7 +3,11 @@
 // the statement DuckDB keeps prepared on it serve the reads after every write; the row is chosen at each run. A
 // fill statement (an UPDATE of a temporary table the text joins the ring with) cost each read a statement and a
 // join, ~1 ms of DuckDB's ~1.6 for bench/rollups' never-stale read (bench/rollups/tail-read.mjs). Here:
-// - setTailReads(connection, rings, ids) keeps, for the connection, the row of each ring its next statement reads;
+// - registerTailRowFunction(connection) registers the function in a DuckDB instance and answers the instance's
+//   number: DuckDB numbers connections per instance (every engine's first are 2, 3, ...), so a connection is
+//   known by (instance's number, connection id), the function's extra info telling a run its instance;
+// - setTailReads(connection, instance, rings, ids) keeps, for the connection, the row of each ring its next
+//   statement reads;
 // - __orrery_tail_row('<ring>') -> BIGINT, volatile (never folded into a kept plan), answers that row's id, read
 //   once per run, when DuckDB sets the expression up (its init), so a statement filters the ring by it in the
 //   ring's scan pipeline, no join;
@@ -25,8 +29,12 @@
 namespace {
 
 std::mutex lock;
-// By DuckDB connection id: each ring's row its next statement reads.
-std::map<idx_t, std::map<std::string, int64_t>> reads;
+// The number given to the last DuckDB instance the function was registered in.
+uint64_t instances = 0;
+// A connection: its instance's number and DuckDB's connection id in it.
+using Reader = std::pair<uint64_t, idx_t>;
+// By connection: each ring's row its next statement reads.
+std::map<Reader, std::map<std::string, int64_t>> reads;
 // By ring: the rows told gone (ids are never used twice), until the ring is dropped.
 std::map<std::string, std::set<int64_t>> gone;
 
@@ -50,6 +58,7 @@ idx_t ConnectionId(duckdb_connection connection) {
 void DeleteString(void *data) { delete static_cast<std::string *>(data); }
 void *CopyString(void *data) { return new std::string(*static_cast<std::string *>(data)); }
 void DeleteId(void *data) { delete static_cast<int64_t *>(data); }
+void DeleteInstance(void *data) { delete static_cast<uint64_t *>(data); }
 
 // The ring's name, a constant argument, kept as the expression's bind data.
 void Bind(duckdb_bind_info info) {
@@ -80,7 +89,7 @@ void Init(duckdb_init_info info) {
   const std::string &ring = *static_cast<std::string *>(duckdb_scalar_function_init_get_bind_data(info));
   duckdb_client_context context = nullptr;
   duckdb_scalar_function_init_get_client_context(info, &context);
-  const idx_t connection = IdOf(context);
+  const Reader connection{*static_cast<uint64_t *>(duckdb_scalar_function_init_get_extra_info(info)), IdOf(context)};
   std::lock_guard<std::mutex> guard(lock);
   const auto of = reads.find(connection);
   const auto row = of == reads.end() ? std::map<std::string, int64_t>::const_iterator() : of->second.find(ring);
@@ -99,8 +108,8 @@ void Row(duckdb_function_info info, duckdb_data_chunk input, duckdb_vector outpu
   for (idx_t i = 0; i < count; i++) out[i] = id;
 }
 
-// registerTailRowFunction(connection): __orrery_tail_row in the connection's database (its system catalog, so
-// every connection sees it). Throws when DuckDB refuses.
+// registerTailRowFunction(connection) -> the instance's number: __orrery_tail_row in the connection's database
+// (its system catalog, so every connection sees it). Throws when DuckDB refuses.
 Napi::Value RegisterTailRowFunction(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsExternal()) throw Napi::TypeError::New(env, "registerTailRowFunction(connection)");
@@ -114,35 +123,47 @@ Napi::Value RegisterTailRowFunction(const Napi::CallbackInfo &info) {
   duckdb_scalar_function_set_bind(function, Bind);
   duckdb_scalar_function_set_init(function, Init);
   duckdb_scalar_function_set_function(function, Row);
+  uint64_t instance;
+  {
+    std::lock_guard<std::mutex> guard(lock);
+    instance = ++instances;
+  }
+  duckdb_scalar_function_set_extra_info(function, new uint64_t(instance), DeleteInstance);
   const bool done = duckdb_register_scalar_function(ConnectionOf(info[0]), function) == DuckDBSuccess;
   duckdb_destroy_logical_type(&varchar);
   duckdb_destroy_logical_type(&bigint);
   duckdb_destroy_scalar_function(&function);
   if (!done) throw Napi::Error::New(env, "DuckDB refused to register __orrery_tail_row");
-  return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(instance));
 }
 
-// setTailReads(connection, rings: string[], ids: number[]): the rows the connection's next statements read.
+// The connection a call names: (its instance's number, its id).
+Reader ReaderOf(const Napi::CallbackInfo &info) {
+  return {static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()), ConnectionId(ConnectionOf(info[0]))};
+}
+
+// setTailReads(connection, instance, rings: string[], ids: number[]): the rows the connection's next statements read.
 Napi::Value SetTailReads(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 3 || !info[0].IsExternal() || !info[1].IsArray() || !info[2].IsArray())
-    throw Napi::TypeError::New(env, "setTailReads(connection, rings, ids)");
-  const Napi::Array rings = info[1].As<Napi::Array>();
-  const Napi::Array ids = info[2].As<Napi::Array>();
+  if (info.Length() < 4 || !info[0].IsExternal() || !info[1].IsNumber() || !info[2].IsArray() || !info[3].IsArray())
+    throw Napi::TypeError::New(env, "setTailReads(connection, instance, rings, ids)");
+  const Napi::Array rings = info[2].As<Napi::Array>();
+  const Napi::Array ids = info[3].As<Napi::Array>();
   std::map<std::string, int64_t> rows;
   for (uint32_t i = 0; i < rings.Length(); i++)
     rows[rings.Get(i).As<Napi::String>().Utf8Value()] = ids.Get(i).As<Napi::Number>().Int64Value();
-  const idx_t connection = ConnectionId(ConnectionOf(info[0]));
+  const Reader connection = ReaderOf(info);
   std::lock_guard<std::mutex> guard(lock);
   reads[connection] = std::move(rows);
   return env.Undefined();
 }
 
-// forgetTailReads(connection): the connection closes.
+// forgetTailReads(connection, instance): the connection closes.
 Napi::Value ForgetTailReads(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsExternal()) throw Napi::TypeError::New(env, "forgetTailReads(connection)");
-  const idx_t connection = ConnectionId(ConnectionOf(info[0]));
+  if (info.Length() < 2 || !info[0].IsExternal() || !info[1].IsNumber())
+    throw Napi::TypeError::New(env, "forgetTailReads(connection, instance)");
+  const Reader connection = ReaderOf(info);
   std::lock_guard<std::mutex> guard(lock);
   reads.erase(connection);
   return env.Undefined();

@@ -1,0 +1,54 @@
+// The native addon's __orrery_tail_row (src/engine/native/tail-rows.cc) on real DuckDB instances: the row of a
+// rollup's ring of kept tails a connection's next statement reads. A server runs several instances in one
+// process (the query engine, the heavy lane's, the maintenance one), and DuckDB numbers each instance's
+// connections alike (2, 3, ...), so what one is told must not be another's.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { connectionHandle, nativeTailRows } from '../../src/engine/native-export.js';
+
+const native = nativeTailRows()!;
+
+async function anInstance(): Promise<{ instance: DuckDBInstance; number: number; connection: DuckDBConnection }> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const setup = await instance.connect();
+  const number = native.registerTailRowFunction(connectionHandle(setup));
+  setup.closeSync();
+  return { instance, number, connection: await instance.connect() };
+}
+
+const connectionId = async (connection: DuckDBConnection): Promise<unknown> =>
+  (await connection.runAndReadAll('SELECT current_connection_id()')).getRows()[0][0];
+
+const rowRead = async (connection: DuckDBConnection, ring: string): Promise<unknown> =>
+  (await connection.runAndReadAll(`SELECT __orrery_tail_row('${ring}')`)).getRows()[0][0];
+
+describe('__orrery_tail_row: the kept tail row a connection is told (issue 17)', () => {
+  it('a connection of one DuckDB instance reads what it was told, whatever the same-numbered connection of another instance is told or closes', async () => {
+    const a = await anInstance();
+    const b = await anInstance();
+    try {
+      assert.notEqual(a.number, b.number);
+      assert.equal(
+        await connectionId(a.connection),
+        await connectionId(b.connection),
+        'the instances number connections alike',
+      );
+      native.setTailReads(connectionHandle(a.connection), a.number, ['tail_rows_ring_a'], [7]);
+      native.setTailReads(connectionHandle(b.connection), b.number, ['tail_rows_ring_b'], [9]);
+      assert.equal(await rowRead(a.connection, 'tail_rows_ring_a'), 7n);
+      assert.equal(await rowRead(b.connection, 'tail_rows_ring_b'), 9n);
+      native.forgetTailReads(connectionHandle(b.connection), b.number);
+      assert.equal(await rowRead(a.connection, 'tail_rows_ring_a'), 7n);
+      await assert.rejects(rowRead(b.connection, 'tail_rows_ring_b'), /kept tail tail_rows_ring_b is gone/);
+      native.tailRowGone('tail_rows_ring_a', 7);
+      await assert.rejects(rowRead(a.connection, 'tail_rows_ring_a'), /kept tail tail_rows_ring_a is gone/);
+    } finally {
+      for (const { instance, connection } of [a, b]) {
+        connection.closeSync();
+        instance.closeSync();
+      }
+      native.forgetTailRing('tail_rows_ring_a');
+    }
+  });
+});
