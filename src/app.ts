@@ -259,7 +259,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     let flightPort = 0;
     let daemon: MaintenanceDaemon | undefined;
     if (role !== 'maintain') {
-      const { engine, lake } = await createEngine(engineOptions, extensions, log);
+      // Spilling past its memory limit to this host's scratch folder: DuckDB's default for an in-memory database is
+      // `.tmp` under the working directory, which may be a source tree or not writable.
+      const { engine, lake } = await createEngine(
+        { ...engineOptions, tempDirectory: join(scratch.root, 'query-spill') },
+        extensions,
+        log,
+      );
       closers.push({ name: 'the query engine', close: () => engine.close() });
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
       const rollups = tables
@@ -320,6 +326,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
             ...engineOptions,
             threads: config.heavyQueryThreads,
             memoryLimit: config.heavyQueryMemoryLimit,
+            tempDirectory: join(scratch.root, 'heavy-spill'),
             nice: heavyLaneNice(config.heavyQueryNice, engineOptions.nativeExport ?? false, log),
           },
           extensions,

@@ -4,6 +4,7 @@
 // the statement timeout and the per-key limits hold there too. Latency itself is measured by
 // bench/isolation (compare.sh), not here.
 import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { metricValue } from '../support/metric-value.js';
@@ -16,6 +17,10 @@ const side = 5_000;
 const mediumCrossJoin = `SELECT count(*) AS n FROM range(${side}) a, range(${side}) b WHERE (a.range + b.range) % 7 = 0`;
 const timeoutMessage =
   'statement timeout: the statement did not finish within 8 s (ORRERY_QUERY_TIMEOUT_SECONDS) and was stopped';
+
+/** Where an engine of the server spills past its memory limit: a folder of its own in the server's scratch folder. */
+const scratchSpill = (engine: 'query' | 'heavy'): RegExp =>
+  new RegExp(`^${tmpdir().replaceAll('/', '\\/')}/orrery-scratch-[^/]+/${engine}-spill$`);
 
 /** The lanes' metrics, read from the server's /metrics. */
 function laneMetrics(httpPort: () => number) {
@@ -52,12 +57,14 @@ describe('issue 9: a statement demoted to the heavy lane', { timeout: 180_000 },
       assert.equal(Number((await fixture.admin.query(`SELECT ${i} AS n`)).getChild('n')?.get(0)), i);
   });
 
-  it("the heavy lane's engine has its own share of memory: a quarter of the query engine's limit", async () => {
+  it("the heavy lane's engine has its own share of memory, a quarter of the query engine's limit, and spills to the server's scratch folder", async () => {
     const demotedBefore = await metric('orrery_query_demotions_total');
     const table = await fixture.admin.query(
-      `SELECT current_setting('memory_limit') AS heavy, (${mediumCrossJoin}) AS n, count(*) AS one FROM range(1)`,
+      `SELECT current_setting('memory_limit') AS heavy, current_setting('temp_directory') AS spill, (${mediumCrossJoin}) AS n, count(*) AS one FROM range(1)`,
     );
     assert.equal(table.getChild('heavy')?.get(0), '256.0 MiB');
+    // Not DuckDB's default for an in-memory database, `.tmp` under the server's working directory.
+    assert.match(String(table.getChild('spill')?.get(0)), scratchSpill('heavy'));
     assert.equal(await metric('orrery_query_demotions_total'), demotedBefore + 1);
   });
 });
@@ -69,6 +76,14 @@ describe('issue 9: the small and heavy lanes of statements', { timeout: 180_000 
     ORRERY_QUERY_TIMEOUT_SECONDS: '8',
   });
   const { metric, until } = laneMetrics(() => fixture.orrery.httpPort);
+
+  it("the query engine spills to the server's scratch folder", async () => {
+    const demotedBefore = await metric('orrery_query_demotions_total');
+    const table = await fixture.admin.query(`SELECT current_setting('temp_directory') AS spill`);
+    // A loaded machine may take 300 ms to answer: then the heavy lane's engine answered.
+    const demoted = (await metric('orrery_query_demotions_total')) > demotedBefore;
+    assert.match(String(table.getChild('spill')?.get(0)), scratchSpill(demoted ? 'heavy' : 'query'));
+  });
 
   it('runs at most ORRERY_MAX_HEAVY_QUERIES heavy statements, one per key; the timeout stops them running or waiting', async () => {
     const demotedBefore = await metric('orrery_query_demotions_total');
