@@ -422,15 +422,15 @@ export class DuckDBEngine {
     });
   }
 
-  /**
-   * Changes whenever a statement or a transaction's end may have changed what a text binds to (its columns):
-   * what was described under another value may be stale.
-   */
   /** Whether __orrery_tail_row is registered (EngineOptions.nativeTailRows): statements may be given tailReads. */
   get tailRows(): boolean {
     return this.tailRowsInstance !== undefined;
   }
 
+  /**
+   * Changes whenever a statement or a transaction's end may have changed what a text binds to (its columns):
+   * what was described under another value may be stale.
+   */
   get catalogGeneration(): number {
     return this.kept.catalogGeneration;
   }
@@ -1189,12 +1189,17 @@ export class DuckDBEngine {
       );
   }
 
+  /** A ring of kept tails (its database) was made: statements told to read its rows may (see forgetTailRing). */
+  tailRingMade(ring: string): void {
+    if (this.tailRows) nativeTailRows()?.tailRingMade(ring);
+  }
+
   /** A row of a ring of kept tails is about to be deleted: a statement told to read it fails (namesDroppedTail) from now on. */
   tailRowGone(ring: string, id: number): void {
     if (this.tailRows) nativeTailRows()?.tailRowGone(ring, id);
   }
 
-  /** A ring of kept tails (its database) was dropped: what tailRowGone kept of it goes. */
+  /** A ring of kept tails (its database) was dropped: a statement told to read it fails from now on, and what tailRowGone kept of it goes. */
   forgetTailRing(ring: string): void {
     if (this.tailRows) nativeTailRows()?.forgetTailRing(ring);
   }

@@ -85,8 +85,10 @@ interface NativeModule {
   /** The connection closes: what setTailReads kept for it goes. */
   forgetTailReads(connection: unknown, instance: number): void;
   /** A ring's row is about to be deleted: a statement told to read it fails from now on. */
+  /** A ring was made: its rows may be read (a run reads only rings made and not dropped). */
+  tailRingMade(ring: string): void;
   tailRowGone(ring: string, id: number): void;
-  /** A ring was dropped: its rows told gone are forgotten. */
+  /** A ring was dropped: no run reads it from now on, and its rows told gone are forgotten. */
   forgetTailRing(ring: string): void;
   /** The OTLP logs scan (logs-scan.cc): 11 numbers per ResourceLogs, or null (see scanLogsWith). */
   scanLogs(body: Uint8Array): Float64Array | null;
@@ -253,7 +255,7 @@ export function registerNativeSketches(
  */
 export function nativeTailRows(): Pick<
   NativeModule,
-  'registerTailRowFunction' | 'setTailReads' | 'forgetTailReads' | 'tailRowGone' | 'forgetTailRing'
+  'registerTailRowFunction' | 'setTailReads' | 'forgetTailReads' | 'tailRingMade' | 'tailRowGone' | 'forgetTailRing'
 > | null {
   return nativeExportModule();
 }

@@ -2368,7 +2368,10 @@ export class Rollups {
       const table = keptTailTable();
       const { attach, create } = tailRingSql(table, sql);
       const made = this.engine.execute(create, { setup: [attach], ownTable: true }).then(
-        () => table,
+        () => {
+          this.engine.tailRingMade(databaseOf(table));
+          return table;
+        },
         () => null,
       );
       entry.ring = { shape, name: table, table: made, rows: 0 };

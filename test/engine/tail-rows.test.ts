@@ -34,6 +34,8 @@ describe('__orrery_tail_row: the kept tail row a connection is told (issue 17)',
         await connectionId(b.connection),
         'the instances number connections alike',
       );
+      native.tailRingMade('tail_rows_ring_a');
+      native.tailRingMade('tail_rows_ring_b');
       native.setTailReads(connectionHandle(a.connection), a.number, ['tail_rows_ring_a'], [7]);
       native.setTailReads(connectionHandle(b.connection), b.number, ['tail_rows_ring_b'], [9]);
       assert.equal(await rowRead(a.connection, 'tail_rows_ring_a'), 7n);
@@ -49,6 +51,24 @@ describe('__orrery_tail_row: the kept tail row a connection is told (issue 17)',
         instance.closeSync();
       }
       native.forgetTailRing('tail_rows_ring_a');
+      native.forgetTailRing('tail_rows_ring_b');
+    }
+  });
+
+  it('a run reads a ring made and not yet dropped only: a run still in a dropped ring is not told a row it may no longer see', async () => {
+    const a = await anInstance();
+    try {
+      native.setTailReads(connectionHandle(a.connection), a.number, ['tail_rows_ring_c'], [3]);
+      await assert.rejects(rowRead(a.connection, 'tail_rows_ring_c'), /kept tail tail_rows_ring_c is gone/);
+      native.tailRingMade('tail_rows_ring_c');
+      assert.equal(await rowRead(a.connection, 'tail_rows_ring_c'), 3n);
+      // Dropped: what was told gone of it is forgotten, and a run that began in it before its DETACH may have missed
+      // a deleted row (row 3 here, never told gone): it fails rather than read no rows.
+      native.forgetTailRing('tail_rows_ring_c');
+      await assert.rejects(rowRead(a.connection, 'tail_rows_ring_c'), /kept tail tail_rows_ring_c is gone/);
+    } finally {
+      a.connection.closeSync();
+      a.instance.closeSync();
     }
   });
 });

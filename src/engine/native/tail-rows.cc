@@ -15,6 +15,9 @@
 //   <ring> is gone", planned again by the server, as a deleted row failed the join's read). The init runs after
 //   the run's transaction began, so a row not yet told gone then is deleted by a later transaction, which the run
 //   does not see: it reads the row whole. The check is at init, so it holds for a ring whose rows are all gone.
+// - tailRingMade(ring) and forgetTailRing(ring): a run reads a ring made and not yet dropped only. A run whose
+//   transaction began before the ring's DETACH reads on in it, perhaps after forgetTailRing: what was told gone
+//   of the ring is forgotten then, and a row deleted before the run began would be read as no rows.
 #include "tail-rows.h"
 
 #include <cstdint>
@@ -35,8 +38,8 @@ uint64_t instances = 0;
 using Reader = std::pair<uint64_t, idx_t>;
 // By connection: each ring's row its next statement reads.
 std::map<Reader, std::map<std::string, int64_t>> reads;
-// By ring: the rows told gone (ids are never used twice), until the ring is dropped.
-std::map<std::string, std::set<int64_t>> gone;
+// By ring made and not dropped (names are never used twice): its rows told gone (ids are never used twice).
+std::map<std::string, std::set<int64_t>> rings;
 
 duckdb_connection ConnectionOf(const Napi::Value &value) {
   // @duckdb/node-bindings holds a connection as an External over { duckdb_connection }.
@@ -93,8 +96,8 @@ void Init(duckdb_init_info info) {
   std::lock_guard<std::mutex> guard(lock);
   const auto of = reads.find(connection);
   const auto row = of == reads.end() ? std::map<std::string, int64_t>::const_iterator() : of->second.find(ring);
-  const auto rows = gone.find(ring);
-  if (of == reads.end() || row == of->second.end() || (rows != gone.end() && rows->second.count(row->second))) {
+  const auto gone = rings.find(ring);
+  if (of == reads.end() || row == of->second.end() || gone == rings.end() || gone->second.count(row->second)) {
     duckdb_scalar_function_init_set_error(info, ("kept tail " + ring + " is gone").c_str());
     return;
   }
@@ -169,22 +172,32 @@ Napi::Value ForgetTailReads(const Napi::CallbackInfo &info) {
   return env.Undefined();
 }
 
+// tailRingMade(ring): the ring was made; its rows may be read.
+Napi::Value TailRingMade(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "tailRingMade(ring)");
+  std::lock_guard<std::mutex> guard(lock);
+  rings[info[0].As<Napi::String>().Utf8Value()];
+  return env.Undefined();
+}
+
 // tailRowGone(ring, id): the row is about to be deleted.
 Napi::Value TailRowGone(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber())
     throw Napi::TypeError::New(env, "tailRowGone(ring, id)");
   std::lock_guard<std::mutex> guard(lock);
-  gone[info[0].As<Napi::String>().Utf8Value()].insert(info[1].As<Napi::Number>().Int64Value());
+  const auto ring = rings.find(info[0].As<Napi::String>().Utf8Value());
+  if (ring != rings.end()) ring->second.insert(info[1].As<Napi::Number>().Int64Value());
   return env.Undefined();
 }
 
-// forgetTailRing(ring): the ring was dropped (a statement naming it fails to bind), its rows told gone with it.
+// forgetTailRing(ring): the ring was dropped (a statement naming it fails to bind): no run reads it from now on.
 Napi::Value ForgetTailRing(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "forgetTailRing(ring)");
   std::lock_guard<std::mutex> guard(lock);
-  gone.erase(info[0].As<Napi::String>().Utf8Value());
+  rings.erase(info[0].As<Napi::String>().Utf8Value());
   return env.Undefined();
 }
 
@@ -194,6 +207,7 @@ void DefineTailRows(Napi::Env env, Napi::Object exports) {
   exports.Set("registerTailRowFunction", Napi::Function::New(env, RegisterTailRowFunction));
   exports.Set("setTailReads", Napi::Function::New(env, SetTailReads));
   exports.Set("forgetTailReads", Napi::Function::New(env, ForgetTailReads));
+  exports.Set("tailRingMade", Napi::Function::New(env, TailRingMade));
   exports.Set("tailRowGone", Napi::Function::New(env, TailRowGone));
   exports.Set("forgetTailRing", Napi::Function::New(env, ForgetTailRing));
 }
