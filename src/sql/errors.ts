@@ -88,6 +88,11 @@ export const sqlErrors = declareErrors('sql', {
     meaning:
       "an admin's CREATE, DROP or ALTER of a function or relation the engine had at start-up (DuckDB's functions, Orrery's macros such as now(), the static tables), or a macro of the default schema named as one of those functions: every key's statements read them",
   },
+  MACRO_DEFAULT_VARYING: {
+    status: 'INVALID_ARGUMENT',
+    meaning:
+      "an admin's CREATE MACRO whose parameter's default reads the clock or the engine's state (now(), current_date, getvariable, a macro reading one): DuckDB computes a default once, when the macro is made, so every call would read that moment",
+  },
   SECRETS_DENIED: {
     status: 'PERMISSION_DENIED',
     meaning:

@@ -67,6 +67,7 @@ import {
 } from '../rollups/index.js';
 import { checkUnchangedRollups, rollupReadSetup } from './rollup-reads.js';
 import { changesStartupObject } from './engine-objects.js';
+import { macroDefaultProblem } from './macro-defaults.js';
 import {
   isColumnsListing,
   isTablesListing,
@@ -679,6 +680,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (indirect) throw sqlErrors.error('LAKE_INTERNALS_DENIED', `permission denied: ${indirect}; it is not available`);
     const startup = principal.admin ? changesStartupObject(statement.query, this.engine.startupObjects) : null;
     if (startup) throw sqlErrors.error('STARTUP_OBJECT_DENIED', `permission denied: ${startup}; it cannot be changed`);
+    const macroDefault = principal.admin ? await macroDefaultProblem(statement.query, this.engine) : null;
+    if (macroDefault) throw sqlErrors.error('MACRO_DEFAULT_VARYING', `CREATE MACRO: ${macroDefault}`);
     if (changesSecrets(statement.query)) {
       throw sqlErrors.error(
         'SECRETS_DENIED',
