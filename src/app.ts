@@ -37,7 +37,7 @@ import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
-import { RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
+import { KeptBudget, RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
 import {
   partitionStatsInstaller,
   projectionInstaller,
@@ -268,9 +268,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       );
       closers.push({ name: 'the query engine', close: () => engine.close() });
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
+      const keptBudget = new KeptBudget(config.rollupKeptMemoryBytes, ({ kind }) =>
+        metrics.rollupKeptEvictions.inc({ kind }),
+      );
+      metrics.countKeptWith(keptBudget);
       const rollups = tables
         ? new Rollups(engine, metadata, tables, seriesNames, viewSetSources, {
             rawEdgesMinRows: config.rollupRawEdgesMinRows,
+            keptBudget,
           })
         : undefined;
       await rollups?.prepare();

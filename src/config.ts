@@ -55,6 +55,11 @@ export interface Config {
   readonly rollupRawEdgesMinRows: number;
   /** ORRERY_ROLLUP_REFRESH_JOBS: whether this process runs the rollups' due refresh jobs (servers and daemons alike). */
   readonly rollupRefreshJobs: boolean;
+  /**
+   * ORRERY_ROLLUP_KEPT_MEMORY_LIMIT, in bytes: what the in-memory copies of rollups' rows a server reads from (stored
+   * rows, rings of kept tails) may take together; by default a quarter of the query engine's memory limit.
+   */
+  readonly rollupKeptMemoryBytes: number;
   readonly maxBodyBytes: number;
   /**
    * ORRERY_INGEST_MARK_MS: how often an ingesting server marks, with one synchronous commit, which of its commit
@@ -145,6 +150,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       nonNegativeInteger(env.ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS, 'ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS') ?? 1_000_000,
     rollupRefreshJobs:
       (oneOf(env.ORRERY_ROLLUP_REFRESH_JOBS, ['on', 'off'], 'ORRERY_ROLLUP_REFRESH_JOBS') ?? 'on') === 'on',
+    rollupKeptMemoryBytes: sizeBytes(
+      memoryLimit(env.ORRERY_ROLLUP_KEPT_MEMORY_LIMIT, 'ORRERY_ROLLUP_KEPT_MEMORY_LIMIT') ??
+        queryEngineQuarter(env.ORRERY_DUCKDB_MEMORY_LIMIT),
+    ),
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     ingestMarkMs: nonNegativeInteger(env.ORRERY_INGEST_MARK_MS, 'ORRERY_INGEST_MARK_MS') ?? 200,
     ingestAck: ingestAck(env),
@@ -180,7 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     heavyQueryThreads: positiveInteger(env.ORRERY_HEAVY_QUERY_THREADS, 'ORRERY_HEAVY_QUERY_THREADS') ?? 1,
     heavyQueryMemoryLimit:
       memoryLimit(env.ORRERY_HEAVY_QUERY_MEMORY_LIMIT, 'ORRERY_HEAVY_QUERY_MEMORY_LIMIT') ??
-      heavyShare(env.ORRERY_DUCKDB_MEMORY_LIMIT),
+      queryEngineQuarter(env.ORRERY_DUCKDB_MEMORY_LIMIT),
     heavyQueryNice: niceValue(env.ORRERY_HEAVY_QUERY_NICE, 'ORRERY_HEAVY_QUERY_NICE') ?? 0,
   };
 }
@@ -209,9 +218,10 @@ function maintenanceThreadsDefault(): number {
 /**
  * A quarter of the query engine's memory limit (ORRERY_DUCKDB_MEMORY_LIMIT, else DuckDB's default of 80%
  * of the machine's memory), in MiB: the heavy lane's own engine would otherwise take as much again as the
- * query engine, so heavy statements could hold the memory small ones need.
+ * query engine, so heavy statements could hold the memory small ones need; the rollups' kept copies, kept
+ * in the query engine, would leave ordinary statements too little of it.
  */
-function heavyShare(queryLimit: string | undefined): string {
+function queryEngineQuarter(queryLimit: string | undefined): string {
   const bytes = queryLimit ? sizeBytes(queryLimit) : 0.8 * totalmem();
   return `${Math.max(1, Math.floor(bytes / 4 / 2 ** 20))}MiB`;
 }

@@ -195,6 +195,43 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly rollupKeptEvictions = new Counter({
+    name: 'orrery_rollup_kept_evictions_total',
+    help: "In-memory copies of a rollup's rows let go to keep all of them under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (the least recently read first; their reads go to the files), by kind: stored (its stored rows), tail (its ring of kept tails)",
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  private keptSource:
+    { readonly limit: number; byRollup(): Array<{ rollup: string; kind: string; bytes: number }> } | undefined;
+
+  readonly rollupKeptBytes: Gauge<'rollup' | 'kind'> = new Gauge({
+    name: 'orrery_rollup_kept_bytes',
+    help: "Bytes (their values' measure) of the in-memory copies of a rollup's rows its reads are served from, by rollup and kind: stored (its stored rows), tail (its ring of kept tails, deleted rows included until the ring is dropped)",
+    labelNames: ['rollup', 'kind'] as const,
+    registers: [this.registry],
+    collect: () => {
+      // A rollup whose copies went (evicted, replaced, dropped) is left out, not kept at 0.
+      this.rollupKeptBytes.reset();
+      for (const { rollup, kind, bytes } of this.keptSource?.byRollup() ?? [])
+        this.rollupKeptBytes.set({ rollup, kind }, bytes);
+    },
+  });
+
+  readonly rollupKeptBudget: Gauge = new Gauge({
+    name: 'orrery_rollup_kept_budget_bytes',
+    help: "The most bytes the in-memory copies of rollups' rows may take together (ORRERY_ROLLUP_KEPT_MEMORY_LIMIT)",
+    registers: [this.registry],
+    collect: () => {
+      if (this.keptSource) this.rollupKeptBudget.set(this.keptSource.limit);
+    },
+  });
+
+  /** Where the kept copies of rollups' rows are counted (the query engine's rollups' KeptBudget). */
+  countKeptWith(source: NonNullable<OrreryMetrics['keptSource']>): void {
+    this.keptSource = source;
+  }
+
   /** Where the quarantined block and partition counts, and the lost partition counts, come from (the process's Postgres). */
   countQuarantinedWith(sources: {
     blocks: () => Promise<ReadonlyMap<string, number>>;

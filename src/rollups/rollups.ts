@@ -96,6 +96,7 @@ import {
   type TailMerge,
   type TailRow,
 } from './tail-values.js';
+import { KeptBudget } from './kept-budget.js';
 import { keptColumnsSql, keptSizeSql } from './kept-size.js';
 import {
   filesBeforeExpiry,
@@ -566,7 +567,14 @@ interface TailEntry {
    * The table of its kept aggregates' rows (tail-values.ts), for the shape they are of; made once per shape, and
    * again once it held ringRows rows. `rows`: the rows put in it (deleted ones too: DuckDB still scans them).
    */
-  ring: { readonly shape: string; readonly name: string; readonly table: Promise<string | null>; rows: number } | null;
+  ring: {
+    readonly shape: string;
+    readonly name: string;
+    readonly table: Promise<string | null>;
+    rows: number;
+    /** Its columns (keptColumnsSql), read at its first row's measure. */
+    columns?: Promise<ReadonlyArray<readonly [string, string]>>;
+  } | null;
   /** An aggregate being made, to replace it. */
   making: KeptTail | null;
   /** The last listing read (shape and files), and a shape found too large to keep. */
@@ -653,8 +661,11 @@ export class Rollups {
     private readonly options: {
       /** The raw rows (estimated) a window off bucket boundaries must save to be read with raw edges (see rowsWithin). */
       readonly rawEdgesMinRows?: number;
+      /** What the kept tables (stored rows' copies, rings of kept tails) may take together; unbounded without. */
+      readonly keptBudget?: KeptBudget;
     } = {},
   ) {
+    this.keptBudget = options.keptBudget ?? new KeptBudget(Infinity);
     this.audienceRows = new AudienceRows(engine, metadata);
     this.lakeChanges = new LakeChanges(metadata);
   }
@@ -688,6 +699,8 @@ export class Rollups {
   private readonly tails = new Map<string, TailEntry>();
   /** Rollups' stored rows kept in tables, by rollup (see keptStored). */
   private readonly storedTables = new Map<string, KeptStored>();
+  /** What the kept tables take together (kept-budget.ts). */
+  private readonly keptBudget: KeptBudget;
   /** How each rollup's aggregate merges over parts of its rows, by its statement (see tailMerge). */
   private readonly tailMerges = new Map<string, Promise<TailMerge | null>>();
   /** Each rollup's statement over single rows, by its statement (see rowPartials). */
@@ -2230,6 +2243,7 @@ export class Rollups {
         );
     }
     if (!kept || added === null || (added.length > 0 && !merge)) return null;
+    this.keptBudget.read(kept.row.table);
     return { row: kept.row, added, merge: merge! };
   }
 
@@ -2264,6 +2278,9 @@ export class Rollups {
   private forgetTail(name: string): void {
     const tail = this.tails.get(name);
     this.tails.delete(name);
+    // Released now, not once retireTable's promises settle: an eviction forgetting the tail for one of its rings
+    // counts the other gone too, instead of evicting other tables for it.
+    for (const table of [tail?.ring?.name, tail?.kept?.row.table]) if (table) this.keptBudget.release(table);
     if (tail?.kept) this.retireKept(tail.kept);
     if (tail?.making) this.retireTail(tail.making);
     if (tail?.ring) this.retireTable(tail.ring.table);
@@ -2329,7 +2346,7 @@ export class Rollups {
     files: readonly ListedFile[],
     sql: string,
   ): Promise<void> {
-    const made = this.keptRow(entry, shape, sql);
+    const made = this.keptRow(definition, entry, shape, sql);
     const tail: KeptTail = { shape, files: listedFiles(files), made };
     entry.making = tail;
     return made.then((row) => {
@@ -2361,7 +2378,12 @@ export class Rollups {
    * A new row of the rows of `sql` in the ring of a rollup's tails of this shape (made first, the one of another
    * shape retired: see tail-values.ts), or null when too large or failed.
    */
-  private async keptRow(entry: TailEntry, shape: string, sql: string): Promise<TailRow | null> {
+  private async keptRow(
+    definition: RollupDefinition,
+    entry: TailEntry,
+    shape: string,
+    sql: string,
+  ): Promise<TailRow | null> {
     if (entry.ring?.shape !== shape || entry.ring.rows >= ringRows) {
       // A full ring of this shape still holds the kept row: retired with it (retireKept), once replaced.
       if (entry.ring && entry.ring.shape !== shape) this.retireTable(entry.ring.table);
@@ -2382,7 +2404,23 @@ export class Rollups {
     ring.rows++;
     const id = keptTailRowId();
     const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => 0);
-    return kept === 1 ? { table, id } : null;
+    if (kept !== 1) return null;
+    ring.columns ??= this.keptColumns(table);
+    const { bytes } = await this.keptSize(table, await ring.columns, `__id = ${id}`);
+    const { name } = definition;
+    // The ring (its other rows, deleted ones too) is charged unless retired meanwhile (forgotten, or replaced by
+    // another of a new shape): its release came first.
+    const live = (): boolean =>
+      this.tails.get(name) === entry && (entry.ring === ring || entry.kept?.row.table === table);
+    const evict = (): void => {
+      if (this.tails.get(name) === entry) this.forgetTail(name);
+    };
+    if (!live() || this.keptBudget.charge(table, { rollup: name, kind: 'tail', evict }, bytes)) return { table, id };
+    // The ring alone would take more than the budget: it goes, with the rest of the rollup's tail, and a tail of this
+    // shape is made again only for a second read of the same files (keptTail).
+    this.forgetTail(name);
+    this.tailEntry(definition).tooLarge = shape;
+    return null;
   }
 
   /** How a rollup's aggregate merges over parts of its rows (tailMerge), worked out once per statement. */
@@ -2395,18 +2433,26 @@ export class Rollups {
     return oncePerStatement(this.rowPartials, definition, () => rowPartials(this.engine, definition));
   }
 
+  /** The columns (name, type) of kept table `table`. */
+  private async keptColumns(table: string): Promise<ReadonlyArray<readonly [string, string]>> {
+    return (await this.engine.values(keptColumnsSql(table))).map(([n, t]) => [String(n), String(t)] as const);
+  }
+
   /** The rows of kept table `table` and their bytes, measured by its name (kept-size.ts), or of its rows `where` alone. */
-  private async keptSize(table: string, where?: string): Promise<{ rows: number; bytes: number }> {
-    const columns = (await this.engine.values(keptColumnsSql(table))).map(([n, t]) => [String(n), String(t)] as const);
+  private async keptSize(
+    table: string,
+    columns: ReadonlyArray<readonly [string, string]>,
+    where?: string,
+  ): Promise<{ rows: number; bytes: number }> {
     const [[rows, bytes]] = await this.engine.values(keptSizeSql(table, columns, where));
     return { rows: Number(rows), bytes: Number(bytes) };
   }
 
   /**
    * A new kept table of a rollup's stored rows `sql` (see keptStored): its name, or null when too large (in rows or
-   * in bytes, measured in it: what DuckDB wrote out to disk counts) or failed.
+   * in bytes, measured in it: what DuckDB wrote out to disk counts), not kept by `keep` (told its bytes) or failed.
    */
-  private keptTable(sql: string): Promise<string | null> {
+  private keptTable(sql: string, keep: (table: string, bytes: number) => boolean): Promise<string | null> {
     const table = keptTailTable(true);
     const { attach, create } = keepTailSql(table, sql);
     const drop = async (): Promise<null> => {
@@ -2416,8 +2462,8 @@ export class Rollups {
     const make = async (): Promise<string | null> => {
       // DuckDB reports no rows changed by a CREATE TABLE AS (its count is a row of its result): counted in the table.
       await this.engine.execute(create, { setup: [attach], ownTable: true });
-      const { rows, bytes } = await this.keptSize(table);
-      return rows <= maxKeptRows && bytes <= maxKeptBytes ? table : drop();
+      const { rows, bytes } = await this.keptSize(table, await this.keptColumns(table));
+      return rows <= maxKeptRows && bytes <= maxKeptBytes && keep(table, bytes) ? table : drop();
     };
     return make().catch(drop);
   }
@@ -2427,6 +2473,8 @@ export class Rollups {
    * run (see keptTailDropMs).
    */
   private retireTable(made: Promise<string | null>): void {
+    // No longer read: no longer charged (a table charged after this was found retired first, see keptRow, keptStored).
+    void made.then((table) => table && this.keptBudget.release(table));
     setTimeout(() => {
       void made
         .then(async (table) => {
@@ -2510,7 +2558,17 @@ export class Rollups {
           return null;
         }
         if (kept) this.retireTable(kept.made);
-        const making: KeptStored = { rows, snapshot, made: this.keptTable(rows), table: null };
+        const { name } = definition;
+        const evict = (): void => {
+          if (this.storedTables.get(name) !== making) return;
+          this.storedTables.delete(name);
+          this.retireTable(making.made);
+        };
+        // Charged unless replaced or dropped meanwhile (its release came first).
+        const keep = (table: string, bytes: number): boolean =>
+          this.storedTables.get(name) === making &&
+          this.keptBudget.charge(table, { rollup: name, kind: 'stored', evict }, bytes);
+        const making: KeptStored = { rows, snapshot, made: this.keptTable(rows, keep), table: null };
         this.storedTables.set(definition.name, making);
         void making.made.then((done) => {
           if (this.storedTables.get(definition.name) !== making) return;
@@ -2521,6 +2579,7 @@ export class Rollups {
       }
     }
     if (snapshot > kept.snapshot) kept.snapshot = snapshot;
+    if (kept.table) this.keptBudget.read(kept.table);
     return kept.table;
   }
 

@@ -211,6 +211,12 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
         assert.ok(text.includes('# TYPE orrery_lost_partitions gauge'));
         assert.equal(text.split('\n').filter((l) => l.startsWith('orrery_lost_partitions{')).length, 0);
       },
+      // Copies of rollups' rows kept in memory: exported with their budget (their moves, evictions too, are checked
+      // by test/rollups/kept-memory, which reads rollups under a small one).
+      orrery_rollup_kept_bytes: () => assert.ok(text.includes('# TYPE orrery_rollup_kept_bytes gauge')),
+      orrery_rollup_kept_budget_bytes: () => assert.ok((sample(text, 'orrery_rollup_kept_budget_bytes') ?? 0) > 0),
+      orrery_rollup_kept_evictions_total: () =>
+        assert.ok(text.includes('# TYPE orrery_rollup_kept_evictions_total counter')),
       'orrery_process_*': () => assert.ok((sample(text, 'orrery_process_cpu_seconds_total') ?? 0) > 0),
       'orrery_nodejs_*': () => assert.ok((sample(text, 'orrery_nodejs_heap_size_used_bytes') ?? 0) > 0),
     };

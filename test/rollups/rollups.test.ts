@@ -35,6 +35,7 @@ import { MetadataStore } from '../../src/metadata/index.js';
 import { Rollups } from '../../src/rollups/index.js';
 import { ringRows } from '../../src/rollups/tail-values.js';
 import { countedCalls } from '../support/counted-calls.js';
+import { storedMakingsDuring } from '../support/kept-makings.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
 
@@ -825,28 +826,6 @@ describe('rollups (issue 17)', () => {
         Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: readSetup });
       }
       return setups;
-    };
-    /**
-     * The makings of kept tables of stored rows `work` starts (in the background), to await them: no time raced. Each
-     * settles with the table kept, or null when none is (too large, failed).
-     */
-    const storedMakingsDuring = async (work: () => Promise<unknown>): Promise<Array<Promise<string | null>>> => {
-      const keptTable = Object.getOwnPropertyDescriptor(Rollups.prototype, 'keptTable')!.value as (
-        sql: string,
-      ) => Promise<string | null>;
-      const makings: Array<Promise<string | null>> = [];
-      const watched = function (this: Rollups, sql: string): Promise<string | null> {
-        const making = keptTable.call(this, sql);
-        makings.push(making);
-        return making;
-      };
-      Object.defineProperty(Rollups.prototype, 'keptTable', { configurable: true, writable: true, value: watched });
-      try {
-        await work();
-      } finally {
-        Object.defineProperty(Rollups.prototype, 'keptTable', { configurable: true, writable: true, value: keptTable });
-      }
-      return makings;
     };
     /** The DuckLake scans of `table` in an admin's plan of `sql`. */
     const scansOf = async (table: string, sql: string): Promise<number> =>

@@ -1,7 +1,7 @@
 // Settings read from the environment: the maintenance engine's thread count (ORRERY_MAINTENANCE_THREADS), when an OTLP
-// request is answered (ORRERY_INGEST_ACK).
+// request is answered (ORRERY_INGEST_ACK), what rollups' in-memory copies may take (ORRERY_ROLLUP_KEPT_MEMORY_LIMIT).
 import assert from 'node:assert/strict';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -37,6 +37,23 @@ describe('ORRERY_INGEST_ACK', () => {
       () => loadConfig({ ORRERY_INGEST_ACK: 'fsync' }),
       (error: unknown) =>
         error instanceof ConfigError && /ORRERY_INGEST_ACK must be one of committed, synced/.test(error.message),
+    );
+  });
+});
+
+describe('ORRERY_ROLLUP_KEPT_MEMORY_LIMIT', () => {
+  it("defaults to a quarter of the query engine's memory limit, DuckDB's default (80% of memory) when unset", () => {
+    assert.equal(loadConfig({ ORRERY_DUCKDB_MEMORY_LIMIT: '4GiB' }).rollupKeptMemoryBytes, 2 ** 30);
+    assert.equal(loadConfig({}).rollupKeptMemoryBytes, Math.floor((0.8 * totalmem()) / 4 / 2 ** 20) * 2 ** 20);
+  });
+  it('takes a size in bytes, refusing anything else naming the setting', () => {
+    assert.equal(loadConfig({ ORRERY_ROLLUP_KEPT_MEMORY_LIMIT: '64MiB' }).rollupKeptMemoryBytes, 64 * 2 ** 20);
+    assert.equal(loadConfig({ ORRERY_ROLLUP_KEPT_MEMORY_LIMIT: '2GB' }).rollupKeptMemoryBytes, 2e9);
+    assert.throws(
+      () => loadConfig({ ORRERY_ROLLUP_KEPT_MEMORY_LIMIT: 'half' }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message === "ORRERY_ROLLUP_KEPT_MEMORY_LIMIT must be a size such as 4GB or 512MiB, got 'half'",
     );
   });
 });

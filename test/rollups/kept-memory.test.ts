@@ -1,0 +1,207 @@
+// Issue 17: the in-memory copies of rollups' rows a server reads from (stored rows, rings of kept tails) take at most
+// ORRERY_ROLLUP_KEPT_MEMORY_LIMIT together, through a real server: a copy that would take more evicts the least
+// recently read, one larger than the budget is not kept, a ring's replaced rows stay counted, and every read
+// (an audience's too) still answers the aggregation of the source. Told by /metrics.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  clientFor,
+  plainRows,
+  pollUntil,
+  scalar,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestKey,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+import { storedMakingsDuring } from '../support/kept-makings.js';
+import { scrapeMetrics } from '../support/metric-value.js';
+
+const admin: TestKey = { name: 'admin', key: 'admin-key-kept-memory-01', audiences: ['ops'] };
+const teamA: TestKey = { name: 'team-a', key: 'team-a-key-kept-memory-01', audiences: ['team-a'] };
+const teamB: TestKey = { name: 'team-b', key: 'team-b-key-kept-memory-01', audiences: ['team-b'] };
+
+/** 1 MiB: two of the rollups' stored rows below (~412 KB each, as kept-size.ts measures them) fit, three do not. */
+const budget = 1024 * 1024;
+
+/** The series of a metric on /metrics, its labels as an object (the instance's left out), with its value. */
+const series = (text: string, name: string): Array<{ labels: Record<string, string>; value: number }> =>
+  [...text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, 'gm'))].map(([, labels, value]) => ({
+    labels: Object.fromEntries(
+      [...(labels ?? '').matchAll(/(\w+)="([^"]*)"/g)].filter(([, k]) => k !== 'instance').map(([, k, v]) => [k, v]),
+    ),
+    value: Number(value),
+  }));
+
+describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17)', () => {
+  let postgres: TestPostgres;
+  let lakeDir: string;
+  let orrery: InProcessOrrery;
+  let asAdmin: TestFlightClient;
+  let asTeamA: TestFlightClient;
+  let asTeamB: TestFlightClient;
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-kept-memory-lake-'));
+    orrery = await startRole('all', {
+      ...sharedEnv({
+        keys: [admin, teamA, teamB],
+        admins: [admin.name],
+        connectionString: postgres.connectionString,
+        lakeDir,
+      }),
+      ORRERY_ROLLUP_KEPT_MEMORY_LIMIT: '1MiB',
+    });
+    asAdmin = clientFor(orrery.flightPort, admin);
+    asTeamA = clientFor(orrery.flightPort, teamA);
+    asTeamB = clientFor(orrery.flightPort, teamB);
+  });
+  after(async () => {
+    for (const c of [asAdmin, asTeamA, asTeamB]) c?.close();
+    await orrery?.close();
+    await postgres?.close();
+    rmSync(lakeDir, { recursive: true, force: true });
+  });
+
+  const metrics = async (): Promise<string> => scrapeMetrics(orrery.httpPort, admin.key);
+  /** The bytes kept by rollup, of one kind. */
+  const kept = async (kind: 'stored' | 'tail', text?: string): Promise<Record<string, number>> =>
+    Object.fromEntries(
+      series(text ?? (await metrics()), 'orrery_rollup_kept_bytes')
+        .filter(({ labels }) => labels.kind === kind)
+        .map(({ labels, value }) => [labels.rollup, value]),
+    );
+  const evictions = (text: string): number =>
+    series(text, 'orrery_rollup_kept_evictions_total').find(({ labels }) => labels.kind === 'stored')?.value ?? 0;
+  /** An integer-time rollup of `table` per 10 (its watermark never moves with the clock), refreshed, its job idle. */
+  const rollup = async (name: string, table: string): Promise<void> => {
+    await asAdmin.query(
+      `SELECT create_rollup('${name}', '${table}', bucket_width => 10,
+         select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
+    );
+    await asAdmin.query(`SELECT set_job_schedule('${name}', INTERVAL '1 day')`);
+    // The job's first run is due at create_rollup whatever the schedule: once it has run, none lands in the test.
+    await pollUntil(
+      `${name}'s first job run`,
+      () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = '${name}'`),
+      (rows) => rows[0]?.last_status === 'ok',
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    await scalar(asAdmin, `SELECT refresh_rollup('${name}')`);
+  };
+  const sourceOf = (table: string): string =>
+    `SELECT t // 10 * 10 AS bucket, host, count(*) AS n, sum(v) AS s, audience FROM ${table} GROUP BY ALL`;
+  const order = ' ORDER BY bucket, host, audience';
+  /**
+   * Every key's read of the rollup and of its `_materialized` stored rows (the buckets before its watermark) answers
+   * the source's aggregation.
+   */
+  const exact = async (name: string, table: string, watermark: number): Promise<void> => {
+    for (const client of [asAdmin, asTeamA, asTeamB]) {
+      assert.deepEqual(
+        await plainRows(client, `SELECT * FROM ${name}${order}`),
+        await plainRows(client, `${sourceOf(table)}${order}`),
+        name,
+      );
+      assert.deepEqual(
+        await plainRows(client, `SELECT bucket, host, n, s, audience FROM ${name}_materialized${order}`),
+        await plainRows(client, `SELECT * FROM (${sourceOf(table)}) WHERE bucket < ${watermark}${order}`),
+        `${name}_materialized`,
+      );
+    }
+  };
+  /** A key's read of a rollup, with the kept copies of stored rows it made (awaited: each a table, or null). */
+  const read = async (client: TestFlightClient, name: string): Promise<Array<string | null>> =>
+    Promise.all(await storedMakingsDuring(() => plainRows(client, `SELECT * FROM ${name}${order}`)));
+
+  it('a copy that would take more than the budget evicts the least recently read; reads stay exact', async () => {
+    await asAdmin.updateCount(`CREATE TABLE kept_memory (t BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 't')`);
+    // 100 hosts of 4 KB names in bucket 0 (the stored rows, ~412 KB), and a row at 100: the watermark is 100.
+    await asTeamA.updateCount(
+      `INSERT INTO kept_memory SELECT i % 10, 'h' || i || repeat('x', 4000), i FROM range(100) t(i) UNION ALL SELECT 100, 'h0', 0`,
+    );
+    await asTeamB.updateCount(`INSERT INTO kept_memory VALUES (5, 'b', 1), (105, 'b', 2)`);
+    for (const name of ['km1', 'km2', 'km3']) await rollup(name, 'kept_memory');
+
+    assert.equal((await read(asTeamA, 'km1')).length, 1);
+    assert.equal((await read(asTeamA, 'km2')).length, 1);
+    assert.deepEqual(Object.keys(await kept('stored')).sort(), ['km1', 'km2'], 'two fit');
+    // km1 read again (its kept copy: nothing made), then km3's copy: km2 is the least recently read.
+    assert.deepEqual(await read(asTeamB, 'km1'), []);
+    const [third] = await read(asTeamA, 'km3');
+    assert.ok(third, 'kept');
+    let text = await metrics();
+    const stored = await kept('stored', text);
+    assert.deepEqual(Object.keys(stored).sort(), ['km1', 'km3'], 'km2 evicted');
+    assert.ok(stored.km1 > 400_000 && stored.km1 === stored.km3, JSON.stringify(stored));
+    assert.equal(evictions(text), 1);
+    assert.equal(series(text, 'orrery_rollup_kept_budget_bytes')[0]?.value, budget);
+    const total = series(text, 'orrery_rollup_kept_bytes').reduce((sum, { value }) => sum + value, 0);
+    assert.ok(total <= budget, `${total} bytes kept`);
+
+    // km2's next read reads its files (its copy evicted), and makes it again: km1 is now the least recently read.
+    let plan = '';
+    const makings = await storedMakingsDuring(async () => {
+      plan = (await asAdmin.query(`EXPLAIN ANALYZE SELECT * FROM km2`))
+        .toArray()
+        .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
+        .join('\n');
+    });
+    assert.doesNotMatch(plan, /__orrery_tail_s\d+/, 'read from its files');
+    assert.match(plan, /READ_PARQUET/);
+    assert.ok(await makings[0]);
+    text = await metrics();
+    assert.deepEqual(Object.keys(await kept('stored', text)).sort(), ['km2', 'km3'], 'km1 evicted');
+    assert.equal(evictions(text), 2);
+
+    // Stored rows larger than the budget alone are not kept, and evict nothing.
+    await asAdmin.updateCount(`CREATE TABLE kept_wide (t BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 't')`);
+    await asTeamA.updateCount(
+      `INSERT INTO kept_wide SELECT i % 10, 'h' || i || repeat('x', 4000), i FROM range(300) t(i) UNION ALL SELECT 100, 'h0', 0`,
+    );
+    await rollup('kw', 'kept_wide');
+    assert.deepEqual(await read(asTeamA, 'kw'), [null], 'larger than the budget');
+    text = await metrics();
+    assert.deepEqual(Object.keys(await kept('stored', text)).sort(), ['km2', 'km3']);
+    assert.equal(evictions(text), 2);
+
+    // Every read exact, whatever each one's copy is (kept, evicted, made again meanwhile).
+    const readsMade = await storedMakingsDuring(async () => {
+      for (const name of ['km1', 'km2', 'km3']) await exact(name, 'kept_memory', 100);
+      await exact('kw', 'kept_wide', 100);
+    });
+    await Promise.all(readsMade);
+    const final = series(await metrics(), 'orrery_rollup_kept_bytes').reduce((sum, { value }) => sum + value, 0);
+    assert.ok(final <= budget, `${final} bytes kept`);
+  });
+
+  it('a ring of kept tails is charged with every row put in it, replaced ones too, until it is dropped', async () => {
+    await asAdmin.updateCount(`CREATE TABLE kept_ring (t BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 't')`);
+    // Files (300 rows each: not inlined in the catalog), so the tail (its files' aggregate) is kept: host a in buckets
+    // 0 (stored) and 10 (the watermark's).
+    await asTeamA.updateCount(`INSERT INTO kept_ring SELECT i % 20, 'a', i FROM range(300) t(i)`);
+    await rollup('kr', 'kept_ring');
+    // The first read keeps its tail (the rows from the watermark 10 on) as the ring's first row, in the background.
+    await plainRows(asAdmin, `SELECT * FROM kr`);
+    const first = (
+      await pollUntil(
+        "kr's ring charged",
+        () => kept('tail'),
+        (bytes) => (bytes.kr ?? 0) > 0,
+        { timeoutMs: 30_000 },
+      )
+    ).kr;
+    // A write keeps the tail anew before it answers: a second row of the same groups (the same bytes); the first is
+    // replaced, but its memory is DuckDB's until the ring's database is detached.
+    await asTeamA.updateCount(`INSERT INTO kept_ring SELECT 10 + i % 10, 'a', i FROM range(300) t(i)`);
+    assert.equal((await kept('tail')).kr, 2 * first);
+    await exact('kr', 'kept_ring', 10);
+  });
+});
