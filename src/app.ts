@@ -36,7 +36,7 @@ import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
-import { SeriesTables, attachLakeSql, prepareLakeMetadata } from './tables/index.js';
+import { SeriesTables, attachLakeSql, prepareLakeMetadata, seriesIndexInstaller } from './tables/index.js';
 import { KeptBudget, RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
 import {
   partitionStatsInstaller,
@@ -290,9 +290,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         projectionInstaller((name) => views.get(name)),
         metadata,
       );
+      // Index entries on a series table are DuckLake's statistics and sort order; on a view set, partition statistics.
+      const viewSetIndexes = partitionStatsInstaller((name) => views.get(name));
       registerInstaller(
         'index',
-        partitionStatsInstaller((name) => views.get(name)),
+        tables ? seriesIndexInstaller(tables, engine, viewSetIndexes) : viewSetIndexes,
         metadata,
       );
       if (rollups) {

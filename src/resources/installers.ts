@@ -33,10 +33,20 @@ export interface InstallContext {
 export interface ResourceInstaller {
   /** Why this server cannot install the entry (the plan omits it with a warning), or null; `entries`: the publication's. */
   unsupported?(entry: ValidEntry, entries: readonly ValidEntry[]): string | null | Promise<string | null>;
+  /**
+   * Why the entry needs nothing installed (the plan says it is satisfied, and why), or null: what the database
+   * keeps anyway serves it (DuckLake's per-file min/max, for a minmax index on a series table).
+   */
+  satisfied?(entry: ValidEntry): string | null | Promise<string | null>;
   /** Installs and backfills, idempotent and resumable from `ctx.row`; yields progress lines. */
   install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string>;
   /** Points stable names at what `install` made; runs at the serve step. */
   serve?(entry: ValidEntry, ctx: InstallContext): Promise<void>;
+  /**
+   * What differs between a ready ledger row and what is installed (a line of `resources status`), null when
+   * nothing does; undefined when the row's objects are the kind's partition tables, which resourceDrift checks.
+   */
+  drift?(row: LedgerRow, db: MetadataQueries): Promise<string | null | undefined>;
   /** Drops the objects of a retired ledger row past its prune time; returns what it dropped. */
   drop(row: LedgerRow, ctx: { readonly db: MetadataQueries; readonly store: ObjectStore }): Promise<string>;
 }

@@ -115,18 +115,25 @@ export async function planEntries(
 ): Promise<PlannedEntry[]> {
   const ready = new Set(ledger.filter((r) => r.state === 'ready' && r.prunedAt === null).map(ledgerId));
   const omitted = new Map<string, string>();
+  /** Entries that need nothing installed, with why: an existing column computes it, or the database keeps it. */
+  const satisfied = new Map<string, string>();
   const id = (e: ValidEntry): string => `${e.file}\u0000${e.key}`;
   for (const entry of entries) {
     const installer = installerOf(entry.kind, scope);
-    const satisfied = entry.kind === 'column' && entry.satisfiedBy !== null;
+    if (entry.kind === 'column' && entry.satisfiedBy !== null)
+      satisfied.set(id(entry), `the column ${entry.satisfiedBy} computes it`);
     const reason =
       entry.unsupported ??
-      (satisfied
+      (satisfied.has(id(entry))
         ? null
         : !installer
           ? `this server installs no ${entry.kind} entries`
           : ((await installer.unsupported?.(entry, entries)) ?? null));
     if (reason !== null) omitted.set(id(entry), reason);
+    else if (!satisfied.has(id(entry))) {
+      const native = (await installer?.satisfied?.(entry)) ?? null;
+      if (native !== null) satisfied.set(id(entry), native);
+    }
   }
   // An entry reading an omitted one (a column entry an index sorts by, the rollup it is computed from) goes too.
   for (let changed = true; changed;) {
@@ -147,8 +154,8 @@ export async function planEntries(
   return inReferenceOrder(entries).map((entry) => {
     const reason = omitted.get(id(entry));
     if (reason !== undefined) return { entry, action: 'omitted', reason };
-    if (entry.kind === 'column' && entry.satisfiedBy !== null)
-      return { entry, action: 'satisfied', reason: `the column ${entry.satisfiedBy} computes it` };
+    const why = satisfied.get(id(entry));
+    if (why !== undefined) return { entry, action: 'satisfied', reason: why };
     return { entry, action: ready.has(entryLedgerId(entry)) ? 'installed' : 'install', reason: null };
   });
 }

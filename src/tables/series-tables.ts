@@ -255,6 +255,23 @@ export class SeriesTables {
     return this.engine.transaction(session, work, (created) => created);
   }
 
+  /**
+   * The columns DuckLake sorts the table's new files by (SET SORTED BY, which index entries of resources files
+   * set: series-indexes.ts), in order, read from its catalog in Postgres; unquoted, as DuckLake keeps plain names.
+   */
+  async sortedBy(table: string): Promise<string[]> {
+    const s = lakeMetadataSchema;
+    const { rows } = await this.metadata.query<{ expression: string }>(
+      `SELECT e.expression FROM ${s}.ducklake_sort_info i
+         JOIN ${s}.ducklake_sort_expression e ON e.sort_id = i.sort_id AND e.table_id = i.table_id
+         JOIN ${s}.ducklake_table t ON t.table_id = i.table_id AND t.end_snapshot IS NULL
+         JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = 'main' AND n.end_snapshot IS NULL
+        WHERE t.table_name = $1 AND i.end_snapshot IS NULL ORDER BY e.sort_key_index`,
+      [table],
+    );
+    return rows.map((r) => unquote(r.expression));
+  }
+
   /** ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed). */
   async alter(table: SeriesTable, action: string, session: EngineSession): Promise<void> {
     const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
@@ -267,6 +284,10 @@ export class SeriesTables {
     }
     if (!rename && !drop && !/^ADD\b/i.test(action))
       throw seriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
+    if (drop && touched !== undefined && (await this.sortedBy(table.name)).includes(touched))
+      throw seriesStatementError(
+        `'${touched}' sorts '${table.name}' for index entries of published resources files (DuckLake sorts its new files by it): it can be dropped once no publication declares them and prune has dropped them`,
+      );
     await this.engine.transaction(session, async () => {
       await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);
       await this.checkColumnNames((await this.list(session)).get(table.name)!);

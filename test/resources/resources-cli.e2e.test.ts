@@ -39,11 +39,12 @@ describe('orrery resources validate against a running server', () => {
     });
   });
 
-  it('an index, a projection or a column on a series table is a warning and omitted: no view set partition holds it', async () => {
+  it('a projection, a column or a text index on a series table is a warning and omitted; its set and bloom_filter indexes install', async () => {
     await fixture.admin.query(`CREATE TABLE calls_t (ts TIMESTAMP, svc VARCHAR, dur DOUBLE) WITH (time_column = 'ts')`);
     write('logs.resources.json', {
       svc_set: { index: { table: 'calls_t', column: 'svc', kind: 'set' } },
       svc_bloom: { index: { table: 'calls_t', column: 'svc', kind: 'bloom_filter' } },
+      svc_text: { index: { table: 'calls_t', column: 'svc', kind: 'text' } },
       by_svc: { projection: { table: 'calls_t', order_by: ['svc'] } },
       svc_upper: { column: { table: 'calls_t', expression: 'upper(svc)' } },
     });
@@ -53,24 +54,23 @@ describe('orrery resources validate against a running server', () => {
     assert.deepEqual(checked, {
       status: 0,
       out: [
-        omitted('svc_set', 'indexes'),
-        omitted('svc_bloom', 'indexes'),
+        "resources/logs.resources.json: svc_text: warning: this server does not install it: calls_t is a series table: DuckLake skips files by each column's min and max only, which a '%word%' search does not narrow, and keeps no token index",
         omitted('by_svc', 'projections'),
         omitted('svc_upper', 'stored columns'),
-        '4 valid entries, 0 error(s), 4 warning(s).',
+        '5 valid entries, 0 error(s), 3 warning(s).',
       ],
       err: [],
     });
-    // Published, each is omitted with its warning: none is recorded ready over no partition file.
+    // Published, the omitted ones are not recorded ready over no partition file; the two others sort calls_t by svc.
     const out: string[] = [];
     const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
     const status = await runResourcesCli(['--dir', dir], { env, out: (l) => out.push(l), err: () => {} }, 'publish');
     assert.equal(status, 0);
     assert.deepEqual(
-      out.filter((l) => /^(install|ready) /.test(l)),
-      [],
+      out.filter((l) => /^ready /.test(l)),
+      ['ready index svc_set on calls_t', 'ready index svc_bloom on calls_t'],
     );
-    assert.ok(out.includes('installed: 0 entr(ies) ready; serve next'), out.join('\n'));
+    assert.ok(out.includes('installed: 2 entr(ies) ready; serve next'), out.join('\n'));
   });
 
   it('errors go to stderr as <file>: <entry>: error: <message>, warnings to stdout; exit 2', async () => {

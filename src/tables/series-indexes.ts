@@ -1,0 +1,117 @@
+// Index entries of resources files on series tables (issue 13), as DuckLake can keep them. DuckLake keeps each data
+// file's min and max of every column (ducklake_file_column_stats) and its scan opens no file whose range a filter
+// misses; DuckDB's Parquet reader then skips row groups by their own min/max, and by the Parquet bloom filters its
+// writer makes for dictionary-encoded chunks only. DuckLake has no option for the dictionary's size nor for bloom
+// filters (ducklake_options(): compression, row group size, file size, sort on insert, ...), so a column of ids, the
+// one a bloom_filter index is for, gets none, and no file can be rewritten alone (ducklake_merge_adjacent_files
+// merges files into one of the target size, ducklake_rewrite_data_files rewrites only files with deletes). Hence:
+// - minmax: satisfied by DuckLake's statistics of every file; nothing is installed.
+// - bloom_filter and set: the table's sort order (SET SORTED BY: the columns of every such entry on the table, in
+//   the order declared) in row groups of sortedRowGroupRows rows: DuckLake sorts each INSERT's rows by it, so each
+//   row group of the files written from then on holds a narrow range of the column, and its min/max skip what an
+//   equality misses (bench/series-indexes: an equality on a column of ids reads 6.4x fewer bytes with 3.4x less
+//   CPU; a scan of another column more, writes take 1.6x as long). Files written before keep their order.
+// - text: omitted: a `%word%` search is no range, DuckLake keeps no per-file token index and runs the scan itself,
+//   so nothing Orrery keeps beside it could skip a file.
+import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
+import type { MetadataQueries } from '../metadata/index.js';
+import { ledgerRows, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
+import { lakeCatalog } from './lake-catalog.js';
+import { lakeTable, type SeriesTables } from './series-tables.js';
+
+/** Rows per row group of a series table sorted by an index's column: 8 to a default row group (122,880). */
+const sortedRowGroupRows = 16_384;
+const defaultRowGroupRows = 122_880;
+
+type IndexEntry = ValidEntry & { readonly kind: 'index' };
+
+const sortsBy = (e: { kind: string; indexKind?: string; indexedExpression?: string }): boolean =>
+  e.kind === 'index' && (e.indexKind === 'bloom_filter' || e.indexKind === 'set') && e.indexedExpression === undefined;
+
+/** The installer of index entries: on a series table as above, on anything else `viewSets`' (partition statistics). */
+export function seriesIndexInstaller(
+  tables: SeriesTables,
+  engine: DuckDBEngine,
+  viewSets: ResourceInstaller,
+): ResourceInstaller {
+  const tableOf = async (name: string) => (await tables.list()).get(name);
+
+  /**
+   * The table's sort columns: those of the entries a publication declares (`declared`, in its order), then those of
+   * every ledger row on the table not pruned (retired entries keep sorting for their seven days) but `dropped`'s.
+   */
+  async function sortColumns(db: MetadataQueries, table: string, declared: readonly ValidEntry[], dropped?: string) {
+    const kept = (await ledgerRows(db)).filter(
+      (r) => r.physicalTable === table && r.prunedAt === null && r.hash !== dropped,
+    );
+    const columns: string[] = [];
+    for (const e of [...declared.filter((d) => d.physical === table), ...kept.map((r) => r.declaration)])
+      if (sortsBy(e) && !columns.includes((e as IndexEntry).column)) columns.push((e as IndexEntry).column);
+    return columns;
+  }
+
+  /** Sorts the table by `columns` (none: unsorted, DuckLake's default row groups); answers what it did. */
+  async function applySort(table: string, columns: readonly string[]): Promise<string> {
+    const target = lakeTable(table);
+    const rows = columns.length === 0 ? defaultRowGroupRows : sortedRowGroupRows;
+    await engine.execute(
+      columns.length === 0
+        ? `ALTER TABLE ${target} RESET SORTED BY`
+        : `ALTER TABLE ${target} SET SORTED BY (${columns.map(quoteIdentifier).join(', ')})`,
+    );
+    await engine.execute(
+      `CALL ${lakeCatalog}.set_option('parquet_row_group_size', ${rows}, table_name => '${table.replaceAll("'", "''")}')`,
+    );
+    return columns.length === 0
+      ? `${table} unsorted again (row groups of ${rows} rows)`
+      : `${table} sorted by (${columns.join(', ')}) in row groups of ${rows} rows`;
+  }
+
+  return {
+    satisfied: async (entry) => {
+      if (entry.kind !== 'index' || !(await tableOf(entry.physical)))
+        return (await viewSets.satisfied?.(entry)) ?? null;
+      return entry.indexKind === 'minmax' && entry.indexedExpression === undefined
+        ? `DuckLake keeps every data file's min and max of ${entry.column}, and a read skips the files a filter's range misses`
+        : null;
+    },
+    async unsupported(entry, entries) {
+      const table = entry.kind === 'index' ? await tableOf(entry.physical) : undefined;
+      if (!table) return (await viewSets.unsupported?.(entry, entries)) ?? null;
+      if (entry.kind !== 'index') return null;
+      if (entry.indexedExpression !== undefined)
+        return `${entry.physical} is a series table, which stores no column entries: index one of its columns`;
+      if (entry.indexKind === 'text')
+        return `${entry.physical} is a series table: DuckLake skips files by each column's min and max only, which a '%word%' search does not narrow, and keeps no token index`;
+      return table.columns.some((c) => c.name === entry.column)
+        ? null
+        : `${entry.column} is not a column of series table ${entry.physical}`;
+    },
+    async *install(entry, ctx) {
+      if (entry.kind !== 'index' || !(await tableOf(entry.physical))) {
+        yield* viewSets.install(entry, ctx);
+        return;
+      }
+      if (!sortsBy(entry)) return;
+      const columns = await sortColumns(ctx.db, entry.physical, ctx.entries);
+      const [[files]] = await engine.values(
+        `SELECT count(*)::INTEGER FROM ducklake_list_files('${lakeCatalog}', '${entry.physical.replaceAll("'", "''")}')`,
+      );
+      const done = await applySort(entry.physical, columns);
+      yield `  ${entry.key}: ${done}: DuckLake sorts each INSERT's rows, so a row group's min/max of ${entry.column} skip what an equality misses; ${String(files)} file(s) written before keep their order`;
+    },
+    serve: viewSets.serve && ((entry, ctx) => viewSets.serve!(entry, ctx)),
+    async drop(row, ctx) {
+      if (row.kind !== 'index' || !(await tableOf(row.physicalTable))) return viewSets.drop(row, ctx);
+      if (!sortsBy(row.declaration)) return 'nothing (DuckLake keeps the statistics itself)';
+      return applySort(row.physicalTable, await sortColumns(ctx.db, row.physicalTable, [], row.hash));
+    },
+    async drift(row) {
+      if (row.kind !== 'index' || !sortsBy(row.declaration) || !(await tableOf(row.physicalTable))) return undefined;
+      const column = (row.declaration as IndexEntry).column;
+      return (await tables.sortedBy(row.physicalTable)).includes(column)
+        ? null
+        : `${row.physicalTable} is not sorted by ${column} (publish again to repair)`;
+    },
+  };
+}

@@ -1,0 +1,137 @@
+// Index entries on a series table (issue 13), published with `orrery publish`: DuckLake's own per-file min/max
+// satisfy a minmax entry; a bloom_filter entry sorts the table's new files by its column in small row groups, so
+// the row groups whose min/max admit an equality's value hold a few of the rows; a text entry is omitted with why.
+// Counted on the files themselves (Parquet row group statistics, which DuckDB's reader skips by), against a twin
+// table without the entries that gets the same rows; answers are the twin's for every key (audiences kept).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { publishFolder, runCliAs, useAudiencesOrrery } from '../support/publish.js';
+import { adminKey } from '../support/orrery-process.js';
+
+/** Rows per INSERT: past one default row group (122,880 rows), so each file of the twin has two. */
+const rowsPerInsert = 130_000;
+
+/** The Parquet files DuckLake wrote for `table` under the server's data folder. */
+function tableFiles(dataDir: string, table: string): string[] {
+  return readdirSync(dataDir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.parquet') && e.parentPath.split('/').includes(table))
+    .map((e) => join(e.parentPath, e.name));
+}
+
+/** How many rows lie in row groups whose min/max of trace admit `value` (what a reader of `trace = value` reads). */
+async function rowsAdmitting(files: readonly string[], value: string): Promise<number> {
+  const db = await (await DuckDBInstance.create(':memory:')).connect();
+  try {
+    const list = files.map((f) => `'${f}'`).join(', ');
+    const reader = await db.runAndReadAll(
+      `SELECT coalesce(sum(row_group_num_rows), 0)::BIGINT FROM parquet_metadata([${list}])
+        WHERE path_in_schema = 'trace' AND stats_min_value <= '${value}' AND stats_max_value >= '${value}'`,
+    );
+    return Number(reader.getRows()[0][0]);
+  } finally {
+    db.closeSync();
+  }
+}
+
+describe('index entries on a series table (issue 13)', () => {
+  const suite = useAudiencesOrrery('orrery-series-indexes-');
+  const { fixture, dir } = suite;
+  let published = '';
+  /** Each table's files written before the publication. */
+  const earlier = new Map<string, string[]>();
+  /** An id of the second INSERT after the publication, and one no row holds. */
+  const probeId = String(3 * rowsPerInsert + 777);
+  const probe = `md5('${probeId}')`;
+  const absent = `md5('absent')`;
+
+  const insert = async (table: string, n: number) =>
+    fixture.admin.query(
+      `INSERT INTO ${table} (ts, trace, pod, audience)
+       SELECT TIMESTAMP '2026-11-0${n + 1}' + to_microseconds(i * 600000), md5((i + ${n * rowsPerInsert})::VARCHAR),
+              'pod-' || (i % 40), CASE WHEN i % 2 = 0 THEN 'public' ELSE 'team_x' END
+       FROM range(${rowsPerInsert}) t(i)`,
+    );
+
+  before(async () => {
+    for (const table of ['spans_idx', 'spans_raw'])
+      await fixture.admin.query(
+        `CREATE TABLE ${table} (ts TIMESTAMP, trace VARCHAR, pod VARCHAR) WITH (time_column = 'ts')`,
+      );
+    for (const n of [0, 1]) for (const table of ['spans_idx', 'spans_raw']) await insert(table, n);
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const resources = {
+      ts_minmax: { index: { table: 'spans_idx', column: 'ts', kind: 'minmax' } },
+      trace_bloom: { index: { table: 'spans_idx', column: 'trace', kind: 'bloom_filter' } },
+      pod_text: { index: { table: 'spans_idx', column: 'pod', kind: 'text' } },
+    };
+    writeFileSync(join(dir, 'resources', 'spans.resources.json'), JSON.stringify({ resources }));
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    published = run.text;
+    for (const table of ['spans_idx', 'spans_raw']) earlier.set(table, tableFiles(fixture.orrery.dataDir, table));
+    // Written after the publication: sorted by trace.
+    for (const n of [2, 3]) for (const table of ['spans_idx', 'spans_raw']) await insert(table, n);
+  });
+
+  it('plans minmax as satisfied by DuckLake, installs bloom_filter as the sort order, omits text saying why', () => {
+    assert.match(
+      published,
+      /^satisfied index ts_minmax on spans_idx: DuckLake keeps every data file's min and max of ts, and a read skips the files a filter's range misses$/m,
+    );
+    assert.match(
+      published,
+      /^ {2}trace_bloom: spans_idx sorted by \(trace\) in row groups of 16384 rows: .* 2 file\(s\) written before keep their order$/m,
+    );
+    assert.match(published, /^ready index trace_bloom on spans_idx$/m);
+    assert.match(
+      published,
+      /^warning: omitted index pod_text on spans_idx \(.*\): spans_idx is a series table: DuckLake skips files by each column's min and max only/m,
+    );
+  });
+
+  it('files written after it hold trace in sorted row groups: an equality reads a fraction of their rows', async () => {
+    const later = (table: string) =>
+      tableFiles(fixture.orrery.dataDir, table).filter((f) => !earlier.get(table)!.includes(f));
+    assert.equal(later('spans_idx').length, 2);
+    const id = createHash('md5').update(probeId).digest('hex');
+    // The twin's row groups (two a file) each span every id; the indexed table's, one row group of each file.
+    assert.equal(await rowsAdmitting(later('spans_raw'), id), 2 * rowsPerInsert);
+    assert.equal(await rowsAdmitting(later('spans_idx'), id), 2 * 16_384);
+    // Its files written before keep their order.
+    assert.equal(await rowsAdmitting(earlier.get('spans_idx')!, id), 2 * rowsPerInsert);
+  });
+
+  it('answers as the twin without entries for every key, audiences kept', async () => {
+    const queries = (table: string) => [
+      `SELECT count(*) AS n, min(pod) AS pod FROM ${table} WHERE trace = ${probe}`,
+      `SELECT count(*) AS n FROM ${table} WHERE trace = ${absent}`,
+      `SELECT count(*) AS n, count(DISTINCT trace) AS traces FROM ${table} WHERE ts >= TIMESTAMP '2026-11-04'`,
+      `SELECT audience, count(*) AS n FROM ${table} WHERE trace IN (${probe}, md5('4')) GROUP BY ALL ORDER BY ALL`,
+    ];
+    const twin = await suite.everyAnswer(queries('spans_raw'));
+    const indexed = await suite.everyAnswer(queries('spans_idx'));
+    assert.deepEqual([...indexed.values()], [...twin.values()]);
+    // The reader (audience public) sees the public rows alone.
+    assert.deepEqual(await plainRows(fixture.reader, queries('spans_idx')[3]), [{ audience: 'public', n: 1 }]);
+    assert.deepEqual(await plainRows(fixture.admin, queries('spans_idx')[3]), [
+      { audience: 'public', n: 1 },
+      { audience: 'team_x', n: 1 },
+    ]);
+  });
+
+  it('status lists it ready, with no drift; the column it sorts by cannot be dropped', async () => {
+    await assert.rejects(
+      fixture.admin.query('ALTER TABLE spans_idx DROP COLUMN trace'),
+      /'trace' sorts 'spans_idx' for index entries of published resources files \(DuckLake sorts its new files by it\): it can be dropped once no publication declares them and prune has dropped them/,
+    );
+    const status = await runCliAs(adminKey.key, fixture.orrery.address, 'resources', ['status']);
+    assert.equal(status.status, 0, status.err.join('\n'));
+    assert.match(status.text, /trace_bloom/);
+    assert.doesNotMatch(status.text, /not sorted by/);
+  });
+});
