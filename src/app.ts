@@ -322,6 +322,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         lakehouse: { ...lakehouse, tables, rollups, partitions },
         materializer,
         retireDelaySeconds: config.retireDelaySeconds,
+        retentionDays: config.retentionDays,
         denyRules,
         ddl,
       };

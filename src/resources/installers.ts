@@ -18,6 +18,8 @@ export interface InstallContext {
   readonly entries: readonly ValidEntry[];
   /** The entry's ledger row as it was when this step began (its backfilled range, to resume from). */
   readonly row: LedgerRow;
+  /** Where the lake's retention begins: partitions whose insert range ended before are not backfilled. */
+  readonly retainedFrom: Date;
   /** Runs a SELECT on the server's DuckDB, which reaches the lake's files wherever they are (`store.location`). */
   lakeRows(sql: string): Promise<unknown[][]>;
   /** Records backfill progress in the ledger, so a crashed publication resumes there. */

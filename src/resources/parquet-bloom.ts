@@ -63,7 +63,7 @@ export async function* writeParquetBloomFilters(
   const column = fileColumn(entry, ctx.entries);
   if (column === '') return;
   const lacking: Array<{ filePath: string }> = [];
-  for (const partition of await partitionFiles(ctx.db, entry.physical)) {
+  for (const partition of (await partitionFiles(ctx, entry.physical)).files) {
     const [[missing]] = await ctx.lakeRows(
       `SELECT count(*) FROM parquet_metadata(${quoteLiteral(ctx.store.location(partition.filePath))})
         WHERE path_in_schema = ${quoteLiteral(column)} AND bloom_filter_offset IS NULL AND type <> 'BOOLEAN'

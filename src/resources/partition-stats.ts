@@ -7,7 +7,7 @@
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { bitmapLiteral, quoteIdentifier, quoteLiteral, type ViewSet } from '../views/index.js';
-import { backfillEach, partitionFiles, partitionsToDo } from './backfill.js';
+import { backfillEach, partitionFiles, partitionsToDo, pastRetention } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
@@ -111,7 +111,7 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   const hash = entryHash(entry);
   const toDo = () =>
     partitionsToDo(
-      ctx.db,
+      ctx,
       entry.physical,
       // A file indexed before its audiences' statistics were kept, (text) before its copies were, or (bloom_filter)
       // with a filter of the first version (a power of two of bytes, about 3 % false positives), is indexed again
@@ -133,8 +133,9 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   );
   forgetRecent();
   // Listed after the index is recorded: a partition landing before is in the list, one landing after is the daemon's.
-  const { files, todo, done } = await toDo();
+  const { files, todo, done, past } = await toDo();
   yield `backfill ${entry.indexKind} index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) to read (${done} done before), newest first`;
+  yield* pastRetention(ctx, entry.key, past);
   const index = { hash, viewSet: entry.physical, kind: entry.indexKind as StatisticsKind, expression };
   yield* backfillEach(
     ctx,
@@ -163,7 +164,7 @@ async function* reindexOldTextFiles(entry: ValidEntry, index: IndexShape, ctx: I
   );
   const old = new Set(rows.map((r) => r.file_path));
   if (old.size === 0) return;
-  const files = await partitionFiles(ctx.db, entry.physical);
+  const { files } = await partitionFiles(ctx, entry.physical);
   const todo = files.filter((f) => old.has(f.filePath));
   yield `text index ${entry.key} on ${entry.physical}: ${todo.length} of ${files.length} partition(s) indexed before words of any letters were: their bitmaps, postings and copies are made again, newest first`;
   yield* backfillEach(

@@ -12,7 +12,7 @@ import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse
 import type { MetadataQueries } from '../metadata/index.js';
 import { quoteLiteral, type ViewSet } from '../views/index.js';
 import { bloomWriteOptions } from './parquet-bloom.js';
-import { backfillEach, partitionsToDo } from './backfill.js';
+import { backfillEach, partitionsToDo, pastRetention } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
@@ -103,13 +103,14 @@ async function* install(
     [hash, entry.physical, entry.key, JSON.stringify(orderBy), columns && JSON.stringify(columns)],
   );
   forgetRecent();
-  const { files, todo } = await partitionsToDo(
-    ctx.db,
+  const { files, todo, past } = await partitionsToDo(
+    ctx,
     entry.physical,
     'SELECT file_path FROM resource_projection_files WHERE projection_hash = $1',
     hash,
   );
   yield `backfill projection ${entry.key} on ${entry.physical} (by ${entry.orderBy.join(', ')}): ${todo.length} of ${files.length} partition(s) to copy, newest first`;
+  yield* pastRetention(ctx, entry.key, past);
   const projection = { hash, viewSet: entry.physical, orderBy, columns };
   yield* backfillEach(
     ctx,

@@ -36,6 +36,8 @@ export interface PublishContext {
   lakeRows(sql: string): Promise<unknown[][]>;
   /** Rewrites a partition file with the set's stored columns (see InstallContext). */
   rewritePartition?(viewSet: string, filePath: string): Promise<boolean>;
+  /** MICROMEGAS_RETENTION_DAYS: how far back, by insert time, the lake keeps partitions. */
+  readonly retentionDays: number;
 }
 
 /** One planned step for an entry. */
@@ -386,6 +388,8 @@ async function contextFor(
     store: ctx.store,
     entries,
     row,
+    // The bound housekeeping retires partitions by (retirePartitionsOlderThan).
+    retainedFrom: new Date(Date.now() - Math.floor(ctx.retentionDays) * 86_400_000),
     lakeRows: (sql) => ctx.lakeRows(sql),
     rewritePartition: ctx.rewritePartition && ((viewSet, filePath) => ctx.rewritePartition!(viewSet, filePath)),
     progress: (update) => recordProgress(ctx.db, row, update),
@@ -398,7 +402,16 @@ async function* installEntry(
   entries: readonly ValidEntry[],
   publicationId: number,
 ): AsyncGenerator<string> {
-  const installCtx = await contextFor(ctx, entry, entries, publicationId);
+  const own = await contextFor(ctx, entry, entries, publicationId);
+  // What the installer last noted of this run (the partitions past retention it left out) stays once ready.
+  let note: string | null = null;
+  const installCtx: InstallContext = {
+    ...own,
+    progress: (update) => {
+      if (update.detail !== undefined) note = update.detail;
+      return own.progress(update);
+    },
+  };
   try {
     yield* installerOf(entry.kind, ctx.db)!.install(entry, installCtx);
   } catch (error) {
@@ -409,7 +422,7 @@ async function* installEntry(
       { cause: error },
     );
   }
-  await recordProgress(ctx.db, installCtx.row, { state: 'ready', detail: null });
+  await recordProgress(ctx.db, installCtx.row, { state: 'ready', detail: note });
   yield `ready ${describeEntry(entry)}`;
 }
 

@@ -4,11 +4,11 @@
 // every partition it writes from then on. resource_column_files lists, per column, the partition files
 // that hold it (one row per file, written in the transaction that registers the file): a query reads
 // the column in place of its expression only when every file it reads is listed, so answers never
-// depend on how far a backfill got. Backfill rewrites the set's files newest first; a file done is
-// listed, so an interrupted install resumes with the files not yet listed.
-import { allPartitions, type Partition } from '../lakehouse/index.js';
+// depend on how far a backfill got. Backfill rewrites the set's files within the lake's retention newest
+// first; a file done is listed, so an interrupted install resumes with the files not yet listed.
 import type { MetadataQueries } from '../metadata/index.js';
 import { passesRowsThrough, quoteIdentifier, type ViewSet } from '../views/index.js';
+import { partitionFiles, pastRetention, type FilePartition } from './backfill.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
 import { ensureLedger, type LedgerRow } from './ledger.js';
 import { forgetRecent, recently } from './recent.js';
@@ -97,21 +97,19 @@ export async function recordColumnFiles(
 
 const dayOf = (nanos: bigint): string => new Date(Number(nanos / 1_000_000n)).toISOString().slice(0, 10);
 
-/** The set's partition files not holding the column, newest first. */
+/** The set's partition files within retention not holding the column, newest first, and how many past retention were left out. */
 async function filesWithout(
-  db: MetadataQueries,
+  ctx: InstallContext,
   viewSet: string,
   column: string,
-): Promise<Array<Partition & { filePath: string }>> {
-  const { rows } = await db.query<{ file_path: string }>(
+): Promise<{ todo: FilePartition[]; past: number }> {
+  const { rows } = await ctx.db.query<{ file_path: string }>(
     'SELECT file_path FROM resource_column_files WHERE view_set_name = $1 AND column_name = $2',
     [viewSet, column],
   );
   const done = new Set(rows.map((r) => r.file_path));
-  return (await allPartitions(db))
-    .filter((p): p is Partition & { filePath: string } => p.viewSetName === viewSet && p.filePath !== null)
-    .filter((p) => !done.has(p.filePath))
-    .sort((a, b) => (a.endInsertTime < b.endInsertTime ? 1 : a.endInsertTime > b.endInsertTime ? -1 : 0));
+  const { files, past } = await partitionFiles(ctx, viewSet);
+  return { todo: files.filter((p) => !done.has(p.filePath)), past };
 }
 
 async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
@@ -132,8 +130,12 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   let rewritten = 0;
   // Rounds until no file is left: a file the daemon wrote before the column was recorded is taken by the next.
   for (let round = 0; ; round++) {
-    const todo = (await filesWithout(ctx.db, entry.physical, entry.storedName)).filter((p) => !seen.has(p.filePath));
-    if (round === 0) yield `backfill ${what}: ${todo.length} partition file(s) to rewrite, newest first`;
+    const listed = await filesWithout(ctx, entry.physical, entry.storedName);
+    const todo = listed.todo.filter((p) => !seen.has(p.filePath));
+    if (round === 0) {
+      yield `backfill ${what}: ${todo.length} partition file(s) to rewrite, newest first`;
+      yield* pastRetention(ctx, entry.key, listed.past);
+    }
     if (todo.length === 0) return;
     for (const [i, partition] of todo.entries()) {
       seen.add(partition.filePath);

@@ -28,6 +28,8 @@ export interface ProcedureContext {
   readonly lakehouse: Lakehouse;
   readonly materializer: Materializer;
   readonly retireDelaySeconds: number;
+  /** MICROMEGAS_RETENTION_DAYS: a publication's backfill leaves out the partitions past it. */
+  readonly retentionDays: number;
   readonly denyRules: DenyRules;
   /** Orrery's own DuckDB: it reaches the lake wherever it is. */
   readonly engine: DuckDBEngine;
@@ -121,8 +123,9 @@ const optionalText = (value: unknown): string | null =>
   value === null || value === undefined ? null : typeof value === 'string' ? value : JSON.stringify(value);
 
 /** What a publication reaches through the lakehouse: its metadata, its store, the view sets it serves. */
-export function publishContextOf({ lakehouse, engine, materializer }: ProcedureContext): PublishContext {
+export function publishContextOf({ lakehouse, engine, materializer, retentionDays }: ProcedureContext): PublishContext {
   return {
+    retentionDays,
     lakeRows: (sql) => engine.values(sql),
     rewritePartition: (viewSet, filePath) => materializer.storeColumns(viewSet, filePath),
     db: lakehouse.db,
