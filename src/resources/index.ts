@@ -33,7 +33,14 @@ export { parseResourcesArgs, resourcesUsage, type ResourcesArgs, type ResourcesC
 export { diagnosticLine, runResourcesCli, serverViewSets, validateFolder, type ResourcesIo } from './cli.js';
 export { ResourcesCliError, resourcesErrors, resourcesExitStatus, type ResourcesErrorCode } from './errors.js';
 export { parseJsonText, type JsonText } from './json-text.js';
-export { registerInstaller, installerOf, type InstallContext, type ResourceInstaller } from './installers.js';
+export {
+  registerInstaller,
+  installerOf,
+  tablesMadeBy,
+  type InstallContext,
+  type ResourceInstaller,
+  type WrittenObjects,
+} from './installers.js';
 export {
   ensureLedger,
   entryHash,

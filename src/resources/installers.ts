@@ -31,8 +31,22 @@ export interface InstallContext {
   rewritePartition?(viewSet: string, filePath: string): Promise<boolean>;
 }
 
+/** Postgres objects an installer writes besides the ledger's tables and the partitions' (see missingRights). */
+export interface WrittenObjects {
+  /** Tables it writes: `schema.table`, or a table of the current schema. */
+  readonly tables: readonly string[];
+  /** Schemas it makes tables in. */
+  readonly schemas: readonly string[];
+}
+
+/** The tables a schema's SQL makes (`CREATE TABLE IF NOT EXISTS <name>`), in order. */
+export const tablesMadeBy = (schemaSql: string): string[] =>
+  [...schemaSql.matchAll(/CREATE TABLE IF NOT EXISTS (\w+)/g)].map((m) => m[1]);
+
 /** Makes, points and drops the database objects of one kind of entry. */
 export interface ResourceInstaller {
+  /** What installing and serving this kind writes in Postgres besides what every publication writes. */
+  writes?(db: MetadataQueries): Promise<WrittenObjects>;
   /** Why this server cannot install the entry (the plan omits it with a warning), or null; `entries`: the publication's. */
   unsupported?(entry: ValidEntry, entries: readonly ValidEntry[]): string | null | Promise<string | null>;
   /**

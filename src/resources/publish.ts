@@ -7,7 +7,7 @@ import { tableResolver, type ServerViewSet } from './catalog.js';
 import { resourcesErrors } from './errors.js';
 import { ExpressionAnalyzer } from './expressions.js';
 import { publicationOf, publishedTexts } from './files.js';
-import { installerOf, type InstallContext } from './installers.js';
+import { installerOf, tablesMadeBy, type InstallContext, type WrittenObjects } from './installers.js';
 import {
   entryHash,
   ledgerEntry,
@@ -268,33 +268,52 @@ export function planLines(plan: readonly PlannedEntry[]): string[] {
 }
 
 /**
- * The tables a publication writes: the ledger's own (ledgerSchema), and the partitions' (a stored column's backfill
- * registers the files it rewrites).
+ * The tables every publication writes: the ledger's own (ledgerSchema), and the partitions' (a stored column's
+ * backfill registers the files it rewrites).
  */
-const writtenTables = [
-  ...[...ledgerSchema.matchAll(/CREATE TABLE IF NOT EXISTS (\w+)/g)].map((m) => m[1]),
-  'lakehouse_partitions',
-];
+const writtenTables = [...tablesMadeBy(ledgerSchema), 'lakehouse_partitions'];
 
 /**
  * The rights installing needs, each missing one listed; nothing is installed when one is. Asked before the lock is
  * taken or anything recorded (both write the ledger's tables, which may be missing these very rights). A table not
- * made yet is made by the publication (ensureLedger), so it needs CREATE on the schema alone.
+ * made yet is made by the publication (ensureLedger), so it needs CREATE on the schema alone. The installers of
+ * `kinds` (the kinds the publication declares) add what they write: a rollup entry the rollups' catalog and
+ * DuckLake's.
  */
-export async function missingRights(ctx: Pick<PublishContext, 'db' | 'store'>): Promise<string[]> {
+export async function missingRights(
+  ctx: Pick<PublishContext, 'db' | 'store'>,
+  kinds: Iterable<string>,
+): Promise<string[]> {
   const missing: string[] = [];
+  const own: WrittenObjects[] = [];
+  for (const kind of new Set(kinds)) {
+    const writes = await installerOf(kind, ctx.db)?.writes?.(ctx.db);
+    if (writes) own.push(writes);
+  }
+  const tables = [...new Set([...writtenTables, ...own.flatMap((w) => w.tables)])];
   const { rows } = await ctx.db.query<{ t: string; p: string; ok: boolean }>(
     `SELECT t, p, coalesce(has_table_privilege(to_regclass(t)::oid, p), true) AS ok
        FROM unnest($1::text[]) WITH ORDINALITY AS tables(t, i),
             unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']) WITH ORDINALITY AS rights(p, j)
       ORDER BY i, j`,
-    [writtenTables],
+    [tables],
   );
   for (const row of rows) if (!row.ok) missing.push(`${row.p} on table ${row.t} (Postgres)`);
   const schema = await ctx.db.query<{ ok: boolean; s: string }>(
     `SELECT current_schema() AS s, has_schema_privilege(current_schema(), 'CREATE') AS ok`,
   );
   if (!schema.rows[0].ok) missing.push(`CREATE on schema ${schema.rows[0].s} (Postgres)`);
+  // Other schemas: USAGE for the tables named in them (a table right is no use without it), CREATE where tables are made.
+  const makes = new Set(own.flatMap((w) => w.schemas));
+  const named = new Set([...makes, ...tables.filter((t) => t.includes('.')).map((t) => t.slice(0, t.indexOf('.')))]);
+  const others = await ctx.db.query<{ s: string; p: string; ok: boolean }>(
+    `SELECT s, p, coalesce(has_schema_privilege(to_regnamespace(s)::oid, p), true) AS ok
+       FROM unnest($1::text[], $2::boolean[]) AS schemas(s, creates),
+            unnest(ARRAY['USAGE', 'CREATE']) WITH ORDINALITY AS rights(p, j)
+      WHERE p = 'USAGE' OR creates ORDER BY s, j`,
+    [[...named], [...named].map((s) => makes.has(s))],
+  );
+  for (const row of others.rows) if (!row.ok) missing.push(`${row.p} on schema ${row.s} (Postgres)`);
   const probe = `resources/.rights-probe-${process.pid}-${Date.now()}`;
   try {
     await ctx.store.put(probe, new Uint8Array([1]));
@@ -334,7 +353,8 @@ export async function* publishResources(
     yield* dryRun(ctx, texts);
     return;
   }
-  const missing = await missingRights(ctx);
+  const kinds = publicationOf('', texts).resources.flatMap((file) => file.entries.map((entry) => entry.kind));
+  const missing = await missingRights(ctx, kinds);
   if (missing.length > 0) {
     throw resourcesErrors.error('RESOURCES_RIGHTS_MISSING', `installing needs: ${missing.join('; ')}`);
   }

@@ -1,7 +1,14 @@
 import type { DuckDBEngine } from '../engine/index.js';
-import { entryHash, type InstallContext, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
+import {
+  entryHash,
+  tablesMadeBy,
+  type InstallContext,
+  type ResourceInstaller,
+  type ValidEntry,
+} from '../resources/index.js';
+import { lakeMetadataSchema } from '../tables/index.js';
 import { entryShape, selectListFrom, type EntryShape } from './entry-shape.js';
-import type { Rollups } from './rollups.js';
+import { catalogSchemaSql, type Rollups } from './rollups.js';
 
 // The installer of a resources file's rollup entries (database-resources.md, rollup; issue 14):
 // a target rollup `rollup_<table>_<key>__<hash8>` per stored shape, made with its watermark at the
@@ -118,6 +125,15 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
   }
 
   return {
+    // The rollups' catalog, and DuckLake's (a target is a table of the lake: its catalog rows, its rows inlined in
+    // tables DuckLake makes in its schema).
+    async writes(db) {
+      const { rows } = await db.query<{ t: string }>(
+        `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`,
+        [lakeMetadataSchema],
+      );
+      return { tables: [...tablesMadeBy(catalogSchemaSql), ...rows.map((r) => r.t)], schemas: [lakeMetadataSchema] };
+    },
     async unsupported(entry) {
       if (entry.kind !== 'rollup') return null;
       const time = await rollups.timeKind(entry.physical);

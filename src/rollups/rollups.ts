@@ -422,6 +422,9 @@ DROP TRIGGER IF EXISTS rollup_aliases_changed ON rollup_aliases;
 CREATE TRIGGER rollup_aliases_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON rollup_aliases
   FOR EACH STATEMENT EXECUTE FUNCTION rollup_catalog_changed();`;
 
+/** The SQL that makes the rollups' catalog in Postgres: its tables are what making, refreshing and pointing a rollup writes. */
+export const catalogSchemaSql = `${schemaSql}\n${invalidationsSchemaSql}`;
+
 interface DefinitionRow {
   name: string;
   source: string;

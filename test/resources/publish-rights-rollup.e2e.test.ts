@@ -1,0 +1,119 @@
+// `orrery publish` of a rollup entry against an Orrery whose external Postgres role lacks a right on a table a
+// rollup's install writes (issue 13: "a missing one fails publication before anything is installed, listing
+// each"): the rollups' catalog (rollup_jobs) and DuckLake's (ducklake.ducklake_table, where the target is made, and
+// CREATE on its schema, where DuckLake makes a table for the rows it inlines). A publication declaring no rollup is
+// not refused for them; one declaring a rollup fails with RESOURCES_RIGHTS_MISSING naming the three, nothing
+// recorded, locked or made; granted them, the same publish installs.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  clientFor,
+  sharedEnv,
+  startRole,
+  startTestPostgres,
+  type InProcessOrrery,
+  type TestPostgres,
+} from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+import { adminKey } from '../support/orrery-process.js';
+import { publishFolder } from '../support/publish.js';
+
+const role = 'orrery_no_rollup_rights';
+const key = { ...adminKey, audiences: ['public'] };
+const minmax = { level_minmax: { index: { table: 'log_entries', column: 'level', kind: 'minmax' } } };
+const hourly = {
+  hourly: { rollup: { table: 'log_entries', grain: '1h', dimensions: ['target'], measures: { n: 'count(*)' } } },
+};
+
+describe("orrery publish of a rollup entry as a Postgres role lacking a right on the rollups' tables (issue 13)", () => {
+  let postgres: TestPostgres;
+  let orrery: InProcessOrrery;
+  let admin: TestFlightClient;
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-publish-rights-rollup-'));
+  const lake = mkdtempSync(join(tmpdir(), 'orrery-publish-rights-rollup-lake-'));
+  const declare = (resources: unknown) =>
+    writeFileSync(join(dir, 'resources', 'logs.resources.json'), JSON.stringify({ resources }));
+  const publish = () => publishFolder(`127.0.0.1:${orrery.flightPort}`, dir);
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    // Orrery runs as a role of its own, which makes (so owns) its tables and DuckLake's; an operator then takes
+    // two rights away.
+    const database = new URL(postgres.connectionString).pathname.slice(1);
+    await postgres.pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited'`);
+    await postgres.pool.query(`GRANT CREATE ON DATABASE ${database} TO ${role}`);
+    await postgres.pool.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${role}`);
+    const limited = new URL(postgres.connectionString);
+    limited.username = role;
+    limited.password = 'limited';
+    orrery = await startRole(
+      'serve',
+      sharedEnv({ keys: [key], admins: [key.name], connectionString: limited.href, lakeDir: lake }),
+    );
+    admin = clientFor(orrery.flightPort, key);
+    await admin.query('SELECT * FROM resource_ledger()');
+    await postgres.pool.query(`REVOKE INSERT ON rollup_jobs FROM ${role}`);
+    await postgres.pool.query(`REVOKE INSERT ON ducklake.ducklake_table FROM ${role}`);
+    await postgres.pool.query(`REVOKE CREATE ON SCHEMA ducklake FROM ${role}`);
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+  });
+  after(async () => {
+    admin?.close();
+    await orrery?.close();
+    await postgres?.close();
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(lake, { recursive: true, force: true });
+  });
+
+  const recorded = async () => {
+    const count = async (table: string) =>
+      Number((await postgres.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+    return {
+      publications: await count('resource_publications'),
+      ledger: await count('resource_ledger'),
+      locks: await count('resource_locks'),
+      rollups: await count('rollup_definitions'),
+      lakeTables: await count('ducklake.ducklake_table'),
+    };
+  };
+
+  it('a publication declaring no rollup installs without those rights', async () => {
+    declare(minmax);
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(run.text, /^served publication 1$/m);
+  });
+
+  it('one declaring a rollup fails before anything is installed, listing each missing right', async () => {
+    const before = await recorded();
+    assert.deepEqual(before, { publications: 1, ledger: 1, locks: 0, rollups: 0, lakeTables: before.lakeTables });
+    declare({ ...minmax, ...hourly });
+    const run = await publish();
+    assert.equal(run.status, 1, run.text);
+    assert.match(
+      run.err.join('\n'),
+      /^orrery publish: failed on 127\.0\.0\.1:\d+: installing needs: INSERT on table rollup_jobs \(Postgres\); INSERT on table ducklake\.ducklake_table \(Postgres\); CREATE on schema ducklake \(Postgres\)$/,
+    );
+    assert.deepEqual(await recorded(), before);
+  });
+
+  it('installs once the role is granted them', async () => {
+    await postgres.pool.query(`GRANT INSERT ON rollup_jobs TO ${role}`);
+    await postgres.pool.query(`GRANT INSERT ON ducklake.ducklake_table TO ${role}`);
+    await postgres.pool.query(`GRANT CREATE ON SCHEMA ducklake TO ${role}`);
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(run.text, /^served publication 2$/m);
+    assert.match(run.text, /^created rollup rollup_log_entries_hourly__[0-9a-f]{8} over log_entries \(grain 1h\)$/m);
+    const { rows } = await postgres.pool.query<{ entry_key: string; state: string }>(
+      'SELECT entry_key, state FROM resource_ledger ORDER BY entry_key',
+    );
+    assert.deepEqual(rows, [
+      { entry_key: 'hourly', state: 'ready' },
+      { entry_key: 'level_minmax', state: 'ready' },
+    ]);
+  });
+});
