@@ -74,6 +74,15 @@ const overlapAttempts = 5;
 /** What materializing one range did. */
 export type Outcome = 'created' | 'merged' | 'up to date' | 'skipped';
 
+/**
+ * What materializing one range did, and over what insert range: the range itself, or the span of the wider
+ * partitions around it that a split rebuilt (or found up to date or could not rebuild).
+ */
+export interface Materialized {
+  readonly outcome: Outcome;
+  readonly span: InsertRange;
+}
+
 export interface MaterializerOptions {
   readonly db: MetadataStore;
   readonly store: ObjectStore;
@@ -171,11 +180,11 @@ export class Materializer {
    * (a daemon's pass) registered across the range while this call worked changed nothing here, so the
    * range is looked at again, as the daemon's next pass would, before PARTITION_OVERLAP reaches the caller.
    */
-  async materializeNow(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
+  async materializeNow(view: ViewSet, range: InsertRange, force = false): Promise<Materialized> {
     await this.options.acknowledged?.();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.materialize(view, range, force);
+        return await this.materializeSpan(view, range, force);
       } catch (error) {
         if (attempt >= overlapAttempts || !isErrorOf(error, maintenanceErrors, 'PARTITION_OVERLAP')) throw error;
       }
@@ -183,6 +192,11 @@ export class Materializer {
   }
 
   async materialize(view: ViewSet, range: InsertRange, force = false): Promise<Outcome> {
+    return (await this.materializeSpan(view, range, force)).outcome;
+  }
+
+  private async materializeSpan(view: ViewSet, range: InsertRange, force: boolean): Promise<Materialized> {
+    const of = (outcome: Outcome): Materialized => ({ outcome, span: range });
     const hash = schemaHash(view.columns);
     const existing = await partitionsOverlapping(
       this.options.db,
@@ -198,20 +212,20 @@ export class Materializer {
     const existingCount = existing.reduce((sum, p) => sum + p.sourceCount, 0n);
     const width = Number((range.end - range.begin) / 1_000_000_000n);
     if (!force && existing.length > 0 && existingCount === count) {
-      if (existing.length === 1) return 'up to date';
-      if (width > view.mergeDeltaSeconds) return 'skipped';
+      if (existing.length === 1) return of('up to date');
+      if (width > view.mergeDeltaSeconds) return of('skipped');
       try {
         await this.merge(view, range, existing, count);
       } catch (error) {
         if (!isDataError(error) || (await this.containUnreadable(filesOf(existing))) === 0) throw error;
-        return this.materialize(view, range, force);
+        return this.materializeSpan(view, range, force);
       }
-      return 'merged';
+      return of('merged');
     }
-    if (width > view.sourceDeltaSeconds) return 'skipped';
-    if (!(await this.sourcesReady(view, range))) return 'skipped';
+    if (width > view.sourceDeltaSeconds) return of('skipped');
+    if (!(await this.sourcesReady(view, range))) return of('skipped');
     await this.create(view, range, count);
-    return 'created';
+    return of('created');
   }
 
   /**
@@ -280,7 +294,7 @@ export class Materializer {
    * regenerate_partitions, a retry), the span is rebuilt even when its count says fresh: a failed audience's
    * rows left out of a range are not counted missing, and a merge keeps them out.
    */
-  private async split(view: ViewSet, range: InsertRange, hash: Buffer, force: boolean): Promise<Outcome> {
+  private async split(view: ViewSet, range: InsertRange, hash: Buffer, force: boolean): Promise<Materialized> {
     const around = await partitionsOverlapping(
       this.options.db,
       view.name,
@@ -294,10 +308,11 @@ export class Materializer {
       end: around.reduce((e, p) => (p.endInsertTime > e ? p.endInsertTime : e), range.end),
     };
     const inSpan = await partitionsOverlapping(this.options.db, view.name, globalInstance, hash, span.begin, span.end);
-    if (inSpan.some((p) => p.beginInsertTime < span.begin || p.endInsertTime > span.end)) return 'skipped';
+    const of = (outcome: Outcome): Materialized => ({ outcome, span });
+    if (inSpan.some((p) => p.beginInsertTime < span.begin || p.endInsertTime > span.end)) return of('skipped');
     const count = await this.sourceCount(view, span);
-    if (!force && inSpan.reduce((sum, p) => sum + p.sourceCount, 0n) === count) return 'up to date';
-    if (!(await this.sourcesReady(view, span))) return 'skipped';
+    if (!force && inSpan.reduce((sum, p) => sum + p.sourceCount, 0n) === count) return of('up to date');
+    if (!(await this.sourcesReady(view, span))) return of('skipped');
     const pieces = [{ begin: span.begin, end: range.begin }, range, { begin: range.end, end: span.end }]
       .filter((piece) => piece.end > piece.begin)
       .flatMap((piece) => cut(piece, secondsToNanos(view.sourceDeltaSeconds)));
@@ -315,7 +330,7 @@ export class Materializer {
       this.forgetWritten(partitions);
     }
     for (const partition of partitions) await this.indexed(view, partition);
-    return 'created';
+    return of('created');
   }
 
   /**

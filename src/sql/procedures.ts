@@ -368,9 +368,17 @@ async function* materialize(
   const step = secondsToNanos(delta);
   if (force && (end - begin) % step !== 0n)
     throw invalid(`${fn}: delta_seconds (${delta}) must divide the range exactly`);
+  // Forced, a step inside a wider partition rebuilds the whole span of the partitions around it: the steps after
+  // it inside that span were rebuilt with it, so each wide partition is rebuilt once per call, not once per step.
+  let rebuilt: { begin: bigint; end: bigint } | null = null;
   for (let b = begin; b < end; b += step) {
     const e = b + step < end ? b + step : end;
-    const outcome = await ctx.materializer.materializeNow(view, { begin: b, end: e }, force);
+    if (rebuilt && e <= rebuilt.end) {
+      yield `${view.name} ${show(b, e)}: created with ${show(rebuilt.begin, rebuilt.end)}`;
+      continue;
+    }
+    const { outcome, span } = await ctx.materializer.materializeNow(view, { begin: b, end: e }, force);
+    if (force && outcome === 'created') rebuilt = span;
     yield `${view.name} ${show(b, e)}: ${outcome}`;
   }
 }
