@@ -31,10 +31,17 @@ export {
 export type { Deadline } from './statement-guard.js';
 export { StatementType } from '@duckdb/node-api';
 export {
+  clockDateFunctions,
+  clockInstantFunctions,
+  clockKeywords,
   clockMacro,
+  clockMacroFunctions,
+  clockMacroKeywords,
   clockProblem,
+  clockWordMacros,
   effectOnlyFunctions,
   varyingFunctions,
+  varyingRead,
   withMacros,
   type Varying,
 } from './varying-functions.js';

@@ -18,6 +18,23 @@ export type Varying = 'clock' | 'state' | 'random';
 export const clockMacro = '__orrery_now';
 
 /**
+ * Orrery's clock macros (views/sql-functions.ts makes them) by their value: the statement's instant (a UTC
+ * TIMESTAMP_NS, `current_timestamp` too) or its UTC date (`current_date` too). Called unqualified, each reads the
+ * statement's fixed clock when the server fixed it; one qualified by a catalog (DuckDB's own `system.main.now()`, a
+ * TIMESTAMPTZ) is DuckDB's clock.
+ */
+export const clockInstantFunctions: ReadonlySet<string> = new Set([
+  clockMacro,
+  'now',
+  'get_current_timestamp',
+  'transaction_timestamp',
+]);
+export const clockDateFunctions: ReadonlySet<string> = new Set(['current_date', 'today']);
+
+/** DuckDB's macros of `current_timestamp`, which DuckDB binds to Orrery's get_current_timestamp(): Orrery's clock. */
+export const clockWordMacros: ReadonlySet<string> = new Set(['ago', 'pg_conf_load_time', 'pg_postmaster_start_time']);
+
+/**
  * DuckDB 1.5.5's functions (ICU's and its macros of them included) and Orrery's macros whose value is not their
  * arguments' alone. test/engine/varying-functions.test.ts fails when the engine lists one that is not here (marked
  * other than CONSISTENT, a macro calling one, or a function of no argument that is no constant), so a DuckDB upgrade
@@ -27,18 +44,12 @@ export const clockMacro = '__orrery_now';
  */
 export const varyingFunctions: ReadonlyMap<string, Varying> = new Map<string, Varying>([
   ...[
-    'now',
+    ...clockInstantFunctions,
+    ...clockDateFunctions,
+    ...clockWordMacros,
     'get_current_time',
-    'get_current_timestamp',
-    'current_date',
     'current_localtime',
     'current_localtimestamp',
-    'transaction_timestamp',
-    'today',
-    'ago',
-    'pg_conf_load_time',
-    'pg_postmaster_start_time',
-    clockMacro,
   ].map((name) => [name, 'clock'] as const),
   ...[
     'getvariable',
@@ -67,40 +78,81 @@ export const effectOnlyFunctions: ReadonlySet<string> = new Set(['error', 'sleep
  * Bare words DuckDB reads as the clock when no column in scope has the name; quoted or not, the parse tree is the
  * same column reference.
  */
-const clockKeywords = new Set(['current_timestamp', 'current_date', 'current_time', 'localtime', 'localtimestamp']);
+export const clockKeywords: ReadonlySet<string> = new Set([
+  'current_timestamp',
+  'current_date',
+  'current_time',
+  'localtime',
+  'localtimestamp',
+]);
 
-const reads: Record<Exclude<Varying, 'random'>, string> = {
+/** The bare words of Orrery's clock: its get_current_timestamp() and current_date(). */
+export const clockMacroKeywords: ReadonlySet<string> = new Set(['current_timestamp', 'current_date']);
+
+const reads: Record<Varying, string> = {
   clock: 'which reads the clock',
   state: "which reads the engine's state (a variable, a setting, the running statement or transaction)",
+  random: 'a random source or a sequence, another value at each call',
 };
 
+/** Orrery's clock macros: the functions of clockInstantFunctions and clockDateFunctions. */
+export const clockMacroFunctions: ReadonlySet<string> = new Set([...clockInstantFunctions, ...clockDateFunctions]);
+
+/** What firstRead counts besides the clock and the engine's state, and what it leaves out. */
+interface ReadOptions {
+  /** A random source or a sequence counts. */
+  readonly random?: boolean;
+  /**
+   * Functions that, called by their names in the engine's default catalog, read the statement's clock as the caller
+   * reads it (clockMacroFunctions, say), and do not count; with them the bare words of Orrery's clock
+   * (clockMacroKeywords) do not count either.
+   */
+  readonly read?: ReadonlySet<string>;
+}
+
 /**
- * The first read of the clock or of the engine's state in a query: what it is, and how the query makes it (`calls
- * now()`), or undefined. age(x) of one argument is x's age on DuckDB's date (`ts.age()` is age(ts)); age(a, b) reads
- * no clock. A bare clock word counts even where a column of its name is in scope: quoted or not, it parses as the
- * same column reference, which DuckDB binds to such a column or else to the clock (a series table or a rollup has no
- * such column: the lake's catalog reserves the words).
+ * The first read of the clock or of the engine's state in a query, as options say (ReadOptions): what it is, and how
+ * the query makes it (`calls now()`), or undefined. age(x) of one argument is x's age on DuckDB's date (`ts.age()` is
+ * age(ts)); age(a, b) reads no clock. A bare clock word counts even where a column of its name is in scope: quoted or
+ * not, it parses as the same column reference, which DuckDB binds to such a column or else to the clock (a series
+ * table or a rollup has no such column: the lake's catalog reserves the words).
  */
 function firstRead(
   shape: QueryShape,
   varying: ReadonlyMap<string, Varying>,
-): { readonly kind: 'clock' | 'state'; readonly text: string } | undefined {
+  { random = false, read }: ReadOptions = {},
+): { readonly kind: Varying; readonly text: string } | undefined {
+  const counts = { clock: true, state: true, random };
   for (const call of shape.functionCalls) {
     const name = call.name.toLowerCase();
     const kind = varying.get(name);
-    if (kind === 'clock' || kind === 'state') return { kind, text: `calls ${call.name}(), ${reads[kind]}` };
+    const known = read?.has(name) && call.catalog === '' && ['', 'main'].includes(call.schema.toLowerCase());
+    if (kind !== undefined && counts[kind] && !known)
+      return {
+        kind,
+        text: `calls ${[call.catalog, call.schema, call.name].filter((q) => q !== '').join('.')}(), ${reads[kind]}`,
+      };
     if (name === 'age' && call.arguments === 1) {
       const method = call.receiver === '' ? '' : ` (${call.receiver}.${call.name}() is age(${call.receiver}))`;
       return { kind: 'clock', text: `calls age() of one argument${method}, ${reads.clock}` };
     }
   }
   for (const keyword of shape.columnNames)
-    if (clockKeywords.has(keyword))
+    if (clockKeywords.has(keyword) && !(read && clockMacroKeywords.has(keyword)))
       return {
         kind: 'clock',
         text: `uses ${keyword}, ${reads.clock} unless a column has that name (quoted or not, the parse is the same; rename such a column with AS)`,
       };
   return undefined;
+}
+
+/**
+ * How a query reads the clock or the engine's state (`calls now(), which reads the clock`), or undefined; options
+ * (ReadOptions) count a random source too, or leave out the clock functions the caller reads as the statement's
+ * clock: a rollup rewrite works out Orrery's clock macros (clockMacroFunctions).
+ */
+export function varyingRead(shape: QueryShape, options: ReadOptions = {}): string | undefined {
+  return firstRead(shape, varyingFunctions, options)?.text;
 }
 
 /**

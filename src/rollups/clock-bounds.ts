@@ -10,6 +10,7 @@
 // or of a time unit in an interval's text is its whole days then the rest in microseconds. Anything else
 // (another function, a fraction of a month or year, or one that is not whole microseconds, DuckDB's own
 // TIMESTAMPTZ now(), a year outside 1900-2199) is null: DuckDB evaluates it.
+import { clockDateFunctions } from '../engine/index.js';
 import { floorBoundary, timestampNanos, truncLadder } from './calendar.js';
 import { isClock as isAnyClock, literalInstantText, nanosText } from './constant-trends.js';
 import type { Node } from './tree.js';
@@ -115,7 +116,7 @@ export const isCurrentDate = (node: Node): boolean =>
     : node.class === 'FUNCTION' &&
       builtin(node) &&
       !node.catalog &&
-      ['current_date', 'today'].includes(String(node.function_name).toLowerCase()) &&
+      clockDateFunctions.has(String(node.function_name).toLowerCase()) &&
       (node.children as unknown[]).length === 0;
 
 const constantText = (node: Node): string | null => {

@@ -5,14 +5,13 @@
 // clock plus a fixed length (now() - INTERVAL 7 DAY) changes at every statement but moves with the
 // clock nanosecond for nanosecond: its value now is its value then plus the time gone by, which a
 // kept rewrite works out without DuckDB too (clockMoved).
+import { clockInstantFunctions } from '../engine/index.js';
 import { instantText, timestampNanos } from './calendar.js';
 import { call, cast, integer, replaced, type Node } from './tree.js';
 
 /** How a constant expression moves as now() grows: not at all, never down, or unknown (null). */
 export type Trend = 'constant' | 'rising';
 
-/** Calls that read the statement's time (current_timestamp parses as a column). */
-const clockCalls = new Set(['now', 'current_timestamp', 'get_current_timestamp', 'transaction_timestamp']);
 /** Cast targets that keep the order of instants (the engine's time zone is UTC). */
 const orderedTypes = new Set([
   'TIMESTAMP',
@@ -41,10 +40,10 @@ const risingIn: Record<string, readonly number[]> = {
   '-': [0],
 };
 
-/** A call of the statement's clock (or `current_timestamp`), however qualified. */
+/** A call of the statement's clock, Orrery's (or `current_timestamp`), however qualified by a schema. */
 export const isClock = (node: Node): boolean =>
   node.class === 'FUNCTION'
-    ? clockCalls.has(String(node.function_name).toLowerCase()) &&
+    ? clockInstantFunctions.has(String(node.function_name).toLowerCase()) &&
       (node.children as unknown[]).length === 0 &&
       ['', 'main'].includes(String(node.schema))
     : node.class === 'COLUMN_REF' &&

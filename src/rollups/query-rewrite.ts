@@ -1,4 +1,4 @@
-import type { DuckDBEngine } from '../engine/index.js';
+import { clockMacroFunctions, queryShape, varyingRead, type DuckDBEngine } from '../engine/index.js';
 import type { SeriesTable } from '../tables/index.js';
 import {
   approximateWidth,
@@ -14,7 +14,7 @@ import {
   type Ladder,
 } from './calendar.js';
 import { clockBoundText } from './clock-bounds.js';
-import { clockFree, isClock } from './constant-trends.js';
+import { clockFree } from './constant-trends.js';
 import { argOrderState, mergedBy } from './entry-shape.js';
 import type { StoredColumns } from './stored-columns.js';
 import {
@@ -391,10 +391,6 @@ export async function rewriteOntoRollups(
   return { provenance: { resources }, rollups: [...read], storedColumnsUnread };
 }
 
-/** Names DuckDB reads the clock by, as functions or bare words, besides those isClock knows. */
-const otherClockNames =
-  /^(current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
-
 /**
  * Keeps the constants that stand for rewritten levels' window bounds written with the clock (`date_trunc('day',
  * now()) - INTERVAL 30 DAY`) when nothing else in the statement reads the clock; else puts the bounds back as
@@ -404,16 +400,8 @@ const otherClockNames =
  * statement reads one now() throughout, as its raw read does; a clock read elsewhere would be another instant.
  */
 function constantBounds(tree: { statements: Node[] }, clocked: ReadonlyMap<Node, Node>): void {
-  if (clocked.size === 0) return;
-  const readsClock = some(tree.statements, (n) => {
-    const names = n.class === 'COLUMN_REF' ? (n.column_names as string[]) : [];
-    return (
-      isClock(n) ||
-      (n.class === 'FUNCTION' && otherClockNames.test(String(n.function_name))) ||
-      (names.length === 1 && otherClockNames.test(names[0]))
-    );
-  });
-  if (!readsClock) return;
+  // A read of the engine's state counts: getvariable() may read the statement's fixed clock.
+  if (clocked.size === 0 || varyingRead(queryShape(tree)) === undefined) return;
   const restore = (value: unknown): void => {
     if (value === null || typeof value !== 'object') return;
     const parent = value as Record<string, unknown>;
@@ -578,6 +566,10 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
   // The names DuckDB's WHERE binds before the clock's (`current_date`): the table's columns, then the select aliases.
   const named = new Set([...columns, ...aliases]);
   const isBound = (n: Node): boolean => isConstant(n, named);
+  // A bound is worked out once, as the rewrite reads the rollup; what else it reads is read again when the statement
+  // runs (another instant, a variable or setting of another connection, another random value): read raw.
+  const unread = (n: Node): string | undefined =>
+    varyingRead(queryShape({ statements: [n] }), { random: true, read: clockMacroFunctions });
   for (const conjunct of conjuncts(node.where_clause as Node | null)) {
     const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
     const [left, right] = [conjunct.left as Node, conjunct.right as Node];
@@ -602,8 +594,21 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
         throw new Skip(
           `a bound of the window on ${time} reads ${word}, ${word === 'localtimestamp' ? "the wall clock of the session's time zone" : 'a time of day'}, which the rewrite does not read as an instant`,
         );
+      // A window written otherwise with the clock (age(ts) < INTERVAL 1 DAY, ts's age on DuckDB's date): say so.
+      const read = some(conjunct, (n) => over(n) !== null) ? unread(conjunct) : undefined;
+      if (read !== undefined)
+        throw new Skip(
+          `a condition on ${time} ${read}: the rewrite reads a window written as bounds on ${time} (${time} >= now() - INTERVAL 1 DAY)`,
+        );
       filters.push(conjunct);
     }
+  }
+  for (const { value } of candidates) {
+    const read = unread(value);
+    if (read !== undefined)
+      throw new Skip(
+        `a bound of the window on ${time} ${read}: the rewrite works out bounds of constants and of Orrery's clock (now(), current_date and their twins) alone`,
+      );
   }
   // The instant each compares with: a string cast to the compared type, another instant as it is.
   // One whose type the parse tree does not tell (make_date(…)) is read as a string where that is the

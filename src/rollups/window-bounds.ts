@@ -4,6 +4,7 @@
 // '2024-01-01 05:00'` keeps the days from 2024-01-02 and `ts_s < TIMESTAMP '01:00:00.4'` the second
 // 01:00:00. A bound is read as the first value kept (a lower bound) or the first left out (an
 // upper one): rollup buckets either all hold rows it keeps or none does when that value starts one.
+import { clockMacroFunctions, clockMacroKeywords } from '../engine/index.js';
 import { day, divides, type Ladder } from './calendar.js';
 import type { Node } from './tree.js';
 
@@ -28,15 +29,12 @@ export const instantTypes: ReadonlySet<string> = new Set([
   'TIMESTAMP_NS',
   'TIMESTAMP WITH TIME ZONE',
 ]);
-const clockCalls = new Set(['now', 'get_current_timestamp', 'transaction_timestamp', 'current_date', 'today']);
 const shifts = new Set(['+', '-', 'date_trunc', 'time_bucket', 'date_bin']);
-
-const clockWords = new Set(['current_date', 'current_timestamp']);
 
 /** `current_date` or `current_timestamp`, which DuckDB parses as a name: the clock, where no column has the name. */
 export const isClockWord = (n: Node, columns: ReadonlySet<string>): boolean => {
   const names = n.class === 'COLUMN_REF' ? (n.column_names as string[]) : [];
-  return names.length === 1 && clockWords.has(names[0].toLowerCase()) && !columns.has(names[0].toLowerCase());
+  return names.length === 1 && clockMacroKeywords.has(names[0].toLowerCase()) && !columns.has(names[0].toLowerCase());
 };
 
 /** How DuckDB compares a time column with a constant: as a string cast to the column's type, or as an instant. */
@@ -50,7 +48,7 @@ export function comparedAs(value: Node): 'string' | 'instant' | null {
   if (value.class !== 'FUNCTION' || !['', 'main'].includes(String(value.schema))) return null;
   const name = String(value.function_name).toLowerCase();
   const children = value.children as Node[];
-  if (clockCalls.has(name)) return children.length === 0 ? 'instant' : null;
+  if (clockMacroFunctions.has(name)) return children.length === 0 ? 'instant' : null;
   if (!shifts.has(name)) return null;
   // An instant plus or minus an interval, or bucketed: an instant.
   const over = name === '+' || name === '-' ? children : children.slice(1, 2);
