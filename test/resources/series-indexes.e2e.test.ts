@@ -134,4 +134,31 @@ describe('index entries on a series table (issue 13)', () => {
     assert.match(status.text, /trace_bloom/);
     assert.doesNotMatch(status.text, /not sorted by/);
   });
+
+  it('retired, it keeps sorting for its seven days; pruned, new files are unsorted and the column can be dropped', async () => {
+    writeFileSync(
+      join(dir, 'resources', 'spans.resources.json'),
+      JSON.stringify({ resources: { ts_minmax: { index: { table: 'spans_idx', column: 'ts', kind: 'minmax' } } } }),
+    );
+    const retired = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(retired.status, 0, retired.err.join('\n'));
+    assert.match(retired.text, /^retired index trace_bloom on spans_idx \([0-9a-f]{8}\) for 7 days$/m);
+    await assert.rejects(fixture.admin.query('ALTER TABLE spans_idx DROP COLUMN trace'), /'trace' sorts 'spans_idx'/);
+    await fixture.orrery.metadata.query(
+      "UPDATE resource_ledger SET prune_after = now() - interval '1 second' WHERE entry_key = 'trace_bloom'",
+    );
+    const pruned = await runCliAs(adminKey.key, fixture.orrery.address, 'resources', ['prune']);
+    assert.equal(pruned.status, 0, pruned.err.join('\n'));
+    assert.match(
+      pruned.text,
+      /^dropped index trace_bloom on spans_idx \([0-9a-f]{8}\): spans_idx unsorted again \(row groups of 122880 rows\)$/m,
+    );
+    const before = new Set(tableFiles(fixture.orrery.dataDir, 'spans_idx'));
+    await insert('spans_idx', 4);
+    const added = tableFiles(fixture.orrery.dataDir, 'spans_idx').filter((f) => !before.has(f));
+    assert.equal(added.length, 1);
+    // Its two row groups (122,880 rows and the rest) each span every id again.
+    assert.equal(await rowsAdmitting(added, createHash('md5').update('520005').digest('hex')), rowsPerInsert);
+    await fixture.admin.query('ALTER TABLE spans_idx DROP COLUMN trace');
+  });
 });
