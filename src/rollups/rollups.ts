@@ -2473,9 +2473,9 @@ export class Rollups {
 
   /**
    * Drops a replaced kept table (a ring of tails, stored rows) once no statement set up to read it can still
-   * run (see keptTailDropMs).
+   * run (see keptTailDropMs), or `afterMs` (an evicted table).
    */
-  private retireTable(made: Promise<string | null>): void {
+  private retireTable(made: Promise<string | null>, afterMs = keptTailDropMs): void {
     // No longer read: no longer charged (a table charged after this was found retired first, see keptRow, keptStored).
     void made.then((table) => table && this.keptBudget.release(table));
     setTimeout(() => {
@@ -2486,7 +2486,7 @@ export class Rollups {
           this.engine.forgetTailRing(databaseOf(table));
         })
         .catch(() => {});
-    }, keptTailDropMs).unref();
+    }, afterMs).unref();
   }
 
   /** Deletes a replaced kept tail's row, as retireTable drops a table. */
@@ -2562,10 +2562,14 @@ export class Rollups {
         }
         if (kept) this.retireTable(kept.made);
         const { name } = definition;
+        // Dropped at once, not keptTailDropMs later: the budget counts it gone, and a server evicting one copy after
+        // another (a budget below what its reads keep) would otherwise hold those of the last 10 s past it. A
+        // statement running reads it to its end; one set up to read it still does (a GetFlightInfo's held plan did, in
+        // test/rollups/kept-memory) or fails and is planned again (namesDroppedTail).
         const evict = (): void => {
           if (this.storedTables.get(name) !== making) return;
           this.storedTables.delete(name);
-          this.retireTable(making.made);
+          this.retireTable(making.made, 0);
         };
         // Charged unless replaced or dropped meanwhile (its release came first).
         const keep = (table: string, bytes: number): boolean =>

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   clientFor,
+  plain,
   plainRows,
   pollUntil,
   scalar,
@@ -19,7 +20,7 @@ import {
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
-import type { TestFlightClient } from '../support/flight-client.js';
+import { packAny, type TestFlightClient } from '../support/flight-client.js';
 import { storedMakingsDuring } from '../support/kept-makings.js';
 import { scrapeMetrics } from '../support/metric-value.js';
 
@@ -180,6 +181,19 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
     await Promise.all(readsMade);
     const final = series(await metrics(), 'orrery_rollup_kept_bytes').reduce((sum, { value }) => sum + value, 0);
     assert.ok(final <= budget, `${final} bytes kept`);
+  });
+
+  it('a statement set up to read a copy evicted since (dropped at once) answers its rows exactly', async () => {
+    // Copies of equal size under this budget: the two last read are kept, km1 the least recently read.
+    for (const name of ['km1', 'km2']) await read(asTeamA, name);
+    assert.deepEqual(Object.keys(await kept('stored')).sort(), ['km1', 'km2']);
+    // Set up with km1's copy (read now: km2 is the least recently read), then km3 evicts km2 and km2 evicts km1.
+    const sql = `SELECT * FROM km1${order}`;
+    const info = await asTeamA.getFlightInfo(packAny('CommandStatementQuery', { query: sql }));
+    for (const name of ['km3', 'km2']) assert.ok((await read(asTeamA, name))[0]);
+    assert.deepEqual(Object.keys(await kept('stored')).sort(), ['km2', 'km3'], 'km1 evicted');
+    const rows = (await asTeamA.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
+    assert.deepEqual(rows, await plainRows(asTeamA, `${sourceOf('kept_memory')}${order}`));
   });
 
   it('a ring of kept tails is charged with every row put in it, replaced ones too, until it is dropped', async () => {
