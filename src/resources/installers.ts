@@ -3,7 +3,7 @@
 // (the rollup kind: issue 14), so publish installs every kind through one path.
 import type { ObjectStore } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import type { ResourceKind } from './declarations.js';
+import type { ResourceEntry, ResourceKind } from './declarations.js';
 import type { LedgerRow } from './ledger.js';
 import { partitionStatsInstaller } from './partition-stats.js';
 import { projectionInstaller } from './projections.js';
@@ -45,8 +45,11 @@ export const tablesMadeBy = (schemaSql: string): string[] =>
 
 /** Makes, points and drops the database objects of one kind of entry. */
 export interface ResourceInstaller {
-  /** What installing and serving this kind writes in Postgres besides what every publication writes. */
-  writes?(db: MetadataQueries): Promise<WrittenObjects>;
+  /**
+   * What installing and serving `entries` (the publication's entries of this kind, as its files declare them) writes
+   * in Postgres besides what every publication writes.
+   */
+  writes?(db: MetadataQueries, entries: readonly ResourceEntry[]): Promise<WrittenObjects>;
   /** Why this server cannot install the entry (the plan omits it with a warning), or null; `entries`: the publication's. */
   unsupported?(entry: ValidEntry, entries: readonly ValidEntry[]): string | null | Promise<string | null>;
   /**

@@ -3,6 +3,7 @@
 // each step, the ledger recording progress so an interrupted publication resumes.
 import type { ObjectStore } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
+import type { ResourceEntry } from './declarations.js';
 import { tableResolver, type ServerViewSet } from './catalog.js';
 import { resourcesErrors } from './errors.js';
 import { ExpressionAnalyzer } from './expressions.js';
@@ -277,17 +278,20 @@ const writtenTables = [...tablesMadeBy(ledgerSchema), 'lakehouse_partitions'];
  * The rights installing needs, each missing one listed; nothing is installed when one is. Asked before the lock is
  * taken or anything recorded (both write the ledger's tables, which may be missing these very rights). A table not
  * made yet is made by the publication (ensureLedger), so it needs CREATE on the schema alone. The installers of
- * `kinds` (the kinds the publication declares) add what they write: a rollup entry the rollups' catalog and
- * DuckLake's.
+ * installers of the publication's `entries` add what those write: a rollup entry the rollups' catalog and DuckLake's,
+ * an index entry on a series table DuckLake's.
  */
 export async function missingRights(
   ctx: Pick<PublishContext, 'db' | 'store'>,
-  kinds: Iterable<string>,
+  entries: readonly ResourceEntry[],
 ): Promise<string[]> {
   const missing: string[] = [];
   const own: WrittenObjects[] = [];
-  for (const kind of new Set(kinds)) {
-    const writes = await installerOf(kind, ctx.db)?.writes?.(ctx.db);
+  for (const kind of new Set(entries.map((e) => e.kind))) {
+    const writes = await installerOf(kind, ctx.db)?.writes?.(
+      ctx.db,
+      entries.filter((e) => e.kind === kind),
+    );
     if (writes) own.push(writes);
   }
   const tables = [...new Set([...writtenTables, ...own.flatMap((w) => w.tables)])];
@@ -353,8 +357,10 @@ export async function* publishResources(
     yield* dryRun(ctx, texts);
     return;
   }
-  const kinds = publicationOf('', texts).resources.flatMap((file) => file.entries.map((entry) => entry.kind));
-  const missing = await missingRights(ctx, kinds);
+  const missing = await missingRights(
+    ctx,
+    publicationOf('', texts).resources.flatMap((file) => file.entries),
+  );
   if (missing.length > 0) {
     throw resourcesErrors.error('RESOURCES_RIGHTS_MISSING', `installing needs: ${missing.join('; ')}`);
   }

@@ -6,7 +6,7 @@ import {
   type ResourceInstaller,
   type ValidEntry,
 } from '../resources/index.js';
-import { lakeMetadataSchema } from '../tables/index.js';
+import { lakeCatalogWrites } from '../tables/index.js';
 import { entryShape, selectListFrom, type EntryShape } from './entry-shape.js';
 import { catalogSchemaSql, type Rollups } from './rollups.js';
 
@@ -128,11 +128,8 @@ export function rollupInstaller(rollups: Rollups, engine: DuckDBEngine): Resourc
     // The rollups' catalog, and DuckLake's (a target is a table of the lake: its catalog rows, its rows inlined in
     // tables DuckLake makes in its schema).
     async writes(db) {
-      const { rows } = await db.query<{ t: string }>(
-        `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`,
-        [lakeMetadataSchema],
-      );
-      return { tables: [...tablesMadeBy(catalogSchemaSql), ...rows.map((r) => r.t)], schemas: [lakeMetadataSchema] };
+      const lake = await lakeCatalogWrites(db);
+      return { tables: [...tablesMadeBy(catalogSchemaSql), ...lake.tables], schemas: lake.schemas };
     },
     async unsupported(entry) {
       if (entry.kind !== 'rollup') return null;

@@ -5,6 +5,7 @@ export {
   attachLakeSql,
   attachesDatabases,
   lakeCatalog,
+  lakeCatalogWrites,
   lakeMetadataSchema,
   namesLakeInternals,
   prepareLakeMetadata,

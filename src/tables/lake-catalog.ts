@@ -1,4 +1,5 @@
-import type { MetadataStore } from '../metadata/index.js';
+import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
+import type { WrittenObjects } from '../resources/index.js';
 import { statementWords } from '../sql-text/index.js';
 import { stripComments } from './series-statements.js';
 
@@ -20,6 +21,18 @@ export async function prepareLakeMetadata(metadata: MetadataStore): Promise<void
     await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_ducklake_schema', 0))`);
     await tx.query(`CREATE SCHEMA IF NOT EXISTS ${lakeMetadataSchema}`);
   });
+}
+
+/**
+ * What a change to the lake's tables writes in Postgres (a resource installer's `writes`): DuckLake's catalog tables
+ * (`ducklake.<table>`), in its schema, where it also makes a table for the rows it inlines.
+ */
+export async function lakeCatalogWrites(db: MetadataQueries): Promise<WrittenObjects> {
+  const { rows } = await db.query<{ t: string }>(
+    `SELECT format('%I.%I', schemaname, tablename) AS t FROM pg_tables WHERE schemaname = $1 ORDER BY tablename`,
+    [lakeMetadataSchema],
+  );
+  return { tables: rows.map((r) => r.t), schemas: [lakeMetadataSchema] };
 }
 
 /**

@@ -18,7 +18,7 @@
 import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { ledgerRows, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
-import { lakeCatalog } from './lake-catalog.js';
+import { lakeCatalog, lakeCatalogWrites } from './lake-catalog.js';
 import { lakeTable, type SeriesTables } from './series-tables.js';
 
 /** Rows per row group of a series table sorted by an index's column: 8 to a default row group (122,880). */
@@ -70,6 +70,12 @@ export function seriesIndexInstaller(
   }
 
   return {
+    // A sort changes the table in DuckLake's catalog; index entries on view sets write what `viewSets` says.
+    async writes(db, entries) {
+      for (const e of entries)
+        if (e.kind === 'index' && sortsBy(e) && (await tableOf(e.table.toLowerCase()))) return lakeCatalogWrites(db);
+      return (await viewSets.writes?.(db, entries)) ?? { tables: [], schemas: [] };
+    },
     satisfied: async (entry) => {
       if (entry.kind !== 'index' || !(await tableOf(entry.physical)))
         return (await viewSets.satisfied?.(entry)) ?? null;

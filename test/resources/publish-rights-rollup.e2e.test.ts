@@ -3,7 +3,8 @@
 // each"): the rollups' catalog (rollup_jobs) and DuckLake's (ducklake.ducklake_table, where the target is made, and
 // CREATE on its schema, where DuckLake makes a table for the rows it inlines). A publication declaring no rollup is
 // not refused for them; one declaring a rollup fails with RESOURCES_RIGHTS_MISSING naming the three, nothing
-// recorded, locked or made; granted them, the same publish installs.
+// recorded, locked or made; granted them, the same publish installs. An index entry sorting a series table (a
+// bloom_filter) writes DuckLake's catalog too: without INSERT on ducklake.ducklake_snapshot it fails the same way.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,6 +56,7 @@ describe("orrery publish of a rollup entry as a Postgres role lacking a right on
     );
     admin = clientFor(orrery.flightPort, key);
     await admin.query('SELECT * FROM resource_ledger()');
+    await admin.query(`CREATE TABLE spans_t (ts TIMESTAMP, trace VARCHAR) WITH (time_column = 'ts')`);
     await postgres.pool.query(`REVOKE INSERT ON rollup_jobs FROM ${role}`);
     await postgres.pool.query(`REVOKE INSERT ON ducklake.ducklake_table FROM ${role}`);
     await postgres.pool.query(`REVOKE CREATE ON SCHEMA ducklake FROM ${role}`);
@@ -115,5 +117,18 @@ describe("orrery publish of a rollup entry as a Postgres role lacking a right on
       { entry_key: 'hourly', state: 'ready' },
       { entry_key: 'level_minmax', state: 'ready' },
     ]);
+  });
+
+  it("an index entry sorting a series table fails the same way without a right on DuckLake's catalog", async () => {
+    await postgres.pool.query(`REVOKE INSERT ON ducklake.ducklake_snapshot FROM ${role}`);
+    const before = await recorded();
+    declare({ ...minmax, trace_bloom: { index: { table: 'spans_t', column: 'trace', kind: 'bloom_filter' } } });
+    const run = await publish();
+    assert.equal(run.status, 1, run.text);
+    assert.match(
+      run.err.join('\n'),
+      /^orrery publish: failed on 127\.0\.0\.1:\d+: installing needs: INSERT on table ducklake\.ducklake_snapshot \(Postgres\)$/,
+    );
+    assert.deepEqual(await recorded(), before);
   });
 });
