@@ -52,10 +52,17 @@ export function seriesIndexInstaller(
     return columns;
   }
 
-  /** Sorts the table by `columns` (none: unsorted, DuckLake's default row groups); answers what it did. */
+  /**
+   * Sorts the table by `columns` (none: unsorted, DuckLake's default row groups); answers what it did. Only when
+   * its sort differs: the ALTER fails every INSERT into the table then in flight (DuckLake: "another transaction has
+   * altered it"), so a publication that changes nothing must not make one.
+   */
   async function applySort(table: string, columns: readonly string[]): Promise<string> {
     const target = lakeTable(table);
     const rows = columns.length === 0 ? defaultRowGroupRows : sortedRowGroupRows;
+    const sorted = await tables.sortedBy(table);
+    if (sorted.length === columns.length && sorted.every((c, i) => c === columns[i]))
+      return `${table} already ${columns.length === 0 ? 'unsorted' : `sorted by (${columns.join(', ')})`}`;
     await engine.execute(
       columns.length === 0
         ? `ALTER TABLE ${target} RESET SORTED BY`

@@ -124,6 +124,20 @@ describe('index entries on a series table (issue 13)', () => {
     ]);
   });
 
+  it('a publication again leaves the table as it is: no DuckLake snapshot, which would fail INSERTs in flight', async () => {
+    const latest = async () =>
+      (
+        await fixture.orrery.metadata.query<{ id: string }>(
+          'SELECT max(snapshot_id)::text AS id FROM ducklake.ducklake_snapshot',
+        )
+      ).rows[0].id;
+    const before = await latest();
+    const again = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(again.status, 0, again.err.join('\n'));
+    assert.match(again.text, /^ {2}trace_bloom: spans_idx already sorted by \(trace\):/m);
+    assert.equal(await latest(), before);
+  });
+
   it('status lists it ready, with no drift; the column it sorts by cannot be dropped', async () => {
     await assert.rejects(
       fixture.admin.query('ALTER TABLE spans_idx DROP COLUMN trace'),
