@@ -8,7 +8,7 @@
 // nanosecond digits are kept; one with a zone name is read by TIMESTAMPTZ, to microseconds.
 // The functions that return TIMESTAMPTZ (now(), to_timestamp, …) are redefined as macros
 // (views/sql-functions.ts).
-import { varyingFunctions } from './varying-functions.js';
+import { clockInstantFunctions, clockKeywords, varyingFunctions } from './varying-functions.js';
 
 type Node = Record<string, unknown>;
 
@@ -183,9 +183,7 @@ export function substituteListings(
 export type MicrosecondTime = 'TIMESTAMP' | 'TIMESTAMP WITH TIME ZONE';
 
 const instantFunctions = new Set([
-  'now',
-  'get_current_timestamp',
-  'transaction_timestamp',
+  ...clockInstantFunctions,
   'to_timestamp',
   'to_timestamp_seconds',
   'to_timestamp_millis',
@@ -195,9 +193,6 @@ const instantFunctions = new Set([
   'date_bin',
 ]);
 
-/** Names DuckDB binds to the clock when no column has them. */
-const clockNames = new Set(['current_timestamp', 'current_date', 'current_time', 'localtimestamp']);
-
 /** Whether an expression reads nothing that varies by row or by binding: no column, subquery or parameter. */
 function constantExpression(value: unknown): boolean {
   if (Array.isArray(value)) return value.every(constantExpression);
@@ -205,7 +200,7 @@ function constantExpression(value: unknown): boolean {
   const node = value as Node;
   if (node.class === 'COLUMN_REF') {
     const names = node.column_names as string[];
-    return names.length === 1 && clockNames.has(names[0].toLowerCase());
+    return names.length === 1 && clockKeywords.has(names[0].toLowerCase());
   }
   if (node.class === 'SUBQUERY' || node.class === 'PARAMETER' || node.class === 'WINDOW') return false;
   // The bound repeats the expression: a volatile one would not be the same value twice.

@@ -102,6 +102,8 @@ export const clockMacroFunctions: ReadonlySet<string> = new Set([...clockInstant
 interface ReadOptions {
   /** A random source or a sequence counts. */
   readonly random?: boolean;
+  /** The engine's state counts (default true). */
+  readonly state?: boolean;
   /**
    * Functions that, called by their names in the engine's default catalog, read the statement's clock as the caller
    * reads it (clockMacroFunctions, say), and do not count; with them the bare words of Orrery's clock
@@ -120,9 +122,9 @@ interface ReadOptions {
 function firstRead(
   shape: QueryShape,
   varying: ReadonlyMap<string, Varying>,
-  { random = false, read }: ReadOptions = {},
+  { random = false, state = true, read }: ReadOptions = {},
 ): { readonly kind: Varying; readonly text: string } | undefined {
-  const counts = { clock: true, state: true, random };
+  const counts = { clock: true, state, random };
   for (const call of shape.functionCalls) {
     const name = call.name.toLowerCase();
     const kind = varying.get(name);
@@ -148,8 +150,9 @@ function firstRead(
 
 /**
  * How a query reads the clock or the engine's state (`calls now(), which reads the clock`), or undefined; options
- * (ReadOptions) count a random source too, or leave out the clock functions the caller reads as the statement's
- * clock: a rollup rewrite works out Orrery's clock macros (clockMacroFunctions).
+ * (ReadOptions) count a random source too, leave the state out, or leave out the clock functions the caller reads as
+ * the statement's clock: a rollup rewrite works out Orrery's clock macros (clockMacroFunctions), event-time pruning
+ * fixes DuckDB's macros of current_timestamp too (clockWordMacros).
  */
 export function varyingRead(shape: QueryShape, options: ReadOptions = {}): string | undefined {
   return firstRead(shape, varyingFunctions, options)?.text;

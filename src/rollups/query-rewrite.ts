@@ -1,4 +1,11 @@
-import { clockMacroFunctions, queryShape, varyingRead, type DuckDBEngine } from '../engine/index.js';
+import {
+  clockKeywords,
+  clockMacroFunctions,
+  clockMacroKeywords,
+  queryShape,
+  varyingRead,
+  type DuckDBEngine,
+} from '../engine/index.js';
 import type { SeriesTable } from '../tables/index.js';
 import {
   approximateWidth,
@@ -245,7 +252,7 @@ const isConstant = (node: Node, columns?: ReadonlySet<string>): boolean =>
   );
 
 /** Clocks DuckDB parses as names that the rewrite does not read: local wall-clock time and times of day. */
-const localClocks = new Set(['localtimestamp', 'localtime', 'current_time']);
+const localClocks = new Set([...clockKeywords].filter((word) => !clockMacroKeywords.has(word)));
 
 /** The local clock an expression reads (a name no column of the table has), or null. */
 const localClock = (node: Node | undefined, columns: ReadonlySet<string>): string | null => {

@@ -22,8 +22,12 @@
 import type { Table } from 'apache-arrow';
 import {
   boundTexts,
-  builtInQualifier,
+  clockMacroFunctions,
+  clockMacroKeywords,
+  clockWordMacros,
   nanosecondTimestamps,
+  queryShape,
+  varyingRead,
   type DuckDBEngine,
   type QueryShape,
 } from '../engine/index.js';
@@ -239,26 +243,17 @@ const isFixed = (node: Node): boolean =>
   (isCall(node, constantFunctions) && (node.children as Node[]).every(isFixed));
 
 /**
- * The names that read the clock other than Orrery's clock macros, which read the statement's fixed clock (see
- * readsClock, readsDate; DuckDB's, as functions or bare words, and the macros' names called in a catalog, such as
- * DuckDB's own `system.main.now()`): a statement naming one keeps its clock as DuckDB reads it (fixing now() alone
- * would give it two nows).
+ * The clock functions that read the statement's fixed clock, called by their names: Orrery's clock macros, and
+ * DuckDB's macros of `current_timestamp` (ago()), which DuckDB binds to Orrery's get_current_timestamp(). Any other
+ * read of the clock is DuckDB's (its own functions and bare words, a macro's name called in a catalog such as
+ * `system.main.now()`, age(x), x's age on DuckDB's date, which the fixed clock's date may not be: a statement
+ * planned before midnight and run after it): a statement making one keeps its clock as DuckDB reads it (fixing now()
+ * alone would give it two nows).
  */
-const otherClockNames =
-  /^(now|get_current_timestamp|transaction_timestamp|current_timestamp|current_date|current_time|get_current_time|current_localtime|current_localtimestamp|localtime|localtimestamp|today)$/i;
+const fixedClockFunctions: ReadonlySet<string> = new Set([...clockMacroFunctions, ...clockWordMacros]);
 
-/**
- * DuckDB's functions that read its clock within them, by name and argument count: age(x) is x's age on DuckDB's
- * date (its transaction's), which the fixed clock's date may not be (a statement planned before midnight and run
- * after it); age(a, b) reads no clock. A method call's receiver is an argument: `ts.age()` is age(ts).
- */
-const clockWithin = (node: Node): boolean =>
-  node.class === 'FUNCTION' &&
-  String(node.function_name).toLowerCase() === 'age' &&
-  (node.children as unknown[]).length + (builtInQualifier(String(node.catalog), String(node.schema)) ? 0 : 1) === 1;
-
-/** The bare names DuckDB binds to the clock when nothing else has them. */
-const clockNames = new Set(['current_timestamp', 'current_date']);
+/** The bare names DuckDB binds to the clock when nothing else has them (Orrery's get_current_timestamp(), current_date()). */
+const clockNames = clockMacroKeywords;
 
 /** Whether the bare clock names may be the statement's own (see clockNamesShadowed), by tree. */
 const shadowedNames = new WeakMap<Tree, boolean>();
@@ -383,22 +378,7 @@ const readsDate = (node: Node, names = true): boolean => isCurrentDate(node) && 
  */
 function fixedClock(statement: Statement): Node | null {
   if (statement.ownTransaction !== true) return null;
-  let other = false;
-  const visit = (value: unknown): void => {
-    if (other || value === null || typeof value !== 'object') return;
-    if (Array.isArray(value)) return value.forEach(visit);
-    const node = value as Node;
-    // Orrery's clock macros read the fixed clock; one qualified by a catalog (DuckDB's system.main.now()) is other.
-    if ((readsClock(node) || readsDate(node)) && !node.catalog) return;
-    const bare = node.class === 'COLUMN_REF' ? (node.column_names as string[]) : [];
-    other ||=
-      (node.class === 'FUNCTION' && otherClockNames.test(String(node.function_name))) ||
-      clockWithin(node) ||
-      (bare.length === 1 && otherClockNames.test(bare[0]));
-    Object.values(node).forEach(visit);
-  };
-  visit(statement.tree.statements);
-  if (other) return null;
+  if (varyingRead(queryShape(statement.tree), { state: false, read: fixedClockFunctions }) !== undefined) return null;
   const now = new Date().toISOString().replace('T', ' ').replace('Z', '');
   const text = { type: { id: 'VARCHAR', type_info: null }, is_null: false, value: now };
   return castNode(

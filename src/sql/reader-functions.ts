@@ -1,4 +1,4 @@
-import { queryShape, type FunctionDescription } from '../engine/index.js';
+import { queryShape, varyingFunctions, type FunctionDescription } from '../engine/index.js';
 import { clockMacro, snouttimeCatalog } from '../views/index.js';
 
 // The scalar and aggregate functions a key that is not an admin may call. A function is in
@@ -13,6 +13,7 @@ import { clockMacro, snouttimeCatalog } from '../views/index.js';
 
 /** Not CONSISTENT, yet harmless: they read a clock, a random source or the caller's own statement. */
 const harmlessVolatile = new Set([
+  ...[...varyingFunctions].flatMap(([name, kind]) => (kind === 'clock' ? [name] : [])),
   'random',
   'setseed',
   'uuid',
@@ -20,12 +21,6 @@ const harmlessVolatile = new Set([
   'uuidv7',
   'gen_random_uuid',
   'error',
-  'now',
-  'today',
-  'current_date',
-  'get_current_time',
-  'get_current_timestamp',
-  'transaction_timestamp',
   'current_database',
   'current_schema',
   'current_schemas',
