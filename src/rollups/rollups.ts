@@ -2408,22 +2408,34 @@ export class Rollups {
     const id = keptTailRowId();
     const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => 0);
     if (kept !== 1) return null;
-    ring.columns ??= this.keptColumns(table);
-    const { bytes } = await this.keptSize(table, await ring.columns, `__id = ${id}`);
+    // Measured and charged in the background: a write's kept tails (prime) do not wait for one more statement each.
+    void this.chargeRow(definition, entry, ring, { table, id }).catch(() => {});
+    return { table, id };
+  }
+
+  /**
+   * Charges a rollup's ring of kept tails with its new row `row`, measured (its other rows, replaced ones too, were
+   * charged before: see kept-budget.ts), unless the ring was retired meanwhile (forgotten, or replaced by another of a
+   * new shape): its release came first. A ring that alone would take more than the budget goes, with the rest of the
+   * rollup's tail, and a tail of its shape is made again only for a second read of the same files (keptTail).
+   */
+  private async chargeRow(
+    definition: RollupDefinition,
+    entry: TailEntry,
+    ring: NonNullable<TailEntry['ring']>,
+    row: TailRow,
+  ): Promise<void> {
+    ring.columns ??= this.keptColumns(row.table);
+    const { bytes } = await this.keptSize(row.table, await ring.columns, `__id = ${row.id}`);
     const { name } = definition;
-    // The ring (its other rows, deleted ones too) is charged unless retired meanwhile (forgotten, or replaced by
-    // another of a new shape): its release came first.
     const live = (): boolean =>
-      this.tails.get(name) === entry && (entry.ring === ring || entry.kept?.row.table === table);
+      this.tails.get(name) === entry && (entry.ring === ring || entry.kept?.row.table === row.table);
     const evict = (): void => {
       if (this.tails.get(name) === entry) this.forgetTail(name);
     };
-    if (!live() || this.keptBudget.charge(table, { rollup: name, kind: 'tail', evict }, bytes)) return { table, id };
-    // The ring alone would take more than the budget: it goes, with the rest of the rollup's tail, and a tail of this
-    // shape is made again only for a second read of the same files (keptTail).
+    if (!live() || this.keptBudget.charge(row.table, { rollup: name, kind: 'tail', evict }, bytes)) return;
     this.forgetTail(name);
-    this.tailEntry(definition).tooLarge = shape;
-    return null;
+    this.tailEntry(definition).tooLarge = ring.shape;
   }
 
   /** How a rollup's aggregate merges over parts of its rows (tailMerge), worked out once per statement. */
