@@ -1,5 +1,6 @@
 import {
   isAudienceRowsError,
+  isDataError,
   isFileReadFailure,
   quoteIdentifier,
   withMacros,
@@ -167,7 +168,10 @@ export interface RollupJob {
    * system's fault), those found before it failed.
    */
   readonly audienceErrors: readonly AudienceError[] | null;
-  /** What the base table's retention kept without an audience's rows (see lostTable), by audience, in bucket order. */
+  /**
+   * What the base table's retention kept without an audience's rows (see lostTable) or postponed (see heldTable), by
+   * audience, in bucket order.
+   */
   readonly lostBuckets: readonly LostBuckets[];
 }
 
@@ -198,6 +202,8 @@ export interface LostBuckets {
   readonly buckets: readonly string[];
   /** The error of the first bucket's. */
   readonly error: string;
+  /** Postponed: the audience's rows are kept for a later run to store (see heldTable), not lost. */
+  readonly postponed: boolean;
 }
 
 /** A stable name of a rollup (a resources file's rollup entry's view), read as `SELECT <select list> FROM <target>`. */
@@ -284,6 +290,13 @@ function inBucketOrder(definition: Pick<RollupDefinition, 'integer'>, buckets: r
     : [...buckets].sort();
 }
 
+/**
+ * How long retention postpones an audience's expired rows that run out of memory in a rollup's aggregate (see
+ * Rollups.keepBuckets): a week, to outlast a squeeze and let an admin, told in snouttime.jobs, give the memory; the
+ * first run after it records the buckets lost and deletes the rows.
+ */
+const postponedDays = 7;
+
 /** Every row of a series-table rollup's base table. */
 const baseRowsOf = (definition: RollupDefinition): string => `SELECT * FROM ${lakeTable(definition.base)}`;
 
@@ -345,14 +358,29 @@ function withoutAudiences(source: string, failed: readonly FailedAudience[]): st
   return named.length > 0 ? `SELECT * FROM (${source}) WHERE NOT (${named.join(' OR ')})` : source;
 }
 
-/** The INSERT recording the failed audiences' buckets of a rollup, with their errors, in heldTable or lostTable. */
-function recordFailed(table: string, definition: RollupDefinition, failed: readonly FailedAudience[]): string | null {
+/**
+ * The INSERT recording the failed audiences' buckets of a rollup, with their errors, in heldTable or lostTable;
+ * `postponed`: in heldTable, as retention's postponement of their rows (see heldTable), from now.
+ */
+function recordFailed(
+  table: string,
+  definition: RollupDefinition,
+  failed: ReadonlyArray<Pick<FailedAudience, 'audience' | 'error' | 'buckets'>>,
+  postponed = false,
+): string | null {
   const rows = failed.flatMap((f) =>
     f.buckets.map((b) =>
-      [quoteLiteral(definition.name), quoteLiteral(b), audienceValue(f.audience), quoteLiteral(f.error)].join(', '),
+      [
+        quoteLiteral(definition.name),
+        quoteLiteral(b),
+        audienceValue(f.audience),
+        quoteLiteral(f.error),
+        ...(postponed ? ['now()::TIMESTAMP'] : []),
+      ].join(', '),
     ),
   );
-  return rows.length > 0 ? `INSERT INTO ${table} VALUES (${rows.join('), (')})` : null;
+  const columns = `rollup, bucket, audience, error${postponed ? ', postponed_since' : ''}`;
+  return rows.length > 0 ? `INSERT INTO ${table} (${columns}) VALUES (${rows.join('), (')})` : null;
 }
 
 /**
@@ -363,6 +391,8 @@ interface FailedAudience {
   readonly audience: string | null;
   readonly error: string;
   readonly buckets: readonly string[];
+  /** Its rows ran out of memory (QUERY_OUT_OF_MEMORY): a later run may aggregate them, as it never will a data error's. */
+  readonly retryable: boolean;
 }
 
 const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|HUGEINT)$/i;
@@ -735,10 +765,21 @@ export class Rollups {
     });
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
     await this.engine.execute(`CREATE TABLE IF NOT EXISTS ${keptTable} (rollup VARCHAR, bucket VARCHAR)`);
-    for (const table of [heldTable, lostTable])
+    for (const [table, more] of [
+      [heldTable, ', postponed_since TIMESTAMP'],
+      [lostTable, ''],
+    ])
       await this.engine.execute(
-        `CREATE TABLE IF NOT EXISTS ${table} (rollup VARCHAR, bucket VARCHAR, audience VARCHAR, error VARCHAR)`,
+        `CREATE TABLE IF NOT EXISTS ${table} (rollup VARCHAR, bucket VARCHAR, audience VARCHAR, error VARCHAR${more})`,
       );
+    // Retention's postponements (see heldTable), which a lake made before them lacks: added once, so that servers
+    // starting together on a newer lake change nothing of its catalog.
+    const [[postponements]] = await this.engine.values(
+      `SELECT count(*) FROM duckdb_columns() WHERE database_name = '${lakeCatalog}' AND schema_name = '${rollupSchema}'
+         AND table_name = '${heldName}' AND column_name = 'postponed_since'`,
+    );
+    if (Number(postponements) === 0)
+      await this.engine.execute(`ALTER TABLE ${heldTable} ADD COLUMN postponed_since TIMESTAMP`);
   }
 
   /**
@@ -1276,23 +1317,33 @@ export class Rollups {
     }));
   }
 
-  /** Every rollup's buckets kept without an audience's rows (lostTable), by rollup. */
+  /** Every rollup's buckets kept without an audience's rows (lostTable) or postponed (heldTable), by rollup. */
   private async lostBuckets(): Promise<ReadonlyMap<string, LostBuckets[]>> {
-    const rows = await this.engine.values(`SELECT rollup, audience, bucket, error FROM ${lostTable}`);
+    const rows = await this.engine.values(
+      `SELECT rollup, audience, bucket, error, false FROM ${lostTable}
+       UNION ALL SELECT rollup, audience, bucket, error, true FROM ${heldTable} WHERE postponed_since IS NOT NULL`,
+    );
     if (rows.length === 0) return new Map();
     const definitions = await this.definitions();
-    const byAudience = new Map<string, Map<string | null, Array<{ bucket: string; error: string }>>>();
-    for (const [rollup, audience, bucket, error] of rows) {
-      const of = byAudience.get(String(rollup)) ?? new Map<string | null, Array<{ bucket: string; error: string }>>();
+    type Of = Map<
+      string,
+      { audience: string | null; postponed: boolean; lost: Array<{ bucket: string; error: string }> }
+    >;
+    const byAudience = new Map<string, Of>();
+    for (const [rollup, audience, bucket, error, postponed] of rows) {
+      const of: Of = byAudience.get(String(rollup)) ?? new Map();
       // The rows of no audience (NULL) apart from any audience's, "null" and '' among them.
-      const key = typeof audience === 'string' ? audience : null;
-      of.set(key, [...(of.get(key) ?? []), { bucket: String(bucket), error: String(error) }]);
+      const who = typeof audience === 'string' ? audience : null;
+      const key = JSON.stringify([who, postponed]);
+      const entry = of.get(key) ?? { audience: who, postponed: postponed === true, lost: [] };
+      entry.lost.push({ bucket: String(bucket), error: String(error) });
+      of.set(key, entry);
       byAudience.set(String(rollup), of);
     }
     return new Map(
       [...byAudience].map(([rollup, of]) => [
         rollup,
-        [...of].map(([audience, lost]) => {
+        [...of.values()].map(({ audience, postponed, lost }) => {
           const buckets = inBucketOrder(
             { integer: definitions.get(rollup)?.integer ?? false },
             lost.map((l) => l.bucket),
@@ -1302,6 +1353,7 @@ export class Rollups {
             audience,
             buckets,
             error: lost.find((l) => l.bucket === buckets[0])!.error,
+            postponed,
           };
         }),
       ]),
@@ -1364,7 +1416,10 @@ export class Rollups {
       ? await this.setRead(definition.base, snapshot, definitions, context, true)
       : undefined;
     const readAt: ReadAt = { snapshot, definitions, tables, context };
-    const pending = await this.pending(definition, state, readAt);
+    // A kept bucket held for an audience is retention's postponement of its rows (see heldTable): read, never
+    // recomputed, the other audiences' raw rows being gone.
+    const kept = await this.keptBuckets(definition, snapshot);
+    const pending = (await this.pending(definition, state, readAt)).filter((b) => !kept.has(b));
     const all: TableScope = { kind: 'all' };
     if (definition.sourceIsRollup) await this.viewSql(sourceRollup(definition, definitions), all, readAt);
     const time = quoteIdentifier(definition.timeColumn);
@@ -1382,7 +1437,7 @@ export class Rollups {
               };
     // Buckets retention kept hold values their raw rows no longer have: a closed range leaves them as stored.
     const keptOut =
-      closed && (await this.keptBuckets(definition, snapshot)).size > 0
+      closed && kept.size > 0
         ? (bucket: string): string =>
             `CAST(${bucket} AS VARCHAR) NOT IN (SELECT bucket FROM ${at(keptTable, snapshot)} WHERE rollup = ${quoteLiteral(definition.name)})`
         : undefined;
@@ -1410,7 +1465,7 @@ export class Rollups {
           : 1
         : await this.rangeCount(definition, [...pending, ...(closed ? [state.watermark] : [])]);
     const source = this.sourceRows(definition, snapshot, all, context);
-    const wasHeld = (await this.heldBuckets(definition, snapshot, null)).size > 0;
+    const wasHeld = [...(await this.heldBuckets(definition, snapshot, null)).keys()].some((b) => !kept.has(b));
     const store = (failed: readonly FailedAudience[]): Promise<void> =>
       this.lakeTransaction(async (run, session) => {
         if (deleteFilters.length > 0) {
@@ -1421,7 +1476,9 @@ export class Rollups {
           );
         }
         if (wasHeld || failed.length > 0) {
-          await run(`DELETE FROM ${heldTable} WHERE rollup = ${quoteLiteral(definition.name)}`);
+          await run(
+            `DELETE FROM ${heldTable} WHERE rollup = ${quoteLiteral(definition.name)} AND postponed_since IS NULL`,
+          );
           const held = recordFailed(heldTable, definition, failed);
           if (held) await run(held);
         }
@@ -1485,7 +1542,12 @@ export class Rollups {
         const buckets = await this.engine.values(
           `SELECT DISTINCT CAST(${bucketSql(definition, definition.timeColumn)} AS VARCHAR) FROM (${rows}) WHERE ${covered}`,
         );
-        failed.push({ audience, error: (audienceError as Error).message, buckets: buckets.map(([b]) => String(b)) });
+        failed.push({
+          audience,
+          error: (audienceError as Error).message,
+          buckets: buckets.map(([b]) => String(b)),
+          retryable: !isDataError(audienceError),
+        });
       }
     }
     return { audiences: audiences.length, failed };
@@ -1493,8 +1555,9 @@ export class Rollups {
 
   /**
    * set_rollup_retention's work at a refresh: the buckets older than it are deleted, and with them the records of
-   * what the source's retention kept of them without an audience's rows (lostTable), which tell of those buckets
-   * alone (docs/rollups.md: a lost bucket's record lives as long as the bucket).
+   * what the source's retention kept of them without an audience's rows (lostTable) or postponed (heldTable), which
+   * tell of those buckets alone (docs/rollups.md: a lost bucket's record lives as long as the bucket; a postponed
+   * one's rows, no longer kept for it, then go at the source's next retention).
    */
   private async applyRetention(definition: RollupDefinition, snapshot: bigint, session: EngineSession): Promise<void> {
     if (definition.retention === null) return;
@@ -1503,31 +1566,37 @@ export class Rollups {
       : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
     const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
     await run(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket < ${horizon}`);
-    await run(
-      `DELETE FROM ${lostTable} WHERE rollup = ${quoteLiteral(definition.name)}
-         AND CAST(bucket AS ${definition.integer ? 'HUGEINT' : 'TIMESTAMP'}) < ${horizon}`,
-    );
+    for (const [table, which] of [
+      [lostTable, 'TRUE'],
+      [heldTable, 'postponed_since IS NOT NULL'],
+    ])
+      await run(
+        `DELETE FROM ${table} WHERE rollup = ${quoteLiteral(definition.name)} AND ${which}
+           AND CAST(bucket AS ${definition.integer ? 'HUGEINT' : 'TIMESTAMP'}) < ${horizon}`,
+      );
   }
 
   /**
-   * A series table's retention DELETE (`deleteSql`, of the rows `rowsGone` selects), in one DuckLake
+   * A series table's retention DELETE (`deleting` the rows `rowsGone` selects), in one DuckLake
    * transaction with what the table's rollups keep of those rows: for every bucket of them not kept
    * already, each rollup stores its aggregate of the raw rows as they are just before the delete (a
    * pending bucket's correction included: what a read answered before retention it answers after)
    * and records the bucket as kept, never pending again and never recomputed from what is left.
-   * Holds the rollups' refresh locks so that no refresh recomputes a bucket meanwhile (waiting for a
-   * running one as refresh_rollup does).
+   * An audience whose rows run out of memory in a rollup's aggregate keeps its rows of those buckets
+   * for a later run (keepBuckets). Holds the rollups' refresh locks so that no refresh recomputes a
+   * bucket meanwhile (waiting for a running one as refresh_rollup does).
    */
-  async retain(table: string, rowsGone: string, deleteSql: string): Promise<number> {
+  async retain(table: string, rowsGone: string, deleting: (rows: string) => string): Promise<number> {
     const onTable = [...(await this.definitions()).values()].filter(
       (d) => d.base === table && !d.sourceIsRollup && !d.viewSetBase,
     );
-    if (onTable.length === 0) return this.engine.execute(deleteSql);
+    if (onTable.length === 0) return this.engine.execute(deleting(rowsGone));
     const keeping = (failed: ReadonlyMap<string, readonly FailedAudience[]>): Promise<number> =>
       this.lakeTransaction(async (run, session) => {
+        const spared: string[] = [];
         for (const definition of onTable)
-          await this.keepBuckets(definition, rowsGone, session, failed.get(definition.name) ?? []);
-        return run(deleteSql);
+          spared.push(...(await this.keepBuckets(definition, rowsGone, session, failed.get(definition.name) ?? [])));
+        return run(deleting(spared.length > 0 ? `(${rowsGone}) AND NOT (${spared.join(' OR ')})` : rowsGone));
       });
     // One audience's row a rollup's aggregate fails on stops neither the retention nor the other audiences' keep.
     const keepingWhatAggregates = async (): Promise<number> => {
@@ -1537,8 +1606,12 @@ export class Rollups {
         if (!isAudienceRowsError(error)) throw error;
         const failed = new Map<string, FailedAudience[]>();
         for (const definition of onTable) {
-          const literals = (await this.bucketsGone(definition, rowsGone)).map((b) => bucketLiteral(definition, b));
-          if (literals.length === 0) continue;
+          const postponed = (await this.postponedBuckets(definition)).map((p) => p.bucket);
+          const buckets = inBucketOrder(definition, [
+            ...new Set([...(await this.bucketsGone(definition, rowsGone)), ...postponed]),
+          ]);
+          if (buckets.length === 0) continue;
+          const literals = buckets.map((b) => bucketLiteral(definition, b));
           const scans = [{ rows: inBuckets(definition, literals)!, buckets: [] }];
           failed.set(definition.name, (await this.failingAudiences(definition, baseRowsOf(definition), scans)).failed);
         }
@@ -1602,35 +1675,94 @@ export class Rollups {
   }
 
   /**
-   * retain's work for one rollup, in its transaction: the `failed` audiences' rows left out of what it keeps, and
-   * recorded (lostTable). A bucket held for an audience (heldTable) is kept too: no raw row is left to read it from.
+   * retain's work for one rollup, in its transaction: the `failed` audiences' rows left out of what it keeps. Those of
+   * a data error are recorded lost (lostTable). Those that ran out of memory (retryable) are postponed: the kept
+   * bucket is held for that audience (heldTable, postponed_since), read from its raw rows (which the delete leaves:
+   * the conditions answered select them) and stored by a later run that aggregates them, or recorded lost at the
+   * first run past postponedDays. A bucket held for an audience by a refresh is kept too: no raw row is left to read
+   * it from.
    */
   private async keepBuckets(
     definition: RollupDefinition,
     rowsGone: string,
     session: EngineSession,
     failed: readonly FailedAudience[],
-  ): Promise<void> {
+  ): Promise<string[]> {
     const buckets = await this.bucketsGone(definition, rowsGone, session);
-    if (buckets.length === 0) return;
+    const postponed = await this.postponedBuckets(definition, session);
+    if (buckets.length === 0 && postponed.length === 0) return [];
     const name = quoteLiteral(definition.name);
-    const literals = buckets.map((b) => bucketLiteral(definition, b));
     const stored = materializedTable(definition.name);
     const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
-    await run(`DELETE FROM ${stored} WHERE bucket IN (${literals.join(', ')})`);
-    await run(
-      `INSERT INTO ${stored} ${aggregateOver(definition, withoutAudiences(baseRowsOf(definition), failed), inBuckets(definition, literals)!)}`,
-    );
-    const texts = buckets.map(quoteLiteral).join(', ');
-    await run(`INSERT INTO ${keptTable} SELECT ${name}, unnest([${texts}])`);
-    await run(`DELETE FROM ${heldTable} WHERE rollup = ${name} AND bucket IN (${texts})`);
+    const rowsIn = (of: readonly string[]): string =>
+      inBuckets(
+        definition,
+        inBucketOrder(definition, of).map((b) => bucketLiteral(definition, b)),
+      )!;
+    const heldOf = (audience: string | null, of: readonly string[]): string =>
+      `DELETE FROM ${heldTable} WHERE rollup = ${name} AND postponed_since IS NOT NULL AND ${ofAudience(audience)}
+         AND bucket IN (${of.map(quoteLiteral).join(', ')})`;
+    if (buckets.length > 0) {
+      const literals = buckets.map((b) => bucketLiteral(definition, b));
+      await run(`DELETE FROM ${stored} WHERE bucket IN (${literals.join(', ')})`);
+      await run(
+        `INSERT INTO ${stored} ${aggregateOver(definition, withoutAudiences(baseRowsOf(definition), failed), rowsIn(buckets))}`,
+      );
+      const texts = buckets.map(quoteLiteral).join(', ');
+      await run(`INSERT INTO ${keptTable} SELECT ${name}, unnest([${texts}])`);
+      await run(`DELETE FROM ${heldTable} WHERE rollup = ${name} AND bucket IN (${texts})`);
+    }
+    // A postponed audience whose rows aggregate now has them stored: its bucket's other rows are already.
+    const storing = new Map<string | null, string[]>();
+    for (const p of postponed)
+      if (!failed.some((f) => f.audience === p.audience))
+        storing.set(p.audience, [...(storing.get(p.audience) ?? []), p.bucket]);
+    for (const [audience, of] of storing) {
+      const rows = `SELECT * FROM ${lakeTable(definition.base)} WHERE ${ofAudience(audience)}`;
+      await run(`INSERT INTO ${stored} ${aggregateOver(definition, rows, rowsIn(of))}`);
+      await run(heldOf(audience, of));
+    }
     const kept = new Set(buckets);
-    const lost = recordFailed(
-      lostTable,
-      definition,
-      failed.map((f) => ({ ...f, buckets: f.buckets.filter((b) => kept.has(b)) })),
+    const lost: FailedAudience[] = [];
+    const postponing: FailedAudience[] = [];
+    const spared: string[] = [];
+    for (const f of failed) {
+      const fresh = f.buckets.filter((b) => kept.has(b));
+      const mine = postponed.filter((p) => p.audience === f.audience);
+      const due = mine.filter((p) => !f.retryable || p.overdue).map((p) => p.bucket);
+      const waiting = mine.filter((p) => f.retryable && !p.overdue).map((p) => p.bucket);
+      lost.push({ ...f, buckets: [...(f.retryable ? [] : fresh), ...due] });
+      if (due.length > 0) await run(heldOf(f.audience, due));
+      if (!f.retryable) continue;
+      postponing.push({ ...f, buckets: fresh });
+      if (fresh.length + waiting.length > 0)
+        spared.push(`(${ofAudience(f.audience)} AND ${rowsIn([...fresh, ...waiting])})`);
+    }
+    const lostRecords = recordFailed(lostTable, definition, lost);
+    if (lostRecords) await run(lostRecords);
+    const postponedRecords = recordFailed(heldTable, definition, postponing, true);
+    if (postponedRecords) await run(postponedRecords);
+    return spared;
+  }
+
+  /**
+   * A rollup's kept buckets whose audience's rows retention postponed (see keepBuckets), each with the audience and
+   * whether it is overdue (postponed postponedDays ago or more).
+   */
+  private async postponedBuckets(
+    definition: RollupDefinition,
+    session?: EngineSession,
+  ): Promise<Array<{ readonly bucket: string; readonly audience: string | null; readonly overdue: boolean }>> {
+    const rows = await this.engine.values(
+      `SELECT bucket, audience, postponed_since <= now()::TIMESTAMP - INTERVAL ${postponedDays} DAY FROM ${heldTable}
+        WHERE rollup = ${quoteLiteral(definition.name)} AND postponed_since IS NOT NULL`,
+      session,
     );
-    if (lost) await run(lost);
+    return rows.map(([bucket, audience, overdue]) => ({
+      bucket: String(bucket),
+      audience: typeof audience === 'string' ? audience : null,
+      overdue: overdue === true,
+    }));
   }
 
   /** The buckets retention kept of a rollup as of a snapshot (fixed once the snapshot exists, so kept for every rollup). */
@@ -2614,7 +2746,7 @@ export class Rollups {
     /** The statement's conditions on the view's buckets (see bucket-windows.ts): the view of them alone, not kept. */
     window?: readonly BucketConditions[],
   ): Promise<string> {
-    const { snapshot, definitions, tables, context } = readAt;
+    const { snapshot, definitions, context } = readAt;
     const built = window ? undefined : context.views.get(definition.name);
     if (built !== undefined) return built;
     if (definition.sourceIsRollup) {
@@ -2626,7 +2758,7 @@ export class Rollups {
     if (state.watermark === null) {
       sql = aggregateOver(definition, source, 'TRUE');
     } else if (context.written.has(definition.base) && !definition.viewSetBase) {
-      sql = await this.writtenViewSql(definition, snapshot, state.watermark, scope, tables, definitions, source);
+      sql = await this.writtenViewSql(definition, state.watermark, scope, readAt, source);
     } else {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
       // asked at once, a read at a new snapshot waits for one round trip instead of three.
@@ -2683,16 +2815,15 @@ export class Rollups {
    * A rollup's view in a client's transaction that has written its base table: the rows it wrote are in no change
    * feed or file of the catalog, so which buckets they touched is unknown and every bucket is aggregated from the
    * source as the transaction sees it, but those whose stored values stand for raw rows gone, which no write
-   * makes pending (see pending): for a rollup of the table, the buckets its retention kept; for a rollup of a
-   * rollup, those before its source's retention horizon.
+   * makes pending (see pending): for a rollup of the table, the buckets its retention kept (with the raw rows of an
+   * audience it reads whose rows retention postponed: see keepBuckets); for a rollup of a rollup, those before its
+   * source's retention horizon.
    */
   private async writtenViewSql(
     definition: RollupDefinition,
-    snapshot: bigint,
     watermark: string,
     scope: TableScope,
-    tables: ReadonlyMap<string, SeriesTable>,
-    definitions: ReadonlyMap<string, RollupDefinition>,
+    { snapshot, tables, definitions, context }: ReadAt,
     source: string,
   ): Promise<string> {
     const stands = [`bucket < ${bucketLiteral(definition, watermark)}`];
@@ -2705,7 +2836,15 @@ export class Rollups {
     else return aggregateOver(definition, source, 'TRUE');
     const filter = audienceFilter(scope);
     const stored = `SELECT * FROM ${await this.storedSource(definition, snapshot, false)} WHERE ${[...stands, ...(filter ? [filter] : [])].join(' AND ')}`;
-    return `${stored}\nUNION ALL ${aggregateOver(definition, source, 'TRUE', [`(${stands.join(' AND ')}) IS NOT TRUE`])}`;
+    const keptSet = new Set(kept);
+    const held = await this.heldBuckets(definition, snapshot, context.audiences);
+    const postponed = new Map([...held].filter(([b]) => keptSet.has(b)));
+    const { scans } = pendingReads(definition, { changed: [], held: postponed }, () => true, definition.coveredFrom);
+    return [
+      stored,
+      aggregateOver(definition, source, 'TRUE', [`(${stands.join(' AND ')}) IS NOT TRUE`]),
+      ...(scans.length > 0 ? [aggregateOverEach(definition, source, scans)] : []),
+    ].join('\nUNION ALL ');
   }
 
   /**

@@ -133,11 +133,17 @@ async function readableJobs(
 const audienceLabel = (audience: string | null): string =>
   audience === null ? 'rows of no audience' : `audience ${audience === '' ? "''" : audience}`;
 
-/** A line of snouttime.jobs' last_error for buckets a rollup's base table's retention kept without an audience's rows. */
+/**
+ * A line of snouttime.jobs' last_error for buckets a rollup's base table's retention kept without an audience's rows,
+ * or postponed (the audience's rows kept until a run stores them).
+ */
 function lostLine(lost: LostBuckets): string {
   const [first, last] = [lost.buckets[0], lost.buckets[lost.buckets.length - 1]];
   const which = lost.buckets.length === 1 ? `bucket ${first}` : `${lost.buckets.length} buckets, ${first} to ${last}`;
-  return `${audienceLabel(lost.audience)}: retention of ${lost.table} kept ${which} without this audience's rows: ${lost.error}`;
+  const what = lost.postponed
+    ? `postponed: this audience's rows of ${which} stay until a run stores them, for a week at most`
+    : `kept ${which} without this audience's rows`;
+  return `${audienceLabel(lost.audience)}: retention of ${lost.table} ${what}: ${lost.error}`;
 }
 
 const withheldError = 'withheld from keys that are not admins: the refresh reads the rows of every audience';

@@ -36,10 +36,10 @@ export type DependentsSource = (table: string) => Promise<readonly string[]>;
 
 /**
  * How retention deletes a table's expired rows (`rowsGone`, a filter over its columns): by running
- * `deleteSql`, answering how many rows it deleted. Rollups on the table run it in a transaction
- * that first keeps their buckets of those rows (Rollups.retain).
+ * `deleting(rows)`, the DELETE of the rows a filter selects (`rowsGone`, or fewer), answering how many rows it
+ * deleted. Rollups on the table run it in a transaction that first keeps their buckets of those rows (Rollups.retain).
  */
-export type RetentionDelete = (table: string, rowsGone: string, deleteSql: string) => Promise<number>;
+export type RetentionDelete = (table: string, rowsGone: string, deleting: (rows: string) => string) => Promise<number>;
 
 /** The rows a reader sees: every row, or those of its audiences. */
 export type TableScope =
@@ -342,7 +342,7 @@ export class SeriesTables {
 
   /** Deletes, as ordinary DELETEs (which DuckLake's change feed shows), the rows past each table's retention. */
   async applyRetention(
-    remove: RetentionDelete = (_table, _rowsGone, deleteSql) => this.engine.execute(deleteSql),
+    remove: RetentionDelete = (_table, rowsGone, deleting) => this.engine.execute(deleting(rowsGone)),
   ): Promise<Array<{ table: string; deleted: number }>> {
     const out: Array<{ table: string; deleted: number }> = [];
     for (const table of (await this.list()).values()) {
@@ -357,7 +357,7 @@ export class SeriesTables {
       const rowsGone = `${time} < ${horizon}`;
       out.push({
         table: table.name,
-        deleted: await remove(table.name, rowsGone, `DELETE FROM ${target} WHERE ${rowsGone}`),
+        deleted: await remove(table.name, rowsGone, (rows) => `DELETE FROM ${target} WHERE ${rows}`),
       });
     }
     return out;

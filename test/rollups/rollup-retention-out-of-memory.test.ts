@@ -1,0 +1,144 @@
+// Issue 13: a series table's retention over an audience whose rows a rollup's aggregate cannot keep for want of
+// memory (its sketch states past the maintenance engine's limit, ORRERY_MAINTENANCE_MEMORY_LIMIT, where retention
+// runs, as in test/sql/rollup-held-out-of-memory.test): that audience's expired rows stay for a later run (nothing
+// recorded lost, as a failed cast's would be), and the other audiences' retention proceeds, their buckets kept; a
+// later run with the memory stores that audience's buckets, read the same before and after.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  clientFor,
+  plainRows,
+  scalar,
+  startRole,
+  useLakeOrrery,
+  type InProcessOrrery,
+  type TestKey,
+} from '../lakehouse/lakehouse-fixtures.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+
+const admin: TestKey = { name: 'admin', key: 'admin-key-oom-0001', audiences: ['public'] };
+const teamX: TestKey = { name: 'team-x', key: 'team-x-key-oom-0001', audiences: ['team_x'] };
+const teamY: TestKey = { name: 'team-y', key: 'team-y-key-oom-0001', audiences: ['team_y'] };
+
+describe("a series table's retention over an audience's rows past the memory limit (#13)", () => {
+  const lake = useLakeOrrery({
+    keys: [admin, teamX, teamY],
+    role: 'all',
+    env: {
+      ORRERY_ROLLUP_REFRESH_JOBS: 'off',
+      ORRERY_DUCKDB_MEMORY_LIMIT: '32MiB',
+      ORRERY_MAINTENANCE_MEMORY_LIMIT: '32MiB',
+    },
+  });
+  let asAdmin: TestFlightClient;
+  // A server of the same lake without the memory limits, started by the last case: the squeeze over.
+  let roomy: InProcessOrrery | undefined;
+  const roomyClients: TestFlightClient[] = [];
+
+  before(() => {
+    asAdmin = lake.client(admin);
+  });
+  after(async () => {
+    for (const client of roomyClients) client.close();
+    await roomy?.close();
+  });
+
+  const counts = async () =>
+    (await plainRows(asAdmin, 'SELECT audience, count(*)::INT AS n FROM samples GROUP BY ALL ORDER BY ALL')).map(
+      (r) => [r.audience, r.n],
+    );
+
+  it("keeps the failing audience's expired rows and records nothing lost; the others' rows go, their buckets kept", async () => {
+    await asAdmin.updateCount(`CREATE TABLE samples (ts TIMESTAMPTZ, k INTEGER, v DOUBLE) WITH (time_column = 'ts')`);
+    await asAdmin.updateCount(
+      `INSERT INTO samples (ts, k, v, audience) VALUES (TIMESTAMPTZ '2024-01-01 00:10:00+00', 1, 2.5, 'public'), ('2024-01-01 00:20:00+00', 2, 4.0, 'team_x')`,
+    );
+    await asAdmin.updateCount(`INSERT INTO samples (ts, k, v, audience) VALUES (now(), 3, 1.0, 'public')`);
+    // team_y: 32 keys of about 73,000 log buckets of a percentile sketch each, past the 32 MiB its states may take.
+    await asAdmin.updateCount(
+      `INSERT INTO samples (ts, k, v, audience) SELECT TIMESTAMPTZ '2024-01-01 00:30:00+00', i % 32, pow(1.02, (i // 32) - 37000), 'team_y' FROM range(32 * 74000) t(i)`,
+    );
+    await scalar(
+      asAdmin,
+      `select snouttime.create_rollup('samples_hourly', 'samples', interval '1 hour', select_list => 'k, percentile_sketch(v) AS p, count(*) AS n', group_by => 'k')`,
+    );
+    await scalar(asAdmin, `select snouttime.refresh_rollup('samples_hourly')`);
+    await asAdmin.query(`SELECT * FROM set_retention('samples', '30 days')`);
+    await lake.orrery.daemon!.housekeeping();
+    assert.deepEqual(await counts(), [
+      ['public', 1],
+      ['team_y', 32 * 74000],
+    ]);
+    assert.deepEqual(
+      await plainRows(
+        asAdmin,
+        `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE bucket < TIMESTAMP '2025-01-01' AND audience <> 'team_y' ORDER BY ALL`,
+      ),
+      [
+        { audience: 'public', k: 1, n: 1 },
+        { audience: 'team_x', k: 2, n: 1 },
+      ],
+    );
+    await scalar(asAdmin, `select snouttime.refresh_rollup('samples_hourly')`);
+    const [{ last_error: error }] = await plainRows(
+      asAdmin,
+      `SELECT last_error FROM snouttime.jobs WHERE target = 'samples_hourly'`,
+    );
+    assert.doesNotMatch(String(error), /without this audience's rows/);
+    assert.match(String(error), /^audience team_y: retention of samples postponed: /m);
+  });
+
+  /** The old hour of samples_hourly as a key reads it. */
+  const oldHour = (client: TestFlightClient) =>
+    plainRows(
+      client,
+      `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE bucket < TIMESTAMP '2025-01-01' ORDER BY ALL`,
+    );
+  const job = async (client: TestFlightClient) =>
+    plainRows(client, `SELECT last_status, last_error FROM snouttime.jobs WHERE target = 'samples_hourly'`);
+
+  it('tells a key of another audience nothing of the postponed rows, and reads it its hour, after a refresh as before', async () => {
+    const asTeamX = lake.client(teamX);
+    const theirs = [
+      { audience: 'public', k: 1, n: 1 },
+      { audience: 'team_x', k: 2, n: 1 },
+    ];
+    assert.deepEqual(await oldHour(asTeamX), theirs);
+    assert.deepEqual(await job(asTeamX), [{ last_status: 'ok', last_error: null }]);
+    // The refresh leaves the kept hour as retention stored it (it read no raw row of public or team_x, gone).
+    await scalar(asAdmin, `select snouttime.refresh_rollup('samples_hourly')`);
+    assert.deepEqual(await oldHour(asTeamX), theirs);
+    assert.equal((await job(lake.client(teamY)))[0].last_status, 'ok');
+    assert.match(
+      String((await job(lake.client(teamY)))[0].last_error),
+      /^audience team_y: retention of samples postponed: /,
+    );
+  });
+
+  it('stores the postponed buckets at a later run with the memory: team_y reads its hour the same before and after', async () => {
+    const env = { ...lake.env };
+    delete env.ORRERY_DUCKDB_MEMORY_LIMIT;
+    delete env.ORRERY_MAINTENANCE_MEMORY_LIMIT;
+    roomy = await startRole('all', env);
+    const [asRoomyAdmin, asRoomyY] = [admin, teamY].map((key) => clientFor(roomy!.flightPort, key));
+    roomyClients.push(asRoomyAdmin, asRoomyY);
+    const team = [
+      { audience: 'public', k: 1, n: 1 },
+      ...Array.from({ length: 32 }, (_, k) => ({ audience: 'team_y', k, n: 74000 })),
+    ];
+    // Meanwhile team_y's hour is read from its raw rows, exactly.
+    assert.deepEqual(await oldHour(asRoomyY), team);
+    await roomy.daemon!.housekeeping();
+    assert.deepEqual(await counts(), [['public', 1]]);
+    assert.deepEqual(await oldHour(asRoomyY), team);
+    assert.deepEqual(
+      (await oldHour(asRoomyAdmin)).filter((r) => r.audience !== 'team_y'),
+      [
+        { audience: 'public', k: 1, n: 1 },
+        { audience: 'team_x', k: 2, n: 1 },
+      ],
+    );
+    // Nothing postponed nor lost is told any more.
+    assert.doesNotMatch(String((await job(asRoomyAdmin))[0].last_error), /retention of samples/);
+  });
+});
