@@ -6,20 +6,21 @@
 // one a bloom_filter index is for, gets none, and no file can be rewritten alone (ducklake_merge_adjacent_files
 // merges files into one of the target size, ducklake_rewrite_data_files rewrites only files with deletes). Hence:
 // - minmax: satisfied by DuckLake's statistics of every file; nothing is installed.
-// - bloom_filter and set: the table's sort order (SET SORTED BY: the columns of every such entry on the table, in
-//   the order declared) in row groups of sortedRowGroupRows rows: DuckLake sorts each INSERT's rows by it, so each
-//   row group of the files written from then on holds a narrow range of the column, and its min/max skip what an
-//   equality misses (bench/series-indexes: an equality on a column of ids reads 6.4x fewer bytes with 3.4x less
-//   CPU; writes take 1.2-1.6x as long, and a filter on another column up to 3x the CPU, from the small row groups
-//   alone). Files written before keep their order: DuckLake's merge of a table's files makes one file of them all
-//   (every day in it), which would cost time ranges the files they skip now.
+// - bloom_filter and set: the table's sort order (SET SORTED BY: the column of the first such entry on the table, a
+//   later one on another column omitted with why, see sortingEntry; retired ones after it) in row groups of
+//   sortedRowGroupRows rows: DuckLake sorts each INSERT's rows by it, so each row group of the files written from
+//   then on holds a narrow range of the column, and its min/max skip what an equality misses (bench/series-indexes:
+//   an equality on a column of ids reads 6.4x fewer bytes with 3.4x less CPU; writes take 1.2-1.6x as long, and a
+//   filter on another column up to 3x the CPU, from the small row groups alone). Files written before keep their
+//   order: DuckLake's merge of a table's files makes one file of them all (every day in it), which would cost time
+//   ranges the files they skip now.
 // - text: omitted: a `%word%` search is no range, DuckLake keeps no per-file token index and runs the scan itself,
 //   so nothing Orrery keeps beside it could skip a file.
 import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { ledgerRows, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
 import { lakeCatalog, lakeCatalogWrites } from './lake-catalog.js';
-import { lakeTable, type SeriesTables } from './series-tables.js';
+import { lakeTable, type SeriesTable, type SeriesTables } from './series-tables.js';
 
 /** Rows per row group of a series table sorted by an index's column: 8 to a default row group (122,880). */
 const sortedRowGroupRows = 16_384;
@@ -30,6 +31,18 @@ type IndexEntry = ValidEntry & { readonly kind: 'index' };
 const sortsBy = (e: { kind: string; indexKind?: string; indexedExpression?: string }): boolean =>
   e.kind === 'index' && (e.indexKind === 'bloom_filter' || e.indexKind === 'set') && e.indexedExpression === undefined;
 
+/**
+ * The first entry of `entries` sorting series table `table` by one of its columns (the one a publication sorts it
+ * by): DuckLake sorts by one order, in which a second column is sorted only within rows of equal values of the first,
+ * so each of its row groups spans nearly all of the second's values (a column of ids first: every one), and an
+ * equality on it skips none.
+ */
+const sortingEntry = (entries: readonly ValidEntry[], table: SeriesTable): IndexEntry | undefined =>
+  entries.find(
+    (e): e is IndexEntry =>
+      e.physical === table.name && sortsBy(e) && table.columns.some((c) => c.name === (e as IndexEntry).column),
+  );
+
 /** The installer of index entries: on a series table as above, on anything else `viewSets`' (partition statistics). */
 export function seriesIndexInstaller(
   tables: SeriesTables,
@@ -39,15 +52,18 @@ export function seriesIndexInstaller(
   const tableOf = async (name: string) => (await tables.list()).get(name);
 
   /**
-   * The table's sort columns: those of the entries a publication declares (`declared`, in its order), then those of
-   * every ledger row on the table not pruned (retired entries keep sorting for their seven days) but `dropped`'s.
+   * The table's sort columns: that of the first sorting entry a publication declares (`declared`; the others on
+   * another column are omitted, see sortingEntry), then those of every ledger row on the table not pruned (retired
+   * entries keep sorting for their seven days) but `dropped`'s.
    */
   async function sortColumns(db: MetadataQueries, table: string, declared: readonly ValidEntry[], dropped?: string) {
     const kept = (await ledgerRows(db)).filter(
       (r) => r.physicalTable === table && r.prunedAt === null && r.hash !== dropped,
     );
+    const series = await tableOf(table);
+    const first = series && sortingEntry(declared, series);
     const columns: string[] = [];
-    for (const e of [...declared.filter((d) => d.physical === table), ...kept.map((r) => r.declaration)])
+    for (const e of [...(first ? [first] : []), ...kept.map((r) => r.declaration)])
       if (sortsBy(e) && !columns.includes((e as IndexEntry).column)) columns.push((e as IndexEntry).column);
     return columns;
   }
@@ -98,9 +114,12 @@ export function seriesIndexInstaller(
         return `${entry.physical} is a series table, which stores no column entries: index one of its columns`;
       if (entry.indexKind === 'text')
         return `${entry.physical} is a series table: DuckLake skips files by each column's min and max only, which a '%word%' search does not narrow, and keeps no token index`;
-      return table.columns.some((c) => c.name === entry.column)
-        ? null
-        : `${entry.column} is not a column of series table ${entry.physical}`;
+      if (!table.columns.some((c) => c.name === entry.column))
+        return `${entry.column} is not a column of series table ${entry.physical}`;
+      const first = sortsBy(entry) ? sortingEntry(entries, table) : undefined;
+      return first && first.column !== entry.column
+        ? `${entry.physical} is sorted by ${first.column} (index ${first.key}): DuckLake sorts a table in one order, in which ${entry.column} would be sorted only within rows of equal ${first.column}, so every row group would span its values and an equality on it would skip none; declare one bloom_filter or set column per series table`
+        : null;
     },
     async *install(entry, ctx) {
       if (entry.kind !== 'index' || !(await tableOf(entry.physical))) {

@@ -67,6 +67,9 @@ describe('index entries on a series table (issue 13)', () => {
     const resources = {
       ts_minmax: { index: { table: 'spans_idx', column: 'ts', kind: 'minmax' } },
       trace_bloom: { index: { table: 'spans_idx', column: 'trace', kind: 'bloom_filter' } },
+      // A second sorting column: sorted only within equal traces (every row's own), its row groups would each span
+      // every pod.
+      pod_set: { index: { table: 'spans_idx', column: 'pod', kind: 'set' } },
       pod_text: { index: { table: 'spans_idx', column: 'pod', kind: 'text' } },
     };
     writeFileSync(join(dir, 'resources', 'spans.resources.json'), JSON.stringify({ resources }));
@@ -78,7 +81,7 @@ describe('index entries on a series table (issue 13)', () => {
     for (const n of [2, 3]) for (const table of ['spans_idx', 'spans_raw']) await insert(table, n);
   });
 
-  it('plans minmax as satisfied by DuckLake, installs bloom_filter as the sort order, omits text saying why', () => {
+  it('plans minmax as satisfied by DuckLake, installs bloom_filter as the sort order, omits text and a second sort column saying why', () => {
     assert.match(
       published,
       /^satisfied index ts_minmax on spans_idx: DuckLake keeps every data file's min and max of ts, and a read skips the files a filter's range misses$/m,
@@ -88,6 +91,10 @@ describe('index entries on a series table (issue 13)', () => {
       /^ {2}trace_bloom: spans_idx sorted by \(trace\) in row groups of 16384 rows: .* 2 file\(s\) written before keep their order$/m,
     );
     assert.match(published, /^ready index trace_bloom on spans_idx$/m);
+    assert.match(
+      published,
+      /^warning: omitted index pod_set on spans_idx \(.*\): spans_idx is sorted by trace \(index trace_bloom\): DuckLake sorts a table in one order, in which pod would be sorted only within rows of equal trace/m,
+    );
     assert.match(
       published,
       /^warning: omitted index pod_text on spans_idx \(.*\): spans_idx is a series table: DuckLake skips files by each column's min and max only/m,
