@@ -36,7 +36,7 @@ export const resourcesErrors = declareErrors('resources', {
   },
   RESOURCES_RIGHTS_MISSING: {
     status: 'PERMISSION_DENIED',
-    meaning: 'installing needs rights this server lacks (each listed); nothing was installed',
+    meaning: 'installing or pruning needs rights this server lacks (each listed); nothing was installed or dropped',
   },
   RESOURCES_INSTALL_FAILED: {
     status: 'INTERNAL',

@@ -269,10 +269,11 @@ export function planLines(plan: readonly PlannedEntry[]): string[] {
 }
 
 /**
- * The tables every publication writes: the ledger's own (ledgerSchema), and the partitions' (a stored column's
- * backfill registers the files it rewrites).
+ * The tables every publication and prune writes: the ledger's own (ledgerSchema), the partitions' (a stored column's
+ * backfill registers the files it rewrites) and the deletion queue (the files it replaces, a text index's or a
+ * projection's copies that a backfill replaces or a prune drops).
  */
-const writtenTables = [...tablesMadeBy(ledgerSchema), 'lakehouse_partitions'];
+const writtenTables = [...tablesMadeBy(ledgerSchema), 'lakehouse_partitions', 'temporary_files'];
 
 /**
  * The rights installing needs, each missing one listed; nothing is installed when one is. Asked before the lock is
@@ -476,8 +477,25 @@ async function* dryRun(ctx: PublishContext, texts: ReadonlyMap<string, string>):
     yield `retire ${row.kind} ${row.entryKey} on ${row.physicalTable} (${row.hash}) for 7 days`;
 }
 
-/** `resources prune`: drops retired objects past their prune time (or lists them with dryRun). */
+/**
+ * `resources prune`: drops retired objects past their prune time (or lists them with dryRun). The rights their
+ * drops need (their installers' `writes`) are checked first, as a publication's are: a role lacking one fails
+ * listing each with nothing dropped, never partway through.
+ */
 export async function* pruneResources(ctx: PublishContext, dryRun: boolean, caller: string): AsyncGenerator<string> {
+  const now = Date.now();
+  if (!dryRun) {
+    // Rows retired by this prune (below) are kept seven days: those due now are all it drops.
+    const due = (await ledgerRows(ctx.db)).filter(
+      (r) => r.retiredAt !== null && r.prunedAt === null && r.pruneAfter!.getTime() <= now,
+    );
+    const missing = await missingRights(
+      ctx,
+      due.map((r) => r.declaration),
+    );
+    if (missing.length > 0)
+      throw resourcesErrors.error('RESOURCES_RIGHTS_MISSING', `pruning needs: ${missing.join('; ')}`);
+  }
   const lock = dryRun ? null : await takeLock(ctx.db, `prune by ${caller}`);
   try {
     const head = await storedPublication(ctx.db, null);
@@ -504,7 +522,6 @@ export async function* pruneResources(ctx: PublishContext, dryRun: boolean, call
         yield `retired unrecorded ${what} for 7 days`;
       }
     }
-    const now = Date.now();
     // Dependents first: a rollup is dropped before the finer one it is computed from.
     const retired = (await ledgerRows(ctx.db)).filter((r) => r.retiredAt !== null && r.prunedAt === null);
     const rows = inReferenceOrder(retired.map((r) => r.declaration))

@@ -5,6 +5,8 @@
 // not refused for them; one declaring a rollup fails with RESOURCES_RIGHTS_MISSING naming the three, nothing
 // recorded, locked or made; granted them, the same publish installs. An index entry sorting a series table (a
 // bloom_filter) writes DuckLake's catalog too: without INSERT on ducklake.ducklake_snapshot it fails the same way.
+// `orrery resources prune` checks the same rights for the retired entries it drops: without that INSERT, pruning the
+// rollup and the minmax index fails naming it with neither dropped (not the index dropped, then the rollup failing).
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,7 +22,7 @@ import {
 } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import { adminKey } from '../support/orrery-process.js';
-import { publishFolder } from '../support/publish.js';
+import { publishFolder, runCliAs } from '../support/publish.js';
 
 const role = 'orrery_no_rollup_rights';
 const key = { ...adminKey, audiences: ['public'] };
@@ -130,5 +132,39 @@ describe("orrery publish of a rollup entry as a Postgres role lacking a right on
       /^orrery publish: failed on 127\.0\.0\.1:\d+: installing needs: INSERT on table ducklake\.ducklake_snapshot \(Postgres\)$/,
     );
     assert.deepEqual(await recorded(), before);
+  });
+
+  it('prune of a retired rollup fails listing the right its drop needs, nothing dropped; granted it, prunes', async () => {
+    declare({ target_minmax: { index: { table: 'log_entries', column: 'target', kind: 'minmax' } } });
+    const run = await publish();
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(run.text, /^retired rollup hourly on log_entries \([0-9a-f]+\) for 7 days$/m);
+    await postgres.pool.query(
+      "UPDATE resource_ledger SET prune_after = now() - interval '1 second' WHERE retired_at IS NOT NULL",
+    );
+    const state = async () => ({
+      pruned: (
+        await postgres.pool.query<{ entry_key: string }>(
+          'SELECT entry_key FROM resource_ledger WHERE pruned_at IS NOT NULL ORDER BY entry_key',
+        )
+      ).rows.map((r) => r.entry_key),
+      rollups: Number((await postgres.pool.query('SELECT count(*) AS n FROM rollup_definitions')).rows[0].n),
+      indexes: Number((await postgres.pool.query('SELECT count(*) AS n FROM resource_indexes')).rows[0].n),
+    });
+    const before = await state();
+    assert.deepEqual(before, { pruned: [], rollups: 1, indexes: 2 });
+    const prune = () => runCliAs(key.key, `127.0.0.1:${orrery.flightPort}`, 'resources', ['prune']);
+    const refused = await prune();
+    assert.equal(refused.status, 1, refused.text);
+    assert.match(
+      refused.err.join('\n'),
+      /^orrery resources: failed on 127\.0\.0\.1:\d+: pruning needs: INSERT on table ducklake\.ducklake_snapshot \(Postgres\)$/,
+    );
+    assert.deepEqual(await state(), before);
+    await postgres.pool.query(`GRANT INSERT ON ducklake.ducklake_snapshot TO ${role}`);
+    const pruned = await prune();
+    assert.equal(pruned.status, 0, pruned.err.join('\n'));
+    assert.match(pruned.text, /^pruned 2 retired resource\(s\)$/m);
+    assert.deepEqual(await state(), { pruned: ['hourly', 'level_minmax'], rollups: 0, indexes: 1 });
   });
 });
