@@ -38,6 +38,7 @@ import { countedCalls } from '../support/counted-calls.js';
 import { storedMakingsDuring } from '../support/kept-makings.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
+import { jobLeftForADay, jobRunOnSchedule, scheduleDaily } from '../support/refresh-jobs.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-rollups-0001', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-rollups-0001', audiences: ['team-a'] };
@@ -109,17 +110,18 @@ describe('rollups (issue 17)', () => {
     const [field] = created.schema.fields;
     assert.equal(String(field.type), 'Utf8');
     assert.equal(field.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME'), 'regclass');
-    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
-    // The refresh job starts at once: its first run materializes every closed bucket.
-    const job = await pollUntil(
-      'the first refresh job run',
-      () => plainRows(asAdmin, `SELECT kind, target, schedule, last_status, last_error FROM snouttime.jobs`),
-      (rows) => rows[0]?.last_status === 'ok',
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
-    assert.deepEqual(job, [
-      { kind: 'refresh', target: 'metrics_hourly', schedule: '00:01:00', last_status: 'ok', last_error: null },
+    // Its refresh job, every minute; from its first run on the test refreshes by itself (a day between runs).
+    assert.deepEqual(await plainRows(asAdmin, `SELECT kind, target, schedule FROM snouttime.jobs`), [
+      { kind: 'refresh', target: 'metrics_hourly', schedule: '00:01:00' },
     ]);
+    assert.equal(await scheduleDaily(asAdmin, 'metrics_hourly'), 'metrics_hourly refreshes every 1 day');
+    await same(asAdmin, 'metrics_hourly', hourlyOfSource);
+    // The refresh job starts at once, whatever its schedule: its first run materializes every closed bucket.
+    const { kind, target, last_status, last_error } = await jobRunOnSchedule(asAdmin, 'metrics_hourly');
+    assert.deepEqual(
+      { kind, target, last_status, last_error },
+      { kind: 'refresh', target: 'metrics_hourly', last_status: 'ok', last_error: null },
+    );
     // Every bucket before the watermark: the three of 2024, and now()'s row's hour when the hour
     // turned between its insert and the refresh.
     const [{ watermark }] = await plainRows(
@@ -133,10 +135,6 @@ describe('rollups (issue 17)', () => {
     assert.ok(closed === 3 || closed === 4, `${closed} closed buckets`);
     assert.equal(await scalar(asAdmin, 'SELECT count(*) FROM metrics_hourly_materialized'), closed);
     await same(asAdmin, 'metrics_hourly', hourlyOfSource);
-    // From here the test refreshes by itself.
-    assert.deepEqual(await plainRows(asAdmin, `SELECT set_job_schedule('metrics_hourly', interval '1 day') AS msg`), [
-      { msg: 'metrics_hourly refreshes every 1 day' },
-    ]);
     assert.equal(await refreshPendingRanges(asAdmin, 'metrics_hourly'), 0);
     // The spec's RETURNS integer: Postgres's, 32 bits.
     const [ranges] = (await asAdmin.query(`select snouttime.refresh_rollup('metrics_hourly')`)).schema.fields;
@@ -353,17 +351,12 @@ describe('rollups (issue 17)', () => {
       select_list => 'host, sum(n) as n, sum(cpu_sum) as cpu_sum, max(cpu_max) as cpu_max',
       group_by    => 'host')`;
     assert.equal((await plainRows(asAdmin, daily))[0].create_rollup, 'metrics_daily');
+    await scheduleDaily(asAdmin, 'metrics_daily');
     const dailyOfSource = `SELECT time_bucket(INTERVAL 1 DAY, ts::TIMESTAMP) AS bucket, host, CAST(count(*) AS HUGEINT) AS n, sum(cpu) AS cpu_sum,
       max(cpu) AS cpu_max, audience FROM metrics GROUP BY ALL`;
     await same(asAdmin, 'metrics_daily', dailyOfSource);
     // Its refresh job runs once at once; from then on the test refreshes by itself.
-    await pollUntil(
-      'the first refresh of metrics_daily',
-      () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = 'metrics_daily'`),
-      (rows) => rows[0]?.last_status === 'ok',
-      { timeoutMs: 30_000, intervalMs: 200 },
-    );
-    await asAdmin.query(`SELECT set_job_schedule('metrics_daily', interval '1 day')`);
+    assert.equal((await jobRunOnSchedule(asAdmin, 'metrics_daily')).last_status, 'ok');
     await scalar(asAdmin, `select snouttime.refresh_rollup('metrics_daily')`);
     await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-02-01 05:00:00+00', 'a', 1000.0)`);
     await same(asAdmin, 'metrics_daily', dailyOfSource);
@@ -916,15 +909,8 @@ describe('rollups (issue 17)', () => {
         `SELECT create_rollup('${name}_hourly', '${name}', INTERVAL '1 hour',
            select_list => 'host, count(*) AS n, sum(v) AS s, max(v) AS mx', group_by => 'host')`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('${name}_hourly', INTERVAL '1 day')`);
-      // The job's first run is due at create_rollup whatever the schedule: once it has run, the next is a day
-      // away, so no refresh of the job lands among the writes below (a loaded machine may run it late).
-      await pollUntil(
-        `${name}_hourly's first job run`,
-        () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = '${name}_hourly'`),
-        (rows) => rows[0]?.last_status === 'ok',
-        { timeoutMs: 60_000, intervalMs: 200 },
-      );
+      // No refresh of the job lands among the writes below (a loaded machine may run it late).
+      await jobLeftForADay(asAdmin, `${name}_hourly`);
       await scalar(asAdmin, `SELECT refresh_rollup('${name}_hourly')`);
       for (const [client, offset] of [
         [asTeamA, 0],
@@ -1176,7 +1162,8 @@ describe('rollups (issue 17)', () => {
         `SELECT create_rollup('large_stored_10', 'large_stored', bucket_width => 10,
            select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('large_stored_10', INTERVAL '1 day')`);
+      // No refresh of the job lands among the counted writes and refreshes below.
+      await jobLeftForADay(asAdmin, 'large_stored_10');
       const read = 'SELECT count(*) AS rows, sum(n) AS n, sum(s) AS s FROM large_stored_10';
       const source = `SELECT count(*) AS rows, sum(n) AS n, sum(s) AS s
         FROM (SELECT t // 10 AS bucket, host, count(*) AS n, sum(v) AS s FROM large_stored GROUP BY ALL)`;
@@ -1574,13 +1561,7 @@ describe('rollups (issue 17)', () => {
         `SELECT create_rollup('behind_100', 'behind', bucket_width => 100,
            select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('behind_100', INTERVAL '1 day')`);
-      await pollUntil(
-        "behind_100's first job run",
-        () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = 'behind_100'`),
-        (rows) => rows[0]?.last_status === 'ok',
-        { timeoutMs: 60_000, intervalMs: 200 },
-      );
+      await jobLeftForADay(asAdmin, 'behind_100');
       await add(300);
       // The server's rollups, and where they read before the refresh below (the watermark at 200, then at 500).
       const readSetup = Object.getOwnPropertyDescriptor(Rollups.prototype, 'readSetup')!.value as Rollups['readSetup'];
@@ -1951,7 +1932,7 @@ describe('rollups (issue 17)', () => {
       await asAdmin.query(
         `SELECT create_rollup('${table}_hourly', '${table}', INTERVAL '1 hour', select_list => '${rollup.selectList}'${groupBy})`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('${table}_hourly', INTERVAL '1 day')`);
+      await jobLeftForADay(asAdmin, `${table}_hourly`);
       await scalar(asAdmin, `SELECT refresh_rollup('${table}_hourly')`);
       const write = (client: TestFlightClient, offset: number): Promise<number> =>
         client.updateCount(
@@ -2010,7 +1991,7 @@ describe('rollups (issue 17)', () => {
         `SELECT create_rollup('mixed_avg', 'mixed', INTERVAL '1 hour',
            select_list => 'host, avg(v) AS a, count(DISTINCT v) AS d', group_by => 'host')`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('mixed_avg', INTERVAL '1 day')`);
+      await jobLeftForADay(asAdmin, 'mixed_avg');
       await scalar(asAdmin, `SELECT refresh_rollup('mixed_avg')`);
       const avgSource = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, avg(v) AS a, count(DISTINCT v) AS d,
         audience FROM mixed GROUP BY ALL`;
@@ -2189,7 +2170,7 @@ describe('rollups (issue 17)', () => {
         `SELECT create_rollup('renamed_hourly', 'renamed', INTERVAL '1 hour',
            select_list => 'host, count(*) AS n, max(remark) AS r', group_by => 'host')`,
       );
-      await asAdmin.query(`SELECT set_job_schedule('renamed_hourly', INTERVAL '1 day')`);
+      await jobLeftForADay(asAdmin, 'renamed_hourly');
       await scalar(asAdmin, `SELECT refresh_rollup('renamed_hourly')`);
       await contract('renamed', 'count(*) AS n, max(remark) AS r')();
     });
