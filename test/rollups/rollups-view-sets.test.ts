@@ -17,6 +17,7 @@ import {
 import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
 import { hourStart, useLogsOrrery, type LogSender } from '../support/log-sender.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
+import { jobRunOnSchedule, scheduleDaily } from '../support/refresh-jobs.js';
 
 const logsOfSource = `SELECT time_bucket(INTERVAL 1 HOUR, time::TIMESTAMP) AS bucket, target, count(*) AS n,
   max(level) AS max_level, audience FROM log_entries GROUP BY ALL`;
@@ -91,14 +92,13 @@ describe('rollups of view sets (issue 17)', () => {
       ),
       [{ create_rollup: 'logs_hourly' }],
     );
+    // From the first refresh on (its job's, due at once whatever the schedule), the test refreshes by itself.
+    await scheduleDaily(asAdmin, 'logs_hourly');
     await contract('logs_hourly', logsOfSource);
-    // From the first refresh on, the test refreshes by itself.
-    await plainRows(asAdmin, `select snouttime.set_job_schedule('logs_hourly', interval '1 day')`);
-    await pollUntil(
-      'the first refresh',
-      () => scalar(asAdmin, `SELECT count(*) FROM list_rollups() WHERE name = 'logs_hourly' AND watermark IS NOT NULL`),
-      (n) => n === 1,
-      { timeoutMs: 30_000, intervalMs: 200 },
+    assert.equal((await jobRunOnSchedule(asAdmin, 'logs_hourly')).last_status, 'ok');
+    assert.equal(
+      await scalar(asAdmin, `SELECT count(*) FROM list_rollups() WHERE name = 'logs_hourly' AND watermark IS NOT NULL`),
+      1,
     );
     const buckets = await scalar(asAdmin, 'SELECT count(*) FROM logs_hourly_materialized');
     assert.equal(buckets, await scalar(asAdmin, `SELECT count(*) FROM (${logsOfSource})`));
@@ -201,20 +201,24 @@ describe('rollups of view sets (issue 17)', () => {
       (n) => n === logs.sent,
       { timeoutMs: 60_000, intervalMs: 300 },
     );
+    // Their jobs run once (due at once), then a day later: none refreshes between the late block and the counts below.
     await plainRows(
       asAdmin,
       `select snouttime.create_rollup('counts_hourly', 'target_counts', interval '1 hour',
          select_list => 'target, sum(count) as n', group_by => 'target')`,
     );
+    await scheduleDaily(asAdmin, 'counts_hourly');
     await plainRows(
       asAdmin,
       `select snouttime.create_rollup('counts_daily', 'counts_hourly', interval '1 day',
          select_list => 'target, sum(n) as n', group_by => 'target')`,
     );
+    await scheduleDaily(asAdmin, 'counts_daily');
     const dailyOfSource = `SELECT time_bucket(INTERVAL 1 DAY, time_bin::TIMESTAMP) AS bucket, target, sum(count) AS n,
       audience FROM target_counts GROUP BY ALL`;
     await contract('counts_hourly', countsOfSource);
     await contract('counts_daily', dailyOfSource);
+    for (const rollup of ['counts_hourly', 'counts_daily']) await jobRunOnSchedule(asAdmin, rollup);
     await scalar(asAdmin, `select snouttime.refresh_rollup('counts_hourly')`);
     await scalar(asAdmin, `select snouttime.refresh_rollup('counts_daily')`);
     await contract('counts_hourly', countsOfSource);
