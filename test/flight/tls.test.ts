@@ -28,7 +28,7 @@ describe('TLS', () => {
       grpc.Client;
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${adminKey.key}`);
-    const deadline = new Date(Date.now() + 3000);
+    const deadline = new Date(Date.now() + 30_000);
     const call = client.ListActions({}, metadata, { deadline }) as grpc.ClientReadableStream<unknown>;
     return new Promise((resolve, reject) => {
       let count = 0;

@@ -11,7 +11,8 @@ import type { ObjectStore } from '../../src/lakehouse/index.js';
 const count = async (c: TestFlightClient, sql: string, headers?: Record<string, string>): Promise<number> =>
   Number((await c.query(sql, headers)).getChildAt(0)!.get(0) ?? 0);
 
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 20000): Promise<void> {
+/** Waits for what the daemon's passes (every second) do: a loaded machine may run them late. */
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 60000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);

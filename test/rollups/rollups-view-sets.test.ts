@@ -252,7 +252,7 @@ describe('rollups of view sets (issue 17)', () => {
       'retention taking the rows away',
       () => scalar(asAdmin, 'SELECT count(*) FROM log_entries'),
       (n) => n === 0,
-      { timeoutMs: 10_000, intervalMs: 200 },
+      { timeoutMs: 60_000, intervalMs: 200 },
     );
     assert.deepEqual(await plainRows(asAdmin, `SELECT * FROM logs_hourly${order}`), kept);
     assert.equal(await pending('logs_hourly'), 0);
