@@ -600,6 +600,8 @@ describe('rollups (issue 17)', () => {
       await scalar(asAdmin, `SELECT retention = '37 days' FROM list_rollups() WHERE name = 'events_daily'`),
       1,
     );
+    // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
+    await asAdmin.query(`select drop_rollup('events_daily')`);
   });
 
   it("the source's retention keeps each bucket as raw gave it just before: a pending correction included, a bucket it cut in two whole", async () => {
@@ -647,6 +649,8 @@ describe('rollups (issue 17)', () => {
     const inTransaction = (await asAdmin.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
     assert.deepEqual(inTransaction, [before[0], before[1], { bucket: 20, n: 12, s: 12 }, { bucket: 30, n: 1, s: 1 }]);
     await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+    // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
+    await asAdmin.query(`select drop_rollup('chain_10')`);
   });
 
   it("a rollup of a rollup reads its source's view whatever the table's retention took: a late row below the table's horizon counts up the chain", async () => {
@@ -948,6 +952,8 @@ describe('rollups (issue 17)', () => {
       for (const client of [asAdmin, asTeamA])
         await same(client, 'sketched_hourly_materialized', 'SELECT * FROM sketched_hourly');
       assert.equal(await lakeScans('SELECT * FROM sketched_hourly_materialized'), 0);
+      // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
+      await asAdmin.query(`SELECT drop_rollup('sketched_hourly')`);
     });
 
     it('a row inlined in the catalog after the watermark is read', async () => {
@@ -1092,6 +1098,8 @@ describe('rollups (issue 17)', () => {
       await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
       assert.match(inTransaction, /READ_PARQUET/);
       assert.doesNotMatch(inTransaction, /__orrery_tail_s\d+/);
+      // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
+      await asAdmin.query(`SELECT drop_rollup('kept_stored_hourly')`);
     });
 
     it("a rollup's stored rows are kept in a table from their files' first read: the next read reads the table", async () => {
@@ -1121,6 +1129,8 @@ describe('rollups (issue 17)', () => {
         `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n,
         sum(v) AS s, audience FROM first_read GROUP BY ALL`,
       );
+      // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
+      await asAdmin.query(`SELECT drop_rollup('first_read_hourly')`);
     });
 
     it("a rollup's stored rows more than maxKeptRows are not kept in a table: reads read every one from their files", async () => {
