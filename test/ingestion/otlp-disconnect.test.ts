@@ -82,12 +82,12 @@ describe('an OTLP/HTTP client that disconnects before its answer', () => {
             )
           ).rows.length,
         (n) => n > 0,
-        { timeoutMs: 30_000, intervalMs: 50 },
+        { timeoutMs: 120_000, intervalMs: 50 },
       );
       request.destroy();
     });
     await decoy;
-    await pollUntil('the request stored', blocks, (n) => n === before + 3, { timeoutMs: 30_000, intervalMs: 100 });
+    await pollUntil('the request stored', blocks, (n) => n === before + 3, { timeoutMs: 120_000, intervalMs: 100 });
     assert.equal((await send(body)).status, 200);
     assert.equal(await blocks(), before + 3);
   });
@@ -106,7 +106,7 @@ describe('an OTLP/HTTP client that disconnects before its answer', () => {
     for (const request of [await post(body.byteLength / 2), await post(zipped.byteLength / 2, zipped, 'gzip')])
       request.destroy();
     // The server has ended with them: counted as 499 (client closed request), not as its own failure.
-    await pollUntil('the requests counted', closed, (n) => n === counted + 2, { timeoutMs: 30_000, intervalMs: 100 });
+    await pollUntil('the requests counted', closed, (n) => n === counted + 2, { timeoutMs: 120_000, intervalMs: 100 });
     assert.equal(await blocks(), before);
     assert.equal((await send(Buffer.from('{}'))).status, 200);
   });

@@ -139,7 +139,7 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
             `${daemon.name} to write a log_entries partition with rows`,
             partitionsWithRows,
             (n) => n > 0,
-            { timeoutMs: 30_000, intervalMs: 50 },
+            { timeoutMs: 120_000, intervalMs: 50 },
           );
           const deadline = Date.now() + 10_000;
           while (Date.now() < deadline && !scratchFiles().some((f) => !before.has(f))) await sleep(1);

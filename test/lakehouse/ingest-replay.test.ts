@@ -231,7 +231,7 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
       'an insert waiting for the lock',
       async () => (await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'`)).rows.length,
       (n) => n > 0,
-      { timeoutMs: 30_000 },
+      { timeoutMs: 120_000 },
     );
 
   it('ORRERY_INGEST_ACK=synced: a request answered before its commit, and its retry, are stored once by the next server after a kill -9', async () => {
@@ -327,7 +327,7 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
         );
         assert.equal(await stored(), 0);
       });
-      await pollUntil('the commit tried again', stored, (n) => n === 1, { timeoutMs: 30_000 });
+      await pollUntil('the commit tried again', stored, (n) => n === 1, { timeoutMs: 120_000 });
     } finally {
       await serve.close();
     }
@@ -356,7 +356,7 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
         assert.equal(await answer(serve.httpPort, refused.body), 200);
         assert.equal(await answer(serve.httpPort, good.body), 200);
       });
-      await pollUntil('the group committed with the refused one', good.stored, (n) => n === 1, { timeoutMs: 30_000 });
+      await pollUntil('the group committed with the refused one', good.stored, (n) => n === 1, { timeoutMs: 120_000 });
       assert.equal(await first.stored(), 1);
       assert.equal(await refused.stored(), 0);
       await pollUntil(
@@ -370,7 +370,7 @@ describe('issue 16: rows committed without the WAL flush survive a crash of Post
         assert.equal(await answer(serve.httpPort, later.body), 200);
         await insertWaiting();
       });
-      await pollUntil('the later request', later.stored, (n) => n === 1, { timeoutMs: 30_000 });
+      await pollUntil('the later request', later.stored, (n) => n === 1, { timeoutMs: 120_000 });
     } finally {
       await pool.query('ALTER TABLE processes DROP CONSTRAINT refused_exe');
       await serve.close();
@@ -654,7 +654,7 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
       const survived = await blocks();
       assert.ok(survived < requests, `${survived} of ${requests} blocks survived`);
       // The server's next mark finds Postgres restarted and replays from its last one.
-      await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 30_000 });
+      await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 120_000 });
       const { rows } = await pool.query<{ exe: string; nb_objects: number; audience: string }>(
         `SELECT p.exe, b.nb_objects, b.audience FROM blocks b JOIN processes p USING (process_id)`,
       );
@@ -735,7 +735,7 @@ describe('issue 16: a server that stays up while Postgres crashes and restarts',
       assert.equal(await started(), before, 'the same postmaster');
       assert.ok(survived < requests, `${survived} of ${requests} blocks survived`);
       target = postgres.port;
-      await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 30_000 });
+      await pollUntil('the replay', blocks, (n) => n === requests, { timeoutMs: 120_000 });
     } finally {
       await serve.close();
     }

@@ -286,7 +286,7 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
         )[0],
       (seen) => JSON.stringify(seen) === JSON.stringify(expected),
       {
-        timeoutMs: 30_000,
+        timeoutMs: 120_000,
         failFast: (seen) =>
           Object.entries(expected).some(([k, v]) => (seen[k] as number) > v) ? 'more rows than were sent' : undefined,
       },
@@ -569,14 +569,14 @@ describe('OTLP from the OpenTelemetry SDK to Flight SQL', () => {
           ).rows[0].n,
         ),
       (n) => n > 0,
-      { timeoutMs: 30_000 },
+      { timeoutMs: 120_000 },
     );
     await pollUntil(
       'the retried records in log_entries',
       () => scalar(asAdmin, "SELECT count(*) FROM log_entries WHERE exe = 'retry-svc'"),
       (n) => n === 5,
       {
-        timeoutMs: 30_000,
+        timeoutMs: 120_000,
         failFast: (n) => (n > 5 ? 'the retry was stored twice' : undefined),
       },
     );

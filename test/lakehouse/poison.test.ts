@@ -379,13 +379,13 @@ describe('issue 9: an unreadable block is quarantined, and the rest of its windo
         'the daemon to release the block',
         async () => (await values(admin, 'SELECT count(*)::INT FROM list_quarantined_blocks()'))[0][0],
         (n) => n === 0,
-        { timeoutMs: 30_000 },
+        { timeoutMs: 120_000 },
       );
       await pollUntil(
         'log_stats to count the released rows',
         async () => (await values(admin, 'SELECT sum(count)::INT FROM log_stats'))[0][0],
         (n) => n === 3,
-        { timeoutMs: 30_000 },
+        { timeoutMs: 120_000 },
       );
     } finally {
       await daemon.close();

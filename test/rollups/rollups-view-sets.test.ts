@@ -69,7 +69,7 @@ describe('rollups of view sets (issue 17)', () => {
       'a housekeeping pass',
       () => orrery.daemon!.housekeeping(),
       (report) => report !== undefined,
-      { timeoutMs: 30_000, intervalMs: 200 },
+      { timeoutMs: 120_000, intervalMs: 200 },
     );
   };
 

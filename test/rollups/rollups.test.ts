@@ -214,7 +214,7 @@ describe('rollups (issue 17)', () => {
       () => job(asAdmin),
       (rows) => rows[0]?.last_status === 'partial',
       {
-        timeoutMs: 30_000,
+        timeoutMs: 120_000,
         intervalMs: 200,
       },
     );
@@ -250,7 +250,7 @@ describe('rollups (issue 17)', () => {
       'the first refresh',
       () => job(asAdmin),
       (rows) => rows[0]?.last_status !== null && rows[0]?.last_status !== undefined,
-      { timeoutMs: 30_000, intervalMs: 200 },
+      { timeoutMs: 120_000, intervalMs: 200 },
     );
     assert.equal(done.last_status, 'partial');
     assert.match(String(done.last_error), /^audience team-b: .*team-b secret/);
@@ -314,7 +314,7 @@ describe('rollups (issue 17)', () => {
       'the first refresh',
       () => job(asAdmin),
       (rows) => rows[0]?.last_status !== null && rows[0]?.last_status !== undefined,
-      { timeoutMs: 30_000, intervalMs: 200 },
+      { timeoutMs: 120_000, intervalMs: 200 },
     );
     await asTeamA.updateCount(`INSERT INTO notes VALUES (now(), '5')`);
     // The table keeps 30 days: its retention deletes the 2024 rows, every audience's, and keeps team-a's buckets.
@@ -838,7 +838,7 @@ describe('rollups (issue 17)', () => {
         `${rollup}'s tail read from its kept table`,
         async () => (await planOf(`SELECT * FROM ${rollup}`)).match(/READ_PARQUET/g)?.length ?? 0,
         (parquetScans) => parquetScans === 0,
-        { timeoutMs: 30_000 },
+        { timeoutMs: 120_000 },
       );
     /**
      * Every DuckLake scan in an admin's plan of `sql` (a table's long name is drawn on a line of its own),
@@ -1063,7 +1063,7 @@ describe('rollups (issue 17)', () => {
         'the panel read from the stored rows kept in a table',
         async () => (await planOf(panel)).match(/READ_PARQUET/g)?.length ?? 0,
         (parquetScans) => parquetScans === 0,
-        { timeoutMs: 30_000 },
+        { timeoutMs: 120_000 },
       );
       assert.match(await planOf(panel), /__orrery_tail_s\d+/);
       for (const [i, client] of clients.entries()) {
@@ -2090,7 +2090,7 @@ describe('rollups (issue 17)', () => {
               .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
               .join('\n'),
           (plan) => /__orrery_tail_\d+/.test(plan),
-          { timeoutMs: 30_000 },
+          { timeoutMs: 120_000 },
         );
         for (const client of [demotedAdmin, demotedTeamA]) await same(client, 'laned_hourly', source);
         // A file written since: the kept aggregate merged with the new file's, in the same lane.

@@ -191,7 +191,7 @@ describe('series-table reads: DuckLake transactions per statement, never stale (
       'the pending buckets read from their files, the tail from its kept aggregate',
       async () => (await filesRead(read)) - stored,
       (files) => files === 2,
-      { timeoutMs: 30_000, failFast: (files) => (files > 3 ? `${files} files read` : undefined) },
+      { timeoutMs: 120_000, failFast: (files) => (files > 3 ? `${files} files read` : undefined) },
     );
     // The refresh reads the same files: its answer is the source's.
     await scalar(asFirst, `SELECT refresh_rollup('heights_100')`);
@@ -262,7 +262,7 @@ describe('series-table reads: DuckLake transactions per statement, never stale (
       () => scans(rewritten),
       (seen) => seen.source === 1 && seen.files === 1,
       {
-        timeoutMs: 30_000,
+        timeoutMs: 120_000,
         failFast: (seen) =>
           seen.source !== 1 || seen.files > 1 + stored.files ? `${seen.source} scans, ${seen.files} files` : undefined,
       },
