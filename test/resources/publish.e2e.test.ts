@@ -181,7 +181,9 @@ describe('orrery publish and the resource ledger (issue 13)', () => {
       const prune = await cli(['prune']);
       assert.equal(prune.status, 1);
       assert.match(prune.err.join('\n'), /another installation holds the resources lock/);
-      // The holder crashes: it stops renewing, and its lease runs out.
+      // The holder crashes: it stops renewing, and its lease runs out. (Its renewal, every 15 s, would otherwise take
+      // the lock back before a loaded machine's publish reaches it: refused again.)
+      await held.handOver();
       await fixture.orrery.metadata.query("UPDATE resource_locks SET expires_at = now() - interval '1 second'");
       const resumed = await publish();
       assert.equal(resumed.status, 0, resumed.err.join('\n'));
