@@ -23,6 +23,7 @@ import {
 import { packAny, type TestFlightClient } from '../support/flight-client.js';
 import { storedMakingsDuring } from '../support/kept-makings.js';
 import { scrapeMetrics } from '../support/metric-value.js';
+import { jobLeftForADay } from '../support/refresh-jobs.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-kept-memory-01', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-kept-memory-01', audiences: ['team-a'] };
@@ -87,14 +88,9 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
       `SELECT create_rollup('${name}', '${table}', bucket_width => 10,
          select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
     );
-    await asAdmin.query(`SELECT set_job_schedule('${name}', INTERVAL '1 day')`);
-    // The job's first run is due at create_rollup whatever the schedule: once it has run, none lands in the test.
-    await pollUntil(
-      `${name}'s first job run`,
-      () => plainRows(asAdmin, `SELECT last_status FROM snouttime.jobs WHERE target = '${name}'`),
-      (rows) => rows[0]?.last_status === 'ok',
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
+    // The job's first run is due at create_rollup whatever the schedule: once a run's next is a day away, none lands in
+    // the test.
+    await jobLeftForADay(asAdmin, name);
     await scalar(asAdmin, `SELECT refresh_rollup('${name}')`);
   };
   const sourceOf = (table: string): string =>
