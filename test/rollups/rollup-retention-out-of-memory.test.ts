@@ -14,7 +14,7 @@ import {
   type InProcessOrrery,
   type TestKey,
 } from '../lakehouse/lakehouse-fixtures.js';
-import type { TestFlightClient } from '../support/flight-client.js';
+import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-oom-0001', audiences: ['public'] };
 const teamX: TestKey = { name: 'team-x', key: 'team-x-key-oom-0001', audiences: ['team_x'] };
@@ -126,8 +126,30 @@ describe("a series table's retention over an audience's rows past the memory lim
       { audience: 'public', k: 1, n: 1 },
       ...Array.from({ length: 32 }, (_, k) => ({ audience: 'team_y', k, n: 74000 })),
     ];
-    // Meanwhile team_y's hour is read from its raw rows, exactly.
+    // Meanwhile team_y's hour is read from its raw rows, exactly; in a client's transaction that wrote the table too
+    // (whose reads take every bucket retention did not keep from the raw rows).
     assert.deepEqual(await oldHour(asRoomyY), team);
+    const [begun] = await asRoomyAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(begun)!.value) as unknown as {
+      transactionId: Uint8Array;
+    };
+    await asRoomyAdmin.doPut(
+      packAny('CommandStatementUpdate', {
+        query: `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 4, 1.0, 'public')`,
+        transactionId,
+      }),
+    );
+    const info = await asRoomyAdmin.getFlightInfo(
+      packAny('CommandStatementQuery', {
+        query: `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE bucket < TIMESTAMP '2025-01-01' AND audience = 'team_y' ORDER BY ALL`,
+        transactionId,
+      }),
+    );
+    const written = (await asRoomyAdmin.doGet(info.endpoints[0].ticket)).table
+      .toArray()
+      .map((r) => ({ ...r.toJSON() }));
+    await asRoomyAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+    assert.deepEqual(written, team.slice(1));
     await roomy.daemon!.housekeeping();
     assert.deepEqual(await counts(), [['public', 1]]);
     assert.deepEqual(await oldHour(asRoomyY), team);
