@@ -284,9 +284,11 @@ export class SeriesTables {
     }
     if (!rename && !drop && !/^ADD\b/i.test(action))
       throw seriesStatementError('ALTER TABLE on a series table: ADD, DROP or RENAME COLUMN');
-    if (drop && touched !== undefined && (await this.sortedBy(table.name)).includes(touched))
+    // Renamed, DuckLake would follow, but the entries sorting by it name the old column: status would call the table
+    // unsorted and a publish omit them ('not a column').
+    if (touched !== undefined && (await this.sortedBy(table.name)).includes(touched))
       throw seriesStatementError(
-        `'${touched}' sorts '${table.name}' for index entries of published resources files (DuckLake sorts its new files by it): it can be dropped once no publication declares them and prune has dropped them`,
+        `'${touched}' sorts '${table.name}' for index entries of published resources files (DuckLake sorts its new files by it): it can be ${drop ? 'dropped' : 'renamed'} once no publication declares them and prune has dropped them`,
       );
     await this.engine.transaction(session, async () => {
       await this.run(`ALTER TABLE ${lakeTable(table.name)} ${action}`, session);

@@ -145,10 +145,15 @@ describe('index entries on a series table (issue 13)', () => {
     assert.equal(await latest(), before);
   });
 
-  it('status lists it ready, with no drift; the column it sorts by cannot be dropped', async () => {
+  it('status lists it ready, with no drift; the column it sorts by cannot be dropped or renamed', async () => {
     await assert.rejects(
       fixture.admin.query('ALTER TABLE spans_idx DROP COLUMN trace'),
       /'trace' sorts 'spans_idx' for index entries of published resources files \(DuckLake sorts its new files by it\): it can be dropped once no publication declares them and prune has dropped them/,
+    );
+    // Renamed, the entry would name a column the table no longer has: status would call it unsorted.
+    await assert.rejects(
+      fixture.admin.query('ALTER TABLE spans_idx RENAME COLUMN trace TO trace_id'),
+      /'trace' sorts 'spans_idx' .*: it can be renamed once no publication declares them/,
     );
     const status = await runCliAs(adminKey.key, fixture.orrery.address, 'resources', ['status']);
     assert.equal(status.status, 0, status.err.join('\n'));
