@@ -15,7 +15,7 @@ import { sqlErrors } from './errors.js';
  * The id is also what CancelFlightInfo names: a DoGet redeeming it registers here while it runs,
  * so the key that made it can stop it, and a plan cancelled before its DoGet never runs.
  */
-export class PlanCache<T> {
+export class PlanCache<T, A = PreparedStatementInfo> {
   private readonly plans = new Map<string, { owner: string; statement: string; expires: number; plan: T }>();
   /** DoGets running under an id: their owner and how to stop them. */
   private readonly running = new Map<string, Array<{ owner: string; controller: AbortController }>>();
@@ -24,7 +24,7 @@ export class PlanCache<T> {
   /** Plans kept by statement (owner, text, headers) rather than by id: see keep(). */
   private readonly byStatement = new Map<string, { expires: number; plan: T }>();
   /** What CreatePreparedStatement answered, by statement (owner, text, headers): see remember(). */
-  private readonly described = new Map<string, { expires: number; catalog: number; info: PreparedStatementInfo }>();
+  private readonly described = new Map<string, { expires: number; under: string; answer: A }>();
 
   private readonly maxEntries: number;
   private readonly ttlMs: number;
@@ -101,25 +101,23 @@ export class PlanCache<T> {
    * Remembers what CreatePreparedStatement answered for this caller's statement and headers, so the same text
    * prepared again is answered without planning (the JDBC driver prepares every statement it runs). The answer
    * is Flight SQL's "best guess" of the schema: the prepared statement's GetFlightInfo plans the statement with
-   * every check, and refreshes this answer with what it found.
+   * every check, and refreshes this answer with what it found. `under` is what the answer was described under
+   * (the catalog, the view sets, what admins changed: see SqlService.describedUnder), read before planning.
    */
-  remember(ctx: CallContext<Principal>, query: string, info: PreparedStatementInfo, catalog: number): void {
-    this.describe(ownedStatementKey(ctx, query), info, catalog);
+  remember(ctx: CallContext<Principal>, query: string, answer: A, under: string): void {
+    this.describe(ownedStatementKey(ctx, query), answer, under);
   }
 
-  /**
-   * What remember() kept for this caller's statement and headers, while current and described under the same
-   * `catalog` generation (DuckDBEngine.catalogGeneration); not taken: it serves again.
-   */
-  recall(ctx: CallContext<Principal>, query: string, catalog: number): PreparedStatementInfo | undefined {
+  /** What remember() kept for this caller's statement and headers, while current and described `under` the same; not taken: it serves again. */
+  recall(ctx: CallContext<Principal>, query: string, under: string): A | undefined {
     const entry = this.described.get(ownedStatementKey(ctx, query));
-    return entry && entry.expires > Date.now() && entry.catalog === catalog ? entry.info : undefined;
+    return entry && entry.expires > Date.now() && entry.under === under ? entry.answer : undefined;
   }
 
   /** remember() again, only for a statement remembered already (a prepared statement's GetFlightInfo planned it). */
-  refresh(ctx: CallContext<Principal>, query: string, info: PreparedStatementInfo, catalog: number): void {
+  refresh(ctx: CallContext<Principal>, query: string, answer: A, under: string): void {
     const key = ownedStatementKey(ctx, query);
-    if (this.described.has(key)) this.describe(key, info, catalog);
+    if (this.described.has(key)) this.describe(key, answer, under);
   }
 
   /** Forgets what remember() kept: the statement failed its planning, so it is planned again when prepared. */
@@ -127,14 +125,14 @@ export class PlanCache<T> {
     this.described.delete(ownedStatementKey(ctx, query));
   }
 
-  private describe(key: string, info: PreparedStatementInfo, catalog: number): void {
+  private describe(key: string, answer: A, under: string): void {
     const now = Date.now();
     for (const [old, entry] of this.described) {
       if (this.described.size < this.maxEntries && entry.expires > now) break;
       this.described.delete(old);
     }
     this.described.delete(key);
-    this.described.set(key, { expires: now + this.ttlMs, catalog, info });
+    this.described.set(key, { expires: now + this.ttlMs, under, answer });
   }
 
   /**

@@ -172,6 +172,20 @@ interface EnginePlan {
   readonly options: RunOptions;
   /** A latest-n top-N read bounded by time (see TopNBound): its n, which its run must give, or it runs again unbounded. */
   readonly boundedRows?: number;
+  /** What the deny rules judged (checkDenied); undefined for a statement that only manages them (isRuleManagementAlone). */
+  readonly judged?: DenyJudged;
+}
+
+/** The text a deny rule was checked against and what it reads (null: a statement DuckDB does not parse as SELECT). */
+interface DenyJudged {
+  readonly query: string;
+  readonly shape: QueryShape | null;
+}
+
+/** What CreatePreparedStatement answered, remembered (PlanCache.remember) with what the deny rules judged. */
+interface PreparedAnswer {
+  readonly info: PreparedStatementInfo;
+  readonly judged?: DenyJudged;
 }
 
 /** The lakehouse plus what its admin procedures and DDL need. */
@@ -198,8 +212,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
   private readonly lanes: QueryLanes;
   /** Statements run in orrery.main: Flight sessions accept those and answer them. */
   readonly sessionOptions = { catalog: 'orrery', schema: 'main' } as const;
+  /** DDL statements and procedures run here (see describedUnder). */
+  private adminChanges = 0;
   /** Plans of GetFlightInfo kept for their DoGet, with the statement DuckDB prepared for it. */
-  private readonly plans = new PlanCache<EnginePlan>({ dispose: (plan) => plan.options.held?.close() });
+  private readonly plans = new PlanCache<EnginePlan, PreparedAnswer>({ dispose: (plan) => plan.options.held?.close() });
 
   constructor(
     private readonly keyring: Keyring,
@@ -276,7 +292,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   async planQuery(ctx: CallContext<Principal>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }> {
     const keepable = !statement.parameters && !statement.transactionId;
-    const catalog = this.engine.catalogGeneration;
+    const under = this.describedUnder();
     try {
       return await this.limited(ctx, statement, false, async (run) => {
         const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
@@ -286,7 +302,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
         if (!keep) plan.options.held?.close();
         // What CreatePreparedStatement answers for this text next time: as this plan found it.
         if (keep && !prepared && statement.prepared)
-          this.plans.refresh(ctx, statement.query, preparedQuery(plan), catalog);
+          this.plans.refresh(ctx, statement.query, preparedAnswer(plan), under);
         return {
           schema: plan.description.schema,
           planId: keep ? this.plans.put(ctx, statement.query, plan) : undefined,
@@ -435,22 +451,27 @@ export class SqlService implements FlightSqlBackend<Principal> {
    * statement) for the prepared statement's GetFlightInfo that follows: the JDBC driver sends
    * every statement as CreatePreparedStatement, GetFlightInfo, DoGet, and it is planned once.
    * The same text prepared again by the same key with the same headers is answered as it was
-   * the last time (PlanCache.remember), without planning: its GetFlightInfo plans it then, with
-   * every check, as a statement's GetFlightInfo does for the other clients.
+   * the last time (PlanCache.remember), without planning, though admitted within the key's limits
+   * and checked against the deny rules as then: its GetFlightInfo plans it, with every check, as a
+   * statement's GetFlightInfo does for the other clients.
    */
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
     const keepable = !statement.parameters && !statement.transactionId;
-    // Read before planning: a change of the catalog meanwhile leaves the description unanswered next time.
-    const catalog = this.engine.catalogGeneration;
-    const known = keepable ? this.plans.recall(ctx, statement.query, catalog) : undefined;
-    if (known) return known;
+    // Read before planning: a change meanwhile leaves the description unanswered next time.
+    const under = this.describedUnder();
     return this.limited(ctx, statement, false, async (run) => {
+      const known = keepable ? this.plans.recall(ctx, statement.query, under) : undefined;
+      if (known) {
+        // The rules as they are now (another server's new rule included), on what the statement reads now.
+        if (known.judged) await this.checkDenied(ctx, { query: known.judged.query }, known.judged.shape);
+        return known.info;
+      }
       const plan = await this.plan(ctx, statement, run, keepable);
       if (plan.kind === 'engine') {
         const { returnsRows, parameterSchema } = plan.description;
         if (keepable && returnsRows && parameterSchema.fields.length === 0) {
           this.plans.keep(ctx, statement.query, plan);
-          this.plans.remember(ctx, statement.query, preparedQuery(plan), catalog);
+          this.plans.remember(ctx, statement.query, preparedAnswer(plan), under);
         } else plan.options.held?.close();
       }
       if (plan.kind === 'procedure')
@@ -738,6 +759,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
           sql,
           description: await this.engine.describe(sql, inner.options),
           options: inner.options,
+          judged: inner.judged,
         };
       }
     }
@@ -745,7 +767,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const shape = tree ? queryShape(tree) : null;
     const file = principal.admin && shape ? fileRelation(shape) : null;
     if (file) throw filesDenied(file);
-    if (!(shape && (await this.isRuleManagementAlone(shape)))) await this.checkDenied(ctx, statement, shape);
+    const judged = shape && (await this.isRuleManagementAlone(shape)) ? undefined : { query: statement.query, shape };
+    if (judged) await this.checkDenied(ctx, statement, shape);
     if (shape) {
       checkSingleStatement(shape);
       const procedure = this.procedureCall(shape, principal);
@@ -903,7 +926,7 @@ export class SqlService implements FlightSqlBackend<Principal> {
       throw selectOnly(principal);
     }
     const boundedRows = pruning?.bounded?.rows;
-    return { kind: 'engine', sql, description, options: held ? { ...options, held } : options, boundedRows };
+    return { kind: 'engine', sql, description, options: held ? { ...options, held } : options, boundedRows, judged };
   }
 
   /** Runs part of a statement; a non-admin's errors are rewritten to hold no server path or internal SQL. */
@@ -1111,9 +1134,22 @@ export class SqlService implements FlightSqlBackend<Principal> {
 
   /** Runs a DDL statement: one row saying what it did. */
   private async *ddl(statement: DdlStatement, principal: Principal): AsyncGenerator<RecordBatch> {
-    const { name, action } = await this.backend!.ddl.run(statement, principal);
-    await this.lakehouse?.partitions?.sync();
-    yield batchFromRows(ddlSchema, [[name, action]]);
+    try {
+      const { name, action } = await this.backend!.ddl.run(statement, principal);
+      await this.lakehouse?.partitions?.sync();
+      yield batchFromRows(ddlSchema, [[name, action]]);
+    } finally {
+      this.adminChanges++;
+    }
+  }
+
+  /**
+   * What a CreatePreparedStatement answer is described under (PlanCache.recall): DuckDB's catalog, the view sets
+   * loaded (another server's publication included) and the DDL and procedures run here (a publication, a deny rule,
+   * a rollup: what a statement reads or may read, with no change of DuckDB's catalog).
+   */
+  private describedUnder(): string {
+    return `${this.engine.catalogGeneration}:${this.lakehouse?.views.generation ?? 0}:${this.adminChanges}`;
   }
 
   /**
@@ -1301,17 +1337,22 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // What the procedure changed in the partitions is seen by the next statement here.
     const context = { ...this.backend!, engine: this.engine };
     const messages = afterwards(runProcedure(context, plan.call, caller), () => this.lakehouse?.partitions?.sync());
-    if (plan.scalar) {
-      const all: string[] = [];
-      for await (const message of messages) all.push(message);
-      const result = procedureResult(plan.call);
-      const value = result === 'integer' ? Number(all[all.length - 1]) : result === 'void' ? null : all.join('\n');
-      yield batchFromRows(plan.schema, [[value]]);
-      return;
-    }
-    for await (const message of messages) {
-      const values: Record<string, unknown> = { time: Date.now(), msg: message };
-      yield batchFromRows(plan.schema, [plan.schema.fields.map((f) => values[f.name])]);
+    try {
+      if (plan.scalar) {
+        const all: string[] = [];
+        for await (const message of messages) all.push(message);
+        const result = procedureResult(plan.call);
+        const value = result === 'integer' ? Number(all[all.length - 1]) : result === 'void' ? null : all.join('\n');
+        yield batchFromRows(plan.schema, [[value]]);
+        return;
+      }
+      for await (const message of messages) {
+        const values: Record<string, unknown> = { time: Date.now(), msg: message };
+        yield batchFromRows(plan.schema, [plan.schema.fields.map((f) => values[f.name])]);
+      }
+    } finally {
+      // Done or stopped part way, it may have changed what statements read (see describedUnder).
+      this.adminChanges++;
     }
   }
 }
@@ -1338,6 +1379,10 @@ async function* afterwards<T>(items: AsyncIterable<T>, last: () => Promise<void>
 function preparedQuery(plan: EnginePlan): PreparedStatementInfo {
   const { schema, parameterSchema, returnsRows } = plan.description;
   return { datasetSchema: schema, parameterSchema, isUpdate: !returnsRows };
+}
+
+function preparedAnswer(plan: EnginePlan): PreparedAnswer {
+  return { info: preparedQuery(plan), judged: plan.judged };
 }
 
 /** What a plan answers. */

@@ -6,6 +6,7 @@ import type { ViewSet } from './view-set.js';
  */
 export class ViewRegistry {
   private byName: ReadonlyMap<string, ViewSet>;
+  private replaced = 0;
 
   constructor(viewSets: readonly ViewSet[]) {
     this.byName = index(viewSets);
@@ -22,6 +23,12 @@ export class ViewRegistry {
 
   replace(viewSets: readonly ViewSet[]): void {
     this.byName = index(viewSets);
+    this.replaced++;
+  }
+
+  /** How many times the sets were replaced: what was described of a statement under another value may be stale. */
+  get generation(): number {
+    return this.replaced;
   }
 }
 

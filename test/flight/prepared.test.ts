@@ -1,6 +1,7 @@
 // Prepared statements: schemas at creation, parameter binding with DoPut, execution.
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tableFromArrays, type Table } from 'apache-arrow';
 import { FlightSql, decodeSchema, packAny, type TestFlightClient } from '../support/flight-client.js';
 import { metricValue } from '../support/metric-value.js';
@@ -126,6 +127,50 @@ describe('prepared statements', () => {
       );
     } finally {
       await c.updateCount('ALTER TABLE people DROP COLUMN age');
+    }
+  });
+
+  // A remembered answer is checked against the deny rules as a planned one is (s21-review2's G7).
+  const denied = /query denied by rule \d+: closed/;
+  const denyReaderPeople = "user_id = ''reader'' AND list_contains(tables, ''people'')";
+  const removeRule = async (added: Table): Promise<void> => {
+    const rule = /^added rule (\d+)$/.exec(String(added.getChild('msg')!.get(0)))![1];
+    await c.query(`SELECT msg FROM remove_query_denial(${rule})`);
+  };
+
+  it('a deny rule added after a text was prepared refuses its preparing again', async () => {
+    const sql = 'SELECT name FROM people WHERE id = 1';
+    assert.equal(decodeSchema((await fixture.reader.prepare(sql)).datasetSchema).fields.length, 1);
+    const added = await c.query(`SELECT msg FROM deny_queries('${denyReaderPeople}', 'closed')`);
+    try {
+      await assert.rejects(fixture.reader.prepare(sql), denied);
+    } finally {
+      await removeRule(added);
+    }
+    assert.equal(decodeSchema((await fixture.reader.prepare(sql)).datasetSchema).fields.length, 1);
+  });
+
+  it("another server's new deny rule refuses the preparing again of a text remembered here", async () => {
+    const sql = 'SELECT name FROM people WHERE id = 2';
+    assert.equal(decodeSchema((await fixture.reader.prepare(sql)).datasetSchema).fields.length, 1);
+    // As another server's deny_queries stores it: this one reads it when it next rereads the rules.
+    const { rows } = await fixture.orrery.metadata.query<{ rule_id: string }>(
+      `INSERT INTO query_deny_list (match_expr, reason, created_by) VALUES ($1, 'closed', 'admin') RETURNING rule_id`,
+      [denyReaderPeople.replaceAll("''", "'")],
+    );
+    try {
+      // Once a text never prepared is refused, the rule is read here.
+      for (let n = 0; ; n++) {
+        const refused = await fixture.reader.prepare(`SELECT id FROM people WHERE id > ${n}`).then(
+          () => false,
+          (error: Error) => denied.test(error.message),
+        );
+        if (refused) break;
+        await sleep(50);
+      }
+      await assert.rejects(fixture.reader.prepare(sql), denied);
+    } finally {
+      await c.query(`SELECT msg FROM remove_query_denial(${rows[0].rule_id})`);
     }
   });
 

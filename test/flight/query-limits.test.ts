@@ -142,3 +142,28 @@ describe(
     });
   },
 );
+
+// A text prepared again is answered as it was the first time, without planning (PlanCache.remember), but within
+// the key's limits as any other statement (s21-review2's G7).
+describe('issue 9: a text prepared again counts against the key', { timeout: 120_000 }, () => {
+  const fixture = useOrrery({ ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1', ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '0' });
+
+  it("is refused while the key's one slot is taken", async () => {
+    const sql = 'SELECT 42 AS n';
+    await fixture.reader.prepare(sql);
+    // A result the client stops reading holds the key's slot until the client ends it.
+    const held = fixture.reader.client.queryBatches('SELECT range AS n FROM range(1000000000000)');
+    try {
+      assert.equal((await held.next()).done, false);
+      const refused = await failure(fixture.reader.prepare(sql));
+      assert.equal(refused.status, 'RESOURCE_EXHAUSTED');
+      assert.equal(
+        refused.details,
+        "too many statements from key 'reader': 1 running and 0 waiting (ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY=1, " +
+          'ORRERY_MAX_QUEUED_QUERIES_PER_KEY=0); retry when one has finished',
+      );
+    } finally {
+      await held.return(undefined);
+    }
+  });
+});

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import { specExample as specExampleOf } from '../support/spec-example.js';
-import type { TestFlightClient } from '../support/flight-client.js';
+import { decodeSchema, type TestFlightClient } from '../support/flight-client.js';
 import { scrapeMetrics } from '../support/metric-value.js';
 
 const specExample = specExampleOf('target_counts');
@@ -215,5 +215,23 @@ describe('materialized view DDL', () => {
         ['info', 6],
       ],
     );
+  });
+
+  // A text prepared again is answered as before, without planning, unless what it reads changed (s21-review2's G7):
+  // a view set replaced changes no DuckDB catalog.
+  it('a text over a view set prepared again after the set was replaced is described again', async () => {
+    const columns = async (): Promise<string[]> =>
+      decodeSchema((await reader.prepare('SELECT * FROM prepared_shape')).datasetSchema).fields.map((f) => f.name);
+    await admin.query(definition('prepared_shape'));
+    assert.deepEqual(await columns(), ['time_bin', 'level', 'count', 'audience']);
+    const wider = definition('prepared_shape', {
+      extract:
+        "SELECT date_bin('1 minute', time) AS time_bin, level, count(*) AS count, min(msg) AS first_msg, audience FROM log_entries WHERE insert_time >= '{begin}' AND insert_time < '{end}' GROUP BY ALL",
+      merge:
+        'SELECT time_bin, level, sum(count) AS count, min(first_msg) AS first_msg, audience FROM {source} GROUP BY ALL',
+    });
+    await admin.query(wider.replace('CREATE MATERIALIZED VIEW', 'CREATE OR REPLACE MATERIALIZED VIEW'));
+    assert.deepEqual(await columns(), ['time_bin', 'level', 'count', 'first_msg', 'audience']);
+    await admin.query('DROP MATERIALIZED VIEW prepared_shape');
   });
 });
