@@ -71,4 +71,23 @@ describe('__orrery_tail_row: the kept tail row a connection is told (issue 17)',
       a.instance.closeSync();
     }
   });
+
+  // DuckDB read a closed connection's id through a null pointer, ending the process (s21-review2's G4).
+  it('a connection closed already is refused with a TypeError', async () => {
+    const a = await anInstance();
+    try {
+      a.connection.closeSync();
+      const handle = connectionHandle(a.connection);
+      assert.throws(() => native.setTailReads(handle, a.number, [], []), {
+        name: 'TypeError',
+        message: 'the DuckDB connection is closed',
+      });
+      assert.throws(() => native.forgetTailReads(handle, a.number), {
+        name: 'TypeError',
+        message: 'the DuckDB connection is closed',
+      });
+    } finally {
+      a.instance.closeSync();
+    }
+  });
 });

@@ -52,9 +52,12 @@ idx_t IdOf(duckdb_client_context context) {
   return id;
 }
 
-idx_t ConnectionId(duckdb_connection connection) {
+// A connection closed already (node-bindings nulls its handle) has no client context, whose id DuckDB would read
+// through a null pointer: a TypeError instead.
+idx_t ConnectionId(Napi::Env env, duckdb_connection connection) {
   duckdb_client_context context = nullptr;
-  duckdb_connection_get_client_context(connection, &context);
+  if (connection) duckdb_connection_get_client_context(connection, &context);
+  if (!context) throw Napi::TypeError::New(env, "the DuckDB connection is closed");
   return IdOf(context);
 }
 
@@ -142,7 +145,8 @@ Napi::Value RegisterTailRowFunction(const Napi::CallbackInfo &info) {
 
 // The connection a call names: (its instance's number, its id).
 Reader ReaderOf(const Napi::CallbackInfo &info) {
-  return {static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()), ConnectionId(ConnectionOf(info[0]))};
+  return {static_cast<uint64_t>(info[1].As<Napi::Number>().Int64Value()),
+          ConnectionId(info.Env(), ConnectionOf(info[0]))};
 }
 
 // setTailReads(connection, instance, rings: string[], ids: number[]): the rows the connection's next statements read.
