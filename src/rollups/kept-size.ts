@@ -36,7 +36,7 @@ function splitTop(types: string): string[] {
   return [...parts, types.slice(from).trim()];
 }
 
-/** A STRUCT field as duckdb_columns() writes it (`name TYPE`, `"a name" TYPE`): its name and type. */
+/** A STRUCT field as pragma_table_info writes it (`name TYPE`, `"a name" TYPE`): its name and type. */
 function field(text: string): [name: string, type: string] | null {
   const [, quoted, plain, type] = /^(?:"((?:[^"]|"")*)"|(\S+)) (.+)$/s.exec(text) ?? [];
   return type ? [quoted?.replaceAll('""', '"') ?? plain, type] : null;
@@ -45,7 +45,7 @@ function field(text: string): [name: string, type: string] | null {
 const literal = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 
 /**
- * An expression of the bytes of `value`, of DuckDB type `type` (as duckdb_columns() writes it): a string's or a
+ * An expression of the bytes of `value`, of DuckDB type `type` (as pragma_table_info writes it): a string's or a
  * blob's length, a list's elements', a map's keys' and values', a struct's fields'; a fixed-width value's width; any other (an
  * array, a union) its text's length, near enough to the bytes it holds.
  */
@@ -75,9 +75,13 @@ export function valueBytes(value: string, type: string): string {
 /** The bytes of a row's value (a list, a struct) beside its fixed cost: a validity bit, an offset, a string's header. */
 const perValue = 16;
 
-/** The statement listing the columns (name, type) of kept table `table` (`<db>.main.<db>`, alone in its database). */
+/**
+ * The statement listing the columns (name, type) of kept table `table` (`<db>.main.<db>`): pragma_table_info binds
+ * that one table, where duckdb_columns() lists every attached catalog's, the lake's included (its schemas read from
+ * Postgres at the transaction's snapshot).
+ */
 export const keptColumnsSql = (table: string): string =>
-  `SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = '${table.slice(0, table.indexOf('.'))}' ORDER BY column_index`;
+  `SELECT name, type FROM pragma_table_info('${table}') ORDER BY cid`;
 
 /**
  * The statement measuring kept table `table` (its `columns`, keptColumnsSql's answer): its rows and their bytes, or of
