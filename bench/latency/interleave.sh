@@ -79,7 +79,10 @@ if [ "${CLIENT:-}" = jdbc ]; then
   [ "${DATA:-0}" = 1 ] && { echo "interleave.sh: CLIENT=jdbc sends SQL as given (no DATA=1)" >&2; exit 2; }
   cp_file="${TMPDIR:-/tmp}/orrery-bench-latency-jdbc.classpath"
   (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2
-  java --add-opens=java.base/java.nio=ALL-UNNAMED -Duser.timezone=UTC -cp "$(cat "$cp_file")" "$here/java/InterleaveClient.java" \
+  # Compiled with LatencyClient.java, whose way of running a statement it shares.
+  classes="$(mktemp -d)" && dirs+=("$classes")
+  javac -d "$classes" "$here/java/InterleaveClient.java" "$here/java/LatencyClient.java"
+  java --add-opens=java.base/java.nio=ALL-UNNAMED -Duser.timezone=UTC -cp "$classes:$(cat "$cp_file")" InterleaveClient \
     reader reader-key-0123 "${SQL:-SELECT 1 AS one}" "${N:-3000}" "${WARMUP:-3000}" "${ports[@]}" "${pids[@]}" "$1" "$2" 2>/dev/null
   echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
   exit

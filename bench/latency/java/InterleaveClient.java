@@ -1,30 +1,19 @@
 // interleave.sh's statements through the Arrow Flight SQL JDBC driver (CLIENT=jdbc): one connection to each of two
 // servers, Statement.executeQuery with every row read, one statement to each in turn (A B B A ...), so both meet the
 // same load. Prints per side the p50 and p99 and the server process's CPU per statement, and B / A.
-//   java -cp <driver classpath> InterleaveClient.java user key sql n warmup portA portB pidA pidB refA refB
+// Its statements run as LatencyClient.java's (LatencyClient.drain): compiled with it, as interleave.sh does,
+//   javac -d <classes> InterleaveClient.java LatencyClient.java
+//   java -cp <classes>:<driver classpath> InterleaveClient user key sql n warmup portA portB pidA pidB refA refB
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
-import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 
 public class InterleaveClient {
-  static long run(Statement statement, String sql) throws Exception {
-    long rows = 0;
-    try (ResultSet rs = statement.executeQuery(sql)) {
-      int columns = rs.getMetaData().getColumnCount();
-      while (rs.next()) {
-        for (int i = 1; i <= columns; i++) rs.getObject(i);
-        rows++;
-      }
-    }
-    return rows;
-  }
-
   /** The process's CPU (user + system) in seconds, from /proc/<pid>/stat (clock ticks of 1/100 s). */
   static double cpu(String pid) throws Exception {
     String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
@@ -47,14 +36,14 @@ public class InterleaveClient {
       statements[side] = connection.createStatement();
     }
     // The JVM compiles the driver's paths over its first thousands of statements (PROFILE.md, s20).
-    for (int i = 0; i < warmup; i++) run(statements[i % 2], sql);
+    for (int i = 0; i < warmup; i++) LatencyClient.drain(statements[i % 2], sql);
     List<List<Double>> times = List.of(new ArrayList<>(), new ArrayList<>());
     double[] start = {cpu(pids[0]), cpu(pids[1])};
     for (int i = 0; i < 2 * n; i++) {
       // A B B A: neither side is always first after the other.
       int side = (i % 4 == 0 || i % 4 == 3) ? 0 : 1;
       long t0 = System.nanoTime();
-      run(statements[side], sql);
+      LatencyClient.drain(statements[side], sql);
       times.get(side).add((System.nanoTime() - t0) / 1e6);
     }
     double[] p50 = new double[2], serverCpu = new double[2];

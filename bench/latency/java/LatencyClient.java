@@ -16,20 +16,23 @@ public class LatencyClient {
     long run() throws Exception;
   }
 
+  /** Runs `sql` on `statement` and reads every value of every row (InterleaveClient runs its statements so too). */
+  static long drain(Statement statement, String sql) throws Exception {
+    long rows = 0;
+    try (ResultSet rs = statement.executeQuery(sql)) {
+      int columns = rs.getMetaData().getColumnCount();
+      while (rs.next()) {
+        for (int i = 1; i <= columns; i++) rs.getObject(i);
+        rows++;
+      }
+    }
+    return rows;
+  }
+
   static Runner connect(String url, String sql) throws Exception {
     Connection connection = DriverManager.getConnection(url);
     Statement statement = connection.createStatement();
-    return () -> {
-      long rows = 0;
-      try (ResultSet rs = statement.executeQuery(sql)) {
-        int columns = rs.getMetaData().getColumnCount();
-        while (rs.next()) {
-          for (int i = 1; i <= columns; i++) rs.getObject(i);
-          rows++;
-        }
-      }
-      return rows;
-    };
+    return () -> drain(statement, sql);
   }
 
   static String env(String name, String fallback) {
