@@ -2481,15 +2481,18 @@ export class Rollups {
     files: readonly ListedFile[],
     sql: string,
   ): Promise<void> {
-    const made = this.keptRow(definition, entry, shape, sql);
+    const making = this.keptRow(definition, entry, shape, sql);
+    const made = making.then((row) => (row === 'too large' ? null : row));
     const tail: KeptTail = { shape, files: listedFiles(files), made };
     entry.making = tail;
-    return made.then((row) => {
+    return making.then((row) => {
       if (entry.making === tail) entry.making = null;
       // A rollup dropped meanwhile keeps nothing.
       if (this.tails.get(definition.name) !== entry) return this.retireTail(tail);
-      if (row === null) {
-        entry.tooLarge = shape;
+      if (row === null || row === 'too large') {
+        // Not tried again for this shape but at a second read of its files; a failure (a ring not made, say) is
+        // tried again by the next making.
+        if (row === 'too large') entry.tooLarge = shape;
         // A kept row of a full ring (keptRow started another) is read no more once a row failed to replace it.
         if (entry.kept && entry.kept.row.table !== entry.ring?.name) this.retireKept(entry.kept);
         if (entry.kept?.row.table !== entry.ring?.name) entry.kept = null;
@@ -2511,15 +2514,16 @@ export class Rollups {
 
   /**
    * A new row of the rows of `sql` in the ring of a rollup's tails of this shape (made first, the one of another
-   * shape retired: see tail-values.ts), or null when too large or failed.
+   * shape retired, one that failed made again: see tail-values.ts); 'too large' when its rows are more than the most
+   * kept, null when it failed.
    */
   private async keptRow(
     definition: RollupDefinition,
     entry: TailEntry,
     shape: string,
     sql: string,
-  ): Promise<TailRow | null> {
-    if (entry.ring?.shape !== shape || entry.ring.rows >= ringRows) {
+  ): Promise<TailRow | 'too large' | null> {
+    if (entry.ring?.shape !== shape || entry.ring.rows >= ringRows || (await entry.ring.table) === null) {
       // A full ring of this shape still holds the kept row: retired with it (retireKept), once replaced.
       if (entry.ring && entry.ring.shape !== shape) this.retireTable(entry.ring.table);
       const table = keptTailTable();
@@ -2529,7 +2533,12 @@ export class Rollups {
           this.engine.tailRingMade(databaseOf(table));
           return table;
         },
-        () => null,
+        // Its database, if attached, goes with it.
+        () =>
+          this.engine
+            .execute(dropTailSql(table), { ownTable: true })
+            .catch(() => {})
+            .then(() => null),
       );
       entry.ring = { shape, name: table, table: made, rows: 0 };
     }
@@ -2538,8 +2547,8 @@ export class Rollups {
     if (table === null) return null;
     ring.rows++;
     const id = keptTailRowId();
-    const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => 0);
-    if (kept !== 1) return null;
+    const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => null);
+    if (kept !== 1) return kept === 0 ? 'too large' : null;
     // Measured and charged in the background: a write's kept tails (prime) do not wait for one more statement each.
     void this.chargeRow(definition, entry, ring, { table, id }).catch(() => {});
     return { table, id };

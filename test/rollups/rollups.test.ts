@@ -1533,6 +1533,60 @@ describe('rollups (issue 17)', () => {
       await check();
     });
 
+    // A failed making of a ring marked its tail too large to keep, and no write kept it again until the watermark
+    // moved (s21-review2's G3).
+    it('a ring of kept tails that could not be made at a rotation is made at the next write', async () => {
+      const { check } = await withTail('unrotated');
+      const sql = `SELECT * FROM unrotated_hourly${order}`;
+      const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
+        audience FROM unrotated GROUP BY ALL${order}`;
+      const write = (i: number): Promise<unknown> =>
+        asTeamA.updateCount(
+          `INSERT INTO unrotated SELECT TIMESTAMP '2100-01-01 02:00:00' + to_seconds(i + ${i * 300}), 'h' || (i % 3), i FROM range(300) t(i)`,
+        );
+      /** The rings a read of team-a's reads a kept tail's row of (told natively or filled), and its answer. */
+      const ringsRead = async (): Promise<{ rings: string[]; rows: unknown[] }> => {
+        let rows: unknown[] = [];
+        const [{ fill, tailReads }] = await setupsDuring(async () => (rows = await plainRows(asTeamA, sql)));
+        return {
+          rings: tailReads
+            ? [...tailReads.keys()]
+            : [...(fill ?? '').matchAll(/(__orrery_tail_\d+) =/g)].map((m) => m[1]),
+          rows,
+        };
+      };
+      await write(0);
+      const [ring] = (await ringsRead()).rings;
+      // The rollups' engine (the query engine): its next rings' databases attached first, their making fails.
+      const readSetup = Object.getOwnPropertyDescriptor(Rollups.prototype, 'readSetup')!.value as Rollups['readSetup'];
+      let engine: { execute(sql: string): Promise<number> } | undefined;
+      const seen = function (this: Rollups, ...args: Parameters<Rollups['readSetup']>) {
+        ({ engine } = this as unknown as { engine: NonNullable<typeof engine> });
+        return readSetup.apply(this, args);
+      };
+      Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: seen });
+      try {
+        await plainRows(asTeamA, sql);
+      } finally {
+        Object.defineProperty(Rollups.prototype, 'readSetup', { configurable: true, writable: true, value: readSetup });
+      }
+      const first = Number(/__orrery_tail_(\d+)/.exec(ring)![1]);
+      const taken = Array.from({ length: 200 }, (_, i) => `__orrery_tail_${first + 1 + i}`);
+      for (const name of taken) await engine!.execute(`ATTACH ':memory:' AS ${name}`);
+      try {
+        // The ring is given its last rows, and the write after it fails to make the next.
+        for (let i = 1; i <= ringRows + 1; i++) await write(i);
+      } finally {
+        for (const name of taken) await engine!.execute(`DETACH DATABASE IF EXISTS ${name}`);
+      }
+      await write(ringRows + 2);
+      const read = await ringsRead();
+      assert.equal(read.rings.length, 1, 'the tail read from a kept row');
+      assert.notEqual(read.rings[0], ring);
+      assert.deepEqual(read.rows, await plainRows(asTeamA, source));
+      await check();
+    });
+
     it("reads after writes through the server are set up and prepared once: each run reads its snapshot's kept tail, exact for every reader, rows DuckDB's plan had no statistics of included", async () => {
       const { check } = await withTail('rereads');
       const source = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, host, count(*) AS n, sum(v) AS s, max(v) AS mx,
