@@ -56,5 +56,7 @@ public class InterleaveClient {
           refs[side], p50[side], quantile(sorted, 0.99), serverCpu[side], sorted.size());
     }
     System.out.printf("B / A: p50 %.2f, server CPU %.2f%n", p50[1] / p50[0], serverCpu[1] / serverCpu[0]);
+    // The driver's connections, never closed, keep the JVM running (as LatencyClient's do).
+    System.exit(0);
   }
 }
