@@ -22,7 +22,7 @@ import {
 } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import { adminKey } from '../support/orrery-process.js';
-import { publishFolder, runCliAs } from '../support/publish.js';
+import { limitedRole, publishFolder, rowCounts, runCliAs } from '../support/publish.js';
 
 const role = 'orrery_no_rollup_rights';
 const key = { ...adminKey, audiences: ['public'] };
@@ -45,17 +45,8 @@ describe("orrery publish of a rollup entry as a Postgres role lacking a right on
     postgres = await startTestPostgres();
     // Orrery runs as a role of its own, which makes (so owns) its tables and DuckLake's; an operator then takes
     // two rights away.
-    const database = new URL(postgres.connectionString).pathname.slice(1);
-    await postgres.pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited'`);
-    await postgres.pool.query(`GRANT CREATE ON DATABASE ${database} TO ${role}`);
-    await postgres.pool.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${role}`);
-    const limited = new URL(postgres.connectionString);
-    limited.username = role;
-    limited.password = 'limited';
-    orrery = await startRole(
-      'serve',
-      sharedEnv({ keys: [key], admins: [key.name], connectionString: limited.href, lakeDir: lake }),
-    );
+    const connectionString = await limitedRole(postgres, role);
+    orrery = await startRole('serve', sharedEnv({ keys: [key], admins: [key.name], connectionString, lakeDir: lake }));
     admin = clientFor(orrery.flightPort, key);
     await admin.query('SELECT * FROM resource_ledger()');
     await admin.query(`CREATE TABLE spans_t (ts TIMESTAMP, trace VARCHAR) WITH (time_column = 'ts')`);
@@ -72,17 +63,14 @@ describe("orrery publish of a rollup entry as a Postgres role lacking a right on
     rmSync(lake, { recursive: true, force: true });
   });
 
-  const recorded = async () => {
-    const count = async (table: string) =>
-      Number((await postgres.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
-    return {
-      publications: await count('resource_publications'),
-      ledger: await count('resource_ledger'),
-      locks: await count('resource_locks'),
-      rollups: await count('rollup_definitions'),
-      lakeTables: await count('ducklake.ducklake_table'),
-    };
-  };
+  const recorded = () =>
+    rowCounts(postgres, {
+      publications: 'resource_publications',
+      ledger: 'resource_ledger',
+      locks: 'resource_locks',
+      rollups: 'rollup_definitions',
+      lakeTables: 'ducklake.ducklake_table',
+    });
 
   it('a publication declaring no rollup installs without those rights', async () => {
     declare(minmax);
@@ -148,8 +136,7 @@ describe("orrery publish of a rollup entry as a Postgres role lacking a right on
           'SELECT entry_key FROM resource_ledger WHERE pruned_at IS NOT NULL ORDER BY entry_key',
         )
       ).rows.map((r) => r.entry_key),
-      rollups: Number((await postgres.pool.query('SELECT count(*) AS n FROM rollup_definitions')).rows[0].n),
-      indexes: Number((await postgres.pool.query('SELECT count(*) AS n FROM resource_indexes')).rows[0].n),
+      ...(await rowCounts(postgres, { rollups: 'rollup_definitions', indexes: 'resource_indexes' })),
     });
     const before = await state();
     assert.deepEqual(before, { pruned: [], rollups: 1, indexes: 2 });

@@ -17,7 +17,7 @@ import {
 } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import { adminKey } from '../support/orrery-process.js';
-import { publishFolder } from '../support/publish.js';
+import { limitedRole, publishFolder, rowCounts } from '../support/publish.js';
 
 const role = 'orrery_limited';
 const key = { ...adminKey, audiences: ['public'] };
@@ -34,14 +34,7 @@ describe("orrery publish as a Postgres role lacking rights on Orrery's tables (i
   before(async () => {
     postgres = await startTestPostgres();
     // Orrery runs as a role of its own, which makes (so owns) its tables; an operator then takes some rights away.
-    const database = new URL(postgres.connectionString).pathname.slice(1);
-    await postgres.pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited'`);
-    await postgres.pool.query(`GRANT CREATE ON DATABASE ${database} TO ${role}`);
-    await postgres.pool.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${role}`);
-    const limited = new URL(postgres.connectionString);
-    limited.username = role;
-    limited.password = 'limited';
-    orrery = await startRole('serve', env(limited.href));
+    orrery = await startRole('serve', env(await limitedRole(postgres, role)));
     admin = clientFor(orrery.flightPort, key);
     await admin.query('SELECT * FROM resource_ledger()');
     await postgres.pool.query(`REVOKE DELETE ON resource_locks FROM ${role}`);
@@ -63,16 +56,13 @@ describe("orrery publish as a Postgres role lacking rights on Orrery's tables (i
     rmSync(lake, { recursive: true, force: true });
   });
 
-  const recorded = async () => {
-    const count = async (table: string) =>
-      Number((await postgres.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
-    return {
-      publications: await count('resource_publications'),
-      ledger: await count('resource_ledger'),
-      locks: await count('resource_locks'),
-      indexes: await count('resource_indexes'),
-    };
-  };
+  const recorded = () =>
+    rowCounts(postgres, {
+      publications: 'resource_publications',
+      ledger: 'resource_ledger',
+      locks: 'resource_locks',
+      indexes: 'resource_indexes',
+    });
 
   it('fails before anything is installed, listing each missing right', async () => {
     const run = await publishFolder(`127.0.0.1:${orrery.flightPort}`, dir);

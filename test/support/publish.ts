@@ -7,10 +7,36 @@ import { after, before } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { Table } from 'apache-arrow';
 import { runResourcesCli } from '../../src/resources/index.js';
-import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { plainRows, type TestPostgres } from '../lakehouse/lakehouse-fixtures.js';
 import { TestFlightClient } from './flight-client.js';
 import { logsRequest, pastInsertTimes, postOtlp, type LogSpec } from './otlp.js';
 import { adminKey, readerKey, useOrrery, type OrreryFixture } from './orrery-process.js';
+
+/**
+ * A Postgres role of `postgres`'s database that Orrery runs as in the rights suites: it can create (so owns) Orrery's
+ * tables and DuckLake's, until a test takes some rights away. Its connection string.
+ */
+export async function limitedRole(postgres: TestPostgres, role: string): Promise<string> {
+  const database = new URL(postgres.connectionString).pathname.slice(1);
+  await postgres.pool.query(`CREATE ROLE ${role} LOGIN PASSWORD 'limited'`);
+  await postgres.pool.query(`GRANT CREATE ON DATABASE ${database} TO ${role}`);
+  await postgres.pool.query(`GRANT USAGE, CREATE ON SCHEMA public TO ${role}`);
+  const limited = new URL(postgres.connectionString);
+  limited.username = role;
+  limited.password = 'limited';
+  return limited.href;
+}
+
+/** The rows of each of `tables` (name: table), counted in `postgres` as its superuser. */
+export async function rowCounts<K extends string>(
+  postgres: TestPostgres,
+  tables: Record<K, string>,
+): Promise<Record<K, number>> {
+  const counts = {} as Record<K, number>;
+  for (const [name, table] of Object.entries(tables) as Array<[K, string]>)
+    counts[name] = Number((await postgres.pool.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+  return counts;
+}
 
 /** Runs `orrery publish --dir <dir>` (and more arguments) against `address`; its status and output lines. */
 export function publishFolder(
