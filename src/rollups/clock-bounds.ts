@@ -13,7 +13,7 @@
 import { clockDateFunctions } from '../engine/index.js';
 import { floorBoundary, timestampNanos, truncLadder } from './calendar.js';
 import { isClock as isAnyClock, literalInstantText, nanosText } from './constant-trends.js';
-import type { Node } from './tree.js';
+import { call, cast, replaced, some, type Node } from './tree.js';
 
 type Value =
   | { readonly kind: 'instant' | 'date'; readonly ns: bigint }
@@ -177,7 +177,12 @@ function valueOf(node: Node, nowNs: bigint): Value | null {
     const type = String((node.cast_type as Node).id);
     const child = node.child as Node;
     const text = constantText(child);
-    if (type === 'INTERVAL') return text === null ? null : intervalText(text);
+    if (type === 'INTERVAL') {
+      if (text !== null) return intervalText(text);
+      // An interval cast to INTERVAL (ago(INTERVAL 1 DAY)'s, see agoAsClock) is itself.
+      const inner = valueOf(child, nowNs);
+      return inner?.kind === 'interval' ? inner : null;
+    }
     if (text !== null) {
       const literal = literalInstantText({
         class: 'CAST',
@@ -235,6 +240,31 @@ export function clockBoundText(node: Node, nowNs: bigint): string | null {
   const value = valueOf(node, nowNs);
   if (value?.kind !== 'instant' || value.ns < earliest || value.ns >= latest) return null;
   return nanosText(value.ns);
+}
+
+/** A call of DuckDB's ago() by its name alone: its macro, as Orrery's admins cannot make one of the name (sql/engine-objects.ts). */
+const isAgo = (node: Node): boolean =>
+  node.class === 'FUNCTION' &&
+  String(node.function_name).toLowerCase() === 'ago' &&
+  builtin(node) &&
+  !node.catalog &&
+  (node.children as unknown[]).length === 1;
+
+/**
+ * `node` with each ago(x) in it as what it is, DuckDB's macro `current_timestamp - CAST(x AS INTERVAL)`, with now()
+ * for current_timestamp: DuckDB binds that name in the macro to Orrery's get_current_timestamp(), the statement's fixed
+ * clock as now() reads it (views/sql-functions.ts), unless the query has a column or a select alias of that name
+ * (`named`), which it binds first; then `node` is left as it is. A bound written with ago() is then worked out as one written
+ * with now(): from the clock's instant, without DuckDB. `node` itself when it calls no ago().
+ */
+export function agoAsClock(node: Node, named: ReadonlySet<string>): Node {
+  if (named.has('current_timestamp') || !some(node, isAgo)) return node;
+  const interval = { id: 'INTERVAL', type_info: null };
+  return replaced(node, (n) =>
+    isAgo(n)
+      ? call('-', [call('now', []), cast(agoAsClock((n.children as Node[])[0], named), interval)], { operator: true })
+      : undefined,
+  );
 }
 
 /**

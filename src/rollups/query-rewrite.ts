@@ -20,7 +20,7 @@ import {
   truncLadder,
   type Ladder,
 } from './calendar.js';
-import { clockBoundText } from './clock-bounds.js';
+import { agoAsClock, clockBoundText } from './clock-bounds.js';
 import { clockFree } from './constant-trends.js';
 import { argOrderState, mergedBy } from './entry-shape.js';
 import type { StoredColumns } from './stored-columns.js';
@@ -579,8 +579,21 @@ async function analyse(node: Node, label: string, table: SeriesTable, input: Rew
     varyingRead(queryShape({ statements: [n] }), { random: true, read: clockMacroFunctions });
   for (const conjunct of conjuncts(node.where_clause as Node | null)) {
     const op = conjunct.class === 'COMPARISON' ? ops[String(conjunct.type)] : undefined;
+    const [leftTime, rightTime, between] = [conjunct.left as Node, conjunct.right as Node, conjunct.input as Node].map(
+      (n) => n && over(n),
+    );
+    // A bound written with ago(), Orrery's clock less an interval, is read as it (agoAsClock), in the statement too.
+    const sides = op
+      ? leftTime
+        ? ['right']
+        : rightTime
+          ? ['left']
+          : []
+      : conjunct.class === 'BETWEEN' && between
+        ? ['lower', 'upper']
+        : [];
+    for (const side of sides) conjunct[side] = agoAsClock(conjunct[side] as Node, named);
     const [left, right] = [conjunct.left as Node, conjunct.right as Node];
-    const [leftTime, rightTime, between] = [left, right, conjunct.input as Node].map((n) => n && over(n));
     if (op && leftTime && isBound(right))
       candidates.push({ op, value: right, valueAt: 'right', conjunct, time: leftTime });
     else if (op && rightTime && isBound(left))

@@ -63,6 +63,10 @@ const bounds = [
   "now() - INTERVAL '1.5 day 2.25 minutes'",
   "date_trunc('day', now()) - INTERVAL '10.5 millisecond'",
   "now() - INTERVAL '1 month 1.5 days'",
+  // ago(x) read as now() - CAST(x AS INTERVAL) (agoAsClock): an interval cast to INTERVAL.
+  'now() - CAST(INTERVAL 1 MONTH AS INTERVAL)',
+  'now() - CAST(INTERVAL 5 HOUR AS INTERVAL)',
+  "date_trunc('day', now() - CAST(INTERVAL '1 day 90 minutes' AS INTERVAL))",
 ];
 
 /** Bounds DuckDB evaluates: a fraction of a month, another function, a text interval form. */

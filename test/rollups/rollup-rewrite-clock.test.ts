@@ -155,7 +155,7 @@ describe('rollup rewrites of windows that move with the clock (issue 14)', { tim
     });
   });
 
-  it("works out bounds from the current date, decimal intervals and Orrery's clock by its own name without DuckDB, and reads as raw rows do", async () => {
+  it("works out bounds from the current date, decimal intervals, Orrery's clock by its own name and ago() without DuckDB, and reads as raw rows do", async () => {
     /** The DuckDB evaluations of constants while `work` runs. */
     const evaluations = (work: () => Promise<void>): Promise<number> =>
       countedCalls(DuckDBEngine.prototype, 'constantTexts', work);
@@ -164,6 +164,9 @@ describe('rollup rewrites of windows that move with the clock (issue 14)', { tim
       `select host, count(*) as n from metrics where ts >= now() - interval '1.5 hours' group by host order by host`,
       // now() calls it (views/sql-functions.ts): the same clock, which DuckDB evaluated at every rewrite.
       `select host, count(*) as n from metrics where ts >= __orrery_now() - interval 5 hour group by host order by host`,
+      // DuckDB's ago(x) is current_timestamp - CAST(x AS INTERVAL), Orrery's clock again: read as now() - x.
+      `select host, count(*) as n from metrics where ts >= ago(interval 5 hour) group by host order by host`,
+      `select host, count(*) as n from metrics where ts >= ago('90 minutes') group by host order by host`,
     ]) {
       const reads: Array<Awaited<ReturnType<typeof read>>> = [];
       assert.equal(await evaluations(async () => void reads.push(await read(sql), await read(sql))), 0, sql);
