@@ -2,9 +2,11 @@
 // like `SELECT 1 AS one`, no DuckDB) in a child process, DoGets from a grpc-js client in this one, and
 // `strace -c` of the server's write system calls over N of them. Before ca6f141 a one-batch DoGet took
 // three writes (headers and schema, batch, trailers), after it two, after e2cb09e1 one
-// (the trailers in the batch's write).
+// (the trailers in the batch's write). With --engine the backend runs the ticket through Orrery's DuckDB engine
+// (its native exporter, as the server runs a statement): 2 writes before the exporter told a result's end with its
+// first batch (the end was a second trip to libuv's pool, after the batch's write), 1 after it.
 //
-//   node bench/latency/doget-writes.mjs [N=1000]        (needs `npm run build` and strace)
+//   node bench/latency/doget-writes.mjs [N=1000] [--engine]     (needs `npm run build` and strace)
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, rmSync } from 'node:fs';
@@ -14,8 +16,12 @@ import * as grpc from '@grpc/grpc-js';
 import { Field, Int32, RecordBatch, Schema, Struct, makeData } from 'apache-arrow';
 
 const root = new URL('../..', import.meta.url).pathname;
-if (process.argv[2] === 'server') {
+const args = process.argv.slice(2);
+const engineBacked = args.includes('--engine');
+if (args[0] === 'server') {
   const { FlightSqlServer } = await import(join(root, 'dist/src/flight/index.js'));
+  const { DuckDBEngine } = await import(join(root, 'dist/src/engine/index.js'));
+  const engine = engineBacked ? await DuckDBEngine.create({ threads: 2 }) : undefined;
   const schema = new Schema([new Field('one', new Int32(), false)]);
   const column = () => makeData({ type: new Int32(), length: 1, nullCount: 0, data: Int32Array.of(1) });
   const batch = () =>
@@ -25,21 +31,28 @@ if (process.argv[2] === 'server') {
     );
   const backend = {
     authenticateBearer: async () => 'bench',
-    executeQuery: async () => ({
-      schema,
-      batches: (async function* () {
-        yield batch();
-      })(),
-    }),
+    executeQuery: async (_ctx, { query }) =>
+      engine
+        ? engine.query(query)
+        : {
+            schema,
+            batches: (async function* () {
+              yield batch();
+            })(),
+          },
   };
   const { port } = await new FlightSqlServer(backend, { address: '127.0.0.1:0' }).start();
   console.log(port);
 } else {
-  const n = Number(process.argv[2] ?? 1000);
+  const n = Number(args.find((a) => !a.startsWith('--')) ?? 1000);
   const { serviceDefinition } = await import(join(root, 'dist/src/wire/index.js'));
-  const server = spawn(process.execPath, [new URL(import.meta.url).pathname, 'server'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const server = spawn(
+    process.execPath,
+    [new URL(import.meta.url).pathname, 'server', ...(engineBacked ? ['--engine'] : [])],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const [line] = await once(server.stdout, 'data');
   const Client = grpc.makeGenericClientConstructor(serviceDefinition, 'FlightService');
   const client = new Client(`127.0.0.1:${String(line).trim()}`, grpc.credentials.createInsecure());
@@ -54,9 +67,11 @@ if (process.argv[2] === 'server') {
     });
   for (let i = 0; i < 200; i++) await doGet();
   const out = join(tmpdir(), `orrery-doget-writes-${process.pid}.txt`);
+  // Every write system call, each with what its descriptor is (-yy): the TCP socket's are counted, not the
+  // eventfd writes with which libuv's pool and N-API's thread-safe functions wake the event loop.
   const strace = spawn(
     'strace',
-    ['-f', '-c', '-e', 'trace=write,writev,sendmsg,sendto', '-p', String(server.pid), '-o', out],
+    ['-f', '-yy', '-e', 'trace=write,writev,sendmsg,sendto', '-p', String(server.pid), '-o', out],
     { stdio: 'ignore' },
   );
   await new Promise((resolve) => setTimeout(resolve, 1000));
@@ -65,16 +80,17 @@ if (process.argv[2] === 'server') {
   await once(strace, 'exit');
   client.close();
   server.kill();
-  const calls = readFileSync(out, 'utf8')
-    .split('\n')
-    .map((l) => l.trim().split(/\s+/))
-    .filter((f) => ['write', 'writev', 'sendmsg', 'sendto'].includes(f.at(-1)));
-  rmSync(out, { force: true });
-  const count = (f) => Number(f[3]); // % time, seconds, usecs/call, calls, [errors,] syscall
-  let total = 0;
-  for (const f of calls) {
-    total += count(f);
-    console.log(`${f.at(-1)}: ${(count(f) / n).toFixed(2)} per DoGet`);
+  const counts = new Map();
+  for (const line of readFileSync(out, 'utf8').split('\n')) {
+    const call = /(write|writev|sendmsg|sendto)\(\d+<TCP:/.exec(line)?.[1];
+    if (call) counts.set(call, (counts.get(call) ?? 0) + 1);
   }
-  console.log(`socket writes per DoGet of one row: ${(total / n).toFixed(2)} (${n} DoGets)`);
+  rmSync(out, { force: true });
+  let total = 0;
+  for (const [call, count] of counts) {
+    total += count;
+    console.log(`${call}: ${(count / n).toFixed(2)} per DoGet`);
+  }
+  const backend = engineBacked ? "DuckDB's SELECT 1 AS one" : 'one row, no DuckDB';
+  console.log(`socket writes per DoGet of one row (${backend}): ${(total / n).toFixed(2)} (${n} DoGets)`);
 }

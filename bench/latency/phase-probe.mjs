@@ -10,6 +10,7 @@ import http2 from 'node:http2';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 
 const root = process.env.PHASES_ROOT ?? join(import.meta.dirname, '..', '..');
 const load = (path) => import(pathToFileURL(join(root, 'dist', 'src', path)).href);
@@ -66,7 +67,10 @@ function timedGenerator(proto, method, name) {
     let first = true;
     try {
       for await (const item of original.apply(this, args)) {
-        if (first) rpc?.phases.push([`${name}: first batch`, start, now()]);
+        if (first && rpc) {
+          rpc.firstBatch = now();
+          rpc.phases.push([`${name}: first batch`, start, rpc.firstBatch]);
+        }
         first = false;
         yield item;
       }
@@ -110,6 +114,27 @@ const phases = {
 for (const [name, [proto, method]] of Object.entries(phases)) timed(proto, method, name);
 timedGenerator(QueryLanes.prototype, 'batches', 'DuckDB run + Arrow export');
 
+// Each of the native exporter's `next` calls (native/arrow-export.cc), apart by what it settled with: a batch,
+// or the end. Its methods cannot be wrapped (N-API defines them read-only), so its constructor is: the module
+// is the one object native-export.ts loaded, which reads `Exporter` from it at each statement.
+const addon = createRequire(import.meta.url)(join(root, 'dist', 'native', 'arrow_export.node'));
+const Exporter = addon.Exporter;
+addon.Exporter = function (...args) {
+  const exporter = new Exporter(...args);
+  return {
+    next() {
+      const rpc = current;
+      const start = now();
+      return exporter.next().then((batch) => {
+        rpc?.phases.push([batch ? 'exporter next: a batch' : 'exporter next: the end', start, now()]);
+        return batch;
+      });
+    },
+    stop: () => exporter.stop(),
+    close: () => exporter.close(),
+  };
+};
+
 // The answer of a unary call: grpc-js's callback; of a stream: call.end(). Both found from the handler
 // map FlightSqlServer builds, by wrapping what it registers.
 const handlers = server.handlers;
@@ -136,6 +161,8 @@ server.handlers = function () {
       const end = call.end;
       call.end = function (...args) {
         if (rpc) rpc.answered = now();
+        if (rpc?.firstBatch)
+          rpc.phases.push(['first batch out of the engine -> call.end()', rpc.firstBatch, rpc.answered]);
         return end.apply(this, args);
       };
       return handler(call);

@@ -29,8 +29,9 @@ describe("a large result while libuv's thread pool is busy", () => {
   let blocked: Promise<FileHandle>[] = [];
   let batchesSent = 0;
 
-  const blockPool = (): void => {
-    blocked = fifos.map((fifo) => open(fifo, 'r'));
+  /** Blocks `count` more of the pool's threads (all by default), in the order their opens are queued. */
+  const blockPool = (count = poolSize): void => {
+    blocked.push(...fifos.slice(blocked.length, blocked.length + count).map((fifo) => open(fifo, 'r')));
   };
   const unblockPool = async (): Promise<void> => {
     // A FIFO opened for reading and writing never blocks, and lets every reader's open return.
@@ -44,6 +45,7 @@ describe("a large result while libuv's thread pool is busy", () => {
     for (const fifo of fifos) execFileSync('mkfifo', [fifo]);
     engine = await DuckDBEngine.create({ threads: 2 });
     const executeQuery = async (_: unknown, { query }: { query: string }): Promise<QueryResult> => {
+      if (query.startsWith('SELECT 1')) return smallResult(query);
       const result = await engine.query(query);
       return {
         schema: result.schema,
@@ -55,6 +57,24 @@ describe("a large result while libuv's thread pool is busy", () => {
             if (++sent === 1) blockPool();
           }
           batchesSent = sent;
+        })(),
+      };
+    };
+    // A small statement as the server runs it: prepared and held at GetFlightInfo (the pool free then), run by the
+    // DoGet on the held statement, whose run and first batch are one trip through the pool: the pool's last free
+    // thread. A blocked open queued right behind that trip takes the thread once it is done, so the pool is all
+    // blocked from the first batch on, before anything after it could be queued.
+    const smallResult = async (query: string): Promise<QueryResult> => {
+      const { description, held } = await engine.describeAndHold(query);
+      blockPool(poolSize - 1);
+      const result = await engine.query(query, { held }, description);
+      const batches = result.batches[Symbol.asyncIterator]();
+      const first = batches.next();
+      blockPool(1);
+      return {
+        schema: result.schema,
+        batches: (async function* () {
+          for (let next = await first; !next.done; next = await batches.next()) yield next.value;
         })(),
       };
     };
@@ -88,4 +108,21 @@ describe("a large result while libuv's thread pool is busy", () => {
       await unblockPool();
     },
   );
+
+  // A result that ends within its first batch: the native exporter learns its end with that batch, so the DoGet
+  // ends without another trip through the pool. Before, the end was a second trip queued behind whatever held the
+  // pool (here blocked opens): the DoGet never ended while they did, and the test's timeout failed it.
+  it('ends a result of one batch, whole, with no other trip through the pool', { timeout: 120_000 }, async () => {
+    for (const [sql, count] of [
+      ['SELECT 1 AS one', 1],
+      ['SELECT 1 + range AS i FROM range(2048)', 2048],
+    ] as const) {
+      const { table, messages } = await client.doGet(new TextEncoder().encode(sql));
+      assert.equal(blocked.length, poolSize, 'the pool was blocked from the first batch on');
+      assert.equal(messages, 2, 'the schema and one batch');
+      assert.equal(table.numRows, count);
+      assert.equal(BigInt(table.getChildAt(0)!.get(count - 1) as number | bigint), BigInt(count));
+      await unblockPool();
+    }
+  });
 });

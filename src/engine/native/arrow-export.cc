@@ -516,6 +516,11 @@ class Exporter : public Napi::ObjectWrap<Exporter> {
       if (!nice_) {
         switch (Build(batch, error, errorType_, true)) {
           case Built::kBatch:
+            // The result's end came with this batch (Build fetched past its last chunk): the Next after
+            // settles with the end at once, on the JavaScript thread. It was a second trip through libuv's
+            // pool for nothing but the end, which held a small statement's DoGet (its end, and the trailers
+            // then in a socket write of their own) ~0.3 ms (bench/latency/PROFILE.md, twenty-seventh pass).
+            if (exhausted_) finished_ = true;
             return true;
           case Built::kEnd:
             finished_ = true;
