@@ -26,7 +26,9 @@ trap cleanup EXIT
 
 port=""
 http_port=""
-for _ in $(seq 1 100); do
+# A fresh data folder creates its Postgres cluster first (initdb: 10-30 s on a loaded machine): wait while the
+# server lives, up to two minutes.
+for _ in $(seq 1 600); do
   port=$(sed -n 's/.*Flight SQL listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
   http_port=$(sed -n 's/.*HTTP (OTLP.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)
   [ -n "$port" ] && [ -n "$http_port" ] && break
