@@ -1,11 +1,14 @@
 // What DuckLake itself does for a series table's index entries (issue 13), measured on DuckDB in-process with the
 // ducklake extension Orrery loads (catalog in a DuckDB file here, in Orrery's Postgres when served: the pruning is
-// the same). Two tables get the same rows, one INSERT per day as a client writes them: `raw`, as a series table is
-// made, and `sorted`, with `ALTER TABLE ... SET SORTED BY (trace)` (what a bloom_filter or set entry on a series
-// table installs: DuckLake sorts every INSERT's rows by it, so each row group's min/max of trace skips what an
-// equality misses), and a control `small`, unsorted in the same small row groups (what the row groups alone cost).
+// the same). Tables get the same rows, one INSERT per day as a client writes them: `raw`, as a series table is made;
+// `bucketed`, what a bloom_filter or set entry on a series table installs: `SET SORTED BY (time_bucket(--bucket, ts),
+// trace)` in row groups of --bucket-row-group rows (DuckLake sorts every INSERT's rows by it, so each row group's
+// min/max of trace skips what an equality misses, and of ts what a time range misses; Orrery picks the bucket from the
+// table's rate, about 1.25 default row groups of rows: 3 hours at 1 M rows a day); `sorted`, what it installed before,
+// `SET SORTED BY (trace)` in row groups of --row-group rows (each row group spanning its file's whole time range); and
+// a control `small`, unsorted in row groups of --row-group rows (what the row groups alone cost).
 // Each query runs on each table in turn, the order rotated each repeat; DuckDB's FileSystem log counts the files
-// read and the bytes, and the process's CPU is measured. Prints a table with the ratios raw / other, then one JSON
+// read and the bytes, and the process's CPU is measured. Prints a table with the ratios other / raw, then one JSON
 // line; exits 1 on differing answers.
 import { parseArgs } from 'node:util';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -20,6 +23,8 @@ const { values } = parseArgs({
     repeats: { type: 'string', default: '5' },
     folder: { type: 'string', default: '/tmp/orrery-bench-series-indexes' },
     'row-group': { type: 'string', default: '16384' },
+    bucket: { type: 'string', default: '3 hours' },
+    'bucket-row-group': { type: 'string', default: '16384' },
   },
 });
 const rows = Number(values.rows);
@@ -39,18 +44,21 @@ await db.run(`LOAD '${join(extensions, 'ducklake.duckdb_extension')}'`);
 await db.run(`ATTACH 'ducklake:${values.folder}/catalog.ducklake' AS lake (DATA_PATH '${values.folder}/data/')`);
 await db.run(`SET TimeZone = 'UTC'`);
 
-const tables = ['raw', 'sorted', 'small'];
-const writeSeconds = { raw: 0, sorted: 0, small: 0 };
+const tables = ['raw', 'sorted', 'bucketed', 'small'];
+const writeSeconds = Object.fromEntries(tables.map((t) => [t, 0]));
 for (const table of tables) {
   await db.run(
     `CREATE TABLE lake.${table} (ts TIMESTAMP, pod VARCHAR, trace VARCHAR, status INTEGER, msg VARCHAR, audience VARCHAR NOT NULL DEFAULT 'public')`,
   );
 }
 await db.run(`ALTER TABLE lake.sorted SET SORTED BY (trace)`);
-for (const table of ['sorted', 'small'])
-  await db.run(
-    `CALL lake.set_option('parquet_row_group_size', ${Number(values['row-group'])}, table_name => '${table}')`,
-  );
+await db.run(`ALTER TABLE lake.bucketed SET SORTED BY (time_bucket(INTERVAL '${values.bucket}', ts), trace)`);
+for (const [table, size] of [
+  ['sorted', values['row-group']],
+  ['bucketed', values['bucket-row-group']],
+  ['small', values['row-group']],
+])
+  await db.run(`CALL lake.set_option('parquet_row_group_size', ${Number(size)}, table_name => '${table}')`);
 for (let d = 0; d < days; d++) {
   for (const table of tables) {
     const start = process.hrtime.bigint();
@@ -97,9 +105,9 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = [];
 let differ = false;
 for (const [label, where] of queries) {
-  const runs = { raw: [], sorted: [], small: [] };
+  const runs = Object.fromEntries(tables.map((t) => [t, []]));
   for (let r = 0; r < repeats; r++) {
-    for (const table of [...tables.slice(r % 3), ...tables.slice(0, r % 3)])
+    for (const table of [...tables.slice(r % tables.length), ...tables.slice(0, r % tables.length)])
       runs[table].push(await measure(table, where));
   }
   const pick = (table) => ({
@@ -108,23 +116,26 @@ for (const [label, where] of queries) {
     mb: runs[table][0].bytes / 1e6,
     cpuMs: median(runs[table].map((x) => x.ms)),
   });
-  const [raw, sorted, small] = tables.map(pick);
-  if (raw.answer !== sorted.answer || raw.answer !== small.answer) differ = true;
-  results.push({ label, raw, sorted, small });
+  const measured = Object.fromEntries(tables.map((t) => [t, pick(t)]));
+  if (tables.some((t) => measured[t].answer !== measured.raw.answer)) differ = true;
+  results.push({ label, ...measured });
 }
 
 const ratio = (a, b) => (b === 0 ? (a === 0 ? '1.0' : 'inf') : (a / b).toFixed(1));
+const others = tables.slice(1);
 const w = (t) => writeSeconds[t].toFixed(1);
 console.log(
-  `${rows} rows, ${days} INSERTs per table (${files} files each); write s: raw ${w('raw')}, sorted ${w('sorted')} (${ratio(writeSeconds.sorted, writeSeconds.raw)}x), small ${w('small')}`,
+  `${rows} rows, ${days} INSERTs per table (${files} files each); bucketed by ${values.bucket} in row groups of ${values['bucket-row-group']}; write s: raw ${w('raw')}, ${others.map((t) => `${t} ${w(t)} (${ratio(writeSeconds[t], writeSeconds.raw)}x)`).join(', ')}`,
 );
 console.log(
-  'query | answer | files raw/sorted/small | MB read raw/sorted/small (raw/sorted) | CPU ms raw/sorted/small (raw/sorted, raw/small)',
+  `query | answer | files ${tables.join('/')} | MB read ${tables.join('/')} (other / raw) | CPU ms ${tables.join('/')} (other / raw)`,
 );
-for (const { label, raw, sorted, small } of results) {
-  const same = raw.answer === sorted.answer && raw.answer === small.answer;
+const each = (r, f) => tables.map((t) => f(r[t])).join('/');
+const ratios = (r, f) => others.map((t) => `${ratio(f(r[t]), f(r.raw))}x`).join(', ');
+for (const r of results) {
+  const answers = [...new Set(tables.map((t) => r[t].answer))];
   console.log(
-    `${label} | ${raw.answer}${same ? '' : ` != ${sorted.answer} / ${small.answer}`} | ${raw.files}/${sorted.files}/${small.files} | ${raw.mb.toFixed(2)}/${sorted.mb.toFixed(2)}/${small.mb.toFixed(2)} (${ratio(raw.mb, sorted.mb)}x) | ${raw.cpuMs.toFixed(0)}/${sorted.cpuMs.toFixed(0)}/${small.cpuMs.toFixed(0)} (${ratio(raw.cpuMs, sorted.cpuMs)}x, ${ratio(raw.cpuMs, small.cpuMs)}x)`,
+    `${r.label} | ${answers.join(' != ')} | ${each(r, (x) => x.files)} | ${each(r, (x) => x.mb.toFixed(2))} (${ratios(r, (x) => x.mb)}) | ${each(r, (x) => x.cpuMs.toFixed(0))} (${ratios(r, (x) => x.cpuMs)})`,
   );
 }
 console.log(JSON.stringify({ rows, days, files: Number(files), writeSeconds, results }));

@@ -272,6 +272,33 @@ export class SeriesTables {
     return rows.map((r) => unquote(r.expression));
   }
 
+  /**
+   * How many rows the table's data files hold and the time they cover, summed over the files (each from its least to
+   * its greatest value of the time column: seconds for a time column, its units for an integer one), from DuckLake's
+   * file statistics in Postgres: the rate its rows came at while they were written, the gaps between writes left out.
+   * Files of one instant are left out; undefined when no other file is left.
+   */
+  async extent(table: SeriesTable): Promise<{ rows: number; span: number } | undefined> {
+    const s = lakeMetadataSchema;
+    const integer = integerTypes.test(table.columns.find((c) => c.name === table.timeColumn)?.type ?? '');
+    const span = integer
+      ? 'c.max_value::numeric - c.min_value::numeric'
+      : 'extract(epoch FROM c.max_value::timestamptz - c.min_value::timestamptz)';
+    const { rows } = await this.metadata.query<{ rows: string | null; span: string | null }>(
+      `SELECT (sum(f.record_count) FILTER (WHERE f.span > 0))::text AS rows, (sum(f.span) FILTER (WHERE f.span > 0))::text AS span FROM (
+         SELECT d.record_count, (${span}) AS span FROM ${s}.ducklake_table t
+           JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = 'main' AND n.end_snapshot IS NULL
+           JOIN ${s}.ducklake_column col ON col.table_id = t.table_id AND col.column_name = $2 AND col.end_snapshot IS NULL
+           JOIN ${s}.ducklake_data_file d ON d.table_id = t.table_id AND d.end_snapshot IS NULL
+           JOIN ${s}.ducklake_file_column_stats c ON c.data_file_id = d.data_file_id AND c.column_id = col.column_id
+          WHERE t.table_name = $1 AND t.end_snapshot IS NULL) f
+`,
+      [table.name, table.timeColumn],
+    );
+    const [row] = rows;
+    return row?.rows && row.span ? { rows: Number(row.rows), span: Number(row.span) } : undefined;
+  }
+
   /** ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed). */
   async alter(table: SeriesTable, action: string, session: EngineSession): Promise<void> {
     const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);

@@ -13,7 +13,10 @@ import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { publishFolder, runCliAs, useAudiencesOrrery } from '../support/publish.js';
 import { adminKey } from '../support/orrery-process.js';
 
-/** Rows per INSERT: past one default row group (122,880 rows), so each file of the twin has two. */
+/**
+ * Rows per INSERT: past one default row group (122,880 rows), so each file of the twin has two; 60 ms apart, 2 h 10 min
+ * of them (16.7 a second: hour buckets of 60,000 rows, the widest holding at most 153,600).
+ */
 const rowsPerInsert = 130_000;
 
 /** The Parquet files DuckLake wrote for `table` under the server's data folder. */
@@ -23,14 +26,17 @@ function tableFiles(dataDir: string, table: string): string[] {
     .map((e) => join(e.parentPath, e.name));
 }
 
-/** How many rows lie in row groups whose min/max of trace admit `value` (what a reader of `trace = value` reads). */
-async function rowsAdmitting(files: readonly string[], value: string): Promise<number> {
+/**
+ * How many rows lie in row groups whose min/max of `column` admit a value from `low` to `high` (what a reader of
+ * `trace = value`, or of `ts BETWEEN low AND high`, reads).
+ */
+async function rowsAdmitting(files: readonly string[], value: string, column = 'trace', high = value): Promise<number> {
   const db = await (await DuckDBInstance.create(':memory:')).connect();
   try {
     const list = files.map((f) => `'${f}'`).join(', ');
     const reader = await db.runAndReadAll(
       `SELECT coalesce(sum(row_group_num_rows), 0)::BIGINT FROM parquet_metadata([${list}])
-        WHERE path_in_schema = 'trace' AND stats_min_value <= '${value}' AND stats_max_value >= '${value}'`,
+        WHERE path_in_schema = '${column}' AND stats_min_value <= '${high}' AND stats_max_value >= '${value}'`,
     );
     return Number(reader.getRows()[0][0]);
   } finally {
@@ -52,7 +58,7 @@ describe('index entries on a series table (issue 13)', () => {
   const insert = async (table: string, n: number) =>
     fixture.admin.query(
       `INSERT INTO ${table} (ts, trace, pod, audience)
-       SELECT TIMESTAMP '2026-11-0${n + 1}' + to_microseconds(i * 600000), md5((i + ${n * rowsPerInsert})::VARCHAR),
+       SELECT TIMESTAMP '2026-11-0${n + 1}' + to_microseconds(i * 60000), md5((i + ${n * rowsPerInsert})::VARCHAR),
               'pod-' || (i % 40), CASE WHEN i % 2 = 0 THEN 'public' ELSE 'team_x' END
        FROM range(${rowsPerInsert}) t(i)`,
     );
@@ -88,7 +94,7 @@ describe('index entries on a series table (issue 13)', () => {
     );
     assert.match(
       published,
-      /^ {2}trace_bloom: spans_idx sorted by \(trace\) in row groups of 16384 rows: .* 2 file\(s\) written before keep their order$/m,
+      /^ {2}trace_bloom: spans_idx sorted by \(time_bucket\(INTERVAL '1 hour', "ts"\), trace\) in row groups of 16384 rows: .* 2 file\(s\) written before keep their order$/m,
     );
     assert.match(published, /^ready index trace_bloom on spans_idx$/m);
     assert.match(
@@ -101,14 +107,23 @@ describe('index entries on a series table (issue 13)', () => {
     );
   });
 
-  it('files written after it hold trace in sorted row groups: an equality reads a fraction of their rows', async () => {
+  it('files written after it hold trace sorted within hours: an equality reads a fraction of their rows, an hour no more than the twin', async () => {
     const later = (table: string) =>
       tableFiles(fixture.orrery.dataDir, table).filter((f) => !earlier.get(table)!.includes(f));
     assert.equal(later('spans_idx').length, 2);
     const id = createHash('md5').update(probeId).digest('hex');
-    // The twin's row groups (two a file) each span every id; the indexed table's, one row group of each file.
+    // The twin's row groups (two a file) each span every id; the indexed table's, those of each hour (three a file)
+    // holding the id and those across two hours (the end of one, the start of the next).
     assert.equal(await rowsAdmitting(later('spans_raw'), id), 2 * rowsPerInsert);
-    assert.equal(await rowsAdmitting(later('spans_idx'), id), 2 * 16_384);
+    const admitted = await rowsAdmitting(later('spans_idx'), id);
+    assert.ok(admitted <= 2 * 5 * 16_384, `${admitted} rows admitted`);
+    // An hour of the first file: the twin reads its first row group (the file's first 2 h 3 min), the indexed table
+    // that hour's rows (60,000) and the row groups across its ends; sorted by trace alone, every row group of it.
+    const hour = ['2026-11-03 01:00:00', '2026-11-03 01:59:59.99'] as const;
+    const twin = await rowsAdmitting(later('spans_raw'), hour[0], 'ts', hour[1]);
+    assert.equal(twin, 122_880);
+    const inHour = await rowsAdmitting(later('spans_idx'), hour[0], 'ts', hour[1]);
+    assert.ok(inHour <= 60_000 + 2 * 16_384, `${inHour} rows admitted`);
     // Its files written before keep their order.
     assert.equal(await rowsAdmitting(earlier.get('spans_idx')!, id), 2 * rowsPerInsert);
   });
@@ -141,7 +156,7 @@ describe('index entries on a series table (issue 13)', () => {
     const before = await latest();
     const again = await publishFolder(fixture.orrery.address, dir);
     assert.equal(again.status, 0, again.err.join('\n'));
-    assert.match(again.text, /^ {2}trace_bloom: spans_idx already sorted by \(trace\):/m);
+    assert.match(again.text, /^ {2}trace_bloom: spans_idx already sorted by \(time_bucket\(.*\), trace\):/m);
     assert.equal(await latest(), before);
   });
 
