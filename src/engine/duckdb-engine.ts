@@ -25,7 +25,7 @@ import {
   type NativeSketchParameters,
 } from './native-export.js';
 import { checkLive } from '../calls/index.js';
-import { messageOf, type OrreryError } from '../errors/index.js';
+import { isErrorOf, messageOf, type OrreryError } from '../errors/index.js';
 import { DuckDBResultFailure, engineClosed, engineErrors, sqlError } from './errors.js';
 import { bindRow, parameterRowCount } from './parameters.js';
 import { nanosecondTimestamps } from './dialect.js';
@@ -603,8 +603,23 @@ export class DuckDBEngine {
     return { schema: description.schema, batches: batches.call(this) };
   }
 
-  /** Runs a statement for its effect; the number of rows changed (summed over parameter rows). */
+  /**
+   * Runs a statement for its effect; the number of rows changed (summed over parameter rows). A client's statement
+   * outside a transaction (committedIfLive without a session) whose commit DuckLake refused for a conflict is run
+   * once more: nothing of it was kept, and a publication's ALTER of a series table (its sort) fails every INSERT into
+   * it then running. In a transaction the client hears TRANSACTION_CONFLICT, its work being its own to run again.
+   */
   async execute(sql: string, options: RunOptions = {}): Promise<number> {
+    try {
+      return await this.executeOnce(sql, options);
+    } catch (error) {
+      if (!options.committedIfLive || options.session || !isErrorOf(error, engineErrors, 'TRANSACTION_CONFLICT'))
+        throw error;
+      return this.executeOnce(sql, options);
+    }
+  }
+
+  private async executeOnce(sql: string, options: RunOptions): Promise<number> {
     return this.withPrepared(sql, options, async (prepared, guard, connection) => {
       const rowSets = Math.max(1, parameterRowCount(options.parameters));
       const own =

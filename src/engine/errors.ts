@@ -31,6 +31,11 @@ export const engineErrors = declareErrors('engine', {
     meaning:
       'a statement of the transaction failed or was cancelled (its client gave up while it ran): the transaction takes no more statements and commits nothing, as in Postgres, until it is rolled back',
   },
+  TRANSACTION_CONFLICT: {
+    status: 'ABORTED',
+    meaning:
+      "the commit was refused: another transaction changed a table this one wrote since it began (DuckLake's logical conflicts: altered it, as a publication sorting a series table does, dropped it, or deleted the same rows); nothing of it was kept",
+  },
   INGEST_TYPE_UNSUPPORTED: {
     status: 'INVALID_ARGUMENT',
     meaning: 'a bulk-ingested column has an Arrow type Orrery cannot store',
@@ -104,6 +109,7 @@ const FATAL = errorTypeNames.indexOf('FATAL');
 const INTERNAL = errorTypeNames.indexOf('INTERNAL');
 const OUT_OF_MEMORY = errorTypeNames.indexOf('Out of Memory');
 const INVALID_INPUT = errorTypeNames.indexOf('Invalid Input');
+const TRANSACTION_CONTEXT = errorTypeNames.indexOf('TransactionContext');
 /** How the native sketch aggregates' error opens when their states would pass the memory limit. */
 const SKETCH_BUDGET = 'native sketch states would take more than';
 /**
@@ -164,6 +170,14 @@ export function sqlError(error: unknown): OrreryError {
     case FATAL:
     case INTERNAL:
       return engineErrors.error('ENGINE_INTERNAL', message, { cause: error });
+    case TRANSACTION_CONTEXT:
+      // DuckLake: "Failed to commit DuckLake transaction. Transaction conflict - ..."; DuckDB's own catalog's:
+      // "Catalog write-write conflict ...". Nothing was kept: the same work again may commit.
+      if (/\bconflict\b/i.test(message))
+        return engineErrors.error('TRANSACTION_CONFLICT', `${message} (nothing of it was kept: run it again)`, {
+          cause: error,
+        });
+      return engineErrors.error('QUERY_INVALID', message, { cause: error });
     default:
       // DuckDB's failure stays as the cause: callers classify it by type (isFileReadFailure).
       return engineErrors.error('QUERY_INVALID', message, { cause: error });

@@ -121,7 +121,8 @@ export function seriesIndexInstaller(
   /**
    * Sorts the table by a bucket of its time column then `columns` (none: unsorted, DuckLake's default row groups);
    * answers what it did. Only when its sort differs (a bucket of another width, chosen by the rows since, does not):
-   * the ALTER fails every INSERT into the table then in flight (DuckLake: "another transaction has altered it"), so a publication that changes nothing must not make one.
+   * the ALTER fails every INSERT into the table then in flight (DuckLake: "another transaction has altered it"; the
+   * engine runs a client's statement once more for it), so a publication that changes nothing must not make one.
    */
   async function applySort(table: SeriesTable, columns: readonly string[]): Promise<string> {
     const target = lakeTable(table.name);

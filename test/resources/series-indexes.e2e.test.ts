@@ -9,9 +9,14 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { plainRows, pollUntil, refusal, scalar } from '../lakehouse/lakehouse-fixtures.js';
+import { FlightSql, packAny, unpackAny } from '../support/flight-client.js';
+import { metricValue } from '../support/metric-value.js';
 import { publishFolder, runCliAs, useAudiencesOrrery } from '../support/publish.js';
 import { adminKey } from '../support/orrery-process.js';
+
+/** gRPC's ABORTED. */
+const aborted = 10;
 
 /**
  * Rows per INSERT: past one default row group (122,880 rows), so each file of the twin has two; 60 ms apart, 2 h 10 min
@@ -54,6 +59,20 @@ describe('index entries on a series table (issue 13)', () => {
   const probeId = String(3 * rowsPerInsert + 777);
   const probe = `md5('${probeId}')`;
   const absent = `md5('absent')`;
+
+  const update = (query: string, transactionId?: Uint8Array) =>
+    fixture.admin.client.doPut(packAny('CommandStatementUpdate', { query, transactionId }), []);
+  async function begin(): Promise<Uint8Array> {
+    const [body] = await fixture.admin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+    return (
+      FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as { transactionId: Uint8Array }
+    ).transactionId;
+  }
+  const end = (transactionId: Uint8Array, commit: boolean) =>
+    fixture.admin.doAction(
+      'EndTransaction',
+      packAny('ActionEndTransactionRequest', { transactionId, action: commit ? 1 : 2 }),
+    );
 
   const insert = async (table: string, n: number) =>
     fixture.admin.query(
@@ -158,6 +177,57 @@ describe('index entries on a series table (issue 13)', () => {
     assert.equal(again.status, 0, again.err.join('\n'));
     assert.match(again.text, /^ {2}trace_bloom: spans_idx already sorted by \(time_bucket\(.*\), trace\):/m);
     assert.equal(await latest(), before);
+  });
+
+  it('an INSERT running while a publication sorts its table is kept; a transaction that wrote it hears TRANSACTION_CONFLICT', async () => {
+    for (const table of ['spans_busy', 'spans_tx'])
+      await fixture.admin.query(
+        `CREATE TABLE ${table} (ts TIMESTAMP, trace VARCHAR, pod VARCHAR) WITH (time_column = 'ts')`,
+      );
+    const tx = await begin();
+    await update(`INSERT INTO spans_tx VALUES (TIMESTAMP '2026-11-10', 'a', 'p')`, tx);
+    // 200 rows of 100 ms each: 20 s from its start, when it read the table's catalog (its DuckLake snapshot).
+    const running = () => metricValue(fixture.orrery.httpPort, 'orrery_queries_running');
+    const slow = update(
+      `INSERT INTO spans_busy SELECT TIMESTAMP '2026-11-10' + to_seconds(i), md5(i::VARCHAR), 'p' FROM range(200) t(i) WHERE sleep_ms(100) IS NULL`,
+    );
+    await pollUntil('the INSERT running', running, (n) => n >= 1, { timeoutMs: 120_000, intervalMs: 50 });
+    writeFileSync(
+      join(dir, 'resources', 'busy.resources.json'),
+      JSON.stringify({
+        resources: {
+          busy_bloom: { index: { table: 'spans_busy', column: 'trace', kind: 'bloom_filter' } },
+          tx_bloom: { index: { table: 'spans_tx', column: 'trace', kind: 'bloom_filter' } },
+        },
+      }),
+    );
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(run.text, /^ {2}busy_bloom: spans_busy sorted by /m);
+    await slow;
+    assert.equal(await scalar(fixture.admin, 'SELECT count(*) FROM spans_busy'), 200);
+    // The INSERT committed after the sort (DuckLake refused its first commit: the table altered since it began).
+    // Each snapshot's changes to the table after its creation, in order: an INSERT's (inlined or in a file) or the sort.
+    const { rows } = await fixture.orrery.metadata.query<{ id: string; changes: string }>(
+      `SELECT t.table_id::text AS id, c.changes_made AS changes FROM ducklake.ducklake_snapshot_changes c
+         JOIN ducklake.ducklake_table t ON t.table_name = 'spans_busy' AND t.end_snapshot IS NULL
+        WHERE c.snapshot_id > t.begin_snapshot ORDER BY c.snapshot_id`,
+    );
+    const changes = rows.flatMap(({ id, changes }) =>
+      changes
+        .split(',')
+        .filter((c) => c.endsWith(`:${id}`))
+        .map((c) => (c.startsWith('altered_table:') ? 'sorted' : c.replace(/:.*/, ''))),
+    );
+    assert.deepEqual(
+      changes.map((c) => (c === 'inlined_insert' ? 'inserted_into_table' : c)),
+      ['sorted', 'inserted_into_table'],
+    );
+    // The client's transaction is its own to run again: told so, nothing of it kept.
+    const refused = await refusal(end(tx, true));
+    assert.equal(refused.code, aborted, refused.details);
+    assert.match(refused.details, /another transaction has altered it.*nothing of it was kept: run it again/s);
+    assert.equal(await scalar(fixture.admin, 'SELECT count(*) FROM spans_tx'), 0);
   });
 
   it('status lists it ready, with no drift; the column it sorts by cannot be dropped or renamed', async () => {
