@@ -42,6 +42,13 @@ function audienceErrors(failed: RefreshOutcome['failedAudiences']): string | nul
 /** A failed refresh is tried again this soon by the refresh jobs (or at its schedule, if sooner). */
 export const retrySeconds = 10;
 
+/**
+ * SQL for when a job whose last run ended at `at` runs next under `schedule`: one schedule on, or within
+ * retrySeconds when that run failed (`failed`, an SQL boolean). A run sets it, and so does a change of schedule.
+ */
+export const nextRunSql = (at: string, schedule: string, failed: string): string =>
+  `${at} + CASE WHEN ${failed} THEN LEAST(${schedule}, ${retrySeconds} * INTERVAL '1 second') ELSE ${schedule} END`;
+
 /** How a refresh ended: its outcome, or its error and the audiences whose own rows failed it (see Rollups.refresh). */
 export type RefreshResult =
   | { readonly outcome: RefreshOutcome }
@@ -65,7 +72,7 @@ export async function recordRefresh(
   const error =
     'outcome' in result ? null : result.error instanceof Error ? result.error.message : String(result.error);
   const run = scheduled
-    ? `, last_run = now(), next_run = now() + ${'outcome' in result ? 'schedule' : `LEAST(schedule, ${retrySeconds} * INTERVAL '1 second')`}`
+    ? `, last_run = now(), next_run = ${nextRunSql('now()', 'schedule', 'outcome' in result ? 'false' : 'true')}`
     : '';
   const changed = scheduled
     ? ''

@@ -49,7 +49,7 @@ import {
   type RollupDefinition,
 } from './rollup-sql.js';
 import { rollupQuery } from './select-list.js';
-import { jobsUpdateQuery, recordRefresh } from './job-updates.js';
+import { jobsUpdateQuery, nextRunSql, recordRefresh } from './job-updates.js';
 import { createHash } from 'node:crypto';
 import { intervalParts, timestampNanos } from './calendar.js';
 import {
@@ -1275,10 +1275,14 @@ export class Rollups {
         throw rollupErrors.error('ROLLUP_ARGUMENT_INVALID', 'set_job_schedule: give the schedule as an interval');
       const interval = await this.interval(schedule, 'set_job_schedule');
       changes.push({
+        // The next run is where the last run would have put it under the new schedule (TimescaleDB's alter_job
+        // does the same: last finish + new interval), a failed one's retry kept: keeping the sooner of the old and
+        // new next runs made a job whose first run preceded set_job_schedule(1 day) run again a minute later. A
+        // job that has not run yet keeps its next run: it starts at once whatever its schedule.
         apply: (tx: MetadataQueries) =>
           tx.query(
             `UPDATE rollup_jobs SET schedule = $2::INTERVAL,
-               next_run = LEAST(next_run, COALESCE(last_run, now()) + $2::INTERVAL)
+               next_run = COALESCE(${nextRunSql('last_run', '$2::INTERVAL', "last_status = 'failed'")}, next_run)
              WHERE kind = 'refresh' AND target = $1`,
             [definition.name, interval],
           ),

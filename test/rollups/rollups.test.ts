@@ -142,6 +142,37 @@ describe('rollups (issue 17)', () => {
     assert.equal(ranges.metadata.get('ARROW:FLIGHT:SQL:TYPE_NAME'), 'INTEGER');
   });
 
+  it("set_job_schedule puts a job's next run one new schedule after its last run, later or sooner than before", async () => {
+    await asAdmin.updateCount(`CREATE TABLE scheduled (ts TIMESTAMPTZ, v DOUBLE) WITH (time_column = 'ts')`);
+    await asAdmin.query(
+      `SELECT create_rollup('scheduled_hourly', 'scheduled', INTERVAL '1 hour', select_list => 'count(*) AS n')`,
+    );
+    // The seconds from its last run to its next, and whether it is due within the hour.
+    const job = (): Promise<Array<Record<string, unknown>>> =>
+      plainRows(
+        asAdmin,
+        `SELECT schedule, date_diff('second', last_run, next_run) AS gap, next_run <= now() + INTERVAL 1 HOUR AS soon
+           FROM snouttime.jobs WHERE target = 'scheduled_hourly'`,
+      );
+    // Its first run, at once, on the minute's schedule it was made with.
+    await pollUntil('the first run of scheduled_hourly', job, (rows) => rows[0]?.gap === 60, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+    });
+    // A day from that run, not the minute it had (the sooner of the two was kept: the job ran again a minute on).
+    assert.equal(await scheduleDaily(asAdmin, 'scheduled_hourly'), 'scheduled_hourly refreshes every 1 day');
+    assert.deepEqual(await job(), [{ schedule: '1 day', gap: 86_400, soon: false }]);
+    await asAdmin.updateCount(
+      `UPDATE snouttime.jobs SET schedule = INTERVAL '2 days' WHERE kind = 'refresh' AND target = 'scheduled_hourly'`,
+    );
+    assert.deepEqual(await job(), [{ schedule: '2 days', gap: 172_800, soon: false }]);
+    // Sooner: a minute from the last run, due now or within the minute.
+    await scalar(asAdmin, `SELECT set_job_schedule('scheduled_hourly', INTERVAL '1 minute')`);
+    assert.deepEqual(await job(), [{ schedule: '00:01:00', gap: 60, soon: true }]);
+    await scalar(asAdmin, `SELECT drop_rollup('scheduled_hourly')`);
+    await asAdmin.updateCount('DROP TABLE scheduled');
+  });
+
   it('a late insert, an update (old and new time), a delete and a truncate are in the next read; refresh recomputes only those buckets', async () => {
     await asAdmin.updateCount(`INSERT INTO metrics VALUES ('2024-01-01 00:40:00+00', 'b', 5.0)`);
     await same(asAdmin, 'metrics_hourly', hourlyOfSource);
