@@ -88,8 +88,7 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
       `SELECT create_rollup('${name}', '${table}', bucket_width => 10,
          select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
     );
-    // The job's first run is due at create_rollup whatever the schedule: once a run's next is a day away, none lands in
-    // the test.
+    // The job's first run is due at create_rollup whatever the schedule: once it has run, none lands in the test.
     await jobLeftForADay(asAdmin, name);
     await scalar(asAdmin, `SELECT refresh_rollup('${name}')`);
   };

@@ -1,8 +1,7 @@
 // A rollup's refresh job held off a suite's own refreshes and counts. create_rollup makes the job due at once,
-// whatever its schedule, and the runner looks every second; set_job_schedule keeps the sooner of the next run it
-// had and the new schedule's, so a job that ran before its schedule was made a day runs once more a minute after
-// that run. A test that counts what refresh_rollup recomputes, what stays pending or what a read sets up waits for
-// a run of the job whose next is a day away: from then on no run of it lands among the test's statements.
+// whatever its schedule, and the runner looks every second; set_job_schedule puts the next run one schedule after
+// the last. A test that counts what refresh_rollup recomputes, what stays pending or what a read sets up makes the
+// schedule a day and waits for the job's first run: from then on no run of it lands among the test's statements.
 import { plainRows, pollUntil } from '../lakehouse/lakehouse-fixtures.js';
 import type { TestFlightClient } from './flight-client.js';
 
@@ -13,8 +12,8 @@ export async function scheduleDaily(client: TestFlightClient, rollup: string): P
 }
 
 /**
- * Waits until `rollup`'s job has run on its schedule (its next run one schedule after its last): a minute past its
- * first run at most, when that run came before the schedule changed. The job row as it is then.
+ * Waits until `rollup`'s job has run and is next due a schedule after that run (a failed run is retried within
+ * 10 s, so it waits for the retry). The job row as it is then.
  */
 export async function jobRunOnSchedule(client: TestFlightClient, rollup: string): Promise<Record<string, unknown>> {
   const [job] = await pollUntil(
@@ -26,7 +25,7 @@ export async function jobRunOnSchedule(client: TestFlightClient, rollup: string)
            FROM snouttime.jobs WHERE target = '${rollup}'`,
       ),
     (rows) => rows[0]?.on_schedule === true,
-    { timeoutMs: 150_000, intervalMs: 200 },
+    { timeoutMs: 120_000, intervalMs: 200 },
   );
   return job;
 }
