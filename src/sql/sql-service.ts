@@ -292,9 +292,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   async planQuery(ctx: CallContext<Principal>, statement: Statement): Promise<{ schema: Schema; planId?: Uint8Array }> {
     const keepable = !statement.parameters && !statement.transactionId;
-    const under = this.describedUnder();
     try {
       return await this.limited(ctx, statement, false, async (run) => {
+        const under = this.describedUnder();
         const prepared = keepable ? this.plans.reuse(ctx, statement.query) : undefined;
         const plan = prepared ?? (await this.plan(ctx, statement, run, keepable ? 'transaction' : false, true));
         if (plan.kind !== 'engine') return { schema: planSchema(plan) };
@@ -457,9 +457,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
    */
   async prepare(ctx: CallContext<Principal>, statement: Statement): Promise<PreparedStatementInfo> {
     const keepable = !statement.parameters && !statement.transactionId;
-    // Read before planning: a change meanwhile leaves the description unanswered next time.
-    const under = this.describedUnder();
     return this.limited(ctx, statement, false, async (run) => {
+      // Read once the statement has its slot, not before: an answer remembered before a change made while it waited
+      // would match what was read then. And before planning: a change meanwhile leaves the description unanswered
+      // next time.
+      const under = this.describedUnder();
       const known = keepable ? this.plans.recall(ctx, statement.query, under) : undefined;
       if (known) {
         // The rules as they are now (another server's new rule included), on what the statement reads now.

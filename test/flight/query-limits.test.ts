@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { decodeSchema } from '../support/flight-client.js';
 import { useOrrery } from '../support/orrery-process.js';
 import { cpuSettles } from '../support/cpu-settles.js';
 import { doGetSql, failure, hugeCrossJoin } from '../support/statement-calls.js';
@@ -165,5 +166,36 @@ describe('issue 9: a text prepared again counts against the key', { timeout: 120
     } finally {
       await held.return(undefined);
     }
+  });
+});
+
+// A text prepared again while its key's slot is taken is answered once it has the slot, as things are then (s23: the
+// answer was matched against what was read before the wait, and a change made meanwhile left the old one served).
+describe('issue 9: a text prepared again after waiting for a slot', { timeout: 180_000 }, () => {
+  const fixture = useOrrery({ ORRERY_MAX_CONCURRENT_QUERIES_PER_KEY: '1', ORRERY_MAX_QUEUED_QUERIES_PER_KEY: '1' });
+  const columns = async (prepared: Promise<{ datasetSchema: Uint8Array }>): Promise<string[]> =>
+    decodeSchema((await prepared).datasetSchema).fields.map((f) => f.name);
+
+  it('is described as the table is when it runs, not as before a change made while it waited', async () => {
+    await fixture.admin.updateCount("CREATE TABLE waited AS SELECT 1::BIGINT AS id, 'ada' AS name");
+    const sql = 'SELECT * FROM waited';
+    assert.deepEqual(await columns(fixture.reader.prepare(sql)), ['id', 'name']);
+    // A result the client stops reading holds the key's slot until the client ends it.
+    const held = fixture.reader.client.queryBatches('SELECT range AS n FROM range(1000000000000)');
+    let waiting: Promise<string[]> | undefined;
+    try {
+      assert.equal((await held.next()).done, false);
+      waiting = columns(fixture.reader.prepare(sql));
+      waiting.catch(() => {}); // awaited below, once the slot is free
+      const deadline = Date.now() + 120_000;
+      while (!/^orrery_queries_queued 1$/m.test(await scrapeMetrics(fixture.orrery.httpPort))) {
+        assert.ok(Date.now() < deadline, 'the second prepare never waited for the slot');
+        await sleep(20);
+      }
+      await fixture.admin.updateCount('ALTER TABLE waited ADD COLUMN age INTEGER');
+    } finally {
+      await held.return(undefined);
+    }
+    assert.deepEqual(await waiting, ['id', 'name', 'age']);
   });
 });
