@@ -61,6 +61,15 @@ describe('issue 11: fresh views', () => {
         `SELECT * FROM materialize_partitions('${view}', '${iso(hour)}', '${iso(hour + 3_600_000)}', 3600)`,
       );
     }
+    // A pass begun before the call may still be looking at a range the call changed under it. Passes of one kind run
+    // one at a time, so once a row sent after the call is read (a second pass begun after it materialized it), every
+    // second pass begun before has ended: the count starts there.
+    await send('between', 1);
+    await eventually(
+      'a row sent after the hour-wide call',
+      async () => (await count(admin, "SELECT count(*) FROM log_entries WHERE exe = 'between'")) === 1,
+      120_000,
+    );
     const skippedBefore = await metric(fixture.orrery.httpPort, 'orrery_materializations_total', {
       view_set: 'log_entries',
       outcome: 'skipped',
@@ -69,8 +78,9 @@ describe('issue 11: fresh views', () => {
     await eventually(
       'rows sent after the hour-wide call',
       async () => (await count(admin, "SELECT count(*) FROM log_entries WHERE exe = 'after'")) === 2,
+      120_000,
     );
-    assert.equal(await count(admin, "SELECT count(*) FROM log_entries WHERE exe IN ('before', 'after')"), 5);
+    assert.equal(await count(admin, "SELECT count(*) FROM log_entries WHERE exe IN ('before', 'between', 'after')"), 6);
     const skippedAfter = await metric(fixture.orrery.httpPort, 'orrery_materializations_total', {
       view_set: 'log_entries',
       outcome: 'skipped',
