@@ -159,13 +159,14 @@ describe('prepared statements', () => {
       [denyReaderPeople.replaceAll("''", "'")],
     );
     try {
-      // Once a text never prepared is refused, the rule is read here.
-      for (let n = 0; ; n++) {
+      // Once a text never prepared is refused, the rule is read here (a loaded machine rereads them late).
+      for (let n = 0, deadline = Date.now() + 120_000; ; n++) {
         const refused = await fixture.reader.prepare(`SELECT id FROM people WHERE id > ${n}`).then(
           () => false,
           (error: Error) => denied.test(error.message),
         );
         if (refused) break;
+        assert.ok(Date.now() < deadline, 'the rule another server stored was not read here within 120 s');
         await sleep(50);
       }
       await assert.rejects(fixture.reader.prepare(sql), denied);
