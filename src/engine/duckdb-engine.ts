@@ -655,6 +655,14 @@ export class DuckDBEngine {
   }
 
   /**
+   * Runs a statement for its effect and the rows it returns (an INSERT … RETURNING: what it wrote, answered by the one
+   * statement instead of a second reading it back), as DuckDB's JS values.
+   */
+  async returned(sql: string, options: Pick<RunOptions, 'setup' | 'session' | 'ownTable'> = {}): Promise<unknown[][]> {
+    return this.withPrepared(sql, options, async (prepared) => (await prepared.runAndReadAll()).getRows());
+  }
+
+  /**
    * Runs `work` in a transaction on `session` (one of Orrery's own, not a client's), committed when `keep` accepts its
    * result and the running statement's call is live (checkLive), rolled back otherwise.
    */

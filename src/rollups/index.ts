@@ -21,7 +21,7 @@ export { rollupErrors } from './errors.js';
 export { jobsRelation, snouttimeNames } from './snouttime-names.js';
 export { jobsRows, jobsUpdate } from './job-updates.js';
 export { namesDroppedTail, readsKeptTail } from './tail-values.js';
-export { keptColumnsSql, keptSizeSql } from './kept-size.js';
+export { keptColumnsSql, keptRowBytes, keptSizeSql } from './kept-size.js';
 export { KeptBudget, type KeptHolder, type KeptKind } from './kept-budget.js';
 export { bucketConditions } from './bucket-windows.js';
 export type { LevelProvenance, Provenance, RollupRead, SkippedRollup } from './query-rewrite.js';

@@ -84,6 +84,16 @@ export const keptColumnsSql = (table: string): string =>
   `SELECT name, type FROM pragma_table_info('${table}') ORDER BY cid`;
 
 /**
+ * An expression of the bytes of a row of a kept table of `columns` (keptColumnsSql's answer), over its columns by name:
+ * what keptSizeSql sums, and what a ring's row answers as it is put in (keepTailRowSql's RETURNING).
+ */
+export function keptRowBytes(columns: ReadonlyArray<readonly [name: string, type: string]>): string {
+  const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+  const terms = columns.map(([name, type]) => `${perValue} + ${valueBytes(quoted(name), type)}`);
+  return `(${terms.join(' + ') || '0'})::BIGINT`;
+}
+
+/**
  * The statement measuring kept table `table` (its `columns`, keptColumnsSql's answer): its rows and their bytes, or of
  * its rows `where` alone.
  */
@@ -92,7 +102,5 @@ export function keptSizeSql(
   columns: ReadonlyArray<readonly [name: string, type: string]>,
   where = 'TRUE',
 ): string {
-  const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
-  const terms = columns.map(([name, type]) => `${perValue} + ${valueBytes(quoted(name), type)}`);
-  return `SELECT count(*), coalesce(sum(${terms.join(' + ') || '0'}), 0)::BIGINT FROM ${table} WHERE ${where}`;
+  return `SELECT count(*), coalesce(sum(${keptRowBytes(columns)}), 0)::BIGINT FROM ${table} WHERE ${where}`;
 }

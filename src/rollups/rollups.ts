@@ -98,7 +98,7 @@ import {
   type TailRow,
 } from './tail-values.js';
 import { KeptBudget } from './kept-budget.js';
-import { keptColumnsSql, keptSizeSql } from './kept-size.js';
+import { keptColumnsSql, keptRowBytes, keptSizeSql } from './kept-size.js';
 import {
   filesBeforeExpiry,
   forgetInvalidations,
@@ -605,8 +605,8 @@ interface TailEntry {
     readonly name: string;
     readonly table: Promise<string | null>;
     rows: number;
-    /** Its columns (keptColumnsSql), read at its first row's measure. */
-    columns?: Promise<ReadonlyArray<readonly [string, string]>>;
+    /** The expression of its rows' bytes (keptRowBytes), from its columns read at its first row. */
+    bytes?: Promise<string>;
   } | null;
   /** An aggregate being made, to replace it. */
   making: KeptTail | null;
@@ -2549,38 +2549,46 @@ export class Rollups {
     const ring = entry.ring;
     const table = await ring.table;
     if (table === null) return null;
+    ring.bytes ??= this.keptColumns(table).then(keptRowBytes);
+    const bytes = await ring.bytes.catch(() => null);
+    if (bytes === null) return null;
     ring.rows++;
     const id = keptTailRowId();
-    const kept = await this.engine.execute(keepTailRowSql(table, id, sql), { ownTable: true }).catch(() => null);
-    if (kept !== 1) return kept === 0 ? 'too large' : null;
-    // Measured and charged in the background: a write's kept tails (prime) do not wait for one more statement each.
-    void this.chargeRow(definition, entry, ring, { table, id }).catch(() => {});
-    return { table, id };
+    // The row answers its bytes as it is put in: charged now, by the one statement (a second measuring it, run in the
+    // background, slowed the statements arriving meanwhile: bench/rollups/kept-measure.mjs).
+    const kept = await this.engine
+      .returned(keepTailRowSql(table, id, sql, bytes), { ownTable: true })
+      .catch(() => null);
+    if (kept === null) return null;
+    if (kept.length === 0) return 'too large';
+    const row = { table, id };
+    return this.chargeRow(definition, entry, ring, row, Number(kept[0][0])) ? row : null;
   }
 
   /**
-   * Charges a rollup's ring of kept tails with its new row `row`, measured (its other rows, replaced ones too, were
+   * Charges a rollup's ring of kept tails with its new row `row` of `bytes` (its other rows, replaced ones too, were
    * charged before: see kept-budget.ts), unless the ring was retired meanwhile (forgotten, or replaced by another of a
    * new shape): its release came first. A ring that alone would take more than the budget goes, with the rest of the
-   * rollup's tail, and a tail of its shape is made again only for a second read of the same files (keptTail).
+   * rollup's tail, and a tail of its shape is made again only for a second read of the same files (keptTail): false
+   * then.
    */
-  private async chargeRow(
+  private chargeRow(
     definition: RollupDefinition,
     entry: TailEntry,
     ring: NonNullable<TailEntry['ring']>,
     row: TailRow,
-  ): Promise<void> {
-    ring.columns ??= this.keptColumns(row.table);
-    const { bytes } = await this.keptSize(row.table, await ring.columns, `__id = ${row.id}`);
+    bytes: number,
+  ): boolean {
     const { name } = definition;
     const live = (): boolean =>
       this.tails.get(name) === entry && (entry.ring === ring || entry.kept?.row.table === row.table);
     const evict = (): void => {
       if (this.tails.get(name) === entry) this.forgetTail(name);
     };
-    if (!live() || this.keptBudget.charge(row.table, { rollup: name, kind: 'tail', evict }, bytes)) return;
+    if (!live() || this.keptBudget.charge(row.table, { rollup: name, kind: 'tail', evict }, bytes)) return true;
     this.forgetTail(name);
     this.tailEntry(definition).tooLarge = ring.shape;
+    return false;
   }
 
   /** How a rollup's aggregate merges over parts of its rows (tailMerge), worked out once per statement. */
@@ -2598,13 +2606,12 @@ export class Rollups {
     return (await this.engine.values(keptColumnsSql(table))).map(([n, t]) => [String(n), String(t)] as const);
   }
 
-  /** The rows of kept table `table` and their bytes, measured by its name (kept-size.ts), or of its rows `where` alone. */
+  /** The rows of kept table `table` and their bytes, measured by its name (kept-size.ts). */
   private async keptSize(
     table: string,
     columns: ReadonlyArray<readonly [string, string]>,
-    where?: string,
   ): Promise<{ rows: number; bytes: number }> {
-    const [[rows, bytes]] = await this.engine.values(keptSizeSql(table, columns, where));
+    const [[rows, bytes]] = await this.engine.values(keptSizeSql(table, columns));
     return { rows: Number(rows), bytes: Number(bytes) };
   }
 

@@ -147,9 +147,12 @@ export function tailRingSql(table: string, aggregate: string): { attach: string;
   };
 }
 
-/** The statement keeping the rows of `aggregate` as row `id` of a ring: none when more than the most kept. */
-export const keepTailRowSql = (table: string, id: number, aggregate: string): string =>
-  `INSERT INTO ${table} SELECT ${id}, list(__t) FROM (SELECT * FROM (${aggregate}) AS __tail LIMIT ${maxKeptRows + 1}) AS __t HAVING count(*) <= ${maxKeptRows}`;
+/**
+ * The statement keeping the rows of `aggregate` as row `id` of a ring: none when more than the most kept. `returning`:
+ * an expression of the row it answers with (its bytes, kept-size.ts's keptRowBytes), none when not kept.
+ */
+export const keepTailRowSql = (table: string, id: number, aggregate: string, returning?: string): string =>
+  `INSERT INTO ${table} SELECT ${id}, list(__t) FROM (SELECT * FROM (${aggregate}) AS __tail LIMIT ${maxKeptRows + 1}) AS __t HAVING count(*) <= ${maxKeptRows}${returning ? ` RETURNING ${returning}` : ''}`;
 
 /** The statement dropping a kept tail's row. */
 export const dropTailRowSql = (row: TailRow): string => `DELETE FROM ${row.table} WHERE __id = ${row.id}`;

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { keptColumnsSql, keptSizeSql } from '../../src/rollups/index.js';
+import { keptColumnsSql, keptRowBytes, keptSizeSql } from '../../src/rollups/index.js';
+import { keepTailRowSql, tailRingSql } from '../../src/rollups/tail-values.js';
 
 /** The rows and bytes keptSizeSql measures of table `name` (alone in its database `name`), made of `select`. */
 async function measured(connection: DuckDBConnection, name: string, select: string): Promise<[bigint, bigint]> {
@@ -43,6 +44,37 @@ describe('kept tables measured by name (issue 17)', () => {
         `SELECT 1::BIGINT AS __id, list(__t) AS __rows FROM (SELECT 'h' || i AS host, i AS n FROM range(10) t(i)) AS __t`,
       );
       assert.equal(ring, 16n + 8n + 16n + 10n * (2n + 8n));
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+    }
+  });
+
+  it("a ring's row answers, as it is put in, the bytes its measure gives: every type, row after row", async () => {
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    try {
+      // An aggregate's rows of every type a rollup's tail takes (strings, lists, a sketch's MAP, quoted struct fields,
+      // NULLs), of varying sizes from one row to the next.
+      const aggregate = (id: number): string =>
+        `SELECT 'h' || i || repeat('x', ${id} * i) AS host, i AS n, [i, ${id}]::INTEGER[] AS l,
+           MAP {'k' || i: ${id}::BIGINT} AS m, {'a b': repeat('y', i), 'c"d': i * 1.5} AS st,
+           CASE WHEN i % 2 = 0 THEN 'even' END AS maybe FROM range(${id} % 7) t(i)`;
+      const table = 'ring.main.ring';
+      const { attach, create } = tailRingSql(table, aggregate(1));
+      await connection.run(attach);
+      await connection.run(create);
+      const columns = (await connection.runAndReadAll(keptColumnsSql(table)))
+        .getRows()
+        .map(([n, t]) => [String(n), String(t)] as const);
+      for (let id = 1; id <= 20; id++) {
+        const answered = (
+          await connection.runAndReadAll(keepTailRowSql(table, id, aggregate(id), keptRowBytes(columns)))
+        ).getRows();
+        const [[rows, bytes]] = (await connection.runAndReadAll(keptSizeSql(table, columns, `__id = ${id}`))).getRows();
+        assert.equal(rows, 1n);
+        assert.deepEqual(answered, [[bytes]], `row ${id}`);
+      }
     } finally {
       connection.closeSync();
       instance.closeSync();
