@@ -605,7 +605,10 @@ interface TailEntry {
     readonly name: string;
     readonly table: Promise<string | null>;
     rows: number;
-    /** The expression of its rows' bytes (keptRowBytes), from its columns read at its first row. */
+    /**
+     * The expression of its rows' bytes (keptRowBytes), from its columns read at its first row; read again by the next
+     * row after a failed read.
+     */
     bytes?: Promise<string>;
   } | null;
   /** An aggregate being made, to replace it. */
@@ -2549,7 +2552,11 @@ export class Rollups {
     const ring = entry.ring;
     const table = await ring.table;
     if (table === null) return null;
-    ring.bytes ??= this.keptColumns(table).then(keptRowBytes);
+    // A failed read of the columns fails this row alone: the next row reads them again.
+    ring.bytes ??= this.keptColumns(table).then(keptRowBytes, (error: unknown) => {
+      ring.bytes = undefined;
+      throw error;
+    });
     const bytes = await ring.bytes.catch(() => null);
     if (bytes === null) return null;
     ring.rows++;
