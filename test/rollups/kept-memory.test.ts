@@ -20,8 +20,9 @@ import {
   type TestKey,
   type TestPostgres,
 } from '../lakehouse/lakehouse-fixtures.js';
+import { tableFromFlightData, type FlightData } from '../../src/wire/index.js';
 import { packAny, type TestFlightClient } from '../support/flight-client.js';
-import { storedMakingsDuring } from '../support/kept-makings.js';
+import { keptDropped, storedMakingsDuring } from '../support/kept-makings.js';
 import { scrapeMetrics } from '../support/metric-value.js';
 import { jobLeftForADay } from '../support/refresh-jobs.js';
 
@@ -191,6 +192,38 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
     assert.deepEqual(rows, await plainRows(asTeamA, `${sourceOf('kept_memory')}${order}`));
   });
 
+  it('a DoGet streaming from a copy evicted (and dropped) midway answers its rows exactly', async () => {
+    // km1's copy made anew (the least recently read of km2 and km3 evicted), and read by the statement below.
+    const [copy] = await read(asTeamA, 'km1');
+    assert.ok(copy, 'kept');
+    // 40 times km1's rows (~16 MB): DoGet streams them in batches of 2 MiB, the next one made as the client reads on.
+    const sql = `SELECT k.*, i FROM km1 k, range(40) t(i)`;
+    const info = await asTeamA.getFlightInfo(packAny('CommandStatementQuery', { query: sql }));
+    const stream = asTeamA.client.doGet(info.endpoints[0].ticket)[Symbol.asyncIterator]();
+    const parts: FlightData[] = [];
+    while (!parts.some((part) => part.dataBody.byteLength > 0)) {
+      const next = await stream.next();
+      assert.ok(!next.done, 'a batch before the stream ends');
+      parts.push(next.value);
+    }
+    // The first batch read: km3 and km2 read evict km1's copy, dropped at once, before the rest is read.
+    const dropped = keptDropped(copy);
+    for (const name of ['km3', 'km2']) assert.ok((await read(asTeamA, name))[0]);
+    assert.deepEqual(Object.keys(await kept('stored')).sort(), ['km2', 'km3'], 'km1 evicted');
+    await dropped;
+    for (let next = await stream.next(); !next.done; next = await stream.next()) parts.push(next.value);
+    assert.ok(parts.filter((part) => part.dataBody.byteLength > 0).length > 1, 'streamed in batches');
+    const sorted = (rows: unknown[]): string[] => rows.map((row) => JSON.stringify(row)).sort();
+    assert.deepEqual(
+      sorted(
+        tableFromFlightData(parts)!
+          .toArray()
+          .map((row) => plain(row.toJSON())),
+      ),
+      sorted(await plainRows(asTeamA, `SELECT s.*, i FROM (${sourceOf('kept_memory')}) s, range(40) t(i)`)),
+    );
+  });
+
   it('a ring of kept tails is charged with every row put in it, replaced ones too, until it is dropped', async () => {
     await asAdmin.updateCount(`CREATE TABLE kept_ring (t BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 't')`);
     // Files (300 rows each: not inlined in the catalog), so the tail (its files' aggregate) is kept: host a in buckets
@@ -204,7 +237,7 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
         "kr's ring charged",
         () => kept('tail'),
         (bytes) => (bytes.kr ?? 0) > 0,
-        { timeoutMs: 30_000 },
+        { timeoutMs: 120_000 },
       )
     ).kr;
     // A write keeps the tail anew before it answers, its row charged with the bytes its INSERT answered: a second row

@@ -1,5 +1,6 @@
 // The kept tables of a rollup's stored rows an in-process server starts making (in the background) while a test
 // works, to await them: a test waits on the making itself instead of a time.
+import { DuckDBEngine } from '../../src/engine/index.js';
 import { Rollups } from '../../src/rollups/index.js';
 
 /**
@@ -23,4 +24,33 @@ export async function storedMakingsDuring(work: () => Promise<unknown>): Promise
     Object.defineProperty(Rollups.prototype, 'keptTable', { configurable: true, writable: true, value: keptTable });
   }
   return makings;
+}
+
+/**
+ * Settles once kept table `table` (`<db>.main.<db>`) was dropped (its database detached, then forgotten by the engine:
+ * DuckDBEngine.forgetTailRing, wrapped on its prototype until then).
+ */
+export function keptDropped(table: string): Promise<void> {
+  const database = table.slice(0, table.indexOf('.'));
+  const forget = Object.getOwnPropertyDescriptor(DuckDBEngine.prototype, 'forgetTailRing')!.value as (
+    this: DuckDBEngine,
+    ring: string,
+  ) => void;
+  return new Promise((resolve) => {
+    const watched = function (this: DuckDBEngine, ring: string): void {
+      forget.call(this, ring);
+      if (ring !== database) return;
+      Object.defineProperty(DuckDBEngine.prototype, 'forgetTailRing', {
+        configurable: true,
+        writable: true,
+        value: forget,
+      });
+      resolve();
+    };
+    Object.defineProperty(DuckDBEngine.prototype, 'forgetTailRing', {
+      configurable: true,
+      writable: true,
+      value: watched,
+    });
+  });
 }
