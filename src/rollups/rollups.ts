@@ -253,6 +253,19 @@ function windowsOf(provenance: Provenance): Map<string, Array<{ from: string; to
 /** A timestamp (DuckDB's text or RFC 3339) in ms since the epoch. */
 /** A timestamp as DuckDB casts one to text, years 0000-9999: its text sorts as its time. */
 const plainTimestamp = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?$/;
+/**
+ * Whether a bucket is before a watermark, worked out here when every text given compares as its value (integers; DuckDB's
+ * text of a timestamp, zero-padded as both come, sorts as its time): one DuckDB query less per read. Null: DuckDB must.
+ */
+function beforeHere(
+  definition: Pick<RollupDefinition, 'integer'>,
+  watermark: string,
+  buckets: readonly string[],
+): ((bucket: string) => boolean) | null {
+  if (definition.integer) return (bucket) => BigInt(bucket) < BigInt(watermark);
+  return [watermark, ...buckets].every((b) => plainTimestamp.test(b)) ? (bucket) => bucket < watermark : null;
+}
+
 /** One day of a backfill: its buckets [from, to), and how many days are left; null days when nothing was left. */
 export interface BackfillStep {
   readonly from: string | null;
@@ -1940,7 +1953,8 @@ export class Rollups {
       changes,
       this.heldBuckets(definition, readAt.snapshot, readAt.context.audiences),
     ]);
-    // Held buckets lie below the watermark (a refresh held them from what it aggregated, all before its watermark).
+    // A refresh held buckets from what it aggregated, all before its watermark; retention postponed kept buckets, which
+    // may lie at or after it (keptFrom: the tail leaves them out).
     const changedSet = new Set(changed);
     return { changed, held: new Map([...held].filter(([b]) => !changedSet.has(b))) };
   }
@@ -1963,25 +1977,48 @@ export class Rollups {
     const changed = all.filter((b) => !kept.has(b));
     if (changed.length === 0) return [];
     const horizonOf = definition.sourceIsRollup ? sourceRollup(definition, definitions).retention : null;
-    // Without a horizon, the buckets below the watermark are picked here: one DuckDB query less per
-    // read. DuckDB's text of a timestamp (zero-padded, as both come) sorts as its time; others go to SQL.
+    // Without a horizon, the buckets below the watermark are picked here when they can be (beforeHere).
     const watermark = state.watermark;
-    if (!horizonOf && (definition.integer || [watermark, ...changed].every((b) => plainTimestamp.test(b)))) {
-      return inBucketOrder(
-        definition,
-        changed.filter((b) => (definition.integer ? BigInt(b) < BigInt(watermark) : b < watermark)),
-      );
-    }
+    const before = horizonOf ? null : beforeHere(definition, watermark, changed);
+    if (before) return inBucketOrder(definition, changed.filter(before));
     const filters = [`b IS NOT NULL`, `b < ${bucketLiteral(definition, watermark)}`];
     // The source deletes its buckets that start before its horizon (applyRetention): a bucket
     // starting before it may hold one of them.
     if (base && horizonOf) filters.push(`b >= ${horizonSql(definition, base, horizonOf, snapshot)}`);
+    return this.bucketsWhere(definition, changed, filters);
+  }
+
+  /** Of a rollup's buckets (DuckDB's texts), those meeting conditions on `b` in DuckDB, in order. */
+  private async bucketsWhere(
+    definition: RollupDefinition,
+    buckets: readonly string[],
+    filters: readonly string[],
+  ): Promise<string[]> {
     const type = definition.integer ? 'BIGINT' : 'TIMESTAMP';
     const rows = await this.engine.values(
-      `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${changed.map(quoteLiteral).join(', ')}]::${type}[]) AS b)
+      `SELECT CAST(b AS VARCHAR) FROM (SELECT unnest([${buckets.map(quoteLiteral).join(', ')}]::${type}[]) AS b)
        WHERE ${filters.join(' AND ')} ORDER BY b`,
     );
     return rows.map(([b]) => String(b));
+  }
+
+  /**
+   * The buckets retention kept of a rollup of a series table at or after its watermark, in order: their rows expired
+   * before a refresh passed them (its last one older than the table's retention), so the raw rows from the watermark
+   * on lack them (but a postponed audience's, read as held: see keepBuckets) and a read takes them stored, as the next
+   * refresh leaves them. None but after such a retention.
+   */
+  private async keptFrom(definition: RollupDefinition, snapshot: bigint, watermark: string): Promise<string[]> {
+    if (definition.sourceIsRollup || definition.viewSetBase) return [];
+    const kept = [...(await this.keptBuckets(definition, snapshot))];
+    if (kept.length === 0) return [];
+    const before = beforeHere(definition, watermark, kept);
+    if (before)
+      return inBucketOrder(
+        definition,
+        kept.filter((b) => !before(b)),
+      );
+    return this.bucketsWhere(definition, kept, [`b >= ${bucketLiteral(definition, watermark)}`]);
   }
 
   /**
@@ -2789,7 +2826,7 @@ export class Rollups {
     } else {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
       // asked at once, a read at a new snapshot waits for one round trip instead of three.
-      const [pendingParts, tail, storedRows] = await Promise.all([
+      const [pendingParts, tail, storedRows, keptFrom] = await Promise.all([
         this.pendingParts(definition, state, readAt),
         // The rows after the watermark: the tail's files alone when they hold it exactly (tailPart), and none
         // when no file holds any.
@@ -2804,6 +2841,7 @@ export class Rollups {
           context.tailReads,
         ),
         this.storedSource(definition, snapshot, context.keptTails, async () => state.watermark),
+        this.keptFrom(definition, snapshot, state.watermark),
       ]);
       const buckets = [...pendingParts.changed, ...pendingParts.held.keys()];
       const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;
@@ -2814,8 +2852,10 @@ export class Rollups {
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
       const time = quoteIdentifier(definition.timeColumn);
+      // Kept buckets at or after the watermark are read stored, as before it, and left out of the tail.
+      const keptAfter = keptFrom.map((b) => bucketLiteral(definition, b)).join(', ');
       const stored = [
-        `bucket < ${watermark}`,
+        keptAfter ? `(bucket < ${watermark} OR bucket IN (${keptAfter}))` : `bucket < ${watermark}`,
         ...(covered ? [`bucket >= ${covered}`] : []),
         ...pending.stored,
         ...(filter ? [filter] : []),
@@ -2829,7 +2869,7 @@ export class Rollups {
       ];
       const parts = [
         `SELECT * FROM ${storedRows} WHERE ${stored.join(' AND ')}`,
-        ...(tail === null ? [] : [tail]),
+        ...(tail === null ? [] : [keptAfter ? `SELECT * FROM (${tail}) WHERE bucket NOT IN (${keptAfter})` : tail]),
         ...(raw.length > 0 ? [aggregateOverEach(definition, source, raw)] : []),
       ];
       sql = parts.join('\nUNION ALL ');
@@ -2853,12 +2893,17 @@ export class Rollups {
     { snapshot, tables, definitions, context }: ReadAt,
     source: string,
   ): Promise<string> {
-    const stands = [`bucket < ${bucketLiteral(definition, watermark)}`];
-    if (definition.coveredFrom !== null) stands.push(`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`);
+    const stands =
+      definition.coveredFrom === null ? [] : [`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`];
     const base = tables.get(definition.base);
     const horizonOf = definition.sourceIsRollup ? sourceRollup(definition, definitions).retention : null;
     const kept = definition.sourceIsRollup ? [] : [...(await this.keptBuckets(definition, snapshot))];
-    if (base && horizonOf) stands.push(`bucket < ${horizonSql(definition, base, horizonOf, snapshot)}`);
+    if (base && horizonOf)
+      stands.push(
+        `bucket < ${bucketLiteral(definition, watermark)}`,
+        `bucket < ${horizonSql(definition, base, horizonOf, snapshot)}`,
+      );
+    // At or after the watermark too (see keptFrom).
     else if (kept.length > 0) stands.push(`bucket IN (${kept.map((b) => bucketLiteral(definition, b)).join(', ')})`);
     else return aggregateOver(definition, source, 'TRUE');
     const filter = audienceFilter(scope);

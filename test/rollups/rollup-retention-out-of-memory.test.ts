@@ -164,3 +164,83 @@ describe("a series table's retention over an audience's rows past the memory lim
     assert.doesNotMatch(String((await job(asRoomyAdmin))[0].last_error), /retention of samples/);
   });
 });
+
+// Issue 17: the same squeeze when the rollup's last refresh is older than the table's retention (refresh jobs off, on
+// a long schedule or failing): the expired rows, team_y's postponed among them, lie at or after the watermark, where a
+// read aggregates the raw rows; the buckets retention kept are read as stored, team_y's rows of them once, as before.
+describe("a series table's retention past a rollup's watermark over an audience's rows past the memory limit (#17)", () => {
+  const lake = useLakeOrrery({
+    keys: [admin, teamX, teamY],
+    role: 'all',
+    // The maintenance engine alone squeezed: retention runs there, the reads on the roomy query engine.
+    env: { ORRERY_ROLLUP_REFRESH_JOBS: 'off', ORRERY_MAINTENANCE_MEMORY_LIMIT: '32MiB' },
+  });
+  const rollupRows = (client: TestFlightClient) =>
+    plainRows(client, `SELECT audience, k, n::INT AS n FROM samples_hourly ORDER BY ALL`);
+  /** The rows samples_hourly gives in a client's transaction that wrote samples (a row of k 99, left out). */
+  const writtenRows = async (client: TestFlightClient) => {
+    const [begun] = await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(begun)!.value) as unknown as {
+      transactionId: Uint8Array;
+    };
+    await client.doPut(
+      packAny('CommandStatementUpdate', {
+        query: `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 99, 1.0, 'public')`,
+        transactionId,
+      }),
+    );
+    const info = await client.getFlightInfo(
+      packAny('CommandStatementQuery', {
+        query: `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE k <> 99 ORDER BY ALL`,
+        transactionId,
+      }),
+    );
+    const rows = (await client.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => ({ ...r.toJSON() }));
+    await client.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+    return rows.map((r) => ({ ...r, n: Number(r.n) }));
+  };
+
+  it("reads the kept buckets past the watermark as before retention, the postponed audience's rows once", async () => {
+    const asAdmin = lake.client(admin);
+    const [asX, asY] = [teamX, teamY].map((key) => lake.client(key));
+    await asAdmin.updateCount(`CREATE TABLE samples (ts TIMESTAMPTZ, k INTEGER, v DOUBLE) WITH (time_column = 'ts')`);
+    await scalar(
+      asAdmin,
+      `select snouttime.create_rollup('samples_hourly', 'samples', interval '1 hour', select_list => 'k, percentile_sketch(v) AS p, count(*) AS n', group_by => 'k')`,
+    );
+    // The watermark: the hour refreshed in; every row below is written after it, so at or after the watermark.
+    await scalar(asAdmin, `select snouttime.refresh_rollup('samples_hourly')`);
+    await asAdmin.updateCount(
+      `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 1, 2.5, 'public'), (now(), 2, 4.0, 'team_x')`,
+    );
+    await asAdmin.updateCount(
+      `INSERT INTO samples (ts, k, v, audience) SELECT now(), i % 32, pow(1.02, (i // 32) - 37000), 'team_y' FROM range(32 * 74000) t(i)`,
+    );
+    const raw = await plainRows(
+      asAdmin,
+      `SELECT audience, k, count(*)::INT AS n FROM samples GROUP BY ALL ORDER BY ALL`,
+    );
+    const before = await Promise.all([asAdmin, asX, asY].map(rollupRows));
+    assert.deepEqual(before[0], raw);
+    assert.equal(before[0].length, 34);
+    // Retention shorter than the time since the refresh: every row expires, team_y's postponed.
+    await asAdmin.query(`SELECT * FROM set_retention('samples', '1 second')`);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await lake.orrery.daemon!.housekeeping();
+    assert.deepEqual(
+      await plainRows(asAdmin, 'SELECT audience, count(*)::INT AS n FROM samples GROUP BY ALL ORDER BY ALL'),
+      [{ audience: 'team_y', n: 32 * 74000 }],
+    );
+    const [{ last_error: error }] = await plainRows(
+      asAdmin,
+      `SELECT last_error FROM snouttime.jobs WHERE target = 'samples_hourly'`,
+    );
+    assert.match(String(error), /^audience team_y: retention of samples postponed: /m);
+    assert.deepEqual(await Promise.all([asAdmin, asX, asY].map(rollupRows)), before);
+    assert.deepEqual(await writtenRows(asAdmin), before[0]);
+    // A refresh leaves the kept buckets as retention stored them, team_y's still read from its rows.
+    await scalar(asAdmin, `select snouttime.refresh_rollup('samples_hourly')`);
+    assert.deepEqual(await Promise.all([asAdmin, asX, asY].map(rollupRows)), before);
+    assert.deepEqual(await writtenRows(asAdmin), before[0]);
+  });
+});
