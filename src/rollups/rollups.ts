@@ -774,11 +774,23 @@ export class Rollups {
 
   /** Creates this component's Postgres tables and DuckLake schema; idempotent, safe for processes starting together. */
   async prepare(): Promise<void> {
+    const locked = `SELECT pg_advisory_xact_lock(hashtextextended('orrery_rollups_schema', 0))`;
     await this.metadata.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('orrery_rollups_schema', 0))`);
+      await tx.query(locked);
       await tx.query(schemaSql);
       await tx.query(invalidationsSchemaSql);
     });
+    // The lake's part under the same lock: processes starting together that each found a table or column missing
+    // would each add it, and DuckLake refuses the second (a conflict, or a column that exists): that process failed to
+    // start. Each sees the lake as the one before it left it.
+    await this.metadata.transaction(async (tx) => {
+      await tx.query(locked);
+      await this.prepareLake();
+    });
+  }
+
+  /** prepare's DuckLake schema and tables, with what an older lake lacks. */
+  private async prepareLake(): Promise<void> {
     await this.engine.execute(`CREATE SCHEMA IF NOT EXISTS ${lakeCatalog}.${rollupSchema}`);
     await this.engine.execute(`CREATE TABLE IF NOT EXISTS ${keptTable} (rollup VARCHAR, bucket VARCHAR)`);
     for (const [table, more] of [
