@@ -2831,9 +2831,9 @@ export class Rollups {
     const state = await this.state(definition, snapshot);
     const source = this.sourceRows(definition, snapshot, scope, context);
     let sql: string;
-    if (state.watermark === null) {
+    if (definition.viewSetBase && state.watermark === null) {
       sql = aggregateOver(definition, source, 'TRUE');
-    } else if (context.written.has(definition.base) && !definition.viewSetBase) {
+    } else if (state.watermark === null || (context.written.has(definition.base) && !definition.viewSetBase)) {
       sql = await this.writtenViewSql(definition, state.watermark, scope, readAt, source);
     } else {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
@@ -2896,11 +2896,12 @@ export class Rollups {
    * source as the transaction sees it, but those whose stored values stand for raw rows gone, which no write
    * makes pending (see pending): for a rollup of the table, the buckets its retention kept (with the raw rows of an
    * audience it reads whose rows retention postponed: see keepBuckets); for a rollup of a rollup, those before its
-   * source's retention horizon.
+   * source's retention horizon. So is a rollup's view before its first refresh (no watermark): raw, but for the
+   * buckets retention kept meanwhile.
    */
   private async writtenViewSql(
     definition: RollupDefinition,
-    watermark: string,
+    watermark: string | null,
     scope: TableScope,
     { snapshot, tables, definitions, context }: ReadAt,
     source: string,
@@ -2910,7 +2911,7 @@ export class Rollups {
     const base = tables.get(definition.base);
     const horizonOf = definition.sourceIsRollup ? sourceRollup(definition, definitions).retention : null;
     const kept = definition.sourceIsRollup ? [] : [...(await this.keptBuckets(definition, snapshot))];
-    if (base && horizonOf)
+    if (base && horizonOf && watermark !== null)
       stands.push(
         `bucket < ${bucketLiteral(definition, watermark)}`,
         `bucket < ${horizonSql(definition, base, horizonOf, snapshot)}`,

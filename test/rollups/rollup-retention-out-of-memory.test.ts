@@ -243,4 +243,32 @@ describe("a series table's retention past a rollup's watermark over an audience'
     assert.deepEqual(await Promise.all([asAdmin, asX, asY].map(rollupRows)), before);
     assert.deepEqual(await writtenRows(asAdmin), before[0]);
   });
+
+  it('reads the buckets retention kept of a rollup never refreshed as before retention', async () => {
+    const asAdmin = lake.client(admin);
+    const asX = lake.client(teamX);
+    await asAdmin.updateCount(`CREATE TABLE events (ts TIMESTAMPTZ, k INTEGER) WITH (time_column = 'ts')`);
+    await asAdmin.updateCount(
+      `INSERT INTO events (ts, k, audience) VALUES (TIMESTAMPTZ '2024-01-01 00:10:00+00', 1, 'public'), ('2024-01-01 01:20:00+00', 2, 'team_x')`,
+    );
+    await asAdmin.updateCount(`INSERT INTO events (ts, k, audience) VALUES (now(), 3, 'team_x')`);
+    await scalar(
+      asAdmin,
+      `select snouttime.create_rollup('events_hourly', 'events', interval '1 hour', select_list => 'k, count(*) AS n', group_by => 'k')`,
+    );
+    const rows = (client: TestFlightClient) =>
+      plainRows(client, `SELECT bucket::VARCHAR AS bucket, audience, k, n::INT AS n FROM events_hourly ORDER BY ALL`);
+    const before = await Promise.all([asAdmin, asX].map(rows));
+    assert.equal(before[0].length, 3);
+    await asAdmin.query(`SELECT * FROM set_retention('events', '30 days')`);
+    await lake.orrery.daemon!.housekeeping();
+    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM events`), 1);
+    assert.equal(
+      await scalar(asAdmin, `SELECT count(*) FROM list_rollups() WHERE name = 'events_hourly' AND watermark IS NULL`),
+      1,
+    );
+    assert.deepEqual(await Promise.all([asAdmin, asX].map(rows)), before);
+    await scalar(asAdmin, `select snouttime.refresh_rollup('events_hourly')`);
+    assert.deepEqual(await Promise.all([asAdmin, asX].map(rows)), before);
+  });
 });
