@@ -377,6 +377,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         housekeepingSeconds: config.housekeepingSeconds,
         orphanGraceSeconds: config.orphanGraceSeconds,
         backfillSeconds: config.viewBackfillHours * 3600,
+        passes: config.maintenancePasses,
         onPartitionsExpired: maintenanceRollups
           ? (tx, change) => maintenanceRollups.partitionsChanged(tx, change)
           : undefined,

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { OrreryError, declareErrors, messageOf } from './errors/index.js';
 import { sizeBytes } from './engine/memory-limit.js';
 import { s3Settings, type S3Settings } from './lakehouse/index.js';
+import { defaultPasses, type Pass } from './maintenance/index.js';
 
 declareErrors('config', {
   CONFIG_INVALID: {
@@ -45,6 +46,8 @@ export interface Config {
   readonly retentionDays: number;
   /** ORRERY_VIEW_BACKFILL_HOURS: how far back a new view set defined by DDL is materialized by itself (0: not). */
   readonly viewBackfillHours: number;
+  /** ORRERY_MAINTENANCE_PASSES: the materialization passes this process's daemon runs (all of them unset). */
+  readonly maintenancePasses: readonly Pass[];
   /** How long a retired partition file stays readable before deletion. */
   readonly retireDelaySeconds: number;
   /** How often one daemon applies retention and deletes retired and orphaned files. */
@@ -143,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     s3: s3Store(env),
     retentionDays: positiveInteger(env.MICROMEGAS_RETENTION_DAYS, 'MICROMEGAS_RETENTION_DAYS') ?? 90,
     viewBackfillHours: nonNegativeInteger(env.ORRERY_VIEW_BACKFILL_HOURS, 'ORRERY_VIEW_BACKFILL_HOURS') ?? 24,
+    maintenancePasses: passes(env.ORRERY_MAINTENANCE_PASSES, 'ORRERY_MAINTENANCE_PASSES') ?? defaultPasses,
     retireDelaySeconds: nonNegativeInteger(env.ORRERY_RETIRE_DELAY_SECONDS, 'ORRERY_RETIRE_DELAY_SECONDS') ?? 3600,
     housekeepingSeconds: positiveInteger(env.ORRERY_HOUSEKEEPING_SECONDS, 'ORRERY_HOUSEKEEPING_SECONDS') ?? 3600,
     orphanGraceSeconds: positiveInteger(env.ORRERY_ORPHAN_GRACE_SECONDS, 'ORRERY_ORPHAN_GRACE_SECONDS') ?? 21600,
@@ -264,6 +268,16 @@ function oneOf<T extends string>(value: string | undefined, allowed: readonly T[
   if (!allowed.includes(value as T))
     throw new ConfigError(`${variable} must be one of ${allowed.join(', ')}, got '${value}'`);
   return value as T;
+}
+
+/** Passes named in a comma-separated list, each a name of defaultPasses; run in defaultPasses' order. */
+function passes(value: string | undefined, variable: string): readonly Pass[] | undefined {
+  if (!value) return undefined;
+  const names = value.split(',').map((name) => name.trim());
+  const known = defaultPasses.map((pass) => pass.name);
+  if (names.some((name) => !known.includes(name)))
+    throw new ConfigError(`${variable} must be a comma-separated list of ${known.join(', ')}, got '${value}'`);
+  return defaultPasses.filter((pass) => names.includes(pass.name));
 }
 
 function readFile(path: string, variable: string): Buffer {

@@ -1,5 +1,6 @@
 // Settings read from the environment: the maintenance engine's thread count (ORRERY_MAINTENANCE_THREADS), when an OTLP
-// request is answered (ORRERY_INGEST_ACK), what rollups' in-memory copies may take (ORRERY_ROLLUP_KEPT_MEMORY_LIMIT).
+// request is answered (ORRERY_INGEST_ACK), what rollups' in-memory copies may take (ORRERY_ROLLUP_KEPT_MEMORY_LIMIT),
+// the passes a daemon runs (ORRERY_MAINTENANCE_PASSES).
 import assert from 'node:assert/strict';
 import { availableParallelism, totalmem } from 'node:os';
 import { describe, it } from 'node:test';
@@ -56,4 +57,23 @@ describe('ORRERY_ROLLUP_KEPT_MEMORY_LIMIT', () => {
         error.message === "ORRERY_ROLLUP_KEPT_MEMORY_LIMIT must be a size such as 4GB or 512MiB, got 'half'",
     );
   });
+});
+
+describe('ORRERY_MAINTENANCE_PASSES', () => {
+  const names = (env: NodeJS.ProcessEnv): string[] => loadConfig(env).maintenancePasses.map((pass) => pass.name);
+  it('defaults to every pass; takes a list of them, run finest first', () => {
+    assert.deepEqual(names({}), ['second', 'minute', 'hour', 'day']);
+    assert.deepEqual(names({ ORRERY_MAINTENANCE_PASSES: 'day, minute,hour' }), ['minute', 'hour', 'day']);
+    assert.deepEqual(names({ ORRERY_MAINTENANCE_PASSES: 'second' }), ['second']);
+  });
+  for (const value of ['seconds', 'second,,minute', 'week'])
+    it(`refuses '${value}' naming the setting`, () => {
+      assert.throws(
+        () => loadConfig({ ORRERY_MAINTENANCE_PASSES: value }),
+        (error: unknown) =>
+          error instanceof ConfigError &&
+          error.message ===
+            `ORRERY_MAINTENANCE_PASSES must be a comma-separated list of second, minute, hour, day, got '${value}'`,
+      );
+    });
 });
