@@ -71,8 +71,12 @@ export interface RollupTarget {
   /** The oldest bucket a rollup still being backfilled holds (ns since the epoch); null: backfilled. */
   readonly backfilledFrom: bigint | null;
   readonly stored: StoredColumns | null;
-  /** For a rollup of the table itself, its aggregate statement over `__rollup_source`, to aggregate raw edges with; null otherwise. */
-  readonly rawEdges: string | null;
+  /**
+   * For a rollup of the table itself, how it reads raw edges: its aggregate statement over `__rollup_source`, and the
+   * temporary relation holding the table's rows for them (the caller's audience-filtered view of it, set up with the
+   * statement); null otherwise.
+   */
+  readonly rawEdges: { readonly query: string; readonly rows: string } | null;
 }
 
 export interface SkippedRollup {
@@ -1158,8 +1162,9 @@ async function finish(level: Level, rewritten: Rewritten, input: RewriteInput): 
 
 /**
  * What a level with raw edges reads: the rollup's whole buckets inside the window, and the
- * rollup's own aggregate of the table's rows (the caller's audience-filtered view of it) at each
- * end of the window, where the window's own bounds still apply. Their rows have the rollup's shape.
+ * rollup's own aggregate of the table's rows (the caller's audience-filtered view of it: see
+ * RollupTarget.rawEdges) at each end of the window, where the window's own bounds still apply.
+ * Their rows have the rollup's shape.
  */
 async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges, input: RewriteInput): Promise<Node> {
   const literal = (nanos: bigint): string => `TIMESTAMP '${timestampText(nanos)}'`;
@@ -1183,11 +1188,11 @@ async function withRawEdges(level: Level, target: RollupTarget, edges: RawEdges,
       ? [`__orrery_upper_edge AND ${time} >= ${literal(edges.to!)} AND ${time} < __orrery_upper_end`]
       : []),
   ];
-  const scans = ends.map((end) => `SELECT * FROM temp.main.${q(level.table.name)} AS ${q(alias)} WHERE ${end}`);
+  const scans = ends.map((end) => `SELECT * FROM temp.main.${q(target.rawEdges!.rows)} AS ${q(alias)} WHERE ${end}`);
   const parts = [
     `SELECT * FROM temp.main.${q(target.name)} WHERE bucket >= ${literal(edges.from)}${edges.to === null ? '' : ` AND bucket < ${literal(edges.to)}`}`,
     ...(scans.length > 0
-      ? [`SELECT * FROM (WITH __rollup_source AS (${scans.join(' UNION ALL ')}) ${target.rawEdges!})`]
+      ? [`SELECT * FROM (WITH __rollup_source AS (${scans.join(' UNION ALL ')}) ${target.rawEdges!.query})`]
       : []),
   ];
   const tree = (await input.engine.parseSelect(`SELECT * FROM (${parts.join(' UNION ALL ')}) AS ${rollupAlias}`))!;

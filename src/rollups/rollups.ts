@@ -14,6 +14,8 @@ import {
   lakeMetadataSchema,
   lakeTable,
   lakeVersionSql,
+  tableColumnsSelect,
+  tableRows,
   type SeriesTable,
   type SeriesTables,
   type TableScope,
@@ -236,7 +238,12 @@ export interface RollupReadPoint {
   readonly changed?: ReadonlyMap<string, 'created' | 'dropped'>;
   /** The buckets each rewritten level reads of each rollup: [from, to), to null when open. */
   readonly windows?: ReadonlyMap<string, ReadonlyArray<{ readonly from: string; readonly to: string | null }>>;
+  /** The tables whose raw edges rewritten levels read, each with the time they are at or after (see edgesOf). */
+  readonly edges?: ReadonlyMap<string, string | null>;
 }
+
+/** The temporary view of a series table's rows its rollups' raw edges read (see Rollups.edgeRows); internal (`__`). */
+const edgesRelation = (table: string): string => `__orrery_edges_${table}`;
 
 /** The buckets each level of a provenance reads of the rollup it reads. */
 function windowsOf(provenance: Provenance): Map<string, Array<{ from: string; to: string | null }>> {
@@ -248,6 +255,27 @@ function windowsOf(provenance: Provenance): Map<string, Array<{ from: string; to
     windows.set(level.rollup.name, list);
   }
   return windows;
+}
+
+/**
+ * The tables (series tables, view sets) whose raw edges the levels of a provenance read, each with the start of the
+ * UTC hour of its earliest window's start (DuckDB's text; null: unknown, every row), which no row of the edges is
+ * before. The hour, not the instant: the listing of the edges' files (Rollups.edgeRows) is kept per start, and then
+ * serves every statement of a window that moves with the clock (`now() - INTERVAL 24 HOUR`) within the hour.
+ */
+function edgesOf(provenance: Provenance): Map<string, string | null> {
+  const edges = new Map<string, string | null>();
+  for (const level of provenance.resources) {
+    if (!level.rollup?.buckets) continue;
+    const hour = /^(\d{4}-\d\d-\d\d)T(\d\d):/.exec(level.rollup.window.from);
+    const from = hour ? `${hour[1]} ${hour[2]}:00:00` : null;
+    const before = edges.get(level.table);
+    edges.set(
+      level.table,
+      before === undefined ? from : before === null || from === null ? null : before < from ? before : from,
+    );
+  }
+  return edges;
 }
 
 /** A timestamp (DuckDB's text or RFC 3339) in ms since the epoch. */
@@ -2335,6 +2363,31 @@ export class Rollups {
   }
 
   /**
+   * The rows of a series table that a statement's raw edges read (RollupTarget.rawEdges), for a scope, with its time
+   * column at or after `from` (null: every row) among them: read, as the never-stale tail's are (tailPart), from the
+   * files that hold them at the snapshot the statement reads its rollups at, less their delete files, when those hold
+   * them exactly, with no DuckLake transaction, catalog read or prepare of DuckLake's scan at each statement (a
+   * statement reading raw edges through it cost ~45 ms more server CPU than one reading the rollup alone: see
+   * bench/rollup-rewrite/README.md); DuckDB prunes the files' row groups outside each edge by their statistics. Else
+   * through DuckLake's scan, as the table's own view reads it; in a client's transaction that wrote the table, as
+   * the transaction sees it (its writes are in no file the catalog lists).
+   */
+  private async edgeRows(
+    table: SeriesTable,
+    from: string | null,
+    scope: TableScope,
+    snapshot: bigint,
+    written: boolean,
+  ): Promise<string> {
+    const files = written ? null : await this.filesOf('main', table.name, table.timeColumn, snapshot, from);
+    if (!files) return tableRows(table.name, scope, written ? undefined : snapshot);
+    const none = `SELECT ${table.columns.map((c) => `CAST(NULL AS ${c.type}) AS ${quoteIdentifier(c.name)}`).join(', ')} WHERE false`;
+    const filter = audienceFilter(scope);
+    // The files' rows may be a UNION (files with deletes): the filter applies to all of them.
+    return `SELECT ${tableColumnsSelect} FROM (${files.sql ?? none})${filter ? ` WHERE ${filter}` : ''}`;
+  }
+
+  /**
    * The part of a rollup's view after its watermark, for a scope: the aggregate of its base series
    * table's rows from the watermark on, read from the files that hold them (filesOf), or once made for
    * those files (keptTail) from its kept table; else from `source` (DuckLake's scan, or for a
@@ -3012,6 +3065,14 @@ export class Rollups {
         `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(alias.name)} AS SELECT ${alias.selectList} FROM ${quoteIdentifier(alias.target)}`,
       );
     }
+    // The series tables' rows the rewritten levels' raw edges read (view sets' edges read the sets' own views).
+    for (const [name, from] of point?.edges ?? []) {
+      const table = tables.get(name);
+      if (!table) continue;
+      statements.push(
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(edgesRelation(name))} AS ${await this.edgeRows(table, from, scope, snapshot, context.written.has(name))}`,
+      );
+    }
     // The kept tails' rows the views read are told to them natively, or by the fill, before the views (see
     // tail-values.ts).
     const reads = context.tailReads.size > 0 ? context.tailReads : undefined;
@@ -3158,7 +3219,7 @@ export class Rollups {
           provenance,
           rollups: [...kept.rollups],
           storedColumnsUnread: [...kept.storedColumnsUnread],
-          at: { ...at, windows: windowsOf(provenance) },
+          at: { ...at, windows: windowsOf(provenance), edges: edgesOf(provenance) },
           outcome: 'kept',
         };
       };
@@ -3195,7 +3256,9 @@ export class Rollups {
         retention: definition.retention,
         backfilledFrom: definition.coveredFrom === null ? null : timestampNanos(definition.coveredFrom),
         stored,
-        rawEdges: definition.sourceIsRollup ? null : definition.query,
+        rawEdges: definition.sourceIsRollup
+          ? null
+          : { query: definition.query, rows: definition.viewSetBase ? base.name : edgesRelation(base.name) },
       });
       targets.set(definition.base, list);
     }
@@ -3277,7 +3340,7 @@ export class Rollups {
       });
     return {
       ...rewritten,
-      at: { ...at, windows: windowsOf(rewritten.provenance) },
+      at: { ...at, windows: windowsOf(rewritten.provenance), edges: edgesOf(rewritten.provenance) },
       outcome: answers ? 'remade' : 'made',
     };
   }

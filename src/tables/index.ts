@@ -18,6 +18,7 @@ export {
   lakeTable,
   lakeVersionSql,
   tableColumnsSelect,
+  tableRows,
   type DependentsSource,
   type RetentionDelete,
   type SeriesColumn,

@@ -76,6 +76,18 @@ export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteI
 export const tableColumnsSelect = `* EXCLUDE (${audienceColumn}), ${audienceColumn}`;
 
 /**
+ * A series table's rows a scope reads (its audiences' and public ones), through DuckLake's scan; as of a snapshot
+ * when given. The columns in the order of tableColumnsSelect.
+ */
+export function tableRows(name: string, scope: TableScope, snapshot?: bigint): string {
+  const filter =
+    scope.kind === 'all'
+      ? ''
+      : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
+  return `SELECT ${tableColumnsSelect} FROM ${lakeTable(name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${filter}`;
+}
+
+/**
  * Series tables: tables clients write, kept in DuckLake (catalog in Orrery's Postgres, Parquet
  * under the lake), read through views filtered by audience. Every process attached to the same
  * catalog sees the same tables: the list is kept only for the DuckLake snapshot it was read at
@@ -194,13 +206,9 @@ export class SeriesTables {
    * as of a DuckLake snapshot when given (a statement that also reads rollups reads both there).
    */
   readViews(tables: Iterable<SeriesTable>, scope: TableScope, snapshot?: bigint): string[] {
-    const filter =
-      scope.kind === 'all'
-        ? ''
-        : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
     return [...tables].map(
       (table) =>
-        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS SELECT ${tableColumnsSelect} FROM ${lakeTable(table.name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${filter}`,
+        `CREATE OR REPLACE TEMP VIEW ${quoteIdentifier(table.name)} AS ${tableRows(table.name, scope, snapshot)}`,
     );
   }
 

@@ -1,0 +1,143 @@
+// Issue 14: a window off bucket boundaries read as whole rollup buckets plus raw edges reads its edges'
+// rows from the table's Parquet files (less their delete files), as the never-stale tail does, not
+// through DuckLake's scan (a DuckLake transaction, catalog reads and a prepare at every statement).
+// Through a real Flight SQL client against a real Orrery: each answer equal to its raw twin for an
+// admin and for a reader of public rows alone, after deletes, updates and late rows in the edges.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Table } from 'apache-arrow';
+import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { FlightSql, packAny, unpackAny } from '../support/flight-client.js';
+import { useOrrery } from '../support/orrery-process.js';
+
+/** Two days of 2024 a minute apart; the window is off the hour at both ends. */
+const window = `ts >= '2024-01-01 05:30' and ts < '2024-01-02 07:45'`;
+/** The rows of the window's lower edge ([05:00, 06:00) of the first day) and of its upper edge's hour. */
+const edgeHours = `(ts >= '2024-01-01 05:00' and ts < '2024-01-01 06:00' or ts >= '2024-01-02 07:00' and ts < '2024-01-02 08:00')`;
+
+const panel = (from: string): string =>
+  `select host, count(*) as n, sum(v) as s, max(v) as mx from ${from} where ${window} group by host order by host`;
+
+describe('raw edges read from the files (issue 14)', () => {
+  // Every window off the hour reads raw edges, however few rows its whole buckets replace.
+  const fixture = useOrrery({ ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: '0' });
+
+  /** The DuckLake scans of `table` in an admin's plan of `sql` (EXPLAIN ANALYZE draws each as `Table: <name>`). */
+  const lakeScans = async (table: string, sql: string): Promise<number> => {
+    const plan = (await fixture.admin.query(`EXPLAIN ANALYZE ${sql}`))
+      .toArray()
+      .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
+      .join('\n');
+    return plan.match(new RegExp(`Table: ${table}\\b`, 'g'))?.length ?? 0;
+  };
+
+  /**
+   * A table of 2,880 rows a minute apart from 2024-01-01, every other one public (the rest team_x's), and its hourly
+   * rollup, refreshed.
+   */
+  const withRollup = async (name: string): Promise<void> => {
+    const run = (sql: string): Promise<Table> => fixture.admin.query(sql);
+    await run(`CREATE TABLE ${name} (ts TIMESTAMP, host VARCHAR, v BIGINT) WITH (time_column = 'ts')`);
+    await run(`INSERT INTO ${name} (ts, host, v, audience)
+                 SELECT TIMESTAMP '2024-01-01 00:00:00' + to_minutes(i), 'h' || (i % 3), i,
+                        CASE WHEN i % 2 = 0 THEN 'public' ELSE 'team_x' END FROM range(2880) t(i)`);
+    await run(`select snouttime.create_rollup('${name}_hourly', '${name}', interval '1 hour',
+                 select_list => 'host, count(*) as n, sum(v) as s, max(v) as mx', group_by => 'host')`);
+    await run(`select snouttime.refresh_rollup('${name}_hourly')`);
+  };
+
+  /**
+   * The panel over `name` reads its hourly rollup's whole hours plus raw edges, and answers as its raw twin does,
+   * for an admin and for a reader of public rows alone; answers the DuckLake scans of the table in its plan.
+   */
+  const checked = async (name: string): Promise<number> => {
+    for (const client of [fixture.admin, fixture.reader]) {
+      const table = await client.query(panel(name));
+      const provenance = JSON.parse(table.schema.metadata.get('orrery.provenance')!) as {
+        resources: Array<{ rollup: { name: string; buckets?: unknown } | null }>;
+      };
+      assert.deepEqual(
+        provenance.resources.map((r) => [r.rollup?.name, r.rollup?.buckets]),
+        [[`${name}_hourly`, { from: '2024-01-01T06:00:00Z', to: '2024-01-02T07:00:00Z' }]],
+      );
+      assert.deepEqual(
+        table.toArray().map((r) => plain({ ...r })),
+        await plainRows(client, panel(`(select * from ${name}) as ${name}`)),
+      );
+    }
+    return lakeScans(name, panel(name));
+  };
+
+  it('reads the edges from the files, with no DuckLake scan, exact for an admin and a reader', async () => {
+    await withRollup('plain');
+    // The reader's edges are its public rows alone.
+    assert.notDeepEqual(
+      await plainRows(fixture.reader, panel('plain')),
+      await plainRows(fixture.admin, panel('plain')),
+    );
+    assert.equal(await checked('plain'), 0);
+  });
+
+  it('leaves out rows of the edges deleted since their file was written (a delete file)', async () => {
+    await withRollup('deleted');
+    await fixture.admin.updateCount(`DELETE FROM deleted WHERE ${edgeHours} AND v % 2 = 0`);
+    assert.equal(await checked('deleted'), 0);
+  });
+
+  it('reads rows of the edges updated since their file was written (a delete file and a new file)', async () => {
+    await withRollup('updated');
+    await fixture.admin.updateCount(`UPDATE updated SET v = v + 100000 WHERE ${edgeHours} AND v % 3 = 0`);
+    assert.equal(await checked('updated'), 0);
+    // A row moved out of an edge into a whole hour, and one moved into an edge from one.
+    await fixture.admin.updateCount(`UPDATE updated SET ts = TIMESTAMP '2024-01-01 12:00:30' WHERE v = 331`);
+    await fixture.admin.updateCount(`UPDATE updated SET ts = TIMESTAMP '2024-01-02 07:10:30' WHERE v = 600`);
+    await checked('updated');
+  });
+
+  it('reads late rows of the edges: a file of them, and rows inlined in the catalog (read through DuckLake)', async () => {
+    await withRollup('late');
+    await fixture.admin.updateCount(
+      `INSERT INTO late (ts, host, v, audience) SELECT TIMESTAMP '2024-01-01 05:45:00' + to_seconds(i), 'h9', 10000 + i,
+         CASE WHEN i % 2 = 0 THEN 'public' ELSE 'team_x' END FROM range(40) t(i)`,
+    );
+    assert.equal(await checked('late'), 0);
+    // Fewer than 10 rows are inlined in DuckLake's catalog, in no file: the edges are then read through DuckLake.
+    await fixture.admin.updateCount(
+      `INSERT INTO late (ts, host, v, audience) VALUES (TIMESTAMP '2024-01-02 07:30:00', 'h8', 20000, 'public')`,
+    );
+    assert.ok((await checked('late')) > 0);
+  });
+  // Guards (they pass without the edges read from files: DuckLake's scan saw the same): a client's transaction reads
+  // the edges as it sees the table, at its snapshot.
+  it("reads the edges in a client's transaction at its snapshot, and with its own writes", async () => {
+    await withRollup('pinned');
+    const [body] = await fixture.admin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
+    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
+      transactionId: Uint8Array;
+    };
+    const inTransaction = async (query: string): Promise<Array<Record<string, unknown>>> => {
+      const info = await fixture.admin.getFlightInfo(packAny('CommandStatementQuery', { query, transactionId }));
+      return (await fixture.admin.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
+    };
+    const twin = panel('(select * from pinned) as pinned');
+    // The transaction's first read fixes its snapshot: another connection's rows in the edges come after it.
+    const before = await inTransaction(panel('pinned'));
+    assert.deepEqual(before, await inTransaction(twin));
+    const late = `INSERT INTO pinned (ts, host, v, audience) SELECT TIMESTAMP '2024-01-01 05:50:00' + to_seconds(i), 'h7',
+                    30000 + i, 'public' FROM range(40) t(i)`;
+    await fixture.admin.updateCount(late);
+    assert.deepEqual(await inTransaction(panel('pinned')), before);
+    // Its own rows in the edges, in no file the catalog lists, are read.
+    await fixture.admin.doPut(
+      packAny('CommandStatementUpdate', { query: late.replace("'h7'", "'h6'"), transactionId }),
+    );
+    const own = await inTransaction(panel('pinned'));
+    assert.deepEqual(own, await inTransaction(twin));
+    assert.ok(own.some((r) => r.host === 'h6'));
+    await fixture.admin.doAction(
+      'EndTransaction',
+      packAny('ActionEndTransactionRequest', { transactionId, action: 2 }),
+    );
+    await checked('pinned');
+  });
+});
