@@ -77,8 +77,9 @@ struct Column {
   std::vector<int64_t> ints;   // kInt64, kInt32 (widened)
   std::vector<uint32_t> offsets;  // kString: row i is bytes[offsets[i], offsets[i + 1])
   std::string bytes;
-  std::vector<uint8_t> index;        // kEnum: the value's place in values
+  std::vector<uint32_t> index;       // kEnum: the value's place in values
   std::vector<std::string> values;   // kEnum
+  bool bloom = false;                // kEnum: a bloom filter of each chunk's dictionary (a VARCHAR's in DuckDB's file)
   std::string_view String(size_t i) const {
     return std::string_view(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
   }
@@ -736,6 +737,10 @@ class Writer {
         }
         Statistics(dict, m, string_stat);
         DictionaryChunk(c, begin, end, dict, enum_indexes_.data(), m, plain_string);
+        if (c.bloom) {
+          Timed timed(kBloom);
+          m.bloom = Bloom(dict.size(), [&dict](size_t i) { return Xxh64(dict[i].data(), dict[i].size()); });
+        }
         return;
       }
       case Kind::kString: {
@@ -878,9 +883,9 @@ struct DuckDB {
 
 std::string Quote(const std::string &s) { return "'" + s + "'"; }
 
-std::vector<Column> Load(DuckDB &duck, const std::string &file) {
+// log_entries' columns (kColumns), empty.
+std::vector<Column> EmptyColumns() {
   std::vector<Column> columns;
-  std::string select;
   for (const Spec &s : kColumns) {
     Column c;
     c.name = s.name;
@@ -890,8 +895,14 @@ std::vector<Column> Load(DuckDB &duck, const std::string &file) {
     c.logical = s.kind == Kind::kInt64 ? kLogicalTimestamp : s.kind == Kind::kInt32 ? 0 : IsJson(s.name) ? kLogicalJson : kLogicalString;
     if (s.kind == Kind::kString) c.offsets.push_back(0);
     columns.push_back(std::move(c));
-    select += (select.empty() ? "" : ", ") + std::string(s.select);
   }
+  return columns;
+}
+
+std::vector<Column> Load(DuckDB &duck, const std::string &file) {
+  std::vector<Column> columns = EmptyColumns();
+  std::string select;
+  for (const Spec &s : kColumns) select += (select.empty() ? "" : ", ") + std::string(s.select);
   std::vector<std::vector<std::pair<std::string, uint8_t>>> enum_values(columns.size());
   duck.Query("SELECT " + select + " FROM read_parquet(" + Quote(file) + ")", [&](duckdb_data_chunk chunk) {
     const idx_t n = duckdb_data_chunk_get_size(chunk);
@@ -916,13 +927,45 @@ std::vector<Column> Load(DuckDB &duck, const std::string &file) {
           } else {
             auto it = std::find(c.values.begin(), c.values.end(), text);
             if (ok && it == c.values.end()) c.values.emplace_back(text), it = c.values.end() - 1;
-            c.index.push_back(ok ? static_cast<uint8_t>(it - c.values.begin()) : 0);
+            c.index.push_back(ok ? static_cast<uint32_t>(it - c.values.begin()) : 0);
           }
         }
       }
     }
   });
   return columns;
+}
+
+// A file's rows in order: their count and a sum of hashes of every column with the row's place.
+std::string Digest(DuckDB &duck, const std::string &file) {
+  std::string all;
+  for (const Spec &s : kColumns) all += std::string(all.empty() ? "" : ", ") + s.name;
+  return duck.Strings("SELECT count(*)::VARCHAR || ' ' || sum(hash(file_row_number, " + all +
+                      ")::HUGEINT)::VARCHAR FROM read_parquet(" + Quote(file) + ", file_row_number = true)")[0];
+}
+
+// A file's columns and the types DuckDB reads them as.
+std::string Schema(DuckDB &duck, const std::string &file) {
+  return duck.Strings("SELECT string_agg(column_name || ' ' || column_type, ', ') FROM (DESCRIBE SELECT * FROM read_parquet(" +
+                      Quote(file) + "))")[0];
+}
+
+// How many rows are in one file and not the other, either way (a check independent of the hash).
+std::string RowsInOneOnly(DuckDB &duck, const std::string &a, const std::string &b) {
+  const std::string r = "read_parquet(" + Quote(a) + ")", q = "read_parquet(" + Quote(b) + ")";
+  return duck.Strings("SELECT count(*)::VARCHAR FROM ((SELECT * FROM " + q + " EXCEPT ALL SELECT * FROM " + r +
+                      ") UNION ALL (SELECT * FROM " + r + " EXCEPT ALL SELECT * FROM " + q + "))")[0];
+}
+
+// How many of a file's row groups that hold `value` in `column` its bloom filters exclude (0 when they are right).
+long WronglyExcluded(DuckDB &duck, const std::string &file, const std::string &column, const std::string &value,
+                     size_t row_group) {
+  std::string literal = value;
+  for (size_t at = 0; (at = literal.find('\'', at)) != std::string::npos; at += 2) literal.insert(at, "'");
+  return std::stol(duck.Strings("SELECT count(*)::VARCHAR FROM parquet_bloom_probe(" + Quote(file) + ", '" + column +
+                                "', '" + literal + "') WHERE bloom_filter_excludes AND row_group_id IN (SELECT DISTINCT " +
+                                "file_row_number // " + std::to_string(row_group) + " FROM read_parquet(" + Quote(file) +
+                                ", file_row_number = true) WHERE " + column + " = '" + literal + "')")[0]);
 }
 
 double ProcessCpu() {
@@ -1017,17 +1060,9 @@ int main(int argc, char **argv) {
     if (argc < 5 || std::strcmp(argv[4], "--check") != 0) return 0;
     // The checks, of each own file against DuckDB's: the same rows in the same order, the same schema, bloom filters
     // that exclude no row group holding a value and most of them for a value in none.
-    std::string all;
-    for (const Spec &s : kColumns) all += std::string(all.empty() ? "" : ", ") + s.name;
     auto one = [&](const std::string &sql) { return duck.Strings(sql)[0]; };
-    auto digest = [&](const std::string &file) {
-      return one("SELECT count(*)::VARCHAR || ' ' || sum(hash(file_row_number, " + all +
-                 ")::HUGEINT)::VARCHAR FROM read_parquet(" + Quote(file) + ", file_row_number = true)");
-    };
-    auto schema = [&](const std::string &file) {
-      return one("SELECT string_agg(column_name || ' ' || column_type, ', ') FROM (DESCRIBE SELECT * FROM read_parquet(" +
-                 Quote(file) + "))");
-    };
+    auto digest = [&](const std::string &file) { return Digest(duck, file); };
+    auto schema = [&](const std::string &file) { return Schema(duck, file); };
     auto encodings = [&](const std::string &file) {
       return one(
           "SELECT string_agg(path_in_schema || '=' || encodings || ' ' || round(bytes / 1e6, 2)::VARCHAR, '; ' ORDER BY column_id) FROM "
@@ -1039,9 +1074,8 @@ int main(int argc, char **argv) {
                 digest(input).c_str(), encodings(duck_out).c_str());
     for (const std::string &file : {own_out, sampled_out}) {
       // Rows of one file missing from the other, either way (a check independent of the hash).
-      const std::string r = "read_parquet(" + Quote(file) + ")", q = "read_parquet(" + Quote(duck_out) + ")";
-      const std::string diff = one("SELECT count(*)::VARCHAR FROM ((SELECT * FROM " + q + " EXCEPT ALL SELECT * FROM " + r +
-                                   ") UNION ALL (SELECT * FROM " + r + " EXCEPT ALL SELECT * FROM " + q + "))");
+      const std::string r = "read_parquet(" + Quote(file) + ")";
+      const std::string diff = RowsInOneOnly(duck, file, duck_out);
       // Bloom filters: 40 values of each filtered text column, each probed against the row groups that hold it; and
       // one value in none, against all of them.
       long wrong = 0, probes = 0, absent_excluded = 0, groups = 0;
@@ -1049,13 +1083,8 @@ int main(int argc, char **argv) {
         const std::string c = column;
         for (const std::string &v : duck.Strings("SELECT DISTINCT " + c + " FROM " + r + " WHERE " + c +
                                                  " IS NOT NULL ORDER BY hash(" + c + ") LIMIT 40")) {
-          std::string literal = v;
-          for (size_t at = 0; (at = literal.find('\'', at)) != std::string::npos; at += 2) literal.insert(at, "'");
           ++probes;
-          wrong += std::stol(one("SELECT count(*)::VARCHAR FROM parquet_bloom_probe(" + Quote(file) + ", '" + c + "', '" + literal +
-                                 "') WHERE bloom_filter_excludes AND row_group_id IN (SELECT DISTINCT file_row_number // " +
-                                 std::to_string(kRowGroup) + " FROM read_parquet(" + Quote(file) +
-                                 ", file_row_number = true) WHERE " + c + " = '" + literal + "')"));
+          wrong += WronglyExcluded(duck, file, c, v, kRowGroup);
         }
         groups += std::stol(one("SELECT count(*)::VARCHAR FROM parquet_bloom_probe(" + Quote(file) + ", '" + c + "', '\"no such value\"')"));
         absent_excluded += std::stol(one("SELECT count(*)::VARCHAR FROM parquet_bloom_probe(" + Quote(file) + ", '" + c +

@@ -9,6 +9,7 @@
 //
 //   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000] [--unique-ids]
 //   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory] [--processes 8]
+//   node bench/materialization/variants.mjs --dump-blocks PREFIX DIR  (the ordered read's other inputs: see below)
 // --unique-ids: a trace and span id of its own for each traced record (bench/materialization/payloads.mjs).
 // --processes: how many processes the blocks come from (block i from process i % N; the bench server's load
 // generator sends 8 services' blocks, interleaved).
@@ -99,6 +100,21 @@ try {
   );
   const rows = payloadRows('log', [], { file, sizes });
   const statements = await variants(rows);
+  // --dump-blocks PREFIX: what the ordered read is given besides the payloads, for direct-writer.cc: each payload's
+  // first time (PREFIX.first-times, one a line) and its block fields as text (PREFIX.parquet: `kBlockFields` per
+  // payload, as orderedBlocks sets them).
+  const dump = option('dump-blocks');
+  if (dump) {
+    writeFileSync(`${dump}.first-times`, payloadFirstTimes().join('\n') + '\n');
+    await engine.execute(
+      `COPY (SELECT unnest(b) AS field, generate_subscripts(b, 1) AS place FROM (SELECT getvariable('__orrery_blocks') AS b))
+         TO ${quoteLiteral(`${dump}.parquet`)} (FORMAT parquet)`,
+      { setup: statements['ordered enums'].session },
+    );
+    await engine.close();
+    rmSync(spill, { recursive: true, force: true });
+    process.exit(0);
+  }
   if (!statements[variant]) throw new Error(`no variant ${variant}; one of ${Object.keys(statements).join(', ')}`);
   const { setup = [], session = [], sql, rowGroup = 131072, write: chosen = 'COMPRESSION zstd' } = statements[variant];
   // --write 'OPTIONS': the COPY's Parquet options instead of the variant's (a dictionary limit, say).
@@ -258,6 +274,25 @@ function sampleMemory() {
  * The statements compared: `sql` is what COPY writes, `setup` runs before the measurement, `session` on the
  * statement's connection (temporary types and tables). The extract is log_entries' own; __blocks is as above.
  */
+/**
+ * Each payload's first time as its block holds it: the earliest of its records' times that ingestion's scan found
+ * (11 numbers per ResourceLogs: the records' count 7th, then that time's high and low 32-bit halves).
+ */
+function payloadFirstTimes() {
+  const contents = readFileSync(file);
+  const firstTimes = [];
+  for (let i = 0, at = 0; i < sizes.length; at += sizes[i++]) {
+    const scanned = nativeLogsScan()(contents.subarray(at, at + sizes[i]));
+    let first = 0n;
+    for (let r = 0; r < scanned.length; r += 11) {
+      const time = (BigInt(scanned[r + 7]) << 32n) | BigInt(scanned[r + 8]);
+      if (scanned[r + 6] > 0 && (first === 0n || time < first)) first = time;
+    }
+    firstTimes.push(first);
+  }
+  return firstTimes;
+}
+
 async function variants(rows) {
   const extract = logEntries.source.extract.replaceAll('{payloads}', rows);
   const oneStream = (sql) =>
@@ -309,19 +344,7 @@ async function variants(rows) {
     .replace('JOIN __blocks b', 'JOIN __blocks_s b');
   // The rows in time order from the payloads' merge (__orrery_otlp_logs_ordered), no join and no sort: what the
   // materializer runs when the merge holds little (materializer.ts, mergeFirstTimes).
-  // Each payload's first time as its block holds it: the earliest of its records' times that ingestion's scan found
-  // (11 numbers per ResourceLogs: the records' count 7th, then that time's high and low 32-bit halves).
-  const contents = readFileSync(file);
-  const firstTimes = [];
-  for (let i = 0, at = 0; i < sizes.length; at += sizes[i++]) {
-    const scanned = nativeLogsScan()(contents.subarray(at, at + sizes[i]));
-    let first = 0n;
-    for (let r = 0; r < scanned.length; r += 11) {
-      const time = (BigInt(scanned[r + 7]) << 32n) | BigInt(scanned[r + 8]);
-      if (scanned[r + 6] > 0 && (first === 0n || time < first)) first = time;
-    }
-    firstTimes.push(first);
-  }
+  const firstTimes = payloadFirstTimes();
   const ordered = logEntries.source.ordered.replaceAll('{payloads}', orderedProtobufLogs(file, sizes, firstTimes));
   const orderedVariant = {
     session: [index('__block_text', '__blocks'), orderedBlocks],
