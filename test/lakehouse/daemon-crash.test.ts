@@ -274,21 +274,23 @@ describe('maintenance daemon killed mid-run, then two daemons at once', { timeou
             : undefined,
       },
     ).catch(async (error: unknown) => {
-      // What the lake holds, to tell a set left behind (log_stats once stayed at 1,600 of 4,500 records for 243 s)
-      // from one whose partitions a statement did not read: per set, and log_entries' ranges no log_stats
-      // partition spans.
-      const sets = await postgres.pool.query(
+      // What the lake and Postgres hold, to tell a set left behind (log_stats once stayed at 1,600 of 4,500 records
+      // for 243 s, unexplained) from one a statement did not read, and a pass stuck on Postgres from one not run:
+      // per set, log_entries' ranges no log_stats partition spans, the sessions in a transaction, waiting locks.
+      const rows = async (sql: string): Promise<string> => JSON.stringify((await postgres.pool.query(sql)).rows);
+      const report = [
         `SELECT view_set_name, count(*)::int AS partitions, sum(num_rows)::int AS rows, max(end_insert_time) AS until
            FROM lakehouse_partitions WHERE view_set_name IN ('blocks', 'log_entries', 'log_stats') GROUP BY 1 ORDER BY 1`,
-      );
-      const uncovered = await postgres.pool.query(
         `SELECT e.begin_insert_time AS begin, e.end_insert_time AS end, e.num_rows AS rows FROM lakehouse_partitions e
           WHERE e.view_set_name = 'log_entries' AND e.num_rows > 0 AND NOT EXISTS (
                 SELECT 1 FROM lakehouse_partitions s WHERE s.view_set_name = 'log_stats'
                    AND s.begin_insert_time <= e.begin_insert_time AND e.end_insert_time <= s.end_insert_time)
           ORDER BY 1`,
-      );
-      const lake = `\n--- partitions: ${JSON.stringify(sets.rows)}\n--- log_entries not under log_stats: ${JSON.stringify(uncovered.rows)}`;
+        `SELECT pid, state, wait_event, (now() - xact_start)::text AS age, left(query, 160) AS query FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL ORDER BY xact_start`,
+        'SELECT pid, locktype, mode, relation::regclass::text AS relation FROM pg_locks WHERE NOT granted',
+      ];
+      const lake = (await Promise.all(report.map(rows))).map((r) => `\n--- ${r}`).join('');
       return withDaemonOutput(new Error(`${(error as Error).message}${lake}`, { cause: error }));
     });
     t.diagnostic(`exact counts reached ${Math.round((Date.now() - started) / 1000)} s after the last request`);
