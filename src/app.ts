@@ -172,6 +172,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       ],
       memoryLimit: config.duckdbMemoryLimit,
       threads: config.duckdbThreads,
+      onConflictRerun: () => metrics.conflictReruns.inc(),
     };
     const extensions = await lakeExtensions(config, log);
     if (store.needsHttpfs && !extensions.files.some((file) => file.endsWith('/httpfs.duckdb_extension')))

@@ -98,6 +98,8 @@ export interface EngineOptions {
    * exporter. Other statements run on libuv's shared threads at their priority.
    */
   readonly nice?: number;
+  /** Told each time a client's statement is run once more after a conflict refused its commit (see execute). */
+  readonly onConflictRerun?: () => void;
 }
 
 /** What a statement is, learnt by preparing it (nothing runs). */
@@ -415,6 +417,7 @@ export class DuckDBEngine {
      * be given tailReads.
      */
     private readonly tailRowsInstance: number | undefined,
+    private readonly onConflictRerun: (() => void) | undefined,
   ) {
     this.pool = new ConnectionPool(instance, [`USE ${catalogName}`], undefined, (c) => {
       this.kept.drop(c);
@@ -495,6 +498,7 @@ export class DuckDBEngine {
       nice,
       startupObjects!,
       tailRows,
+      options.onConflictRerun,
     );
   }
 
@@ -615,6 +619,7 @@ export class DuckDBEngine {
     } catch (error) {
       if (!options.committedIfLive || options.session || !isErrorOf(error, engineErrors, 'TRANSACTION_CONFLICT'))
         throw error;
+      this.onConflictRerun?.();
       return this.executeOnce(sql, options);
     }
   }

@@ -60,6 +60,12 @@ export class OrreryMetrics {
     registers: [this.registry],
   });
 
+  readonly conflictReruns = new Counter({
+    name: 'orrery_conflict_reruns_total',
+    help: "Client statements outside a transaction run once more because DuckLake refused their commit for a conflict (a publication or the daemon changing a series table's sort while an INSERT into it ran)",
+    registers: [this.registry],
+  });
+
   readonly queryTimeouts = new Counter({
     name: 'orrery_query_timeouts_total',
     help: "Statements stopped because the statement timeout (ORRERY_QUERY_TIMEOUT_SECONDS) or the client's deadline passed",

@@ -179,17 +179,22 @@ describe('index entries on a series table (issue 13)', () => {
     assert.equal(await latest(), before);
   });
 
-  it('an INSERT running while a publication sorts its table is kept; a transaction that wrote it hears TRANSACTION_CONFLICT', async () => {
+  it('an INSERT running while a publication sorts its table is run once more and kept; a transaction that wrote it hears TRANSACTION_CONFLICT', async () => {
     for (const table of ['spans_busy', 'spans_tx'])
       await fixture.admin.query(
         `CREATE TABLE ${table} (ts TIMESTAMP, trace VARCHAR, pod VARCHAR) WITH (time_column = 'ts')`,
       );
     const tx = await begin();
     await update(`INSERT INTO spans_tx VALUES (TIMESTAMP '2026-11-10', 'a', 'p')`, tx);
-    // 200 rows of 100 ms each: 20 s from its start, when it read the table's catalog (its DuckLake snapshot).
+    // 600 rows of 100 ms each: 60 s from its start, when it read the table's catalog (its DuckLake snapshot), for
+    // the publication to sort the table meanwhile. Its run once more, begun (now()) past that minute, sleeps no more.
     const running = () => metricValue(fixture.orrery.httpPort, 'orrery_queries_running');
+    const reruns = () => metricValue(fixture.orrery.httpPort, 'orrery_conflict_reruns_total');
+    const rerunsBefore = await reruns();
+    const slowUntil = new Date(Date.now() + 60_000).toISOString().replace('T', ' ').replace('Z', '');
     const slow = update(
-      `INSERT INTO spans_busy SELECT TIMESTAMP '2026-11-10' + to_seconds(i), md5(i::VARCHAR), 'p' FROM range(200) t(i) WHERE sleep_ms(100) IS NULL`,
+      `INSERT INTO spans_busy SELECT TIMESTAMP '2026-11-10' + to_seconds(i), md5(i::VARCHAR), 'p' FROM range(600) t(i)
+        WHERE sleep_ms(CASE WHEN now() < TIMESTAMP '${slowUntil}' THEN 100 ELSE 0 END) IS NULL`,
     );
     await pollUntil('the INSERT running', running, (n) => n >= 1, { timeoutMs: 120_000, intervalMs: 50 });
     writeFileSync(
@@ -205,8 +210,10 @@ describe('index entries on a series table (issue 13)', () => {
     assert.equal(run.status, 0, run.err.join('\n'));
     assert.match(run.text, /^ {2}busy_bloom: spans_busy sorted by /m);
     await slow;
-    assert.equal(await scalar(fixture.admin, 'SELECT count(*) FROM spans_busy'), 200);
-    // The INSERT committed after the sort (DuckLake refused its first commit: the table altered since it began).
+    assert.equal(await scalar(fixture.admin, 'SELECT count(*) FROM spans_busy'), 600);
+    // The INSERT committed after the sort, run once more: DuckLake refused its first commit (the table altered since
+    // it began), not one begun after the sort.
+    assert.equal(await reruns(), rerunsBefore + 1);
     // Each snapshot's changes to the table after its creation, in order: an INSERT's (inlined or in a file) or the sort.
     const { rows } = await fixture.orrery.metadata.query<{ id: string; changes: string }>(
       `SELECT t.table_id::text AS id, c.changes_made AS changes FROM ducklake.ducklake_snapshot_changes c
