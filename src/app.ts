@@ -36,7 +36,13 @@ import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance
 import { MetadataStore } from './metadata/index.js';
 import { OrreryMetrics } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
-import { SeriesTables, attachLakeSql, prepareLakeMetadata, seriesIndexInstaller } from './tables/index.js';
+import {
+  SeriesTables,
+  attachLakeSql,
+  prepareLakeMetadata,
+  rebucketSeriesTables,
+  seriesIndexInstaller,
+} from './tables/index.js';
 import { KeptBudget, RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
 import {
   partitionStatsInstaller,
@@ -386,6 +392,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
           ? () =>
               new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention(
                 maintenanceRollups ? (...args) => maintenanceRollups.retain(...args) : undefined,
+              )
+          : undefined,
+        seriesBuckets: maintenanceLake
+          ? () =>
+              rebucketSeriesTables(
+                new SeriesTables(maintenanceEngine, metadata, seriesNames),
+                maintenanceEngine,
+                metadata,
               )
           : undefined,
         log,

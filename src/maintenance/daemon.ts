@@ -64,6 +64,8 @@ export interface DaemonOptions {
   readonly backfillSeconds?: number;
   /** Deletes series-table rows past their set_retention (absent: no series tables here). */
   readonly seriesRetention?: () => Promise<Array<{ table: string; deleted: number }>>;
+  /** Sorts series tables whose rate moved by a time bucket fitting it again (a line per table sorted anew). */
+  readonly seriesBuckets?: () => Promise<readonly string[]>;
   /** Told, in the transaction that retires them, of the partitions retention takes (rollups keep their buckets). */
   readonly onPartitionsExpired?: PartitionChangeHook;
   readonly passes?: readonly Pass[];
@@ -336,6 +338,8 @@ export class MaintenanceDaemon {
       for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
       }
+      for (const line of (await this.options.seriesBuckets?.()) ?? [])
+        this.options.log('info', `index entries: ${line}`);
       const retiredFiles = await deleteExpiredFiles(db, store);
       // The resources' rows of the files just deleted (and of any a killed run left) go after them.
       await forgetGoneFiles(db);

@@ -28,4 +28,4 @@ export {
 } from './series-tables.js';
 export { tableErrors } from './errors.js';
 export { ingest, type IngestData, type IngestMode } from './ingest.js';
-export { seriesIndexInstaller } from './series-indexes.js';
+export { rebucketSeriesTables, seriesIndexInstaller } from './series-indexes.js';

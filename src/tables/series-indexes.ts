@@ -10,8 +10,8 @@
 //   first such entry on the table, a later one on another column omitted with why, see sortingEntry; retired ones
 //   after it) in row groups of sortedRowGroupRows rows: DuckLake sorts each INSERT's rows by it, so each row group of
 //   the files written from then on holds one bucket's narrow range of the column, and its min/max skip what an
-//   equality misses, while a time range reads the buckets it covers (timeBucket: each about an unsorted row group's
-//   rows). Sorted by the column alone, every row group spanned its file's whole time range, which a one-hour range of
+//   equality misses, while a time range reads the buckets it covers (pickRung: each about an unsorted row group's
+//   rows at the rate the table's rows come, which the daemon follows: rebucketSeriesTables). Sorted by the column alone, every row group spanned its file's whole time range, which a one-hour range of
 //   a 1 M-row file then read whole (9.1x the bytes). bench/series-indexes, 1 M rows an INSERT (3-hour buckets): an
 //   id reads 4.3x fewer bytes with 3x less CPU (the column alone: 51-64x), an hour 1.3x the bytes; writes take
 //   1.3-1.6x as long, a filter on another column up to 4x the CPU, from the small row groups (row groups of 8,192 rows:
@@ -22,14 +22,15 @@
 //   so nothing Orrery keeps beside it could skip a file.
 import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
-import { ledgerRows, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
+import { isErrorOf } from '../errors/index.js';
+import { ledgerRows, resourcesErrors, takeLock, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
 import { lakeCatalog, lakeCatalogWrites } from './lake-catalog.js';
 import { lakeTable, type SeriesTable, type SeriesTables } from './series-tables.js';
 
 /** Rows per row group of a series table sorted for index entries (bench/series-indexes), and DuckDB's default. */
 const sortedRowGroupRows = 16_384;
 const defaultRowGroupRows = 122_880;
-/** The rows a time bucket is chosen to hold at most: about one default row group (see timeBucket). */
+/** The rows a time bucket is chosen to hold at most: about one default row group (see pickRung). */
 const bucketRows = 1.25 * defaultRowGroupRows;
 /** The widths a time bucket may take, in seconds, with DuckDB's name of each. */
 const bucketWidths: ReadonlyArray<readonly [number, string]> = [
@@ -45,36 +46,144 @@ const bucketWidths: ReadonlyArray<readonly [number, string]> = [
   [86_400, '1 day'],
   [604_800, '7 days'],
 ];
-/** The bucket of a table without rows to tell its rate by. */
+/** The bucket of a table without rows to tell its rate by (a time column's; an integer one's is one unit). */
 const defaultBucket = 3_600;
+/**
+ * How far the table's rate may move past the rates that pick its bucket before the bucket is picked again (see
+ * outgrown): a re-sort fails the INSERTs into the table then running (see applySort), which is worth it for buckets
+ * holding 4x too many or too few rows, not for a rate wavering across the edge between two widths.
+ */
+const rateSlack = 4;
+
+/** A width a time bucket of a table may take, in its time column's units (seconds for a time), and its sort key. */
+interface Rung {
+  readonly width: number;
+  readonly key: string;
+}
+
+/** The buckets a table's rows may be sorted by, narrowest first, and the one of a table without a rate. */
+interface Ladder {
+  readonly rungs: readonly Rung[];
+  readonly unrated: number;
+}
 
 /**
- * The sort key a series table's rows are bucketed by before the index's column, over its time column: the widest of
- * bucketWidths (for an integer time column, a power of ten of its units) in which the table's rows so far, spread
- * evenly over their time range, put at most bucketRows rows. A time range then reads, in a file sorted so, whole
- * buckets of about an unsorted file's row group each (what the unsorted file read), and an equality on the column
- * one row group of sortedRowGroupRows rows of each bucket the file spans.
+ * The buckets `table`'s rows may be sorted by: bucketWidths (from a day for a DATE) over a time column, powers of ten
+ * of its units over an integer one.
  */
-async function timeBucket(tables: SeriesTables, table: SeriesTable): Promise<string> {
+function bucketLadder(table: SeriesTable): Ladder {
   const time = quoteIdentifier(table.timeColumn);
-  const type = table.columns.find((c) => c.name === table.timeColumn)?.type ?? '';
-  const extent = await tables.extent(table);
-  const perUnit = extent && extent.span > 0 ? extent.rows / extent.span : undefined;
-  if (/INT/i.test(type)) {
-    let width = 1;
-    while (perUnit !== undefined && perUnit * width * 10 <= bucketRows) width *= 10;
-    return `(${time} // ${width})`;
-  }
-  const widths = bucketWidths.filter(([seconds]) => type.toUpperCase() !== 'DATE' || seconds >= 86_400);
-  const fitting = widths.filter(([seconds]) =>
-    perUnit === undefined ? seconds <= defaultBucket : perUnit * seconds <= bucketRows,
-  );
-  const [, name] = fitting.at(-1) ?? widths[0];
-  return `time_bucket(INTERVAL '${name}', ${time})`;
+  const type = (table.columns.find((c) => c.name === table.timeColumn)?.type ?? '').toUpperCase();
+  if (type.includes('INT'))
+    return {
+      rungs: Array.from({ length: 19 }, (_, i) => ({ width: 10 ** i, key: `(${time} // ${String(10 ** i)})` })),
+      unrated: 0,
+    };
+  const rungs = bucketWidths
+    .filter(([seconds]) => type !== 'DATE' || seconds >= 86_400)
+    .map(([width, name]) => ({ width, key: `time_bucket(INTERVAL '${name}', ${time})` }));
+  return { rungs, unrated: Math.max(0, rungs.filter((r) => r.width <= defaultBucket).length - 1) };
+}
+
+/**
+ * The rung at `rate` (rows per unit, see SeriesTables.rate): the widest in which the rows, spread evenly, put at most
+ * bucketRows rows (the narrowest when none does). A time range then reads, in a file sorted so, whole buckets of
+ * about an unsorted file's row group each (what the unsorted file read), and an equality on the column one row group
+ * of sortedRowGroupRows rows of each bucket the file spans.
+ */
+function pickRung({ rungs, unrated }: Ladder, rate: number | undefined): number {
+  // Widths grow along the ladder: those that fit are the first ones.
+  return rate === undefined ? unrated : Math.max(0, rungs.filter((r) => rate * r.width <= bucketRows).length - 1);
+}
+
+/**
+ * Whether `rate` moved more than rateSlack times past the rates that pick rung `i` (from bucketRows over the next
+ * rung's width, up to bucketRows over its own; without bound past the ends of the ladder).
+ */
+function outgrown({ rungs }: Ladder, i: number, rate: number): boolean {
+  const highest = i === 0 ? Infinity : bucketRows / rungs[i].width;
+  const lowest = i + 1 < rungs.length ? bucketRows / rungs[i + 1].width : 0;
+  return rate > rateSlack * highest || rate < lowest / rateSlack;
+}
+
+/**
+ * The rung of a bucket as DuckLake keeps it (`time_bucket(CAST('1 hour' AS INTERVAL), ts)`, `(ts // 10)`; lowered by
+ * SeriesTables.sortedBy); -1: none.
+ */
+function keptRung({ rungs }: Ladder, kept: string): number {
+  const units = /^\(.* \/\/ (\d+)\)$/.exec(kept)?.[1];
+  const name = /^time_bucket\(CAST\('([^']+)' AS INTERVAL\),/i.exec(kept)?.[1];
+  const width = units === undefined ? bucketWidths.find(([, n]) => n === name)?.[0] : Number(units);
+  return rungs.findIndex((r) => r.width === width);
 }
 
 /** A sort key as DuckLake keeps it that is not one of the table's columns: the time bucket. */
 const isBucket = (table: SeriesTable, key: string): boolean => !table.columns.some((c) => c.name === key);
+
+/**
+ * The bucket `table`, sorted by `sorted` (as DuckLake keeps it), is to be sorted by instead: the one its rate picks
+ * now, once the rate moved more than rateSlack times past the rates that picked its bucket (see outgrown);
+ * undefined while it did not (or the table is not sorted by a bucket, or has no rate to tell).
+ */
+async function repicked(tables: SeriesTables, table: SeriesTable, sorted: readonly string[]) {
+  if (sorted.length === 0 || !isBucket(table, sorted[0])) return undefined;
+  const ladder = bucketLadder(table);
+  const kept = keptRung(ladder, sorted[0]);
+  const rate = await tables.rate(table);
+  if (rate === undefined || kept < 0 || !outgrown(ladder, kept, rate)) return undefined;
+  const rung = pickRung(ladder, rate);
+  return rung === kept ? undefined : ladder.rungs[rung].key;
+}
+
+const setRowGroupRows = (engine: DuckDBEngine, table: SeriesTable, rows: number) =>
+  engine.execute(
+    `CALL ${lakeCatalog}.set_option('parquet_row_group_size', ${rows}, table_name => '${table.name.replaceAll("'", "''")}')`,
+  );
+
+/** Sorts the table's new files by `bucket` then `columns` (DuckLake's SET SORTED BY) in sortedRowGroupRows. */
+async function sortBy(engine: DuckDBEngine, table: SeriesTable, bucket: string, columns: readonly string[]) {
+  await engine.execute(
+    `ALTER TABLE ${lakeTable(table.name)} SET SORTED BY (${[bucket, ...columns.map(quoteIdentifier)].join(', ')})`,
+  );
+  await setRowGroupRows(engine, table, sortedRowGroupRows);
+  return `${table.name} sorted by (${[bucket, ...columns].join(', ')}) in row groups of ${sortedRowGroupRows} rows`;
+}
+
+/**
+ * The maintenance daemon's look at series tables sorted for index entries (each housekeeping run): one whose rate
+ * moved more than rateSlack times past the rates that picked its bucket is sorted by the bucket its rate picks now,
+ * as a publication would (its files written before keep their order). Under the resources lock, so that a
+ * publication or prune changing the sort meanwhile is not undone; a table is left to the next run while another
+ * holds it. Answers a line for each table sorted again.
+ */
+export async function rebucketSeriesTables(
+  tables: SeriesTables,
+  engine: DuckDBEngine,
+  db: MetadataQueries,
+): Promise<string[]> {
+  const done: string[] = [];
+  for (const [name, table] of await tables.list()) {
+    if (!(await repicked(tables, table, await tables.sortedBy(name)))) continue;
+    const lock = await takeLock(db, `re-bucketing series table ${name}`).catch((error: unknown) => {
+      if (isErrorOf(error, resourcesErrors, 'RESOURCES_LOCKED')) return undefined;
+      throw error;
+    });
+    if (!lock) continue;
+    try {
+      // As they are under the lock.
+      const now = (await tables.list()).get(name);
+      const sorted = await tables.sortedBy(name);
+      const bucket = now && (await repicked(tables, now, sorted));
+      if (now && bucket)
+        done.push(
+          `${await sortBy(engine, now, bucket, sorted.slice(1))}: its rows now come at ${(await tables.rate(now))!.toPrecision(3)} per unit of ${now.timeColumn}, past what ${sorted[0]} was picked for`,
+        );
+    } finally {
+      await lock.release();
+    }
+  }
+  return done;
+}
 
 type IndexEntry = ValidEntry & { readonly kind: 'index' };
 
@@ -120,30 +229,27 @@ export function seriesIndexInstaller(
 
   /**
    * Sorts the table by a bucket of its time column then `columns` (none: unsorted, DuckLake's default row groups);
-   * answers what it did. Only when its sort differs (a bucket of another width, chosen by the rows since, does not):
-   * the ALTER fails every INSERT into the table then in flight (DuckLake: "another transaction has altered it"; the
-   * engine runs a client's statement once more for it), so a publication that changes nothing must not make one.
+   * answers what it did. Only when its sort differs, or its bucket no longer fits its rate (see repicked): the ALTER
+   * fails every INSERT into the table then in flight (DuckLake: "another transaction has altered it"; the engine runs
+   * a client's statement once more for it), so a publication that changes nothing must not make one.
    */
   async function applySort(table: SeriesTable, columns: readonly string[]): Promise<string> {
-    const target = lakeTable(table.name);
-    const rows = columns.length === 0 ? defaultRowGroupRows : sortedRowGroupRows;
     const sorted = await tables.sortedBy(table.name);
     const keys = sorted.filter((k) => !isBucket(table, k));
     const bucketed = sorted.length > 0 && isBucket(table, sorted[0]);
-    if (keys.length === columns.length && keys.every((c, i) => c === columns[i]) && bucketed === columns.length > 0)
-      return `${table.name} already ${columns.length === 0 ? 'unsorted' : `sorted by (${sorted.join(', ')})`}`;
-    const bucket = columns.length === 0 ? '' : await timeBucket(tables, table);
-    await engine.execute(
-      columns.length === 0
-        ? `ALTER TABLE ${target} RESET SORTED BY`
-        : `ALTER TABLE ${target} SET SORTED BY (${[bucket, ...columns.map(quoteIdentifier)].join(', ')})`,
-    );
-    await engine.execute(
-      `CALL ${lakeCatalog}.set_option('parquet_row_group_size', ${rows}, table_name => '${table.name.replaceAll("'", "''")}')`,
-    );
-    return columns.length === 0
-      ? `${table.name} unsorted again (row groups of ${rows} rows)`
-      : `${table.name} sorted by (${[bucket, ...columns].join(', ')}) in row groups of ${rows} rows`;
+    if (keys.length === columns.length && keys.every((c, i) => c === columns[i]) && bucketed === columns.length > 0) {
+      const bucket = await repicked(tables, table, sorted);
+      return bucket === undefined
+        ? `${table.name} already ${columns.length === 0 ? 'unsorted' : `sorted by (${sorted.join(', ')})`}`
+        : sortBy(engine, table, bucket, columns);
+    }
+    if (columns.length > 0) {
+      const ladder = bucketLadder(table);
+      return sortBy(engine, table, ladder.rungs[pickRung(ladder, await tables.rate(table))].key, columns);
+    }
+    await engine.execute(`ALTER TABLE ${lakeTable(table.name)} RESET SORTED BY`);
+    await setRowGroupRows(engine, table, defaultRowGroupRows);
+    return `${table.name} unsorted again (row groups of ${defaultRowGroupRows} rows)`;
   }
 
   return {

@@ -51,6 +51,9 @@ interface TableSettings {
 }
 
 const timeTypes = /^(TIMESTAMP(_S|_MS|_NS)?|TIMESTAMP WITH TIME ZONE|TIMESTAMPTZ|DATE)$/i;
+/** How many of a table's newest data files its rate is told from (see rate). */
+const rateFiles = 64;
+
 const integerTypes = /^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|HUGEINT)$/i;
 
 const quoteLiteral = (text: string): string => `'${text.replaceAll("'", "''")}'`;
@@ -281,30 +284,37 @@ export class SeriesTables {
   }
 
   /**
-   * How many rows the table's data files hold and the time they cover, summed over the files (each from its least to
-   * its greatest value of the time column: seconds for a time column, its units for an integer one), from DuckLake's
-   * file statistics in Postgres: the rate its rows came at while they were written, the gaps between writes left out.
-   * Files of one instant are left out; undefined when no other file is left.
+   * The rate the table's rows came at while they were written, in rows per unit of its time column (seconds for a
+   * time column): the median over its newest rateFiles data files of each one's rows over the time it covers (its
+   * least to its greatest value of the time column, from DuckLake's file statistics in Postgres), the gaps between
+   * writes left out. A median, and of the newest files: one file's stray row (a clock at 1970) makes that file's rate
+   * next to nothing without moving the median, and a rate that changed shows once half the newest files were
+   * written at it. Files whose range has an infinite end (a row at 'infinity': its statistics tell no span) and files
+   * of one instant are left out; undefined when no file is left.
    */
-  async extent(table: SeriesTable): Promise<{ rows: number; span: number } | undefined> {
+  async rate(table: SeriesTable): Promise<number | undefined> {
     const s = lakeMetadataSchema;
     const integer = integerTypes.test(table.columns.find((c) => c.name === table.timeColumn)?.type ?? '');
     const span = integer
       ? 'c.max_value::numeric - c.min_value::numeric'
-      : 'extract(epoch FROM c.max_value::timestamptz - c.min_value::timestamptz)';
-    const { rows } = await this.metadata.query<{ rows: string | null; span: string | null }>(
-      `SELECT (sum(f.record_count) FILTER (WHERE f.span > 0))::text AS rows, (sum(f.span) FILTER (WHERE f.span > 0))::text AS span FROM (
-         SELECT d.record_count, (${span}) AS span FROM ${s}.ducklake_table t
+      : `CASE WHEN isfinite(c.min_value::timestamptz) AND isfinite(c.max_value::timestamptz)
+          THEN extract(epoch FROM c.max_value::timestamptz - c.min_value::timestamptz) END`;
+    // The time column's statistics first (MATERIALIZED): a condition on the span pushed down to the statistics of
+    // every column would cast other columns' values.
+    const { rows } = await this.metadata.query<{ rate: number | null }>(
+      `WITH c AS MATERIALIZED (
+         SELECT d.data_file_id, d.record_count, c.min_value, c.max_value FROM ${s}.ducklake_table t
            JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = 'main' AND n.end_snapshot IS NULL
            JOIN ${s}.ducklake_column col ON col.table_id = t.table_id AND col.column_name = $2 AND col.end_snapshot IS NULL
            JOIN ${s}.ducklake_data_file d ON d.table_id = t.table_id AND d.end_snapshot IS NULL
            JOIN ${s}.ducklake_file_column_stats c ON c.data_file_id = d.data_file_id AND c.column_id = col.column_id
-          WHERE t.table_name = $1 AND t.end_snapshot IS NULL) f
-`,
+          WHERE t.table_name = $1 AND t.end_snapshot IS NULL)
+       SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY f.record_count / f.span) AS rate FROM (
+         SELECT c.record_count::float8 AS record_count, (${span})::float8 AS span FROM c
+          WHERE (${span}) > 0 ORDER BY c.data_file_id DESC LIMIT ${rateFiles}) f`,
       [table.name, table.timeColumn],
     );
-    const [row] = rows;
-    return row?.rows && row.span ? { rows: Number(row.rows), span: Number(row.span) } : undefined;
+    return rows[0]?.rate ?? undefined;
   }
 
   /** ALTER TABLE, keeping the audience column and the time column (a renamed time column is followed). */
