@@ -14,7 +14,8 @@ import {
   type InProcessOrrery,
   type TestKey,
 } from '../lakehouse/lakehouse-fixtures.js';
-import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
+import type { TestFlightClient } from '../support/flight-client.js';
+import { readAfterWrite } from '../support/flight-transactions.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-oom-0001', audiences: ['public'] };
 const teamX: TestKey = { name: 'team-x', key: 'team-x-key-oom-0001', audiences: ['team_x'] };
@@ -129,26 +130,15 @@ describe("a series table's retention over an audience's rows past the memory lim
     // Meanwhile team_y's hour is read from its raw rows, exactly; in a client's transaction that wrote the table too
     // (whose reads take every bucket retention did not keep from the raw rows).
     assert.deepEqual(await oldHour(asRoomyY), team);
-    const [begun] = await asRoomyAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(begun)!.value) as unknown as {
-      transactionId: Uint8Array;
-    };
-    await asRoomyAdmin.doPut(
-      packAny('CommandStatementUpdate', {
-        query: `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 4, 1.0, 'public')`,
-        transactionId,
-      }),
-    );
-    const info = await asRoomyAdmin.getFlightInfo(
-      packAny('CommandStatementQuery', {
-        query: `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE bucket < TIMESTAMP '2025-01-01' AND audience = 'team_y' ORDER BY ALL`,
-        transactionId,
-      }),
-    );
-    const written = (await asRoomyAdmin.doGet(info.endpoints[0].ticket)).table
+    const written = (
+      await readAfterWrite(
+        asRoomyAdmin,
+        `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 4, 1.0, 'public')`,
+        `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE bucket < TIMESTAMP '2025-01-01' AND audience = 'team_y' ORDER BY ALL`,
+      )
+    )
       .toArray()
       .map((r) => ({ ...r.toJSON() }));
-    await asRoomyAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
     assert.deepEqual(written, team.slice(1));
     await roomy.daemon!.housekeeping();
     assert.deepEqual(await counts(), [['public', 1]]);
@@ -179,24 +169,15 @@ describe("a series table's retention past a rollup's watermark over an audience'
     plainRows(client, `SELECT audience, k, n::INT AS n FROM samples_hourly ORDER BY ALL`);
   /** The rows samples_hourly gives in a client's transaction that wrote samples (a row of k 99, left out). */
   const writtenRows = async (client: TestFlightClient) => {
-    const [begun] = await client.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(begun)!.value) as unknown as {
-      transactionId: Uint8Array;
-    };
-    await client.doPut(
-      packAny('CommandStatementUpdate', {
-        query: `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 99, 1.0, 'public')`,
-        transactionId,
-      }),
-    );
-    const info = await client.getFlightInfo(
-      packAny('CommandStatementQuery', {
-        query: `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE k <> 99 ORDER BY ALL`,
-        transactionId,
-      }),
-    );
-    const rows = (await client.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => ({ ...r.toJSON() }));
-    await client.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+    const rows = (
+      await readAfterWrite(
+        client,
+        `INSERT INTO samples (ts, k, v, audience) VALUES (now(), 99, 1.0, 'public')`,
+        `SELECT audience, k, n::INT AS n FROM samples_hourly WHERE k <> 99 ORDER BY ALL`,
+      )
+    )
+      .toArray()
+      .map((r) => ({ ...r.toJSON() }));
     return rows.map((r) => ({ ...r, n: Number(r.n) }));
   };
 

@@ -37,6 +37,12 @@ import { ringRows } from '../../src/rollups/tail-values.js';
 import { countedCalls } from '../support/counted-calls.js';
 import { storedMakingsDuring } from '../support/kept-makings.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
+import {
+  beginTransaction,
+  endTransaction,
+  queryInTransaction,
+  readAfterWrite,
+} from '../support/flight-transactions.js';
 import { refreshPendingRanges } from '../support/pending-ranges.js';
 import { jobLeftForADay, jobRunOnSchedule, scheduleDaily } from '../support/refresh-jobs.js';
 
@@ -667,19 +673,10 @@ describe('rollups (issue 17)', () => {
     // stored), but not the kept ones.
     await asAdmin.updateCount(`INSERT INTO chain VALUES (30, 1)`);
     await scalar(asAdmin, `select refresh_rollup('chain_10')`);
-    const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
-      transactionId: Uint8Array;
-    };
-    const update = packAny('CommandStatementUpdate', {
-      query: `INSERT INTO chain VALUES (4, 1000), (26, 1)`,
-      transactionId,
-    });
-    await asAdmin.doPut(update);
-    const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query: read, transactionId }));
-    const inTransaction = (await asAdmin.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
+    const inTransaction = (await readAfterWrite(asAdmin, `INSERT INTO chain VALUES (4, 1000), (26, 1)`, read))
+      .toArray()
+      .map((r) => plain(r.toJSON()));
     assert.deepEqual(inTransaction, [before[0], before[1], { bucket: 20, n: 12, s: 12 }, { bucket: 30, n: 1, s: 1 }]);
-    await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
     // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
     await asAdmin.query(`select drop_rollup('chain_10')`);
   });
@@ -1115,18 +1112,14 @@ describe('rollups (issue 17)', () => {
         await same(client, 'kept_stored_hourly_materialized', source);
       }
       // A client's transaction may have begun before the kept table was made: it reads the files.
-      const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-      const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
-        transactionId: Uint8Array;
-      };
-      const info = await asAdmin.getFlightInfo(
-        packAny('CommandStatementQuery', { query: 'EXPLAIN ANALYZE SELECT * FROM kept_stored_hourly', transactionId }),
-      );
-      const inTransaction = (await asAdmin.doGet(info.endpoints[0].ticket)).table
+      const transactionId = await beginTransaction(asAdmin);
+      const inTransaction = (
+        await queryInTransaction(asAdmin, transactionId, 'EXPLAIN ANALYZE SELECT * FROM kept_stored_hourly')
+      )
         .toArray()
         .map((row) => Object.values(row.toJSON() as Record<string, unknown>).join('\n'))
         .join('\n');
-      await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+      await endTransaction(asAdmin, transactionId, false);
       assert.match(inTransaction, /READ_PARQUET/);
       assert.doesNotMatch(inTransaction, /__orrery_tail_s\d+/);
       // Its job would refresh, and commit a snapshot, every minute under the tests after this one.
@@ -1293,15 +1286,10 @@ describe('rollups (issue 17)', () => {
       }
       await check();
       // A client's transaction may have begun before a kept table was made: it reads the tail's files.
-      const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-      const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
-        transactionId: Uint8Array;
-      };
+      const transactionId = await beginTransaction(asAdmin);
       const sql = `SELECT sum(n) AS n FROM hidden_hourly`;
-      const inTransaction = async (): Promise<unknown> => {
-        const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query: sql, transactionId }));
-        return (await asAdmin.doGet(info.endpoints[0].ticket)).table.toArray()[0].toJSON().n;
-      };
+      const inTransaction = async (): Promise<unknown> =>
+        (await queryInTransaction(asAdmin, transactionId, sql)).toArray()[0].toJSON().n;
       assert.equal(Number(await inTransaction()), 2040);
       await asTeamA.updateCount(
         `INSERT INTO hidden SELECT TIMESTAMP '2100-01-01 04:00:00' + to_seconds(i), 'h1', i FROM range(300) t(i)`,
@@ -1309,7 +1297,7 @@ describe('rollups (issue 17)', () => {
       await tailKept('hidden_hourly');
       // It reads as of its snapshot (its first read's): the rows written since are not in it.
       assert.equal(Number(await inTransaction()), 2040);
-      await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+      await endTransaction(asAdmin, transactionId, false);
       assert.equal(await scalar(asAdmin, sql), 2340);
       await check();
     });
@@ -1830,15 +1818,11 @@ describe('rollups (issue 17)', () => {
           assert.deepEqual(lake, [readsPending], upper);
         }
       // In a client's transaction now() is its BEGIN's, no later than the set-up's: an upper bound with the clock.
-      const [body] = await asAdmin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-      const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
-        transactionId: Uint8Array;
-      };
-      const inTransaction = async (sql: string): Promise<Array<Record<string, unknown>>> => {
-        const info = await asAdmin.getFlightInfo(packAny('CommandStatementQuery', { query: sql, transactionId }));
-        const { table } = await asAdmin.doGet(info.endpoints[0].ticket);
-        return table.toArray().map((row) => plain(row.toJSON() as Record<string, unknown>));
-      };
+      const transactionId = await beginTransaction(asAdmin);
+      const inTransaction = async (sql: string): Promise<Array<Record<string, unknown>>> =>
+        (await queryInTransaction(asAdmin, transactionId, sql))
+          .toArray()
+          .map((row) => plain(row.toJSON() as Record<string, unknown>));
       try {
         const upper = `bucket < now()::TIMESTAMP - INTERVAL 1 DAY`;
         const want = await inTransaction(`SELECT * FROM (${raw}) WHERE ${upper}${order}`);
@@ -1850,7 +1834,7 @@ describe('rollups (issue 17)', () => {
         const all = `SELECT * FROM clock_window_hourly WHERE bucket < now()::TIMESTAMP + INTERVAL 1 DAY${order}`;
         assert.deepEqual([...new Set(await setupsReadLake(() => inTransaction(all)))], [true]);
       } finally {
-        await asAdmin.doAction('EndTransaction', packAny('ActionEndTransactionRequest', { transactionId, action: 2 }));
+        await endTransaction(asAdmin, transactionId, false);
       }
     });
 
