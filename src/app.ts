@@ -34,7 +34,7 @@ import {
 } from './lakehouse/index.js';
 import { MaintenanceDaemon, Materializer, quarantineCounts } from './maintenance/index.js';
 import { MetadataStore } from './metadata/index.js';
-import { OrreryMetrics } from './metrics/index.js';
+import { OrreryMetrics, type KeptEngine } from './metrics/index.js';
 import { DdlService, DenyRules, SqlService } from './sql/index.js';
 import {
   SeriesTables,
@@ -141,6 +141,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       );
     }
     const metrics = new OrreryMetrics();
+    // An engine's kept copies of rollups' rows (stored rows, rings of kept tails), charged to its own budget: each
+    // engine's memory limit bounds its own (kept-budget.ts), and /metrics tells of each by engine.
+    const keptBudget = (engine: KeptEngine, limit: number): KeptBudget => {
+      const budget = new KeptBudget(limit, ({ kind }) => metrics.rollupKeptEvictions.inc({ engine, kind }));
+      metrics.countKeptWith(engine, budget);
+      return budget;
+    };
     const metadata = await MetadataStore.open({
       connectionString: config.sqlConnectionString,
       dataDir: config.dataDir,
@@ -234,6 +241,8 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
           new SeriesTables(maintenanceEngine, metadata, seriesNames),
           seriesNames,
           viewSetSources,
+          // A refresh of a rollup of a rollup reads its source's copies, made in the maintenance engine.
+          { keptBudget: keptBudget('maintenance', config.maintenanceKeptMemoryBytes) },
         )
       : undefined;
     await maintenanceRollups?.prepare();
@@ -275,14 +284,10 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
       );
       closers.push({ name: 'the query engine', close: () => engine.close() });
       const tables = lake ? new SeriesTables(engine, metadata, seriesNames) : undefined;
-      const keptBudget = new KeptBudget(config.rollupKeptMemoryBytes, ({ kind }) =>
-        metrics.rollupKeptEvictions.inc({ kind }),
-      );
-      metrics.countKeptWith(keptBudget);
       const rollups = tables
         ? new Rollups(engine, metadata, tables, seriesNames, viewSetSources, {
             rawEdgesMinRows: config.rollupRawEdgesMinRows,
-            keptBudget,
+            keptBudget: keptBudget('query', config.rollupKeptMemoryBytes),
           })
         : undefined;
       await rollups?.prepare();

@@ -63,6 +63,11 @@ export interface Config {
    * rows, rings of kept tails) may take together; by default a quarter of the query engine's memory limit.
    */
   readonly rollupKeptMemoryBytes: number;
+  /**
+   * The same for the maintenance engine's rollups (refreshes of rollups of rollups read their sources' kept copies):
+   * a quarter of ORRERY_MAINTENANCE_MEMORY_LIMIT, in bytes.
+   */
+  readonly maintenanceKeptMemoryBytes: number;
   readonly maxBodyBytes: number;
   /**
    * ORRERY_INGEST_MARK_MS: how often an ingesting server marks, with one synchronous commit, which of its commit
@@ -122,6 +127,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const keyPath = env.ORRERY_TLS_KEY;
   if (Boolean(certPath) !== Boolean(keyPath))
     throw new ConfigError('ORRERY_TLS_CERT and ORRERY_TLS_KEY must be set together');
+  const maintenanceMemoryLimit =
+    memoryLimit(env.ORRERY_MAINTENANCE_MEMORY_LIMIT, 'ORRERY_MAINTENANCE_MEMORY_LIMIT') ?? maintenanceMemoryDefault;
   return {
     flightAddress: address(env.ORRERY_FLIGHT_SQL_ADDR, '127.0.0.1:50051', 'ORRERY_FLIGHT_SQL_ADDR'),
     httpAddress: address(env.ORRERY_HTTP_ADDR, '127.0.0.1:4318', 'ORRERY_HTTP_ADDR'),
@@ -134,8 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : undefined,
     duckdbThreads: positiveInteger(env.ORRERY_DUCKDB_THREADS, 'ORRERY_DUCKDB_THREADS'),
     duckdbMemoryLimit: memoryLimit(env.ORRERY_DUCKDB_MEMORY_LIMIT, 'ORRERY_DUCKDB_MEMORY_LIMIT'),
-    maintenanceMemoryLimit:
-      memoryLimit(env.ORRERY_MAINTENANCE_MEMORY_LIMIT, 'ORRERY_MAINTENANCE_MEMORY_LIMIT') ?? maintenanceMemoryDefault,
+    maintenanceMemoryLimit,
     maintenanceThreads:
       positiveInteger(env.ORRERY_MAINTENANCE_THREADS, 'ORRERY_MAINTENANCE_THREADS') ?? maintenanceThreadsDefault(),
     duckdbExtensionDir: env.ORRERY_DUCKDB_EXTENSION_DIR ? resolve(env.ORRERY_DUCKDB_EXTENSION_DIR) : undefined,
@@ -158,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       memoryLimit(env.ORRERY_ROLLUP_KEPT_MEMORY_LIMIT, 'ORRERY_ROLLUP_KEPT_MEMORY_LIMIT') ??
         queryEngineQuarter(env.ORRERY_DUCKDB_MEMORY_LIMIT),
     ),
+    maintenanceKeptMemoryBytes: Math.floor(sizeBytes(maintenanceMemoryLimit) / 4),
     maxBodyBytes: positiveInteger(env.ORRERY_MAX_BODY_BYTES, 'ORRERY_MAX_BODY_BYTES') ?? 100 * 1024 * 1024,
     ingestMarkMs: nonNegativeInteger(env.ORRERY_INGEST_MARK_MS, 'ORRERY_INGEST_MARK_MS') ?? 200,
     ingestAck: ingestAck(env),

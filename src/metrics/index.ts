@@ -1,6 +1,15 @@
 // Prometheus metrics every component reports to, served at GET /metrics.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** The DuckDB engine whose rollups keep copies of rows: the query engine's (statements) or the maintenance one's (refreshes). */
+export type KeptEngine = 'query' | 'maintenance';
+
+/** What an engine's kept copies take, and may take (a KeptBudget). */
+interface KeptSource {
+  readonly limit: number;
+  byRollup(): Array<{ rollup: string; kind: string; bytes: number }>;
+}
+
 /** The metrics of one Orrery process. */
 export class OrreryMetrics {
   readonly registry = new Registry();
@@ -203,39 +212,41 @@ export class OrreryMetrics {
 
   readonly rollupKeptEvictions = new Counter({
     name: 'orrery_rollup_kept_evictions_total',
-    help: "In-memory copies of a rollup's rows let go to keep all of them under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (the least recently read first; their reads go to the files), by kind: stored (its stored rows), tail (its ring of kept tails)",
-    labelNames: ['kind'] as const,
+    help: "In-memory copies of a rollup's rows let go to keep all of an engine's under its budget (the least recently read first; their reads go to the files), by engine (query: ORRERY_ROLLUP_KEPT_MEMORY_LIMIT; maintenance: a quarter of ORRERY_MAINTENANCE_MEMORY_LIMIT) and kind: stored (its stored rows), tail (its ring of kept tails)",
+    labelNames: ['engine', 'kind'] as const,
     registers: [this.registry],
   });
 
-  private keptSource:
-    { readonly limit: number; byRollup(): Array<{ rollup: string; kind: string; bytes: number }> } | undefined;
+  /** Each engine's kept copies of rollups' rows (its rollups' KeptBudget), by engine. */
+  private readonly keptSources = new Map<KeptEngine, KeptSource>();
 
-  readonly rollupKeptBytes: Gauge<'rollup' | 'kind'> = new Gauge({
+  readonly rollupKeptBytes: Gauge<'engine' | 'rollup' | 'kind'> = new Gauge({
     name: 'orrery_rollup_kept_bytes',
-    help: "Bytes (their values' measure) of the in-memory copies of a rollup's rows its reads are served from, by rollup and kind: stored (its stored rows), tail (its ring of kept tails, deleted rows included until the ring is dropped)",
-    labelNames: ['rollup', 'kind'] as const,
+    help: "Bytes (their values' measure) of the in-memory copies of a rollup's rows an engine's reads are served from, by engine (query: the statements'; maintenance: the refreshes'), rollup and kind: stored (its stored rows), tail (its ring of kept tails, deleted rows included until the ring is dropped)",
+    labelNames: ['engine', 'rollup', 'kind'] as const,
     registers: [this.registry],
     collect: () => {
       // A rollup whose copies went (evicted, replaced, dropped) is left out, not kept at 0.
       this.rollupKeptBytes.reset();
-      for (const { rollup, kind, bytes } of this.keptSource?.byRollup() ?? [])
-        this.rollupKeptBytes.set({ rollup, kind }, bytes);
+      for (const [engine, source] of this.keptSources)
+        for (const { rollup, kind, bytes } of source.byRollup())
+          this.rollupKeptBytes.set({ engine, rollup, kind }, bytes);
     },
   });
 
-  readonly rollupKeptBudget: Gauge = new Gauge({
+  readonly rollupKeptBudget: Gauge<'engine'> = new Gauge({
     name: 'orrery_rollup_kept_budget_bytes',
-    help: "The most bytes the in-memory copies of rollups' rows may take together (ORRERY_ROLLUP_KEPT_MEMORY_LIMIT)",
+    help: "The most bytes an engine's in-memory copies of rollups' rows may take together, by engine (query: ORRERY_ROLLUP_KEPT_MEMORY_LIMIT; maintenance: a quarter of ORRERY_MAINTENANCE_MEMORY_LIMIT)",
+    labelNames: ['engine'] as const,
     registers: [this.registry],
     collect: () => {
-      if (this.keptSource) this.rollupKeptBudget.set(this.keptSource.limit);
+      for (const [engine, source] of this.keptSources) this.rollupKeptBudget.set({ engine }, source.limit);
     },
   });
 
-  /** Where the kept copies of rollups' rows are counted (the query engine's rollups' KeptBudget). */
-  countKeptWith(source: NonNullable<OrreryMetrics['keptSource']>): void {
-    this.keptSource = source;
+  /** Where an engine's kept copies of rollups' rows are counted (its rollups' KeptBudget). */
+  countKeptWith(engine: KeptEngine, source: KeptSource): void {
+    this.keptSources.set(engine, source);
   }
 
   /** Where the quarantined block and partition counts, and the lost partition counts, come from (the process's Postgres). */

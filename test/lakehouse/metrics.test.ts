@@ -218,7 +218,10 @@ describe('issue 9: every metric the README lists', { timeout: 180_000 }, () => {
       // Copies of rollups' rows kept in memory: exported with their budget (their moves, evictions too, are checked
       // by test/rollups/kept-memory, which reads rollups under a small one).
       orrery_rollup_kept_bytes: () => assert.ok(text.includes('# TYPE orrery_rollup_kept_bytes gauge')),
-      orrery_rollup_kept_budget_bytes: () => assert.ok((sample(text, 'orrery_rollup_kept_budget_bytes') ?? 0) > 0),
+      orrery_rollup_kept_budget_bytes: () => {
+        for (const engine of ['query', 'maintenance'])
+          assert.ok((sample(text, `orrery_rollup_kept_budget_bytes{engine="${engine}"}`) ?? 0) > 0, engine);
+      },
       orrery_rollup_kept_evictions_total: () =>
         assert.ok(text.includes('# TYPE orrery_rollup_kept_evictions_total counter')),
       'orrery_process_*': () => assert.ok((sample(text, 'orrery_process_cpu_seconds_total') ?? 0) > 0),

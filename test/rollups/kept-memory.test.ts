@@ -1,7 +1,9 @@
 // Issue 17: the in-memory copies of rollups' rows a server reads from (stored rows, rings of kept tails) take at most
 // ORRERY_ROLLUP_KEPT_MEMORY_LIMIT together, through a real server: a copy that would take more evicts the least
 // recently read, one larger than the budget is not kept, a ring's replaced rows stay counted, and every read
-// (an audience's too) still answers the aggregation of the source. Told by /metrics.
+// (an audience's too) still answers the aggregation of the source. Told by /metrics. The maintenance engine's copies
+// (its refreshes of rollups of rollups read their sources' rows from them) take at most a quarter of
+// ORRERY_MAINTENANCE_MEMORY_LIMIT, evicted the same way.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +26,7 @@ import { tableFromFlightData, type FlightData } from '../../src/wire/index.js';
 import { packAny, type TestFlightClient } from '../support/flight-client.js';
 import { keptDropped, storedMakingsDuring } from '../support/kept-makings.js';
 import { scrapeMetrics } from '../support/metric-value.js';
-import { jobLeftForADay } from '../support/refresh-jobs.js';
+import { jobLeftForADay, jobRunOnSchedule } from '../support/refresh-jobs.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-kept-memory-01', audiences: ['ops'] };
 const teamA: TestKey = { name: 'team-a', key: 'team-a-key-kept-memory-01', audiences: ['team-a'] };
@@ -41,6 +43,9 @@ const series = (text: string, name: string): Array<{ labels: Record<string, stri
     ),
     value: Number(value),
   }));
+/** The series of a metric of one engine's kept copies. */
+const engineSeries = (text: string, name: string, engine: 'query' | 'maintenance') =>
+  series(text, name).filter(({ labels }) => labels.engine === engine);
 
 describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17)', () => {
   let postgres: TestPostgres;
@@ -74,15 +79,17 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
   });
 
   const metrics = async (): Promise<string> => scrapeMetrics(orrery.httpPort, admin.key);
-  /** The bytes kept by rollup, of one kind. */
+  /** The bytes the query engine keeps by rollup, of one kind. */
   const kept = async (kind: 'stored' | 'tail', text?: string): Promise<Record<string, number>> =>
     Object.fromEntries(
       series(text ?? (await metrics()), 'orrery_rollup_kept_bytes')
-        .filter(({ labels }) => labels.kind === kind)
+        .filter(({ labels }) => labels.engine === 'query' && labels.kind === kind)
         .map(({ labels, value }) => [labels.rollup, value]),
     );
   const evictions = (text: string): number =>
-    series(text, 'orrery_rollup_kept_evictions_total').find(({ labels }) => labels.kind === 'stored')?.value ?? 0;
+    series(text, 'orrery_rollup_kept_evictions_total').find(
+      ({ labels }) => labels.engine === 'query' && labels.kind === 'stored',
+    )?.value ?? 0;
   /** An integer-time rollup of `table` per 10 (its watermark never moves with the clock), refreshed, its job idle. */
   const rollup = async (name: string, table: string): Promise<void> => {
     await asAdmin.query(
@@ -139,8 +146,8 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
     assert.deepEqual(Object.keys(stored).sort(), ['km1', 'km3'], 'km2 evicted');
     assert.ok(stored.km1 > 400_000 && stored.km1 === stored.km3, JSON.stringify(stored));
     assert.equal(evictions(text), 1);
-    assert.equal(series(text, 'orrery_rollup_kept_budget_bytes')[0]?.value, budget);
-    const total = series(text, 'orrery_rollup_kept_bytes').reduce((sum, { value }) => sum + value, 0);
+    assert.equal(engineSeries(text, 'orrery_rollup_kept_budget_bytes', 'query')[0]?.value, budget);
+    const total = engineSeries(text, 'orrery_rollup_kept_bytes', 'query').reduce((sum, { value }) => sum + value, 0);
     assert.ok(total <= budget, `${total} bytes kept`);
 
     // km2's next read reads its files (its copy evicted), and makes it again: km1 is now the least recently read.
@@ -175,7 +182,10 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
       await exact('kw', 'kept_wide', 100);
     });
     await Promise.all(readsMade);
-    const final = series(await metrics(), 'orrery_rollup_kept_bytes').reduce((sum, { value }) => sum + value, 0);
+    const final = engineSeries(await metrics(), 'orrery_rollup_kept_bytes', 'query').reduce(
+      (sum, { value }) => sum + value,
+      0,
+    );
     assert.ok(final <= budget, `${final} bytes kept`);
   });
 
@@ -246,5 +256,92 @@ describe('kept copies of rollups under ORRERY_ROLLUP_KEPT_MEMORY_LIMIT (issue 17
     await asTeamA.updateCount(`INSERT INTO kept_ring SELECT 10 + i % 10, 'a', i FROM range(300) t(i)`);
     assert.equal((await kept('tail')).kr, 2 * first, "kr's ring charged with both rows");
     await exact('kr', 'kept_ring', 10);
+  });
+});
+
+describe("the maintenance engine's kept copies under a quarter of ORRERY_MAINTENANCE_MEMORY_LIMIT (issue 17)", () => {
+  let postgres: TestPostgres;
+  let lakeDir: string;
+  let orrery: InProcessOrrery;
+  let asAdmin: TestFlightClient;
+  /** A quarter of the maintenance engine's 32 MiB. */
+  const daemonBudget = 8 * 1024 * 1024;
+
+  before(async () => {
+    postgres = await startTestPostgres();
+    lakeDir = mkdtempSync(join(tmpdir(), 'orrery-kept-memory-lake-'));
+    orrery = await startRole('all', {
+      ...sharedEnv({ keys: [admin], admins: [admin.name], connectionString: postgres.connectionString, lakeDir }),
+      ORRERY_MAINTENANCE_MEMORY_LIMIT: '32MiB',
+    });
+    asAdmin = clientFor(orrery.flightPort, admin);
+  });
+  after(async () => {
+    asAdmin?.close();
+    await orrery?.close();
+    await postgres?.close();
+    rmSync(lakeDir, { recursive: true, force: true });
+  });
+
+  it("a refresh's copy of its source rollup's rows that would take more evicts the least recently read; the rollups read exact", async () => {
+    await asAdmin.updateCount(`CREATE TABLE kept_daemon (t BIGINT, host VARCHAR, v BIGINT) WITH (time_column = 't')`);
+    // 750 hosts of 4 KB names in bucket 0 (each base's stored rows, ~3.1 MB: two fit the budget, three do not), and a
+    // row at 1000: the watermark of every rollup is 1000.
+    await asAdmin.updateCount(
+      `INSERT INTO kept_daemon SELECT i % 10, 'h' || i || repeat('x', 4000), i FROM range(750) t(i) UNION ALL SELECT 1000, 'h0', 0`,
+    );
+    const bases = ['kd_b1', 'kd_b2', 'kd_b3'];
+    for (const base of bases) {
+      await asAdmin.query(
+        `SELECT create_rollup('${base}', 'kept_daemon', bucket_width => 10,
+           select_list => 'host, count(*) AS n, sum(v) AS s', group_by => 'host')`,
+      );
+      await scalar(asAdmin, `SELECT refresh_rollup('${base}')`);
+    }
+    // Each rollup of a base is refreshed by its job, due at once, on the maintenance engine: its read of the base's
+    // stored rows makes the engine's copy of them.
+    for (const [i, base] of bases.entries())
+      await asAdmin.query(
+        `SELECT create_rollup('kd_t${i + 1}', '${base}', bucket_width => 100,
+           select_list => 'host, sum(n) AS n, sum(s) AS s', group_by => 'host')`,
+      );
+    const daemon = async (): Promise<{ text: string; copies: number; evicted: number }> => {
+      const text = await metrics();
+      const copies = engineSeries(text, 'orrery_rollup_kept_bytes', 'maintenance').filter(
+        ({ labels }) => labels.kind === 'stored',
+      ).length;
+      const evicted =
+        engineSeries(text, 'orrery_rollup_kept_evictions_total', 'maintenance').find(
+          ({ labels }) => labels.kind === 'stored',
+        )?.value ?? 0;
+      return { text, copies, evicted };
+    };
+    const metrics = (): Promise<string> => scrapeMetrics(orrery.httpPort, admin.key);
+    // Every base's copy made: kept, or evicted by one made after it.
+    const { text, copies, evicted } = await pollUntil(
+      "the maintenance engine's copies of the three bases",
+      daemon,
+      (d) => d.copies + d.evicted >= 3,
+      { timeoutMs: 180_000 },
+    );
+    const total = engineSeries(text, 'orrery_rollup_kept_bytes', 'maintenance').reduce(
+      (sum, { value }) => sum + value,
+      0,
+    );
+    assert.ok(total > 0 && total <= daemonBudget, `${total} bytes kept by the maintenance engine`);
+    assert.ok(copies >= 1 && evicted >= 1, `${copies} copies kept, ${evicted} evicted`);
+    assert.equal(engineSeries(text, 'orrery_rollup_kept_budget_bytes', 'maintenance')[0]?.value, daemonBudget);
+    // The rollups refreshed by their jobs from the copies (or the files of one evicted) hold their source's aggregation.
+    const source = `SELECT t // 100 * 100 AS bucket, host, count(*) AS n, sum(v)::BIGINT AS s FROM kept_daemon GROUP BY ALL`;
+    for (const [i] of bases.entries()) {
+      assert.equal((await jobRunOnSchedule(asAdmin, `kd_t${i + 1}`)).last_status, 'ok');
+      assert.deepEqual(
+        await plainRows(
+          asAdmin,
+          `SELECT bucket, host, n::BIGINT AS n, s::BIGINT AS s FROM kd_t${i + 1}_materialized ORDER BY ALL`,
+        ),
+        await plainRows(asAdmin, `SELECT * FROM (${source}) WHERE bucket < 1000 ORDER BY ALL`),
+      );
+    }
   });
 });
