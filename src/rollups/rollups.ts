@@ -364,6 +364,8 @@ function pendingReads(
   { changed, held }: PendingParts,
   read: (bucket: string) => boolean,
   from: string | null,
+  /** The buckets before `from` read stored (retention kept them), not in its scan: a held audience's rows scanned here. */
+  storedBefore: readonly string[] = [],
 ): { readonly stored: string[]; readonly scans: RowScan[] } {
   const literal = (bucket: string): string => bucketLiteral(definition, bucket);
   // Buckets held for the same audiences share their condition and their scans.
@@ -384,7 +386,13 @@ function pendingReads(
     scans: [
       ...pendingScans(definition, changed.filter(read), from),
       ...groups.flatMap((g) =>
-        pendingScans(definition, g.buckets.filter(read), from).map((scan) => ({
+        [
+          ...pendingScans(definition, g.buckets.filter(read), from),
+          ...pendingScans(
+            definition,
+            g.buckets.filter((b) => read(b) && storedBefore.includes(b)),
+          ),
+        ].map((scan) => ({
           ...scan,
           rows: `(${scan.rows} AND (${g.rows}))`,
         })),
@@ -2043,22 +2051,26 @@ export class Rollups {
   }
 
   /**
-   * The buckets retention kept of a rollup of a series table at or after its watermark, in order: their rows expired
-   * before a refresh passed them (its last one older than the table's retention), so the raw rows from the watermark
-   * on lack them (but a postponed audience's, read as held: see keepBuckets) and a read takes them stored, as the next
-   * refresh leaves them. None but after such a retention.
+   * The buckets retention kept of a rollup of a series table, in order, split at `bound`: those before it and those at
+   * or after it. At or after its watermark: their rows expired before a refresh passed them (its last one older than
+   * the table's retention), so the raw rows from the watermark on lack them (but a postponed audience's, read as held:
+   * see keepBuckets) and a read takes them stored, as the next refresh leaves them. Before its covered range (a
+   * rollup still being backfilled): the raw rows read there lack them the same way. None but after such a retention.
    */
-  private async keptFrom(definition: RollupDefinition, snapshot: bigint, watermark: string): Promise<string[]> {
-    if (definition.sourceIsRollup || definition.viewSetBase) return [];
-    const kept = [...(await this.keptBuckets(definition, snapshot))];
-    if (kept.length === 0) return [];
-    const before = beforeHere(definition, watermark, kept);
-    if (before)
-      return inBucketOrder(
-        definition,
-        kept.filter((b) => !before(b)),
-      );
-    return this.bucketsWhere(definition, kept, [`b >= ${bucketLiteral(definition, watermark)}`]);
+  private async keptAround(
+    definition: RollupDefinition,
+    snapshot: bigint,
+    bound: string,
+  ): Promise<{ readonly before: string[]; readonly from: string[] }> {
+    if (definition.sourceIsRollup || definition.viewSetBase) return { before: [], from: [] };
+    const kept = inBucketOrder(definition, [...(await this.keptBuckets(definition, snapshot))]);
+    if (kept.length === 0) return { before: [], from: [] };
+    const isBefore = beforeHere(definition, bound, kept);
+    const before = isBefore
+      ? kept.filter(isBefore)
+      : await this.bucketsWhere(definition, kept, [`b < ${bucketLiteral(definition, bound)}`]);
+    const earlier = new Set(before);
+    return { before, from: kept.filter((b) => !earlier.has(b)) };
   }
 
   /**
@@ -2891,7 +2903,7 @@ export class Rollups {
     } else {
       // The pending buckets, the tail and the stored rows each ask Postgres (DuckLake's catalog) on their own:
       // asked at once, a read at a new snapshot waits for one round trip instead of three.
-      const [pendingParts, tail, storedRows, keptFrom] = await Promise.all([
+      const [pendingParts, tail, storedRows, keptFrom, keptBefore] = await Promise.all([
         this.pendingParts(definition, state, readAt),
         // The rows after the watermark: the tail's files alone when they hold it exactly (tailPart), and none
         // when no file holds any.
@@ -2906,22 +2918,33 @@ export class Rollups {
           context.tailReads,
         ),
         this.storedSource(definition, snapshot, context.keptTails, async () => state.watermark),
-        this.keptFrom(definition, snapshot, state.watermark),
+        this.keptAround(definition, snapshot, state.watermark).then(({ from }) => from),
+        definition.coveredFrom === null
+          ? []
+          : this.keptAround(definition, snapshot, definition.coveredFrom).then(({ before }) => before),
       ]);
       const buckets = [...pendingParts.changed, ...pendingParts.held.keys()];
       const read = window && buckets.length > 0 ? await this.bucketsKept(definition, buckets, window) : buckets;
       if (read.length < buckets.length && window!.some((w) => w.fixesClock)) context.fixesClock = true;
       const kept = new Set(read);
-      const pending = pendingReads(definition, pendingParts, (b) => kept.has(b), definition.coveredFrom);
+      const pending = pendingReads(definition, pendingParts, (b) => kept.has(b), definition.coveredFrom, keptBefore);
       const watermark = bucketLiteral(definition, state.watermark);
       const filter = audienceFilter(scope);
       const covered = definition.coveredFrom === null ? null : bucketLiteral(definition, definition.coveredFrom);
       const time = quoteIdentifier(definition.timeColumn);
       // Kept buckets at or after the watermark are read stored, as before it, and left out of the tail.
       const keptAfter = keptFrom.map((b) => bucketLiteral(definition, b)).join(', ');
+      // Kept buckets before the range backfilled are read stored too, and left out of its scan.
+      const keptEarlier = keptBefore.map((b) => bucketLiteral(definition, b));
       const stored = [
         keptAfter ? `(bucket < ${watermark} OR bucket IN (${keptAfter}))` : `bucket < ${watermark}`,
-        ...(covered ? [`bucket >= ${covered}`] : []),
+        ...(covered
+          ? [
+              keptEarlier.length > 0
+                ? `(bucket >= ${covered} OR bucket IN (${keptEarlier.join(', ')}))`
+                : `bucket >= ${covered}`,
+            ]
+          : []),
         ...pending.stored,
         ...(filter ? [filter] : []),
       ];
@@ -2929,7 +2952,14 @@ export class Rollups {
       // are in its scan), each range a scan of its own.
       // Each raw part also bounds its buckets (aggregateOver), so a window leaving it out drops its scan.
       const raw = [
-        ...(covered ? [{ rows: `${time} < ${covered}`, buckets: bucketBound(definition, '<', covered) }] : []),
+        ...(covered
+          ? [
+              {
+                rows: `${time} < ${covered}${keptEarlier.length > 0 ? ` AND NOT ${inBuckets(definition, keptEarlier)!}` : ''}`,
+                buckets: bucketBound(definition, '<', covered),
+              },
+            ]
+          : []),
         ...pending.scans,
       ];
       const parts = [
