@@ -2989,17 +2989,18 @@ export class Rollups {
     { snapshot, tables, definitions, context }: ReadAt,
     source: string,
   ): Promise<string> {
-    const stands =
-      definition.coveredFrom === null ? [] : [`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`];
+    const stands: string[] = [];
     const base = tables.get(definition.base);
     const horizonOf = definition.sourceIsRollup ? sourceRollup(definition, definitions).retention : null;
     const kept = definition.sourceIsRollup ? [] : [...(await this.keptBuckets(definition, snapshot))];
     if (base && horizonOf && watermark !== null)
       stands.push(
+        // A rollup still being backfilled holds no bucket before its covered range.
+        ...(definition.coveredFrom === null ? [] : [`bucket >= ${bucketLiteral(definition, definition.coveredFrom)}`]),
         `bucket < ${bucketLiteral(definition, watermark)}`,
         `bucket < ${horizonSql(definition, base, horizonOf, snapshot)}`,
       );
-    // At or after the watermark too (see keptFrom).
+    // At or after the watermark too (see keptAround), and before a covered range: retention stored them whole.
     else if (kept.length > 0) stands.push(`bucket IN (${kept.map((b) => bucketLiteral(definition, b)).join(', ')})`);
     else return aggregateOver(definition, source, 'TRUE');
     const filter = audienceFilter(scope);
@@ -3007,7 +3008,7 @@ export class Rollups {
     const keptSet = new Set(kept);
     const held = await this.heldBuckets(definition, snapshot, context.audiences);
     const postponed = new Map([...held].filter(([b]) => keptSet.has(b)));
-    const { scans } = pendingReads(definition, { changed: [], held: postponed }, () => true, definition.coveredFrom);
+    const { scans } = pendingReads(definition, { changed: [], held: postponed }, () => true, null);
     return [
       stored,
       aggregateOver(definition, source, 'TRUE', [`(${stands.join(' AND ')}) IS NOT TRUE`]),
