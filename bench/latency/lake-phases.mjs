@@ -18,6 +18,10 @@
 //   through the same server, untimed, so every read is at a new snapshot with a new tail file; with
 //   --write-through other, through the other server, as a writer in another process would; with --base, the median
 //   write of each server and their ratio)
+//   node bench/latency/lake-phases.mjs --rollups --refresh --rows 2000000 --base <tree>
+//   (--refresh: before each statement, untimed, the same statement once and then refresh_rollup of the rollups, on
+//   the same server, with nothing written since: each timed statement is a dashboard's next read after a refresh job's
+//   run that found nothing to do; the servers' own refresh jobs are off, so no other refresh lands among them)
 //   node bench/latency/lake-phases.mjs --rewrite --rows 1000000 --base <tree>
 //   (--rewrite: bench/rollup-rewrite's table and rollups, issue 14: three of its panels, each rewritten onto a
 //   rollup and as its raw twin, the same SQL over a subquery of the table, which no rollup answers)
@@ -42,6 +46,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '4' },
     rollups: { type: 'boolean', default: false },
     ingest: { type: 'boolean', default: false },
+    refresh: { type: 'boolean', default: false },
     'write-through': { type: 'string', default: 'same' },
     rewrite: { type: 'boolean', default: false },
   },
@@ -57,7 +62,12 @@ try {
     const out = join(probe.dir, `phases-${label}.json`);
     const client = await probe.startServer(tree, label, {
       nodeArgs: ['--import', fileURLToPath(new URL('phase-probe.mjs', import.meta.url))],
-      env: { PHASES_ROOT: tree, PHASES_OUT: out, UV_THREADPOOL_SIZE: '20' },
+      env: {
+        PHASES_ROOT: tree,
+        PHASES_OUT: out,
+        UV_THREADPOOL_SIZE: '20',
+        ...(values.refresh ? { ORRERY_ROLLUP_REFRESH_JOBS: 'off' } : {}),
+      },
     });
     return { label, client, out, process: probe.servers.get(label) };
   };
@@ -71,22 +81,32 @@ try {
   // One statement on one server: its GetFlightInfo, then the DoGet of its tickets, timed apart (ms).
   const writer = (server) =>
     values['write-through'] === 'other' ? (servers.find((s) => s !== server) ?? server) : server;
-  const write = (server) =>
-    values.ingest &&
-    writer(server).client.executeUpdate(
-      `INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % 50), 1.0 FROM range(100) t(i)`,
-    );
-  const once = async (server, name) => {
+  const refreshed = values.rewrite ? ['requests_hourly', 'requests_daily'] : ['metrics_hourly'];
+  // What comes before each statement, untimed: a write (--ingest), or a read and the rollups' refresh (--refresh).
+  const write = async (server, name) => {
+    if (values.ingest)
+      await writer(server).client.executeUpdate(
+        `INSERT INTO metrics SELECT now()::TIMESTAMP, 'host' || (i % 50), 1.0 FROM range(100) t(i)`,
+      );
+    if (values.refresh) {
+      await read(server, name);
+      for (const rollup of refreshed) await server.client.query(`select refresh_rollup('${rollup}')`);
+    }
+  };
+  const read = async (server, name) => {
     let t = process.hrtime.bigint();
-    await write(server);
-    const writeMs = Number(process.hrtime.bigint() - t) / 1e6;
-    t = process.hrtime.bigint();
     const flight = await server.client.getFlightInfo(packAny('CommandStatementQuery', { query: statements[name] }));
     const infoMs = Number(process.hrtime.bigint() - t) / 1e6;
     t = process.hrtime.bigint();
     for (const endpoint of flight.endpoints)
       for await (const batch of server.client.readTicket(endpoint.ticket)) void batch;
-    return [infoMs, Number(process.hrtime.bigint() - t) / 1e6, writeMs];
+    return [infoMs, Number(process.hrtime.bigint() - t) / 1e6];
+  };
+  const once = async (server, name) => {
+    const t = process.hrtime.bigint();
+    await write(server, name);
+    const writeMs = Number(process.hrtime.bigint() - t) / 1e6;
+    return [...(await read(server, name)), writeMs];
   };
   const cases = servers.flatMap((server) =>
     Object.keys(statements).map((name) => ({ server, name, info: [], doGet: [], both: [], write: [] })),
@@ -123,7 +143,7 @@ try {
     };
     const statement = packAny('CommandStatementQuery', { query: statements[c.name] });
     for (let i = 0; i < counted; i++) {
-      await write(c.server);
+      await write(c.server, c.name);
       await probe.admin.query('SELECT pg_stat_statements_reset()');
       const flight = await c.server.client.getFlightInfo(statement);
       await add('GetFlightInfo');
@@ -139,7 +159,7 @@ try {
       .map(([kind, calls]) => `${kind} ${calls.toFixed(1)}`)
       .join(', ') || '-';
   console.log(
-    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements${values.ingest ? `; a write of 100 rows before each, through the ${values['write-through']} server` : ''}`,
+    `load average ${loadBefore} before timing, ${loadAfter} after; medians of ${repeats}; ${rows} rows; ${gap} ms between statements${values.ingest ? `; a write of 100 rows before each, through the ${values['write-through']} server` : ''}${values.refresh ? `; before each, the same statement and refresh_rollup of ${refreshed.join(', ')} with nothing new` : ''}`,
   );
   console.log(
     `${'server, statement'.padEnd(20)} GetFlightInfo ms  DoGet ms  both ms${values.ingest ? '  write before ms' : ''}   Postgres statements: GetFlightInfo | DoGet`,

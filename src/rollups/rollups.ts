@@ -1516,6 +1516,18 @@ export class Rollups {
             rows: `(${closed.rows} AND ${keptOut(bucketSql(definition, definition.timeColumn))})`,
           }
         : closed;
+    const wasHeld = [...(await this.heldBuckets(definition, snapshot, null)).keys()].some((b) => !kept.has(b));
+    // Nothing to recompute, hold again or delete: nothing is written, so no DuckLake snapshot is made and what
+    // readers keep at the lake's snapshot (rewrites, states, file listings) stays theirs. The state keeps its older
+    // source snapshot, and every later read finds the same pending buckets as from this one: the changes since
+    // that snapshot made none pending here (a bucket kept from retention stays kept, the watermark is the same).
+    const idle =
+      state.watermark !== null &&
+      closed === null &&
+      pending.length === 0 &&
+      !wasHeld &&
+      !(await this.retentionDue(definition, snapshot));
+    if (idle) return { ranges: 0, pendingBuckets: 0, watermark, failedAudiences: [] };
     const pendingLiterals = pending.map(literal);
     // The closed range and the pending buckets (all before the old watermark), each range a scan of its own.
     const rowFilters = [
@@ -1533,7 +1545,6 @@ export class Rollups {
           : 1
         : await this.rangeCount(definition, [...pending, ...(closed ? [state.watermark] : [])]);
     const source = this.sourceRows(definition, snapshot, all, context);
-    const wasHeld = [...(await this.heldBuckets(definition, snapshot, null)).keys()].some((b) => !kept.has(b));
     const store = (failed: readonly FailedAudience[]): Promise<void> =>
       this.lakeTransaction(async (run, session) => {
         if (deleteFilters.length > 0) {
@@ -1628,20 +1639,18 @@ export class Rollups {
    * one's rows, no longer kept for it, then go at the source's next retention).
    */
   private async applyRetention(definition: RollupDefinition, snapshot: bigint, session: EngineSession): Promise<void> {
-    if (definition.retention === null) return;
-    const horizon = definition.integer
-      ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(definition.retention)}`
-      : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
-    const run = (sql: string): Promise<number> => this.engine.execute(sql, { session });
-    await run(`DELETE FROM ${materializedTable(definition.name)} WHERE bucket < ${horizon}`);
-    for (const [table, which] of [
-      [lostTable, 'TRUE'],
-      [heldTable, 'postponed_since IS NOT NULL'],
-    ])
-      await run(
-        `DELETE FROM ${table} WHERE rollup = ${quoteLiteral(definition.name)} AND ${which}
-           AND CAST(bucket AS ${definition.integer ? 'HUGEINT' : 'TIMESTAMP'}) < ${horizon}`,
-      );
+    for (const { table, rows } of retentionDeletes(definition, snapshot))
+      await this.engine.execute(`DELETE FROM ${table} WHERE ${rows}`, { session });
+  }
+
+  /** Whether applyRetention at `snapshot` would delete a row: a bucket past the rollup's retention, or a record of one. */
+  private async retentionDue(definition: RollupDefinition, snapshot: bigint): Promise<boolean> {
+    const deletes = retentionDeletes(definition, snapshot);
+    if (deletes.length === 0) return false;
+    const [[due]] = await this.engine.values(
+      `SELECT ${deletes.map(({ table, rows }) => `EXISTS (SELECT 1 FROM ${at(table, snapshot)} WHERE ${rows})`).join(' OR ')}`,
+    );
+    return due === true;
   }
 
   /**
@@ -3800,8 +3809,8 @@ export class Rollups {
         grain: definition.grain,
         watermark: state.watermark,
         pendingBuckets: (await this.pending(definition, state, readAt)).length,
-        lastRefresh:
-          state.refreshedAt ?? rows.find((r) => r.target === definition.name)?.last_run?.toISOString() ?? null,
+        // A run of the job that found nothing to do wrote no state (see refreshed): it is a refresh all the same.
+        lastRefresh: later(state.refreshedAt, rows.find((r) => r.target === definition.name)?.last_run ?? null),
         retention: definition.retention,
         materializedRows: Number(size),
         integer: definition.integer,
@@ -3892,6 +3901,34 @@ function sameSource(
   read: ReadonlySet<string>,
 ): boolean {
   return definition.sourceHash === sourceHash(base, read) || definition.sourceHash === sourceHash(base);
+}
+
+/**
+ * What set_rollup_retention deletes at a refresh at `snapshot` (applyRetention): each table and its rows to delete, the
+ * rollup's buckets older than its retention and the records of them; none without a retention.
+ */
+function retentionDeletes(
+  definition: RollupDefinition,
+  snapshot: bigint,
+): Array<{ readonly table: string; readonly rows: string }> {
+  if (definition.retention === null) return [];
+  const horizon = definition.integer
+    ? `(SELECT max(${quoteIdentifier(definition.baseTimeColumn)}) FROM ${at(`${lakeCatalog}.main.${quoteIdentifier(definition.base)}`, snapshot)}) - ${BigInt(definition.retention)}`
+    : `now()::TIMESTAMP - INTERVAL ${quoteLiteral(definition.retention)}`;
+  const records = (which: string): string =>
+    `rollup = ${quoteLiteral(definition.name)} AND ${which}
+       AND CAST(bucket AS ${definition.integer ? 'HUGEINT' : 'TIMESTAMP'}) < ${horizon}`;
+  return [
+    { table: materializedTable(definition.name), rows: `bucket < ${horizon}` },
+    { table: lostTable, rows: records('TRUE') },
+    { table: heldTable, rows: records('postponed_since IS NOT NULL') },
+  ];
+}
+
+/** The later of a state's refreshed_at (DuckDB's text, UTC) and a job's last run, as text; null when neither is known. */
+function later(refreshedAt: string | null, lastRun: Date | null): string | null {
+  if (refreshedAt === null || lastRun === null) return refreshedAt ?? lastRun?.toISOString() ?? null;
+  return Date.parse(`${refreshedAt.replace(' ', 'T')}Z`) >= lastRun.getTime() ? refreshedAt : lastRun.toISOString();
 }
 
 /** The oldest instant a retention keeps (buckets before now less it are deleted at refresh), in ns since the epoch. */
