@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Table } from 'apache-arrow';
 import { plain, plainRows } from '../lakehouse/lakehouse-fixtures.js';
-import { FlightSql, packAny, unpackAny } from '../support/flight-client.js';
+import { packAny } from '../support/flight-client.js';
+import { beginTransaction, endTransaction, queryInTransaction } from '../support/flight-transactions.js';
 import { useOrrery } from '../support/orrery-process.js';
 
 /** Two days of 2024 a minute apart; the window is off the hour at both ends. */
@@ -111,14 +112,9 @@ describe('raw edges read from the files (issue 14)', () => {
   // the edges as it sees the table, at its snapshot.
   it("reads the edges in a client's transaction at its snapshot, and with its own writes", async () => {
     await withRollup('pinned');
-    const [body] = await fixture.admin.doAction('BeginTransaction', packAny('ActionBeginTransactionRequest', {}));
-    const { transactionId } = FlightSql.ActionBeginTransactionResult.decode(unpackAny(body)!.value) as unknown as {
-      transactionId: Uint8Array;
-    };
-    const inTransaction = async (query: string): Promise<Array<Record<string, unknown>>> => {
-      const info = await fixture.admin.getFlightInfo(packAny('CommandStatementQuery', { query, transactionId }));
-      return (await fixture.admin.doGet(info.endpoints[0].ticket)).table.toArray().map((r) => plain(r.toJSON()));
-    };
+    const transactionId = await beginTransaction(fixture.admin);
+    const inTransaction = async (query: string): Promise<Array<Record<string, unknown>>> =>
+      (await queryInTransaction(fixture.admin, transactionId, query)).toArray().map((r) => plain(r.toJSON()));
     const twin = panel('(select * from pinned) as pinned');
     // The transaction's first read fixes its snapshot: another connection's rows in the edges come after it.
     const before = await inTransaction(panel('pinned'));
@@ -134,10 +130,7 @@ describe('raw edges read from the files (issue 14)', () => {
     const own = await inTransaction(panel('pinned'));
     assert.deepEqual(own, await inTransaction(twin));
     assert.ok(own.some((r) => r.host === 'h6'));
-    await fixture.admin.doAction(
-      'EndTransaction',
-      packAny('ActionEndTransactionRequest', { transactionId, action: 2 }),
-    );
+    await endTransaction(fixture.admin, transactionId, false);
     await checked('pinned');
   });
 });
