@@ -54,7 +54,10 @@ export interface Config {
   readonly housekeepingSeconds: number;
   /** How old an object no Postgres row names must be before housekeeping deletes it. */
   readonly orphanGraceSeconds: number;
-  /** ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: the raw rows a window off bucket boundaries must save to be read as rollup buckets plus raw edges. */
+  /**
+   * ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS: the raw rows a window off bucket boundaries must save to be read as rollup buckets
+   * plus raw edges, unless an admin's edges are read from the table's files.
+   */
   readonly rollupRawEdgesMinRows: number;
   /** ORRERY_ROLLUP_REFRESH_JOBS: whether this process runs the rollups' due refresh jobs (servers and daemons alike). */
   readonly rollupRefreshJobs: boolean;
