@@ -408,6 +408,24 @@ function pendingReads(
   };
 }
 
+/**
+ * A range of a rollup's buckets to store again (`deleted`, its stored rows; `rows`, the source's rows aggregated in
+ * their place) less the buckets retention kept as of `snapshot`: those hold values their raw rows no longer have, so
+ * they stay as stored.
+ */
+function leavingKept(
+  definition: RollupDefinition,
+  snapshot: bigint,
+  range: { readonly deleted: string; readonly rows: string },
+): { readonly deleted: string; readonly rows: string } {
+  const notKept = (bucket: string): string =>
+    `CAST(${bucket} AS VARCHAR) NOT IN (SELECT bucket FROM ${at(keptTable, snapshot)} WHERE rollup = ${quoteLiteral(definition.name)})`;
+  return {
+    deleted: `(${range.deleted} AND ${notKept('bucket')})`,
+    rows: `(${range.rows} AND ${notKept(bucketSql(definition, definition.timeColumn))})`,
+  };
+}
+
 /** The rows of `source` but those of the failed audiences. */
 function withoutAudiences(source: string, failed: readonly FailedAudience[]): string {
   const named = failed.map((f) => ofAudience(f.audience));
@@ -1037,12 +1055,21 @@ export class Rollups {
     }
     const time = quoteIdentifier(definition.timeColumn);
     const begin = bucketLiteral(definition, from);
+    const day = {
+      deleted: `bucket >= ${begin} AND bucket < ${covered}`,
+      rows: `${time} >= ${begin} AND ${time} < ${covered}`,
+    };
+    // The buckets of the day a series table's retention kept (its horizon inside the day, or a late row before it)
+    // hold what the rows gone answered: left as stored, as a refresh leaves them (a postponed audience's rows of one
+    // are read as held, and stored by a later retention).
+    const range =
+      (await this.keptBuckets(definition, snapshot)).size > 0 ? leavingKept(definition, snapshot, day) : day;
     await this.lakeTransaction(async (run) => {
       const mat = materializedTable(definition.name);
       // A refresh may have stored a bucket of the day already (a write to it was pending): replaced whole.
-      await run(`DELETE FROM ${mat} WHERE bucket >= ${begin} AND bucket < ${covered}`);
+      await run(`DELETE FROM ${mat} WHERE ${range.deleted}`);
       await run(
-        `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), `${time} >= ${begin} AND ${time} < ${covered}`)}`,
+        `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), range.rows)}`,
       );
     });
     // After the rows' commit: a read in between takes the day from the source, as before.
@@ -1511,18 +1538,7 @@ export class Rollups {
                 rows: `(${time} >= ${literal(state.watermark)} AND ${time} < ${literal(watermark)})`,
               };
     // Buckets retention kept hold values their raw rows no longer have: a closed range leaves them as stored.
-    const keptOut =
-      closed && kept.size > 0
-        ? (bucket: string): string =>
-            `CAST(${bucket} AS VARCHAR) NOT IN (SELECT bucket FROM ${at(keptTable, snapshot)} WHERE rollup = ${quoteLiteral(definition.name)})`
-        : undefined;
-    const closedRange =
-      closed && keptOut
-        ? {
-            deleted: `(${closed.deleted} AND ${keptOut('bucket')})`,
-            rows: `(${closed.rows} AND ${keptOut(bucketSql(definition, definition.timeColumn))})`,
-          }
-        : closed;
+    const closedRange = closed && kept.size > 0 ? leavingKept(definition, snapshot, closed) : closed;
     const wasHeld = [...(await this.heldBuckets(definition, snapshot, null)).keys()].some((b) => !kept.has(b));
     // Nothing to recompute, hold again or delete: nothing is written, so no DuckLake snapshot is made and what
     // readers keep at the lake's snapshot (rewrites, states, file listings) stays theirs. The state keeps its older

@@ -1,17 +1,24 @@
 // Issue 17: a rollup still being backfilled (a resources file's target: it holds buckets from its covered range on,
 // and reads the buckets before it from the source's raw rows until backfill steps reach them) keeps the buckets a
 // series table's retention took rows of, as every rollup does; a read takes those stored, not from the raw rows left
-// before the covered range (a fragment of the bucket, or nothing).
+// before the covered range (a fragment of the bucket, or nothing), and the backfill step that reaches their day
+// (`orrery publish` resumed after a retention) leaves them as stored, not replaced by those raw rows.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
 import { plain, plainRows, scalar, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
 import { readAfterWrite } from '../support/flight-transactions.js';
+import { publishFolderAs } from '../support/publish.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-backfill-kept-01', audiences: ['public'] };
 const teamX: TestKey = { name: 'team-x', key: 'team-x-key-backfill-kept-01', audiences: ['team_x'] };
 
 describe("a bucket retention kept before a backfilling rollup's covered range (#17)", () => {
   const lake = useLakeOrrery({ keys: [admin, teamX], role: 'all', env: { ORRERY_ROLLUP_REFRESH_JOBS: 'off' } });
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-backfill-kept-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('is read stored, whole, by every key, the raw rows before the range still read', async () => {
     const asAdmin = lake.client(admin);
@@ -63,5 +70,78 @@ describe("a bucket retention kept before a backfilling rollup's covered range (#
       .toArray()
       .map((r) => plain(r.toJSON()));
     assert.deepEqual(old(written), old(asAdminBefore));
+  });
+
+  it('is left as retention stored it by the backfill step of a publication resumed over its day', async () => {
+    const asAdmin = lake.client(admin);
+    mkdirSync(join(dir, 'resources'));
+    const tagged = {
+      rollup: {
+        table: 'bk',
+        grain: '1h',
+        dimensions: ['k'],
+        measures: { n: 'count(*)', tags: 'sum(CAST(tag AS INTEGER))' },
+      },
+    };
+    writeFileSync(join(dir, 'resources', 'bk.resources.json'), JSON.stringify({ resources: { tagged } }));
+    const publish = () => publishFolderAs(admin.key, `127.0.0.1:${lake.orrery.flightPort}`, dir);
+    const hourMs = 3_600_000;
+    const dayMs = 24 * hourMs;
+    // The day the resumed backfill fills: two days ago (UTC), the retention's horizon at its 12:30 below.
+    const day = Math.floor(Date.now() / dayMs) * dayMs - 2 * dayMs;
+    const at = (ms: number): string => `TIMESTAMPTZ '${new Date(ms).toISOString()}'`;
+    await asAdmin.updateCount(`CREATE TABLE bk (ts TIMESTAMPTZ, k INTEGER, tag VARCHAR) WITH (time_column = 'ts')`);
+    // Each hour of that day at :10 and :50, each of the next day at :30; a row of that day the measure cannot read,
+    // so that the publication stops before its day.
+    const rows = [
+      ...Array.from({ length: 24 }, (_, h) =>
+        [10, 50].map((m) => `(${at(day + h * hourMs + m * 60_000)}, ${1 + (h % 2)}, '${h * 100 + m}', 'public')`),
+      ).flat(),
+      ...Array.from({ length: 24 }, (_, h) => `(${at(day + dayMs + h * hourMs + 30 * 60_000)}, 1, '1', 'public')`),
+      `(${at(day + 20 * hourMs + 40 * 60_000)}, 1, 'oops', 'public')`,
+    ];
+    await asAdmin.updateCount(`INSERT INTO bk (ts, k, tag, audience) VALUES ${rows.join(', ')}`);
+    const stopped = await publish();
+    assert.equal(stopped.status, 1, stopped.text);
+    const target = /^created rollup (rollup_bk_tagged__[0-9a-f]{8}) over bk/m.exec(stopped.text)![1];
+    const done = [...stopped.text.matchAll(/^ {2}tagged: (\d{4}-\d\d-\d\d) done/gm)].map((d) => d[1]);
+    assert.equal(done[done.length - 1], new Date(day + dayMs).toISOString().slice(0, 10), stopped.text);
+
+    await asAdmin.updateCount(`DELETE FROM bk WHERE tag = 'oops'`);
+    // The hours retention keeps below (its horizon at 12:30: 12:00's with its row at 12:50 still raw), as the raw rows
+    // answer before it.
+    const horizon = day + 12 * hourMs + 30 * 60_000;
+    const keptEnd = at(day + 13 * hourMs);
+    const raw = (where: string) =>
+      plainRows(
+        asAdmin,
+        `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, k, count(*)::BIGINT AS n, sum(CAST(tag AS INTEGER))::BIGINT AS tags
+           FROM bk WHERE ${where} GROUP BY ALL ORDER BY ALL`,
+      );
+    const keptRaw = await raw(`ts < ${keptEnd}`);
+    assert.equal(keptRaw.length, 13);
+    await asAdmin.query(`SELECT * FROM set_retention('bk', '${Math.floor((Date.now() - horizon) / 1000)} seconds')`);
+    await lake.orrery.daemon!.housekeeping();
+    assert.equal(await scalar(asAdmin, `SELECT count(*) FROM bk WHERE ts < ${keptEnd}`), 1);
+    const stored = `SELECT * FROM ${target}_materialized WHERE bucket < ${keptEnd} ORDER BY ALL`;
+    const kept = await plainRows(asAdmin, stored);
+    assert.equal(kept.length, 13);
+    // A late row of a kept hour: the backfill now starts at its hour, the other kept ones after it in its day.
+    await asAdmin.updateCount(
+      `INSERT INTO bk (ts, k, tag, audience) VALUES (${at(day + 3 * hourMs + 20 * 60_000)}, 2, '1000', 'public')`,
+    );
+
+    const resumed = await publish();
+    assert.equal(resumed.status, 0, resumed.err.join('\n'));
+    assert.match(resumed.text, new RegExp(`^ {2}tagged: ${new Date(day).toISOString().slice(0, 10)} done, 0 day`, 'm'));
+    // The kept hours hold what retention stored, exactly; the view answers them so, the later hours as the raw rows.
+    assert.deepEqual(await plainRows(asAdmin, stored), kept);
+    assert.deepEqual(
+      await plainRows(
+        asAdmin,
+        `SELECT bucket, k, n::BIGINT AS n, tags::BIGINT AS tags FROM rollup_bk_tagged ORDER BY ALL`,
+      ),
+      [...keptRaw, ...(await raw(`ts >= ${keptEnd}`))],
+    );
   });
 });
