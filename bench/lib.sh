@@ -10,6 +10,8 @@
 #                                  With ORRERY_ROOT=<another tree with dist/ built> set, that tree runs as is.
 #   bench_base_and_this            with BASE_REF set, builds that commit too: BENCH_BASE_ARGS=(--base <tree>)
 #   bench_venv                     creates or refreshes bench/.venv (pinned pyarrow, duckdb, ADBC); prints its python
+#   bench_jdbc_classpath FILE      resolves the Arrow Flight SQL JDBC driver's classpath (test/interop/java's pom,
+#                                  through mvn) into FILE; fails without java and mvn
 #   orrery_start ROLE DATA_DIR [node flags...]
 #                                  starts `node [flags] dist/src/orrery.cjs ROLE` with the bench keys (admin key
 #                                  admin-key-0123) on free loopback ports; waits until it listens and sets
@@ -87,6 +89,11 @@ bench_venv() {
     echo "$BENCH_REQUIREMENTS" > "$stamp"
   fi
   echo "$venv/bin/python"
+}
+
+bench_jdbc_classpath() {
+  command -v mvn >/dev/null && command -v java >/dev/null || { echo "bench: needs java and mvn (the JDBC driver)" >&2; return 1; }
+  (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$1" -Dmdep.includeScope=runtime) >&2
 }
 
 orrery_start() {

@@ -95,8 +95,7 @@ fi
 if [ "${JDBC:-1}" = "1" ]; then
   if command -v mvn >/dev/null && command -v java >/dev/null; then
     cp_file="${TMPDIR:-/tmp}/orrery-bench-throughput-jdbc.classpath"
-    (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2 ||
-      { echo "bench: cannot resolve the JDBC driver" >&2; exit 1; }
+    bench_jdbc_classpath "$cp_file" || { echo "bench: cannot resolve the JDBC driver" >&2; exit 1; }
     args+=(--jdbc-classpath "$(cat "$cp_file")")
     # DuckDB's own JDBC driver, the same release as the server's: the in-process reference for JDBC readers.
     duckdb_version="$(node -p "require('$bench_root/node_modules/@duckdb/node-bindings/package.json').version.split('-')[0]")"

@@ -78,7 +78,7 @@ echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ "${CLIENT:-}" = jdbc ]; then
   [ "${DATA:-0}" = 1 ] && { echo "interleave.sh: CLIENT=jdbc sends SQL as given (no DATA=1)" >&2; exit 2; }
   cp_file="${TMPDIR:-/tmp}/orrery-bench-latency-jdbc.classpath"
-  (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2
+  bench_jdbc_classpath "$cp_file"
   # Compiled with LatencyClient.java, whose way of running a statement it shares.
   classes="$(mktemp -d)" && dirs+=("$classes")
   javac -d "$classes" "$here/java/InterleaveClient.java" "$here/java/LatencyClient.java"

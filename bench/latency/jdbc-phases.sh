@@ -14,9 +14,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../lib.sh"
 bench_ensure_built
 python="$(bench_venv)"
-command -v mvn >/dev/null && command -v java >/dev/null || { echo "bench: needs java and mvn (the JDBC driver)" >&2; exit 1; }
 cp_file="${TMPDIR:-/tmp}/orrery-bench-latency-jdbc.classpath"
-(cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2
+bench_jdbc_classpath "$cp_file"
 d="$(bench_data_dir jdbc-phases)"
 trap 'orrery_stop; rm -rf "$d"' EXIT
 # The probe loads the server's modules before orrery.cjs sizes libuv's pool: size it here as it would.

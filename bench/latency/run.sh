@@ -43,8 +43,7 @@ for client in ${OTHER_CLIENTS-go jdbc}; do
     jdbc)
       if command -v mvn >/dev/null && command -v java >/dev/null; then
         cp_file="${TMPDIR:-/tmp}/orrery-bench-latency-jdbc.classpath"
-        (cd "$bench_root/test/interop/java" && mvn -B -q dependency:build-classpath -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime) >&2 ||
-          { echo "bench: cannot resolve the JDBC driver" >&2; exit 1; }
+        bench_jdbc_classpath "$cp_file" || { echo "bench: cannot resolve the JDBC driver" >&2; exit 1; }
         client_args+=(--jdbc-classpath "$(cat "$cp_file")")
       else echo "bench: no mvn/java: the JDBC client is skipped" >&2; fi ;;
     *) echo "bench: unknown client $client (go, jdbc)" >&2; exit 2 ;;
