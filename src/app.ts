@@ -40,6 +40,8 @@ import {
   SeriesTables,
   attachLakeSql,
   prepareLakeMetadata,
+  indexSeriesTables,
+  lakeFilesKey,
   rebucketSeriesTables,
   seriesIndexInstaller,
 } from './tables/index.js';
@@ -195,7 +197,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     if (extensions.files.length > 0) {
       await prepareLakeMetadata(metadata);
       // DuckLake creates a table's folder, not the folders above it (S3 has no folders to make).
-      const tablesDir = store.location('tables');
+      const tablesDir = store.location(lakeFilesKey);
       if (store instanceof FileObjectStore) mkdirSync(tablesDir, { recursive: true });
       extensions.attach.push(attachLakeSql(metadata.connectionString, tablesDir));
     }
@@ -400,12 +402,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
               )
           : undefined,
         seriesBuckets: maintenanceLake
-          ? () =>
-              rebucketSeriesTables(
-                new SeriesTables(maintenanceEngine, metadata, seriesNames),
-                maintenanceEngine,
-                metadata,
-              )
+          ? async () => {
+              const series = new SeriesTables(maintenanceEngine, metadata, seriesNames);
+              const lakeRows = (sql: string) => maintenanceEngine.values(sql);
+              return [
+                ...(await rebucketSeriesTables(series, maintenanceEngine, metadata)),
+                ...(await indexSeriesTables(series, { db: metadata, store, lakeRows })),
+              ];
+            }
           : undefined,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),

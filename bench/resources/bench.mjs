@@ -11,7 +11,7 @@ import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FlightSqlClient } from '../../dist/src/client/index.js';
-import { runResourcesCli } from '../../dist/src/resources/index.js';
+import { publishSeconds as publishDir } from './publish.mjs';
 import { generateLogEntries } from './generate.mjs';
 
 const { values } = parseArgs({
@@ -411,15 +411,7 @@ writeFileSync(
                 },
   }),
 );
-const publishStart = Date.now();
-const err = [];
-const status = await runResourcesCli(
-  ['--dir', values.dir],
-  { env: { ORRERY_FLIGHT_SQL_ADDR: address, ORRERY_API_KEY: apiKey }, out: () => {}, err: (l) => err.push(l) },
-  'publish',
-);
-if (status !== 0) throw new Error(`publish failed: ${err.join('\n')}`);
-const publishSeconds = (Date.now() - publishStart) / 1000;
+const publishSeconds = await publishDir(values.dir, address, apiKey);
 
 // Rows and bytes of the partition files a query opens (explain_resources names those an index skips, and those a
 // latest-n top-N's first run leaves out);

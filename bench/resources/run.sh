@@ -10,6 +10,8 @@
 #   ROWS=2000000 DAYS=30 bash bench/resources/run.sh
 #   KIND=columns bash bench/resources/run.sh         # a stored column of the pod property (+ bloom filter)
 #   KIND=text DAYS=7 bash bench/resources/run.sh     # msg ILIKE '%timeout%' over a week, with a text index on msg
+#   KIND=series-text bash bench/resources/run.sh     # msg ILIKE searches on a series table with a text index on msg
+#                                                    # against its twin without (series-text.mjs: ROWS lines in FILES INSERTs)
 #   KIND=projection bash bench/resources/run.sh      # filters on level and msg, with projections sorted by each
 #   KIND=projection PROJECTION_BY=pod bash bench/resources/run.sh
 #                                                    # instead, by_pod sorted by a column entry of the pod property
@@ -26,7 +28,7 @@
 #                                                    # rows (default 1 000 000) from PROCESSES processes a day (default
 #                                                    # 20) and registered in Postgres as the materializer does (generate.mjs)
 #
-# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection | dashboard),
+# Environment: ROWS (default 200000), DAYS (default 10), REPEATS (default 5), KIND (indexes | columns | text | projection | dashboard | series-text),
 # GENERATE=1, PER_PARTITION, PROCESSES, PROJECTION_COLUMNS, PROJECTION_BY, TIME_MINMAX=1, KEEP_DATA=1. The server's own settings pass through:
 # ORRERY_SMALL_QUERY_MS=0 keeps every statement in one lane (a statement near the small lane's 1 s is otherwise
 # rerun in the heavy lane at some runs and not at others, which swings its time 2-5x under load).
@@ -46,6 +48,11 @@ trap cleanup EXIT
 
 orrery_start serve "$data_dir/orrery" || exit 1
 echo "bench: orrery serve (pid $ORRERY_PID): HTTP 127.0.0.1:$ORRERY_HTTP_PORT, Flight SQL 127.0.0.1:$ORRERY_FLIGHT_PORT" >&2
+if [ "${KIND:-}" = series-text ]; then
+  node "$here/series-text.mjs" --flight-port "$ORRERY_FLIGHT_PORT" --dir "$data_dir/publication" --data-dir "$data_dir/orrery" \
+    --rows "${ROWS:-2000000}" --files "${FILES:-40}" --repeats "${REPEATS:-5}"
+  exit
+fi
 node "$here/bench.mjs" --http-port "$ORRERY_HTTP_PORT" --flight-port "$ORRERY_FLIGHT_PORT" --dir "$data_dir/publication" \
   --rows "${ROWS:-200000}" --days "${DAYS:-10}" --repeats "${REPEATS:-5}" --kind "${KIND:-indexes}" \
   --data-dir "$data_dir/orrery" ${GENERATE:+--generate} --per-partition "${PER_PARTITION:-1000000}" --processes "${PROCESSES:-20}" \

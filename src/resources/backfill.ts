@@ -49,11 +49,11 @@ export async function* pastRetention(ctx: InstallContext, key: string, past: num
 }
 
 /** Does each partition in turn, recording the backfilled range after each; yields a line per partition. */
-export async function* backfillEach(
+export async function* backfillEach<T extends Pick<FilePartition, 'beginInsertTime' | 'endInsertTime'>>(
   ctx: InstallContext,
-  todo: readonly FilePartition[],
-  each: (partition: FilePartition) => Promise<void>,
-  line: (done: number, partition: FilePartition, secondsLeft: number) => string,
+  todo: readonly T[],
+  each: (partition: T) => Promise<void>,
+  line: (done: number, partition: T, secondsLeft: number) => string,
 ): AsyncGenerator<string> {
   const started = Date.now();
   for (const [i, partition] of todo.entries()) {

@@ -9,8 +9,13 @@ import type { MetadataQueries } from '../metadata/index.js';
 import { ensureLedger } from './ledger.js';
 import { textCopies } from './partition-stats.js';
 
+/**
+ * Whether the rows of `alias` are of a partition file that is gone. A series table's data files (keys under
+ * `tables/`, DuckLake's) are not partitions: what their text indexes keep goes with the index (see series-text.ts).
+ */
 const isGone = (alias: string): string =>
-  `NOT EXISTS (SELECT 1 FROM lakehouse_partitions p WHERE p.file_path = ${alias}.file_path)
+  `${alias}.file_path NOT LIKE 'tables/%'
+   AND NOT EXISTS (SELECT 1 FROM lakehouse_partitions p WHERE p.file_path = ${alias}.file_path)
    AND NOT EXISTS (SELECT 1 FROM temporary_files t WHERE t.file_path = ${alias}.file_path)`;
 
 /**

@@ -68,8 +68,12 @@ export {
 } from './publish.js';
 export { diagnosticText } from './diagnostics.js';
 export {
+  indexNewFiles,
   indexPartition,
+  installStatistics,
   partitionStatsInstaller,
+  type FileToIndex,
+  type FilesToIndex,
   mayHold,
   partitionStatistics,
   audienceStatistics,

@@ -7,7 +7,7 @@
 import { queueForDeletion, type ObjectStore, type Partition } from '../lakehouse/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { bitmapLiteral, quoteIdentifier, quoteLiteral, type ViewSet } from '../views/index.js';
-import { backfillEach, partitionFiles, partitionsToDo, pastRetention } from './backfill.js';
+import { backfillEach, partitionFiles, partitionsToDo, pastRetention, type FilePartition } from './backfill.js';
 import { forgetAbsent, factsOf } from './file-facts.js';
 import { forgetRecent, recently } from './recent.js';
 import type { InstallContext, ResourceInstaller } from './installers.js';
@@ -105,20 +105,41 @@ const extraDone: Partial<Record<string, string>> = {
   bloom_filter: ' AND (bloom IS NULL OR octet_length(bloom) & (octet_length(bloom) - 1) <> 0)',
 };
 
-async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
+/** The files an index's install reads (newest first), those not done, how many were done and how many are past retention. */
+export interface FilesToIndex {
+  readonly files: readonly FileToIndex[];
+  readonly todo: readonly FileToIndex[];
+  readonly done: number;
+  readonly past: number;
+}
+
+/** A file an index's statistics are made of: its object key and the insert times its backfill progress records. */
+export type FileToIndex = Pick<FilePartition, 'filePath' | 'beginInsertTime' | 'endInsertTime'>;
+
+/**
+ * The statistics rows of an index ($1) that count as done: a file indexed before its audiences' statistics were
+ * kept, (text) before its copies were, or (bloom_filter) with a filter of the first version (a power of two of
+ * bytes, about 3 % false positives), is indexed again (its own row is kept).
+ */
+export const doneStatisticsSql = (kind: string): string =>
+  `SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL${extraDone[kind] ?? ''}`;
+
+const install = (entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> =>
+  installStatistics(entry, ctx, (doneSql, hash) => partitionsToDo(ctx, entry.physical, doneSql, hash));
+
+/**
+ * Installs an index entry as per-file statistics of the files `toDo` lists (a view set's partitions, a series
+ * table's data files: see series-text.ts), given the SQL of the files done (see doneStatisticsSql).
+ */
+export async function* installStatistics(
+  entry: ValidEntry,
+  ctx: InstallContext,
+  list: (doneSql: string, hash: string) => Promise<FilesToIndex>,
+): AsyncGenerator<string> {
   if (entry.kind !== 'index') return;
   await ensureLedger(ctx.db);
   const hash = entryHash(entry);
-  const toDo = () =>
-    partitionsToDo(
-      ctx,
-      entry.physical,
-      // A file indexed before its audiences' statistics were kept, (text) before its copies were, or (bloom_filter)
-      // with a filter of the first version (a power of two of bytes, about 3 % false positives), is indexed again
-      // (its own row is kept).
-      `SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL${extraDone[entry.indexKind] ?? ''}`,
-      hash,
-    );
+  const toDo = () => list(doneStatisticsSql(entry.indexKind), hash);
   const expression = indexedExpression(entry);
   // What the index reads and its type, recorded first, also on a set with no partition yet: queries use
   // each partition's statistics as they land, the daemon indexes the partitions that land from now on,
@@ -488,17 +509,49 @@ export async function indexPartition(
   const { filePath } = partition;
   if (filePath === null) return;
   for (const index of await installedIndexes(ctx.db, [partition.viewSetName])) {
-    // An index installed on an empty set learns its type from the first partition file that lands.
-    if (index.valueType === null) {
-      await ctx.db.query('UPDATE resource_indexes SET value_type = $2 WHERE index_hash = $1 AND value_type IS NULL', [
-        index.hash,
-        await valueTypeOf(ctx, index.expression, filePath),
-      ]);
-      forgetRecent();
-    }
+    await learnValueType(ctx, index, filePath);
     await writeStatistics(ctx, index, { filePath, beginInsertTime: partition.beginInsertTime });
   }
   await projectPartition(ctx, partition);
+}
+
+/** An index installed on an empty set (or table) learns its type from the first file that lands. */
+async function learnValueType(
+  ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
+  index: InstalledIndex,
+  filePath: string,
+): Promise<void> {
+  if (index.valueType !== null) return;
+  await ctx.db.query('UPDATE resource_indexes SET value_type = $2 WHERE index_hash = $1 AND value_type IS NULL', [
+    index.hash,
+    await valueTypeOf(ctx, index.expression, filePath),
+  ]);
+  forgetRecent();
+}
+
+/**
+ * Keeps the indexes installed on a table whose files no daemon commit announces (a series table's data files, which
+ * clients' INSERTs write) up to date: the statistics of each file `listFiles` lists (object keys) that an index has none of yet
+ * (see doneStatisticsSql). Returns how many files' statistics were written. A file without them is read whole.
+ */
+export async function indexNewFiles(
+  ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
+  table: string,
+  listFiles: () => Promise<readonly FileToIndex[]>,
+): Promise<number> {
+  let written = 0;
+  const indexes = await installedIndexes(ctx.db, [table]);
+  const files = indexes.length > 0 ? await listFiles() : [];
+  for (const index of indexes) {
+    const { rows } = await ctx.db.query<{ file_path: string }>(doneStatisticsSql(index.kind), [index.hash]);
+    const done = new Set(rows.map((r) => r.file_path));
+    for (const file of files.filter((f) => !done.has(f.filePath))) {
+      await learnValueType(ctx, index, file.filePath);
+      await writeStatistics(ctx, index, file);
+      written++;
+    }
+  }
+  return written;
 }
 
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {

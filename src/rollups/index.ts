@@ -33,3 +33,4 @@ export { baseTables, call as callNode, cast as castNode, key as expressionKey, o
 /** DuckDB's value of a window bound written with the clock (`now() - INTERVAL '1 month'`), worked out without DuckDB. */
 export { clockBoundText, isCurrentDate } from './clock-bounds.js';
 export { isClock } from './constant-trends.js';
+export { fileRows, filesSql } from './table-files.js';

@@ -183,6 +183,18 @@ interface Search {
 /** The functions (and LIKE's, ILIKE's operators) true only of a value holding their constant's text, or a match of it. */
 const substringSearches = new Set(['~~', '~~*', 'contains', 'starts_with', 'ends_with', 'prefix', 'suffix']);
 
+/** Whether a statement calls a substring search anywhere (what a text index may decide: see searchOf). */
+export function searchesText(tree: Tree): boolean {
+  const visit = (value: unknown): boolean => {
+    if (Array.isArray(value)) return value.some(visit);
+    if (value === null || typeof value !== 'object') return false;
+    const node = value as Node;
+    if (node.class === 'FUNCTION' && substringSearches.has(node.function_name as string)) return true;
+    return Object.values(node).some(visit);
+  };
+  return visit(tree.statements);
+}
+
 function searchOf(conjunct: Node, bindings: Bindings): Search | null {
   if (
     conjunct.class !== 'FUNCTION' ||
@@ -1326,7 +1338,11 @@ export class PartitionPruning {
 
   /** The partitions (object keys) of `view` the statement must read of these, in their order. */
   async keep(view: ViewSet, partitions: readonly Partition[]): Promise<readonly string[]> {
-    const kept = await this.kept(view, partitions);
+    const kept = await this.kept(
+      view,
+      partitions.map((p) => p.filePath!),
+      partitions,
+    );
     // The statement runs with the clock pruning compared: every now() of it is to be the fixed value.
     if (this.clockUsed && this.clock) this.clockFixed = true;
     return kept;
@@ -1398,8 +1414,24 @@ export class PartitionPruning {
     return { files, after: bound?.after };
   }
 
-  private async kept(view: ViewSet, partitions: readonly Partition[]): Promise<readonly string[]> {
-    const files = partitions.map((p) => p.filePath!);
+  /**
+   * The files (object keys) of a series table read from its data files (see series-text-reads.ts) the statement
+   * must read of these, each whole: the rows a text index's postings leave are not read apart there.
+   */
+  async keepWhole(view: ViewSet, files: readonly string[]): Promise<readonly string[]> {
+    const kept = await this.kept(view, files, []);
+    for (const file of kept) this.rows.delete(file);
+    const read = this.rowsRead.findIndex((r) => r.table === view.name);
+    if (read >= 0) this.rowsRead.splice(read, 1);
+    return kept;
+  }
+
+  /** The files kept of a set's (see keep); `partitions`: those of them the catalog keeps event-time bounds of. */
+  private async kept(
+    view: ViewSet,
+    files: readonly string[],
+    partitions: readonly Partition[],
+  ): Promise<readonly string[]> {
     const untokenized = new Set<string>();
     let on = files.length > 0 ? restrictionsOn(this.statement, view, this.clock, untokenized) : null;
     if (on && untokenized.size > 0) {

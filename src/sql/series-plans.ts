@@ -69,7 +69,7 @@ export function seriesReadSetup(
 }
 
 /** The series tables a statement names (every one when its shape is unknown). */
-const namedTables = (all: ReadonlyMap<string, SeriesTable>, shape?: QueryShape): SeriesTable[] =>
+export const namedTables = (all: ReadonlyMap<string, SeriesTable>, shape?: QueryShape): SeriesTable[] =>
   shape ? [...all.values()].filter((t) => shape.relations.some((r) => r.name === t.name && !r.cte)) : [...all.values()];
 
 /**

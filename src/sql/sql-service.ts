@@ -17,6 +17,7 @@ import {
   namesLakeInternals,
   reachesLakeIndirectly,
   tableColumnsSelect,
+  type SeriesTable,
   type SeriesTables,
 } from '../tables/index.js';
 import {
@@ -41,6 +42,7 @@ import {
   orreryFunctionKind,
   quoteLiteral,
   orreryFunctionNames,
+  type ViewSet,
 } from '../views/index.js';
 import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from './lakehouse-functions.js';
 import { publicationTables } from '../resources/index.js';
@@ -50,6 +52,7 @@ import { keepItemNames, parsedItems } from './item-names.js';
 import { QueryLanes } from './query-lanes.js';
 import { relationSources } from './relation-sources.js';
 import { resourceReaders, type ExplainedReads } from './resource-reads.js';
+import { seriesTextRead } from './series-text-reads.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
 import { messageOf, type OrreryError } from '../errors/index.js';
@@ -99,6 +102,7 @@ import {
   liveCall,
   type Live,
   microsecondTimeColumns,
+  namedTables,
   planSeriesWrite,
   seriesReadSetup,
   type SeriesWrite,
@@ -858,6 +862,10 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const seriesSetup =
       tables && readSeries ? seriesReadSetup(tables, readSeries, principal, shape ?? undefined, pinned) : [];
     setup.push(...seriesSetup);
+    // Outside a client's transaction (which reads its own writes, at its own snapshot), a search skips the files of
+    // the series tables a text index shows it need not read.
+    if (session === undefined && readSeries && shape)
+      setup.push(...(await this.seriesTextSetup(readers, tree, namedTables(readSeries, shape), principal, pinned)));
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
@@ -1258,14 +1266,16 @@ export class SqlService implements FlightSqlBackend<Principal> {
     ownTransaction: boolean,
     principal: Principal,
     boundTopN = false,
-  ): ReturnType<typeof resourceReaders> | undefined {
+  ): (ReturnType<typeof resourceReaders> & { seriesViews: Map<string, ViewSet> }) | undefined {
     const lakehouse = this.lakehouse;
     if (!lakehouse) return undefined;
-    const viewOf = (name: string) => lakehouse.views.get(name);
+    // Series tables a text index decides reads of are read as view sets (see seriesTextRead).
+    const seriesViews = new Map<string, ViewSet>();
+    const viewOf = (name: string) => lakehouse.views.get(name) ?? seriesViews.get(name);
     // A reader's statement is pruned by its audiences' statistics alone (see PartitionPruning.statisticsOf).
     const scope = scopeOf(principal);
     const audiences = scope.kind === 'audiences' ? scope.audiences : undefined;
-    return resourceReaders({
+    const readers = resourceReaders({
       db: lakehouse.db,
       engine: this.engine,
       ...parsed,
@@ -1275,6 +1285,36 @@ export class SqlService implements FlightSqlBackend<Principal> {
       boundTopN,
       audiences,
     });
+    return { ...readers, seriesViews };
+  }
+
+  /**
+   * The views through which a statement outside a client's transaction reads the series tables it searches with a
+   * text index installed (see seriesTextRead), at `snapshot` (the latest when none); they replace tableRows' views.
+   */
+  private async seriesTextSetup(
+    readers: ReturnType<SqlService['resourceStatement']>,
+    tree: ResourceStatement['tree'] | null,
+    named: readonly SeriesTable[],
+    principal: Principal,
+    snapshot?: bigint,
+  ): Promise<string[]> {
+    const { lakehouse, tables } = this;
+    if (!readers || !tree || !lakehouse || !tables || named.length === 0) return [];
+    const ctx = {
+      db: lakehouse.db,
+      store: lakehouse.store,
+      tree,
+      pruning: readers.pruning,
+      views: readers.seriesViews,
+    };
+    const at = snapshot ?? (await tables.currentSnapshot());
+    const views: string[] = [];
+    for (const table of named) {
+      const view = await seriesTextRead(ctx, table, scopeOf(principal), at);
+      if (view) views.push(view);
+    }
+    return views;
   }
 
   /**
@@ -1306,6 +1346,9 @@ export class SqlService implements FlightSqlBackend<Principal> {
     if (lakehouse && readers) {
       const range = { begin: ctx.options.rangeBegin, end: ctx.options.rangeEnd };
       await viewSetup(lakehouse, referencedViews(shape, lakehouse), scopeOf(principal), range, readers.filter);
+      // As planning does, outside a client's transaction: the series tables' files a text index skips.
+      const listed = session === undefined ? await this.tables?.list() : undefined;
+      if (listed) await this.seriesTextSetup(readers, tree, namedTables(listed, shape), principal);
     }
     nanosecondTimestamps(tree);
     const rollups = lakehouse?.rollups;

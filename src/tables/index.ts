@@ -17,6 +17,7 @@ export {
   audienceColumn,
   lakeTable,
   lakeVersionSql,
+  scopeFilter,
   tableColumnsSelect,
   tableRows,
   type DependentsSource,
@@ -29,3 +30,4 @@ export {
 export { tableErrors } from './errors.js';
 export { ingest, type IngestData, type IngestMode } from './ingest.js';
 export { rebucketSeriesTables, seriesIndexInstaller } from './series-indexes.js';
+export { indexSeriesTables, lakeFileKey, lakeFilesKey, seriesDataFiles } from './series-text.js';

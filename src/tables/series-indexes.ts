@@ -18,14 +18,23 @@
 //   the id 8.5x fewer bytes, that filter 6.5x the CPU; 4,096: 16.5x, 12x). Files written before keep their order:
 //   DuckLake's merge of a table's files makes one file of them all (every day in it), which would cost time ranges
 //   the files they skip now.
-// - text: omitted: a `%word%` search is no range, DuckLake keeps no per-file token index and runs the scan itself,
-//   so nothing Orrery keeps beside it could skip a file.
+// - text: a `%word%` search is no range and DuckLake keeps no per-file token index: the statistics a text index keeps
+//   of a view set's partition files are kept of the table's data files instead, and a search reads the table from
+//   the files that may hold its words (series-text.ts).
 import { quoteIdentifier, type DuckDBEngine } from '../engine/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import { isErrorOf } from '../errors/index.js';
-import { ledgerRows, resourcesErrors, takeLock, type ResourceInstaller, type ValidEntry } from '../resources/index.js';
+import {
+  installStatistics,
+  ledgerRows,
+  resourcesErrors,
+  takeLock,
+  type ResourceInstaller,
+  type ValidEntry,
+} from '../resources/index.js';
 import { lakeCatalog, lakeCatalogWrites } from './lake-catalog.js';
 import { lakeTable, type SeriesTable, type SeriesTables } from './series-tables.js';
+import { seriesDataFiles } from './series-text.js';
 
 /** Rows per row group of a series table sorted for index entries (bench/series-indexes), and DuckDB's default. */
 const sortedRowGroupRows = 16_384;
@@ -272,8 +281,6 @@ export function seriesIndexInstaller(
       if (entry.kind !== 'index') return null;
       if (entry.indexedExpression !== undefined)
         return `${entry.physical} is a series table, which stores no column entries: index one of its columns`;
-      if (entry.indexKind === 'text')
-        return `${entry.physical} is a series table: DuckLake skips files by each column's min and max only, which a '%word%' search does not narrow, and keeps no token index`;
       if (!table.columns.some((c) => c.name === entry.column))
         return `${entry.column} is not a column of series table ${entry.physical}`;
       const first = sortsBy(entry) ? sortingEntry(entries, table) : undefined;
@@ -287,6 +294,15 @@ export function seriesIndexInstaller(
         return;
       }
       const table = await tableOf(entry.physical);
+      if (entry.indexKind === 'text' && table) {
+        yield* installStatistics(entry, ctx, async (doneSql, hash) => {
+          const files = await seriesDataFiles(ctx.db, table.name);
+          const { rows } = await ctx.db.query<{ file_path: string }>(doneSql, [hash]);
+          const done = new Set(rows.map((r) => r.file_path));
+          return { files, todo: files.filter((f) => !done.has(f.filePath)), done: done.size, past: 0 };
+        });
+        return;
+      }
       if (!sortsBy(entry) || !table) return;
       const columns = await sortColumns(ctx.db, entry.physical, ctx.entries);
       const [[files]] = await engine.values(
@@ -299,6 +315,7 @@ export function seriesIndexInstaller(
     async drop(row, ctx) {
       if (row.kind !== 'index' || !(await tableOf(row.physicalTable))) return viewSets.drop(row, ctx);
       const table = await tableOf(row.physicalTable);
+      if ((row.declaration as IndexEntry).indexKind === 'text') return viewSets.drop(row, ctx);
       if (!sortsBy(row.declaration) || !table) return 'nothing (DuckLake keeps the statistics itself)';
       return applySort(table, await sortColumns(ctx.db, row.physicalTable, [], row.hash));
     },

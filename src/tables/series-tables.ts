@@ -83,12 +83,14 @@ export const tableColumnsSelect = `* EXCLUDE (${audienceColumn}), ${audienceColu
  * when given. The columns in the order of tableColumnsSelect.
  */
 export function tableRows(name: string, scope: TableScope, snapshot?: bigint): string {
-  const filter =
-    scope.kind === 'all'
-      ? ''
-      : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
-  return `SELECT ${tableColumnsSelect} FROM ${lakeTable(name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${filter}`;
+  return `SELECT ${tableColumnsSelect} FROM ${lakeTable(name)}${snapshot === undefined ? '' : ` AT (VERSION => ${snapshot})`}${scopeFilter(scope)}`;
 }
+
+/** The WHERE by which a scope reads a series table's rows (its audiences' and public ones); '' for every row. */
+export const scopeFilter = (scope: TableScope): string =>
+  scope.kind === 'all'
+    ? ''
+    : ` WHERE ${audienceColumn} IN (${[...new Set([...scope.audiences, 'public'])].map(quoteLiteral).join(', ')})`;
 
 /**
  * Series tables: tables clients write, kept in DuckLake (catalog in Orrery's Postgres, Parquet

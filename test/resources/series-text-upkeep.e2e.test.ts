@@ -1,0 +1,75 @@
+// A text index entry on a series table kept up to date as files land (issue 13): a data file written after the
+// publication has no statistics and is read whole (its rows found); the daemon's housekeeping indexes it, after
+// which a search for a word it lacks skips it too. A client's transaction reads its own uncommitted rows (through
+// DuckLake, as before). test/sql/series-text-index.test covers the publication and the reads.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
+import { readAfterWrite } from '../support/flight-transactions.js';
+import { useOrrery } from '../support/orrery-process.js';
+import { publishFolder } from '../support/publish.js';
+
+describe('a text index on a series table, kept up to date by the daemon (issue 13)', () => {
+  // Housekeeping runs when the test asks (its own schedule an hour away).
+  const fixture = useOrrery({ ORRERY_HOUSEKEEPING_SECONDS: '3600' }, 'all');
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-series-text-upkeep-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const insert = (word: string) =>
+    fixture.admin.query(
+      `INSERT INTO notes SELECT TIMESTAMP '2024-01-02' + to_seconds(i), '${word} line ' || i FROM range(100) t(i)`,
+    );
+  const count = async (word: string) =>
+    (await plainRows(fixture.admin, `SELECT count(*) AS n FROM notes WHERE msg ILIKE '%${word}%'`))[0].n;
+  /** How many of the table's files explain_resources says a search for a word no row holds skips. */
+  const skipped = async () =>
+    (
+      await plainRows(
+        fixture.admin,
+        "SELECT count(*) AS n FROM explain_resources('SELECT count(*) FROM notes WHERE msg ILIKE ''%nowhere%''') WHERE decision = 'pruned'",
+      )
+    )[0].n;
+  const housekeeping = async () => {
+    for (;;) {
+      if (await fixture.orrery.daemon!.housekeeping()) return;
+      await sleep(100); // the daemon's own run holds the lock
+    }
+  };
+
+  before(async () => {
+    await fixture.admin.query(`CREATE TABLE notes (ts TIMESTAMP, msg VARCHAR) WITH (time_column = 'ts')`);
+    await insert('alpha');
+    mkdirSync(join(dir, 'resources'), { recursive: true });
+    const resources = { msg_text: { index: { table: 'notes', column: 'msg', kind: 'text' } } };
+    writeFileSync(join(dir, 'resources', 'notes.resources.json'), JSON.stringify({ resources }));
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    assert.match(run.text, /^backfill text index msg_text on notes: 1 of 1 partition\(s\) to read/m);
+  });
+
+  it('reads a file written since whole, finds its rows, then skips it once housekeeping indexed it', async () => {
+    await insert('beta');
+    assert.equal(await count('beta'), 100);
+    assert.equal(await skipped(), 1);
+    await housekeeping();
+    assert.equal(await skipped(), 2);
+    assert.equal(await count('beta'), 100);
+    assert.equal(await count('alpha'), 100);
+    assert.deepEqual(await plainRows(fixture.reader, "SELECT count(*) AS n FROM notes WHERE contains(msg, 'beta')"), [
+      { n: 100 },
+    ]);
+  });
+
+  it("a client's transaction that wrote the table reads its own rows holding the word", async () => {
+    const table = await readAfterWrite(
+      fixture.admin,
+      `INSERT INTO notes VALUES (TIMESTAMP '2024-01-03', 'omega line'), (TIMESTAMP '2024-01-03', 'alpha again')`,
+      "SELECT count(*) AS n FROM notes WHERE msg ILIKE '%omega%' OR msg ILIKE '%again%'",
+    );
+    assert.equal(Number(table.getChild('n')!.get(0)), 2);
+    assert.equal(await count('omega'), 0);
+  });
+});
