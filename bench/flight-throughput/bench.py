@@ -14,7 +14,8 @@ read_chunk() and dropped (rows, sum(i) and batch.nbytes counted). The computed c
 through what users run: ADBC's DB-API (adbc-driver-flightsql) reading record batches, and the Arrow
 Flight SQL JDBC driver (java/ThroughputClient.java, one JVM, warmed up) reading every row with the
 typed getters, when --jdbc-classpath is given; each also against the same client on DuckDB's own
-driver in-process (adbc_driver_duckdb; DuckDB's JDBC driver with --duckdb-jdbc). In-process path: the same SQL
+driver in-process (adbc_driver_duckdb; DuckDB's JDBC driver with --duckdb-jdbc, whose runs alternate with
+a second round of the JDBC reader's: "computed JDBC (own ref)"). In-process path: the same SQL
 on a duckdb connection with SET threads=2, read the same way from fetch_record_batch().
 ratio = in-process time / Flight time (1.0 = Flight costs nothing over in-process).
 
@@ -369,11 +370,16 @@ def main() -> int:
     client_b = flight.FlightClient(f"grpc+tcp://{args.host}:{args.compare_port}") if args.compare_port else None
     server_b = ServerCpu(args.compare_pid)
 
-    def alternate(key: str, readers: list[Reader], reference, expected: int | None = expected_sum) -> None:
+    ref_labels: dict[str, str] = {}
+
+    def alternate(key: str, readers: list[Reader], reference, expected: int | None = expected_sum,
+                  ref_label: str = "in-process stream", ref_cpu=time.process_time) -> None:
         """Measures readers[0] (build A's server), readers[1] if any (build B's) and, with `reference`, the
-        in-process reader of the same result, run by run in turn: results[key], [key_b] and [key.ref]; the
-        ratio printed for the client is then made of runs taken next to each other."""
-        refs = [Reader(" in-process stream alongside", reference, ServerCpu(None))] if reference else []
+        in-process reader of the same result (`ref_label`; its CPU read by `ref_cpu`), run by run in turn:
+        results[key], [key_b] and [key.ref]; the ratio printed for the client is then made of runs taken next
+        to each other."""
+        ref_labels[key] = ref_label
+        refs = [Reader(f" {ref_label} alongside", reference, ServerCpu(None), ref_cpu)] if reference else []
         measured = measure_rotated(readers + refs, args.repeats, args.warmup, n, expected, log)
         results[key] = measured[0]
         if len(readers) > 1:
@@ -387,7 +393,8 @@ def main() -> int:
             readers.append(Reader(f"{label} [B]", flight_fetch(client_b, options, sql, schemas, f"{key}.b"), server_b))
         alternate(key, readers, reference, expected)
 
-    def java_measure(key: str, label: str, classpath: str, program: str, url: str, extra: tuple[str, ...], reference) -> None:
+    def java_measure(key: str, label: str, classpath: str, program: str, url: str, extra: tuple[str, ...], reference,
+                     *ref: object) -> None:
         nbytes = results["computed.flight"].best().bytes
         jvms = [JvmReader(classpath, program, url, computed_sql, extra, nbytes)]
         readers = [Reader(label, jvms[0].run, server if reference else ServerCpu(None), jvms[0].cpu_s)]
@@ -396,7 +403,7 @@ def main() -> int:
             jvms.append(JvmReader(classpath, program, url.replace(f":{args.port}", f":{args.compare_port}"), computed_sql, extra, nbytes))
             readers.append(Reader(f"{label} [B]", jvms[1].run, server_b, jvms[1].cpu_s))
         try:
-            alternate(key, readers, reference)
+            alternate(key, readers, reference, expected_sum, *ref)
         finally:
             for jvm in jvms:
                 jvm.close()
@@ -435,8 +442,15 @@ def main() -> int:
                 java_measure("computed.jdbc_rows", "computed JDBC (next, getLong)", args.jdbc_classpath, "ThroughputClient.java", url, ("rows",), stream)
                 java_measure("computed.java_flight", "computed Java Flight SQL", args.jdbc_classpath, "FlightSqlThroughputClient.java",
                              f"{args.host}:{args.port}", (args.key,), stream)
-            if args.duckdb_jdbc:
-                java_measure("computed.duckdb_jdbc", "computed in-process JDBC", args.duckdb_jdbc, "ThroughputClient.java", "jdbc:duckdb:", (), None)
+                if args.duckdb_jdbc:
+                    # JDBC against its own in-process reference, DuckDB's JDBC driver running the same reader in a JVM
+                    # of its own, run by run in turn (as ADBC has DuckDB's ADBC driver): the ratio JDBC's goal is held to.
+                    own = JvmReader(args.duckdb_jdbc, "ThroughputClient.java", "jdbc:duckdb:", computed_sql, (), results["computed.flight"].best().bytes)
+                    try:
+                        java_measure("computed.jdbc_own", "computed JDBC (own ref)", args.jdbc_classpath, "ThroughputClient.java", url, (), own.run,
+                                     "in-process JDBC", own.cpu_s)
+                    finally:
+                        own.close()
             results["computed.duckdb_stream"] = measure("computed in-process stream", stream, args.repeats, args.warmup, server, n, expected_sum, log)
             results["computed.duckdb_table"] = measure("computed in-process table", inprocess_table(con, computed_sql), args.repeats, args.warmup, server, n, expected_sum, log)
 
@@ -530,7 +544,7 @@ def main() -> int:
         best = ref.best().seconds / m.best().seconds
         med = statistics.median(pairs)
         figures["ratios_alternated"][key] = {"pairs": [round(p, 3) for p in pairs], "median": round(med, 3), "best": round(best, 3)}
-        print(f"alternated: in-process stream time / {m.name} time = {med:.2f} (median of {len(pairs)} pairs, "
+        print(f"alternated: {ref_labels[key[:-2] if key.endswith('_b') else key]} time / {m.name} time = {med:.2f} (median of {len(pairs)} pairs, "
               f"{min(pairs):.2f}-{max(pairs):.2f}), {best:.2f} (best / best)   goal >= 0.9")
     print()
     client_names = {"flight": "Flight", "adbc": "ADBC", "jdbc": "JDBC"}
@@ -547,7 +561,7 @@ def main() -> int:
             name = case if client_kind == "flight" else f"{case}.{client_kind}"
             figures["ratios"][f"{name}.b_vs_a"] = round(speedup, 3)
             print(f"{name}: {args.compare_label} is {speedup:.2f}x as fast as A (median time A / median time {args.compare_label}); runs alternated")
-        own = {"jdbc": ("duckdb_jdbc",), "adbc": ("duckdb_adbc",)}.get(client_kind, ())
+        own = {"adbc": ("duckdb_adbc",)}.get(client_kind, ())
         for base in ("duckdb_stream", "duckdb_table") + own:
             ref = results.get(f"{case}.{base}")
             if not ref:
@@ -558,7 +572,7 @@ def main() -> int:
             figures["ratios"][f"{name}{suffix}.{base}"] = {"best": round(best, 3), "median": round(med, 3)}
             tag = f" [{args.compare_label}]" if suffix else ""
             client_name = client_names[client_kind]
-            reference = {"duckdb_stream": "stream", "duckdb_table": "table", "duckdb_jdbc": "JDBC", "duckdb_adbc": "ADBC"}[base]
+            reference = {"duckdb_stream": "stream", "duckdb_table": "table", "duckdb_adbc": "ADBC"}[base]
             print(f"ratio {case}{tag}: in-process {reference:<6} time / {client_name} time = {best:.2f} (best), {med:.2f} (median)   goal >= 0.9")
     if "computed.jdbc" in results and "computed.java_flight" in results:
         parts = {k: results[f"computed.{k}"].median_seconds() for k in ("java_flight", "jdbc_rows", "jdbc")}
