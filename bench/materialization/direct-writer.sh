@@ -3,10 +3,12 @@
 # 1 M rows (the same payloads, block fields and first times), alternately, each round in processes of their own:
 #   - statement: the materializer's statement today (variants.mjs 'ordered enums', one DuckDB thread: the ordered
 #     read into DuckDB's vectors and DuckDB's Parquet write);
-#   - direct: direct-writer.cc, the payloads decoded straight into own-writer.cc's column buffers and written by it;
-#   - direct, block indexes: the same with block_id and process_properties as indexes into their payloads' values.
+#   - direct: direct-writer.cc, the payloads decoded straight into own-writer.cc's column buffers and written by it,
+#     in the variants VARIANTS lists (one line of direct-writer's flags each; default: --block-indexes, block_id and
+#     process_properties as indexes into their payloads' values, s24's best; then with each of the cuts measured in
+#     s25, --in-place, --checksum, --reuse, then --checksum --reuse, then all three; see direct-writer.cc).
 # Both write a Parquet file on disk; CPU is each process's over the path alone (every thread). In the last round
-# DuckDB reads the direct file back and compares it with the statement's: the same rows in the same order, no row in
+# DuckDB reads each variant's file back and compares it with the statement's: the same rows in the same order, no row in
 # one only, the same schema. Then the medians, CPU-s per 1 M rows, the ratio, and the budget of 3 M rows/s on 2 cores.
 #
 #   ROUNDS=3 nice -n 10 bash bench/materialization/direct-writer.sh
@@ -33,6 +35,8 @@ g++ -O3 -std=c++17 -Wall -Wextra -DNAPI_CPP_EXCEPTIONS -ffunction-sections -fdat
   -o "$dir/direct-writer" -L"$lib" -l:libduckdb.so -Wl,-rpath,"$lib" -Wl,--gc-sections -lpthread
 node "$here/variants.mjs" --prepare "$dir" --payloads "${PAYLOADS:-1000}" --records "${RECORDS:-1000}" ${UNIQUE_IDS:+--unique-ids}
 node "$here/variants.mjs" --dump-blocks "$dir/blocks" "$dir"
+# The direct path's variants, one line of direct-writer's flags each, in the order each round runs them.
+variants="${VARIANTS:-$'--block-indexes\n--block-indexes --in-place\n--block-indexes --checksum\n--block-indexes --reuse\n--block-indexes --checksum --reuse\n--block-indexes --in-place --checksum --reuse'}"
 : >"$dir/runs.jsonl"
 for round in $(seq 1 "${ROUNDS:-3}"); do
   echo "round $round, load $(cat /proc/loadavg)" >&2
@@ -41,8 +45,10 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
   node "$here/variants.mjs" --variant 'ordered enums' --threads 1 "${keep[@]}" "$dir" | tee -a "$dir/runs.jsonl" >&2
   check=()
   [ "$round" = "${ROUNDS:-3}" ] && check=(--check)
-  "$dir/direct-writer" "$dir" "$dir/statement.parquet" "${check[@]}" | tee -a "$dir/runs.jsonl" >&2
-  "$dir/direct-writer" "$dir" "$dir/statement.parquet" "${check[@]}" --block-indexes | tee -a "$dir/runs.jsonl" >&2
+  while IFS= read -r flags; do
+    # shellcheck disable=SC2086 # each line of VARIANTS is a list of flags
+    "$dir/direct-writer" "$dir" "$dir/statement.parquet" "${check[@]}" $flags | tee -a "$dir/runs.jsonl" >&2
+  done <<<"$variants"
 done
 echo "load after: $(cat /proc/loadavg)" >&2
 python3 - "$dir/runs.jsonl" <<'PY'
@@ -53,17 +59,18 @@ checks = [l for l in lines if "check" in l]
 med = statistics.median
 s = med(l["cpu_s"] / l["rows"] * 1e6 for l in statement)
 def row(name, cpu, each, loads, mb):
-    print(f"{name:<44} {cpu:>8.3f} {cpu / s:>9.2f}x {cpu / 0.667:>8.2f}x {mb:>8.2f}  {' / '.join(f'{x:.2f}' for x in each)}  (load {min(loads):.1f}-{max(loads):.1f})")
-print(f"{'path (payloads -> Parquet file)':<44} {'CPU-s/1M':>8} {'x stmt':>10} {'x budget':>9} {'file MB':>8}  runs")
+    print(f"{name:<60} {cpu:>8.3f} {cpu / s:>9.2f}x {cpu / 0.667:>8.2f}x {mb:>8.2f}  {' / '.join(f'{x:.2f}' for x in each)}  (load {min(loads):.1f}-{max(loads):.1f})")
+print(f"{'path (payloads -> Parquet file)':<60} {'CPU-s/1M':>8} {'x stmt':>10} {'x budget':>9} {'file MB':>8}  runs")
 row("statement today (read + DuckDB's write)", s, [l["cpu_s"] / l["rows"] * 1e6 for l in statement],
     [l["load_1m"] for l in statement], statement[0]["file_mb"])
-for path in ("direct", "direct, block indexes"):
+paths = list(dict.fromkeys(l["path"] for l in lines if "path" in l))
+for path in paths:
     direct = [l for l in lines if l.get("path") == path]
     d = med(l["cpu_s_per_1m_rows"] for l in direct)
     row(path, d, [l["cpu_s_per_1m_rows"] for l in direct], [l["load_1m"] for l in direct], direct[0]["file_bytes"] / 1e6)
     split = {k: med(l["split_cpu_s_per_1m_rows"][k] for l in direct) for k in direct[0]["split_cpu_s_per_1m_rows"]}
-    print(f"  {path}: ratio to the statement {d / s:.2f} (medians); where its CPU goes (medians, CPU-s per 1 M rows): "
-          + ", ".join(f"{k} {v:.3f}" for k, v in split.items()))
+    print(f"  {path}: ratio to the statement {d / s:.2f} (medians); minor page faults {med(l['minor_faults'] for l in direct):.0f}; "
+          + "where its CPU goes (medians, CPU-s per 1 M rows): " + ", ".join(f"{k} {v:.3f}" for k, v in split.items()))
 print("budget for 3 M rows/s on 2 cores: 0.667 CPU-s per 1 M rows, everything included")
 for c in checks:
     print(json.dumps(c))

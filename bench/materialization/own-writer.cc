@@ -77,10 +77,15 @@ struct Column {
   std::vector<int64_t> ints;   // kInt64, kInt32 (widened)
   std::vector<uint32_t> offsets;  // kString: row i is bytes[offsets[i], offsets[i + 1])
   std::string bytes;
+  // kString read in place (direct-writer.cc --in-place): row i is views[i], into text the caller keeps alive until
+  // the row group is written, instead of copied into bytes.
+  bool in_place = false;
+  std::vector<std::string_view> views;
   std::vector<uint32_t> index;       // kEnum: the value's place in values
   std::vector<std::string> values;   // kEnum
   bool bloom = false;                // kEnum: a bloom filter of each chunk's dictionary (a VARCHAR's in DuckDB's file)
   std::string_view String(size_t i) const {
+    if (in_place) return views[i];
     return std::string_view(bytes.data() + offsets[i], offsets[i + 1] - offsets[i]);
   }
 };
@@ -462,7 +467,7 @@ struct Timed {
 // A data page's values, uncompressed, at most about this: in practice one page per chunk, as DuckDB writes them (zstd
 // then finds the repeats of a whole chunk: PLAIN msg 4.85 MB as DuckDB's, against 7.26 MB in pages of 1 MiB).
 constexpr size_t kPageBytes = 64 << 20;  // a data page's values, uncompressed, at most about this (8 MiB: 1.4% smaller)
-constexpr int kZstdLevel = 3;           // DuckDB's default for COMPRESSION zstd (ZSTD_CLEVEL_DEFAULT)
+int zstd_level = 3;  // DuckDB's default for COMPRESSION zstd (ZSTD_CLEVEL_DEFAULT); direct-writer.cc --zstd-level
 constexpr int kPlain = 0, kRle = 3, kRleDictionary = 8;
 constexpr int kDataPage = 0, kDictionaryPage = 2, kZstd = 6;
 
@@ -574,6 +579,9 @@ class Writer {
         t.I64(9, m.data_offset);
         if (m.dictionary) t.I64(11, m.dictionary_offset);
         t.Begin(12);
+        // The deprecated max and min too, as DuckDB writes them: parquet_metadata's stats_min and stats_max, which
+        // the materializer reads a partition's event-time bounds from.
+        if (m.values > m.nulls) t.Binary(1, m.max), t.Binary(2, m.min);
         t.I64(3, m.nulls);
         if (m.values > m.nulls) {
           t.Binary(5, m.max);
@@ -620,7 +628,7 @@ class Writer {
     compressed_.resize(duckdb_zstd::ZSTD_compressBound(body.size()));
     Timed timed(kCompress);
     const size_t n = duckdb_zstd::ZSTD_compressCCtx(zstd_, compressed_.data(), compressed_.size(), body.data.data(),
-                                                    body.size(), kZstdLevel);
+                                                    body.size(), zstd_level);
     if (duckdb_zstd::ZSTD_isError(n)) throw std::runtime_error("zstd failed");
     header_.Clear();
     Thrift t(header_);
@@ -765,7 +773,7 @@ class Writer {
           const size_t page = r;
           size_t bytes = 0;
           size_t stop = r;
-          while (stop < end && bytes < kPageBytes) bytes += c.offsets[stop + 1] - c.offsets[stop] + 4, ++stop;
+          while (stop < end && bytes < kPageBytes) bytes += c.String(stop).size() + 4, ++stop;
           Levels(c, page, stop, body_);
           for (; r < stop; ++r) {
             if (!c.valid[r]) continue;
