@@ -1,14 +1,18 @@
 // Lints (ESLint with typescript-eslint's type-aware rules), checks the formatting (Prettier), then runs every compiled *.test.js under
-// dist/test with node's test runner (Node 20 takes no globs), then the statement suites once more with
+// dist/test with node's test runner, one file at a time, then the statement suites once more with
 // the native addon off (ORRERY_NATIVE=off), so the JavaScript converter's and the JavaScript ingest's
 // paths are held to the same answers and errors, then three statement case files once more on servers where
 // test/sql/publication/'s resources (stored column, indexes, projection) are published (ORRERY_SQL_CASES_RESOURCES:
 // the answers with resources are those without), then the lakehouse suites once more on an s3:// lake
 // (a real S3-compatible server, scripts/s3-server.mjs; ORRERY_TEST_S3 tells the fixtures where).
+// Each file runs in a process of its own with a deadline (scripts/test-files.mjs): ORRERY_TEST_FILE_DEADLINE_SECONDS,
+// 20 minutes by default, about 3.5 times the slowest file of a whole CI run (sql/sql-cases.test.js, ~340 s of a
+// 60-minute run), so that a file hung on a hook or a child fails the run, named, well within CI's 90 minutes.
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startS3Server } from './s3-server.mjs';
+import { runTestFiles } from './test-files.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const testDir = join(root, 'dist', 'test');
@@ -41,34 +45,22 @@ const lakehouseSuites = [
 const onS3 = async (label, testFiles) => {
   const s3 = await startS3Server();
   try {
-    return run(label, testFiles, { ORRERY_TEST_S3: JSON.stringify({ bucket: s3.bucket, env: s3.env }) });
+    return await run(label, testFiles, { ORRERY_TEST_S3: JSON.stringify({ bucket: s3.bucket, env: s3.env }) });
   } finally {
     await s3.close();
   }
 };
 
-const run = (label, testFiles, env) => {
-  console.log(`# ${label}`);
-  const result = spawnSync(
-    process.execPath,
-    [
-      '--test',
-      '--test-concurrency=1',
-      ...['--test-reporter=tap', '--test-reporter-destination=stdout'],
-      ...[
-        `--test-reporter=${join(root, 'scripts', 'test-failures-reporter.mjs')}`,
-        '--test-reporter-destination=stdout',
-      ],
-      ...process.argv.slice(2),
-      ...testFiles,
-    ],
-    {
-      stdio: 'inherit',
-      env: { ...process.env, ...env },
-    },
+const deadlineSeconds = Number(process.env.ORRERY_TEST_FILE_DEADLINE_SECONDS || 1200);
+if (!(deadlineSeconds > 0)) {
+  console.error(
+    `ORRERY_TEST_FILE_DEADLINE_SECONDS must be a positive number of seconds, not '${process.env.ORRERY_TEST_FILE_DEADLINE_SECONDS}'`,
   );
-  return result.status ?? 1;
-};
+  process.exit(2);
+}
+// npm test's own arguments (e.g. --test-name-pattern=…) go to each file's node.
+const run = (label, testFiles, env) =>
+  runTestFiles(label, testFiles, { env, nodeArgs: process.argv.slice(2), deadlineMs: deadlineSeconds * 1000, root });
 const eslint = () => {
   console.log('# eslint');
   return (
@@ -86,10 +78,10 @@ const prettier = () => {
 const status =
   eslint() ||
   prettier() ||
-  run('every suite', files, {}) ||
-  run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' }) ||
-  run('statement cases with resources published', [join(testDir, 'sql', 'sql-cases.test.js')], {
+  (await run('every suite', files, {})) ||
+  (await run('statement suites with ORRERY_NATIVE=off', statementSuites, { ORRERY_NATIVE: 'off' })) ||
+  (await run('statement cases with resources published', [join(testDir, 'sql', 'sql-cases.test.js')], {
     ORRERY_SQL_CASES_RESOURCES: 'on',
-  }) ||
+  })) ||
   (await onS3('lakehouse suites on an s3:// lake', lakehouseSuites));
 process.exit(status);
