@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import assert from 'node:assert/strict';
@@ -111,13 +112,17 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   }
   const pool = new pg.Pool({ connectionString: server.connectionString, max: 4 });
   pool.on('error', () => {}); // the server stopping under an idle connection is expected at close
+  // ... and under one a test still holds (see close).
+  pool.on('connect', (client) => client.on('error', () => {}));
   let closing: Promise<void> | undefined;
   return {
     connectionString: server.connectionString,
     pool,
     close: () =>
       (closing ??= (async () => {
-        await pool.end().catch(() => {});
+        // pool.end() waits for every client to be released: one a test still holds (cancelled at its timeout between
+        // connect() and release()) would keep it, and the test file, waiting for good. The server's shutdown ends it.
+        await Promise.race([pool.end().catch(() => {}), sleep(10_000, undefined, { ref: false })]);
         await server.close();
         rmSync(dir, { recursive: true, force: true });
       })()),
@@ -424,7 +429,12 @@ export class OrreryChild {
     };
     lines(this.child.stdout!);
     lines(this.child.stderr!);
-    // Should the test process end first, the child does not outlive it.
+    // The child does not keep the test process running: a child no hook stops (a test cancelled at its timeout while
+    // it started one, a hook that ran before it was kept) would hold the file open for good. What a test waits on it
+    // for (its output, its exit in stop()) holds the process meanwhile. As the test process exits, the child is killed.
+    this.child.unref();
+    (this.child.stdout as Socket).unref();
+    (this.child.stderr as Socket).unref();
     const killOnExit = (): void => void this.child.kill('SIGKILL');
     process.once('exit', killOnExit);
     this.exited = new Promise((resolve) =>
@@ -458,6 +468,7 @@ export class OrreryChild {
     graceMs = 20_000,
   ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (!this.running) return this.exitStatus!;
+    this.child.ref();
     this.child.kill(signal);
     const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
     try {
@@ -475,7 +486,12 @@ export class OrreryChild {
 /** Starts `orrery serve` in a child process (see OrreryChild); its Flight SQL port once it listens. */
 export async function startServeChild(env: Record<string, string>): Promise<{ child: OrreryChild; port: number }> {
   const child = new OrreryChild('serve', 'serve', env);
-  await child.waitForLine(/Flight SQL listening on 127\.0\.0\.1:\d+/, 60_000);
+  try {
+    await child.waitForLine(/Flight SQL listening on 127\.0\.0\.1:\d+/, 60_000);
+  } catch (error) {
+    await child.stop('SIGKILL'); // the caller never gets it to stop
+    throw error;
+  }
   const line = child.output.find((l) => /Flight SQL listening on/.test(l))!;
   return { child, port: Number(/:(\d+)/.exec(line.slice(line.indexOf('listening on')))![1]) };
 }
