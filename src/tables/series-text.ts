@@ -5,6 +5,7 @@
 // file written since (see indexSeriesTables); a statement searching the column reads the table from its files less
 // their delete files, but those whose statistics show no row it may read holds the searched words (sql/
 // series-text-reads.ts). A file has no statistics until indexed, and is then read: answers never wait on upkeep.
+import { messageOf } from '../errors/index.js';
 import type { MetadataQueries } from '../metadata/index.js';
 import type { ObjectStore } from '../lakehouse/index.js';
 import { indexNewFiles, type FileToIndex } from '../resources/index.js';
@@ -46,7 +47,9 @@ export async function seriesDataFiles(db: MetadataQueries, table: string): Promi
 
 /**
  * The daemon's upkeep of series tables' text indexes (each housekeeping run): the statistics of every data file
- * written since a table's indexes were installed or last kept. Answers a line for each table whose files it indexed.
+ * written since a table's indexes were installed or last kept. Answers a line for each table whose files it indexed,
+ * or could not: a table dropped and made again without the indexed column fails its index's statistics, which must
+ * not stop the rest of housekeeping (its files are read whole meanwhile).
  */
 export async function indexSeriesTables(
   tables: SeriesTables,
@@ -54,8 +57,14 @@ export async function indexSeriesTables(
 ): Promise<string[]> {
   const done: string[] = [];
   for (const name of (await tables.list()).keys()) {
-    const written = await indexNewFiles(ctx, name, () => seriesDataFiles(ctx.db, name));
-    if (written > 0) done.push(`${name}: the text index statistics of ${written} data file(s) written`);
+    try {
+      const written = await indexNewFiles(ctx, name, () => seriesDataFiles(ctx.db, name));
+      if (written > 0) done.push(`${name}: the text index statistics of ${written} data file(s) written`);
+    } catch (error) {
+      done.push(
+        `${name}: its text index statistics could not be written, its new files are read whole: ${messageOf(error)}`,
+      );
+    }
   }
   return done;
 }

@@ -72,4 +72,14 @@ describe('a text index on a series table, kept up to date by the daemon (issue 1
     assert.equal(Number(table.getChild('n')!.get(0)), 2);
     assert.equal(await count('omega'), 0);
   });
+
+  it('housekeeping goes on when the table was dropped and made again without the indexed column', async () => {
+    await fixture.admin.query('DROP TABLE notes');
+    await fixture.admin.query(`CREATE TABLE notes (ts TIMESTAMP, n INTEGER) WITH (time_column = 'ts')`);
+    await fixture.admin.query(
+      `INSERT INTO notes SELECT TIMESTAMP '2024-01-02' + to_seconds(i), i FROM range(100) t(i)`,
+    );
+    await housekeeping();
+    assert.deepEqual(await plainRows(fixture.admin, 'SELECT count(*) AS n FROM notes WHERE n >= 50'), [{ n: 50 }]);
+  });
 });
