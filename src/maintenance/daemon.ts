@@ -338,8 +338,12 @@ export class MaintenanceDaemon {
       for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
       }
-      for (const line of (await this.options.seriesBuckets?.()) ?? [])
-        this.options.log('info', `index entries: ${line}`);
+      // Re-bucketing only speeds reads up: its failure must not keep the deletions below waiting for the next run.
+      const rebucketed = await this.options.seriesBuckets?.().catch((error: unknown) => {
+        this.options.log('warn', 'index entries: re-bucketing failed; tried again at the next housekeeping', error);
+        return [];
+      });
+      for (const line of rebucketed ?? []) this.options.log('info', `index entries: ${line}`);
       const retiredFiles = await deleteExpiredFiles(db, store);
       // The resources' rows of the files just deleted (and of any a killed run left) go after them.
       await forgetGoneFiles(db);

@@ -7,6 +7,7 @@ import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import type { ObjectStore } from '../../src/lakehouse/index.js';
+import { MaintenanceDaemon } from '../../src/maintenance/index.js';
 
 const count = async (c: TestFlightClient, sql: string, headers?: Record<string, string>): Promise<number> =>
   Number((await c.query(sql, headers)).getChildAt(0)!.get(0) ?? 0);
@@ -318,5 +319,41 @@ describe('maintenance daemon', () => {
     assert.equal(after.length, 1, 'the new block, its stream and its process');
     assert.notEqual(after[0].block_id, old.block_id);
     assert.deepEqual([after[0].stream_id, after[0].process_id], [old.stream_id, old.process_id]);
+  });
+
+  it('housekeeping deletes retired files and orphans when re-bucketing series tables fails, and warns', async () => {
+    const { metadata: db, store } = fixture.orrery;
+    const logged: string[] = [];
+    // A daemon of this lake, never started (its housekeeping alone, which materializes nothing), whose re-bucketing
+    // fails as a catalog read or a DuckLake commit refused would make it.
+    const daemon = new MaintenanceDaemon({
+      db,
+      store,
+      materializer: undefined as never,
+      viewSets: () => [],
+      retentionDays: 30,
+      housekeepingSeconds: 3600,
+      orphanGraceSeconds: 6 * 3600,
+      seriesBuckets: () => Promise.reject(new Error('the catalog went away')),
+      log: (level, message, error) => logged.push(`${level} ${message}: ${String(error)}`),
+    });
+    const retired = `views/log_entries/global/2024-01-02/03-04-05_${randomUUID()}.parquet`;
+    const orphan = `tmp/${randomUUID()}.parquet`;
+    for (const key of [retired, orphan]) await store.put(key, Buffer.from('to delete'));
+    await db.query(
+      `INSERT INTO temporary_files (file_path, file_size, expiration) VALUES ($1, 9, now() - interval '1 second')`,
+      [retired],
+    );
+    // Seven hours on: the orphan is past its grace.
+    const report = await daemon.housekeeping(Date.now() + 7 * 3600_000);
+    assert.ok(report, 'housekeeping ran');
+    assert.equal(await store.size(retired), null, 'the retired file is deleted');
+    assert.equal(await store.size(orphan), null, 'the orphan is deleted');
+    const left = await db.query('SELECT 1 FROM temporary_files WHERE file_path = $1', [retired]);
+    assert.equal(left.rows.length, 0);
+    assert.deepEqual(
+      logged.filter((line) => line.startsWith('warn index entries')),
+      ['warn index entries: re-bucketing failed; tried again at the next housekeeping: Error: the catalog went away'],
+    );
   });
 });
