@@ -333,12 +333,27 @@ export class MaintenanceDaemon {
       await retire('streams', 'stream_id', 'NOT EXISTS (SELECT 1 FROM blocks b WHERE b.stream_id = r.stream_id)');
       // After the streams: a process whose streams all went in this pass goes with them.
       await retire('processes', 'process_id', 'NOT EXISTS (SELECT 1 FROM streams s WHERE s.process_id = r.process_id)');
-      const expiredPartitions = await retirePartitionsOlderThan(db, retentionDays, this.options.onPartitionsExpired);
+      // Retention's steps below fail on their own (a rollup's refresh running while retention would take the
+      // partitions of its view set, or holding its lock past the wait for a series table's; a DuckLake commit refused;
+      // a catalog read failing): the other steps and the deletions of retired files and orphans go on, and the run
+      // fails after them, tried again at the next one.
+      const failures: unknown[] = [];
+      const failed =
+        <T>(otherwise: T) =>
+        (error: unknown): T => {
+          failures.push(error);
+          return otherwise;
+        };
+      const expiredPartitions = await retirePartitionsOlderThan(
+        db,
+        retentionDays,
+        this.options.onPartitionsExpired,
+      ).catch(failed(0));
       await forgetExpiredFailedAudiences(db, retentionDays);
-      for (const { table, deleted } of (await this.options.seriesRetention?.()) ?? []) {
+      for (const { table, deleted } of (await this.options.seriesRetention?.().catch(failed([]))) ?? []) {
         if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
       }
-      // Re-bucketing only speeds reads up: its failure must not keep the deletions below waiting for the next run.
+      // Re-bucketing only speeds reads up: its failure is a warning, and the run does not fail for it.
       const rebucketed = await this.options.seriesBuckets?.().catch((error: unknown) => {
         this.options.log('warn', 'index entries: re-bucketing failed; tried again at the next housekeeping', error);
         return [];
@@ -361,6 +376,12 @@ export class MaintenanceDaemon {
         abandonedUploads: orphans.uploads,
       };
       this.options.onHousekeeping?.(report);
+      if (failures.length === 1) throw failures[0];
+      if (failures.length > 1)
+        throw new AggregateError(
+          failures,
+          failures.map((e) => (e instanceof Error ? e.message : String(e))).join('; '),
+        );
       return report;
     });
   }

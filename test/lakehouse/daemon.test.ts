@@ -7,7 +7,7 @@ import { logsRequest, postOtlp } from '../support/otlp.js';
 import { adminKey, useOrrery } from '../support/orrery-process.js';
 import type { TestFlightClient } from '../support/flight-client.js';
 import type { ObjectStore } from '../../src/lakehouse/index.js';
-import { MaintenanceDaemon } from '../../src/maintenance/index.js';
+import { MaintenanceDaemon, type DaemonOptions } from '../../src/maintenance/index.js';
 
 const count = async (c: TestFlightClient, sql: string, headers?: Record<string, string>): Promise<number> =>
   Number((await c.query(sql, headers)).getChildAt(0)!.get(0) ?? 0);
@@ -321,11 +321,17 @@ describe('maintenance daemon', () => {
     assert.deepEqual([after[0].stream_id, after[0].process_id], [old.stream_id, old.process_id]);
   });
 
-  it('housekeeping deletes retired files and orphans when re-bucketing series tables fails, and warns', async () => {
+  /**
+   * Housekeeping by a daemon of this lake given `steps` for its series tables, never started (its housekeeping alone,
+   * which materializes nothing), with a retired file and an orphan to delete: what it logged (`level message: error`).
+   * It fails with `fails` when given (after deleting them), else it succeeds.
+   */
+  async function housekeepingWith(
+    steps: Pick<DaemonOptions, 'seriesRetention' | 'seriesBuckets' | 'onPartitionsExpired'>,
+    fails?: (error: unknown) => boolean,
+  ): Promise<string[]> {
     const { metadata: db, store } = fixture.orrery;
     const logged: string[] = [];
-    // A daemon of this lake, never started (its housekeeping alone, which materializes nothing), whose re-bucketing
-    // fails as a catalog read or a DuckLake commit refused would make it.
     const daemon = new MaintenanceDaemon({
       db,
       store,
@@ -334,8 +340,9 @@ describe('maintenance daemon', () => {
       retentionDays: 30,
       housekeepingSeconds: 3600,
       orphanGraceSeconds: 6 * 3600,
-      seriesBuckets: () => Promise.reject(new Error('the catalog went away')),
-      log: (level, message, error) => logged.push(`${level} ${message}: ${String(error)}`),
+      ...steps,
+      log: (level, message, error) =>
+        logged.push(`${level} ${message}${error instanceof Error ? `: ${error.message}` : ''}`),
     });
     const retired = `views/log_entries/global/2024-01-02/03-04-05_${randomUUID()}.parquet`;
     const orphan = `tmp/${randomUUID()}.parquet`;
@@ -345,15 +352,73 @@ describe('maintenance daemon', () => {
       [retired],
     );
     // Seven hours on: the orphan is past its grace.
-    const report = await daemon.housekeeping(Date.now() + 7 * 3600_000);
-    assert.ok(report, 'housekeeping ran');
+    const run = daemon.housekeeping(Date.now() + 7 * 3600_000);
+    if (fails) await assert.rejects(run, fails);
+    else assert.ok(await run, 'housekeeping ran');
     assert.equal(await store.size(retired), null, 'the retired file is deleted');
     assert.equal(await store.size(orphan), null, 'the orphan is deleted');
     const left = await db.query('SELECT 1 FROM temporary_files WHERE file_path = $1', [retired]);
     assert.equal(left.rows.length, 0);
+    return logged;
+  }
+
+  // As a catalog read failing, a DuckLake commit refused or a rollup's refresh holding its lock past the wait would.
+  const failing = () => Promise.reject(new Error('the catalog went away'));
+
+  it('housekeeping deletes retired files and orphans when re-bucketing series tables fails, and warns', async () => {
+    const logged = await housekeepingWith({ seriesRetention: async () => [], seriesBuckets: failing });
     assert.deepEqual(
-      logged.filter((line) => line.startsWith('warn index entries')),
-      ['warn index entries: re-bucketing failed; tried again at the next housekeeping: Error: the catalog went away'],
+      logged.filter((line) => !line.startsWith('warn housekeeping: deleted')),
+      ['warn index entries: re-bucketing failed; tried again at the next housekeeping: the catalog went away'],
+    );
+  });
+
+  it("housekeeping goes on when the rollups' hook refuses to retire partitions and series retention fails, then fails", async () => {
+    const { metadata: db } = fixture.orrery;
+    // A partition with a file (the hook is told of those), aged past the retention period.
+    const partition = async (): Promise<string | undefined> =>
+      (
+        await db.query<{ file_path: string }>(
+          'SELECT file_path FROM lakehouse_partitions WHERE file_path IS NOT NULL ORDER BY file_path LIMIT 1',
+        )
+      ).rows[0]?.file_path;
+    await eventually('a partition with a file', async () => (await partition()) !== undefined, 150_000);
+    const file = (await partition())!;
+    await db.query(
+      `UPDATE lakehouse_partitions SET begin_insert_time = begin_insert_time - interval '40 days',
+              end_insert_time = end_insert_time - interval '40 days' WHERE file_path = $1`,
+      [file],
+    );
+    const logged = await housekeepingWith(
+      {
+        // As a refresh of a rollup of the view set running then makes it (ROLLUP_REFRESH_BUSY).
+        onPartitionsExpired: failing,
+        seriesRetention: () => Promise.reject(new Error('a commit refused')),
+        seriesBuckets: async () => ['metrics sorted by (1 day bucket)'],
+      },
+      // Each step that failed named.
+      (error) => error instanceof AggregateError && error.message === 'the catalog went away; a commit refused',
+    );
+    assert.deepEqual(
+      logged.filter((line) => !line.startsWith('warn housekeeping: deleted')),
+      ['info index entries: metrics sorted by (1 day bucket)'],
+    );
+    const kept = await db.query('SELECT 1 FROM lakehouse_partitions WHERE file_path = $1', [file]);
+    assert.equal(kept.rows.length, 1, 'the partition waits for the next housekeeping');
+    assert.equal(
+      await db.query('SELECT 1 FROM temporary_files WHERE file_path = $1', [file]).then((r) => r.rows.length),
+      0,
+    );
+  });
+
+  it("housekeeping deletes retired files and orphans, and re-buckets, when series tables' retention fails, then fails", async () => {
+    const logged = await housekeepingWith(
+      { seriesRetention: failing, seriesBuckets: async () => ['metrics sorted by (1 day bucket)'] },
+      (error) => error instanceof Error && error.message === 'the catalog went away',
+    );
+    assert.deepEqual(
+      logged.filter((line) => !line.startsWith('warn housekeeping: deleted')),
+      ['info index entries: metrics sorted by (1 day bucket)'],
     );
   });
 });
