@@ -235,12 +235,14 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
     closers.push({ name: 'the view set loader', close: () => loader.close() });
     const lakehouse = { db: metadata, store, views, loader };
     const viewSetSources = { get: (name: string) => views.get(name), store, retentionDays: config.retentionDays };
+    // The series tables as the maintenance engine reads them: its rollups' and housekeeping's (retention, re-bucketing).
+    const maintenanceTables = maintenanceLake ? new SeriesTables(maintenanceEngine, metadata, seriesNames) : undefined;
     // The daemon's rollups: they refresh, and record what each change to a view set's partitions invalidated.
-    const maintenanceRollups = maintenanceLake
+    const maintenanceRollups = maintenanceTables
       ? new Rollups(
           maintenanceEngine,
           metadata,
-          new SeriesTables(maintenanceEngine, metadata, seriesNames),
+          maintenanceTables,
           seriesNames,
           viewSetSources,
           // A refresh of a rollup of a rollup reads its source's copies, made in the maintenance engine.
@@ -395,19 +397,18 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         onPartitionsExpired: maintenanceRollups
           ? (tx, change) => maintenanceRollups.partitionsChanged(tx, change)
           : undefined,
-        seriesRetention: maintenanceLake
+        seriesRetention: maintenanceTables
           ? () =>
-              new SeriesTables(maintenanceEngine, metadata, seriesNames).applyRetention(
+              maintenanceTables.applyRetention(
                 maintenanceRollups ? (...args) => maintenanceRollups.retain(...args) : undefined,
               )
           : undefined,
-        seriesBuckets: maintenanceLake
+        seriesBuckets: maintenanceTables
           ? async () => {
-              const series = new SeriesTables(maintenanceEngine, metadata, seriesNames);
               const lakeRows = (sql: string) => maintenanceEngine.values(sql);
               return [
-                ...(await rebucketSeriesTables(series, maintenanceEngine, metadata)),
-                ...(await indexSeriesTables(series, { db: metadata, store, lakeRows })),
+                ...(await rebucketSeriesTables(maintenanceTables, maintenanceEngine, metadata)),
+                ...(await indexSeriesTables(maintenanceTables, { db: metadata, store, lakeRows })),
               ];
             }
           : undefined,

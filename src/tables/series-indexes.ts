@@ -11,13 +11,13 @@
 //   after it) in row groups of sortedRowGroupRows rows: DuckLake sorts each INSERT's rows by it, so each row group of
 //   the files written from then on holds one bucket's narrow range of the column, and its min/max skip what an
 //   equality misses, while a time range reads the buckets it covers (pickRung: each about an unsorted row group's
-//   rows at the rate the table's rows come, which the daemon follows: rebucketSeriesTables). Sorted by the column alone, every row group spanned its file's whole time range, which a one-hour range of
-//   a 1 M-row file then read whole (9.1x the bytes). bench/series-indexes, 1 M rows an INSERT (3-hour buckets): an
-//   id reads 4.3x fewer bytes with 3x less CPU (the column alone: 51-64x), an hour 1.3x the bytes; writes take
-//   1.3-1.6x as long, a filter on another column up to 4x the CPU, from the small row groups (row groups of 8,192 rows:
-//   the id 8.5x fewer bytes, that filter 6.5x the CPU; 4,096: 16.5x, 12x). Files written before keep their order:
-//   DuckLake's merge of a table's files makes one file of them all (every day in it), which would cost time ranges
-//   the files they skip now.
+//   rows at the rate the table's rows come, which the daemon follows: rebucketSeriesTables). Sorted by the column
+//   alone, every row group spanned its file's whole time range, which a one-hour range of a 1 M-row file then read
+//   whole (9.1x the bytes). bench/series-indexes, 1 M rows an INSERT (3-hour buckets): an id reads 4.3x fewer bytes
+//   with 3x less CPU (the column alone: 51-64x), an hour 1.3x the bytes; writes take 1.3-1.6x as long, a filter on
+//   another column up to 4x the CPU, from the small row groups (row groups of 8,192 rows: the id 8.5x fewer bytes,
+//   that filter 6.5x the CPU; 4,096: 16.5x, 12x). Files written before keep their order: DuckLake's merge of a
+//   table's files makes one file of them all (every day in it), which would cost time ranges the files they skip now.
 // - text: a `%word%` search is no range and DuckLake keeps no per-file token index: the statistics a text index keeps
 //   of a view set's partition files are kept of the table's data files instead, and a search reads the table from
 //   the files that may hold its words (series-text.ts).
