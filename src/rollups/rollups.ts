@@ -2285,8 +2285,11 @@ export class Rollups {
    * changes, so what was read up to an earlier snapshot is kept per base, bucket, `from` and
    * watermark, and only the snapshots since are read. Snapshots that did not change the base, or only
    * inserted rows at or after the watermark (steady ingestion: lake-changes.ts), add no bucket below it
-   * and are not read through DuckLake. Read in parts, an insert and a delete of one row may both be
-   * seen where the whole range would show neither: a bucket more is read raw, never one less.
+   * and are not read through DuckLake, the first time too: an idle refresh leaves the rollup's source
+   * snapshot where it was, so under steady ingestion a process's first read (a server just started,
+   * another of the cluster, the key dropped from latestChanges) spans up to a bucket of inserts. Read in
+   * parts, an insert and a delete of one row may both be seen where the whole range would show neither:
+   * a bucket more is read raw, never one less.
    */
   private async changedBuckets(
     definition: RollupDefinition,
@@ -2301,22 +2304,9 @@ export class Rollups {
     let buckets: Promise<string[]>;
     if (last && last.to < to) {
       const before = last.buckets;
-      const change = this.lakeChanges.between('main', definition.base, last.to, to);
-      const since = (async () => {
-        // Unknown (the catalog's answer failed): read the feed.
-        const how = await change.catch(() => 'other');
-        if (how === 'none') return [];
-        if (
-          how === 'inserts' &&
-          (await this.lakeChanges
-            .insertsAtOrAfter('main', definition.base, definition.baseTimeColumn, last.to, to, watermark)
-            .catch(() => false))
-        )
-          return [];
-        return this.readChangedBuckets(definition, last.to + 1n, to);
-      })();
+      const since = this.bucketsChangedAfter(definition, last.to, to, watermark);
       buckets = Promise.all([before, since]).then(([a, b]) => (b.length === 0 ? a : [...new Set([...a, ...b])]));
-    } else buckets = this.readChangedBuckets(definition, from, to);
+    } else buckets = this.bucketsChangedAfter(definition, from - 1n, to, watermark);
     if (!last || last.to < to) {
       this.latestChanges.delete(key);
       remember(this.latestChanges, key, { to, buckets });
@@ -2325,17 +2315,36 @@ export class Rollups {
     return buckets;
   }
 
+  /**
+   * The buckets of the base rows changed after snapshot `after` up to `to` (see changedBuckets): none when the base
+   * did not change (snapshots that only refreshed rollups) or only got rows at or after `watermark`, by DuckLake's
+   * catalog; else its change feed's.
+   */
+  private async bucketsChangedAfter(
+    definition: RollupDefinition,
+    after: bigint,
+    to: bigint,
+    watermark: string,
+  ): Promise<string[]> {
+    // Unknown (the catalog's answer failed): read the feed.
+    const how = await this.lakeChanges.between('main', definition.base, after, to).catch(() => 'other');
+    if (how === 'none') return [];
+    if (
+      how === 'inserts' &&
+      (await this.lakeChanges
+        .insertsAtOrAfter('main', definition.base, definition.baseTimeColumn, after, to, watermark)
+        .catch(() => false))
+    )
+      return [];
+    return this.readChangedBuckets(definition, after + 1n, to);
+  }
+
   /** The buckets of the base rows DuckLake's change feed shows changed from snapshot `from` to `to`. */
   private async readChangedBuckets(definition: RollupDefinition, from: bigint, to: bigint): Promise<string[]> {
     const bucket = bucketSql(definition, definition.baseTimeColumn);
     const key = `${definition.base}\u0000${bucket}\u0000${from}\u0000${to}`;
     const kept = this.changes.get(key);
     if (kept) return kept;
-    // Snapshots that only refreshed rollups (one a minute each) change no base row: no DuckLake feed to read.
-    if ((await this.lakeChanges.between('main', definition.base, from - 1n, to).catch(() => 'other')) === 'none') {
-      remember(this.changes, key, []);
-      return [];
-    }
     const rows = await this.engine.values(
       `SELECT DISTINCT CAST(${bucket} AS VARCHAR)
          FROM ducklake_table_changes(${quoteLiteral(lakeCatalog)}, 'main', ${quoteLiteral(definition.base)}, ${from}, ${to})`,

@@ -34,7 +34,7 @@ import {
 import { MetadataStore } from '../../src/metadata/index.js';
 import { Rollups } from '../../src/rollups/index.js';
 import { ringRows } from '../../src/rollups/tail-values.js';
-import { countedCalls } from '../support/counted-calls.js';
+import { changeFeedReads, countedCalls } from '../support/counted-calls.js';
 import { storedMakingsDuring } from '../support/kept-makings.js';
 import { FlightSql, packAny, unpackAny, type TestFlightClient } from '../support/flight-client.js';
 import {
@@ -1361,14 +1361,8 @@ describe('rollups (issue 17)', () => {
 
     it("reads after writes into the tail read no change feed nor the stored rows' listing again; a late row does", async () => {
       const { check } = await withTail('steady');
-      /** The DuckDB queries of steady's change feed (through DuckLake) while `work` runs: another rollup's job may read its own. */
-      const feedReads = (work: () => Promise<void>): Promise<number> =>
-        countedCalls(
-          DuckDBConnection.prototype,
-          'runAndReadAll',
-          work,
-          (text) => String(text).includes('ducklake_table_changes') && String(text).includes(`'steady'`),
-        );
+      /** The DuckDB queries of steady's change feed while `work` runs: another rollup's job may read its own. */
+      const feedReads = (work: () => Promise<void>): Promise<number> => changeFeedReads('steady', work);
       const write = (ts: string): Promise<number> =>
         asTeamA.updateCount(
           `INSERT INTO steady SELECT TIMESTAMP '${ts}' + to_seconds(i), 'h1', i FROM range(300) t(i)`,

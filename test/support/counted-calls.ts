@@ -1,5 +1,6 @@
 // How often an in-process server calls a method (DuckDB's prepare, the engine's constant evaluation) while a test
 // works: the method is wrapped on its prototype meanwhile, so every instance's calls pass through the count.
+import { DuckDBConnection } from '@duckdb/node-api';
 
 /** The calls of `prototype[method]` whose first argument `counts` accepts while `work` runs. */
 export async function countedCalls(
@@ -43,3 +44,12 @@ export function nextSettled(prototype: object, method: string, accepts: (first: 
     Object.defineProperty(prototype, method, { configurable: true, writable: true, value: watched });
   });
 }
+
+/** DuckDB's queries of DuckLake's change feed of series table `table` while `work` runs (the rollups' pending buckets). */
+export const changeFeedReads = (table: string, work: () => Promise<void>): Promise<number> =>
+  countedCalls(
+    DuckDBConnection.prototype,
+    'runAndReadAll',
+    work,
+    (text) => String(text).includes('ducklake_table_changes') && String(text).includes(`'${table}'`),
+  );
