@@ -14,7 +14,7 @@
 #   ROUNDS=3 nice -n 10 bash bench/materialization/direct-writer.sh
 #
 # Environment: ROUNDS (default 3), PAYLOADS and RECORDS (default 1000 x 1000 = 1 M rows), UNIQUE_IDS=1 (a trace and
-# span id of its own per record), DIRECT_SAMPLE=0 (unsampled dictionaries), KEEP=DIR (the work folder kept there, for
+# span id of its own per record), ZSTD=1 (the payloads zstd as the server stores them), DIRECT_SAMPLE=0 (unsampled dictionaries), KEEP=DIR (the work folder kept there, for
 # a profile: perf record -g -- DIR/direct-writer DIR DIR/statement.parquet). Needs g++ and a build (npm run build).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,7 +33,7 @@ g++ -O3 -std=c++17 -Wall -Wextra -DNAPI_CPP_EXCEPTIONS -ffunction-sections -fdat
   -I"$(resolve node-api-headers/include/node_api.h)" -I"$(resolve node-addon-api/napi.h)" \
   "$here/direct-writer.cc" "$root/src/engine/native/logs-scan.cc" "$root/src/engine/native/payload-zstd.cc" \
   -o "$dir/direct-writer" -L"$lib" -l:libduckdb.so -Wl,-rpath,"$lib" -Wl,--gc-sections -lpthread
-node "$here/variants.mjs" --prepare "$dir" --payloads "${PAYLOADS:-1000}" --records "${RECORDS:-1000}" ${UNIQUE_IDS:+--unique-ids}
+node "$here/variants.mjs" --prepare "$dir" --payloads "${PAYLOADS:-1000}" --records "${RECORDS:-1000}" ${UNIQUE_IDS:+--unique-ids} ${ZSTD:+--zstd}
 node "$here/variants.mjs" --dump-blocks "$dir/blocks" "$dir"
 # The direct path's variants, one line of direct-writer's flags each, in the order each round runs them.
 variants="${VARIANTS:-$'--block-indexes\n--block-indexes --in-place\n--block-indexes --checksum\n--block-indexes --reuse\n--block-indexes --checksum --reuse\n--block-indexes --in-place --checksum --reuse'}"

@@ -7,10 +7,11 @@
 // the ordered read, waiting for the decoding thread). With --threads 1, as the server's maintenance engine runs on 2
 // cores, the statement runs on that thread; with more, it waits for DuckDB's own threads and spins while it waits.
 //
-//   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000] [--unique-ids]
+//   node bench/materialization/variants.mjs --prepare DIR [--payloads 2000] [--records 1000] [--unique-ids] [--zstd]
 //   node bench/materialization/variants.mjs --variant NAME DIR [--threads 2] [--limit 384MiB] [--memory] [--processes 8]
 //   node bench/materialization/variants.mjs --dump-blocks PREFIX DIR  (the ordered read's other inputs: see below)
-// --unique-ids: a trace and span id of its own for each traced record (bench/materialization/payloads.mjs).
+// --unique-ids: a trace and span id of its own for each traced record (bench/materialization/payloads.mjs). --zstd:
+// the payloads stored as the server stores them (zstd, 0xd7) rather than as their protobuf.
 // --processes: how many processes the blocks come from (block i from process i % N; the bench server's load
 // generator sends 8 services' blocks, interleaved).
 // --memory samples DuckDB's memory by tag (duckdb_memory(): in memory and spilled) every 0.4 s during the statement
@@ -36,7 +37,9 @@ import { join } from 'node:path';
 import { arg, storedPayloads } from './payloads.mjs';
 
 const root = process.env.ORRERY_ROOT ?? new URL('../..', import.meta.url).pathname;
-const { DuckDBEngine, nativeLogsPayloads, nativeLogsScan } = await import(`${root}/dist/src/engine/index.js`);
+const { DuckDBEngine, nativeLogsPayloads, nativeLogsScan, nativeZstdContent, nativeZstdPayload } = await import(
+  `${root}/dist/src/engine/index.js`
+);
 const views = await import(`${root}/dist/src/views/index.js`);
 const {
   builtinViewSets,
@@ -58,7 +61,9 @@ if (prepare) {
   mkdirSync(prepare, { recursive: true });
   const payloads = arg('payloads', 2000);
   const stored = storedPayloads(payloads, arg('records', 1000), 'variants', process.argv.includes('--unique-ids'));
-  const contents = await Promise.all(stored.map(nativeLogsPayloads()));
+  const decoded = await Promise.all(stored.map(nativeLogsPayloads()));
+  // --zstd: the payloads as the server stores them (PROTOBUF_ZSTD_MARK, payload-zstd.cc), not their protobuf.
+  const contents = process.argv.includes('--zstd') ? decoded.map(nativeZstdPayload()) : decoded;
   writeFileSync(join(prepare, 'contents.otlp'), Buffer.concat(contents));
   writeFileSync(join(prepare, 'sizes.json'), JSON.stringify(contents.map((c) => c.byteLength)));
   process.exit(0);
@@ -282,7 +287,7 @@ function payloadFirstTimes() {
   const contents = readFileSync(file);
   const firstTimes = [];
   for (let i = 0, at = 0; i < sizes.length; at += sizes[i++]) {
-    const scanned = nativeLogsScan()(contents.subarray(at, at + sizes[i]));
+    const scanned = nativeLogsScan()(protobufOf(contents.subarray(at, at + sizes[i])));
     let first = 0n;
     for (let r = 0; r < scanned.length; r += 11) {
       const time = (BigInt(scanned[r + 7]) << 32n) | BigInt(scanned[r + 8]);
@@ -291,6 +296,19 @@ function payloadFirstTimes() {
     firstTimes.push(first);
   }
   return firstTimes;
+}
+
+/** A payload's protobuf: itself, or a zstd payload's content (the mark 0xd7, the content's length, the frame). */
+function protobufOf(payload) {
+  if (payload[0] !== 0xd7) return payload;
+  let size = 0;
+  let at = 1;
+  for (let shift = 1; ; shift *= 128) {
+    const byte = payload[at++];
+    size += (byte & 0x7f) * shift;
+    if (byte < 0x80) break;
+  }
+  return nativeZstdContent(payload.subarray(at), size);
 }
 
 async function variants(rows) {
