@@ -62,8 +62,12 @@ export interface DaemonOptions {
   readonly orphanGraceSeconds: number;
   /** How far back a DDL-defined view set without partitions is materialized when first seen (0: not). */
   readonly backfillSeconds?: number;
-  /** Deletes series-table rows past their set_retention (absent: no series tables here). */
-  readonly seriesRetention?: () => Promise<Array<{ table: string; deleted: number }>>;
+  /** Deletes series-table rows past their set_retention: per table, how many or its error (absent: no series tables). */
+  readonly seriesRetention?: () => Promise<
+    ReadonlyArray<
+      { readonly table: string; readonly deleted: number } | { readonly table: string; readonly error: unknown }
+    >
+  >;
   /** Sorts series tables whose rate moved by a time bucket fitting it again (a line per table sorted anew). */
   readonly seriesBuckets?: () => Promise<readonly string[]>;
   /** Told, in the transaction that retires them, of the partitions retention takes (rollups keep their buckets). */
@@ -350,8 +354,10 @@ export class MaintenanceDaemon {
         this.options.onPartitionsExpired,
       ).catch(failed(0));
       await forgetExpiredFailedAudiences(db, retentionDays);
-      for (const { table, deleted } of (await this.options.seriesRetention?.().catch(failed([]))) ?? []) {
-        if (deleted > 0) this.options.log('info', `retention: deleted ${deleted} row(s) of series table ${table}`);
+      for (const outcome of (await this.options.seriesRetention?.().catch(failed([]))) ?? []) {
+        if ('error' in outcome) failures.push(outcome.error);
+        else if (outcome.deleted > 0)
+          this.options.log('info', `retention: deleted ${outcome.deleted} row(s) of series table ${outcome.table}`);
       }
       // Re-bucketing only speeds reads up: its failure is a warning, and the run does not fail for it.
       const rebucketed = await this.options.seriesBuckets?.().catch((error: unknown) => {

@@ -34,6 +34,10 @@ export interface Writer {
  */
 export type DependentsSource = (table: string) => Promise<readonly string[]>;
 
+/** What retention did to a series table: the rows it deleted, or the error it failed with. */
+type RetentionOutcome =
+  { readonly table: string; readonly deleted: number } | { readonly table: string; readonly error: unknown };
+
 /**
  * How retention deletes a table's expired rows (`rowsGone`, a filter over its columns): by running
  * `deleting(rows)`, the DELETE of the rows a filter selects (`rowsGone`, or fewer), answering how many rows it
@@ -389,11 +393,14 @@ export class SeriesTables {
       : `${name} keeps ${integer ? `the last ${retention} of ${table.timeColumn}` : retention}`;
   }
 
-  /** Deletes, as ordinary DELETEs (which DuckLake's change feed shows), the rows past each table's retention. */
+  /**
+   * Deletes, as ordinary DELETEs (which DuckLake's change feed shows), the rows past each table's retention: each
+   * table's how many, or why not (a table's failure leaves the others' retention to go on).
+   */
   async applyRetention(
     remove: RetentionDelete = (_table, rowsGone, deleting) => this.engine.execute(deleting(rowsGone)),
-  ): Promise<Array<{ table: string; deleted: number }>> {
-    const out: Array<{ table: string; deleted: number }> = [];
+  ): Promise<RetentionOutcome[]> {
+    const out: RetentionOutcome[] = [];
     for (const table of (await this.list()).values()) {
       if (!table.retention) continue;
       const column = table.columns.find((c) => c.name === table.timeColumn);
@@ -404,10 +411,14 @@ export class SeriesTables {
         ? `(SELECT max(${time}) FROM ${target}) - ${BigInt(table.retention)}`
         : `now() - INTERVAL ${quoteLiteral(table.retention)}`;
       const rowsGone = `${time} < ${horizon}`;
-      out.push({
-        table: table.name,
-        deleted: await remove(table.name, rowsGone, (rows) => `DELETE FROM ${target} WHERE ${rows}`),
-      });
+      try {
+        out.push({
+          table: table.name,
+          deleted: await remove(table.name, rowsGone, (rows) => `DELETE FROM ${target} WHERE ${rows}`),
+        });
+      } catch (error) {
+        out.push({ table: table.name, error });
+      }
     }
     return out;
   }
