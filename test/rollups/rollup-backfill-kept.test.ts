@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { plain, plainRows, scalar, useLakeOrrery, type TestKey } from '../lakehouse/lakehouse-fixtures.js';
-import type { TestFlightClient } from '../support/flight-client.js';
 import { readAfterWrite } from '../support/flight-transactions.js';
 import { publishFolderAs } from '../support/publish.js';
 
@@ -149,71 +148,101 @@ describe("a bucket retention kept before a backfilling rollup's covered range (#
 });
 
 // A postponed audience's rows (see rollup-retention-out-of-memory: its aggregate past the maintenance engine's memory,
-// retention spares them for a later run) of a bucket kept before the covered range: its bucket is held for it, read
-// from those rows, the others' from the stored rows, in a client's transaction that wrote the table too.
+// retention spares them for a later run) of a bucket kept before the covered range of a publication's target: its
+// bucket is held for it, read from those rows, the others' from the stored rows (in a client's transaction that wrote
+// the table too), and the backfill step over its day, the publication resumed, leaves it so.
 describe("a postponed audience's rows of a kept bucket before a backfilling rollup's covered range (#17)", () => {
   const teamY: TestKey = { name: 'team-y', key: 'team-y-key-backfill-kept-01', audiences: ['team_y'] };
   const lake = useLakeOrrery({
     keys: [admin, teamX, teamY],
     role: 'all',
-    // The maintenance engine alone squeezed: retention runs there, the reads on the roomy query engine.
+    // The maintenance engine alone squeezed: retention runs there, the reads and the backfill on the roomy query engine.
     env: { ORRERY_ROLLUP_REFRESH_JOBS: 'off', ORRERY_MAINTENANCE_MEMORY_LIMIT: '32MiB' },
   });
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-backfill-postponed-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('are read as held, by every key, as before the retention', async () => {
+  it('are read as held, by every key, as before the retention, before and after the backfill step over their day', async () => {
     const asAdmin = lake.client(admin);
-    const [asX, asY] = [teamX, teamY].map((key) => lake.client(key));
-    await asAdmin.updateCount(`CREATE TABLE bp (ts TIMESTAMPTZ, k INTEGER, v DOUBLE) WITH (time_column = 'ts')`);
+    const clients = [asAdmin, ...[teamX, teamY].map((key) => lake.client(key))];
+    mkdirSync(join(dir, 'resources'));
+    const sketchy = {
+      rollup: {
+        table: 'bp',
+        grain: '1h',
+        dimensions: ['k'],
+        measures: { n: 'count(*)', p: 'approx_quantile(v, 0.5)', tags: 'sum(CAST(tag AS INTEGER))' },
+      },
+    };
+    writeFileSync(join(dir, 'resources', 'bp.resources.json'), JSON.stringify({ resources: { sketchy } }));
+    const publish = () => publishFolderAs(admin.key, `127.0.0.1:${lake.orrery.flightPort}`, dir);
+    const hourMs = 3_600_000;
+    const dayMs = 24 * hourMs;
+    const day = Math.floor(Date.now() / dayMs) * dayMs - 2 * dayMs;
+    const at = (hours: number): string => `TIMESTAMPTZ '${new Date(day + hours * hourMs).toISOString()}'`;
     await asAdmin.updateCount(
-      `INSERT INTO bp (ts, k, v, audience) VALUES (TIMESTAMPTZ '2024-01-01 00:10:00+00', 1, 2.5, 'public'),
-         ('2024-01-01 00:20:00+00', 2, 4.0, 'team_x')`,
+      `CREATE TABLE bp (ts TIMESTAMPTZ, k INTEGER, v DOUBLE, tag VARCHAR) WITH (time_column = 'ts')`,
     );
-    await asAdmin.updateCount(`INSERT INTO bp (ts, k, v, audience) VALUES (now(), 3, 1.0, 'public')`);
-    // team_y: 32 keys of about 73,000 log buckets of a percentile sketch each, past the 32 MiB its states may take.
+    // Two days ago: rows at 03:10 and 05:10-05:20, before the retention's horizon (12:30) below; one at 14:10; a row
+    // the measure cannot read at 20:40, so that the publication stops before that day. Yesterday: one at 10:30.
     await asAdmin.updateCount(
-      `INSERT INTO bp (ts, k, v, audience) SELECT TIMESTAMPTZ '2024-01-01 00:30:00+00', i % 32, pow(1.02, (i // 32) - 37000), 'team_y' FROM range(32 * 74000) t(i)`,
+      `INSERT INTO bp (ts, k, v, tag, audience) VALUES (${at(3 + 1 / 6)}, 1, 2.5, '1', 'public'),
+         (${at(5 + 1 / 6)}, 1, 3.5, '2', 'public'), (${at(5 + 2 / 6)}, 2, 4.0, '4', 'team_x'),
+         (${at(14 + 1 / 6)}, 3, 1.0, '8', 'public'), (${at(20 + 4 / 6)}, 1, 1.0, 'oops', 'public'),
+         (${at(34.5)}, 1, 1.0, '16', 'public')`,
     );
-    await scalar(
-      asAdmin,
-      `SELECT create_rollup('bp_hourly', 'bp', INTERVAL '1 hour', select_list => 'k, percentile_sketch(v) AS p, count(*) AS n', group_by => 'k')`,
+    // team_y at 05:30: 32 keys of about 73,000 log buckets of a percentile sketch each, past the 32 MiB its states may take.
+    await asAdmin.updateCount(
+      `INSERT INTO bp (ts, k, v, tag, audience) SELECT ${at(5.5)}, i % 32, pow(1.02, (i // 32) - 37000), '1', 'team_y' FROM range(32 * 74000) t(i)`,
     );
-    await scalar(asAdmin, `SELECT refresh_rollup('bp_hourly')`);
-    const read = (client: TestFlightClient) =>
-      plainRows(client, `SELECT bucket, audience, k, n::INT AS n FROM bp_hourly ORDER BY ALL`);
-    const before = await Promise.all([asAdmin, asX, asY].map(read));
-    assert.equal(before[0].length, 35);
-    await asAdmin.query(`SELECT * FROM set_retention('bp', '30 days')`);
+    const stopped = await publish();
+    assert.equal(stopped.status, 1, stopped.text);
+    const target = /^created rollup (rollup_bp_sketchy__[0-9a-f]{8}) over bp/m.exec(stopped.text)![1];
+    const done = [...stopped.text.matchAll(/^ {2}sketchy: (\d{4}-\d\d-\d\d) done/gm)].map((d) => d[1]);
+    assert.equal(done[done.length - 1], new Date(day + dayMs).toISOString().slice(0, 10), stopped.text);
+    await asAdmin.updateCount(`DELETE FROM bp WHERE tag = 'oops'`);
+    const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, audience, k, count(*)::INT AS n FROM bp GROUP BY ALL ORDER BY ALL`;
+    const before = await Promise.all(clients.map((client) => plainRows(client, raw)));
+    assert.equal(before[0].length, 37);
+    const read = (from: string) => `SELECT bucket, audience, k, n::INT AS n FROM ${from} ORDER BY ALL`;
+    const reads = (from: string) => Promise.all(clients.map((client) => plainRows(client, read(from))));
+
+    await asAdmin.query(
+      `SELECT * FROM set_retention('bp', '${Math.floor((Date.now() - (day + 12.5 * hourMs)) / 1000)} seconds')`,
+    );
     await lake.orrery.daemon!.housekeeping();
     assert.deepEqual(
       await plainRows(asAdmin, 'SELECT audience, count(*)::INT AS n FROM bp GROUP BY ALL ORDER BY ALL'),
       [
-        { audience: 'public', n: 1 },
+        { audience: 'public', n: 2 },
         { audience: 'team_y', n: 32 * 74000 },
       ],
     );
     const [{ last_error: error }] = await plainRows(
       asAdmin,
-      `SELECT last_error FROM snouttime.jobs WHERE target = 'bp_hourly'`,
+      `SELECT last_error FROM snouttime.jobs WHERE target = '${target}'`,
     );
     assert.match(String(error), /^audience team_y: retention of bp postponed: /m);
-    // Covered from a day ago, as a target's backfill steps leave it (see the first suite).
-    const [{ covered }] = await plainRows(
-      asAdmin,
-      `SELECT CAST(time_bucket(INTERVAL 1 HOUR, now()::TIMESTAMP - INTERVAL 1 DAY) AS VARCHAR) AS covered`,
-    );
-    await lake.orrery.metadata.query(`UPDATE rollup_definitions SET covered_from = $1 WHERE name = 'bp_hourly'`, [
-      covered,
-    ]);
-    assert.deepEqual(await Promise.all([asAdmin, asX, asY].map(read)), before);
+    // Before the covered range (yesterday on): 03:00 and 05:00 kept, team_y's rows of 05:00 held.
+    assert.deepEqual(await reads(target), before);
     const written = (
       await readAfterWrite(
         asAdmin,
-        `INSERT INTO bp (ts, k, v, audience) VALUES (now(), 99, 1.0, 'public')`,
-        `SELECT bucket, audience, k, n::INT AS n FROM bp_hourly WHERE k <> 99 ORDER BY ALL`,
+        `INSERT INTO bp (ts, k, v, tag, audience) VALUES (now(), 99, 1.0, '1', 'public')`,
+        `SELECT bucket, audience, k, n::INT AS n FROM ${target} WHERE k <> 99 ORDER BY ALL`,
       )
     )
       .toArray()
       .map((r) => plain(r.toJSON()));
     assert.deepEqual(written, before[0]);
+
+    // Resumed: the step fills the day from team_y's spared rows' hour, 05:00, kept.
+    const resumed = await publish();
+    assert.equal(resumed.status, 0, resumed.err.join('\n'));
+    assert.match(
+      resumed.text,
+      new RegExp(`^ {2}sketchy: ${new Date(day).toISOString().slice(0, 10)} done, 0 day`, 'm'),
+    );
+    assert.deepEqual(await reads('rollup_bp_sketchy'), before);
   });
 });
