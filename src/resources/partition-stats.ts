@@ -542,7 +542,13 @@ export async function indexNewFiles(
   let written = 0;
   const indexes = await installedIndexes(ctx.db, [table]);
   const files = indexes.length > 0 ? await listFiles() : [];
+  const live = new Set(files.map((f) => f.filePath));
   for (const index of indexes) {
+    // The statistics of files the table no longer has (merged, rewritten, its table dropped) go: a file not listed
+    // is read by no statement of the table now, and a statement at an older snapshot reads a file without
+    // statistics whole (as one written after the listing whose statistics a publication wrote meanwhile, indexed
+    // again at the next run). Kept, they would grow with every file the table ever had.
+    await forgetStatistics(ctx.db, index.hash, (path) => !live.has(path));
     const { rows } = await ctx.db.query<{ file_path: string }>(doneStatisticsSql(index.kind), [index.hash]);
     const done = new Set(rows.map((r) => r.file_path));
     for (const file of files.filter((f) => !done.has(f.filePath))) {
@@ -558,21 +564,35 @@ async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Prom
   await ensureLedger(ctx.db);
   await ctx.db.query('DELETE FROM resource_indexes WHERE index_hash = $1', [row.hash]);
   forgetRecent();
-  // The copies are queued before their rows go (as forgetGoneFiles does): a drop killed in between queues them
-  // again, never leaves a copy nothing names.
-  const copies = textCopies(
-    (
-      await ctx.db.query<{ copy_path: string | null }>(
-        `SELECT copy_path FROM resource_audience_stats WHERE index_hash = $1
-         UNION SELECT copy_path FROM resource_partition_stats WHERE index_hash = $1`,
-        [row.hash],
-      )
-    ).rows,
+  const { files, copies } = await forgetStatistics(ctx.db, row.hash, () => true);
+  return `${files} partition statistics row(s) deleted${copies > 0 ? `, ${copies} text index copies queued for deletion in ${copiesKeptSeconds} s` : ''}`;
+}
+
+/**
+ * Deletes index `hash`'s statistics of the files `forget` picks, of all their rows and of each audience's, and queues
+ * their text index copies for deletion; answers how many files' rows and copies went.
+ */
+async function forgetStatistics(
+  db: MetadataQueries,
+  hash: string,
+  forget: (filePath: string) => boolean,
+): Promise<{ files: number; copies: number }> {
+  const { rows } = await db.query<{ file_path: string; copy_path: string | null }>(
+    `SELECT file_path, copy_path FROM resource_audience_stats WHERE index_hash = $1
+     UNION SELECT file_path, copy_path FROM resource_partition_stats WHERE index_hash = $1`,
+    [hash],
   );
-  await queueForDeletion(ctx.db, copies, copiesKeptSeconds);
-  await ctx.db.query('DELETE FROM resource_audience_stats WHERE index_hash = $1', [row.hash]);
-  const files = await ctx.db.query('DELETE FROM resource_partition_stats WHERE index_hash = $1', [row.hash]);
-  return `${files.rowCount ?? 0} partition statistics row(s) deleted${copies.length > 0 ? `, ${copies.length} text index copies queued for deletion in ${copiesKeptSeconds} s` : ''}`;
+  const gone = rows.filter((r) => forget(r.file_path));
+  if (gone.length === 0) return { files: 0, copies: 0 };
+  const paths = [...new Set(gone.map((r) => r.file_path))];
+  // The copies are queued before their rows go (as forgetGoneFiles does): a run killed in between queues them
+  // again, never leaves a copy nothing names.
+  const copies = textCopies(gone);
+  await queueForDeletion(db, copies, copiesKeptSeconds);
+  const of = 'index_hash = $1 AND file_path = ANY($2::text[])';
+  await db.query(`DELETE FROM resource_audience_stats WHERE ${of}`, [hash, paths]);
+  const files = await db.query(`DELETE FROM resource_partition_stats WHERE ${of}`, [hash, paths]);
+  return { files: files.rowCount ?? 0, copies: copies.length };
 }
 
 /** The text index copies statistics rows name, once each (a file of one audience's rows shares its copy). */

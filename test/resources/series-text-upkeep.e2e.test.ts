@@ -83,6 +83,26 @@ describe('a text index on a series table, kept up to date by the daemon (issue 1
     assert.equal(await count('omega'), 0);
   });
 
+  it('forgets the statistics of the files the table no longer has (dropped and made again)', async () => {
+    const statistics = async () =>
+      (
+        await fixture.orrery.metadata.query<{ file_path: string }>(
+          `SELECT s.file_path FROM resource_partition_stats s JOIN resource_indexes i USING (index_hash)
+            WHERE i.entry_key = 'msg_text' ORDER BY 1`,
+        )
+      ).rows.map((r) => r.file_path);
+    const before = await statistics();
+    assert.equal(before.length, 2);
+    await fixture.admin.query('DROP TABLE notes');
+    await fixture.admin.query(`CREATE TABLE notes (ts TIMESTAMP, msg VARCHAR) WITH (time_column = 'ts')`);
+    await insert('gamma');
+    await housekeeping();
+    const kept = await statistics();
+    assert.equal(kept.length, 1);
+    assert.ok(!before.includes(kept[0]), `${kept[0]} is one of the dropped table's files`);
+    assert.deepEqual([await count('gamma'), await count('alpha'), await skipped()], [100, 0, 1]);
+  });
+
   it('housekeeping goes on when the table was dropped and made again without the indexed column', async () => {
     await fixture.admin.query('DROP TABLE notes');
     await fixture.admin.query(`CREATE TABLE notes (ts TIMESTAMP, n INTEGER) WITH (time_column = 'ts')`);
