@@ -48,6 +48,7 @@ import { functionSetup, isLakehouseFunction, viewSetsNamedBy, viewsReadBy } from
 import { publicationTables } from '../resources/index.js';
 import { referencedViews, scopeOf, viewSetup, type Lakehouse, type PartitionFilter } from './lakehouse-session.js';
 import type { Statement as ResourceStatement } from './partition-pruning.js';
+import { searchesText } from './partition-pruning.js';
 import { keepItemNames, parsedItems } from './item-names.js';
 import { QueryLanes } from './query-lanes.js';
 import { relationSources } from './relation-sources.js';
@@ -865,7 +866,15 @@ export class SqlService implements FlightSqlBackend<Principal> {
     // Outside a client's transaction (which reads its own writes, at its own snapshot), a search skips the files of
     // the series tables a text index shows it need not read.
     if (session === undefined && readSeries && shape)
-      setup.push(...(await this.seriesTextSetup(readers, tree, namedTables(readSeries, shape), principal, pinned)));
+      setup.push(
+        ...(await this.seriesTextSetup(
+          readers,
+          tree,
+          namedTables(readSeries, shape),
+          principal,
+          pinned ?? point?.snapshot,
+        )),
+      );
     const options: RunOptions = {
       parameters: statement.parameters,
       preserveDictionary: ctx.options.preserveDictionary,
@@ -1300,7 +1309,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
     snapshot?: bigint,
   ): Promise<string[]> {
     const { lakehouse, tables } = this;
-    if (!readers || !tree || !lakehouse || !tables || named.length === 0) return [];
+    // A statement without a search costs nothing here: not even the lake's latest snapshot id.
+    if (!readers || !tree || !lakehouse || !tables || named.length === 0 || !searchesText(tree)) return [];
     const ctx = {
       db: lakehouse.db,
       store: lakehouse.store,
