@@ -403,6 +403,7 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
                 maintenanceRollups ? (...args) => maintenanceRollups.retain(...args) : undefined,
               )
           : undefined,
+        seriesFlush: maintenanceTables ? () => maintenanceTables.flushInlined() : undefined,
         seriesBuckets: maintenanceTables
           ? async () => {
               const lakeRows = (sql: string) => maintenanceEngine.values(sql);

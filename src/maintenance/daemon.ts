@@ -68,6 +68,12 @@ export interface DaemonOptions {
       { readonly table: string; readonly deleted: number } | { readonly table: string; readonly error: unknown }
     >
   >;
+  /** Writes series tables' rows and deletes inlined in DuckLake's catalog to files: per table, how many rows or its error. */
+  readonly seriesFlush?: () => Promise<
+    ReadonlyArray<
+      { readonly table: string; readonly rows: number } | { readonly table: string; readonly error: unknown }
+    >
+  >;
   /** Sorts series tables whose rate moved by a time bucket fitting it again (a line per table sorted anew). */
   readonly seriesBuckets?: () => Promise<readonly string[]>;
   /** Told, in the transaction that retires them, of the partitions retention takes (rollups keep their buckets). */
@@ -358,6 +364,29 @@ export class MaintenanceDaemon {
         if ('error' in outcome) failures.push(outcome.error);
         else if (outcome.deleted > 0)
           this.options.log('info', `retention: deleted ${outcome.deleted} row(s) of series table ${outcome.table}`);
+      }
+      // After retention (whose small deletes DuckLake inlines too) and before the text index's upkeep, which then
+      // indexes the files written. A table's inlined rows only make its reads go through DuckLake's scan (the text
+      // index and the rollups' file reads wait for files), so a failed flush is a warning, tried again at the next run.
+      // At each run, not after each small write: a table written a few rows at a time has new inlined rows again at
+      // once, and flushing every minute would leave it a small file a minute where DuckLake inlines them to avoid that.
+      const flushed = await this.options.seriesFlush?.().catch((error: unknown) => {
+        this.options.log(
+          'warn',
+          'series tables: inlined rows were not written to files; tried again at the next housekeeping',
+          error,
+        );
+        return [];
+      });
+      for (const outcome of flushed ?? []) {
+        if ('error' in outcome)
+          this.options.log(
+            'warn',
+            `series table ${outcome.table}: its inlined rows were not written to files; tried again at the next housekeeping`,
+            outcome.error,
+          );
+        else if (outcome.rows > 0)
+          this.options.log('info', `series table ${outcome.table}: ${outcome.rows} inlined row(s) written to files`);
       }
       // Re-bucketing only speeds reads up: its failure is a warning, and the run does not fail for it.
       const rebucketed = await this.options.seriesBuckets?.().catch((error: unknown) => {

@@ -19,6 +19,9 @@ export type TableChange = 'none' | 'inserts' | 'other';
 /** What DuckLake records for a snapshot that only adds rows to a table (a data file, rows inlined in its catalog). */
 const insertKinds = new Set(['inserted_into_table', 'inlined_insert']);
 
+/** What DuckLake records for a flush of a table's inlined rows to files (ducklake_flush_inlined_data): the catalog's word, ducklake_snapshots()' word. */
+const flushKinds = new Set(['inline_flush', 'flushed_inlined']);
+
 interface Range {
   /** Each change of the snapshots in the range: `inserted_into_table:12` is [inserted_into_table, 12]. */
   readonly changes: ReadonlyArray<readonly [kind: string, subject: string]>;
@@ -101,10 +104,14 @@ export class LakeChanges {
     if (!info || !time || !atOrAfter(time.type, '')) return false;
     const notAfter = (value: string): string => `NOT (${atOrAfter(time.type, value, '$4')!})`;
     const added = `begin_snapshot > $2 AND begin_snapshot <= $1`;
+    // A file a flush wrote of inlined rows (SeriesTables.flushInlined) begins at its first row's snapshot and holds
+    // rows up to its partial_max: one whose rows may include some of the range's, though it began before, is checked
+    // too (its least value is no greater than theirs). So are the rows such a flush took out of the catalog since.
     const checks = [
       `SELECT 1 FROM ${s}.ducklake_data_file f
          LEFT JOIN ${s}.ducklake_file_column_stats k ON k.data_file_id = f.data_file_id AND k.column_id = $5
-        WHERE f.table_id = $3 AND f.${added} AND (k.min_value IS NULL OR ${notAfter('k.min_value')})`,
+        WHERE f.table_id = $3 AND (f.${added} OR (f.begin_snapshot <= $1 AND f.partial_max > $2))
+          AND (k.min_value IS NULL OR ${notAfter('k.min_value')})`,
     ];
     // Rows inlined in the catalog: in a table of their own per schema version of the table, made with its first such rows.
     if (range.changes.some(([kind, subject]) => kind === 'inlined_insert' && subject === info.id)) {
@@ -140,12 +147,16 @@ export class LakeChanges {
         )
         .then(({ rows: [row] }) => {
           if (row.version === null) throw new Error(`DuckLake snapshot ${upTo} is not in the catalog`);
-          const changes = (row.changes ?? [])
-            .flatMap((made) => made.split(','))
-            .map((change): [string, string] => {
+          const changes = (row.changes ?? []).flatMap((made) => {
+            const snapshot = made.split(',').map((change): [string, string] => {
               const colon = change.indexOf(':');
               return colon < 0 ? [change, ''] : [change.slice(0, colon), change.slice(colon + 1)];
             });
+            // A flush of a table's inlined rows and deletes to files (SeriesTables.flushInlined, its own commit)
+            // changes none of its rows: its change feed shows nothing there, and a row keeps its first snapshot.
+            const flushed = new Set(snapshot.filter(([kind]) => flushKinds.has(kind)).map(([, id]) => id));
+            return snapshot.filter(([, subject]) => !flushed.has(subject));
+          });
           return { changes, schemaVersion: row.version };
         });
       remember(this.ranges, key, range);

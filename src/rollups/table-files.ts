@@ -11,7 +11,8 @@ import { quoteLiteral } from './rollup-sql.js';
 // its `_materialized` table). Only when the files, less the rows their delete files list, hold those
 // rows exactly as DuckLake would give them: no inlined delete on them, no inlined row among them, files
 // written with the table's columns as they are (no column added, renamed or retyped since, no name
-// mapping, no encryption, no partial file, no partition) and of types the Parquet reader gives back as
+// mapping, no encryption, no partition; a partial file, one a flush of inlined rows wrote with each row's
+// snapshot, only when none of its rows or deletes is after the snapshot read) and of types the Parquet reader gives back as
 // they are typed (or, for HUGEINT, as DuckLake casts them back). Anything else: null, and the read
 // scans DuckLake as before.
 
@@ -223,10 +224,11 @@ async function listFiles(
     deletes: Array<{ path: string; relative: boolean; plain: boolean }> | null;
   }>(
     `SELECT f.data_file_id::text AS id, f.path, f.path_is_relative AS relative,
-            (f.begin_snapshot >= $4 AND f.partial_max IS NULL AND f.mapping_id IS NULL AND f.encryption_key IS NULL
-             AND f.partition_id IS NULL AND f.file_format = 'parquet') AS plain,
+            (f.begin_snapshot >= $4 AND (f.partial_max IS NULL OR f.partial_max <= $2) AND f.mapping_id IS NULL
+             AND f.encryption_key IS NULL AND f.partition_id IS NULL AND f.file_format = 'parquet') AS plain,
             (SELECT json_agg(json_build_object('path', d.path, 'relative', d.path_is_relative,
-                                               'plain', d.format = 'parquet' AND d.encryption_key IS NULL))
+                                               'plain', d.format = 'parquet' AND d.encryption_key IS NULL
+                                                        AND (d.partial_max IS NULL OR d.partial_max <= $2)))
                FROM ${s}.ducklake_delete_file d WHERE d.data_file_id = f.data_file_id AND ${live('d')}) AS deletes
        FROM ${s}.ducklake_data_file f
        LEFT JOIN ${s}.ducklake_file_column_stats k ON k.data_file_id = f.data_file_id AND k.column_id = (

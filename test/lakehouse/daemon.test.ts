@@ -327,7 +327,7 @@ describe('maintenance daemon', () => {
    * It fails with `fails` when given (after deleting them), else it succeeds.
    */
   async function housekeepingWith(
-    steps: Pick<DaemonOptions, 'seriesRetention' | 'seriesBuckets' | 'onPartitionsExpired'>,
+    steps: Pick<DaemonOptions, 'seriesRetention' | 'seriesFlush' | 'seriesBuckets' | 'onPartitionsExpired'>,
     fails?: (error: unknown) => boolean,
   ): Promise<string[]> {
     const { metadata: db, store } = fixture.orrery;
@@ -370,6 +370,42 @@ describe('maintenance daemon', () => {
     assert.deepEqual(
       logged.filter((line) => !line.startsWith('warn housekeeping: deleted')),
       ['warn index entries: re-bucketing failed; tried again at the next housekeeping: the catalog went away'],
+    );
+  });
+
+  it("housekeeping flushes series tables' inlined rows before their text upkeep, and goes on when that fails, warning", async () => {
+    const steps: string[] = [];
+    const logged = await housekeepingWith({
+      seriesRetention: async () => [],
+      // One table's flush refused (a client deleting its inlined rows meanwhile), another's done.
+      seriesFlush: async () => {
+        steps.push('flush');
+        return [
+          { table: 'logs', error: new Error('another transaction has deleted from it') },
+          { table: 'metrics', rows: 3 },
+        ];
+      },
+      seriesBuckets: async () => {
+        steps.push('text upkeep');
+        return ['metrics: the text index statistics of 1 data file(s) written'];
+      },
+    });
+    assert.deepEqual(steps, ['flush', 'text upkeep']);
+    assert.deepEqual(
+      logged.filter((line) => !line.startsWith('warn housekeeping: deleted')),
+      [
+        'warn series table logs: its inlined rows were not written to files; tried again at the next housekeeping: another transaction has deleted from it',
+        'info series table metrics: 3 inlined row(s) written to files',
+        'info index entries: metrics: the text index statistics of 1 data file(s) written',
+      ],
+    );
+    // The whole step failing (the catalog's read of the tables): a warning too.
+    const failed = await housekeepingWith({ seriesRetention: async () => [], seriesFlush: failing });
+    assert.deepEqual(
+      failed.filter((line) => !line.startsWith('warn housekeeping: deleted')),
+      [
+        'warn series tables: inlined rows were not written to files; tried again at the next housekeeping: the catalog went away',
+      ],
     );
   });
 
