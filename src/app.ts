@@ -405,13 +405,15 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
           : undefined,
         seriesFlush: maintenanceTables ? () => maintenanceTables.flushInlined() : undefined,
         seriesBuckets: maintenanceTables
-          ? async () => {
-              const lakeRows = (sql: string) => maintenanceEngine.values(sql);
-              return [
-                ...(await rebucketSeriesTables(maintenanceTables, maintenanceEngine, metadata)),
-                ...(await indexSeriesTables(maintenanceTables, { db: metadata, store, lakeRows })),
-              ];
-            }
+          ? () => rebucketSeriesTables(maintenanceTables, maintenanceEngine, metadata)
+          : undefined,
+        seriesTextIndexes: maintenanceTables
+          ? () =>
+              indexSeriesTables(maintenanceTables, {
+                db: metadata,
+                store,
+                lakeRows: (sql: string) => maintenanceEngine.values(sql),
+              })
           : undefined,
         log,
         onOutcome: (view, outcome) => metrics.materializations.inc({ view_set: view, outcome }),

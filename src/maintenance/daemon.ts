@@ -76,6 +76,8 @@ export interface DaemonOptions {
   >;
   /** Sorts series tables whose rate moved by a time bucket fitting it again (a line per table sorted anew). */
   readonly seriesBuckets?: () => Promise<readonly string[]>;
+  /** Writes the text index statistics of series tables' data files written since (a line per table). */
+  readonly seriesTextIndexes?: () => Promise<readonly string[]>;
   /** Told, in the transaction that retires them, of the partitions retention takes (rollups keep their buckets). */
   readonly onPartitionsExpired?: PartitionChangeHook;
   readonly passes?: readonly Pass[];
@@ -388,12 +390,17 @@ export class MaintenanceDaemon {
         else if (outcome.rows > 0)
           this.options.log('info', `series table ${outcome.table}: ${outcome.rows} inlined row(s) written to files`);
       }
-      // Re-bucketing only speeds reads up: its failure is a warning, and the run does not fail for it.
-      const rebucketed = await this.options.seriesBuckets?.().catch((error: unknown) => {
-        this.options.log('warn', 'index entries: re-bucketing failed; tried again at the next housekeeping', error);
-        return [];
-      });
-      for (const line of rebucketed ?? []) this.options.log('info', `index entries: ${line}`);
+      // Re-bucketing and text index upkeep only speed reads up: each one's failure is a warning, the run does not
+      // fail for it, and the other step still runs (a file not indexed is read whole).
+      const speedUp = async (step: (() => Promise<readonly string[]>) | undefined, what: string) => {
+        const lines = await step?.().catch((error: unknown) => {
+          this.options.log('warn', `index entries: ${what} failed; tried again at the next housekeeping`, error);
+          return [];
+        });
+        for (const line of lines ?? []) this.options.log('info', `index entries: ${line}`);
+      };
+      await speedUp(this.options.seriesBuckets, 're-bucketing');
+      await speedUp(this.options.seriesTextIndexes, "series tables' text index upkeep");
       const retiredFiles = await deleteExpiredFiles(db, store);
       // The resources' rows of the files just deleted (and of any a killed run left) go after them.
       await forgetGoneFiles(db);

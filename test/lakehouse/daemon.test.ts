@@ -327,7 +327,10 @@ describe('maintenance daemon', () => {
    * It fails with `fails` when given (after deleting them), else it succeeds.
    */
   async function housekeepingWith(
-    steps: Pick<DaemonOptions, 'seriesRetention' | 'seriesFlush' | 'seriesBuckets' | 'onPartitionsExpired'>,
+    steps: Pick<
+      DaemonOptions,
+      'seriesRetention' | 'seriesFlush' | 'seriesBuckets' | 'seriesTextIndexes' | 'onPartitionsExpired'
+    >,
     fails?: (error: unknown) => boolean,
   ): Promise<string[]> {
     const { metadata: db, store } = fixture.orrery;
@@ -385,7 +388,7 @@ describe('maintenance daemon', () => {
           { table: 'metrics', rows: 3 },
         ];
       },
-      seriesBuckets: async () => {
+      seriesTextIndexes: async () => {
         steps.push('text upkeep');
         return ['metrics: the text index statistics of 1 data file(s) written'];
       },

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
+import { lakeMetadataSchema } from '../../src/tables/lake-catalog.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { readAfterWrite } from '../support/flight-transactions.js';
 import { useOrrery } from '../support/orrery-process.js';
@@ -117,5 +118,21 @@ describe('a text index on a series table, kept up to date by the daemon (issue 1
     await housekeeping();
     assert.deepEqual(await plainRows(fixture.admin, 'SELECT count(*) AS n FROM notes WHERE n >= 50'), [{ n: 50 }]);
     assert.equal(await skipped('pages'), 2);
+  });
+
+  it('indexes the files written since when re-bucketing series tables fails (a catalog read failing)', async () => {
+    await fixture.admin.query(
+      `INSERT INTO pages SELECT TIMESTAMP '2024-01-04' + to_seconds(i), 'gamma page ' || i FROM range(100) t(i)`,
+    );
+    assert.equal(await skipped('pages'), 2);
+    // Re-bucketing reads each table's sort order from DuckLake's catalog table, which text index upkeep does not read.
+    const { metadata } = fixture.orrery;
+    await metadata.query(`ALTER TABLE ${lakeMetadataSchema}.ducklake_sort_info RENAME TO ducklake_sort_info_away`);
+    try {
+      await housekeeping();
+    } finally {
+      await metadata.query(`ALTER TABLE ${lakeMetadataSchema}.ducklake_sort_info_away RENAME TO ducklake_sort_info`);
+    }
+    assert.equal(await skipped('pages'), 3);
   });
 });
