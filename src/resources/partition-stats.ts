@@ -532,12 +532,14 @@ async function learnValueType(
 /**
  * Keeps the indexes installed on a table whose files no daemon commit announces (a series table's data files, which
  * clients' INSERTs write) up to date: the statistics of each file `listFiles` lists (object keys) that an index has none of yet
- * (see doneStatisticsSql). Returns how many files' statistics were written. A file without them is read whole.
+ * (see doneStatisticsSql), of the indexes `readable` keeps (those whose expression the table's files can be read by).
+ * Returns how many files' statistics were written. A file without them is read whole.
  */
 export async function indexNewFiles(
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
   table: string,
   listFiles: () => Promise<readonly FileToIndex[]>,
+  readable: (index: InstalledIndex) => boolean,
 ): Promise<number> {
   let written = 0;
   const indexes = await installedIndexes(ctx.db, [table]);
@@ -549,6 +551,7 @@ export async function indexNewFiles(
     // statistics whole (as one written after the listing whose statistics a publication wrote meanwhile, indexed
     // again at the next run). Kept, they would grow with every file the table ever had.
     await forgetStatistics(ctx.db, index.hash, (path) => !live.has(path));
+    if (!readable(index)) continue;
     const { rows } = await ctx.db.query<{ file_path: string }>(doneStatisticsSql(index.kind), [index.hash]);
     const done = new Set(rows.map((r) => r.file_path));
     for (const file of files.filter((f) => !done.has(f.filePath))) {

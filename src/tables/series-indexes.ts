@@ -34,7 +34,7 @@ import {
 } from '../resources/index.js';
 import { lakeCatalog, lakeCatalogWrites } from './lake-catalog.js';
 import { lakeTable, type SeriesTable, type SeriesTables } from './series-tables.js';
-import { seriesDataFiles } from './series-text.js';
+import { lostColumn, seriesDataFiles } from './series-text.js';
 
 /** Rows per row group of a series table sorted for index entries (bench/series-indexes), and DuckDB's default. */
 const sortedRowGroupRows = 16_384;
@@ -320,9 +320,12 @@ export function seriesIndexInstaller(
       return applySort(table, await sortColumns(ctx.db, row.physicalTable, [], row.hash));
     },
     async drift(row) {
-      const table = row.kind === 'index' && sortsBy(row.declaration) ? await tableOf(row.physicalTable) : undefined;
+      const text = row.kind === 'index' && (row.declaration as IndexEntry).indexKind === 'text';
+      const table = text || sortsBy(row.declaration) ? await tableOf(row.physicalTable) : undefined;
       if (!table) return undefined;
       const column = (row.declaration as IndexEntry).column;
+      // A text index's statistics are in the partition tables, which resourceDrift checks.
+      if (text) return lostColumn(table, column) ?? undefined;
       const sorted = await tables.sortedBy(table.name);
       if (!sorted.includes(column)) return `${table.name} is not sorted by ${column} (publish again to repair)`;
       return isBucket(table, sorted[0])

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { startOrrery, type Orrery, type Role } from '../../src/app.js';
+import { startOrrery, type Log, type Orrery, type Role } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { TestFlightClient } from './flight-client.js';
 import { runnerS3, s3LakeEnv } from './s3-server.js';
@@ -21,6 +21,7 @@ export const servedByTheTest = (role: Role): Record<string, string> =>
 export async function startTestOrrery(
   env: Record<string, string> = {},
   role: Role = 'serve',
+  log: Log = () => {},
 ): Promise<Orrery & { address: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
   const config = loadConfig({
@@ -36,7 +37,7 @@ export async function startTestOrrery(
     ...servedByTheTest(role),
     ...env,
   });
-  const orrery = await startOrrery(config, () => {}, role);
+  const orrery = await startOrrery(config, log, role);
   return {
     ...orrery,
     address: `127.0.0.1:${orrery.flightPort}`,
@@ -60,10 +61,11 @@ export interface OrreryFixture {
 export function useOrrery(
   env: Record<string, string> | (() => Promise<Record<string, string>>) = {},
   role: Role = 'serve',
+  log?: Log,
 ): OrreryFixture {
   const fixture = {} as OrreryFixture;
   before(async () => {
-    fixture.orrery = await startTestOrrery(typeof env === 'function' ? await env() : env, role);
+    fixture.orrery = await startTestOrrery(typeof env === 'function' ? await env() : env, role, log);
     fixture.admin = new TestFlightClient(fixture.orrery.address);
     fixture.admin.headers.authorization = `Bearer ${adminKey.key}`;
     fixture.reader = new TestFlightClient(fixture.orrery.address);
