@@ -43,6 +43,7 @@ import {
   indexSeriesTables,
   lakeFilesKey,
   rebucketSeriesTables,
+  seriesColumnInstaller,
   seriesIndexInstaller,
 } from './tables/index.js';
 import { KeptBudget, RefreshJobs, Rollups, rollupInstaller } from './rollups/index.js';
@@ -296,9 +297,11 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
         : undefined;
       await rollups?.prepare();
       // This server's publications plan column entries against its view sets.
+      // Column entries on a series table are DuckLake columns of it; on a view set, columns of its partition files.
+      const viewSetColumns = storedColumnInstaller((name) => views.get(name));
       registerInstaller(
         'column',
-        storedColumnInstaller((name) => views.get(name)),
+        tables ? seriesColumnInstaller(tables, engine, viewSetColumns) : viewSetColumns,
         metadata,
       );
       registerInstaller(

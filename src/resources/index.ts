@@ -108,8 +108,10 @@ export {
 export { forgetGoneFiles } from './gone-files.js';
 export {
   columnsHeldByAll,
+  forgetColumn,
   installedColumns,
   recentColumns,
+  recordColumn,
   recordColumnFiles,
   storedColumnInstaller,
   withStoredColumns,

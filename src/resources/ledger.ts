@@ -103,6 +103,16 @@ CREATE TABLE IF NOT EXISTS resource_column_files (
   file_path     TEXT NOT NULL,
   PRIMARY KEY (view_set_name, file_path, column_name)
 );
+-- A stored column of a series table (a DuckLake column) filled: every row of the table (its DuckLake id) at the
+-- snapshot held the column's value; rows added since have row ids from next_row_id (src/tables/series-columns.ts).
+CREATE TABLE IF NOT EXISTS resource_series_fills (
+  table_name  TEXT NOT NULL,
+  column_name TEXT NOT NULL,
+  table_id    BIGINT NOT NULL,
+  snapshot    BIGINT NOT NULL,
+  next_row_id BIGINT NOT NULL,
+  PRIMARY KEY (table_name, column_name)
+);
 CREATE TABLE IF NOT EXISTS resource_projections (
   projection_hash TEXT PRIMARY KEY,
   view_set_name   TEXT NOT NULL,

@@ -112,18 +112,26 @@ async function filesWithout(
   return { todo: files.filter((p) => !done.has(p.filePath)), past };
 }
 
-async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
-  if (entry.kind !== 'column' || entry.storedType === null) return;
-  if (!ctx.rewritePartition) throw new Error('this server cannot rewrite partition files');
-  await ensureLedger(ctx.db);
-  // Recorded first: every partition written from now on holds the column, so the backfill below
-  // has an end (files written while it runs are taken up by its next round).
-  await ctx.db.query(
+/** Records a column entry's stored column as installed on its table (resource_columns), which queries then read. */
+export async function recordColumn(
+  db: MetadataQueries,
+  entry: ValidEntry & { readonly kind: 'column' },
+): Promise<void> {
+  await ensureLedger(db);
+  await db.query(
     `INSERT INTO resource_columns (column_name, view_set_name, entry_key, expression, stored_type, expression_type)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (view_set_name, column_name) DO NOTHING`,
     [entry.storedName, entry.physical, entry.key, entry.expression, entry.storedType, entry.expressionType],
   );
   forgetRecent();
+}
+
+async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> {
+  if (entry.kind !== 'column' || entry.storedType === null) return;
+  if (!ctx.rewritePartition) throw new Error('this server cannot rewrite partition files');
+  // Recorded first: every partition written from now on holds the column, so the backfill below
+  // has an end (files written while it runs are taken up by its next round).
+  await recordColumn(ctx.db, entry);
   const what = `stored column ${entry.key} (${entry.storedName} ${entry.storedType}) on ${entry.physical}`;
   const started = Date.now();
   const seen = new Set<string>();
@@ -151,14 +159,17 @@ async function* install(entry: ValidEntry, ctx: InstallContext): AsyncGenerator<
   }
 }
 
+/** Takes a stored column off the columns installed on its table: no query reads it from then on. */
+export async function forgetColumn(db: MetadataQueries, table: string, column: string): Promise<void> {
+  await db.query('DELETE FROM resource_columns WHERE view_set_name = $1 AND column_name = $2', [table, column]);
+  forgetRecent();
+}
+
 async function drop(row: LedgerRow, ctx: { readonly db: MetadataQueries }): Promise<string> {
   await ensureLedger(ctx.db);
   const entry = row.declaration;
   if (entry.kind !== 'column') return 'nothing installed';
-  await ctx.db.query('DELETE FROM resource_columns WHERE view_set_name = $1 AND column_name = $2', [
-    entry.physical,
-    entry.storedName,
-  ]);
+  await forgetColumn(ctx.db, entry.physical, entry.storedName);
   const { rowCount } = await ctx.db.query(
     'DELETE FROM resource_column_files WHERE view_set_name = $1 AND column_name = $2',
     [entry.physical, entry.storedName],

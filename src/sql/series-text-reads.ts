@@ -27,7 +27,7 @@ import { searchesText } from './partition-pruning.js';
  * A series table as pruning reads a view set: its rows are its files' (no merge), of the audience column's
  * audiences; no event-time bounds (DuckLake skips files by the time column's min and max itself).
  */
-function seriesViewSet(table: SeriesTable): ViewSet {
+export function seriesViewSet(table: SeriesTable): ViewSet {
   return {
     name: table.name,
     updateGroup: 0,

@@ -53,6 +53,7 @@ import { keepItemNames, parsedItems } from './item-names.js';
 import { QueryLanes } from './query-lanes.js';
 import { relationSources } from './relation-sources.js';
 import { resourceReaders, type ExplainedReads } from './resource-reads.js';
+import { seriesColumnReads, seriesColumnViews, type SeriesColumnRead } from './series-column-reads.js';
 import { seriesTextRead } from './series-text-reads.js';
 import { DdlError } from './ddl-errors.js';
 import { sqlErrors } from './errors.js';
@@ -816,6 +817,8 @@ export class SqlService implements FlightSqlBackend<Principal> {
       shape && this.lakehouse ? await this.lakehouseSetup(ctx, shape, this.lakehouse, readers?.filter, session) : [];
     if (pruning && pruning.partitionRows > 0) this.metrics?.partitionRowsRead.inc(pruning.partitionRows);
     const listed = tables && mayNameSeries ? (point?.tables ?? (await tables.list(session))) : undefined;
+    // Before the rollup rewrite, as a view set's: the stored columns of the series tables it reads alone.
+    const seriesColumns = await this.seriesStoredColumns(readers, listed, shape, session, point?.snapshot);
     // The select items as written, named as DuckDB names them if the rewrites below change them.
     const items = tree ? parsedItems(tree) : [];
     // Timestamps first: the rollup rewrite reads window bounds as the statement will compare them.
@@ -863,14 +866,24 @@ export class SqlService implements FlightSqlBackend<Principal> {
     const seriesSetup =
       tables && readSeries ? seriesReadSetup(tables, readSeries, principal, shape ?? undefined, pinned) : [];
     setup.push(...seriesSetup);
+    const columnReads = seriesColumns.filter((r) => readSeries?.has(r.table.name));
+    if (columnReads.length > 0)
+      setup.push(
+        ...(await seriesColumnViews(
+          this.lakehouse!.db,
+          columnReads,
+          scopeOf(principal),
+          pinned ?? columnReads[0].snapshot,
+        )),
+      );
     // Outside a client's transaction (which reads its own writes, at its own snapshot), a search skips the files of
-    // the series tables a text index shows it need not read.
+    // the series tables a text index shows it need not read (but those read with their stored columns).
     if (session === undefined && readSeries && shape)
       setup.push(
         ...(await this.seriesTextSetup(
           readers,
           tree,
-          namedTables(readSeries, shape),
+          namedTables(readSeries, shape).filter((t) => !columnReads.some((r) => r.table === t)),
           principal,
           pinned ?? point?.snapshot,
         )),
@@ -1298,6 +1311,25 @@ export class SqlService implements FlightSqlBackend<Principal> {
   }
 
   /**
+   * Outside a client's transaction, the stored columns the statement reads of the series tables it names (see
+   * seriesColumnReads), its tree rewritten to read them; their fills checked at `snapshot` (the latest when none).
+   */
+  private async seriesStoredColumns(
+    readers: ReturnType<SqlService['resourceStatement']>,
+    listed: ReadonlyMap<string, SeriesTable> | undefined,
+    shape: QueryShape | null,
+    session: EngineSession | undefined,
+    snapshot?: bigint,
+  ): Promise<SeriesColumnRead[]> {
+    const { lakehouse, tables } = this;
+    if (!readers || !listed || !shape || session !== undefined || !lakehouse || !tables) return [];
+    const named = namedTables(listed, shape).filter((t) => t.storedColumns);
+    if (named.length === 0) return [];
+    const at = snapshot ?? (await tables.currentSnapshot());
+    return seriesColumnReads(lakehouse.db, readers.stored, readers.seriesViews, named, at);
+  }
+
+  /**
    * The views through which a statement outside a client's transaction reads the series tables it searches with a
    * text index installed (see seriesTextRead), at `snapshot` (the latest when none); they replace tableRows' views.
    */
@@ -1358,7 +1390,11 @@ export class SqlService implements FlightSqlBackend<Principal> {
       await viewSetup(lakehouse, referencedViews(shape, lakehouse), scopeOf(principal), range, readers.filter);
       // As planning does, outside a client's transaction: the series tables' files a text index skips.
       const listed = session === undefined ? await this.tables?.list() : undefined;
-      if (listed) await this.seriesTextSetup(readers, tree, namedTables(listed, shape), principal);
+      if (listed) {
+        const columnReads = await this.seriesStoredColumns(readers, listed, shape, undefined);
+        const named = namedTables(listed, shape).filter((t) => !columnReads.some((r) => r.table === t));
+        await this.seriesTextSetup(readers, tree, named, principal);
+      }
     }
     nanosecondTimestamps(tree);
     const rollups = lakehouse?.rollups;

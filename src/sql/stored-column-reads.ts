@@ -66,6 +66,20 @@ export class StoredColumnReads {
    */
   async read(view: ViewSet, files: readonly string[]): Promise<string[]> {
     if (files.length === 0) return [];
+    return this.readHeld(view, async () => ({
+      held: await columnsHeldByAll(this.statement.db, view.name, files),
+      why: 'not every partition read holds the column yet (backfill under way)',
+    }));
+  }
+
+  /**
+   * As read, for a table whose rows hold the stored columns `holding` answers (asked only when the statement holds
+   * the expression of one), or why the others' are computed.
+   */
+  async readHeld(
+    view: ViewSet,
+    holding: () => Promise<{ readonly held: ReadonlySet<string>; readonly why: string }>,
+  ): Promise<string[]> {
     const { db, engine, tree, shape, viewOf } = this.statement;
     const alone = readsAlone(tree, shape, view, viewOf);
     if (!alone) return [];
@@ -96,7 +110,7 @@ export class StoredColumnReads {
     }
     if (found.length === 0) return [];
     const refused = refusal(node, qualifiers, String((node.from_table as Node).table_name).toLowerCase());
-    const held = refused === null ? await columnsHeldByAll(db, view.name, files) : new Set<string>();
+    const { held, why } = refused === null ? await holding() : { held: new Set<string>(), why: '' };
     const substituted: Array<{ column: InstalledColumn; key: string }> = [];
     for (const { column, key, reads } of found) {
       const shadow = reads.find((name) => aliases.has(name));
@@ -107,7 +121,7 @@ export class StoredColumnReads {
           : shadow !== undefined
             ? `the select alias ${shadow} shadows the column the expression reads`
             : !held.has(column.name)
-              ? 'not every partition read holds the column yet (backfill under way)'
+              ? why
               : null);
       this.uses.push({
         table: view.name,

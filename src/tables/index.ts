@@ -15,6 +15,7 @@ export { parseSeriesStatement, splitTopLevel, type SeriesStatement } from './ser
 export {
   SeriesTables,
   audienceColumn,
+  isStoredColumn,
   lakeTable,
   lakeVersionSql,
   scopeFilter,
@@ -30,4 +31,11 @@ export {
 export { tableErrors } from './errors.js';
 export { ingest, type IngestData, type IngestMode } from './ingest.js';
 export { rebucketSeriesTables, seriesIndexInstaller } from './series-indexes.js';
+export {
+  fillBroken,
+  seriesColumnInstaller,
+  seriesColumnsView,
+  seriesFills,
+  type SeriesFill,
+} from './series-columns.js';
 export { indexSeriesTables, lakeFileKey, lakeFilesKey, seriesDataFiles } from './series-text.js';

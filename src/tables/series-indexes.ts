@@ -280,7 +280,7 @@ export function seriesIndexInstaller(
       if (!table) return (await viewSets.unsupported?.(entry, entries)) ?? null;
       if (entry.kind !== 'index') return null;
       if (entry.indexedExpression !== undefined)
-        return `${entry.physical} is a series table, which stores no column entries: index one of its columns`;
+        return `${entry.physical} is a series table, whose stored columns hold no value in the rows clients write after a publication fills them (those are computed when read): index one of its columns`;
       if (!table.columns.some((c) => c.name === entry.column))
         return `${entry.column} is not a column of series table ${entry.physical}`;
       const first = sortsBy(entry) ? sortingEntry(entries, table) : undefined;

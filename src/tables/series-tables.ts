@@ -7,6 +7,13 @@ import { splitTopLevel, unquote, type SeriesStatement } from './series-statement
 /** The column Orrery adds to every series table: who may read a row. */
 export const audienceColumn = 'audience';
 
+/**
+ * How the stored columns of column entries are named (`__orr_<hash>`, src/resources/stored-columns.ts). On a series
+ * table they are DuckLake columns clients neither see nor write: a table's columns, its `*` and an INSERT without a
+ * column list leave them out.
+ */
+export const isStoredColumn = (name: string): boolean => name.toLowerCase().startsWith('__orr_');
+
 export interface SeriesColumn {
   readonly name: string;
   /** DuckDB's type name. */
@@ -17,6 +24,8 @@ export interface SeriesColumn {
 export interface SeriesTable {
   readonly name: string;
   readonly columns: readonly SeriesColumn[];
+  /** The stored columns of column entries DuckLake holds for it (isStoredColumn), which clients do not see. */
+  readonly storedColumns?: readonly SeriesColumn[];
   readonly timeColumn: string;
   /** set_retention: an interval (`30 days`) for a time column, a count for an integer one. */
   readonly retention?: string;
@@ -81,10 +90,10 @@ export const lakeTable = (name: string): string => `${lakeCatalog}.main.${quoteI
 
 /**
  * The table's columns as clients see them: in the lake's order with the audience column last, where
- * CREATE TABLE put it (a column added later lands after it in DuckLake); an INSERT without a column
- * list fills them in this order.
+ * CREATE TABLE put it (a column added later lands after it in DuckLake), its stored columns left out;
+ * an INSERT without a column list fills them in this order.
  */
-export const tableColumnsSelect = `* EXCLUDE (${audienceColumn}), ${audienceColumn}`;
+export const tableColumnsSelect = `COLUMNS(lambda c: c <> '${audienceColumn}' AND NOT starts_with(lower(c), '__orr_')), ${audienceColumn}`;
 
 /**
  * A series table's rows a scope reads (its audiences' and public ones), through DuckLake's scan; as of a snapshot
@@ -195,11 +204,11 @@ export class SeriesTables {
        ORDER BY t.table_name, c.column_index`,
       session,
     );
-    const tables = new Map<string, { columns: SeriesColumn[]; settings: TableSettings }>();
+    const tables = new Map<string, { columns: SeriesColumn[]; stored: SeriesColumn[]; settings: TableSettings }>();
     for (const [name, comment, column, type] of rows as string[][]) {
       let entry = tables.get(name);
-      if (!entry) tables.set(name, (entry = { columns: [], settings: settingsOf(comment) }));
-      entry.columns.push({ name: column, type });
+      if (!entry) tables.set(name, (entry = { columns: [], stored: [], settings: settingsOf(comment) }));
+      (isStoredColumn(column) ? entry.stored : entry.columns).push({ name: column, type });
     }
     // In the order of tableColumnsSelect.
     const audienceLast = (columns: SeriesColumn[]): SeriesColumn[] => [
@@ -207,9 +216,15 @@ export class SeriesTables {
       ...columns.filter((c) => c.name === audienceColumn),
     ];
     return new Map(
-      [...tables].map(([name, { columns, settings }]) => [
+      [...tables].map(([name, { columns, stored, settings }]) => [
         name,
-        { name, columns: audienceLast(columns), timeColumn: settings.time_column, retention: settings.retention },
+        {
+          name,
+          columns: audienceLast(columns),
+          ...(stored.length > 0 ? { storedColumns: stored } : {}),
+          timeColumn: settings.time_column,
+          retention: settings.retention,
+        },
       ]),
     );
   }
@@ -245,7 +260,13 @@ export class SeriesTables {
       if (statement.ifNotExists) return true;
       throw tableErrors.error('SERIES_TABLE_EXISTS', `series table '${table}' already exists`);
     }
-    if (splitTopLevel(statement.columns).some((c) => unquote(c.trim().split(/\s+/)[0] ?? '') === audienceColumn)) {
+    const names = splitTopLevel(statement.columns).map((c) => unquote(c.trim().split(/\s+/)[0] ?? ''));
+    const stored = names.find(isStoredColumn);
+    if (stored !== undefined)
+      throw seriesStatementError(
+        `CREATE TABLE ${table}: names starting with __orr_ are the stored columns of published column entries; name '${stored}' otherwise`,
+      );
+    if (names.includes(audienceColumn)) {
       throw seriesStatementError(
         `CREATE TABLE ${table}: the '${audienceColumn}' column is added by Orrery; leave it out`,
       );
@@ -331,7 +352,13 @@ export class SeriesTables {
   async alter(table: SeriesTable, action: string, session: EngineSession): Promise<void> {
     const drop = /^DROP\s+(?:COLUMN\s+)?(?:IF\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
     const rename = /^RENAME\s+(?:COLUMN\s+)?("(?:[^"]|"")+"|\w+)\s+TO\s+("(?:[^"]|"")+"|\w+)\s*$/i.exec(action);
+    const add = /^ADD\s+(?:COLUMN\s+)?(?:IF\s+NOT\s+EXISTS\s+)?("(?:[^"]|"")+"|\w+)/i.exec(action);
     const touched = drop ? unquote(drop[1]) : rename ? unquote(rename[1]) : undefined;
+    const named = [touched, add && unquote(add[1]), rename && unquote(rename[2])].find((c) => c && isStoredColumn(c));
+    if (named)
+      throw seriesStatementError(
+        `'${named}': names starting with __orr_ are the stored columns of published column entries; name the column otherwise`,
+      );
     if (touched === audienceColumn)
       throw seriesStatementError(`the '${audienceColumn}' column of a series table cannot be dropped or renamed`);
     if (drop && touched === table.timeColumn) {

@@ -39,7 +39,7 @@ describe('orrery resources validate against a running server', () => {
     });
   });
 
-  it('a projection or a column on a series table is a warning and omitted; its set, bloom_filter and text indexes install', async () => {
+  it('a projection on a series table is a warning and omitted; its set, bloom_filter and text indexes and its column install', async () => {
     await fixture.admin.query(`CREATE TABLE calls_t (ts TIMESTAMP, svc VARCHAR, dur DOUBLE) WITH (time_column = 'ts')`);
     write('logs.resources.json', {
       svc_set: { index: { table: 'calls_t', column: 'svc', kind: 'set' } },
@@ -53,24 +53,25 @@ describe('orrery resources validate against a running server', () => {
       `resources/logs.resources.json: ${entry}: warning: this server does not install it: calls_t is not a view set, and ${what} are kept in view sets' partition files only`;
     assert.deepEqual(checked, {
       status: 0,
-      out: [
-        omitted('by_svc', 'projections'),
-        omitted('svc_upper', 'stored columns'),
-        '5 valid entries, 0 error(s), 2 warning(s).',
-      ],
+      out: [omitted('by_svc', 'projections'), '5 valid entries, 0 error(s), 1 warning(s).'],
       err: [],
     });
-    // Published, the omitted ones are not recorded ready over no partition file; two others sort calls_t by svc, the
-    // text index keeps statistics of its files (none yet).
+    // Published, the omitted one is not recorded ready over no partition file; two others sort calls_t by svc, the
+    // text index keeps statistics of its files (none yet), the column is one of calls_t's, filled (no row yet).
     const out: string[] = [];
     const env = { ORRERY_FLIGHT_SQL_ADDR: fixture.orrery.address, ORRERY_API_KEY: adminKey.key };
     const status = await runResourcesCli(['--dir', dir], { env, out: (l) => out.push(l), err: () => {} }, 'publish');
     assert.equal(status, 0);
     assert.deepEqual(
       out.filter((l) => /^ready /.test(l)),
-      ['ready index svc_set on calls_t', 'ready index svc_bloom on calls_t', 'ready index svc_text on calls_t'],
+      [
+        'ready index svc_set on calls_t',
+        'ready index svc_bloom on calls_t',
+        'ready index svc_text on calls_t',
+        'ready column svc_upper on calls_t (__orr_6f79b7c2a06e6690 VARCHAR)',
+      ],
     );
-    assert.ok(out.includes('installed: 3 entr(ies) ready; serve next'), out.join('\n'));
+    assert.ok(out.includes('installed: 4 entr(ies) ready; serve next'), out.join('\n'));
   });
 
   it('errors go to stderr as <file>: <entry>: error: <message>, warnings to stdout; exit 2', async () => {
