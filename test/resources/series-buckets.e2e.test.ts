@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { scalar } from '../lakehouse/lakehouse-fixtures.js';
+import { housekeepingTurn } from '../support/housekeeping-turn.js';
 import { useOrrery } from '../support/orrery-process.js';
 import { publishFolder } from '../support/publish.js';
 
@@ -46,12 +46,7 @@ describe('the time bucket index entries sort a series table by (issue 13)', () =
         'SELECT max(snapshot_id)::text AS id FROM ducklake.ducklake_snapshot',
       )
     ).rows[0].id;
-  const housekeeping = async () => {
-    for (;;) {
-      if (await fixture.orrery.daemon!.housekeeping()) return;
-      await sleep(100); // the daemon's own run holds the lock
-    }
-  };
+  const housekeeping = () => housekeepingTurn(fixture.orrery.daemon!);
 
   before(async () => {
     await fixture.admin.query(`CREATE TABLE evt (ts TIMESTAMP, id VARCHAR) WITH (time_column = 'ts')`);

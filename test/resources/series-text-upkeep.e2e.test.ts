@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { lakeMetadataSchema } from '../../src/tables/lake-catalog.js';
 import { plainRows } from '../lakehouse/lakehouse-fixtures.js';
 import { readAfterWrite } from '../support/flight-transactions.js';
+import { housekeepingTurn } from '../support/housekeeping-turn.js';
 import { useOrrery } from '../support/orrery-process.js';
 import { publishFolder } from '../support/publish.js';
 
@@ -36,14 +36,7 @@ describe('a text index on a series table, kept up to date by the daemon (issue 1
         `SELECT count(*) AS n FROM explain_resources('SELECT count(*) FROM ${table} WHERE msg ILIKE ''%nowhere%''') WHERE decision = 'pruned'`,
       )
     )[0].n;
-  const housekeeping = async () => {
-    // While the daemon's own run holds the lock, a run answers nothing: tried again, within a loaded machine's time.
-    const deadline = Date.now() + 180_000;
-    while (!(await fixture.orrery.daemon!.housekeeping())) {
-      assert.ok(Date.now() < deadline, "housekeeping did not get its turn within 180 s (the daemon's own run)");
-      await sleep(100);
-    }
-  };
+  const housekeeping = () => housekeepingTurn(fixture.orrery.daemon!);
 
   before(async () => {
     await fixture.admin.query(`CREATE TABLE notes (ts TIMESTAMP, msg VARCHAR) WITH (time_column = 'ts')`);
