@@ -426,6 +426,20 @@ function leavingKept(
   };
 }
 
+/** A range of a rollup's buckets to store again (see leavingKept) less these buckets (literals, in bucket order). */
+function leavingBuckets(
+  definition: RollupDefinition,
+  literals: readonly string[],
+  range: { readonly deleted: string; readonly rows: string },
+): { readonly deleted: string; readonly rows: string } {
+  const rows = inBuckets(definition, literals);
+  if (rows === null) return range;
+  return {
+    deleted: `(${range.deleted} AND bucket NOT IN (${literals.join(', ')}))`,
+    rows: `(${range.rows} AND NOT ${rows})`,
+  };
+}
+
 /** The rows of `source` but those of the failed audiences. */
 function withoutAudiences(source: string, failed: readonly FailedAudience[]): string {
   const named = failed.map((f) => ofAudience(f.audience));
@@ -1062,11 +1076,22 @@ export class Rollups {
     // The buckets of the day a series table's retention kept (its horizon inside the day, or a late row before it)
     // hold what the rows gone answered: left as stored, as a refresh leaves them (a postponed audience's rows of one
     // are read as held, and stored by a later retention).
-    const range =
+    const unkept =
       (await this.keptBuckets(definition, snapshot)).size > 0 ? leavingKept(definition, snapshot, day) : day;
+    // So are those a refresh held for an audience whose rows failed its aggregate (see heldTable): the other
+    // audiences' rows stored by that refresh, the held audience's read raw, all pending to the next refresh, which
+    // aggregates each audience alone; aggregated here, every audience at once, one audience's rows failing again
+    // would fail the step, and the publication with it, at that day.
+    const held = inBucketOrder(definition, [...(await this.heldBuckets(definition, snapshot, null)).keys()]);
+    const range = leavingBuckets(
+      definition,
+      held.map((b) => bucketLiteral(definition, b)),
+      unkept,
+    );
     await this.lakeTransaction(async (run) => {
       const mat = materializedTable(definition.name);
-      // A refresh may have stored a bucket of the day already (a write to it was pending): replaced whole.
+      // A refresh may have stored a bucket of the day already (a write to it was pending): replaced whole, but those
+      // it held (above).
       await run(`DELETE FROM ${mat} WHERE ${range.deleted}`);
       await run(
         `INSERT INTO ${mat} ${aggregateOver(definition, this.sourceRows(definition, snapshot, all, context), range.rows)}`,

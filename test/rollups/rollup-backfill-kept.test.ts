@@ -15,9 +15,10 @@ import { publishFolderAs } from '../support/publish.js';
 
 const admin: TestKey = { name: 'admin', key: 'admin-key-backfill-kept-01', audiences: ['public'] };
 const teamX: TestKey = { name: 'team-x', key: 'team-x-key-backfill-kept-01', audiences: ['team_x'] };
+const pub: TestKey = { name: 'pub', key: 'pub-key-backfill-kept-01', audiences: ['public'] };
 
 describe("a bucket retention kept before a backfilling rollup's covered range (#17)", () => {
-  const lake = useLakeOrrery({ keys: [admin, teamX], role: 'all', env: { ORRERY_ROLLUP_REFRESH_JOBS: 'off' } });
+  const lake = useLakeOrrery({ keys: [admin, teamX, pub], role: 'all', env: { ORRERY_ROLLUP_REFRESH_JOBS: 'off' } });
   const dir = mkdtempSync(join(tmpdir(), 'orrery-backfill-kept-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -144,6 +145,69 @@ describe("a bucket retention kept before a backfilling rollup's covered range (#
       ),
       [...keptRaw, ...(await raw(`ts >= ${keptEnd}`))],
     );
+  });
+
+  it('a bucket a refresh held for an audience is left as that refresh stored it by the backfill step over its day', async () => {
+    const asAdmin = lake.client(admin);
+    const held = mkdtempSync(join(tmpdir(), 'orrery-backfill-held-'));
+    after(() => rmSync(held, { recursive: true, force: true }));
+    mkdirSync(join(held, 'resources'));
+    const tagged = {
+      rollup: {
+        table: 'bh',
+        grain: '1h',
+        dimensions: ['k'],
+        measures: { n: 'count(*)', tags: 'sum(CAST(tag AS INTEGER))' },
+      },
+    };
+    writeFileSync(join(held, 'resources', 'bh.resources.json'), JSON.stringify({ resources: { tagged } }));
+    const publish = () => publishFolderAs(admin.key, `127.0.0.1:${lake.orrery.flightPort}`, held);
+    const hourMs = 3_600_000;
+    const dayMs = 24 * hourMs;
+    const day = Math.floor(Date.now() / dayMs) * dayMs - 2 * dayMs;
+    const at = (ms: number): string => `TIMESTAMPTZ '${new Date(ms).toISOString()}'`;
+    await asAdmin.updateCount(`CREATE TABLE bh (ts TIMESTAMPTZ, k INTEGER, tag VARCHAR) WITH (time_column = 'ts')`);
+    // Each hour of two days ago at :10, of yesterday at :30, and a row two days ago the measure cannot read: the
+    // publication stops before that day.
+    const rows = [
+      ...Array.from({ length: 24 }, (_, h) => `(${at(day + h * hourMs + 10 * 60_000)}, 1, '${h}', 'public')`),
+      ...Array.from({ length: 24 }, (_, h) => `(${at(day + dayMs + h * hourMs + 30 * 60_000)}, 1, '1', 'public')`),
+      `(${at(day + 20 * hourMs + 40 * 60_000)}, 1, 'oops', 'public')`,
+    ];
+    await asAdmin.updateCount(`INSERT INTO bh (ts, k, tag, audience) VALUES ${rows.join(', ')}`);
+    const stopped = await publish();
+    assert.equal(stopped.status, 1, stopped.text);
+    const target = /^created rollup (rollup_bh_tagged__[0-9a-f]{8}) over bh/m.exec(stopped.text)![1];
+    await asAdmin.updateCount(`DELETE FROM bh WHERE tag = 'oops'`);
+    // team_x's late row of 05:00 its measure cannot read: the refresh stores public's rows of the hour and holds it
+    // for team_x.
+    const fiveAm = at(day + 5 * hourMs);
+    await asAdmin.updateCount(
+      `INSERT INTO bh (ts, k, tag, audience) VALUES (${at(day + 5 * hourMs + 20 * 60_000)}, 2, 'bad', 'team_x')`,
+    );
+    await scalar(asAdmin, `SELECT refresh_rollup('${target}')`);
+    const stored = `SELECT bucket, k, n::BIGINT AS n, tags::BIGINT AS tags, audience FROM ${target}_materialized WHERE bucket = ${fiveAm}`;
+    const heldStored = await plainRows(asAdmin, stored);
+    assert.deepEqual(
+      heldStored.map((r) => [r.k, r.n, r.tags, r.audience]),
+      [[1, 1, 5, 'public']],
+    );
+
+    const resumed = await publish();
+    assert.equal(resumed.status, 0, resumed.err.join('\n'));
+    assert.match(resumed.text, new RegExp(`^ {2}tagged: ${new Date(day).toISOString().slice(0, 10)} done, 0 day`, 'm'));
+    assert.deepEqual(await plainRows(asAdmin, stored), heldStored);
+    // public's rows read as the raw rows answer them; team_x's of the hour still read raw (its cast fails there too).
+    const view = `SELECT bucket, k, n::BIGINT AS n, tags::BIGINT AS tags FROM rollup_bh_tagged ORDER BY ALL`;
+    const raw = `SELECT time_bucket(INTERVAL 1 HOUR, ts) AS bucket, k, count(*)::BIGINT AS n, sum(CAST(tag AS INTEGER))::BIGINT AS tags
+                   FROM bh GROUP BY ALL ORDER BY ALL`;
+    assert.deepEqual(await plainRows(lake.client(pub), view), await plainRows(lake.client(pub), raw));
+    await assert.rejects(plainRows(lake.client(teamX), view), /Could not convert string 'bad'/);
+    // team_x's row corrected: the next refresh stores the hour whole, read so by every key.
+    await asAdmin.updateCount(`UPDATE bh SET tag = '7' WHERE tag = 'bad'`);
+    await scalar(asAdmin, `SELECT refresh_rollup('${target}')`);
+    for (const key of [admin, teamX, pub])
+      assert.deepEqual(await plainRows(lake.client(key), view), await plainRows(lake.client(key), raw));
   });
 });
 
