@@ -42,8 +42,19 @@ export function schemaHeader(schema: Schema): Uint8Array {
  * prepared-statement results: continuation marker, padded length, Message, padding.
  */
 export function encapsulateSchema(schema: Schema): Uint8Array {
-  return frameMessage({ dataHeader: schemaHeader(schema), dataBody: new Uint8Array(0) });
+  let framed = encapsulatedSchemas.get(schema);
+  if (!framed) {
+    framed = frameMessage({ dataHeader: schemaHeader(schema), dataBody: new Uint8Array(0) });
+    encapsulatedSchemas.set(schema, framed);
+  }
+  return framed;
 }
+
+/**
+ * Encapsulated schemas, as schemaHeaders: a JDBC statement's schema goes out at its CreatePreparedStatement and its
+ * GetFlightInfo. Only ever read (protobufjs copies a bytes field into the message it encodes).
+ */
+const encapsulatedSchemas = new WeakMap<Schema, Uint8Array>();
 
 /** Reads an encapsulated schema (continuation marker optional, a trailing end-of-stream tolerated). */
 export function decodeSchema(bytes: Uint8Array): Schema {
