@@ -118,11 +118,19 @@ export type FileToIndex = Pick<FilePartition, 'filePath' | 'beginInsertTime' | '
 
 /**
  * The statistics rows of an index ($1) that count as done: a file indexed before its audiences' statistics were
- * kept, (text) before its copies were, or (bloom_filter) with a filter of the first version (a power of two of
- * bytes, about 3 % false positives), is indexed again (its own row is kept).
+ * kept, (text, with `copies`) before its copies were, or (bloom_filter) with a filter of the first version (a power
+ * of two of bytes, about 3 % false positives), is indexed again (its own row is kept).
  */
-export const doneStatisticsSql = (kind: string): string =>
-  `SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL${extraDone[kind] ?? ''}`;
+export const doneStatisticsSql = (kind: string, copies: Copies): string =>
+  `SELECT file_path FROM resource_partition_stats WHERE index_hash = $1 AND audiences IS NOT NULL${kind === 'text' && copies === 'none' ? '' : (extraDone[kind] ?? '')}`;
+
+/**
+ * Whether a text index writes copies of the rows its postings list ('posted'), which a search of a view set's
+ * partition reads in place of the file's scattered rows (see writeTextCopy), or none: a series table's files are read
+ * whole or skipped (sql/series-text-reads.ts), so copies of them would be read by nothing, and took half an install's
+ * time.
+ */
+export type Copies = 'posted' | 'none';
 
 const install = (entry: ValidEntry, ctx: InstallContext): AsyncGenerator<string> =>
   installStatistics(entry, ctx, (doneSql, hash) => partitionsToDo(ctx, entry.physical, doneSql, hash));
@@ -135,11 +143,12 @@ export async function* installStatistics(
   entry: ValidEntry,
   ctx: InstallContext,
   list: (doneSql: string, hash: string) => Promise<FilesToIndex>,
+  copies: Copies = 'posted',
 ): AsyncGenerator<string> {
   if (entry.kind !== 'index') return;
   await ensureLedger(ctx.db);
   const hash = entryHash(entry);
-  const toDo = () => list(doneStatisticsSql(entry.indexKind), hash);
+  const toDo = () => list(doneStatisticsSql(entry.indexKind, copies), hash);
   const expression = indexedExpression(entry);
   // What the index reads and its type, recorded first, also on a set with no partition yet: queries use
   // each partition's statistics as they land, the daemon indexes the partitions that land from now on,
@@ -161,7 +170,7 @@ export async function* installStatistics(
   yield* backfillEach(
     ctx,
     todo,
-    (partition) => writeStatistics(ctx, index, partition),
+    (partition) => writeStatistics(ctx, index, partition, copies),
     (i, partition, left) =>
       `  ${entry.key}: ${i}/${todo.length} partition(s), reached ${dayOf(partition.beginInsertTime)}, about ${left} s left`,
   );
@@ -230,11 +239,14 @@ async function writeStatistics(
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
   index: IndexShape,
   partition: { readonly filePath: string; readonly beginInsertTime: bigint },
+  copies: Copies = 'posted',
 ): Promise<void> {
   const { whole, audiences, own } = await fileStatistics(ctx, index, partition.filePath);
   // A text index's copies of the posted rows: of the file's, and of each audience's own (the file's, for one alone).
   const copyOf = (audience: string | null, stats: StatisticsRow) =>
-    index.kind === 'text' ? writeTextCopy(ctx, index, partition.filePath, audience, stats) : null;
+    index.kind === 'text' && copies === 'posted'
+      ? writeTextCopy(ctx, index, partition.filePath, audience, stats)
+      : null;
   const wholeCopy = await copyOf(null, whole);
   const ownRows: Array<{ audience: string; stats: StatisticsRow; copy: string | null }> = [];
   for (const [audience, stats] of own)
@@ -532,8 +544,8 @@ async function learnValueType(
 /**
  * Keeps the indexes installed on a table whose files no daemon commit announces (a series table's data files, which
  * clients' INSERTs write) up to date: the statistics of each file `listFiles` lists (object keys) that an index has none of yet
- * (see doneStatisticsSql), of the indexes `readable` keeps (those whose expression the table's files can be read by).
- * Returns how many files' statistics were written. A file without them is read whole.
+ * (see doneStatisticsSql), of the indexes `readable` keeps (those whose expression the table's files can be read by),
+ * without text copies (see Copies). Returns how many files' statistics were written. A file without them is read whole.
  */
 export async function indexNewFiles(
   ctx: { readonly db: MetadataQueries; readonly store: ObjectStore; lakeRows(sql: string): Promise<unknown[][]> },
@@ -552,11 +564,11 @@ export async function indexNewFiles(
     // again at the next run). Kept, they would grow with every file the table ever had.
     await forgetStatistics(ctx.db, index.hash, (path) => !live.has(path));
     if (!readable(index)) continue;
-    const { rows } = await ctx.db.query<{ file_path: string }>(doneStatisticsSql(index.kind), [index.hash]);
+    const { rows } = await ctx.db.query<{ file_path: string }>(doneStatisticsSql(index.kind, 'none'), [index.hash]);
     const done = new Set(rows.map((r) => r.file_path));
     for (const file of files.filter((f) => !done.has(f.filePath))) {
       await learnValueType(ctx, index, file.filePath);
-      await writeStatistics(ctx, index, file);
+      await writeStatistics(ctx, index, file, 'none');
       written++;
     }
   }

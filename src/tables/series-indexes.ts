@@ -295,12 +295,17 @@ export function seriesIndexInstaller(
       }
       const table = await tableOf(entry.physical);
       if (entry.indexKind === 'text' && table) {
-        yield* installStatistics(entry, ctx, async (doneSql, hash) => {
-          const files = await seriesDataFiles(ctx.db, table.name);
-          const { rows } = await ctx.db.query<{ file_path: string }>(doneSql, [hash]);
-          const done = new Set(rows.map((r) => r.file_path));
-          return { files, todo: files.filter((f) => !done.has(f.filePath)), done: done.size, past: 0 };
-        });
+        yield* installStatistics(
+          entry,
+          ctx,
+          async (doneSql, hash) => {
+            const files = await seriesDataFiles(ctx.db, table.name);
+            const { rows } = await ctx.db.query<{ file_path: string }>(doneSql, [hash]);
+            const done = new Set(rows.map((r) => r.file_path));
+            return { files, todo: files.filter((f) => !done.has(f.filePath)), done: done.size, past: 0 };
+          },
+          'none',
+        );
         return;
       }
       if (!sortsBy(entry) || !table) return;

@@ -1,7 +1,8 @@
 // A text index entry on a series table kept up to date as files land (issue 13): a data file written after the
 // publication has no statistics and is read whole (its rows found); the daemon's housekeeping indexes it, after
-// which a search for a word it lacks skips it too. A client's transaction reads its own uncommitted rows (through
-// DuckLake, as before). test/sql/series-text-index.test covers the publication and the reads.
+// which a search for a word it lacks skips it too; neither writes copies of the posted rows, which nothing reads
+// there. A client's transaction reads its own uncommitted rows (through DuckLake, as before).
+// test/sql/series-text-index.test covers the publication and the reads.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +37,16 @@ describe('a text index on a series table, kept up to date by the daemon (issue 1
         `SELECT count(*) AS n FROM explain_resources('SELECT count(*) FROM ${table} WHERE msg ILIKE ''%nowhere%''') WHERE decision = 'pruned'`,
       )
     )[0].n;
+  /** The text index copies written (objects under text-index/, and the statistics rows naming one). */
+  const copies = async () => ({
+    objects: (await fixture.orrery.store.list('text-index/')).length,
+    named: (
+      await fixture.orrery.metadata.query(
+        `SELECT copy_path FROM resource_partition_stats WHERE copy_path IS NOT NULL
+         UNION ALL SELECT copy_path FROM resource_audience_stats WHERE copy_path IS NOT NULL`,
+      )
+    ).rows.length,
+  });
   const housekeeping = () => housekeepingTurn(fixture.orrery.daemon!);
 
   before(async () => {
@@ -63,6 +74,9 @@ describe('a text index on a series table, kept up to date by the daemon (issue 1
     assert.equal(await skipped(), 1);
     await housekeeping();
     assert.equal(await skipped(), 2);
+    // A search reads a series table's files whole or skips them: no copy of their posted rows is written (a
+    // publication's nor housekeeping's), where a view set's text index keeps them.
+    assert.deepEqual(await copies(), { objects: 0, named: 0 });
     assert.equal(await count('beta'), 100);
     assert.equal(await count('alpha'), 100);
     assert.deepEqual(await plainRows(fixture.reader, "SELECT count(*) AS n FROM notes WHERE contains(msg, 'beta')"), [
