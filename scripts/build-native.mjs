@@ -26,6 +26,7 @@ const sources = [
   'otlp-logs-table.h',
   'payload-zstd.cc',
   'payload-zstd.h',
+  'parquet-writer.h',
   'thread-priority.cc',
   'thread-priority.h',
   'group-write.cc',

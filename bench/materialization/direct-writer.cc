@@ -1,4 +1,5 @@
-// The whole materialization path with the Parquet writer of our own (issue 16): the stored payloads decoded straight
+// The whole materialization path with the Parquet writer of our own (issue 16; since s26 the addon's WriteOrdered, which the
+// materializer runs, in the variants below): the stored payloads decoded straight
 // into the writer's column buffers, in time order, and written to a Parquet file on disk, with no DuckDB vector,
 // JSON or Arrow copy between them. direct-writer.sh runs it beside the materializer's statement (variants.mjs
 // 'ordered enums', one DuckDB thread) on the same payloads and compares CPU per 1 M rows and the files' rows.
@@ -66,8 +67,6 @@ bool ScanOrVerify(const uint8_t *body, size_t size, std::vector<double> &out) {
 
 namespace {
 
-constexpr size_t kBlockId = 2;  // in kBlockFields
-
 // The ordered read's bind, as OrderedBindFunction makes it from the same inputs, the six process fields as ENUMs.
 OrderedBind MakeBind(DuckDB &duck, const std::string &dir) {
   OrderedBind bind;
@@ -101,39 +100,7 @@ OrderedBind MakeBind(DuckDB &duck, const std::string &dir) {
   return bind;
 }
 
-// Where each of log_entries' columns (kColumns, in order) comes from: a block field (its index in kBlockFields), or
-// the record's column (kRecord + its place: time, target, level, msg, properties, trace_id, span_id).
-constexpr int kRecord = 100;
-constexpr int kSource[] = {0, 1, 2, 3, 4, 5, 6, kRecord + 0, kRecord + 1, kRecord + 2, kRecord + 3, kRecord + 4,
-                           kRecord + 5, kRecord + 6, 7, 8};
-
-void AppendString(Column &c, const char *p, size_t n, bool valid) {
-  c.valid.push_back(valid);
-  if (c.in_place) {
-    c.views.emplace_back(p, valid ? n : 0);
-    return;
-  }
-  if (valid) c.bytes.append(p, n);
-  c.offsets.push_back(static_cast<uint32_t>(c.bytes.size()));
-}
-
-void Clear(std::vector<Column> &columns) {
-  for (Column &c : columns) {
-    c.valid.clear();
-    c.ints.clear();
-    c.index.clear();
-    c.bytes.clear();
-    c.views.clear();
-    if (c.kind == Kind::kString) c.offsets.assign(1, 0);
-  }
-}
-
 double ThreadSeconds(double from) { return ThreadCpu() - from; }
-
-struct Result {
-  size_t rows = 0;
-  double write_cpu = 0;  // the Writer's calls, on this thread
-};
 
 // The variants of the direct path (the flags of the command line).
 struct Options {
@@ -149,104 +116,6 @@ struct Options {
            (zstd_level != 3 ? ", zstd " + std::to_string(zstd_level) : "");
   }
 };
-
-// Payloads to a Parquet file: the merge of OrderedFunction, into Columns instead of DuckDB vectors.
-Result Materialize(const OrderedBind &bind, const std::string &out, const Options &options) {
-  const bool block_indexes = options.block_indexes;
-  constexpr size_t kRowGroup = 131072;
-  std::vector<Column> columns = EmptyColumns();
-  for (size_t c = 0; c < columns.size(); c++) {
-    const size_t f = static_cast<size_t>(kSource[c]);
-    // block_id and process_properties as indexes into their payloads' values too: neither copied nor hashed per row.
-    if (block_indexes && (f == kBlockId || f == kProcessProperties)) columns[c].kind = Kind::kEnum, columns[c].bloom = true;
-    columns[c].in_place = options.in_place && columns[c].kind == Kind::kString;
-    if (columns[c].kind != Kind::kEnum) continue;
-    if (!bind.enum_index[f] && !columns[c].bloom)
-      throw std::runtime_error(std::string(kBlockFields[f]) + " has too many values for an ENUM");
-    for (size_t p = 0; p * kBlockFieldCount < bind.blocks.size(); p++) {
-      const uint32_t v = bind.values[p * kBlockFieldCount + f];
-      if (v == columns[c].values.size()) columns[c].values.push_back(bind.blocks[p * kBlockFieldCount + f]);
-    }
-  }
-  const size_t payloads = bind.mins.size();
-  std::vector<size_t> sequence(payloads);
-  std::iota(sequence.begin(), sequence.end(), 0);
-  std::stable_sort(sequence.begin(), sequence.end(), [&](size_t a, size_t b) { return bind.mins[a] < bind.mins[b]; });
-  const int fd = open(bind.file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error("cannot open " + bind.file);
-  FILE *file = std::fopen(out.c_str(), "wb");
-  if (!file) throw std::runtime_error("cannot open " + out);
-  Result result;
-  {
-    DecodeAhead ahead(bind, fd, sequence);
-    std::vector<std::unique_ptr<Held>> heap;
-    // --in-place: the payloads whose last row is out, held until their row group is written (its columns point
-    // into their text).
-    std::vector<std::unique_ptr<Held>> spent;
-    size_t decoded = 0, n = 0;
-    Writer writer(columns, file, options.sample);
-    auto write = [&] {
-      const double t0 = ThreadCpu();
-      writer.RowGroup(0, n);
-      result.write_cpu += ThreadSeconds(t0);
-      result.rows += n;
-      n = 0;
-      Clear(columns);
-      spent.clear();
-    };
-    for (;;) {
-      // HoldNext: every payload whose first time is not after the earliest held row is held before that row.
-      while (decoded < payloads && (heap.empty() || bind.mins[sequence[decoded]] <= heap.front()->Time())) {
-        decoded++;
-        Decoded next = ahead.Next();
-        if (!next.held) throw std::runtime_error(next.error);
-        if (next.held->rows.time.empty()) continue;
-        if (next.held->Time() < bind.mins[next.held->payload]) throw std::runtime_error("a time before the first time given");
-        heap.push_back(std::move(next.held));
-        std::push_heap(heap.begin(), heap.end(), Later);
-      }
-      if (heap.empty()) break;
-      Held &held = *heap.front();
-      const uint32_t r = held.order[held.next++];
-      const Rows &rows = held.rows;
-      const size_t at = held.payload * kBlockFieldCount;
-      const std::vector<Span> *spans[7] = {nullptr, &rows.target, nullptr, &rows.msg, &rows.properties, &rows.trace_id,
-                                           &rows.span_id};
-      for (size_t c = 0; c < columns.size(); c++) {
-        Column &column = columns[c];
-        const int source = kSource[c];
-        if (source == kRecord + 0) column.valid.push_back(1), column.ints.push_back(rows.time[r]);
-        else if (source == kRecord + 2) column.valid.push_back(1), column.ints.push_back(rows.level[r]);
-        else if (source >= kRecord) {
-          const Span span = (*spans[source - kRecord])[r];
-          AppendString(column, rows.arena.data() + span.offset, span.length, span.offset != kNull);
-        } else if (source == static_cast<int>(kInsertTime)) {
-          column.valid.push_back(1), column.ints.push_back(bind.insert_times[held.payload]);
-        } else if (column.kind == Kind::kEnum) {
-          column.valid.push_back(1), column.index.push_back(bind.values[at + source]);
-        } else {
-          const std::string &text = bind.blocks[at + source];
-          AppendString(column, text.data(), text.size(), true);
-        }
-      }
-      if (held.next == held.order.size()) {
-        // Its last row is out: freed at once, its text copied; or, in place, once its row group is written.
-        std::swap(heap.front(), heap.back());
-        if (options.in_place) spent.push_back(std::move(heap.back()));
-        heap.pop_back();
-      }
-      SinkTop(heap);
-      if (++n == kRowGroup) write();
-    }
-    if (n > 0) write();
-    const double t0 = ThreadCpu();
-    writer.Finish();
-    result.write_cpu += ThreadSeconds(t0);
-  }
-  std::fclose(file);
-  close(fd);
-  return result;
-}
 
 long MinorFaults() {
   rusage u;
@@ -312,7 +181,9 @@ int main(int argc, char **argv) {
     const double cpu0 = ProcessCpu(), thread0 = ThreadCpu();
     const long faults0 = MinorFaults();
     const auto t0 = std::chrono::steady_clock::now();
-    const Result result = Materialize(bind, out, options);
+    // The addon's writer (otlp-logs-table.cc's WriteOrdered, the materializer's), in this variant.
+    const Direct result = WriteOrdered(bind, out, "orrery direct-writer bench",
+                                       DirectOptions{options.sample, options.block_indexes, options.in_place});
     const double cpu = ProcessCpu() - cpu0, thread = ThreadSeconds(thread0);
     const long faults = MinorFaults() - faults0;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

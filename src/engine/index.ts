@@ -22,6 +22,7 @@ export {
   nativeExportProblem,
   nativeJsonLogsSeal,
   nativeLogsPayloads,
+  nativeOrderedLogsWriter,
   nativeLogsScan,
   nativeLogsSeal,
   nativeSyncedWrite,

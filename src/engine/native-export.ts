@@ -109,6 +109,18 @@ interface NativeModule {
   zstdContent(stream: Uint8Array, size: number): Uint8Array;
   /** A stored logs payload's content when it is protobuf, decompressed off the event loop (see nativeLogsPayloads). */
   storedLogsPayloadContent(payload: Uint8Array): Promise<Uint8Array | null>;
+  /**
+   * A log_entries partition file written from the ordered read's inputs on a libuv worker thread (otlp-logs-table.cc's
+   * WriteOrdered): the rows written, or null (nothing written) when its writer would not write what the statement does.
+   */
+  writeOrderedLogsPartition(
+    file: string,
+    sizes: readonly number[],
+    firstTimes: readonly string[],
+    blocks: ReadonlyArray<string | null>,
+    out: string,
+    createdBy: string,
+  ): Promise<number | null>;
   /** A group object's file written, fsynced, its link count read and closed on one libuv thread (group-write.cc). */
   writeSynced(fd: number, parts: readonly Uint8Array[]): Promise<number>;
   /** '' when a thread of this process may lower its priority to `nice`, else why not. */
@@ -193,6 +205,12 @@ export function registerNativeOtlpLogs(connection: DuckDBConnection, root: strin
 export function nativeLogsPayloads(): ((payload: Uint8Array) => Promise<Uint8Array | null>) | null {
   const module = nativeExportModule();
   return module ? (payload) => module.storedLogsPayloadContent(payload) : null;
+}
+
+/** The native writer of log_entries partition files (see writeOrderedLogsPartition), or null when the addon is not loaded. */
+export function nativeOrderedLogsWriter(): NativeModule['writeOrderedLogsPartition'] | null {
+  const module = nativeExportModule();
+  return module ? (...args) => module.writeOrderedLogsPartition(...args) : null;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { MetadataQueries, MetadataStore } from '../metadata/index.js';
-import { isAudienceRowsError, isDataError, type DuckDBEngine } from '../engine/index.js';
+import { isAudienceRowsError, isDataError, type DuckDBEngine, type nativeOrderedLogsWriter } from '../engine/index.js';
 import { isErrorOf } from '../errors/index.js';
 import { payloadLines, storedProtobufSize } from '../ingestion/index.js';
 import {
@@ -36,6 +36,7 @@ import {
   quoteLiteral,
   schemaHash,
   sessionStatements,
+  shippedLogEntries,
   typedColumns,
   type ColumnSpec,
   type InsertRange,
@@ -99,6 +100,12 @@ export interface MaterializerOptions {
    * written and parsed again); null for the others.
    */
   readonly protobufLogs?: (payload: Uint8Array) => Promise<Uint8Array | null>;
+  /**
+   * Set when the addon is used: writes a log_entries partition file straight from the ordered read's inputs
+   * (nativeOrderedLogsWriter), in place of the statement over __orrery_otlp_logs_ordered (0.76-0.86x its CPU,
+   * bench/materialization/README.md); null when it would not write what the statement does.
+   */
+  readonly orderedLogsWriter?: NonNullable<ReturnType<typeof nativeOrderedLogsWriter>>;
   /** View sets by name, to resolve what a SQL-defined set reads. */
   readonly viewSet: (name: string) => ViewSet | undefined;
   /** Seconds a retired file stays readable before deletion. */
@@ -455,7 +462,7 @@ export class Materializer {
         view.columns,
         written.map((key) => scratch.location(key)),
       );
-      const partition = await this.write(view, range, count, rows, []);
+      const partition = await this.write(view, range, count, { sql: rows, setup: [] });
       this.failedIn.set(partition, failed);
       for (const f of failed)
         this.options.log?.(
@@ -536,9 +543,10 @@ export class Materializer {
   }
 
   private async extractedFrom(view: ViewSet, range: InsertRange, count: bigint, ordered = true): Promise<Partition> {
-    const { sql, setup, cleanup, oneStream, enums } = await this.extract(view, range, ordered);
+    const extract = await this.extract(view, range, ordered);
+    const { oneStream, cleanup } = extract;
     try {
-      return await this.write(view, range, count, sql, setup, oneStream, enums);
+      return await this.write(view, range, count, extract);
     } catch (error) {
       // A block whose begin_time is after its records' first time (the ordered read's first times are the
       // blocks'): its rows would leave time order, so the range is read through the join and sort instead. So is
@@ -629,7 +637,10 @@ export class Materializer {
     const started = Date.now();
     const range = { begin: old.beginInsertTime, end: old.endInsertTime };
     const rows = filesRelation(view.columns, [this.options.store.location(filePath)]);
-    const written = { ...(await this.write(view, range, old.sourceCount, rows, [])), sortOrder: old.sortOrder };
+    const written = {
+      ...(await this.write(view, range, old.sourceCount, { sql: rows, setup: [] })),
+      sortOrder: old.sortOrder,
+    };
     let replaced = false;
     try {
       this.checkWrittenInTime(view, started);
@@ -863,28 +874,23 @@ export class Materializer {
     const started = Date.now();
     await this.commit(
       view,
-      await this.write(
-        view,
-        range,
-        count,
-        `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`,
-        [],
-      ),
+      await this.write(view, range, count, {
+        sql: `SELECT * FROM (${view.mergeQuery.replaceAll('{source}', source)})${order}`,
+        setup: [],
+      }),
       started,
       keys,
     );
   }
 
-  /** Writes the rows of `sql` as the range's new partition file. */
+  /** Writes the rows of an extract as the range's new partition file. */
   private async write(
     view: ViewSet,
     range: InsertRange,
     count: bigint,
-    sql: string,
-    setup: string[],
-    oneStream = false,
-    enums: readonly string[] = [],
+    extract: Omit<ExtractQuery, 'cleanup'>,
   ): Promise<Partition> {
+    const { sql, setup, oneStream = false, enums = [], direct } = extract;
     const { store, engine, db } = this.options;
     const key = partitionKey(view.name, globalInstance, range.begin);
     const path = await store.writableLocation(key);
@@ -896,10 +902,18 @@ export class Materializer {
     // for the set's types) and for bloom filters (DuckDB writes none for an ENUM column).
     const uncast = stored.length === 0 && options === '' ? new Set(enums) : new Set<string>();
     const body = withStoredColumns(typedColumns(view.columns, sql, [], uncast), stored);
-    const rows = await engine.execute(
-      `COPY (${oneStream ? body : inOneStream(body)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${partitionRowGroupSize}${oneStream ? ', PRESERVE_ORDER false' : ''}${options})`,
-      { setup },
-    );
+    // The native writer writes log_entries' columns alone, with the bloom filters DuckDB writes by default, to a
+    // local file (not to S3, which DuckDB reaches through httpfs).
+    const written =
+      direct && stored.length === 0 && options === '' && !store.needsHttpfs && shippedLogEntries(view)
+        ? await this.writtenDirectly(view, key, path, setup, direct)
+        : null;
+    const rows =
+      written ??
+      (await engine.execute(
+        `COPY (${oneStream ? body : inOneStream(body)}) TO ${quoteLiteral(path)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${partitionRowGroupSize}${oneStream ? ', PRESERVE_ORDER false' : ''}${options})`,
+        { setup },
+      ));
     if (rows === 0) {
       await store.delete(key);
       return emptyPartition(view, range, count);
@@ -924,6 +938,45 @@ export class Materializer {
       fileSize: (await store.size(key)) ?? 0,
       numRows: rows,
     };
+  }
+
+  /**
+   * The rows of the ordered read written to `path` by the native writer (orderedLogsWriter), or null when it is not
+   * used, does not write these blocks (see writeOrderedLogsPartition) or fails: the statement then writes the file
+   * (and fails, quarantines or reads the range unordered as it does). A failure is logged, unless it is one the
+   * statement reads the range unordered for (orderedFirstTimeRefused, orderedGzipLengthRefused), which it rethrows.
+   */
+  private async writtenDirectly(
+    view: ViewSet,
+    key: string,
+    path: string,
+    setup: string[],
+    direct: DirectWrite,
+  ): Promise<number | null> {
+    const writer = this.options.orderedLogsWriter;
+    if (!writer) return null;
+    // The block fields as the statement's read takes them (orderedBlocks, in the setup): the same text.
+    const [[fields]] = await this.rows(`SELECT getvariable('__orrery_blocks')`, setup);
+    const blocks = [...(fields as Iterable<string | null>)];
+    try {
+      return await writer(
+        direct.file,
+        direct.sizes,
+        direct.firstTimes.map(String),
+        blocks,
+        path,
+        `Orrery version ${this.options.version}`,
+      );
+    } catch (error) {
+      await this.options.store.delete(key);
+      const message = error instanceof Error ? error.message : String(error);
+      if ([orderedFirstTimeRefused, orderedGzipLengthRefused].some((r) => message.includes(r))) throw error;
+      this.options.log?.(
+        'warn',
+        `${view.name}: the native partition writer failed (${message}); the statement writes the partition`,
+      );
+      return null;
+    }
   }
 
   /** The extract query of a range, with what it needs set up on its connection. */
@@ -1081,6 +1134,7 @@ export class Materializer {
           setup: [...setup, orderedBlocks],
           cleanup,
           oneStream: true,
+          direct: { file: scratch.location(bundle.key), sizes: bundle.sizes, firstTimes },
         };
       }
     }
@@ -1236,6 +1290,15 @@ interface ExtractQuery {
   oneStream?: boolean;
   /** Columns that may come as ENUMs of their values (orderedEnumFields), which the file may take as they are. */
   enums?: readonly string[];
+  /** The ordered read's inputs (orderedProtobufLogs'), which the native writer may write the file from instead. */
+  direct?: DirectWrite;
+}
+
+/** The payloads' file, their sizes in it and their first times, as orderedProtobufLogs takes them. */
+interface DirectWrite {
+  readonly file: string;
+  readonly sizes: readonly number[];
+  readonly firstTimes: readonly bigint[];
 }
 
 /** `{begin}` and `{end}` as RFC 3339 with nanoseconds. */

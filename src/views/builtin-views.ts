@@ -150,6 +150,22 @@ export const logEntries: ViewSet = {
   },
 };
 
+/**
+ * Whether a view set is log_entries as Orrery ships it (its columns, their types and its ordered extract): what the
+ * native partition writer writes from the ordered read's inputs (writeOrderedLogsPartition, which runs no SQL).
+ */
+export function shippedLogEntries(view: ViewSet): boolean {
+  const { source, columns } = view;
+  const shipped = logEntries.columns;
+  return (
+    source.kind === 'payload' &&
+    logEntries.source.kind === 'payload' &&
+    source.ordered === logEntries.source.ordered &&
+    columns.length === shipped.length &&
+    columns.every((c, i) => c.name === shipped[i].name && c.type === shipped[i].type)
+  );
+}
+
 export const measures: ViewSet = {
   name: 'measures',
   updateGroup: 2000,

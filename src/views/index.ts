@@ -11,6 +11,7 @@ export {
   payloadColumns,
   payloadRows,
   protobufPayloadName,
+  shippedLogEntries,
 } from './builtin-views.js';
 export { clockMacro, compatibilityMacros, compatibilityTableFunctions, integerBucketSql } from './sql-functions.js';
 export {
