@@ -408,7 +408,13 @@ export async function startOrrery(config: Config, log: Log, role: Role = 'all'):
                 maintenanceRollups ? (...args) => maintenanceRollups.retain(...args) : undefined,
               )
           : undefined,
-        seriesFlush: maintenanceTables ? () => maintenanceTables.flushInlined() : undefined,
+        // Series tables' inlined rows, then rollups' stored ones (each under its rollup's refresh lock).
+        seriesFlush: maintenanceTables
+          ? async () => [
+              ...(await maintenanceTables.flushInlined()),
+              ...((await maintenanceRollups?.flushStored()) ?? []),
+            ]
+          : undefined,
         seriesBuckets: maintenanceTables
           ? () => rebucketSeriesTables(maintenanceTables, maintenanceEngine, metadata)
           : undefined,

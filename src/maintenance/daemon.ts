@@ -68,7 +68,7 @@ export interface DaemonOptions {
       { readonly table: string; readonly deleted: number } | { readonly table: string; readonly error: unknown }
     >
   >;
-  /** Writes series tables' rows and deletes inlined in DuckLake's catalog to files: per table, how many rows or its error. */
+  /** Writes series tables' and rollups' stored rows and deletes inlined in DuckLake's catalog to files: per table, how many rows or its error. */
   readonly seriesFlush?: () => Promise<
     ReadonlyArray<
       { readonly table: string; readonly rows: number } | { readonly table: string; readonly error: unknown }
@@ -375,7 +375,7 @@ export class MaintenanceDaemon {
       const flushed = await this.options.seriesFlush?.().catch((error: unknown) => {
         this.options.log(
           'warn',
-          'series tables: inlined rows were not written to files; tried again at the next housekeeping',
+          'lake tables: inlined rows were not written to files; tried again at the next housekeeping',
           error,
         );
         return [];
@@ -384,11 +384,11 @@ export class MaintenanceDaemon {
         if ('error' in outcome)
           this.options.log(
             'warn',
-            `series table ${outcome.table}: its inlined rows were not written to files; tried again at the next housekeeping`,
+            `lake table ${outcome.table}: its inlined rows were not written to files; tried again at the next housekeeping`,
             outcome.error,
           );
         else if (outcome.rows > 0)
-          this.options.log('info', `series table ${outcome.table}: ${outcome.rows} inlined row(s) written to files`);
+          this.options.log('info', `lake table ${outcome.table}: ${outcome.rows} inlined row(s) written to files`);
       }
       // Re-bucketing and text index upkeep only speed reads up: each one's failure is a warning, the run does not
       // fail for it, and the other step still runs (a file not indexed is read whole).

@@ -23,8 +23,13 @@ const insertKinds = new Set(['inserted_into_table', 'inlined_insert']);
 const flushKinds = new Set(['inline_flush', 'flushed_inlined']);
 
 interface Range {
-  /** Each change of the snapshots in the range: `inserted_into_table:12` is [inserted_into_table, 12]. */
+  /**
+   * Each change of the snapshots in the range: `inserted_into_table:12` is [inserted_into_table, 12]; less those of a
+   * table a snapshot flushed (its rows unchanged).
+   */
   readonly changes: ReadonlyArray<readonly [kind: string, subject: string]>;
+  /** Each change, a flush's included. */
+  readonly withFlushes: ReadonlyArray<readonly [kind: string, subject: string]>;
   /** The catalog's schema version at the range's end (DuckLake moves it at every table created, altered or dropped). */
   readonly schemaVersion: string;
 }
@@ -52,10 +57,21 @@ export class LakeChanges {
 
   constructor(private readonly catalog: MetadataQueries) {}
 
-  /** How `schema.table` changed from snapshot `after` to `upTo` (later); 'other' for a table created or dropped between. */
-  async between(schema: string, table: string, after: bigint, upTo: bigint): Promise<TableChange> {
+  /**
+   * How `schema.table` changed from snapshot `after` to `upTo` (later); 'other' for a table created or dropped between.
+   * A flush of its inlined rows to files (`flushes`) is no change of its rows, but one of its files: 'other' for what
+   * was read of its files (a listing that found inlined rows, null, lists them again).
+   */
+  async between(
+    schema: string,
+    table: string,
+    after: bigint,
+    upTo: bigint,
+    flushes: 'none' | 'other' = 'none',
+  ): Promise<TableChange> {
     if (after === upTo) return 'none';
-    const range = await this.range(after, upTo);
+    const read = await this.range(after, upTo);
+    const range = flushes === 'none' ? read : { ...read, changes: read.withFlushes };
     // A schema created or dropped, or a table created by a name like this one's (names are quoted there, ids elsewhere).
     if (
       range.changes.some(
@@ -147,17 +163,19 @@ export class LakeChanges {
         )
         .then(({ rows: [row] }) => {
           if (row.version === null) throw new Error(`DuckLake snapshot ${upTo} is not in the catalog`);
-          const changes = (row.changes ?? []).flatMap((made) => {
-            const snapshot = made.split(',').map((change): [string, string] => {
+          const snapshots = (row.changes ?? []).map((made) =>
+            made.split(',').map((change): [string, string] => {
               const colon = change.indexOf(':');
               return colon < 0 ? [change, ''] : [change.slice(0, colon), change.slice(colon + 1)];
-            });
-            // A flush of a table's inlined rows and deletes to files (SeriesTables.flushInlined, its own commit)
-            // changes none of its rows: its change feed shows nothing there, and a row keeps its first snapshot.
+            }),
+          );
+          // A flush of a table's inlined rows and deletes to files (tables' inlined-flush.ts, its own commit) changes
+          // none of its rows: its change feed shows nothing there, and a row keeps its first snapshot.
+          const changes = snapshots.flatMap((snapshot) => {
             const flushed = new Set(snapshot.filter(([kind]) => flushKinds.has(kind)).map(([, id]) => id));
             return snapshot.filter(([, subject]) => !flushed.has(subject));
           });
-          return { changes, schemaVersion: row.version };
+          return { changes, withFlushes: snapshots.flat(), schemaVersion: row.version };
         });
       remember(this.ranges, key, range);
       range.catch(() => this.ranges.get(key) === range && this.ranges.delete(key));

@@ -10,12 +10,15 @@ import {
 import { rollupInvalidationsChannel, type MetadataQueries, type MetadataStore } from '../metadata/index.js';
 import type { PartitionChange } from '../lakehouse/index.js';
 import {
+  flushTable,
+  inlinedTables,
   lakeCatalog,
   lakeMetadataSchema,
   lakeTable,
   lakeVersionSql,
   tableColumnsSelect,
   tableRows,
+  type FlushOutcome,
   type SeriesTable,
   type SeriesTables,
   type TableScope,
@@ -1750,6 +1753,26 @@ export class Rollups {
     return holding(onTable);
   }
 
+  /**
+   * Writes each rollup's stored rows and deletes DuckLake keeps inlined in its catalog to files (inlined-flush.ts): a
+   * refresh recomputing a few buckets writes a few rows, which DuckLake inlines, and until they are in files the
+   * never-stale read reads the stored rows through DuckLake's scan instead of the files (fileRows). Under the rollup's
+   * refresh lock, as its other writers (a refresh's delete and insert, retention's kept buckets) run; a rollup whose
+   * refresh holds it now is left to the next call. Its state table stays inlined: its one row is read in Postgres
+   * (inlinedRows).
+   */
+  async flushStored(): Promise<FlushOutcome[]> {
+    const stores = new Map([...(await this.definitions()).values()].map((d) => [materializedName(d.name), d]));
+    const out: FlushOutcome[] = [];
+    for (const store of await inlinedTables(this.metadata, rollupSchema, [...stores.keys()])) {
+      const flushed = await this.metadata.locks.tryWhileHolding(refreshLock(stores.get(store)!), () =>
+        flushTable(this.engine, rollupSchema, store),
+      );
+      if (flushed) out.push(flushed);
+    }
+    return out;
+  }
+
   /** Runs `work` holding a rollup's refresh lock, waiting for a refresh running anywhere as refresh_rollup does. */
   private async holdingRefreshLock<T>(definition: RollupDefinition, who: string, work: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + refreshWaitMs;
@@ -2003,7 +2026,8 @@ export class Rollups {
   private async readBefore<T>(key: string, schema: string, table: string, snapshot: bigint): Promise<T | undefined> {
     const last = this.latestReads.get(key) as { snapshot: bigint; value: Promise<T> } | undefined;
     if (!last || last.snapshot > snapshot) return undefined;
-    const change = await this.lakeChanges.between(schema, table, last.snapshot, snapshot).catch(() => 'other');
+    // A flush counts: a rollup's stored rows listed while some were inlined (no files to read) are listed again.
+    const change = await this.lakeChanges.between(schema, table, last.snapshot, snapshot, 'other').catch(() => 'other');
     if (change !== 'none') return undefined;
     if (snapshot > last.snapshot && this.latestReads.get(key) === last)
       this.latestReads.set(key, { snapshot, value: last.value });

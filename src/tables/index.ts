@@ -29,6 +29,7 @@ export {
   type Writer,
 } from './series-tables.js';
 export { tableErrors } from './errors.js';
+export { flushTable, inlinedTables, type FlushOutcome } from './inlined-flush.js';
 export { ingest, type IngestData, type IngestMode } from './ingest.js';
 export { rebucketSeriesTables, seriesIndexInstaller } from './series-indexes.js';
 export {

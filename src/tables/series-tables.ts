@@ -1,6 +1,7 @@
 import { quoteIdentifier, type DuckDBEngine, type EngineSession } from '../engine/index.js';
 import type { MetadataStore } from '../metadata/index.js';
 import { lakeCatalog, lakeMetadataSchema } from './lake-catalog.js';
+import { flushTable, inlinedTables, type FlushOutcome } from './inlined-flush.js';
 import { seriesStatementError, tableErrors } from './errors.js';
 import { splitTopLevel, unquote, type SeriesStatement } from './series-statements.js';
 
@@ -46,10 +47,6 @@ export type DependentsSource = (table: string) => Promise<readonly string[]>;
 /** What retention did to a series table: the rows it deleted, or the error it failed with. */
 type RetentionOutcome =
   { readonly table: string; readonly deleted: number } | { readonly table: string; readonly error: unknown };
-
-/** What a flush did to a series table: the inlined rows it wrote to files, or the error it failed with. */
-export type FlushOutcome =
-  { readonly table: string; readonly rows: number } | { readonly table: string; readonly error: unknown };
 
 /**
  * How retention deletes a table's expired rows (`rowsGone`, a filter over its columns): by running
@@ -455,31 +452,16 @@ export class SeriesTables {
   }
 
   /**
-   * Writes the rows and deletes DuckLake keeps inlined in its catalog for each series table (small writes: an INSERT
-   * or a DELETE of a few rows lands in Postgres, not in a Parquet file) to data and delete files: each table's count
-   * of rows written, or why not (a table's failure leaves the others' to go on). Until then a table's reads that
-   * read its files directly (a text index's pruning, a rollup's raw edges and tail) read it through DuckLake's scan
-   * instead. DuckLake's flush changes no row: its files keep each row's snapshot, so time travel and
-   * ducklake_table_changes() see the rows as they were written (the flush's own snapshot shows no change; rollups'
-   * LakeChanges skips it), and it takes no lock of ours: like a client's write, it is one DuckLake commit, refused
-   * on a conflict (a client deleting the same inlined rows meanwhile) and tried again at the next call. Tables
-   * without inlined rows or deletes (read in Postgres) are left alone, so a run that finds none makes no
-   * snapshot.
+   * Writes each series table's rows and deletes DuckLake keeps inlined in its catalog to files (see
+   * inlined-flush.ts): each table's count of rows written, or why not (a table's failure leaves the others' to go
+   * on). Tables without any are left alone, so a run that finds none makes no snapshot. It takes no lock of ours:
+   * it changes no row (so no rollup's refresh lock, as retention takes), and is one DuckLake commit like a client's
+   * write.
    */
   async flushInlined(): Promise<FlushOutcome[]> {
-    const names = [...(await this.list()).keys()];
-    if (names.length === 0) return [];
     const out: FlushOutcome[] = [];
-    for (const table of await inlinedTables(this.metadata, names)) {
-      try {
-        const rows = await this.engine.values(
-          `CALL ducklake_flush_inlined_data(${quoteLiteral(lakeCatalog)}, schema_name => 'main', table_name => ${quoteLiteral(table)})`,
-        );
-        out.push({ table, rows: rows.reduce((sum, row) => sum + Number(row[2] ?? 0), 0) });
-      } catch (error) {
-        out.push({ table, error });
-      }
-    }
+    for (const table of await inlinedTables(this.metadata, 'main', [...(await this.list()).keys()]))
+      out.push(await flushTable(this.engine, 'main', table));
     return out;
   }
 
@@ -611,32 +593,4 @@ function insertSql(
   const select = hasAudience ? `* REPLACE (${stamped} AS ${audienceColumn})` : `*, ${stamped}`;
   const columns = hasAudience ? named : [...named, audienceColumn];
   return `INSERT INTO ${target} (${list(columns)}) SELECT ${select} FROM (${statement.body}) AS __values(${list(named)})`;
-}
-
-/**
- * Which of the series tables `names` have rows or deletes inlined in DuckLake's catalog, read in Postgres: the rows
- * of their inlined data tables (one per schema version of a table; a flush empties them) and of their inlined
- * deletes' table (DuckLake makes it with a table's first inlined delete).
- */
-async function inlinedTables(metadata: MetadataStore, names: readonly string[]): Promise<string[]> {
-  const s = lakeMetadataSchema;
-  const { rows } = await metadata.query<{ name: string; inlined: string[]; deletes: string | null }>(
-    `SELECT t.table_name AS name,
-            ARRAY(SELECT i.table_name FROM ${s}.ducklake_inlined_data_tables i WHERE i.table_id = t.table_id) AS inlined,
-            to_regclass(format('%I.%I', $2::text, 'ducklake_inlined_delete_' || t.table_id))::text AS deletes
-       FROM ${s}.ducklake_table t
-       JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = 'main' AND n.end_snapshot IS NULL
-      WHERE t.table_name = ANY($1::text[]) AND t.end_snapshot IS NULL`,
-    [names, s],
-  );
-  const reads = rows.flatMap((t) =>
-    [...t.inlined.map((name) => `${s}.${quoteIdentifier(name)}`), ...(t.deletes === null ? [] : [t.deletes])].map(
-      (from) => `SELECT ${quoteLiteral(t.name)} AS name WHERE EXISTS (SELECT 1 FROM ${from})`,
-    ),
-  );
-  if (reads.length === 0) return [];
-  const { rows: found } = await metadata.query<{ name: string }>(
-    `SELECT DISTINCT name FROM (${reads.join(' UNION ALL ')}) f ORDER BY name`,
-  );
-  return found.map((r) => r.name);
 }

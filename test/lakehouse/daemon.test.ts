@@ -397,8 +397,8 @@ describe('maintenance daemon', () => {
     assert.deepEqual(
       logged.filter((line) => !line.startsWith('warn housekeeping: deleted')),
       [
-        'warn series table logs: its inlined rows were not written to files; tried again at the next housekeeping: another transaction has deleted from it',
-        'info series table metrics: 3 inlined row(s) written to files',
+        'warn lake table logs: its inlined rows were not written to files; tried again at the next housekeeping: another transaction has deleted from it',
+        'info lake table metrics: 3 inlined row(s) written to files',
         'info index entries: metrics: the text index statistics of 1 data file(s) written',
       ],
     );
@@ -407,7 +407,7 @@ describe('maintenance daemon', () => {
     assert.deepEqual(
       failed.filter((line) => !line.startsWith('warn housekeeping: deleted')),
       [
-        'warn series tables: inlined rows were not written to files; tried again at the next housekeeping: the catalog went away',
+        'warn lake tables: inlined rows were not written to files; tried again at the next housekeeping: the catalog went away',
       ],
     );
   });
