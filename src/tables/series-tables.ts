@@ -456,11 +456,15 @@ export class SeriesTables {
    * inlined-flush.ts): each table's count of rows written, or why not (a table's failure leaves the others' to go
    * on). Tables without any are left alone, so a run that finds none makes no snapshot. It takes no lock of ours:
    * it changes no row (so no rollup's refresh lock, as retention takes), and is one DuckLake commit like a client's
-   * write.
+   * write. Tables with stored columns of column entries (series-columns.ts) are left alone too: after a flush of such
+   * a table (a column added by ALTER TABLE since its first rows), every read of it failed ("Attempting to fetch from
+   * an unsuccessful query result", DuckLake's catalog in Postgres; series-inlined-flush), where its rows read inlined
+   * do not.
    */
   async flushInlined(): Promise<FlushOutcome[]> {
     const out: FlushOutcome[] = [];
-    for (const table of await inlinedTables(this.metadata, 'main', [...(await this.list()).keys()]))
+    const names = [...(await this.list()).values()].filter((t) => !t.storedColumns).map((t) => t.name);
+    for (const table of await inlinedTables(this.metadata, 'main', names))
       out.push(await flushTable(this.engine, 'main', table));
     return out;
   }

@@ -127,4 +127,48 @@ describe("a series table's inlined rows and deletes written to files by housekee
     assert.deepEqual(await rollupRows(), rollup);
     assert.deepEqual(await rawRows(), rollup);
   });
+
+  it("a table with a column entry's stored column is left inlined, and read", async () => {
+    await fixture.admin.query(`CREATE TABLE pods (ts TIMESTAMP, attrs VARCHAR) WITH (time_column = 'ts')`);
+    await fixture.admin.query(
+      `INSERT INTO pods SELECT TIMESTAMP '2024-01-02' + to_seconds(i), '{"pod": "p' || (i % 3) || '"}' FROM range(90) t(i)`,
+    );
+    const resources = { pod: { column: { table: 'pods', expression: "json_extract_string(attrs, 'pod')" } } };
+    writeFileSync(join(dir, 'resources', 'pods.resources.json'), JSON.stringify({ resources }));
+    const run = await publishFolder(fixture.orrery.address, dir);
+    assert.equal(run.status, 0, run.err.join('\n'));
+    // Small writes since the fill, inlined: computed when read, the column read for the rows it filled.
+    await fixture.admin.query(`INSERT INTO pods VALUES (TIMESTAMP '2024-01-03 10:00', '{"pod": "p1"}')`);
+    await fixture.admin.query(`INSERT INTO pods VALUES (TIMESTAMP '2024-01-03 11:00', '{"pod": "p9"}')`);
+    const statement = `SELECT json_extract_string(attrs, 'pod') AS pod, count(*) AS n FROM pods GROUP BY ALL ORDER BY pod`;
+    const decisions = () =>
+      plainRows(
+        fixture.admin,
+        `SELECT decision FROM explain_resources('${statement.replaceAll("'", "''")}') WHERE decision IN ('substituted', 'kept')`,
+      );
+    // The expression computed for every row: the table read beside another relation, not alone.
+    const computed = () =>
+      plainRows(
+        fixture.admin,
+        `SELECT json_extract_string(attrs, 'pod') AS pod, count(*) AS n FROM pods, (SELECT 1) GROUP BY ALL ORDER BY pod`,
+      );
+    const expected = [
+      { pod: 'p0', n: 30 },
+      { pod: 'p1', n: 31 },
+      { pod: 'p2', n: 30 },
+      { pod: 'p9', n: 1 },
+    ];
+    assert.ok((await catalog('pods')).inlined >= 2);
+    assert.deepEqual(await decisions(), [{ decision: 'substituted' }]);
+    assert.deepEqual(await plainRows(fixture.admin, statement), expected);
+
+    await housekeeping();
+
+    // Housekeeping leaves them inlined (read after a flush, the table failed every read): the column is still read,
+    // the answers the same.
+    assert.ok((await catalog('pods')).inlined >= 2);
+    assert.deepEqual(await decisions(), [{ decision: 'substituted' }]);
+    assert.deepEqual(await plainRows(fixture.admin, statement), expected);
+    assert.deepEqual(await computed(), expected);
+  });
 });
