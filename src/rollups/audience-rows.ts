@@ -7,7 +7,8 @@ import { live, tableFilePath, type TablePaths } from './table-files.js';
 
 // A reader's rows of a series table or a view set in a window, estimated from its own audiences' rows alone:
 // what decides whether a reader's window off bucket boundaries reads whole rollup buckets plus raw edges
-// (query-rewrite.ts, rawCheaper), so neither that choice nor the count its reason quotes tells anything of
+// (query-rewrite.ts, rawCheaper) over a view set, or a series table in a client's transaction that wrote it (other
+// windows read them whatever the rows), so neither that choice nor the count its reason quotes tells anything of
 // another audience's rows. Counted per file, and files never change, so each is counted once per process:
 // a DuckLake data file whose audience column holds one value (its statistics say so) is that audience's alone,
 // with the file's row count and time range; any other file (a view set's partition, a data file of several

@@ -139,11 +139,11 @@ export interface RewriteInput {
      */
     readonly rowsWithin: (table: SeriesTable, from: bigint, to: bigint | null) => Promise<number | null>;
     /**
-     * Whether the table's raw edges from `from` (ns: the window's start) are read from its Parquet files
-     * (Rollups.edgeRows), with no DuckLake scan: whole buckets plus edges then cost less than a raw read however
-     * few rows the buckets replace, and `minRows` weighs only edges read through DuckLake's scan. Absent: unknown.
+     * Whether the window reads whole buckets plus raw edges from `from` (ns: the window's start) however few rows the
+     * buckets replace, `minRows` unweighed: when its edges are read from the table's Parquet files (Rollups.edgeRows),
+     * with no DuckLake scan, they cost less than a raw read at every size measured. Absent: never.
      */
-    readonly fromFiles?: (table: SeriesTable, from: bigint) => Promise<boolean>;
+    readonly unweighed?: (table: SeriesTable, from: bigint) => Promise<boolean>;
   };
 }
 
@@ -1123,11 +1123,12 @@ function windowOf(level: Level, target: RollupTarget, ladder: Ladder): RawEdges 
 async function rawCheaper(level: Level, candidate: Rewritten, input: RewriteInput): Promise<Skip | null> {
   const { edges, target } = candidate;
   if (!edges || !input.rawEdges) return null;
-  const { minRows, rowsWithin, fromFiles } = input.rawEdges;
+  const { minRows, rowsWithin, unweighed } = input.rawEdges;
   if (minRows === 0) return null;
+  // Asked first: a reader's answer costs nothing, and spares the count of its own rows.
+  if (unweighed && (await unweighed(level.table, edges.lower?.at ?? edges.from))) return null;
   const rows = await rowsWithin(level.table, edges.from, edges.to);
   if (rows === null || rows >= minRows) return null;
-  if (fromFiles && (await fromFiles(level.table, edges.lower?.at ?? edges.from))) return null;
   return new Skip(
     `window not aligned, and a raw read costs less than whole ${target.grain} buckets plus raw edges: the buckets would replace about ${Math.round(rows)} raw rows, fewer than ${minRows} (ORRERY_ROLLUP_RAW_EDGES_MIN_ROWS)`,
   );

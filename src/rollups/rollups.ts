@@ -3439,14 +3439,16 @@ export class Rollups {
       rawEdges: {
         minRows: this.options.rawEdgesMinRows ?? defaultRawEdgesMinRows,
         rowsWithin: (table, from, to) => this.rowsWithin(table, snapshot, audiences, from, to),
-        // An admin's alone: whether the edges are in files hangs on every audience's rows (one inlined in the
-        // catalog), which a reader's choice, shown in its provenance, must tell nothing of.
-        fromFiles: async (table, from) =>
-          audiences === null &&
+        // An admin's window when its edges are read from the table's files. A reader's whenever they may be: whether
+        // they are hangs on every audience's rows (one inlined in the catalog at or after the start), which a
+        // reader's choice, shown in its provenance, must tell nothing of; so it is made on no rows at all, and its
+        // edges cost a DuckLake scan more than a raw read while a row is inlined (see defaultRawEdgesMinRows).
+        unweighed: async (table, from) =>
           !this.viewSets?.get(table.name) &&
           !at.written?.has(table.name) &&
           hourOf(from) !== null &&
-          (await this.filesOf('main', table.name, table.timeColumn, snapshot, hourOf(from))) !== null,
+          (audiences !== null ||
+            (await this.filesOf('main', table.name, table.timeColumn, snapshot, hourOf(from))) !== null),
       },
     });
     // A rewrite whose bounds change with every statement (now() - INTERVAL 7 DAY, not date_trunc('day', now())),
