@@ -3317,10 +3317,12 @@ export class Rollups {
     const { snapshot, tables } = at;
     const audiences = scope.kind === 'all' ? null : [...new Set([...scope.audiences, 'public'])].sort();
     // The same statement at the same snapshot over the same rollups is rewritten the same way
-    // while its window's bounds evaluate the same (they may hang on now()).
+    // while its window's bounds evaluate the same (they may hang on now()), and the tables it reads written in the
+    // client's transaction or not (their raw edges are weighed then: see rawEdges.unweighed).
     const key = JSON.stringify([
       String(snapshot),
       audiences,
+      [...named].filter((table) => at.written?.has(table)).sort(),
       relevant.map((d) => [d.name, d.retention, d.coveredFrom, d.sourceHash, d.query]),
       tree.statements,
     ]);

@@ -183,4 +183,28 @@ describe('raw edges from files whatever the rows replaced (issue 14)', () => {
       await plainRows(fixture.reader, twin('few')),
     );
   });
+
+  it("weighs an admin's window again in a client's transaction that wrote the table, not as kept from outside it", async () => {
+    await tableWithRollup((sql) => fixture.admin.query(sql), 'kept');
+    const buckets = { from: '2024-01-01T06:00:00Z', to: '2024-01-02T07:00:00Z' };
+    // Outside a transaction the edges are in files: whole hours plus edges, that rewrite kept at this snapshot.
+    assert.deepEqual(readOf(await fixture.admin.query(panel('kept'))), ['kept_hourly', buckets]);
+    const transactionId = await beginTransaction(fixture.admin);
+    const inTransaction = (query: string): Promise<Table> => queryInTransaction(fixture.admin, transactionId, query);
+    assert.deepEqual(readOf(await inTransaction(panel('kept'))), ['kept_hourly', buckets]);
+    // Its own rows, far from the window, are in no file: its edges would be read through DuckLake's scan.
+    await fixture.admin.doPut(
+      packAny('CommandStatementUpdate', {
+        query: `INSERT INTO kept (ts, host, v) VALUES (TIMESTAMP '2024-03-01 00:00:00', 'h1', 1)`,
+        transactionId,
+      }),
+    );
+    const raw = await inTransaction(panel('kept'));
+    assert.deepEqual(readOf(raw), [undefined, undefined]);
+    assert.deepEqual(
+      raw.toArray().map((r) => plain({ ...r })),
+      (await inTransaction(twin('kept'))).toArray().map((r) => plain({ ...r })),
+    );
+    await endTransaction(fixture.admin, transactionId, false);
+  });
 });
