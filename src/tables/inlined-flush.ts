@@ -35,7 +35,17 @@ export async function inlinedTables(
             to_regclass(format('%I.%I', $2::text, 'ducklake_inlined_delete_' || t.table_id))::text AS deletes
        FROM ${s}.ducklake_table t
        JOIN ${s}.ducklake_schema n ON n.schema_id = t.schema_id AND n.schema_name = $3 AND n.end_snapshot IS NULL
-      WHERE t.table_name = ANY($1::text[]) AND t.end_snapshot IS NULL`,
+      WHERE t.table_name = ANY($1::text[]) AND t.end_snapshot IS NULL
+        -- Not a table with an inlined data table of a schema version older than its columns' (an ADD, DROP or RENAME
+        -- COLUMN since it was made): a flush drops that table in Postgres with no new schema version, under the query
+        -- engine's DuckLake, which keeps a table's inlined data tables per schema version: every read of the table
+        -- then failed (relation ... does not exist) until the server restarted. Its rows stay inlined, read as before.
+        AND NOT EXISTS (
+            SELECT 1 FROM ${s}.ducklake_inlined_data_tables i
+             WHERE i.table_id = t.table_id AND i.schema_version < (
+                   SELECT p.schema_version FROM ${s}.ducklake_snapshot p WHERE p.snapshot_id = (
+                          SELECT greatest(t.begin_snapshot, max(c.begin_snapshot), max(c.end_snapshot))
+                            FROM ${s}.ducklake_column c WHERE c.table_id = t.table_id)))`,
     [names, s, schema],
   );
   const reads = rows.flatMap((t) =>

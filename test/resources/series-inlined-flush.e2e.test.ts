@@ -171,4 +171,20 @@ describe("a series table's inlined rows and deletes written to files by housekee
     assert.deepEqual(await plainRows(fixture.admin, statement), expected);
     assert.deepEqual(await computed(), expected);
   });
+
+  it('leaves the inlined rows of a table whose columns changed since it was made, which stays readable', async () => {
+    await fixture.admin.query(`CREATE TABLE altered (ts TIMESTAMP, msg VARCHAR) WITH (time_column = 'ts')`);
+    await fixture.admin.query(
+      `INSERT INTO altered SELECT TIMESTAMP '2024-01-02' + to_seconds(i), 'line ' || i FROM range(90) t(i)`,
+    );
+    await fixture.admin.query('ALTER TABLE altered ADD COLUMN extra VARCHAR');
+    await fixture.admin.query(`INSERT INTO altered VALUES (TIMESTAMP '2024-01-03', 'late', 'x')`);
+    const rows = await plainRows(fixture.admin, 'SELECT * FROM altered ORDER BY ALL');
+    assert.equal(rows.length, 91);
+
+    await housekeeping();
+
+    assert.deepEqual(await plainRows(fixture.admin, 'SELECT * FROM altered ORDER BY ALL'), rows);
+    assert.equal((await catalog('altered')).inlined, 1);
+  });
 });
