@@ -112,6 +112,7 @@ interface NativeModule {
   /**
    * A log_entries partition file written from the ordered read's inputs on a libuv worker thread (otlp-logs-table.cc's
    * WriteOrdered): the rows written, or null (nothing written) when its writer would not write what the statement does.
+   * A row group is written early once its text reaches `rowGroupBytes` (256 MiB when not given).
    */
   writeOrderedLogsPartition(
     file: string,
@@ -120,6 +121,7 @@ interface NativeModule {
     blocks: ReadonlyArray<string | null>,
     out: string,
     createdBy: string,
+    rowGroupBytes?: number,
   ): Promise<number | null>;
   /** A group object's file written, fsynced, its link count read and closed on one libuv thread (group-write.cc). */
   writeSynced(fd: number, parts: readonly Uint8Array[]): Promise<number>;

@@ -79,7 +79,12 @@ describe('issue 16: the native writer of log_entries partitions writes the state
   }
 
   /** The payloads' file, and both files written from it: the statement's (as Materializer.write runs it) and the writer's. */
-  async function bothWays(bodies: readonly Uint8Array[], stored: readonly Uint8Array[], manyExes = false) {
+  async function bothWays(
+    bodies: readonly Uint8Array[],
+    stored: readonly Uint8Array[],
+    manyExes = false,
+    rowGroupBytes?: number,
+  ) {
     const file = join(dir, `bundle${files}`);
     writeFileSync(file, Buffer.concat(stored));
     const sizes = stored.map((p) => p.length);
@@ -106,6 +111,7 @@ describe('issue 16: the native writer of log_entries partitions writes the state
       [...(fields as Iterable<string | null>)],
       native,
       'Orrery version test',
+      ...(rowGroupBytes === undefined ? [] : [rowGroupBytes]),
     );
     return { file, sizes, first, statement, native, copied, written };
   }
@@ -212,6 +218,22 @@ describe('issue 16: the native writer of log_entries partitions writes the state
         await excluded(statement, column, value),
         `${column} = ${value}`,
       );
+  });
+
+  it('writes a row group early once its text reaches the bytes given, the rows and their order unchanged', async () => {
+    // A column's offsets into a row group's text are 32-bit: a row group of 131072 records of long messages (a
+    // tenant's) would wrap them at 4 GiB; the writer cuts row groups by their text's bytes too (256 MiB by default).
+    const next = random(2627);
+    const bodies = Array.from({ length: 300 }, () => protobufOf(randomRequest(next)));
+    const { statement, native, copied, written } = await bothWays(bodies, bodies, false, 64 * 1024);
+    assert.ok(copied < rowGroup, `${copied} rows: one row group by rows`);
+    assert.equal(written, copied);
+    assert.equal(await rowsNotIn(statement, native), 0);
+    assert.equal(await rowsNotIn(native, statement), 0);
+    const groups = async (f: string) =>
+      Number((await values(`SELECT count(DISTINCT row_group_id) FROM parquet_metadata(${quoteLiteral(f)})`))[0][0]);
+    assert.equal(await groups(statement), 1);
+    assert.ok((await groups(native)) > 1, `${await groups(native)} row groups`);
   });
 
   it('writes nothing when a process field has more values than the statement takes as an ENUM', async () => {

@@ -1391,7 +1391,18 @@ struct DirectOptions {
   bool sample = true;         // sampled dictionaries (parquet-writer.h's kSample)
   bool block_indexes = true;  // block_id and process_properties as indexes into their payloads' values
   bool in_place = false;      // the records' strings read from the held payloads (each held to its row group's write)
+  // A row group is written early once its copied strings reach this many bytes: a column's offsets are 32-bit (4 GiB
+  // of one column's text in a row group would wrap them: 131072 records of a tenant's ~33 KiB messages), and the
+  // row group is held in memory outside DuckDB's limit until written.
+  size_t row_group_bytes = size_t{256} << 20;
 };
+
+// The bytes of text a row group's copied string columns hold.
+size_t StringBytes(const std::vector<Column> &columns) {
+  size_t bytes = 0;
+  for (const Column &c : columns) bytes += c.bytes.size();
+  return bytes;
+}
 
 struct Direct {
   size_t rows = 0;
@@ -1514,7 +1525,7 @@ Direct WriteOrdered(const OrderedBind &bind, const std::string &out, const std::
         heap.pop_back();
       }
       SinkTop(heap);
-      if (++n == kRowGroupRows) write();
+      if (++n == kRowGroupRows || StringBytes(columns) >= options.row_group_bytes) write();
     }
     if (n > 0) write();
     const double t0 = ThreadCpu();
@@ -1855,19 +1866,21 @@ Napi::Value StoredLogsPayloadContent(const Napi::CallbackInfo &info) {
 // would (DirectWritable); rejects when the write fails (the file may then be partly written).
 class OrderedWriteWorker : public Napi::AsyncWorker {
  public:
-  OrderedWriteWorker(Napi::Env env, std::unique_ptr<OrderedBind> bind, std::string out, std::string created_by)
+  OrderedWriteWorker(Napi::Env env, std::unique_ptr<OrderedBind> bind, std::string out, std::string created_by,
+                     DirectOptions options)
       : Napi::AsyncWorker(env),
         deferred_(Napi::Promise::Deferred::New(env)),
         bind_(std::move(bind)),
         out_(std::move(out)),
-        created_by_(std::move(created_by)) {}
+        created_by_(std::move(created_by)),
+        options_(options) {}
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
   void Execute() override {
     if (!DirectWritable(*bind_)) return;
     try {
-      rows_ = static_cast<double>(WriteOrdered(*bind_, out_, created_by_, DirectOptions{}).rows);
+      rows_ = static_cast<double>(WriteOrdered(*bind_, out_, created_by_, options_).rows);
     } catch (const std::exception &e) {
       SetError(e.what());
     } catch (const Failure &f) {
@@ -1886,20 +1899,28 @@ class OrderedWriteWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   std::unique_ptr<OrderedBind> bind_;
   std::string out_, created_by_;
+  DirectOptions options_;
   double rows_ = -1;
 };
 
-// writeOrderedLogsPartition(file, sizes, firstTimes, blocks, out, createdBy): Promise<number | null>: the arguments of
-// __orrery_otlp_logs_ordered (firstTimes as decimal strings; blocks as orderedBlocks lists them, a string or null
-// each) and the file to write (see OrderedWriteWorker).
+// writeOrderedLogsPartition(file, sizes, firstTimes, blocks, out, createdBy[, rowGroupBytes]): Promise<number | null>:
+// the arguments of __orrery_otlp_logs_ordered (firstTimes as decimal strings; blocks as orderedBlocks lists them, a
+// string or null each), the file to write (see OrderedWriteWorker) and, optionally, the text bytes at which a row
+// group is written early (DirectOptions::row_group_bytes; its default otherwise).
 Napi::Value WriteOrderedLogsPartition(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   const char *usage =
       "writeOrderedLogsPartition(file: string, sizes: number[], firstTimes: string[], blocks: (string | null)[], "
-      "out: string, createdBy: string)";
+      "out: string, createdBy: string, rowGroupBytes?: number)";
   if (info.Length() < 6 || !info[0].IsString() || !info[1].IsArray() || !info[2].IsArray() || !info[3].IsArray() ||
-      !info[4].IsString() || !info[5].IsString())
+      !info[4].IsString() || !info[5].IsString() || (info.Length() > 6 && !info[6].IsNumber()))
     throw Napi::TypeError::New(env, usage);
+  DirectOptions options;
+  if (info.Length() > 6) {
+    const int64_t bytes = info[6].As<Napi::Number>().Int64Value();
+    if (bytes < 1) throw Napi::TypeError::New(env, usage);
+    options.row_group_bytes = static_cast<size_t>(bytes);
+  }
   auto bind = std::make_unique<OrderedBind>();
   bind->file = info[0].As<Napi::String>().Utf8Value();
   const Napi::Array sizes = info[1].As<Napi::Array>(), mins = info[2].As<Napi::Array>(),
@@ -1927,7 +1948,7 @@ Napi::Value WriteOrderedLogsPartition(const Napi::CallbackInfo &info) {
     bind->enum_index[f] = f != kInsertTime && f != kProcessProperties && f != kBlockId && !numbers[f].empty() &&
                           numbers[f].size() <= kEnumMembers;
   auto *worker = new OrderedWriteWorker(env, std::move(bind), info[4].As<Napi::String>().Utf8Value(),
-                                        info[5].As<Napi::String>().Utf8Value());
+                                        info[5].As<Napi::String>().Utf8Value(), options);
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;
