@@ -12,8 +12,8 @@ import { MaintenanceDaemon, type DaemonOptions } from '../../src/maintenance/ind
 const count = async (c: TestFlightClient, sql: string, headers?: Record<string, string>): Promise<number> =>
   Number((await c.query(sql, headers)).getChildAt(0)!.get(0) ?? 0);
 
-/** Waits for what the daemon's passes (every second) do: a loaded machine may run them late. */
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 60000): Promise<void> {
+/** Waits for what the daemon's passes (every second) do: a loaded machine (CI, 2 cores) may run them minutes late. */
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
