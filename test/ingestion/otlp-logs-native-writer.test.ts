@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { DuckDBEngine, nativeLogsScan, nativeOrderedLogsWriter } from '../../src/engine/index.js';
+import { DuckDBEngine, nativeOrderedLogsWriter } from '../../src/engine/index.js';
 import {
   builtinViewSets,
   orderedBlocks,
@@ -22,6 +22,7 @@ import {
   typedColumns,
 } from '../../src/views/index.js';
 import { brotliStored, protobufOf, random, randomRequest, t0, zstdStored } from '../support/otlp-logs-corpus.js';
+import { firstTimes } from '../support/first-times.js';
 
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries')!;
 const source = logEntries.source as { ordered: string };
@@ -41,19 +42,6 @@ describe('issue 16: the native writer of log_entries partitions writes the state
     await engine?.close();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  /** Each payload's first time as ingestion's scan finds it (see otlp-logs-ordered.test.ts). */
-  const firstTimes = (bodies: readonly Uint8Array[]): bigint[] =>
-    bodies.map((p) => {
-      const scanned = nativeLogsScan()!(p)!;
-      let first = 0n;
-      for (let at = 0; at < scanned.length; at += 11) {
-        if (scanned[at + 6] === 0) continue;
-        const time = (BigInt(scanned[at + 7]) << 32n) | BigInt(scanned[at + 8]);
-        if (first === 0n || time < first) first = time;
-      }
-      return first;
-    });
 
   /**
    * __blocks as the materializer makes it, one row per payload: username NULL in every block and computer in some

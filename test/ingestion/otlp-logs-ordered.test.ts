@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { DuckDBEngine, engineErrors, nativeLogsScan } from '../../src/engine/index.js';
+import { DuckDBEngine, engineErrors } from '../../src/engine/index.js';
 import { isErrorOf } from '../../src/errors/index.js';
 import {
   builtinViewSets,
@@ -27,6 +27,7 @@ import {
   typedColumns,
 } from '../../src/views/index.js';
 import { brotliStored, protobufOf, random, randomRequest, t0, zstdStored } from '../support/otlp-logs-corpus.js';
+import { firstTimes } from '../support/first-times.js';
 
 const logEntries = builtinViewSets.find((v) => v.name === 'log_entries')!;
 const source = logEntries.source as { extract: string; ordered: string };
@@ -44,23 +45,6 @@ describe('issue 16: log_entries rows in time order from the payloads, without a 
     await engine?.close();
     rmSync(dir, { recursive: true, force: true });
   });
-
-  /**
-   * Each payload's first time as the materializer takes it from its block: its records' earliest time as
-   * ingestion's validating scan finds it (11 numbers per ResourceLogs, the records' count 7th, then that time's
-   * high and low 32-bit halves), 0 for a payload without records.
-   */
-  const firstTimes = (payloads: readonly Uint8Array[]): bigint[] =>
-    payloads.map((p) => {
-      const scanned = nativeLogsScan()!(p)!;
-      let first = 0n;
-      for (let at = 0; at < scanned.length; at += 11) {
-        if (scanned[at + 6] === 0) continue;
-        const time = (BigInt(scanned[at + 7]) << 32n) | BigInt(scanned[at + 8]);
-        if (first === 0n || time < first) first = time;
-      }
-      return first;
-    });
 
   /** The payloads one after the other in one file, as the materializer lays them out. */
   const bundle = (payloads: readonly Uint8Array[]): { file: string; sizes: number[] } => {
